@@ -1,0 +1,60 @@
+package dev.jrdma.soft.wire;
+
+import java.nio.ByteBuffer;
+
+/**
+ * ACK Extended Transport Header (4 bytes): syndrome (8 bits) and MSN (24 bits), IBA vol 1 §9.3.5.
+ *
+ * <p>Syndrome: bit 7 reserved (0); bits 6..5 type: {@code 00} ACK, {@code 01} RNR NAK, {@code 10} reserved,
+ * {@code 11} NAK; bits 4..0 value: the credit count of an ACK, the RNR timer code of an RNR NAK, or the NAK
+ * code of a NAK.
+ */
+public final class Aeth {
+    public static final int BYTES = 4;
+
+    public static final int TYPE_ACK = 0;
+    public static final int TYPE_RNR_NAK = 1;
+    public static final int TYPE_RESERVED = 2;
+    public static final int TYPE_NAK = 3;
+
+    /** NAK codes (syndrome value when the type is NAK). */
+    public static final int NAK_PSN_SEQUENCE_ERROR = 0;
+    public static final int NAK_INVALID_REQUEST = 1;
+    public static final int NAK_REMOTE_ACCESS_ERROR = 2;
+    public static final int NAK_REMOTE_OPERATIONAL_ERROR = 3;
+    public static final int NAK_INVALID_RD_REQUEST = 4;
+
+    /** Credit count value meaning "no valid credit count" (end-to-end flow control not used). */
+    public static final int CREDITS_INVALID = 0x1F;
+
+    private Aeth() {}
+
+    public static int syndrome(ByteBuffer b, int off) { return b.get(off) & 0xFF; }
+    public static int msn(ByteBuffer b, int off) { return b.getInt(off) & 0xFFFFFF; }
+
+    public static void write(ByteBuffer b, int off, int syndrome, int msn) {
+        b.putInt(off, ((syndrome & 0xFF) << 24) | (msn & 0xFFFFFF));
+    }
+
+    /** Syndrome type (bits 6..5): {@link #TYPE_ACK}, {@link #TYPE_RNR_NAK}, {@link #TYPE_RESERVED} or {@link #TYPE_NAK}. */
+    public static int type(int syndrome) { return (syndrome >>> 5) & 0x3; }
+    /** Syndrome value (bits 4..0). */
+    public static int value(int syndrome) { return syndrome & 0x1F; }
+
+    public static int ackSyndrome(int credits) { return credits & 0x1F; }
+    public static int rnrNakSyndrome(int timerCode) { return 0x20 | (timerCode & 0x1F); }
+    public static int nakSyndrome(int nakCode) { return 0x60 | (nakCode & 0x1F); }
+
+    /**
+     * The RNR NAK timer codes (IBA vol 1 table 45) in microseconds: code 0 is 655.36 ms, codes 1..31 run
+     * from 0.01 ms to 491.52 ms.
+     */
+    private static final int[] RNR_TIMER_MICROS = {
+        655_360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1280, 1920,
+        2560, 3840, 5120, 7680, 10_240, 15_360, 20_480, 30_720, 40_960, 61_440, 81_920, 122_880, 163_840,
+        245_760, 327_680, 491_520,
+    };
+
+    /** Microseconds that an RNR timer code (0..31) stands for. */
+    public static int rnrTimerMicros(int code) { return RNR_TIMER_MICROS[code & 0x1F]; }
+}

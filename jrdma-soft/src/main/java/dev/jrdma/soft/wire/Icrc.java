@@ -1,0 +1,143 @@
+package dev.jrdma.soft.wire;
+
+import java.nio.ByteBuffer;
+import java.util.zip.CRC32;
+
+/**
+ * The RoCEv2 invariant CRC (ICRC), computed the way Linux {@code rdma_rxe} computes it, for IPv4.
+ *
+ * <p>The CRC is CRC-32 (the Ethernet/zlib polynomial, reflected) over, in order:
+ * <ol>
+ *   <li>8 bytes of {@code 0xFF} standing for the masked LRH (the kernel starts from the pre-computed state
+ *       {@code 0xdebb20e3}, which is exactly this);</li>
+ *   <li>a 20-byte IPv4 header with TOS, TTL and header checksum masked to all ones;</li>
+ *   <li>the 8-byte UDP header with its checksum masked to all ones;</li>
+ *   <li>the BTH with {@code resv8a} (byte 4) masked to all ones;</li>
+ *   <li>the rest of the packet: extension headers, payload and pad bytes.</li>
+ * </ol>
+ * The result is inverted and stored in the last 4 bytes of the packet least significant byte first (the
+ * kernel stores the CPU-order {@code u32}; on the little-endian machines rxe runs on that is this order).
+ *
+ * <p><b>The IPv4 header is reconstructed</b>, not observed: a user-space UDP sender never sees the header
+ * the kernel builds, and a receiver does not get it either. Both sides therefore build it from what they
+ * know: version 4, IHL 5, total length = 28 + UDP payload, identification 0, flags DF (0x4000), fragment
+ * offset 0, protocol 17, source and destination address, and the masked fields as above; the UDP header is
+ * source port, destination port, length = 8 + UDP payload. Linux rxe sends DF packets whose id the kernel
+ * picks (often 0 for DF), so interoperating peers agree whenever their id is 0.
+ *
+ * <p>An instance keeps a scratch pseudo header and a {@link CRC32}: it is not thread-safe; use one per
+ * thread. No allocation per packet.
+ */
+public final class Icrc {
+    public static final int BYTES = 4;
+    private static final int PSEUDO = 8 + 20 + 8 + Bth.BYTES;
+
+    private final CRC32 crc = new CRC32();
+    private final byte[] pseudo = new byte[PSEUDO];
+
+    public Icrc() {
+        for (int i = 0; i < 8; i++) pseudo[i] = (byte) 0xFF;
+        pseudo[8] = 0x45;                 // version 4, IHL 5
+        pseudo[9] = (byte) 0xFF;          // TOS (masked)
+        pseudo[8 + 6] = 0x40;             // flags: DF; fragment offset 0; id (bytes 4-5) = 0
+        pseudo[8 + 8] = (byte) 0xFF;      // TTL (masked)
+        pseudo[8 + 9] = 17;               // protocol UDP
+        pseudo[8 + 10] = (byte) 0xFF;     // header checksum (masked)
+        pseudo[8 + 11] = (byte) 0xFF;
+        pseudo[28 + 6] = (byte) 0xFF;     // UDP checksum (masked)
+        pseudo[28 + 7] = (byte) 0xFF;
+    }
+
+    /**
+     * Computes the ICRC value of a packet.
+     *
+     * @param b       the buffer holding the UDP payload (BTH .. ICRC)
+     * @param off     where the BTH starts
+     * @param len     UDP payload length, including the 4 ICRC bytes
+     * @param srcIp   IPv4 source address (big-endian int)
+     * @param dstIp   IPv4 destination address
+     * @param srcPort UDP source port
+     * @param dstPort UDP destination port
+     * @return the ICRC as an int (its value, before the byte order of the wire)
+     */
+    public int compute(ByteBuffer b, int off, int len, int srcIp, int dstIp, int srcPort, int dstPort) {
+        return compute(b, off, len, srcIp, dstIp, srcPort, dstPort, 0);
+    }
+
+    /**
+     * As {@link #compute(ByteBuffer, int, int, int, int, int, int)} with an explicit IPv4 identification
+     * field (for packets captured from other implementations; jrdma itself always uses 0).
+     */
+    public int compute(ByteBuffer b, int off, int len, int srcIp, int dstIp, int srcPort, int dstPort, int ipId) {
+        byte[] p = pseudo;
+        p[8 + 4] = (byte) (ipId >>> 8);
+        p[8 + 5] = (byte) ipId;
+        int ipLen = 20 + 8 + len;
+        p[8 + 2] = (byte) (ipLen >>> 8);
+        p[8 + 3] = (byte) ipLen;
+        putInt(p, 8 + 12, srcIp);
+        putInt(p, 8 + 16, dstIp);
+        p[28] = (byte) (srcPort >>> 8);
+        p[29] = (byte) srcPort;
+        p[30] = (byte) (dstPort >>> 8);
+        p[31] = (byte) dstPort;
+        int udpLen = 8 + len;
+        p[32] = (byte) (udpLen >>> 8);
+        p[33] = (byte) udpLen;
+        for (int i = 0; i < Bth.BYTES; i++) p[36 + i] = b.get(off + i);
+        p[36 + 4] = (byte) 0xFF;          // resv8a masked
+        CRC32 c = crc;
+        c.reset();
+        c.update(p, 0, PSEUDO);
+        int start = off + Bth.BYTES;
+        int n = len - Bth.BYTES - BYTES;
+        if (n > 0) {
+            if (b.hasArray()) {
+                c.update(b.array(), b.arrayOffset() + start, n);
+            } else {
+                int pos = b.position(), lim = b.limit();
+                b.limit(b.capacity());
+                b.position(start);
+                b.limit(start + n);
+                c.update(b);
+                b.limit(lim);
+                b.position(pos);
+            }
+        }
+        return (int) c.getValue();
+    }
+
+    /** Computes the ICRC and writes it into the last 4 bytes of the packet. */
+    public void generate(ByteBuffer b, int off, int len, int srcIp, int dstIp, int srcPort, int dstPort) {
+        int v = compute(b, off, len, srcIp, dstIp, srcPort, dstPort);
+        putLe(b, off + len - BYTES, v);
+    }
+
+    /** Whether the packet's ICRC matches its contents. */
+    public boolean verify(ByteBuffer b, int off, int len, int srcIp, int dstIp, int srcPort, int dstPort) {
+        if (len < Bth.BYTES + BYTES) return false;
+        int v = compute(b, off, len, srcIp, dstIp, srcPort, dstPort);
+        return v == stored(b, off, len);
+    }
+
+    /** The ICRC value stored in the last 4 bytes of a packet. */
+    public static int stored(ByteBuffer b, int off, int len) { return getLe(b, off + len - BYTES); }
+
+    private static void putInt(byte[] p, int i, int v) {
+        p[i] = (byte) (v >>> 24);
+        p[i + 1] = (byte) (v >>> 16);
+        p[i + 2] = (byte) (v >>> 8);
+        p[i + 3] = (byte) v;
+    }
+
+    private static void putLe(ByteBuffer b, int i, int v) {
+        b.put(i, (byte) v);
+        b.put(i + 1, (byte) (v >>> 8));
+        b.put(i + 2, (byte) (v >>> 16));
+        b.put(i + 3, (byte) (v >>> 24));
+    }
+
+    private static int getLe(ByteBuffer b, int i) {
+        return (b.get(i) & 0xFF) | (b.get(i + 1) & 0xFF) << 8 | (b.get(i + 2) & 0xFF) << 16 | (b.get(i + 3) & 0xFF) << 24;
+    }
+}

@@ -1,0 +1,31 @@
+package dev.jrdma.verbs;
+
+import java.time.Duration;
+
+/**
+ * A completion event channel ({@code struct ibv_comp_channel}). A thread blocks in {@link #awaitEvent} until an
+ * armed CQ gets a completion, instead of spinning on poll. The pattern, as in C:
+ * <pre>{@code
+ * cq.requestNotify(false);
+ * CompletionQueue ready = channel.awaitEvent(Duration.ofSeconds(5));
+ * ready.ackEvents(1);
+ * ready.requestNotify(false);   // re-arm, then poll until empty
+ * while ((n = ready.poll(wcs)) > 0) { ... }
+ * }</pre>
+ */
+public interface CompletionChannel extends AutoCloseable {
+    Context context();
+
+    /**
+     * {@code ibv_get_cq_event}: waits for the next event.
+     *
+     * @return the CQ that had the event, or null when the timeout passed first
+     */
+    CompletionQueue awaitEvent(Duration timeout);
+
+    boolean isClosed();
+
+    /** {@code ibv_destroy_comp_channel}. Idempotent. */
+    @Override
+    void close();
+}

@@ -1,0 +1,15 @@
+package dev.jrdma.verbs;
+
+/** Which attributes a modify carries ({@code enum ibv_qp_attr_mask}); set for you by {@link QpAttr}'s setters. */
+public enum QpAttrMask {
+    STATE(0), CUR_STATE(1), EN_SQD_ASYNC_NOTIFY(2), ACCESS_FLAGS(3), PKEY_INDEX(4), PORT(5), QKEY(6), AV(7),
+    PATH_MTU(8), TIMEOUT(9), RETRY_CNT(10), RNR_RETRY(11), RQ_PSN(12), MAX_QP_RD_ATOMIC(13), ALT_PATH(14),
+    MIN_RNR_TIMER(15), SQ_PSN(16), MAX_DEST_RD_ATOMIC(17), PATH_MIG_STATE(18), CAP(19), DEST_QPN(20),
+    RATE_LIMIT(25);
+
+    public final int bit;
+
+    QpAttrMask(int shift) {
+        this.bit = 1 << shift;
+    }
+}

@@ -1,0 +1,77 @@
+package dev.jrdma.verbs;
+
+import dev.jrdma.verbs.spi.VerbsProvider;
+
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Optional;
+import java.util.ServiceLoader;
+
+/**
+ * Where a program starts: the devices of every provider ({@code ibv_get_device_list}) and the default one.
+ * <pre>{@code
+ * try (Context ctx = Verbs.defaultDevice().open()) { ... }
+ * }</pre>
+ * The default is the device named by the system property {@code jrdma.device} (or env {@code JRDMA_DEVICE}),
+ * else the first device of the highest-priority provider: real RDMA hardware when there is some, the software
+ * device otherwise.
+ */
+public final class Verbs {
+    private Verbs() {}
+
+    private static volatile List<VerbsProvider> providers;
+
+    /** Every provider on the class path, highest priority first, including those that list no device here. */
+    public static List<VerbsProvider> providers() {
+        List<VerbsProvider> p = providers;
+        if (p == null) {
+            synchronized (Verbs.class) {
+                if ((p = providers) == null) {
+                    List<VerbsProvider> found = new ArrayList<>();
+                    for (VerbsProvider vp : ServiceLoader.load(VerbsProvider.class, Verbs.class.getClassLoader())) found.add(vp);
+                    found.sort(Comparator.comparingInt(VerbsProvider::priority).reversed());
+                    providers = p = List.copyOf(found);
+                }
+            }
+        }
+        return p;
+    }
+
+    public static Optional<VerbsProvider> provider(String name) {
+        return providers().stream().filter(p -> p.name().equals(name)).findFirst();
+    }
+
+    /** Every device of every provider, hardware first. */
+    public static List<Device> devices() {
+        List<Device> all = new ArrayList<>();
+        for (VerbsProvider p : providers()) all.addAll(p.devices());
+        return all;
+    }
+
+    /** A device by name, from any provider (e.g. {@code mlx5_0}, {@code rxe0}, {@code soft_lo}, {@code soft@127.0.0.2}). */
+    public static Device device(String name) {
+        for (VerbsProvider p : providers()) {
+            Optional<Device> d = p.lookup(name);
+            if (d.isPresent()) return d.get();
+        }
+        StringBuilder known = new StringBuilder();
+        for (Device d : devices()) known.append(known.isEmpty() ? "" : ", ").append(d.name());
+        throw new VerbsException("ibv_get_device_list", VerbsException.ENODEV,
+                "no device named '" + name + "'; devices here: " + (known.isEmpty() ? "none" : known) + " (run 'jrdma devices')");
+    }
+
+    /** The device a program uses when it names none. */
+    public static Device defaultDevice() {
+        String named = System.getProperty("jrdma.device", System.getenv("JRDMA_DEVICE"));
+        if (named != null && !named.isBlank()) return device(named.trim());
+        for (VerbsProvider p : providers()) {
+            List<Device> d = p.devices();
+            if (!d.isEmpty()) return d.getFirst();
+        }
+        StringBuilder why = new StringBuilder();
+        for (VerbsProvider p : providers()) why.append("; ").append(p.name()).append(": ").append(p.unavailableReason().orElse("no devices"));
+        throw new VerbsException("ibv_get_device_list", VerbsException.ENODEV,
+                "no RDMA device" + (providers().isEmpty() ? " and no provider on the class path (add jrdma-soft)" : why) + " (run 'jrdma doctor')");
+    }
+}
