@@ -1,0 +1,84 @@
+package dev.jrdma.cli;
+
+import dev.jrdma.examples.FirstRdmaApp;
+import dev.jrdma.verbs.Device;
+import dev.jrdma.verbs.Verbs;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * {@code jrdma demo}: the first RDMA application, both sides as two processes on the default device.
+ * On the software device each process gets its own loopback address (127.0.0.1 and 127.0.0.2), as two hosts would.
+ */
+@Command(name = "demo", description = "Run the first RDMA application: a server and a client process, every step printed with its result and timing.")
+public final class DemoCommand implements Callable<Integer> {
+    @Option(names = {"-d", "--ib-dev"}, paramLabel = "DEV", description = "Device for both sides (default: the default device).")
+    String deviceName;
+
+    @Option(names = {"-p", "--port"}, description = "TCP port of the out-of-band exchange (default: a free one).")
+    int port;
+
+    @Option(names = "--timeout", description = "Seconds before the demo gives up (default: ${DEFAULT-VALUE}).", defaultValue = "120")
+    int timeoutSeconds;
+
+    @Override
+    public Integer call() throws Exception {
+        Device dev = deviceName != null ? Verbs.device(deviceName) : Verbs.defaultDevice();
+        String serverDev = dev.name(), clientDev = dev.name();
+        if (dev.provider().equals("soft")) {
+            serverDev = "soft@127.0.0.1";
+            clientDev = "soft@127.0.0.2";
+        }
+        if (port == 0) {
+            try (ServerSocket s = new ServerSocket(0)) {
+                port = s.getLocalPort();
+            }
+        }
+        System.out.printf("jrdma demo: server on %s, client on %s, out-of-band exchange over TCP 127.0.0.1:%d%n%n", serverDev, clientDev, port);
+        Process server = start("server", "server", "--port", Integer.toString(port), "--device", serverDev);
+        Process client = start("client", "client", "127.0.0.1", "--port", Integer.toString(port), "--device", clientDev);
+        boolean finished = server.waitFor(timeoutSeconds, TimeUnit.SECONDS) & client.waitFor(5, TimeUnit.SECONDS);
+        if (!finished) {
+            server.destroyForcibly();
+            client.destroyForcibly();
+            System.err.println("jrdma demo: gave up after " + timeoutSeconds + " s");
+            return 1;
+        }
+        int rc = server.exitValue() != 0 ? server.exitValue() : client.exitValue();
+        System.out.println(rc == 0 ? "\njrdma demo: both sides completed every step" : "\njrdma demo: FAILED (server exit " + server.exitValue() + ", client exit " + client.exitValue() + ")");
+        return rc;
+    }
+
+    private static Process start(String tag, String... args) throws IOException {
+        String java = ProcessHandle.current().info().command().orElse("java");
+        List<String> cmd = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED",
+                "-cp", System.getProperty("java.class.path"), FirstRdmaApp.class.getName()));
+        cmd.addAll(List.of(args));
+        Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+        Thread pump = new Thread(() -> {
+            try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+                String line;
+                while ((line = r.readLine()) != null) {
+                    synchronized (System.out) {
+                        System.out.printf("%-8s %s%n", "[" + tag + "]", line);
+                    }
+                }
+            } catch (IOException ignored) {
+                // the process ended
+            }
+        }, "demo-" + tag);
+        pump.setDaemon(true);
+        pump.start();
+        return p;
+    }
+}

@@ -1,0 +1,168 @@
+package dev.jrdma.cli;
+
+import dev.jrdma.verbs.Context;
+import dev.jrdma.verbs.Device;
+import dev.jrdma.verbs.DeviceAttr;
+import dev.jrdma.verbs.GidEntry;
+import dev.jrdma.verbs.PortAttr;
+import dev.jrdma.verbs.Verbs;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.io.PrintStream;
+import java.util.List;
+import java.util.concurrent.Callable;
+
+/** {@code jrdma devinfo}: what {@code ibv_devinfo} prints, for every provider's devices. */
+@Command(name = "devinfo", description = "Show device and port attributes (like ibv_devinfo).")
+public final class DevinfoCommand implements Callable<Integer> {
+    @Option(names = {"-d", "--ib-dev"}, paramLabel = "DEV", description = "Only this device (default: all).")
+    String deviceName;
+
+    @Option(names = {"-i", "--ib-port"}, paramLabel = "PORT", description = "Only this port (default: all).")
+    int port;
+
+    @Option(names = {"-v", "--verbose"}, description = "Print all the attributes and the GID table.")
+    boolean verbose;
+
+    @Option(names = {"-l", "--list"}, description = "Only list the device names.")
+    boolean list;
+
+    @Override
+    public Integer call() {
+        List<Device> devices = deviceName != null ? List.of(Verbs.device(deviceName)) : Verbs.devices();
+        PrintStream out = System.out;
+        if (list) {
+            out.printf("%d HCA%s found:%n", devices.size(), devices.size() == 1 ? "" : "s");
+            for (Device d : devices) out.println("\t" + d.name());
+            return 0;
+        }
+        if (devices.isEmpty()) {
+            out.println("No IB devices found");
+            return 255;
+        }
+        for (Device d : devices) print(out, d, port, verbose);
+        return 0;
+    }
+
+    static String guid(long g) {
+        String h = String.format("%016x", g);
+        return h.substring(0, 4) + ":" + h.substring(4, 8) + ":" + h.substring(8, 12) + ":" + h.substring(12);
+    }
+
+    static void print(PrintStream out, Device d, int onlyPort, boolean verbose) {
+        try (Context ctx = d.open()) {
+            DeviceAttr a = ctx.queryDevice();
+            out.printf("hca_id:\t%s%n", d.name());
+            out.printf("\ttransport:\t\t\t%s (%d)%n", transportName(d), d.transportType().code);
+            if (!a.fwVer().isEmpty()) out.printf("\tfw_ver:\t\t\t\t%s%n", a.fwVer());
+            out.printf("\tnode_guid:\t\t\t%s%n", guid(a.nodeGuid()));
+            out.printf("\tsys_image_guid:\t\t\t%s%n", guid(a.sysImageGuid()));
+            out.printf("\tvendor_id:\t\t\t0x%04x%n", a.vendorId());
+            out.printf("\tvendor_part_id:\t\t\t%d%n", a.vendorPartId());
+            out.printf("\thw_ver:\t\t\t\t0x%X%n", a.hwVer());
+            out.printf("\tphys_port_cnt:\t\t\t%d%n", a.physPortCnt());
+            if (verbose) {
+                out.printf("\tmax_mr_size:\t\t\t0x%x%n", a.maxMrSize());
+                out.printf("\tpage_size_cap:\t\t\t0x%x%n", a.pageSizeCap());
+                out.printf("\tmax_qp:\t\t\t\t%d%n", a.maxQp());
+                out.printf("\tmax_qp_wr:\t\t\t%d%n", a.maxQpWr());
+                out.printf("\tdevice_cap_flags:\t\t0x%08x%n", a.deviceCapFlags());
+                out.printf("\tmax_sge:\t\t\t%d%n", a.maxSge());
+                out.printf("\tmax_sge_rd:\t\t\t%d%n", a.maxSgeRd());
+                out.printf("\tmax_cq:\t\t\t\t%d%n", a.maxCq());
+                out.printf("\tmax_cqe:\t\t\t%d%n", a.maxCqe());
+                out.printf("\tmax_mr:\t\t\t\t%d%n", a.maxMr());
+                out.printf("\tmax_pd:\t\t\t\t%d%n", a.maxPd());
+                out.printf("\tmax_qp_rd_atom:\t\t\t%d%n", a.maxQpRdAtom());
+                out.printf("\tmax_ee_rd_atom:\t\t\t%d%n", a.maxEeRdAtom());
+                out.printf("\tmax_res_rd_atom:\t\t%d%n", a.maxResRdAtom());
+                out.printf("\tmax_qp_init_rd_atom:\t\t%d%n", a.maxQpInitRdAtom());
+                out.printf("\tmax_ee_init_rd_atom:\t\t%d%n", a.maxEeInitRdAtom());
+                out.printf("\tatomic_cap:\t\t\t%s (%d)%n", a.atomicCap().ibvName(), a.atomicCap().ordinal());
+                out.printf("\tmax_ee:\t\t\t\t%d%n", a.maxEe());
+                out.printf("\tmax_rdd:\t\t\t%d%n", a.maxRdd());
+                out.printf("\tmax_mw:\t\t\t\t%d%n", a.maxMw());
+                out.printf("\tmax_raw_ipv6_qp:\t\t%d%n", a.maxRawIpv6Qp());
+                out.printf("\tmax_raw_ethy_qp:\t\t%d%n", a.maxRawEthyQp());
+                out.printf("\tmax_mcast_grp:\t\t\t%d%n", a.maxMcastGrp());
+                out.printf("\tmax_mcast_qp_attach:\t\t%d%n", a.maxMcastQpAttach());
+                out.printf("\tmax_total_mcast_qp_attach:\t%d%n", a.maxTotalMcastQpAttach());
+                out.printf("\tmax_ah:\t\t\t\t%d%n", a.maxAh());
+                out.printf("\tmax_srq:\t\t\t%d%n", a.maxSrq());
+                if (a.maxSrq() > 0) {
+                    out.printf("\tmax_srq_wr:\t\t\t%d%n", a.maxSrqWr());
+                    out.printf("\tmax_srq_sge:\t\t\t%d%n", a.maxSrqSge());
+                }
+                out.printf("\tmax_pkeys:\t\t\t%d%n", a.maxPkeys());
+                out.printf("\tlocal_ca_ack_delay:\t\t%d%n", a.localCaAckDelay());
+            }
+            for (int p = 1; p <= a.physPortCnt(); p++) {
+                if (onlyPort != 0 && p != onlyPort) continue;
+                PortAttr pa = ctx.queryPort(p);
+                out.printf("\t\tport:\t%d%n", p);
+                out.printf("\t\t\tstate:\t\t\t%s (%d)%n", pa.state().ibvName(), pa.state().code);
+                out.printf("\t\t\tmax_mtu:\t\t%s (%d)%n", pa.maxMtu(), pa.maxMtu().code);
+                out.printf("\t\t\tactive_mtu:\t\t%s (%d)%n", pa.activeMtu(), pa.activeMtu().code);
+                out.printf("\t\t\tsm_lid:\t\t\t%d%n", pa.smLid());
+                out.printf("\t\t\tport_lid:\t\t%d%n", pa.lid());
+                out.printf("\t\t\tport_lmc:\t\t0x%02x%n", pa.lmc());
+                out.printf("\t\t\tlink_layer:\t\t%s%n", pa.linkLayer().ibvName());
+                if (verbose) {
+                    out.printf("\t\t\tmax_msg_sz:\t\t0x%x%n", pa.maxMsgSz());
+                    out.printf("\t\t\tport_cap_flags:\t\t0x%08x%n", pa.portCapFlags());
+                    out.printf("\t\t\tmax_vl_num:\t\t%d%n", pa.maxVlNum());
+                    out.printf("\t\t\tbad_pkey_cntr:\t\t0x%x%n", pa.badPkeyCntr());
+                    out.printf("\t\t\tqkey_viol_cntr:\t\t0x%x%n", pa.qkeyViolCntr());
+                    out.printf("\t\t\tsm_sl:\t\t\t%d%n", pa.smSl());
+                    out.printf("\t\t\tpkey_tbl_len:\t\t%d%n", pa.pkeyTblLen());
+                    out.printf("\t\t\tgid_tbl_len:\t\t%d%n", pa.gidTblLen());
+                    out.printf("\t\t\tsubnet_timeout:\t\t%d%n", pa.subnetTimeout());
+                    out.printf("\t\t\tinit_type_reply:\t%d%n", pa.initTypeReply());
+                    out.printf("\t\t\tactive_width:\t\t%s%n", width(pa.activeWidth()));
+                    out.printf("\t\t\tactive_speed:\t\t%s%n", speed(pa.activeSpeed()));
+                    out.printf("\t\t\tphys_state:\t\t%s (%d)%n", pa.physStateName(), pa.physState());
+                    for (GidEntry g : ctx.gidTable(p)) {
+                        out.printf("\t\t\tGID[%3d]:\t\t%s%s%n", g.index(), g.gid(), g.type() == null ? "" : ", " + g.type());
+                    }
+                }
+                out.println();
+            }
+        }
+    }
+
+    private static String transportName(Device d) {
+        return switch (d.transportType()) {
+            case IB -> "InfiniBand";
+            case IWARP -> "iWARP";
+            case USNIC -> "usNIC";
+            case USNIC_UDP -> "usNIC UDP";
+            case UNSPECIFIED -> "unspecified";
+            case UNKNOWN -> "invalid transport";
+        };
+    }
+
+    private static String width(int w) {
+        return switch (w) {
+            case 1 -> "1X (1)";
+            case 2 -> "4X (2)";
+            case 4 -> "8X (4)";
+            case 8 -> "12X (8)";
+            case 16 -> "2X (16)";
+            default -> "invalid width (" + w + ")";
+        };
+    }
+
+    private static String speed(int s) {
+        return switch (s) {
+            case 1 -> "2.5 Gbps (1)";
+            case 2 -> "5.0 Gbps (2)";
+            case 4, 8 -> "10.0 Gbps (" + s + ")";
+            case 16 -> "14.0 Gbps (16)";
+            case 32 -> "25.0 Gbps (32)";
+            case 64 -> "50.0 Gbps (64)";
+            case 128 -> "100.0 Gbps (128)";
+            default -> "invalid speed (" + s + ")";
+        };
+    }
+}

@@ -1,0 +1,227 @@
+package dev.jrdma.conformance;
+
+import dev.jrdma.verbs.MemoryRegion;
+import dev.jrdma.verbs.RecvWorkRequest;
+import dev.jrdma.verbs.SendFlag;
+import dev.jrdma.verbs.SendWorkRequest;
+import dev.jrdma.verbs.WcOpcode;
+import dev.jrdma.verbs.WcStatus;
+import dev.jrdma.verbs.WorkCompletion;
+import dev.jrdma.verbs.WrOpcode;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.lang.foreign.ValueLayout;
+
+import static dev.jrdma.conformance.Pair.assertFilled;
+import static dev.jrdma.conformance.Pair.fill;
+import static dev.jrdma.conformance.Pair.none;
+import static dev.jrdma.conformance.Pair.one;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Every opcode end to end between two connected QPs of the device under test. */
+@Timeout(60)
+class DataPathTest {
+    static final int MIB = 1 << 20;
+    Pair p;
+    MemoryRegion ma, mb;
+
+    @BeforeEach
+    void setUp() {
+        p = new Pair().connect();
+        ma = p.mrAll(2 * MIB + 4096);
+        mb = p.mrAll(2 * MIB + 4096);
+    }
+
+    @AfterEach
+    void tearDown() {
+        p.close();
+    }
+
+    int mtu() {
+        return p.a.query().pathMtu().bytes;
+    }
+
+    @ParameterizedTest(name = "send of {0} bytes")
+    @ValueSource(ints = {0, 1, -1, -2, -3, MIB})
+    void sendReceiveOfEverySize(int code) {
+        int size = code == -1 ? mtu() - 1 : code == -2 ? mtu() : code == -3 ? mtu() + 1 : code;
+        fill(ma.segment(), 0, size, 7);
+        p.b.postRecv(new RecvWorkRequest().wrId(77).buffer(mb, 0, MIB + 16));
+        p.a.postSend(new SendWorkRequest().opcode(WrOpcode.SEND).wrId(11).buffer(ma, 0, size).signaled(true));
+        WorkCompletion s = one(p.cqA);
+        assertEquals(WcStatus.SUCCESS, s.status, s::toString);
+        assertEquals(WcOpcode.SEND, s.opcode);
+        assertEquals(11, s.wrId);
+        WorkCompletion r = one(p.cqB);
+        assertEquals(WcStatus.SUCCESS, r.status, r::toString);
+        assertEquals(WcOpcode.RECV, r.opcode);
+        assertEquals(77, r.wrId);
+        assertEquals(size, r.byteLen);
+        assertEquals(p.b.qpNum(), r.qpNum);
+        assertTrue(!r.hasImm());
+        assertFilled(mb.segment(), 0, size, 7);
+    }
+
+    @Test
+    void sendWithImmediate() {
+        p.b.postRecv(new RecvWorkRequest().wrId(1).buffer(mb, 0, 64));
+        fill(ma.segment(), 0, 10, 3);
+        p.a.postSend(new SendWorkRequest().opcode(WrOpcode.SEND_WITH_IMM).immData(0xDEADBEEF).buffer(ma, 0, 10).signaled(true));
+        assertEquals(WcStatus.SUCCESS, one(p.cqA).status);
+        WorkCompletion r = one(p.cqB);
+        assertEquals(WcOpcode.RECV, r.opcode);
+        assertTrue(r.hasImm());
+        assertEquals(0xDEADBEEF, r.immData);
+        assertEquals(10, r.byteLen);
+        assertFilled(mb.segment(), 0, 10, 3);
+    }
+
+    @ParameterizedTest(name = "write of {0} bytes")
+    @ValueSource(ints = {1, -1, -3, MIB})
+    void rdmaWrite(int code) {
+        int size = code == -1 ? mtu() - 1 : code == -3 ? mtu() + 1 : code;
+        fill(ma.segment(), 0, size, 9);
+        p.a.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).wrId(5).buffer(ma, 0, size)
+                .remote(mb.address() + 100, mb.rkey()).signaled(true));
+        WorkCompletion s = one(p.cqA);
+        assertEquals(WcStatus.SUCCESS, s.status, s::toString);
+        assertEquals(WcOpcode.RDMA_WRITE, s.opcode);
+        assertFilled(mb.segment(), 100, size, 9);
+        none(p.cqB, 50); // a plain write consumes no receive and makes no completion at the target
+    }
+
+    @Test
+    void rdmaWriteWithImmediateConsumesAReceive() {
+        p.b.postRecv(new RecvWorkRequest().wrId(3).numSge(0));
+        fill(ma.segment(), 0, 3000, 1);
+        p.a.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE_WITH_IMM).immData(42).buffer(ma, 0, 3000)
+                .remote(mb.address(), mb.rkey()).signaled(true));
+        assertEquals(WcStatus.SUCCESS, one(p.cqA).status);
+        WorkCompletion r = one(p.cqB);
+        assertEquals(WcStatus.SUCCESS, r.status, r::toString);
+        assertEquals(WcOpcode.RECV_RDMA_WITH_IMM, r.opcode);
+        assertEquals(42, r.immData);
+        assertTrue(r.hasImm());
+        assertEquals(3000, r.byteLen);
+        assertFilled(mb.segment(), 0, 3000, 1);
+    }
+
+    @ParameterizedTest(name = "read of {0} bytes")
+    @ValueSource(ints = {1, -3, MIB})
+    void rdmaRead(int code) {
+        int size = code == -3 ? mtu() + 1 : code;
+        fill(mb.segment(), 8, size, 5);
+        p.a.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_READ).wrId(9).buffer(ma, 16, size)
+                .remote(mb.address() + 8, mb.rkey()).signaled(true));
+        WorkCompletion s = one(p.cqA);
+        assertEquals(WcStatus.SUCCESS, s.status, s::toString);
+        assertEquals(WcOpcode.RDMA_READ, s.opcode);
+        assertEquals(size, s.byteLen);
+        assertFilled(ma.segment(), 16, size, 5);
+    }
+
+    @Test
+    void atomics() {
+        mb.segment().set(ValueLayout.JAVA_LONG, 64, 1000);
+        p.a.postSend(new SendWorkRequest().opcode(WrOpcode.ATOMIC_FETCH_AND_ADD).buffer(ma, 0, 8)
+                .atomic(mb.address() + 64, mb.rkey(), 5, 0).signaled(true));
+        WorkCompletion f = one(p.cqA);
+        assertEquals(WcStatus.SUCCESS, f.status, f::toString);
+        assertEquals(WcOpcode.FETCH_ADD, f.opcode);
+        assertEquals(8, f.byteLen);
+        assertEquals(1000, ma.segment().get(ValueLayout.JAVA_LONG, 0));
+        assertEquals(1005, mb.segment().get(ValueLayout.JAVA_LONG, 64));
+
+        // compare fails: nothing swapped, the current value returned
+        p.a.postSend(new SendWorkRequest().opcode(WrOpcode.ATOMIC_CMP_AND_SWP).buffer(ma, 8, 8)
+                .atomic(mb.address() + 64, mb.rkey(), 1, 77).signaled(true));
+        assertEquals(WcOpcode.COMP_SWAP, one(p.cqA).opcode);
+        assertEquals(1005, ma.segment().get(ValueLayout.JAVA_LONG, 8));
+        assertEquals(1005, mb.segment().get(ValueLayout.JAVA_LONG, 64));
+        // compare matches: swapped
+        p.a.postSend(new SendWorkRequest().opcode(WrOpcode.ATOMIC_CMP_AND_SWP).buffer(ma, 8, 8)
+                .atomic(mb.address() + 64, mb.rkey(), 1005, 77).signaled(true));
+        assertEquals(WcStatus.SUCCESS, one(p.cqA).status);
+        assertEquals(1005, ma.segment().get(ValueLayout.JAVA_LONG, 8));
+        assertEquals(77, mb.segment().get(ValueLayout.JAVA_LONG, 64));
+    }
+
+    @Test
+    void severalSgesGatherAndScatter() {
+        fill(ma.segment(), 0, 100, 1);
+        fill(ma.segment(), 1000, 200, 2);
+        fill(ma.segment(), 5000, 3000, 3);
+        SendWorkRequest s = new SendWorkRequest(3).opcode(WrOpcode.SEND).signaled(true).numSge(3);
+        s.sge(0).set(ma, 0, 100);
+        s.sge(1).set(ma, 1000, 200);
+        s.sge(2).set(ma, 5000, 3000);
+        RecvWorkRequest r = new RecvWorkRequest(2).numSge(2);
+        r.sge(0).set(mb, 0, 150);
+        r.sge(1).set(mb, 10000, 4000);
+        p.b.postRecv(r);
+        p.a.postSend(s);
+        assertEquals(WcStatus.SUCCESS, one(p.cqA).status);
+        WorkCompletion wc = one(p.cqB);
+        assertEquals(WcStatus.SUCCESS, wc.status, wc::toString);
+        assertEquals(3300, wc.byteLen);
+        // first 150 bytes into sge 0, the remaining 3150 into sge 1
+        assertFilled(mb.segment(), 0, 100, 1);
+        assertFilled(mb.segment(), 100, 50, 2);
+        assertFilled(mb.segment(), 10000, 150, (byte) (2 + 50 * 31));
+        assertFilled(mb.segment(), 10150, 3000, 3);
+    }
+
+    @Test
+    void chainWithSelectiveSignallingCompletesInOrder() {
+        SendWorkRequest[] chain = new SendWorkRequest[5];
+        for (int i = 0; i < chain.length; i++) {
+            fill(ma.segment(), i * 100, 100, i);
+            chain[i] = new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).wrId(i).buffer(ma, i * 100, 100)
+                    .remote(mb.address() + i * 100, mb.rkey()).signaled(i == 2 || i == 4);
+            if (i > 0) chain[i - 1].next = chain[i];
+        }
+        p.a.postSend(chain[0]);
+        assertEquals(2, one(p.cqA).wrId);
+        assertEquals(4, one(p.cqA).wrId);
+        none(p.cqA, 50);
+        for (int i = 0; i < chain.length; i++) assertFilled(mb.segment(), i * 100, 100, i);
+    }
+
+    @Test
+    void receivesCompleteInPostedOrderAndChainsOfReceives() {
+        RecvWorkRequest r0 = new RecvWorkRequest().wrId(100).buffer(mb, 0, 64);
+        RecvWorkRequest r1 = new RecvWorkRequest().wrId(101).buffer(mb, 64, 64);
+        r0.next = r1;
+        p.b.postRecv(r0);
+        SendWorkRequest s = new SendWorkRequest().opcode(WrOpcode.SEND).buffer(ma, 0, 8).signaled(true);
+        p.a.postSend(s);
+        p.a.postSend(s.wrId(2));
+        assertEquals(100, one(p.cqB).wrId);
+        assertEquals(101, one(p.cqB).wrId);
+        one(p.cqA);
+        one(p.cqA);
+    }
+
+    @Test
+    void inlineSendNeedsNoRegisteredBuffer() {
+        int max = p.a.cap().maxInlineData();
+        org.junit.jupiter.api.Assumptions.assumeTrue(max > 0, "the device grants no inline data");
+        Pair.fill(ma.segment(), 0, Math.min(max, 32), 4);
+        p.b.postRecv(new RecvWorkRequest().buffer(mb, 0, 64));
+        SendWorkRequest s = new SendWorkRequest().opcode(WrOpcode.SEND).buffer(ma, 0, Math.min(max, 32)).signaled(true);
+        s.flags.add(SendFlag.INLINE);
+        s.sge(0).lkey = 0; // inline data is copied at post time: the key is not looked at
+        p.a.postSend(s);
+        ma.segment().fill((byte) 0); // changing the buffer after the post must not matter
+        assertEquals(WcStatus.SUCCESS, one(p.cqA).status);
+        WorkCompletion r = one(p.cqB);
+        assertEquals(Math.min(max, 32), r.byteLen);
+        assertFilled(mb.segment(), 0, Math.min(max, 32), 4);
+    }
+}
