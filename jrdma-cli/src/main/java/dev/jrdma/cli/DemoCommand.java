@@ -45,21 +45,28 @@ public final class DemoCommand implements Callable<Integer> {
             }
         }
         System.out.printf("jrdma demo: server on %s, client on %s, out-of-band exchange over TCP 127.0.0.1:%d%n%n", serverDev, clientDev, port);
-        Process server = start("server", "server", "--port", Integer.toString(port), "--device", serverDev);
-        Process client = start("client", "client", "127.0.0.1", "--port", Integer.toString(port), "--device", clientDev);
-        boolean finished = server.waitFor(timeoutSeconds, TimeUnit.SECONDS) & client.waitFor(5, TimeUnit.SECONDS);
+        Side server = start("server", "server", "--port", Integer.toString(port), "--device", serverDev);
+        Side client = start("client", "client", "127.0.0.1", "--port", Integer.toString(port), "--device", clientDev);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutSeconds);
+        boolean finished = server.process.waitFor(timeoutSeconds, TimeUnit.SECONDS)
+                && client.process.waitFor(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
         if (!finished) {
-            server.destroyForcibly();
-            client.destroyForcibly();
-            System.err.println("jrdma demo: gave up after " + timeoutSeconds + " s");
+            server.process.destroyForcibly();
+            client.process.destroyForcibly();
+            System.out.println("jrdma demo: gave up after " + timeoutSeconds + " s");
             return 1;
         }
-        int rc = server.exitValue() != 0 ? server.exitValue() : client.exitValue();
-        System.out.println(rc == 0 ? "\njrdma demo: both sides completed every step" : "\njrdma demo: FAILED (server exit " + server.exitValue() + ", client exit " + client.exitValue() + ")");
-        return rc;
+        server.output.join(5000);
+        client.output.join(5000);
+        int s = server.process.exitValue(), c = client.process.exitValue();
+        System.out.println(s == 0 && c == 0 ? "\njrdma demo: both sides completed every step"
+                : "\njrdma demo: FAILED (server exit " + s + ", client exit " + c + ")");
+        return s != 0 ? s : c;
     }
 
-    private static Process start(String tag, String... args) throws IOException {
+    private record Side(Process process, Thread output) {}
+
+    private static Side start(String tag, String... args) throws IOException {
         String java = ProcessHandle.current().info().command().orElse("java");
         List<String> cmd = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED",
                 "-cp", System.getProperty("java.class.path"), FirstRdmaApp.class.getName()));
@@ -79,6 +86,6 @@ public final class DemoCommand implements Callable<Integer> {
         }, "demo-" + tag);
         pump.setDaemon(true);
         pump.start();
-        return p;
+        return new Side(p, pump);
     }
 }

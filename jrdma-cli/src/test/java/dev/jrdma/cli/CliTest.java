@@ -1,0 +1,70 @@
+package dev.jrdma.cli;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.Callable;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The jrdma command as a user runs it, on the software device. */
+class CliTest {
+    record Run(int exit, String out) {}
+
+    static synchronized Run run(String... args) throws Exception {
+        PrintStream saved = System.out;
+        ByteArrayOutputStream buf = new ByteArrayOutputStream();
+        Callable<Integer> c = () -> Jrdma.commandLine().execute(args);
+        try (PrintStream ps = new PrintStream(buf, true, StandardCharsets.UTF_8)) {
+            System.setOut(ps);
+            int exit = c.call();
+            return new Run(exit, buf.toString(StandardCharsets.UTF_8));
+        } finally {
+            System.setOut(saved);
+        }
+    }
+
+    @Test
+    void devicesListsTheSoftwareDeviceLikeIbvDevices() throws Exception {
+        Run r = run("devices", "--provider");
+        assertEquals(0, r.exit);
+        String[] lines = r.out.split("\n");
+        assertTrue(lines[0].matches("\\s+device\\s+node GUID.*"), lines[0]);
+        assertTrue(r.out.contains("soft_lo"), r.out);
+        assertTrue(r.out.matches("(?s).*soft_lo\\s+[0-9a-f]{16}\\s+soft.*"), r.out);
+    }
+
+    @Test
+    void devinfoPrintsPortsLikeIbvDevinfo() throws Exception {
+        Run r = run("devinfo", "-d", "soft_lo", "-v");
+        assertEquals(0, r.exit, r.out);
+        assertTrue(r.out.startsWith("hca_id:\tsoft_lo"), r.out);
+        assertTrue(r.out.contains("PORT_ACTIVE (4)"), r.out);
+        assertTrue(r.out.contains("link_layer:\t\tEthernet"), r.out);
+        assertTrue(r.out.contains("0000:0000:0000:0000:0000:ffff:7f00:0001"), "GID of 127.0.0.1: " + r.out);
+    }
+
+    @Test
+    void unknownDeviceIsAClearErrorNotAStackTrace() throws Exception {
+        Run r = run("devinfo", "-d", "nosuchdev0");
+        assertEquals(1, r.exit);
+    }
+
+    @Test
+    @Timeout(180)
+    void demoRunsEveryStepInTwoProcesses() throws Exception {
+        Run r = run("demo", "--timeout", "150");
+        assertEquals(0, r.exit, r.out);
+        for (String step : new String[]{"Send/Receive", "RDMA Write with immediate", "RDMA Read", "chain of work requests",
+                "fetch-and-add", "compare-and-swap", "memory window", "recover", "wrong rkey"}) {
+            assertTrue(r.out.contains("[client]") && r.out.contains(step), "missing step '" + step + "' in\n" + r.out);
+        }
+        assertTrue(r.out.contains("IBV_WC_REM_ACCESS_ERR"), r.out);
+        assertEquals(2, r.out.split("all steps done", -1).length - 1, "both sides finish: " + r.out);
+        assertTrue(r.out.contains("counter went from 100 to 105"), r.out);
+    }
+}
