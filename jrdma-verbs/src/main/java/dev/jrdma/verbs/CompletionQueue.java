@@ -12,7 +12,8 @@ public interface CompletionQueue extends AutoCloseable {
 
     /**
      * {@code ibv_poll_cq}: fills up to {@code wcs.length} completions, oldest first, and returns how many.
-     * Allocates nothing.
+     * Allocates nothing. Throws {@link VerbsException} (ENOSPC) once completions were lost because the queue
+     * overflowed (make it larger or poll more often): a CQ overrun is reported, never silent.
      */
     int poll(WorkCompletion[] wcs);
 

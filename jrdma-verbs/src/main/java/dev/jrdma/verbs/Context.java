@@ -2,6 +2,7 @@ package dev.jrdma.verbs;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 /** An open device ({@code struct ibv_context}). Closing it closes everything created from it. */
 public interface Context extends AutoCloseable {
@@ -21,10 +22,23 @@ public interface Context extends AutoCloseable {
         List<GidEntry> list = new ArrayList<>();
         int n = queryPort(port).gidTblLen();
         for (int i = 0; i < n; i++) {
-            Gid g = queryGid(port, i);
+            Gid g;
+            try {
+                g = queryGid(port, i);
+            } catch (VerbsException unset) {
+                continue; // on RoCE an unused entry may fail to read: it is simply not part of the table
+            }
             if (!g.isZero()) list.add(new GidEntry(port, i, g, null, null));
         }
         return list;
+    }
+
+    /**
+     * The device's counters by name (packets, drops, retransmissions...): the soft device's own, or for a
+     * kernel device its sysfs {@code counters} and {@code hw_counters}. Empty when the provider has none.
+     */
+    default Map<String, Long> counters() {
+        return Map.of();
     }
 
     /** {@code ibv_alloc_pd}. */

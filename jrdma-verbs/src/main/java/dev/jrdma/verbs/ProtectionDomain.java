@@ -11,6 +11,9 @@ public interface ProtectionDomain extends AutoCloseable {
     /**
      * {@code ibv_reg_mr}: registers a native memory segment so the device may access it with the given rights.
      * The segment must stay alive while the region is registered; close the region before its arena.
+     * It must be native memory that other threads may access ({@code Arena.ofShared()}, {@code ofAuto()} or
+     * {@code global()}): a device touches it from its own threads, so heap and confined segments are refused.
+     * REMOTE_WRITE and REMOTE_ATOMIC need LOCAL_WRITE too, as in libibverbs.
      */
     MemoryRegion registerMemory(MemorySegment segment, Set<Access> access);
 

@@ -8,7 +8,11 @@ public enum SendFlag {
     SIGNALED(2),
     /** Ask the receiver to raise a solicited completion event. */
     SOLICITED(4),
-    /** Copy the payload into the work request at post time; the buffers need no lkey and may be reused at once. */
+    /**
+     * Copy the payload into the work request at post time; the buffers may be reused as soon as the post returns.
+     * Up to the QP's max_inline_data bytes. Portable code points the SGEs at registered memory of the QP's PD
+     * (the software device requires it; a hardware device ignores the lkey).
+     */
     INLINE(8),
     IP_CSUM(16);
 

@@ -21,10 +21,17 @@ public final class SendWorkRequest {
     /** RDMA and atomic operations: the remote address and rkey. */
     public long remoteAddr;
     public int rkey;
-    /** Atomics: compare value (CMP_AND_SWP) or addend (FETCH_AND_ADD), and swap value. */
+    /**
+     * Atomics: compare value (CMP_AND_SWP) or addend (FETCH_AND_ADD), and swap value. The remote word is 8 bytes,
+     * 8-byte aligned; its original value lands in the local SGE (8 bytes) in host byte order, on every provider.
+     */
     public long compareAdd;
     public long swap;
-    /** BIND_MW: the window, its new rkey, and what it grants. */
+    /**
+     * BIND_MW (type 2 windows): the window, its new rkey, and what it grants. The new rkey keeps the window's
+     * index (upper 24 bits) and changes the key byte (lower 8 bits); 0 lets the provider pick the next key
+     * ({@code ibv_inc_rkey}). {@link MemoryWindow#rkey()} returns the key of the last bind posted.
+     */
     public MemoryWindow bindMw;
     public int bindRkey;
     public MemoryRegion bindMr;

@@ -49,7 +49,12 @@ public final class Verbs {
         return all;
     }
 
-    /** A device by name, from any provider (e.g. {@code mlx5_0}, {@code rxe0}, {@code soft_lo}, {@code soft@127.0.0.2}). */
+    /**
+     * A device by name, from any provider: {@code mlx5_0}, {@code rxe0}, {@code soft_lo}, or a software device on
+     * any local IPv4 address {@code soft@127.0.0.2} (optionally {@code soft@127.0.0.2:4791} for another UDP port).
+     * The software device's defaults come from the system properties {@code jrdma.soft.address},
+     * {@code jrdma.soft.port} and {@code jrdma.soft.mtu}.
+     */
     public static Device device(String name) {
         for (VerbsProvider p : providers()) {
             Optional<Device> d = p.lookup(name);
