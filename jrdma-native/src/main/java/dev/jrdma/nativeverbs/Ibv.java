@@ -1,0 +1,157 @@
+package dev.jrdma.nativeverbs;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.StructLayout;
+import java.lang.foreign.SymbolLookup;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.VarHandle;
+import java.util.Optional;
+
+/**
+ * The libibverbs entry points, bound with {@code java.lang.foreign} only. {@link Lib} tries to load the library
+ * and never throws; {@link Fn} holds the method handles and must only be touched after {@link Lib#available()}.
+ *
+ * <p>Exported verbs are looked up by name (the default {@code @@IBVERBS_1.1} versions). The inline data-path
+ * verbs are called through the function pointers of the context's {@code ibv_context_ops}: the handles in
+ * {@link Fn} named {@code OPS_*} are address-less and take the pointer as their first argument.
+ */
+@SuppressWarnings("restricted") // FFM: this binding is what --enable-native-access is for
+final class Ibv {
+    private Ibv() {}
+
+    static final Linker LINKER = Linker.nativeLinker();
+    /** The library to bind; {@code -Djrdma.native.library=PATH} overrides it (tests use it to simulate a missing one). */
+    static final String LIBRARY = System.getProperty("jrdma.native.library", "libibverbs.so.1");
+
+    /** Loads libibverbs once; records why it could not be loaded. */
+    static final class Lib {
+        private Lib() {}
+
+        static final SymbolLookup LOOKUP;
+        static final String ERROR;
+
+        static {
+            SymbolLookup l = null;
+            String err = null;
+            try {
+                l = SymbolLookup.libraryLookup(LIBRARY, Arena.global());
+                if (l.find("ibv_get_device_list").isEmpty()) {
+                    err = LIBRARY + " has no ibv_get_device_list";
+                    l = null;
+                }
+            } catch (Throwable t) {
+                err = LIBRARY + " could not be loaded (" + t.getMessage() + ")";
+            }
+            LOOKUP = l;
+            ERROR = err;
+        }
+
+        static boolean available() {
+            return LOOKUP != null;
+        }
+    }
+
+    // ---------------------------------------------------------------- errno capture
+    static final StructLayout CALL_STATE = Linker.Option.captureStateLayout();
+    private static final VarHandle ERRNO = CALL_STATE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
+    private static final Linker.Option ERRNO_OPT = Linker.Option.captureCallState("errno");
+
+    static int errno(MemorySegment state) {
+        return (int) ERRNO.get(state, 0L);
+    }
+
+    /** A fresh call-state segment; for control-path verbs only. */
+    static MemorySegment callState(Arena a) {
+        return a.allocate(CALL_STATE);
+    }
+
+    static final class Fn {
+        private Fn() {}
+
+        private static MethodHandle exported(String name, FunctionDescriptor fd, boolean errno) {
+            MemorySegment sym = Lib.LOOKUP.find(name).orElseThrow(() -> new UnsatisfiedLinkError(LIBRARY + " has no " + name));
+            return errno ? LINKER.downcallHandle(sym, fd, ERRNO_OPT) : LINKER.downcallHandle(sym, fd);
+        }
+
+        private static Optional<MethodHandle> optional(String name, FunctionDescriptor fd, boolean errno) {
+            return Lib.LOOKUP.find(name).map(sym -> errno ? LINKER.downcallHandle(sym, fd, ERRNO_OPT) : LINKER.downcallHandle(sym, fd));
+        }
+
+        private static FunctionDescriptor fd(MemoryLayout ret, MemoryLayout... args) {
+            return ret == null ? FunctionDescriptor.ofVoid(args) : FunctionDescriptor.of(ret, args);
+        }
+
+        // (state, int*) -> ibv_device**
+        static final MethodHandle GET_DEVICE_LIST = exported("ibv_get_device_list", fd(ADDRESS, ADDRESS), true);
+        static final MethodHandle FREE_DEVICE_LIST = exported("ibv_free_device_list", fd(null, ADDRESS), false);
+        static final MethodHandle GET_DEVICE_GUID = exported("ibv_get_device_guid", fd(JAVA_LONG, ADDRESS), false);
+        static final MethodHandle OPEN_DEVICE = exported("ibv_open_device", fd(ADDRESS, ADDRESS), true);
+        static final MethodHandle CLOSE_DEVICE = exported("ibv_close_device", fd(JAVA_INT, ADDRESS), true);
+        static final MethodHandle QUERY_DEVICE = exported("ibv_query_device", fd(JAVA_INT, ADDRESS, ADDRESS), true);
+        static final MethodHandle QUERY_PORT = exported("ibv_query_port", fd(JAVA_INT, ADDRESS, JAVA_BYTE, ADDRESS), true);
+        static final MethodHandle QUERY_GID = exported("ibv_query_gid", fd(JAVA_INT, ADDRESS, JAVA_BYTE, JAVA_INT, ADDRESS), true);
+        /** {@code _ibv_query_gid_ex(ctx, port, index, entry, flags, entry_size)}, rdma-core 32+. */
+        static final Optional<MethodHandle> QUERY_GID_EX = optional("_ibv_query_gid_ex",
+                fd(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG), true);
+        static final MethodHandle ALLOC_PD = exported("ibv_alloc_pd", fd(ADDRESS, ADDRESS), true);
+        static final MethodHandle DEALLOC_PD = exported("ibv_dealloc_pd", fd(JAVA_INT, ADDRESS), true);
+        static final MethodHandle REG_MR = exported("ibv_reg_mr", fd(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT), true);
+        static final MethodHandle DEREG_MR = exported("ibv_dereg_mr", fd(JAVA_INT, ADDRESS), true);
+        static final MethodHandle CREATE_COMP_CHANNEL = exported("ibv_create_comp_channel", fd(ADDRESS, ADDRESS), true);
+        static final MethodHandle DESTROY_COMP_CHANNEL = exported("ibv_destroy_comp_channel", fd(JAVA_INT, ADDRESS), true);
+        static final MethodHandle CREATE_CQ = exported("ibv_create_cq", fd(ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT), true);
+        static final MethodHandle DESTROY_CQ = exported("ibv_destroy_cq", fd(JAVA_INT, ADDRESS), true);
+        static final MethodHandle GET_CQ_EVENT = exported("ibv_get_cq_event", fd(JAVA_INT, ADDRESS, ADDRESS, ADDRESS), true);
+        static final MethodHandle ACK_CQ_EVENTS = exported("ibv_ack_cq_events", fd(null, ADDRESS, JAVA_INT), false);
+        static final MethodHandle CREATE_QP = exported("ibv_create_qp", fd(ADDRESS, ADDRESS, ADDRESS), true);
+        static final MethodHandle DESTROY_QP = exported("ibv_destroy_qp", fd(JAVA_INT, ADDRESS), true);
+        static final MethodHandle MODIFY_QP = exported("ibv_modify_qp", fd(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT), true);
+        static final MethodHandle QUERY_QP = exported("ibv_query_qp", fd(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS), true);
+
+        /** libc poll(2): (state, pollfd*, nfds, timeout ms) -> int. */
+        static final MethodHandle POLL = LINKER.downcallHandle(LINKER.defaultLookup().find("poll").orElseThrow(),
+                fd(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT), ERRNO_OPT);
+
+        // ---- inline verbs through ibv_context_ops: (fnptr, args...) ----
+        /** poll_cq(cq, num_entries, wc): hot path, no thread-state transition. */
+        static final MethodHandle OPS_POLL_CQ = LINKER.downcallHandle(fd(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS), Linker.Option.critical(false));
+        /** post_send(qp, wr, bad_wr): hot path. */
+        static final MethodHandle OPS_POST_SEND = LINKER.downcallHandle(fd(JAVA_INT, ADDRESS, ADDRESS, ADDRESS), Linker.Option.critical(false));
+        /** post_recv(qp, wr, bad_wr): hot path. */
+        static final MethodHandle OPS_POST_RECV = LINKER.downcallHandle(fd(JAVA_INT, ADDRESS, ADDRESS, ADDRESS), Linker.Option.critical(false));
+        /** req_notify_cq(cq, solicited_only). */
+        static final MethodHandle OPS_REQ_NOTIFY_CQ = LINKER.downcallHandle(fd(JAVA_INT, ADDRESS, JAVA_INT), Linker.Option.critical(false));
+        /** alloc_mw(pd, type) with errno. */
+        static final MethodHandle OPS_ALLOC_MW = LINKER.downcallHandle(fd(ADDRESS, ADDRESS, JAVA_INT), ERRNO_OPT);
+        /** bind_mw(qp, mw, mw_bind). */
+        static final MethodHandle OPS_BIND_MW = LINKER.downcallHandle(fd(JAVA_INT, ADDRESS, ADDRESS, ADDRESS), ERRNO_OPT);
+        /** dealloc_mw(mw). */
+        static final MethodHandle OPS_DEALLOC_MW = LINKER.downcallHandle(fd(JAVA_INT, ADDRESS), ERRNO_OPT);
+    }
+
+    /** Reads a NUL-terminated C string of at most {@code max} bytes at {@code offset}. */
+    static String cString(MemorySegment seg, long offset, int max) {
+        MemorySegment s = seg.asSlice(offset, max);
+        int n = 0;
+        while (n < max && s.get(JAVA_BYTE, n) != 0) n++;
+        byte[] b = new byte[n];
+        MemorySegment.copy(s, JAVA_BYTE, 0, b, 0, n);
+        return new String(b, java.nio.charset.StandardCharsets.UTF_8);
+    }
+
+    /** Sneaky-rethrow helper for MethodHandle calls. */
+    static RuntimeException rethrow(Throwable t) {
+        if (t instanceof RuntimeException r) return r;
+        if (t instanceof Error e) throw e;
+        return new IllegalStateException("native call failed", t);
+    }
+}

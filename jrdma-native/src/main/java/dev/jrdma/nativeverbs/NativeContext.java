@@ -1,0 +1,285 @@
+package dev.jrdma.nativeverbs;
+
+import static dev.jrdma.nativeverbs.Layouts.offset;
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.lang.foreign.ValueLayout.JAVA_SHORT;
+
+import dev.jrdma.verbs.AtomicCap;
+import dev.jrdma.verbs.CompletionChannel;
+import dev.jrdma.verbs.CompletionQueue;
+import dev.jrdma.verbs.Context;
+import dev.jrdma.verbs.Device;
+import dev.jrdma.verbs.DeviceAttr;
+import dev.jrdma.verbs.Gid;
+import dev.jrdma.verbs.GidEntry;
+import dev.jrdma.verbs.LinkLayer;
+import dev.jrdma.verbs.Mtu;
+import dev.jrdma.verbs.PortAttr;
+import dev.jrdma.verbs.PortState;
+import dev.jrdma.verbs.ProtectionDomain;
+import dev.jrdma.verbs.VerbsException;
+import dev.jrdma.verbs.spi.Resource;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+
+/** An open device ({@code struct ibv_context*}); holds the ops-table pointers of the inline verbs. */
+@SuppressWarnings("restricted") // FFM: this binding is what --enable-native-access is for
+final class NativeContext extends Resource implements Context {
+    final NativeDevice device;
+    final MemorySegment ctx;
+    /** Function pointers of ibv_context_ops (NULL when the provider lacks the verb). */
+    final MemorySegment opsPollCq, opsReqNotifyCq, opsPostSend, opsPostRecv, opsAllocMw, opsBindMw, opsDeallocMw;
+    /** CQs by native address, to map ibv_get_cq_event's answer back to the Java object. */
+    final ConcurrentHashMap<Long, NativeCq> cqs = new ConcurrentHashMap<>();
+    private volatile DeviceAttr attr;
+
+    NativeContext(NativeDevice device, MemorySegment ctx) {
+        super(null, "context of " + device.name());
+        this.device = device;
+        this.ctx = ctx;
+        opsPollCq = op("poll_cq");
+        opsReqNotifyCq = op("req_notify_cq");
+        opsPostSend = op("post_send");
+        opsPostRecv = op("post_recv");
+        opsAllocMw = op("alloc_mw");
+        opsBindMw = op("bind_mw");
+        opsDeallocMw = op("dealloc_mw");
+    }
+
+    private MemorySegment op(String name) {
+        return ctx.get(ADDRESS, offset(Layouts.CONTEXT, "ops." + name));
+    }
+
+    @Override
+    public Device device() {
+        return device;
+    }
+
+    /** Cached device attributes (queried once). */
+    DeviceAttr attr() {
+        DeviceAttr a = attr;
+        if (a == null) attr = a = queryDevice();
+        return a;
+    }
+
+    @Override
+    public DeviceAttr queryDevice() {
+        checkOpen("ibv_query_device");
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment st = Ibv.callState(a);
+            MemorySegment s = a.allocate(Layouts.DEVICE_ATTR);
+            int rc = (int) Ibv.Fn.QUERY_DEVICE.invokeExact(st, ctx, s);
+            if (rc != 0) throw Errors.verb("ibv_query_device", Errors.errno(rc, st), "check the device " + device.name() + " is still present (dmesg)");
+            var L = Layouts.DEVICE_ATTR;
+            DeviceAttr d = new DeviceAttr(Ibv.cString(s, 0, 64),
+                    Long.reverseBytes(s.get(JAVA_LONG, offset(L, "node_guid"))),
+                    Long.reverseBytes(s.get(JAVA_LONG, offset(L, "sys_image_guid"))),
+                    s.get(JAVA_LONG, offset(L, "max_mr_size")), s.get(JAVA_LONG, offset(L, "page_size_cap")),
+                    i(s, L, "vendor_id"), i(s, L, "vendor_part_id"), i(s, L, "hw_ver"), i(s, L, "max_qp"), i(s, L, "max_qp_wr"),
+                    i(s, L, "device_cap_flags"), i(s, L, "max_sge"), i(s, L, "max_sge_rd"), i(s, L, "max_cq"), i(s, L, "max_cqe"),
+                    i(s, L, "max_mr"), i(s, L, "max_pd"), i(s, L, "max_qp_rd_atom"), i(s, L, "max_ee_rd_atom"),
+                    i(s, L, "max_res_rd_atom"), i(s, L, "max_qp_init_rd_atom"), i(s, L, "max_ee_init_rd_atom"),
+                    AtomicCap.of(i(s, L, "atomic_cap")), i(s, L, "max_ee"), i(s, L, "max_rdd"), i(s, L, "max_mw"),
+                    i(s, L, "max_raw_ipv6_qp"), i(s, L, "max_raw_ethy_qp"), i(s, L, "max_mcast_grp"),
+                    i(s, L, "max_mcast_qp_attach"), i(s, L, "max_total_mcast_qp_attach"), i(s, L, "max_ah"),
+                    i(s, L, "max_fmr"), i(s, L, "max_map_per_fmr"), i(s, L, "max_srq"), i(s, L, "max_srq_wr"),
+                    i(s, L, "max_srq_sge"), Short.toUnsignedInt(s.get(JAVA_SHORT, offset(L, "max_pkeys"))),
+                    u8(s, L, "local_ca_ack_delay"), u8(s, L, "phys_port_cnt"));
+            attr = d;
+            return d;
+        } catch (Throwable t) {
+            throw Ibv.rethrow(t);
+        }
+    }
+
+    private static int i(MemorySegment s, java.lang.foreign.GroupLayout l, String f) {
+        return s.get(JAVA_INT, offset(l, f));
+    }
+
+    private static int u8(MemorySegment s, java.lang.foreign.GroupLayout l, String f) {
+        return Byte.toUnsignedInt(s.get(JAVA_BYTE, offset(l, f)));
+    }
+
+    private static int u16(MemorySegment s, java.lang.foreign.GroupLayout l, String f) {
+        return Short.toUnsignedInt(s.get(JAVA_SHORT, offset(l, f)));
+    }
+
+    private void checkPort(String verb, int port) {
+        int n = attr().physPortCnt();
+        if (port < 1 || port > n) {
+            throw new VerbsException(verb, VerbsException.EINVAL, "port " + port + " does not exist on " + device.name()
+                    + ": ports are numbered 1.." + n);
+        }
+    }
+
+    @Override
+    public PortAttr queryPort(int port) {
+        checkOpen("ibv_query_port");
+        checkPort("ibv_query_port", port);
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment st = Ibv.callState(a);
+            MemorySegment s = a.allocate(64, 8); // 52 bytes and room for a newer library's additions
+            int rc = (int) Ibv.Fn.QUERY_PORT.invokeExact(st, ctx, (byte) port, s);
+            if (rc != 0) throw Errors.verb("ibv_query_port", Errors.errno(rc, st), "check port " + port + " of " + device.name());
+            var L = Layouts.PORT_ATTR;
+            return new PortAttr(PortState.of(i(s, L, "state")), mtu(i(s, L, "max_mtu")), mtu(i(s, L, "active_mtu")),
+                    i(s, L, "gid_tbl_len"), i(s, L, "port_cap_flags"), Integer.toUnsignedLong(i(s, L, "max_msg_sz")),
+                    i(s, L, "bad_pkey_cntr"), i(s, L, "qkey_viol_cntr"), u16(s, L, "pkey_tbl_len"), u16(s, L, "lid"),
+                    u16(s, L, "sm_lid"), u8(s, L, "lmc"), u8(s, L, "max_vl_num"), u8(s, L, "sm_sl"), u8(s, L, "subnet_timeout"),
+                    u8(s, L, "init_type_reply"), u8(s, L, "active_width"), u8(s, L, "active_speed"), u8(s, L, "phys_state"),
+                    LinkLayer.of(u8(s, L, "link_layer")));
+        } catch (Throwable t) {
+            throw Ibv.rethrow(t);
+        }
+    }
+
+    private static Mtu mtu(int code) {
+        return code >= 1 && code <= 5 ? Mtu.of(code) : Mtu.MTU_256;
+    }
+
+    @Override
+    public Gid queryGid(int port, int index) {
+        checkOpen("ibv_query_gid");
+        checkPort("ibv_query_gid", port);
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment st = Ibv.callState(a);
+            MemorySegment g = a.allocate(16, 8);
+            int rc = (int) Ibv.Fn.QUERY_GID.invokeExact(st, ctx, (byte) port, index, g);
+            if (rc != 0) throw Errors.verb("ibv_query_gid", Errors.errno(rc, st), "GID index " + index + " of port " + port
+                    + " is out of range or unreadable: the table has gid_tbl_len entries (jrdma ports " + device.name() + ")");
+            return Gid.of(g.toArray(JAVA_BYTE));
+        } catch (Throwable t) {
+            throw Ibv.rethrow(t);
+        }
+    }
+
+    /** The valid GIDs with their types (sysfs gid_attrs, else _ibv_query_gid_ex) and netdevs. */
+    @Override
+    public List<GidEntry> gidTable(int port) {
+        checkOpen("ibv_query_gid");
+        int n = queryPort(port).gidTblLen();
+        List<GidEntry> list = new ArrayList<>();
+        Path attrs = Path.of(device.ibdevPath().isEmpty() ? "/sys/class/infiniband/" + device.name() : device.ibdevPath(),
+                "ports", Integer.toString(port), "gid_attrs");
+        for (int i = 0; i < n; i++) {
+            Gid g;
+            try {
+                g = queryGid(port, i);
+            } catch (VerbsException e) {
+                continue; // unset entries may fail to read on RoCE
+            }
+            if (g.isZero()) continue;
+            String type = sysfs(attrs.resolve("types").resolve(Integer.toString(i)));
+            String ndev = sysfs(attrs.resolve("ndevs").resolve(Integer.toString(i)));
+            if (type == null) type = gidTypeEx(port, i);
+            list.add(new GidEntry(port, i, g, type, ndev));
+        }
+        return list;
+    }
+
+    private static String sysfs(Path p) {
+        try {
+            String s = Files.readString(p).trim();
+            return s.isEmpty() ? null : s;
+        } catch (IOException | RuntimeException e) {
+            return null;
+        }
+    }
+
+    private String gidTypeEx(int port, int index) {
+        if (Ibv.Fn.QUERY_GID_EX.isEmpty()) return null;
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment st = Ibv.callState(a);
+            MemorySegment e = a.allocate(Layouts.GID_ENTRY);
+            int rc = (int) Ibv.Fn.QUERY_GID_EX.get().invokeExact(st, ctx, port, index, e, 0, Layouts.GID_ENTRY.byteSize());
+            if (rc != 0) return null;
+            return switch (e.get(JAVA_INT, offset(Layouts.GID_ENTRY, "gid_type"))) {
+                case 0 -> "IB";
+                case 1 -> "IB/RoCE v1";
+                case 2 -> "RoCE v2";
+                default -> null;
+            };
+        } catch (Throwable t) {
+            return null;
+        }
+    }
+
+    @Override
+    public ProtectionDomain allocPd() {
+        checkOpen("ibv_alloc_pd");
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment st = Ibv.callState(a);
+            MemorySegment pd = (MemorySegment) Ibv.Fn.ALLOC_PD.invokeExact(st, ctx);
+            if (pd.equals(MemorySegment.NULL)) throw Errors.verb("ibv_alloc_pd", Ibv.errno(st), "the device ran out of protection domains (max_pd) or memory");
+            return new NativePd(this, pd.reinterpret(Layouts.PD.byteSize()));
+        } catch (Throwable t) {
+            throw Ibv.rethrow(t);
+        }
+    }
+
+    @Override
+    public CompletionChannel createCompletionChannel() {
+        checkOpen("ibv_create_comp_channel");
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment st = Ibv.callState(a);
+            MemorySegment ch = (MemorySegment) Ibv.Fn.CREATE_COMP_CHANNEL.invokeExact(st, ctx);
+            if (ch.equals(MemorySegment.NULL)) throw Errors.verb("ibv_create_comp_channel", Ibv.errno(st), "check the open file limit (ulimit -n)");
+            return new NativeChannel(this, ch.reinterpret(Layouts.COMP_CHANNEL.byteSize()));
+        } catch (Throwable t) {
+            throw Ibv.rethrow(t);
+        }
+    }
+
+    @Override
+    public CompletionQueue createCq(int cqe, CompletionChannel channel) {
+        checkOpen("ibv_create_cq");
+        if (cqe < 1) throw new VerbsException("ibv_create_cq", VerbsException.EINVAL, "cqe must be at least 1, not " + cqe);
+        NativeChannel ch = null;
+        if (channel != null) {
+            if (!(channel instanceof NativeChannel nc) || nc.context != this) {
+                throw new VerbsException("ibv_create_cq", VerbsException.EINVAL, "the completion channel belongs to another context or provider");
+            }
+            nc.checkOpen("ibv_create_cq");
+            ch = nc;
+        }
+        int max = attr().maxCqe();
+        if (max > 0 && cqe > max) {
+            throw new VerbsException("ibv_create_cq", VerbsException.EINVAL, "cqe " + cqe + " exceeds the device's max_cqe " + max);
+        }
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment st = Ibv.callState(a);
+            MemorySegment chPtr = ch == null ? MemorySegment.NULL : ch.ch; // a local: a conditional argument would be typed Object
+            MemorySegment cq = (MemorySegment) Ibv.Fn.CREATE_CQ.invokeExact(st, ctx, cqe, MemorySegment.NULL, chPtr, 0);
+            if (cq.equals(MemorySegment.NULL)) throw Errors.verb("ibv_create_cq", Ibv.errno(st), "check cqe against max_cqe and the memlock limit (ulimit -l)");
+            return new NativeCq(this, ch, cq.reinterpret(Layouts.CQ.byteSize()));
+        } catch (Throwable t) {
+            throw Ibv.rethrow(t);
+        }
+    }
+
+    @Override
+    protected void destroy() {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment st = Ibv.callState(a);
+            int rc = (int) Ibv.Fn.CLOSE_DEVICE.invokeExact(st, ctx);
+            if (rc != 0) throw Errors.verb("ibv_close_device", Errors.errno(rc, st), "objects of this context may still exist");
+        } catch (Throwable t) {
+            throw Ibv.rethrow(t);
+        }
+    }
+
+    @Override
+    public String toString() {
+        return what();
+    }
+}

@@ -1,0 +1,622 @@
+package dev.jrdma.nativeverbs;
+
+import static dev.jrdma.nativeverbs.Layouts.offset;
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.lang.foreign.ValueLayout.JAVA_SHORT;
+
+import dev.jrdma.verbs.Access;
+import dev.jrdma.verbs.AhAttr;
+import dev.jrdma.verbs.CompletionQueue;
+import dev.jrdma.verbs.Gid;
+import dev.jrdma.verbs.MemoryRegion;
+import dev.jrdma.verbs.MemoryWindow;
+import dev.jrdma.verbs.Mtu;
+import dev.jrdma.verbs.MwType;
+import dev.jrdma.verbs.PostException;
+import dev.jrdma.verbs.ProtectionDomain;
+import dev.jrdma.verbs.QpAttr;
+import dev.jrdma.verbs.QpAttrMask;
+import dev.jrdma.verbs.QpCap;
+import dev.jrdma.verbs.QpInitAttr;
+import dev.jrdma.verbs.QpState;
+import dev.jrdma.verbs.QpStateMachine;
+import dev.jrdma.verbs.QpType;
+import dev.jrdma.verbs.QueuePair;
+import dev.jrdma.verbs.RecvWorkRequest;
+import dev.jrdma.verbs.SendFlag;
+import dev.jrdma.verbs.SendWorkRequest;
+import dev.jrdma.verbs.Sge;
+import dev.jrdma.verbs.VerbsException;
+import dev.jrdma.verbs.WrOpcode;
+import dev.jrdma.verbs.spi.Resource;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.GroupLayout;
+import java.lang.foreign.MemorySegment;
+import java.util.Set;
+
+/**
+ * A queue pair ({@code struct ibv_qp*}). The {@code ibv_send_wr}/{@code ibv_recv_wr}/{@code ibv_sge} arrays live in
+ * native memory owned by the QP; {@link #postSend}/{@link #postRecv} write the Java work requests into them in
+ * place and call the provider's post_send/post_recv from the ops table: no allocation per post.
+ */
+@SuppressWarnings("restricted") // FFM: this binding is what --enable-native-access is for
+final class NativeQp extends Resource implements QueuePair {
+    private static final int MAX_BATCH = 64;
+    private static final long SWR = Layouts.SEND_WR.byteSize(), RWR = Layouts.RECV_WR.byteSize(), SGE = Layouts.SGE.byteSize();
+    private static final GroupLayout S = Layouts.SEND_WR;
+    private static final long S_WR_ID = offset(S, "wr_id"), S_NEXT = offset(S, "next"), S_SG_LIST = offset(S, "sg_list"),
+            S_NUM_SGE = offset(S, "num_sge"), S_OPCODE = offset(S, "opcode"), S_FLAGS = offset(S, "send_flags"),
+            S_IMM = offset(S, "imm_data"), S_INV = offset(S, "invalidate_rkey"),
+            S_RDMA_ADDR = offset(S, "wr.rdma.remote_addr"), S_RDMA_RKEY = offset(S, "wr.rdma.rkey"),
+            S_AT_ADDR = offset(S, "wr.atomic.remote_addr"), S_AT_CMP = offset(S, "wr.atomic.compare_add"),
+            S_AT_SWAP = offset(S, "wr.atomic.swap"), S_AT_RKEY = offset(S, "wr.atomic.rkey"),
+            S_BIND_MW = offset(S, "bind_mw.mw"), S_BIND_RKEY = offset(S, "bind_mw.rkey"),
+            S_BIND_MR = offset(S, "bind_mw.bind_info.mr"), S_BIND_ADDR = offset(S, "bind_mw.bind_info.addr"),
+            S_BIND_LEN = offset(S, "bind_mw.bind_info.length"), S_BIND_ACCESS = offset(S, "bind_mw.bind_info.mw_access_flags");
+    private static final long R_WR_ID = offset(Layouts.RECV_WR, "wr_id"), R_NEXT = offset(Layouts.RECV_WR, "next"),
+            R_SG_LIST = offset(Layouts.RECV_WR, "sg_list"), R_NUM_SGE = offset(Layouts.RECV_WR, "num_sge");
+    private static final long G_ADDR = offset(Layouts.SGE, "addr"), G_LEN = offset(Layouts.SGE, "length"), G_LKEY = offset(Layouts.SGE, "lkey");
+    private static final int INLINE_BIT = SendFlag.INLINE.bit;
+
+    final NativePd pd;
+    final MemorySegment qp;
+    private final QpType type;
+    private final int qpNum;
+    private final NativeCq sendCq, recvCq;
+    private final QpCap cap;
+    private final Arena arena = Arena.ofShared();
+    private final MemorySegment fnPostSend, fnPostRecv;
+    private final MemorySegment sendWrs, sendSges, recvWrs, recvSges, badWr;
+    private final long sendWrsAddr, sendSgesAddr, recvWrsAddr, recvSgesAddr;
+    private final int sendBatch, recvBatch, sendSgeStride, recvSgeStride;
+    private final Object sendLock = new Object(), recvLock = new Object();
+
+    private NativeQp(NativePd pd, MemorySegment qp, QpType type, NativeCq sendCq, NativeCq recvCq, QpCap cap) {
+        super(pd, "QP 0x" + Integer.toHexString(qp.get(JAVA_INT, offset(Layouts.QP, "qp_num"))) + " of " + pd.context.device.name());
+        this.pd = pd;
+        this.qp = qp;
+        this.type = type;
+        this.qpNum = qp.get(JAVA_INT, offset(Layouts.QP, "qp_num"));
+        this.sendCq = sendCq;
+        this.recvCq = recvCq;
+        this.cap = cap;
+        this.fnPostSend = pd.context.opsPostSend;
+        this.fnPostRecv = pd.context.opsPostRecv;
+        sendBatch = Math.max(1, Math.min(cap.maxSendWr(), MAX_BATCH));
+        recvBatch = Math.max(1, Math.min(cap.maxRecvWr(), MAX_BATCH));
+        sendSgeStride = Math.max(1, cap.maxSendSge());
+        recvSgeStride = Math.max(1, cap.maxRecvSge());
+        sendWrs = arena.allocate(SWR * sendBatch, 8);
+        sendSges = arena.allocate(SGE * sendBatch * sendSgeStride, 8);
+        recvWrs = arena.allocate(RWR * recvBatch, 8);
+        recvSges = arena.allocate(SGE * recvBatch * recvSgeStride, 8);
+        badWr = arena.allocate(ADDRESS);
+        sendWrsAddr = sendWrs.address();
+        sendSgesAddr = sendSges.address();
+        recvWrsAddr = recvWrs.address();
+        recvSgesAddr = recvSges.address();
+        sendCq.users.add(this);
+        recvCq.users.add(this);
+    }
+
+    static NativeQp create(NativePd pd, QpInitAttr attr) {
+        if (!(attr.sendCq() instanceof NativeCq scq) || !(attr.recvCq() instanceof NativeCq rcq)
+                || scq.context != pd.context || rcq.context != pd.context) {
+            throw new VerbsException("ibv_create_qp", VerbsException.EINVAL, "the completion queues must belong to the PD's context (" + pd.context.device.name() + ")");
+        }
+        scq.checkOpen("ibv_create_qp");
+        rcq.checkOpen("ibv_create_qp");
+        QpCap c = attr.cap();
+        var dev = pd.context.attr();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment st = Ibv.callState(a);
+            MemorySegment ia = a.allocate(Layouts.QP_INIT_ATTR);
+            GroupLayout L = Layouts.QP_INIT_ATTR;
+            ia.set(ADDRESS, offset(L, "send_cq"), scq.cq);
+            ia.set(ADDRESS, offset(L, "recv_cq"), rcq.cq);
+            ia.set(JAVA_INT, offset(L, "cap.max_send_wr"), c.maxSendWr());
+            ia.set(JAVA_INT, offset(L, "cap.max_recv_wr"), c.maxRecvWr());
+            ia.set(JAVA_INT, offset(L, "cap.max_send_sge"), c.maxSendSge());
+            ia.set(JAVA_INT, offset(L, "cap.max_recv_sge"), c.maxRecvSge());
+            ia.set(JAVA_INT, offset(L, "cap.max_inline_data"), c.maxInlineData());
+            ia.set(JAVA_INT, offset(L, "qp_type"), attr.type().code);
+            ia.set(JAVA_INT, offset(L, "sq_sig_all"), attr.sqSigAll() ? 1 : 0);
+            MemorySegment qp = (MemorySegment) Ibv.Fn.CREATE_QP.invokeExact(st, pd.pd, ia);
+            if (qp.equals(MemorySegment.NULL)) {
+                int e = Ibv.errno(st);
+                throw Errors.verb("ibv_create_qp", e, "check the capacities " + c + " against the device's max_qp_wr " + dev.maxQpWr()
+                        + ", max_sge " + dev.maxSge() + " and its inline limit, the QP type " + attr.type()
+                        + (e == VerbsException.ENOMEM ? ", and the memlock limit (ulimit -l)" : ""));
+            }
+            QpCap got = new QpCap(ia.get(JAVA_INT, offset(L, "cap.max_send_wr")), ia.get(JAVA_INT, offset(L, "cap.max_recv_wr")),
+                    ia.get(JAVA_INT, offset(L, "cap.max_send_sge")), ia.get(JAVA_INT, offset(L, "cap.max_recv_sge")),
+                    ia.get(JAVA_INT, offset(L, "cap.max_inline_data")));
+            // never report less than was asked for (some providers leave the request untouched)
+            got = new QpCap(Math.max(got.maxSendWr(), c.maxSendWr()), Math.max(got.maxRecvWr(), c.maxRecvWr()),
+                    Math.max(got.maxSendSge(), c.maxSendSge()), Math.max(got.maxRecvSge(), c.maxRecvSge()),
+                    Math.max(got.maxInlineData(), c.maxInlineData()));
+            return new NativeQp(pd, qp.reinterpret(Layouts.QP.byteSize()), attr.type(), scq, rcq, got);
+        } catch (Throwable t) {
+            throw Ibv.rethrow(t);
+        }
+    }
+
+    @Override public ProtectionDomain pd() { return pd; }
+    @Override public QpType type() { return type; }
+    @Override public int qpNum() { return qpNum; }
+    @Override public CompletionQueue sendCq() { return sendCq; }
+    @Override public CompletionQueue recvCq() { return recvCq; }
+    @Override public QpCap cap() { return cap; }
+
+    // ---------------------------------------------------------------- state
+    @Override
+    public QpState state() {
+        checkOpen("ibv_query_qp");
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment s = a.allocate(Layouts.QP_ATTR);
+            query(a, s, QpAttrMask.STATE.bit);
+            return QpState.of(s.get(JAVA_INT, offset(Layouts.QP_ATTR, "qp_state")));
+        }
+    }
+
+    private void query(Arena a, MemorySegment attr, int mask) {
+        try {
+            MemorySegment st = Ibv.callState(a);
+            MemorySegment init = a.allocate(Layouts.QP_INIT_ATTR);
+            int rc = (int) Ibv.Fn.QUERY_QP.invokeExact(st, qp, attr, mask, init);
+            if (rc != 0) throw Errors.verb("ibv_query_qp", Errors.errno(rc, st), "check " + what() + " still exists");
+        } catch (Throwable t) {
+            throw Ibv.rethrow(t);
+        }
+    }
+
+    @Override
+    public void modify(QpAttr attr) {
+        checkOpen("ibv_modify_qp");
+        QpState cur = state();
+        QpState next = QpStateMachine.check(type, cur, attr);
+        int mask = attr.maskBits();
+        int rc;
+        int errno;
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment s = a.allocate(Layouts.QP_ATTR);
+            write(attr, s);
+            MemorySegment st = Ibv.callState(a);
+            rc = (int) Ibv.Fn.MODIFY_QP.invokeExact(st, qp, s, mask);
+            errno = rc == 0 ? 0 : Errors.errno(rc, st);
+        } catch (Throwable t) {
+            throw Ibv.rethrow(t);
+        }
+        if (rc != 0) {
+            String hint = "moving " + what() + " " + cur + "->" + next + " with " + attr + " was refused: ";
+            String general = "check the QP state (it is " + cur + ") and the attributes this transition requires; "
+                    + "path MTU must not exceed the port's active MTU, the port and pkey index must exist, on RoCE the address "
+                    + "vector must be global (is_global with the peer's GID) and sgid_index a valid GID of the port, "
+                    + "max_rd_atomic/max_dest_rd_atomic within the device limits";
+            hint += switch (errno) {
+                case 61 -> "ENODATA: the source GID index " + (attr.ah() == null ? "?" : attr.ah().sgidIndex)
+                        + " has no GID on this port (list them with Context.gidTable or ibv_devinfo -v); " + general;
+                case VerbsException.ENOMEM -> "the device is out of resources";
+                default -> general;
+            };
+            throw Errors.verb("ibv_modify_qp", errno, hint);
+        }
+    }
+
+    private static void write(QpAttr q, MemorySegment s) {
+        GroupLayout L = Layouts.QP_ATTR;
+        if (q.has(QpAttrMask.STATE)) s.set(JAVA_INT, offset(L, "qp_state"), q.state().code());
+        if (q.has(QpAttrMask.CUR_STATE)) s.set(JAVA_INT, offset(L, "cur_qp_state"), q.curState().code());
+        if (q.has(QpAttrMask.PATH_MTU)) s.set(JAVA_INT, offset(L, "path_mtu"), q.pathMtu().code);
+        if (q.has(QpAttrMask.QKEY)) s.set(JAVA_INT, offset(L, "qkey"), q.qkey());
+        if (q.has(QpAttrMask.RQ_PSN)) s.set(JAVA_INT, offset(L, "rq_psn"), q.rqPsn());
+        if (q.has(QpAttrMask.SQ_PSN)) s.set(JAVA_INT, offset(L, "sq_psn"), q.sqPsn());
+        if (q.has(QpAttrMask.DEST_QPN)) s.set(JAVA_INT, offset(L, "dest_qp_num"), q.destQpNum());
+        if (q.has(QpAttrMask.ACCESS_FLAGS)) s.set(JAVA_INT, offset(L, "qp_access_flags"), Access.toBits(q.access()));
+        if (q.has(QpAttrMask.CAP) && q.cap() != null) {
+            QpCap c = q.cap();
+            s.set(JAVA_INT, offset(L, "cap.max_send_wr"), c.maxSendWr());
+            s.set(JAVA_INT, offset(L, "cap.max_recv_wr"), c.maxRecvWr());
+            s.set(JAVA_INT, offset(L, "cap.max_send_sge"), c.maxSendSge());
+            s.set(JAVA_INT, offset(L, "cap.max_recv_sge"), c.maxRecvSge());
+            s.set(JAVA_INT, offset(L, "cap.max_inline_data"), c.maxInlineData());
+        }
+        if (q.has(QpAttrMask.AV) && q.ah() != null) writeAh(q.ah(), s, "ah_attr.");
+        if (q.has(QpAttrMask.PKEY_INDEX)) s.set(JAVA_SHORT, offset(L, "pkey_index"), (short) q.pkeyIndex());
+        if (q.has(QpAttrMask.MAX_QP_RD_ATOMIC)) s.set(JAVA_BYTE, offset(L, "max_rd_atomic"), (byte) q.maxRdAtomic());
+        if (q.has(QpAttrMask.MAX_DEST_RD_ATOMIC)) s.set(JAVA_BYTE, offset(L, "max_dest_rd_atomic"), (byte) q.maxDestRdAtomic());
+        if (q.has(QpAttrMask.MIN_RNR_TIMER)) s.set(JAVA_BYTE, offset(L, "min_rnr_timer"), (byte) q.minRnrTimer());
+        if (q.has(QpAttrMask.PORT)) s.set(JAVA_BYTE, offset(L, "port_num"), (byte) q.port());
+        if (q.has(QpAttrMask.TIMEOUT)) s.set(JAVA_BYTE, offset(L, "timeout"), (byte) q.timeout());
+        if (q.has(QpAttrMask.RETRY_CNT)) s.set(JAVA_BYTE, offset(L, "retry_cnt"), (byte) q.retryCnt());
+        if (q.has(QpAttrMask.RNR_RETRY)) s.set(JAVA_BYTE, offset(L, "rnr_retry"), (byte) q.rnrRetry());
+    }
+
+    private static void writeAh(AhAttr ah, MemorySegment s, String p) {
+        GroupLayout L = Layouts.QP_ATTR;
+        MemorySegment.copy(ah.dgid.toByteArray(), 0, s, JAVA_BYTE, offset(L, p + "grh.dgid"), 16);
+        s.set(JAVA_INT, offset(L, p + "grh.flow_label"), ah.flowLabel);
+        s.set(JAVA_BYTE, offset(L, p + "grh.sgid_index"), (byte) ah.sgidIndex);
+        s.set(JAVA_BYTE, offset(L, p + "grh.hop_limit"), (byte) ah.hopLimit);
+        s.set(JAVA_BYTE, offset(L, p + "grh.traffic_class"), (byte) ah.trafficClass);
+        s.set(JAVA_SHORT, offset(L, p + "dlid"), (short) ah.dlid);
+        s.set(JAVA_BYTE, offset(L, p + "sl"), (byte) ah.sl);
+        s.set(JAVA_BYTE, offset(L, p + "src_path_bits"), (byte) ah.srcPathBits);
+        s.set(JAVA_BYTE, offset(L, p + "static_rate"), (byte) ah.staticRate);
+        s.set(JAVA_BYTE, offset(L, p + "is_global"), (byte) (ah.isGlobal ? 1 : 0));
+        s.set(JAVA_BYTE, offset(L, p + "port_num"), (byte) ah.portNum);
+    }
+
+    private static final int QUERY_ALL = QpAttrMask.STATE.bit | QpAttrMask.CUR_STATE.bit | QpAttrMask.ACCESS_FLAGS.bit
+            | QpAttrMask.PKEY_INDEX.bit | QpAttrMask.PORT.bit | QpAttrMask.AV.bit | QpAttrMask.PATH_MTU.bit
+            | QpAttrMask.TIMEOUT.bit | QpAttrMask.RETRY_CNT.bit | QpAttrMask.RNR_RETRY.bit | QpAttrMask.RQ_PSN.bit
+            | QpAttrMask.MAX_QP_RD_ATOMIC.bit | QpAttrMask.MIN_RNR_TIMER.bit | QpAttrMask.SQ_PSN.bit
+            | QpAttrMask.MAX_DEST_RD_ATOMIC.bit | QpAttrMask.CAP.bit | QpAttrMask.DEST_QPN.bit;
+
+    @Override
+    public QpAttr query() {
+        checkOpen("ibv_query_qp");
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment s = a.allocate(Layouts.QP_ATTR);
+            query(a, s, QUERY_ALL);
+            GroupLayout L = Layouts.QP_ATTR;
+            QpAttr q = new QpAttr();
+            QpState state = QpState.of(s.get(JAVA_INT, offset(L, "qp_state")));
+            q.state(state).curState(state);
+            int mtu = s.get(JAVA_INT, offset(L, "path_mtu"));
+            if (mtu >= 1 && mtu <= 5) q.pathMtu(Mtu.of(mtu));
+            q.qkey(s.get(JAVA_INT, offset(L, "qkey"))).rqPsn(s.get(JAVA_INT, offset(L, "rq_psn")))
+                    .sqPsn(s.get(JAVA_INT, offset(L, "sq_psn"))).destQpNum(s.get(JAVA_INT, offset(L, "dest_qp_num")))
+                    .access(Access.fromBits(s.get(JAVA_INT, offset(L, "qp_access_flags"))))
+                    .cap(new QpCap(s.get(JAVA_INT, offset(L, "cap.max_send_wr")), s.get(JAVA_INT, offset(L, "cap.max_recv_wr")),
+                            s.get(JAVA_INT, offset(L, "cap.max_send_sge")), s.get(JAVA_INT, offset(L, "cap.max_recv_sge")),
+                            s.get(JAVA_INT, offset(L, "cap.max_inline_data"))))
+                    .pkeyIndex(Short.toUnsignedInt(s.get(JAVA_SHORT, offset(L, "pkey_index"))))
+                    .maxRdAtomic(u8(s, "max_rd_atomic")).maxDestRdAtomic(u8(s, "max_dest_rd_atomic"))
+                    .minRnrTimer(u8(s, "min_rnr_timer")).port(u8(s, "port_num")).timeout(u8(s, "timeout"))
+                    .retryCnt(u8(s, "retry_cnt")).rnrRetry(u8(s, "rnr_retry"));
+            AhAttr ah = new AhAttr();
+            byte[] dgid = new byte[16];
+            MemorySegment.copy(s, JAVA_BYTE, offset(L, "ah_attr.grh.dgid"), dgid, 0, 16);
+            ah.dgid = Gid.of(dgid);
+            ah.flowLabel = s.get(JAVA_INT, offset(L, "ah_attr.grh.flow_label"));
+            ah.sgidIndex = u8(s, "ah_attr.grh.sgid_index");
+            ah.hopLimit = u8(s, "ah_attr.grh.hop_limit");
+            ah.trafficClass = u8(s, "ah_attr.grh.traffic_class");
+            ah.dlid = Short.toUnsignedInt(s.get(JAVA_SHORT, offset(L, "ah_attr.dlid")));
+            ah.sl = u8(s, "ah_attr.sl");
+            ah.srcPathBits = u8(s, "ah_attr.src_path_bits");
+            ah.staticRate = u8(s, "ah_attr.static_rate");
+            ah.isGlobal = u8(s, "ah_attr.is_global") != 0;
+            ah.portNum = u8(s, "ah_attr.port_num");
+            q.ah(ah);
+            return q;
+        }
+    }
+
+    private static int u8(MemorySegment s, String f) {
+        return Byte.toUnsignedInt(s.get(JAVA_BYTE, offset(Layouts.QP_ATTR, f)));
+    }
+
+    // ---------------------------------------------------------------- data path
+    @Override
+    public void postSend(SendWorkRequest first) {
+        if (first == null) throw new PostException("ibv_post_send", VerbsException.EINVAL, 0, "the work request is null");
+        synchronized (sendLock) {
+            checkOpen("ibv_post_send");
+            SendWorkRequest wr = first;
+            int index = 0;
+            while (wr != null) {
+                int batchStart = index, n = 0;
+                while (wr != null && n < sendBatch) {
+                    String problem = validateSend(wr);
+                    if (problem != null) {
+                        if (n > 0) postSendBatch(n, batchStart); // post what precedes it, as C would have
+                        throw new PostException("ibv_post_send", VerbsException.EINVAL, index, problem);
+                    }
+                    writeSend(n, wr);
+                    n++;
+                    index++;
+                    wr = wr.next;
+                }
+                postSendBatch(n, batchStart);
+            }
+        }
+    }
+
+    private void postSendBatch(int n, int batchStart) {
+        sendWrs.set(JAVA_LONG, (n - 1) * SWR + S_NEXT, 0L);
+        int rc;
+        try {
+            rc = (int) Ibv.Fn.OPS_POST_SEND.invokeExact(fnPostSend, qp, sendWrs, badWr);
+        } catch (Throwable t) {
+            throw Ibv.rethrow(t);
+        }
+        if (rc != 0) {
+            long bad = badWr.get(JAVA_LONG, 0);
+            int bi = bad >= sendWrsAddr && bad < sendWrsAddr + n * SWR ? (int) ((bad - sendWrsAddr) / SWR) : 0;
+            int e = Math.abs(rc);
+            throw new PostException("ibv_post_send", e, batchStart + bi, postHint(e, true));
+        }
+    }
+
+    private String postHint(int e, boolean send) {
+        return switch (e) {
+            case VerbsException.ENOMEM -> "the " + (send ? "send" : "receive") + " queue is full (max_" + (send ? "send" : "recv") + "_wr "
+                    + (send ? cap.maxSendWr() : cap.maxRecvWr()) + "): poll completions before posting more, or create the QP with a deeper queue";
+            case VerbsException.EINVAL -> "the provider refused the work request: check the QP state (" + (send ? "RTS" : "INIT or later")
+                    + " is needed), the opcode for a " + type + " QP, num_sge and the inline size";
+            default -> "the provider refused the work request";
+        };
+    }
+
+    /** Null when the request may be posted; else what is wrong. Allocates only when something is wrong. */
+    private String validateSend(SendWorkRequest wr) {
+        int ns = wr.numSge();
+        if (ns > cap.maxSendSge()) return "num_sge " + ns + " exceeds the QP's max_send_sge " + cap.maxSendSge();
+        WrOpcode op = wr.opcode;
+        if (op == null) return "opcode is null";
+        if (type == QpType.UD && op != WrOpcode.SEND && op != WrOpcode.SEND_WITH_IMM)
+            return "a UD QP only sends SEND and SEND_WITH_IMM";
+        if (type == QpType.UD) return "UD sends need an address handle, which this API does not offer yet (not supported)";
+        if (type == QpType.UC && (op == WrOpcode.RDMA_READ || op.isAtomic() || op == WrOpcode.BIND_MW))
+            return op + " is not allowed on a UC QP (RC only)";
+        boolean inline = (wr.flagBits() & INLINE_BIT) != 0;
+        if (inline) {
+            long total = wr.totalLength();
+            if (total > cap.maxInlineData()) return "inline data of " + total + " bytes exceeds the QP's max_inline_data " + cap.maxInlineData()
+                    + " (create the QP with maxInlineData(" + total + ") or send without INLINE)";
+        }
+        for (int k = 0; k < ns; k++) {
+            Sge g = wr.sge(k);
+            String p = checkSge(g, inline);
+            if (p != null) return "SGE " + k + ": " + p;
+        }
+        if (op == WrOpcode.BIND_MW) {
+            if (!(wr.bindMw instanceof NativeMw mw) || mw.pd != pd) return "BIND_MW needs a memory window of this QP's PD";
+            if (mw.isClosed()) return "the memory window is closed";
+            if (mw.type() != MwType.TYPE_2) return "a type 1 window is bound with bindMemoryWindow, not with a BIND_MW work request";
+            if (wr.bindMr != null) {
+                if (!(wr.bindMr instanceof NativeMr mr) || mr.pd != pd) return "BIND_MW needs a memory region of this QP's PD";
+                if (mr.isClosed()) return "the memory region is closed";
+                if (!mr.access().contains(Access.MW_BIND)) return "the memory region was registered without Access.MW_BIND";
+                if (!mr.covers(wr.bindAddr, wr.bindLength)) return "the bound range lies outside the memory region";
+            }
+        }
+        return null;
+    }
+
+    /**
+     * The checks that keep the JVM safe: an SGE naming a region of this PD whose segment's arena was closed is refused,
+     * and inline data (which the CPU copies at post time) must lie in a live registered region of this PD.
+     */
+    private String checkSge(Sge g, boolean inline) {
+        long len = Integer.toUnsignedLong(g.length);
+        NativeMr byKey = pd.mrByLkey(g.lkey);
+        if (byKey != null && !byKey.segmentAlive()) return "its memory region's segment is no longer alive (its arena was closed)";
+        if (!inline || len == 0) return null;
+        if (byKey != null && byKey.covers(g.addr, len)) return null;
+        for (NativeMr m : pd.mrs()) {
+            if (m.covers(g.addr, len)) return m.segmentAlive() ? null : "its memory region's segment is no longer alive (its arena was closed)";
+        }
+        return "inline data at 0x" + Long.toHexString(g.addr) + " (" + len + " bytes) is not inside a live memory region of this PD: "
+                + "jrdma only copies inline data from registered memory it can check";
+    }
+
+    private void writeSend(int i, SendWorkRequest wr) {
+        MemorySegment s = sendWrs;
+        long b = i * SWR;
+        int ns = wr.numSge();
+        long sgBase = (long) i * sendSgeStride * SGE;
+        s.set(JAVA_LONG, b + S_WR_ID, wr.wrId);
+        s.set(JAVA_LONG, b + S_NEXT, sendWrsAddr + b + SWR);
+        s.set(JAVA_LONG, b + S_SG_LIST, ns == 0 ? 0L : sendSgesAddr + sgBase);
+        s.set(JAVA_INT, b + S_NUM_SGE, ns);
+        WrOpcode op = wr.opcode;
+        s.set(JAVA_INT, b + S_OPCODE, op.code);
+        s.set(JAVA_INT, b + S_FLAGS, wr.flagBits());
+        switch (op) {
+            case SEND_WITH_IMM, RDMA_WRITE_WITH_IMM -> s.set(JAVA_INT, b + S_IMM, Integer.reverseBytes(wr.immData)); // __be32
+            case SEND_WITH_INV, LOCAL_INV -> s.set(JAVA_INT, b + S_INV, wr.invalidateRkey);
+            default -> s.set(JAVA_INT, b + S_IMM, 0);
+        }
+        switch (op) {
+            case RDMA_WRITE, RDMA_WRITE_WITH_IMM, RDMA_READ -> {
+                s.set(JAVA_LONG, b + S_RDMA_ADDR, wr.remoteAddr);
+                s.set(JAVA_INT, b + S_RDMA_RKEY, wr.rkey);
+            }
+            case ATOMIC_CMP_AND_SWP, ATOMIC_FETCH_AND_ADD -> {
+                s.set(JAVA_LONG, b + S_AT_ADDR, wr.remoteAddr);
+                s.set(JAVA_LONG, b + S_AT_CMP, wr.compareAdd);
+                s.set(JAVA_LONG, b + S_AT_SWAP, wr.swap);
+                s.set(JAVA_INT, b + S_AT_RKEY, wr.rkey);
+            }
+            case BIND_MW -> {
+                NativeMw mw = (NativeMw) wr.bindMw;
+                int rkey = wr.bindRkey;
+                if (rkey == 0) {
+                    int curKey = mw.rkey();
+                    rkey = (curKey & 0xFFFFFF00) | ((curKey + 1) & 0xFF); // ibv_inc_rkey
+                }
+                NativeMr mr = (NativeMr) wr.bindMr;
+                s.set(JAVA_LONG, b + S_BIND_MW, mw.mw.address());
+                s.set(JAVA_INT, b + S_BIND_RKEY, rkey);
+                s.set(JAVA_LONG, b + S_BIND_MR, mr == null ? 0L : mr.mr.address());
+                s.set(JAVA_LONG, b + S_BIND_ADDR, wr.bindAddr);
+                s.set(JAVA_LONG, b + S_BIND_LEN, wr.bindLength);
+                s.set(JAVA_INT, b + S_BIND_ACCESS, Access.toBits(wr.bindAccess));
+                mw.boundRkey = rkey;
+                mw.type2Posted = true;
+                mw.boundMr = mr;
+            }
+            default -> { }
+        }
+        MemorySegment g = sendSges;
+        for (int k = 0; k < ns; k++) {
+            Sge e = wr.sge(k);
+            long o = sgBase + k * SGE;
+            g.set(JAVA_LONG, o + G_ADDR, e.addr);
+            g.set(JAVA_INT, o + G_LEN, e.length);
+            g.set(JAVA_INT, o + G_LKEY, e.lkey);
+        }
+    }
+
+    @Override
+    public void postRecv(RecvWorkRequest first) {
+        if (first == null) throw new PostException("ibv_post_recv", VerbsException.EINVAL, 0, "the work request is null");
+        synchronized (recvLock) {
+            checkOpen("ibv_post_recv");
+            RecvWorkRequest wr = first;
+            int index = 0;
+            while (wr != null) {
+                int batchStart = index, n = 0;
+                while (wr != null && n < recvBatch) {
+                    String problem = validateRecv(wr);
+                    if (problem != null) {
+                        if (n > 0) postRecvBatch(n, batchStart);
+                        throw new PostException("ibv_post_recv", VerbsException.EINVAL, index, problem);
+                    }
+                    writeRecv(n, wr);
+                    n++;
+                    index++;
+                    wr = wr.next;
+                }
+                postRecvBatch(n, batchStart);
+            }
+        }
+    }
+
+    private String validateRecv(RecvWorkRequest wr) {
+        int ns = wr.numSge();
+        if (ns > cap.maxRecvSge()) return "num_sge " + ns + " exceeds the QP's max_recv_sge " + cap.maxRecvSge();
+        for (int k = 0; k < ns; k++) {
+            String p = checkSge(wr.sge(k), false);
+            if (p != null) return "SGE " + k + ": " + p;
+        }
+        return null;
+    }
+
+    private void writeRecv(int i, RecvWorkRequest wr) {
+        MemorySegment s = recvWrs;
+        long b = i * RWR;
+        int ns = wr.numSge();
+        long sgBase = (long) i * recvSgeStride * SGE;
+        s.set(JAVA_LONG, b + R_WR_ID, wr.wrId);
+        s.set(JAVA_LONG, b + R_NEXT, recvWrsAddr + b + RWR);
+        s.set(JAVA_LONG, b + R_SG_LIST, ns == 0 ? 0L : recvSgesAddr + sgBase);
+        s.set(JAVA_INT, b + R_NUM_SGE, ns);
+        MemorySegment g = recvSges;
+        for (int k = 0; k < ns; k++) {
+            Sge e = wr.sge(k);
+            long o = sgBase + k * SGE;
+            g.set(JAVA_LONG, o + G_ADDR, e.addr);
+            g.set(JAVA_INT, o + G_LEN, e.length);
+            g.set(JAVA_INT, o + G_LKEY, e.lkey);
+        }
+    }
+
+    private void postRecvBatch(int n, int batchStart) {
+        recvWrs.set(JAVA_LONG, (n - 1) * RWR + R_NEXT, 0L);
+        int rc;
+        try {
+            rc = (int) Ibv.Fn.OPS_POST_RECV.invokeExact(fnPostRecv, qp, recvWrs, badWr);
+        } catch (Throwable t) {
+            throw Ibv.rethrow(t);
+        }
+        if (rc != 0) {
+            long bad = badWr.get(JAVA_LONG, 0);
+            int bi = bad >= recvWrsAddr && bad < recvWrsAddr + n * RWR ? (int) ((bad - recvWrsAddr) / RWR) : 0;
+            int e = Math.abs(rc);
+            throw new PostException("ibv_post_recv", e, batchStart + bi, postHint(e, false));
+        }
+    }
+
+    // ---------------------------------------------------------------- memory windows type 1
+    @Override
+    public int bindMemoryWindow(MemoryWindow window, long wrId, boolean signaled, MemoryRegion region, long addr, long length, Set<Access> access) {
+        checkOpen("ibv_bind_mw");
+        if (!(window instanceof NativeMw mw)) throw new VerbsException("ibv_bind_mw", VerbsException.EINVAL, "not a memory window of the native provider");
+        mw.checkOpen("ibv_bind_mw");
+        // the checks of libibverbs' inline ibv_bind_mw, in its order
+        if (mw.type() != MwType.TYPE_1) {
+            throw new VerbsException("ibv_bind_mw", VerbsException.EINVAL, "only type 1 windows are bound with ibv_bind_mw; bind a type 2 window "
+                    + "with a BIND_MW send work request");
+        }
+        NativeMr mr = null;
+        if (region != null) {
+            if (!(region instanceof NativeMr m)) throw new VerbsException("ibv_bind_mw", VerbsException.EINVAL, "not a memory region of the native provider");
+            m.checkOpen("ibv_bind_mw");
+            mr = m;
+        }
+        if (mr == null && (addr != 0 || length != 0)) {
+            throw new VerbsException("ibv_bind_mw", VerbsException.EINVAL, "without a memory region (an unbind) address and length must be 0");
+        }
+        if (mr != null && mr.pd != mw.pd) {
+            throw new VerbsException("ibv_bind_mw", VerbsException.EPERM, "the memory region and the window belong to different protection domains");
+        }
+        if (mr != null && !mr.access().contains(Access.MW_BIND)) {
+            throw new VerbsException("ibv_bind_mw", VerbsException.EINVAL, "the memory region was registered without Access.MW_BIND");
+        }
+        if (mr != null && !mr.covers(addr, length)) {
+            throw new VerbsException("ibv_bind_mw", VerbsException.EINVAL, "the range [0x" + Long.toHexString(addr) + ", +" + length
+                    + ") lies outside the memory region " + mr);
+        }
+        MemorySegment fn = pd.context.opsBindMw;
+        if (fn.equals(MemorySegment.NULL)) throw Errors.unsupported("ibv_bind_mw", "binding memory windows");
+        int rc;
+        int errno;
+        synchronized (sendLock) {
+            checkOpen("ibv_bind_mw");
+            try (Arena a = Arena.ofConfined()) {
+                MemorySegment st = Ibv.callState(a);
+                MemorySegment b = a.allocate(Layouts.MW_BIND);
+                GroupLayout L = Layouts.MW_BIND;
+                b.set(JAVA_LONG, offset(L, "wr_id"), wrId);
+                b.set(JAVA_INT, offset(L, "send_flags"), signaled ? SendFlag.SIGNALED.bit : 0);
+                b.set(ADDRESS, offset(L, "bind_info.mr"), mr == null ? MemorySegment.NULL : mr.mr);
+                b.set(JAVA_LONG, offset(L, "bind_info.addr"), addr);
+                b.set(JAVA_LONG, offset(L, "bind_info.length"), length);
+                b.set(JAVA_INT, offset(L, "bind_info.mw_access_flags"), Access.toBits(access));
+                rc = (int) Ibv.Fn.OPS_BIND_MW.invokeExact(fn, st, qp, mw.mw, b);
+                errno = rc == 0 ? 0 : Errors.errno(rc, st);
+            } catch (Throwable t) {
+                throw Ibv.rethrow(t);
+            }
+        }
+        if (rc != 0) {
+            throw Errors.verb("ibv_bind_mw", errno, errno == VerbsException.EOPNOTSUPP || errno == VerbsException.ENOSYS
+                    ? "type 1 memory windows are not supported by this device"
+                    : "check the QP is in RTS, the MR has MW_BIND and covers the range, and the access rights are within the MR's");
+        }
+        mw.boundMr = mr;
+        return mw.nativeRkey();
+    }
+
+    @Override
+    protected void destroy() {
+        sendCq.users.remove(this);
+        recvCq.users.remove(this);
+        synchronized (sendLock) {
+            synchronized (recvLock) {
+                try (Arena a = Arena.ofConfined()) {
+                    MemorySegment st = Ibv.callState(a);
+                    int rc = (int) Ibv.Fn.DESTROY_QP.invokeExact(st, qp);
+                    if (rc != 0) throw Errors.verb("ibv_destroy_qp", Errors.errno(rc, st), "the QP may be attached to a multicast group");
+                } catch (Throwable t) {
+                    throw Ibv.rethrow(t);
+                } finally {
+                    arena.close();
+                }
+            }
+        }
+    }
+
+    @Override
+    public String toString() {
+        return what() + " (" + type + ")";
+    }
+}

@@ -1,0 +1,60 @@
+package dev.jrdma.nativeverbs;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.jrdma.verbs.RecvWorkRequest;
+import dev.jrdma.verbs.SendWorkRequest;
+import dev.jrdma.verbs.WorkCompletion;
+import dev.jrdma.verbs.WrOpcode;
+
+import java.lang.management.ManagementFactory;
+
+import org.junit.jupiter.api.Test;
+
+/**
+ * The hot path allocates nothing: after warm-up, post_recv + post_send + poll (until both completions came)
+ * is measured over many iterations with ThreadMXBean.getCurrentThreadAllocatedBytes.
+ * {@code -Djrdma.alloc.iters=N} sets the measured iterations (default 100000).
+ */
+class AllocationTest {
+    @Test
+    void postAndPollAllocateNothing() {
+        try (Rig r = new Rig(4096, 64, 1, 64)) {
+            var mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+            int iters = Integer.getInteger("jrdma.alloc.iters", 100_000);
+            int warm = Integer.getInteger("jrdma.alloc.warmup", Math.max(20_000, iters / 5));
+            SendWorkRequest s = new SendWorkRequest().wrId(1).opcode(WrOpcode.SEND).signaled(true).buffer(r.mrA, 0, 32);
+            RecvWorkRequest rv = new RecvWorkRequest().wrId(2).buffer(r.mrB, 0, 64);
+            WorkCompletion[] wcs = WorkCompletion.array(4);
+            long t0 = System.nanoTime();
+            loop(r, s, rv, wcs, warm);
+            long t1 = System.nanoTime();
+            long before = mx.getCurrentThreadAllocatedBytes();
+            long polls = loop(r, s, rv, wcs, iters);
+            long after = mx.getCurrentThreadAllocatedBytes();
+            long t2 = System.nanoTime();
+            double perOp = (after - before) / (double) iters;
+            System.out.printf("allocation: %d bytes over %d iterations (post_recv + post_send + %d polls in all) = %.4f bytes/iteration; "
+                            + "warm-up %d iterations %.1f s, measured %.1f s (%.1f us/iteration)%n",
+                    after - before, iters, polls, perOp, warm, (t1 - t0) / 1e9, (t2 - t1) / 1e9, (t2 - t1) / 1e3 / iters);
+            assertTrue(perOp < 1.0, "the hot path allocated " + perOp + " bytes per iteration");
+        }
+    }
+
+    private static long loop(Rig r, SendWorkRequest s, RecvWorkRequest rv, WorkCompletion[] wcs, int n) {
+        long polls = 0;
+        for (int i = 0; i < n; i++) {
+            r.b.postRecv(rv);
+            r.a.postSend(s);
+            int got = 0;
+            while (got < 2) {
+                polls += 2;
+                int x = r.cqA.poll(wcs, 2);
+                int y = r.cqB.poll(wcs, 2);
+                for (int k = 0; k < x + y; k++) if (!wcs[k].isSuccess()) throw new AssertionError(wcs[k].explain());
+                got += x + y;
+            }
+        }
+        return polls;
+    }
+}
