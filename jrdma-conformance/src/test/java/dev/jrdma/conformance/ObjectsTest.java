@@ -133,7 +133,7 @@ class ObjectsTest {
         ProtectionDomain pd = ctx.allocPd();
         CompletionQueue cq = ctx.createCq(8, null);
         QueuePair qp = pd.createQueuePair(QpInitAttr.builder(cq).build());
-        try (Arena arena = Arena.ofConfined()) {
+        try (Arena arena = Arena.ofShared()) {
             MemoryRegion mr = pd.registerMemory(arena.allocate(4096), Access.LOCAL_WRITE);
             pd.close(); // closes the QP and the MR first
             assertTrue(qp.isClosed() && mr.isClosed() && pd.isClosed());
@@ -154,11 +154,11 @@ class ObjectsTest {
     void registrationRejectsHeapAndClosedSegments() {
         try (Context ctx = Pair.device().open(); ProtectionDomain pd = ctx.allocPd()) {
             assertThrows(VerbsException.class, () -> pd.registerMemory(MemorySegment.ofArray(new byte[64]), Access.LOCAL_WRITE));
-            Arena arena = Arena.ofConfined();
+            Arena arena = Arena.ofShared();
             MemorySegment seg = arena.allocate(4096);
             arena.close();
             assertThrows(VerbsException.class, () -> pd.registerMemory(seg, Access.LOCAL_WRITE));
-            try (Arena ok = Arena.ofConfined()) {
+            try (Arena ok = Arena.ofShared()) {
                 // REMOTE_WRITE without LOCAL_WRITE is refused as libibverbs does
                 assertThrows(VerbsException.class, () -> pd.registerMemory(ok.allocate(64), Access.REMOTE_WRITE));
             }
