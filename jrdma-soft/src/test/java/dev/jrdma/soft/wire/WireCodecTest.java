@@ -156,7 +156,7 @@ class WireCodecTest {
         assertEquals(40, Opcode.COMPARE_SWAP.headerLength());
         assertEquals(40, Opcode.FETCH_ADD.headerLength());
         assertEquals(16, Opcode.SEND_ONLY_WITH_INVALIDATE.headerLength());
-        assertEquals(28, Opcode.RDMA_WRITE_ONLY_WITH_IMMEDIATE.immOffset(0x0B) - 0 + 0);
+        assertEquals(28, Opcode.immOffset(0x0B));
         assertEquals(12, Opcode.immOffset(0x03));
         assertEquals(12, Opcode.immOffset(0x17));
         // payload-bearing opcodes

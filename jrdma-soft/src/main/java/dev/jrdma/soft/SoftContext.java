@@ -1,0 +1,137 @@
+package dev.jrdma.soft;
+
+import dev.jrdma.verbs.AtomicCap;
+import dev.jrdma.verbs.CompletionChannel;
+import dev.jrdma.verbs.CompletionQueue;
+import dev.jrdma.verbs.Context;
+import dev.jrdma.verbs.DeviceAttr;
+import dev.jrdma.verbs.Gid;
+import dev.jrdma.verbs.GidEntry;
+import dev.jrdma.verbs.LinkLayer;
+import dev.jrdma.verbs.Mtu;
+import dev.jrdma.verbs.PortAttr;
+import dev.jrdma.verbs.PortState;
+import dev.jrdma.verbs.ProtectionDomain;
+import dev.jrdma.verbs.VerbsException;
+import dev.jrdma.verbs.spi.Resource;
+
+import java.net.NetworkInterface;
+import java.net.SocketException;
+import java.util.List;
+
+/** An open software device. Its children: protection domains, completion channels and completion queues. */
+public final class SoftContext extends Resource implements Context {
+    static final int MAX_QP_WR = 16384, MAX_SGE = 32, MAX_CQE = 1 << 20, MAX_RD_ATOMIC = 128, MAX_INLINE = 1024;
+    static final long MAX_MSG = 1L << 31;
+
+    private final SoftDevice device;
+    final Transport transport;
+
+    SoftContext(SoftDevice device, Transport transport) {
+        super(null, "soft context " + device.name());
+        this.device = device;
+        this.transport = transport;
+    }
+
+    @Override public SoftDevice device() { return device; }
+
+    /** The active MTU of port 1: {@code jrdma.soft.mtu} (256..4096), 1024 by default. */
+    static Mtu activeMtu() {
+        String s = System.getProperty("jrdma.soft.mtu");
+        if (s == null || s.isBlank()) return Mtu.MTU_1024;
+        try {
+            return Mtu.ofBytes(Integer.parseInt(s.trim()));
+        } catch (IllegalArgumentException e) {
+            return Mtu.MTU_1024;
+        }
+    }
+
+    @Override
+    public DeviceAttr queryDevice() {
+        checkOpen("ibv_query_device");
+        int caps = DeviceAttr.CAP_MEM_WINDOW | DeviceAttr.CAP_MEM_WINDOW_TYPE_2B | DeviceAttr.CAP_RC_RNR_NAK_GEN;
+        return new DeviceAttr("jrdma-soft 0.1", device.nodeGuid(), device.nodeGuid(), MAX_MSG, 4096,
+                0, 0, 0, Transport.TABLE_SIZE - Transport.FIRST_QPN, MAX_QP_WR, caps,
+                MAX_SGE, MAX_SGE, 65536, MAX_CQE, Transport.TABLE_SIZE - 1, 65536,
+                MAX_RD_ATOMIC, 0, MAX_RD_ATOMIC * 1024, MAX_RD_ATOMIC, 0,
+                AtomicCap.HCA, 0, 0, Transport.TABLE_SIZE - 1, 0, 0,
+                0, 0, 0, 0, 0, 0,
+                0, 0, 0, 1, 15, 1);
+    }
+
+    @Override
+    public PortAttr queryPort(int port) {
+        checkOpen("ibv_query_port");
+        checkPort("ibv_query_port", port);
+        return new PortAttr(PortState.ACTIVE, Mtu.MTU_4096, activeMtu(), 1, 0, MAX_MSG,
+                0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 5, LinkLayer.ETHERNET);
+    }
+
+    static void checkPort(String verb, int port) {
+        if (port != 1) throw new VerbsException(verb, VerbsException.EINVAL, "the soft device has one port, port 1; got port " + port);
+    }
+
+    @Override
+    public Gid queryGid(int port, int index) {
+        checkOpen("ibv_query_gid");
+        checkPort("ibv_query_gid", port);
+        if (index != 0) throw new VerbsException("ibv_query_gid", VerbsException.EINVAL,
+                "the soft device has one GID (index 0, the IPv4-mapped address); got index " + index);
+        return device.gid();
+    }
+
+    @Override
+    public List<GidEntry> gidTable(int port) {
+        checkOpen("ibv_query_gid");
+        checkPort("ibv_query_gid", port);
+        String netdev = null;
+        try {
+            NetworkInterface ni = NetworkInterface.getByInetAddress(device.address());
+            if (ni != null) netdev = ni.getName();
+        } catch (SocketException ignored) {
+        }
+        return List.of(new GidEntry(1, 0, device.gid(), "RoCE v2", netdev));
+    }
+
+    @Override
+    public ProtectionDomain allocPd() {
+        checkOpen("ibv_alloc_pd");
+        return new SoftPd(this);
+    }
+
+    @Override
+    public CompletionChannel createCompletionChannel() {
+        checkOpen("ibv_create_comp_channel");
+        return new SoftChannel(this);
+    }
+
+    @Override
+    public CompletionQueue createCq(int cqe, CompletionChannel channel) {
+        checkOpen("ibv_create_cq");
+        if (cqe < 1 || cqe > MAX_CQE) throw new VerbsException("ibv_create_cq", VerbsException.EINVAL, "cqe " + cqe + " outside 1.." + MAX_CQE);
+        SoftChannel ch = null;
+        if (channel != null) {
+            if (!(channel instanceof SoftChannel sc) || sc.context() != this)
+                throw new VerbsException("ibv_create_cq", VerbsException.EINVAL, "the completion channel belongs to another context");
+            sc.checkOpen("ibv_create_cq");
+            ch = sc;
+        }
+        return new SoftCq(this, cqe, ch);
+    }
+
+    /** Packet counters of the device's socket (shared by every context on the same address and port). */
+    public Stats stats() {
+        Transport t = transport;
+        return new Stats(t.rxPackets.get(), t.rxBadIcrc.get(), t.rxMalformed.get(), t.rxUnknownQp.get(), t.rxDropped.get(),
+                t.txPackets.get(), t.txErrors.get(), t.retransmits.get());
+    }
+
+    /** Counters: packets received, dropped for a bad ICRC, malformed, for an unknown QP, dropped by a QP; sent, send errors, retransmitted. */
+    public record Stats(long rxPackets, long rxBadIcrc, long rxMalformed, long rxUnknownQp, long rxDropped,
+                        long txPackets, long txErrors, long retransmits) {}
+
+    @Override
+    protected void destroy() {
+        transport.release();
+    }
+}

@@ -1,0 +1,128 @@
+package dev.jrdma.soft;
+
+import dev.jrdma.verbs.CompletionQueue;
+import dev.jrdma.verbs.VerbsException;
+import dev.jrdma.verbs.WcOpcode;
+import dev.jrdma.verbs.WcStatus;
+import dev.jrdma.verbs.WorkCompletion;
+import dev.jrdma.verbs.spi.Resource;
+
+/**
+ * A completion queue: a ring of preallocated {@link WorkCompletion}s filled by the QPs (under this CQ's lock)
+ * and copied out by {@link #poll}. When the ring is full a completion is lost: the CQ counts it as an overrun
+ * and the next poll that finds the ring empty throws, so an overrun is never silent.
+ */
+final class SoftCq extends Resource implements CompletionQueue {
+    private final SoftContext ctx;
+    private final SoftChannel channel;
+    private final WorkCompletion[] ring;
+    private final int mask;
+    private int head, count;
+    private long lost;
+    private boolean armed, armedSolicitedOnly;
+    private long eventsDelivered, eventsAcked;
+
+    SoftCq(SoftContext ctx, int cqe, SoftChannel channel) {
+        super(ctx, "completion queue");
+        this.ctx = ctx;
+        this.channel = channel;
+        int cap = 1;
+        while (cap < cqe) cap <<= 1;
+        ring = WorkCompletion.array(cap);
+        mask = cap - 1;
+    }
+
+    @Override public SoftContext context() { return ctx; }
+    @Override public int capacity() { return ring.length; }
+    @Override public SoftChannel channel() { return channel; }
+
+    @Override
+    public int poll(WorkCompletion[] wcs) {
+        return poll(wcs, wcs.length);
+    }
+
+    @Override
+    public int poll(WorkCompletion[] wcs, int max) {
+        checkOpen("ibv_poll_cq");
+        int n;
+        synchronized (this) {
+            n = Math.min(Math.min(max, wcs.length), count);
+            for (int i = 0; i < n; i++) {
+                wcs[i].copyFrom(ring[head]);
+                head = (head + 1) & mask;
+            }
+            count -= n;
+            if (n == 0 && lost > 0) {
+                long l = lost;
+                lost = 0;
+                throw new VerbsException("ibv_poll_cq", VerbsException.ENOSPC, "completion queue overrun: " + l
+                        + " completion(s) were lost because the CQ (capacity " + ring.length + ") was full; create the CQ with at least "
+                        + "max_send_wr + max_recv_wr of the QPs that use it, and poll more often");
+            }
+        }
+        return n;
+    }
+
+    @Override
+    public void requestNotify(boolean solicitedOnly) {
+        checkOpen("ibv_req_notify_cq");
+        if (channel == null) throw new VerbsException("ibv_req_notify_cq", VerbsException.EINVAL,
+                "this CQ was created without a completion channel: pass one to createCq to get events");
+        synchronized (this) {
+            if (armed && !armedSolicitedOnly) return; // "next" already covers "solicited"
+            armed = true;
+            armedSolicitedOnly = solicitedOnly;
+        }
+    }
+
+    @Override
+    public void ackEvents(int n) {
+        checkOpen("ibv_ack_cq_events");
+        synchronized (this) {
+            eventsAcked += n;
+        }
+    }
+
+    /** Adds a completion (called by QPs). Allocation-free. */
+    void push(long wrId, WcStatus status, WcOpcode opcode, int byteLen, int imm, int wcFlags, int qpNum, int srcQp, boolean solicited) {
+        if (isClosed()) return;
+        boolean event = false;
+        synchronized (this) {
+            if (count == ring.length) {
+                lost++;
+            } else {
+                WorkCompletion wc = ring[(head + count) & mask];
+                count++;
+                wc.wrId = wrId;
+                wc.status = status;
+                wc.opcode = opcode;
+                wc.vendorErr = 0;
+                wc.byteLen = byteLen;
+                wc.immData = imm;
+                wc.wcFlags = wcFlags;
+                wc.qpNum = qpNum;
+                wc.srcQp = srcQp;
+                wc.pkeyIndex = 0;
+                wc.slid = 0;
+                wc.sl = 0;
+                wc.dlidPathBits = 0;
+            }
+            if (armed && (!armedSolicitedOnly || solicited || status != WcStatus.SUCCESS)) {
+                armed = false;
+                event = true;
+                eventsDelivered++;
+            }
+        }
+        if (event) channel.deliver(this);
+    }
+
+    synchronized int size() { return count; }
+
+    /** Completions lost to an overrun and not yet reported. */
+    synchronized long lost() { return lost; }
+
+    @Override
+    protected void destroy() {
+        if (channel != null) channel.forget(this);
+    }
+}

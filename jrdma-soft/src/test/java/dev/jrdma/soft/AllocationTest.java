@@ -1,0 +1,73 @@
+package dev.jrdma.soft;
+
+import static dev.jrdma.soft.Fixture.*;
+import static org.junit.jupiter.api.Assertions.*;
+
+import dev.jrdma.verbs.MemoryRegion;
+import dev.jrdma.verbs.RecvWorkRequest;
+import dev.jrdma.verbs.SendWorkRequest;
+import dev.jrdma.verbs.WcStatus;
+import dev.jrdma.verbs.WorkCompletion;
+import dev.jrdma.verbs.WrOpcode;
+
+import java.lang.management.ManagementFactory;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** The steady state allocates nothing per message: neither the posting thread nor the device's receive thread. */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class AllocationTest {
+
+    private static long allocated(Thread t) {
+        return ((com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean()).getThreadAllocatedBytes(t.threadId());
+    }
+
+    /** Ping-pong of SENDs (sizes 64 B and 3 KiB: one and three packets) plus WRITE and READ. */
+    private static void rounds(Pair p, int n, MemoryRegion a, MemoryRegion b, SendWorkRequest send, SendWorkRequest write, SendWorkRequest read,
+                               RecvWorkRequest recv, WorkCompletion[] wc) {
+        for (int i = 0; i < n; i++) {
+            p.b.qp.postRecv(recv);
+            p.a.qp.postSend(send);
+            int got = 0;
+            while (got < 2) {
+                int k = p.a.cq.poll(wc);
+                for (int j = 0; j < k; j++) if (wc[j].status != WcStatus.SUCCESS) fail(wc[j].toString());
+                got += k;
+                k = p.b.cq.poll(wc);
+                for (int j = 0; j < k; j++) if (wc[j].status != WcStatus.SUCCESS) fail(wc[j].toString());
+                got += k;
+            }
+            p.a.qp.postSend(write);
+            p.a.qp.postSend(read);
+            got = 0;
+            while (got < 2) got += p.a.cq.poll(wc);
+        }
+    }
+
+    @Test
+    void steadyStateAllocatesNothingPerMessage() {
+        try (Pair p = pair()) {
+            MemoryRegion a = p.a.mrAll(8192), b = p.b.mrAll(8192);
+            SendWorkRequest send = new SendWorkRequest().wrId(1).opcode(WrOpcode.SEND).signaled(true).buffer(a, 0, 3000);
+            SendWorkRequest write = new SendWorkRequest().wrId(2).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(a, 0, 2000).remote(b.address(), b.rkey());
+            SendWorkRequest read = new SendWorkRequest().wrId(3).opcode(WrOpcode.RDMA_READ).signaled(true).buffer(a, 4096, 2000).remote(b.address(), b.rkey());
+            RecvWorkRequest recv = new RecvWorkRequest().wrId(4).buffer(b, 4096, 4096);
+            WorkCompletion[] wc = WorkCompletion.array(8);
+            rounds(p, 3000, a, b, send, write, read, recv, wc); // warm up (JIT, caches)
+            Thread rxA = ((SoftContext) p.a.ctx).transport.rxThread(), rxB = ((SoftContext) p.b.ctx).transport.rxThread();
+            long me0 = allocated(Thread.currentThread()), a0 = allocated(rxA), b0 = allocated(rxB);
+            int n = 5000;
+            long t0 = System.nanoTime();
+            rounds(p, n, a, b, send, write, read, recv, wc);
+            long t = System.nanoTime() - t0;
+            long me = allocated(Thread.currentThread()) - me0, ra = allocated(rxA) - a0, rb = allocated(rxB) - b0;
+            System.out.printf("%d rounds (SEND 3000 B ping + WRITE 2000 B + READ 2000 B) in %.1f ms: %.1f us per round; allocated: poster %d B, rx %d B, rx %d B%n",
+                    n, t / 1e6, t / 1e3 / n, me, ra, rb);
+            // 5000 rounds = 20000 work requests and ~35000 packets: allow a few KiB of incidental noise in total
+            assertTrue(me < 16 * 1024, "posting/polling thread allocated " + me + " bytes");
+            assertTrue(ra < 16 * 1024, "receive thread of 127.0.0.1 allocated " + ra + " bytes");
+            assertTrue(rb < 16 * 1024, "receive thread of 127.0.0.2 allocated " + rb + " bytes");
+        }
+    }
+}

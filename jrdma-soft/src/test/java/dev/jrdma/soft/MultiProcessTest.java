@@ -1,0 +1,109 @@
+package dev.jrdma.soft;
+
+import static dev.jrdma.soft.Fixture.*;
+import static org.junit.jupiter.api.Assertions.*;
+
+import dev.jrdma.verbs.Access;
+import dev.jrdma.verbs.AhAttr;
+import dev.jrdma.verbs.CompletionQueue;
+import dev.jrdma.verbs.Context;
+import dev.jrdma.verbs.Gid;
+import dev.jrdma.verbs.MemoryRegion;
+import dev.jrdma.verbs.Mtu;
+import dev.jrdma.verbs.ProtectionDomain;
+import dev.jrdma.verbs.QpAttr;
+import dev.jrdma.verbs.QpInitAttr;
+import dev.jrdma.verbs.QpState;
+import dev.jrdma.verbs.QueuePair;
+import dev.jrdma.verbs.RecvWorkRequest;
+import dev.jrdma.verbs.SendWorkRequest;
+import dev.jrdma.verbs.VerbsException;
+import dev.jrdma.verbs.WcOpcode;
+import dev.jrdma.verbs.WcStatus;
+import dev.jrdma.verbs.WorkCompletion;
+import dev.jrdma.verbs.WrOpcode;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintWriter;
+import java.lang.foreign.Arena;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** Two JVMs on one host: this one on 127.0.0.1, a child on 127.0.0.2, both on the same UDP port (4791 when free). */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class MultiProcessTest {
+
+    @Test
+    void twoProcessesTalkOverRoceV2() throws Exception {
+        Context ctx = null;
+        int port = 4791;
+        try {
+            ctx = SoftProvider.open(A, port).open();
+        } catch (VerbsException busy) {
+            for (int i = 0; i < 50 && ctx == null; i++) {
+                port = 20000 + (int) (Math.random() * 30000);
+                try {
+                    ctx = SoftProvider.open(A, port).open();
+                } catch (VerbsException again) {
+                    // try another
+                }
+            }
+        }
+        assertNotNull(ctx, "no free UDP port on 127.0.0.1");
+        String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        Process child = new ProcessBuilder(List.of(java, "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
+                PeerMain.class.getName(), Integer.toString(port))).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        try (Arena arena = Arena.ofShared(); Context c = ctx) {
+            BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream()));
+            PrintWriter to = new PrintWriter(child.getOutputStream(), true);
+            ProtectionDomain pd = c.allocPd();
+            CompletionQueue cq = c.createCq(16, null);
+            QueuePair qp = pd.createQueuePair(QpInitAttr.builder(cq).build());
+            MemoryRegion mr = pd.registerMemory(arena.allocate(4096, 8), Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ);
+            String ready = out.readLine();
+            assertNotNull(ready, "the child said nothing");
+            assertTrue(ready.startsWith("READY "), ready);
+            String[] f = ready.split(" ");
+            int peerQpn = Integer.parseInt(f[1]);
+            long peerAddr = Long.parseLong(f[2]);
+            int peerRkey = Integer.parseInt(f[3]);
+            assertEquals(Gid.parse("::ffff:127.0.0.2"), Gid.parse(f[4]));
+            qp.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(1).access(Access.REMOTE_WRITE, Access.REMOTE_READ));
+            qp.modify(new QpAttr().state(QpState.RTR).ah(new AhAttr().global(Gid.parse(f[4]), 0)).pathMtu(Mtu.MTU_1024)
+                    .destQpNum(peerQpn).rqPsn(2000).maxDestRdAtomic(4).minRnrTimer(1));
+            qp.modify(new QpAttr().state(QpState.RTS).timeout(14).retryCnt(7).rnrRetry(7).sqPsn(1000).maxRdAtomic(4));
+            to.println("PEER " + qp.qpNum() + " " + mr.address() + " " + mr.rkey() + " " + c.queryGid(1, 0));
+            assertEquals("CONNECTED", out.readLine());
+
+            // READ the child's pattern
+            qp.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_READ).signaled(true).buffer(mr, 2048, 2048).remote(peerAddr, peerRkey));
+            WorkCompletion r = poll(cq, 20000);
+            assertEquals(WcStatus.SUCCESS, r.status, r::toString);
+            for (int i = 0; i < 2048; i++) assertEquals((byte) (i * 7 + 99), mr.segment().get(ValueLayout.JAVA_BYTE, 2048 + i));
+
+            // SEND 100 bytes; the child writes them back at offset 1000 with immediate data
+            for (int i = 0; i < 100; i++) mr.segment().set(ValueLayout.JAVA_BYTE, i, (byte) (i + 1));
+            qp.postRecv(new RecvWorkRequest().wrId(3).buffer(mr, 3000, 16));
+            qp.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.SEND).signaled(true).buffer(mr, 0, 100));
+            WorkCompletion s = poll(cq, 20000);
+            assertEquals(WcStatus.SUCCESS, s.status, s::toString);
+            assertEquals(2, s.wrId);
+            WorkCompletion w = poll(cq, 20000);
+            assertEquals(WcStatus.SUCCESS, w.status, w::toString);
+            assertEquals(WcOpcode.RECV_RDMA_WITH_IMM, w.opcode);
+            assertEquals(100, w.immData);
+            for (int i = 0; i < 100; i++) assertEquals((byte) (i + 1), mr.segment().get(ValueLayout.JAVA_BYTE, 1000 + i));
+            assertEquals("DONE", out.readLine());
+            to.println("BYE");
+            assertTrue(child.waitFor(20, TimeUnit.SECONDS));
+            assertEquals(0, child.exitValue());
+        } finally {
+            child.destroyForcibly();
+        }
+    }
+}
