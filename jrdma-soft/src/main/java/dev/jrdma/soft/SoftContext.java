@@ -126,6 +126,22 @@ public final class SoftContext extends Resource implements Context {
                 t.txPackets.get(), t.txErrors.get(), t.retransmits.get());
     }
 
+    @Override
+    public java.util.Map<String, Long> counters() {
+        checkOpen("counters");
+        Stats s = stats();
+        java.util.LinkedHashMap<String, Long> m = new java.util.LinkedHashMap<>();
+        m.put("rx_packets", s.rxPackets());
+        m.put("rx_bad_icrc", s.rxBadIcrc());
+        m.put("rx_malformed", s.rxMalformed());
+        m.put("rx_unknown_qp", s.rxUnknownQp());
+        m.put("rx_dropped", s.rxDropped());
+        m.put("tx_packets", s.txPackets());
+        m.put("tx_errors", s.txErrors());
+        m.put("retransmits", s.retransmits());
+        return java.util.Collections.unmodifiableMap(m);
+    }
+
     /** Counters: packets received, dropped for a bad ICRC, malformed, for an unknown QP, dropped by a QP; sent, send errors, retransmitted. */
     public record Stats(long rxPackets, long rxBadIcrc, long rxMalformed, long rxUnknownQp, long rxDropped,
                         long txPackets, long txErrors, long retransmits) {}

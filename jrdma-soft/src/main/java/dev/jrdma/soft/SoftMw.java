@@ -31,7 +31,7 @@ final class SoftMw extends Resource implements MemoryWindow {
     @Override public MwType type() { return type; }
     @Override public int rkey() { return rkey; }
 
-    /** The rkey the next type 1 bind gives. */
+    /** The next rkey: same index, key byte + 1 ({@code ibv_inc_rkey}); used by type 1 binds and type 2 binds that name no key. */
     int nextType1Rkey() { return (keyIndex << 8) | ((rkey + 1) & 0xFF); }
 
     @Override

@@ -437,7 +437,9 @@ final class SoftQp extends Resource implements QueuePair {
                 throw new PostException("ibv_post_send", VerbsException.EINVAL, idx, "BIND_MW needs bindMr, a memory region of this device");
             w.bindMw = mw;
             w.bindMr = mr;
-            w.bindRkey = wr.bindRkey;
+            // 0 = let the provider pick the next key (ibv_inc_rkey); MemoryWindow.rkey() is the key of the last bind posted
+            w.bindRkey = wr.bindRkey == 0 ? mw.nextType1Rkey() : wr.bindRkey;
+            mw.rkey = w.bindRkey;
             w.bindAddr = wr.bindAddr;
             w.bindLen = wr.bindLength;
             w.bindAccess = Access.toBits(wr.bindAccess);

@@ -1,0 +1,42 @@
+package dev.jrdma.bench;
+
+import java.util.Arrays;
+
+/**
+ * One latency report line, computed as perftest's {@code print_report_lat} does: the deltas between successive
+ * posts, sorted, the 2 largest dropped; t_typical is the median; t_max is the first dropped sample... exactly
+ * perftest's indices. Times in microseconds, divided by the round-trip factor (2 for send/write, 1 for read/atomic).
+ */
+public record LatencyResult(long size, long iters, double tMin, double tMax, double tTypical, double tAvg, double tStdev,
+                            double p99, double p999) {
+    static final int LAT_MEASURE_TAIL = 2;
+
+    /** From post timestamps (ns) of {@code n} iterations, perftest style: n-1 deltas. */
+    public static LatencyResult fromPostTimes(long size, long[] tposted, int n, int rttFactor) {
+        if (n < 2 + LAT_MEASURE_TAIL + 1) throw new IllegalArgumentException("need at least 5 iterations for a latency report, got " + n);
+        long[] delta = new long[n - 1];
+        for (int i = 0; i < n - 1; i++) delta[i] = tposted[i + 1] - tposted[i];
+        return fromDeltas(size, n, delta, delta.length, rttFactor);
+    }
+
+    /** From {@code count} measured intervals (ns); {@code iters} is what the report's #iterations column says. */
+    public static LatencyResult fromDeltas(long size, long iters, long[] deltas, int count, int rttFactor) {
+        if (count < LAT_MEASURE_TAIL + 2) throw new IllegalArgumentException("need at least " + (LAT_MEASURE_TAIL + 2) + " samples, got " + count);
+        long[] delta = Arrays.copyOf(deltas, count);
+        Arrays.sort(delta);
+        int m = count - LAT_MEASURE_TAIL;
+        double q = 1000.0 * rttFactor;   // ns -> usec, and the half round trip
+        double median = ((m - 1) % 2 != 0) ? (delta[m / 2] + delta[m / 2 - 1]) / 2.0 : delta[m / 2];
+        double sum = 0;
+        for (int i = 0; i < m; i++) sum += delta[i] / q;
+        double avg = sum / m;
+        double var = 0;
+        for (int i = 0; i < m; i++) {
+            double d = avg - delta[i] / q;
+            var += d * d;
+        }
+        int i99 = (int) Math.ceil(m * 0.99), i999 = (int) Math.ceil(m * 0.999);
+        return new LatencyResult(size, iters, delta[0] / q, delta[m] / q, median / q, avg, Math.sqrt(var / m),
+                delta[Math.min(i99, count - 1)] / q, delta[Math.min(i999, count - 1)] / q);
+    }
+}

@@ -1,0 +1,52 @@
+package dev.jrdma.bench;
+
+import dev.jrdma.verbs.VerbsException;
+
+import java.io.IOException;
+import java.io.PrintStream;
+
+/** {@code jrdma perf}: parses perftest-style flags and runs a test, the TCP baseline, or compare. Returns the exit status. */
+public final class Perf {
+    private Perf() {}
+
+    public static void main(String[] args) {
+        System.exit(run(args, System.out, System.err));
+    }
+
+    /** 0: ran; 1: the run failed; 2: bad command line. Never throws. */
+    public static int run(String[] args, PrintStream out, PrintStream err) {
+        PerfOptions o;
+        try {
+            o = PerfOptions.parse(args);
+        } catch (IllegalArgumentException e) {
+            err.println("jrdma perf: " + e.getMessage());
+            err.println("(jrdma perf --help lists the tests and flags)");
+            return 2;
+        }
+        if (o.help) {
+            out.print(PerfOptions.usage());
+            return 0;
+        }
+        try {
+            if (o.compare) {
+                if (o.isServer()) return Compare.server(o, out);
+                Compare.clientAndReport(o, out);
+                return 0;
+            }
+            if (o.test.isTcp()) TcpBench.run(o, out);
+            else RdmaBench.run(o, out);
+            return 0;
+        } catch (BenchException | VerbsException | IllegalArgumentException e) {
+            out.flush();
+            err.println("jrdma perf " + (o.compare ? "compare" : o.test.id()) + ": " + e.getMessage());
+            return 1;
+        } catch (IOException e) {
+            err.println("jrdma perf: " + e.getMessage());
+            return 1;
+        } catch (RuntimeException e) {
+            err.println("jrdma perf " + (o.compare ? "compare" : o.test.id()) + ": " + e);
+            if (Boolean.getBoolean("jrdma.debug")) e.printStackTrace(err);
+            return 1;
+        }
+    }
+}

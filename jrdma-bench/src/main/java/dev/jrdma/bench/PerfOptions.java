@@ -1,0 +1,190 @@
+package dev.jrdma.bench;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * The flags of {@code jrdma perf TEST [flags] [HOST]}: perftest's names and defaults, so a command line that works
+ * with {@code ib_send_lat} works here.
+ */
+public final class PerfOptions {
+    public static final int DEFAULT_TCP_PORT = 18515;
+    public static final int MAX_SIZE = 1 << 23;
+
+    public PerfTest test;
+    /** True for {@code jrdma perf compare}. */
+    public boolean compare;
+    public String device;
+    public int ibPort = 1;
+    public int gidIndex = -1;
+    public int size = -1;
+    public boolean all;
+    public long iters = -1;
+    public int durationSec;
+    public int tcpPort = DEFAULT_TCP_PORT;
+    public int txDepth = -1;
+    public int numQp = 1;
+    public boolean reportGbits;
+    public String host;
+    /** Seconds allowed for connecting and for each wait on the peer without progress. */
+    public int timeoutSec = 10;
+    /** compare: message sizes; null = default list. */
+    public List<Integer> sizes;
+    /** compare: the HTML report (null = jrdma-compare.html in the working directory). */
+    public String html;
+    public boolean help;
+    /** Seconds a server waits for its client to connect (0 = for ever, as perftest). */
+    public int acceptTimeoutSec;
+    /** Print no progress line even on a terminal. */
+    public boolean quiet;
+
+    public boolean isServer() {
+        return host == null;
+    }
+
+    /** The size to use: the flag, else perftest's default (2 for latency, 65536 for bandwidth, 8 for atomics). */
+    public int effectiveSize() {
+        if (test != null && test.verb == PerfTest.Verb.ATOMIC) return 8;
+        if (size > 0) return size;
+        return test != null && test.latency ? 2 : 65536;
+    }
+
+    public long effectiveIters() {
+        if (iters > 0) return iters;
+        return test != null && test.latency ? 1000 : 5000;
+    }
+
+    public int effectiveTxDepth() {
+        if (txDepth > 0) return txDepth;
+        return test != null && test.latency ? 1 : 128;
+    }
+
+    /** The message sizes one run covers: -a gives 2..2^23 (perftest's RUN_ALL), otherwise the one size. */
+    public List<Integer> runSizes() {
+        List<Integer> l = new ArrayList<>();
+        if (all && (test == null || test.verb != PerfTest.Verb.ATOMIC)) {
+            for (int i = 1; i < 24; i++) l.add(1 << i);
+        } else {
+            l.add(effectiveSize());
+        }
+        return l;
+    }
+
+    public static String usage() {
+        return """
+                Usage: jrdma perf TEST [flags] [HOST]
+                       jrdma perf compare [flags] [HOST]
+                  TEST: send_lat write_lat read_lat atomic_lat send_bw write_bw read_bw atomic_bw (perftest's ib_TEST,
+                        wire-compatible with perftest 4.5), tcp_lat tcp_bw (the same over a TCP socket).
+                  Without HOST: server (waits for one client). With HOST: client.
+                  -d, --ib-dev DEV        RDMA device (default: the first one; 'jrdma devices' lists them)
+                  -i, --ib-port PORT      device port (default 1)
+                  -x, --gid-index N       GID index (RoCE; default: the device's RoCE v2 GID)
+                  -s, --size BYTES        message size (default 2 for latency, 65536 for bandwidth, 8 for atomics)
+                  -a, --all               all sizes 2..2^23
+                  -n, --iters N           iterations (default 1000 latency, 5000 bandwidth)
+                  -D, --duration SEC      run for SEC seconds instead of -n
+                  -p, --port PORT         TCP port of the out-of-band exchange (default 18515)
+                  -t, --tx-depth N        send queue depth (default 1 latency, 128 bandwidth)
+                  -q, --qp N              number of QPs (bandwidth tests)
+                      --report_gbits      bandwidth in Gb/sec instead of MB/sec
+                      --timeout SEC       connect timeout and longest wait without progress (default 10)
+                      --accept-timeout S  server: give up when no client connects within S seconds
+                      --sizes A,B,...     compare: message sizes (default 2,64,1024,4096,65536)
+                      --html FILE         compare: HTML report file (default jrdma-compare.html)
+                      --quiet             no progress line
+                  -h, --help              this help
+                Columns: latency t_min/t_max/t_typical(median)/t_avg/t_stdev/99%/99.9% in usec (half round trip for send
+                and write, full round trip for read and atomic, as perftest); bandwidth BW peak/average in MB/sec
+                (2^20 bytes/s) or Gb/sec, MsgRate in Mpps.
+                """;
+    }
+
+    /** Parses perftest-style arguments; the first non-flag word is the test, the second the host. */
+    public static PerfOptions parse(String... args) {
+        PerfOptions o = new PerfOptions();
+        List<String> positional = new ArrayList<>();
+        for (int i = 0; i < args.length; i++) {
+            String a = args[i];
+            String flag = a, value = null;
+            if (a.startsWith("--") && a.contains("=")) {
+                flag = a.substring(0, a.indexOf('='));
+                value = a.substring(a.indexOf('=') + 1);
+            }
+            switch (flag) {
+                case "-h", "--help" -> o.help = true;
+                case "-a", "--all" -> o.all = true;
+                case "--report_gbits", "--report-gbits" -> o.reportGbits = true;
+                case "--quiet" -> o.quiet = true;
+                case "-F", "--CPU-freq" -> { /* perftest's "ignore CPU frequency warnings": nothing to ignore here */ }
+                case "-d", "--ib-dev" -> o.device = value != null ? value : need(args, ++i, flag);
+                case "-i", "--ib-port" -> o.ibPort = intIn(flag, value != null ? value : need(args, ++i, flag), 1, 255);
+                case "-x", "--gid-index" -> o.gidIndex = intIn(flag, value != null ? value : need(args, ++i, flag), 0, 65535);
+                case "-s", "--size" -> o.size = (int) sizeIn(flag, value != null ? value : need(args, ++i, flag), 1, MAX_SIZE);
+                case "-n", "--iters" -> o.iters = sizeIn(flag, value != null ? value : need(args, ++i, flag), 1, 1L << 40);
+                case "-D", "--duration" -> o.durationSec = intIn(flag, value != null ? value : need(args, ++i, flag), 1, 86400);
+                case "-p", "--port" -> o.tcpPort = intIn(flag, value != null ? value : need(args, ++i, flag), 1, 65535);
+                case "-t", "--tx-depth" -> o.txDepth = intIn(flag, value != null ? value : need(args, ++i, flag), 1, 16384);
+                case "-q", "--qp" -> o.numQp = intIn(flag, value != null ? value : need(args, ++i, flag), 1, 64);
+                case "--accept-timeout" -> o.acceptTimeoutSec = intIn(flag, value != null ? value : need(args, ++i, flag), 1, 86400);
+                case "--timeout" -> o.timeoutSec = intIn(flag, value != null ? value : need(args, ++i, flag), 1, 3600);
+                case "--html" -> o.html = value != null ? value : need(args, ++i, flag);
+                case "--sizes" -> {
+                    List<Integer> s = new ArrayList<>();
+                    for (String part : (value != null ? value : need(args, ++i, flag)).split(","))
+                        if (!part.isBlank()) s.add((int) sizeIn(flag, part.trim(), 1, MAX_SIZE));
+                    if (s.isEmpty()) throw new IllegalArgumentException("--sizes needs at least one size, e.g. --sizes 2,64,4096");
+                    o.sizes = s;
+                }
+                default -> {
+                    if (a.startsWith("-") && a.length() > 1) throw new IllegalArgumentException("unknown flag '" + a + "' (jrdma perf --help lists them)");
+                    positional.add(a);
+                }
+            }
+        }
+        if (o.help) return o;
+        if (positional.isEmpty()) throw new IllegalArgumentException("which test? e.g. 'jrdma perf send_lat' (server) and 'jrdma perf send_lat HOST' (client)");
+        String t = positional.get(0);
+        if (t.equalsIgnoreCase("compare")) o.compare = true; else o.test = PerfTest.parse(t);
+        if (positional.size() > 2) throw new IllegalArgumentException("too many arguments: " + positional.subList(1, positional.size()) + " (one HOST at most)");
+        if (positional.size() == 2) o.host = positional.get(1);
+        o.validate();
+        return o;
+    }
+
+    void validate() {
+        if (all && durationSec > 0) throw new IllegalArgumentException("-a and -D cannot be combined (perftest refuses it too)");
+        if (test != null && test.latency && numQp > 1) throw new IllegalArgumentException("latency tests use one QP; -q is for bandwidth tests");
+        if (test != null && test.latency && durationSec == 0 && effectiveIters() < 5)
+            throw new IllegalArgumentException("-n must be at least 5 for a latency test (the report drops the 2 largest samples)");
+        if (test != null && test.verb == PerfTest.Verb.ATOMIC && size > 0 && size != 8)
+            throw new IllegalArgumentException("atomic operations are 8 bytes; -s " + size + " does not apply");
+    }
+
+    private static String need(String[] args, int i, String flag) {
+        if (i >= args.length) throw new IllegalArgumentException(flag + " needs a value");
+        return args[i];
+    }
+
+    private static int intIn(String flag, String v, int lo, int hi) {
+        return (int) sizeIn(flag, v, lo, hi);
+    }
+
+    /** A number, optionally with K/M/G (powers of 1024). */
+    static long sizeIn(String flag, String v, long lo, long hi) {
+        String t = v.trim().toUpperCase(Locale.ROOT);
+        long mult = 1;
+        if (t.endsWith("K")) { mult = 1L << 10; t = t.substring(0, t.length() - 1); }
+        else if (t.endsWith("M")) { mult = 1L << 20; t = t.substring(0, t.length() - 1); }
+        else if (t.endsWith("G")) { mult = 1L << 30; t = t.substring(0, t.length() - 1); }
+        long n;
+        try {
+            n = Math.multiplyExact(Long.parseLong(t), mult);
+        } catch (NumberFormatException | ArithmeticException e) {
+            throw new IllegalArgumentException(flag + " wants a number, not '" + v + "'");
+        }
+        if (n < lo || n > hi) throw new IllegalArgumentException(flag + " " + v + " is outside " + lo + ".." + hi);
+        return n;
+    }
+}

@@ -1,0 +1,611 @@
+package dev.jrdma.bench;
+
+import dev.jrdma.bench.PerftestWire.Dest;
+import dev.jrdma.verbs.Access;
+import dev.jrdma.verbs.AhAttr;
+import dev.jrdma.verbs.CompletionQueue;
+import dev.jrdma.verbs.Context;
+import dev.jrdma.verbs.Device;
+import dev.jrdma.verbs.DeviceAttr;
+import dev.jrdma.verbs.Gid;
+import dev.jrdma.verbs.GidEntry;
+import dev.jrdma.verbs.LinkLayer;
+import dev.jrdma.verbs.MemoryRegion;
+import dev.jrdma.verbs.Mtu;
+import dev.jrdma.verbs.PortAttr;
+import dev.jrdma.verbs.ProtectionDomain;
+import dev.jrdma.verbs.QpAttr;
+import dev.jrdma.verbs.QpInitAttr;
+import dev.jrdma.verbs.QpState;
+import dev.jrdma.verbs.QueuePair;
+import dev.jrdma.verbs.RecvWorkRequest;
+import dev.jrdma.verbs.SendWorkRequest;
+import dev.jrdma.verbs.Verbs;
+import dev.jrdma.verbs.WorkCompletion;
+import dev.jrdma.verbs.WrOpcode;
+
+import java.io.PrintStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.net.Socket;
+import java.security.SecureRandom;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+
+/**
+ * perftest's RC tests on any jrdma device, speaking perftest's out-of-band protocol, so either end may be perftest.
+ *
+ * <p>Buffer layout as perftest's: per QP a local area at {@code i*B} (what we send / where reads and atomics land)
+ * and the area the peer targets at {@code (numQp+i)*B}, {@code B = max(size, page size)}; the second area's address
+ * is what the key message advertises.
+ */
+public final class RdmaBench implements AutoCloseable {
+    private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
+    private static final int CYCLE_BUFFER = 4096, CACHE_LINE = 64, RX_DEPTH = 512, CQ_MOD = 100;
+
+    private final PerfOptions o;
+    private final PerfTest test;
+    private final PrintStream out;
+    private final Progress progress;
+    private final long stallNs;
+
+    private Context ctx;
+    private ProtectionDomain pd;
+    private Arena arena;
+    private MemorySegment buf;
+    private MemoryRegion mr;
+    private CompletionQueue sendCq, recvCq;
+    private QueuePair[] qps;
+    private long areaSize;
+    private int gidIndex = -1;
+    private Gid gid;
+    private PortAttr port;
+    private int outReads = 1;
+    private Dest[] my, rem;
+    private Mtu mtu;
+    private String deviceName;
+    private final WorkCompletion[] wcs = WorkCompletion.array(64);
+
+    private RdmaBench(PerfOptions o, PrintStream out) {
+        this.o = o;
+        this.test = o.test;
+        this.out = out;
+        this.progress = Progress.forTerminal(out, o.quiet);
+        this.stallNs = o.timeoutSec * 1_000_000_000L;
+    }
+
+    /** Runs one test, server or client as the options say; prints perftest's report to {@code out}. */
+    public static RunResult run(PerfOptions o, PrintStream out) {
+        if (o.test.isTcp()) throw new IllegalArgumentException(o.test.id() + " is a TCP test");
+        if (o.durationSec > 0 && (o.test == PerfTest.SEND_LAT || o.test == PerfTest.WRITE_LAT))
+            throw new BenchException("-D is supported by the bandwidth tests, read_lat and atomic_lat; use -n for " + o.test.id());
+        try (RdmaBench b = new RdmaBench(o, out)) {
+            b.open();
+            Socket s = o.isServer() ? PerftestWire.accept(o.tcpPort, o.acceptTimeoutSec) : PerftestWire.connect(o.host, o.tcpPort, o.timeoutSec);
+            try (PerftestWire w = o.isServer() ? PerftestWire.server(s, o.timeoutSec) : PerftestWire.client(s, o.timeoutSec)) {
+                return b.run(w);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------------ resources
+
+    private void open() {
+        Device dev = o.device == null ? Verbs.defaultDevice() : Verbs.device(o.device);
+        deviceName = dev.name();
+        ctx = dev.open();
+        DeviceAttr da = ctx.queryDevice();
+        if (o.ibPort < 1 || o.ibPort > da.physPortCnt())
+            throw new BenchException("device " + deviceName + " has " + da.physPortCnt() + " port(s); -i " + o.ibPort + " does not exist");
+        port = ctx.queryPort(o.ibPort);
+        boolean needGid = o.gidIndex >= 0 || port.linkLayer() == LinkLayer.ETHERNET;
+        if (needGid) {
+            gidIndex = o.gidIndex >= 0 ? o.gidIndex : bestGidIndex();
+            gid = ctx.queryGid(o.ibPort, gidIndex);
+            if (gid.isZero()) throw new BenchException("GID index " + gidIndex + " of " + deviceName + " port " + o.ibPort
+                    + " is empty: pick one that 'jrdma devinfo -v -d " + deviceName + "' lists (-x N)");
+        }
+        if (test.verb == PerfTest.Verb.READ || test.verb == PerfTest.Verb.ATOMIC)
+            outReads = Math.max(1, Math.min(16, da.maxQpRdAtom()));
+        int maxSize = 0;
+        for (int s : o.runSizes()) maxSize = Math.max(maxSize, s);
+        areaSize = Math.max(maxSize, CYCLE_BUFFER);
+        arena = Arena.ofShared();
+        buf = arena.allocate(2L * o.numQp * areaSize, CYCLE_BUFFER);
+        pd = ctx.allocPd();
+        mr = pd.registerMemory(buf, EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC));
+        int tx = Math.min(o.effectiveTxDepth(), Math.max(1, da.maxQpWr()));
+        int sendWr = test.verb == PerfTest.Verb.SEND && test.latency ? Math.min(CQ_MOD, Math.max(1, da.maxQpWr())) : tx;
+        int recvWr = test.verb == PerfTest.Verb.SEND ? Math.min(RX_DEPTH, Math.max(1, da.maxQpWr())) : 1;
+        sendCq = ctx.createCq(Math.max(16, sendWr * o.numQp + 16), null);
+        recvCq = ctx.createCq(Math.max(16, recvWr * o.numQp + 16), null);
+        qps = new QueuePair[o.numQp];
+        my = new Dest[o.numQp];
+        SecureRandom rnd = new SecureRandom();
+        for (int i = 0; i < o.numQp; i++) {
+            qps[i] = pd.createQueuePair(QpInitAttr.builder(sendCq).recvCq(recvCq).maxSendWr(sendWr).maxRecvWr(recvWr).build());
+            qps[i].modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(o.ibPort)
+                    .access(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC));
+            my[i] = new Dest(port.lid(), outReads, qps[i].qpNum(), rnd.nextInt() & 0xffffff, mr.rkey(),
+                    mr.address() + (o.numQp + i) * areaSize, gid, 0);
+        }
+        mtu = port.activeMtu();
+    }
+
+    /** perftest's choice without -x on RoCE: a RoCE v2 GID (IPv4-mapped first), else index 0. */
+    private int bestGidIndex() {
+        List<GidEntry> table;
+        try {
+            table = ctx.gidTable(o.ibPort);
+        } catch (RuntimeException e) {
+            return 0;
+        }
+        for (GidEntry g : table) if (g.isRoceV2() && g.gid().isIpv4Mapped()) return g.index();
+        for (GidEntry g : table) if (g.isRoceV2()) return g.index();
+        return table.isEmpty() ? 0 : table.getFirst().index();
+    }
+
+    private void connectQp(int i) {
+        Dest r = rem[i];
+        AhAttr ah = new AhAttr().dlid(r.lid()).portNum(o.ibPort);
+        if (gid != null) {
+            if (r.gid() == null || r.gid().isZero()) throw new BenchException("the peer sent no GID; use -x on both sides");
+            ah.global(r.gid(), gidIndex).hopLimit(0xFF);
+        }
+        qps[i].modify(new QpAttr().state(QpState.RTR).ah(ah).pathMtu(mtu).destQpNum(r.qpn()).rqPsn(r.psn())
+                .maxDestRdAtomic(outReads).minRnrTimer(12));
+        qps[i].modify(new QpAttr().state(QpState.RTS).timeout(14).retryCnt(7).rnrRetry(7).sqPsn(my[i].psn())
+                .maxRdAtomic(Math.max(1, Math.min(outReads, Math.max(1, r.outReads())))));
+    }
+
+    @Override
+    public void close() {
+        progress.clear();
+        if (ctx != null) ctx.close();   // closes PD, MR, QPs and CQs first
+        if (arena != null) arena.close();
+    }
+
+    // ------------------------------------------------------------------ the exchange
+
+    private RunResult run(PerftestWire w) {
+        w.versions();
+        w.sysData(CYCLE_BUFFER, CACHE_LINE);
+        mtu = Mtu.of(w.mtu(mtu.code));
+        rem = new Dest[o.numQp];
+        boolean server = !w.isClient();
+        printHeader();
+        List<LatencyResult> lat = new ArrayList<>();
+        List<BwResult> bw = new ArrayList<>();
+        BwResult remote = null;
+        CpuMeter cpu = new CpuMeter();
+        switch (test) {
+            case WRITE_LAT, READ_LAT, ATOMIC_LAT, WRITE_BW, READ_BW, ATOMIC_BW -> {
+                if (test.latency) w.handshake(my[0]);
+                for (int i = 0; i < o.numQp; i++) rem[i] = w.handshake(my[i]);
+                for (int i = 0; i < o.numQp; i++) connectQp(i);
+                for (int i = 0; i < o.numQp; i++) w.handshake(my[i]);
+                printAddresses();
+                w.handshake(my[0]);
+                if (test.latency) {
+                    if (server && test != PerfTest.WRITE_LAT) {
+                        // the client reads/atomics our memory; we wait for its close handshake
+                        out.println(" (passive side: the client measures " + test.id() + ")");
+                        cpu.start();
+                        waitForPeer(w, () -> w.closeConnection(my[0]));
+                        cpu.stop();
+                        return new RunResult(test, deviceName, lat, bw, null, cpu.cpuNs(), cpu.wallNs());
+                    }
+                    out.println(Report.latHeader());
+                    cpu.start();
+                    for (int size : o.runSizes()) {
+                        LatencyResult r = test == PerfTest.WRITE_LAT ? writeLat(size, server) : readAtomicLat(size);
+                        progress.clear();
+                        out.println(Report.latLine(r));
+                        lat.add(r);
+                    }
+                    cpu.stop();
+                    out.println(Report.RESULT_LINE);
+                    // perftest's ib_write_lat ends without the closing handshake: it just exits
+                    if (test == PerfTest.WRITE_LAT) w.close(); else w.closeConnection(my[0]);
+                } else if (server) {
+                    out.println(" (passive side: the client measures; its report follows)");
+                    cpu.start();
+                    waitForPeer(w, () -> w.handshake(my[0]));
+                    cpu.stop();
+                    remote = w.bwReports(new BwResult(0, 0, 0, 0, 0));
+                    out.println(Report.bwHeader(o.reportGbits));
+                    out.println(Report.bwLine(remote, o.reportGbits));
+                    out.println(Report.RESULT_LINE);
+                    w.closeConnection(my[0]);
+                } else {
+                    out.println(Report.bwHeader(o.reportGbits));
+                    cpu.start();
+                    BwResult last = null;
+                    for (int size : o.runSizes()) {
+                        last = bwClient(size);
+                        progress.clear();
+                        out.println(Report.bwLine(last, o.reportGbits));
+                        bw.add(last);
+                    }
+                    cpu.stop();
+                    out.println(Report.RESULT_LINE);
+                    w.handshake(my[0]);
+                    w.bwReports(last);
+                    w.closeConnection(my[0]);
+                }
+            }
+            case SEND_LAT, SEND_BW -> {
+                for (int i = 0; i < o.numQp; i++) rem[i] = w.handshake(my[i]);
+                for (int i = 0; i < o.numQp; i++) connectQp(i);
+                w.handshake(my[0]);
+                for (int i = 0; i < o.numQp; i++) w.handshake(my[i]);
+                printAddresses();
+                out.println(test.latency ? Report.latHeader() : Report.bwHeader(o.reportGbits));
+                long cpuNs = 0, wallNs = 0;
+                List<Integer> sizes = o.runSizes();
+                for (int size : sizes) {
+                    boolean receiver = test.latency || server;
+                    if (receiver) postInitialRecvs(size);
+                    w.handshake(my[0]);
+                    cpu.start();
+                    if (test.latency) {
+                        LatencyResult r = sendLat(size, server);
+                        progress.clear();
+                        out.println(Report.latLine(r));
+                        lat.add(r);
+                    } else {
+                        BwResult r = server ? sendBwServer(size) : bwClient(size);
+                        progress.clear();
+                        out.println(Report.bwLine(r, o.reportGbits));
+                        bw.add(r);
+                    }
+                    cpu.stop();
+                    cpuNs += cpu.cpuNs();
+                    wallNs += cpu.wallNs();
+                    if (!test.latency && o.all) w.handshake(my[0]);
+                }
+                out.println(Report.RESULT_LINE);
+                w.closeConnection(my[0]);
+                return new RunResult(test, deviceName, lat, bw, null, cpuNs, wallNs);
+            }
+            default -> throw new IllegalStateException(test.toString());
+        }
+        return new RunResult(test, deviceName, lat, bw, remote, cpu.cpuNs(), cpu.wallNs());
+    }
+
+    /** A wait on the peer's next message while it runs: as long as the run may take, but not for ever. */
+    private void waitForPeer(PerftestWire w, Runnable r) {
+        long runMs = o.durationSec > 0 ? o.durationSec * 1000L : 0;
+        // the peer's run: its duration, or its iterations; allow generously, plus the stall timeout
+        w.readTimeout((int) Math.min(Integer.MAX_VALUE, runMs + 600_000L + stallNs / 1_000_000));
+        try {
+            r.run();
+        } finally {
+            w.restoreTimeout();
+        }
+    }
+
+    private void printHeader() {
+        out.println(Report.RESULT_LINE);
+        out.println("                    " + test.title() + (o.isServer() ? "" : ""));
+        out.printf(" Device         : %s%n", deviceName);
+        out.printf(" Number of qps   : %d\t\tTransport type : IB%n", o.numQp);
+        out.printf(" Connection type : RC\t\tUsing SRQ      : OFF%n");
+        if (test.latency) out.printf(" TX depth        : %d%n", o.effectiveTxDepth());
+        else out.printf(" TX depth        : %d%n", o.effectiveTxDepth());
+        out.printf(" Mtu             : %d[B]%n", mtu.bytes);
+        out.printf(" Link type       : %s%n", port.linkLayer().ibvName());
+        if (gid != null) out.printf(" GID index       : %d%n", gidIndex);
+        if (test.verb == PerfTest.Verb.READ || test.verb == PerfTest.Verb.ATOMIC) out.printf(" Outstand reads  : %d%n", outReads);
+        if (o.durationSec > 0) out.printf(" Duration        : %d[s]%n", o.durationSec);
+        else out.printf(" Iterations      : %d%n", o.effectiveIters());
+        out.println(Report.RESULT_LINE);
+    }
+
+    private void printAddresses() {
+        for (int i = 0; i < o.numQp; i++) printAddress("local", my[i]);
+        for (int i = 0; i < o.numQp; i++) printAddress("remote", rem[i]);
+    }
+
+    private void printAddress(String side, Dest d) {
+        out.printf(" %s address: LID %#06x QPN %#06x PSN %#06x RKey %#08x VAddr %#016x%n", side, d.lid(), d.qpn(), d.psn(), d.rkey(), d.vaddr());
+        if (d.gid() != null) {
+            StringBuilder sb = new StringBuilder(" GID: ");
+            for (int i = 0; i < 16; i++) sb.append(i > 0 ? ":" : "").append(String.format("%02d", d.gid().get(i) & 0xff));
+            out.println(sb);
+        }
+    }
+
+    // ------------------------------------------------------------------ polling
+
+    private final class Stall {
+        private long lastProgress = System.nanoTime();
+        private int spins;
+        private final String what;
+
+        Stall(String what) {
+            this.what = what;
+        }
+
+        void progress() {
+            lastProgress = System.nanoTime();
+        }
+
+        void spin() {
+            Thread.onSpinWait();
+            // a software device's transport threads need the core too (2-core machines): give way now and then
+            if ((++spins & 0x3f) == 0) Thread.yield();
+            if ((spins & 0x3ff) == 0) {
+                long now = System.nanoTime();
+                if (now - lastProgress > stallNs) {
+                    throw new BenchException("no progress for " + o.timeoutSec + " s while waiting for " + what
+                            + ": the peer stopped, or its packets do not arrive (same -x/GID type on both sides? UDP 4791 open?)");
+                }
+            }
+        }
+    }
+
+    private void check(WorkCompletion wc) {
+        if (!wc.isSuccess()) throw new BenchException(test.id() + ": " + wc.explain());
+    }
+
+    private long localOffset(int qp) {
+        return qp * areaSize;
+    }
+
+    private long remoteAreaOffset(int qp) {
+        return (o.numQp + qp) * areaSize;
+    }
+
+    // ------------------------------------------------------------------ latency
+
+    private long[] timestamps(long iters) {
+        if (iters > 50_000_000L) throw new BenchException("-n " + iters + " is too many iterations to time each one (at most 50000000); use -D");
+        return new long[(int) iters];
+    }
+
+    /** run_iter_lat_write: ping-pong of RDMA writes; each side spins on the last byte of its area; the server writes first. */
+    private LatencyResult writeLat(int size, boolean server) {
+        long iters = o.effectiveIters();
+        long[] tposted = timestamps(iters);
+        QueuePair qp = qps[0];
+        long post = localOffset(0) + size - 1, poll = remoteAreaOffset(0) + size - 1;
+        SendWorkRequest wr = new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).buffer(mr, localOffset(0), size)
+                .remote(rem[0].vaddr(), rem[0].rkey()).signaled(true).wrId(1);
+        long scnt = 0, rcnt = 0, ccnt = 0;
+        Stall stall = new Stall("the peer's RDMA write (" + test.id() + ", " + size + " bytes)");
+        while (scnt < iters || ccnt < iters || rcnt < iters) {
+            if (rcnt < iters && !(scnt < 1 && server)) {
+                rcnt++;
+                byte want = (byte) rcnt;
+                while ((byte) BYTE.getVolatile(buf, poll) != want) stall.spin();
+                stall.progress();
+            }
+            if (scnt < iters) {
+                tposted[(int) scnt] = System.nanoTime();
+                BYTE.setVolatile(buf, post, (byte) ++scnt);
+                qp.postSend(wr);
+            }
+            if (ccnt < iters) {
+                int n;
+                while ((n = sendCq.poll(wcs, 1)) == 0) stall.spin();
+                check(wcs[0]);
+                ccnt += n;
+            }
+            if ((scnt & 0x3ff) == 0) progress.update(String.format(" %s %d bytes: %d/%d", test.id(), size, scnt, iters));
+        }
+        return LatencyResult.fromPostTimes(size, tposted, (int) iters, test.rttFactor());
+    }
+
+    /** run_iter_lat: one RDMA read or atomic at a time; each is a full round trip. */
+    private LatencyResult readAtomicLat(int size) {
+        SendWorkRequest wr = new SendWorkRequest().signaled(true).wrId(1);
+        if (test.verb == PerfTest.Verb.READ) wr.opcode(WrOpcode.RDMA_READ).buffer(mr, localOffset(0), size).remote(rem[0].vaddr(), rem[0].rkey());
+        else wr.opcode(WrOpcode.ATOMIC_FETCH_AND_ADD).buffer(mr, localOffset(0), 8).atomic(rem[0].vaddr(), rem[0].rkey(), 1, 0);
+        Stall stall = new Stall(test.id() + " completion");
+        if (o.durationSec > 0) {
+            long end = System.nanoTime() + o.durationSec * 1_000_000_000L;
+            long[] d = new long[1 << 16];
+            int n = 0;
+            long count = 0;
+            long prev = System.nanoTime();
+            while (prev < end) {
+                qps[0].postSend(wr);
+                while (sendCq.poll(wcs, 1) == 0) stall.spin();
+                check(wcs[0]);
+                stall.progress();
+                long now = System.nanoTime();
+                if (n == d.length && d.length < 50_000_000) d = java.util.Arrays.copyOf(d, d.length * 2);
+                if (n < d.length) d[n++] = now - prev;
+                prev = now;
+                count++;
+                if ((count & 0x3ff) == 0) progress.update(String.format(" %s %d bytes: %d iterations", test.id(), size, count));
+            }
+            return LatencyResult.fromDeltas(size, count, d, n, test.rttFactor());
+        }
+        long iters = o.effectiveIters();
+        long[] tposted = timestamps(iters);
+        for (long i = 0; i < iters; i++) {
+            tposted[(int) i] = System.nanoTime();
+            qps[0].postSend(wr);
+            while (sendCq.poll(wcs, 1) == 0) stall.spin();
+            check(wcs[0]);
+            stall.progress();
+            if ((i & 0x3ff) == 0) progress.update(String.format(" %s %d bytes: %d/%d", test.id(), size, i, iters));
+        }
+        return LatencyResult.fromPostTimes(size, tposted, (int) iters, test.rttFactor());
+    }
+
+    private int postedRecvs;
+
+    private void postInitialRecvs(int size) {
+        long need = test.latency ? o.effectiveIters() : (o.durationSec > 0 ? Long.MAX_VALUE : o.effectiveIters());
+        int per = (int) Math.min(qps[0].cap().maxRecvWr() > 0 ? qps[0].cap().maxRecvWr() : RX_DEPTH, need);
+        per = Math.min(per, RX_DEPTH);
+        RecvWorkRequest rwr = new RecvWorkRequest();
+        for (int q = 0; q < o.numQp; q++) {
+            rwr.wrId(q).buffer(mr, remoteAreaOffset(q), size);
+            for (int k = 0; k < per; k++) qps[q].postRecv(rwr);
+        }
+        postedRecvs = per;
+    }
+
+    /** run_iter_lat_send: ping-pong of sends; the client sends first. */
+    private LatencyResult sendLat(int size, boolean server) {
+        long iters = o.effectiveIters();
+        long[] tposted = timestamps(iters);
+        QueuePair qp = qps[0];
+        SendWorkRequest wr = new SendWorkRequest().opcode(WrOpcode.SEND).buffer(mr, localOffset(0), size).signaled(true).wrId(1);
+        RecvWorkRequest rwr = new RecvWorkRequest().wrId(0).buffer(mr, remoteAreaOffset(0), size);
+        int maxOutstanding = Math.max(1, qp.cap().maxSendWr());
+        long scnt = 0, rcnt = 0, ccnt = 0, posted = postedRecvs;
+        Stall stall = new Stall("the peer's send (" + test.id() + ", " + size + " bytes)");
+        while (scnt < iters || rcnt < iters) {
+            if (rcnt < iters && !(scnt < 1 && !server)) {
+                int n;
+                while (true) {
+                    n = recvCq.poll(wcs, 1);
+                    if (n > 0) break;
+                    // keep the send queue drained while we wait
+                    int c = sendCq.poll(wcs, wcs.length);
+                    for (int k = 0; k < c; k++) check(wcs[k]);
+                    ccnt += c;
+                    if (c == 0) stall.spin();
+                }
+                check(wcs[0]);
+                stall.progress();
+                rcnt++;
+                if (posted < iters) {
+                    qp.postRecv(rwr);
+                    posted++;
+                }
+            }
+            if (scnt < iters) {
+                while (scnt - ccnt >= maxOutstanding) {
+                    int c = sendCq.poll(wcs, wcs.length);
+                    for (int k = 0; k < c; k++) check(wcs[k]);
+                    ccnt += c;
+                    if (c == 0) stall.spin();
+                }
+                tposted[(int) scnt] = System.nanoTime();
+                scnt++;
+                qp.postSend(wr);
+            }
+            if ((scnt & 0x3ff) == 0) progress.update(String.format(" %s %d bytes: %d/%d", test.id(), size, scnt, iters));
+        }
+        Stall drain = new Stall("the last send completions");
+        while (ccnt < scnt) {
+            int c = sendCq.poll(wcs, wcs.length);
+            for (int k = 0; k < c; k++) check(wcs[k]);
+            ccnt += c;
+            if (c == 0) drain.spin(); else drain.progress();
+        }
+        return LatencyResult.fromPostTimes(size, tposted, (int) iters, test.rttFactor());
+    }
+
+    // ------------------------------------------------------------------ bandwidth
+
+    /** run_iter_bw: keep tx-depth operations outstanding per QP; each QP does -n operations (or runs for -D seconds). */
+    private BwResult bwClient(int size) {
+        boolean timed = o.durationSec > 0;
+        long itersPerQp = timed ? Long.MAX_VALUE : o.effectiveIters();
+        long total = timed ? Long.MAX_VALUE : itersPerQp * o.numQp;
+        boolean record = !timed && total <= 10_000_000L;
+        long[] tposted = record ? new long[(int) total] : null, tcompleted = record ? new long[(int) total] : null;
+        int tx = qps[0].cap().maxSendWr() > 0 ? Math.min(o.effectiveTxDepth(), qps[0].cap().maxSendWr()) : o.effectiveTxDepth();
+        SendWorkRequest[] wr = new SendWorkRequest[o.numQp];
+        for (int q = 0; q < o.numQp; q++) {
+            wr[q] = new SendWorkRequest().signaled(true).wrId(q);
+            switch (test.verb) {
+                case WRITE -> wr[q].opcode(WrOpcode.RDMA_WRITE).buffer(mr, localOffset(q), size).remote(rem[q].vaddr(), rem[q].rkey());
+                case READ -> wr[q].opcode(WrOpcode.RDMA_READ).buffer(mr, localOffset(q), size).remote(rem[q].vaddr(), rem[q].rkey());
+                case ATOMIC -> wr[q].opcode(WrOpcode.ATOMIC_FETCH_AND_ADD).buffer(mr, localOffset(q), 8).atomic(rem[q].vaddr(), rem[q].rkey(), 1, 0);
+                case SEND -> wr[q].opcode(WrOpcode.SEND).buffer(mr, localOffset(q), size);
+                default -> throw new IllegalStateException();
+            }
+        }
+        int[] outstanding = new int[o.numQp];
+        long[] postedPerQp = new long[o.numQp];
+        long posted = 0, completed = 0;
+        long start = System.nanoTime(), end = timed ? start + o.durationSec * 1_000_000_000L : Long.MAX_VALUE;
+        long lastDone = start;
+        boolean stop = false;
+        Stall stall = new Stall(test.id() + " completions");
+        while (true) {
+            if (!stop && timed && System.nanoTime() >= end) stop = true;
+            boolean more = false;
+            if (!stop) {
+                for (int q = 0; q < o.numQp; q++) {
+                    while (outstanding[q] < tx && postedPerQp[q] < itersPerQp) {
+                        if (record) tposted[(int) posted] = System.nanoTime();
+                        qps[q].postSend(wr[q]);
+                        outstanding[q]++;
+                        postedPerQp[q]++;
+                        posted++;
+                    }
+                    if (postedPerQp[q] < itersPerQp) more = true;
+                }
+            }
+            if (completed >= posted && (stop || !more)) break;
+            int n = sendCq.poll(wcs, wcs.length);
+            if (n == 0) {
+                stall.spin();
+                continue;
+            }
+            long now = System.nanoTime();
+            for (int k = 0; k < n; k++) {
+                check(wcs[k]);
+                outstanding[(int) wcs[k].wrId]--;
+                if (record) tcompleted[(int) completed] = now;
+                completed++;
+            }
+            lastDone = now;
+            stall.progress();
+            if ((completed & 0xfff) < n) progress.update(String.format(" %s %d bytes: %d%s", test.id(), size, completed, timed ? " ops" : "/" + total));
+        }
+        long elapsed = lastDone - start;
+        double best = record ? BwResult.bestNsPerMsg(tposted, tcompleted, (int) completed, CQ_MOD) : 0;
+        return BwResult.of(size, completed, elapsed, best);
+    }
+
+    /** run_iter_bw_server: receive -n messages per QP (or until the client stops, with -D), reposting receives. */
+    private BwResult sendBwServer(int size) {
+        boolean timed = o.durationSec > 0;
+        long perQp = timed ? Long.MAX_VALUE : o.effectiveIters();
+        long total = timed ? Long.MAX_VALUE : perQp * o.numQp;
+        long[] postedPerQp = new long[o.numQp];
+        java.util.Arrays.fill(postedPerQp, postedRecvs);
+        RecvWorkRequest[] rwr = new RecvWorkRequest[o.numQp];
+        for (int q = 0; q < o.numQp; q++) rwr[q] = new RecvWorkRequest().wrId(q).buffer(mr, remoteAreaOffset(q), size);
+        long received = 0, first = 0, lastAt = 0;
+        Stall stall = new Stall("the client's sends (" + test.id() + ", " + size + " bytes)");
+        long quietNs = 500_000_000L;
+        while (received < total) {
+            int n = recvCq.poll(wcs, wcs.length);
+            if (n == 0) {
+                if (timed && received > 0 && System.nanoTime() - first > o.durationSec * 1_000_000_000L
+                        && System.nanoTime() - lastAt > quietNs) break;
+                stall.spin();
+                continue;
+            }
+            long now = System.nanoTime();
+            if (received == 0) first = now;
+            for (int k = 0; k < n; k++) {
+                check(wcs[k]);
+                int q = (int) wcs[k].wrId;
+                if (postedPerQp[q] < perQp) {
+                    qps[q].postRecv(rwr[q]);
+                    postedPerQp[q]++;
+                }
+            }
+            received += n;
+            lastAt = now;
+            stall.progress();
+            if ((received & 0xfff) < n) progress.update(String.format(" %s %d bytes: received %d", test.id(), size, received));
+        }
+        return BwResult.of(size, received, lastAt - first, 0);
+    }
+}

@@ -1,0 +1,342 @@
+package dev.jrdma.bench;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * The socket baseline: {@code tcp_lat} is a ping-pong of SIZE bytes (half round trip reported, as send_lat),
+ * {@code tcp_bw} streams SIZE-byte messages and counts what arrived. Same flags, same report columns.
+ *
+ * <p>Protocol (jrdma's own, the TCP tests have no perftest counterpart): the client sends "JRDMATCP", the test
+ * (0 latency, 1 bandwidth) and, per size, a run header (size, iterations, duration in ms); a message whose first
+ * byte is {@link #END} ends a run; the server answers it with its figures (messages, first-to-last ns, peak bytes/s,
+ * CPU ns, wall ns). A run header with size 0 ends the session.
+ */
+public final class TcpBench {
+    static final byte[] MAGIC = "JRDMATCP".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+    static final byte END = (byte) 0xE5;
+
+    private TcpBench() {}
+
+    /** The server's view of one run, sent back to the client. */
+    record ServerFigures(long messages, long elapsedNs, double peakBytesPerSec, long cpuNs, long wallNs) {}
+
+    public static RunResult run(PerfOptions o, PrintStream out) {
+        return o.isServer() ? server(o, out) : client(o, out);
+    }
+
+    // ------------------------------------------------------------------ client
+
+    static RunResult client(PerfOptions o, PrintStream out) {
+        try (Socket s = PerftestWire.connect(o.host, o.tcpPort, o.timeoutSec)) {
+            s.setTcpNoDelay(true);
+            s.setSoTimeout(o.timeoutSec * 1000 + o.durationSec * 1000);
+            return clientOn(new Chan(s), o, out);
+        } catch (SocketTimeoutException e) {
+            throw new BenchException("no data from the server for " + o.timeoutSec + " s: it stopped or the network dropped (tcp test with " + o.host + ")", e);
+        } catch (IOException e) {
+            throw new BenchException("TCP test with " + o.host + ":" + o.tcpPort + " failed: " + e.getMessage(), e);
+        }
+    }
+
+    private static RunResult clientOn(Chan ch, PerfOptions o, PrintStream out) throws IOException {
+        Progress progress = Progress.forTerminal(out, o.quiet);
+        PerfTest test = o.test;
+        printHeader(out, o, "client");
+        ByteBuffer hdr = ByteBuffer.allocate(12).put(MAGIC).putInt(test.latency ? 0 : 1).flip();
+        writeFully(ch, hdr);
+        out.println(test.latency ? Report.latHeader() : Report.bwHeader(o.reportGbits));
+        List<LatencyResult> lat = new ArrayList<>();
+        List<BwResult> bw = new ArrayList<>();
+        long cpuNs = 0, wallNs = 0;
+        Watchdog dog = new Watchdog(ch, o.timeoutSec);
+        try {
+            for (int size : o.runSizes()) {
+                long iters = o.durationSec > 0 ? -1 : o.effectiveIters();
+                writeFully(ch, ByteBuffer.allocate(20).putInt(size).putLong(iters).putLong(o.durationSec * 1000L).flip());
+                ByteBuffer msg = ByteBuffer.allocate(size);
+                CpuMeter cpu = new CpuMeter().start();
+                if (test.latency) {
+                    LatencyResult r = latClient(ch, msg, size, o, dog, progress);
+                    progress.clear();
+                    out.println(Report.latLine(r));
+                    lat.add(r);
+                } else {
+                    BwResult r = bwClient(ch, msg, size, o, dog, progress);
+                    progress.clear();
+                    out.println(Report.bwLine(r, o.reportGbits));
+                    bw.add(r);
+                }
+                cpu.stop();
+                cpuNs += cpu.cpuNs();
+                wallNs += cpu.wallNs();
+            }
+            writeFully(ch, ByteBuffer.allocate(20).putInt(0).putLong(0).putLong(0).flip());
+        } finally {
+            dog.close();
+        }
+        out.println(Report.RESULT_LINE);
+        return new RunResult(test, "tcp", lat, bw, null, cpuNs, wallNs);
+    }
+
+    private static LatencyResult latClient(Chan ch, ByteBuffer msg, int size, PerfOptions o, Watchdog dog, Progress progress) throws IOException {
+        boolean timed = o.durationSec > 0;
+        long iters = timed ? Long.MAX_VALUE : o.effectiveIters();
+        long end = timed ? System.nanoTime() + o.durationSec * 1_000_000_000L : Long.MAX_VALUE;
+        long[] t = new long[timed ? 1 << 16 : (int) Math.min(iters, 50_000_000L)];
+        long[] deltas = timed ? t : null;
+        int n = 0;
+        long count = 0, prev = 0;
+        while (count < iters) {
+            long now = System.nanoTime();
+            if (timed) {
+                if (now >= end) break;
+                if (count > 0) {
+                    if (n == t.length && t.length < 50_000_000) { t = Arrays.copyOf(t, t.length * 2); deltas = t; }
+                    if (n < t.length) t[n++] = now - prev;
+                }
+                prev = now;
+            } else {
+                t[(int) count] = now;
+            }
+            msg.clear();
+            msg.put(0, (byte) 0);
+            writeFully(ch, msg);
+            msg.clear();
+            readFully(ch, msg);
+            dog.progress();
+            count++;
+            if ((count & 0x3ff) == 0) progress.update(String.format(" tcp_lat %d bytes: %d%s", size, count, timed ? "" : "/" + iters));
+        }
+        finishRun(ch, msg);
+        if (timed) return LatencyResult.fromDeltas(size, count, deltas, n, 2);
+        return LatencyResult.fromPostTimes(size, t, (int) count, 2);
+    }
+
+    private static BwResult bwClient(Chan ch, ByteBuffer msg, int size, PerfOptions o, Watchdog dog, Progress progress) throws IOException {
+        boolean timed = o.durationSec > 0;
+        long iters = timed ? Long.MAX_VALUE : o.effectiveIters();
+        long start = System.nanoTime(), end = timed ? start + o.durationSec * 1_000_000_000L : Long.MAX_VALUE;
+        long count = 0;
+        while (count < iters) {
+            if (timed && (count & 0xff) == 0 && System.nanoTime() >= end) break;
+            msg.clear();
+            msg.put(0, (byte) 0);
+            writeFully(ch, msg);
+            dog.progress();
+            count++;
+            if ((count & 0xfff) == 0) progress.update(String.format(" tcp_bw %d bytes: %d%s", size, count, timed ? "" : "/" + iters));
+        }
+        ServerFigures f = finishRun(ch, msg);
+        long elapsed = System.nanoTime() - start;
+        if (f.messages() != count) throw new BenchException("tcp_bw: the server counted " + f.messages() + " messages, the client sent " + count);
+        double avgBps = size * (double) count / (elapsed / 1e9);
+        double peak = Math.max(avgBps, f.peakBytesPerSec());
+        double bestNsPerMsg = peak <= 0 ? 0 : size / peak * 1e9;
+        return BwResult.of(size, count, elapsed, bestNsPerMsg);
+    }
+
+    /** Sends the end-of-run message and reads the server's figures. */
+    private static ServerFigures finishRun(Chan ch, ByteBuffer msg) throws IOException {
+        msg.clear();
+        msg.put(0, END);
+        writeFully(ch, msg);
+        ByteBuffer f = ByteBuffer.allocate(40);
+        readFully(ch, f);
+        f.flip();
+        return new ServerFigures(f.getLong(), f.getLong(), f.getDouble(), f.getLong(), f.getLong());
+    }
+
+    // ------------------------------------------------------------------ server
+
+    static RunResult server(PerfOptions o, PrintStream out) {
+        printHeader(out, o, "server");
+        out.println("\n************************************\n* Waiting for client to connect... *\n************************************");
+        try (Socket s = PerftestWire.accept(o.tcpPort, o.acceptTimeoutSec)) {
+            s.setTcpNoDelay(true);
+            s.setSoTimeout(o.timeoutSec * 1000);
+            return serverOn(new Chan(s), o, out);
+        } catch (SocketTimeoutException e) {
+            throw new BenchException("no data from the client for too long: it stopped or the network dropped", e);
+        } catch (IOException e) {
+            throw new BenchException("TCP server on port " + o.tcpPort + " failed: " + e.getMessage(), e);
+        }
+    }
+
+    private static RunResult serverOn(Chan ch, PerfOptions o, PrintStream out) throws IOException {
+        ByteBuffer hdr = ByteBuffer.allocate(12);
+        Watchdog dog = new Watchdog(ch, o.timeoutSec);
+        try {
+            readFully(ch, hdr);
+            hdr.flip();
+            byte[] magic = new byte[8];
+            hdr.get(magic);
+            if (!Arrays.equals(magic, MAGIC)) throw new BenchException("the client is not a 'jrdma perf tcp_*' client (is it an RDMA test? run the same test on both sides)");
+            boolean latency = hdr.getInt() == 0;
+            PerfTest test = latency ? PerfTest.TCP_LAT : PerfTest.TCP_BW;
+            if (o.test != test) throw new BenchException("the client runs " + test.id() + ", this server " + o.test.id() + ": run the same test on both sides");
+            out.println(latency ? Report.latHeader() : Report.bwHeader(o.reportGbits));
+            List<LatencyResult> lat = new ArrayList<>();
+            List<BwResult> bw = new ArrayList<>();
+            long cpuNs = 0, wallNs = 0;
+            while (true) {
+                ByteBuffer run = ByteBuffer.allocate(20);
+                dog.idle();   // between runs the client may take its time
+                readFully(ch, run);
+                run.flip();
+                int size = run.getInt();
+                run.getLong();
+                long durMs = run.getLong();
+                if (size <= 0) break;
+                if (size > PerfOptions.MAX_SIZE) throw new BenchException("client asked for " + size + " bytes, more than " + PerfOptions.MAX_SIZE);
+                dog.armed(durMs);
+                ByteBuffer msg = ByteBuffer.allocate(size);
+                CpuMeter cpu = new CpuMeter().start();
+                long[] t = new long[1 << 12];
+                int n = 0;
+                long count = 0, first = 0, last = 0, winStart = 0, winBytes = 0;
+                double peak = 0;
+                while (true) {
+                    msg.clear();
+                    readFully(ch, msg);
+                    long now = System.nanoTime();
+                    dog.progress();
+                    if (msg.get(0) == END) break;
+                    if (count == 0) { first = now; winStart = now; }
+                    if (latency) {
+                        msg.flip();
+                        writeFully(ch, msg);
+                        if (n == t.length && t.length < 50_000_000) t = Arrays.copyOf(t, t.length * 2);
+                        if (count > 0 && n < t.length) t[n++] = now - last;
+                    } else {
+                        winBytes += size;
+                        if (now - winStart >= 10_000_000L) {
+                            peak = Math.max(peak, winBytes / ((now - winStart) / 1e9));
+                            winStart = now;
+                            winBytes = 0;
+                        }
+                    }
+                    last = now;
+                    count++;
+                }
+                cpu.stop();
+                cpuNs += cpu.cpuNs();
+                wallNs += cpu.wallNs();
+                ByteBuffer f = ByteBuffer.allocate(40).putLong(count).putLong(last - first).putDouble(peak).putLong(cpu.cpuNs()).putLong(cpu.wallNs()).flip();
+                writeFully(ch, f);
+                if (latency) {
+                    if (n >= 4) {
+                        LatencyResult r = LatencyResult.fromDeltas(size, count, t, n, 2);
+                        out.println(Report.latLine(r));
+                        lat.add(r);
+                    }
+                } else {
+                    BwResult r = BwResult.of(size, count, last - first, peak > 0 ? size / peak * 1e9 : 0);
+                    out.println(Report.bwLine(r, o.reportGbits));
+                    bw.add(r);
+                }
+            }
+            out.println(Report.RESULT_LINE);
+            return new RunResult(test, "tcp", lat, bw, null, cpuNs, wallNs);
+        } finally {
+            dog.close();
+        }
+    }
+
+    // ------------------------------------------------------------------ plumbing
+
+    static void printHeader(PrintStream out, PerfOptions o, String side) {
+        out.println(Report.RESULT_LINE);
+        out.println("                    " + o.test.title() + " (" + side + ")");
+        out.printf(" TCP port        : %d%n", o.tcpPort);
+        if (o.isServer()) out.println(" Sizes and iterations: as the client asks");
+        else if (o.durationSec > 0) out.printf(" Duration        : %d[s]%n", o.durationSec);
+        else out.printf(" Iterations      : %d%n", o.effectiveIters());
+        out.println(Report.RESULT_LINE);
+    }
+
+    /** A socket with reusable byte arrays behind the ByteBuffers the runs use. */
+    static final class Chan {
+        final Socket socket;
+        final java.io.DataInputStream in;
+        final java.io.OutputStream out;
+        private byte[] scratch = new byte[64];
+
+        Chan(Socket s) throws IOException {
+            socket = s;
+            in = new java.io.DataInputStream(s.getInputStream());
+            out = s.getOutputStream();
+        }
+
+        byte[] scratch(int n) {
+            if (scratch.length < n) scratch = new byte[n];
+            return scratch;
+        }
+    }
+
+    static void writeFully(Chan ch, ByteBuffer b) throws IOException {
+        int n = b.remaining();
+        if (b.hasArray()) {
+            ch.out.write(b.array(), b.arrayOffset() + b.position(), n);
+        } else {
+            byte[] a = ch.scratch(n);
+            b.get(b.position(), a, 0, n);
+            ch.out.write(a, 0, n);
+        }
+        b.position(b.limit());
+    }
+
+    static void readFully(Chan ch, ByteBuffer b) throws IOException {
+        int n = b.remaining();
+        try {
+            if (b.hasArray()) {
+                ch.in.readFully(b.array(), b.arrayOffset() + b.position(), n);
+            } else {
+                byte[] a = ch.scratch(n);
+                ch.in.readFully(a, 0, n);
+                b.put(b.position(), a, 0, n);
+            }
+        } catch (java.io.EOFException e) {
+            throw new BenchException("the peer closed the TCP connection in the middle of a run (it failed? see its output)");
+        }
+        b.position(b.limit());
+    }
+
+    /** Read timeouts: normal during a run, long while the server waits for the client's next run. */
+    static final class Watchdog implements AutoCloseable {
+        private final Chan ch;
+        private final int timeoutMs;
+
+        Watchdog(Chan ch, int timeoutSec) {
+            this.ch = ch;
+            this.timeoutMs = timeoutSec * 1000;
+        }
+
+        void progress() {}
+
+        void idle() {
+            set(Math.max(timeoutMs, 600_000));
+        }
+
+        void armed(long durationMs) {
+            set((int) Math.min(Integer.MAX_VALUE, timeoutMs + durationMs));
+        }
+
+        private void set(int ms) {
+            try {
+                ch.socket.setSoTimeout(ms);
+            } catch (IOException ignored) {
+            }
+        }
+
+        @Override
+        public void close() {}
+    }
+
+}

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# perftest interop, inside the Soft-RoCE guest: for each test X, perftest's ib_X server with a
+# 'jrdma perf X' client, then a 'jrdma perf X' server with an ib_X client, on rxe0, GID index 1.
+#
+#   ./jrdma --help >/dev/null                     # build on the host first (the guest's / is read-only)
+#   vm/run-in-guest --timeout 1200 -- jrdma-bench/src/test/guest/perftest-interop.sh [TEST...]
+#
+# Environment: ITERS (default 100), DEV (rxe0), GIDX (1), BASE_PORT (18600), LOG_DIR (jrdma-bench/target/interop),
+# JRDMA (the command that runs the CLI; default: java on jrdma-cli's built class path, i.e. ./jrdma without its rebuild).
+# Exit status: 0 when every pair passed, 1 when one failed, 2 when this is not a machine with perftest and DEV.
+set -uo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../../../.." && pwd)
+cd "$repo" || exit 2
+
+ITERS=${ITERS:-100}
+DEV=${DEV:-rxe0}
+GIDX=${GIDX:-1}
+BASE_PORT=${BASE_PORT:-18600}
+LOG_DIR=${LOG_DIR:-$repo/jrdma-bench/target/interop}
+TESTS=("$@")
+[ ${#TESTS[@]} -eq 0 ] && TESTS=(send_lat write_lat read_lat atomic_lat send_bw write_bw read_bw atomic_bw)
+
+if ! command -v ib_write_lat >/dev/null 2>&1; then
+  echo "perftest-interop: perftest (ib_write_lat ...) is not installed here; run me in the guest:" >&2
+  echo "  vm/run-in-guest --timeout 1200 -- jrdma-bench/src/test/guest/perftest-interop.sh" >&2
+  exit 2
+fi
+if ! ibv_devices 2>/dev/null | grep -qw "$DEV"; then
+  echo "perftest-interop: no RDMA device $DEV here (ibv_devices lists: $(ibv_devices 2>/dev/null | awk 'NR>2{print $1}' | tr '\n' ' '))" >&2
+  exit 2
+fi
+ulimit -l unlimited 2>/dev/null || true
+mkdir -p "$LOG_DIR"
+
+# The CLI as ./jrdma runs it, but without its rebuild check: building under TCG takes minutes, and other
+# engineers' edits make the tree look stale. Build on the host first (./jrdma --help).
+if [ -z "${JRDMA:-}" ]; then
+  if [ -f jrdma-cli/target/classpath.txt ]; then
+    JAVA_HOME=${JAVA_HOME:-$(bin/find-jdk)}
+    JRDMA="$JAVA_HOME/bin/java --enable-native-access=ALL-UNNAMED -XX:TieredStopAtLevel=1 -Xshare:auto -cp jrdma-cli/target/classes:$(cat jrdma-cli/target/classpath.txt) dev.jrdma.cli.Jrdma"
+  else
+    JRDMA=./jrdma
+  fi
+fi
+
+# wait until something listens on TCP port $1 (without connecting: a server accepts one client only)
+wait_listen() {
+  local hex deadline=$((SECONDS + ${2:-90}))
+  hex=$(printf '%04X' "$1")
+  while [ $SECONDS -lt $deadline ]; do
+    if awk -v p=":$hex" '$2 ~ p"$" && $4 == "0A" {found=1} END {exit !found}' /proc/net/tcp /proc/net/tcp6 2>/dev/null; then
+      return 0
+    fi
+    sleep 0.2
+  done
+  return 1
+}
+
+# has a report line: latency or bandwidth numbers after the header
+has_report() {
+  grep -Eq '^ *#bytes' "$1" && grep -Eq '^ *[0-9]+ +[0-9]+ +([0-9.]+|inf)' "$1"
+}
+
+pass=0 fail=0 port=$BASE_PORT
+summary=()
+run_pair() {  # $1 test, $2 direction: perftest-server | jrdma-server
+  local t=$1 dir=$2 slog clog spid src crc ok=1
+  port=$((port + 1))
+  slog="$LOG_DIR/$t.$dir.server.log"; clog="$LOG_DIR/$t.$dir.client.log"
+  local flags=(-d "$DEV" -x "$GIDX" -n "$ITERS" -p "$port")
+  if [ "$dir" = perftest-server ]; then
+    timeout 120 "ib_$t" "${flags[@]}" >"$slog" 2>&1 & spid=$!
+    wait_listen "$port" 30 || { echo "ib_$t server did not listen" >>"$slog"; }
+    timeout 120 $JRDMA perf "$t" "${flags[@]}" --timeout 30 127.0.0.1 >"$clog" 2>&1; crc=$?
+  else
+    timeout 150 $JRDMA perf "$t" "${flags[@]}" --timeout 30 --accept-timeout 120 >"$slog" 2>&1 & spid=$!
+    wait_listen "$port" 120 || { echo "jrdma server did not listen" >>"$slog"; }
+    timeout 120 "ib_$t" "${flags[@]}" 127.0.0.1 >"$clog" 2>&1; crc=$?
+  fi
+  wait "$spid"; src=$?
+  [ "$src" -eq 0 ] && [ "$crc" -eq 0 ] || ok=0
+  has_report "$clog" || ok=0
+  if [ $ok -eq 1 ]; then
+    pass=$((pass + 1)); summary+=("PASS $t ($dir)")
+    echo "PASS $t ($dir)"
+    grep -E '^ *[0-9]+ +[0-9]+ +[0-9.]+' "$clog" | head -1
+  else
+    fail=$((fail + 1)); summary+=("FAIL $t ($dir): server rc=$src client rc=$crc")
+    echo "FAIL $t ($dir): server rc=$src client rc=$crc"
+    echo "--- server ($slog):"; tail -25 "$slog"
+    echo "--- client ($clog):"; tail -25 "$clog"
+  fi
+}
+
+for t in "${TESTS[@]}"; do
+  run_pair "$t" perftest-server
+  run_pair "$t" jrdma-server
+done
+
+echo "================ perftest interop on $DEV (GID index $GIDX, -n $ITERS)"
+printf '%s\n' "${summary[@]}"
+echo "passed $pass, failed $fail (logs: $LOG_DIR)"
+[ "$fail" -eq 0 ]

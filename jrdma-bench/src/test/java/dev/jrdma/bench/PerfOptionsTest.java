@@ -1,0 +1,90 @@
+package dev.jrdma.bench;
+
+import org.junit.jupiter.api.Test;
+
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+class PerfOptionsTest {
+    @Test
+    void perftestFlags() {
+        PerfOptions o = PerfOptions.parse("write_lat", "-d", "rxe0", "-i", "1", "-x", "1", "-s", "64", "-n", "500", "-p", "20000", "-t", "4", "10.0.0.1");
+        assertEquals(PerfTest.WRITE_LAT, o.test);
+        assertEquals("rxe0", o.device);
+        assertEquals(1, o.ibPort);
+        assertEquals(1, o.gidIndex);
+        assertEquals(64, o.effectiveSize());
+        assertEquals(500, o.effectiveIters());
+        assertEquals(20000, o.tcpPort);
+        assertEquals(4, o.effectiveTxDepth());
+        assertEquals("10.0.0.1", o.host);
+        assertFalse(o.isServer());
+    }
+
+    @Test
+    void defaultsArePerftests() {
+        PerfOptions lat = PerfOptions.parse("send_lat");
+        assertTrue(lat.isServer());
+        assertEquals(2, lat.effectiveSize());
+        assertEquals(1000, lat.effectiveIters());
+        assertEquals(1, lat.effectiveTxDepth());
+        assertEquals(18515, lat.tcpPort);
+        assertEquals(-1, lat.gidIndex);
+        PerfOptions bw = PerfOptions.parse("ib_write_bw", "--report_gbits", "-q", "2");
+        assertEquals(PerfTest.WRITE_BW, bw.test);
+        assertEquals(65536, bw.effectiveSize());
+        assertEquals(5000, bw.effectiveIters());
+        assertEquals(128, bw.effectiveTxDepth());
+        assertEquals(2, bw.numQp);
+        assertTrue(bw.reportGbits);
+        assertEquals(8, PerfOptions.parse("atomic_bw").effectiveSize());
+    }
+
+    @Test
+    void allSizesAndLongForms() {
+        PerfOptions o = PerfOptions.parse("read_bw", "--iters=10", "--size=4K", "-D", "3", "host");
+        assertEquals(4096, o.effectiveSize());
+        assertEquals(10, o.effectiveIters());
+        assertEquals(3, o.durationSec);
+        assertEquals(23, PerfOptions.parse("read_bw", "-a").runSizes().size());
+        assertEquals(2, (int) PerfOptions.parse("read_bw", "-a").runSizes().getFirst());
+        assertEquals(1 << 23, (int) PerfOptions.parse("read_bw", "-a").runSizes().getLast());
+        assertNotNull(o);
+        assertEquals(List.of(8), PerfOptions.parse("atomic_lat", "-a").runSizes());
+        assertEquals(List.of(2, 64, 4096), PerfOptions.parse("compare", "--sizes", "2,64,4k").sizes);
+        assertTrue(PerfOptions.parse("compare").compare);
+        assertTrue(PerfOptions.parse("--help").help);
+    }
+
+    @Test
+    void badFlagsSayWhy() {
+        assertMessage("unknown flag", "send_lat", "--bogus");
+        assertMessage("-s wants a number", "send_lat", "-s", "big");
+        assertMessage("outside", "send_lat", "-s", "0");
+        assertMessage("outside", "send_lat", "-s", "16M");
+        assertMessage("needs a value", "send_lat", "-n");
+        assertMessage("unknown test", "ping");
+        assertMessage("which test", "-n", "5");
+        assertMessage("-a and -D", "write_bw", "-a", "-D", "2");
+        assertMessage("one QP", "send_lat", "-q", "2");
+        assertMessage("at least 5", "send_lat", "-n", "3");
+        assertMessage("8 bytes", "atomic_lat", "-s", "16");
+        assertMessage("too many arguments", "send_lat", "a", "b");
+    }
+
+    private static void assertMessage(String part, String... args) {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse(args));
+        assertTrue(e.getMessage().contains(part), e.getMessage());
+    }
+
+    @Test
+    void cliExitCodes() {
+        var err = new java.io.ByteArrayOutputStream();
+        var out = new java.io.ByteArrayOutputStream();
+        assertEquals(2, Perf.run(new String[] {"send_lat", "--bogus"}, new java.io.PrintStream(out), new java.io.PrintStream(err)));
+        assertTrue(err.toString().contains("unknown flag '--bogus'"));
+        assertEquals(0, Perf.run(new String[] {"--help"}, new java.io.PrintStream(out), new java.io.PrintStream(err)));
+        assertTrue(out.toString().contains("--report_gbits"));
+    }
+}

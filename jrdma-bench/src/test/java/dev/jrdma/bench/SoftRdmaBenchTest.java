@@ -1,0 +1,118 @@
+package dev.jrdma.bench;
+
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+/** jrdma against jrdma on the software device, server and client in this JVM, 127.0.0.31 and 127.0.0.32. */
+class SoftRdmaBenchTest {
+    static final String SERVER_DEV = "soft@127.0.0.31", CLIENT_DEV = "soft@127.0.0.32";
+
+    @BeforeAll
+    static void ownUdpPort() {
+        System.setProperty("jrdma.soft.port", Integer.toString(Loopback.freeUdpPort("127.0.0.31", "127.0.0.32")));
+    }
+
+    static Loopback.Outcome<RunResult> pair(String test, String... flags) throws Exception {
+        int port = Loopback.freePort();
+        String[] common = flags;
+        PerfOptions s = PerfOptions.parse(concat(new String[] {test, "-d", SERVER_DEV, "-p", "" + port, "--timeout", "10", "--accept-timeout", "20"}, common));
+        PerfOptions c = PerfOptions.parse(concat(new String[] {test, "-d", CLIENT_DEV, "-p", "" + port, "--timeout", "10"}, concat(common, new String[] {"127.0.0.1"})));
+        return Loopback.run(out -> RdmaBench.run(s, out), out -> RdmaBench.run(c, out), 60);
+    }
+
+    static String[] concat(String[] a, String[] b) {
+        String[] r = java.util.Arrays.copyOf(a, a.length + b.length);
+        System.arraycopy(b, 0, r, a.length, b.length);
+        return r;
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"write_lat", "send_lat", "read_lat", "atomic_lat"})
+    @Timeout(90)
+    void latency(String test) throws Exception {
+        var o = pair(test, "-n", "200");
+        LatencyResult r = o.client().latency().getFirst();
+        assertEquals(200, r.iters());
+        assertTrue(r.tMin() > 0 && r.tMin() <= r.tTypical() && r.tTypical() <= r.tMax(), r.toString());
+        assertTrue(o.clientOut().contains(Report.LAT_HEADER), o.clientOut());
+        assertTrue(o.clientOut().contains(" " + (test.equals("atomic_lat") ? 8 : 2) + "       200 "), o.clientOut());
+        if (test.equals("write_lat") || test.equals("send_lat")) assertEquals(1, o.server().latency().size(), o.serverOut());
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"write_bw", "send_bw", "read_bw", "atomic_bw"})
+    @Timeout(90)
+    void bandwidth(String test) throws Exception {
+        var o = test.equals("atomic_bw") ? pair(test, "-n", "300") : pair(test, "-n", "300", "-s", "4096");
+        BwResult r = o.client().bandwidth().getFirst();
+        assertEquals(300, r.iters());
+        assertTrue(r.bwAvgMBs() > 0 && r.bwPeakMBs() >= r.bwAvgMBs(), r.toString());
+        assertTrue(o.clientOut().contains(Report.BW_HEADER), o.clientOut());
+        if (test.equals("send_bw")) assertEquals(300, o.server().bandwidth().getFirst().iters(), o.serverOut());
+        else assertEquals(300, o.server().remote().iters(), "the passive server prints the client's report:\n" + o.serverOut());
+    }
+
+    @Test
+    @Timeout(90)
+    void twoQpsAndSeveralSizes() throws Exception {
+        var o = pair("write_bw", "-n", "100", "-q", "2", "-s", "1024");
+        assertEquals(200, o.client().bandwidth().getFirst().iters());
+        var l = pair("send_bw", "-n", "50", "-q", "2", "-s", "64");
+        assertEquals(100, l.server().bandwidth().getFirst().iters());
+    }
+
+    @Test
+    @Timeout(30)
+    void noSuchDeviceFailsFast() {
+        PerfOptions o = PerfOptions.parse("send_lat", "-d", "mlx5_99", "127.0.0.1");
+        long t0 = System.nanoTime();
+        var e = assertThrows(RuntimeException.class, () -> RdmaBench.run(o, System.out));
+        assertTrue(e.getMessage().contains("mlx5_99"), e.getMessage());
+        assertTrue(System.nanoTime() - t0 < 10_000_000_000L);
+    }
+
+    @Test
+    @Timeout(30)
+    void unreachablePeerIsAClearErrorWithinSeconds() {
+        int closed = Loopback.freePort();
+        var err = new java.io.ByteArrayOutputStream();
+        long t0 = System.nanoTime();
+        int rc = Perf.run(new String[] {"write_lat", "-d", CLIENT_DEV, "-p", "" + closed, "--timeout", "2", "127.0.0.1"},
+                new java.io.PrintStream(new java.io.ByteArrayOutputStream()), new java.io.PrintStream(err));
+        double secs = (System.nanoTime() - t0) / 1e9;
+        assertEquals(1, rc);
+        assertTrue(err.toString().contains("cannot reach 127.0.0.1:" + closed + " within 2 s"), err.toString());
+        assertTrue(secs < 8, "took " + secs + " s");
+        int rc2 = Perf.run(new String[] {"tcp_lat", "-p", "" + closed, "--timeout", "2", "no-such-host.invalid"},
+                new java.io.PrintStream(new java.io.ByteArrayOutputStream()), new java.io.PrintStream(err));
+        assertEquals(1, rc2);
+        assertTrue(err.toString().contains("unknown host"), err.toString());
+    }
+
+    @Test
+    @Timeout(60)
+    void aVanishedPeerEndsTheRunWithinTheTimeout() throws Exception {
+        // a fake server that completes the TCP connection but never answers: the client must give up
+        try (java.net.ServerSocket ss = new java.net.ServerSocket(0)) {
+            Thread t = Thread.ofVirtual().start(() -> {
+                try (var s = ss.accept()) {
+                    Thread.sleep(20_000);
+                } catch (Exception ignored) {
+                }
+            });
+            var err = new java.io.ByteArrayOutputStream();
+            long t0 = System.nanoTime();
+            int rc = Perf.run(new String[] {"send_lat", "-d", CLIENT_DEV, "-p", "" + ss.getLocalPort(), "--timeout", "2", "127.0.0.1"},
+                    new java.io.PrintStream(new java.io.ByteArrayOutputStream()), new java.io.PrintStream(err));
+            assertEquals(1, rc);
+            assertTrue(err.toString().contains("sent nothing for 2 s"), err.toString());
+            assertTrue((System.nanoTime() - t0) / 1e9 < 10);
+            t.interrupt();
+        }
+    }
+}

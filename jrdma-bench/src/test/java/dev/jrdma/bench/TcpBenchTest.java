@@ -1,0 +1,68 @@
+package dev.jrdma.bench;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+class TcpBenchTest {
+    static Loopback.Outcome<RunResult> pair(String... flags) throws Exception {
+        int port = Loopback.freePort();
+        String[] s = SoftRdmaBenchTest.concat(flags, new String[] {"-p", "" + port, "--accept-timeout", "20"});
+        String[] c = SoftRdmaBenchTest.concat(flags, new String[] {"-p", "" + port, "127.0.0.1"});
+        PerfOptions so = PerfOptions.parse(s), co = PerfOptions.parse(c);
+        return Loopback.run(out -> TcpBench.run(so, out), out -> TcpBench.run(co, out), 60);
+    }
+
+    @Test
+    @Timeout(60)
+    void tcpLatency() throws Exception {
+        var o = pair("tcp_lat", "-n", "500", "-s", "64");
+        LatencyResult r = o.client().latency().getFirst();
+        assertEquals(64, r.size());
+        assertEquals(500, r.iters());
+        assertTrue(r.tTypical() > 0 && r.tTypical() < 10_000, r.toString());
+        assertTrue(o.clientOut().contains(Report.LAT_HEADER));
+        assertEquals(1, o.server().latency().size(), o.serverOut());
+    }
+
+    @Test
+    @Timeout(60)
+    void tcpBandwidthSeveralSizes() throws Exception {
+        var o = pair("tcp_bw", "-n", "2000", "-s", "4096");
+        BwResult r = o.client().bandwidth().getFirst();
+        assertEquals(2000, r.iters());
+        assertTrue(r.bwAvgMBs() > 0, r.toString());
+        assertEquals(2000, o.server().bandwidth().getFirst().iters());
+        assertTrue(o.clientOut().contains(Report.BW_HEADER));
+    }
+
+    @Test
+    @Timeout(60)
+    void durationMode() throws Exception {
+        var o = pair("tcp_bw", "-D", "1", "-s", "1024");
+        long t = o.client().bandwidth().getFirst().iters();
+        assertTrue(t > 0);
+        assertEquals(t, o.server().bandwidth().getFirst().iters());
+    }
+
+    @Test
+    @Timeout(30)
+    void wrongTestOnTheServerIsAClearError() throws Exception {
+        int port = Loopback.freePort();
+        PerfOptions so = PerfOptions.parse("tcp_bw", "-p", "" + port, "--accept-timeout", "10");
+        PerfOptions co = PerfOptions.parse("tcp_lat", "-p", "" + port, "--timeout", "3", "127.0.0.1");
+        var ex = java.util.concurrent.Executors.newSingleThreadExecutor();
+        var s = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+            try {
+                TcpBench.run(so, new java.io.PrintStream(new java.io.ByteArrayOutputStream()));
+                return "ok";
+            } catch (BenchException e) {
+                return e.getMessage();
+            }
+        }, ex);
+        ex.shutdown();
+        assertThrows(BenchException.class, () -> TcpBench.run(co, new java.io.PrintStream(new java.io.ByteArrayOutputStream())));
+        assertTrue(s.get(20, java.util.concurrent.TimeUnit.SECONDS).contains("same test"));
+    }
+}

@@ -1,0 +1,160 @@
+package dev.jrdma.connect;
+
+import dev.jrdma.verbs.Access;
+import dev.jrdma.verbs.MemoryRegion;
+import dev.jrdma.verbs.ProtectionDomain;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * Registered memory without a registration per buffer: big slabs are registered once and cut into slices of
+ * power-of-two sizes (64 bytes up to the slab size), which go back to a free list when closed. A request larger
+ * than a slab gets a region of its own, deregistered when it is given back. Thread-safe.
+ *
+ * <p>Slices are 64-byte aligned, so an 8-byte word at offset 0 is a valid atomic target.
+ */
+public final class BufferPool implements AutoCloseable {
+    static final int MIN_SHIFT = 6;
+
+    private final ProtectionDomain pd;
+    private final long slabSize;
+    private final Set<Access> access;
+    private final List<Arena> arenas = new ArrayList<>();
+    private final List<MemoryRegion> slabs = new ArrayList<>();
+    private final List<MemoryRegion> regions = new ArrayList<>();
+    private final List<ArrayDeque<RegisteredBuffer>> free;
+    private final int maxClass;
+    private MemoryRegion current;
+    private long bump;
+    private boolean closed;
+    private long registered;
+
+    /**
+     * @param pd       where the slabs are registered
+     * @param slabSize bytes per slab, a power of two of at least 4 KiB
+     * @param access   rights of every slab (LOCAL_WRITE, and REMOTE_* for buffers peers may touch)
+     */
+    public BufferPool(ProtectionDomain pd, long slabSize, Set<Access> access) {
+        if (slabSize < 4096 || Long.bitCount(slabSize) != 1) throw new IllegalArgumentException("slab size must be a power of two >= 4096, not " + slabSize);
+        this.pd = pd;
+        this.slabSize = slabSize;
+        this.access = EnumSet.copyOf(access);
+        this.maxClass = Long.numberOfTrailingZeros(slabSize) - MIN_SHIFT;
+        this.free = new ArrayList<>(maxClass + 1);
+        for (int i = 0; i <= maxClass; i++) free.add(new ArrayDeque<>());
+    }
+
+    public long slabSize() {
+        return slabSize;
+    }
+
+    public Set<Access> access() {
+        return access;
+    }
+
+    /** Bytes registered so far (slabs and large buffers). */
+    public synchronized long registeredBytes() {
+        return registered;
+    }
+
+    /** Number of registered slabs. */
+    public synchronized int slabCount() {
+        return slabs.size();
+    }
+
+    /** A registered buffer of exactly {@code size} bytes (its slice may be larger). Contents are not cleared. */
+    public RegisteredBuffer allocate(long size) {
+        if (size <= 0) throw new IllegalArgumentException("buffer size must be positive, not " + size);
+        synchronized (this) {
+            if (closed) throw new IllegalStateException("the buffer pool is closed");
+            if (size > slabSize) {
+                MemoryRegion mr = register(size);
+                return new RegisteredBuffer(this, mr, 0, size, -1);
+            }
+            int cls = Math.max(0, 64 - Long.numberOfLeadingZeros(size - 1) - MIN_SHIFT);
+            long chunk = 1L << (cls + MIN_SHIFT);
+            RegisteredBuffer old = free.get(cls).poll();
+            if (old != null) return new RegisteredBuffer(this, old.region(), old.regionOffset(), size, cls);
+            if (current == null || bump + chunk > slabSize) {
+                current = register(slabSize);
+                bump = 0;
+            }
+            RegisteredBuffer b = new RegisteredBuffer(this, current, bump, size, cls);
+            bump += chunk;
+            return b;
+        }
+    }
+
+    /** A registered buffer holding a copy of {@code data}. */
+    public RegisteredBuffer allocate(byte[] data) {
+        RegisteredBuffer b = allocate(Math.max(1, data.length));
+        MemorySegment.copy(data, 0, b.segment(), java.lang.foreign.ValueLayout.JAVA_BYTE, 0, data.length);
+        return b;
+    }
+
+    private MemoryRegion register(long size) {
+        Arena arena = Arena.ofShared();
+        try {
+            MemorySegment seg = arena.allocate(size, 4096);
+            MemoryRegion mr = pd.registerMemory(seg, access);
+            arenas.add(arena);
+            regions.add(mr);
+            if (size == slabSize) slabs.add(mr);
+            registered += size;
+            return mr;
+        } catch (RuntimeException e) {
+            arena.close();
+            throw e;
+        }
+    }
+
+    void release(RegisteredBuffer b) {
+        synchronized (this) {
+            if (closed) return;
+            if (b.sizeClass() < 0) {
+                // a dedicated region: deregister and free it
+                MemoryRegion mr = b.region();
+                int i = indexOfArena(mr);
+                mr.close();
+                regions.remove(mr);
+                registered -= mr.length();
+                if (i >= 0) arenas.remove(i).close();
+                return;
+            }
+            free.get(b.sizeClass()).push(b);
+        }
+    }
+
+    private int indexOfArena(MemoryRegion mr) {
+        for (int i = 0; i < arenas.size(); i++) {
+            if (arenas.get(i).scope().equals(mr.segment().scope())) return i;
+        }
+        return -1;
+    }
+
+    /** Deregisters every slab and frees the memory; buffers still out become unusable. Idempotent. */
+    @Override
+    public void close() {
+        synchronized (this) {
+            if (closed) return;
+            closed = true;
+            for (MemoryRegion mr : regions) {
+                try {
+                    mr.close();
+                } catch (RuntimeException ignored) {
+                    // the PD may already be closed, which closed the region
+                }
+            }
+            for (Arena a : arenas) a.close();
+            arenas.clear();
+            slabs.clear();
+            regions.clear();
+        }
+    }
+}

@@ -1,0 +1,398 @@
+package dev.jrdma.connect;
+
+import dev.jrdma.connect.RdmaCm.CmException;
+import dev.jrdma.connect.RdmaCm.Event;
+import dev.jrdma.verbs.Device;
+import dev.jrdma.verbs.Gid;
+import dev.jrdma.verbs.QpAttr;
+import dev.jrdma.verbs.QpState;
+import dev.jrdma.verbs.Verbs;
+import dev.jrdma.verbs.VerbsException;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+
+/**
+ * Connection set-up through rdma_cm for native devices: the same endpoints, the same failure reasons as the TCP
+ * exchange. The endpoint settings travel as private data (31 bytes, then up to 20 bytes of the user's):
+ * {@code 'J' 'R' version kind, u16 credits, u32 messageSize, u64 exportAddr, u32 exportRkey, u64 exportLength, u8 userLength}.
+ * A reject carries {@code 'J' 'R' version kind(1 reject, 2 version) u8 n, reason[n]}.
+ */
+final class CmConnector {
+    private CmConnector() {}
+
+    static final int HEADER = 31, MAX_USER = 20, VERSION = 1, KIND_HELLO = 0, KIND_REJECT = 1, KIND_VERSION = 2;
+    /** IB CM reject reasons. */
+    static final int REJ_INVALID_SERVICE_ID = 8, REJ_CONSUMER_DEFINED = 28;
+
+    /** Whether a connection with this config goes through rdma_cm. */
+    static boolean useCm(EndpointConfig cfg) throws RdmaConnectException {
+        switch (cfg.connectionManager()) {
+            case TCP:
+                return false;
+            case RDMA_CM:
+                if (RdmaCm.unavailableReason().isPresent()) {
+                    throw new RdmaConnectException(RdmaConnectException.Reason.DEVICE_ERROR, "rdma_cm is not available: " + RdmaCm.unavailableReason().get());
+                }
+                return true;
+            default:
+                try {
+                    Device d = cfg.device() != null ? Verbs.device(cfg.device()) : Verbs.defaultDevice();
+                    return d.provider().equals("native") && RdmaCm.unavailableReason().isEmpty();
+                } catch (RuntimeException e) {
+                    return false;
+                }
+        }
+    }
+
+    static byte[] hello(EndpointConfig cfg, RemoteBuffer export) throws RdmaConnectException {
+        byte[] user = cfg.privateData();
+        if (user.length > MAX_USER) {
+            throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR,
+                    "rdma_cm carries at most " + MAX_USER + " bytes of private data, not " + user.length + " (the TCP exchange takes up to " + EndpointConfig.MAX_PRIVATE_DATA + ")");
+        }
+        ByteBuffer b = ByteBuffer.allocate(HEADER + user.length);
+        b.put((byte) 'J').put((byte) 'R').put((byte) VERSION).put((byte) KIND_HELLO);
+        b.putShort((short) cfg.recvQueueDepth()).putInt(cfg.messageSize());
+        b.putLong(export == null ? 0 : export.address()).putInt(export == null ? 0 : export.rkey()).putLong(export == null ? 0 : export.length());
+        b.put((byte) user.length).put(user);
+        return b.array();
+    }
+
+    static byte[] reject(int kind, String reason) {
+        byte[] r = reason.getBytes(StandardCharsets.UTF_8);
+        int n = Math.min(r.length, 130);
+        ByteBuffer b = ByteBuffer.allocate(5 + n);
+        b.put((byte) 'J').put((byte) 'R').put((byte) VERSION).put((byte) kind).put((byte) n).put(r, 0, n);
+        return b.array();
+    }
+
+    record Hello(int credits, int messageSize, RemoteBuffer export, byte[] user) {}
+
+    static Hello parseHello(byte[] p, String who) throws RdmaConnectException {
+        if (p.length < 4 || p[0] != 'J' || p[1] != 'R') {
+            throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR, "the " + who + " is not a jrdma endpoint (its rdma_cm private data does not start with \"JR\")");
+        }
+        if (p[2] != VERSION) {
+            throw new RdmaConnectException(RdmaConnectException.Reason.VERSION_MISMATCH, "version mismatch: the " + who + " speaks rdma_cm handshake version "
+                    + p[2] + ", this side version " + VERSION + " (run the same jrdma version on both sides)");
+        }
+        if (p.length < HEADER) throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR, "the " + who + " sent " + p.length + " bytes of private data, fewer than " + HEADER);
+        ByteBuffer b = ByteBuffer.wrap(p);
+        b.position(4);
+        int credits = Short.toUnsignedInt(b.getShort());
+        int size = b.getInt();
+        long addr = b.getLong();
+        int rkey = b.getInt();
+        long len = b.getLong();
+        int n = Byte.toUnsignedInt(b.get());
+        if (credits < 1 || size < 1 || len < 0 || n > MAX_USER || HEADER + n > p.length) {
+            throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR, "the " + who + " sent invalid endpoint settings in its private data");
+        }
+        return new Hello(credits, size, len > 0 ? new RemoteBuffer(addr, rkey, len) : null, Arrays.copyOfRange(p, HEADER, HEADER + n));
+    }
+
+    private static Event await(RdmaCm.Channel ch, long deadline, String what, String where, java.time.Duration timeout) throws RdmaConnectException, CmException {
+        long left = (deadline - System.nanoTime()) / 1_000_000;
+        Event e = left > 0 ? ch.next(left) : null;
+        if (e == null) {
+            throw new RdmaConnectException(RdmaConnectException.Reason.TIMEOUT, "timed out after " + timeout.toMillis() + " ms waiting for " + what + " from " + where);
+        }
+        return e;
+    }
+
+    private static RdmaConnectException translate(CmException e, String where) {
+        RdmaConnectException.Reason r = switch (e.errno) {
+            case 99, 98, 19, 101, 113, 22 -> RdmaConnectException.Reason.ADDRESS_ERROR; // EADDRNOTAVAIL, EADDRINUSE, ENODEV, ENETUNREACH, EHOSTUNREACH, EINVAL
+            case 110 -> RdmaConnectException.Reason.TIMEOUT;
+            case 111 -> RdmaConnectException.Reason.NOTHING_LISTENING;
+            default -> RdmaConnectException.Reason.DEVICE_ERROR;
+        };
+        return new RdmaConnectException(r, e.getMessage() + " for " + where, e);
+    }
+
+    private static String status(int s) {
+        return s < 0 ? RdmaCm.errnoName(-s) : "status " + s;
+    }
+
+    // ---- client ---------------------------------------------------------------------------------------------
+
+    static Endpoint connect(String host, int port, EndpointConfig cfg, EndpointGroup group, RemoteBuffer export) throws RdmaConnectException {
+        long deadline = System.nanoTime() + cfg.timeout().toNanos();
+        String where = host + ":" + port;
+        InetAddress addr;
+        try {
+            addr = InetAddress.getByName(host);
+        } catch (UnknownHostException e) {
+            throw new RdmaConnectException(RdmaConnectException.Reason.ADDRESS_ERROR, "cannot resolve host '" + host + "': check the name (or use an IP address)", e);
+        }
+        byte[] hello = hello(cfg, export);
+        boolean ownsGroup = group == null;
+        RdmaCm.Channel ch = null;
+        MemorySegment id = MemorySegment.NULL;
+        Endpoint ep = null;
+        try (Arena a = Arena.ofConfined()) {
+            ch = new RdmaCm.Channel();
+            MemorySegment out = a.allocate(ADDRESS);
+            RdmaCm.call("rdma_create_id", RdmaCm.CREATE_ID, ch.ptr, out, MemorySegment.NULL, RdmaCm.RDMA_PS_TCP);
+            id = out.get(ADDRESS, 0);
+            int ms = (int) Math.max(1, cfg.timeout().toMillis());
+            MemorySegment src = cfg.localAddress() == null ? MemorySegment.NULL : RdmaCm.sockaddr(a, new InetSocketAddress(cfg.localAddress(), 0));
+            RdmaCm.call("rdma_resolve_addr", RdmaCm.RESOLVE_ADDR, id, src, RdmaCm.sockaddr(a, new InetSocketAddress(addr, port)), ms);
+            Event e = await(ch, deadline, "address resolution", where, cfg.timeout());
+            if (e.type() != RdmaCm.EV_ADDR_RESOLVED) {
+                throw new RdmaConnectException(RdmaConnectException.Reason.ADDRESS_ERROR, "address resolution of " + where + " failed (" + e.name() + ", "
+                        + status(e.status()) + "): no RDMA device here reaches that address; check the address, the routes and 'jrdma devices'");
+            }
+            RdmaCm.call("rdma_resolve_route", RdmaCm.RESOLVE_ROUTE, id, ms);
+            e = await(ch, deadline, "route resolution", where, cfg.timeout());
+            if (e.type() != RdmaCm.EV_ROUTE_RESOLVED) {
+                throw new RdmaConnectException(RdmaConnectException.Reason.ADDRESS_ERROR, "route resolution to " + where + " failed (" + e.name() + ", " + status(e.status()) + ")");
+            }
+            String devName = RdmaCm.deviceName(id);
+            try {
+                if (ownsGroup) group = EndpointGroup.open(Verbs.device(devName), cfg);
+            } catch (RuntimeException ex) {
+                throw new RdmaConnectException(RdmaConnectException.Reason.DEVICE_ERROR, "cannot open " + devName + ", the device that reaches " + where + ": " + ex.getMessage(), ex);
+            }
+            if (!group.device().name().equals(devName)) {
+                throw new RdmaConnectException(RdmaConnectException.Reason.DEVICE_ERROR, where + " is reached through " + devName + ", not the group's device " + group.device().name());
+            }
+            ep = Endpoint.createForCm(group, ownsGroup);
+            ep.cmToInit(RdmaCm.initQpAttr(id, QpState.INIT));
+            int rd = ep.rdAtomic();
+            int rnr = Integer.getInteger("jrdma.connect.rnrRetry", 7);
+            RdmaCm.call("rdma_connect", RdmaCm.CONNECT, id, RdmaCm.connParam(a, hello, rd, rd, 7, rnr, ep.qpNum()));
+            e = await(ch, deadline, "the server's answer", where, cfg.timeout());
+            switch (e.type()) {
+                case RdmaCm.EV_CONNECT_RESPONSE -> { }
+                case RdmaCm.EV_REJECTED -> throw rejected(e, where);
+                case RdmaCm.EV_UNREACHABLE -> throw new RdmaConnectException(e.status() == -110 ? RdmaConnectException.Reason.TIMEOUT : RdmaConnectException.Reason.ADDRESS_ERROR,
+                        "the server at " + where + " is unreachable (" + status(e.status()) + "): no answer to the connection request");
+                case RdmaCm.EV_CONNECT_ERROR -> throw new RdmaConnectException(RdmaConnectException.Reason.PEER_GONE,
+                        "connecting to " + where + " failed (" + status(e.status()) + "): the server went away during the handshake");
+                default -> throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR, "unexpected " + e.name() + " while connecting to " + where);
+            }
+            Hello h = parseHello(e.privateData(), "server at " + where);
+            QpAttr rtr = RdmaCm.initQpAttr(id, QpState.RTR);
+            ep.cmModify(rtr);
+            QpAttr rts = RdmaCm.initQpAttr(id, QpState.RTS);
+            ep.cmModify(rts);
+            RdmaCm.call("rdma_establish", RdmaCm.ESTABLISH, id);
+            InetSocketAddress remote = RdmaCm.readSockaddr(id.reinterpret(416).asSlice(160, 28));
+            ep.cmPeer(params(group, ep, export, rts, rtr, false), params(group, ep, h.export(), rts, rtr, true), h.credits(), h.messageSize(), h.user(), h.export());
+            ep.cmStart(new CmControl(id, ch, remote));
+            return ep;
+        } catch (RdmaConnectException ex) {
+            abandon(ep, group, ownsGroup, id, ch);
+            throw ex;
+        } catch (CmException ex) {
+            abandon(ep, group, ownsGroup, id, ch);
+            throw translate(ex, where);
+        } catch (VerbsException | IllegalStateException ex) {
+            abandon(ep, group, ownsGroup, id, ch);
+            throw new RdmaConnectException(RdmaConnectException.Reason.DEVICE_ERROR, "setting up the queue pair failed: " + ex.getMessage(), ex);
+        }
+    }
+
+    private static RdmaConnectException rejected(Event e, String where) {
+        byte[] p = e.privateData();
+        if (p.length >= 5 && p[0] == 'J' && p[1] == 'R') {
+            int n = Math.min(Byte.toUnsignedInt(p[4]), p.length - 5);
+            String reason = new String(p, 5, n, StandardCharsets.UTF_8);
+            return new RdmaConnectException(p[3] == KIND_VERSION ? RdmaConnectException.Reason.VERSION_MISMATCH : RdmaConnectException.Reason.REJECTED,
+                    "the server at " + where + " rejected the connection: " + reason);
+        }
+        if (e.status() == REJ_INVALID_SERVICE_ID) {
+            return new RdmaConnectException(RdmaConnectException.Reason.NOTHING_LISTENING,
+                    "nothing is listening at " + where + " (rdma_cm: invalid service ID): start the server first, or check the host and port");
+        }
+        return new RdmaConnectException(RdmaConnectException.Reason.REJECTED, "the server at " + where + " rejected the connection (reason " + e.status() + ")");
+    }
+
+    private static ConnParams params(EndpointGroup g, Endpoint ep, RemoteBuffer export, QpAttr rts, QpAttr rtr, boolean remoteSide) {
+        long addr = export == null ? 0 : export.address();
+        int rkey = export == null ? 0 : export.rkey();
+        if (remoteSide) {
+            Gid gid = rtr.ah() != null && rtr.ah().isGlobal ? rtr.ah().dgid : Gid.ZERO;
+            return new ConnParams(addr, rkey, rtr.destQpNum(), rtr.ah() == null ? 0 : rtr.ah().dlid, gid, rtr.rqPsn(), rtr.pathMtu());
+        }
+        Gid gid = Gid.ZERO;
+        try {
+            if (rtr.ah() != null) gid = g.context().queryGid(rtr.ah().portNum, rtr.ah().sgidIndex);
+        } catch (RuntimeException ignored) {
+            // informational only
+        }
+        return new ConnParams(addr, rkey, ep.qpNum(), 0, gid, rts.sqPsn(), rtr.pathMtu());
+    }
+
+    private static void abandon(Endpoint ep, EndpointGroup group, boolean ownsGroup, MemorySegment id, RdmaCm.Channel ch) {
+        if (ep != null) {
+            ep.cmAbandon();
+        } else if (ownsGroup && group != null) {
+            group.close();
+        }
+        if (!id.equals(MemorySegment.NULL)) {
+            try {
+                RdmaCm.call("rdma_destroy_id", RdmaCm.DESTROY_ID, id);
+            } catch (CmException ignored) {
+                // closing anyway
+            }
+        }
+        if (ch != null) ch.close();
+    }
+
+    // ---- server ---------------------------------------------------------------------------------------------
+
+    /** A listening cm_id. */
+    static final class Listener implements AutoCloseable {
+        final RdmaCm.Channel ch;
+        final MemorySegment id;
+        final InetSocketAddress local;
+        final String deviceName;
+
+        private Listener(RdmaCm.Channel ch, MemorySegment id, InetSocketAddress local, String deviceName) {
+            this.ch = ch;
+            this.id = id;
+            this.local = local;
+            this.deviceName = deviceName;
+        }
+
+        static Listener bind(InetSocketAddress address) throws RdmaConnectException {
+            RdmaCm.Channel ch = null;
+            MemorySegment id = MemorySegment.NULL;
+            try (Arena a = Arena.ofConfined()) {
+                ch = new RdmaCm.Channel();
+                MemorySegment out = a.allocate(ADDRESS);
+                RdmaCm.call("rdma_create_id", RdmaCm.CREATE_ID, ch.ptr, out, MemorySegment.NULL, RdmaCm.RDMA_PS_TCP);
+                id = out.get(ADDRESS, 0);
+                RdmaCm.call("rdma_bind_addr", RdmaCm.BIND_ADDR, id, RdmaCm.sockaddr(a, address));
+                RdmaCm.call("rdma_listen", RdmaCm.LISTEN, id, 128);
+                int port = address.getPort();
+                if (port == 0) port = Short.toUnsignedInt(Short.reverseBytes(getSrcPort(id)));
+                return new Listener(ch, id, new InetSocketAddress(address.getAddress(), port), RdmaCm.deviceName(id));
+            } catch (CmException e) {
+                if (!id.equals(MemorySegment.NULL)) {
+                    try {
+                        RdmaCm.call("rdma_destroy_id", RdmaCm.DESTROY_ID, id);
+                    } catch (CmException ignored) {
+                        // closing anyway
+                    }
+                }
+                if (ch != null) ch.close();
+                throw translate(e, "listening on " + address);
+            }
+        }
+
+        private static short getSrcPort(MemorySegment id) {
+            try (Arena a = Arena.ofConfined()) {
+                return (short) RdmaCm.GET_SRC_PORT.invokeWithArguments(a.allocate(java.lang.foreign.Linker.Option.captureStateLayout()), id);
+            } catch (Throwable t) {
+                return 0;
+            }
+        }
+
+        /** Waits for a connection request and completes the handshake; null when the deadline passed. */
+        Endpoint accept(EndpointGroup group, RemoteBuffer export, ServerEndpoint.ConnectionFilter filter, long deadline) throws RdmaConnectException {
+            EndpointConfig cfg = group.config();
+            while (true) {
+                long left = (deadline - System.nanoTime()) / 1_000_000;
+                if (left <= 0) return null;
+                Event e;
+                try {
+                    e = ch.next(left);
+                } catch (CmException ex) {
+                    throw translate(ex, "accept on " + local);
+                }
+                if (e == null) return null;
+                if (e.type() != RdmaCm.EV_CONNECT_REQUEST) continue; // events of ids that failed their handshake
+                return handshake(group, e, export, filter, System.nanoTime() + cfg.timeout().toNanos());
+            }
+        }
+
+        private Endpoint handshake(EndpointGroup group, Event req, RemoteBuffer export, ServerEndpoint.ConnectionFilter filter, long deadline)
+                throws RdmaConnectException {
+            EndpointConfig cfg = group.config();
+            MemorySegment id = req.id();
+            InetSocketAddress remote = RdmaCm.readSockaddr(id.reinterpret(416).asSlice(160, 28));
+            String where = String.valueOf(remote);
+            RdmaCm.Channel connCh = null;
+            Endpoint ep = null;
+            try (Arena a = Arena.ofConfined()) {
+                Hello h;
+                try {
+                    h = parseHello(req.privateData(), "client at " + where);
+                } catch (RdmaConnectException ex) {
+                    byte[] r = reject(ex.reason() == RdmaConnectException.Reason.VERSION_MISMATCH ? KIND_VERSION : KIND_REJECT, ex.getMessage());
+                    rejectQuietly(a, id, r);
+                    throw ex;
+                }
+                String why = filter == null ? null : filter.check(remote, h.user());
+                if (why != null) {
+                    rejectQuietly(a, id, reject(KIND_REJECT, why));
+                    throw new RdmaConnectException(RdmaConnectException.Reason.REJECTED, "rejected the client at " + where + ": " + why);
+                }
+                String devName = RdmaCm.deviceName(id);
+                if (!group.device().name().equals(devName)) {
+                    rejectQuietly(a, id, reject(KIND_REJECT, "this server serves device " + group.device().name() + ", not " + devName));
+                    throw new RdmaConnectException(RdmaConnectException.Reason.DEVICE_ERROR, "the client at " + where + " came in through " + devName);
+                }
+                connCh = new RdmaCm.Channel();
+                RdmaCm.call("rdma_migrate_id", RdmaCm.MIGRATE_ID, id, connCh.ptr);
+                ep = Endpoint.createForCm(group, false);
+                ep.cmToInit(RdmaCm.initQpAttr(id, QpState.INIT));
+                QpAttr rtr = RdmaCm.initQpAttr(id, QpState.RTR);
+                ep.cmModify(rtr);
+                int rd = ep.rdAtomic();
+                int rnr = Integer.getInteger("jrdma.connect.rnrRetry", 7);
+                RdmaCm.call("rdma_accept", RdmaCm.ACCEPT, id, RdmaCm.connParam(a, hello(cfg, export), rd, rd, 7, rnr, ep.qpNum()));
+                Event e = await(connCh, deadline, "the client's confirmation", where, cfg.timeout());
+                if (e.type() != RdmaCm.EV_ESTABLISHED) {
+                    throw new RdmaConnectException(RdmaConnectException.Reason.PEER_GONE, "the client at " + where + " did not complete the handshake (" + e.name() + ", " + status(e.status()) + ")");
+                }
+                QpAttr rts = RdmaCm.initQpAttr(id, QpState.RTS);
+                ep.cmModify(rts);
+                ep.cmPeer(params(group, ep, export, rts, rtr, false), params(group, ep, h.export(), rts, rtr, true), h.credits(), h.messageSize(), h.user(), h.export());
+                ep.cmStart(new CmControl(id, connCh, remote));
+                return ep;
+            } catch (RdmaConnectException ex) {
+                abandon(ep, null, false, id, connCh);
+                throw ex;
+            } catch (CmException ex) {
+                abandon(ep, null, false, id, connCh);
+                throw translate(ex, where);
+            } catch (VerbsException | IllegalStateException ex) {
+                abandon(ep, null, false, id, connCh);
+                throw new RdmaConnectException(RdmaConnectException.Reason.DEVICE_ERROR, "setting up the queue pair failed: " + ex.getMessage(), ex);
+            }
+        }
+
+        private static void rejectQuietly(Arena a, MemorySegment id, byte[] priv) {
+            try {
+                MemorySegment d = a.allocate(priv.length);
+                MemorySegment.copy(priv, 0, d, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, priv.length);
+                RdmaCm.call("rdma_reject", RdmaCm.REJECT, id, d, (byte) priv.length);
+            } catch (CmException ignored) {
+                // the client will time out
+            }
+        }
+
+        @Override
+        public void close() {
+            try {
+                RdmaCm.call("rdma_destroy_id", RdmaCm.DESTROY_ID, id);
+            } catch (CmException ignored) {
+                // closing anyway
+            }
+            ch.close();
+        }
+    }
+}

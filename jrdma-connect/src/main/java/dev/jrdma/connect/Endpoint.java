@@ -1,0 +1,1245 @@
+package dev.jrdma.connect;
+
+import dev.jrdma.verbs.Access;
+import dev.jrdma.verbs.AhAttr;
+import dev.jrdma.verbs.MemoryWindow;
+import dev.jrdma.verbs.Mtu;
+import dev.jrdma.verbs.MwType;
+import dev.jrdma.verbs.PortAttr;
+import dev.jrdma.verbs.QpAttr;
+import dev.jrdma.verbs.QpInitAttr;
+import dev.jrdma.verbs.QpState;
+import dev.jrdma.verbs.QueuePair;
+import dev.jrdma.verbs.RecvWorkRequest;
+import dev.jrdma.verbs.SendFlag;
+import dev.jrdma.verbs.SendWorkRequest;
+import dev.jrdma.verbs.VerbsException;
+import dev.jrdma.verbs.WcOpcode;
+import dev.jrdma.verbs.WcStatus;
+import dev.jrdma.verbs.WorkCompletion;
+import dev.jrdma.verbs.WrOpcode;
+
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.net.SocketAddress;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.Consumer;
+
+/**
+ * One end of a reliable RDMA connection (an RC queue pair), made by {@link #connect} or {@link ServerEndpoint#accept}.
+ *
+ * <p>Two-sided: {@link #send} a byte array, segment or registered buffer; receive with a callback
+ * ({@link #onReceive}), a future ({@link #receive()}) or a blocking call ({@link #receive(Duration)}). Receive buffers
+ * are pre-posted from registered memory, and credits (piggybacked on messages, or sent alone) keep a sender from
+ * ever sending into an empty receive queue: a send waits for a credit instead of causing an RNR.
+ *
+ * <p>One-sided: {@link #write}, {@link #writeWithImmediate}, {@link #read}, {@link #compareAndSwap},
+ * {@link #fetchAndAdd} between a {@link RegisteredBuffer} and a {@link RemoteBuffer}. Memory windows:
+ * {@link #grant}.
+ *
+ * <p>Every operation returns a {@link CompletableFuture}; the {@code ...Sync} methods wait for it. A failed
+ * completion fails the future with an {@link RdmaException} carrying the {@link WcStatus} and its explanation
+ * and remedy; an operation without completion within the timeout fails with a TIMEOUT; a peer that closes or
+ * disappears fails everything outstanding. After a failed completion the QP is in the error state and the
+ * endpoint is broken: later operations fail at once with the first error.
+ */
+public final class Endpoint implements AutoCloseable {
+    static final int HANDSHAKE_MAGIC = 0x4A52444D; // "JRDM"
+    static final int HANDSHAKE_VERSION = 1;
+    static final int VERDICT_ACCEPT = 0, VERDICT_REJECT = 1, VERDICT_VERSION = 2;
+    static final int READY = 'R', BYE = 'B', BYE_ACK = 'A';
+    /** How long a closing side waits for the peer to acknowledge its goodbye. */
+    static final long LINGER_MAX_NS = 2_000_000_000L;
+    /** Receives posted beyond the data credits, for credit-only messages. */
+    static final int CTRL_EXTRA = 4;
+    static final int TYPE_DATA = 0, TYPE_CREDIT = 1;
+    private static final long RECV_TAG = 1L << 62;
+    private static final System.Logger LOG = System.getLogger(Endpoint.class.getName());
+
+    private enum State { CONNECTING, CONNECTED, CLOSING, PEER_CLOSED, BROKEN, CLOSED }
+
+    private enum Kind { SEND, WRITE, WRITE_IMM, READ, CAS, FAA, BIND, INVALIDATE, CREDIT }
+
+    private static final class Op {
+        final Kind kind;
+        final CompletableFuture<Object> future;
+        final String what;
+        final long deadline;
+        RegisteredBuffer tmp;     // pool buffer to give back on completion
+        long laddr;
+        int llen, lkey;
+        long raddr, compare, swap;
+        int rkey, imm;
+        boolean inline;
+        MemoryWindow mw;
+        int newRkey;
+        long bindAddr, bindLen;
+        RegisteredBuffer bindBuf;
+        Set<Access> bindAccess;
+        long wrId;
+
+        Op(Kind kind, CompletableFuture<Object> future, String what, long deadline) {
+            this.kind = kind;
+            this.future = future;
+            this.what = what;
+            this.deadline = deadline;
+        }
+
+        boolean needsCredit() {
+            return kind == Kind.SEND || kind == Kind.WRITE_IMM;
+        }
+    }
+
+    private final EndpointGroup group;
+    private final boolean ownsGroup;
+    private final EndpointConfig cfg;
+    private final QueuePair qp;
+    private final Socket socket;
+    private final RegisteredBuffer recvBufs;
+    private final int recvSlots;
+    private final int sqDepth;
+    private final int inlineLimit;
+    private final int cqEntries;
+    private final SendWorkRequest swr = new SendWorkRequest(1);
+    private final RecvWorkRequest rwr = new RecvWorkRequest(1);
+
+    private ConnParams local, remote;
+    private int peerMessageSize;
+    private byte[] peerPrivateData = new byte[0];
+    private RemoteBuffer peerExport;
+    private Control control;
+
+    // all below guarded by this
+    private State state = State.CONNECTING;
+    private RdmaException failure;
+    private int sendCredits;
+    private int creditsToReturn;
+    private int peerCreditsView;
+    private int sqInFlight;
+    private long drainDeadline;
+    private boolean peerAcked;
+    private boolean byeAckSent;
+    private long nextWrId = 1;
+    private final HashMap<Long, Op> outstanding = new HashMap<>();
+    private final ArrayDeque<Op> pending = new ArrayDeque<>();
+    private final ArrayDeque<Message> inbox = new ArrayDeque<>();
+    private final ArrayDeque<CompletableFuture<Message>> waiters = new ArrayDeque<>();
+    private Consumer<Message> handler;
+    private final List<Runnable> afterUnlock = new ArrayList<>();
+
+    private Endpoint(EndpointGroup group, boolean ownsGroup, Socket socket) {
+        this.group = group;
+        this.ownsGroup = ownsGroup;
+        this.cfg = group.config();
+        this.socket = socket;
+        this.recvSlots = cfg.recvQueueDepth() + CTRL_EXTRA;
+        this.sqDepth = cfg.sendQueueDepth();
+        this.cqEntries = sqDepth + recvSlots;
+        group.reserve(this, cqEntries);
+        QueuePair q = null;
+        RegisteredBuffer rb = null;
+        try {
+            q = group.pd().createQueuePair(QpInitAttr.builder(group.cq()).maxSendWr(sqDepth).maxRecvWr(recvSlots)
+                    .maxInlineData(cfg.inlineSize()).build());
+            rb = group.pool().allocate((long) recvSlots * cfg.messageSize());
+        } catch (RuntimeException e) {
+            if (q != null) q.close();
+            group.unregister(this, cqEntries);
+            throw e;
+        }
+        this.qp = q;
+        this.recvBufs = rb;
+        this.inlineLimit = Math.min(cfg.inlineSize(), qp.cap().maxInlineData());
+        // completions can arrive as soon as the QP is in RTR, before the handshake has finished
+        group.register(this);
+    }
+
+    // ---- connection set-up ----------------------------------------------------------------------------------
+
+    /** Connects to a server endpoint with the default settings. */
+    public static Endpoint connect(String host, int port) throws RdmaConnectException {
+        return connect(host, port, EndpointConfig.defaults());
+    }
+
+    /**
+     * Connects to a server endpoint: TCP to {@code host:port}, the handshake (connection parameters both ways),
+     * both QPs to RTS. Fails within {@link EndpointConfig#timeout()} with a {@link RdmaConnectException} that says why.
+     */
+    public static Endpoint connect(String host, int port, EndpointConfig cfg) throws RdmaConnectException {
+        return connect(host, port, cfg, null, null);
+    }
+
+    /**
+     * Connects using a shared group (null: a group of its own, closed with the endpoint) and offering
+     * {@code export} (or null) to the server in the handshake.
+     */
+    public static Endpoint connect(String host, int port, EndpointConfig cfg, EndpointGroup group, RemoteBuffer export)
+            throws RdmaConnectException {
+        if (CmConnector.useCm(cfg)) return CmConnector.connect(host, port, cfg, group, export);
+        long deadline = System.nanoTime() + cfg.timeout().toNanos();
+        Socket s = Handshake.openSocket(host, port, cfg, deadline);
+        boolean ownsGroup = group == null;
+        Endpoint ep = null;
+        try {
+            if (ownsGroup) {
+                try {
+                    group = EndpointGroup.forLocalAddress(s.getLocalAddress(), cfg);
+                } catch (VerbsException | IllegalArgumentException | IllegalStateException e) {
+                    throw new RdmaConnectException(RdmaConnectException.Reason.DEVICE_ERROR,
+                            "no RDMA device for local address " + s.getLocalAddress().getHostAddress() + ": " + e.getMessage(), e);
+                }
+            }
+            ep = new Endpoint(group, ownsGroup, s);
+            ep.clientHandshake(host + ":" + port, export, deadline);
+            return ep;
+        } catch (RdmaConnectException e) {
+            cleanupFailed(ep, group, ownsGroup, s);
+            throw e;
+        } catch (VerbsException | IllegalStateException e) {
+            cleanupFailed(ep, group, ownsGroup, s);
+            throw new RdmaConnectException(RdmaConnectException.Reason.DEVICE_ERROR, "setting up the queue pair failed: " + e.getMessage(), e);
+        } catch (RuntimeException e) {
+            cleanupFailed(ep, group, ownsGroup, s);
+            throw e;
+        }
+    }
+
+    private static void cleanupFailed(Endpoint ep, EndpointGroup group, boolean ownsGroup, Socket s) {
+        try {
+            s.close();
+        } catch (IOException ignored) {
+            // closing anyway
+        }
+        if (ep != null) ep.releaseResources();
+        if (ownsGroup && group != null) group.close();
+    }
+
+    /** Server side: a new endpoint for an accepted TCP connection; runs the handshake. */
+    static Endpoint accept(EndpointGroup group, Socket s, RemoteBuffer export, ServerEndpoint.ConnectionFilter filter, long deadline)
+            throws RdmaConnectException {
+        Endpoint ep = null;
+        try {
+            ep = new Endpoint(group, false, s);
+            ep.serverHandshake(export, filter, deadline);
+            return ep;
+        } catch (RdmaConnectException e) {
+            cleanupFailed(ep, group, false, s);
+            throw e;
+        } catch (VerbsException | IllegalStateException e) {
+            cleanupFailed(ep, group, false, s);
+            throw new RdmaConnectException(RdmaConnectException.Reason.DEVICE_ERROR, "setting up the queue pair failed: " + e.getMessage(), e);
+        }
+    }
+
+    private ConnParams localParams(RemoteBuffer export) {
+        PortAttr port = group.context().queryPort(EndpointGroup.PORT);
+        int psn = new SecureRandom().nextInt() & 0xFFFFFF;
+        return new ConnParams(export == null ? 0 : export.address(), export == null ? 0 : export.rkey(), qp.qpNum(), port.lid(),
+                group.context().queryGid(EndpointGroup.PORT, group.gidIndex()), psn, port.activeMtu());
+    }
+
+    private void toInit() {
+        qp.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(EndpointGroup.PORT)
+                .access(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC));
+        for (int i = 0; i < recvSlots; i++) postRecv(i);
+    }
+
+    // ---- hooks for the rdma_cm connector -------------------------------------------------------------------
+
+    static Endpoint createForCm(EndpointGroup group, boolean ownsGroup) {
+        return new Endpoint(group, ownsGroup, null);
+    }
+
+    /** RESET -> INIT with rdma_cm's port and P_Key index, and every remote right; posts the receive buffers. */
+    void cmToInit(QpAttr fromCm) {
+        qp.modify(new QpAttr().state(QpState.INIT).pkeyIndex(fromCm.pkeyIndex()).port(fromCm.port())
+                .access(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC));
+        for (int i = 0; i < recvSlots; i++) postRecv(i);
+    }
+
+    void cmModify(QpAttr attr) {
+        qp.modify(attr);
+    }
+
+    void cmPeer(ConnParams localParams, ConnParams remoteParams, int credits, int messageSize, byte[] priv, RemoteBuffer export) {
+        local = localParams;
+        remote = remoteParams;
+        peerMessageSize = messageSize;
+        peerPrivateData = priv;
+        peerExport = export;
+        synchronized (this) {
+            sendCredits += credits;
+            peerCreditsView += cfg.recvQueueDepth();
+        }
+    }
+
+    void cmStart(Control c) {
+        control = c;
+        started();
+    }
+
+    /** Undoes a failed rdma_cm set-up. */
+    void cmAbandon() {
+        releaseResources();
+        if (ownsGroup) group.close();
+    }
+
+    int rdAtomic() {
+        int n = Math.min(group.deviceAttr().maxQpRdAtom(), group.deviceAttr().maxQpInitRdAtom());
+        return Math.max(1, Math.min(16, n));
+    }
+
+    private void toRtr() {
+        AhAttr ah = new AhAttr().dlid(remote.lid()).portNum(EndpointGroup.PORT);
+        if (!remote.gid().isZero()) ah.global(remote.gid(), group.gidIndex()).hopLimit(64);
+        Mtu mtu = local.mtu().min(remote.mtu());
+        qp.modify(new QpAttr().state(QpState.RTR).ah(ah).pathMtu(mtu).destQpNum(remote.qpNum()).rqPsn(remote.psn())
+                .maxDestRdAtomic(rdAtomic()).minRnrTimer(12));
+    }
+
+    private void toRts() {
+        int rnrRetry = Integer.getInteger("jrdma.connect.rnrRetry", 7);
+        qp.modify(new QpAttr().state(QpState.RTS).timeout(14).retryCnt(7).rnrRetry(rnrRetry).sqPsn(local.psn()).maxRdAtomic(rdAtomic()));
+    }
+
+    private void clientHandshake(String where, RemoteBuffer export, long deadline) throws RdmaConnectException {
+        local = localParams(export);
+        toInit();
+        try {
+            Handshake.setTimeout(socket, deadline, where);
+            DataOutputStream out = new DataOutputStream(socket.getOutputStream());
+            DataInputStream in = new DataInputStream(socket.getInputStream());
+            Handshake.writeHello(out, local, cfg.recvQueueDepth(), cfg.messageSize(), export == null ? 0 : export.length(), cfg.privateData());
+            Handshake.Reply reply = Handshake.readReply(in, where);
+            remote = reply.params();
+            peerMessageSize = reply.messageSize();
+            peerPrivateData = reply.privateData();
+            if (reply.exportLength() > 0) peerExport = new RemoteBuffer(remote.addr(), remote.rkey(), reply.exportLength());
+            synchronized (this) {
+                sendCredits += reply.credits();
+                peerCreditsView += cfg.recvQueueDepth();
+            }
+            toRtr();
+            toRts();
+            out.writeByte(READY);
+            out.flush();
+            control = new TcpControl(socket, out, cfg.timeout());
+        } catch (RdmaConnectException e) {
+            throw e;
+        } catch (IOException e) {
+            throw Handshake.translate(e, where, cfg.timeout(), "the server");
+        }
+        started();
+    }
+
+    private void serverHandshake(RemoteBuffer export, ServerEndpoint.ConnectionFilter filter, long deadline) throws RdmaConnectException {
+        String where = String.valueOf(socket.getRemoteSocketAddress());
+        try {
+            Handshake.setTimeout(socket, deadline, where);
+            DataOutputStream out = new DataOutputStream(socket.getOutputStream());
+            DataInputStream in = new DataInputStream(socket.getInputStream());
+            Handshake.Hello hello = Handshake.readHello(in, out, where);
+            String rejection = filter == null ? null : filter.check((InetSocketAddress) socket.getRemoteSocketAddress(), hello.privateData());
+            if (rejection != null) {
+                Handshake.writeReject(out, VERDICT_REJECT, rejection);
+                throw new RdmaConnectException(RdmaConnectException.Reason.REJECTED, "rejected the client at " + where + ": " + rejection);
+            }
+            remote = hello.params();
+            peerMessageSize = hello.messageSize();
+            peerPrivateData = hello.privateData();
+            if (hello.exportLength() > 0) peerExport = new RemoteBuffer(remote.addr(), remote.rkey(), hello.exportLength());
+            synchronized (this) {
+                sendCredits += hello.credits();
+                peerCreditsView += cfg.recvQueueDepth();
+            }
+            local = localParams(export);
+            toInit();
+            toRtr();
+            Handshake.writeAccept(out, local, cfg.recvQueueDepth(), cfg.messageSize(), export == null ? 0 : export.length(), cfg.privateData());
+            int ready = in.read();
+            if (ready < 0) throw new EOFException();
+            if (ready != READY) throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR, "the client at " + where + " sent 0x" + Integer.toHexString(ready) + " instead of READY");
+            toRts();
+            control = new TcpControl(socket, out, cfg.timeout());
+        } catch (RdmaConnectException e) {
+            throw e;
+        } catch (IOException e) {
+            throw Handshake.translate(e, where, cfg.timeout(), "the client");
+        }
+        started();
+    }
+
+    void started() {
+        synchronized (this) {
+            state = State.CONNECTED;
+            pump();
+            maybeReturnCredits();
+        }
+        runAfterUnlock();
+        control.start(this);
+    }
+
+    /** The peer said goodbye (from the control channel). */
+    void peerBye() {
+        group.submit(() -> onPeerClosed(true));
+    }
+
+    /** The peer went away without a goodbye. */
+    void peerLost() {
+        group.submit(() -> onPeerClosed(false));
+    }
+
+    /** The peer acknowledged our goodbye (or can no longer). */
+    void peerAcked() {
+        markPeerAcked();
+    }
+
+    private synchronized void markPeerAcked() {
+        peerAcked = true;
+        notifyAll();
+    }
+
+    /** Tells a closing peer that nothing of ours is in flight any more. Caller holds the lock. */
+    private void sendByeAck() {
+        if (byeAckSent || control == null) return;
+        byeAckSent = true;
+        control.byeAck();
+    }
+
+    // ---- accessors ------------------------------------------------------------------------------------------
+
+    public int qpNum() {
+        return qp.qpNum();
+    }
+
+    public QueuePair queuePair() {
+        return qp;
+    }
+
+    public EndpointGroup group() {
+        return group;
+    }
+
+    /** This side's connection parameters, as sent to the peer. */
+    public ConnParams localParams() {
+        return local;
+    }
+
+    /** The peer's connection parameters. */
+    public ConnParams remoteParams() {
+        return remote;
+    }
+
+    /** Private data the peer sent with connect or accept. */
+    public byte[] peerPrivateData() {
+        return peerPrivateData.clone();
+    }
+
+    /** The buffer the peer offered in the handshake, or null. */
+    public RemoteBuffer peerExport() {
+        return peerExport;
+    }
+
+    /** The largest message the peer accepts. */
+    public int maxMessageSize() {
+        return peerMessageSize;
+    }
+
+    public SocketAddress remoteAddress() {
+        return control != null ? control.remoteAddress() : socket != null ? socket.getRemoteSocketAddress() : null;
+    }
+
+    /** Registered memory of this endpoint's group. */
+    public BufferPool pool() {
+        return group.pool();
+    }
+
+    public synchronized boolean isConnected() {
+        return state == State.CONNECTED;
+    }
+
+    /** Send credits left: receive buffers the peer has free for this side's messages. */
+    public synchronized int sendCredits() {
+        return sendCredits;
+    }
+
+    // ---- two-sided ------------------------------------------------------------------------------------------
+
+    /** Sends a copy of {@code data}. Completes when the peer's adapter has it. */
+    public CompletableFuture<Void> send(byte[] data) {
+        checkMessage(data.length);
+        CompletableFuture<Void> down = ifDown("send");
+        if (down != null) return down;
+        RegisteredBuffer b = group.pool().allocate(data);
+        return sendBuffer(b, 0, data.length, true);
+    }
+
+    /** Sends a copy of the segment's bytes. */
+    public CompletableFuture<Void> send(MemorySegment data) {
+        checkMessage(data.byteSize());
+        CompletableFuture<Void> down = ifDown("send");
+        if (down != null) return down;
+        RegisteredBuffer b = group.pool().allocate(Math.max(1, data.byteSize()));
+        MemorySegment.copy(data, 0, b.segment(), 0, data.byteSize());
+        return sendBuffer(b, 0, (int) data.byteSize(), true);
+    }
+
+    /** Sends part of a registered buffer without copying; do not change it until the future completes. */
+    public CompletableFuture<Void> send(RegisteredBuffer buf, long offset, int length) {
+        checkMessage(length);
+        buf.checkRange(offset, length, "send");
+        return sendBuffer(buf, offset, length, false);
+    }
+
+    public void sendSync(byte[] data) {
+        await(send(data));
+    }
+
+    /** A failed future when the endpoint cannot take operations any more, else null. */
+    private <T> CompletableFuture<T> ifDown(String what) {
+        synchronized (this) {
+            if (state == State.CONNECTED) return null;
+            return CompletableFuture.failedFuture(stateError(what));
+        }
+    }
+
+    private void checkMessage(long len) {
+        if (peerMessageSize > 0 && len > peerMessageSize) {
+            throw new IllegalArgumentException("a message of " + len + " bytes is larger than the peer's receive buffers (" + peerMessageSize
+                    + " bytes): raise messageSize on the peer, or use write");
+        }
+    }
+
+    @SuppressWarnings("unchecked")
+    private CompletableFuture<Void> sendBuffer(RegisteredBuffer b, long offset, int length, boolean owned) {
+        Op op = newOp(Kind.SEND, "send of " + length + " bytes");
+        op.laddr = b.address() + offset;
+        op.llen = length;
+        op.lkey = b.lkey();
+        if (owned) op.tmp = b;
+        op.inline = length <= inlineLimit;
+        submit(op);
+        return (CompletableFuture<Void>) (CompletableFuture<?>) op.future;
+    }
+
+    /**
+     * Delivers every message (queued ones first) to {@code handler} on the completion thread. The handler must
+     * not block. Null goes back to queueing.
+     */
+    public void onReceive(Consumer<Message> h) {
+        List<Message> drained = new ArrayList<>();
+        synchronized (this) {
+            handler = h;
+            if (h != null) {
+                while (!inbox.isEmpty()) {
+                    drained.add(inbox.poll());
+                    creditsToReturn++;
+                }
+                maybeReturnCredits();
+            }
+        }
+        for (Message m : drained) h.accept(m);
+        runAfterUnlock();
+    }
+
+    /** The next message. Fails when the endpoint is closed or broken, or the peer goes away with nothing left to receive. */
+    public CompletableFuture<Message> receive() {
+        CompletableFuture<Message> f = new CompletableFuture<>();
+        synchronized (this) {
+            if (!inbox.isEmpty()) {
+                f.complete(inbox.poll());
+                creditsToReturn++;
+                maybeReturnCredits();
+            } else if (state != State.CONNECTED && state != State.CLOSING) {
+                f.completeExceptionally(stateError("receive"));
+            } else {
+                waiters.add(f);
+            }
+        }
+        runAfterUnlock();
+        return f;
+    }
+
+    /** The next message, waiting at most {@code timeout}. */
+    public Message receive(Duration timeout) {
+        CompletableFuture<Message> f = receive();
+        try {
+            return waitFor(f, timeout.toNanos());
+        } catch (TimeoutException e) {
+            synchronized (this) {
+                if (waiters.remove(f)) {
+                    throw new RdmaException(RdmaException.Kind.TIMEOUT, "no message within " + timeout.toMillis() + " ms");
+                }
+            }
+            return f.join();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            synchronized (this) {
+                waiters.remove(f);
+            }
+            throw new RdmaException(RdmaException.Kind.CLOSED, "interrupted while waiting for a message");
+        } catch (ExecutionException e) {
+            throw unwrap(e.getCause());
+        }
+    }
+
+    /** The next message, waiting at most the configured timeout. */
+    public Message receiveSync() {
+        return receive(cfg.timeout());
+    }
+
+    // ---- one-sided ------------------------------------------------------------------------------------------
+
+    /** RDMA WRITE of {@code length} bytes from {@code local[localOffset..]} to {@code remote[remoteOffset..]}. */
+    @SuppressWarnings("unchecked")
+    public CompletableFuture<Void> write(RegisteredBuffer local, long localOffset, RemoteBuffer remote, long remoteOffset, int length) {
+        Op op = oneSided(Kind.WRITE, "RDMA write of " + length + " bytes to " + remote, local, localOffset, remote, remoteOffset, length);
+        op.inline = length <= inlineLimit;
+        submit(op);
+        return (CompletableFuture<Void>) (CompletableFuture<?>) op.future;
+    }
+
+    /** RDMA WRITE that also hands the peer {@code immediate} as a {@link Message} (it uses one of the peer's receive buffers). */
+    @SuppressWarnings("unchecked")
+    public CompletableFuture<Void> writeWithImmediate(RegisteredBuffer local, long localOffset, RemoteBuffer remote, long remoteOffset, int length, int immediate) {
+        Op op = oneSided(Kind.WRITE_IMM, "RDMA write with immediate of " + length + " bytes to " + remote, local, localOffset, remote, remoteOffset, length);
+        op.imm = immediate;
+        op.inline = length <= inlineLimit;
+        submit(op);
+        return (CompletableFuture<Void>) (CompletableFuture<?>) op.future;
+    }
+
+    /** RDMA READ of {@code length} bytes from {@code remote[remoteOffset..]} into {@code local[localOffset..]}. */
+    @SuppressWarnings("unchecked")
+    public CompletableFuture<Void> read(RegisteredBuffer local, long localOffset, RemoteBuffer remote, long remoteOffset, int length) {
+        Op op = oneSided(Kind.READ, "RDMA read of " + length + " bytes from " + remote, local, localOffset, remote, remoteOffset, length);
+        submit(op);
+        return (CompletableFuture<Void>) (CompletableFuture<?>) op.future;
+    }
+
+    /** Atomic compare-and-swap on the 8-byte word at {@code remote[offset]}; completes with the value it held before. */
+    @SuppressWarnings("unchecked")
+    public CompletableFuture<Long> compareAndSwap(RemoteBuffer remote, long offset, long expect, long swap) {
+        Op op = atomic(Kind.CAS, "compare-and-swap at " + remote + "+" + offset, remote, offset);
+        op.compare = expect;
+        op.swap = swap;
+        submit(op);
+        return (CompletableFuture<Long>) (CompletableFuture<?>) op.future;
+    }
+
+    /** Atomic fetch-and-add on the 8-byte word at {@code remote[offset]}; completes with the value it held before. */
+    @SuppressWarnings("unchecked")
+    public CompletableFuture<Long> fetchAndAdd(RemoteBuffer remote, long offset, long add) {
+        Op op = atomic(Kind.FAA, "fetch-and-add at " + remote + "+" + offset, remote, offset);
+        op.compare = add;
+        submit(op);
+        return (CompletableFuture<Long>) (CompletableFuture<?>) op.future;
+    }
+
+    public void writeSync(RegisteredBuffer local, long localOffset, RemoteBuffer remote, long remoteOffset, int length) {
+        await(write(local, localOffset, remote, remoteOffset, length));
+    }
+
+    public void readSync(RegisteredBuffer local, long localOffset, RemoteBuffer remote, long remoteOffset, int length) {
+        await(read(local, localOffset, remote, remoteOffset, length));
+    }
+
+    public long compareAndSwapSync(RemoteBuffer remote, long offset, long expect, long swap) {
+        return await(compareAndSwap(remote, offset, expect, swap));
+    }
+
+    public long fetchAndAddSync(RemoteBuffer remote, long offset, long add) {
+        return await(fetchAndAdd(remote, offset, add));
+    }
+
+    private Op oneSided(Kind kind, String what, RegisteredBuffer local, long localOffset, RemoteBuffer remote, long remoteOffset, int length) {
+        local.checkRange(localOffset, length, what);
+        remote.check(remoteOffset, length, what);
+        Op op = newOp(kind, what);
+        op.laddr = local.address() + localOffset;
+        op.llen = length;
+        op.lkey = local.lkey();
+        op.raddr = remote.address() + remoteOffset;
+        op.rkey = remote.rkey();
+        return op;
+    }
+
+    private Op atomic(Kind kind, String what, RemoteBuffer remote, long offset) {
+        remote.check(offset, 8, what);
+        if (((remote.address() + offset) & 7) != 0) throw new IllegalArgumentException(what + ": the remote word must be 8-byte aligned");
+        Op op = newOp(kind, what);
+        if (!isConnected()) return op; // submit fails it without touching the pool
+        op.tmp = group.pool().allocate(8);
+        op.laddr = op.tmp.address();
+        op.llen = 8;
+        op.lkey = op.tmp.lkey();
+        op.raddr = remote.address() + offset;
+        op.rkey = remote.rkey();
+        return op;
+    }
+
+    // ---- memory windows -------------------------------------------------------------------------------------
+
+    /**
+     * Grants the peer access to {@code buf[offset, offset+length)} through a memory window (type 2 where the
+     * device has it, else type 1), without re-registering. Revoke with {@link WindowGrant#close()}; afterwards a
+     * peer's access through it completes with REM_ACCESS_ERR.
+     */
+    public WindowGrant grant(RegisteredBuffer buf, long offset, long length, Set<Access> rights) {
+        buf.checkRange(offset, length, "grant");
+        if (!group.deviceAttr().supportsMemoryWindows()) {
+            throw new UnsupportedOperationException("device " + group.device().name() + " does not support memory windows");
+        }
+        MwType type = group.deviceAttr().supportsType2Windows() ? MwType.TYPE_2 : MwType.TYPE_1;
+        MemoryWindow mw = group.pd().allocMemoryWindow(type);
+        try {
+            Op op = newOp(Kind.BIND, "bind of a " + type + " memory window over " + length + " bytes");
+            op.mw = mw;
+            op.bindBuf = buf;
+            op.bindAddr = buf.address() + offset;
+            op.bindLen = length;
+            op.bindAccess = rights.isEmpty() ? EnumSet.noneOf(Access.class) : EnumSet.copyOf(rights);
+            op.newRkey = type == MwType.TYPE_2 ? (mw.rkey() & 0xFFFFFF00) | ((mw.rkey() + 1) & 0xFF) : 0;
+            submit(op);
+            int rkey = ((Number) await(op.future)).intValue();
+            return new WindowGrant(this, mw, new RemoteBuffer(buf.address() + offset, rkey, length));
+        } catch (RuntimeException e) {
+            mw.close();
+            throw e;
+        }
+    }
+
+    void revoke(MemoryWindow mw, int rkey) {
+        if (mw.type() == MwType.TYPE_2 && isConnected()) {
+            Op op = newOp(Kind.INVALIDATE, "invalidation of memory window rkey 0x" + Integer.toHexString(rkey));
+            op.newRkey = rkey;
+            submit(op);
+            try {
+                await(op.future);
+            } finally {
+                mw.close();
+            }
+        } else {
+            mw.close(); // deallocating a window revokes its binding
+        }
+    }
+
+    // ---- posting --------------------------------------------------------------------------------------------
+
+    private Op newOp(Kind kind, String what) {
+        return new Op(kind, new CompletableFuture<>(), what, System.nanoTime() + cfg.timeout().toNanos());
+    }
+
+    private void submit(Op op) {
+        synchronized (this) {
+            if (state != State.CONNECTED) {
+                failOp(op, stateError(op.what));
+            } else if (!pending.isEmpty() || !canPost(op)) {
+                pending.add(op);
+            } else {
+                doPost(op);
+            }
+        }
+        runAfterUnlock();
+    }
+
+    private boolean canPost(Op op) {
+        return sqInFlight < sqDepth && (!op.needsCredit() || sendCredits > 0);
+    }
+
+    /** Posts op (caller holds the lock and checked canPost). */
+    private void doPost(Op op) {
+        long id = nextWrId++;
+        op.wrId = id;
+        swr.next(null).wrId(id);
+        swr.flags.clear();
+        swr.flags.add(SendFlag.SIGNALED);
+        swr.immData = 0;
+        int piggy = 0;
+        switch (op.kind) {
+            case SEND -> {
+                piggy = Math.min(creditsToReturn, 0xFFFF);
+                swr.opcode(WrOpcode.SEND_WITH_IMM).immData((TYPE_DATA << 24) | piggy);
+                setSge(op);
+            }
+            case CREDIT -> {
+                piggy = Math.min(creditsToReturn, 0xFFFF);
+                swr.opcode(WrOpcode.SEND_WITH_IMM).immData((TYPE_CREDIT << 24) | piggy).noBuffer();
+            }
+            case WRITE -> {
+                swr.opcode(WrOpcode.RDMA_WRITE).remote(op.raddr, op.rkey);
+                setSge(op);
+            }
+            case WRITE_IMM -> {
+                swr.opcode(WrOpcode.RDMA_WRITE_WITH_IMM).remote(op.raddr, op.rkey).immData(op.imm);
+                setSge(op);
+            }
+            case READ -> {
+                swr.opcode(WrOpcode.RDMA_READ).remote(op.raddr, op.rkey);
+                setSge(op);
+            }
+            case CAS -> {
+                swr.opcode(WrOpcode.ATOMIC_CMP_AND_SWP).atomic(op.raddr, op.rkey, op.compare, op.swap);
+                swr.numSge(1).sge(0).set(op.laddr, 8, op.lkey);
+            }
+            case FAA -> {
+                swr.opcode(WrOpcode.ATOMIC_FETCH_AND_ADD).atomic(op.raddr, op.rkey, op.compare, 0);
+                swr.numSge(1).sge(0).set(op.laddr, 8, op.lkey);
+            }
+            case BIND -> {
+                if (op.mw.type() == MwType.TYPE_1) {
+                    try {
+                        op.newRkey = qp.bindMemoryWindow(op.mw, id, true, op.bindBuf.region(), op.bindAddr, op.bindLen, op.bindAccess);
+                    } catch (VerbsException e) {
+                        failOp(op, new RdmaException(RdmaException.Kind.POST_ERROR, op.what + ": " + e.getMessage(), null, e));
+                        return;
+                    }
+                    sqInFlight++;
+                    outstanding.put(id, op);
+                    return;
+                }
+                swr.opcode(WrOpcode.BIND_MW).noBuffer();
+                swr.bindMw = op.mw;
+                swr.bindRkey = op.newRkey;
+                swr.bindMr = op.bindBuf.region();
+                swr.bindAddr = op.bindAddr;
+                swr.bindLength = op.bindLen;
+                swr.bindAccess.clear();
+                swr.bindAccess.addAll(op.bindAccess);
+            }
+            case INVALIDATE -> {
+                swr.opcode(WrOpcode.LOCAL_INV).noBuffer();
+                swr.invalidateRkey = op.newRkey;
+            }
+        }
+        if (op.inline && op.llen > 0) swr.flags.add(SendFlag.INLINE);
+        try {
+            qp.postSend(swr);
+        } catch (VerbsException e) {
+            failOp(op, new RdmaException(RdmaException.Kind.POST_ERROR, op.what + ": " + e.getMessage(), null, e));
+            return;
+        } finally {
+            swr.bindMw = null;
+            swr.bindMr = null;
+        }
+        if (op.kind == Kind.SEND || op.kind == Kind.CREDIT) {
+            creditsToReturn -= piggy;
+            peerCreditsView += piggy;
+        }
+        if (op.needsCredit()) sendCredits--;
+        sqInFlight++;
+        outstanding.put(id, op);
+        if (op.inline && op.tmp != null && op.kind == Kind.SEND) {
+            // the payload was copied into the work request: the buffer is free again
+            op.tmp.close();
+            op.tmp = null;
+        }
+    }
+
+    private void setSge(Op op) {
+        if (op.llen == 0) {
+            swr.noBuffer();
+        } else {
+            swr.numSge(1).sge(0).set(op.laddr, op.llen, op.lkey);
+        }
+    }
+
+    private void pump() {
+        while (!pending.isEmpty() && (state == State.CONNECTED || state == State.CLOSING) && canPost(pending.peek())) doPost(pending.poll());
+    }
+
+    /** Returns credits on a message of its own when none can ride on a send soon. Caller holds the lock. */
+    private void maybeReturnCredits() {
+        if (creditsToReturn <= 0 || (state != State.CONNECTED && state != State.CLOSING) || sqInFlight >= sqDepth) return;
+        int threshold = Math.max(1, (cfg.recvQueueDepth() + 1) / 2);
+        boolean sendSoon = !pending.isEmpty() && pending.peek().kind == Kind.SEND && sendCredits > 0;
+        if (sendSoon) return;
+        if (creditsToReturn >= threshold || peerCreditsView <= 0) {
+            doPost(new Op(Kind.CREDIT, null, "credit update", Long.MAX_VALUE));
+        }
+    }
+
+    private void postRecv(int slot) {
+        rwr.next(null).wrId(RECV_TAG | slot);
+        rwr.numSge(1).sge(0).set(recvBufs.address() + (long) slot * cfg.messageSize(), cfg.messageSize(), recvBufs.lkey());
+        qp.postRecv(rwr);
+    }
+
+    // ---- completions ----------------------------------------------------------------------------------------
+
+    void onCompletion(WorkCompletion wc) {
+        synchronized (this) {
+            if ((wc.wrId & RECV_TAG) != 0) onRecv(wc);
+            else onSendCompletion(wc);
+            if (state == State.CONNECTED || state == State.CLOSING) {
+                pump();
+                maybeReturnCredits();
+            }
+            notifyAll();
+        }
+        runAfterUnlock();
+    }
+
+    private void onRecv(WorkCompletion wc) {
+        int slot = (int) (wc.wrId & ~RECV_TAG);
+        if (!wc.isSuccess()) {
+            if (wc.status != WcStatus.WR_FLUSH_ERR || state == State.CONNECTED) {
+                breakWith(new RdmaException(RdmaException.Kind.COMPLETION_ERROR, "receive failed: " + wc.explain(), wc.status, null));
+            }
+            return;
+        }
+        if (wc.opcode == WcOpcode.RECV_RDMA_WITH_IMM) {
+            repost(slot);
+            peerCreditsView--;
+            deliver(new Message(new byte[0], true, wc.immData));
+            return;
+        }
+        int type = wc.hasImm() ? wc.immData >>> 24 : TYPE_DATA;
+        int credits = wc.hasImm() ? wc.immData & 0xFFFF : 0;
+        sendCredits += credits;
+        if (type == TYPE_CREDIT) {
+            repost(slot);
+            return;
+        }
+        byte[] data = new byte[wc.byteLen];
+        MemorySegment.copy(recvBufs.segment(), ValueLayout.JAVA_BYTE, (long) slot * cfg.messageSize(), data, 0, wc.byteLen);
+        repost(slot);
+        peerCreditsView--;
+        deliver(new Message(data, false, 0));
+    }
+
+    private void repost(int slot) {
+        if (state == State.CLOSED || qp.isClosed()) return;
+        try {
+            postRecv(slot);
+        } catch (VerbsException e) {
+            if (state == State.CONNECTED) {
+                breakWith(new RdmaException(RdmaException.Kind.POST_ERROR, "reposting a receive buffer failed: " + e.getMessage(), null, e));
+            }
+        }
+    }
+
+    private void deliver(Message m) {
+        Consumer<Message> h = handler;
+        if (h != null) {
+            creditsToReturn++;
+            afterUnlock.add(() -> {
+                try {
+                    h.accept(m);
+                } catch (RuntimeException e) {
+                    LOG.log(System.Logger.Level.WARNING, "receive handler threw " + e, e);
+                }
+            });
+            return;
+        }
+        CompletableFuture<Message> w;
+        while ((w = waiters.poll()) != null) {
+            if (!w.isDone()) {
+                creditsToReturn++;
+                CompletableFuture<Message> target = w;
+                afterUnlock.add(() -> target.complete(m));
+                return;
+            }
+        }
+        inbox.add(m);
+    }
+
+    private void onSendCompletion(WorkCompletion wc) {
+        Op op = outstanding.remove(wc.wrId);
+        if (op == null) return; // already failed (flushed after an error, or timed out)
+        sqInFlight--;
+        if (state == State.PEER_CLOSED && outstanding.isEmpty()) {
+            drainDeadline = 0;
+            sendByeAck();
+        }
+        if (!wc.isSuccess()) {
+            RdmaException e = new RdmaException(RdmaException.Kind.COMPLETION_ERROR, op.what + " failed: " + wc.explain(), wc.status, null);
+            if ((wc.status == WcStatus.WR_FLUSH_ERR && failure != null) || state == State.PEER_CLOSED) {
+                failOp(op, derived(op, failure));
+            } else {
+                failOp(op, e);
+                breakWith(e);
+            }
+            return;
+        }
+        Object result = null;
+        switch (op.kind) {
+            case CAS, FAA -> result = op.tmp.segment().get(ValueLayout.JAVA_LONG, 0);
+            case BIND -> result = op.newRkey;
+            default -> { }
+        }
+        if (op.tmp != null) {
+            op.tmp.close();
+            op.tmp = null;
+        }
+        if (op.future != null) {
+            Object r = result;
+            afterUnlock.add(() -> op.future.complete(r));
+        }
+    }
+
+    /** Called by the group thread every few milliseconds. */
+    void checkTimeouts(long now) {
+        synchronized (this) {
+            if (outstanding.isEmpty() && pending.isEmpty()) return;
+            if (state == State.PEER_CLOSED && drainDeadline != 0 && now - drainDeadline > 0) {
+                drainDeadline = 0;
+                failAll(failure);
+                toError();
+                sendByeAck();
+                notifyAll();
+            }
+            for (Iterator<Op> it = pending.iterator(); it.hasNext(); ) {
+                Op op = it.next();
+                if (now - op.deadline > 0) {
+                    it.remove();
+                    String why = op.needsCredit() && sendCredits == 0
+                            ? "the peer has not freed a receive buffer for " + cfg.timeout().toMillis() + " ms (it is not consuming messages: flow control)"
+                            : "it could not be posted within " + cfg.timeout().toMillis() + " ms (send queue full)";
+                    failOp(op, new RdmaException(RdmaException.Kind.TIMEOUT, op.what + " timed out: " + why));
+                }
+            }
+            Op expired = null;
+            for (Op op : outstanding.values()) {
+                if (op.deadline != Long.MAX_VALUE && now - op.deadline > 0) {
+                    expired = op;
+                    break;
+                }
+            }
+            if (expired != null) {
+                outstanding.remove(expired.wrId);
+                RdmaException e = new RdmaException(RdmaException.Kind.TIMEOUT, expired.what + " timed out: no completion within "
+                        + cfg.timeout().toMillis() + " ms; the peer is unreachable or not responding (process gone, host down, or path broken)");
+                failOp(expired, e);
+                breakWith(e);
+            }
+            notifyAll();
+        }
+        runAfterUnlock();
+    }
+
+    private void onPeerClosed(boolean graceful) {
+        synchronized (this) {
+            if (state != State.CONNECTED && state != State.CLOSING) return;
+            RdmaException e = graceful
+                    ? new RdmaException(RdmaException.Kind.PEER_CLOSED, "the peer at " + remoteAddress() + " closed the connection")
+                    : new RdmaException(RdmaException.Kind.PEER_GONE, "the peer at " + remoteAddress()
+                    + " is gone: its connection ended without a goodbye (process exited or crashed, or the network failed)");
+            failure = e;
+            state = State.PEER_CLOSED;
+            // nothing more will be posted; what is in flight may still complete (its ACK can trail the goodbye)
+            for (Op op : pending) failOp(op, derived(op, e));
+            pending.clear();
+            CompletableFuture<Message> w;
+            while ((w = waiters.poll()) != null) {
+                CompletableFuture<Message> target = w;
+                RdmaException we = derived(null, e);
+                afterUnlock.add(() -> target.completeExceptionally(we));
+            }
+            if (outstanding.isEmpty()) {
+                toError();
+                sendByeAck();
+            } else {
+                drainDeadline = System.nanoTime() + Math.min(cfg.timeout().toNanos(), 1_000_000_000L);
+            }
+            notifyAll();
+        }
+        runAfterUnlock();
+    }
+
+    private void toError() {
+        try {
+            qp.modify(new QpAttr().state(QpState.ERR));
+        } catch (RuntimeException ignored) {
+            // already in error or closed
+        }
+    }
+
+    /** The connection can no longer be used: fail everything with {@code cause}. Caller holds the lock. */
+    private void breakWith(RdmaException cause) {
+        if (state != State.CONNECTED && state != State.CLOSING) return;
+        failure = cause;
+        state = State.BROKEN;
+        failAll(cause);
+        try {
+            qp.modify(new QpAttr().state(QpState.ERR));
+        } catch (RuntimeException ignored) {
+            // already in error or closed
+        }
+    }
+
+    private void failAll(RdmaException cause) {
+        for (Op op : outstanding.values()) failOp(op, derived(op, cause));
+        outstanding.clear();
+        for (Op op : pending) failOp(op, derived(op, cause));
+        pending.clear();
+        CompletableFuture<Message> w;
+        while ((w = waiters.poll()) != null) {
+            CompletableFuture<Message> target = w;
+            RdmaException e = derived(null, cause);
+            afterUnlock.add(() -> target.completeExceptionally(e));
+        }
+    }
+
+    private static RdmaException derived(Op op, RdmaException cause) {
+        String what = op == null ? "receive" : op.what;
+        if (cause.getMessage() != null && cause.getMessage().startsWith(what)) return cause;
+        return new RdmaException(cause.kind(), what + " failed: " + cause.getMessage(), cause.status(), cause);
+    }
+
+    private void failOp(Op op, RdmaException e) {
+        if (op.tmp != null) {
+            RegisteredBuffer t = op.tmp;
+            op.tmp = null;
+            // after an error the adapter is done with the buffer (the QP is in ERR or the WR was never posted)
+            t.close();
+        }
+        if (op.future != null) afterUnlock.add(() -> op.future.completeExceptionally(e));
+    }
+
+    private RdmaException stateError(String what) {
+        if (failure != null) return new RdmaException(failure.kind(), what + " failed: " + failure.getMessage(), failure.status(), failure);
+        return new RdmaException(RdmaException.Kind.CLOSED, what + " failed: the endpoint is " + (state == State.CLOSED ? "closed" : "closing"));
+    }
+
+    private void runAfterUnlock() {
+        List<Runnable> todo;
+        synchronized (this) {
+            if (afterUnlock.isEmpty()) return;
+            todo = new ArrayList<>(afterUnlock);
+            afterUnlock.clear();
+        }
+        for (Runnable r : todo) r.run();
+    }
+
+    /** Waits for an operation's future within the timeout and unwraps its failure. */
+    public <T> T await(CompletableFuture<T> f) {
+        try {
+            // the completion thread fails the operation at its deadline; the margin only guards against a dead group
+            return waitFor(f, TimeUnit.MILLISECONDS.toNanos(cfg.timeout().toMillis() + 2000));
+        } catch (TimeoutException e) {
+            throw new RdmaException(RdmaException.Kind.TIMEOUT, "no result within " + cfg.timeout().toMillis() + " ms");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new RdmaException(RdmaException.Kind.CLOSED, "interrupted");
+        } catch (ExecutionException e) {
+            throw unwrap(e.getCause());
+        }
+    }
+
+    /**
+     * Waits for a future without running other tasks meanwhile: {@code CompletableFuture.get} on a ForkJoinPool
+     * worker may run other queued tasks inside the wait (a lock holder could end up stuck under a lock waiter).
+     */
+    private static <T> T waitFor(CompletableFuture<T> f, long nanos) throws InterruptedException, ExecutionException, TimeoutException {
+        if (!f.isDone()) {
+            java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(1);
+            f.whenComplete((r, e) -> done.countDown());
+            if (!done.await(nanos, TimeUnit.NANOSECONDS)) throw new TimeoutException();
+        }
+        try {
+            return f.join();
+        } catch (java.util.concurrent.CompletionException e) {
+            throw new ExecutionException(e.getCause());
+        } catch (java.util.concurrent.CancellationException e) {
+            throw new ExecutionException(e);
+        }
+    }
+
+    private static RuntimeException unwrap(Throwable t) {
+        if (t instanceof RdmaException r) {
+            // a fresh exception so the stack trace shows the caller, with the original as cause
+            return new RdmaException(r.kind(), r.getMessage(), r.status(), r);
+        }
+        if (t instanceof RuntimeException r) return r;
+        return new RdmaException(RdmaException.Kind.COMPLETION_ERROR, String.valueOf(t), null, t);
+    }
+
+    // ---- close ----------------------------------------------------------------------------------------------
+
+    /**
+     * Graceful close: new operations are refused, outstanding ones get up to the timeout to complete, the peer is
+     * told (its outstanding operations fail with PEER_CLOSED), then the QP and buffers are released. Idempotent.
+     */
+    @Override
+    public void close() {
+        synchronized (this) {
+            if (state == State.CLOSED) return;
+            if (state == State.CONNECTED) state = State.CLOSING;
+            if (!group.isCompletionThread()) {
+                long deadline = System.nanoTime() + cfg.timeout().toNanos();
+                while ((state == State.CLOSING || state == State.PEER_CLOSED) && (!outstanding.isEmpty() || !pending.isEmpty())) {
+                    long left = deadline - System.nanoTime();
+                    if (left <= 0) break;
+                    try {
+                        wait(Math.max(1, left / 1_000_000));
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        break;
+                    }
+                }
+            }
+            if (control != null) {
+                control.bye();
+                if (state == State.PEER_CLOSED) sendByeAck();
+                // linger: keep the QP until the peer has what it had in flight (its last ACKs may trail its data)
+                if (!group.isCompletionThread() && state != State.BROKEN) {
+                    long lingerEnd = System.nanoTime() + Math.min(cfg.timeout().toNanos(), LINGER_MAX_NS);
+                    while (!peerAcked) {
+                        long left = lingerEnd - System.nanoTime();
+                        if (left <= 0) break;
+                        try {
+                            wait(Math.max(1, left / 1_000_000));
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                            break;
+                        }
+                    }
+                }
+            }
+            State before = state;
+            state = State.CLOSED;
+            RdmaException closed = new RdmaException(RdmaException.Kind.CLOSED, "the endpoint was closed");
+            if (failure == null) failure = closed;
+            failAll(before == State.CLOSING ? closed : failure);
+        }
+        runAfterUnlock();
+        if (control != null) control.close();
+        if (socket != null) Handshake.closeQuietly(socket);
+        releaseResources();
+        if (ownsGroup) group.close();
+    }
+
+    private void releaseResources() {
+        group.unregister(this, cqEntries);
+        try {
+            qp.close();
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.DEBUG, "closing QP: " + e);
+        }
+        recvBufs.close();
+    }
+
+    @Override
+    public String toString() {
+        return "Endpoint[QP 0x" + Integer.toHexString(qp.qpNum())  + " <-> " + remoteAddress() + ", " + state + "]";
+    }
+}

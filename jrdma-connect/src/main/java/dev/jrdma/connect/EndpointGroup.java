@@ -1,0 +1,219 @@
+package dev.jrdma.connect;
+
+import dev.jrdma.verbs.Access;
+import dev.jrdma.verbs.CompletionChannel;
+import dev.jrdma.verbs.CompletionQueue;
+import dev.jrdma.verbs.Context;
+import dev.jrdma.verbs.Device;
+import dev.jrdma.verbs.DeviceAttr;
+import dev.jrdma.verbs.GidEntry;
+import dev.jrdma.verbs.ProtectionDomain;
+import dev.jrdma.verbs.WorkCompletion;
+
+import java.net.InetAddress;
+import java.time.Duration;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+
+/**
+ * Endpoints that share a device, a protection domain, a buffer pool, one completion queue and one completion
+ * thread. The thread sleeps on the completion channel ({@link PollMode#EVENT}: arm, poll, await the event, ack)
+ * or spins on the CQ ({@link PollMode#BUSY}); it dispatches each completion to its endpoint, and fails operations
+ * that have waited longer than the timeout.
+ *
+ * <p>Futures of operations complete on this thread: continuations must not block (use the asynchronous methods).
+ */
+public final class EndpointGroup implements AutoCloseable {
+    static final int PORT = 1;
+    private static final System.Logger LOG = System.getLogger(EndpointGroup.class.getName());
+
+    private final EndpointConfig config;
+    private final Device device;
+    private final Context ctx;
+    private final DeviceAttr attr;
+    private final ProtectionDomain pd;
+    private final CompletionChannel channel;
+    private final CompletionQueue cq;
+    private final BufferPool pool;
+    private final int gidIndex;
+    private final ConcurrentHashMap<Integer, Endpoint> endpoints = new ConcurrentHashMap<>();
+    private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
+    private final Thread thread;
+    private volatile boolean running = true;
+    private int cqReserved;
+
+    private EndpointGroup(Device device, EndpointConfig config) {
+        this.config = config;
+        this.device = device;
+        this.ctx = device.open();
+        try {
+            attr = ctx.queryDevice();
+            pd = ctx.allocPd();
+            channel = ctx.createCompletionChannel();
+            cq = ctx.createCq(config.cqSize(), channel);
+            EnumSet<Access> access = EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC);
+            if (attr.supportsMemoryWindows()) access.add(Access.MW_BIND);
+            pool = new BufferPool(pd, config.slabSize(), access);
+            gidIndex = pickGidIndex(ctx);
+        } catch (RuntimeException e) {
+            ctx.close();
+            throw e;
+        }
+        thread = Thread.ofPlatform().daemon().name("jrdma-completions-" + device.name()).start(this::loop);
+    }
+
+    /** A group on a device. */
+    public static EndpointGroup open(Device device, EndpointConfig config) {
+        return new EndpointGroup(device, config);
+    }
+
+    /** A group on the device that serves a local address (see {@link Devices#forLocalAddress}). */
+    public static EndpointGroup forLocalAddress(InetAddress local, EndpointConfig config) {
+        return new EndpointGroup(Devices.forLocalAddress(local, config.device()), config);
+    }
+
+    public EndpointConfig config() { return config; }
+    public Device device() { return device; }
+    public Context context() { return ctx; }
+    public DeviceAttr deviceAttr() { return attr; }
+    public ProtectionDomain pd() { return pd; }
+    /** Registered memory for buffers that peers may read, write and use atomics on. */
+    public BufferPool pool() { return pool; }
+    public int gidIndex() { return gidIndex; }
+    CompletionQueue cq() { return cq; }
+    boolean isCompletionThread() { return Thread.currentThread() == thread; }
+    boolean isOpen() { return running; }
+
+    synchronized void reserve(Endpoint ep, int entries) {
+        if (cqReserved + entries > cq.capacity()) {
+            throw new IllegalStateException("the group's completion queue (" + cq.capacity() + " entries) cannot take another endpoint needing "
+                    + entries + ": raise cqSize or use another group");
+        }
+        cqReserved += entries;
+    }
+
+    void register(Endpoint ep) {
+        endpoints.put(ep.qpNum(), ep);
+    }
+
+    synchronized void unregister(Endpoint ep, int entries) {
+        endpoints.remove(ep.qpNum(), ep);
+        cqReserved -= entries;
+    }
+
+    /** Runs a task on the completion thread after it next drains the CQ. */
+    void submit(Runnable r) {
+        tasks.add(r);
+    }
+
+    private void loop() {
+        WorkCompletion[] wcs = WorkCompletion.array(32);
+        long nextCheck = 0;
+        int idle = 0;
+        while (running) {
+            try {
+                int n = cq.poll(wcs);
+                if (n > 0) {
+                    dispatch(wcs, n);
+                    idle = 0;
+                    continue;
+                }
+                Runnable t;
+                while ((t = tasks.poll()) != null) runSafely(t);
+                long now = System.nanoTime();
+                if (now - nextCheck >= 0) {
+                    for (Endpoint ep : endpoints.values()) ep.checkTimeouts(now);
+                    nextCheck = now + 10_000_000L;
+                }
+                if (config.pollMode() == PollMode.BUSY) {
+                    if (++idle > 10_000) {
+                        Thread.yield();
+                        idle = 0;
+                    } else {
+                        Thread.onSpinWait();
+                    }
+                    continue;
+                }
+                cq.requestNotify(false);
+                n = cq.poll(wcs);
+                if (n > 0) {
+                    dispatch(wcs, n);
+                    continue;
+                }
+                if (!tasks.isEmpty()) continue;
+                CompletionQueue ready = channel.awaitEvent(Duration.ofMillis(10));
+                if (ready != null) ready.ackEvents(1);
+            } catch (RuntimeException e) {
+                if (!running) break;
+                LOG.log(System.Logger.Level.WARNING, "completion thread of " + device.name() + ": " + e, e);
+                try {
+                    Thread.sleep(10);
+                } catch (InterruptedException ie) {
+                    break;
+                }
+            }
+        }
+    }
+
+    private void dispatch(WorkCompletion[] wcs, int n) {
+        for (int i = 0; i < n; i++) {
+            Endpoint ep = endpoints.get(wcs[i].qpNum);
+            if (ep != null) {
+                try {
+                    ep.onCompletion(wcs[i]);
+                } catch (RuntimeException e) {
+                    LOG.log(System.Logger.Level.WARNING, "completion handler: " + e, e);
+                }
+            }
+        }
+    }
+
+    private static void runSafely(Runnable r) {
+        try {
+            r.run();
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, "task on the completion thread: " + e, e);
+        }
+    }
+
+    static int pickGidIndex(Context ctx) {
+        // RoCEv2 over IPv4 uses the IPv4-mapped GID; InfiniBand and the rest use GID 0.
+        try {
+            List<GidEntry> table = ctx.gidTable(PORT);
+            for (GidEntry g : table) {
+                if (g.gid().isIpv4Mapped() && (g.type() == null || g.isRoceV2())) return g.index();
+            }
+        } catch (RuntimeException e) {
+            // a device without a GID table: GID 0
+        }
+        return 0;
+    }
+
+    /** Closes every endpoint of the group, stops the thread, and closes the device. Idempotent. */
+    @Override
+    public void close() {
+        if (!running) return;
+        for (Endpoint ep : List.copyOf(endpoints.values())) {
+            try {
+                ep.close();
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.DEBUG, "closing endpoint: " + e);
+            }
+        }
+        running = false;
+        if (Thread.currentThread() != thread) {
+            try {
+                thread.join(2000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        try {
+            ctx.close(); // QPs, CQ, channel, MRs, PD
+        } finally {
+            pool.close(); // frees the memory after its regions are gone
+        }
+    }
+}

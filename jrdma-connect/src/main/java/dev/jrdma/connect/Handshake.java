@@ -1,0 +1,233 @@
+package dev.jrdma.connect;
+
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.net.BindException;
+import java.net.ConnectException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.NoRouteToHostException;
+import java.net.Socket;
+import java.net.SocketException;
+import java.net.SocketTimeoutException;
+import java.net.UnknownHostException;
+import java.time.Duration;
+
+/**
+ * The out-of-band handshake over TCP, and the translation of every way it can fail into a
+ * {@link RdmaConnectException} with a reason and a message that says what to do.
+ *
+ * <pre>
+ * client -> server  HELLO  "JRDM" u16 version, ConnParams, u32 credits, u32 messageSize, u64 exportLength, u16 n, private data[n]
+ * server -> client  REPLY  "JRDM" u16 version, u8 verdict:
+ *                          0 ACCEPT  ConnParams, u32 credits, u32 messageSize, u64 exportLength, u16 n, private data[n]
+ *                          1 REJECT  UTF reason
+ *                          2 VERSION UTF reason (the server speaks another version)
+ * client -> server  READY  'R'  (the client's QP is in RTS; the server moves its QP RTR -> RTS)
+ * afterwards        'B' from either side: goodbye (graceful close); end of stream without it: the peer is gone
+ * </pre>
+ * The server's QP reaches RTR only once it has the client's parameters, and RTS only once the client has the
+ * server's (READY); the client's QP reaches RTR/RTS only once it has the server's.
+ */
+final class Handshake {
+    private Handshake() {}
+
+    record Hello(ConnParams params, int credits, int messageSize, long exportLength, byte[] privateData) {}
+
+    record Reply(ConnParams params, int credits, int messageSize, long exportLength, byte[] privateData) {}
+
+    static Socket openSocket(String host, int port, EndpointConfig cfg, long deadline) throws RdmaConnectException {
+        String where = host + ":" + port;
+        InetAddress addr;
+        try {
+            addr = InetAddress.getByName(host);
+        } catch (UnknownHostException e) {
+            throw new RdmaConnectException(RdmaConnectException.Reason.ADDRESS_ERROR,
+                    "cannot resolve host '" + host + "': check the name (or use an IP address)", e);
+        }
+        if (port < 1 || port > 65535) throw new RdmaConnectException(RdmaConnectException.Reason.ADDRESS_ERROR, "port " + port + " is outside 1..65535");
+        IOException last = null;
+        while (true) {
+            long left = (deadline - System.nanoTime()) / 1_000_000;
+            if (left <= 0) break;
+            Socket s = new Socket();
+            try {
+                s.setTcpNoDelay(true);
+                if (cfg.localAddress() != null) {
+                    try {
+                        s.bind(new InetSocketAddress(cfg.localAddress(), 0));
+                    } catch (BindException e) {
+                        s.close();
+                        throw new RdmaConnectException(RdmaConnectException.Reason.ADDRESS_ERROR,
+                                "cannot bind local address " + cfg.localAddress().getHostAddress() + ": it is not an address of this host (" + e.getMessage() + ")", e);
+                    }
+                }
+                s.connect(new InetSocketAddress(addr, port), (int) Math.max(1, left));
+                return s;
+            } catch (RdmaConnectException e) {
+                throw e;
+            } catch (IOException e) {
+                closeQuietly(s);
+                last = e;
+                if (e instanceof ConnectException && !(e instanceof NoRouteToHostException) && cfg.retryConnect()) {
+                    sleep(Math.min(100, Math.max(1, left)));
+                    continue;
+                }
+                throw translate(e, where, cfg.timeout(), "the server");
+            }
+        }
+        if (last != null) throw translate(last, where, cfg.timeout(), "the server");
+        throw new RdmaConnectException(RdmaConnectException.Reason.TIMEOUT, "no connection to " + where + " within " + cfg.timeout().toMillis() + " ms");
+    }
+
+    static RdmaConnectException translate(IOException e, String where, Duration timeout, String peer) {
+        if (e instanceof RdmaConnectException r) return r;
+        if (e instanceof SocketTimeoutException) {
+            return new RdmaConnectException(RdmaConnectException.Reason.TIMEOUT,
+                    "timed out after " + timeout.toMillis() + " ms: " + peer + " at " + where + " did not answer (host down, firewall, or a busy peer; raise the timeout if it is slow)", e);
+        }
+        if (e instanceof NoRouteToHostException) {
+            return new RdmaConnectException(RdmaConnectException.Reason.ADDRESS_ERROR, "no route to " + where + ": check the address and the network", e);
+        }
+        if (e instanceof ConnectException) {
+            return new RdmaConnectException(RdmaConnectException.Reason.NOTHING_LISTENING,
+                    "nothing is listening at " + where + " (connection refused): start the server first, or check the host and port", e);
+        }
+        if (e instanceof EOFException || (e instanceof SocketException && e.getMessage() != null
+                && (e.getMessage().contains("reset") || e.getMessage().contains("Broken pipe") || e.getMessage().contains("closed")))) {
+            return new RdmaConnectException(RdmaConnectException.Reason.PEER_GONE,
+                    peer + " at " + where + " closed the connection during the handshake (it exited, crashed, or is not a jrdma endpoint)", e);
+        }
+        return new RdmaConnectException(RdmaConnectException.Reason.ADDRESS_ERROR, "connection to " + where + " failed: " + e, e);
+    }
+
+    static void setTimeout(Socket s, long deadline, String where) throws IOException {
+        long left = (deadline - System.nanoTime()) / 1_000_000;
+        if (left <= 0) throw new SocketTimeoutException("deadline passed before the handshake with " + where);
+        s.setSoTimeout((int) Math.min(Integer.MAX_VALUE, left));
+    }
+
+    static void writeHello(DataOutputStream out, ConnParams p, int credits, int messageSize, long exportLength, byte[] priv) throws IOException {
+        out.writeInt(Endpoint.HANDSHAKE_MAGIC);
+        out.writeShort(Endpoint.HANDSHAKE_VERSION);
+        writeBody(out, p, credits, messageSize, exportLength, priv);
+        out.flush();
+    }
+
+    static void writeAccept(DataOutputStream out, ConnParams p, int credits, int messageSize, long exportLength, byte[] priv) throws IOException {
+        out.writeInt(Endpoint.HANDSHAKE_MAGIC);
+        out.writeShort(Endpoint.HANDSHAKE_VERSION);
+        out.writeByte(Endpoint.VERDICT_ACCEPT);
+        writeBody(out, p, credits, messageSize, exportLength, priv);
+        out.flush();
+    }
+
+    static void writeReject(DataOutputStream out, int verdict, String reason) throws IOException {
+        out.writeInt(Endpoint.HANDSHAKE_MAGIC);
+        out.writeShort(Endpoint.HANDSHAKE_VERSION);
+        out.writeByte(verdict);
+        out.writeUTF(reason.length() > 1000 ? reason.substring(0, 1000) : reason);
+        out.flush();
+    }
+
+    private static void writeBody(DataOutputStream out, ConnParams p, int credits, int messageSize, long exportLength, byte[] priv) throws IOException {
+        p.writeTo(out);
+        out.writeInt(credits);
+        out.writeInt(messageSize);
+        out.writeLong(exportLength);
+        out.writeShort(priv.length);
+        out.write(priv);
+    }
+
+    /** Reads a client's HELLO; answers a version mismatch itself (and throws). */
+    static Hello readHello(DataInputStream in, DataOutputStream out, String where) throws IOException {
+        int magic = in.readInt();
+        if (magic != Endpoint.HANDSHAKE_MAGIC) {
+            throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR,
+                    String.format("the client at %s is not a jrdma endpoint (its first bytes are 0x%08x, expected \"JRDM\")", where, magic));
+        }
+        int version = in.readUnsignedShort();
+        if (version != Endpoint.HANDSHAKE_VERSION) {
+            String reason = "version mismatch: the client speaks handshake version " + version + ", this server version "
+                    + Endpoint.HANDSHAKE_VERSION + " (run the same jrdma version on both sides)";
+            try {
+                writeReject(out, Endpoint.VERDICT_VERSION, reason);
+            } catch (IOException ignored) {
+                // the client will see the connection close
+            }
+            throw new RdmaConnectException(RdmaConnectException.Reason.VERSION_MISMATCH, reason);
+        }
+        ConnParams p = ConnParams.readFrom(in);
+        int credits = in.readInt();
+        int messageSize = in.readInt();
+        long exportLength = in.readLong();
+        byte[] priv = readPrivate(in);
+        checkBody(credits, messageSize, exportLength, "client at " + where);
+        return new Hello(p, credits, messageSize, exportLength, priv);
+    }
+
+    static Reply readReply(DataInputStream in, String where) throws IOException {
+        int magic = in.readInt();
+        if (magic != Endpoint.HANDSHAKE_MAGIC) {
+            throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR,
+                    String.format("the server at %s is not a jrdma endpoint (it answered 0x%08x, expected \"JRDM\"): check the port", where, magic));
+        }
+        int version = in.readUnsignedShort();
+        int verdict = in.readUnsignedByte();
+        if (verdict == Endpoint.VERDICT_VERSION) {
+            throw new RdmaConnectException(RdmaConnectException.Reason.VERSION_MISMATCH, "the server at " + where + " refused the connection: " + in.readUTF());
+        }
+        if (version != Endpoint.HANDSHAKE_VERSION) {
+            throw new RdmaConnectException(RdmaConnectException.Reason.VERSION_MISMATCH, "version mismatch: the server at " + where
+                    + " speaks handshake version " + version + ", this client version " + Endpoint.HANDSHAKE_VERSION + " (run the same jrdma version on both sides)");
+        }
+        if (verdict == Endpoint.VERDICT_REJECT) {
+            throw new RdmaConnectException(RdmaConnectException.Reason.REJECTED, "the server at " + where + " rejected the connection: " + in.readUTF());
+        }
+        if (verdict != Endpoint.VERDICT_ACCEPT) {
+            throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR, "the server at " + where + " answered with unknown verdict " + verdict);
+        }
+        ConnParams p = ConnParams.readFrom(in);
+        int credits = in.readInt();
+        int messageSize = in.readInt();
+        long exportLength = in.readLong();
+        byte[] priv = readPrivate(in);
+        checkBody(credits, messageSize, exportLength, "server at " + where);
+        return new Reply(p, credits, messageSize, exportLength, priv);
+    }
+
+    private static byte[] readPrivate(DataInputStream in) throws IOException {
+        int n = in.readUnsignedShort();
+        if (n > EndpointConfig.MAX_PRIVATE_DATA) {
+            throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR, "the peer sent " + n + " bytes of private data, more than " + EndpointConfig.MAX_PRIVATE_DATA);
+        }
+        byte[] b = new byte[n];
+        in.readFully(b);
+        return b;
+    }
+
+    private static void checkBody(int credits, int messageSize, long exportLength, String who) throws RdmaConnectException {
+        if (credits < 1 || credits > 16384 || messageSize < 1 || exportLength < 0) {
+            throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR,
+                    "the " + who + " sent invalid endpoint settings (credits " + credits + ", message size " + messageSize + ", export length " + exportLength + ")");
+        }
+    }
+
+    static void closeQuietly(Socket s) {
+        try {
+            s.close();
+        } catch (IOException ignored) {
+            // closing anyway
+        }
+    }
+
+    private static void sleep(long ms) {
+        try {
+            Thread.sleep(ms);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

@@ -1,0 +1,63 @@
+package dev.jrdma.connect;
+
+import java.lang.foreign.ValueLayout;
+import java.time.Duration;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * The other process of the multi-process tests, started with the test's own java and class path.
+ * <ul>
+ * <li>{@code lock HOST PORT LOCAL_ADDR ITERATIONS}: connect from LOCAL_ADDR, then ITERATIONS times: take the lock on
+ *     the server's exported word 0, read the counter (word 1) by RDMA READ, add one, write it back, unlock.</li>
+ * <li>{@code halt HOST PORT LOCAL_ADDR}: connect, say "ready", then die without closing anything.</li>
+ * </ul>
+ */
+public final class ChildMain {
+    public static void main(String[] args) throws Exception {
+        System.setProperty("jrdma.connect.rnrRetry", "0");
+        String mode = args[0], host = args[1];
+        int port = Integer.parseInt(args[2]);
+        EndpointConfig cfg = EndpointConfig.builder().localAddress(args[3]).timeout(Duration.ofSeconds(10)).retryConnect(true)
+                .slabSize(1 << 16).recvQueueDepth(4).sendQueueDepth(8).cqSize(256).build();
+        switch (mode) {
+            case "lock" -> {
+                int iterations = Integer.parseInt(args[4]);
+                try (Endpoint ep = Endpoint.connect(host, port, cfg); RegisteredBuffer local = ep.pool().allocate(8)) {
+                    RemoteBuffer shared = ep.peerExport();
+                    RemoteLock lock = new RemoteLock(ep, shared.slice(0, 8));
+                    for (int i = 0; i < iterations; i++) {
+                        lock.lock();
+                        try {
+                            ep.readSync(local, 0, shared, 8, 8);
+                            long v = local.segment().get(ValueLayout.JAVA_LONG, 0);
+                            LockSupport.parkNanos(200_000); // widen the window a missing lock would leave open
+                            local.segment().set(ValueLayout.JAVA_LONG, 0, v + 1);
+                            ep.writeSync(local, 0, shared, 8, 8);
+                        } finally {
+                            lock.unlock();
+                        }
+                    }
+                    ep.sendSync("done".getBytes());
+                    ep.receive(Duration.ofSeconds(10)); // the server's ack: everything arrived
+                }
+                System.out.println("child " + args[3] + " done");
+            }
+            case "halt" -> {
+                Endpoint ep = Endpoint.connect(host, port, cfg);
+                ep.sendSync("ready".getBytes());
+                ep.receive(Duration.ofSeconds(10));
+                Runtime.getRuntime().halt(3); // no close, no goodbye
+            }
+            default -> throw new IllegalArgumentException(mode);
+        }
+    }
+
+    static Process start(String... args) throws java.io.IOException {
+        String javaBin = ProcessHandle.current().info().command().orElse(System.getProperty("java.home") + "/bin/java");
+        java.util.List<String> cmd = new java.util.ArrayList<>(java.util.List.of(javaBin, "--enable-native-access=ALL-UNNAMED",
+                "-Djrdma.soft.port=" + System.getProperty("jrdma.soft.port", "4791"),
+                "-cp", System.getProperty("java.class.path"), ChildMain.class.getName()));
+        cmd.addAll(java.util.List.of(args));
+        return new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    }
+}

@@ -1,0 +1,61 @@
+package dev.jrdma.connect;
+
+import java.net.InetSocketAddress;
+import java.time.Duration;
+
+/** Settings shared by the tests: loopback only, short timeouts, no RNR retries (flow control must prevent RNR). */
+final class TestSupport {
+    private TestSupport() {}
+
+    static {
+        System.setProperty("jrdma.connect.rnrRetry", "0");
+        // a UDP port of our own for the software device: others on this machine run soft devices on 127.0.0.1:4791 too
+        if (System.getProperty("jrdma.soft.port") == null) {
+            try (java.net.DatagramSocket probe = new java.net.DatagramSocket(0, java.net.InetAddress.getLoopbackAddress())) {
+                System.setProperty("jrdma.soft.port", Integer.toString(probe.getLocalPort()));
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        }
+    }
+
+    static void init() {
+        // loads the class: its static initializer picks the settings
+    }
+
+    static EndpointConfig.Builder config() {
+        return EndpointConfig.builder().timeout(Duration.ofSeconds(3)).slabSize(1 << 16).sendQueueDepth(16).recvQueueDepth(8).cqSize(1024);
+    }
+
+    static InetSocketAddress server() {
+        return new InetSocketAddress("127.0.0.1", 0);
+    }
+
+    /** A connected pair: the server side and the client side, on one server endpoint. */
+    record Pair(ServerEndpoint server, Endpoint serverSide, Endpoint clientSide) implements AutoCloseable {
+        @Override
+        public void close() {
+            clientSide.close();
+            serverSide.close();
+            server.close();
+        }
+    }
+
+    static Pair pair(EndpointConfig cfg) throws Exception {
+        ServerEndpoint server = ServerEndpoint.bind(server(), cfg);
+        try {
+            var accepted = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+                try {
+                    return server.accept();
+                } catch (RdmaConnectException e) {
+                    throw new RuntimeException(e);
+                }
+            });
+            Endpoint client = Endpoint.connect("127.0.0.1", server.port(), cfg);
+            return new Pair(server, accepted.get(), client);
+        } catch (Exception e) {
+            server.close();
+            throw e;
+        }
+    }
+}
