@@ -1,5 +1,6 @@
 package dev.jrdma.examples;
 
+import dev.jrdma.connect.ConnParams;
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.AhAttr;
 import dev.jrdma.verbs.CompletionChannel;
@@ -417,8 +418,10 @@ public final class FirstRdmaApp implements AutoCloseable {
         if (server) {
             remote = ConnParams.readFrom(in);
             local.writeTo(ctl);
+            ctl.flush();
         } else {
             local.writeTo(ctl);
+            ctl.flush();
             remote = ConnParams.readFrom(in);
         }
         qp.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(PORT_NUM)
