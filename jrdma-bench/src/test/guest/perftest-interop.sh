@@ -65,7 +65,7 @@ has_report() {
 
 pass=0 fail=0 port=$BASE_PORT
 summary=()
-run_pair() {  # $1 test, $2 direction: perftest-server | jrdma-server
+run_pair() {  # $1 test, $2 direction: perftest-server | jrdma-server, $3 attempt
   local t=$1 dir=$2 slog clog spid src crc ok=1
   port=$((port + 1))
   slog="$LOG_DIR/$t.$dir.server.log"; clog="$LOG_DIR/$t.$dir.client.log"
@@ -82,6 +82,14 @@ run_pair() {  # $1 test, $2 direction: perftest-server | jrdma-server
   wait "$spid"; src=$?
   [ "$src" -eq 0 ] && [ "$crc" -eq 0 ] || ok=0
   has_report "$clog" || ok=0
+  # perftest calibrates its clock at start; under TCG that fails now and then ("Correlation coefficient r^2 < 0.9",
+  # then "Can't produce a report" and exit 1 at the end of a bandwidth run): that is perftest's clock, not the
+  # exchange under test, so such a pair is run again (3 tries at most).
+  if [ $ok -eq 0 ] && [ "${3:-1}" -lt 3 ] && grep -q "Can't produce a report" "$slog" "$clog" 2>/dev/null; then
+    echo "retry $t ($dir): perftest could not calibrate its clock under TCG (Can't produce a report)"
+    run_pair "$t" "$dir" $(( ${3:-1} + 1 ))
+    return
+  fi
   if [ $ok -eq 1 ]; then
     pass=$((pass + 1)); summary+=("PASS $t ($dir)")
     echo "PASS $t ($dir)"

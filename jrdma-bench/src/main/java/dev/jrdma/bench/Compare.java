@@ -204,7 +204,9 @@ public final class Compare {
         /** Best RDMA against TCP, >1 = RDMA better; NaN when not measured. */
         public double gain() {
             double best = Double.isNaN(send) ? write : Double.isNaN(write) ? send : lowerIsBetter ? Math.min(send, write) : Math.max(send, write);
-            if (Double.isNaN(best) || Double.isNaN(tcp) || best == 0 || tcp == 0) return Double.NaN;
+            if (Double.isNaN(best) || Double.isNaN(tcp)) return Double.NaN;
+            if (lowerIsBetter && best == 0) return tcp == 0 ? 1 : Double.POSITIVE_INFINITY;   // e.g. a passive server's CPU
+            if (tcp == 0) return lowerIsBetter ? 0 : Double.POSITIVE_INFINITY;
             return lowerIsBetter ? tcp / best : best / tcp;
         }
     }
@@ -245,6 +247,7 @@ public final class Compare {
 
     static String num(double v) {
         if (Double.isNaN(v)) return "-";
+        if (Double.isInfinite(v)) return "inf";
         if (v == 0) return "0";
         if (Math.abs(v) >= 100) return String.format(Locale.ROOT, "%.0f", v);
         if (Math.abs(v) >= 1) return String.format(Locale.ROOT, "%.2f", v);
@@ -257,7 +260,7 @@ public final class Compare {
         for (Row row : rows(r)) {
             double g = row.gain();
             sb.append(String.format(Locale.ROOT, "%-44s %12s %12s %12s %14s%n", row.label(), num(row.tcp()), num(row.send()), num(row.write()),
-                    Double.isNaN(g) ? "-" : String.format(Locale.ROOT, "%.2f", g)));
+                    Double.isNaN(g) || Double.isInfinite(g) ? num(g) : String.format(Locale.ROOT, "%.2f", g)));
         }
         sb.append("RDMA gain: best RDMA column against TCP, >1 means RDMA is better (lower latency/CPU, higher throughput/rate).\n");
         sb.append("RDMA device: ").append(r.device()).append("; ").append(r.iters()).append(" iterations per point; latency is half a round trip.\n");

@@ -29,7 +29,7 @@ public final class HtmlReport {
             double g = row.gain();
             h.append("<tr><td>").append(esc(row.label())).append("</td><td>").append(Compare.num(row.tcp())).append("</td><td>")
                     .append(Compare.num(row.send())).append("</td><td>").append(Compare.num(row.write())).append("</td><td>")
-                    .append(Double.isNaN(g) ? "-" : String.format(Locale.ROOT, "%.2f", g)).append("</td></tr>\n");
+                    .append(Double.isNaN(g) || Double.isInfinite(g) ? Compare.num(g) : String.format(Locale.ROOT, "%.2f", g)).append("</td></tr>\n");
         }
         h.append("</table>\n<p class=\"note\">RDMA gain: the better RDMA column against TCP; above 1 RDMA is better. Latency is half a round trip "
                 + "(perftest's convention); CPU is process CPU time over wall time during the run, 100% = one core.</p>\n");

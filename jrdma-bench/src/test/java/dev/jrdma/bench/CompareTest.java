@@ -60,6 +60,8 @@ class CompareTest {
         assertEquals(10.0, rows.getFirst().gain(), 1e-9);          // 20 us TCP vs 2 us RDMA
         assertEquals(10.0, rows.get(1).gain(), 1e-9);              // 99%: 50 vs 5
         assertTrue(Double.isNaN(rows.get(2).gain()));              // no bandwidth measured
+        assertEquals(Double.POSITIVE_INFINITY, new Compare.Row("cpu", 50, 0, Double.NaN, true).gain());   // a passive server at 0%
+        assertEquals("inf", Compare.num(Double.POSITIVE_INFINITY));
         String t = Compare.table(r);
         assertTrue(t.contains("10.00"), t);
         String page = HtmlReport.render(r);

@@ -236,6 +236,7 @@ public final class Doctor {
 
     Check checkLibibverbs() {
         List<String> libs = new ArrayList<>(), providers = new ArrayList<>(), drivers = new ArrayList<>(), details = new ArrayList<>();
+        Set<Path> seen = new java.util.HashSet<>();   // /lib -> /usr/lib (merged /usr): list each file once
         for (String base : List.of("usr/lib", "lib", "usr/lib64", "lib64")) {
             Path b = p(base);
             List<Path> dirs = new ArrayList<>();
@@ -244,7 +245,7 @@ public final class Doctor {
             for (Path d : dirs) {
                 for (Path f : list(d)) {
                     String n = f.getFileName().toString();
-                    if (n.startsWith("libibverbs.so.1")) libs.add(root.relativize(f).toString());
+                    if (n.startsWith("libibverbs.so.1") && seen.add(real(f))) libs.add(root.relativize(f).toString());
                 }
                 for (Path f : list(d.resolve("libibverbs"))) {
                     String n = f.getFileName().toString();
@@ -616,6 +617,14 @@ public final class Doctor {
             return Integer.parseUnsignedInt(t, 16);
         } catch (NumberFormatException e) {
             return -1;
+        }
+    }
+
+    static Path real(Path f) {
+        try {
+            return f.toRealPath();
+        } catch (IOException | SecurityException e) {
+            return f.toAbsolutePath().normalize();
         }
     }
 
