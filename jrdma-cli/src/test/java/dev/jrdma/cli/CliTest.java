@@ -55,6 +55,25 @@ class CliTest {
     }
 
     @Test
+    @Timeout(120)
+    void examplesRunBothSidesOnTheSoftwareDevice() throws Exception {
+        Run echo = run("example", "echo", "-n", "10");
+        assertEquals(0, echo.exit, echo.out);
+        assertTrue(echo.out.contains("10 echoes ok"), echo.out);
+        Run kv = run("example", "kv", "-n", "10");
+        assertEquals(0, kv.exit, kv.out);
+        assertTrue(kv.out.contains("key-9 -> value-9") && kv.out.contains("no-such-key -> not found"), kv.out);
+        Run lock = run("example", "lock", "-n", "10");
+        assertEquals(0, lock.exit, lock.out);
+        assertTrue(lock.out.contains("counter = 30, expected 30"), lock.out);
+    }
+
+    @Test
+    void badExampleNameIsAClearError() throws Exception {
+        assertEquals(1, run("example", "nosuch").exit);
+    }
+
+    @Test
     @Timeout(180)
     void demoRunsEveryStepInTwoProcesses() throws Exception {
         Run r = run("demo", "--timeout", "150");
