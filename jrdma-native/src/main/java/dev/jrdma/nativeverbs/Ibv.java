@@ -138,6 +138,23 @@ final class Ibv {
         static final MethodHandle OPS_DEALLOC_MW = LINKER.downcallHandle(fd(JAVA_INT, ADDRESS), ERRNO_OPT);
     }
 
+    /** libc fcntl(2), variadic after the command: (fd, cmd, arg) -> int. */
+    private static final MethodHandle FCNTL = LINKER.downcallHandle(LINKER.defaultLookup().find("fcntl").orElseThrow(),
+            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT), Linker.Option.firstVariadicArg(2));
+    private static final int F_GETFL = 3, F_SETFL = 4, O_NONBLOCK = 04000; // Linux
+
+    /** Sets O_NONBLOCK on a file descriptor (best effort: a failure leaves it blocking). */
+    static void setNonBlocking(int fd) {
+        try {
+            int flags = (int) FCNTL.invokeExact(fd, F_GETFL, 0);
+            if (flags >= 0 && (flags & O_NONBLOCK) == 0) {
+                int ignored = (int) FCNTL.invokeExact(fd, F_SETFL, flags | O_NONBLOCK);
+            }
+        } catch (Throwable t) {
+            // keep the blocking fd: poll(2) still says when an event is there
+        }
+    }
+
     /** Reads a NUL-terminated C string of at most {@code max} bytes at {@code offset}. */
     static String cString(MemorySegment seg, long offset, int max) {
         MemorySegment s = seg.asSlice(offset, max);

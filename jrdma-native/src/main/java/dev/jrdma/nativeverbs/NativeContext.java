@@ -8,6 +8,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
 import dev.jrdma.verbs.AtomicCap;
+import dev.jrdma.verbs.ClosedException;
 import dev.jrdma.verbs.CompletionChannel;
 import dev.jrdma.verbs.CompletionQueue;
 import dev.jrdma.verbs.Context;
@@ -21,7 +22,6 @@ import dev.jrdma.verbs.PortAttr;
 import dev.jrdma.verbs.PortState;
 import dev.jrdma.verbs.ProtectionDomain;
 import dev.jrdma.verbs.VerbsException;
-import dev.jrdma.verbs.spi.Resource;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -34,7 +34,7 @@ import java.util.concurrent.ConcurrentHashMap;
 
 /** An open device ({@code struct ibv_context*}); holds the ops-table pointers of the inline verbs. */
 @SuppressWarnings("restricted") // FFM: this binding is what --enable-native-access is for
-final class NativeContext extends Resource implements Context {
+final class NativeContext extends NativeResource implements Context {
     final NativeDevice device;
     final MemorySegment ctx;
     /** Function pointers of ibv_context_ops (NULL when the provider lacks the verb). */
@@ -74,7 +74,7 @@ final class NativeContext extends Resource implements Context {
 
     @Override
     public DeviceAttr queryDevice() {
-        checkOpen("ibv_query_device");
+        enter("ibv_query_device");
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.callState(a);
             MemorySegment s = a.allocate(Layouts.DEVICE_ATTR);
@@ -99,6 +99,8 @@ final class NativeContext extends Resource implements Context {
             return d;
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
+        } finally {
+            exit();
         }
     }
 
@@ -126,6 +128,7 @@ final class NativeContext extends Resource implements Context {
     public PortAttr queryPort(int port) {
         checkOpen("ibv_query_port");
         checkPort("ibv_query_port", port);
+        enter("ibv_query_port");
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.callState(a);
             MemorySegment s = a.allocate(64, 8); // 52 bytes and room for a newer library's additions
@@ -140,6 +143,8 @@ final class NativeContext extends Resource implements Context {
                     LinkLayer.of(u8(s, L, "link_layer")));
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
+        } finally {
+            exit();
         }
     }
 
@@ -151,6 +156,7 @@ final class NativeContext extends Resource implements Context {
     public Gid queryGid(int port, int index) {
         checkOpen("ibv_query_gid");
         checkPort("ibv_query_gid", port);
+        enter("ibv_query_gid");
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.callState(a);
             MemorySegment g = a.allocate(16, 8);
@@ -160,6 +166,8 @@ final class NativeContext extends Resource implements Context {
             return Gid.of(g.toArray(JAVA_BYTE));
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
+        } finally {
+            exit();
         }
     }
 
@@ -198,6 +206,7 @@ final class NativeContext extends Resource implements Context {
 
     private String gidTypeEx(int port, int index) {
         if (Ibv.Fn.QUERY_GID_EX.isEmpty()) return null;
+        enter("_ibv_query_gid_ex");
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.callState(a);
             MemorySegment e = a.allocate(Layouts.GID_ENTRY);
@@ -211,32 +220,48 @@ final class NativeContext extends Resource implements Context {
             };
         } catch (Throwable t) {
             return null;
+        } finally {
+            exit();
         }
     }
 
     @Override
     public ProtectionDomain allocPd() {
-        checkOpen("ibv_alloc_pd");
+        enter("ibv_alloc_pd");
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.callState(a);
             MemorySegment pd = (MemorySegment) Ibv.Fn.ALLOC_PD.invokeExact(st, ctx);
             if (pd.equals(MemorySegment.NULL)) throw Errors.verb("ibv_alloc_pd", Ibv.errno(st), "the device ran out of protection domains (max_pd) or memory");
-            return new NativePd(this, pd.reinterpret(Layouts.PD.byteSize()));
+            try {
+                return new NativePd(this, pd.reinterpret(Layouts.PD.byteSize()));
+            } catch (RuntimeException e) { // closed meanwhile: do not leak the native PD
+                int ignored = (int) Ibv.Fn.DEALLOC_PD.invokeExact(st, pd);
+                throw e;
+            }
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
+        } finally {
+            exit();
         }
     }
 
     @Override
     public CompletionChannel createCompletionChannel() {
-        checkOpen("ibv_create_comp_channel");
+        enter("ibv_create_comp_channel");
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.callState(a);
             MemorySegment ch = (MemorySegment) Ibv.Fn.CREATE_COMP_CHANNEL.invokeExact(st, ctx);
             if (ch.equals(MemorySegment.NULL)) throw Errors.verb("ibv_create_comp_channel", Ibv.errno(st), "check the open file limit (ulimit -n)");
-            return new NativeChannel(this, ch.reinterpret(Layouts.COMP_CHANNEL.byteSize()));
+            try {
+                return new NativeChannel(this, ch.reinterpret(Layouts.COMP_CHANNEL.byteSize()));
+            } catch (RuntimeException e) { // closed meanwhile: do not leak the native channel
+                int ignored = (int) Ibv.Fn.DESTROY_COMP_CHANNEL.invokeExact(st, ch);
+                throw e;
+            }
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
+        } finally {
+            exit();
         }
     }
 
@@ -256,19 +281,40 @@ final class NativeContext extends Resource implements Context {
         if (max > 0 && cqe > max) {
             throw new VerbsException("ibv_create_cq", VerbsException.EINVAL, "cqe " + cqe + " exceeds the device's max_cqe " + max);
         }
+        enter("ibv_create_cq");
+        try {
+            if (ch != null) ch.enter("ibv_create_cq");
+        } catch (RuntimeException e) {
+            exit();
+            throw e;
+        }
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.callState(a);
             MemorySegment chPtr = ch == null ? MemorySegment.NULL : ch.ch; // a local: a conditional argument would be typed Object
             MemorySegment cq = (MemorySegment) Ibv.Fn.CREATE_CQ.invokeExact(st, ctx, cqe, MemorySegment.NULL, chPtr, 0);
             if (cq.equals(MemorySegment.NULL)) throw Errors.verb("ibv_create_cq", Ibv.errno(st), "check cqe against max_cqe and the memlock limit (ulimit -l)");
-            return new NativeCq(this, ch, cq.reinterpret(Layouts.CQ.byteSize()));
+            NativeCq c;
+            try {
+                c = new NativeCq(this, ch, cq.reinterpret(Layouts.CQ.byteSize()));
+            } catch (RuntimeException e) { // closed meanwhile: do not leak the native CQ
+                int ignored = (int) Ibv.Fn.DESTROY_CQ.invokeExact(st, cq);
+                throw e;
+            }
+            if (ch != null && ch.isClosed()) { // the channel began closing and may have missed this CQ among its CQs
+                c.close();
+                throw new ClosedException("ibv_create_cq", ch.what());
+            }
+            return c;
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
+        } finally {
+            if (ch != null) ch.exit();
+            exit();
         }
     }
 
     @Override
-    protected void destroy() {
+    protected void free() {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.callState(a);
             int rc = (int) Ibv.Fn.CLOSE_DEVICE.invokeExact(st, ctx);

@@ -13,7 +13,6 @@ import dev.jrdma.verbs.VerbsException;
 import dev.jrdma.verbs.WcOpcode;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
-import dev.jrdma.verbs.spi.Resource;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -26,7 +25,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * A completion queue ({@code struct ibv_cq*}). {@link #poll} calls the provider's poll_cq through the ops table
  * into an {@code ibv_wc} array this CQ owns, and copies the entries into the caller's objects: no allocation.
  */
-final class NativeCq extends Resource implements CompletionQueue {
+final class NativeCq extends NativeResource implements CompletionQueue {
     static final int BATCH = 32;
     static final long WC_SIZE = Layouts.WC.byteSize();
     private static final long WR_ID = offset(Layouts.WC, "wr_id"), STATUS = offset(Layouts.WC, "status"),
@@ -127,12 +126,14 @@ final class NativeCq extends Resource implements CompletionQueue {
 
     @Override
     public void requestNotify(boolean solicitedOnly) {
-        checkOpen("ibv_req_notify_cq");
         int rc;
-        try {
-            rc = (int) Ibv.Fn.OPS_REQ_NOTIFY_CQ.invokeExact(fnNotify, cq, solicitedOnly ? 1 : 0);
-        } catch (Throwable t) {
-            throw Ibv.rethrow(t);
+        synchronized (pollLock) { // destroy takes it too: the CQ cannot be freed under the call
+            checkOpen("ibv_req_notify_cq");
+            try {
+                rc = (int) Ibv.Fn.OPS_REQ_NOTIFY_CQ.invokeExact(fnNotify, cq, solicitedOnly ? 1 : 0);
+            } catch (Throwable t) {
+                throw Ibv.rethrow(t);
+            }
         }
         if (rc != 0) throw new VerbsException("ibv_req_notify_cq", Math.abs(rc), "arming " + what() + " failed");
     }
@@ -145,13 +146,16 @@ final class NativeCq extends Resource implements CompletionQueue {
     public void ackEvents(int n) {
         checkOpen("ibv_ack_cq_events");
         if (n < 0) throw new VerbsException("ibv_ack_cq_events", VerbsException.EINVAL, "cannot acknowledge a negative number of events");
-        int k;
-        synchronized (this) {
-            // never ack more than was received: libibverbs would then wait forever in ibv_destroy_cq
-            k = (int) Math.min(n, eventsReceived - eventsAcked);
-            eventsAcked += k;
+        synchronized (pollLock) { // destroy takes it too: the CQ cannot be freed under the call
+            checkOpen("ibv_ack_cq_events");
+            int k;
+            synchronized (this) {
+                // never ack more than was received: libibverbs would then wait forever in ibv_destroy_cq
+                k = (int) Math.min(n, eventsReceived - eventsAcked);
+                eventsAcked += k;
+            }
+            if (k > 0) ack(k);
         }
-        if (k > 0) ack(k);
     }
 
     private void ack(int k) {
@@ -163,33 +167,42 @@ final class NativeCq extends Resource implements CompletionQueue {
     }
 
     @Override
-    protected void destroy() {
+    void releaseDependents() {
         RuntimeException first = null;
         for (NativeQp qp : new ArrayList<>(users)) {
             try {
-                qp.close();
+                qp.closeAndAwait();
             } catch (RuntimeException e) {
                 if (first == null) first = e; else first.addSuppressed(e);
             }
         }
+        if (first != null) throw first;
+    }
+
+    @Override
+    protected void free() {
+        RuntimeException first = null;
+        // order: pollLock, then the channel's eventLock (awaitEvent takes only the latter)
         synchronized (pollLock) {
-            int k;
-            synchronized (this) {
-                k = (int) (eventsReceived - eventsAcked);
-                eventsAcked = eventsReceived;
-            }
-            if (k > 0) ack(k);
-            try (Arena a = Arena.ofConfined()) {
-                MemorySegment st = Ibv.callState(a);
-                int rc = (int) Ibv.Fn.DESTROY_CQ.invokeExact(st, cq);
-                if (rc != 0) throw Errors.verb("ibv_destroy_cq", Errors.errno(rc, st), "QPs created outside jrdma may still use this CQ");
-            } catch (Throwable t) {
-                RuntimeException r = Ibv.rethrow(t);
-                if (first == null) first = r; else first.addSuppressed(r);
-            } finally {
-                context.cqs.remove(cq.address());
-                if (channel != null) channel.cqs.remove(this);
-                arena.close();
+            synchronized (channel == null ? pollLock : channel.eventLock) {
+                int k;
+                synchronized (this) {
+                    k = (int) (eventsReceived - eventsAcked);
+                    eventsAcked = eventsReceived;
+                }
+                if (k > 0) ack(k);
+                try (Arena a = Arena.ofConfined()) {
+                    MemorySegment st = Ibv.callState(a);
+                    int rc = (int) Ibv.Fn.DESTROY_CQ.invokeExact(st, cq);
+                    if (rc != 0) throw Errors.verb("ibv_destroy_cq", Errors.errno(rc, st), "QPs created outside jrdma may still use this CQ");
+                } catch (Throwable t) {
+                    RuntimeException r = Ibv.rethrow(t);
+                    if (first == null) first = r; else first.addSuppressed(r);
+                } finally {
+                    context.cqs.remove(cq.address());
+                    if (channel != null) channel.cqs.remove(this);
+                    arena.close();
+                }
             }
         }
         if (first != null) throw first;

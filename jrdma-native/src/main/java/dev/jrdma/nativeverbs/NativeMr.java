@@ -6,7 +6,6 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.ProtectionDomain;
-import dev.jrdma.verbs.spi.Resource;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -18,7 +17,7 @@ import java.util.Set;
  * closing the arena first is the user's bug (the device keeps the pages pinned and may still write them);
  * jrdma refuses to post work requests whose SGEs name an MR whose segment is no longer alive.
  */
-final class NativeMr extends Resource implements MemoryRegion {
+final class NativeMr extends NativeResource implements MemoryRegion {
     final NativePd pd;
     final MemorySegment segment;
     final MemorySegment mr;
@@ -83,10 +82,14 @@ final class NativeMr extends Resource implements MemoryRegion {
     }
 
     @Override
-    protected void destroy() {
+    void releaseDependents() {
         pd.removeMr(this);
         // windows bound to this region are invalid once it goes, and the kernel refuses to deregister it under them
-        for (NativeMw w : new java.util.ArrayList<>(pd.mws)) if (w.boundMr == this) w.close();
+        for (NativeMw w : new java.util.ArrayList<>(pd.mws)) if (w.boundMr == this) w.closeAndAwait();
+    }
+
+    @Override
+    protected void free() {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.callState(a);
             int rc = (int) Ibv.Fn.DEREG_MR.invokeExact(st, mr);

@@ -6,13 +6,12 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import dev.jrdma.verbs.MemoryWindow;
 import dev.jrdma.verbs.MwType;
 import dev.jrdma.verbs.ProtectionDomain;
-import dev.jrdma.verbs.spi.Resource;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
 /** A memory window ({@code struct ibv_mw*}), allocated and freed through the context's ops table. */
-final class NativeMw extends Resource implements MemoryWindow {
+final class NativeMw extends NativeResource implements MemoryWindow {
     static final long RKEY = offset(Layouts.MW, "rkey");
     final NativePd pd;
     final MemorySegment mw;
@@ -31,6 +30,11 @@ final class NativeMw extends Resource implements MemoryWindow {
         pd.mws.add(this);
     }
 
+    /** {@link #rkey} for a caller that already holds {@link #enter}/{@link #tryEnter}. */
+    int rkeyEntered() {
+        return type == MwType.TYPE_2 && type2Posted ? boundRkey : nativeRkey();
+    }
+
     int nativeRkey() {
         return mw.get(JAVA_INT, RKEY);
     }
@@ -47,12 +51,16 @@ final class NativeMw extends Resource implements MemoryWindow {
 
     @Override
     public int rkey() {
-        checkOpen("ibv_mw.rkey");
-        return type == MwType.TYPE_2 && type2Posted ? boundRkey : nativeRkey();
+        enter("ibv_mw.rkey");
+        try {
+            return type == MwType.TYPE_2 && type2Posted ? boundRkey : nativeRkey();
+        } finally {
+            exit();
+        }
     }
 
     @Override
-    protected void destroy() {
+    protected void free() {
         pd.mws.remove(this);
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.callState(a);

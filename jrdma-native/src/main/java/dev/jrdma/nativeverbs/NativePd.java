@@ -12,7 +12,6 @@ import dev.jrdma.verbs.ProtectionDomain;
 import dev.jrdma.verbs.QpInitAttr;
 import dev.jrdma.verbs.QueuePair;
 import dev.jrdma.verbs.VerbsException;
-import dev.jrdma.verbs.spi.Resource;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -22,7 +21,7 @@ import java.util.Set;
 
 /** A protection domain ({@code struct ibv_pd*}). Its MRs, MWs and QPs are its children. */
 @SuppressWarnings("restricted") // FFM: this binding is what --enable-native-access is for
-final class NativePd extends Resource implements ProtectionDomain {
+final class NativePd extends NativeResource implements ProtectionDomain {
     final NativeContext context;
     final MemorySegment pd;
     /** Live MRs, copy-on-write: the data path scans it without allocating. */
@@ -85,6 +84,16 @@ final class NativePd extends Resource implements ProtectionDomain {
         if (segment.byteSize() == 0) throw new VerbsException("ibv_reg_mr", VerbsException.EINVAL, "the segment is empty (0 bytes)");
         Access.checkConsistent("ibv_reg_mr", access);
         int bits = Access.toBits(access);
+        enter("ibv_reg_mr");
+        try {
+            return register(segment, access, bits);
+        } finally {
+            exit();
+        }
+    }
+
+    /** ibv_reg_mr and the Java object, under {@link #enter}. */
+    private NativeMr register(MemorySegment segment, Set<Access> access, int bits) {
         MemorySegment mr;
         int errno;
         try (Arena a = Arena.ofConfined()) {
@@ -106,15 +115,34 @@ final class NativePd extends Resource implements ProtectionDomain {
             };
             throw Errors.verb("ibv_reg_mr", errno, hint);
         }
-        NativeMr m = new NativeMr(this, segment, mr.reinterpret(Layouts.MR.byteSize()), access.isEmpty() ? EnumSet.noneOf(Access.class) : EnumSet.copyOf(access));
+        MemorySegment mrs = mr.reinterpret(Layouts.MR.byteSize());
+        NativeMr m;
+        try {
+            m = new NativeMr(this, segment, mrs, access.isEmpty() ? EnumSet.noneOf(Access.class) : EnumSet.copyOf(access));
+        } catch (RuntimeException e) { // closed meanwhile: do not leak the registration
+            deregQuietly(mrs);
+            throw e;
+        }
         addMr(m);
         return m;
     }
 
     @Override
     public QueuePair createQueuePair(QpInitAttr attr) {
-        checkOpen("ibv_create_qp");
-        return NativeQp.create(this, attr);
+        enter("ibv_create_qp");
+        try {
+            return NativeQp.create(this, attr);
+        } finally {
+            exit();
+        }
+    }
+
+    private static void deregQuietly(MemorySegment mr) {
+        try (Arena a = Arena.ofConfined()) {
+            int ignored = (int) Ibv.Fn.DEREG_MR.invokeExact(Ibv.callState(a), mr);
+        } catch (Throwable ignored) {
+            // best effort: the PD is going away
+        }
     }
 
     @Override
@@ -128,25 +156,31 @@ final class NativePd extends Resource implements ProtectionDomain {
         if (type == MwType.TYPE_2 && !attr.supportsType2Windows()) {
             throw Errors.unsupported("ibv_alloc_mw", "type 2 memory windows (device_cap_flags lacks MEM_WINDOW_TYPE_2A/2B)");
         }
-        MemorySegment mw;
-        int errno;
+        enter("ibv_alloc_mw");
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.callState(a);
-            mw = (MemorySegment) Ibv.Fn.OPS_ALLOC_MW.invokeExact(context.opsAllocMw, st, pd, type.code);
-            errno = Ibv.errno(st);
+            MemorySegment mw = (MemorySegment) Ibv.Fn.OPS_ALLOC_MW.invokeExact(context.opsAllocMw, st, pd, type.code);
+            if (mw.equals(MemorySegment.NULL)) {
+                int errno = Ibv.errno(st);
+                throw Errors.verb("ibv_alloc_mw", errno, errno == VerbsException.EOPNOTSUPP || errno == VerbsException.ENOSYS
+                        ? "memory windows of " + type + " are not supported by this device" : "check max_mw of the device");
+            }
+            MemorySegment m = mw.reinterpret(Layouts.MW.byteSize());
+            try {
+                return new NativeMw(this, m, type);
+            } catch (RuntimeException e) { // closed meanwhile: do not leak the window
+                int ignored = (int) Ibv.Fn.OPS_DEALLOC_MW.invokeExact(context.opsDeallocMw, st, m);
+                throw e;
+            }
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
+        } finally {
+            exit();
         }
-        if (mw.equals(MemorySegment.NULL)) {
-            throw Errors.verb("ibv_alloc_mw", errno, errno == VerbsException.EOPNOTSUPP || errno == VerbsException.ENOSYS
-                    ? "memory windows of " + type + " are not supported by this device" : "check max_mw of the device");
-        }
-        MemorySegment m = mw.reinterpret(Layouts.MW.byteSize());
-        return new NativeMw(this, m, type);
     }
 
     @Override
-    protected void destroy() {
+    protected void free() {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.callState(a);
             int rc = (int) Ibv.Fn.DEALLOC_PD.invokeExact(st, pd);

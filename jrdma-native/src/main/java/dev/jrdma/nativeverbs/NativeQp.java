@@ -9,6 +9,7 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.AhAttr;
+import dev.jrdma.verbs.ClosedException;
 import dev.jrdma.verbs.CompletionQueue;
 import dev.jrdma.verbs.Gid;
 import dev.jrdma.verbs.MemoryRegion;
@@ -31,7 +32,6 @@ import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.Sge;
 import dev.jrdma.verbs.VerbsException;
 import dev.jrdma.verbs.WrOpcode;
-import dev.jrdma.verbs.spi.Resource;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.GroupLayout;
@@ -44,7 +44,7 @@ import java.util.Set;
  * place and call the provider's post_send/post_recv from the ops table: no allocation per post.
  */
 @SuppressWarnings("restricted") // FFM: this binding is what --enable-native-access is for
-final class NativeQp extends Resource implements QueuePair {
+final class NativeQp extends NativeResource implements QueuePair {
     private static final int MAX_BATCH = 64;
     private static final long SWR = Layouts.SEND_WR.byteSize(), RWR = Layouts.RECV_WR.byteSize(), SGE = Layouts.SGE.byteSize();
     private static final GroupLayout S = Layouts.SEND_WR;
@@ -74,6 +74,9 @@ final class NativeQp extends Resource implements QueuePair {
     private final long sendWrsAddr, sendSgesAddr, recvWrsAddr, recvSgesAddr;
     private final int sendBatch, recvBatch, sendSgeStride, recvSgeStride;
     private final Object sendLock = new Object(), recvLock = new Object();
+    /** Windows and regions named by BIND_MW requests of the batch being posted, entered until it is posted (sendLock). */
+    private final NativeResource[] held = new NativeResource[2 * MAX_BATCH];
+    private int nHeld;
 
     private NativeQp(NativePd pd, MemorySegment qp, QpType type, NativeCq sendCq, NativeCq recvCq, QpCap cap) {
         super(pd, "QP 0x" + Integer.toHexString(qp.get(JAVA_INT, offset(Layouts.QP, "qp_num"))) + " of " + pd.context.device.name());
@@ -108,10 +111,28 @@ final class NativeQp extends Resource implements QueuePair {
                 || scq.context != pd.context || rcq.context != pd.context) {
             throw new VerbsException("ibv_create_qp", VerbsException.EINVAL, "the completion queues must belong to the PD's context (" + pd.context.device.name() + ")");
         }
-        scq.checkOpen("ibv_create_qp");
-        rcq.checkOpen("ibv_create_qp");
         QpCap c = attr.cap();
         var dev = pd.context.attr();
+        // the CQs cannot be freed under ibv_create_qp (the caller holds the PD's read lock)
+        scq.enter("ibv_create_qp");
+        try {
+            if (rcq != scq) rcq.enter("ibv_create_qp");
+            try {
+                NativeQp q = create(pd, attr, scq, rcq, c, dev);
+                if (scq.isClosed() || rcq.isClosed()) { // a CQ began closing and may have missed this QP among its users
+                    q.close();
+                    throw new ClosedException("ibv_create_qp", (scq.isClosed() ? scq : rcq).what());
+                }
+                return q;
+            } finally {
+                if (rcq != scq) rcq.exit();
+            }
+        } finally {
+            scq.exit();
+        }
+    }
+
+    private static NativeQp create(NativePd pd, QpInitAttr attr, NativeCq scq, NativeCq rcq, QpCap c, dev.jrdma.verbs.DeviceAttr dev) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.callState(a);
             MemorySegment ia = a.allocate(Layouts.QP_INIT_ATTR);
@@ -139,7 +160,12 @@ final class NativeQp extends Resource implements QueuePair {
             got = new QpCap(Math.max(got.maxSendWr(), c.maxSendWr()), Math.max(got.maxRecvWr(), c.maxRecvWr()),
                     Math.max(got.maxSendSge(), c.maxSendSge()), Math.max(got.maxRecvSge(), c.maxRecvSge()),
                     Math.max(got.maxInlineData(), c.maxInlineData()));
-            return new NativeQp(pd, qp.reinterpret(Layouts.QP.byteSize()), attr.type(), scq, rcq, got);
+            try {
+                return new NativeQp(pd, qp.reinterpret(Layouts.QP.byteSize()), attr.type(), scq, rcq, got);
+            } catch (RuntimeException e) { // the PD closed meanwhile: do not leak the native QP
+                int ignored = (int) Ibv.Fn.DESTROY_QP.invokeExact(st, qp);
+                throw e;
+            }
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
         }
@@ -164,6 +190,7 @@ final class NativeQp extends Resource implements QueuePair {
     }
 
     private void query(Arena a, MemorySegment attr, int mask) {
+        enter("ibv_query_qp");
         try {
             MemorySegment st = Ibv.callState(a);
             MemorySegment init = a.allocate(Layouts.QP_INIT_ATTR);
@@ -171,6 +198,8 @@ final class NativeQp extends Resource implements QueuePair {
             if (rc != 0) throw Errors.verb("ibv_query_qp", Errors.errno(rc, st), "check " + what() + " still exists");
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
+        } finally {
+            exit();
         }
     }
 
@@ -186,7 +215,12 @@ final class NativeQp extends Resource implements QueuePair {
             MemorySegment s = a.allocate(Layouts.QP_ATTR);
             write(attr, s);
             MemorySegment st = Ibv.callState(a);
-            rc = (int) Ibv.Fn.MODIFY_QP.invokeExact(st, qp, s, mask);
+            enter("ibv_modify_qp");
+            try {
+                rc = (int) Ibv.Fn.MODIFY_QP.invokeExact(st, qp, s, mask);
+            } finally {
+                exit();
+            }
             errno = rc == 0 ? 0 : Errors.errno(rc, st);
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
@@ -308,24 +342,47 @@ final class NativeQp extends Resource implements QueuePair {
         if (first == null) throw new PostException("ibv_post_send", VerbsException.EINVAL, 0, "the work request is null");
         synchronized (sendLock) {
             checkOpen("ibv_post_send");
-            SendWorkRequest wr = first;
-            int index = 0;
-            while (wr != null) {
-                int batchStart = index, n = 0;
-                while (wr != null && n < sendBatch) {
-                    String problem = validateSend(wr);
-                    if (problem != null) {
-                        if (n > 0) postSendBatch(n, batchStart); // post what precedes it, as C would have
-                        throw new PostException("ibv_post_send", VerbsException.EINVAL, index, problem);
-                    }
-                    writeSend(n, wr);
-                    n++;
-                    index++;
-                    wr = wr.next;
-                }
-                postSendBatch(n, batchStart);
+            try {
+                postSendChain(first);
+            } finally {
+                releaseHeld();
             }
         }
+    }
+
+    private void postSendChain(SendWorkRequest first) {
+        SendWorkRequest wr = first;
+        int index = 0;
+        while (wr != null) {
+            int batchStart = index, n = 0;
+            while (wr != null && n < sendBatch) {
+                String problem = validateSend(wr);
+                if (problem != null) {
+                    if (n > 0) postSendBatch(n, batchStart); // post what precedes it, as C would have
+                    throw new PostException("ibv_post_send", VerbsException.EINVAL, index, problem);
+                }
+                writeSend(n, wr);
+                n++;
+                index++;
+                wr = wr.next;
+            }
+            postSendBatch(n, batchStart);
+        }
+    }
+
+    private void releaseHeld() {
+        while (nHeld > 0) {
+            NativeResource r = held[--nHeld];
+            held[nHeld] = null;
+            r.exit();
+        }
+    }
+
+    /** Keeps a window or region of a BIND_MW request from being freed until its batch is posted; false once closed. */
+    private boolean hold(NativeResource r) {
+        if (!r.tryEnter()) return false;
+        held[nHeld++] = r;
+        return true;
     }
 
     private void postSendBatch(int n, int batchStart) {
@@ -335,6 +392,8 @@ final class NativeQp extends Resource implements QueuePair {
             rc = (int) Ibv.Fn.OPS_POST_SEND.invokeExact(fnPostSend, qp, sendWrs, badWr);
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
+        } finally {
+            releaseHeld();
         }
         if (rc != 0) {
             long bad = badWr.get(JAVA_LONG, 0);
@@ -378,11 +437,11 @@ final class NativeQp extends Resource implements QueuePair {
         }
         if (op == WrOpcode.BIND_MW) {
             if (!(wr.bindMw instanceof NativeMw mw) || mw.pd != pd) return "BIND_MW needs a memory window of this QP's PD";
-            if (mw.isClosed()) return "the memory window is closed";
+            if (!hold(mw)) return "the memory window is closed";
             if (mw.type() != MwType.TYPE_2) return "a type 1 window is bound with bindMemoryWindow, not with a BIND_MW work request";
             if (wr.bindMr != null) {
                 if (!(wr.bindMr instanceof NativeMr mr) || mr.pd != pd) return "BIND_MW needs a memory region of this QP's PD";
-                if (mr.isClosed()) return "the memory region is closed";
+                if (!hold(mr)) return "the memory region is closed";
                 if (!mr.access().contains(Access.MW_BIND)) return "the memory region was registered without Access.MW_BIND";
                 if (!mr.covers(wr.bindAddr, wr.bindLength)) return "the bound range lies outside the memory region";
             }
@@ -439,7 +498,7 @@ final class NativeQp extends Resource implements QueuePair {
                 NativeMw mw = (NativeMw) wr.bindMw;
                 int rkey = wr.bindRkey;
                 if (rkey == 0) {
-                    int curKey = mw.rkey();
+                    int curKey = mw.rkeyEntered(); // validateSend holds it
                     rkey = (curKey & 0xFFFFFF00) | ((curKey + 1) & 0xFF); // ibv_inc_rkey
                 }
                 NativeMr mr = (NativeMr) wr.bindMr;
@@ -569,35 +628,50 @@ final class NativeQp extends Resource implements QueuePair {
         if (fn.equals(MemorySegment.NULL)) throw Errors.unsupported("ibv_bind_mw", "binding memory windows");
         int rc;
         int errno;
-        synchronized (sendLock) {
-            checkOpen("ibv_bind_mw");
-            try (Arena a = Arena.ofConfined()) {
-                MemorySegment st = Ibv.callState(a);
-                MemorySegment b = a.allocate(Layouts.MW_BIND);
-                GroupLayout L = Layouts.MW_BIND;
-                b.set(JAVA_LONG, offset(L, "wr_id"), wrId);
-                b.set(JAVA_INT, offset(L, "send_flags"), signaled ? SendFlag.SIGNALED.bit : 0);
-                b.set(ADDRESS, offset(L, "bind_info.mr"), mr == null ? MemorySegment.NULL : mr.mr);
-                b.set(JAVA_LONG, offset(L, "bind_info.addr"), addr);
-                b.set(JAVA_LONG, offset(L, "bind_info.length"), length);
-                b.set(JAVA_INT, offset(L, "bind_info.mw_access_flags"), Access.toBits(access));
-                rc = (int) Ibv.Fn.OPS_BIND_MW.invokeExact(fn, st, qp, mw.mw, b);
-                errno = rc == 0 ? 0 : Errors.errno(rc, st);
-            } catch (Throwable t) {
-                throw Ibv.rethrow(t);
+        int rkey = 0;
+        // the region first, then the window: a closing region closes its windows before it takes its own lock
+        if (mr != null) mr.enter("ibv_bind_mw");
+        try {
+            mw.enter("ibv_bind_mw");
+            try {
+                synchronized (sendLock) {
+                    checkOpen("ibv_bind_mw");
+                    try (Arena a = Arena.ofConfined()) {
+                        MemorySegment st = Ibv.callState(a);
+                        MemorySegment b = a.allocate(Layouts.MW_BIND);
+                        GroupLayout L = Layouts.MW_BIND;
+                        b.set(JAVA_LONG, offset(L, "wr_id"), wrId);
+                        b.set(JAVA_INT, offset(L, "send_flags"), signaled ? SendFlag.SIGNALED.bit : 0);
+                        b.set(ADDRESS, offset(L, "bind_info.mr"), mr == null ? MemorySegment.NULL : mr.mr);
+                        b.set(JAVA_LONG, offset(L, "bind_info.addr"), addr);
+                        b.set(JAVA_LONG, offset(L, "bind_info.length"), length);
+                        b.set(JAVA_INT, offset(L, "bind_info.mw_access_flags"), Access.toBits(access));
+                        rc = (int) Ibv.Fn.OPS_BIND_MW.invokeExact(fn, st, qp, mw.mw, b);
+                        errno = rc == 0 ? 0 : Errors.errno(rc, st);
+                    } catch (Throwable t) {
+                        throw Ibv.rethrow(t);
+                    }
+                }
+                if (rc == 0) {
+                    mw.boundMr = mr;
+                    rkey = mw.nativeRkey();
+                }
+            } finally {
+                mw.exit();
             }
+        } finally {
+            if (mr != null) mr.exit();
         }
         if (rc != 0) {
             throw Errors.verb("ibv_bind_mw", errno, errno == VerbsException.EOPNOTSUPP || errno == VerbsException.ENOSYS
                     ? "type 1 memory windows are not supported by this device"
                     : "check the QP is in RTS, the MR has MW_BIND and covers the range, and the access rights are within the MR's");
         }
-        mw.boundMr = mr;
-        return mw.nativeRkey();
+        return rkey;
     }
 
     @Override
-    protected void destroy() {
+    protected void free() {
         sendCq.users.remove(this);
         recvCq.users.remove(this);
         synchronized (sendLock) {

@@ -1,0 +1,223 @@
+package dev.jrdma.nativeverbs;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import dev.jrdma.verbs.Access;
+import dev.jrdma.verbs.ClosedException;
+import dev.jrdma.verbs.CompletionChannel;
+import dev.jrdma.verbs.CompletionQueue;
+import dev.jrdma.verbs.Context;
+import dev.jrdma.verbs.MemoryWindow;
+import dev.jrdma.verbs.MwType;
+import dev.jrdma.verbs.ProtectionDomain;
+import dev.jrdma.verbs.QpInitAttr;
+import dev.jrdma.verbs.QueuePair;
+import dev.jrdma.verbs.WorkCompletion;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.junit.jupiter.api.Test;
+
+/**
+ * Closing an object while other threads use it must end each of them in {@link ClosedException}, never in a native
+ * fault: {@code checkOpen} alone is check-then-act, so a close on another thread could free the struct between the
+ * check and the call ({@link NativeResource}). The first test needs no device; the second runs on rxe0 in the guest.
+ */
+class ConcurrentCloseTest {
+
+    /** A NativeResource whose "native memory" is a flag: free() must never run while a use is in flight. */
+    static final class Fake extends NativeResource {
+        final AtomicInteger inFlight = new AtomicInteger();
+        final AtomicBoolean freed = new AtomicBoolean();
+        volatile boolean freedUnderUse;
+
+        final CountDownLatch freeing = new CountDownLatch(1);
+        final CountDownLatch mayFreeLatch;
+        volatile boolean freedBeforeChild;
+        volatile Fake kid;
+
+        Fake() {
+            this(null, null);
+        }
+
+        Fake(Fake parent, CountDownLatch mayFree) {
+            super(parent, parent == null ? "fake parent" : "fake child");
+            this.mayFreeLatch = mayFree;
+        }
+
+        void use() {
+            enter("use");
+            try {
+                inFlight.incrementAndGet();
+                if (freed.get()) freedUnderUse = true;
+                Thread.onSpinWait();
+                inFlight.decrementAndGet();
+            } finally {
+                exit();
+            }
+        }
+
+        @Override
+        protected void free() {
+            if (inFlight.get() != 0) freedUnderUse = true;
+            Fake k = kid;
+            if (k != null && !k.freed.get()) freedBeforeChild = true;
+            freeing.countDown();
+            if (mayFreeLatch != null) {
+                try {
+                    mayFreeLatch.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            freed.set(true);
+        }
+    }
+
+    @Test
+    void closeWaitsForUsesInFlightAndLaterUsesThrow() throws Exception {
+        for (int round = 0; round < 200; round++) {
+            Fake f = new Fake();
+            int n = 3;
+            CountDownLatch started = new CountDownLatch(n);
+            var endQ = new ConcurrentLinkedQueue<Throwable>();
+            List<Thread> ts = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                ts.add(Thread.ofPlatform().start(() -> {
+                    started.countDown();
+                    try {
+                        while (true) f.use();
+                    } catch (Throwable t) {
+                        endQ.add(t);
+                    }
+                }));
+            }
+            started.await();
+            f.close();
+            for (Thread t : ts) t.join(10_000);
+            assertEquals(n, endQ.size(), "every user ended");
+            for (Throwable t : endQ) assertTrue(t instanceof ClosedException, () -> "not a ClosedException: " + t);
+            assertFalse(f.freedUnderUse, "free() ran while a use was in flight (round " + round + ")");
+            assertTrue(f.freed.get());
+        }
+        Fake f = new Fake();
+        f.close();
+        assertThrows(ClosedException.class, f::use);
+        f.close(); // idempotent
+    }
+
+    /**
+     * Closing a parent while another thread's close of its child is still freeing it: Resource.close returns at once
+     * for the child (already closing), so the parent must wait for it before freeing itself (else ibv_dealloc_pd
+     * fails with EBUSY under a deregistration in progress).
+     */
+    @Test
+    void parentWaitsForAChildFreedByAnotherThread() throws Exception {
+        Fake parent = new Fake();
+        CountDownLatch release = new CountDownLatch(1);
+        Fake child = new Fake(parent, release);
+        parent.kid = child;
+        Thread closer = Thread.ofPlatform().start(child::close);
+        assertTrue(child.freeing.await(10, TimeUnit.SECONDS), "the child's free started");
+        Thread parentCloser = Thread.ofPlatform().start(parent::close);
+        Thread.sleep(100);
+        assertFalse(parent.freed.get(), "the parent must not be freed while its child is still freeing");
+        release.countDown();
+        closer.join(10_000);
+        parentCloser.join(10_000);
+        assertTrue(child.freed.get() && parent.freed.get());
+        assertFalse(parent.freedBeforeChild, "the parent was freed before its child");
+    }
+
+    private enum Target { CQ, QP, MW, PD, CHANNEL, CONTEXT }
+
+    /**
+     * On a device: threads poll, arm and ack the CQ, wait on the channel, query the QP and the port, read a window's
+     * rkey and register/deregister memory in loops while the main thread closes one object, then the context. Every
+     * thread must end in ClosedException and the JVM must survive.
+     */
+    @Test
+    void closeUnderConcurrentUseEndsInClosedException() throws Exception {
+        var dev = Rig.device();
+        int rounds = Integer.getInteger("jrdma.closeRace.rounds", 3);
+        for (int round = 0; round < rounds; round++) {
+            for (Target target : Target.values()) race(dev, target);
+        }
+    }
+
+    private static void race(dev.jrdma.verbs.Device dev, Target target) throws Exception {
+        Context ctx = dev.open();
+        Arena arena = Arena.ofShared();
+        try {
+            ProtectionDomain pd = ctx.allocPd();
+            CompletionChannel ch = ctx.createCompletionChannel();
+            CompletionQueue cq = ctx.createCq(16, ch);
+            QueuePair qp = pd.createQueuePair(QpInitAttr.builder(cq).build());
+            MemoryWindow mw = pd.allocMemoryWindow(MwType.TYPE_1);
+            MemorySegment buf = arena.allocate(4096, 4096);
+
+            List<Runnable> loops = List.of(
+                    () -> cq.poll(WorkCompletion.array(4)),
+                    () -> cq.requestNotify(false),
+                    () -> cq.ackEvents(0),
+                    () -> ch.awaitEvent(Duration.ofMillis(2)),
+                    qp::state,
+                    () -> ctx.queryPort(Rig.PORT),
+                    mw::rkey,
+                    () -> pd.registerMemory(buf, Access.LOCAL_WRITE).close());
+            var ends = new ConcurrentLinkedQueue<Throwable>();
+            CountDownLatch started = new CountDownLatch(loops.size());
+            List<Thread> ts = new ArrayList<>();
+            for (Runnable r : loops) {
+                ts.add(Thread.ofPlatform().daemon().start(() -> {
+                    started.countDown();
+                    try {
+                        while (true) r.run();
+                    } catch (Throwable t) {
+                        ends.add(t);
+                    }
+                }));
+            }
+            assertTrue(started.await(10, TimeUnit.SECONDS));
+            Thread.sleep(20);
+            switch (target) {
+                case CQ -> cq.close();
+                case QP -> qp.close();
+                case MW -> mw.close();
+                case PD -> pd.close();
+                case CHANNEL -> ch.close();
+                case CONTEXT -> ctx.close();
+            }
+            Thread.sleep(10);
+            ctx.close();
+            for (Thread t : ts) {
+                t.join(20_000);
+                if (t.isAlive()) fail(target + ": a thread still runs 20 s after the context was closed");
+            }
+            assertEquals(loops.size(), ends.size());
+            for (Throwable t : ends) {
+                if (!(t instanceof ClosedException)) {
+                    AssertionError e = new AssertionError(target + ": a thread ended in " + t + " instead of ClosedException");
+                    e.initCause(t);
+                    throw e;
+                }
+            }
+        } finally {
+            ctx.close();
+            arena.close();
+        }
+    }
+}
