@@ -70,6 +70,13 @@ abstract class NativeResource extends Resource {
         life.readLock().unlock();
     }
 
+    /** Waits for every use in flight (creations of children included): they run under the read lock. */
+    @Override
+    protected final void quiesce() {
+        life.writeLock().lock();
+        life.writeLock().unlock();
+    }
+
     @Override
     protected final void destroy() {
         RuntimeException first = null;

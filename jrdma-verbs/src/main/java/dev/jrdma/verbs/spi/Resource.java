@@ -48,7 +48,10 @@ public abstract class Resource implements AutoCloseable {
         List<Resource> kids;
         synchronized (children) {
             if (closed) return;
-            closed = true;
+            closed = true; // from here on no child can be adopted
+        }
+        quiesce();
+        synchronized (children) {
             kids = new ArrayList<>(children);
             children.clear();
         }
@@ -74,6 +77,15 @@ public abstract class Resource implements AutoCloseable {
         synchronized (children) {
             children.remove(child);
         }
+    }
+
+    /**
+     * Called once by {@link #close()} after this object is marked closed and before its children are closed: a
+     * provider waits here for operations in flight on this object. That includes the creation of a child, whose
+     * constructor has adopted it here before its own fields were set, so without this wait the child could be
+     * closed half built. Runs without any lock of this class held.
+     */
+    protected void quiesce() {
     }
 
     /** Releases this object's own resources; its children are already closed. Called once. */
