@@ -8,7 +8,6 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
  * A {@link Resource} that owns native memory freed by an {@code ibv_destroy_*}/{@code ibv_dealloc_*}/
@@ -31,7 +30,6 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
 abstract class NativeResource extends Resource {
     /** How long a close waits for another thread's close of a child or dependent before it gives up waiting. */
     private static final long AWAIT_SECONDS = 30;
-    private final ReentrantReadWriteLock life = new ReentrantReadWriteLock();
     private final NativeResource nativeParent;
     /** Children constructed and not yet freed. */
     private final Set<NativeResource> live = ConcurrentHashMap.newKeySet();
@@ -41,40 +39,6 @@ abstract class NativeResource extends Resource {
         super(parent, what); // adopts: throws ClosedException when the parent is closed
         nativeParent = parent instanceof NativeResource p ? p : null;
         if (nativeParent != null) nativeParent.live.add(this);
-    }
-
-    /** Starts a use of the native struct; throws {@link ClosedException} naming {@code verb} once closed. */
-    final void enter(String verb) {
-        life.readLock().lock();
-        if (isClosed()) {
-            life.readLock().unlock();
-            throw new ClosedException(verb, what());
-        }
-    }
-
-    /**
-     * Like {@link #enter} but never blocks (for callers holding a queue lock): false once closed, or while the
-     * write lock is held, which only a close does.
-     */
-    final boolean tryEnter() {
-        if (!life.readLock().tryLock()) return false;
-        if (isClosed()) {
-            life.readLock().unlock();
-            return false;
-        }
-        return true;
-    }
-
-    /** Ends a use started by {@link #enter} or a successful {@link #tryEnter}. */
-    final void exit() {
-        life.readLock().unlock();
-    }
-
-    /** Waits for every use in flight (creations of children included): they run under the read lock. */
-    @Override
-    protected final void quiesce() {
-        life.writeLock().lock();
-        life.writeLock().unlock();
     }
 
     @Override
@@ -88,13 +52,13 @@ abstract class NativeResource extends Resource {
             }
             // Resource.close closed the children, but one closed by another thread may still be freeing
             for (NativeResource c : new ArrayList<>(live)) c.awaitGone();
-            life.writeLock().lock();
+            exclusive().lock();
             try {
                 free();
             } catch (RuntimeException e) {
                 if (first == null) first = e; else first.addSuppressed(e);
             } finally {
-                life.writeLock().unlock();
+                exclusive().unlock();
             }
         } finally {
             gone.countDown();

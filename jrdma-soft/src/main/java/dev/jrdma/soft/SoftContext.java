@@ -96,13 +96,23 @@ public final class SoftContext extends Resource implements Context {
     @Override
     public ProtectionDomain allocPd() {
         checkOpen("ibv_alloc_pd");
-        return new SoftPd(this);
+        enter("ibv_alloc_pd"); // a close waits for this creation, so it never sees the child half built
+        try {
+            return new SoftPd(this);
+        } finally {
+            exit();
+        }
     }
 
     @Override
     public CompletionChannel createCompletionChannel() {
         checkOpen("ibv_create_comp_channel");
-        return new SoftChannel(this);
+        enter("ibv_create_comp_channel"); // a close waits for this creation, so it never sees the child half built
+        try {
+            return new SoftChannel(this);
+        } finally {
+            exit();
+        }
     }
 
     @Override
@@ -116,7 +126,12 @@ public final class SoftContext extends Resource implements Context {
             sc.checkOpen("ibv_create_cq");
             ch = sc;
         }
-        return new SoftCq(this, cqe, ch);
+        enter("ibv_create_cq"); // a close waits for this creation, so it never sees the child half built
+        try {
+            return new SoftCq(this, cqe, ch);
+        } finally {
+            exit();
+        }
     }
 
     /** Packet counters of the device's socket (shared by every context on the same address and port). */

@@ -29,7 +29,10 @@ final class SoftMw extends Resource implements MemoryWindow {
 
     @Override public SoftPd pd() { return pd; }
     @Override public MwType type() { return type; }
-    @Override public int rkey() { return rkey; }
+    @Override public int rkey() {
+        checkOpen("ibv_mw rkey");
+        return rkey;
+    }
 
     /** The next rkey: same index, key byte + 1 ({@code ibv_inc_rkey}); used by type 1 binds and type 2 binds that name no key. */
     int nextType1Rkey() { return (keyIndex << 8) | ((rkey + 1) & 0xFF); }

@@ -43,7 +43,12 @@ final class SoftPd extends Resource implements ProtectionDomain {
         Access.checkConsistent("ibv_reg_mr", access);
         if (access.contains(Access.ZERO_BASED) || access.contains(Access.ON_DEMAND)) throw new VerbsException("ibv_reg_mr",
                 VerbsException.EOPNOTSUPP, "the soft device supports neither ZERO_BASED nor ON_DEMAND regions: leave these flags out");
-        return new SoftMr(this, segment, access);
+        enter("ibv_reg_mr"); // a close waits for this creation, so it never sees the child half built
+        try {
+            return new SoftMr(this, segment, access);
+        } finally {
+            exit();
+        }
     }
 
     @Override
@@ -51,14 +56,24 @@ final class SoftPd extends Resource implements ProtectionDomain {
         checkOpen("ibv_create_qp");
         if (attr.type() != QpType.RC) throw new VerbsException("ibv_create_qp", VerbsException.EOPNOTSUPP,
                 "the soft device implements RC queue pairs only (asked for " + attr.type() + ")");
-        return new SoftQp(this, attr);
+        enter("ibv_create_qp"); // a close waits for this creation, so it never sees the child half built
+        try {
+            return new SoftQp(this, attr);
+        } finally {
+            exit();
+        }
     }
 
     @Override
     public MemoryWindow allocMemoryWindow(MwType type) {
         checkOpen("ibv_alloc_mw");
         if (type == null) throw new VerbsException("ibv_alloc_mw", VerbsException.EINVAL, "type is null");
-        return new SoftMw(this, type);
+        enter("ibv_alloc_mw"); // a close waits for this creation, so it never sees the child half built
+        try {
+            return new SoftMw(this, type);
+        } finally {
+            exit();
+        }
     }
 
     @Override

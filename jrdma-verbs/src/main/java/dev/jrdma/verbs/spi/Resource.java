@@ -5,16 +5,25 @@ import dev.jrdma.verbs.ClosedException;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.concurrent.locks.Lock;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
  * Base of every provider object: tracks children, closes them (newest first) before itself, turns use after
  * close into {@link ClosedException}, and makes close idempotent. pyverbs' rule, shared by both providers.
+ *
+ * <p>{@link #checkOpen} alone is check-then-act: a close on another thread could tear the object down between the
+ * check and the use. Operations that must not overlap a close (and every creation of a child) run between
+ * {@link #enter} and {@link #exit}: a read lock with the closed check under it. {@link #close()} first marks the
+ * object closed, then waits for the uses in flight ({@link #quiesce}), so a child adopted by a creation in flight
+ * is fully built before the parent closes it. A thread inside {@link #enter} must not close the same object.
  */
 public abstract class Resource implements AutoCloseable {
     private final Resource parent;
     private final LinkedHashSet<Resource> children = new LinkedHashSet<>();
     private volatile boolean closed;
     private final String what;
+    private final ReentrantReadWriteLock use = new ReentrantReadWriteLock();
 
     protected Resource(Resource parent, String what) {
         this.parent = parent;
@@ -32,6 +41,35 @@ public abstract class Resource implements AutoCloseable {
     /** Throws {@link ClosedException} naming the verb when this object (or a parent) was closed. */
     public final void checkOpen(String verb) {
         if (closed) throw new ClosedException(verb, what);
+    }
+
+    /** Starts a use that a close must wait for; throws {@link ClosedException} naming {@code verb} once closed. */
+    public final void enter(String verb) {
+        use.readLock().lock();
+        if (closed) {
+            use.readLock().unlock();
+            throw new ClosedException(verb, what);
+        }
+    }
+
+    /** Like {@link #enter} but never waits (for callers that hold a lock a close also takes): false once closed. */
+    public final boolean tryEnter() {
+        if (!use.readLock().tryLock()) return false;
+        if (closed) {
+            use.readLock().unlock();
+            return false;
+        }
+        return true;
+    }
+
+    /** Ends a use started by {@link #enter} or a successful {@link #tryEnter}. */
+    public final void exit() {
+        use.readLock().unlock();
+    }
+
+    /** The lock a provider holds while it frees this object: no use is in flight then and none can start. */
+    public final Lock exclusive() {
+        return use.writeLock();
     }
 
     public final boolean isClosed() {
@@ -79,13 +117,10 @@ public abstract class Resource implements AutoCloseable {
         }
     }
 
-    /**
-     * Called once by {@link #close()} after this object is marked closed and before its children are closed: a
-     * provider waits here for operations in flight on this object. That includes the creation of a child, whose
-     * constructor has adopted it here before its own fields were set, so without this wait the child could be
-     * closed half built. Runs without any lock of this class held.
-     */
-    protected void quiesce() {
+    /** Waits for every use in flight ({@link #enter}), child creations included; called once by close. */
+    private void quiesce() {
+        use.writeLock().lock();
+        use.writeLock().unlock();
     }
 
     /** Releases this object's own resources; its children are already closed. Called once. */
