@@ -55,6 +55,7 @@ class ConcurrentCloseTest {
             List<Runnable> loops = new ArrayList<>(List.of(
                     () -> cq.poll(WorkCompletion.array(4)),
                     () -> cq.requestNotify(false),
+                    () -> cq.ackEvents(0),
                     () -> ch.awaitEvent(Duration.ofMillis(2)),
                     qp::query,
                     () -> ctx.queryPort(Pair.PORT),
