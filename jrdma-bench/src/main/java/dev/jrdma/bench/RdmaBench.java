@@ -45,12 +45,19 @@ import java.util.List;
 public final class RdmaBench implements AutoCloseable {
     private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
     private static final int CYCLE_BUFFER = 4096, CACHE_LINE = 64, RX_DEPTH = 512, CQ_MOD = 100;
+    /** Warm-up iterations by default (at most -n): enough for C2 to compile the loop and the verbs it calls. */
+    private static final long DEFAULT_WARMUP = 20_000;
+    /** The longest a warm-up waits without progress: the peer waits for us meanwhile. */
+    private static final long WARMUP_STALL_NS = 2_000_000_000L;
 
     private final PerfOptions o;
     private final PerfTest test;
     private final PrintStream out;
     private final Progress progress;
     private final long stallNs;
+    /** A software device's transport threads need the core too (2-core machines); a native device does not. */
+    private boolean yieldWhileSpinning = true;
+    private boolean warmingUp;
 
     private Context ctx;
     private ProtectionDomain pd;
@@ -100,6 +107,7 @@ public final class RdmaBench implements AutoCloseable {
     private void open() {
         Device dev = o.device == null ? Verbs.defaultDevice() : Verbs.device(o.device);
         deviceName = dev.name();
+        yieldWhileSpinning = !"native".equals(dev.provider());
         ctx = dev.open();
         DeviceAttr da = ctx.queryDevice();
         if (o.ibPort < 1 || o.ibPort > da.physPortCnt())
@@ -131,12 +139,16 @@ public final class RdmaBench implements AutoCloseable {
         SecureRandom rnd = new SecureRandom();
         for (int i = 0; i < o.numQp; i++) {
             qps[i] = pd.createQueuePair(QpInitAttr.builder(sendCq).recvCq(recvCq).maxSendWr(sendWr).maxRecvWr(recvWr).build());
-            qps[i].modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(o.ibPort)
-                    .access(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC));
+            initQp(qps[i]);
             my[i] = new Dest(port.lid(), outReads, qps[i].qpNum(), rnd.nextInt() & 0xffffff, mr.rkey(),
                     mr.address() + (o.numQp + i) * areaSize, gid, 0);
         }
         mtu = port.activeMtu();
+    }
+
+    private void initQp(QueuePair q) {
+        q.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(o.ibPort)
+                .access(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC));
     }
 
     /** perftest's choice without -x on RoCE: a RoCE v2 GID (IPv4-mapped first), else index 0. */
@@ -165,6 +177,60 @@ public final class RdmaBench implements AutoCloseable {
                 .maxRdAtomic(Math.max(1, Math.min(outReads, Math.max(1, r.outReads())))));
     }
 
+    /**
+     * Runs the test's own loop on this side's QPs connected to themselves before the exchange starts, so that the
+     * JIT has compiled the loop and the verbs under it before anything is timed (a loop that starts interpreted is
+     * many times slower until C2 is done: 3,000 iterations measure the compiler). Then the QPs go back to RESET and
+     * INIT, the CQs are drained and the buffer is cleared, so the measured run starts as a fresh one.
+     * {@code -Djrdma.perf.warmup=N} sets the iterations (default min(-n, 20000); 0 = none). Passive sides skip it.
+     */
+    private void warmUp() {
+        long n = Long.getLong("jrdma.perf.warmup", Math.min(o.effectiveIters(), DEFAULT_WARMUP));
+        boolean server = o.isServer();
+        boolean active = switch (test) {
+            case WRITE_LAT, SEND_LAT -> true;
+            default -> !server; // the read/atomic latency servers and the bandwidth servers do not run the loop
+        };
+        if (n <= 0 || !active) return;
+        int size = o.runSizes().getFirst();
+        rem = new Dest[o.numQp];
+        warmingUp = true;
+        long t0 = System.nanoTime();
+        try {
+            for (int i = 0; i < o.numQp; i++) {
+                rem[i] = my[i];
+                connectQp(i);
+            }
+            switch (test) {
+                case WRITE_LAT -> writeLat(size, true, n);
+                case SEND_LAT -> {
+                    postInitialRecvs(size, n);
+                    sendLat(size, false, n);
+                }
+                case READ_LAT, ATOMIC_LAT -> readAtomicLat(size, n, 0);
+                case SEND_BW -> {
+                    postInitialRecvs(size, n);
+                    bwClient(size, Math.min(n, postedRecvs), 0); // no receiver reposts: at most the receives posted
+                }
+                default -> bwClient(size, n, 0);
+            }
+            if (!o.quiet) out.printf(" Warm-up         : %d iterations, %.1f ms%n", n, (System.nanoTime() - t0) / 1e6);
+        } catch (RuntimeException e) {
+            out.println(" Warm-up         : skipped (" + e.getMessage() + ")");
+        } finally {
+            warmingUp = false;
+            rem = null;
+            postedRecvs = 0;
+            for (QueuePair q : qps) {
+                q.modify(new QpAttr().state(QpState.RESET));
+                initQp(q);
+            }
+            while (sendCq.poll(wcs, wcs.length) > 0) { } // a QP reset leaves its completions in the CQ
+            while (recvCq.poll(wcs, wcs.length) > 0) { }
+            buf.fill((byte) 0);
+        }
+    }
+
     @Override
     public void close() {
         progress.clear();
@@ -175,6 +241,7 @@ public final class RdmaBench implements AutoCloseable {
     // ------------------------------------------------------------------ the exchange
 
     private RunResult run(PerftestWire w) {
+        warmUp();
         w.versions();
         w.sysData(CYCLE_BUFFER, CACHE_LINE);
         mtu = Mtu.of(w.mtu(mtu.code));
@@ -205,7 +272,7 @@ public final class RdmaBench implements AutoCloseable {
                     out.println(Report.latHeader());
                     cpu.start();
                     for (int size : o.runSizes()) {
-                        LatencyResult r = test == PerfTest.WRITE_LAT ? writeLat(size, server) : readAtomicLat(size);
+                        LatencyResult r = test == PerfTest.WRITE_LAT ? writeLat(size, server, o.effectiveIters()) : readAtomicLat(size, o.effectiveIters(), o.durationSec);
                         progress.clear();
                         out.println(Report.latLine(r));
                         lat.add(r);
@@ -229,7 +296,7 @@ public final class RdmaBench implements AutoCloseable {
                     cpu.start();
                     BwResult last = null;
                     for (int size : o.runSizes()) {
-                        last = bwClient(size);
+                        last = bwClient(size, o.effectiveIters(), o.durationSec);
                         progress.clear();
                         out.println(Report.bwLine(last, o.reportGbits));
                         bw.add(last);
@@ -252,16 +319,16 @@ public final class RdmaBench implements AutoCloseable {
                 List<Integer> sizes = o.runSizes();
                 for (int size : sizes) {
                     boolean receiver = test.latency || server;
-                    if (receiver) postInitialRecvs(size);
+                    if (receiver) postInitialRecvs(size, test.latency || o.durationSec == 0 ? o.effectiveIters() : Long.MAX_VALUE);
                     w.handshake(my[0]);
                     cpu.start();
                     if (test.latency) {
-                        LatencyResult r = sendLat(size, server);
+                        LatencyResult r = sendLat(size, server, o.effectiveIters());
                         progress.clear();
                         out.println(Report.latLine(r));
                         lat.add(r);
                     } else {
-                        BwResult r = server ? sendBwServer(size) : bwClient(size);
+                        BwResult r = server ? sendBwServer(size) : bwClient(size, o.effectiveIters(), o.durationSec);
                         progress.clear();
                         out.println(Report.bwLine(r, o.reportGbits));
                         bw.add(r);
@@ -328,6 +395,8 @@ public final class RdmaBench implements AutoCloseable {
         private long lastProgress = System.nanoTime();
         private int spins;
         private final String what;
+        private final long limitNs = warmingUp ? Math.min(stallNs, WARMUP_STALL_NS) : stallNs;
+        private final boolean yield = yieldWhileSpinning;
 
         Stall(String what) {
             this.what = what;
@@ -339,12 +408,12 @@ public final class RdmaBench implements AutoCloseable {
 
         void spin() {
             Thread.onSpinWait();
-            // a software device's transport threads need the core too (2-core machines): give way now and then
-            if ((++spins & 0x3f) == 0) Thread.yield();
+            // on a native device spin as perftest does; a software device's transport threads need the core now and then
+            if ((++spins & 0x3f) == 0 && yield) Thread.yield();
             if ((spins & 0x3ff) == 0) {
                 long now = System.nanoTime();
-                if (now - lastProgress > stallNs) {
-                    throw new BenchException("no progress for " + o.timeoutSec + " s while waiting for " + what
+                if (now - lastProgress > limitNs) {
+                    throw new BenchException("no progress for " + limitNs / 1_000_000_000L + " s while waiting for " + what
                             + ": the peer stopped, or its packets do not arrive (same -x/GID type on both sides? UDP 4791 open?)");
                 }
             }
@@ -371,8 +440,7 @@ public final class RdmaBench implements AutoCloseable {
     }
 
     /** run_iter_lat_write: ping-pong of RDMA writes; each side spins on the last byte of its area; the server writes first. */
-    private LatencyResult writeLat(int size, boolean server) {
-        long iters = o.effectiveIters();
+    private LatencyResult writeLat(int size, boolean server, long iters) {
         long[] tposted = timestamps(iters);
         QueuePair qp = qps[0];
         long post = localOffset(0) + size - 1, poll = remoteAreaOffset(0) + size - 1;
@@ -398,19 +466,19 @@ public final class RdmaBench implements AutoCloseable {
                 check(wcs[0]);
                 ccnt += n;
             }
-            if ((scnt & 0x3ff) == 0) progress.update(String.format(" %s %d bytes: %d/%d", test.id(), size, scnt, iters));
+            if ((scnt & 0x3ff) == 0 && progress.enabled()) progress.update(String.format(" %s %d bytes: %d/%d", test.id(), size, scnt, iters));
         }
         return LatencyResult.fromPostTimes(size, tposted, (int) iters, test.rttFactor());
     }
 
     /** run_iter_lat: one RDMA read or atomic at a time; each is a full round trip. */
-    private LatencyResult readAtomicLat(int size) {
+    private LatencyResult readAtomicLat(int size, long iters, int durationSec) {
         SendWorkRequest wr = new SendWorkRequest().signaled(true).wrId(1);
         if (test.verb == PerfTest.Verb.READ) wr.opcode(WrOpcode.RDMA_READ).buffer(mr, localOffset(0), size).remote(rem[0].vaddr(), rem[0].rkey());
         else wr.opcode(WrOpcode.ATOMIC_FETCH_AND_ADD).buffer(mr, localOffset(0), 8).atomic(rem[0].vaddr(), rem[0].rkey(), 1, 0);
         Stall stall = new Stall(test.id() + " completion");
-        if (o.durationSec > 0) {
-            long end = System.nanoTime() + o.durationSec * 1_000_000_000L;
+        if (durationSec > 0) {
+            long end = System.nanoTime() + durationSec * 1_000_000_000L;
             long[] d = new long[1 << 16];
             int n = 0;
             long count = 0;
@@ -425,11 +493,10 @@ public final class RdmaBench implements AutoCloseable {
                 if (n < d.length) d[n++] = now - prev;
                 prev = now;
                 count++;
-                if ((count & 0x3ff) == 0) progress.update(String.format(" %s %d bytes: %d iterations", test.id(), size, count));
+                if ((count & 0x3ff) == 0 && progress.enabled()) progress.update(String.format(" %s %d bytes: %d iterations", test.id(), size, count));
             }
             return LatencyResult.fromDeltas(size, count, d, n, test.rttFactor());
         }
-        long iters = o.effectiveIters();
         long[] tposted = timestamps(iters);
         for (long i = 0; i < iters; i++) {
             tposted[(int) i] = System.nanoTime();
@@ -437,15 +504,15 @@ public final class RdmaBench implements AutoCloseable {
             while (sendCq.poll(wcs, 1) == 0) stall.spin();
             check(wcs[0]);
             stall.progress();
-            if ((i & 0x3ff) == 0) progress.update(String.format(" %s %d bytes: %d/%d", test.id(), size, i, iters));
+            if ((i & 0x3ff) == 0 && progress.enabled()) progress.update(String.format(" %s %d bytes: %d/%d", test.id(), size, i, iters));
         }
         return LatencyResult.fromPostTimes(size, tposted, (int) iters, test.rttFactor());
     }
 
     private int postedRecvs;
 
-    private void postInitialRecvs(int size) {
-        long need = test.latency ? o.effectiveIters() : (o.durationSec > 0 ? Long.MAX_VALUE : o.effectiveIters());
+    /** Posts the receives a send test starts with: {@code need} (the iterations), at most the receive queue's depth. */
+    private void postInitialRecvs(int size, long need) {
         int per = (int) Math.min(qps[0].cap().maxRecvWr() > 0 ? qps[0].cap().maxRecvWr() : RX_DEPTH, need);
         per = Math.min(per, RX_DEPTH);
         RecvWorkRequest rwr = new RecvWorkRequest();
@@ -457,8 +524,7 @@ public final class RdmaBench implements AutoCloseable {
     }
 
     /** run_iter_lat_send: ping-pong of sends; the client sends first. */
-    private LatencyResult sendLat(int size, boolean server) {
-        long iters = o.effectiveIters();
+    private LatencyResult sendLat(int size, boolean server, long iters) {
         long[] tposted = timestamps(iters);
         QueuePair qp = qps[0];
         SendWorkRequest wr = new SendWorkRequest().opcode(WrOpcode.SEND).buffer(mr, localOffset(0), size).signaled(true).wrId(1);
@@ -497,7 +563,7 @@ public final class RdmaBench implements AutoCloseable {
                 scnt++;
                 qp.postSend(wr);
             }
-            if ((scnt & 0x3ff) == 0) progress.update(String.format(" %s %d bytes: %d/%d", test.id(), size, scnt, iters));
+            if ((scnt & 0x3ff) == 0 && progress.enabled()) progress.update(String.format(" %s %d bytes: %d/%d", test.id(), size, scnt, iters));
         }
         Stall drain = new Stall("the last send completions");
         while (ccnt < scnt) {
@@ -512,9 +578,9 @@ public final class RdmaBench implements AutoCloseable {
     // ------------------------------------------------------------------ bandwidth
 
     /** run_iter_bw: keep tx-depth operations outstanding per QP; each QP does -n operations (or runs for -D seconds). */
-    private BwResult bwClient(int size) {
-        boolean timed = o.durationSec > 0;
-        long itersPerQp = timed ? Long.MAX_VALUE : o.effectiveIters();
+    private BwResult bwClient(int size, long iters, int durationSec) {
+        boolean timed = durationSec > 0;
+        long itersPerQp = timed ? Long.MAX_VALUE : iters;
         long total = timed ? Long.MAX_VALUE : itersPerQp * o.numQp;
         boolean record = !timed && total <= 10_000_000L;
         long[] tposted = record ? new long[(int) total] : null, tcompleted = record ? new long[(int) total] : null;
@@ -533,7 +599,7 @@ public final class RdmaBench implements AutoCloseable {
         int[] outstanding = new int[o.numQp];
         long[] postedPerQp = new long[o.numQp];
         long posted = 0, completed = 0;
-        long start = System.nanoTime(), end = timed ? start + o.durationSec * 1_000_000_000L : Long.MAX_VALUE;
+        long start = System.nanoTime(), end = timed ? start + durationSec * 1_000_000_000L : Long.MAX_VALUE;
         long lastDone = start;
         boolean stop = false;
         Stall stall = new Stall(test.id() + " completions");
@@ -567,7 +633,7 @@ public final class RdmaBench implements AutoCloseable {
             }
             lastDone = now;
             stall.progress();
-            if ((completed & 0xfff) < n) progress.update(String.format(" %s %d bytes: %d%s", test.id(), size, completed, timed ? " ops" : "/" + total));
+            if ((completed & 0xfff) < n && progress.enabled()) progress.update(String.format(" %s %d bytes: %d%s", test.id(), size, completed, timed ? " ops" : "/" + total));
         }
         long elapsed = lastDone - start;
         double best = record ? BwResult.bestNsPerMsg(tposted, tcompleted, (int) completed, CQ_MOD) : 0;
@@ -609,7 +675,7 @@ public final class RdmaBench implements AutoCloseable {
             received += n;
             lastAt = now;
             stall.progress();
-            if ((received & 0xfff) < n) progress.update(String.format(" %s %d bytes: received %d", test.id(), size, received));
+            if ((received & 0xfff) < n && progress.enabled()) progress.update(String.format(" %s %d bytes: received %d", test.id(), size, received));
         }
         return BwResult.of(size, received, lastAt - start, 0);
     }

@@ -42,6 +42,8 @@ class SoftRdmaBenchTest {
         assertTrue(o.clientOut().contains(Report.LAT_HEADER), o.clientOut());
         assertTrue(o.clientOut().contains(" " + (test.equals("atomic_lat") ? 8 : 2) + "       200 "), o.clientOut());
         if (test.equals("write_lat") || test.equals("send_lat")) assertEquals(1, o.server().latency().size(), o.serverOut());
+        // the loop ran on the client's QPs connected to themselves before the exchange, then the real run started fresh
+        assertTrue(o.clientOut().contains(" Warm-up         : 200 iterations"), o.clientOut());
     }
 
     @ParameterizedTest
@@ -53,6 +55,7 @@ class SoftRdmaBenchTest {
         assertEquals(300, r.iters());
         assertTrue(r.bwAvgMBs() > 0 && r.bwPeakMBs() >= r.bwAvgMBs(), r.toString());
         assertTrue(o.clientOut().contains(Report.BW_HEADER), o.clientOut());
+        assertTrue(o.clientOut().contains(" Warm-up         : 300 iterations"), o.clientOut());
         if (test.equals("send_bw")) assertEquals(300, o.server().bandwidth().getFirst().iters(), o.serverOut());
         else assertEquals(300, o.server().remote().iters(), "the passive server prints the client's report:\n" + o.serverOut());
     }
