@@ -48,6 +48,10 @@ final class Transport {
     private final Selector selector;
     private final Thread rxThread;
     private volatile boolean running = true;
+    /** Where a detached transport's packets go (tests); null for a socket. */
+    private final PacketTap tap;
+    /** Retransmission timeouts and RNR waits of this device's QPs. */
+    final SoftTimer timer;
 
     final AtomicReferenceArray<SoftQp> qps = new AtomicReferenceArray<>(TABLE_SIZE);
     private int nextQpn = FIRST_QPN;
@@ -72,11 +76,42 @@ final class Transport {
     final AtomicLong txErrors = new AtomicLong();
     final AtomicLong retransmits = new AtomicLong();
 
+    /** Receives what a detached transport sends (tests: the packets the engines produce). */
+    @FunctionalInterface
+    interface PacketTap {
+        /** The packet is {@code len} bytes from the start of {@code packet}; copy what you keep, the buffer is reused. */
+        void sent(ByteBuffer packet, int len, InetSocketAddress to);
+    }
+
+    /**
+     * A transport without a socket or threads, for tests that drive the engines directly: sent packets go to
+     * {@code tap}, received ones are fed to {@link SoftQp#receive} by the test, and time is {@code clock} with a
+     * manual timer (the test calls {@code timer.runDue()}).
+     */
+    static Transport detached(Inet4Address address, int port, Clock clock, PacketTap tap) {
+        return new Transport(address, port, clock, tap);
+    }
+
+    private Transport(Inet4Address address, int port, Clock clock, PacketTap tap) {
+        this.address = address;
+        this.ip = address.hashCode();
+        this.port = port;
+        this.key = address.getHostAddress() + ":" + port + " (detached)";
+        this.tap = tap;
+        this.timer = SoftTimer.manual(clock);
+        this.ch = null;
+        this.selector = null;
+        running = false;
+        rxThread = Thread.ofPlatform().unstarted(() -> {}); // never started: stands for the device's threads in checks
+    }
+
     private Transport(Inet4Address address, int port) throws IOException {
         this.address = address;
         this.ip = address.hashCode();
         this.port = port;
         this.key = address.getHostAddress() + ":" + port;
+        this.tap = null;
+        this.timer = SoftTimer.threaded(Clock.SYSTEM, key);
         DatagramChannel c = DatagramChannel.open(StandardProtocolFamily.INET);
         try {
             c.setOption(StandardSocketOptions.SO_RCVBUF, 4 << 20);
@@ -114,10 +149,12 @@ final class Transport {
     }
 
     void release() {
+        if (tap != null) return;
         synchronized (OPEN) {
             if (--refs > 0) return;
             OPEN.remove(key);
         }
+        timer.close();
         running = false;
         selector.wakeup();
         try {
@@ -175,6 +212,11 @@ final class Transport {
 
     /** Sends {@code len} bytes from the start of {@code b} (a QP's transmit buffer) to {@code to}. */
     void send(ByteBuffer b, int len, InetSocketAddress to) {
+        if (tap != null) {
+            txPackets.getAndIncrement();
+            tap.sent(b, len, to);
+            return;
+        }
         b.limit(len).position(0);
         try {
             sendLoop(b, to);

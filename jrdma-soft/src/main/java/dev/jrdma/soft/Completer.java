@@ -1,0 +1,357 @@
+package dev.jrdma.soft;
+
+import static dev.jrdma.soft.wire.Opcode.*;
+
+import dev.jrdma.soft.SendWqe.Progress;
+import dev.jrdma.soft.wire.Aeth;
+import dev.jrdma.soft.wire.Psn;
+import dev.jrdma.soft.wire.RocePacket;
+import dev.jrdma.verbs.QpState;
+import dev.jrdma.verbs.WcStatus;
+import dev.jrdma.verbs.WrOpcode;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+/**
+ * The completer of an RC QP (the role of Linux rxe's {@code rxe_comp.c}): reads what the responder sent back
+ * (ACK, NAK, RNR NAK, READ responses, atomic ACKs), marks send WQEs done and completes them in order, places READ
+ * data and atomic results, and decides on retries: go-back-N on a PSN sequence NAK, on a gap in READ responses, on an
+ * implicit NAK (a later request acknowledged while a READ/atomic response is missing) and on the retransmission
+ * timeout it owns; an RNR wait on an RNR NAK. Everything runs under the QP's monitor.
+ */
+final class Completer {
+    /** The steps of {@link #receive}. */
+    enum State {
+        CHECK_PSN, CHECK_ACK, ACK, RNR_NAK, SEQUENCE_NAK, FATAL_NAK, READ_RESPONSE, ATOMIC_RESPONSE, COMPLETE, DROP, DONE
+    }
+
+    private final SoftQp qp;
+    private final SendQueue sq;
+
+    /** The oldest PSN not yet acknowledged (rxe: {@code comp.psn}). */
+    int oldestUnacked;
+    private int retryLeft, rnrLeft;
+    /**
+     * A READ/atomic re-request (after a response gap or an implicit NAK) from {@link #readRetryPsn} is under way:
+     * further gaps are ignored until the response at that PSN arrives (on a FIFO path every stale packet of the old
+     * burst comes before it), the WQE completes, or the timer retries. Without this, stale packets of the old burst
+     * would each trigger another replay: a storm.
+     */
+    private boolean readRetryActive;
+    private int readRetryPsn;
+    /** When the oldest outstanding request times out; 0 when nothing is armed. */
+    volatile long retryDeadline;
+
+    // the packet being processed
+    private RocePacket pkt;
+    private MemorySegment seg;
+    private int psn;
+    /** The last step before DONE of the last packet: how it was handled (tests and tracing). */
+    State lastOutcome = State.DONE;
+
+    Completer(SoftQp qp, SendQueue sq) {
+        this.qp = qp;
+        this.sq = sq;
+    }
+
+    /** RTR to RTS: nothing outstanding yet; the retry budgets are full. */
+    void start(int sqPsn) {
+        oldestUnacked = sqPsn;
+        retryLeft = qp.retryCnt;
+        rnrLeft = qp.rnrRetry;
+    }
+
+    void reset() {
+        readRetryActive = false;
+        retryDeadline = 0;
+    }
+
+    /** A response packet for this QP (receive thread). */
+    void receive(RocePacket p, MemorySegment segment) {
+        pkt = p;
+        seg = segment;
+        psn = p.psn();
+        State s = State.CHECK_PSN;
+        while (s != State.DONE) {
+            if (SoftQp.TRACE) qp.trace("completer", s);
+            State step = s;
+            s = switch (s) {
+                case CHECK_PSN -> checkPsn();
+                case CHECK_ACK -> checkAck();
+                case ACK -> ack();
+                case RNR_NAK -> rnrNak();
+                case SEQUENCE_NAK -> sequenceNak();
+                case FATAL_NAK -> fatalNak();
+                case READ_RESPONSE -> readResponse();
+                case ATOMIC_RESPONSE -> atomicResponse();
+                case COMPLETE -> complete();
+                case DROP -> State.DONE;
+                default -> throw new IllegalStateException(s.name());
+            };
+            if (s == State.DONE) lastOutcome = step;
+        }
+        pkt = null;
+        seg = null;
+    }
+
+    private State checkPsn() {
+        if (Psn.diff(psn, qp.requester.nextPsn) >= 0) return State.DROP;       // beyond anything sent
+        return State.CHECK_ACK;
+    }
+
+    /** Which kind of response this is. */
+    private State checkAck() {
+        int op = pkt.opcode();
+        if (op == ATOMIC_ACKNOWLEDGE.code()) return State.ATOMIC_RESPONSE;
+        if (op != ACKNOWLEDGE.code()) return State.READ_RESPONSE;
+        int syn = pkt.aethSyndrome();
+        return switch (Aeth.type(syn)) {
+            case Aeth.TYPE_ACK -> Psn.before(psn, Psn.add(oldestUnacked, -1)) ? State.DROP : State.ACK;   // older ACKs are stale
+            case Aeth.TYPE_RNR_NAK -> State.RNR_NAK;
+            case Aeth.TYPE_NAK -> Aeth.value(syn) == Aeth.NAK_PSN_SEQUENCE_ERROR ? State.SEQUENCE_NAK : State.FATAL_NAK;
+            default -> State.DROP;
+        };
+    }
+
+    /** An ACK covers every request up to its PSN (ACKs are coalesced: one may cover many WQEs). */
+    private State ack() {
+        if (ackUpTo(psn)) progress(psn);
+        return State.COMPLETE;
+    }
+
+    /** Receiver not ready at {@code psn}: what came before it is acknowledged; wait min_rnr_timer, at most rnr_retry times. */
+    private State rnrNak() {
+        int prev = Psn.add(psn, -1);
+        if (ackUpTo(prev)) progress(prev);
+        SendWqe w = firstPending();
+        if (w == null || qp.state() != QpState.RTS) return State.COMPLETE;
+        if (qp.rnrRetry != 7) { // 7 means retry forever
+            if (rnrLeft == 0) {
+                completeWithError(w, WcStatus.RNR_RETRY_EXC_ERR);
+                return State.DONE;
+            }
+            rnrLeft--;
+        }
+        retryDeadline = 0;
+        qp.requester.waitRnr(psn, Aeth.rnrTimerMicros(Aeth.value(pkt.aethSyndrome())) * 1000L);
+        return State.COMPLETE;
+    }
+
+    /** The responder expected {@code psn}: what came before it is acknowledged; go back to it (a retry). */
+    private State sequenceNak() {
+        int prev = Psn.add(psn, -1);
+        if (ackUpTo(prev)) progress(prev);
+        if (qp.state() != QpState.RTS || qp.requester.rnrWait) return State.COMPLETE; // an RNR wait resends from there anyway
+        if (retryLeft == 0) {
+            SendWqe w = firstPending();
+            if (w != null) {
+                completeWithError(w, WcStatus.RETRY_EXC_ERR);
+                return State.DONE;
+            }
+            return State.COMPLETE;
+        }
+        retryLeft--;
+        qp.requester.retry(psn);
+        return State.COMPLETE;
+    }
+
+    /** The responder refused the request at {@code psn} (and went to ERR): complete it with the matching error. */
+    private State fatalNak() {
+        int prev = Psn.add(psn, -1);
+        if (ackUpTo(prev)) progress(prev);
+        if (qp.state() != QpState.RTS) return State.DONE;
+        SendWqe w = firstPending();
+        if (w == null) return State.DONE;
+        completeWithError(w, switch (Aeth.value(pkt.aethSyndrome())) {
+            case Aeth.NAK_INVALID_REQUEST -> WcStatus.REM_INV_REQ_ERR;
+            case Aeth.NAK_REMOTE_ACCESS_ERROR -> WcStatus.REM_ACCESS_ERR;
+            case Aeth.NAK_INVALID_RD_REQUEST -> WcStatus.REM_INV_RD_REQ_ERR;
+            default -> WcStatus.REM_OP_ERR;
+        });
+        return State.DONE;
+    }
+
+    /** An atomic's original value: written to the WQE's local buffer; responses to earlier requests are implied. */
+    private State atomicResponse() {
+        SendWqe w = firstPending();
+        if (w == null || !w.op.isAtomic() || w.firstPsn != psn) {
+            if (!ackUpTo(Psn.add(psn, -1))) return State.DONE;
+            w = firstPending();
+            if (w == null || !w.op.isAtomic() || w.firstPsn != psn) return State.DONE;
+        }
+        long orig = pkt.atomicAckOriginal();
+        SoftMr mr = w.mr[0];
+        try {
+            if (mr == null || mr.isClosed()) throw new IllegalStateException();
+            mr.seg.set(ValueLayout.JAVA_LONG_UNALIGNED, w.addr[0] - mr.addr, orig);
+        } catch (RuntimeException e) {
+            completeWithError(w, WcStatus.LOC_PROT_ERR);
+            return State.DONE;
+        }
+        readOrAtomicDone(w);
+        progress(psn);
+        return State.COMPLETE;
+    }
+
+    /** One READ response packet: in order it is scattered into the WQE's buffers; after a gap the READ is asked again from the gap. */
+    private State readResponse() {
+        if (!ackUpTo(Psn.add(psn, -1))) return State.DONE;
+        SendWqe w = firstPending();
+        if (w == null || w.op != WrOpcode.RDMA_READ) return State.DONE;
+        int expected = Psn.add(w.firstPsn, w.readRecv);
+        int d = Psn.diff(psn, expected);
+        if (d < 0) return State.DROP;                                   // a duplicate
+        if (d > 0) {                                                    // a response was lost: ask again from it, once
+            retryRead(expected);
+            return State.DONE;
+        }
+        if (readRetryActive && psn == readRetryPsn) readRetryActive = false; // the replay has begun: later gaps are real
+        int mtu = qp.mtu;
+        int k = w.readRecv;
+        boolean first = k == 0, last = k == w.npkts - 1;
+        int want = first && last ? RDMA_READ_RESPONSE_ONLY.code() : first ? RDMA_READ_RESPONSE_FIRST.code()
+                : last ? RDMA_READ_RESPONSE_LAST.code() : RDMA_READ_RESPONSE_MIDDLE.code();
+        long off = (long) k * mtu;
+        long plen = Math.min(mtu, w.total - off);
+        if (pkt.opcode() != want || pkt.payloadLength() != plen) {
+            completeWithError(w, WcStatus.BAD_RESP_ERR);
+            return State.DONE;
+        }
+        if (plen > 0 && !w.scatter(seg, pkt.payloadOffset(), off, plen)) {
+            completeWithError(w, WcStatus.LOC_PROT_ERR);
+            return State.DONE;
+        }
+        w.readRecv++;
+        if (w.readRecv == w.npkts) readOrAtomicDone(w);
+        progress(psn);
+        return State.COMPLETE;
+    }
+
+    /** Completes what is done at the head and lets the requester send what the freed window allows. */
+    private State complete() {
+        completeHead();
+        qp.requester.run();
+        return State.DONE;
+    }
+
+    private void readOrAtomicDone(SendWqe w) {
+        w.progress = Progress.DONE;
+        qp.requester.rdAtomicOut--;
+        readRetryActive = false;
+    }
+
+    /** Asks again for a READ/atomic response from {@code fromPsn}, unless such a re-request is already under way. */
+    private void retryRead(int fromPsn) {
+        if (readRetryActive) return;
+        readRetryActive = true;
+        readRetryPsn = fromPsn;
+        qp.requester.retry(fromPsn);
+        qp.requester.run();
+    }
+
+    // ---- send queue bookkeeping ----------------------------------------------------------------------------
+
+    /** Completes, in order, the WQEs at the head of the send queue that are done. */
+    void completeHead() {
+        while (sq.head != sq.next) {
+            SendWqe w = sq.at(sq.head);
+            if (w.progress != Progress.DONE) break;
+            if (w.signaled) {
+                int bl = w.local ? 0 : w.op.isAtomic() ? 8 : (int) w.total;
+                qp.sendCq().push(w.wrId, WcStatus.SUCCESS, w.op.completionOpcode(), bl, 0, 0, qp.qpNum(), 0, false);
+            }
+            sq.head++;
+        }
+    }
+
+    /** Completes {@code w} with an error and moves the QP to ERR (flushing everything else). */
+    void completeWithError(SendWqe w, WcStatus status) {
+        completeHead();
+        for (int i = sq.head; i != sq.tail; i++) {
+            SendWqe x = sq.at(i);
+            if (x == w) {
+                qp.sendCq().push(x.wrId, status, x.op.completionOpcode(), 0, 0, 0, qp.qpNum(), 0, false);
+                sq.head = i + 1;
+                break;
+            }
+        }
+        qp.toErr();
+    }
+
+    /** The first WQE, from the head, that is started and not done; null when none. */
+    private SendWqe firstPending() {
+        int end = sq.next != sq.tail ? sq.next + 1 : sq.next;
+        for (int i = sq.head; i != end; i++) {
+            SendWqe w = sq.at(i);
+            if (w.progress == Progress.STARTED) return w;
+            if (w.progress == Progress.POSTED) return null;
+        }
+        return null;
+    }
+
+    /** Marks done every SEND/WRITE whose last PSN is at or before {@code ackPsn}; false on an implicit NAK. */
+    private boolean ackUpTo(int ackPsn) {
+        int end = sq.next != sq.tail ? sq.next + 1 : sq.next;
+        for (int i = sq.head; i != end; i++) {
+            SendWqe w = sq.at(i);
+            if (w.progress == Progress.DONE) continue;
+            if (w.progress == Progress.POSTED) break;
+            if (Psn.diff(w.lastPsn, ackPsn) > 0) break;
+            if (w.readOrAtomic) {
+                // the peer acknowledged a later request, but this READ/atomic's response is missing: ask again
+                retryRead(Psn.add(w.firstPsn, w.readRecv));
+                return false;
+            }
+            w.progress = Progress.DONE; // the peer has every packet of it (even if a go-back queued some again)
+        }
+        return true;
+    }
+
+    /** The peer has everything up to {@code ackedPsn}: move the window, refill the retry budgets, rearm the timer. */
+    private void progress(int ackedPsn) {
+        int next = Psn.next(ackedPsn);
+        if (Psn.after(next, oldestUnacked)) {
+            oldestUnacked = next;
+            retryLeft = qp.retryCnt;
+            rnrLeft = qp.rnrRetry;
+            retryDeadline = oldestUnacked != qp.requester.nextPsn && qp.timeoutNanos > 0 ? qp.clock().nanoTime() + qp.timeoutNanos : 0;
+        }
+    }
+
+    // ---- the retransmission timer ------------------------------------------------------------------------
+
+    /** A request went out: start the timer unless it runs already. */
+    void armRetryTimer() {
+        if (retryDeadline == 0 && qp.timeoutNanos > 0) {
+            retryDeadline = qp.clock().nanoTime() + qp.timeoutNanos;
+            qp.timer().wake();
+        }
+    }
+
+    /** A go-back started: a full timeout from now. */
+    void restartRetryTimer() {
+        if (qp.timeoutNanos > 0) retryDeadline = qp.clock().nanoTime() + qp.timeoutNanos;
+    }
+
+    /** The oldest outstanding request timed out: resend from it, or fail it after retry_cnt retries. */
+    void onRetryTimeout() {
+        if (oldestUnacked == qp.requester.nextPsn) {
+            retryDeadline = 0;
+            return;
+        }
+        SendWqe w = firstPending();
+        if (w == null) {
+            retryDeadline = 0;
+            return;
+        }
+        if (retryLeft == 0) {
+            completeWithError(w, WcStatus.RETRY_EXC_ERR);
+            return;
+        }
+        retryLeft--;
+        readRetryActive = false;
+        qp.requester.retry(oldestUnacked);
+        qp.requester.run();
+    }
+}

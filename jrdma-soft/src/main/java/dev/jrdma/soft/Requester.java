@@ -1,0 +1,283 @@
+package dev.jrdma.soft;
+
+import static dev.jrdma.soft.wire.Opcode.*;
+
+import dev.jrdma.soft.SendWqe.Progress;
+import dev.jrdma.soft.wire.AtomicEth;
+import dev.jrdma.soft.wire.Bth;
+import dev.jrdma.soft.wire.ImmDt;
+import dev.jrdma.soft.wire.Ieth;
+import dev.jrdma.soft.wire.Psn;
+import dev.jrdma.soft.wire.Reth;
+import dev.jrdma.soft.wire.RocePacket;
+import dev.jrdma.verbs.Access;
+import dev.jrdma.verbs.MwType;
+import dev.jrdma.verbs.QpState;
+import dev.jrdma.verbs.WcStatus;
+import dev.jrdma.verbs.WrOpcode;
+
+import java.nio.ByteBuffer;
+
+/**
+ * The requester of an RC QP (the role of Linux rxe's {@code rxe_req.c}): turns posted send WQEs into request
+ * packets. It assigns PSNs, segments messages by the path MTU, keeps at most {@link #window} packets beyond the
+ * oldest unacknowledged one in flight, limits outstanding READ/atomics to max_rd_atomic, waits for FENCE, runs
+ * local operations (memory window bind, local invalidate) in order, and goes back to an earlier PSN when the
+ * completer asks ({@link #retry}) or an RNR wait ends. Everything runs under the QP's monitor.
+ */
+final class Requester {
+    /** The steps of {@link #run}; the last five are where a run stops. */
+    enum State {
+        NEXT_WQE, START_WQE, LOCAL_OPERATION, SEND_PACKET, ERROR,
+        QUEUE_EMPTY, WAIT_FENCE, WAIT_RD_ATOMIC, WAIT_WINDOW, STOPPED;
+
+        boolean stops() { return ordinal() >= QUEUE_EMPTY.ordinal(); }
+    }
+
+    private static final int PKEY = Bth.DEFAULT_PKEY;
+
+    private final SoftQp qp;
+    private final SendQueue sq;
+
+    /** PSN of the next new packet (rxe: {@code req.psn}). */
+    int nextPsn;
+    /** READ and atomic requests sent and not yet answered (at most max_rd_atomic). */
+    int rdAtomicOut;
+    /** Packets allowed beyond the oldest unacknowledged PSN, and how often a packet asks for an ACK. */
+    int window = 256, ackEvery = 64;
+    /** An RNR NAK arrived: nothing is sent until {@link #rnrDeadline}, then everything from {@link #rnrPsn} again. */
+    boolean rnrWait;
+    private int rnrPsn;
+    volatile long rnrDeadline;
+
+    // the run in progress
+    private SendWqe wqe;
+    private WcStatus error;
+    /** Where the last run stopped (tests and tracing). */
+    State stoppedAt = State.QUEUE_EMPTY;
+
+    Requester(SoftQp qp, SendQueue sq) {
+        this.qp = qp;
+        this.sq = sq;
+    }
+
+    /** The path MTU changed: a window of 256 KiB in flight, an ACK asked for every quarter window. */
+    void pathMtu(int mtu) {
+        window = Math.max(16, (256 << 10) / mtu);
+        ackEvery = Math.max(1, window / 4);
+    }
+
+    /** RTR to RTS: the first PSN is the QP's sq_psn. */
+    void start(int sqPsn) {
+        nextPsn = sqPsn;
+    }
+
+    void reset() {
+        rdAtomicOut = 0;
+        rnrWait = false;
+        rnrDeadline = 0;
+    }
+
+    /** Transmits what the send queue, the window and the READ/atomic limit allow now. */
+    void run() {
+        if (qp.state() != QpState.RTS || rnrWait) return;
+        State s = State.NEXT_WQE;
+        while (!s.stops()) {
+            if (SoftQp.TRACE) qp.trace("requester", s);
+            s = switch (s) {
+                case NEXT_WQE -> nextWqe();
+                case START_WQE -> startWqe();
+                case LOCAL_OPERATION -> localOperation();
+                case SEND_PACKET -> sendPacket();
+                case ERROR -> error();
+                default -> throw new IllegalStateException(s.name());
+            };
+        }
+        stoppedAt = s;
+        if (s != State.STOPPED) qp.completer.completeHead();
+    }
+
+    private State nextWqe() {
+        if (sq.next == sq.tail) return State.QUEUE_EMPTY;
+        wqe = sq.at(sq.next);
+        return wqe.progress == Progress.POSTED ? State.START_WQE : State.SEND_PACKET;
+    }
+
+    /** Gives a new WQE its PSNs, after the checks that may hold it back (fence, READ/atomic limit) or fail it. */
+    private State startWqe() {
+        SendWqe w = wqe;
+        if (w.fence && rdAtomicOut > 0) return State.WAIT_FENCE;
+        if (w.localErr != null) {
+            error = w.localErr;
+            return State.ERROR;
+        }
+        if (w.local) return State.LOCAL_OPERATION;
+        if (w.readOrAtomic) {
+            if (rdAtomicOut >= Math.max(1, qp.maxRdAtomic)) return State.WAIT_RD_ATOMIC;
+            rdAtomicOut++;
+        }
+        int mtu = qp.mtu;
+        w.firstPsn = nextPsn;
+        w.npkts = w.op.isAtomic() ? 1 : (int) Math.max(1, (w.total + mtu - 1) / mtu);
+        w.lastPsn = Psn.add(w.firstPsn, w.npkts - 1);
+        nextPsn = Psn.add(nextPsn, w.npkts);
+        w.nextPkt = 0;
+        w.readRecv = 0;
+        w.progress = Progress.STARTED;
+        return State.SEND_PACKET;
+    }
+
+    /** Memory window bind or local invalidate: executed in send queue order, no packet. */
+    private State localOperation() {
+        SendWqe w = wqe;
+        WcStatus st = w.op == WrOpcode.BIND_MW ? bind(w) : qp.invalidate(w.invRkey, false);
+        if (st != WcStatus.SUCCESS) {
+            error = st;
+            return State.ERROR;
+        }
+        w.progress = Progress.DONE;
+        sq.next++;
+        return State.NEXT_WQE;
+    }
+
+    /** Sends the WQE's next packet (a READ or atomic is one request packet), within the window. */
+    private State sendPacket() {
+        SendWqe w = wqe;
+        if (w.progress != Progress.STARTED || w.nextPkt >= w.npkts) {
+            sq.next++;
+            return State.NEXT_WQE;
+        }
+        if (!w.readOrAtomic && Psn.diff(Psn.add(w.firstPsn, w.nextPkt), qp.completer.oldestUnacked) >= window) return State.WAIT_WINDOW;
+        if (!send(w, w.nextPkt)) {
+            error = WcStatus.LOC_PROT_ERR;
+            return State.ERROR;
+        }
+        w.nextPkt = w.readOrAtomic ? w.npkts : w.nextPkt + 1;
+        return State.SEND_PACKET;
+    }
+
+    private State error() {
+        qp.completer.completeWithError(wqe, error);
+        return State.STOPPED;
+    }
+
+    /** Builds and sends packet {@code k} of a request. False when its memory cannot be read. */
+    private boolean send(SendWqe w, int k) {
+        ByteBuffer b = qp.tx;
+        int mtu = qp.mtu;
+        int destQpn = qp.destQpn;
+        int psn = Psn.add(w.firstPsn, k);
+        int len;
+        if (w.op == WrOpcode.RDMA_READ) {
+            long off = (long) k * mtu;
+            len = RocePacket.writeBth(b, 0, RDMA_READ_REQUEST.code(), false, PKEY, destQpn, true, psn, 0);
+            Reth.write(b, Bth.BYTES, w.remoteAddr + off, w.rkey, w.total - off);
+        } else if (w.op.isAtomic()) {
+            boolean cas = w.op == WrOpcode.ATOMIC_CMP_AND_SWP;
+            len = RocePacket.writeBth(b, 0, cas ? COMPARE_SWAP.code() : FETCH_ADD.code(), false, PKEY, destQpn, true, psn, 0);
+            AtomicEth.write(b, Bth.BYTES, w.remoteAddr, w.rkey, cas ? w.swap : w.compareAdd, cas ? w.compareAdd : 0);
+        } else {
+            long off = (long) k * mtu;
+            int plen = (int) Math.min(mtu, w.total - off);
+            boolean last = k == w.npkts - 1;
+            int opc = opcode(w.op, k == 0, last);
+            boolean ackReq = last || (k + 1) % ackEvery == 0;
+            len = RocePacket.writeBth(b, 0, opc, w.solicited && last, PKEY, destQpn, ackReq, psn, plen);
+            int fl = flags(opc);
+            if ((fl & RETH) != 0) Reth.write(b, Bth.BYTES, w.remoteAddr, w.rkey, w.total);
+            if ((fl & IMMDT) != 0) ImmDt.write(b, immOffset(opc), w.imm);
+            if ((fl & IETH) != 0) Ieth.write(b, immOffset(opc), w.invRkey);
+            if (plen > 0 && !w.gather(off, qp.txSeg, headerLength(opc), plen)) return false;
+        }
+        qp.transmit(len);
+        qp.completer.armRetryTimer();
+        return true;
+    }
+
+    /** The opcode of a SEND/WRITE packet by its place in the message. */
+    private static int opcode(WrOpcode op, boolean first, boolean last) {
+        return switch (op) {
+            case SEND -> first && last ? SEND_ONLY.code() : first ? SEND_FIRST.code() : last ? SEND_LAST.code() : SEND_MIDDLE.code();
+            case SEND_WITH_IMM -> first && last ? SEND_ONLY_WITH_IMMEDIATE.code() : first ? SEND_FIRST.code()
+                    : last ? SEND_LAST_WITH_IMMEDIATE.code() : SEND_MIDDLE.code();
+            case SEND_WITH_INV -> first && last ? SEND_ONLY_WITH_INVALIDATE.code() : first ? SEND_FIRST.code()
+                    : last ? SEND_LAST_WITH_INVALIDATE.code() : SEND_MIDDLE.code();
+            case RDMA_WRITE -> first && last ? RDMA_WRITE_ONLY.code() : first ? RDMA_WRITE_FIRST.code()
+                    : last ? RDMA_WRITE_LAST.code() : RDMA_WRITE_MIDDLE.code();
+            case RDMA_WRITE_WITH_IMM -> first && last ? RDMA_WRITE_ONLY_WITH_IMMEDIATE.code() : first ? RDMA_WRITE_FIRST.code()
+                    : last ? RDMA_WRITE_LAST_WITH_IMMEDIATE.code() : RDMA_WRITE_MIDDLE.code();
+            default -> throw new IllegalArgumentException(op + " is not sent as SEND/WRITE packets");
+        };
+    }
+
+    /** Executes a BIND_MW WQE (type 1 from bindMemoryWindow, type 2 from a work request). */
+    private WcStatus bind(SendWqe w) {
+        SoftMw mw = w.bindMw;
+        SoftMr mr = w.bindMr;
+        SoftPd pd = qp.pd();
+        if (mw.isClosed() || mw.pd != pd) return WcStatus.MW_BIND_ERR;
+        boolean type1 = mw.type == MwType.TYPE_1;
+        if (!type1) {
+            if (mw.binding != null) return WcStatus.MW_BIND_ERR;       // a type 2 window must be invalidated first
+            if ((w.bindRkey >>> 8) != mw.keyIndex) return WcStatus.MW_BIND_ERR;
+        }
+        if (type1 && w.bindLen == 0) {
+            mw.binding = null;
+            return WcStatus.SUCCESS;
+        }
+        if (mr.isClosed() || mr.pd != pd || (mr.accessBits & Access.MW_BIND.bit) == 0 || !mr.contains(w.bindAddr, w.bindLen))
+            return WcStatus.MW_BIND_ERR;
+        int acc = w.bindAccess & (Access.REMOTE_READ.bit | Access.REMOTE_WRITE.bit | Access.REMOTE_ATOMIC.bit);
+        if ((acc & (Access.REMOTE_WRITE.bit | Access.REMOTE_ATOMIC.bit)) != 0 && (mr.accessBits & Access.LOCAL_WRITE.bit) == 0)
+            return WcStatus.MW_BIND_ERR;
+        mw.binding = new SoftMw.Binding(w.bindRkey, mr, w.bindAddr, w.bindLen, acc, type1 ? null : qp);
+        mw.rkey = w.bindRkey;
+        return WcStatus.SUCCESS;
+    }
+
+    /**
+     * Go-back-N (rxe's {@code req_retry}): sends again from {@code psn}, i.e. the WQE holding that PSN (from that
+     * packet; a READ from its first missing response) and every started WQE after it.
+     */
+    void retry(int psn) {
+        int end = sq.next != sq.tail ? sq.next + 1 : sq.next;
+        int start = -1;
+        for (int i = sq.head; i != end; i++) {
+            SendWqe w = sq.at(i);
+            if (w.progress == Progress.POSTED) break;
+            if (w.progress == Progress.DONE || w.local) continue;
+            if (Psn.diff(w.lastPsn, psn) >= 0) {
+                start = i;
+                break;
+            }
+        }
+        if (start < 0) return;
+        qp.transport().retransmits.getAndIncrement();
+        for (int i = start; i != end; i++) {
+            SendWqe w = sq.at(i);
+            if (w.progress == Progress.POSTED) break;
+            if (w.progress == Progress.DONE || w.local) continue;
+            if (w.op == WrOpcode.RDMA_READ) w.nextPkt = w.readRecv;
+            else if (w.op.isAtomic()) w.nextPkt = 0;
+            else w.nextPkt = i == start ? Math.max(0, Psn.diff(psn, w.firstPsn)) : 0;
+        }
+        sq.next = start;
+        qp.completer.restartRetryTimer();
+    }
+
+    /** An RNR NAK for {@code psn}: wait {@code nanos}, then send again from it. */
+    void waitRnr(int psn, long nanos) {
+        rnrWait = true;
+        rnrPsn = psn;
+        rnrDeadline = qp.clock().nanoTime() + nanos;
+        qp.timer().wake();
+    }
+
+    /** The RNR wait is over (timer). */
+    void endRnrWait() {
+        rnrDeadline = 0;
+        rnrWait = false;
+        retry(rnrPsn);
+        run();
+    }
+}

@@ -1,0 +1,475 @@
+package dev.jrdma.soft;
+
+import static dev.jrdma.soft.wire.Opcode.*;
+
+import dev.jrdma.soft.wire.Aeth;
+import dev.jrdma.soft.wire.AtomicAckEth;
+import dev.jrdma.soft.wire.Bth;
+import dev.jrdma.soft.wire.Psn;
+import dev.jrdma.soft.wire.RocePacket;
+import dev.jrdma.verbs.Access;
+import dev.jrdma.verbs.MwType;
+import dev.jrdma.verbs.QpState;
+import dev.jrdma.verbs.WcOpcode;
+import dev.jrdma.verbs.WcStatus;
+import dev.jrdma.verbs.WorkCompletion;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
+
+/**
+ * The responder of an RC QP (the role of Linux rxe's {@code rxe_resp.c}): checks each request packet in the order
+ * IBA vol 1 §9.7.5 lays out (PSN, opcode sequence, length, receive WQE, rkey and rights) before any memory is
+ * touched, then executes it: SEND data into the next receive WQE, WRITE data into the region, READ responses and
+ * atomics from the region, recorded in a ring of max_dest_rd_atomic resources so duplicates are answered without
+ * executing again. ACKs are coalesced per receive burst. A bad request is NAKed and, like rxe, moves the QP to ERR.
+ * Everything runs under the QP's monitor.
+ */
+final class Responder {
+    /** The steps of {@link #receive}; the ERR_ states NAK the request. */
+    enum State {
+        CHECK_PSN, CHECK_OP_SEQUENCE, CHECK_LENGTH, CHECK_RESOURCE, CHECK_RKEY,
+        EXECUTE, READ_REPLY, ATOMIC_REPLY, COMPLETE, ACKNOWLEDGE, DUPLICATE,
+        ERR_PSN_SEQUENCE, ERR_RNR, ERR_INVALID_REQUEST, ERR_REMOTE_ACCESS, ERR_REMOTE_OPERATIONAL, DONE
+    }
+
+    /** What kind of message the packet belongs to (and which one is in progress). */
+    private static final int NONE = 0, SEND_MESSAGE = 1, WRITE_MESSAGE = 2, READ_REQUEST = 3, ATOMIC_REQUEST = 4;
+    private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+    private static final int PKEY = Bth.DEFAULT_PKEY;
+
+    /** A responder resource: an executed READ or atomic, kept to answer duplicates. */
+    static final class Resource {
+        boolean valid, atomic;
+        int firstPsn, npkts;
+        SoftMr mr;
+        long off, length, orig;
+    }
+
+    private final SoftQp qp;
+    private final RecvQueue rq;
+
+    /** The PSN expected next (rxe: {@code resp.psn}), and the message sequence number carried in ACKs. */
+    int expectedPsn, msn;
+    /** The message in progress (a multi-packet SEND or WRITE), or NONE. */
+    private int inProgress = NONE;
+    private long recvOffset;
+    private SoftMr writeMr;
+    private long writeOff, writeRemain, writeTotal;
+    /** A PSN sequence or RNR NAK was sent: later packets of the same burst are dropped without another NAK. */
+    private boolean nakSent;
+    private boolean ackQueued;
+    private int ackPsn;
+    private Resource[] resources = {new Resource()};
+    /** Resources used so far; the next goes to slot {@code used % length} (a long: it cannot wrap). */
+    private long resourcesUsed;
+
+    // the packet being processed
+    private RocePacket pkt;
+    private MemorySegment seg;
+    private int psn, kind, flags;
+    /** The region and offset an rkey check found. */
+    private SoftMr targetMr;
+    private long targetOff;
+    /** For an error: whether the receive WQE in use completes, and with which status. */
+    private RecvWqe errRecv;
+    private WcStatus errRecvStatus;
+    /** The last step before DONE of the last packet: how it was handled (tests and tracing). */
+    State lastOutcome = State.DONE;
+
+    Responder(SoftQp qp, RecvQueue rq) {
+        this.qp = qp;
+        this.rq = rq;
+    }
+
+    /** INIT to RTR: expect the QP's rq_psn; a fresh ring of max_dest_rd_atomic resources. */
+    void start(int rqPsn, int maxDestRdAtomic) {
+        expectedPsn = rqPsn;
+        msn = 0;
+        inProgress = NONE;
+        nakSent = false;
+        resources = new Resource[Math.max(1, maxDestRdAtomic)];
+        for (int i = 0; i < resources.length; i++) resources[i] = new Resource();
+        resourcesUsed = 0;
+    }
+
+    void reset() {
+        inProgress = NONE;
+        ackQueued = false;
+        for (Resource r : resources) r.valid = false;
+    }
+
+    void toErr() {
+        inProgress = NONE;
+    }
+
+    /** A request packet for this QP (receive thread). */
+    void receive(RocePacket p, MemorySegment segment) {
+        pkt = p;
+        seg = segment;
+        psn = p.psn();
+        flags = p.flags();
+        errRecv = null;
+        errRecvStatus = null;
+        State s = State.CHECK_PSN;
+        while (s != State.DONE) {
+            if (SoftQp.TRACE) qp.trace("responder", s);
+            State step = s;
+            s = switch (s) {
+                case CHECK_PSN -> checkPsn();
+                case CHECK_OP_SEQUENCE -> checkOpSequence();
+                case CHECK_LENGTH -> checkLength();
+                case CHECK_RESOURCE -> checkResource();
+                case CHECK_RKEY -> checkRkey();
+                case EXECUTE -> execute();
+                case READ_REPLY -> readReply();
+                case ATOMIC_REPLY -> atomicReply();
+                case COMPLETE -> complete();
+                case ACKNOWLEDGE -> acknowledge();
+                case DUPLICATE -> duplicate();
+                case ERR_PSN_SEQUENCE -> errPsnSequence();
+                case ERR_RNR -> errRnr();
+                case ERR_INVALID_REQUEST -> fatal(Aeth.NAK_INVALID_REQUEST);
+                case ERR_REMOTE_ACCESS -> fatal(Aeth.NAK_REMOTE_ACCESS_ERROR);
+                case ERR_REMOTE_OPERATIONAL -> fatal(Aeth.NAK_REMOTE_OPERATIONAL_ERROR);
+                case DONE -> State.DONE;
+            };
+            if (s == State.DONE) lastOutcome = step;
+        }
+        pkt = null;
+        seg = null;
+        targetMr = null;
+    }
+
+    // ---- checks ----------------------------------------------------------------------------------------------
+
+    private State checkPsn() {
+        int d = Psn.diff(psn, expectedPsn);
+        if (d > 0) return State.ERR_PSN_SEQUENCE;
+        if (d < 0) return State.DUPLICATE;
+        nakSent = false;
+        return State.CHECK_OP_SEQUENCE;
+    }
+
+    /** A SEND/WRITE continues the message in progress or starts a new one; READ/atomic start and end at once. */
+    private State checkOpSequence() {
+        int f = flags;
+        kind = (f & SEND) != 0 ? SEND_MESSAGE : (f & WRITE) != 0 ? WRITE_MESSAGE : (f & READ) != 0 ? READ_REQUEST
+                : (f & ATOMIC) != 0 ? ATOMIC_REQUEST : NONE;
+        boolean start = (f & START) != 0;
+        if (inProgress != NONE ? (kind != inProgress || start) : !start) return State.ERR_INVALID_REQUEST;
+        return State.CHECK_LENGTH;
+    }
+
+    /** Every packet but the last of a message carries exactly one MTU; none carries more. */
+    private State checkLength() {
+        if ((flags & PAYLOAD) != 0) {
+            int plen = pkt.payloadLength();
+            if ((flags & END) != 0 ? plen > qp.mtu : plen != qp.mtu) return State.ERR_INVALID_REQUEST;
+        }
+        if (kind == READ_REQUEST && pkt.rethLength() > SoftContext.MAX_MSG) return State.ERR_INVALID_REQUEST;
+        if (kind == ATOMIC_REQUEST && (pkt.atomicVa() & 7) != 0) return State.ERR_INVALID_REQUEST;
+        return State.CHECK_RESOURCE;
+    }
+
+    /** A SEND needs a receive WQE (RNR NAK when none); so does the end of a WRITE with immediate. */
+    private State checkResource() {
+        if (kind == SEND_MESSAGE) {
+            if ((flags & START) != 0) {
+                if (rq.isEmpty()) return State.ERR_RNR;
+                recvOffset = 0;
+            }
+            RecvWqe r = rq.first();
+            if (r.localErr != null) return recvError(r, r.localErr, State.ERR_REMOTE_OPERATIONAL);
+            if (recvOffset + pkt.payloadLength() > r.total) return recvError(r, WcStatus.LOC_LEN_ERR, State.ERR_INVALID_REQUEST);
+        } else if (kind == WRITE_MESSAGE && (flags & IMMDT) != 0 && rq.isEmpty()) {
+            return State.ERR_RNR;
+        }
+        return State.CHECK_RKEY;
+    }
+
+    /** The rkey of a WRITE (first packet), READ or atomic: the region or window, its bounds and rights, the QP's rights. */
+    private State checkRkey() {
+        switch (kind) {
+            case WRITE_MESSAGE -> {
+                if ((flags & START) == 0) return State.EXECUTE;
+                long dlen = pkt.rethLength();
+                if (!resolve(pkt.rethRkey(), pkt.rethVa(), dlen, Access.REMOTE_WRITE.bit)) return State.ERR_REMOTE_ACCESS;
+                writeMr = targetMr;
+                writeOff = targetOff;
+                writeRemain = writeTotal = dlen;
+            }
+            case READ_REQUEST -> {
+                if (!resolve(pkt.rethRkey(), pkt.rethVa(), pkt.rethLength(), Access.REMOTE_READ.bit)) return State.ERR_REMOTE_ACCESS;
+            }
+            case ATOMIC_REQUEST -> {
+                if (!resolve(pkt.atomicRkey(), pkt.atomicVa(), 8, Access.REMOTE_ATOMIC.bit)) return State.ERR_REMOTE_ACCESS;
+            }
+            default -> { }
+        }
+        return State.EXECUTE;
+    }
+
+    // ---- execution -------------------------------------------------------------------------------------------
+
+    private State execute() {
+        int plen = pkt.payloadLength();
+        boolean end = (flags & END) != 0;
+        switch (kind) {
+            case SEND_MESSAGE -> {
+                RecvWqe r = rq.first();
+                if (plen > 0 && !r.scatter(seg, pkt.payloadOffset(), recvOffset, plen))
+                    return recvError(r, WcStatus.LOC_PROT_ERR, State.ERR_REMOTE_OPERATIONAL);
+                recvOffset += plen;
+            }
+            case WRITE_MESSAGE -> {
+                if (plen > writeRemain || (end && plen != writeRemain)) return State.ERR_INVALID_REQUEST;
+                if (plen > 0) {
+                    try {
+                        if (writeMr.isClosed()) throw new IllegalStateException();
+                        MemorySegment.copy(seg, pkt.payloadOffset(), writeMr.seg, writeOff, plen);
+                    } catch (RuntimeException e) {
+                        return State.ERR_REMOTE_ACCESS;
+                    }
+                    writeOff += plen;
+                    writeRemain -= plen;
+                }
+            }
+            case READ_REQUEST -> { return State.READ_REPLY; }
+            case ATOMIC_REQUEST -> { return State.ATOMIC_REPLY; }
+            default -> { return State.ERR_INVALID_REQUEST; }
+        }
+        if (!end) {
+            inProgress = kind;
+            return State.ACKNOWLEDGE;
+        }
+        inProgress = NONE;
+        msn = Psn.next(msn);
+        return (flags & COMP) != 0 ? State.COMPLETE : State.ACKNOWLEDGE;
+    }
+
+    /** The last packet of a SEND (or of a WRITE with immediate) completes the receive WQE. */
+    private State complete() {
+        RecvWqe r = rq.first();
+        if (kind == SEND_MESSAGE) {
+            int wcFlags = 0, imm = 0;
+            if ((flags & IMMDT) != 0) {
+                wcFlags = WorkCompletion.WITH_IMM;
+                imm = pkt.immediate();
+            } else if ((flags & IETH) != 0) {
+                imm = pkt.invalidateRkey();
+                if (qp.invalidate(imm, true) != WcStatus.SUCCESS) return recvError(r, WcStatus.MW_BIND_ERR, State.ERR_INVALID_REQUEST);
+                wcFlags = WorkCompletion.WITH_INV;
+            }
+            rq.head++;
+            qp.recvCq().push(r.wrId, WcStatus.SUCCESS, WcOpcode.RECV, (int) recvOffset, imm, wcFlags, qp.qpNum(), qp.destQpn, pkt.solicitedEvent());
+        } else {
+            rq.head++;
+            qp.recvCq().push(r.wrId, WcStatus.SUCCESS, WcOpcode.RECV_RDMA_WITH_IMM, (int) writeTotal, pkt.immediate(),
+                    WorkCompletion.WITH_IMM, qp.qpNum(), qp.destQpn, pkt.solicitedEvent());
+        }
+        return State.ACKNOWLEDGE;
+    }
+
+    /** The request is executed: expect the next PSN; ACK at the end of the burst when the packet asked for one. */
+    private State acknowledge() {
+        expectedPsn = Psn.next(psn);
+        if (pkt.ackReq()) ackLater();
+        return State.DONE;
+    }
+
+    /** Records a READ in the resource ring and sends its responses. */
+    private State readReply() {
+        long dlen = pkt.rethLength();
+        Resource r = nextResource();
+        r.atomic = false;
+        r.firstPsn = psn;
+        r.npkts = (int) Math.max(1, (dlen + qp.mtu - 1) / qp.mtu);
+        r.mr = targetMr;
+        r.off = targetOff;
+        r.length = dlen;
+        r.valid = true;
+        expectedPsn = Psn.add(psn, r.npkts);
+        msn = Psn.next(msn);
+        sendReadResponses(r, 0);
+        return State.DONE;
+    }
+
+    /** Executes an atomic (once: a duplicate is answered from its resource) and sends the original value. */
+    private State atomicReply() {
+        long orig;
+        try {
+            if (targetMr.isClosed()) throw new IllegalStateException();
+            if (pkt.opcode() == COMPARE_SWAP.code()) {
+                orig = (long) LONG.compareAndExchange(targetMr.seg, targetOff, pkt.atomicCompare(), pkt.atomicSwapAdd());
+            } else {
+                orig = (long) LONG.getAndAdd(targetMr.seg, targetOff, pkt.atomicSwapAdd());
+            }
+        } catch (RuntimeException e) {
+            return State.ERR_REMOTE_OPERATIONAL;
+        }
+        Resource r = nextResource();
+        r.atomic = true;
+        r.firstPsn = psn;
+        r.npkts = 1;
+        r.orig = orig;
+        r.mr = null;
+        r.valid = true;
+        expectedPsn = Psn.next(psn);
+        msn = Psn.next(msn);
+        sendAeth(ATOMIC_ACKNOWLEDGE.code(), Aeth.ackSyndrome(Aeth.CREDITS_INVALID), psn, orig);
+        return State.DONE;
+    }
+
+    /** An old PSN: READ and atomic duplicates are answered from their resource; others are re-ACKed. */
+    private State duplicate() {
+        if ((flags & (READ | ATOMIC)) != 0) {
+            for (Resource r : resources) {
+                if (!r.valid) continue;
+                if ((flags & READ) != 0 && !r.atomic && Psn.inWindow(psn, r.firstPsn, r.npkts)) {
+                    sendReadResponses(r, Psn.diff(psn, r.firstPsn));
+                    return State.DONE;
+                }
+                if ((flags & ATOMIC) != 0 && r.atomic && r.firstPsn == psn) {
+                    sendAeth(ATOMIC_ACKNOWLEDGE.code(), Aeth.ackSyndrome(Aeth.CREDITS_INVALID), psn, r.orig);
+                    return State.DONE;
+                }
+            }
+            return State.DONE; // too old to answer: the requester will time out
+        }
+        ackLater(); // re-ACK duplicates with the latest PSN
+        return State.DONE;
+    }
+
+    // ---- errors ----------------------------------------------------------------------------------------------
+
+    /** A packet beyond the expected PSN: one NAK per burst asks the requester to go back. */
+    private State errPsnSequence() {
+        if (!nakSent) {
+            nakSent = true;
+            nak(Aeth.NAK_PSN_SEQUENCE_ERROR, expectedPsn);
+        }
+        return State.DONE;
+    }
+
+    /** Receiver not ready: the requester waits and resends from this PSN; later packets of its pipeline are dropped quietly. */
+    private State errRnr() {
+        sendAeth(ACKNOWLEDGE.code(), Aeth.rnrNakSyndrome(qp.minRnrTimer), psn, 0);
+        nakSent = true;
+        return State.DONE;
+    }
+
+    /** Notes that the receive WQE in use completes with {@code status} when the error state NAKs. */
+    private State recvError(RecvWqe r, WcStatus status, State next) {
+        errRecv = r;
+        errRecvStatus = status;
+        return next;
+    }
+
+    /** A class C error: NAK it, complete the receive WQE in use (if any) and move to ERR, as rxe does. */
+    private State fatal(int nakCode) {
+        nak(nakCode, psn);
+        if (errRecv != null) {
+            qp.recvCq().push(errRecv.wrId, errRecvStatus, WcOpcode.RECV, 0, 0, 0, qp.qpNum(), qp.destQpn, false);
+            rq.head++;
+        }
+        qp.toErr();
+        return State.DONE;
+    }
+
+    // ---- packets out -----------------------------------------------------------------------------------------
+
+    private Resource nextResource() {
+        Resource r = resources[(int) (resourcesUsed++ % resources.length)];
+        r.valid = false;
+        return r;
+    }
+
+    /** Sends the READ responses of resource {@code r} from packet {@code from} on. */
+    private void sendReadResponses(Resource r, int from) {
+        ByteBuffer b = qp.tx;
+        int mtu = qp.mtu;
+        for (int k = from; k < r.npkts; k++) {
+            boolean first = k == 0, last = k == r.npkts - 1;
+            int opc = first && last ? RDMA_READ_RESPONSE_ONLY.code() : first ? RDMA_READ_RESPONSE_FIRST.code()
+                    : last ? RDMA_READ_RESPONSE_LAST.code() : RDMA_READ_RESPONSE_MIDDLE.code();
+            long off = (long) k * mtu;
+            int plen = (int) Math.min(mtu, r.length - off);
+            int len = RocePacket.writeBth(b, 0, opc, false, PKEY, qp.destQpn, false, Psn.add(r.firstPsn, k), plen);
+            if ((flags(opc) & AETH) != 0) Aeth.write(b, Bth.BYTES, Aeth.ackSyndrome(Aeth.CREDITS_INVALID), msn);
+            if (plen > 0) {
+                try {
+                    if (r.mr.isClosed()) throw new IllegalStateException();
+                    MemorySegment.copy(r.mr.seg, r.off + off, qp.txSeg, headerLength(opc), plen);
+                } catch (RuntimeException e) {
+                    psn = Psn.add(r.firstPsn, k);
+                    fatal(Aeth.NAK_REMOTE_OPERATIONAL_ERROR);
+                    return;
+                }
+            }
+            qp.transmit(len);
+        }
+    }
+
+    private void sendAeth(int opcode, int syndrome, int ackedPsn, long orig) {
+        ByteBuffer b = qp.tx;
+        int len = RocePacket.writeBth(b, 0, opcode, false, PKEY, qp.destQpn, false, ackedPsn, 0);
+        Aeth.write(b, Bth.BYTES, syndrome, msn);
+        if (opcode == ATOMIC_ACKNOWLEDGE.code()) AtomicAckEth.write(b, Bth.BYTES + Aeth.BYTES, orig);
+        qp.transmit(len);
+    }
+
+    private void nak(int code, int nakPsn) {
+        sendAeth(ACKNOWLEDGE.code(), Aeth.nakSyndrome(code), nakPsn, 0);
+    }
+
+    private void ackLater() {
+        ackPsn = Psn.add(expectedPsn, -1);
+        if (!ackQueued) {
+            ackQueued = true;
+            if (qp.transport().onRxThread()) qp.transport().ackLater(qp); else flushAck();
+        }
+    }
+
+    /** Sends the coalesced ACK (receive thread, end of a burst; under the QP's monitor). */
+    void flushAck() {
+        if (!ackQueued) return;
+        ackQueued = false;
+        QpState s = qp.state();
+        if (qp.isClosed() || s == QpState.ERR || s == QpState.RESET || s == QpState.INIT) return;
+        sendAeth(ACKNOWLEDGE.code(), Aeth.ackSyndrome(Aeth.CREDITS_INVALID), ackPsn, 0);
+    }
+
+    // ---- rkeys -----------------------------------------------------------------------------------------------
+
+    /** Checks an rkey for {@code [va, va + len)} with {@code need}; sets {@link #targetMr}/{@link #targetOff}. */
+    private boolean resolve(int rkey, long va, long len, int need) {
+        if ((qp.accessBits & need) == 0) return false;
+        if (len == 0) {
+            targetMr = null;
+            targetOff = 0;
+            return true;
+        }
+        Object o = qp.transport().keyOwner(rkey);
+        SoftPd pd = qp.pd();
+        if (o instanceof SoftMr mr) {
+            if (mr.key != rkey || mr.isClosed() || mr.pd != pd || (mr.accessBits & need) == 0 || !mr.contains(va, len)) return false;
+            targetMr = mr;
+            targetOff = va - mr.addr;
+            return true;
+        }
+        if (o instanceof SoftMw mw) {
+            SoftMw.Binding b = mw.binding;
+            if (b == null || b.rkey() != rkey || mw.isClosed() || mw.pd != pd || (b.accessBits() & need) == 0 || b.mr().isClosed()) return false;
+            long rel = va - b.addr();
+            if (rel < 0 || rel > b.len() || len > b.len() - rel) return false;
+            if (mw.type == MwType.TYPE_2 && b.qp() != qp) return false;
+            targetMr = b.mr();
+            targetOff = va - b.mr().addr;
+            return true;
+        }
+        return false;
+    }
+}

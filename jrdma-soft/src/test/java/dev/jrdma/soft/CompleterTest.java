@@ -1,0 +1,201 @@
+package dev.jrdma.soft;
+
+import static dev.jrdma.soft.EngineRig.*;
+import static org.junit.jupiter.api.Assertions.*;
+
+import dev.jrdma.soft.wire.Aeth;
+import dev.jrdma.soft.wire.Opcode;
+import dev.jrdma.soft.wire.RocePacket;
+import dev.jrdma.verbs.MemoryRegion;
+import dev.jrdma.verbs.QpState;
+import dev.jrdma.verbs.SendWorkRequest;
+import dev.jrdma.verbs.WcStatus;
+import dev.jrdma.verbs.WorkCompletion;
+import dev.jrdma.verbs.WrOpcode;
+
+import java.lang.foreign.ValueLayout;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** The completer driven by responses the test builds, and the requester's reaction to them: no socket, no sleeping. */
+class CompleterTest {
+
+    private static SendWorkRequest write(MemoryRegion src, long wrId, int len) {
+        return new SendWorkRequest().wrId(wrId).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 0, len).remote(0x1000, 0x1234);
+    }
+
+    @Test
+    void oneCoalescedAckCompletesEveryWqeItCovers() {
+        try (EngineRig rig = new EngineRig()) {
+            MemoryRegion src = rig.mrAll(4096);
+            for (int i = 0; i < 3; i++) rig.qp.postSend(write(src, i, 2000)); // two packets each
+            List<RocePacket> out = rig.drain();
+            assertEquals(6, out.size());
+            assertEquals(MY_PSN + 5, out.get(5).psn());
+            rig.assertNoCompletion();
+            rig.feed(ack(MY_PSN + 3)); // covers the first two WRITEs
+            assertEquals(0, rig.poll().wrId);
+            assertEquals(1, rig.poll().wrId);
+            rig.assertNoCompletion();
+            rig.feed(ack(MY_PSN + 5));
+            WorkCompletion wc = rig.poll();
+            assertEquals(2, wc.wrId);
+            assertEquals(WcStatus.SUCCESS, wc.status);
+            assertEquals(2000, wc.byteLen);
+            assertEquals(MY_PSN + 6, rig.qp.completer.oldestUnacked);
+            assertEquals(0, rig.qp.completer.retryDeadline, "nothing outstanding: no timer");
+        }
+    }
+
+    @Test
+    void staleAckIsDropped() {
+        try (EngineRig rig = new EngineRig()) {
+            MemoryRegion src = rig.mrAll(64);
+            rig.qp.postSend(write(src, 1, 8));
+            rig.qp.postSend(write(src, 2, 8));
+            rig.drain();
+            rig.feed(ack(MY_PSN + 1));
+            rig.poll();
+            rig.poll();
+            rig.feed(ack(MY_PSN - 5));
+            assertEquals(Completer.State.DROP, rig.qp.completer.lastOutcome);
+            rig.feed(ack(MY_PSN + 9)); // beyond anything sent
+            assertEquals(Completer.State.DROP, rig.qp.completer.lastOutcome);
+            assertEquals(QpState.RTS, rig.qp.state());
+        }
+    }
+
+    @Test
+    void sequenceNakResendsFromTheNakedPsn() {
+        try (EngineRig rig = new EngineRig()) {
+            MemoryRegion src = rig.mrAll(4096);
+            rig.qp.postSend(write(src, 1, 3000)); // PSNs 100..102
+            rig.qp.postSend(write(src, 2, 8));    // PSN 103
+            assertEquals(4, rig.drain().size());
+            long before = rig.transport.retransmits.get();
+            rig.feed(nak(MY_PSN + 1, Aeth.NAK_PSN_SEQUENCE_ERROR));
+            List<RocePacket> again = rig.drain();
+            assertEquals(3, again.size(), EngineRig.describe(again));
+            assertEquals(MY_PSN + 1, again.get(0).psn());
+            assertEquals(Opcode.RDMA_WRITE_MIDDLE.code(), again.get(0).opcode());
+            assertEquals(MY_PSN + 3, again.get(2).psn());
+            assertEquals(before + 1, rig.transport.retransmits.get());
+            rig.assertNoCompletion();
+            rig.feed(ack(MY_PSN + 3));
+            assertEquals(1, rig.poll().wrId);
+            assertEquals(2, rig.poll().wrId);
+        }
+    }
+
+    @Test
+    void fatalNakCompletesWithTheRemoteErrorAndFlushesTheRest() {
+        try (EngineRig rig = new EngineRig()) {
+            MemoryRegion src = rig.mrAll(64);
+            rig.qp.postSend(write(src, 1, 8));
+            rig.qp.postSend(write(src, 2, 8));
+            rig.qp.postSend(write(src, 3, 8));
+            rig.drain();
+            rig.feed(nak(MY_PSN + 1, Aeth.NAK_REMOTE_ACCESS_ERROR));
+            assertEquals(WcStatus.SUCCESS, rig.poll().status, "the NAK acknowledges what came before it");
+            WorkCompletion wc = rig.poll();
+            assertEquals(2, wc.wrId);
+            assertEquals(WcStatus.REM_ACCESS_ERR, wc.status);
+            wc = rig.poll();
+            assertEquals(3, wc.wrId);
+            assertEquals(WcStatus.WR_FLUSH_ERR, wc.status);
+            assertEquals(QpState.ERR, rig.qp.state());
+        }
+    }
+
+    @Test
+    void retryExhaustionAfterRetryCntTimeouts() {
+        EngineRig.Opts o = new EngineRig.Opts();
+        o.timeout = 14;   // 4.096 us << 14 = 67 ms
+        o.retryCnt = 2;
+        try (EngineRig rig = new EngineRig(o)) {
+            MemoryRegion src = rig.mrAll(64);
+            rig.qp.postSend(write(src, 1, 8));
+            assertEquals(MY_PSN, rig.one().psn());
+            for (int retry = 0; retry < 2; retry++) {
+                rig.clock.advanceMillis(68);
+                rig.tick();
+                assertEquals(MY_PSN, rig.one().psn(), "retransmitted after timeout " + (retry + 1));
+            }
+            rig.clock.advanceMillis(68);
+            rig.tick();
+            assertTrue(rig.drain().isEmpty());
+            WorkCompletion wc = rig.poll();
+            assertEquals(WcStatus.RETRY_EXC_ERR, wc.status);
+            assertEquals(QpState.ERR, rig.qp.state());
+        }
+    }
+
+    @Test
+    void rnrNakWaitsTheTimerThenResendsAndExhaustsRnrRetry() {
+        EngineRig.Opts o = new EngineRig.Opts();
+        o.rnrRetry = 1;
+        try (EngineRig rig = new EngineRig(o)) {
+            MemoryRegion src = rig.mrAll(64);
+            rig.qp.postSend(new SendWorkRequest().wrId(5).opcode(WrOpcode.SEND).signaled(true).buffer(src, 0, 8));
+            rig.drain();
+            rig.feed(rnrNak(MY_PSN, 14)); // 1.28 ms
+            rig.clock.advanceMillis(1.2);
+            rig.tick();
+            assertTrue(rig.drain().isEmpty(), "still waiting");
+            rig.clock.advanceMillis(0.1);
+            rig.tick();
+            assertEquals(MY_PSN, rig.one().psn(), "resent after the RNR timer");
+            rig.feed(rnrNak(MY_PSN, 14));
+            WorkCompletion wc = rig.poll();
+            assertEquals(WcStatus.RNR_RETRY_EXC_ERR, wc.status);
+            assertEquals(5, wc.wrId);
+        }
+    }
+
+    @Test
+    void atomicAndReadResponsesLandInTheLocalBuffers() {
+        try (EngineRig rig = new EngineRig()) {
+            MemoryRegion local = rig.mrAll(4096);
+            rig.qp.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.ATOMIC_FETCH_AND_ADD).signaled(true).buffer(local, 0, 8).atomic(0x2000, 0x99, 1, 0));
+            rig.qp.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.RDMA_READ).signaled(true).buffer(local, 1024, 1500).remote(0x3000, 0x99));
+            List<RocePacket> out = rig.drain();
+            assertEquals(2, out.size());
+            assertEquals(Opcode.FETCH_ADD.code(), out.get(0).opcode());
+            assertEquals(Opcode.RDMA_READ_REQUEST.code(), out.get(1).opcode());
+            rig.feed(new EngineRig.Pkt(Opcode.ATOMIC_ACKNOWLEDGE.code(), MY_PSN, false, 0).aeth(0x1F, 1).atomicAck(0xABCDEFL));
+            WorkCompletion wc = rig.poll();
+            assertEquals(1, wc.wrId);
+            assertEquals(0xABCDEFL, local.segment().get(ValueLayout.JAVA_LONG, 0));
+            rig.feed(new EngineRig.Pkt(Opcode.RDMA_READ_RESPONSE_FIRST.code(), MY_PSN + 1, false, 1024).aeth(0x1F, 2).payload(1024, 8));
+            rig.feed(new EngineRig.Pkt(Opcode.RDMA_READ_RESPONSE_LAST.code(), MY_PSN + 2, false, 476).aeth(0x1F, 2).payload(476, 9));
+            wc = rig.poll();
+            assertEquals(2, wc.wrId);
+            assertEquals(WcStatus.SUCCESS, wc.status);
+            Fixture.assertFilled(local.segment(), 1024, 1024, 8);
+            Fixture.assertFilled(local.segment(), 2048, 476, 9);
+        }
+    }
+
+    @Test
+    void gapInReadResponsesAsksAgainFromTheGapOnce() {
+        try (EngineRig rig = new EngineRig()) {
+            MemoryRegion local = rig.mrAll(4096);
+            rig.qp.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.RDMA_READ).signaled(true).buffer(local, 0, 3000).remote(0x3000, 0x99));
+            rig.drain();
+            rig.feed(new EngineRig.Pkt(Opcode.RDMA_READ_RESPONSE_FIRST.code(), MY_PSN, false, 1024).aeth(0x1F, 2).payload(1024, 1));
+            rig.feed(new EngineRig.Pkt(Opcode.RDMA_READ_RESPONSE_LAST.code(), MY_PSN + 2, false, 952).aeth(0x1F, 2).payload(952, 3));
+            RocePacket again = rig.one();
+            assertEquals(Opcode.RDMA_READ_REQUEST.code(), again.opcode());
+            assertEquals(MY_PSN + 1, again.psn());
+            assertEquals(0x3000 + 1024, again.rethVa());
+            assertEquals(3000 - 1024, again.rethLength());
+            rig.feed(new EngineRig.Pkt(Opcode.RDMA_READ_RESPONSE_LAST.code(), MY_PSN + 2, false, 952).aeth(0x1F, 2).payload(952, 3));
+            assertTrue(rig.drain().isEmpty(), "one re-request at a time: stale packets of the old burst ask nothing");
+            rig.feed(new EngineRig.Pkt(Opcode.RDMA_READ_RESPONSE_MIDDLE.code(), MY_PSN + 1, false, 1024).payload(1024, 2));
+            rig.feed(new EngineRig.Pkt(Opcode.RDMA_READ_RESPONSE_LAST.code(), MY_PSN + 2, false, 952).aeth(0x1F, 2).payload(952, 3));
+            assertEquals(WcStatus.SUCCESS, rig.poll().status);
+            Fixture.assertFilled(local.segment(), 1024, 1024, 2);
+            Fixture.assertFilled(local.segment(), 2048, 952, 3);
+        }
+    }
+}

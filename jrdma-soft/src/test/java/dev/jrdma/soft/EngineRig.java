@@ -1,0 +1,213 @@
+package dev.jrdma.soft;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+import dev.jrdma.soft.wire.Aeth;
+import dev.jrdma.soft.wire.AtomicAckEth;
+import dev.jrdma.soft.wire.AtomicEth;
+import dev.jrdma.soft.wire.Bth;
+import dev.jrdma.soft.wire.ImmDt;
+import dev.jrdma.soft.wire.Opcode;
+import dev.jrdma.soft.wire.Reth;
+import dev.jrdma.soft.wire.RocePacket;
+import dev.jrdma.verbs.Access;
+import dev.jrdma.verbs.AhAttr;
+import dev.jrdma.verbs.Gid;
+import dev.jrdma.verbs.MemoryRegion;
+import dev.jrdma.verbs.Mtu;
+import dev.jrdma.verbs.QpAttr;
+import dev.jrdma.verbs.QpInitAttr;
+import dev.jrdma.verbs.QpState;
+import dev.jrdma.verbs.WorkCompletion;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.Inet4Address;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+
+/**
+ * One QP of a software device with no socket and no threads, connected to an imaginary peer: the test plays the
+ * peer, feeding packets built with the wire codecs into {@link SoftQp#receive} and reading the packets the QP sends
+ * from {@link #sent}. Time is a {@link ManualClock}; {@link #tick} fires the deadlines that have passed.
+ */
+final class EngineRig implements AutoCloseable {
+    static final Inet4Address LOCAL = Fixture.ip("127.0.0.1"), PEER = Fixture.ip("127.0.0.2");
+    static final int PORT = 4791; // nothing is bound: the transport is detached
+    static final int PEER_QPN = 0x77;
+    /** The PSN the peer's requests start at, and the PSN this QP's requests start at. */
+    static final int PEER_PSN = 5000, MY_PSN = 100;
+
+    final ManualClock clock = new ManualClock();
+    final List<ByteBuffer> sent = new ArrayList<>();
+    final Transport transport;
+    final SoftContext ctx;
+    final SoftPd pd;
+    final SoftCq cq;
+    final SoftQp qp;
+    final Arena arena = Arena.ofShared();
+    private final RocePacket parsed = new RocePacket();
+
+    /** Tunables of the connection. */
+    static final class Opts {
+        Mtu mtu = Mtu.MTU_1024;
+        int timeout = 14, retryCnt = 7, rnrRetry = 7, minRnrTimer = 1, maxRdAtomic = 4, maxDestRdAtomic = 4;
+        EnumSet<Access> access = EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC);
+    }
+
+    EngineRig() {
+        this(new Opts());
+    }
+
+    EngineRig(Opts o) {
+        transport = Transport.detached(LOCAL, PORT, clock, (b, len, to) -> {
+            assertEquals(PEER, to.getAddress(), "packets go to the peer's address");
+            ByteBuffer copy = ByteBuffer.allocate(len);
+            copy.put(0, b, 0, len);
+            sent.add(copy);
+        });
+        ctx = new SoftContext(new SoftDevice("soft@test", LOCAL, PORT), transport);
+        pd = (SoftPd) ctx.allocPd();
+        cq = (SoftCq) ctx.createCq(256, null);
+        qp = (SoftQp) pd.createQueuePair(QpInitAttr.builder(cq).maxSendWr(64).maxRecvWr(64).maxSendSge(4).maxRecvSge(4).build());
+        qp.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(1).access(o.access));
+        qp.modify(new QpAttr().state(QpState.RTR).ah(new AhAttr().global(Gid.fromInetAddress(PEER), 0)).pathMtu(o.mtu)
+                .destQpNum(PEER_QPN).rqPsn(PEER_PSN).maxDestRdAtomic(o.maxDestRdAtomic).minRnrTimer(o.minRnrTimer));
+        qp.modify(new QpAttr().state(QpState.RTS).timeout(o.timeout).retryCnt(o.retryCnt).rnrRetry(o.rnrRetry)
+                .sqPsn(MY_PSN).maxRdAtomic(o.maxRdAtomic));
+    }
+
+    MemoryRegion mr(long size, Access... access) {
+        return pd.registerMemory(arena.allocate(size, 8), access.length == 0 ? EnumSet.noneOf(Access.class) : EnumSet.of(access[0], access));
+    }
+
+    MemoryRegion mrAll(long size) {
+        return mr(size, Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC, Access.MW_BIND);
+    }
+
+    // ---- the peer's packets -------------------------------------------------------------------------------
+
+    /** A packet under construction: BTH written, extension headers and payload to follow. */
+    static final class Pkt {
+        final ByteBuffer buf = ByteBuffer.allocate(8192);
+        final int opcode;
+        int len;
+
+        Pkt(int opcode, int psn, boolean ackReq, int payloadLen) {
+            this.opcode = opcode;
+            len = RocePacket.writeBth(buf, 0, opcode, false, Bth.DEFAULT_PKEY, 0, ackReq, psn, payloadLen);
+        }
+
+        Pkt reth(long va, int rkey, long length) {
+            Reth.write(buf, Bth.BYTES, va, rkey, length);
+            return this;
+        }
+
+        Pkt atomic(long va, int rkey, long swapOrAdd, long compare) {
+            AtomicEth.write(buf, Bth.BYTES, va, rkey, swapOrAdd, compare);
+            return this;
+        }
+
+        Pkt aeth(int syndrome, int msn) {
+            Aeth.write(buf, Bth.BYTES, syndrome, msn);
+            return this;
+        }
+
+        Pkt atomicAck(long orig) {
+            AtomicAckEth.write(buf, Bth.BYTES + Aeth.BYTES, orig);
+            return this;
+        }
+
+        Pkt imm(int imm) {
+            ImmDt.write(buf, Opcode.immOffset(opcode), imm);
+            return this;
+        }
+
+        /** Fills the payload with {@code (i * 31 + seed)}. */
+        Pkt payload(int n, int seed) {
+            int at = Opcode.headerLength(opcode);
+            for (int i = 0; i < n; i++) buf.put(at + i, (byte) (i * 31 + seed));
+            return this;
+        }
+    }
+
+    static Pkt request(Opcode op, int psn, int payloadLen) {
+        return new Pkt(op.code(), psn, true, payloadLen);
+    }
+
+    static Pkt ack(int psn) {
+        return new Pkt(Opcode.ACKNOWLEDGE.code(), psn, false, 0).aeth(Aeth.ackSyndrome(Aeth.CREDITS_INVALID), 0);
+    }
+
+    static Pkt nak(int psn, int code) {
+        return new Pkt(Opcode.ACKNOWLEDGE.code(), psn, false, 0).aeth(Aeth.nakSyndrome(code), 0);
+    }
+
+    static Pkt rnrNak(int psn, int timerCode) {
+        return new Pkt(Opcode.ACKNOWLEDGE.code(), psn, false, 0).aeth(Aeth.rnrNakSyndrome(timerCode), 0);
+    }
+
+    /** Feeds a packet from the peer's address; returns whether the QP accepted it. */
+    boolean feed(Pkt p) {
+        return feedFrom(p, PEER);
+    }
+
+    boolean feedFrom(Pkt p, Inet4Address from) {
+        RocePacket rp = new RocePacket();
+        assertEquals(RocePacket.OK, rp.wrap(p.buf, 0, p.len));
+        Bth.setDestQp(p.buf, 0, qp.qpNum());
+        return qp.receive(rp, MemorySegment.ofBuffer(p.buf), from.hashCode(), PORT);
+    }
+
+    /** Fires the deadlines that have passed. */
+    void tick() {
+        transport.timer.runDue();
+    }
+
+    // ---- what the QP sent ---------------------------------------------------------------------------------
+
+    /** The packets sent since the last call, parsed, then forgotten. */
+    List<RocePacket> drain() {
+        List<RocePacket> out = new ArrayList<>();
+        for (ByteBuffer b : sent) {
+            RocePacket p = new RocePacket();
+            assertEquals(RocePacket.OK, p.wrap(b, 0, b.capacity()));
+            assertEquals(PEER_QPN, p.destQp());
+            out.add(p);
+        }
+        sent.clear();
+        return out;
+    }
+
+    /** The one packet sent since the last call. */
+    RocePacket one() {
+        List<RocePacket> l = drain();
+        assertEquals(1, l.size(), "packets sent: " + describe(l));
+        return l.getFirst();
+    }
+
+    static String describe(List<RocePacket> l) {
+        StringBuilder sb = new StringBuilder("[");
+        for (RocePacket p : l) sb.append(Opcode.of(p.opcode())).append('@').append(p.psn()).append(' ');
+        return sb.append(']').toString();
+    }
+
+    WorkCompletion poll() {
+        WorkCompletion[] wc = WorkCompletion.array(1);
+        assertEquals(1, cq.poll(wc), "a completion");
+        return wc[0];
+    }
+
+    void assertNoCompletion() {
+        WorkCompletion[] wc = WorkCompletion.array(1);
+        assertEquals(0, cq.poll(wc), () -> "unexpected " + wc[0]);
+    }
+
+    @Override
+    public void close() {
+        ctx.close();
+        arena.close();
+    }
+}
