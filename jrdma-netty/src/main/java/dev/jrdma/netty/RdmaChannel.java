@@ -1,0 +1,619 @@
+package dev.jrdma.netty;
+
+import dev.jrdma.connect.Endpoint;
+import dev.jrdma.connect.EndpointConfig;
+import dev.jrdma.connect.Message;
+import dev.jrdma.connect.RdmaConnectException;
+import dev.jrdma.connect.RdmaException;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.AbstractChannel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelMetadata;
+import io.netty.channel.ChannelOutboundBuffer;
+import io.netty.channel.ChannelPromise;
+import io.netty.channel.ConnectTimeoutException;
+import io.netty.channel.EventLoop;
+import io.netty.channel.IoEvent;
+import io.netty.channel.IoEventLoop;
+import io.netty.channel.IoRegistration;
+import io.netty.channel.SingleThreadEventLoop;
+import io.netty.channel.socket.ChannelInputShutdownEvent;
+import io.netty.channel.socket.ChannelInputShutdownReadComplete;
+import io.netty.channel.socket.DuplexChannel;
+import io.netty.util.concurrent.Future;
+
+import java.net.ConnectException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
+import java.nio.channels.AlreadyConnectedException;
+import java.nio.channels.ConnectionPendingException;
+import java.nio.channels.UnsupportedAddressTypeException;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.Executor;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BiConsumer;
+
+/**
+ * A Netty channel over a jrdma connection: the RDMA counterpart of {@code NioSocketChannel} /
+ * {@code EpollSocketChannel}. Swap the channel class and keep the pipeline:
+ * <pre>{@code
+ * new Bootstrap().group(group).channel(RdmaChannel.class).handler(...).connect("127.0.0.1", port);
+ * }</pre>
+ *
+ * <p><b>Set-up</b> is jrdma-connect's: the TCP exchange, or rdma_cm when the {@link RdmaChannelOption#ENDPOINT_CONFIG}
+ * selects it (or the device is native and the connection manager is AUTO). It blocks, so it runs on a virtual
+ * thread; {@code CONNECT_TIMEOUT_MILLIS} fails the promise with a {@link ConnectTimeoutException}.
+ *
+ * <p><b>Writes</b> are cut into messages of at most the peer's message size, copied once into this channel's
+ * registered send ring and sent from there. At most as many sends are in flight as the ring has slots, and only
+ * while the peer has credits (free receive buffers): the rest waits in the outbound buffer, so Netty's write
+ * water marks turn the channel unwritable when the peer or the link falls behind.
+ *
+ * <p><b>Reads</b> take one message at a time from the endpoint while the pipeline wants to read (auto-read or
+ * {@code read()}): a message not taken holds the peer's credit, so a reader that stops reading stops its writer.
+ *
+ * <p><b>Half-close</b>: {@code shutdownOutput()} sends an empty message (Netty never sends one as data); the
+ * peer's input ends there ({@code ChannelInputShutdownEvent} with {@code ALLOW_HALF_CLOSURE}, else it closes).
+ * <b>Close</b> is the endpoint's graceful close, on a closer thread (it waits for sends in flight and the peer's
+ * goodbye). <b>Errors</b> reach {@code exceptionCaught} as {@link RdmaChannelException} with the completion status.
+ */
+public class RdmaChannel extends AbstractChannel implements DuplexChannel {
+    private static final ChannelMetadata METADATA = new ChannelMetadata(false, 16);
+    private static final byte[] END_OF_OUTPUT = new byte[0];
+    /** Messages delivered per read before the pipeline sees channelReadComplete. */
+    private static final int READ_BATCH = 16;
+    /** Send-queue entries left to the endpoint for its credit-only messages. */
+    private static final int CONTROL_SENDS = 2;
+    /** Largest slot of the send ring (and so the largest message this side sends). */
+    private static final int MAX_SLOT = 64 * 1024;
+    /** How long to wait before looking again when the peer has no free receive buffer. */
+    private static final long CREDIT_RECHECK_US = 50;
+    /** The blocking part of a close (the endpoint waits for in-flight work and the peer's goodbye) runs here. */
+    static final Executor CLOSER = r -> Thread.ofVirtual().name("jrdma-netty-close").start(r);
+
+    private final RdmaChannelConfig config;
+    private volatile Endpoint endpoint;
+    private volatile boolean open = true;
+    private volatile boolean inputShutdown, outputShutdown;
+    private volatile InetSocketAddress local, remote;
+    private SendRing ring;
+    private IoRegistration registration;
+
+    // reading (event loop), with the flag the completion thread sets
+    private boolean readRequested;
+    private CompletableFuture<Message> pendingReceive;
+    private final AtomicBoolean readScheduled = new AtomicBoolean();
+    private final Runnable readTask = this::readNow;
+    private final BiConsumer<Message, Throwable> onReceived = (m, t) -> scheduleRead();
+
+    // writing: completions are counted on the completion thread, reclaimed on the event loop
+    private final AtomicInteger sendsCompleted = new AtomicInteger();
+    private volatile RdmaException sendFailure;
+    private final AtomicBoolean writeScheduled = new AtomicBoolean();
+    private final Runnable writeTask = this::afterSends;
+    private final BiConsumer<Void, Throwable> onSent = this::sent;
+    private boolean creditRecheckScheduled;
+    private final Runnable creditRecheck = () -> {
+        creditRecheckScheduled = false;
+        ((RdmaUnsafe) unsafe()).flushNow();
+    };
+    private boolean failed;
+
+    // connecting (event loop)
+    private ChannelPromise connectPromise;
+    private Future<?> connectTimeout;
+
+    /** A client channel (what {@code Bootstrap.channel(RdmaChannel.class)} creates). */
+    public RdmaChannel() {
+        super(null);
+        this.config = new RdmaChannelConfig(this);
+    }
+
+    /** A connection accepted by {@code parent}. */
+    RdmaChannel(RdmaServerChannel parent, Endpoint ep) {
+        super(parent);
+        this.config = new RdmaChannelConfig(this);
+        config.setEndpointConfig(parent.config().getEndpointConfig());
+        this.local = parent.localAddress();
+        attach(ep);
+    }
+
+    private void attach(Endpoint ep) {
+        EndpointConfig cfg = config.getEndpointConfig();
+        int slotSize = Math.min(ep.maxMessageSize(), MAX_SLOT);
+        int slots = Math.max(1, cfg.sendQueueDepth() - CONTROL_SENDS);
+        this.ring = new SendRing(ep.pool(), slots, slotSize);
+        if (ep.remoteAddress() instanceof InetSocketAddress r) this.remote = r;
+        if (local == null) {
+            InetAddress a = cfg.localAddress();
+            local = new InetSocketAddress(a != null ? a : InetAddress.getLoopbackAddress(), 0);
+        }
+        this.endpoint = ep;
+    }
+
+    /** The jrdma endpoint under this channel (null before it is connected). */
+    public Endpoint endpoint() {
+        return endpoint;
+    }
+
+    @Override
+    public RdmaServerChannel parent() {
+        return (RdmaServerChannel) super.parent();
+    }
+
+    @Override
+    public ChannelMetadata metadata() {
+        return METADATA;
+    }
+
+    @Override
+    public RdmaChannelConfig config() {
+        return config;
+    }
+
+    @Override
+    public boolean isOpen() {
+        return open;
+    }
+
+    @Override
+    public boolean isActive() {
+        return open && endpoint != null;
+    }
+
+    @Override
+    public InetSocketAddress localAddress() {
+        return (InetSocketAddress) super.localAddress();
+    }
+
+    @Override
+    public InetSocketAddress remoteAddress() {
+        return (InetSocketAddress) super.remoteAddress();
+    }
+
+    @Override
+    protected SocketAddress localAddress0() {
+        return local;
+    }
+
+    @Override
+    protected SocketAddress remoteAddress0() {
+        return remote;
+    }
+
+    @Override
+    protected boolean isCompatible(EventLoop loop) {
+        return loop instanceof SingleThreadEventLoop || (loop instanceof IoEventLoop io && io.isCompatible(RdmaUnsafe.class));
+    }
+
+    @Override
+    protected AbstractUnsafe newUnsafe() {
+        return new RdmaUnsafe();
+    }
+
+    @Override
+    protected void doRegister(ChannelPromise promise) {
+        registerWith(eventLoop(), (RdmaUnsafe) unsafe(), promise, r -> registration = r);
+    }
+
+    /** Registers with an RDMA I/O handler when the loop has one; any other single-threaded loop needs nothing. */
+    static void registerWith(EventLoop loop, RdmaIoHandle handle, ChannelPromise promise, java.util.function.Consumer<IoRegistration> keep) {
+        if (loop instanceof IoEventLoop io && io.isCompatible(handle.getClass())) {
+            io.register(handle).addListener(f -> {
+                if (f.isSuccess()) {
+                    keep.accept((IoRegistration) f.getNow());
+                    promise.setSuccess();
+                } else {
+                    promise.setFailure(f.cause());
+                }
+            });
+        } else {
+            promise.setSuccess();
+        }
+    }
+
+    @Override
+    protected void doDeregister() {
+        IoRegistration r = registration;
+        registration = null;
+        if (r != null) r.cancel();
+    }
+
+    @Override
+    protected void doBind(SocketAddress localAddress) {
+        // a client's local address is given with connect (it picks the device); accepted channels have their server's
+        if (localAddress instanceof InetSocketAddress a) local = a;
+    }
+
+    @Override
+    protected void doDisconnect() throws Exception {
+        doClose();
+    }
+
+    @Override
+    protected void doClose() {
+        open = false;
+        ChannelPromise p = connectPromise;
+        if (p != null) p.tryFailure(new java.nio.channels.ClosedChannelException());
+        Endpoint ep = endpoint;
+        try {
+            if (ep != null) ep.close();
+        } finally {
+            if (ring != null) ring.close();
+            RdmaServerChannel parent = parent();
+            if (parent != null && ep != null) parent.childClosed();
+        }
+    }
+
+    // ---- reading --------------------------------------------------------------------------------------------
+
+    @Override
+    protected void doBeginRead() {
+        if (inputShutdown || endpoint == null) return;
+        readRequested = true;
+        scheduleRead();
+    }
+
+    private void scheduleRead() {
+        if (readScheduled.compareAndSet(false, true)) {
+            try {
+                eventLoop().execute(readTask);
+            } catch (RejectedExecutionException e) {
+                readScheduled.set(false); // the loop is shutting down: nothing more to read
+            }
+        }
+    }
+
+    private void readNow() {
+        readScheduled.set(false);
+        Endpoint ep = endpoint;
+        if (!open || ep == null || inputShutdown || !readRequested) return;
+        int delivered = 0;
+        while (delivered < READ_BATCH) {
+            CompletableFuture<Message> f = pendingReceive != null ? pendingReceive : ep.receive();
+            if (!f.isDone()) {
+                if (pendingReceive != f) {
+                    pendingReceive = f;
+                    f.whenComplete(onReceived);
+                }
+                break;
+            }
+            pendingReceive = null;
+            Message m;
+            try {
+                m = f.join();
+            } catch (CompletionException | CancellationException e) {
+                endBatch(delivered);
+                receiveFailed(e.getCause() != null ? e.getCause() : e);
+                return;
+            }
+            if (m.length() == 0 && !m.isWriteWithImmediate()) {
+                endBatch(delivered);
+                peerShutdownOutput();
+                return;
+            }
+            delivered++;
+            ByteBuf buf = Unpooled.wrappedBuffer(m.bytes());
+            pipeline().fireChannelRead(buf);
+            if (!open || inputShutdown) break;
+        }
+        endBatch(delivered);
+        if (delivered == READ_BATCH) scheduleRead(); // more may be waiting; auto-read asks again via doBeginRead
+    }
+
+    private void endBatch(int delivered) {
+        if (delivered == 0) return;
+        readRequested = false;
+        pipeline().fireChannelReadComplete();
+    }
+
+    private void receiveFailed(Throwable cause) {
+        if (cause instanceof RdmaException e) {
+            switch (e.kind()) {
+                case PEER_CLOSED -> { closeNow(); return; }  // end of stream
+                case CLOSED -> { return; }                             // our own close
+                default -> { }
+            }
+            fail(new RdmaChannelException("receive on " + this, e));
+        } else {
+            fail(cause);
+        }
+    }
+
+    /** The peer sent the end-of-output message: our input is done. */
+    private void peerShutdownOutput() {
+        if (config.isAllowHalfClosure()) {
+            inputShutdown = true;
+            pipeline().fireUserEventTriggered(ChannelInputShutdownEvent.INSTANCE);
+            pipeline().fireUserEventTriggered(ChannelInputShutdownReadComplete.INSTANCE);
+        } else {
+            closeNow();
+        }
+    }
+
+    /** Reports a failure once and closes the channel. */
+    private void fail(Throwable cause) {
+        if (failed) return;
+        failed = true;
+        pipeline().fireExceptionCaught(cause);
+        closeNow();
+    }
+
+    /** Closes through the unsafe (a void promise may not pass through the pipeline). */
+    private void closeNow() {
+        unsafe().close(unsafe().voidPromise());
+    }
+
+    // ---- writing --------------------------------------------------------------------------------------------
+
+    @Override
+    protected Object filterOutboundMessage(Object msg) {
+        if (msg instanceof ByteBuf) return msg;
+        throw new UnsupportedOperationException("a jrdma channel writes ByteBufs, not " + msg.getClass().getName());
+    }
+
+    @Override
+    protected void doWrite(ChannelOutboundBuffer in) {
+        Endpoint ep = endpoint;
+        reclaimSends();
+        while (true) {
+            Object msg = in.current();
+            if (msg == null) return;
+            ByteBuf buf = (ByteBuf) msg;
+            int readable = buf.readableBytes();
+            if (readable == 0) {
+                in.remove();
+                continue;
+            }
+            if (!ring.hasFree()) return;             // a send completion flushes again
+            if (ep.sendCredits() <= 0) {             // the peer has no free receive buffer: look again shortly
+                awaitCredits();
+                return;
+            }
+            int n = Math.min(readable, ring.slotSize());
+            int slot = ring.take();
+            buf.getBytes(buf.readerIndex(), ring.view(slot, n));
+            ep.send(ring.memory(), ring.offset(slot), n).whenComplete(onSent);
+            in.removeBytes(n);
+        }
+    }
+
+    private void awaitCredits() {
+        if (creditRecheckScheduled) return;
+        creditRecheckScheduled = true;
+        eventLoop().schedule(creditRecheck, CREDIT_RECHECK_US, TimeUnit.MICROSECONDS);
+    }
+
+    /** A send completed (any thread). */
+    private void sent(Void ignored, Throwable t) {
+        if (t != null && sendFailure == null) {
+            Throwable c = t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
+            sendFailure = c instanceof RdmaException r ? r : new RdmaException(RdmaException.Kind.COMPLETION_ERROR, String.valueOf(c), null, c);
+        }
+        sendsCompleted.incrementAndGet();
+        if (writeScheduled.compareAndSet(false, true)) {
+            try {
+                eventLoop().execute(writeTask);
+            } catch (RejectedExecutionException e) {
+                writeScheduled.set(false);
+            }
+        }
+    }
+
+    private void reclaimSends() {
+        int done = sendsCompleted.getAndSet(0);
+        if (done > 0) ring.release(done);
+    }
+
+    private void afterSends() {
+        writeScheduled.set(false);
+        if (!open) return;
+        RdmaException f = sendFailure;
+        if (f != null) {
+            if (f.kind() == RdmaException.Kind.PEER_CLOSED || f.kind() == RdmaException.Kind.CLOSED) closeNow();
+            else fail(new RdmaChannelException("send on " + this, f));
+            return;
+        }
+        reclaimSends();
+        ((RdmaUnsafe) unsafe()).flushNow();
+    }
+
+    /** Sends still in flight on the adapter (for tests and diagnostics; event loop). */
+    int sendsInFlight() {
+        return ring == null ? 0 : ring.inUse() - sendsCompleted.get();
+    }
+
+    // ---- half-close -----------------------------------------------------------------------------------------
+
+    @Override
+    protected void doShutdownOutput() {
+        Endpoint ep = endpoint;
+        outputShutdown = true;
+        if (ep != null) ep.send(END_OF_OUTPUT);
+    }
+
+    @Override
+    public boolean isInputShutdown() {
+        return inputShutdown || !isActive();
+    }
+
+    @Override
+    public boolean isOutputShutdown() {
+        return outputShutdown || !isActive();
+    }
+
+    @Override
+    public boolean isShutdown() {
+        return (inputShutdown && outputShutdown) || !isActive();
+    }
+
+    @Override
+    public ChannelFuture shutdownOutput() {
+        return shutdownOutput(newPromise());
+    }
+
+    @Override
+    public ChannelFuture shutdownOutput(ChannelPromise promise) {
+        EventLoop loop = eventLoop();
+        if (loop.inEventLoop()) ((AbstractUnsafe) unsafe()).shutdownOutput(promise);
+        else loop.execute(() -> ((AbstractUnsafe) unsafe()).shutdownOutput(promise));
+        return promise;
+    }
+
+    @Override
+    public ChannelFuture shutdownInput() {
+        return shutdownInput(newPromise());
+    }
+
+    /** Stops reading: messages the peer sends from now on are not taken (and hold its credits). */
+    @Override
+    public ChannelFuture shutdownInput(ChannelPromise promise) {
+        EventLoop loop = eventLoop();
+        Runnable r = () -> {
+            inputShutdown = true;
+            promise.setSuccess();
+        };
+        if (loop.inEventLoop()) r.run();
+        else loop.execute(r);
+        return promise;
+    }
+
+    @Override
+    public ChannelFuture shutdown() {
+        return shutdown(newPromise());
+    }
+
+    @Override
+    public ChannelFuture shutdown(ChannelPromise promise) {
+        shutdownOutput().addListener(f -> shutdownInput().addListener(g -> {
+            Throwable cause = f.cause() != null ? f.cause() : g.cause();
+            if (cause != null) promise.setFailure(cause);
+            else promise.setSuccess();
+        }));
+        return promise;
+    }
+
+    @Override
+    public String toString() {
+        return "RdmaChannel[" + (remote != null ? remote : "unconnected") + (endpoint != null ? ", QP 0x" + Integer.toHexString(endpoint.qpNum()) : "") + "]";
+    }
+
+    // ---- what only the event loop does ----------------------------------------------------------------------
+
+    final class RdmaUnsafe extends AbstractUnsafe implements RdmaIoHandle {
+        @Override
+        public void connect(SocketAddress remoteAddress, SocketAddress localAddress, ChannelPromise promise) {
+            if (!promise.setUncancellable() || !ensureOpen(promise)) return;
+            if (endpoint != null) {
+                promise.setFailure(new AlreadyConnectedException());
+                return;
+            }
+            if (connectPromise != null) {
+                promise.setFailure(new ConnectionPendingException());
+                return;
+            }
+            if (!(remoteAddress instanceof InetSocketAddress r)) {
+                promise.setFailure(new UnsupportedAddressTypeException());
+                return;
+            }
+            EndpointConfig cfg = config.getEndpointConfig();
+            if (localAddress instanceof InetSocketAddress l && !l.getAddress().isAnyLocalAddress()) {
+                cfg = cfg.toBuilder().localAddress(l.getAddress()).build();
+            }
+            connectPromise = promise;
+            remote = r;
+            int ms = config.getConnectTimeoutMillis();
+            if (ms > 0) {
+                connectTimeout = eventLoop().schedule(() -> {
+                    ChannelPromise p = connectPromise;
+                    if (p != null && p.tryFailure(new ConnectTimeoutException("connection timed out after " + ms + " ms: " + r))) {
+                        connectPromise = null;
+                        close(voidPromise());
+                    }
+                }, ms, TimeUnit.MILLISECONDS);
+            }
+            String host = r.isUnresolved() ? r.getHostString() : r.getAddress().getHostAddress();
+            EndpointConfig c = cfg;
+            // jrdma's set-up blocks (TCP exchange or rdma_cm events): not on the event loop
+            Thread.ofVirtual().name("jrdma-netty-connect").start(() -> {
+                Endpoint ep = null;
+                Throwable failure = null;
+                try {
+                    ep = Endpoint.connect(host, r.getPort(), c);
+                } catch (RdmaConnectException | RuntimeException e) {
+                    failure = e;
+                }
+                Endpoint done = ep;
+                Throwable why = failure;
+                try {
+                    eventLoop().execute(() -> finishConnect(done, why));
+                } catch (RejectedExecutionException e) {
+                    if (done != null) done.close();
+                }
+            });
+        }
+
+        private void finishConnect(Endpoint ep, Throwable failure) {
+            ChannelPromise p = connectPromise;
+            connectPromise = null;
+            if (connectTimeout != null) connectTimeout.cancel(false);
+            if (failure != null) {
+                if (p != null) p.tryFailure(connectFailure(failure));
+                close(voidPromise());
+                return;
+            }
+            if (p == null || p.isDone() || !open) {
+                CLOSER.execute(ep::close); // timed out or closed meanwhile
+                return;
+            }
+            attach(ep);
+            boolean promiseSet = p.trySuccess();
+            pipeline().fireChannelActive();
+            if (!promiseSet) close(voidPromise());
+        }
+
+        private Throwable connectFailure(Throwable t) {
+            String where = " (" + remote + ")";
+            if (t instanceof RdmaConnectException e && e.reason() == RdmaConnectException.Reason.TIMEOUT) {
+                ConnectTimeoutException c = new ConnectTimeoutException(e.getMessage() + where);
+                c.initCause(e);
+                return c;
+            }
+            ConnectException c = new ConnectException(t.getMessage() + where);
+            c.initCause(t);
+            return c;
+        }
+
+        @Override
+        protected Executor prepareToClose() {
+            // the endpoint's graceful close waits for the peer: not on the event loop
+            return endpoint != null ? CLOSER : null;
+        }
+
+        void flushNow() {
+            flush0();
+        }
+
+        @Override
+        public void handle(IoRegistration registration, IoEvent ioEvent) {
+            // completions come as tasks from jrdma's completion thread, never as I/O events
+        }
+
+        @Override
+        public void closeNow() {
+            close(voidPromise());
+        }
+
+        @Override
+        public void close() {
+            close(voidPromise());
+        }
+    }
+}

@@ -1,0 +1,200 @@
+package dev.jrdma.netty;
+
+import dev.jrdma.connect.Endpoint;
+import dev.jrdma.connect.RdmaConnectException;
+import dev.jrdma.connect.ServerEndpoint;
+import io.netty.channel.AbstractServerChannel;
+import io.netty.channel.ChannelPromise;
+import io.netty.channel.EventLoop;
+import io.netty.channel.IoEvent;
+import io.netty.channel.IoEventLoop;
+import io.netty.channel.IoRegistration;
+import io.netty.channel.SingleThreadEventLoop;
+
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
+import java.time.Duration;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * A Netty server channel that accepts jrdma connections: the RDMA counterpart of {@code NioServerSocketChannel}.
+ * <pre>{@code
+ * new ServerBootstrap().group(boss, workers).channel(RdmaServerChannel.class).childHandler(...).bind("127.0.0.1", port);
+ * }</pre>
+ * Binding opens a jrdma {@link ServerEndpoint} (the device that serves the address; TCP exchange or rdma_cm as its
+ * {@link RdmaChannelOption#ENDPOINT_CONFIG} says). An acceptor thread runs the handshakes and hands each
+ * connection to the pipeline as an {@link RdmaChannel}. Accepted channels share the server's device, buffer pool
+ * and completion thread; closing the server channel stops accepting and keeps them open (the device closes with
+ * the last of them).
+ */
+public class RdmaServerChannel extends AbstractServerChannel {
+    private static final System.Logger LOG = System.getLogger(RdmaServerChannel.class.getName());
+    /** How often the acceptor looks whether the channel was closed. */
+    private static final Duration ACCEPT_SLICE = Duration.ofMillis(200);
+
+    private final RdmaChannelConfig config = new RdmaChannelConfig(this);
+    private volatile ServerEndpoint server;
+    private volatile boolean open = true;
+    private volatile InetSocketAddress local;
+    private final AtomicInteger children = new AtomicInteger();
+    private final AtomicBoolean serverClosed = new AtomicBoolean();
+    private IoRegistration registration;
+
+    public RdmaServerChannel() {
+    }
+
+    /** The jrdma server endpoint (null before bind). */
+    public ServerEndpoint serverEndpoint() {
+        return server;
+    }
+
+    @Override
+    public RdmaChannelConfig config() {
+        return config;
+    }
+
+    @Override
+    public boolean isOpen() {
+        return open;
+    }
+
+    @Override
+    public boolean isActive() {
+        return open && server != null;
+    }
+
+    @Override
+    public InetSocketAddress localAddress() {
+        return (InetSocketAddress) super.localAddress();
+    }
+
+    @Override
+    protected SocketAddress localAddress0() {
+        return local;
+    }
+
+    @Override
+    protected boolean isCompatible(EventLoop loop) {
+        return loop instanceof SingleThreadEventLoop || (loop instanceof IoEventLoop io && io.isCompatible(ServerUnsafe.class));
+    }
+
+    @Override
+    protected AbstractUnsafe newUnsafe() {
+        return new ServerUnsafe();
+    }
+
+    @Override
+    protected void doRegister(ChannelPromise promise) {
+        RdmaChannel.registerWith(eventLoop(), (ServerUnsafe) unsafe(), promise, r -> registration = r);
+    }
+
+    @Override
+    protected void doDeregister() {
+        IoRegistration r = registration;
+        registration = null;
+        if (r != null) r.cancel();
+    }
+
+    @Override
+    protected void doBind(SocketAddress localAddress) throws RdmaConnectException {
+        if (!(localAddress instanceof InetSocketAddress a)) {
+            throw new java.nio.channels.UnsupportedAddressTypeException();
+        }
+        ServerEndpoint s = ServerEndpoint.bind(a, config.getEndpointConfig());
+        local = s.localAddress();
+        server = s;
+        Thread.ofPlatform().daemon().name("jrdma-netty-accept-" + local.getPort()).start(() -> acceptLoop(s));
+    }
+
+    private void acceptLoop(ServerEndpoint s) {
+        while (open) {
+            Endpoint ep;
+            try {
+                ep = s.accept(ACCEPT_SLICE);
+            } catch (RdmaConnectException e) {
+                if (e.reason() == RdmaConnectException.Reason.TIMEOUT) continue;
+                if (open) LOG.log(System.Logger.Level.WARNING, "accepting on " + local + " stopped: " + e.getMessage(), e);
+                return;
+            } catch (RuntimeException e) {
+                if (open) LOG.log(System.Logger.Level.WARNING, "accepting on " + local + " stopped: " + e, e);
+                return;
+            }
+            children.incrementAndGet();
+            RdmaChannel child;
+            try {
+                child = new RdmaChannel(this, ep);
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.WARNING, "could not set up a channel for " + ep + ": " + e, e);
+                RdmaChannel.CLOSER.execute(ep::close);
+                childClosed();
+                continue;
+            }
+            try {
+                eventLoop().execute(() -> {
+                    if (!open) {
+                        child.close();
+                        return;
+                    }
+                    pipeline().fireChannelRead(child);
+                    pipeline().fireChannelReadComplete();
+                });
+            } catch (RejectedExecutionException e) {
+                RdmaChannel.CLOSER.execute(() -> {
+                    ep.close();
+                    childClosed();
+                });
+                return;
+            }
+        }
+    }
+
+    @Override
+    protected void doBeginRead() {
+        // the acceptor hands connections over as they complete their handshake
+    }
+
+    @Override
+    protected void doClose() {
+        open = false;
+        if (children.get() == 0) closeServer();
+    }
+
+    /** An accepted channel closed: the last one closes the device of a closed server channel. */
+    void childClosed() {
+        if (children.decrementAndGet() == 0 && !open) closeServer();
+    }
+
+    private void closeServer() {
+        ServerEndpoint s = server;
+        if (s != null && serverClosed.compareAndSet(false, true)) s.close();
+    }
+
+    @Override
+    public String toString() {
+        return "RdmaServerChannel[" + (local != null ? local : "unbound") + "]";
+    }
+
+    final class ServerUnsafe extends AbstractUnsafe implements RdmaIoHandle {
+        @Override
+        public void connect(SocketAddress remoteAddress, SocketAddress localAddress, ChannelPromise promise) {
+            safeSetFailure(promise, new UnsupportedOperationException("a server channel does not connect"));
+        }
+
+        @Override
+        public void handle(IoRegistration registration, IoEvent ioEvent) {
+            // connections arrive from the acceptor thread as tasks
+        }
+
+        @Override
+        public void closeNow() {
+            close(voidPromise());
+        }
+
+        @Override
+        public void close() {
+            close(voidPromise());
+        }
+    }
+}

@@ -1,0 +1,47 @@
+package dev.jrdma.netty;
+
+import dev.jrdma.connect.EndpointConfig;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.nio.NioIoHandler;
+
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+
+/** Settings shared by the tests: the software device on loopback with a UDP port of its own, no RNR retries. */
+final class NettyTestSupport {
+    private NettyTestSupport() {}
+
+    static {
+        // flow control (credits) must keep a sender from ever meeting an empty receive queue
+        System.setProperty("jrdma.connect.rnrRetry", "0");
+        // others on this machine run software devices on 127.0.0.1:4791 too
+        if (System.getProperty("jrdma.soft.port") == null) {
+            try (java.net.DatagramSocket probe = new java.net.DatagramSocket(0, java.net.InetAddress.getLoopbackAddress())) {
+                System.setProperty("jrdma.soft.port", Integer.toString(probe.getLocalPort()));
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+        }
+    }
+
+    /** Where the tests listen: loopback, or the address given with -Djrdma.netty.test.host (rxe0's in the guest). */
+    static String host() {
+        return System.getProperty("jrdma.netty.test.host", "127.0.0.1");
+    }
+
+    static EndpointConfig.Builder config() {
+        return RdmaChannelConfig.DEFAULT_ENDPOINT_CONFIG.toBuilder().timeout(Duration.ofSeconds(5));
+    }
+
+    /** Netty's usual event loops (NIO): the RDMA channels run on them unchanged. */
+    static EventLoopGroup nioGroup(int threads) {
+        return new MultiThreadIoEventLoopGroup(threads, NioIoHandler.newFactory());
+    }
+
+    static void shutdown(EventLoopGroup... groups) {
+        for (EventLoopGroup g : groups) {
+            if (g != null) g.shutdownGracefully(200, 3000, TimeUnit.MILLISECONDS).syncUninterruptibly();
+        }
+    }
+}
