@@ -263,7 +263,7 @@ class ChannelBehaviourTest {
             long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
             assertInstanceOf(ConnectTimeoutException.class, f.cause());
             assertTrue(ms >= 250 && ms < 3000, "timed out after " + ms + " ms, expected about 300");
-            assertFalse(f.channel().isOpen());
+            assertTrue(f.channel().closeFuture().await(5, TimeUnit.SECONDS), "a channel whose connect failed must close");
         }
     }
 
@@ -278,7 +278,7 @@ class ChannelBehaviourTest {
         assertTrue(f.await(10, TimeUnit.SECONDS));
         ConnectException e = assertInstanceOf(ConnectException.class, f.cause());
         assertTrue(e.getMessage().contains(String.valueOf(port)), e.getMessage());
-        assertFalse(f.channel().isOpen());
+        assertTrue(f.channel().closeFuture().await(5, TimeUnit.SECONDS), "a channel whose connect failed must close");
     }
 
     @Test
