@@ -18,24 +18,63 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
- * {@code jrdma perf compare [HOST]}: socket and RDMA side by side against one peer, the seed articles' table
- * (latency, throughput, message rate at 64 B, CPU of each side) with a gain column, and an HTML report with
- * latency and bandwidth against message size.
+ * {@code jrdma perf compare [HOST]}: the UDP floor, TCP (blocking and busy-polled) and RDMA side by side against one
+ * peer, in one run: the seed articles' table (latency, throughput, message rate at 64 B, CPU of each side) with each
+ * figure's ratio to the UDP floor and a gain column (RDMA against TCP), and an HTML report with latency and bandwidth
+ * against message size.
  *
- * <p>A control connection on -p carries "RUN test size iters seconds" / "READY" / "RESULT cpuNs wallNs" lines;
+ * <p>A control connection on -p carries "RUN series size iters seconds" / "READY" / "RESULT cpuNs wallNs" lines;
  * each run itself is an ordinary {@code jrdma perf} run on port -p + 1 (perftest's protocol for the RDMA tests).
  */
 public final class Compare {
-    public static final List<PerfTest> LAT_TESTS = List.of(PerfTest.TCP_LAT, PerfTest.SEND_LAT, PerfTest.WRITE_LAT);
-    public static final List<PerfTest> BW_TESTS = List.of(PerfTest.TCP_BW, PerfTest.SEND_BW, PerfTest.WRITE_BW);
     public static final List<Integer> DEFAULT_SIZES = List.of(2, 64, 1024, 4096, 65536);
+    /** The floor's bandwidth is measured with datagrams of this size (a page, the soft device's loopback MTU). */
+    public static final int FLOOR_BW_SIZE = PerfOptions.DEFAULT_UDP_BW_SIZE;
+
+    /** One line of the comparison: a test and how it is run. */
+    public enum Series {
+        UDP_LAT(PerfTest.UDP_LAT, false), TCP_LAT(PerfTest.TCP_LAT, false), TCP_LAT_BUSY_POLL(PerfTest.TCP_LAT, true),
+        SEND_LAT(PerfTest.SEND_LAT, false), WRITE_LAT(PerfTest.WRITE_LAT, false),
+        UDP_BW(PerfTest.UDP_BW, false), TCP_BW(PerfTest.TCP_BW, false), SEND_BW(PerfTest.SEND_BW, false), WRITE_BW(PerfTest.WRITE_BW, false);
+
+        public final PerfTest test;
+        public final boolean busyPoll;
+
+        Series(PerfTest test, boolean busyPoll) {
+            this.test = test;
+            this.busyPoll = busyPoll;
+        }
+
+        /** The name on the control connection and in the HTML report: {@code tcp_lat_busy_poll}. */
+        public String id() {
+            return name().toLowerCase(Locale.ROOT);
+        }
+
+        /** How a user runs it: {@code tcp_lat --busy-poll}. */
+        public String label() {
+            return busyPoll ? test.id() + " --busy-poll" : test.id();
+        }
+
+        /** Whether this series runs at a message size (a UDP datagram holds at most 65507 bytes). */
+        public boolean runsAt(int size) {
+            return !test.isUdp() || size <= PerfOptions.MAX_UDP_SIZE;
+        }
+
+        static Series parse(String id) {
+            for (Series s : values()) if (s.id().equals(id)) return s;
+            throw new IllegalArgumentException("unknown compare series '" + id + "'");
+        }
+    }
+
+    public static final List<Series> LAT_SERIES = List.of(Series.UDP_LAT, Series.TCP_LAT, Series.TCP_LAT_BUSY_POLL, Series.SEND_LAT, Series.WRITE_LAT);
+    public static final List<Series> BW_SERIES = List.of(Series.UDP_BW, Series.TCP_BW, Series.SEND_BW, Series.WRITE_BW);
 
     /** One measured point: the client's figures and both sides' CPU. */
-    public record Point(PerfTest test, int size, LatencyResult lat, BwResult bw, double clientCpu, double serverCpu) {}
+    public record Point(Series series, int size, LatencyResult lat, BwResult bw, double clientCpu, double serverCpu) {}
 
     /** Everything a compare run measured. */
-    public record Result(String device, String host, long iters, List<Integer> sizes, Map<PerfTest, List<Point>> points) {
-        public Point point(PerfTest t, int size) {
+    public record Result(String device, String host, long iters, List<Integer> sizes, Map<Series, List<Point>> points) {
+        public Point point(Series t, int size) {
             for (Point p : points.getOrDefault(t, List.of())) if (p.size() == size) return p;
             return null;
         }
@@ -57,27 +96,30 @@ public final class Compare {
         List<Integer> sizes = sizes(o);
         long iters = iters(o);
         Progress progress = Progress.forTerminal(out, o.quiet);
-        Map<PerfTest, List<Point>> points = new LinkedHashMap<>();
+        Map<Series, List<Point>> points = new LinkedHashMap<>();
         String device = "?";
-        int total = sizes.size() * (LAT_TESTS.size() + BW_TESTS.size()), done = 0;
+        List<Series> order = new ArrayList<>(LAT_SERIES);
+        order.addAll(BW_SERIES);
+        int total = 0, done = 0;
+        for (Series t : order) for (int size : sizes) if (t.runsAt(size)) total++;
         try (Socket ctl = PerftestWire.connect(o.host, o.tcpPort, o.timeoutSec)) {
             ctl.setSoTimeout(o.timeoutSec * 1000);
             BufferedReader in = new BufferedReader(new InputStreamReader(ctl.getInputStream(), StandardCharsets.US_ASCII));
             OutputStream cout = ctl.getOutputStream();
-            out.printf("compare with %s: %s and %s, sizes %s, %d iterations each%n", o.host, LAT_TESTS, BW_TESTS, sizes, iters);
-            List<PerfTest> order = new ArrayList<>(LAT_TESTS);
-            order.addAll(BW_TESTS);
-            for (PerfTest t : order) {
+            out.printf("compare with %s: %s, sizes %s (UDP up to %d), %d iterations each%n", o.host,
+                    order.stream().map(Series::label).toList(), sizes, PerfOptions.MAX_UDP_SIZE, iters);
+            for (Series t : order) {
                 for (int size : sizes) {
-                    progress.update(String.format(" compare: %s %d bytes (%d/%d)", t.id(), size, done + 1, total));
-                    if (!progress.enabled()) out.printf(" %s %d bytes ...%n", t.id(), size);
+                    if (!t.runsAt(size)) continue;
+                    progress.update(String.format(" compare: %s %d bytes (%d/%d)", t.label(), size, done + 1, total));
+                    if (!progress.enabled()) out.printf(" %s %d bytes ...%n", t.label(), size);
                     send(cout, "RUN " + t.id() + " " + size + " " + iters + " " + o.durationSec);
                     String ready = readLine(in, ctl, o.timeoutSec * 1000 + 30_000, "READY");
                     if (!ready.startsWith("READY")) throw new BenchException("compare server: " + ready);
                     PerfOptions r = runOptions(o, t, size, iters);
                     r.host = o.host;
                     RunResult rr = runQuiet(r);
-                    if (!t.isTcp()) device = rr.device();
+                    if (!t.test.isSocket()) device = rr.device();
                     String res = readLine(in, ctl, (int) Math.min(Integer.MAX_VALUE, o.timeoutSec * 1000L + 600_000L), "RESULT");
                     if (!res.startsWith("RESULT")) throw new BenchException("compare server, " + t.id() + " " + size + " bytes: " + res);
                     String[] f = res.split(" ");
@@ -97,9 +139,11 @@ public final class Compare {
         return new Result(device, o.host, iters, sizes, points);
     }
 
-    static PerfOptions runOptions(PerfOptions o, PerfTest t, int size, long iters) {
+    static PerfOptions runOptions(PerfOptions o, Series s, int size, long iters) {
+        PerfTest t = s.test;
         PerfOptions r = new PerfOptions();
         r.test = t;
+        r.busyPoll = s.busyPoll;
         r.device = o.device;
         r.ibPort = o.ibPort;
         r.gidIndex = o.gidIndex;
@@ -116,7 +160,9 @@ public final class Compare {
 
     static RunResult runQuiet(PerfOptions r) {
         PrintStream sink = new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8);
-        return r.test.isTcp() ? TcpBench.run(r, sink) : RdmaBench.run(r, sink);
+        if (r.test.isTcp()) return TcpBench.run(r, sink);
+        if (r.test.isUdp()) return UdpBench.run(r, sink);
+        return RdmaBench.run(r, sink);
     }
 
     private static void send(OutputStream out, String line) throws IOException {
@@ -153,10 +199,10 @@ public final class Compare {
                     send(cout, "ERROR unknown command '" + line + "'");
                     continue;
                 }
-                PerfTest t;
+                Series t;
                 PerfOptions r;
                 try {
-                    t = PerfTest.parse(f[1]);
+                    t = Series.parse(f[1]);
                     r = runOptions(o, t, Integer.parseInt(f[2]), Long.parseLong(f[3]));
                     r.durationSec = Integer.parseInt(f[4]);
                 } catch (RuntimeException e) {
@@ -183,11 +229,11 @@ public final class Compare {
                 Object res = outcome.get();
                 if (res instanceof RunResult rres) {
                     send(cout, "RESULT " + rres.cpuNs() + " " + rres.wallNs());
-                    out.printf(" %-10s %8d bytes  done, server CPU %.0f%%%n", t.id(), r.size, rres.cpuPercent());
+                    out.printf(" %-20s %8d bytes  done, server CPU %.0f%%%n", t.id(), r.size, rres.cpuPercent());
                 } else {
                     String msg = res instanceof Throwable e ? e.getMessage() : "no result";
                     send(cout, "ERROR " + t.id() + " " + r.size + " bytes: " + msg);
-                    out.printf(" %-10s %8d bytes  failed: %s%n", t.id(), r.size, msg);
+                    out.printf(" %-20s %8d bytes  failed: %s%n", t.id(), r.size, msg);
                 }
             }
             out.println("compare server: done");
@@ -199,15 +245,37 @@ public final class Compare {
 
     // ------------------------------------------------------------------ the table
 
-    /** A table row: label, then TCP, RDMA send, RDMA write values (NaN = not measured) and which way is better. */
-    public record Row(String label, double tcp, double send, double write, boolean lowerIsBetter) {
-        /** Best RDMA against TCP, >1 = RDMA better; NaN when not measured. */
+    /** The table's value columns, in order. */
+    public static final List<String> COLUMNS = List.of("UDP floor", "TCP", "TCP busy-poll", "RDMA send", "RDMA write");
+
+    /**
+     * A table row: label, then the UDP floor, TCP, TCP busy-poll, RDMA send and RDMA write values (NaN = not
+     * measured), which way is better, and the name of the floor the ratio row divides by (null: no ratio row).
+     */
+    public record Row(String label, double udp, double tcp, double tcpBusy, double send, double write, boolean lowerIsBetter, String floorName) {
+        public double[] values() {
+            return new double[] {udp, tcp, tcpBusy, send, write};
+        }
+
+        /** A value over the UDP floor of the same run: "× udp_lat" (NaN when either is missing). */
+        public double overFloor(double v) {
+            if (Double.isNaN(v) || Double.isNaN(udp) || udp == 0) return Double.NaN;
+            return v / udp;
+        }
+
+        /** Best RDMA against best TCP, >1 = RDMA better; NaN when not measured. */
         public double gain() {
-            double best = Double.isNaN(send) ? write : Double.isNaN(write) ? send : lowerIsBetter ? Math.min(send, write) : Math.max(send, write);
-            if (Double.isNaN(best) || Double.isNaN(tcp)) return Double.NaN;
-            if (lowerIsBetter && best == 0) return tcp == 0 ? 1 : Double.POSITIVE_INFINITY;   // e.g. a passive server's CPU
-            if (tcp == 0) return lowerIsBetter ? 0 : Double.POSITIVE_INFINITY;
-            return lowerIsBetter ? tcp / best : best / tcp;
+            double best = best(send, write), bestTcp = best(tcp, tcpBusy);
+            if (Double.isNaN(best) || Double.isNaN(bestTcp)) return Double.NaN;
+            if (lowerIsBetter && best == 0) return bestTcp == 0 ? 1 : Double.POSITIVE_INFINITY;   // e.g. a passive server's CPU
+            if (bestTcp == 0) return lowerIsBetter ? 0 : Double.POSITIVE_INFINITY;
+            return lowerIsBetter ? bestTcp / best : best / bestTcp;
+        }
+
+        private double best(double a, double b) {
+            if (Double.isNaN(a)) return b;
+            if (Double.isNaN(b)) return a;
+            return lowerIsBetter ? Math.min(a, b) : Math.max(a, b);
         }
     }
 
@@ -218,31 +286,50 @@ public final class Compare {
         return best;
     }
 
+    /** The datagram size of the floor's bandwidth: 4096 when measured, else the largest one a datagram holds. */
+    static int floorBwSize(Result r) {
+        List<Integer> udp = new ArrayList<>();
+        for (int s : r.sizes()) if (s <= PerfOptions.MAX_UDP_SIZE) udp.add(s);
+        return udp.isEmpty() ? FLOOR_BW_SIZE : pick(udp, FLOOR_BW_SIZE, true);
+    }
+
     public static List<Row> rows(Result r) {
-        int small = pick(r.sizes(), 64, false), big = pick(r.sizes(), 65536, true);
+        int small = pick(r.sizes(), 64, false), big = pick(r.sizes(), 65536, true), floorBw = floorBwSize(r);
+        String bigLabel = big + " B" + (floorBw != big ? " (UDP floor: " + floorBw + " B datagrams)" : "");
         List<Row> rows = new ArrayList<>();
-        rows.add(new Row("latency t_typical [usec], " + small + " B", lat(r, PerfTest.TCP_LAT, small, false), lat(r, PerfTest.SEND_LAT, small, false), lat(r, PerfTest.WRITE_LAT, small, false), true));
-        rows.add(new Row("latency 99% [usec], " + small + " B", lat(r, PerfTest.TCP_LAT, small, true), lat(r, PerfTest.SEND_LAT, small, true), lat(r, PerfTest.WRITE_LAT, small, true), true));
-        rows.add(new Row("throughput BW average [MB/sec], " + big + " B", bw(r, PerfTest.TCP_BW, big, false), bw(r, PerfTest.SEND_BW, big, false), bw(r, PerfTest.WRITE_BW, big, false), false));
-        rows.add(new Row("message rate [Mpps], " + small + " B", bw(r, PerfTest.TCP_BW, small, true), bw(r, PerfTest.SEND_BW, small, true), bw(r, PerfTest.WRITE_BW, small, true), false));
-        rows.add(new Row("CPU client [% of a core], bw " + big + " B", cpu(r, PerfTest.TCP_BW, big, false), cpu(r, PerfTest.SEND_BW, big, false), cpu(r, PerfTest.WRITE_BW, big, false), true));
-        rows.add(new Row("CPU server [% of a core], bw " + big + " B", cpu(r, PerfTest.TCP_BW, big, true), cpu(r, PerfTest.SEND_BW, big, true), cpu(r, PerfTest.WRITE_BW, big, true), true));
+        rows.add(new Row("latency t_typical [usec], " + small + " B", lat(r, Series.UDP_LAT, small, false), lat(r, Series.TCP_LAT, small, false),
+                lat(r, Series.TCP_LAT_BUSY_POLL, small, false), lat(r, Series.SEND_LAT, small, false), lat(r, Series.WRITE_LAT, small, false), true, "udp_lat"));
+        rows.add(new Row("latency 99% [usec], " + small + " B", lat(r, Series.UDP_LAT, small, true), lat(r, Series.TCP_LAT, small, true),
+                lat(r, Series.TCP_LAT_BUSY_POLL, small, true), lat(r, Series.SEND_LAT, small, true), lat(r, Series.WRITE_LAT, small, true), true, "udp_lat"));
+        rows.add(new Row("throughput BW average [MB/sec], " + bigLabel, bw(r, Series.UDP_BW, floorBw, false), bw(r, Series.TCP_BW, big, false),
+                Double.NaN, bw(r, Series.SEND_BW, big, false), bw(r, Series.WRITE_BW, big, false), false, "udp_bw"));
+        rows.add(new Row("message rate [Mpps], " + small + " B", bw(r, Series.UDP_BW, small, true), bw(r, Series.TCP_BW, small, true),
+                Double.NaN, bw(r, Series.SEND_BW, small, true), bw(r, Series.WRITE_BW, small, true), false, "udp_bw"));
+        rows.add(new Row("CPU client [% of a core], bw " + bigLabel, cpu(r, Series.UDP_BW, floorBw, false), cpu(r, Series.TCP_BW, big, false),
+                Double.NaN, cpu(r, Series.SEND_BW, big, false), cpu(r, Series.WRITE_BW, big, false), true, null));
+        rows.add(new Row("CPU server [% of a core], bw " + bigLabel, cpu(r, Series.UDP_BW, floorBw, true), cpu(r, Series.TCP_BW, big, true),
+                Double.NaN, cpu(r, Series.SEND_BW, big, true), cpu(r, Series.WRITE_BW, big, true), true, null));
         return rows;
     }
 
-    private static double lat(Result r, PerfTest t, int size, boolean p99) {
+    private static double lat(Result r, Series t, int size, boolean p99) {
         Point p = r.point(t, size);
         return p == null || p.lat() == null ? Double.NaN : p99 ? p.lat().p99() : p.lat().tTypical();
     }
 
-    private static double bw(Result r, PerfTest t, int size, boolean rate) {
+    private static double bw(Result r, Series t, int size, boolean rate) {
         Point p = r.point(t, size);
         return p == null || p.bw() == null ? Double.NaN : rate ? p.bw().msgRateMpps() : p.bw().bwAvgMBs();
     }
 
-    private static double cpu(Result r, PerfTest t, int size, boolean server) {
+    private static double cpu(Result r, Series t, int size, boolean server) {
         Point p = r.point(t, size);
         return p == null ? Double.NaN : server ? p.serverCpu() : p.clientCpu();
+    }
+
+    /** A ratio as the table prints it: two decimals. */
+    static String ratio(double v) {
+        return Double.isNaN(v) || Double.isInfinite(v) ? num(v) : String.format(Locale.ROOT, "%.2f", v);
     }
 
     static String num(double v) {
@@ -256,15 +343,27 @@ public final class Compare {
 
     public static String table(Result r) {
         StringBuilder sb = new StringBuilder();
-        sb.append(String.format(Locale.ROOT, "%-44s %12s %12s %12s %14s%n", "metric", "TCP socket", "RDMA send", "RDMA write", "RDMA gain (x)"));
+        String fmt = "%-" + labelWidth(r) + "s %10s %10s %14s %10s %11s %11s%n";
+        sb.append(String.format(Locale.ROOT, fmt, "metric", COLUMNS.get(0), COLUMNS.get(1), COLUMNS.get(2), COLUMNS.get(3), COLUMNS.get(4), "RDMA gain"));
         for (Row row : rows(r)) {
-            double g = row.gain();
-            sb.append(String.format(Locale.ROOT, "%-44s %12s %12s %12s %14s%n", row.label(), num(row.tcp()), num(row.send()), num(row.write()),
-                    Double.isNaN(g) || Double.isInfinite(g) ? num(g) : String.format(Locale.ROOT, "%.2f", g)));
+            double[] v = row.values();
+            sb.append(String.format(Locale.ROOT, fmt, row.label(), num(v[0]), num(v[1]), num(v[2]), num(v[3]), num(v[4]), ratio(row.gain())));
+            if (row.floorName() != null)
+                sb.append(String.format(Locale.ROOT, fmt, "  × " + row.floorName(), ratio(row.overFloor(v[0])), ratio(row.overFloor(v[1])),
+                        ratio(row.overFloor(v[2])), ratio(row.overFloor(v[3])), ratio(row.overFloor(v[4])), ""));
         }
-        sb.append("RDMA gain: best RDMA column against TCP, >1 means RDMA is better (lower latency/CPU, higher throughput/rate).\n");
+        sb.append("× udp_lat, × udp_bw: the figure over the UDP floor of this run (raw Java UDP datagrams, busy-polled; latency: 1 = as\n"
+                + "fast as the floor, lower is better; throughput and rate: 1 = the floor's, higher is better).\n");
+        sb.append("RDMA gain: best RDMA column against the better TCP column, >1 means RDMA is better (lower latency/CPU, higher throughput/rate).\n");
         sb.append("RDMA device: ").append(r.device()).append("; ").append(r.iters()).append(" iterations per point; latency is half a round trip.\n");
+        sb.append("Reproduce: 'jrdma perf compare [-d DEV]' (server) and 'jrdma perf compare [-d DEV] [-n ITERS] HOST' (client).\n");
         return sb.toString();
+    }
+
+    private static int labelWidth(Result r) {
+        int w = 44;
+        for (Row row : rows(r)) w = Math.max(w, row.label().length());
+        return w;
     }
 
     /** Runs the client, prints the table, writes the HTML report; returns the report's path. */

@@ -10,29 +10,38 @@ import java.util.Locale;
 public final class HtmlReport {
     private HtmlReport() {}
 
-    static final String[] COLORS = {"#d62728", "#1f77b4", "#2ca02c"};
+    static final String[] COLORS = {"#7f7f7f", "#d62728", "#ff7f0e", "#1f77b4", "#2ca02c"};
 
-    /** One line of a chart. */
-    record Series(String name, List<double[]> xy) {}
+    /** One line of a chart: its id (data-name), its legend and its points. */
+    record Series(String name, String legend, List<double[]> xy) {}
 
     public static String render(Compare.Result r) {
         StringBuilder h = new StringBuilder();
-        h.append("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>jrdma compare: TCP socket vs RDMA</title>\n<style>\n")
+        h.append("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>jrdma compare: UDP floor, TCP socket, RDMA</title>\n<style>\n")
                 .append("body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1000px}table{border-collapse:collapse;margin:1em 0}")
                 .append("td,th{border:1px solid #ccc;padding:4px 10px;text-align:right}th:first-child,td:first-child{text-align:left}")
-                .append("th{background:#f3f3f3}.note{color:#555;font-size:90%}svg{background:#fff;border:1px solid #ddd;margin:0.5em 0}\n</style></head><body>\n");
-        h.append("<h1>TCP socket vs RDMA</h1>\n<p class=\"note\">jrdma perf compare against ").append(esc(r.host())).append(", RDMA device ")
+                .append("th{background:#f3f3f3}.note{color:#555;font-size:90%}.ratio td{color:#555;font-style:italic}svg{background:#fff;border:1px solid #ddd;margin:0.5em 0}\n</style></head><body>\n");
+        h.append("<h1>UDP floor, TCP socket, RDMA</h1>\n<p class=\"note\">jrdma perf compare against ").append(esc(r.host())).append(", RDMA device ")
                 .append(esc(r.device())).append(", ").append(r.iters()).append(" iterations per point, generated ")
                 .append(esc(ZonedDateTime.now().format(DateTimeFormatter.ISO_OFFSET_DATE_TIME))).append(". Only what this run measured is shown.</p>\n");
-        h.append("<table><tr><th>metric</th><th>TCP socket</th><th>RDMA send</th><th>RDMA write</th><th>RDMA gain (x)</th></tr>\n");
+        h.append("<table><tr><th>metric</th>");
+        for (String c : Compare.COLUMNS) h.append("<th>").append(esc(c)).append("</th>");
+        h.append("<th>RDMA gain (x)</th></tr>\n");
         for (Compare.Row row : Compare.rows(r)) {
-            double g = row.gain();
-            h.append("<tr><td>").append(esc(row.label())).append("</td><td>").append(Compare.num(row.tcp())).append("</td><td>")
-                    .append(Compare.num(row.send())).append("</td><td>").append(Compare.num(row.write())).append("</td><td>")
-                    .append(Double.isNaN(g) || Double.isInfinite(g) ? Compare.num(g) : String.format(Locale.ROOT, "%.2f", g)).append("</td></tr>\n");
+            h.append("<tr><td>").append(esc(row.label())).append("</td>");
+            for (double v : row.values()) h.append("<td>").append(Compare.num(v)).append("</td>");
+            h.append("<td>").append(Compare.ratio(row.gain())).append("</td></tr>\n");
+            if (row.floorName() != null) {
+                h.append("<tr class=\"ratio\"><td>&#215; ").append(esc(row.floorName())).append("</td>");
+                for (double v : row.values()) h.append("<td>").append(Compare.ratio(row.overFloor(v))).append("</td>");
+                h.append("<td></td></tr>\n");
+            }
         }
-        h.append("</table>\n<p class=\"note\">RDMA gain: the better RDMA column against TCP; above 1 RDMA is better. Latency is half a round trip "
-                + "(perftest's convention); CPU is process CPU time over wall time during the run, 100% = one core.</p>\n");
+        h.append("</table>\n<p class=\"note\">&#215; udp_lat, &#215; udp_bw: the figure over the UDP floor measured in the same run (raw Java UDP "
+                + "datagrams, busy-polled): for latency 1 is as fast as the floor and lower is better, for throughput and message rate 1 is the "
+                + "floor's and higher is better. RDMA gain: the better RDMA column against the better TCP column; above 1 RDMA is better. "
+                + "Latency is half a round trip (perftest's convention); CPU is process CPU time over wall time during the run, 100% = one core. "
+                + "Reproduce with <code>jrdma perf compare</code> (server) and <code>jrdma perf compare HOST</code> (client).</p>\n");
         h.append("<h2>Latency (t_typical) against message size</h2>\n");
         h.append(chart(latSeries(r), "message size [bytes]", "latency [usec]", true));
         h.append("<h2>Bandwidth (average) against message size</h2>\n");
@@ -41,7 +50,7 @@ public final class HtmlReport {
                 + "<th>BW average [MB/sec]</th><th>MsgRate [Mpps]</th><th>CPU client [%]</th><th>CPU server [%]</th></tr>\n");
         for (var e : r.points().entrySet()) {
             for (Compare.Point p : e.getValue()) {
-                h.append("<tr><td>").append(p.test().id()).append("</td><td>").append(p.size()).append("</td><td>")
+                h.append("<tr><td>").append(esc(p.series().label())).append("</td><td>").append(p.size()).append("</td><td>")
                         .append(p.lat() == null ? "-" : Compare.num(p.lat().tTypical())).append("</td><td>")
                         .append(p.lat() == null ? "-" : Compare.num(p.lat().p99())).append("</td><td>")
                         .append(p.bw() == null ? "-" : Compare.num(p.bw().bwAvgMBs())).append("</td><td>")
@@ -55,27 +64,27 @@ public final class HtmlReport {
 
     static List<Series> latSeries(Compare.Result r) {
         List<Series> s = new ArrayList<>();
-        for (PerfTest t : Compare.LAT_TESTS) {
+        for (Compare.Series t : Compare.LAT_SERIES) {
             List<double[]> xy = new ArrayList<>();
             for (Compare.Point p : r.points().getOrDefault(t, List.of())) if (p.lat() != null) xy.add(new double[] {p.size(), p.lat().tTypical()});
-            if (!xy.isEmpty()) s.add(new Series(t.id(), xy));
+            if (!xy.isEmpty()) s.add(new Series(t.id(), t.label(), xy));
         }
         return s;
     }
 
     static List<Series> bwSeries(Compare.Result r) {
         List<Series> s = new ArrayList<>();
-        for (PerfTest t : Compare.BW_TESTS) {
+        for (Compare.Series t : Compare.BW_SERIES) {
             List<double[]> xy = new ArrayList<>();
             for (Compare.Point p : r.points().getOrDefault(t, List.of())) if (p.bw() != null) xy.add(new double[] {p.size(), p.bw().bwAvgMBs()});
-            if (!xy.isEmpty()) s.add(new Series(t.id(), xy));
+            if (!xy.isEmpty()) s.add(new Series(t.id(), t.label(), xy));
         }
         return s;
     }
 
     /** A line chart, log2 x axis, log10 y axis, as inline SVG. */
     static String chart(List<Series> series, String xLabel, String yLabel, boolean logY) {
-        int w = 760, hgt = 360, left = 70, right = 150, top = 20, bottom = 50;
+        int w = 800, hgt = 360, left = 70, right = 190, top = 20, bottom = 50;
         double xmin = Double.MAX_VALUE, xmax = -Double.MAX_VALUE, ymin = Double.MAX_VALUE, ymax = -Double.MAX_VALUE;
         for (Series s : series) for (double[] p : s.xy()) {
             if (p[1] <= 0 && logY) continue;
@@ -122,12 +131,12 @@ public final class HtmlReport {
             for (double[] p : s.xy()) {
                 if (p[1] <= 0) continue;
                 g.append(String.format(Locale.ROOT, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" fill=\"%s\"><title>%s %s B: %s</title></circle>",
-                        X.applyAsDouble(p[0]), Y.applyAsDouble(p[1]), c, esc(s.name()), sizeLabel((long) p[0]), Compare.num(p[1])));
+                        X.applyAsDouble(p[0]), Y.applyAsDouble(p[1]), c, esc(s.legend()), sizeLabel((long) p[0]), Compare.num(p[1])));
             }
             g.append("</g>\n");
             int ly = top + 14 + i * 18;
             g.append(String.format(Locale.ROOT, "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" stroke-width=\"2\"/><text x=\"%d\" y=\"%d\">%s</text>%n",
-                    left + pw + 12, ly - 4, left + pw + 36, ly - 4, c, left + pw + 42, ly, esc(s.name())));
+                    left + pw + 12, ly - 4, left + pw + 36, ly - 4, c, left + pw + 42, ly, esc(s.legend())));
             i++;
         }
         g.append("</svg>\n");

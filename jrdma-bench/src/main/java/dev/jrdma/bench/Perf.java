@@ -5,7 +5,7 @@ import dev.jrdma.verbs.VerbsException;
 import java.io.IOException;
 import java.io.PrintStream;
 
-/** {@code jrdma perf}: parses perftest-style flags and runs a test, the TCP baseline, or compare. Returns the exit status. */
+/** {@code jrdma perf}: parses perftest-style flags and runs a test, the TCP baseline, the UDP floor, or compare. Returns the exit status. */
 public final class Perf {
     private Perf() {}
 
@@ -34,6 +34,7 @@ public final class Perf {
                 return 0;
             }
             if (o.test.isTcp()) TcpBench.run(o, out);
+            else if (o.test.isUdp()) UdpBench.run(o, out);
             else RdmaBench.run(o, out);
             return 0;
         } catch (BenchException | VerbsException | IllegalArgumentException e) {

@@ -11,6 +11,10 @@ import java.util.Locale;
 public final class PerfOptions {
     public static final int DEFAULT_TCP_PORT = 18515;
     public static final int MAX_SIZE = 1 << 23;
+    /** The largest UDP payload over IPv4 (65535 - 20 IP - 8 UDP header bytes). */
+    public static final int MAX_UDP_SIZE = 65507;
+    /** udp_bw's default datagram size: a page, the soft device's MTU on loopback. */
+    public static final int DEFAULT_UDP_BW_SIZE = 4096;
 
     public PerfTest test;
     /** True for {@code jrdma perf compare}. */
@@ -38,6 +42,8 @@ public final class PerfOptions {
     public int acceptTimeoutSec;
     /** Print no progress line even on a terminal. */
     public boolean quiet;
+    /** tcp_lat: spin on a non-blocking socket instead of blocking in read (the UDP tests always spin). */
+    public boolean busyPoll;
 
     public boolean isServer() {
         return host == null;
@@ -47,6 +53,7 @@ public final class PerfOptions {
     public int effectiveSize() {
         if (test != null && test.verb == PerfTest.Verb.ATOMIC) return 8;
         if (size > 0) return size;
+        if (test == PerfTest.UDP_BW) return DEFAULT_UDP_BW_SIZE;
         return test != null && test.latency ? 2 : 65536;
     }
 
@@ -60,11 +67,11 @@ public final class PerfOptions {
         return test != null && test.latency ? 1 : 128;
     }
 
-    /** The message sizes one run covers: -a gives 2..2^23 (perftest's RUN_ALL), otherwise the one size. */
+    /** The message sizes one run covers: -a gives 2..2^23 (perftest's RUN_ALL; 2..2^15 for UDP), otherwise the one size. */
     public List<Integer> runSizes() {
         List<Integer> l = new ArrayList<>();
         if (all && (test == null || test.verb != PerfTest.Verb.ATOMIC)) {
-            for (int i = 1; i < 24; i++) l.add(1 << i);
+            for (int i = 1; i < 24 && (test == null || !test.isUdp() || 1 << i <= MAX_UDP_SIZE); i++) l.add(1 << i);
         } else {
             l.add(effectiveSize());
         }
@@ -76,7 +83,8 @@ public final class PerfOptions {
                 Usage: jrdma perf TEST [flags] [HOST]
                        jrdma perf compare [flags] [HOST]
                   TEST: send_lat write_lat read_lat atomic_lat send_bw write_bw read_bw atomic_bw (perftest's ib_TEST,
-                        wire-compatible with perftest 4.5), tcp_lat tcp_bw (the same over a TCP socket).
+                        wire-compatible with perftest 4.5), tcp_lat tcp_bw (the same over a TCP socket),
+                        udp_lat udp_bw (the floor: raw UDP datagrams, busy-polled; udp_bw defaults to 4096 B).
                   Without HOST: server (waits for one client). With HOST: client.
                   -d, --ib-dev DEV        RDMA device (default: the first one; 'jrdma devices' lists them)
                   -i, --ib-port PORT      device port (default 1)
@@ -88,6 +96,7 @@ public final class PerfOptions {
                   -p, --port PORT         TCP port of the out-of-band exchange (default 18515)
                   -t, --tx-depth N        send queue depth (default 1 latency, 128 bandwidth)
                   -q, --qp N              number of QPs (bandwidth tests)
+                      --busy-poll         tcp_lat: spin on a non-blocking socket (no blocking read, no wakeups)
                       --report_gbits      bandwidth in Gb/sec instead of MB/sec
                       --timeout SEC       connect timeout and longest wait without progress (default 10)
                       --accept-timeout S  server: give up when no client connects within S seconds
@@ -117,6 +126,7 @@ public final class PerfOptions {
                 case "-a", "--all" -> o.all = true;
                 case "--report_gbits", "--report-gbits" -> o.reportGbits = true;
                 case "--quiet" -> o.quiet = true;
+                case "--busy-poll" -> o.busyPoll = true;
                 case "-F", "--CPU-freq" -> { /* perftest's "ignore CPU frequency warnings": nothing to ignore here */ }
                 case "-d", "--ib-dev" -> o.device = value != null ? value : need(args, ++i, flag);
                 case "-i", "--ib-port" -> o.ibPort = intIn(flag, value != null ? value : need(args, ++i, flag), 1, 255);
@@ -160,6 +170,11 @@ public final class PerfOptions {
             throw new IllegalArgumentException("-n must be at least 5 for a latency test (the report drops the 2 largest samples)");
         if (test != null && test.verb == PerfTest.Verb.ATOMIC && size > 0 && size != 8)
             throw new IllegalArgumentException("atomic operations are 8 bytes; -s " + size + " does not apply");
+        if (busyPoll && test != PerfTest.TCP_LAT)
+            throw new IllegalArgumentException("--busy-poll is a tcp_lat variant (udp_lat and udp_bw always busy-poll; compare runs tcp_lat both ways)");
+        if (test != null && test.isUdp() && size > MAX_UDP_SIZE)
+            throw new IllegalArgumentException("-s " + size + " does not fit in one UDP datagram (at most " + MAX_UDP_SIZE + " bytes)");
+        if (test != null && test.isUdp() && numQp > 1) throw new IllegalArgumentException("-q is for the RDMA bandwidth tests; the UDP tests use one socket");
     }
 
     private static String need(String[] args, int i, String flag) {

@@ -14,6 +14,8 @@ import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.util.HexFormat;
 import java.util.Locale;
@@ -115,12 +117,25 @@ public final class PerftestWire implements AutoCloseable {
      * an unknown host, an unreachable network or the timeout end with a clear message.
      */
     public static Socket connect(String host, int port, int timeoutSec) {
+        return connect(host, port, timeoutSec, false);
+    }
+
+    /**
+     * As {@link #connect(String, int, int)}; with {@code withChannel} the socket is a {@link SocketChannel}'s, so a
+     * test can switch it to non-blocking and spin on it ({@link Socket#getChannel()}).
+     */
+    public static Socket connect(String host, int port, int timeoutSec, boolean withChannel) {
         long deadline = System.nanoTime() + timeoutSec * 1_000_000_000L;
         IOException last = null;
         while (true) {
             long left = (deadline - System.nanoTime()) / 1_000_000;
             if (left <= 0) break;
-            Socket s = new Socket();
+            Socket s;
+            try {
+                s = withChannel ? SocketChannel.open().socket() : new Socket();
+            } catch (IOException e) {
+                throw new BenchException("cannot open a socket: " + e.getMessage(), e);
+            }
             try {
                 s.connect(new InetSocketAddress(host, port), (int) Math.max(1, Math.min(left, Integer.MAX_VALUE)));
                 return s;
@@ -161,7 +176,12 @@ public final class PerftestWire implements AutoCloseable {
 
     /** Listens on port (SO_REUSEADDR), accepts one client, closes the listener. acceptTimeoutSec 0 waits for ever. */
     public static Socket accept(int port, int acceptTimeoutSec) {
-        try (ServerSocket ss = new ServerSocket()) {
+        return accept(port, acceptTimeoutSec, false);
+    }
+
+    /** As {@link #accept(int, int)}; with {@code withChannel} the accepted socket is a {@link SocketChannel}'s. */
+    public static Socket accept(int port, int acceptTimeoutSec, boolean withChannel) {
+        try (ServerSocket ss = withChannel ? ServerSocketChannel.open().socket() : new ServerSocket()) {
             ss.setReuseAddress(true);
             ss.bind(new InetSocketAddress(port));
             ss.setSoTimeout(acceptTimeoutSec * 1000);

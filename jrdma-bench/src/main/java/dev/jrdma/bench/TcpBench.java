@@ -12,15 +12,17 @@ import java.util.List;
 /**
  * The socket baseline: {@code tcp_lat} is a ping-pong of SIZE bytes (half round trip reported, as send_lat),
  * {@code tcp_bw} streams SIZE-byte messages and counts what arrived. Same flags, same report columns.
+ * {@code tcp_lat --busy-poll} spins on a non-blocking socket channel instead of blocking in read (no wakeups).
  *
  * <p>Protocol (jrdma's own, the TCP tests have no perftest counterpart): the client sends "JRDMATCP", the test
- * (0 latency, 1 bandwidth) and, per size, a run header (size, iterations, duration in ms); a message whose first
+ * (0 latency, 1 bandwidth, 2 latency busy-polled) and, per size, a run header (size, iterations, duration in ms); a message whose first
  * byte is {@link #END} ends a run; the server answers it with its figures (messages, first-to-last ns, peak bytes/s,
  * CPU ns, wall ns). A run header with size 0 ends the session.
  */
 public final class TcpBench {
     static final byte[] MAGIC = "JRDMATCP".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
     static final byte END = (byte) 0xE5;
+    static final int MODE_LAT = 0, MODE_BW = 1, MODE_LAT_BUSY_POLL = 2;
 
     private TcpBench() {}
 
@@ -34,10 +36,10 @@ public final class TcpBench {
     // ------------------------------------------------------------------ client
 
     static RunResult client(PerfOptions o, PrintStream out) {
-        try (Socket s = PerftestWire.connect(o.host, o.tcpPort, o.timeoutSec)) {
+        try (Socket s = PerftestWire.connect(o.host, o.tcpPort, o.timeoutSec, o.busyPoll)) {
             s.setTcpNoDelay(true);
             s.setSoTimeout(o.timeoutSec * 1000 + o.durationSec * 1000);
-            return clientOn(new Chan(s), o, out);
+            return clientOn(new StreamChan(s), o, out);
         } catch (SocketTimeoutException e) {
             throw new BenchException("no data from the server for " + o.timeoutSec + " s: it stopped or the network dropped (tcp test with " + o.host + ")", e);
         } catch (IOException e) {
@@ -49,8 +51,10 @@ public final class TcpBench {
         Progress progress = Progress.forTerminal(out, o.quiet);
         PerfTest test = o.test;
         printHeader(out, o, "client");
-        ByteBuffer hdr = ByteBuffer.allocate(12).put(MAGIC).putInt(test.latency ? 0 : 1).flip();
+        int mode = !test.latency ? MODE_BW : o.busyPoll ? MODE_LAT_BUSY_POLL : MODE_LAT;
+        ByteBuffer hdr = ByteBuffer.allocate(12).put(MAGIC).putInt(mode).flip();
         writeFully(ch, hdr);
+        if (o.busyPoll) ch = new SpinChan(ch.socket, o.timeoutSec * 1000 + o.durationSec * 1000);
         out.println(test.latency ? Report.latHeader() : Report.bwHeader(o.reportGbits));
         List<LatencyResult> lat = new ArrayList<>();
         List<BwResult> bw = new ArrayList<>();
@@ -60,7 +64,7 @@ public final class TcpBench {
             for (int size : o.runSizes()) {
                 long iters = o.durationSec > 0 ? -1 : o.effectiveIters();
                 writeFully(ch, ByteBuffer.allocate(20).putInt(size).putLong(iters).putLong(o.durationSec * 1000L).flip());
-                ByteBuffer msg = ByteBuffer.allocate(size);
+                ByteBuffer msg = ch.allocate(size);
                 CpuMeter cpu = new CpuMeter().start();
                 if (test.latency) {
                     LatencyResult r = latClient(ch, msg, size, o, dog, progress);
@@ -82,7 +86,7 @@ public final class TcpBench {
             dog.close();
         }
         out.println(Report.RESULT_LINE);
-        return new RunResult(test, "tcp", lat, bw, null, cpuNs, wallNs);
+        return new RunResult(test, o.busyPoll ? "tcp busy-poll" : "tcp", lat, bw, null, cpuNs, wallNs);
     }
 
     private static LatencyResult latClient(Chan ch, ByteBuffer msg, int size, PerfOptions o, Watchdog dog, Progress progress) throws IOException {
@@ -107,12 +111,17 @@ public final class TcpBench {
             }
             msg.clear();
             msg.put(0, (byte) 0);
+            byte stamp = (byte) count;
+            if (size > 1) msg.put(size - 1, stamp);   // the echo must bring it back: the server returns the bytes it read
             writeFully(ch, msg);
             msg.clear();
             readFully(ch, msg);
+            if (size > 1 && msg.get(size - 1) != stamp)
+                throw new BenchException("tcp_lat: the echo of message " + count + " ends with 0x" + Integer.toHexString(msg.get(size - 1) & 0xff)
+                        + ", not the 0x" + Integer.toHexString(stamp & 0xff) + " sent");
             dog.progress();
             count++;
-            if ((count & 0x3ff) == 0) progress.update(String.format(" tcp_lat %d bytes: %d%s", size, count, timed ? "" : "/" + iters));
+            if ((count & 0x3ff) == 0 && progress.enabled()) progress.update(String.format(" tcp_lat %d bytes: %d%s", size, count, timed ? "" : "/" + iters));
         }
         finishRun(ch, msg);
         if (timed) return LatencyResult.fromDeltas(size, count, deltas, n, 2);
@@ -158,10 +167,10 @@ public final class TcpBench {
     static RunResult server(PerfOptions o, PrintStream out) {
         printHeader(out, o, "server");
         out.println("\n************************************\n* Waiting for client to connect... *\n************************************");
-        try (Socket s = PerftestWire.accept(o.tcpPort, o.acceptTimeoutSec)) {
+        try (Socket s = PerftestWire.accept(o.tcpPort, o.acceptTimeoutSec, o.busyPoll)) {
             s.setTcpNoDelay(true);
             s.setSoTimeout(o.timeoutSec * 1000);
-            return serverOn(new Chan(s), o, out);
+            return serverOn(new StreamChan(s), o, out);
         } catch (SocketTimeoutException e) {
             throw new BenchException("no data from the client for too long: it stopped or the network dropped", e);
         } catch (IOException e) {
@@ -178,9 +187,18 @@ public final class TcpBench {
             byte[] magic = new byte[8];
             hdr.get(magic);
             if (!Arrays.equals(magic, MAGIC)) throw new BenchException("the client is not a 'jrdma perf tcp_*' client (is it an RDMA test? run the same test on both sides)");
-            boolean latency = hdr.getInt() == 0;
+            int mode = hdr.getInt();
+            boolean latency = mode != MODE_BW, busyPoll = mode == MODE_LAT_BUSY_POLL;
             PerfTest test = latency ? PerfTest.TCP_LAT : PerfTest.TCP_BW;
             if (o.test != test) throw new BenchException("the client runs " + test.id() + ", this server " + o.test.id() + ": run the same test on both sides");
+            if (o.busyPoll != busyPoll)
+                throw new BenchException("the client runs tcp_lat " + (busyPoll ? "with" : "without") + " --busy-poll, this server "
+                        + (o.busyPoll ? "with" : "without") + ": give both sides the same flags");
+            if (busyPoll) {
+                ch = new SpinChan(ch.socket, o.timeoutSec * 1000);
+                dog.close();
+                dog = new Watchdog(ch, o.timeoutSec);
+            }
             out.println(latency ? Report.latHeader() : Report.bwHeader(o.reportGbits));
             List<LatencyResult> lat = new ArrayList<>();
             List<BwResult> bw = new ArrayList<>();
@@ -196,7 +214,7 @@ public final class TcpBench {
                 if (size <= 0) break;
                 if (size > PerfOptions.MAX_SIZE) throw new BenchException("client asked for " + size + " bytes, more than " + PerfOptions.MAX_SIZE);
                 dog.armed(durMs);
-                ByteBuffer msg = ByteBuffer.allocate(size);
+                ByteBuffer msg = ch.allocate(size);
                 CpuMeter cpu = new CpuMeter().start();
                 long[] t = new long[1 << 12];
                 int n = 0;
@@ -243,7 +261,7 @@ public final class TcpBench {
                 }
             }
             out.println(Report.RESULT_LINE);
-            return new RunResult(test, "tcp", lat, bw, null, cpuNs, wallNs);
+            return new RunResult(test, busyPoll ? "tcp busy-poll" : "tcp", lat, bw, null, cpuNs, wallNs);
         } finally {
             dog.close();
         }
@@ -261,51 +279,163 @@ public final class TcpBench {
         out.println(Report.RESULT_LINE);
     }
 
-    /** A socket with reusable byte arrays behind the ByteBuffers the runs use. */
-    static final class Chan {
+    /** The connection a run uses: blocking streams, or (tcp_lat --busy-poll) a non-blocking channel spun on. */
+    abstract static sealed class Chan permits StreamChan, SpinChan {
         final Socket socket;
+
+        Chan(Socket socket) {
+            this.socket = socket;
+        }
+
+        /** Writes all remaining bytes of {@code b}. */
+        abstract void writeFully(ByteBuffer b) throws IOException;
+
+        /** Fills {@code b}; a closed connection is a BenchException. */
+        abstract void readFully(ByteBuffer b) throws IOException;
+
+        /** The longest wait without progress. */
+        abstract void timeout(int ms);
+
+        /** A message buffer of the kind this connection moves without copying. */
+        abstract ByteBuffer allocate(int size);
+
+        static BenchException closedMidRun() {
+            return new BenchException("the peer closed the TCP connection in the middle of a run (it failed? see its output)");
+        }
+    }
+
+    /** The classic socket: blocking streams with SO_TIMEOUT, reusable byte arrays behind direct ByteBuffers. */
+    static final class StreamChan extends Chan {
         final java.io.DataInputStream in;
         final java.io.OutputStream out;
         private byte[] scratch = new byte[64];
 
-        Chan(Socket s) throws IOException {
-            socket = s;
+        StreamChan(Socket s) throws IOException {
+            super(s);
             in = new java.io.DataInputStream(s.getInputStream());
             out = s.getOutputStream();
         }
 
-        byte[] scratch(int n) {
+        private byte[] scratch(int n) {
             if (scratch.length < n) scratch = new byte[n];
             return scratch;
+        }
+
+        @Override
+        void writeFully(ByteBuffer b) throws IOException {
+            int n = b.remaining();
+            if (b.hasArray()) {
+                out.write(b.array(), b.arrayOffset() + b.position(), n);
+            } else {
+                byte[] a = scratch(n);
+                b.get(b.position(), a, 0, n);
+                out.write(a, 0, n);
+            }
+            b.position(b.limit());
+        }
+
+        @Override
+        void readFully(ByteBuffer b) throws IOException {
+            int n = b.remaining();
+            try {
+                if (b.hasArray()) {
+                    in.readFully(b.array(), b.arrayOffset() + b.position(), n);
+                } else {
+                    byte[] a = scratch(n);
+                    in.readFully(a, 0, n);
+                    b.put(b.position(), a, 0, n);
+                }
+            } catch (java.io.EOFException e) {
+                throw closedMidRun();
+            }
+            b.position(b.limit());
+        }
+
+        @Override
+        void timeout(int ms) {
+            try {
+                socket.setSoTimeout(ms);
+            } catch (IOException ignored) {
+            }
+        }
+
+        @Override
+        ByteBuffer allocate(int size) {
+            return ByteBuffer.allocate(size);
+        }
+    }
+
+    /**
+     * Busy-polling: the socket's channel in non-blocking mode, read and written in a spin loop (no blocking read,
+     * no selector, no wakeup); the clock is read only every 1024 empty polls, for the timeout.
+     */
+    static final class SpinChan extends Chan {
+        private final java.nio.channels.SocketChannel sc;
+        private long timeoutNs;
+
+        SpinChan(Socket s, int timeoutMs) throws IOException {
+            super(s);
+            sc = s.getChannel();
+            if (sc == null) throw new IllegalStateException("busy-poll needs a channel socket (PerftestWire.connect/accept withChannel)");
+            sc.configureBlocking(false);
+            timeout(timeoutMs);
+        }
+
+        @Override
+        void writeFully(ByteBuffer b) throws IOException {
+            long idleSince = 0;
+            int empty = 0;
+            while (b.hasRemaining()) {
+                if (sc.write(b) > 0) {
+                    empty = 0;
+                    idleSince = 0;
+                } else if ((++empty & 0x3ff) == 0) {
+                    idleSince = checkIdle(idleSince, "write");
+                }
+            }
+        }
+
+        @Override
+        void readFully(ByteBuffer b) throws IOException {
+            long idleSince = 0;
+            int empty = 0;
+            while (b.hasRemaining()) {
+                int n = sc.read(b);
+                if (n > 0) {
+                    empty = 0;
+                    idleSince = 0;
+                } else if (n < 0) {
+                    throw closedMidRun();
+                } else if ((++empty & 0x3ff) == 0) {
+                    idleSince = checkIdle(idleSince, "read");
+                }
+            }
+        }
+
+        private long checkIdle(long idleSince, String what) throws SocketTimeoutException {
+            long now = System.nanoTime();
+            if (idleSince == 0) return now;
+            if (now - idleSince > timeoutNs) throw new SocketTimeoutException("busy-poll " + what + ": no progress for " + timeoutNs / 1_000_000 + " ms");
+            return idleSince;
+        }
+
+        @Override
+        void timeout(int ms) {
+            timeoutNs = ms * 1_000_000L;
+        }
+
+        @Override
+        ByteBuffer allocate(int size) {
+            return ByteBuffer.allocateDirect(size);
         }
     }
 
     static void writeFully(Chan ch, ByteBuffer b) throws IOException {
-        int n = b.remaining();
-        if (b.hasArray()) {
-            ch.out.write(b.array(), b.arrayOffset() + b.position(), n);
-        } else {
-            byte[] a = ch.scratch(n);
-            b.get(b.position(), a, 0, n);
-            ch.out.write(a, 0, n);
-        }
-        b.position(b.limit());
+        ch.writeFully(b);
     }
 
     static void readFully(Chan ch, ByteBuffer b) throws IOException {
-        int n = b.remaining();
-        try {
-            if (b.hasArray()) {
-                ch.in.readFully(b.array(), b.arrayOffset() + b.position(), n);
-            } else {
-                byte[] a = ch.scratch(n);
-                ch.in.readFully(a, 0, n);
-                b.put(b.position(), a, 0, n);
-            }
-        } catch (java.io.EOFException e) {
-            throw new BenchException("the peer closed the TCP connection in the middle of a run (it failed? see its output)");
-        }
-        b.position(b.limit());
+        ch.readFully(b);
     }
 
     /** Read timeouts: normal during a run, long while the server waits for the client's next run. */
@@ -329,10 +459,7 @@ public final class TcpBench {
         }
 
         private void set(int ms) {
-            try {
-                ch.socket.setSoTimeout(ms);
-            } catch (IOException ignored) {
-            }
+            ch.timeout(ms);
         }
 
         @Override

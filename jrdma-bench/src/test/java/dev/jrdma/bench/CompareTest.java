@@ -40,9 +40,15 @@ class CompareTest {
         assertTrue(text.contains("message rate [Mpps], 64 B"), text);
         assertTrue(text.contains("throughput BW average [MB/sec], 4096 B"), text);
         assertTrue(text.contains("RDMA gain"), text);
+        for (String col : Compare.COLUMNS) assertTrue(text.contains(col), col + " missing:\n" + text);
+        assertTrue(text.contains("  × udp_lat"), text);
+        assertTrue(text.contains("  × udp_bw"), text);
+        assertTrue(text.contains("jrdma perf compare"), "says how to reproduce it");
+        // every series measured at both sizes, the UDP floor included
         String page = Files.readString(html);
         assertTrue(page.startsWith("<!DOCTYPE html>"));
-        for (String series : List.of("tcp_lat", "send_lat", "write_lat", "tcp_bw", "send_bw", "write_bw"))
+        assertTrue(page.contains("&#215; udp_lat") && page.contains("&#215; udp_bw"));
+        for (String series : List.of("udp_lat", "tcp_lat", "tcp_lat_busy_poll", "send_lat", "write_lat", "udp_bw", "tcp_bw", "send_bw", "write_bw"))
             assertTrue(page.contains("data-name=\"" + series + "\""), series + " missing");
         assertTrue(page.contains("<svg"));
         assertFalse(page.contains("<script"), "self-contained, no scripts");
@@ -53,19 +59,60 @@ class CompareTest {
     void rowsUseOnlyWhatWasMeasured() {
         var lat = new LatencyResult(64, 100, 1, 9, 2, 2, 0.1, 5, 8);
         var tcpLat = new LatencyResult(64, 100, 10, 90, 20, 20, 1, 50, 80);
-        var p1 = new Compare.Point(PerfTest.TCP_LAT, 64, tcpLat, null, 50, 40);
-        var p2 = new Compare.Point(PerfTest.SEND_LAT, 64, lat, null, 60, 30);
-        var r = new Compare.Result("soft@x", "h", 100, List.of(64), Map.of(PerfTest.TCP_LAT, List.of(p1), PerfTest.SEND_LAT, List.of(p2)));
+        var p1 = new Compare.Point(Compare.Series.TCP_LAT, 64, tcpLat, null, 50, 40);
+        var p2 = new Compare.Point(Compare.Series.SEND_LAT, 64, lat, null, 60, 30);
+        var r = new Compare.Result("soft@x", "h", 100, List.of(64), Map.of(Compare.Series.TCP_LAT, List.of(p1), Compare.Series.SEND_LAT, List.of(p2)));
         var rows = Compare.rows(r);
         assertEquals(10.0, rows.getFirst().gain(), 1e-9);          // 20 us TCP vs 2 us RDMA
         assertEquals(10.0, rows.get(1).gain(), 1e-9);              // 99%: 50 vs 5
         assertTrue(Double.isNaN(rows.get(2).gain()));              // no bandwidth measured
-        assertEquals(Double.POSITIVE_INFINITY, new Compare.Row("cpu", 50, 0, Double.NaN, true).gain());   // a passive server at 0%
+        assertTrue(Double.isNaN(rows.getFirst().overFloor(2)));    // no floor measured: no ratio
+        assertEquals(Double.POSITIVE_INFINITY, new Compare.Row("cpu", Double.NaN, 50, Double.NaN, 0, Double.NaN, true, null).gain());   // a passive server at 0%
         assertEquals("inf", Compare.num(Double.POSITIVE_INFINITY));
         String t = Compare.table(r);
         assertTrue(t.contains("10.00"), t);
         String page = HtmlReport.render(r);
         assertTrue(page.contains("data-name=\"tcp_lat\"") && page.contains("data-name=\"send_lat\""));
         assertTrue(page.contains("no data measured"));             // the bandwidth chart
+    }
+
+    @Test
+    void ratiosToTheFloorOfTheSameRun() {
+        var udp = new LatencyResult(64, 100, 3, 9, 4, 4, 0.1, 6, 8);
+        var tcp = new LatencyResult(64, 100, 10, 90, 16, 20, 1, 50, 80);
+        var busy = new LatencyResult(64, 100, 10, 90, 12, 20, 1, 50, 80);
+        var write = new LatencyResult(64, 100, 1, 9, 5, 2, 0.1, 9, 8);
+        var udpBw4k = new BwResult(4096, 1000, 1200, 1000, 0.256);
+        var udpBw64 = new BwResult(64, 1000, 40, 30, 0.5);
+        var writeBw = new BwResult(65536, 1000, 800, 700, 0.0112);
+        var writeBw64 = new BwResult(64, 1000, 20, 20, 0.4);
+        Map<Compare.Series, List<Compare.Point>> pts = new java.util.LinkedHashMap<>();
+        pts.put(Compare.Series.UDP_LAT, List.of(new Compare.Point(Compare.Series.UDP_LAT, 64, udp, null, 100, 100)));
+        pts.put(Compare.Series.TCP_LAT, List.of(new Compare.Point(Compare.Series.TCP_LAT, 64, tcp, null, 100, 100)));
+        pts.put(Compare.Series.TCP_LAT_BUSY_POLL, List.of(new Compare.Point(Compare.Series.TCP_LAT_BUSY_POLL, 64, busy, null, 100, 100)));
+        pts.put(Compare.Series.WRITE_LAT, List.of(new Compare.Point(Compare.Series.WRITE_LAT, 64, write, null, 100, 100)));
+        pts.put(Compare.Series.UDP_BW, List.of(new Compare.Point(Compare.Series.UDP_BW, 64, null, udpBw64, 100, 90),
+                new Compare.Point(Compare.Series.UDP_BW, 4096, null, udpBw4k, 100, 90)));
+        pts.put(Compare.Series.WRITE_BW, List.of(new Compare.Point(Compare.Series.WRITE_BW, 64, null, writeBw64, 100, 0),
+                new Compare.Point(Compare.Series.WRITE_BW, 65536, null, writeBw, 100, 0)));
+        var r = new Compare.Result("soft@x", "h", 100, List.of(64, 4096, 65536), pts);
+        var rows = Compare.rows(r);
+        Compare.Row latRow = rows.getFirst();
+        assertEquals(1.25, latRow.overFloor(latRow.write()), 1e-9);   // 5 us over the floor's 4 us
+        assertEquals(4.0, latRow.overFloor(latRow.tcp()), 1e-9);
+        assertEquals(12.0 / 5, latRow.gain(), 1e-9);                   // against the better TCP variant (busy-poll)
+        Compare.Row bwRow = rows.get(2);
+        assertTrue(bwRow.label().contains("65536 B (UDP floor: 4096 B datagrams)"), bwRow.label());
+        assertEquals(1000, bwRow.udp(), 1e-9);                        // the 4 KiB datagrams, not the 64 B ones
+        assertEquals(0.7, bwRow.overFloor(bwRow.write()), 1e-9);
+        Compare.Row rate = rows.get(3);
+        assertEquals(0.8, rate.overFloor(rate.write()), 1e-9);
+        String t = Compare.table(r);
+        assertTrue(t.contains("  × udp_lat"), t);
+        assertTrue(t.lines().anyMatch(l -> l.startsWith("  × udp_lat") && l.contains("1.25") && l.contains("4.00")), t);
+        assertTrue(t.lines().anyMatch(l -> l.startsWith("  × udp_bw") && l.contains("0.70")), t);
+        String page = HtmlReport.render(r);
+        assertTrue(page.contains("<td>1.25</td>") && page.contains("<td>0.70</td>"), page);
+        assertTrue(page.contains("data-name=\"tcp_lat_busy_poll\"") && page.contains("tcp_lat --busy-poll"));
     }
 }

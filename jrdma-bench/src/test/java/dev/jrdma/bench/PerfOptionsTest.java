@@ -71,6 +71,25 @@ class PerfOptionsTest {
         assertMessage("at least 5", "send_lat", "-n", "3");
         assertMessage("8 bytes", "atomic_lat", "-s", "16");
         assertMessage("too many arguments", "send_lat", "a", "b");
+        assertMessage("does not fit in one UDP datagram", "udp_lat", "-s", "65508");
+        assertMessage("--busy-poll is a tcp_lat variant", "tcp_bw", "--busy-poll");
+        assertMessage("--busy-poll is a tcp_lat variant", "udp_lat", "--busy-poll");
+        assertMessage("-q is for the RDMA", "udp_bw", "-q", "2");
+    }
+
+    @Test
+    void theFloorsDefaults() {
+        PerfOptions bw = PerfOptions.parse("udp_bw", "127.0.0.1");
+        assertEquals(PerfTest.UDP_BW, bw.test);
+        assertEquals(4096, bw.effectiveSize());
+        assertEquals(5000, bw.effectiveIters());
+        assertEquals(65507, PerfOptions.parse("udp_bw", "-s", "65507").effectiveSize());
+        PerfOptions lat = PerfOptions.parse("udp_lat", "-a");
+        assertEquals(2, lat.runSizes().getFirst());
+        assertEquals(32768, lat.runSizes().getLast());
+        assertEquals(1000, lat.effectiveIters());
+        assertTrue(PerfOptions.parse("tcp_lat", "--busy-poll").busyPoll);
+        assertTrue(PerfOptions.usage().contains("udp_lat") && PerfOptions.usage().contains("--busy-poll"));
     }
 
     private static void assertMessage(String part, String... args) {

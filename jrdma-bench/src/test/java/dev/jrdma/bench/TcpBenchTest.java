@@ -28,6 +28,39 @@ class TcpBenchTest {
 
     @Test
     @Timeout(60)
+    void tcpLatencyBusyPoll() throws Exception {
+        var o = pair("tcp_lat", "--busy-poll", "-n", "500", "-s", "64");
+        LatencyResult r = o.client().latency().getFirst();
+        assertEquals(64, r.size());
+        assertEquals(500, r.iters());
+        assertEquals("tcp busy-poll", o.client().device());
+        assertEquals("tcp busy-poll", o.server().device());
+        assertTrue(o.clientOut().contains(Report.latLine(r)), o.clientOut());
+        assertEquals(1, o.server().latency().size(), o.serverOut());
+        var all = pair("tcp_lat", "--busy-poll", "-s", "4096", "-D", "1");
+        assertTrue(all.client().latency().getFirst().iters() > 5);
+    }
+
+    @Test
+    @Timeout(30)
+    void busyPollOnOneSideOnlyIsAClearError() throws Exception {
+        int port = Loopback.freePort();
+        PerfOptions so = PerfOptions.parse("tcp_lat", "-p", "" + port, "--accept-timeout", "10");
+        PerfOptions co = PerfOptions.parse("tcp_lat", "--busy-poll", "-p", "" + port, "--timeout", "3", "127.0.0.1");
+        var s = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+            try {
+                TcpBench.run(so, new java.io.PrintStream(new java.io.ByteArrayOutputStream()));
+                return "ok";
+            } catch (BenchException e) {
+                return e.getMessage();
+            }
+        });
+        assertThrows(BenchException.class, () -> TcpBench.run(co, new java.io.PrintStream(new java.io.ByteArrayOutputStream())));
+        assertTrue(s.get(20, java.util.concurrent.TimeUnit.SECONDS).contains("same flags"));
+    }
+
+    @Test
+    @Timeout(60)
     void tcpBandwidthSeveralSizes() throws Exception {
         var o = pair("tcp_bw", "-n", "2000", "-s", "4096");
         BwResult r = o.client().bandwidth().getFirst();

@@ -10,10 +10,11 @@ import java.util.concurrent.Callable;
 
 /**
  * {@code jrdma perf TEST [flags] [HOST]}: perftest's tests (wire-compatible with ib_send_lat and friends), the TCP
- * baseline and the socket-vs-RDMA comparison. The flags are perftest's; {@code jrdma perf --help} lists them.
+ * baseline, the raw UDP floor and the side-by-side comparison. The flags are perftest's; {@code jrdma perf --help} lists them.
  */
 @Command(name = "perf", description = {"Benchmarks: send_lat write_lat read_lat atomic_lat send_bw write_bw read_bw atomic_bw (perftest-compatible),",
-        "tcp_lat tcp_bw (socket baseline), compare (socket vs RDMA table + HTML report). Server without HOST, client with HOST.",
+        "tcp_lat tcp_bw (socket baseline; tcp_lat --busy-poll spins), udp_lat udp_bw (the floor: raw UDP datagrams, busy-polled),",
+        "compare (UDP floor, TCP and RDMA side by side, ratios to the floor, table + HTML report). Server without HOST, client with HOST.",
         "'jrdma perf --help' lists the flags (perftest's: -d -i -x -s -a -n -D -p -t -q --report_gbits)."})
 public final class PerfCommand implements Callable<Integer> {
     @Unmatched
