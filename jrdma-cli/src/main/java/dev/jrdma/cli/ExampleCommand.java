@@ -2,6 +2,7 @@ package dev.jrdma.cli;
 
 import dev.jrdma.examples.EchoExample;
 import dev.jrdma.examples.ExampleOptions;
+import dev.jrdma.examples.GrpcExample;
 import dev.jrdma.examples.KvExample;
 import dev.jrdma.examples.LockExample;
 import picocli.CommandLine.Command;
@@ -18,9 +19,10 @@ import java.util.concurrent.Callable;
  */
 @Command(name = "example", mixinStandardHelpOptions = true, description = {
         "Run an example built on jrdma-connect: echo (send/receive), kv (key-value lookup by one-sided RDMA READ),",
-        "lock (a distributed lock with compare-and-swap). Both sides run here unless --server or --connect is given."})
+        "lock (a distributed lock with compare-and-swap), grpc (gRPC-java over jrdma's Netty transport: unary and",
+        "server-streaming calls). Both sides run here unless --server or --connect is given."})
 public final class ExampleCommand implements Callable<Integer> {
-    @Parameters(index = "0", paramLabel = "NAME", description = "echo, kv or lock")
+    @Parameters(index = "0", paramLabel = "NAME", description = "echo, kv, lock or grpc")
     String name;
 
     @Option(names = "--server", description = "Run only the server side (listens on --bind, default 0.0.0.0).")
@@ -29,7 +31,7 @@ public final class ExampleCommand implements Callable<Integer> {
     @Option(names = "--connect", paramLabel = "HOST", description = "Run only the client side, connecting to HOST.")
     String connect;
 
-    @Option(names = {"-p", "--port"}, description = "TCP port (default: 18611 echo, 18612 kv, 18613 lock; a free one when both sides run here).")
+    @Option(names = {"-p", "--port"}, description = "TCP port (default: 18611 echo, 18612 kv, 18613 lock, 18614 grpc; a free one when both sides run here).")
     Integer port;
 
     @Option(names = "--bind", paramLabel = "ADDR", description = "Server: the address to listen on (and whose device to use).")
@@ -41,7 +43,7 @@ public final class ExampleCommand implements Callable<Integer> {
     @Option(names = {"-d", "--ib-dev"}, paramLabel = "DEV", description = "Device (default: the one that reaches the address).")
     String device;
 
-    @Option(names = {"-n", "--count"}, description = "echo: messages; kv: table entries; lock: increments per client.")
+    @Option(names = {"-n", "--count"}, description = "echo: messages; kv: table entries; lock: increments per client; grpc: unary calls.")
     Integer count;
 
     @Option(names = "--clients", description = "lock: number of clients (server: how many to wait for); echo/kv server: clients to serve.")
@@ -68,7 +70,8 @@ public final class ExampleCommand implements Callable<Integer> {
             case "echo" -> EchoExample.run(ExampleOptions.parse(a, EchoExample.DEFAULT_PORT), System.out);
             case "kv" -> KvExample.run(ExampleOptions.parse(a, KvExample.DEFAULT_PORT), System.out);
             case "lock" -> LockExample.run(ExampleOptions.parse(a, LockExample.DEFAULT_PORT), System.out);
-            default -> throw new IllegalArgumentException("no example named '" + name + "': use echo, kv or lock");
+            case "grpc" -> GrpcExample.run(ExampleOptions.parse(a, GrpcExample.DEFAULT_PORT), System.out);
+            default -> throw new IllegalArgumentException("no example named '" + name + "': use echo, kv, lock or grpc");
         };
     }
 }

@@ -66,6 +66,9 @@ class CliTest {
         Run lock = run("example", "lock", "-n", "10");
         assertEquals(0, lock.exit, lock.out);
         assertTrue(lock.out.contains("counter = 30, expected 30"), lock.out);
+        Run grpc = run("example", "grpc", "-n", "10");
+        assertEquals(0, grpc.exit, grpc.out);
+        assertTrue(grpc.out.contains("10 unary calls ok") && grpc.out.contains("stream #5"), grpc.out);
     }
 
     @Test

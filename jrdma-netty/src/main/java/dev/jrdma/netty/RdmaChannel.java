@@ -27,6 +27,7 @@ import java.net.ConnectException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
+import java.nio.ByteBuffer;
 import java.nio.channels.AlreadyConnectedException;
 import java.nio.channels.ConnectionPendingException;
 import java.nio.channels.UnsupportedAddressTypeException;
@@ -364,25 +365,37 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
         Endpoint ep = endpoint;
         reclaimSends();
         while (true) {
-            Object msg = in.current();
-            if (msg == null) return;
-            ByteBuf buf = (ByteBuf) msg;
-            int readable = buf.readableBytes();
-            if (readable == 0) {
-                in.remove();
-                continue;
-            }
+            if (!skipEmpty(in)) return;
             if (!ring.hasFree()) return;             // a send completion flushes again
             if (ep.sendCredits() <= 0) {             // the peer has no free receive buffer: look again shortly
                 awaitCredits();
                 return;
             }
-            int n = Math.min(readable, ring.slotSize());
+            // gather: fill one message from as many queued buffers as fit (headers, body and trailers of a
+            // response travel as one RDMA send, as a socket's gathering write would send them)
             int slot = ring.take();
-            buf.getBytes(buf.readerIndex(), ring.view(slot, n));
-            ep.send(ring.memory(), ring.offset(slot), n).whenComplete(onSent);
-            in.removeBytes(n);
+            ByteBuffer view = ring.view(slot, ring.slotSize());
+            int filled = 0;
+            while (filled < view.capacity() && skipEmpty(in)) {
+                ByteBuf buf = (ByteBuf) in.current();
+                int n = Math.min(buf.readableBytes(), view.capacity() - filled);
+                view.limit(filled + n).position(filled);
+                buf.getBytes(buf.readerIndex(), view);
+                filled += n;
+                in.removeBytes(n);
+            }
+            ep.send(ring.memory(), ring.offset(slot), filled).whenComplete(onSent);
         }
+    }
+
+    /** Drops empty buffers at the head of the outbound buffer; false when nothing is left to write. */
+    private static boolean skipEmpty(ChannelOutboundBuffer in) {
+        Object msg;
+        while ((msg = in.current()) != null) {
+            if (((ByteBuf) msg).isReadable()) return true;
+            in.remove();
+        }
+        return false;
     }
 
     private void awaitCredits() {
