@@ -91,6 +91,17 @@ public final class BufferPool implements AutoCloseable {
         }
     }
 
+    /**
+     * The region of this pool that holds {@code [address, address + length)} under {@code rkey}, or null: how an
+     * export named by a {@link RemoteBuffer} finds the memory it opens to a peer.
+     */
+    synchronized MemoryRegion regionFor(long address, int rkey, long length) {
+        for (MemoryRegion mr : regions) {
+            if (mr.rkey() == rkey && address >= mr.address() && length >= 0 && address - mr.address() <= mr.length() - length) return mr;
+        }
+        return null;
+    }
+
     /** A registered buffer holding a copy of {@code data}. */
     public RegisteredBuffer allocate(byte[] data) {
         RegisteredBuffer b = allocate(Math.max(1, data.length));

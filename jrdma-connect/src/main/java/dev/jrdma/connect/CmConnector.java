@@ -54,6 +54,7 @@ final class CmConnector {
     }
 
     static byte[] hello(EndpointConfig cfg, RemoteBuffer export) throws RdmaConnectException {
+        // export: this connection's own window (or region) over the exported range, or null
         byte[] user = cfg.privateData();
         if (user.length > MAX_USER) {
             throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR,
@@ -125,7 +126,7 @@ final class CmConnector {
 
     // ---- client ---------------------------------------------------------------------------------------------
 
-    static Endpoint connect(String host, int port, EndpointConfig cfg, EndpointGroup group, RemoteBuffer export) throws RdmaConnectException {
+    static Endpoint connect(String host, int port, EndpointConfig cfg, EndpointGroup group, ExportedRange range) throws RdmaConnectException {
         long deadline = System.nanoTime() + cfg.timeout().toNanos();
         String where = host + ":" + port;
         InetAddress addr;
@@ -134,7 +135,7 @@ final class CmConnector {
         } catch (UnknownHostException e) {
             throw new RdmaConnectException(RdmaConnectException.Reason.ADDRESS_ERROR, "cannot resolve host '" + host + "': check the name (or use an IP address)", e);
         }
-        byte[] hello = hello(cfg, export);
+        hello(cfg, null); // checks the private data before anything is set up
         boolean ownsGroup = group == null;
         RdmaCm.Channel ch = null;
         MemorySegment id = MemorySegment.NULL;
@@ -167,10 +168,11 @@ final class CmConnector {
                 throw new RdmaConnectException(RdmaConnectException.Reason.DEVICE_ERROR, where + " is reached through " + devName + ", not the group's device " + group.device().name());
             }
             ep = Endpoint.createForCm(group, ownsGroup);
+            RemoteBuffer export = ep.cmReserveExport(range);
             ep.cmToInit(RdmaCm.initQpAttr(id, QpState.INIT));
             int rd = ep.rdAtomic();
             int rnr = Integer.getInteger("jrdma.connect.rnrRetry", 7);
-            RdmaCm.call("rdma_connect", RdmaCm.CONNECT, id, RdmaCm.connParam(a, hello, rd, rd, 7, rnr, ep.qpNum()));
+            RdmaCm.call("rdma_connect", RdmaCm.CONNECT, id, RdmaCm.connParam(a, hello(cfg, export), rd, rd, 7, rnr, ep.qpNum()));
             e = await(ch, deadline, "the server's answer", where, cfg.timeout());
             switch (e.type()) {
                 case RdmaCm.EV_CONNECT_RESPONSE -> { }
@@ -186,6 +188,7 @@ final class CmConnector {
             ep.cmModify(rtr);
             QpAttr rts = RdmaCm.initQpAttr(id, QpState.RTS);
             ep.cmModify(rts);
+            ep.cmBindExport(); // before the server learns we are up
             RdmaCm.call("rdma_establish", RdmaCm.ESTABLISH, id);
             InetSocketAddress remote = RdmaCm.readSockaddr(id.reinterpret(416).asSlice(160, 28));
             ep.cmPeer(params(group, ep, export, rts, rtr, false), params(group, ep, h.export(), rts, rtr, true), h.credits(), h.messageSize(), h.user(), h.export());
@@ -301,7 +304,7 @@ final class CmConnector {
         }
 
         /** Waits for a connection request and completes the handshake; null when the deadline passed. */
-        Endpoint accept(EndpointGroup group, RemoteBuffer export, ServerEndpoint.ConnectionFilter filter, long deadline) throws RdmaConnectException {
+        Endpoint accept(EndpointGroup group, ExportedRange export, ServerEndpoint.ConnectionFilter filter, long deadline) throws RdmaConnectException {
             EndpointConfig cfg = group.config();
             while (true) {
                 long left = (deadline - System.nanoTime()) / 1_000_000;
@@ -318,7 +321,7 @@ final class CmConnector {
             }
         }
 
-        private Endpoint handshake(EndpointGroup group, Event req, RemoteBuffer export, ServerEndpoint.ConnectionFilter filter, long deadline)
+        private Endpoint handshake(EndpointGroup group, Event req, ExportedRange range, ServerEndpoint.ConnectionFilter filter, long deadline)
                 throws RdmaConnectException {
             EndpointConfig cfg = group.config();
             MemorySegment id = req.id();
@@ -348,9 +351,14 @@ final class CmConnector {
                 connCh = new RdmaCm.Channel();
                 RdmaCm.call("rdma_migrate_id", RdmaCm.MIGRATE_ID, id, connCh.ptr);
                 ep = Endpoint.createForCm(group, false);
+                RemoteBuffer export = ep.cmReserveExport(range);
                 ep.cmToInit(RdmaCm.initQpAttr(id, QpState.INIT));
                 QpAttr rtr = RdmaCm.initQpAttr(id, QpState.RTR);
                 ep.cmModify(rtr);
+                // RTS before the accept, as librdmacm's own rdma_accept does: the export's window is bound before the client can use it
+                QpAttr rts = RdmaCm.initQpAttr(id, QpState.RTS);
+                ep.cmModify(rts);
+                ep.cmBindExport();
                 int rd = ep.rdAtomic();
                 int rnr = Integer.getInteger("jrdma.connect.rnrRetry", 7);
                 RdmaCm.call("rdma_accept", RdmaCm.ACCEPT, id, RdmaCm.connParam(a, hello(cfg, export), rd, rd, 7, rnr, ep.qpNum()));
@@ -358,8 +366,6 @@ final class CmConnector {
                 if (e.type() != RdmaCm.EV_ESTABLISHED) {
                     throw new RdmaConnectException(RdmaConnectException.Reason.PEER_GONE, "the client at " + where + " did not complete the handshake (" + e.name() + ", " + status(e.status()) + ")");
                 }
-                QpAttr rts = RdmaCm.initQpAttr(id, QpState.RTS);
-                ep.cmModify(rts);
                 ep.cmPeer(params(group, ep, export, rts, rtr, false), params(group, ep, h.export(), rts, rtr, true), h.credits(), h.messageSize(), h.user(), h.export());
                 ep.cmStart(new CmControl(id, connCh, remote));
                 return ep;

@@ -2,6 +2,7 @@ package dev.jrdma.connect;
 
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.AhAttr;
+import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.MemoryWindow;
 import dev.jrdma.verbs.Mtu;
 import dev.jrdma.verbs.MwType;
@@ -73,6 +74,7 @@ public final class Endpoint implements AutoCloseable {
     static final int TYPE_DATA = 0, TYPE_CREDIT = 1;
     private static final long RECV_TAG = 1L << 62;
     private static final System.Logger LOG = System.getLogger(Endpoint.class.getName());
+    private static final SecureRandom KEYS = new SecureRandom();
 
     private enum State { CONNECTING, CONNECTED, CLOSING, PEER_CLOSED, BROKEN, CLOSED }
 
@@ -92,7 +94,7 @@ public final class Endpoint implements AutoCloseable {
         MemoryWindow mw;
         int newRkey;
         long bindAddr, bindLen;
-        RegisteredBuffer bindBuf;
+        MemoryRegion bindRegion;
         Set<Access> bindAccess;
         long wrId;
 
@@ -126,6 +128,11 @@ public final class Endpoint implements AutoCloseable {
     private byte[] peerPrivateData = new byte[0];
     private RemoteBuffer peerExport;
     private Control control;
+    // what this side exports to this peer: a window reserved before the handshake and bound once the QP is in RTS
+    private ExportedRange exportRange;
+    private MemoryWindow exportWindow;
+    private RemoteBuffer exportRemote;
+    private volatile WindowGrant localExport;
 
     // all below guarded by this
     private State state = State.CONNECTING;
@@ -159,7 +166,7 @@ public final class Endpoint implements AutoCloseable {
         try {
             q = group.pd().createQueuePair(QpInitAttr.builder(group.cq()).maxSendWr(sqDepth).maxRecvWr(recvSlots)
                     .maxInlineData(cfg.inlineSize()).build());
-            rb = group.pool().allocate((long) recvSlots * cfg.messageSize());
+            rb = group.messagePool().allocate((long) recvSlots * cfg.messageSize());
         } catch (RuntimeException e) {
             if (q != null) q.close();
             group.unregister(this, cqEntries);
@@ -193,7 +200,12 @@ public final class Endpoint implements AutoCloseable {
      */
     public static Endpoint connect(String host, int port, EndpointConfig cfg, EndpointGroup group, RemoteBuffer export)
             throws RdmaConnectException {
-        if (CmConnector.useCm(cfg)) return CmConnector.connect(host, port, cfg, group, export);
+        ExportedRange range = null;
+        if (export != null) {
+            if (group == null) throw new IllegalArgumentException("an export is a buffer of a group's pool: pass the group it was allocated from");
+            range = ExportedRange.of(group.pool(), export, cfg.remoteAccess(), group.config());
+        }
+        if (CmConnector.useCm(cfg)) return CmConnector.connect(host, port, cfg, group, range);
         long deadline = System.nanoTime() + cfg.timeout().toNanos();
         Socket s = Handshake.openSocket(host, port, cfg, deadline);
         boolean ownsGroup = group == null;
@@ -208,7 +220,7 @@ public final class Endpoint implements AutoCloseable {
                 }
             }
             ep = new Endpoint(group, ownsGroup, s);
-            ep.clientHandshake(host + ":" + port, export, deadline);
+            ep.clientHandshake(host + ":" + port, range, deadline);
             return ep;
         } catch (RdmaConnectException e) {
             cleanupFailed(ep, group, ownsGroup, s);
@@ -233,7 +245,7 @@ public final class Endpoint implements AutoCloseable {
     }
 
     /** Server side: a new endpoint for an accepted TCP connection; runs the handshake. */
-    static Endpoint accept(EndpointGroup group, Socket s, RemoteBuffer export, ServerEndpoint.ConnectionFilter filter, long deadline)
+    static Endpoint accept(EndpointGroup group, Socket s, ExportedRange export, ServerEndpoint.ConnectionFilter filter, long deadline)
             throws RdmaConnectException {
         Endpoint ep = null;
         try {
@@ -256,10 +268,36 @@ public final class Endpoint implements AutoCloseable {
                 group.context().queryGid(EndpointGroup.PORT, group.gidIndex()), psn, port.activeMtu());
     }
 
-    private void toInit() {
-        qp.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(EndpointGroup.PORT)
-                .access(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC));
+    /** RESET -> INIT with only the remote rights the configuration asks for; posts the receive buffers. */
+    private void toInit(int pkeyIndex, int port) {
+        qp.modify(new QpAttr().state(QpState.INIT).pkeyIndex(pkeyIndex).port(port).access(cfg.remoteAccess()));
         for (int i = 0; i < recvSlots; i++) postRecv(i);
+    }
+
+    /**
+     * Reserves this connection's view of {@code range} before the handshake announces it: a type 2 window (its
+     * key is chosen here, the bind follows in RTS), or a region registered over exactly the range. Null: no export.
+     */
+    private RemoteBuffer reserveExport(ExportedRange range) {
+        if (range == null) return null;
+        exportRange = range;
+        if (group.exportsWithWindows()) {
+            exportWindow = group.pd().allocMemoryWindow(MwType.TYPE_2);
+            exportRemote = new RemoteBuffer(range.address(), nextWindowKey(exportWindow), range.length());
+        } else {
+            MemoryRegion mr = registerExactly(range.region(), range.address(), range.length(), range.rights());
+            exportRemote = new RemoteBuffer(range.address(), mr.rkey(), range.length());
+            localExport = WindowGrant.region(mr, exportRemote);
+        }
+        return exportRemote;
+    }
+
+    /** Binds the reserved window on this QP (now in RTS): from here on the peer can use the export. */
+    private void bindExport() {
+        if (exportWindow == null) return;
+        bindWindow(exportWindow, exportRange.region(), exportRange.address(), exportRange.length(), exportRange.rights(), exportRemote.rkey());
+        localExport = WindowGrant.window(this, exportWindow, exportRemote);
+        exportWindow = null;
     }
 
     // ---- hooks for the rdma_cm connector -------------------------------------------------------------------
@@ -268,11 +306,17 @@ public final class Endpoint implements AutoCloseable {
         return new Endpoint(group, ownsGroup, null);
     }
 
-    /** RESET -> INIT with rdma_cm's port and P_Key index, and every remote right; posts the receive buffers. */
+    /** RESET -> INIT with rdma_cm's port and P_Key index; posts the receive buffers. */
     void cmToInit(QpAttr fromCm) {
-        qp.modify(new QpAttr().state(QpState.INIT).pkeyIndex(fromCm.pkeyIndex()).port(fromCm.port())
-                .access(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC));
-        for (int i = 0; i < recvSlots; i++) postRecv(i);
+        toInit(fromCm.pkeyIndex(), fromCm.port());
+    }
+
+    RemoteBuffer cmReserveExport(ExportedRange range) {
+        return reserveExport(range);
+    }
+
+    void cmBindExport() {
+        bindExport();
     }
 
     void cmModify(QpAttr attr) {
@@ -320,9 +364,10 @@ public final class Endpoint implements AutoCloseable {
         qp.modify(new QpAttr().state(QpState.RTS).timeout(14).retryCnt(7).rnrRetry(rnrRetry).sqPsn(local.psn()).maxRdAtomic(rdAtomic()));
     }
 
-    private void clientHandshake(String where, RemoteBuffer export, long deadline) throws RdmaConnectException {
+    private void clientHandshake(String where, ExportedRange range, long deadline) throws RdmaConnectException {
+        RemoteBuffer export = reserveExport(range);
         local = localParams(export);
-        toInit();
+        toInit(0, EndpointGroup.PORT);
         try {
             Handshake.setTimeout(socket, deadline, where);
             DataOutputStream out = new DataOutputStream(socket.getOutputStream());
@@ -339,6 +384,7 @@ public final class Endpoint implements AutoCloseable {
             }
             toRtr();
             toRts();
+            bindExport();
             out.writeByte(READY);
             out.flush();
             control = new TcpControl(socket, out, cfg.timeout());
@@ -350,7 +396,7 @@ public final class Endpoint implements AutoCloseable {
         started();
     }
 
-    private void serverHandshake(RemoteBuffer export, ServerEndpoint.ConnectionFilter filter, long deadline) throws RdmaConnectException {
+    private void serverHandshake(ExportedRange range, ServerEndpoint.ConnectionFilter filter, long deadline) throws RdmaConnectException {
         String where = String.valueOf(socket.getRemoteSocketAddress());
         try {
             Handshake.setTimeout(socket, deadline, where);
@@ -370,14 +416,17 @@ public final class Endpoint implements AutoCloseable {
                 sendCredits += hello.credits();
                 peerCreditsView += cfg.recvQueueDepth();
             }
+            RemoteBuffer export = reserveExport(range);
             local = localParams(export);
-            toInit();
+            toInit(0, EndpointGroup.PORT);
             toRtr();
+            // RTS before ACCEPT: the export's window must be bound before the client can use it (nothing is sent before READY)
+            toRts();
+            bindExport();
             Handshake.writeAccept(out, local, cfg.recvQueueDepth(), cfg.messageSize(), export == null ? 0 : export.length(), cfg.privateData());
             int ready = in.read();
             if (ready < 0) throw new EOFException();
             if (ready != READY) throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR, "the client at " + where + " sent 0x" + Integer.toHexString(ready) + " instead of READY");
-            toRts();
             control = new TcpControl(socket, out, cfg.timeout());
         } catch (RdmaConnectException e) {
             throw e;
@@ -426,6 +475,11 @@ public final class Endpoint implements AutoCloseable {
 
     // ---- accessors ------------------------------------------------------------------------------------------
 
+    /** The registered memory of the receive slots (tests check that no peer can reach it). */
+    RegisteredBuffer receiveSlots() {
+        return recvBufs;
+    }
+
     public int qpNum() {
         return qp.qpNum();
     }
@@ -451,6 +505,14 @@ public final class Endpoint implements AutoCloseable {
     /** Private data the peer sent with connect or accept. */
     public byte[] peerPrivateData() {
         return peerPrivateData.clone();
+    }
+
+    /**
+     * What this side exported to this peer (a window bound on this connection's QP, or a region of its own over
+     * exactly the exported range), or null. Closing it revokes this peer's access only.
+     */
+    public WindowGrant localExport() {
+        return localExport;
     }
 
     /** The buffer the peer offered in the handshake, or null. */
@@ -488,7 +550,7 @@ public final class Endpoint implements AutoCloseable {
         checkMessage(data.length);
         CompletableFuture<Void> down = ifDown("send");
         if (down != null) return down;
-        RegisteredBuffer b = group.pool().allocate(data);
+        RegisteredBuffer b = group.messagePool().allocate(data);
         return sendBuffer(b, 0, data.length, true);
     }
 
@@ -497,7 +559,7 @@ public final class Endpoint implements AutoCloseable {
         checkMessage(data.byteSize());
         CompletableFuture<Void> down = ifDown("send");
         if (down != null) return down;
-        RegisteredBuffer b = group.pool().allocate(Math.max(1, data.byteSize()));
+        RegisteredBuffer b = group.messagePool().allocate(Math.max(1, data.byteSize()));
         MemorySegment.copy(data, 0, b.segment(), 0, data.byteSize());
         return sendBuffer(b, 0, (int) data.byteSize(), true);
     }
@@ -687,7 +749,7 @@ public final class Endpoint implements AutoCloseable {
         if (((remote.address() + offset) & 7) != 0) throw new IllegalArgumentException(what + ": the remote word must be 8-byte aligned");
         Op op = newOp(kind, what);
         if (!isConnected()) return op; // submit fails it without touching the pool
-        op.tmp = group.pool().allocate(8);
+        op.tmp = group.messagePool().allocate(8);
         op.laddr = op.tmp.address();
         op.llen = 8;
         op.lkey = op.tmp.lkey();
@@ -699,32 +761,60 @@ public final class Endpoint implements AutoCloseable {
     // ---- memory windows -------------------------------------------------------------------------------------
 
     /**
-     * Grants the peer access to {@code buf[offset, offset+length)} through a memory window (type 2 where the
-     * device has it, else type 1), without re-registering. Revoke with {@link WindowGrant#close()}; afterwards a
-     * peer's access through it completes with REM_ACCESS_ERR.
+     * Grants this peer, and only it, {@code rights} on {@code buf[offset, offset+length)}: a type 2 memory window
+     * bound on this connection's QP, or on a device without one a region registered over exactly that range.
+     * The rights must be among {@link EndpointConfig#remoteAccess()}. Revoke with {@link WindowGrant#close()};
+     * afterwards the peer's access through it completes with REM_ACCESS_ERR.
      */
     public WindowGrant grant(RegisteredBuffer buf, long offset, long length, Set<Access> rights) {
         buf.checkRange(offset, length, "grant");
-        if (!group.deviceAttr().supportsMemoryWindows()) {
-            throw new UnsupportedOperationException("device " + group.device().name() + " does not support memory windows");
+        if (length == 0) throw new IllegalArgumentException("grant: the range is empty");
+        Set<Access> checked = ExportedRange.checkRights(rights, cfg, "grant");
+        synchronized (this) {
+            if (state != State.CONNECTED) throw stateError("grant");
         }
-        MwType type = group.deviceAttr().supportsType2Windows() ? MwType.TYPE_2 : MwType.TYPE_1;
-        MemoryWindow mw = group.pd().allocMemoryWindow(type);
+        long address = buf.address() + offset;
+        if (!group.exportsWithWindows()) {
+            MemoryRegion mr = registerExactly(buf.region(), address, length, checked);
+            return WindowGrant.region(mr, new RemoteBuffer(address, mr.rkey(), length));
+        }
+        MemoryWindow mw = group.pd().allocMemoryWindow(MwType.TYPE_2);
         try {
-            Op op = newOp(Kind.BIND, "bind of a " + type + " memory window over " + length + " bytes");
-            op.mw = mw;
-            op.bindBuf = buf;
-            op.bindAddr = buf.address() + offset;
-            op.bindLen = length;
-            op.bindAccess = rights.isEmpty() ? EnumSet.noneOf(Access.class) : EnumSet.copyOf(rights);
-            op.newRkey = type == MwType.TYPE_2 ? (mw.rkey() & 0xFFFFFF00) | ((mw.rkey() + 1) & 0xFF) : 0;
-            submit(op);
-            int rkey = ((Number) await(op.future)).intValue();
-            return new WindowGrant(this, mw, new RemoteBuffer(buf.address() + offset, rkey, length));
+            int rkey = bindWindow(mw, buf.region(), address, length, checked, nextWindowKey(mw));
+            return WindowGrant.window(this, mw, new RemoteBuffer(address, rkey, length));
         } catch (RuntimeException e) {
             mw.close();
             throw e;
         }
+    }
+
+    /** A type 2 window's next rkey: its index with a fresh random key byte. */
+    private static int nextWindowKey(MemoryWindow mw) {
+        int current = mw.rkey() & 0xFF, next;
+        do {
+            next = KEYS.nextInt(256);
+        } while (next == current);
+        return (mw.rkey() & 0xFFFFFF00) | next;
+    }
+
+    /** Binds a type 2 window on this QP with {@code rkey} and waits for the bind; returns the rkey. */
+    private int bindWindow(MemoryWindow mw, MemoryRegion region, long address, long length, Set<Access> rights, int rkey) {
+        Op op = newOp(Kind.BIND, "bind of a memory window over " + length + " bytes");
+        op.mw = mw;
+        op.bindRegion = region;
+        op.bindAddr = address;
+        op.bindLen = length;
+        op.bindAccess = EnumSet.copyOf(rights);
+        op.newRkey = rkey;
+        submit(op);
+        return ((Number) await(op.future)).intValue();
+    }
+
+    /** A region over exactly {@code [address, address + length)} of {@code region}'s memory, for one peer. */
+    private MemoryRegion registerExactly(MemoryRegion region, long address, long length, Set<Access> rights) {
+        EnumSet<Access> access = EnumSet.of(Access.LOCAL_WRITE);
+        access.addAll(rights);
+        return group.pd().registerMemory(region.segment().asSlice(address - region.address(), length), access);
     }
 
     void revoke(MemoryWindow mw, int rkey) {
@@ -750,7 +840,9 @@ public final class Endpoint implements AutoCloseable {
 
     private void submit(Op op) {
         synchronized (this) {
-            if (state != State.CONNECTED) {
+            // set-up binds the export's window before the connection is up
+            boolean setUp = state == State.CONNECTING && (op.kind == Kind.BIND || op.kind == Kind.INVALIDATE);
+            if (state != State.CONNECTED && !setUp) {
                 failOp(op, stateError(op.what));
             } else if (!pending.isEmpty() || !canPost(op)) {
                 pending.add(op);
@@ -805,21 +897,10 @@ public final class Endpoint implements AutoCloseable {
                 swr.numSge(1).sge(0).set(op.laddr, 8, op.lkey);
             }
             case BIND -> {
-                if (op.mw.type() == MwType.TYPE_1) {
-                    try {
-                        op.newRkey = qp.bindMemoryWindow(op.mw, id, true, op.bindBuf.region(), op.bindAddr, op.bindLen, op.bindAccess);
-                    } catch (VerbsException e) {
-                        failOp(op, new RdmaException(RdmaException.Kind.POST_ERROR, op.what + ": " + e.getMessage(), null, e));
-                        return;
-                    }
-                    sqInFlight++;
-                    outstanding.put(id, op);
-                    return;
-                }
                 swr.opcode(WrOpcode.BIND_MW).noBuffer();
                 swr.bindMw = op.mw;
                 swr.bindRkey = op.newRkey;
-                swr.bindMr = op.bindBuf.region();
+                swr.bindMr = op.bindRegion;
                 swr.bindAddr = op.bindAddr;
                 swr.bindLength = op.bindLen;
                 swr.bindAccess.clear();
@@ -1230,6 +1311,13 @@ public final class Endpoint implements AutoCloseable {
 
     private void releaseResources() {
         group.unregister(this, cqEntries);
+        WindowGrant export = localExport;
+        try {
+            if (export != null) export.close();
+            if (exportWindow != null) exportWindow.close(); // reserved, never bound
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.DEBUG, "closing the export's window or region: " + e);
+        }
         try {
             qp.close();
         } catch (RuntimeException e) {

@@ -1,9 +1,13 @@
 package dev.jrdma.connect;
 
+import dev.jrdma.verbs.Access;
+
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.EnumSet;
+import java.util.Set;
 
 /**
  * Settings of endpoints and their group: queue depths, inline size, buffer sizes, poll mode, timeout, device.
@@ -24,11 +28,25 @@ import java.time.Duration;
  * @param privateData     up to 1024 bytes sent with connect (client) or accept (server)
  * @param retryConnect    keep retrying a refused connect until the timeout (a server that is still starting)
  * @param connectionManager TCP exchange or rdma_cm; AUTO picks rdma_cm for native devices
+ * @param remoteAccess    what a peer may do to this side's memory at all (REMOTE_READ, REMOTE_WRITE, REMOTE_ATOMIC):
+ *                        the rights of every queue pair, and the most an export or a grant can give. Default: none,
+ *                        so a peer can only send messages; a side that exports memory must ask for the rights it grants
  */
 public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineSize, int messageSize, long slabSize,
                              int cqSize, PollMode pollMode, Duration timeout, String device, InetAddress localAddress,
-                             byte[] privateData, boolean retryConnect, ConnectionManager connectionManager) {
+                             byte[] privateData, boolean retryConnect, ConnectionManager connectionManager,
+                             Set<Access> remoteAccess) {
     public static final int MAX_PRIVATE_DATA = 1024;
+    /** The rights {@link #remoteAccess} may hold. */
+    public static final Set<Access> REMOTE_RIGHTS = Set.copyOf(EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE, Access.REMOTE_ATOMIC));
+
+    /** The settings without remote rights (the constructor of the first release). */
+    public EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineSize, int messageSize, long slabSize,
+                          int cqSize, PollMode pollMode, Duration timeout, String device, InetAddress localAddress,
+                          byte[] privateData, boolean retryConnect, ConnectionManager connectionManager) {
+        this(sendQueueDepth, recvQueueDepth, inlineSize, messageSize, slabSize, cqSize, pollMode, timeout, device, localAddress,
+                privateData, retryConnect, connectionManager, Set.of());
+    }
 
     public EndpointConfig {
         if (sendQueueDepth < 1 || sendQueueDepth > 16384) throw new IllegalArgumentException("sendQueueDepth must be 1..16384, not " + sendQueueDepth);
@@ -41,6 +59,10 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
         if (connectionManager == null) connectionManager = ConnectionManager.AUTO;
         privateData = privateData == null ? new byte[0] : privateData.clone();
         if (privateData.length > MAX_PRIVATE_DATA) throw new IllegalArgumentException("private data is limited to " + MAX_PRIVATE_DATA + " bytes, not " + privateData.length);
+        remoteAccess = remoteAccess == null || remoteAccess.isEmpty() ? Set.of() : Set.copyOf(EnumSet.copyOf(remoteAccess));
+        for (Access a : remoteAccess) {
+            if (!REMOTE_RIGHTS.contains(a)) throw new IllegalArgumentException("remoteAccess takes REMOTE_READ, REMOTE_WRITE and REMOTE_ATOMIC, not " + a);
+        }
     }
 
     public static EndpointConfig defaults() {
@@ -56,7 +78,7 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
         b.sendQueueDepth = sendQueueDepth; b.recvQueueDepth = recvQueueDepth; b.inlineSize = inlineSize; b.messageSize = messageSize;
         b.slabSize = slabSize; b.cqSize = cqSize; b.pollMode = pollMode; b.timeout = timeout; b.device = device;
         b.localAddress = localAddress; b.privateData = privateData; b.retryConnect = retryConnect;
-        b.connectionManager = connectionManager;
+        b.connectionManager = connectionManager; b.remoteAccess = remoteAccess;
         return b;
     }
 
@@ -76,6 +98,7 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
         private byte[] privateData;
         private boolean retryConnect;
         private ConnectionManager connectionManager = ConnectionManager.AUTO;
+        private Set<Access> remoteAccess = Set.of();
 
         private Builder() {}
 
@@ -100,10 +123,13 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
         public Builder privateData(byte[] d) { privateData = d; return this; }
         public Builder retryConnect(boolean b) { retryConnect = b; return this; }
         public Builder connectionManager(ConnectionManager m) { connectionManager = m; return this; }
+        /** What a peer may do to this side's memory (none by default): see {@link EndpointConfig#remoteAccess()}. */
+        public Builder remoteAccess(Access... rights) { remoteAccess = rights.length == 0 ? Set.of() : EnumSet.of(rights[0], rights); return this; }
+        public Builder remoteAccess(Set<Access> rights) { remoteAccess = rights; return this; }
 
         public EndpointConfig build() {
             return new EndpointConfig(sendQueueDepth, recvQueueDepth, inlineSize, messageSize, slabSize, cqSize, pollMode,
-                    timeout, device, localAddress, privateData, retryConnect, connectionManager);
+                    timeout, device, localAddress, privateData, retryConnect, connectionManager, remoteAccess);
         }
 
         /** Connects a client endpoint with this config. */

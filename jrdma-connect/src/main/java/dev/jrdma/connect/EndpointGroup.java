@@ -37,12 +37,14 @@ public final class EndpointGroup implements AutoCloseable {
     private final CompletionChannel channel;
     private final CompletionQueue cq;
     private final BufferPool pool;
+    private final BufferPool messages;
     private final int gidIndex;
     private final ConcurrentHashMap<Integer, Endpoint> endpoints = new ConcurrentHashMap<>();
     private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
     private final Thread thread;
     private volatile boolean running = true;
     private int cqReserved;
+    private volatile boolean exportsWithWindows;
 
     private EndpointGroup(Device device, EndpointConfig config) {
         this.config = config;
@@ -53,10 +55,13 @@ public final class EndpointGroup implements AutoCloseable {
             pd = ctx.allocPd();
             channel = ctx.createCompletionChannel();
             cq = ctx.createCq(config.cqSize(), channel);
-            EnumSet<Access> access = EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC);
-            if (attr.supportsMemoryWindows()) access.add(Access.MW_BIND);
+            // no slab carries a remote right: a peer reaches memory only through a window (or region) of its own
+            EnumSet<Access> access = EnumSet.of(Access.LOCAL_WRITE);
+            if (attr.supportsType2Windows()) access.add(Access.MW_BIND);
             pool = new BufferPool(pd, config.slabSize(), access);
+            messages = new BufferPool(pd, config.slabSize(), EnumSet.of(Access.LOCAL_WRITE));
             gidIndex = pickGidIndex(ctx);
+            exportsWithWindows = attr.supportsType2Windows();
         } catch (RuntimeException e) {
             ctx.close();
             throw e;
@@ -79,10 +84,19 @@ public final class EndpointGroup implements AutoCloseable {
     public Context context() { return ctx; }
     public DeviceAttr deviceAttr() { return attr; }
     public ProtectionDomain pd() { return pd; }
-    /** Registered memory for buffers that peers may read, write and use atomics on. */
+    /**
+     * Registered memory for the application's buffers. No peer can reach it until it is exported
+     * ({@link ServerEndpoint#export}) or granted ({@link Endpoint#grant}) to that peer.
+     */
     public BufferPool pool() { return pool; }
+    /** Receive slots, copies of sent messages, atomic results: local access only. */
+    BufferPool messagePool() { return messages; }
     public int gidIndex() { return gidIndex; }
     CompletionQueue cq() { return cq; }
+    /** Type 2 windows for exports and grants; else a region per grant (devices without type 2 windows). */
+    boolean exportsWithWindows() { return exportsWithWindows; }
+    /** Tests: the path of devices without type 2 windows. */
+    void exportWithRegions() { exportsWithWindows = false; }
     boolean isCompletionThread() { return Thread.currentThread() == thread; }
     boolean isOpen() { return running; }
 
@@ -214,6 +228,7 @@ public final class EndpointGroup implements AutoCloseable {
             ctx.close(); // QPs, CQ, channel, MRs, PD
         } finally {
             pool.close(); // frees the memory after its regions are gone
+            messages.close();
         }
     }
 }

@@ -28,7 +28,7 @@ public final class ServerEndpoint implements AutoCloseable {
     private final CmConnector.Listener cm;        // rdma_cm
     private final EndpointGroup group;
     private final EndpointConfig cfg;
-    private volatile RemoteBuffer export;
+    private volatile ExportedRange export;
     private volatile ConnectionFilter filter;
     private volatile RdmaConnectException lastFailure;
 
@@ -118,9 +118,19 @@ public final class ServerEndpoint implements AutoCloseable {
         return group.pool();
     }
 
-    /** Offers {@code buffer} to every client accepted from now on (it arrives in the handshake: {@link Endpoint#peerExport()}). */
+    /**
+     * Offers {@code buffer}, a buffer of {@link #pool()}, to every client accepted from now on with every right of
+     * {@link EndpointConfig#remoteAccess()} (it arrives in the handshake: {@link Endpoint#peerExport()}). Each
+     * connection gets a window of its own over exactly this range ({@link Endpoint#localExport()}): the device
+     * enforces the bounds, no client can use another's key, and one client's access is revoked without the others'.
+     */
     public ServerEndpoint export(RemoteBuffer buffer) {
-        this.export = buffer;
+        return export(buffer, cfg.remoteAccess());
+    }
+
+    /** Like {@link #export(RemoteBuffer)}, with {@code rights} (among {@link EndpointConfig#remoteAccess()}). */
+    public ServerEndpoint export(RemoteBuffer buffer, java.util.Set<dev.jrdma.verbs.Access> rights) {
+        this.export = buffer == null ? null : ExportedRange.of(group.pool(), buffer, rights, cfg);
         return this;
     }
 

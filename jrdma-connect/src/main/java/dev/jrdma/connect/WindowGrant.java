@@ -1,29 +1,42 @@
 package dev.jrdma.connect;
 
+import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.MemoryWindow;
 
 /**
- * Access a peer was granted to part of a region through a memory window. Send {@link #remote()} to the peer;
- * {@link #close()} revokes it (without re-registering the region): afterwards the peer's access fails with
- * REM_ACCESS_ERR.
+ * Access one peer was granted to one range: a type 2 memory window bound on that connection's queue pair (the
+ * device refuses it to every other QP), or, on a device without type 2 windows, a memory region registered over
+ * exactly that range. Either way the device enforces the bounds and the rights. Send {@link #remote()} to the
+ * peer; {@link #close()} revokes it, and only it: afterwards the peer's access completes with REM_ACCESS_ERR.
  */
 public final class WindowGrant implements AutoCloseable {
     private final Endpoint endpoint;
-    private final MemoryWindow mw;
+    private final MemoryWindow mw;          // or
+    private final MemoryRegion region;      // a region of its own (devices without type 2 windows)
     private final RemoteBuffer remote;
     private boolean revoked;
 
-    WindowGrant(Endpoint endpoint, MemoryWindow mw, RemoteBuffer remote) {
+    private WindowGrant(Endpoint endpoint, MemoryWindow mw, MemoryRegion region, RemoteBuffer remote) {
         this.endpoint = endpoint;
         this.mw = mw;
+        this.region = region;
         this.remote = remote;
     }
 
-    /** The granted range as the peer names it (the window's rkey). */
+    static WindowGrant window(Endpoint endpoint, MemoryWindow mw, RemoteBuffer remote) {
+        return new WindowGrant(endpoint, mw, null, remote);
+    }
+
+    static WindowGrant region(MemoryRegion region, RemoteBuffer remote) {
+        return new WindowGrant(null, null, region, remote);
+    }
+
+    /** The granted range as the peer names it (the window's or the region's rkey). */
     public RemoteBuffer remote() {
         return remote;
     }
 
+    /** The memory window, or null when the grant is a region of its own. */
     public MemoryWindow window() {
         return mw;
     }
@@ -37,6 +50,7 @@ public final class WindowGrant implements AutoCloseable {
     public synchronized void close() {
         if (revoked) return;
         revoked = true;
-        endpoint.revoke(mw, remote.rkey());
+        if (mw != null) endpoint.revoke(mw, remote.rkey());
+        else region.close();
     }
 }

@@ -25,7 +25,8 @@ public final class CmSmokeMain {
         String host = args.length > 0 ? args[0] : "10.99.0.1";
         System.out.println("rdma_cm: " + RdmaCm.unavailableReason().orElse("available"));
         EndpointConfig cfg = EndpointConfig.builder().connectionManager(ConnectionManager.RDMA_CM).timeout(Duration.ofSeconds(20))
-                .slabSize(1 << 16).recvQueueDepth(4).sendQueueDepth(16).cqSize(256).build();
+                .slabSize(1 << 16).recvQueueDepth(4).sendQueueDepth(16).cqSize(256)
+                .remoteAccess(dev.jrdma.verbs.Access.REMOTE_READ, dev.jrdma.verbs.Access.REMOTE_WRITE, dev.jrdma.verbs.Access.REMOTE_ATOMIC).build();
         check("AUTO picks rdma_cm for the native default device", CmConnector.useCm(cfg.toBuilder().connectionManager(ConnectionManager.AUTO).build()), null);
 
         // nothing listening
@@ -72,7 +73,8 @@ public final class CmSmokeMain {
                  RegisteredBuffer local = c.pool().allocate(4096)) {
                 check("connected through rdma_cm", s != null && c.isConnected(), c + " / " + s);
                 check("private data arrived", new String(s.peerPrivateData(), StandardCharsets.UTF_8).equals("hi"), null);
-                check("export arrived", exported.remote().equals(c.peerExport()), c.peerExport());
+                check("export arrived as this connection's own window", s.localExport() != null && s.localExport().remote().equals(c.peerExport())
+                        && c.peerExport().address() == exported.address() && c.peerExport().rkey() != exported.rkey(), c.peerExport());
                 c.sendSync("over rdma_cm".getBytes(StandardCharsets.UTF_8));
                 check("send/receive", s.receive(Duration.ofSeconds(10)).text().equals("over rdma_cm"), null);
                 for (int i = 0; i < 100; i++) c.send(new byte[]{(byte) i});

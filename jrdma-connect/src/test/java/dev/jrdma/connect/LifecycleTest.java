@@ -54,12 +54,13 @@ class LifecycleTest {
 
     @Test
     void closeWaitsForOutstandingOperations() throws Exception {
-        try (TestSupport.Pair p = TestSupport.pair(TestSupport.config().build());
+        try (TestSupport.Pair p = TestSupport.pair(TestSupport.configWithRights().build());
              RegisteredBuffer target = p.serverSide().pool().allocate(1 << 15);
              RegisteredBuffer local = p.clientSide().pool().allocate(1 << 15)) {
             Endpoint c = p.clientSide();
+            RemoteBuffer granted = p.serverSide().grant(target, 0, 1 << 15, TestSupport.ALL_RIGHTS).remote();
             CompletableFuture<?>[] writes = new CompletableFuture<?>[40];
-            for (int i = 0; i < writes.length; i++) writes[i] = c.write(local, 0, target.remote(), 0, 1 << 15);
+            for (int i = 0; i < writes.length; i++) writes[i] = c.write(local, 0, granted, 0, 1 << 15);
             c.close();
             for (CompletableFuture<?> w : writes) assertTrue(w.isDone() && !w.isCompletedExceptionally(), "close let the writes finish");
         }
@@ -67,14 +68,15 @@ class LifecycleTest {
 
     @Test
     void outstandingOperationFailsWithinTheTimeoutWhenThePeerStopsAnswering() throws Exception {
-        EndpointConfig cfg = TestSupport.config().timeout(Duration.ofMillis(800)).build();
+        EndpointConfig cfg = TestSupport.configWithRights().timeout(Duration.ofMillis(800)).build();
         try (TestSupport.Pair p = TestSupport.pair(cfg);
              RegisteredBuffer target = p.serverSide().pool().allocate(64);
              RegisteredBuffer local = p.clientSide().pool().allocate(64)) {
+            RemoteBuffer granted = p.serverSide().grant(target, 0, 64, TestSupport.ALL_RIGHTS).remote();
             // the peer's queue pair vanishes without a word (as if its host lost power)
             p.serverSide().queuePair().close();
             long t0 = System.nanoTime();
-            RdmaException e = cause(p.clientSide().read(local, 0, target.remote(), 0, 8));
+            RdmaException e = cause(p.clientSide().read(local, 0, granted, 0, 8));
             long ms = (System.nanoTime() - t0) / 1_000_000;
             assertTrue(e.kind() == RdmaException.Kind.TIMEOUT || e.kind() == RdmaException.Kind.COMPLETION_ERROR, e.getMessage());
             assertTrue(ms < 800 + 1000, "failed after " + ms + " ms");

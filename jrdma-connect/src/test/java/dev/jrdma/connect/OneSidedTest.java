@@ -30,15 +30,16 @@ class OneSidedTest {
 
     @Test
     void writeReadAtomicsThroughAnExportedBuffer() throws Exception {
-        try (TestSupport.Pair p = TestSupport.pair(TestSupport.config().build());
+        try (TestSupport.Pair p = TestSupport.pair(TestSupport.configWithRights().build());
              RegisteredBuffer exported = p.serverSide().pool().allocate(4096);
              RegisteredBuffer local = p.clientSide().pool().allocate(4096)) {
             Endpoint c = p.clientSide(), s = p.serverSide();
             exported.segment().fill((byte) 0);
-            // export as bytes, import on the other side
-            s.sendSync(exported.remote().toBytes());
+            // grant to this peer, send it as bytes, import it on the other side
+            RemoteBuffer granted = s.grant(exported, 0, 4096, TestSupport.ALL_RIGHTS).remote();
+            s.sendSync(granted.toBytes());
             RemoteBuffer remote = RemoteBuffer.fromBytes(c.receive(T).bytes());
-            assertEquals(exported.remote(), remote);
+            assertEquals(granted, remote);
 
             local.byteBuffer().put(0, "written by RDMA".getBytes(StandardCharsets.UTF_8));
             c.write(local, 0, remote, 100, 15).get(3, TimeUnit.SECONDS);
@@ -69,12 +70,13 @@ class OneSidedTest {
 
     @Test
     void writeWithImmediateArrivesAsAMessage() throws Exception {
-        try (TestSupport.Pair p = TestSupport.pair(TestSupport.config().build());
+        try (TestSupport.Pair p = TestSupport.pair(TestSupport.configWithRights().build());
              RegisteredBuffer target = p.serverSide().pool().allocate(256);
              RegisteredBuffer local = p.clientSide().pool().allocate(256)) {
             Endpoint c = p.clientSide(), s = p.serverSide();
+            RemoteBuffer granted = s.grant(target, 0, 256, EnumSet.of(Access.REMOTE_WRITE)).remote();
             local.byteBuffer().put(0, "with immediate".getBytes(StandardCharsets.UTF_8));
-            for (int i = 0; i < 20; i++) c.writeWithImmediate(local, 0, target.remote(), 0, 14, 0xC0FFEE + i);
+            for (int i = 0; i < 20; i++) c.writeWithImmediate(local, 0, granted, 0, 14, 0xC0FFEE + i);
             for (int i = 0; i < 20; i++) {
                 Message m = s.receive(T);
                 assertTrue(m.isWriteWithImmediate());
@@ -86,7 +88,7 @@ class OneSidedTest {
 
     @Test
     void peerExportArrivesWithTheHandshake() throws Exception {
-        EndpointConfig cfg = TestSupport.config().build();
+        EndpointConfig cfg = TestSupport.configWithRights().build();
         try (ServerEndpoint server = ServerEndpoint.bind(TestSupport.server(), cfg);
              RegisteredBuffer table = server.pool().allocate(1024)) {
             table.byteBuffer().put(0, "exported".getBytes(StandardCharsets.UTF_8));
@@ -100,7 +102,11 @@ class OneSidedTest {
             });
             try (Endpoint c = Endpoint.connect("127.0.0.1", server.port(), cfg); Endpoint s = a.get();
                  RegisteredBuffer local = c.pool().allocate(8)) {
-                assertEquals(table.remote(), c.peerExport());
+                // the connection's own window over exactly the exported range, never the pool region's key
+                assertEquals(table.address(), c.peerExport().address());
+                assertEquals(1024, c.peerExport().length());
+                assertTrue(c.peerExport().rkey() != table.rkey());
+                assertEquals(s.localExport().remote(), c.peerExport());
                 c.readSync(local, 0, c.peerExport(), 0, 8);
                 assertEquals("exported", text(local, 0, 8));
                 assertEquals(s.localParams().qpNum(), c.remoteParams().qpNum());
@@ -111,7 +117,7 @@ class OneSidedTest {
 
     @Test
     void aFailedCompletionExplainsItselfAndBreaksTheConnection() throws Exception {
-        try (TestSupport.Pair p = TestSupport.pair(TestSupport.config().build());
+        try (TestSupport.Pair p = TestSupport.pair(TestSupport.configWithRights().build());
              RegisteredBuffer target = p.serverSide().pool().allocate(64);
              RegisteredBuffer local = p.clientSide().pool().allocate(64)) {
             Endpoint c = p.clientSide();
@@ -131,11 +137,10 @@ class OneSidedTest {
 
     @Test
     void memoryWindowGrantedAndRevoked() throws Exception {
-        try (TestSupport.Pair p = TestSupport.pair(TestSupport.config().build());
+        try (TestSupport.Pair p = TestSupport.pair(TestSupport.configWithRights().build());
              RegisteredBuffer region = p.serverSide().pool().allocate(4096);
              RegisteredBuffer local = p.clientSide().pool().allocate(64)) {
             Endpoint c = p.clientSide(), s = p.serverSide();
-            org.junit.jupiter.api.Assumptions.assumeTrue(s.group().deviceAttr().supportsMemoryWindows(), "device without memory windows");
             region.byteBuffer().put(1024, "through the window".getBytes(StandardCharsets.UTF_8));
             WindowGrant grant = s.grant(region, 1024, 64, EnumSet.of(Access.REMOTE_READ));
             assertNotNull(grant.remote());
@@ -154,15 +159,31 @@ class OneSidedTest {
 
     @Test
     void windowOutsideItsRangeIsRefused() throws Exception {
-        try (TestSupport.Pair p = TestSupport.pair(TestSupport.config().build());
+        try (TestSupport.Pair p = TestSupport.pair(TestSupport.configWithRights().build());
              RegisteredBuffer region = p.serverSide().pool().allocate(4096);
              RegisteredBuffer local = p.clientSide().pool().allocate(256)) {
             Endpoint c = p.clientSide(), s = p.serverSide();
-            org.junit.jupiter.api.Assumptions.assumeTrue(s.group().deviceAttr().supportsMemoryWindows(), "device without memory windows");
             WindowGrant grant = s.grant(region, 1024, 64, EnumSet.of(Access.REMOTE_READ));
             RemoteBuffer beyond = new RemoteBuffer(grant.remote().address(), grant.remote().rkey(), 128);
             RdmaException e = assertThrows(RdmaException.class, () -> c.readSync(local, 0, beyond, 0, 128));
             assertEquals(WcStatus.REM_ACCESS_ERR, e.status(), e.getMessage());
+        }
+    }
+
+    @Test
+    void rightsBeyondTheConfigurationAreRefused() throws Exception {
+        try (TestSupport.Pair p = TestSupport.pair(TestSupport.config().remoteAccess(Access.REMOTE_READ).build());
+             RegisteredBuffer region = p.serverSide().pool().allocate(64)) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> p.serverSide().grant(region, 0, 64, EnumSet.of(Access.REMOTE_WRITE)));
+            assertTrue(e.getMessage().contains("EndpointConfig.remoteAccess"), e.getMessage());
+            assertThrows(IllegalArgumentException.class, () -> p.server().export(region.remote(), EnumSet.of(Access.REMOTE_ATOMIC)));
+            p.serverSide().grant(region, 0, 64, EnumSet.of(Access.REMOTE_READ)).close();
+        }
+        try (ServerEndpoint server = ServerEndpoint.bind(TestSupport.server(), TestSupport.config().build());
+             RegisteredBuffer region = server.pool().allocate(64)) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> server.export(region.remote()));
+            assertTrue(e.getMessage().contains("without any right"), e.getMessage());
         }
     }
 }

@@ -18,11 +18,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class RemoteLockTest {
     @Test
     void tryLockTimesOutAndUnlockChecksTheOwner() throws Exception {
-        try (TestSupport.Pair p = TestSupport.pair(TestSupport.config().build());
+        try (TestSupport.Pair p = TestSupport.pair(TestSupport.configWithRights().build());
              RegisteredBuffer word = p.serverSide().pool().allocate(8)) {
             word.segment().set(ValueLayout.JAVA_LONG, 0, 0);
-            RemoteLock a = new RemoteLock(p.clientSide(), word.remote(), 1);
-            RemoteLock b = new RemoteLock(p.clientSide(), word.remote(), 2);
+            RemoteBuffer granted = p.serverSide().grant(word, 0, 8, TestSupport.ALL_RIGHTS).remote();
+            RemoteLock a = new RemoteLock(p.clientSide(), granted, 1);
+            RemoteLock b = new RemoteLock(p.clientSide(), granted, 2);
             assertTrue(a.tryLock());
             assertEquals(1, word.segment().get(ValueLayout.JAVA_LONG, 0));
             long t0 = System.nanoTime();
@@ -41,7 +42,7 @@ class RemoteLockTest {
     @Test
     void contendingProcessesKeepMutualExclusion() throws Exception {
         int clients = 3, iterations = 25;
-        EndpointConfig cfg = TestSupport.config().timeout(Duration.ofSeconds(10)).build();
+        EndpointConfig cfg = TestSupport.configWithRights().timeout(Duration.ofSeconds(10)).build();
         try (ServerEndpoint server = ServerEndpoint.bind(TestSupport.server(), cfg);
              RegisteredBuffer shared = server.pool().allocate(64)) {
             shared.segment().fill((byte) 0);

@@ -23,12 +23,27 @@ final class TestSupport {
         // loads the class: its static initializer picks the settings
     }
 
+    /** The address servers listen on: loopback (software device), or {@code -Djrdma.connect.test.host} (rxe0's in the guest). */
+    static final String HOST = System.getProperty("jrdma.connect.test.host", "127.0.0.1");
+    /** A device to run on ({@code -Djrdma.connect.test.device=rxe0} in the guest), or null: the one of {@link #HOST}. */
+    static final String DEVICE = System.getProperty("jrdma.connect.test.device");
+
     static EndpointConfig.Builder config() {
-        return EndpointConfig.builder().timeout(Duration.ofSeconds(3)).slabSize(1 << 16).sendQueueDepth(16).recvQueueDepth(8).cqSize(1024);
+        return EndpointConfig.builder().timeout(Duration.ofSeconds(DEVICE == null ? 3 : 20)).slabSize(1 << 16).sendQueueDepth(16)
+                .recvQueueDepth(8).cqSize(1024).device(DEVICE);
+    }
+
+    /** Every remote right: for tests whose peers read, write and use atomics on exported or granted memory. */
+    static final java.util.Set<dev.jrdma.verbs.Access> ALL_RIGHTS = java.util.EnumSet.of(
+            dev.jrdma.verbs.Access.REMOTE_READ, dev.jrdma.verbs.Access.REMOTE_WRITE, dev.jrdma.verbs.Access.REMOTE_ATOMIC);
+
+    /** {@link #config()} whose queue pairs allow every remote right. */
+    static EndpointConfig.Builder configWithRights() {
+        return config().remoteAccess(ALL_RIGHTS);
     }
 
     static InetSocketAddress server() {
-        return new InetSocketAddress("127.0.0.1", 0);
+        return new InetSocketAddress(HOST, 0);
     }
 
     /** A connected pair: the server side and the client side, on one server endpoint. */
@@ -51,7 +66,7 @@ final class TestSupport {
                     throw new RuntimeException(e);
                 }
             });
-            Endpoint client = Endpoint.connect("127.0.0.1", server.port(), cfg);
+            Endpoint client = Endpoint.connect(HOST, server.port(), cfg);
             return new Pair(server, accepted.get(), client);
         } catch (Exception e) {
             server.close();

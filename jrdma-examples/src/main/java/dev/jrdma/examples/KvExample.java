@@ -5,6 +5,7 @@ import dev.jrdma.connect.RdmaException;
 import dev.jrdma.connect.RegisteredBuffer;
 import dev.jrdma.connect.RemoteBuffer;
 import dev.jrdma.connect.ServerEndpoint;
+import dev.jrdma.verbs.Access;
 
 import java.io.PrintStream;
 import java.lang.foreign.MemorySegment;
@@ -35,7 +36,8 @@ public final class KvExample {
         int entries = o.count < 0 ? 1000 : Math.min(o.count, SLOTS / 2);
         if (o.role == ExampleOptions.Role.CLIENT) return client(o, o.port, entries, out);
         if (o.role == ExampleOptions.Role.BOTH) o.port = 0;
-        try (ServerEndpoint server = ServerEndpoint.bind(o.serverAddress(), o.config().build());
+        // clients only read the table: the server's queue pairs allow RDMA READ and nothing else
+        try (ServerEndpoint server = ServerEndpoint.bind(o.serverAddress(), o.config().remoteAccess(Access.REMOTE_READ).build());
              RegisteredBuffer table = server.pool().allocate((long) SLOTS * SLOT)) {
             table.segment().fill((byte) 0);
             for (int i = 0; i < entries; i++) put(table.segment(), "key-" + i, "value-" + i);

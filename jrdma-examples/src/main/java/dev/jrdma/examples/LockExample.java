@@ -6,6 +6,7 @@ import dev.jrdma.connect.RegisteredBuffer;
 import dev.jrdma.connect.RemoteBuffer;
 import dev.jrdma.connect.RemoteLock;
 import dev.jrdma.connect.ServerEndpoint;
+import dev.jrdma.verbs.Access;
 
 import java.io.PrintStream;
 import java.lang.foreign.ValueLayout;
@@ -37,7 +38,9 @@ public final class LockExample {
         int clients = o.clients < 0 ? (o.role == ExampleOptions.Role.SERVER ? 1 : 3) : o.clients;
         if (o.role == ExampleOptions.Role.CLIENT) return clients(o, o.port, clients, count, out);
         if (o.role == ExampleOptions.Role.BOTH) o.port = 0;
-        try (ServerEndpoint server = ServerEndpoint.bind(o.serverAddress(), o.config().build());
+        // clients take the lock with compare-and-swap and update the counter with READ and WRITE
+        try (ServerEndpoint server = ServerEndpoint.bind(o.serverAddress(),
+                o.config().remoteAccess(Access.REMOTE_READ, Access.REMOTE_WRITE, Access.REMOTE_ATOMIC).build());
              RegisteredBuffer words = server.pool().allocate(64)) {
             words.segment().fill((byte) 0);
             server.export(words.remote());
