@@ -155,6 +155,16 @@ final class Ibv {
         }
     }
 
+    /**
+     * A view of {@code s}'s memory in the global scope. A segment of a shared arena, passed to a downcall, is
+     * acquired and released around the call (two atomic read-modify-writes) and checked on every access; the data
+     * path's arrays are instead guarded by their queue's {@link QueueGate}, which is shut before their arena is
+     * closed, so they use this view: no atomics beyond the gate's own.
+     */
+    static MemorySegment unscoped(MemorySegment s) {
+        return MemorySegment.ofAddress(s.address()).reinterpret(s.byteSize());
+    }
+
     /** Reads a NUL-terminated C string of at most {@code max} bytes at {@code offset}. */
     static String cString(MemorySegment seg, long offset, int max) {
         MemorySegment s = seg.asSlice(offset, max);

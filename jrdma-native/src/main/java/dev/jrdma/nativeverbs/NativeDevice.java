@@ -27,6 +27,18 @@ final class NativeDevice implements Device {
         this.guid = Long.reverseBytes((long) Ibv.Fn.GET_DEVICE_GUID.invokeExact(dev));
     }
 
+    /**
+     * A device with no {@code struct ibv_device} behind it, for contexts the tests' null provider builds around its
+     * own {@code struct ibv_context} (it is never opened, and has no sysfs directory).
+     */
+    NativeDevice(String name) {
+        this.dev = MemorySegment.NULL;
+        this.name = name;
+        this.nodeType = NodeType.of(1);
+        this.transportType = TransportType.of(0);
+        this.guid = 0;
+    }
+
     MemorySegment handle() {
         return dev;
     }

@@ -50,7 +50,7 @@ final class NativePd extends NativeResource implements ProtectionDomain {
         return null;
     }
 
-    private synchronized void addMr(NativeMr m) {
+    synchronized void addMr(NativeMr m) {
         NativeMr[] a = Arrays.copyOf(mrs, mrs.length + 1);
         a[a.length - 1] = m;
         mrs = a;

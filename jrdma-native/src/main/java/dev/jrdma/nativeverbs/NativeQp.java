@@ -73,12 +73,17 @@ final class NativeQp extends NativeResource implements QueuePair {
     private final MemorySegment sendWrs, sendSges, recvWrs, recvSges, badWr;
     private final long sendWrsAddr, sendSgesAddr, recvWrsAddr, recvSgesAddr;
     private final int sendBatch, recvBatch, sendSgeStride, recvSgeStride;
-    private final Object sendLock = new Object(), recvLock = new Object();
-    /** Windows and regions named by BIND_MW requests of the batch being posted, entered until it is posted (sendLock). */
+    /** One poster at a time per queue (they fill the queue's native arrays); destroy shuts both first. */
+    private final QueueGate sendGate = new QueueGate(), recvGate = new QueueGate();
+    /** The capacities the checks use, unboxed from {@link #cap}. */
+    private final int maxSendSge, maxRecvSge, maxInline;
+    /** The region the last SGE named, per queue: a post naming it again needs no lookup (a cache: races only cost a lookup). */
+    private NativeMr lastSendMr, lastRecvMr;
+    /** Windows and regions named by BIND_MW requests of the batch being posted, entered until it is posted (sendGate). */
     private final NativeResource[] held = new NativeResource[2 * MAX_BATCH];
     private int nHeld;
 
-    private NativeQp(NativePd pd, MemorySegment qp, QpType type, NativeCq sendCq, NativeCq recvCq, QpCap cap) {
+    NativeQp(NativePd pd, MemorySegment qp, QpType type, NativeCq sendCq, NativeCq recvCq, QpCap cap) {
         super(pd, "QP 0x" + Integer.toHexString(qp.get(JAVA_INT, offset(Layouts.QP, "qp_num"))) + " of " + pd.context.device.name());
         this.pd = pd;
         this.qp = qp;
@@ -87,17 +92,21 @@ final class NativeQp extends NativeResource implements QueuePair {
         this.sendCq = sendCq;
         this.recvCq = recvCq;
         this.cap = cap;
+        this.maxSendSge = cap.maxSendSge();
+        this.maxRecvSge = cap.maxRecvSge();
+        this.maxInline = cap.maxInlineData();
         this.fnPostSend = pd.context.opsPostSend;
         this.fnPostRecv = pd.context.opsPostRecv;
         sendBatch = Math.max(1, Math.min(cap.maxSendWr(), MAX_BATCH));
         recvBatch = Math.max(1, Math.min(cap.maxRecvWr(), MAX_BATCH));
         sendSgeStride = Math.max(1, cap.maxSendSge());
         recvSgeStride = Math.max(1, cap.maxRecvSge());
-        sendWrs = arena.allocate(SWR * sendBatch, 8);
-        sendSges = arena.allocate(SGE * sendBatch * sendSgeStride, 8);
-        recvWrs = arena.allocate(RWR * recvBatch, 8);
-        recvSges = arena.allocate(SGE * recvBatch * recvSgeStride, 8);
-        badWr = arena.allocate(ADDRESS);
+        // the hot path uses unscoped views (see Ibv.unscoped): the gates keep them from being used after arena.close()
+        sendWrs = Ibv.unscoped(arena.allocate(SWR * sendBatch, 8));
+        sendSges = Ibv.unscoped(arena.allocate(SGE * sendBatch * sendSgeStride, 8));
+        recvWrs = Ibv.unscoped(arena.allocate(RWR * recvBatch, 8));
+        recvSges = Ibv.unscoped(arena.allocate(SGE * recvBatch * recvSgeStride, 8));
+        badWr = Ibv.unscoped(arena.allocate(ADDRESS));
         sendWrsAddr = sendWrs.address();
         sendSgesAddr = sendSges.address();
         recvWrsAddr = recvWrs.address();
@@ -340,14 +349,23 @@ final class NativeQp extends NativeResource implements QueuePair {
     @Override
     public void postSend(SendWorkRequest first) {
         if (first == null) throw new PostException("ibv_post_send", VerbsException.EINVAL, 0, "the work request is null");
-        synchronized (sendLock) {
+        if (!sendGate.enter()) throw new ClosedException("ibv_post_send", what());
+        try {
             checkOpen("ibv_post_send");
-            try {
-                postSendChain(first);
-            } finally {
-                releaseHeld();
-            }
+            if (first.next == null) postOne(first); else postSendChain(first);
+        } finally {
+            if (nHeld > 0) releaseHeld();
+            sendGate.exit();
         }
+    }
+
+    /** The common case, one work request: small enough for the JIT to inline whole into the caller's loop. */
+    private void postOne(SendWorkRequest wr) {
+        int flags = wr.flagBits();
+        String problem = validateSend(wr, flags);
+        if (problem != null) throw new PostException("ibv_post_send", VerbsException.EINVAL, 0, problem);
+        writeSend(0, wr, flags);
+        postSendBatch(1, 0);
     }
 
     private void postSendChain(SendWorkRequest first) {
@@ -356,12 +374,13 @@ final class NativeQp extends NativeResource implements QueuePair {
         while (wr != null) {
             int batchStart = index, n = 0;
             while (wr != null && n < sendBatch) {
-                String problem = validateSend(wr);
+                int flags = wr.flagBits();
+                String problem = validateSend(wr, flags);
                 if (problem != null) {
                     if (n > 0) postSendBatch(n, batchStart); // post what precedes it, as C would have
                     throw new PostException("ibv_post_send", VerbsException.EINVAL, index, problem);
                 }
-                writeSend(n, wr);
+                writeSend(n, wr, flags);
                 n++;
                 index++;
                 wr = wr.next;
@@ -393,7 +412,7 @@ final class NativeQp extends NativeResource implements QueuePair {
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
         } finally {
-            releaseHeld();
+            if (nHeld > 0) releaseHeld();
         }
         if (rc != 0) {
             long bad = badWr.get(JAVA_LONG, 0);
@@ -414,25 +433,43 @@ final class NativeQp extends NativeResource implements QueuePair {
     }
 
     /** Null when the request may be posted; else what is wrong. Allocates only when something is wrong. */
-    private String validateSend(SendWorkRequest wr) {
+    private String validateSend(SendWorkRequest wr, int flags) {
+        WrOpcode op = wr.opcode;
         int ns = wr.numSge();
-        if (ns > cap.maxSendSge()) return "num_sge " + ns + " exceeds the QP's max_send_sge " + cap.maxSendSge();
+        // the common case, small enough to inline: RC, no inline data, no window, every SGE in the region used last
+        if (type == QpType.RC && op != null && op != WrOpcode.BIND_MW && (flags & INLINE_BIT) == 0 && ns <= maxSendSge
+                && inLastRegion(wr, ns, lastSendMr)) return null;
+        return validateSendFully(wr, flags);
+    }
+
+    /** True when every SGE names {@code m} by its lkey and {@code m} is open with a live segment (what checkSge would accept). */
+    private static boolean inLastRegion(SendWorkRequest wr, int ns, NativeMr m) {
+        if (m == null) return false;
+        for (int k = 0; k < ns; k++) if (wr.sge(k).lkey != m.lkey) return false;
+        return !m.isClosed() && m.segmentAlive();
+    }
+
+    private String validateSendFully(SendWorkRequest wr, int flags) {
+        int ns = wr.numSge();
+        if (ns > maxSendSge) return "num_sge " + ns + " exceeds the QP's max_send_sge " + maxSendSge;
         WrOpcode op = wr.opcode;
         if (op == null) return "opcode is null";
-        if (type == QpType.UD && op != WrOpcode.SEND && op != WrOpcode.SEND_WITH_IMM)
-            return "a UD QP only sends SEND and SEND_WITH_IMM";
-        if (type == QpType.UD) return "UD sends need an address handle, which this API does not offer yet (not supported)";
-        if (type == QpType.UC && (op == WrOpcode.RDMA_READ || op.isAtomic() || op == WrOpcode.BIND_MW))
-            return op + " is not allowed on a UC QP (RC only)";
-        boolean inline = (wr.flagBits() & INLINE_BIT) != 0;
+        if (type != QpType.RC) {
+            if (type == QpType.UD && op != WrOpcode.SEND && op != WrOpcode.SEND_WITH_IMM)
+                return "a UD QP only sends SEND and SEND_WITH_IMM";
+            if (type == QpType.UD) return "UD sends need an address handle, which this API does not offer yet (not supported)";
+            if (type == QpType.UC && (op == WrOpcode.RDMA_READ || op.isAtomic() || op == WrOpcode.BIND_MW))
+                return op + " is not allowed on a UC QP (RC only)";
+        }
+        boolean inline = (flags & INLINE_BIT) != 0;
         if (inline) {
             long total = wr.totalLength();
-            if (total > cap.maxInlineData()) return "inline data of " + total + " bytes exceeds the QP's max_inline_data " + cap.maxInlineData()
+            if (total > maxInline) return "inline data of " + total + " bytes exceeds the QP's max_inline_data " + maxInline
                     + " (create the QP with maxInlineData(" + total + ") or send without INLINE)";
         }
         for (int k = 0; k < ns; k++) {
             Sge g = wr.sge(k);
-            String p = checkSge(g, inline);
+            String p = checkSge(g, inline, true);
             if (p != null) return "SGE " + k + ": " + p;
         }
         if (op == WrOpcode.BIND_MW) {
@@ -453,10 +490,13 @@ final class NativeQp extends NativeResource implements QueuePair {
      * The checks that keep the JVM safe: an SGE naming a region of this PD whose segment's arena was closed is refused,
      * and inline data (which the CPU copies at post time) must lie in a live registered region of this PD.
      */
-    private String checkSge(Sge g, boolean inline) {
+    private String checkSge(Sge g, boolean inline, boolean send) {
         long len = Integer.toUnsignedLong(g.length);
         NativeMr byKey = pd.mrByLkey(g.lkey);
         if (byKey != null && !byKey.segmentAlive()) return "its memory region's segment is no longer alive (its arena was closed)";
+        if (byKey != null) {
+            if (send) lastSendMr = byKey; else lastRecvMr = byKey;
+        }
         if (!inline || len == 0) return null;
         if (byKey != null && byKey.covers(g.addr, len)) return null;
         for (NativeMr m : pd.mrs()) {
@@ -466,7 +506,7 @@ final class NativeQp extends NativeResource implements QueuePair {
                 + "jrdma only copies inline data from registered memory it can check";
     }
 
-    private void writeSend(int i, SendWorkRequest wr) {
+    private void writeSend(int i, SendWorkRequest wr, int flags) {
         MemorySegment s = sendWrs;
         long b = i * SWR;
         int ns = wr.numSge();
@@ -477,14 +517,36 @@ final class NativeQp extends NativeResource implements QueuePair {
         s.set(JAVA_INT, b + S_NUM_SGE, ns);
         WrOpcode op = wr.opcode;
         s.set(JAVA_INT, b + S_OPCODE, op.code);
-        s.set(JAVA_INT, b + S_FLAGS, wr.flagBits());
+        s.set(JAVA_INT, b + S_FLAGS, flags);
+        if (op == WrOpcode.RDMA_WRITE || op == WrOpcode.RDMA_READ) { // the common cases first, without a switch
+            s.set(JAVA_INT, b + S_IMM, 0);
+            s.set(JAVA_LONG, b + S_RDMA_ADDR, wr.remoteAddr);
+            s.set(JAVA_INT, b + S_RDMA_RKEY, wr.rkey);
+        } else if (op == WrOpcode.SEND) {
+            s.set(JAVA_INT, b + S_IMM, 0);
+        } else {
+            writeSendOther(b, wr, op);
+        }
+        MemorySegment g = sendSges;
+        for (int k = 0; k < ns; k++) {
+            Sge e = wr.sge(k);
+            long o = sgBase + k * SGE;
+            g.set(JAVA_LONG, o + G_ADDR, e.addr);
+            g.set(JAVA_INT, o + G_LEN, e.length);
+            g.set(JAVA_INT, o + G_LKEY, e.lkey);
+        }
+    }
+
+    /** The opcode-specific fields of the other opcodes (immediate data, atomics, windows). */
+    private void writeSendOther(long b, SendWorkRequest wr, WrOpcode op) {
+        MemorySegment s = sendWrs;
         switch (op) {
             case SEND_WITH_IMM, RDMA_WRITE_WITH_IMM -> s.set(JAVA_INT, b + S_IMM, Integer.reverseBytes(wr.immData)); // __be32
             case SEND_WITH_INV, LOCAL_INV -> s.set(JAVA_INT, b + S_INV, wr.invalidateRkey);
             default -> s.set(JAVA_INT, b + S_IMM, 0);
         }
         switch (op) {
-            case RDMA_WRITE, RDMA_WRITE_WITH_IMM, RDMA_READ -> {
+            case RDMA_WRITE_WITH_IMM -> {
                 s.set(JAVA_LONG, b + S_RDMA_ADDR, wr.remoteAddr);
                 s.set(JAVA_INT, b + S_RDMA_RKEY, wr.rkey);
             }
@@ -514,20 +576,13 @@ final class NativeQp extends NativeResource implements QueuePair {
             }
             default -> { }
         }
-        MemorySegment g = sendSges;
-        for (int k = 0; k < ns; k++) {
-            Sge e = wr.sge(k);
-            long o = sgBase + k * SGE;
-            g.set(JAVA_LONG, o + G_ADDR, e.addr);
-            g.set(JAVA_INT, o + G_LEN, e.length);
-            g.set(JAVA_INT, o + G_LKEY, e.lkey);
-        }
     }
 
     @Override
     public void postRecv(RecvWorkRequest first) {
         if (first == null) throw new PostException("ibv_post_recv", VerbsException.EINVAL, 0, "the work request is null");
-        synchronized (recvLock) {
+        if (!recvGate.enter()) throw new ClosedException("ibv_post_recv", what());
+        try {
             checkOpen("ibv_post_recv");
             RecvWorkRequest wr = first;
             int index = 0;
@@ -546,14 +601,19 @@ final class NativeQp extends NativeResource implements QueuePair {
                 }
                 postRecvBatch(n, batchStart);
             }
+        } finally {
+            recvGate.exit();
         }
     }
 
     private String validateRecv(RecvWorkRequest wr) {
         int ns = wr.numSge();
-        if (ns > cap.maxRecvSge()) return "num_sge " + ns + " exceeds the QP's max_recv_sge " + cap.maxRecvSge();
+        if (ns > maxRecvSge) return "num_sge " + ns + " exceeds the QP's max_recv_sge " + maxRecvSge;
         for (int k = 0; k < ns; k++) {
-            String p = checkSge(wr.sge(k), false);
+            Sge g = wr.sge(k);
+            NativeMr m = lastRecvMr;
+            if (m != null && m.lkey == g.lkey && !m.isClosed() && m.segmentAlive()) continue; // the common case
+            String p = checkSge(g, false, false);
             if (p != null) return "SGE " + k + ": " + p;
         }
         return null;
@@ -634,7 +694,8 @@ final class NativeQp extends NativeResource implements QueuePair {
         try {
             mw.enter("ibv_bind_mw");
             try {
-                synchronized (sendLock) {
+                if (!sendGate.enter()) throw new ClosedException("ibv_bind_mw", what());
+                try {
                     checkOpen("ibv_bind_mw");
                     try (Arena a = Arena.ofConfined()) {
                         MemorySegment st = Ibv.callState(a);
@@ -651,6 +712,8 @@ final class NativeQp extends NativeResource implements QueuePair {
                     } catch (Throwable t) {
                         throw Ibv.rethrow(t);
                     }
+                } finally {
+                    sendGate.exit();
                 }
                 if (rc == 0) {
                     mw.boundMr = mr;
@@ -674,18 +737,17 @@ final class NativeQp extends NativeResource implements QueuePair {
     protected void free() {
         sendCq.users.remove(this);
         recvCq.users.remove(this);
-        synchronized (sendLock) {
-            synchronized (recvLock) {
-                try (Arena a = Arena.ofConfined()) {
-                    MemorySegment st = Ibv.callState(a);
-                    int rc = (int) Ibv.Fn.DESTROY_QP.invokeExact(st, qp);
-                    if (rc != 0) throw Errors.verb("ibv_destroy_qp", Errors.errno(rc, st), "the QP may be attached to a multicast group");
-                } catch (Throwable t) {
-                    throw Ibv.rethrow(t);
-                } finally {
-                    arena.close();
-                }
-            }
+        // wait for the posts in flight; every later one is refused
+        sendGate.shut();
+        recvGate.shut();
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment st = Ibv.callState(a);
+            int rc = (int) Ibv.Fn.DESTROY_QP.invokeExact(st, qp);
+            if (rc != 0) throw Errors.verb("ibv_destroy_qp", Errors.errno(rc, st), "the QP may be attached to a multicast group");
+        } catch (Throwable t) {
+            throw Ibv.rethrow(t);
+        } finally {
+            arena.close();
         }
     }
 

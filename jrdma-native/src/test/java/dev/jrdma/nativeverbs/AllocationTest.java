@@ -41,6 +41,41 @@ class AllocationTest {
         }
     }
 
+    /** The same on any machine, over the null provider (NullProvider): post_recv + post_send + poll through the ops table. */
+    @Test
+    void nullProviderPostAndPollAllocateNothing() throws Exception {
+        java.nio.file.Path dir = java.nio.file.Path.of("target", "nullverbs");
+        org.junit.jupiter.api.Assumptions.assumeTrue(NullProvider.available(dir), "skipped: -Djrdma.skipLayoutTest is set and no null provider was built");
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) {
+            NullProvider np = NullProvider.open(NullProvider.build(dir), arena.allocate(4096, 4096));
+            try {
+                var mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+                int iters = Integer.getInteger("jrdma.alloc.iters", 100_000);
+                SendWorkRequest s = new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(np.mr, 0, 32)
+                        .remote(np.mr.address(), np.mr.rkey());
+                RecvWorkRequest rv = new RecvWorkRequest().wrId(2).buffer(np.mr, 64, 64);
+                WorkCompletion[] wcs = WorkCompletion.array(4);
+                nullLoop(np, s, rv, wcs, Math.max(20_000, iters / 5));
+                long before = mx.getCurrentThreadAllocatedBytes();
+                nullLoop(np, s, rv, wcs, iters);
+                long after = mx.getCurrentThreadAllocatedBytes();
+                double perOp = (after - before) / (double) iters;
+                System.out.printf("allocation (null provider): %d bytes over %d iterations = %.4f bytes/iteration%n", after - before, iters, perOp);
+                assertTrue(perOp < 1.0, "the hot path allocated " + perOp + " bytes per iteration");
+            } finally {
+                np.free();
+            }
+        }
+    }
+
+    private static void nullLoop(NullProvider np, SendWorkRequest s, RecvWorkRequest rv, WorkCompletion[] wcs, int n) {
+        for (int i = 0; i < n; i++) {
+            np.qp.postRecv(rv);
+            np.qp.postSend(s);
+            if (np.cq.poll(wcs, 4) != 1 || !wcs[0].isSuccess()) throw new AssertionError("the null provider's completion");
+        }
+    }
+
     private static long loop(Rig r, SendWorkRequest s, RecvWorkRequest rv, WorkCompletion[] wcs, int n) {
         long polls = 0;
         for (int i = 0; i < n; i++) {

@@ -1,0 +1,85 @@
+package dev.jrdma.bench.jmh;
+
+import dev.jrdma.nativeverbs.NullProvider;
+import dev.jrdma.verbs.SendWorkRequest;
+import dev.jrdma.verbs.WorkCompletion;
+import dev.jrdma.verbs.WrOpcode;
+import org.openjdk.jmh.annotations.Benchmark;
+import org.openjdk.jmh.annotations.BenchmarkMode;
+import org.openjdk.jmh.annotations.Level;
+import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OperationsPerInvocation;
+import org.openjdk.jmh.annotations.OutputTimeUnit;
+import org.openjdk.jmh.annotations.Scope;
+import org.openjdk.jmh.annotations.Setup;
+import org.openjdk.jmh.annotations.State;
+import org.openjdk.jmh.annotations.TearDown;
+
+import java.lang.foreign.Arena;
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * What jrdma adds per post_send + poll_cq over C, on the null provider (jrdma-native's {@code nullverbs.c}: post
+ * returns 0, poll returns one prepared completion, both reached through the context's ops table as a real
+ * provider's are). One operation = one signalled 64-byte RDMA WRITE posted + one completion polled.
+ * <ul>
+ * <li>{@code c}: the C loop (verbs.h's inline ibv_post_send/ibv_poll_cq on a prepared work request), 1000 pairs per call</li>
+ * <li>{@code ffm}: the same two verbs as bare critical FFM downcalls from Java, no jrdma code: the FFM floor</li>
+ * <li>{@code jrdma}: {@code qp.postSend(wr)} + {@code cq.poll(wcs, 1)}: jrdma's whole path</li>
+ * <li>{@code jrdmaPost}, {@code jrdmaPoll}: each half alone</li>
+ * </ul>
+ */
+@State(Scope.Thread)
+@BenchmarkMode(Mode.AverageTime)
+@OutputTimeUnit(TimeUnit.NANOSECONDS)
+public class NullProviderBench {
+    static final int BATCH = 1000;
+    Arena arena;
+    NullProvider np;
+    SendWorkRequest write;
+    final WorkCompletion[] wcs = WorkCompletion.array(16);
+
+    @Setup(Level.Trial)
+    public void setup() throws Exception {
+        arena = Arena.ofShared();
+        np = NullProvider.open(NullProvider.build(Path.of("target", "nullverbs")), arena.allocate(4096, 4096));
+        np.set(true, false);
+        write = new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).buffer(np.mr, 0, 64).remote(np.mr.address(), np.mr.rkey())
+                .signaled(true).wrId(7);
+    }
+
+    @TearDown(Level.Trial)
+    public void tearDown() {
+        np.free();
+        arena.close();
+    }
+
+    @Benchmark
+    @OperationsPerInvocation(BATCH)
+    public long c() {
+        return np.cLoop(BATCH);
+    }
+
+    @Benchmark
+    @OperationsPerInvocation(BATCH)
+    public long ffm() {
+        return np.ffmLoop(BATCH);
+    }
+
+    @Benchmark
+    public int jrdma() {
+        np.qp.postSend(write);
+        return np.cq.poll(wcs, 1);
+    }
+
+    @Benchmark
+    public void jrdmaPost() {
+        np.qp.postSend(write);
+    }
+
+    @Benchmark
+    public int jrdmaPoll() {
+        return np.cq.poll(wcs, 1);
+    }
+}
