@@ -34,6 +34,7 @@ public final class BufferPool implements AutoCloseable {
     private long bump;
     private boolean closed;
     private long registered;
+    private int inUse;
 
     /**
      * @param pd       where the slabs are registered
@@ -63,6 +64,11 @@ public final class BufferPool implements AutoCloseable {
         return registered;
     }
 
+    /** Buffers handed out and not yet given back. */
+    public synchronized int inUse() {
+        return inUse;
+    }
+
     /** Number of registered slabs. */
     public synchronized int slabCount() {
         return slabs.size();
@@ -73,22 +79,29 @@ public final class BufferPool implements AutoCloseable {
         if (size <= 0) throw new IllegalArgumentException("buffer size must be positive, not " + size);
         synchronized (this) {
             if (closed) throw new IllegalStateException("the buffer pool is closed");
-            if (size > slabSize) {
-                MemoryRegion mr = register(size);
-                return new RegisteredBuffer(this, mr, 0, size, -1);
-            }
-            int cls = Math.max(0, 64 - Long.numberOfLeadingZeros(size - 1) - MIN_SHIFT);
-            long chunk = 1L << (cls + MIN_SHIFT);
-            RegisteredBuffer old = free.get(cls).poll();
-            if (old != null) return new RegisteredBuffer(this, old.region(), old.regionOffset(), size, cls);
-            if (current == null || bump + chunk > slabSize) {
-                current = register(slabSize);
-                bump = 0;
-            }
-            RegisteredBuffer b = new RegisteredBuffer(this, current, bump, size, cls);
-            bump += chunk;
+            RegisteredBuffer b = slice(size);
+            inUse++;
             return b;
         }
+    }
+
+    /** A new buffer of {@code size} bytes: a free slice, a new one of the current slab, or a region of its own. Caller holds the lock. */
+    private RegisteredBuffer slice(long size) {
+        if (size > slabSize) {
+            MemoryRegion mr = register(size);
+            return new RegisteredBuffer(this, mr, 0, size, -1);
+        }
+        int cls = Math.max(0, 64 - Long.numberOfLeadingZeros(size - 1) - MIN_SHIFT);
+        long chunk = 1L << (cls + MIN_SHIFT);
+        RegisteredBuffer old = free.get(cls).poll();
+        if (old != null) return new RegisteredBuffer(this, old.region(), old.regionOffset(), size, cls);
+        if (current == null || bump + chunk > slabSize) {
+            current = register(slabSize);
+            bump = 0;
+        }
+        RegisteredBuffer b = new RegisteredBuffer(this, current, bump, size, cls);
+        bump += chunk;
+        return b;
     }
 
     /**
@@ -128,6 +141,7 @@ public final class BufferPool implements AutoCloseable {
     void release(RegisteredBuffer b) {
         synchronized (this) {
             if (closed) return;
+            inUse--;
             if (b.sizeClass() < 0) {
                 // a dedicated region: deregister and free it
                 MemoryRegion mr = b.region();

@@ -338,7 +338,10 @@ final class CmConnector {
                     rejectQuietly(a, id, r);
                     throw ex;
                 }
-                String why = filter == null ? null : filter.check(remote, h.user());
+                String why = Handshake.screen(filter, remote, h.user());
+                if (why == null && group.endpointCount() >= cfg.maxConnections()) {
+                    why = "the server holds its maximum of " + cfg.maxConnections() + " connections (maxConnections); try again later";
+                }
                 if (why != null) {
                     rejectQuietly(a, id, reject(KIND_REJECT, why));
                     throw new RdmaConnectException(RdmaConnectException.Reason.REJECTED, "rejected the client at " + where + ": " + why);

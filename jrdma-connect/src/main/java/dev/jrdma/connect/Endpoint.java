@@ -244,20 +244,42 @@ public final class Endpoint implements AutoCloseable {
         if (ownsGroup && group != null) group.close();
     }
 
-    /** Server side: a new endpoint for an accepted TCP connection; runs the handshake. */
+    /**
+     * Server side: the handshake of an accepted TCP connection, within one deadline. The client's HELLO is read and
+     * screened (filter, connection cap) before anything is made for it; whatever fails frees all of it.
+     */
     static Endpoint accept(EndpointGroup group, Socket s, ExportedRange export, ServerEndpoint.ConnectionFilter filter, long deadline)
             throws RdmaConnectException {
+        String where = String.valueOf(s.getRemoteSocketAddress());
+        EndpointConfig cfg = group.config();
         Endpoint ep = null;
         try {
+            DataOutputStream out = new DataOutputStream(s.getOutputStream());
+            DataInputStream in = Handshake.input(s, deadline);
+            Handshake.Hello hello = Handshake.readHello(in, out, where);
+            String rejection = Handshake.screen(filter, (InetSocketAddress) s.getRemoteSocketAddress(), hello.privateData());
+            if (rejection == null && group.endpointCount() >= cfg.maxConnections()) {
+                rejection = "the server holds its maximum of " + cfg.maxConnections() + " connections (maxConnections); try again later";
+            }
+            if (rejection != null) {
+                Handshake.writeReject(out, VERDICT_REJECT, rejection);
+                throw new RdmaConnectException(RdmaConnectException.Reason.REJECTED, "rejected the client at " + where + ": " + rejection);
+            }
             ep = new Endpoint(group, false, s);
-            ep.serverHandshake(export, filter, deadline);
+            ep.serverHandshake(hello, in, out, export, where);
             return ep;
         } catch (RdmaConnectException e) {
             cleanupFailed(ep, group, false, s);
             throw e;
+        } catch (IOException e) {
+            cleanupFailed(ep, group, false, s);
+            throw Handshake.translate(e, where, cfg.timeout(), "the client");
         } catch (VerbsException | IllegalStateException e) {
             cleanupFailed(ep, group, false, s);
             throw new RdmaConnectException(RdmaConnectException.Reason.DEVICE_ERROR, "setting up the queue pair failed: " + e.getMessage(), e);
+        } catch (RuntimeException | Error e) {
+            cleanupFailed(ep, group, false, s);
+            throw e;
         }
     }
 
@@ -369,9 +391,8 @@ public final class Endpoint implements AutoCloseable {
         local = localParams(export);
         toInit(0, EndpointGroup.PORT);
         try {
-            Handshake.setTimeout(socket, deadline, where);
             DataOutputStream out = new DataOutputStream(socket.getOutputStream());
-            DataInputStream in = new DataInputStream(socket.getInputStream());
+            DataInputStream in = Handshake.input(socket, deadline);
             Handshake.writeHello(out, local, cfg.recvQueueDepth(), cfg.messageSize(), export == null ? 0 : export.length(), cfg.privateData());
             Handshake.Reply reply = Handshake.readReply(in, where);
             remote = reply.params();
@@ -396,18 +417,9 @@ public final class Endpoint implements AutoCloseable {
         started();
     }
 
-    private void serverHandshake(ExportedRange range, ServerEndpoint.ConnectionFilter filter, long deadline) throws RdmaConnectException {
-        String where = String.valueOf(socket.getRemoteSocketAddress());
+    private void serverHandshake(Handshake.Hello hello, DataInputStream in, DataOutputStream out, ExportedRange range, String where)
+            throws RdmaConnectException {
         try {
-            Handshake.setTimeout(socket, deadline, where);
-            DataOutputStream out = new DataOutputStream(socket.getOutputStream());
-            DataInputStream in = new DataInputStream(socket.getInputStream());
-            Handshake.Hello hello = Handshake.readHello(in, out, where);
-            String rejection = filter == null ? null : filter.check((InetSocketAddress) socket.getRemoteSocketAddress(), hello.privateData());
-            if (rejection != null) {
-                Handshake.writeReject(out, VERDICT_REJECT, rejection);
-                throw new RdmaConnectException(RdmaConnectException.Reason.REJECTED, "rejected the client at " + where + ": " + rejection);
-            }
             remote = hello.params();
             peerMessageSize = hello.messageSize();
             peerPrivateData = hello.privateData();
@@ -988,8 +1000,8 @@ public final class Endpoint implements AutoCloseable {
             return;
         }
         if (wc.opcode == WcOpcode.RECV_RDMA_WITH_IMM) {
+            if (!takePeerCredit()) return;
             repost(slot);
-            peerCreditsView--;
             deliver(new Message(new byte[0], true, wc.immData));
             return;
         }
@@ -1000,11 +1012,32 @@ public final class Endpoint implements AutoCloseable {
             repost(slot);
             return;
         }
+        if (!takePeerCredit()) return;
         byte[] data = new byte[wc.byteLen];
         MemorySegment.copy(recvBufs.segment(), ValueLayout.JAVA_BYTE, (long) slot * cfg.messageSize(), data, 0, wc.byteLen);
         repost(slot);
-        peerCreditsView--;
         deliver(new Message(data, false, 0));
+    }
+
+    /**
+     * A data message used one of the credits the peer was given. A peer that sends without one ignores flow
+     * control: it breaks its own endpoint, so what we hold for it never exceeds the credits granted (the inbox
+     * holds at most recvQueueDepth messages). Caller holds the lock.
+     */
+    private boolean takePeerCredit() {
+        if (peerCreditsView > 0) {
+            peerCreditsView--;
+            return true;
+        }
+        breakWith(new RdmaException(RdmaException.Kind.PROTOCOL_ERROR, "the peer at " + remoteAddress()
+                + " sent a message without a credit (it had used all " + cfg.recvQueueDepth() + " it was given): it ignores flow control;"
+                + " the connection is ended so that it cannot make this side hold more"));
+        return false;
+    }
+
+    /** Messages received and not yet taken by the application (tests: never more than the credits granted). */
+    synchronized int inboxSize() {
+        return inbox.size();
     }
 
     private void repost(int slot) {

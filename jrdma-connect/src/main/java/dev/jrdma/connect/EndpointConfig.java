@@ -31,12 +31,15 @@ import java.util.Set;
  * @param remoteAccess    what a peer may do to this side's memory at all (REMOTE_READ, REMOTE_WRITE, REMOTE_ATOMIC):
  *                        the rights of every queue pair, and the most an export or a grant can give. Default: none,
  *                        so a peer can only send messages; a side that exports memory must ask for the rights it grants
+ * @param maxConnections  endpoints a server holds at once (accepted or waiting to be accepted); more are rejected
+ * @param maxPendingHandshakes handshakes a server runs at once; more clients are rejected until one finishes
  */
 public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineSize, int messageSize, long slabSize,
                              int cqSize, PollMode pollMode, Duration timeout, String device, InetAddress localAddress,
                              byte[] privateData, boolean retryConnect, ConnectionManager connectionManager,
-                             Set<Access> remoteAccess) {
+                             Set<Access> remoteAccess, int maxConnections, int maxPendingHandshakes) {
     public static final int MAX_PRIVATE_DATA = 1024;
+    public static final int DEFAULT_MAX_CONNECTIONS = 1024, DEFAULT_MAX_PENDING_HANDSHAKES = 64;
     /** The rights {@link #remoteAccess} may hold. */
     public static final Set<Access> REMOTE_RIGHTS = Set.copyOf(EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE, Access.REMOTE_ATOMIC));
 
@@ -46,6 +49,14 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
                           byte[] privateData, boolean retryConnect, ConnectionManager connectionManager) {
         this(sendQueueDepth, recvQueueDepth, inlineSize, messageSize, slabSize, cqSize, pollMode, timeout, device, localAddress,
                 privateData, retryConnect, connectionManager, Set.of());
+    }
+
+    /** The settings without the server's caps (their defaults: 1024 connections, 64 handshakes at once). */
+    public EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineSize, int messageSize, long slabSize,
+                          int cqSize, PollMode pollMode, Duration timeout, String device, InetAddress localAddress,
+                          byte[] privateData, boolean retryConnect, ConnectionManager connectionManager, Set<Access> remoteAccess) {
+        this(sendQueueDepth, recvQueueDepth, inlineSize, messageSize, slabSize, cqSize, pollMode, timeout, device, localAddress,
+                privateData, retryConnect, connectionManager, remoteAccess, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_PENDING_HANDSHAKES);
     }
 
     public EndpointConfig {
@@ -59,6 +70,8 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
         if (connectionManager == null) connectionManager = ConnectionManager.AUTO;
         privateData = privateData == null ? new byte[0] : privateData.clone();
         if (privateData.length > MAX_PRIVATE_DATA) throw new IllegalArgumentException("private data is limited to " + MAX_PRIVATE_DATA + " bytes, not " + privateData.length);
+        if (maxConnections < 1) throw new IllegalArgumentException("maxConnections must be at least 1, not " + maxConnections);
+        if (maxPendingHandshakes < 1) throw new IllegalArgumentException("maxPendingHandshakes must be at least 1, not " + maxPendingHandshakes);
         remoteAccess = remoteAccess == null || remoteAccess.isEmpty() ? Set.of() : Set.copyOf(EnumSet.copyOf(remoteAccess));
         for (Access a : remoteAccess) {
             if (!REMOTE_RIGHTS.contains(a)) throw new IllegalArgumentException("remoteAccess takes REMOTE_READ, REMOTE_WRITE and REMOTE_ATOMIC, not " + a);
@@ -79,6 +92,7 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
         b.slabSize = slabSize; b.cqSize = cqSize; b.pollMode = pollMode; b.timeout = timeout; b.device = device;
         b.localAddress = localAddress; b.privateData = privateData; b.retryConnect = retryConnect;
         b.connectionManager = connectionManager; b.remoteAccess = remoteAccess;
+        b.maxConnections = maxConnections; b.maxPendingHandshakes = maxPendingHandshakes;
         return b;
     }
 
@@ -99,6 +113,7 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
         private boolean retryConnect;
         private ConnectionManager connectionManager = ConnectionManager.AUTO;
         private Set<Access> remoteAccess = Set.of();
+        private int maxConnections = DEFAULT_MAX_CONNECTIONS, maxPendingHandshakes = DEFAULT_MAX_PENDING_HANDSHAKES;
 
         private Builder() {}
 
@@ -126,10 +141,13 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
         /** What a peer may do to this side's memory (none by default): see {@link EndpointConfig#remoteAccess()}. */
         public Builder remoteAccess(Access... rights) { remoteAccess = rights.length == 0 ? Set.of() : EnumSet.of(rights[0], rights); return this; }
         public Builder remoteAccess(Set<Access> rights) { remoteAccess = rights; return this; }
+        public Builder maxConnections(int n) { maxConnections = n; return this; }
+        public Builder maxPendingHandshakes(int n) { maxPendingHandshakes = n; return this; }
 
         public EndpointConfig build() {
             return new EndpointConfig(sendQueueDepth, recvQueueDepth, inlineSize, messageSize, slabSize, cqSize, pollMode,
-                    timeout, device, localAddress, privateData, retryConnect, connectionManager, remoteAccess);
+                    timeout, device, localAddress, privateData, retryConnect, connectionManager, remoteAccess,
+                    maxConnections, maxPendingHandshakes);
         }
 
         /** Connects a client endpoint with this config. */

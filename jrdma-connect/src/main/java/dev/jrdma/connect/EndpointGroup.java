@@ -108,6 +108,11 @@ public final class EndpointGroup implements AutoCloseable {
         cqReserved += entries;
     }
 
+    /** Endpoints of this group that exist (connected, or in their handshake). */
+    int endpointCount() {
+        return endpoints.size();
+    }
+
     void register(Endpoint ep) {
         endpoints.put(ep.qpNum(), ep);
     }

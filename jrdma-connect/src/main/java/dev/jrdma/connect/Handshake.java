@@ -32,7 +32,12 @@ import java.time.Duration;
  * server's (READY); the client's QP reaches RTR/RTS only once it has the server's.
  */
 final class Handshake {
+    private static final System.Logger LOG = System.getLogger(Handshake.class.getName());
+
     private Handshake() {}
+
+    /** The largest HELLO: header, parameters, settings and the most private data. */
+    static final int MAX_HELLO = 4 + 2 + ConnParams.SIZE + 4 + 4 + 8 + 2 + EndpointConfig.MAX_PRIVATE_DATA;
 
     record Hello(ConnParams params, int credits, int messageSize, long exportLength, byte[] privateData) {}
 
@@ -103,10 +108,53 @@ final class Handshake {
         return new RdmaConnectException(RdmaConnectException.Reason.ADDRESS_ERROR, "connection to " + where + " failed: " + e, e);
     }
 
-    static void setTimeout(Socket s, long deadline, String where) throws IOException {
-        long left = (deadline - System.nanoTime()) / 1_000_000;
-        if (left <= 0) throw new SocketTimeoutException("deadline passed before the handshake with " + where);
-        s.setSoTimeout((int) Math.min(Integer.MAX_VALUE, left));
+    /**
+     * The socket's input with one deadline for the whole exchange: before every read the socket's timeout is set to
+     * what is left, so a peer that trickles a byte every few seconds is cut off at the deadline like a silent one.
+     */
+    static DataInputStream input(Socket s, long deadline) throws IOException {
+        return new DataInputStream(new DeadlineInput(s, deadline));
+    }
+
+    private static final class DeadlineInput extends java.io.InputStream {
+        private final Socket socket;
+        private final java.io.InputStream in;
+        private final long deadline;
+
+        DeadlineInput(Socket socket, long deadline) throws IOException {
+            this.socket = socket;
+            this.in = socket.getInputStream();
+            this.deadline = deadline;
+        }
+
+        private void arm() throws IOException {
+            long left = (deadline - System.nanoTime()) / 1_000_000;
+            if (left <= 0) throw new SocketTimeoutException("the handshake's deadline passed");
+            socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, left));
+        }
+
+        @Override
+        public int read() throws IOException {
+            arm();
+            return in.read();
+        }
+
+        @Override
+        public int read(byte[] b, int off, int len) throws IOException {
+            arm();
+            return in.read(b, off, len);
+        }
+    }
+
+    /** Runs the server's filter: its reason, null to accept; a filter that throws rejects (and says so). */
+    static String screen(ServerEndpoint.ConnectionFilter filter, InetSocketAddress client, byte[] privateData) {
+        if (filter == null) return null;
+        try {
+            return filter.check(client, privateData);
+        } catch (Throwable t) {
+            LOG.log(System.Logger.Level.WARNING, "the connection filter threw for " + client + "; the client is rejected", t);
+            return "the server's connection filter failed (" + t.getClass().getSimpleName() + ")";
+        }
     }
 
     static void writeHello(DataOutputStream out, ConnParams p, int credits, int messageSize, long exportLength, byte[] priv) throws IOException {

@@ -8,7 +8,11 @@ import dev.jrdma.verbs.WcStatus;
  */
 public class RdmaException extends RuntimeException {
     /** What kind of failure. */
-    public enum Kind { COMPLETION_ERROR, TIMEOUT, CLOSED, PEER_CLOSED, PEER_GONE, POST_ERROR }
+    public enum Kind {
+        COMPLETION_ERROR, TIMEOUT, CLOSED, PEER_CLOSED, PEER_GONE, POST_ERROR,
+        /** The peer broke the endpoint protocol (e.g. sent a message without a credit): the connection is ended. */
+        PROTOCOL_ERROR
+    }
 
     private final Kind kind;
     private final WcStatus status;

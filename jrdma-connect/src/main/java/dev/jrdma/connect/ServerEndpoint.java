@@ -14,6 +14,12 @@ import java.time.Duration;
  * A listening endpoint: {@link #bind} a TCP address, then {@link #accept} connections, each an {@link Endpoint}
  * on this server's {@link EndpointGroup} (one device, one buffer pool, one completion thread). A client whose
  * handshake fails does not end accept: it is logged and accept waits for the next one until its timeout.
+ *
+ * <p>From the first {@code accept} on (TCP exchange), a thread takes connections as they come and runs each
+ * handshake on a virtual thread of its own, within one deadline ({@link EndpointConfig#timeout()}): a slow or
+ * stalling client delays nobody else. At most {@link EndpointConfig#maxPendingHandshakes()} run at once and the
+ * server holds at most {@link EndpointConfig#maxConnections()} endpoints; clients beyond either are rejected with
+ * a reason that says which. Endpoints that finished their handshake wait for {@code accept} in arrival order.
  */
 public final class ServerEndpoint implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(ServerEndpoint.class.getName());
@@ -31,6 +37,10 @@ public final class ServerEndpoint implements AutoCloseable {
     private volatile ExportedRange export;
     private volatile ConnectionFilter filter;
     private volatile RdmaConnectException lastFailure;
+    private final java.util.concurrent.LinkedBlockingQueue<Endpoint> ready = new java.util.concurrent.LinkedBlockingQueue<>();
+    private final java.util.concurrent.atomic.AtomicInteger handshakes = new java.util.concurrent.atomic.AtomicInteger();
+    private Thread acceptor;
+    private volatile boolean closed;
 
     private ServerEndpoint(ServerSocket listener, CmConnector.Listener cm, EndpointGroup group, EndpointConfig cfg) {
         this.listener = listener;
@@ -172,29 +182,96 @@ public final class ServerEndpoint implements AutoCloseable {
                 }
                 continue;
             }
+            startAcceptor();
+            try {
+                Endpoint ep = ready.poll(left, java.util.concurrent.TimeUnit.MILLISECONDS);
+                if (ep != null) return ep;
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new RdmaConnectException(RdmaConnectException.Reason.TIMEOUT, "interrupted while accepting on " + localAddress());
+            }
+            if (closed) throw new RdmaConnectException(RdmaConnectException.Reason.ADDRESS_ERROR, "the server at " + localAddress() + " is closed");
+        }
+    }
+
+    /** Handshakes in progress (tests, diagnostics). */
+    int pendingHandshakes() {
+        return handshakes.get();
+    }
+
+    private synchronized void startAcceptor() {
+        if (acceptor == null && !closed) acceptor = Thread.ofPlatform().daemon().name("jrdma-acceptor-" + port()).start(this::acceptLoop);
+    }
+
+    private void acceptLoop() {
+        while (!closed) {
             Socket s;
             try {
-                listener.setSoTimeout((int) Math.min(Integer.MAX_VALUE, left));
                 s = listener.accept();
                 s.setTcpNoDelay(true);
-            } catch (SocketTimeoutException e) {
-                continue;
             } catch (IOException e) {
-                throw new RdmaConnectException(RdmaConnectException.Reason.ADDRESS_ERROR, "accept on " + localAddress() + " failed: " + e.getMessage(), e);
+                if (!closed) {
+                    lastFailure = new RdmaConnectException(RdmaConnectException.Reason.ADDRESS_ERROR, "accept on " + localAddress() + " failed: " + e.getMessage(), e);
+                    LOG.log(System.Logger.Level.WARNING, lastFailure.getMessage());
+                    closeQuietly(listener);
+                    closed = true;
+                }
+                return;
             }
-            long handshakeDeadline = System.nanoTime() + cfg.timeout().toNanos();
-            try {
-                return Endpoint.accept(group, s, export, filter, handshakeDeadline);
-            } catch (RdmaConnectException e) {
-                lastFailure = e;
-                LOG.log(System.Logger.Level.INFO, "handshake failed: " + e.getMessage());
+            if (handshakes.incrementAndGet() > cfg.maxPendingHandshakes()) {
+                handshakes.decrementAndGet();
+                String reason = "the server has " + cfg.maxPendingHandshakes() + " handshakes in progress (maxPendingHandshakes); try again later";
+                Thread.ofVirtual().name("jrdma-refuse").start(() -> refuse(s, reason));
+                continue;
             }
+            long deadline = System.nanoTime() + cfg.timeout().toNanos();
+            Thread.ofVirtual().name("jrdma-handshake-" + s.getRemoteSocketAddress()).start(() -> handshake(s, deadline));
+        }
+    }
+
+    private void handshake(Socket s, long deadline) {
+        try {
+            Endpoint ep = Endpoint.accept(group, s, export, filter, deadline);
+            ready.add(ep);
+            if (closed) ep.close();
+        } catch (RdmaConnectException e) {
+            lastFailure = e;
+            LOG.log(System.Logger.Level.INFO, "handshake failed: " + e.getMessage());
+        } catch (RuntimeException | Error e) {
+            lastFailure = new RdmaConnectException(RdmaConnectException.Reason.DEVICE_ERROR, "handshake with " + s.getRemoteSocketAddress() + " failed: " + e, e);
+            LOG.log(System.Logger.Level.WARNING, "handshake failed", e);
+        } finally {
+            handshakes.decrementAndGet();
+        }
+    }
+
+    /**
+     * Rejects a connection before its handshake (a cap is reached): the client reads the reason as REJECTED. Its
+     * HELLO is read and dropped first (at most a HELLO's size, for at most a second): closing a socket with unread
+     * bytes resets it, and the client would see the reset instead of the reason.
+     */
+    private void refuse(Socket s, String reason) {
+        lastFailure = new RdmaConnectException(RdmaConnectException.Reason.REJECTED, "rejected " + s.getRemoteSocketAddress() + ": " + reason);
+        LOG.log(System.Logger.Level.INFO, lastFailure.getMessage());
+        try {
+            Handshake.writeReject(new java.io.DataOutputStream(s.getOutputStream()), Endpoint.VERDICT_REJECT, reason);
+            s.shutdownOutput();
+            java.io.InputStream in = Handshake.input(s, System.nanoTime() + 1_000_000_000L);
+            byte[] sink = new byte[256];
+            for (int total = 0, n; total < Handshake.MAX_HELLO && (n = in.read(sink)) > 0; total += n) {
+                // dropped
+            }
+        } catch (IOException ignored) {
+            // the client sees the connection end
+        } finally {
+            Handshake.closeQuietly(s);
         }
     }
 
     /** Stops listening and closes every endpoint accepted here, then the device. */
     @Override
     public void close() {
+        closed = true;
         if (listener != null) closeQuietly(listener);
         if (cm != null) cm.close();
         group.close();
