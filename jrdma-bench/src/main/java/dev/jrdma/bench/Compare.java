@@ -72,8 +72,12 @@ public final class Compare {
     /** One measured point: the client's figures and both sides' CPU. */
     public record Point(Series series, int size, LatencyResult lat, BwResult bw, double clientCpu, double serverCpu) {}
 
-    /** Everything a compare run measured. */
-    public record Result(String device, String host, long iters, List<Integer> sizes, Map<Series, List<Point>> points) {
+    /** Everything a compare run measured, and the points it could not measure (with the reason). */
+    public record Result(String device, String host, long iters, List<Integer> sizes, Map<Series, List<Point>> points, List<String> notMeasured) {
+        public Result(String device, String host, long iters, List<Integer> sizes, Map<Series, List<Point>> points) {
+            this(device, host, iters, sizes, points, List.of());
+        }
+
         public Point point(Series t, int size) {
             for (Point p : points.getOrDefault(t, List.of())) if (p.size() == size) return p;
             return null;
@@ -97,6 +101,7 @@ public final class Compare {
         long iters = iters(o);
         Progress progress = Progress.forTerminal(out, o.quiet);
         Map<Series, List<Point>> points = new LinkedHashMap<>();
+        List<String> notMeasured = new ArrayList<>();
         String device = "?";
         List<Series> order = new ArrayList<>(LAT_SERIES);
         order.addAll(BW_SERIES);
@@ -118,16 +123,28 @@ public final class Compare {
                     if (!ready.startsWith("READY")) throw new BenchException("compare server: " + ready);
                     PerfOptions r = runOptions(o, t, size, iters);
                     r.host = o.host;
-                    RunResult rr = runQuiet(r);
-                    if (!t.test.isSocket()) device = rr.device();
+                    RunResult rr = null;
+                    String failure = null;
+                    try {
+                        rr = runQuiet(r);
+                    } catch (BenchException | dev.jrdma.verbs.VerbsException e) {
+                        failure = e.getMessage();   // one point lost (a stalled peer, an overloaded machine): the others still count
+                    }
                     String res = readLine(in, ctl, (int) Math.min(Integer.MAX_VALUE, o.timeoutSec * 1000L + 600_000L), "RESULT");
-                    if (!res.startsWith("RESULT")) throw new BenchException("compare server, " + t.id() + " " + size + " bytes: " + res);
+                    if (failure == null && !res.startsWith("RESULT")) failure = "server: " + res;
+                    done++;
+                    if (failure != null) {
+                        progress.clear();
+                        out.printf(" %s %d bytes: not measured (%s)%n", t.label(), size, failure);
+                        notMeasured.add(t.label() + " " + size + " B (" + failure + ")");
+                        continue;
+                    }
+                    if (!t.test.isSocket()) device = rr.device();
                     String[] f = res.split(" ");
                     double serverCpu = Long.parseLong(f[2]) <= 0 ? 0 : 100.0 * Long.parseLong(f[1]) / Long.parseLong(f[2]);
                     Point p = new Point(t, size, rr.latency().isEmpty() ? null : rr.latency().getFirst(),
                             rr.bandwidth().isEmpty() ? null : rr.bandwidth().getFirst(), rr.cpuPercent(), serverCpu);
                     points.computeIfAbsent(t, k -> new ArrayList<>()).add(p);
-                    done++;
                 }
             }
             send(cout, "BYE");
@@ -136,7 +153,8 @@ public final class Compare {
         } finally {
             progress.clear();
         }
-        return new Result(device, o.host, iters, sizes, points);
+        if (points.isEmpty()) throw new BenchException("compare with " + o.host + ": no point could be measured; the first failure: " + notMeasured.getFirst());
+        return new Result(device, o.host, iters, sizes, points, List.copyOf(notMeasured));
     }
 
     static PerfOptions runOptions(PerfOptions o, Series s, int size, long iters) {
@@ -295,7 +313,7 @@ public final class Compare {
 
     public static List<Row> rows(Result r) {
         int small = pick(r.sizes(), 64, false), big = pick(r.sizes(), 65536, true), floorBw = floorBwSize(r);
-        String bigLabel = big + " B" + (floorBw != big ? " (UDP floor: " + floorBw + " B datagrams)" : "");
+        String bigLabel = big + " B" + (floorBw != big ? " (UDP: " + floorBw + " B)" : "");
         List<Row> rows = new ArrayList<>();
         rows.add(new Row("latency t_typical [usec], " + small + " B", lat(r, Series.UDP_LAT, small, false), lat(r, Series.TCP_LAT, small, false),
                 lat(r, Series.TCP_LAT_BUSY_POLL, small, false), lat(r, Series.SEND_LAT, small, false), lat(r, Series.WRITE_LAT, small, false), true, "udp_lat"));
@@ -355,6 +373,7 @@ public final class Compare {
         sb.append("× udp_lat, × udp_bw: the figure over the UDP floor of this run (raw Java UDP datagrams, busy-polled; latency: 1 = as\n"
                 + "fast as the floor, lower is better; throughput and rate: 1 = the floor's, higher is better).\n");
         sb.append("RDMA gain: best RDMA column against the better TCP column, >1 means RDMA is better (lower latency/CPU, higher throughput/rate).\n");
+        for (String m : r.notMeasured()) sb.append("Not measured in this run: ").append(m).append('\n');
         sb.append("RDMA device: ").append(r.device()).append("; ").append(r.iters()).append(" iterations per point; latency is half a round trip.\n");
         sb.append("Reproduce: 'jrdma perf compare [-d DEV]' (server) and 'jrdma perf compare [-d DEV] [-n ITERS] HOST' (client).\n");
         return sb.toString();

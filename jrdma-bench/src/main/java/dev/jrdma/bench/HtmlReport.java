@@ -42,6 +42,7 @@ public final class HtmlReport {
                 + "floor's and higher is better. RDMA gain: the better RDMA column against the better TCP column; above 1 RDMA is better. "
                 + "Latency is half a round trip (perftest's convention); CPU is process CPU time over wall time during the run, 100% = one core. "
                 + "Reproduce with <code>jrdma perf compare</code> (server) and <code>jrdma perf compare HOST</code> (client).</p>\n");
+        for (String m : r.notMeasured()) h.append("<p class=\"note\">Not measured in this run: ").append(esc(m)).append("</p>\n");
         h.append("<h2>Latency (t_typical) against message size</h2>\n");
         h.append(chart(latSeries(r), "message size [bytes]", "latency [usec]", true));
         h.append("<h2>Bandwidth (average) against message size</h2>\n");

@@ -56,6 +56,26 @@ class CompareTest {
     }
 
     @Test
+    @Timeout(120)
+    void aPointThatFailsIsReportedAndTheOthersStillCount() throws Exception {
+        int port = Loopback.freePort();
+        // the server has no such RDMA device: every RDMA point fails, the socket points are measured
+        PerfOptions so = PerfOptions.parse("compare", "-d", "nosuchdev0", "-p", "" + port, "--timeout", "3");
+        PerfOptions co = PerfOptions.parse("compare", "-d", SoftRdmaBenchTest.CLIENT_DEV, "-p", "" + port, "--timeout", "3",
+                "--sizes", "64", "-n", "50", "127.0.0.1");
+        Loopback.Outcome<Object> o = Loopback.run(out -> Compare.server(so, out), out -> Compare.client(co, out), 110);
+        Compare.Result r = (Compare.Result) o.client();
+        assertNotNull(r.point(Compare.Series.UDP_LAT, 64), o.clientOut());
+        assertNotNull(r.point(Compare.Series.TCP_LAT_BUSY_POLL, 64), o.clientOut());
+        assertNull(r.point(Compare.Series.SEND_LAT, 64));
+        assertEquals(4, r.notMeasured().size(), r.notMeasured().toString());
+        assertTrue(r.notMeasured().getFirst().startsWith("send_lat 64 B ("), r.notMeasured().toString());
+        String t = Compare.table(r);
+        assertTrue(t.contains("Not measured in this run: write_bw 64 B"), t);
+        assertTrue(HtmlReport.render(r).contains("Not measured in this run: send_bw 64 B"));
+    }
+
+    @Test
     void rowsUseOnlyWhatWasMeasured() {
         var lat = new LatencyResult(64, 100, 1, 9, 2, 2, 0.1, 5, 8);
         var tcpLat = new LatencyResult(64, 100, 10, 90, 20, 20, 1, 50, 80);
@@ -102,7 +122,7 @@ class CompareTest {
         assertEquals(4.0, latRow.overFloor(latRow.tcp()), 1e-9);
         assertEquals(12.0 / 5, latRow.gain(), 1e-9);                   // against the better TCP variant (busy-poll)
         Compare.Row bwRow = rows.get(2);
-        assertTrue(bwRow.label().contains("65536 B (UDP floor: 4096 B datagrams)"), bwRow.label());
+        assertTrue(bwRow.label().contains("65536 B (UDP: 4096 B)"), bwRow.label());
         assertEquals(1000, bwRow.udp(), 1e-9);                        // the 4 KiB datagrams, not the 64 B ones
         assertEquals(0.7, bwRow.overFloor(bwRow.write()), 1e-9);
         Compare.Row rate = rows.get(3);

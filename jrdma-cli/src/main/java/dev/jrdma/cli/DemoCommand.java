@@ -61,7 +61,22 @@ public final class DemoCommand implements Callable<Integer> {
         int s = server.process.exitValue(), c = client.process.exitValue();
         System.out.println(s == 0 && c == 0 ? "\njrdma demo: both sides completed every step"
                 : "\njrdma demo: FAILED (server exit " + s + ", client exit " + c + ")");
+        System.out.print(timingNote(serverDev, clientDev));
         return s != 0 ? s : c;
+    }
+
+    /**
+     * What the step times are and are not, and the command that measures speed: each step runs once, cold, so its
+     * time says nothing about how fast the device is against sockets; {@code jrdma perf compare} measures that.
+     */
+    static String timingNote(String serverDev, String clientDev) {
+        return String.format("""
+                Step times are one cold run of each step (first use, JIT compilation and the TCP barrier included): they
+                show where time goes, not how fast RDMA is. To measure this device against TCP and the raw UDP floor on
+                this machine, run the comparison (two processes, every figure measured in the same run):
+                  jrdma perf compare -d %s &
+                  jrdma perf compare -d %s -n 10000 127.0.0.1
+                """, serverDev, clientDev);
     }
 
     private record Side(Process process, Thread output) {}

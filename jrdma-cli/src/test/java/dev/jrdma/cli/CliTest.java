@@ -88,5 +88,9 @@ class CliTest {
         assertTrue(r.out.contains("IBV_WC_REM_ACCESS_ERR"), r.out);
         assertEquals(2, r.out.split("all steps done", -1).length - 1, "both sides finish: " + r.out);
         assertTrue(r.out.contains("counter went from 100 to 105"), r.out);
+        // the summary points at the measurement instead of letting step times pass for speed
+        assertTrue(r.out.contains("not how fast RDMA is"), r.out);
+        assertTrue(r.out.contains("jrdma perf compare -d ") && r.out.contains(" 127.0.0.1\n"), r.out);
+        org.junit.jupiter.api.Assertions.assertFalse(r.out.toLowerCase(java.util.Locale.ROOT).matches("(?s).*\\b(faster|slower)\\b.*"), "no speed claim that was not measured: " + r.out);
     }
 }
