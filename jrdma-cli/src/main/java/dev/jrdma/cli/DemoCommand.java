@@ -81,10 +81,23 @@ public final class DemoCommand implements Callable<Integer> {
 
     private record Side(Process process, Thread output) {}
 
-    private static Side start(String tag, String... args) throws IOException {
+    /** Modules that call native code (FFM): the native provider and rdma_cm. */
+    static final String NATIVE_MODULES = "dev.jrdma.nativeverbs,dev.jrdma.connect";
+
+    /** A JVM running {@code main} the way this one runs: on the module path when jrdma is, else on the class path. */
+    static List<String> javaCommand(Class<?> main) {
         String java = ProcessHandle.current().info().command().orElse("java");
-        List<String> cmd = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED",
-                "-cp", System.getProperty("java.class.path"), FirstRdmaApp.class.getName()));
+        Module module = main.getModule();
+        if (module.isNamed()) {
+            return new ArrayList<>(List.of(java, "--enable-native-access=" + NATIVE_MODULES,
+                    "--module-path", System.getProperty("jdk.module.path"), "-m", module.getName() + "/" + main.getName()));
+        }
+        return new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED",
+                "-cp", System.getProperty("java.class.path"), main.getName()));
+    }
+
+    private static Side start(String tag, String... args) throws IOException {
+        List<String> cmd = javaCommand(FirstRdmaApp.class);
         cmd.addAll(List.of(args));
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         Thread pump = new Thread(() -> {

@@ -1,0 +1,11 @@
+/**
+ * Connections over jrdma verbs: the out-of-band exchange and rdma_cm set-up, endpoints with credits and futures,
+ * buffer pools, the remote lock and memory-window grants. rdma_cm is reached through FFM: on the module path grant
+ * {@code --enable-native-access=dev.jrdma.connect} where rdma_cm is used.
+ */
+module dev.jrdma.connect {
+    requires transitive dev.jrdma.verbs;
+    requires jdk.net;
+
+    exports dev.jrdma.connect;
+}
