@@ -178,7 +178,7 @@ public final class UdpBench {
                     }
                 }
             }
-            if (count % SAMPLE == 0) d.check("the echo of ping " + count);
+            if (count % SAMPLE == 0) d.check("the echo of ping ", count);
             count++;
             if ((count & 0x3ff) == 0 && progress.enabled()) progress.update(String.format(" udp_lat %d bytes: %d%s", d.size, count, timed ? "" : "/" + iters));
         }
@@ -301,7 +301,7 @@ public final class UdpBench {
                 long now = System.nanoTime();
                 idleSince = now;
                 if (got != size) continue;   // a late datagram of an earlier run
-                if (count % SAMPLE == 0) d.check("datagram " + count);
+                if (count % SAMPLE == 0) d.check("datagram ", count);
                 if (count == 0) { first = now; winStart = now; }
                 if (test.latency) {
                     d.rx.flip();
@@ -407,11 +407,11 @@ public final class UdpBench {
             return v;
         }
 
-        /** Compares the received payload after the sequence number with the pattern; a difference fails the run. */
-        void check(String what) {
+        /** Compares the received payload after the sequence number with the pattern; a difference fails the run (no allocation otherwise). */
+        void check(String what, long n) {
             int at = rxPattern.mismatch(txPattern);
             if (at >= 0)
-                throw new BenchException(what + " differs from what was sent at byte " + (seqBytes + at) + " of " + size
+                throw new BenchException(what + n + " differs from what was sent at byte " + (seqBytes + at) + " of " + size
                         + ": 0x" + Integer.toHexString(rx.get(seqBytes + at) & 0xff) + " instead of 0x" + Integer.toHexString(pattern(seqBytes + at) & 0xff));
         }
     }
