@@ -126,6 +126,8 @@ final class Ibv {
         static final MethodHandle OPS_POLL_CQ = LINKER.downcallHandle(fd(JAVA_INT, ADDRESS, JAVA_INT, ADDRESS), Linker.Option.critical(false));
         /** post_send(qp, wr, bad_wr): hot path. */
         static final MethodHandle OPS_POST_SEND = LINKER.downcallHandle(fd(JAVA_INT, ADDRESS, ADDRESS, ADDRESS), Linker.Option.critical(false));
+        /** post_srq_recv(srq, wr, bad_wr): hot path. */
+        static final MethodHandle OPS_POST_SRQ_RECV = LINKER.downcallHandle(fd(JAVA_INT, ADDRESS, ADDRESS, ADDRESS), Linker.Option.critical(false));
         /** post_recv(qp, wr, bad_wr): hot path. */
         static final MethodHandle OPS_POST_RECV = LINKER.downcallHandle(fd(JAVA_INT, ADDRESS, ADDRESS, ADDRESS), Linker.Option.critical(false));
         /** req_notify_cq(cq, solicited_only). */
@@ -136,6 +138,28 @@ final class Ibv {
         static final MethodHandle OPS_BIND_MW = LINKER.downcallHandle(fd(JAVA_INT, ADDRESS, ADDRESS, ADDRESS), ERRNO_OPT);
         /** dealloc_mw(mw). */
         static final MethodHandle OPS_DEALLOC_MW = LINKER.downcallHandle(fd(JAVA_INT, ADDRESS), ERRNO_OPT);
+    }
+
+    /**
+     * The verbs added for asynchronous events, SRQs, address handles and the extra queries, bound on first use (a
+     * holder class): a program that never uses them never pays for their downcall stubs, which are slow to make on a
+     * slow machine. Exported verbs only; touch after {@link Lib#available()}.
+     */
+    static final class Extra {
+        private Extra() {}
+
+        static final MethodHandle GET_ASYNC_EVENT = Fn.exported("ibv_get_async_event", Fn.fd(JAVA_INT, ADDRESS, ADDRESS), true);
+        static final MethodHandle ACK_ASYNC_EVENT = Fn.exported("ibv_ack_async_event", Fn.fd(null, ADDRESS), false);
+        static final MethodHandle QUERY_PKEY = Fn.exported("ibv_query_pkey", Fn.fd(JAVA_INT, ADDRESS, JAVA_BYTE, JAVA_INT, ADDRESS), true);
+        static final MethodHandle RESIZE_CQ = Fn.exported("ibv_resize_cq", Fn.fd(JAVA_INT, ADDRESS, JAVA_INT), true);
+        static final MethodHandle CREATE_AH = Fn.exported("ibv_create_ah", Fn.fd(ADDRESS, ADDRESS, ADDRESS), true);
+        static final MethodHandle CREATE_AH_FROM_WC = Fn.exported("ibv_create_ah_from_wc", Fn.fd(ADDRESS, ADDRESS, ADDRESS, ADDRESS, JAVA_BYTE), true);
+        static final MethodHandle DESTROY_AH = Fn.exported("ibv_destroy_ah", Fn.fd(JAVA_INT, ADDRESS), true);
+        static final MethodHandle CREATE_SRQ = Fn.exported("ibv_create_srq", Fn.fd(ADDRESS, ADDRESS, ADDRESS), true);
+        static final MethodHandle MODIFY_SRQ = Fn.exported("ibv_modify_srq", Fn.fd(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT), true);
+        static final MethodHandle QUERY_SRQ = Fn.exported("ibv_query_srq", Fn.fd(JAVA_INT, ADDRESS, ADDRESS), true);
+        static final MethodHandle DESTROY_SRQ = Fn.exported("ibv_destroy_srq", Fn.fd(JAVA_INT, ADDRESS), true);
+
     }
 
     /** libc fcntl(2), variadic after the command: (fd, cmd, arg) -> int. */
@@ -163,6 +187,63 @@ final class Ibv {
      */
     static MemorySegment unscoped(MemorySegment s) {
         return MemorySegment.ofAddress(s.address()).reinterpret(s.byteSize());
+    }
+
+    // ---------------------------------------------------------------- eventfd: waking a thread blocked in poll(2)
+    /** libc eventfd/read/write/close, bound on first use (a holder class). */
+    private static final class Fd {
+        private Fd() {}
+
+        static final MethodHandle EVENTFD = LINKER.downcallHandle(LINKER.defaultLookup().find("eventfd").orElseThrow(),
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT), ERRNO_OPT);
+        static final MethodHandle READ = LINKER.downcallHandle(LINKER.defaultLookup().find("read").orElseThrow(),
+                FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
+        static final MethodHandle WRITE = LINKER.downcallHandle(LINKER.defaultLookup().find("write").orElseThrow(),
+                FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
+        static final MethodHandle CLOSE = LINKER.downcallHandle(LINKER.defaultLookup().find("close").orElseThrow(),
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT));
+    }
+
+    private static final int EFD_NONBLOCK = 04000, EFD_CLOEXEC = 02000000;
+
+    /** A non-blocking eventfd(2) with counter 0; throws when none can be made (the open file limit). */
+    static int eventFd(String verb) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment st = callState(a);
+            int fd = (int) Fd.EVENTFD.invokeExact(st, 0, EFD_NONBLOCK | EFD_CLOEXEC);
+            if (fd < 0) throw Errors.verb(verb, errno(st), "eventfd failed: check the open file limit (ulimit -n)");
+            return fd;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** Adds 1 to an eventfd's counter: a poll(2) on it wakes. */
+    static void signalEventFd(int fd) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment one = a.allocate(JAVA_LONG);
+            one.set(JAVA_LONG, 0, 1L);
+            long ignored = (long) Fd.WRITE.invokeExact(fd, one, 8L); // EAGAIN only when the counter is near 2^64: still signalled
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    /** Resets an eventfd's counter to 0; true when it was signalled. */
+    static boolean drainEventFd(int fd, MemorySegment scratch8) {
+        try {
+            return (long) Fd.READ.invokeExact(fd, scratch8, 8L) == 8L;
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
+    }
+
+    static void closeFd(int fd) {
+        try {
+            int ignored = (int) Fd.CLOSE.invokeExact(fd);
+        } catch (Throwable t) {
+            throw rethrow(t);
+        }
     }
 
     /** Reads a NUL-terminated C string of at most {@code max} bytes at {@code offset}. */

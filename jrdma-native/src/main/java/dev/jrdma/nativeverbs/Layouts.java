@@ -144,6 +144,23 @@ public final class Layouts {
             at(32, PTR, "recv_cq"), at(40, PTR, "srq"), at(48, U32, "handle"), at(52, U32, "qp_num"),
             at(56, U32, "state"), at(60, U32, "qp_type"), at(152, U32, "events_completed"));
 
+    public static final StructLayout AH = struct("ibv_ah", 24, at(0, PTR, "context"), at(8, PTR, "pd"), at(16, U32, "handle"));
+
+    public static final StructLayout SRQ = struct("ibv_srq", 128,
+            at(0, PTR, "context"), at(8, PTR, "srq_context"), at(16, PTR, "pd"), at(24, U32, "handle"),
+            at(120, U32, "events_completed"));
+
+    public static final StructLayout SRQ_ATTR = struct("ibv_srq_attr", 12,
+            at(0, U32, "max_wr"), at(4, U32, "max_sge"), at(8, U32, "srq_limit"));
+
+    public static final StructLayout SRQ_INIT_ATTR = struct("ibv_srq_init_attr", 24,
+            at(0, PTR, "srq_context"), at(8, SRQ_ATTR, "attr"));
+
+    /** {@code struct ibv_async_event}: the element union (a pointer or the port number), then the type. */
+    public static final StructLayout ASYNC_EVENT = struct("ibv_async_event", 16,
+            at(0, union(PTR.withName("cq"), PTR.withName("qp"), PTR.withName("srq"), PTR.withName("wq"), U32.withName("port_num")), "element"),
+            at(8, U32, "event_type"));
+
     public static final StructLayout QP_CAP = struct("ibv_qp_cap", 20,
             at(0, U32, "max_send_wr"), at(4, U32, "max_recv_wr"), at(8, U32, "max_send_sge"),
             at(12, U32, "max_recv_sge"), at(16, U32, "max_inline_data"));
@@ -204,7 +221,7 @@ public final class Layouts {
     /** Every libibverbs struct above (the conformance test checks them all). */
     public static final List<StructLayout> ALL = List.of(DEVICE, CONTEXT_OPS, CONTEXT, DEVICE_ATTR, PORT_ATTR, GID_ENTRY,
             PD, MR, MW, MW_BIND_INFO, MW_BIND, COMP_CHANNEL, CQ, QP, QP_CAP, QP_INIT_ATTR, GLOBAL_ROUTE, AH_ATTR,
-            QP_ATTR, SGE, SEND_WR, RECV_WR, WC);
+            QP_ATTR, SGE, SEND_WR, RECV_WR, WC, SRQ, SRQ_ATTR, SRQ_INIT_ATTR, ASYNC_EVENT, AH);
 
     /** One named field: its C member designator, offset and size. */
     public record Field(String path, long offset, long size) {}

@@ -21,7 +21,8 @@ import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * A completion channel ({@code struct ibv_comp_channel*}). {@link #awaitEvent} blocks in poll(2) on the channel's
- * file descriptor (no spinning), then reads the event with {@code ibv_get_cq_event}.
+ * file descriptor (no spinning), then reads the event with {@code ibv_get_cq_event}. It also polls an eventfd of
+ * its own, which {@link #wakeup} signals from any thread.
  */
 final class NativeChannel extends NativeResource implements CompletionChannel {
     private static final short POLLIN = 1;
@@ -30,6 +31,8 @@ final class NativeChannel extends NativeResource implements CompletionChannel {
     final NativeContext context;
     final MemorySegment ch;
     final int fd;
+    /** eventfd(2) that {@link #wakeup} signals; closed with the channel. */
+    private final int wakeFd;
     final Set<NativeCq> cqs = ConcurrentHashMap.newKeySet();
     /**
      * Held from ibv_get_cq_event until the event is counted on its CQ, and by a CQ's destroy while it acks what it
@@ -37,13 +40,24 @@ final class NativeChannel extends NativeResource implements CompletionChannel {
      */
     final Object eventLock = new Object();
 
-    NativeChannel(NativeContext context, MemorySegment ch) {
+    NativeChannel(NativeContext context, MemorySegment ch, int wakeFd) {
         super(context, "completion channel fd " + ch.get(JAVA_INT, offset(Layouts.COMP_CHANNEL, "fd")) + " of " + context.device.name());
         this.context = context;
         this.ch = ch;
         this.fd = ch.get(JAVA_INT, offset(Layouts.COMP_CHANNEL, "fd"));
         // non-blocking, as ibv_get_cq_event(3) suggests: a read never blocks under a lock when another thread took the event
         Ibv.setNonBlocking(fd);
+        this.wakeFd = wakeFd;
+    }
+
+    @Override
+    public void wakeup() {
+        if (!tryEnter()) return; // closed (or closing): nobody is left to wake
+        try {
+            Ibv.signalEventFd(wakeFd);
+        } finally {
+            exit();
+        }
     }
 
     @Override
@@ -57,7 +71,8 @@ final class NativeChannel extends NativeResource implements CompletionChannel {
         long deadline = timeout == null ? Long.MAX_VALUE : System.nanoTime() + Math.max(0, timeout.toNanos());
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.callState(a);
-            MemorySegment pfd = a.allocate(Layouts.POLLFD);
+            MemorySegment pfd = a.allocate(Layouts.POLLFD.byteSize() * 2, 8);
+            MemorySegment scratch = a.allocate(8, 8);
             MemorySegment cqOut = a.allocate(ADDRESS);
             MemorySegment ctxOut = a.allocate(ADDRESS);
             while (true) {
@@ -69,7 +84,10 @@ final class NativeChannel extends NativeResource implements CompletionChannel {
                     pfd.set(JAVA_INT, 0, fd);
                     pfd.set(JAVA_SHORT, 4, POLLIN);
                     pfd.set(JAVA_SHORT, 6, (short) 0);
-                    int rc = (int) Ibv.Fn.POLL.invokeExact(st, pfd, 1L, ms);
+                    pfd.set(JAVA_INT, 8, wakeFd);
+                    pfd.set(JAVA_SHORT, 12, POLLIN);
+                    pfd.set(JAVA_SHORT, 14, (short) 0);
+                    int rc = (int) Ibv.Fn.POLL.invokeExact(st, pfd, 2L, ms);
                     if (rc < 0) {
                         int e = Ibv.errno(st);
                         if (e == 4) continue; // EINTR
@@ -80,6 +98,8 @@ final class NativeChannel extends NativeResource implements CompletionChannel {
                         continue;
                     }
                     if (isClosed()) throw new ClosedException("ibv_get_cq_event", what());
+                    if (pfd.get(JAVA_SHORT, 14) != 0 && Ibv.drainEventFd(wakeFd, scratch)) return null; // woken
+                    if (pfd.get(JAVA_SHORT, 6) == 0) continue;
                     synchronized (eventLock) {
                         int g = (int) Ibv.Fn.GET_CQ_EVENT.invokeExact(st, ch, cqOut, ctxOut);
                         if (g != 0) {
@@ -120,6 +140,7 @@ final class NativeChannel extends NativeResource implements CompletionChannel {
     protected void free() {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.callState(a);
+            Ibv.closeFd(wakeFd);
             int rc = (int) Ibv.Fn.DESTROY_COMP_CHANNEL.invokeExact(st, ch);
             if (rc != 0) throw Errors.verb("ibv_destroy_comp_channel", Errors.errno(rc, st), "CQs created outside jrdma may still use this channel");
         } catch (Throwable t) {

@@ -7,6 +7,8 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
+import dev.jrdma.verbs.AsyncEvent;
+import dev.jrdma.verbs.AsyncEventType;
 import dev.jrdma.verbs.AtomicCap;
 import dev.jrdma.verbs.ClosedException;
 import dev.jrdma.verbs.CompletionChannel;
@@ -28,6 +30,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
@@ -38,9 +41,22 @@ final class NativeContext extends NativeResource implements Context {
     final NativeDevice device;
     final MemorySegment ctx;
     /** Function pointers of ibv_context_ops (NULL when the provider lacks the verb). */
-    final MemorySegment opsPollCq, opsReqNotifyCq, opsPostSend, opsPostRecv, opsAllocMw, opsBindMw, opsDeallocMw;
+    final MemorySegment opsPollCq, opsReqNotifyCq, opsPostSend, opsPostRecv, opsAllocMw, opsBindMw, opsDeallocMw,
+            opsPostSrqRecv;
     /** CQs by native address, to map ibv_get_cq_event's answer back to the Java object. */
     final ConcurrentHashMap<Long, NativeCq> cqs = new ConcurrentHashMap<>();
+    /** QPs and SRQs by native address, to map ibv_get_async_event's element back to the Java object. */
+    final ConcurrentHashMap<Long, NativeQp> qps = new ConcurrentHashMap<>();
+    final ConcurrentHashMap<Long, NativeSrq> srqs = new ConcurrentHashMap<>();
+    /**
+     * Held from ibv_get_async_event until the event is registered on its QP, CQ or SRQ, and by their free while it
+     * acknowledges what is left and leaves the maps: an event read but neither registered nor acknowledged would
+     * make ibv_destroy_qp/cq/srq wait for good.
+     */
+    final Object asyncLock = new Object();
+    private final int asyncFd;
+    /** Set once the async fd was made non-blocking (on the first wait: a context nobody waits on is left as it is). */
+    private volatile boolean asyncFdNonBlocking;
     private volatile DeviceAttr attr;
 
     NativeContext(NativeDevice device, MemorySegment ctx) {
@@ -54,6 +70,8 @@ final class NativeContext extends NativeResource implements Context {
         opsAllocMw = op("alloc_mw");
         opsBindMw = op("bind_mw");
         opsDeallocMw = op("dealloc_mw");
+        opsPostSrqRecv = op("post_srq_recv");
+        asyncFd = ctx.get(JAVA_INT, offset(Layouts.CONTEXT, "async_fd"));
     }
 
     private MemorySegment op(String name) {
@@ -252,9 +270,12 @@ final class NativeContext extends NativeResource implements Context {
             MemorySegment st = Ibv.callState(a);
             MemorySegment ch = (MemorySegment) Ibv.Fn.CREATE_COMP_CHANNEL.invokeExact(st, ctx);
             if (ch.equals(MemorySegment.NULL)) throw Errors.verb("ibv_create_comp_channel", Ibv.errno(st), "check the open file limit (ulimit -n)");
+            int wakeFd = -1;
             try {
-                return new NativeChannel(this, ch.reinterpret(Layouts.COMP_CHANNEL.byteSize()));
-            } catch (RuntimeException e) { // closed meanwhile: do not leak the native channel
+                wakeFd = Ibv.eventFd("ibv_create_comp_channel");
+                return new NativeChannel(this, ch.reinterpret(Layouts.COMP_CHANNEL.byteSize()), wakeFd);
+            } catch (RuntimeException e) { // no eventfd, or closed meanwhile: do not leak the native channel
+                if (wakeFd >= 0) Ibv.closeFd(wakeFd);
                 int ignored = (int) Ibv.Fn.DESTROY_COMP_CHANNEL.invokeExact(st, ch);
                 throw e;
             }
@@ -266,9 +287,37 @@ final class NativeContext extends NativeResource implements Context {
     }
 
     @Override
-    public CompletionQueue createCq(int cqe, CompletionChannel channel) {
+    public int queryPkey(int port, int index) {
+        checkOpen("ibv_query_pkey");
+        checkPort("ibv_query_pkey", port);
+        enter("ibv_query_pkey");
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment st = Ibv.callState(a);
+            MemorySegment p = a.allocate(JAVA_SHORT);
+            int rc = (int) Ibv.Extra.QUERY_PKEY.invokeExact(st, ctx, (byte) port, index, p);
+            if (rc != 0) throw Errors.verb("ibv_query_pkey", Errors.errno(rc, st), "P_Key index " + index + " of port " + port
+                    + " is out of range: the table has pkey_tbl_len entries (Context.queryPort)");
+            return Short.toUnsignedInt(Short.reverseBytes(p.get(JAVA_SHORT, 0))); // __be16
+        } catch (Throwable t) {
+            throw Ibv.rethrow(t);
+        } finally {
+            exit();
+        }
+    }
+
+    @Override
+    public int numCompVectors() {
+        checkOpen("num_comp_vectors");
+        return ctx.get(JAVA_INT, offset(Layouts.CONTEXT, "num_comp_vectors"));
+    }
+
+    @Override
+    public CompletionQueue createCq(int cqe, CompletionChannel channel, int compVector) {
         checkOpen("ibv_create_cq");
         if (cqe < 1) throw new VerbsException("ibv_create_cq", VerbsException.EINVAL, "cqe must be at least 1, not " + cqe);
+        int vectors = numCompVectors();
+        if (compVector < 0 || compVector >= vectors) throw new VerbsException("ibv_create_cq", VerbsException.EINVAL,
+                "comp_vector " + compVector + " outside 0.." + (vectors - 1) + " (num_comp_vectors of " + device.name() + ")");
         NativeChannel ch = null;
         if (channel != null) {
             if (!(channel instanceof NativeChannel nc) || nc.context != this) {
@@ -291,7 +340,7 @@ final class NativeContext extends NativeResource implements Context {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.callState(a);
             MemorySegment chPtr = ch == null ? MemorySegment.NULL : ch.ch; // a local: a conditional argument would be typed Object
-            MemorySegment cq = (MemorySegment) Ibv.Fn.CREATE_CQ.invokeExact(st, ctx, cqe, MemorySegment.NULL, chPtr, 0);
+            MemorySegment cq = (MemorySegment) Ibv.Fn.CREATE_CQ.invokeExact(st, ctx, cqe, MemorySegment.NULL, chPtr, compVector);
             if (cq.equals(MemorySegment.NULL)) throw Errors.verb("ibv_create_cq", Ibv.errno(st), "check cqe against max_cqe and the memlock limit (ulimit -l)");
             NativeCq c;
             try {
@@ -310,6 +359,106 @@ final class NativeContext extends NativeResource implements Context {
         } finally {
             if (ch != null) ch.exit();
             exit();
+        }
+    }
+
+    // ---------------------------------------------------------------- asynchronous events
+    private static final short POLLIN = 1;
+    /** Longest single poll(2): a close by another thread waits for the slice in flight, then the waiter throws. */
+    private static final int SLICE_MS = 100;
+    private static final long EVENT_ELEMENT = offset(Layouts.ASYNC_EVENT, "element"), EVENT_TYPE = offset(Layouts.ASYNC_EVENT, "event_type");
+
+    @Override
+    public AsyncEvent awaitAsyncEvent(Duration timeout) {
+        checkOpen("ibv_get_async_event");
+        if (!asyncFdNonBlocking) { // as ibv_get_async_event(3) suggests: a read never blocks under asyncLock
+            Ibv.setNonBlocking(asyncFd);
+            asyncFdNonBlocking = true;
+        }
+        long deadline = timeout == null ? Long.MAX_VALUE : System.nanoTime() + Math.max(0, timeout.toNanos());
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment st = Ibv.callState(a);
+            MemorySegment pfd = a.allocate(Layouts.POLLFD);
+            while (true) {
+                enter("ibv_get_async_event"); // the fd stays open until exit(): close waits (< one slice)
+                try {
+                    long left = deadline == Long.MAX_VALUE ? SLICE_MS : (deadline - System.nanoTime()) / 1_000_000L;
+                    if (left < 0) return null;
+                    pfd.set(JAVA_INT, 0, asyncFd);
+                    pfd.set(JAVA_SHORT, 4, POLLIN);
+                    pfd.set(JAVA_SHORT, 6, (short) 0);
+                    int rc = (int) Ibv.Fn.POLL.invokeExact(st, pfd, 1L, (int) Math.min(left, SLICE_MS));
+                    if (rc < 0) {
+                        int e = Ibv.errno(st);
+                        if (e == 4) continue; // EINTR
+                        throw Errors.verb("poll", e, "waiting on the context's async_fd " + asyncFd + " failed");
+                    }
+                    if (rc == 0) {
+                        if (deadline != Long.MAX_VALUE && System.nanoTime() >= deadline) return null;
+                        continue;
+                    }
+                    AsyncEvent event = readAsyncEvent(st);
+                    if (event != null) return event;
+                } finally {
+                    exit();
+                }
+            }
+        } catch (Throwable t) {
+            throw Ibv.rethrow(t);
+        }
+    }
+
+    /** Reads one event (null when another thread took it, or when it is about nothing jrdma knows: then acked here). */
+    private AsyncEvent readAsyncEvent(MemorySegment st) throws Throwable {
+        // the struct outlives this call: ibv_ack_async_event reads it when the user acknowledges
+        MemorySegment raw = Arena.ofAuto().allocate(Layouts.ASYNC_EVENT);
+        synchronized (asyncLock) {
+            int g = (int) Ibv.Extra.GET_ASYNC_EVENT.invokeExact(st, ctx, raw);
+            if (g != 0) {
+                int e = Errors.errno(g, st);
+                if (e == VerbsException.EAGAIN || e == 4) return null;
+                throw Errors.verb("ibv_get_async_event", e, "reading the async events of " + device.name() + " failed");
+            }
+            AsyncEventType type = AsyncEventType.of(raw.get(JAVA_INT, EVENT_TYPE));
+            long element = raw.get(ADDRESS, EVENT_ELEMENT).address();
+            Runnable ack = () -> ackAsync(raw);
+            if (type == null) {
+                ack.run(); // a kind newer than this binding: nothing to hand out
+                return null;
+            }
+            switch (type.scope) {
+                case PORT:
+                    return new AsyncEvent(type, raw.get(JAVA_INT, EVENT_ELEMENT), ack);
+                case DEVICE:
+                    return new AsyncEvent(type, null, ack);
+                case QP: {
+                    NativeQp qp = qps.get(element);
+                    if (qp != null) return qp.asyncEvents.register(type, qp, ack);
+                    break;
+                }
+                case CQ: {
+                    NativeCq cq = cqs.get(element);
+                    if (cq != null) return cq.asyncEvents.register(type, cq, ack);
+                    break;
+                }
+                case SRQ: {
+                    NativeSrq srq = srqs.get(element);
+                    if (srq != null) return srq.asyncEvents.register(type, srq, ack);
+                    break;
+                }
+                default:
+                    break;
+            }
+            ack.run(); // about an object destroyed, created outside jrdma, or a WQ: its destroy waits for this ack
+            return null;
+        }
+    }
+
+    private static void ackAsync(MemorySegment raw) {
+        try {
+            Ibv.Extra.ACK_ASYNC_EVENT.invokeExact(raw);
+        } catch (Throwable t) {
+            throw Ibv.rethrow(t);
         }
     }
 

@@ -38,7 +38,7 @@ final class NativeCq extends NativeResource implements CompletionQueue {
     final NativeChannel channel;
     final MemorySegment cq;
     private final MemorySegment fnPoll, fnNotify;
-    private final int capacity;
+    private volatile int capacity;
     private final Arena arena = Arena.ofShared();
     private final MemorySegment wcs;
     /** One poller at a time (they share the ibv_wc array); requestNotify and ackEvents take it too, destroy shuts it. */
@@ -46,6 +46,8 @@ final class NativeCq extends NativeResource implements CompletionQueue {
     /** QPs whose send or receive queue completes here: closed before this CQ. */
     final Set<NativeQp> users = ConcurrentHashMap.newKeySet();
     private long eventsReceived, eventsAcked;
+    /** Asynchronous events (CQ_ERR) about this CQ not yet acknowledged: acknowledged before ibv_destroy_cq. */
+    final PendingAsyncEvents asyncEvents = new PendingAsyncEvents();
 
     NativeCq(NativeContext context, NativeChannel channel, MemorySegment cq) {
         super(context, "CQ 0x" + Long.toHexString(cq.address()) + " of " + context.device.name());
@@ -68,6 +70,23 @@ final class NativeCq extends NativeResource implements CompletionQueue {
     @Override
     public int capacity() {
         return capacity;
+    }
+
+    @Override
+    public void resize(int cqe) {
+        if (cqe < 1) throw new VerbsException("ibv_resize_cq", VerbsException.EINVAL, "cqe must be at least 1, not " + cqe);
+        if (!pollGate.enter()) throw new ClosedException("ibv_resize_cq", what()); // no poll runs while the provider swaps the ring
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment st = Ibv.callState(a);
+            int rc = (int) Ibv.Extra.RESIZE_CQ.invokeExact(st, cq, cqe);
+            if (rc != 0) throw Errors.verb("ibv_resize_cq", Errors.errno(rc, st), "resizing " + what() + " to " + cqe
+                    + " was refused: it must hold at least the completions in it now, and at most max_cqe " + context.attr().maxCqe());
+            capacity = cq.get(JAVA_INT, offset(Layouts.CQ, "cqe"));
+        } catch (Throwable t) {
+            throw Ibv.rethrow(t);
+        } finally {
+            pollGate.exit();
+        }
     }
 
     @Override
@@ -212,6 +231,7 @@ final class NativeCq extends NativeResource implements CompletionQueue {
     @Override
     protected void free() {
         RuntimeException first = null;
+        asyncEvents.close(context);
         // order: the poll gate, then the channel's eventLock (awaitEvent takes only the latter)
         pollGate.shut();
         synchronized (channel == null ? this : channel.eventLock) {

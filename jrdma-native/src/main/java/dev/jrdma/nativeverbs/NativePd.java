@@ -11,6 +11,11 @@ import dev.jrdma.verbs.MwType;
 import dev.jrdma.verbs.ProtectionDomain;
 import dev.jrdma.verbs.QpInitAttr;
 import dev.jrdma.verbs.QueuePair;
+import dev.jrdma.verbs.AddressHandle;
+import dev.jrdma.verbs.AhAttr;
+import dev.jrdma.verbs.WorkCompletion;
+import dev.jrdma.verbs.SharedReceiveQueue;
+import dev.jrdma.verbs.SrqAttr;
 import dev.jrdma.verbs.VerbsException;
 
 import java.lang.foreign.Arena;
@@ -132,6 +137,39 @@ final class NativePd extends NativeResource implements ProtectionDomain {
         enter("ibv_create_qp");
         try {
             return NativeQp.create(this, attr);
+        } finally {
+            exit();
+        }
+    }
+
+    @Override
+    public AddressHandle createAddressHandle(AhAttr attr) {
+        java.util.Objects.requireNonNull(attr, "attr");
+        enter("ibv_create_ah");
+        try {
+            return NativeAh.create(this, attr);
+        } finally {
+            exit();
+        }
+    }
+
+    @Override
+    public AddressHandle createAddressHandleFromWc(WorkCompletion wc, MemorySegment grh, int port) {
+        java.util.Objects.requireNonNull(wc, "wc");
+        enter("ibv_create_ah_from_wc");
+        try {
+            return NativeAh.fromWc(this, wc, grh, port);
+        } finally {
+            exit();
+        }
+    }
+
+    @Override
+    public SharedReceiveQueue createSrq(SrqAttr attr) {
+        java.util.Objects.requireNonNull(attr, "attr");
+        enter("ibv_create_srq");
+        try {
+            return NativeSrq.create(this, attr);
         } finally {
             exit();
         }

@@ -56,7 +56,8 @@ final class NativeQp extends NativeResource implements QueuePair {
             S_AT_SWAP = offset(S, "wr.atomic.swap"), S_AT_RKEY = offset(S, "wr.atomic.rkey"),
             S_BIND_MW = offset(S, "bind_mw.mw"), S_BIND_RKEY = offset(S, "bind_mw.rkey"),
             S_BIND_MR = offset(S, "bind_mw.bind_info.mr"), S_BIND_ADDR = offset(S, "bind_mw.bind_info.addr"),
-            S_BIND_LEN = offset(S, "bind_mw.bind_info.length"), S_BIND_ACCESS = offset(S, "bind_mw.bind_info.mw_access_flags");
+            S_BIND_LEN = offset(S, "bind_mw.bind_info.length"), S_BIND_ACCESS = offset(S, "bind_mw.bind_info.mw_access_flags"),
+            S_UD_AH = offset(S, "wr.ud.ah"), S_UD_QPN = offset(S, "wr.ud.remote_qpn"), S_UD_QKEY = offset(S, "wr.ud.remote_qkey");
     private static final long R_WR_ID = offset(Layouts.RECV_WR, "wr_id"), R_NEXT = offset(Layouts.RECV_WR, "next"),
             R_SG_LIST = offset(Layouts.RECV_WR, "sg_list"), R_NUM_SGE = offset(Layouts.RECV_WR, "num_sge");
     private static final long G_ADDR = offset(Layouts.SGE, "addr"), G_LEN = offset(Layouts.SGE, "length"), G_LKEY = offset(Layouts.SGE, "lkey");
@@ -82,8 +83,18 @@ final class NativeQp extends NativeResource implements QueuePair {
     /** Windows and regions named by BIND_MW requests of the batch being posted, entered until it is posted (sendGate). */
     private final NativeResource[] held = new NativeResource[2 * MAX_BATCH];
     private int nHeld;
+    /** The shared receive queue its receives come from, or null. */
+    final NativeSrq srq;
+    /** Asynchronous events about this QP not yet acknowledged: acknowledged before ibv_destroy_qp. */
+    final PendingAsyncEvents asyncEvents = new PendingAsyncEvents();
+    /** UD: the largest datagram, the active MTU of the port the QP was bound to in INIT (checked before posting). */
+    private volatile int udMtu = Integer.MAX_VALUE;
 
     NativeQp(NativePd pd, MemorySegment qp, QpType type, NativeCq sendCq, NativeCq recvCq, QpCap cap) {
+        this(pd, qp, type, sendCq, recvCq, cap, null);
+    }
+
+    NativeQp(NativePd pd, MemorySegment qp, QpType type, NativeCq sendCq, NativeCq recvCq, QpCap cap, NativeSrq srq) {
         super(pd, "QP 0x" + Integer.toHexString(qp.get(JAVA_INT, offset(Layouts.QP, "qp_num"))) + " of " + pd.context.device.name());
         this.pd = pd;
         this.qp = qp;
@@ -113,6 +124,9 @@ final class NativeQp extends NativeResource implements QueuePair {
         recvSgesAddr = recvSges.address();
         sendCq.users.add(this);
         recvCq.users.add(this);
+        this.srq = srq;
+        if (srq != null) srq.users.add(this);
+        pd.context.qps.put(qp.address(), this);
     }
 
     static NativeQp create(NativePd pd, QpInitAttr attr) {
@@ -122,17 +136,33 @@ final class NativeQp extends NativeResource implements QueuePair {
         }
         QpCap c = attr.cap();
         var dev = pd.context.attr();
+        NativeSrq srq = null;
+        if (attr.srq() != null) {
+            if (!(attr.srq() instanceof NativeSrq s) || s.pd != pd) {
+                throw new VerbsException("ibv_create_qp", VerbsException.EINVAL, "the shared receive queue must belong to the QP's protection domain");
+            }
+            srq = s;
+        }
         // the CQs cannot be freed under ibv_create_qp (the caller holds the PD's read lock)
         scq.enter("ibv_create_qp");
         try {
             if (rcq != scq) rcq.enter("ibv_create_qp");
             try {
-                NativeQp q = create(pd, attr, scq, rcq, c, dev);
-                if (scq.isClosed() || rcq.isClosed()) { // a CQ began closing and may have missed this QP among its users
-                    q.close();
-                    throw new ClosedException("ibv_create_qp", (scq.isClosed() ? scq : rcq).what());
+                if (srq != null) srq.enter("ibv_create_qp");
+                try {
+                    NativeQp q = create(pd, attr, scq, rcq, c, dev, srq);
+                    if (scq.isClosed() || rcq.isClosed()) { // a CQ began closing and may have missed this QP among its users
+                        q.close();
+                        throw new ClosedException("ibv_create_qp", (scq.isClosed() ? scq : rcq).what());
+                    }
+                    if (srq != null && srq.isClosed()) { // likewise for the SRQ
+                        q.close();
+                        throw new ClosedException("ibv_create_qp", srq.what());
+                    }
+                    return q;
+                } finally {
+                    if (srq != null) srq.exit();
                 }
-                return q;
             } finally {
                 if (rcq != scq) rcq.exit();
             }
@@ -141,13 +171,14 @@ final class NativeQp extends NativeResource implements QueuePair {
         }
     }
 
-    private static NativeQp create(NativePd pd, QpInitAttr attr, NativeCq scq, NativeCq rcq, QpCap c, dev.jrdma.verbs.DeviceAttr dev) {
+    private static NativeQp create(NativePd pd, QpInitAttr attr, NativeCq scq, NativeCq rcq, QpCap c, dev.jrdma.verbs.DeviceAttr dev, NativeSrq srq) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.callState(a);
             MemorySegment ia = a.allocate(Layouts.QP_INIT_ATTR);
             GroupLayout L = Layouts.QP_INIT_ATTR;
             ia.set(ADDRESS, offset(L, "send_cq"), scq.cq);
             ia.set(ADDRESS, offset(L, "recv_cq"), rcq.cq);
+            if (srq != null) ia.set(ADDRESS, offset(L, "srq"), srq.srq);
             ia.set(JAVA_INT, offset(L, "cap.max_send_wr"), c.maxSendWr());
             ia.set(JAVA_INT, offset(L, "cap.max_recv_wr"), c.maxRecvWr());
             ia.set(JAVA_INT, offset(L, "cap.max_send_sge"), c.maxSendSge());
@@ -170,7 +201,7 @@ final class NativeQp extends NativeResource implements QueuePair {
                     Math.max(got.maxSendSge(), c.maxSendSge()), Math.max(got.maxRecvSge(), c.maxRecvSge()),
                     Math.max(got.maxInlineData(), c.maxInlineData()));
             try {
-                return new NativeQp(pd, qp.reinterpret(Layouts.QP.byteSize()), attr.type(), scq, rcq, got);
+                return new NativeQp(pd, qp.reinterpret(Layouts.QP.byteSize()), attr.type(), scq, rcq, got, srq);
             } catch (RuntimeException e) { // the PD closed meanwhile: do not leak the native QP
                 int ignored = (int) Ibv.Fn.DESTROY_QP.invokeExact(st, qp);
                 throw e;
@@ -234,6 +265,7 @@ final class NativeQp extends NativeResource implements QueuePair {
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
         }
+        if (rc == 0 && type == QpType.UD && attr.has(QpAttrMask.PORT)) udMtu = pd.context.queryPort(attr.port()).activeMtu().bytes;
         if (rc != 0) {
             String hint = "moving " + what() + " " + cur + "->" + next + " with " + attr + " was refused: ";
             String general = "check the QP state (it is " + cur + ") and the attributes this transition requires; "
@@ -277,6 +309,7 @@ final class NativeQp extends NativeResource implements QueuePair {
         if (q.has(QpAttrMask.TIMEOUT)) s.set(JAVA_BYTE, offset(L, "timeout"), (byte) q.timeout());
         if (q.has(QpAttrMask.RETRY_CNT)) s.set(JAVA_BYTE, offset(L, "retry_cnt"), (byte) q.retryCnt());
         if (q.has(QpAttrMask.RNR_RETRY)) s.set(JAVA_BYTE, offset(L, "rnr_retry"), (byte) q.rnrRetry());
+        if (q.has(QpAttrMask.EN_SQD_ASYNC_NOTIFY)) s.set(JAVA_BYTE, offset(L, "en_sqd_async_notify"), (byte) (q.enSqdAsyncNotify() ? 1 : 0));
     }
 
     private static void writeAh(AhAttr ah, MemorySegment s, String p) {
@@ -457,7 +490,12 @@ final class NativeQp extends NativeResource implements QueuePair {
         if (type != QpType.RC) {
             if (type == QpType.UD && op != WrOpcode.SEND && op != WrOpcode.SEND_WITH_IMM)
                 return "a UD QP only sends SEND and SEND_WITH_IMM";
-            if (type == QpType.UD) return "UD sends need an address handle, which this API does not offer yet (not supported)";
+            if (type == QpType.UD) {
+                if (!(wr.ah instanceof NativeAh ah) || ah.pd != pd) return "a UD send needs an address handle of this QP's PD (SendWorkRequest.ud)";
+                if (!hold(ah)) return "the address handle is closed";
+                long total = wr.totalLength();
+                if (total > udMtu) return "a UD message of " + total + " bytes is larger than the port's MTU " + udMtu + ": a datagram is one packet";
+            }
             if (type == QpType.UC && (op == WrOpcode.RDMA_READ || op.isAtomic() || op == WrOpcode.BIND_MW))
                 return op + " is not allowed on a UC QP (RC only)";
         }
@@ -527,6 +565,11 @@ final class NativeQp extends NativeResource implements QueuePair {
         } else {
             writeSendOther(b, wr, op);
         }
+        if (type == QpType.UD) { // validateSendFully checked (and holds) the handle
+            s.set(JAVA_LONG, b + S_UD_AH, ((NativeAh) wr.ah).ah.address());
+            s.set(JAVA_INT, b + S_UD_QPN, wr.remoteQpn);
+            s.set(JAVA_INT, b + S_UD_QKEY, wr.remoteQkey);
+        }
         MemorySegment g = sendSges;
         for (int k = 0; k < ns; k++) {
             Sge e = wr.sge(k);
@@ -581,6 +624,7 @@ final class NativeQp extends NativeResource implements QueuePair {
     @Override
     public void postRecv(RecvWorkRequest first) {
         if (first == null) throw new PostException("ibv_post_recv", VerbsException.EINVAL, 0, "the work request is null");
+        if (srq != null) throw new PostException("ibv_post_recv", VerbsException.EINVAL, 0, what() + " takes its receives from a shared receive queue: post them there");
         if (!recvGate.enter()) throw new ClosedException("ibv_post_recv", what());
         try {
             checkOpen("ibv_post_recv");
@@ -737,6 +781,9 @@ final class NativeQp extends NativeResource implements QueuePair {
     protected void free() {
         sendCq.users.remove(this);
         recvCq.users.remove(this);
+        if (srq != null) srq.users.remove(this);
+        asyncEvents.close(pd.context);
+        pd.context.qps.remove(qp.address());
         // wait for the posts in flight; every later one is refused
         sendGate.shut();
         recvGate.shut();

@@ -6,12 +6,14 @@ import dev.jrdma.verbs.CompletionQueue;
 import dev.jrdma.verbs.Context;
 import dev.jrdma.verbs.Device;
 import dev.jrdma.verbs.Gid;
+import dev.jrdma.verbs.Grh;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.Mtu;
 import dev.jrdma.verbs.ProtectionDomain;
 import dev.jrdma.verbs.QpAttr;
 import dev.jrdma.verbs.QpInitAttr;
 import dev.jrdma.verbs.QpState;
+import dev.jrdma.verbs.QpType;
 import dev.jrdma.verbs.QueuePair;
 import dev.jrdma.verbs.RecvWorkRequest;
 import dev.jrdma.verbs.SendWorkRequest;
@@ -33,7 +35,9 @@ import java.util.HexFormat;
 import java.util.concurrent.ThreadLocalRandom;
 
 /**
- * A Java twin of rdma-core's {@code ibv_rc_pingpong}: speaks its TCP exchange ({@code "%04x:%06x:%06x:%s"}:
+ * A Java twin of rdma-core's {@code ibv_rc_pingpong} and, with {@code -ud} ({@link Options#ud}), of
+ * {@code ibv_ud_pingpong}: UD QPs with Q_Key 0x11111111, an address handle to the peer, receive buffers 40 bytes
+ * longer than the message for the GRH. Both speak the same TCP exchange ({@code "%04x:%06x:%06x:%s"}:
  * LID, QPN, PSN and the GID as 32 hex digits, in a 52-byte message with its NUL, then "done") and its
  * ping-pong of SENDs, so it can play client or server against the C program.
  * <pre>
@@ -44,6 +48,8 @@ import java.util.concurrent.ThreadLocalRandom;
 public final class RcPingPong {
     static final int MSG_SIZE = "0000:000000:000000:00000000000000000000000000000000".length() + 1;
     private static final long RECV_WRID = 1, SEND_WRID = 2;
+    /** The Q_Key ibv_ud_pingpong uses. */
+    static final int UD_QKEY = 0x11111111;
 
     /** One side's connection data, as rc_pingpong exchanges it. */
     public record Dest(int lid, int qpn, int psn, Gid gid) {
@@ -70,6 +76,8 @@ public final class RcPingPong {
         public String server;          // null: be the server
         public int tcpPort = 18515, ibPort = 1, size = 4096, rxDepth = 500, iters = 1000, sl = 0, gidIndex = -1;
         public Mtu mtu = Mtu.MTU_1024;
+        /** Play ibv_ud_pingpong (UD datagrams) instead of ibv_rc_pingpong. */
+        public boolean ud;
         public long connectTimeoutMs = 30_000;
         /** Called once the server's TCP socket listens (a test starts the C client then). */
         public Runnable onListening = () -> { };
@@ -99,9 +107,10 @@ public final class RcPingPong {
                 case "-n" -> o.iters = Integer.parseInt(args[++i]);
                 case "-l" -> o.sl = Integer.parseInt(args[++i]);
                 case "-g" -> o.gidIndex = Integer.parseInt(args[++i]);
+                case "-ud" -> o.ud = true;
                 default -> {
                     if (a.startsWith("-")) {
-                        System.err.println("usage: RcPingPong [-p port] [-d dev] [-i ib-port] [-s size] [-m mtu] [-r rx-depth] [-n iters] [-l sl] [-g gid-idx] [server]");
+                        System.err.println("usage: RcPingPong [-p port] [-d dev] [-i ib-port] [-s size] [-m mtu] [-r rx-depth] [-n iters] [-l sl] [-g gid-idx] [-ud] [server]");
                         System.exit(2);
                     }
                     o.server = a;
@@ -115,13 +124,19 @@ public final class RcPingPong {
     public static Result run(Device dev, Options o) throws IOException {
         try (Context ctx = dev.open(); Arena arena = Arena.ofShared()) {
             ProtectionDomain pd = ctx.allocPd();
-            MemorySegment buf = arena.allocate(o.size, 4096);
+            // ud_pingpong receives into the whole buffer (the GRH first) and sends from behind the GRH area
+            int grh = o.ud ? Grh.BYTES : 0;
+            if (o.ud && o.size > ctx.queryPort(o.ibPort).activeMtu().bytes)
+                throw new IllegalArgumentException("requested size " + o.size + " is larger than the port's MTU " + ctx.queryPort(o.ibPort).activeMtu().bytes);
+            MemorySegment buf = arena.allocate(o.size + grh, 4096);
             MemoryRegion mr = pd.registerMemory(buf, Access.LOCAL_WRITE);
             CompletionQueue cq = ctx.createCq(o.rxDepth + 1, null);
-            QueuePair qp = pd.createQueuePair(QpInitAttr.builder(cq).maxSendWr(1).maxRecvWr(o.rxDepth).build());
-            qp.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(o.ibPort).access(java.util.EnumSet.noneOf(Access.class)));
+            QueuePair qp = pd.createQueuePair(QpInitAttr.builder(cq).type(o.ud ? QpType.UD : QpType.RC)
+                    .maxSendWr(1).maxRecvWr(o.rxDepth).build());
+            if (o.ud) qp.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(o.ibPort).qkey(UD_QKEY));
+            else qp.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(o.ibPort).access(java.util.EnumSet.noneOf(Access.class)));
 
-            RecvWorkRequest rwr = new RecvWorkRequest().wrId(RECV_WRID).buffer(mr, 0, o.size);
+            RecvWorkRequest rwr = new RecvWorkRequest().wrId(RECV_WRID).buffer(mr, 0, o.size + grh);
             int routs = postRecvs(qp, rwr, o.rxDepth);
             if (routs < o.rxDepth) throw new IllegalStateException("couldn't post receive (" + routs + ")");
 
@@ -131,7 +146,8 @@ public final class RcPingPong {
             Dest rem = o.server == null ? serverExchange(qp, o, my) : clientExchange(o, my);
             if (o.server != null) connect(qp, o, my, rem);
 
-            SendWorkRequest swr = new SendWorkRequest().wrId(SEND_WRID).opcode(WrOpcode.SEND).signaled(true).buffer(mr, 0, o.size);
+            SendWorkRequest swr = new SendWorkRequest().wrId(SEND_WRID).opcode(WrOpcode.SEND).signaled(true).buffer(mr, grh, o.size);
+            if (o.ud) swr.ud(pd.createAddressHandle(ahTo(rem, o)), rem.qpn(), UD_QKEY);
             WorkCompletion[] wcs = WorkCompletion.array(2);
             long start = System.nanoTime();
             int pending = (int) RECV_WRID, scnt = 0, rcnt = 0;
@@ -178,13 +194,24 @@ public final class RcPingPong {
         return n;
     }
 
-    private static void connect(QueuePair qp, Options o, Dest my, Dest rem) {
+    /** The peer's address as the C programs build it: global (hop limit 1) when its GID has an interface id. */
+    private static AhAttr ahTo(Dest rem, Options o) {
         AhAttr ah = new AhAttr().dlid(rem.lid()).portNum(o.ibPort);
         ah.sl = o.sl;
         byte[] g = rem.gid().toByteArray();
         boolean interfaceId = false;
         for (int i = 8; i < 16; i++) interfaceId |= g[i] != 0;
         if (interfaceId) ah.global(rem.gid(), Math.max(0, o.gidIndex)).hopLimit(1);
+        return ah;
+    }
+
+    private static void connect(QueuePair qp, Options o, Dest my, Dest rem) {
+        if (o.ud) { // a UD QP needs no peer to reach RTS: the address travels with each send
+            qp.modify(new QpAttr().state(QpState.RTR));
+            qp.modify(new QpAttr().state(QpState.RTS).sqPsn(my.psn()));
+            return;
+        }
+        AhAttr ah = ahTo(rem, o);
         qp.modify(new QpAttr().state(QpState.RTR).pathMtu(o.mtu).destQpNum(rem.qpn()).rqPsn(rem.psn())
                 .maxDestRdAtomic(1).minRnrTimer(12).ah(ah));
         qp.modify(new QpAttr().state(QpState.RTS).timeout(14).retryCnt(7).rnrRetry(7).sqPsn(my.psn()).maxRdAtomic(1));

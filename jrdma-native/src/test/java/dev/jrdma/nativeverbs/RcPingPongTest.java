@@ -16,10 +16,14 @@ import java.util.concurrent.TimeUnit;
 
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
-/** Java against rdma-core's C {@code ibv_rc_pingpong}, both ways (needs ibverbs-utils and a device). */
+/** Java against rdma-core's C {@code ibv_rc_pingpong} and {@code ibv_ud_pingpong}, both ways (needs ibverbs-utils and a device). */
 class RcPingPongTest {
     static final int ITERS = Integer.getInteger("jrdma.pingpong.iters", 1000);
+    /** ibv_ud_pingpong's default 2048 bytes exceed rxe's 1024-byte MTU on a 1500-byte netdev. */
+    static final int UD_SIZE = 512;
 
     @Test
     void wireFormatMatchesRcPingpong() {
@@ -33,16 +37,18 @@ class RcPingPongTest {
         assertEquals(d, RcPingPong.Dest.parse(w));
     }
 
-    private static Path pingpong() {
+    private static Path pingpong(boolean ud) {
         for (String dir : System.getenv().getOrDefault("PATH", "/usr/bin").split(File.pathSeparator)) {
-            Path p = Path.of(dir, "ibv_rc_pingpong");
+            Path p = Path.of(dir, ud ? "ibv_ud_pingpong" : "ibv_rc_pingpong");
             if (Files.isExecutable(p)) return p;
         }
         return null;
     }
 
-    private static RcPingPong.Options options(Device dev, int port) {
+    private static RcPingPong.Options options(Device dev, int port, boolean ud) {
         RcPingPong.Options o = new RcPingPong.Options();
+        o.ud = ud;
+        if (ud) o.size = UD_SIZE;
         o.device = dev.name();
         o.gidIndex = Integer.getInteger("jrdma.pingpong.gid", 1);
         o.iters = ITERS;
@@ -50,22 +56,24 @@ class RcPingPongTest {
         return o;
     }
 
-    private static List<String> cmd(Path exe, Device dev, int port, String server) {
+    private static List<String> cmd(Path exe, Device dev, int port, String server, boolean ud) {
         var c = new java.util.ArrayList<>(List.of(exe.toString(), "-d", dev.name(), "-g", Integer.getInteger("jrdma.pingpong.gid", 1).toString(),
                 "-n", Integer.toString(ITERS), "-p", Integer.toString(port)));
+        if (ud) c.addAll(List.of("-s", Integer.toString(UD_SIZE)));
         if (server != null) c.add(server);
         return c;
     }
 
-    @Test
-    void javaClientAgainstCServer() throws Exception {
+    @ParameterizedTest(name = "ud={0}")
+    @ValueSource(booleans = {false, true})
+    void javaClientAgainstCServer(boolean ud) throws Exception {
         Device dev = Rig.device();
-        Path exe = pingpong();
-        Assumptions.assumeTrue(exe != null, "ibv_rc_pingpong not installed (apt-get install ibverbs-utils)");
-        int port = 18515 + 7;
-        Process c = new ProcessBuilder(cmd(exe, dev, port, null)).redirectErrorStream(true).start();
+        Path exe = pingpong(ud);
+        Assumptions.assumeTrue(exe != null, "ibv_rc_pingpong / ibv_ud_pingpong not installed (apt-get install ibverbs-utils)");
+        int port = 18515 + (ud ? 17 : 7);
+        Process c = new ProcessBuilder(cmd(exe, dev, port, null, ud)).redirectErrorStream(true).start();
         try {
-            RcPingPong.Options o = options(dev, port);
+            RcPingPong.Options o = options(dev, port, ud);
             o.server = "127.0.0.1";
             RcPingPong.Result r = RcPingPong.run(dev, o);
             System.out.println("Java client vs C server:\n" + r);
@@ -79,19 +87,20 @@ class RcPingPongTest {
         }
     }
 
-    @Test
-    void cClientAgainstJavaServer() throws Exception {
+    @ParameterizedTest(name = "ud={0}")
+    @ValueSource(booleans = {false, true})
+    void cClientAgainstJavaServer(boolean ud) throws Exception {
         Device dev = Rig.device();
-        Path exe = pingpong();
-        Assumptions.assumeTrue(exe != null, "ibv_rc_pingpong not installed (apt-get install ibverbs-utils)");
-        int port = 18515 + 8;
+        Path exe = pingpong(ud);
+        Assumptions.assumeTrue(exe != null, "ibv_rc_pingpong / ibv_ud_pingpong not installed (apt-get install ibverbs-utils)");
+        int port = 18515 + (ud ? 18 : 8);
         CountDownLatch listening = new CountDownLatch(1);
-        RcPingPong.Options o = options(dev, port);
+        RcPingPong.Options o = options(dev, port, ud);
         o.onListening = listening::countDown;
         Process[] c = new Process[1];
         Thread starter = Thread.ofPlatform().start(() -> {
             try {
-                if (listening.await(60, TimeUnit.SECONDS)) c[0] = new ProcessBuilder(cmd(exe, dev, port, "127.0.0.1")).redirectErrorStream(true).start();
+                if (listening.await(60, TimeUnit.SECONDS)) c[0] = new ProcessBuilder(cmd(exe, dev, port, "127.0.0.1", ud)).redirectErrorStream(true).start();
             } catch (Exception e) {
                 throw new RuntimeException(e);
             }

@@ -125,7 +125,7 @@ final class Completer {
         int prev = Psn.add(psn, -1);
         if (ackUpTo(prev)) progress(prev);
         SendWqe w = firstPending();
-        if (w == null || qp.state() != QpState.RTS) return State.COMPLETE;
+        if (w == null || !qp.sendsRequests()) return State.COMPLETE;
         if (qp.rnrRetry != 7) { // 7 means retry forever
             if (rnrLeft == 0) {
                 completeWithError(w, WcStatus.RNR_RETRY_EXC_ERR);
@@ -142,7 +142,7 @@ final class Completer {
     private State sequenceNak() {
         int prev = Psn.add(psn, -1);
         if (ackUpTo(prev)) progress(prev);
-        if (qp.state() != QpState.RTS || qp.requester.rnrWait) return State.COMPLETE; // an RNR wait resends from there anyway
+        if (!qp.sendsRequests() || qp.requester.rnrWait) return State.COMPLETE; // an RNR wait resends from there anyway
         if (retryLeft == 0) {
             SendWqe w = firstPending();
             if (w != null) {
@@ -160,7 +160,7 @@ final class Completer {
     private State fatalNak() {
         int prev = Psn.add(psn, -1);
         if (ackUpTo(prev)) progress(prev);
-        if (qp.state() != QpState.RTS) return State.DONE;
+        if (!qp.sendsRequests()) return State.DONE;
         SendWqe w = firstPending();
         if (w == null) return State.DONE;
         completeWithError(w, switch (Aeth.value(pkt.aethSyndrome())) {

@@ -80,7 +80,7 @@ final class Requester {
 
     /** Transmits what the send queue, the window and the READ/atomic limit allow now. */
     void run() {
-        if (qp.state() != QpState.RTS || rnrWait) return;
+        if (!qp.sendsRequests() || rnrWait) return;
         State s = State.NEXT_WQE;
         while (!s.stops()) {
             if (SoftQp.TRACE) qp.trace("requester", s);
@@ -100,7 +100,8 @@ final class Requester {
     private State nextWqe() {
         if (sq.next == sq.tail) return State.QUEUE_EMPTY;
         wqe = sq.at(sq.next);
-        return wqe.progress == Progress.POSTED ? State.START_WQE : State.SEND_PACKET;
+        if (wqe.progress != Progress.POSTED) return State.SEND_PACKET;
+        return qp.state() == QpState.SQD ? State.QUEUE_EMPTY : State.START_WQE; // SQD finishes what it started, starts nothing
     }
 
     /** Gives a new WQE its PSNs, after the checks that may hold it back (fence, READ/atomic limit) or fail it. */

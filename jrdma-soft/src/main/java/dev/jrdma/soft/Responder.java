@@ -178,13 +178,13 @@ final class Responder {
     private State checkResource() {
         if (kind == SEND_MESSAGE) {
             if ((flags & START) != 0) {
-                if (rq.isEmpty()) return State.ERR_RNR;
+                if (!qp.takeReceive()) return State.ERR_RNR;
                 recvOffset = 0;
             }
             RecvWqe r = rq.first();
             if (r.localErr != null) return recvError(r, r.localErr, State.ERR_REMOTE_OPERATIONAL);
             if (recvOffset + pkt.payloadLength() > r.total) return recvError(r, WcStatus.LOC_LEN_ERR, State.ERR_INVALID_REQUEST);
-        } else if (kind == WRITE_MESSAGE && (flags & IMMDT) != 0 && rq.isEmpty()) {
+        } else if (kind == WRITE_MESSAGE && (flags & IMMDT) != 0 && !qp.takeReceive()) {
             return State.ERR_RNR;
         }
         return State.CHECK_RKEY;
@@ -376,6 +376,7 @@ final class Responder {
             rq.head++;
         }
         qp.toErr();
+        qp.raiseResponderError(nakCode);
         return State.DONE;
     }
 

@@ -18,6 +18,7 @@ final class SoftChannel extends Resource implements CompletionChannel {
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition ready = lock.newCondition();
     private final ArrayDeque<SoftCq> events = new ArrayDeque<>();
+    private boolean woken;
 
     SoftChannel(SoftContext ctx) {
         super(ctx, "completion channel");
@@ -46,6 +47,17 @@ final class SoftChannel extends Resource implements CompletionChannel {
     }
 
     @Override
+    public void wakeup() {
+        lock.lock();
+        try {
+            woken = true;
+            ready.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    @Override
     public CompletionQueue awaitEvent(Duration timeout) {
         checkOpen("ibv_get_cq_event");
         long nanos = timeout == null ? Long.MAX_VALUE : timeout.toNanos();
@@ -53,6 +65,10 @@ final class SoftChannel extends Resource implements CompletionChannel {
         try {
             while (events.isEmpty()) {
                 if (isClosed()) throw new ClosedException("ibv_get_cq_event", what());
+                if (woken) {
+                    woken = false;
+                    return null;
+                }
                 if (nanos <= 0) return null;
                 nanos = timeout == null ? (ready.await(1, TimeUnit.SECONDS) ? Long.MAX_VALUE : Long.MAX_VALUE) : ready.awaitNanos(nanos);
             }

@@ -1,6 +1,9 @@
 package dev.jrdma.soft;
 
+import dev.jrdma.verbs.AsyncEvent;
+import dev.jrdma.verbs.AsyncEventType;
 import dev.jrdma.verbs.AtomicCap;
+import dev.jrdma.verbs.ClosedException;
 import dev.jrdma.verbs.CompletionChannel;
 import dev.jrdma.verbs.CompletionQueue;
 import dev.jrdma.verbs.Context;
@@ -17,15 +20,27 @@ import dev.jrdma.verbs.spi.Resource;
 
 import java.net.NetworkInterface;
 import java.net.SocketException;
+import java.time.Duration;
+import java.util.ArrayDeque;
 import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
 
 /** An open software device. Its children: protection domains, completion channels and completion queues. */
 public final class SoftContext extends Resource implements Context {
     static final int MAX_QP_WR = 16384, MAX_SGE = 32, MAX_CQE = 1 << 20, MAX_RD_ATOMIC = 128, MAX_INLINE = 1024;
     static final long MAX_MSG = 1L << 31;
 
+    /** Asynchronous events held for {@link #awaitAsyncEvent}; beyond this many, new ones are counted and dropped. */
+    static final int MAX_ASYNC_EVENTS = 4096;
+
     private final SoftDevice device;
     final Transport transport;
+    private final ReentrantLock asyncLock = new ReentrantLock();
+    private final Condition asyncReady = asyncLock.newCondition();
+    private final ArrayDeque<AsyncEvent> asyncEvents = new ArrayDeque<>();
+    private final AtomicLong asyncDropped = new AtomicLong();
 
     SoftContext(SoftDevice device, Transport transport) {
         super(null, "soft context " + device.name());
@@ -116,8 +131,26 @@ public final class SoftContext extends Resource implements Context {
     }
 
     @Override
-    public CompletionQueue createCq(int cqe, CompletionChannel channel) {
+    public int queryPkey(int port, int index) {
+        checkOpen("ibv_query_pkey");
+        checkPort("ibv_query_pkey", port);
+        if (index != 0) throw new VerbsException("ibv_query_pkey", VerbsException.EINVAL,
+                "the soft device has one P_Key (index 0, the default 0xFFFF); got index " + index);
+        return 0xFFFF;
+    }
+
+    /** The soft device's completions are signalled by its receive and timer threads: one vector. */
+    @Override
+    public int numCompVectors() {
+        checkOpen("num_comp_vectors");
+        return 1;
+    }
+
+    @Override
+    public CompletionQueue createCq(int cqe, CompletionChannel channel, int compVector) {
         checkOpen("ibv_create_cq");
+        if (compVector != 0) throw new VerbsException("ibv_create_cq", VerbsException.EINVAL,
+                "comp_vector " + compVector + " outside 0..0 (the soft device has one completion vector)");
         if (cqe < 1 || cqe > MAX_CQE) throw new VerbsException("ibv_create_cq", VerbsException.EINVAL, "cqe " + cqe + " outside 1.." + MAX_CQE);
         SoftChannel ch = null;
         if (channel != null) {
@@ -131,6 +164,50 @@ public final class SoftContext extends Resource implements Context {
             return new SoftCq(this, cqe, ch);
         } finally {
             exit();
+        }
+    }
+
+    // ---- asynchronous events ------------------------------------------------------------------------
+
+    /**
+     * Raises an asynchronous event: the device's objects call it where rxe calls the ib_event handler. Never called
+     * under a lock that a thread in {@link #awaitAsyncEvent} could hold. Acknowledging a soft event frees nothing:
+     * no destroy waits for it.
+     */
+    void raise(AsyncEventType type, Object element) {
+        if (isClosed()) return;
+        AsyncEvent event = new AsyncEvent(type, element, () -> {});
+        asyncLock.lock();
+        try {
+            if (asyncEvents.size() >= MAX_ASYNC_EVENTS) {
+                asyncDropped.getAndIncrement(); // nobody takes them: keep memory bounded, and say so in counters()
+                return;
+            }
+            asyncEvents.addLast(event);
+            asyncReady.signal();
+        } finally {
+            asyncLock.unlock();
+        }
+    }
+
+    @Override
+    public AsyncEvent awaitAsyncEvent(Duration timeout) {
+        checkOpen("ibv_get_async_event");
+        long nanos = timeout == null ? Long.MAX_VALUE : timeout.toNanos();
+        asyncLock.lock();
+        try {
+            while (asyncEvents.isEmpty()) {
+                if (isClosed()) throw new ClosedException("ibv_get_async_event", what());
+                if (nanos <= 0) return null;
+                if (timeout == null) asyncReady.await();
+                else nanos = asyncReady.awaitNanos(nanos);
+            }
+            return asyncEvents.pollFirst();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new VerbsException("ibv_get_async_event", 4, "interrupted while waiting for an asynchronous event");
+        } finally {
+            asyncLock.unlock();
         }
     }
 
@@ -154,6 +231,7 @@ public final class SoftContext extends Resource implements Context {
         m.put("tx_packets", s.txPackets());
         m.put("tx_errors", s.txErrors());
         m.put("retransmits", s.retransmits());
+        m.put("async_events_dropped", asyncDropped.get());
         return java.util.Collections.unmodifiableMap(m);
     }
 
@@ -163,6 +241,13 @@ public final class SoftContext extends Resource implements Context {
 
     @Override
     protected void destroy() {
+        asyncLock.lock();
+        try {
+            asyncEvents.clear();
+            asyncReady.signalAll(); // a waiter wakes and throws ClosedException
+        } finally {
+            asyncLock.unlock();
+        }
         transport.release();
     }
 }

@@ -1,5 +1,6 @@
 package dev.jrdma.soft;
 
+import dev.jrdma.verbs.AsyncEventType;
 import dev.jrdma.verbs.CompletionQueue;
 import dev.jrdma.verbs.VerbsException;
 import dev.jrdma.verbs.WcOpcode;
@@ -15,8 +16,8 @@ import dev.jrdma.verbs.spi.Resource;
 final class SoftCq extends Resource implements CompletionQueue {
     private final SoftContext ctx;
     private final SoftChannel channel;
-    private final WorkCompletion[] ring;
-    private final int mask;
+    private WorkCompletion[] ring;
+    private int mask;
     private int head, count;
     private long lost;
     private boolean armed, armedSolicitedOnly;
@@ -33,7 +34,24 @@ final class SoftCq extends Resource implements CompletionQueue {
     }
 
     @Override public SoftContext context() { return ctx; }
-    @Override public int capacity() { return ring.length; }
+    @Override public synchronized int capacity() { return ring.length; }
+
+    @Override
+    public void resize(int cqe) {
+        checkOpen("ibv_resize_cq");
+        if (cqe < 1 || cqe > SoftContext.MAX_CQE) throw new VerbsException("ibv_resize_cq", VerbsException.EINVAL, "cqe " + cqe + " outside 1.." + SoftContext.MAX_CQE);
+        synchronized (this) {
+            if (cqe < count) throw new VerbsException("ibv_resize_cq", VerbsException.EINVAL,
+                    "cqe " + cqe + " is below the " + count + " completions the CQ holds: poll them first");
+            int cap = 1;
+            while (cap < cqe) cap <<= 1;
+            WorkCompletion[] bigger = WorkCompletion.array(cap);
+            for (int i = 0; i < count; i++) bigger[i].copyFrom(ring[(head + i) & mask]); // oldest first, as poll returns them
+            ring = bigger;
+            mask = cap - 1;
+            head = 0;
+        }
+    }
     @Override public SoftChannel channel() { return channel; }
 
     @Override
@@ -86,10 +104,11 @@ final class SoftCq extends Resource implements CompletionQueue {
     /** Adds a completion (called by QPs). Allocation-free. */
     void push(long wrId, WcStatus status, WcOpcode opcode, int byteLen, int imm, int wcFlags, int qpNum, int srcQp, boolean solicited) {
         if (isClosed()) return;
-        boolean event = false;
+        boolean event = false, overrun = false;
         synchronized (this) {
             if (count == ring.length) {
-                lost++;
+                // rxe raises CQ_ERR for each completion it cannot post; one event per overrun (until a poll reports it) says the same
+                overrun = lost++ == 0;
             } else {
                 WorkCompletion wc = ring[(head + count) & mask];
                 count++;
@@ -114,6 +133,7 @@ final class SoftCq extends Resource implements CompletionQueue {
             }
         }
         if (event) channel.deliver(this);
+        if (overrun) ctx.raise(AsyncEventType.CQ_ERR, this);
     }
 
     synchronized int size() { return count; }

@@ -8,6 +8,12 @@ import dev.jrdma.verbs.ProtectionDomain;
 import dev.jrdma.verbs.QpInitAttr;
 import dev.jrdma.verbs.QpType;
 import dev.jrdma.verbs.QueuePair;
+import dev.jrdma.verbs.AddressHandle;
+import dev.jrdma.verbs.AhAttr;
+import dev.jrdma.verbs.Grh;
+import dev.jrdma.verbs.WorkCompletion;
+import dev.jrdma.verbs.SharedReceiveQueue;
+import dev.jrdma.verbs.SrqAttr;
 import dev.jrdma.verbs.VerbsException;
 import dev.jrdma.verbs.spi.Resource;
 
@@ -54,8 +60,8 @@ final class SoftPd extends Resource implements ProtectionDomain {
     @Override
     public QueuePair createQueuePair(QpInitAttr attr) {
         checkOpen("ibv_create_qp");
-        if (attr.type() != QpType.RC) throw new VerbsException("ibv_create_qp", VerbsException.EOPNOTSUPP,
-                "the soft device implements RC queue pairs only (asked for " + attr.type() + ")");
+        if (attr.type() != QpType.RC && attr.type() != QpType.UD) throw new VerbsException("ibv_create_qp", VerbsException.EOPNOTSUPP,
+                "the soft device implements RC and UD queue pairs (asked for " + attr.type() + ")");
         enter("ibv_create_qp"); // a close waits for this creation, so it never sees the child half built
         try {
             return new SoftQp(this, attr);
@@ -74,6 +80,49 @@ final class SoftPd extends Resource implements ProtectionDomain {
         } finally {
             exit();
         }
+    }
+
+    @Override
+    public AddressHandle createAddressHandle(AhAttr attr) {
+        checkOpen("ibv_create_ah");
+        java.util.Objects.requireNonNull(attr, "attr");
+        enter("ibv_create_ah"); // a close waits for this creation, so it never sees the child half built
+        try {
+            return new SoftAh(this, attr, "ibv_create_ah");
+        } finally {
+            exit();
+        }
+    }
+
+    @Override
+    public AddressHandle createAddressHandleFromWc(WorkCompletion wc, MemorySegment grh, int port) {
+        checkOpen("ibv_create_ah_from_wc");
+        if (wc == null || !wc.isSuccess() || !wc.hasGrh()) throw new VerbsException("ibv_create_ah_from_wc", VerbsException.EINVAL,
+                "the completion must be a successful UD receive with its GRH (WITH_GRH)");
+        if (grh == null || grh.byteSize() < Grh.BYTES) throw new VerbsException("ibv_create_ah_from_wc", VerbsException.EINVAL,
+                "the GRH area must be the receive buffer's first 40 bytes");
+        return createAddressHandle(new AhAttr().portNum(port).global(Grh.sourceGid(grh, 0), 0));
+    }
+
+    @Override
+    public SharedReceiveQueue createSrq(SrqAttr attr) {
+        checkOpen("ibv_create_srq");
+        java.util.Objects.requireNonNull(attr, "attr");
+        SoftSrq.check(attr);
+        enter("ibv_create_srq"); // a close waits for this creation, so it never sees the child half built
+        try {
+            return new SoftSrq(this, attr);
+        } finally {
+            exit();
+        }
+    }
+
+    /** The MR of this PD a local SGE names, or null when the lkey, PD, bounds or rights are wrong. */
+    SoftMr localMr(int lkey, long addr, long len, boolean needLocalWrite) {
+        if (!(ctx.transport.keyOwner(lkey) instanceof SoftMr mr)) return null;
+        if (mr.key != lkey || mr.pd != this || mr.isClosed() || !mr.contains(addr, len)) return null;
+        if (needLocalWrite && (mr.accessBits & Access.LOCAL_WRITE.bit) == 0) return null;
+        return mr;
     }
 
     @Override

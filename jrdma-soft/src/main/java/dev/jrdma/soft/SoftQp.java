@@ -4,9 +4,11 @@ import static dev.jrdma.soft.wire.Opcode.REQ;
 
 import dev.jrdma.soft.SendWqe.Progress;
 import dev.jrdma.soft.wire.Icrc;
+import dev.jrdma.soft.wire.Opcode;
 import dev.jrdma.soft.wire.RocePacket;
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.AhAttr;
+import dev.jrdma.verbs.AsyncEventType;
 import dev.jrdma.verbs.CompletionQueue;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.MemoryWindow;
@@ -67,6 +69,8 @@ final class SoftQp extends Resource implements QueuePair {
     int mtu = 1024;
     private AhAttr ah;
     int destQpn, retryCnt, rnrRetry, minRnrTimer;
+    /** The Q_Key (UD): what arriving datagrams must present. */
+    int qkey;
     private int rqPsnAttr, sqPsnAttr, timeoutAttr;
     int maxRdAtomic = 1, maxDestRdAtomic = 1;
     long timeoutNanos;
@@ -80,6 +84,15 @@ final class SoftQp extends Resource implements QueuePair {
 
     private final SendQueue sq;
     private final RecvQueue rq;
+    /** The shared receive queue its receives come from (then {@link #rq} holds only the one taken for the message in progress), or null. */
+    final SoftSrq srq;
+    private final QpType type;
+    /** The UD transport of a UD QP (then the RC engines stay idle), or null. */
+    final Datagram datagram;
+    /** SQ_DRAINED is owed once the send queue drains (a move to SQD with en_sqd_async_notify). */
+    private boolean sqdNotify;
+    /** COMM_EST was raised since the move to RTR. */
+    private boolean commEstablished;
     final Requester requester;
     final Responder responder;
     final Completer completer;
@@ -96,18 +109,23 @@ final class SoftQp extends Resource implements QueuePair {
         }
         scq = (SoftCq) attr.sendCq();
         rcq = (SoftCq) attr.recvCq();
+        srq = (SoftSrq) attr.srq();
+        type = attr.type();
         QpCap c = attr.cap();
         int ns = pow2(Math.max(1, c.maxSendWr())), nr = pow2(Math.max(1, c.maxRecvWr()));
         int sges = Math.max(1, c.maxSendSge()), rsges = Math.max(1, c.maxRecvSge());
-        cap = new QpCap(ns, nr, sges, rsges, c.maxInlineData());
+        cap = srq == null ? new QpCap(ns, nr, sges, rsges, c.maxInlineData()) : new QpCap(ns, 0, sges, 0, c.maxInlineData());
         sigAll = attr.sqSigAll();
         sq = new SendQueue(ns, sges);
-        rq = new RecvQueue(nr, rsges);
+        // on an SRQ the responder takes one receive at a time into this one-slot queue (rxe copies it into resp.srq_wqe)
+        rq = srq == null ? new RecvQueue(nr, rsges) : new RecvQueue(1, srq.maxSge());
         requester = new Requester(this, sq);
         responder = new Responder(this, rq);
         completer = new Completer(this, sq);
+        datagram = type == QpType.UD ? new Datagram(this, rq) : null;
         qpn = tr.addQp(this);
         tr.timer.register(this);
+        if (srq != null) srq.users.add(this);
     }
 
     private void validate(QpInitAttr attr) {
@@ -117,6 +135,11 @@ final class SoftQp extends Resource implements QueuePair {
             throw new VerbsException("ibv_create_qp", VerbsException.EINVAL, "the completion queues belong to another context than the PD");
         s.checkOpen("ibv_create_qp");
         r.checkOpen("ibv_create_qp");
+        if (attr.srq() != null) {
+            if (!(attr.srq() instanceof SoftSrq q) || q.pd != pd)
+                throw new VerbsException("ibv_create_qp", VerbsException.EINVAL, "the shared receive queue must belong to the QP's protection domain");
+            q.checkOpen("ibv_create_qp");
+        }
         QpCap c = attr.cap();
         if (c.maxSendWr() > SoftContext.MAX_QP_WR || c.maxRecvWr() > SoftContext.MAX_QP_WR)
             throw new VerbsException("ibv_create_qp", VerbsException.EINVAL, "max_send_wr/max_recv_wr above the soft device's " + SoftContext.MAX_QP_WR);
@@ -133,7 +156,7 @@ final class SoftQp extends Resource implements QueuePair {
     }
 
     @Override public SoftPd pd() { return pd; }
-    @Override public QpType type() { return QpType.RC; }
+    @Override public QpType type() { return type; }
     @Override public int qpNum() { return qpn; }
     @Override public QpState state() { return state; }
     @Override public SoftCq sendCq() { return scq; }
@@ -152,7 +175,7 @@ final class SoftQp extends Resource implements QueuePair {
     public void modify(QpAttr a) {
         checkOpen("ibv_modify_qp");
         synchronized (this) {
-            QpState next = QpStateMachine.check(QpType.RC, state, a);
+            QpState next = QpStateMachine.check(type, state, a);
             if (a.has(QpAttrMask.PORT)) SoftContext.checkPort("ibv_modify_qp", a.port());
             if (a.has(QpAttrMask.PKEY_INDEX) && a.pkeyIndex() != 0)
                 throw new VerbsException("ibv_modify_qp", VerbsException.EINVAL, "the soft device has one P_Key (index 0); got pkey_index " + a.pkeyIndex());
@@ -190,6 +213,7 @@ final class SoftQp extends Resource implements QueuePair {
                 requester.pathMtu(mtu);
             }
             if (a.has(QpAttrMask.DEST_QPN)) destQpn = a.destQpNum();
+            if (a.has(QpAttrMask.QKEY)) qkey = a.qkey();
             if (a.has(QpAttrMask.RQ_PSN)) rqPsnAttr = a.rqPsn();
             if (a.has(QpAttrMask.SQ_PSN)) sqPsnAttr = a.sqPsn();
             if (a.has(QpAttrMask.TIMEOUT)) {
@@ -208,7 +232,15 @@ final class SoftQp extends Resource implements QueuePair {
                 case ERR -> toErr();
                 case RTR -> {
                     if (cur == QpState.INIT) responder.start(rqPsnAttr, maxDestRdAtomic);
+                    commEstablished = false;
                     state = next;
+                }
+                case SQD -> {
+                    state = next;
+                    if (a.has(QpAttrMask.EN_SQD_ASYNC_NOTIFY) && a.enSqdAsyncNotify()) {
+                        sqdNotify = true;
+                        checkDrained();
+                    }
                 }
                 case RTS -> {
                     if (cur == QpState.RTR) {
@@ -235,7 +267,7 @@ final class SoftQp extends Resource implements QueuePair {
             QpAttr a = new QpAttr().state(state).curState(state).access(accessSet).pkeyIndex(0).port(1)
                     .pathMtu(pathMtu).timeout(timeoutAttr).retryCnt(retryCnt).rnrRetry(rnrRetry)
                     .rqPsn(rqPsnAttr).sqPsn(sqPsnAttr).maxRdAtomic(maxRdAtomic).maxDestRdAtomic(maxDestRdAtomic)
-                    .minRnrTimer(minRnrTimer).destQpNum(destQpn).cap(cap);
+                    .minRnrTimer(minRnrTimer).destQpNum(destQpn).cap(cap).qkey(qkey);
             if (ah != null) a.ah(ah.copy());
             return a;
         }
@@ -252,6 +284,8 @@ final class SoftQp extends Resource implements QueuePair {
 
     /** Moves to ERR and flushes every outstanding send and receive work request. */
     void toErr() {
+        // a QP on an SRQ takes no more of its receives: the last WQE is reached (IBA 10.8.1; rxe raises it too)
+        if (srq != null && state != QpState.ERR) pd.context().raise(AsyncEventType.QP_LAST_WQE_REACHED, this);
         state = QpState.ERR;
         requester.reset();
         completer.reset();
@@ -283,6 +317,12 @@ final class SoftQp extends Resource implements QueuePair {
     @Override
     public void postSend(SendWorkRequest first) {
         checkOpen("ibv_post_send");
+        if (datagram != null) {
+            synchronized (this) {
+                datagram.post(first, sigAll);
+            }
+            return;
+        }
         synchronized (this) {
             try {
                 int idx = 0;
@@ -410,6 +450,8 @@ final class SoftQp extends Resource implements QueuePair {
     @Override
     public void postRecv(RecvWorkRequest first) {
         checkOpen("ibv_post_recv");
+        if (srq != null) throw new PostException("ibv_post_recv", VerbsException.EINVAL, 0,
+                "this QP takes its receives from a shared receive queue: post them there");
         synchronized (this) {
             try {
                 int idx = 0;
@@ -506,15 +548,54 @@ final class SoftQp extends Resource implements QueuePair {
         synchronized (this) {
             QpState s = state;
             if (isClosed() || s == QpState.RESET || s == QpState.INIT || s == QpState.ERR) return false;
-            if (srcIp != remoteIp || (p.pkey() & 0x7FFF) != 0x7FFF) return false;
+            if ((p.pkey() & 0x7FFF) != 0x7FFF) return false;
+            // a datagram reaches only a UD QP, and a UD QP takes nothing else: an RC responder must never see a DETH
+            if (datagram != null || p.has(Opcode.DETH)) return datagram != null && p.has(Opcode.DETH) && datagram.receive(p, seg, srcIp, tr.ip);
+            if (srcIp != remoteIp) return false;
             if (p.has(REQ)) {
+                if (s == QpState.RTR && !commEstablished) { // the first packet in RTR establishes communication (IBA 11.6.3.1)
+                    commEstablished = true;
+                    pd.context().raise(AsyncEventType.COMM_EST, this);
+                }
                 responder.receive(p, seg);
             } else {
                 if (s == QpState.RTR) return false;
                 completer.receive(p, seg);
+                if (sqdNotify) checkDrained();
             }
             return true;
         }
+    }
+
+    /** RTS, or SQD (which finishes, retransmits and completes the requests it started, and starts none). */
+    boolean sendsRequests() {
+        QpState s = state;
+        return s == QpState.RTS || s == QpState.SQD;
+    }
+
+    /** In SQD with a notification owed: raises SQ_DRAINED once every request started is acknowledged. */
+    private void checkDrained() {
+        if (state == QpState.SQD && sq.head == sq.next && (sq.next == sq.tail || sq.at(sq.next).progress == SendWqe.Progress.POSTED)) {
+            sqdNotify = false;
+            pd.context().raise(AsyncEventType.SQ_DRAINED, this);
+        }
+    }
+
+    /** For the responder when a message needs a receive: on an SRQ, takes the next one into {@link #rq}; false when there is none. */
+    boolean takeReceive() {
+        if (!rq.isEmpty()) return true;
+        if (srq == null || !srq.take(rq.at(rq.tail))) return false;
+        rq.tail++;
+        return true;
+    }
+
+    /** The responder NAKed a request and moved the QP to ERR: the affiliated error of IBA 11.6.3.1 for the NAK's code. */
+    void raiseResponderError(int nakCode) {
+        pd.context().raise(switch (nakCode) {
+            case dev.jrdma.soft.wire.Aeth.NAK_INVALID_REQUEST -> AsyncEventType.QP_REQ_ERR;
+            case dev.jrdma.soft.wire.Aeth.NAK_REMOTE_ACCESS_ERROR -> AsyncEventType.QP_ACCESS_ERR;
+            default -> AsyncEventType.QP_FATAL;
+        }, this);
     }
 
     /** Sends the coalesced ACK the responder owes (receive thread, end of a burst). */
@@ -526,8 +607,13 @@ final class SoftQp extends Resource implements QueuePair {
 
     /** Adds the ICRC to the packet of {@code len} bytes in {@link #tx} and sends it to the peer. */
     void transmit(int len) {
-        icrc.generate(tx, 0, len, tr.ip, remoteIp, tr.port, tr.port);
-        tr.send(tx, len, remote);
+        transmitTo(len, remoteIp, remote);
+    }
+
+    /** Adds the ICRC to the packet of {@code len} bytes in {@link #tx} and sends it to {@code to} (UD: the address handle's). */
+    void transmitTo(int len, int toIp, InetSocketAddress to) {
+        icrc.generate(tx, 0, len, tr.ip, toIp, tr.port, tr.port);
+        tr.send(tx, len, to);
     }
 
     // =============================================================================================
@@ -568,6 +654,7 @@ final class SoftQp extends Resource implements QueuePair {
 
     @Override
     protected void destroy() {
+        if (srq != null) srq.users.remove(this);
         if (qpn != 0) tr.removeQp(qpn, this);
         tr.timer.unregister(this);
         synchronized (this) {

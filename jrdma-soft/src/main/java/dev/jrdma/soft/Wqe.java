@@ -24,6 +24,17 @@ abstract class Wqe {
         mr = new SoftMr[maxSge];
     }
 
+    /** Makes this WQE a copy of {@code o} (which has no more SGEs than this one has room for). */
+    void copyFrom(Wqe o) {
+        wrId = o.wrId;
+        numSge = o.numSge;
+        total = o.total;
+        localErr = o.localErr;
+        System.arraycopy(o.addr, 0, addr, 0, o.numSge);
+        System.arraycopy(o.len, 0, len, 0, o.numSge);
+        System.arraycopy(o.mr, 0, mr, 0, o.numSge);
+    }
+
     /** Copies {@code count} bytes of the message at {@code msgOff} to {@code dst} at {@code dstOff}. False on a closed or bad region. */
     boolean gather(long msgOff, MemorySegment dst, long dstOff, long count) {
         try {

@@ -353,7 +353,7 @@ class MiscTest {
         try (Pair p = pair(); var confined = java.lang.foreign.Arena.ofConfined()) {
             VerbsException e = assertThrows(VerbsException.class, () -> p.a.pd.registerMemory(confined.allocate(64), Access.LOCAL_WRITE));
             assertTrue(e.getMessage().contains("Arena.ofShared"), e.getMessage());
-            assertThrows(VerbsException.class, () -> p.a.pd.createQueuePair(QpInitAttr.builder(p.a.cq).type(dev.jrdma.verbs.QpType.UD).build()));
+            assertThrows(VerbsException.class, () -> p.a.pd.createQueuePair(QpInitAttr.builder(p.a.cq).type(dev.jrdma.verbs.QpType.UC).build()));
         }
     }
 

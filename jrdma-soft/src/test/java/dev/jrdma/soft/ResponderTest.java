@@ -191,4 +191,41 @@ class ResponderTest {
             assertEquals(QpState.ERR, rig.qp.state());
         }
     }
+
+    /** The affiliated asynchronous error of IBA 11.6.3.1 for each class of NAK that moves the responder to ERR. */
+    @Test
+    void fatalNaksRaiseTheMatchingAffiliatedError() {
+        try (EngineRig rig = new EngineRig()) {
+            rig.feed(request(Opcode.SEND_MIDDLE, PEER_PSN, 1024).payload(1024, 1)); // a middle with no first
+            assertEquals(Responder.State.ERR_INVALID_REQUEST, rig.qp.responder.lastOutcome);
+            dev.jrdma.verbs.AsyncEvent e = rig.ctx.awaitAsyncEvent(java.time.Duration.ZERO);
+            assertNotNull(e, "no event after an invalid request NAK");
+            assertEquals(dev.jrdma.verbs.AsyncEventType.QP_REQ_ERR, e.type());
+            assertSame(rig.qp, e.queuePair());
+            assertNull(rig.ctx.awaitAsyncEvent(java.time.Duration.ZERO), "one event per error");
+        }
+        try (EngineRig rig = new EngineRig()) {
+            RecvWorkRequest bad = new RecvWorkRequest().wrId(1);
+            bad.sge(0).set(0x1000, 64, 0x7777); // a receive with a bad lkey
+            rig.qp.postRecv(bad);
+            rig.feed(request(Opcode.SEND_ONLY, PEER_PSN, 8).payload(8, 1));
+            assertEquals(Responder.State.ERR_REMOTE_OPERATIONAL, rig.qp.responder.lastOutcome);
+            assertEquals(dev.jrdma.verbs.AsyncEventType.QP_FATAL, rig.ctx.awaitAsyncEvent(java.time.Duration.ZERO).type());
+        }
+    }
+
+    /** A datagram (DETH) aimed at an RC QP never reaches its responder: dropped, no receive consumed, no NAK. */
+    @Test
+    void datagramAtAnRcQpIsDropped() {
+        try (EngineRig rig = new EngineRig()) {
+            MemoryRegion buf = rig.mrAll(4096);
+            rig.qp.postRecv(new RecvWorkRequest().wrId(7).buffer(buf, 0, 4096));
+            assertFalse(rig.feed(request(Opcode.UD_SEND_ONLY, PEER_PSN, 8).payload(8, 1)));
+            rig.assertNoCompletion();
+            assertTrue(rig.drain().isEmpty(), "no answer to a datagram");
+            assertEquals(QpState.RTS, rig.qp.state());
+            assertTrue(rig.feed(request(Opcode.SEND_ONLY, PEER_PSN, 8).payload(8, 2)));
+            assertEquals(7, rig.poll().wrId, "the receive is still there for the RC peer");
+        }
+    }
 }

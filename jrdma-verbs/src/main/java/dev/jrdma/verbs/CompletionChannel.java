@@ -23,6 +23,13 @@ public interface CompletionChannel extends AutoCloseable {
      */
     CompletionQueue awaitEvent(Duration timeout);
 
+    /**
+     * Makes an {@link #awaitEvent} blocked on another thread return null at once, or, when none is blocked, the next
+     * one (like {@code Selector.wakeup}): a thread waiting for completions can be stopped or given other work without
+     * waiting on a timer. Several wakeups before an await count as one.
+     */
+    void wakeup();
+
     boolean isClosed();
 
     /** {@code ibv_destroy_comp_channel}. Idempotent. */

@@ -7,6 +7,12 @@ public interface CompletionQueue extends AutoCloseable {
     /** The number of completions it holds (at least what was asked for). */
     int capacity();
 
+    /**
+     * {@code ibv_resize_cq}: makes the CQ hold at least {@code cqe} completions; {@link #capacity()} says what it
+     * holds now. The completions in it stay. Fails (EINVAL) below the number it holds.
+     */
+    void resize(int cqe);
+
     /** The channel its events go to, or null. */
     CompletionChannel channel();
 

@@ -24,12 +24,30 @@ public interface ProtectionDomain extends AutoCloseable {
     /** {@code ibv_create_qp}. */
     QueuePair createQueuePair(QpInitAttr attr);
 
+    /**
+     * {@code ibv_create_srq}: a shared receive queue holding at least {@code attr.maxWr()} receives of
+     * {@code attr.maxSge()} entries each, with {@code attr.limit()} armed (0 = not armed).
+     */
+    SharedReceiveQueue createSrq(SrqAttr attr);
+
+    /** {@code ibv_create_ah}: an address handle for UD sends to the port {@code attr} describes. */
+    AddressHandle createAddressHandle(AhAttr attr);
+
+    /**
+     * {@code ibv_create_ah_from_wc}: an address handle that answers the sender of a UD receive.
+     *
+     * @param wc   the receive's completion (its source QP, flags and port data)
+     * @param grh  the receive buffer's first 40 bytes ({@link Grh}), where the device put the sender's address
+     * @param port the local port the receive came in on
+     */
+    AddressHandle createAddressHandleFromWc(WorkCompletion wc, java.lang.foreign.MemorySegment grh, int port);
+
     /** {@code ibv_alloc_mw}. */
     MemoryWindow allocMemoryWindow(MwType type);
 
     boolean isClosed();
 
-    /** {@code ibv_dealloc_pd}, after closing its QPs, windows and regions. Idempotent. */
+    /** {@code ibv_dealloc_pd}, after closing its QPs, SRQs, windows and regions. Idempotent. */
     @Override
     void close();
 }

@@ -18,6 +18,7 @@ public final class QpAttr {
     private EnumSet<Access> access = EnumSet.noneOf(Access.class);
     private int pkeyIndex, port, qkey, timeout, retryCnt, rnrRetry, rqPsn, sqPsn, maxRdAtomic, maxDestRdAtomic,
             minRnrTimer, destQpNum;
+    private boolean enSqdAsyncNotify;
     private Mtu pathMtu;
     private AhAttr ah;
     private QpCap cap;
@@ -66,6 +67,8 @@ public final class QpAttr {
     public QpAttr minRnrTimer(int t) { minRnrTimer = t; return set(QpAttrMask.MIN_RNR_TIMER); }
     public QpAttr destQpNum(int qpn) { destQpNum = qpn & 0xFFFFFF; return set(QpAttrMask.DEST_QPN); }
     public QpAttr cap(QpCap c) { cap = c; return set(QpAttrMask.CAP); }
+    /** With a move to SQD: raise {@link AsyncEventType#SQ_DRAINED} once no send request is in flight any more. */
+    public QpAttr enSqdAsyncNotify(boolean b) { enSqdAsyncNotify = b; return set(QpAttrMask.EN_SQD_ASYNC_NOTIFY); }
 
     public QpState state() { return state; }
     public QpState curState() { return curState; }
@@ -85,6 +88,7 @@ public final class QpAttr {
     public int minRnrTimer() { return minRnrTimer; }
     public int destQpNum() { return destQpNum; }
     public QpCap cap() { return cap; }
+    public boolean enSqdAsyncNotify() { return enSqdAsyncNotify; }
 
     @Override
     public String toString() {
@@ -110,6 +114,7 @@ public final class QpAttr {
                 case MIN_RNR_TIMER -> minRnrTimer;
                 case DEST_QPN -> destQpNum;
                 case CAP -> cap;
+                case EN_SQD_ASYNC_NOTIFY -> enSqdAsyncNotify;
                 default -> "?";
             }).append(", ");
         }

@@ -39,6 +39,11 @@ public final class SendWorkRequest {
     public long bindLength;
     public final EnumSet<Access> bindAccess = EnumSet.noneOf(Access.class);
 
+    /** UD: the address handle of the destination port, the destination QP number and its Q_Key. */
+    public AddressHandle ah;
+    public int remoteQpn;
+    public int remoteQkey;
+
     private final Sge[] sges;
     private int numSge;
 
@@ -75,6 +80,14 @@ public final class SendWorkRequest {
         long n = 0;
         for (int i = 0; i < numSge; i++) n += Integer.toUnsignedLong(sges[i].length);
         return n;
+    }
+
+    /** UD: where the datagram goes (the handle of the peer's port, its QP number and the Q_Key it expects). */
+    public SendWorkRequest ud(AddressHandle ah, int remoteQpn, int remoteQkey) {
+        this.ah = ah;
+        this.remoteQpn = remoteQpn & 0xFFFFFF;
+        this.remoteQkey = remoteQkey;
+        return this;
     }
 
     public SendWorkRequest wrId(long id) {

@@ -32,6 +32,11 @@ public final class WorkCompletion {
         return (wcFlags & WITH_IMM) != 0;
     }
 
+    /** UD receives: the first 40 bytes of the buffer hold the sender's GRH (or IPv4 header on RoCEv2); see {@link Grh}. */
+    public boolean hasGrh() {
+        return (wcFlags & WITH_GRH) != 0;
+    }
+
     public boolean hasInv() {
         return (wcFlags & WITH_INV) != 0;
     }

@@ -33,7 +33,11 @@ public enum Opcode {
     COMPARE_SWAP(0x13, Opcode.ATMETH | Opcode.REQ | Opcode.ATOMIC | Opcode.START | Opcode.END),
     FETCH_ADD(0x14, Opcode.ATMETH | Opcode.REQ | Opcode.ATOMIC | Opcode.START | Opcode.END),
     SEND_LAST_WITH_INVALIDATE(0x16, Opcode.IETH | Opcode.PAYLOAD | Opcode.REQ | Opcode.SEND | Opcode.END | Opcode.COMP),
-    SEND_ONLY_WITH_INVALIDATE(0x17, Opcode.IETH | Opcode.PAYLOAD | Opcode.REQ | Opcode.SEND | Opcode.START | Opcode.END | Opcode.COMP);
+    SEND_ONLY_WITH_INVALIDATE(0x17, Opcode.IETH | Opcode.PAYLOAD | Opcode.REQ | Opcode.SEND | Opcode.START | Opcode.END | Opcode.COMP),
+
+    // UD (IBA 9.2 Table 38: transport 011 = UD): one packet per message, with a DETH
+    UD_SEND_ONLY(0x64, Opcode.DETH | Opcode.PAYLOAD | Opcode.REQ | Opcode.SEND | Opcode.START | Opcode.END | Opcode.COMP),
+    UD_SEND_ONLY_WITH_IMMEDIATE(0x65, Opcode.DETH | Opcode.IMMDT | Opcode.PAYLOAD | Opcode.REQ | Opcode.SEND | Opcode.START | Opcode.END | Opcode.COMP);
 
     // ---- flag bits -------------------------------------------------------------------------------
     /** A RETH (16 bytes) follows the BTH. */
@@ -70,6 +74,8 @@ public enum Opcode {
     public static final int END = 1 << 15;
     /** The last packet of a request that consumes a receive WQE at the responder. */
     public static final int COMP = 1 << 16;
+    /** A DETH (8 bytes: Q_Key, source QP) follows the BTH: the datagram transports. */
+    public static final int DETH = 1 << 17;
 
     // ---- header sizes ----------------------------------------------------------------------------
     public static final int BTH_BYTES = 12;
@@ -80,6 +86,7 @@ public enum Opcode {
     public static final int IMMDT_BYTES = 4;
     public static final int IETH_BYTES = 4;
     public static final int ICRC_BYTES = 4;
+    public static final int DETH_BYTES = 8;
 
     private static final Opcode[] BY_CODE = new Opcode[256];
     private static final int[] FLAGS = new int[256];
@@ -106,6 +113,7 @@ public enum Opcode {
         if ((flags & AETH) != 0) len += AETH_BYTES;
         if ((flags & ATMETH) != 0) len += ATMETH_BYTES;
         if ((flags & ATMACK) != 0) len += ATMACK_BYTES;
+        if ((flags & DETH) != 0) len += DETH_BYTES;
         if ((flags & IMMDT) != 0) len += IMMDT_BYTES;
         if ((flags & IETH) != 0) len += IETH_BYTES;
         this.headerLength = len;
@@ -143,6 +151,7 @@ public enum Opcode {
 
     /** Offset of the ImmDt or IETH from the BTH start (valid when the opcode has one). */
     public static int immOffset(int code) {
-        return (FLAGS[code & 0xFF] & RETH) != 0 ? BTH_BYTES + RETH_BYTES : BTH_BYTES;
+        int f = FLAGS[code & 0xFF];
+        return (f & RETH) != 0 ? BTH_BYTES + RETH_BYTES : (f & DETH) != 0 ? BTH_BYTES + DETH_BYTES : BTH_BYTES;
     }
 }

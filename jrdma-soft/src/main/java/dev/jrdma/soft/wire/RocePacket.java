@@ -69,6 +69,9 @@ public final class RocePacket {
     public long atomicSwapAdd() { return AtomicEth.swapOrAdd(buf, off + Bth.BYTES); }
     public long atomicCompare() { return AtomicEth.compare(buf, off + Bth.BYTES); }
     public long atomicAckOriginal() { return AtomicAckEth.originalData(buf, off + Bth.BYTES + Aeth.BYTES); }
+    /** DETH (UD): the Q_Key the sender presented, and the sender's QP number. */
+    public int dethQkey() { return Deth.qkey(buf, off + Bth.BYTES); }
+    public int dethSrcQp() { return Deth.srcQp(buf, off + Bth.BYTES); }
     /** ImmDt of an opcode that has one. */
     public int immediate() { return ImmDt.imm(buf, off + Opcode.immOffset(opcode)); }
     /** IETH R_Key of an opcode that has one. */

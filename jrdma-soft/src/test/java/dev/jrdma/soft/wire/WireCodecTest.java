@@ -128,9 +128,18 @@ class WireCodecTest {
     }
 
     @Test
+    void deth() {
+        ByteBuffer b = ByteBuffer.allocate(8);
+        Deth.write(b, 0, 0x11111111, 0xABCDEF);
+        assertEquals("1111111100abcdef", HEX.formatHex(b.array()));
+        assertEquals(0x11111111, Deth.qkey(b, 0));
+        assertEquals(0xABCDEF, Deth.srcQp(b, 0));
+    }
+
+    @Test
     void opcodeTable() {
         int[] codes = {0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x0E,
-                0x0F, 0x10, 0x11, 0x12, 0x13, 0x14, 0x16, 0x17};
+                0x0F, 0x10, 0x11, 0x12, 0x13, 0x14, 0x16, 0x17, 0x64, 0x65};
         Opcode[] ops = Opcode.values();
         assertEquals(codes.length, ops.length);
         for (int i = 0; i < codes.length; i++) {
@@ -139,7 +148,8 @@ class WireCodecTest {
         }
         assertNull(Opcode.of(0x15));
         assertNull(Opcode.of(0x18));
-        assertEquals(-1, Opcode.headerLength(0x64));
+        assertEquals(-1, Opcode.headerLength(0x66)); // UD has no other opcode; UC (0x20..) is not implemented
+        assertEquals(-1, Opcode.headerLength(0x20));
         assertFalse(Opcode.isValid(0x81));
         // header lengths: BTH 12, +RETH 16, +AETH 4, +AtomicETH 28, +AtomicAckETH 8, +ImmDt/IETH 4
         assertEquals(12, Opcode.SEND_FIRST.headerLength());
@@ -148,6 +158,10 @@ class WireCodecTest {
         assertEquals(12, Opcode.RDMA_WRITE_MIDDLE.headerLength());
         assertEquals(16, Opcode.RDMA_WRITE_LAST_WITH_IMMEDIATE.headerLength());
         assertEquals(32, Opcode.RDMA_WRITE_ONLY_WITH_IMMEDIATE.headerLength());
+        // UD: BTH + DETH 8 (+ ImmDt 4), the immediate after the DETH
+        assertEquals(20, Opcode.UD_SEND_ONLY.headerLength());
+        assertEquals(24, Opcode.UD_SEND_ONLY_WITH_IMMEDIATE.headerLength());
+        assertEquals(20, Opcode.immOffset(Opcode.UD_SEND_ONLY_WITH_IMMEDIATE.code()));
         assertEquals(28, Opcode.RDMA_READ_REQUEST.headerLength());
         assertEquals(16, Opcode.RDMA_READ_RESPONSE_FIRST.headerLength());
         assertEquals(12, Opcode.RDMA_READ_RESPONSE_MIDDLE.headerLength());
