@@ -214,6 +214,7 @@ public final class RdmaBench implements AutoCloseable {
                 }
                 default -> bwClient(size, n, 0);
             }
+            awaitJitQuiet();
             if (!o.quiet) out.printf(" Warm-up         : %d iterations, %.1f ms%n", n, (System.nanoTime() - t0) / 1e6);
         } catch (RuntimeException e) {
             out.println(" Warm-up         : skipped (" + e.getMessage() + ")");
@@ -228,6 +229,27 @@ public final class RdmaBench implements AutoCloseable {
             while (sendCq.poll(wcs, wcs.length) > 0) { } // a QP reset leaves its completions in the CQ
             while (recvCq.poll(wcs, wcs.length) > 0) { }
             buf.fill((byte) 0);
+        }
+    }
+
+    /**
+     * Waits (at most 3 s: the peer waits meanwhile) until the JIT has compiled nothing for 100 ms, so that the
+     * compilations the warm-up queued finish before the timed loop instead of during it.
+     */
+    private static void awaitJitQuiet() {
+        var jit = java.lang.management.ManagementFactory.getCompilationMXBean();
+        if (jit == null || !jit.isCompilationTimeMonitoringSupported()) return;
+        long deadline = System.nanoTime() + 3_000_000_000L, last = jit.getTotalCompilationTime();
+        while (System.nanoTime() < deadline) {
+            try {
+                Thread.sleep(100);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+            long now = jit.getTotalCompilationTime();
+            if (now == last) return;
+            last = now;
         }
     }
 
@@ -585,16 +607,13 @@ public final class RdmaBench implements AutoCloseable {
         boolean record = !timed && total <= 10_000_000L;
         long[] tposted = record ? new long[(int) total] : null, tcompleted = record ? new long[(int) total] : null;
         int tx = qps[0].cap().maxSendWr() > 0 ? Math.min(o.effectiveTxDepth(), qps[0].cap().maxSendWr()) : o.effectiveTxDepth();
-        SendWorkRequest[] wr = new SendWorkRequest[o.numQp];
+        // perftest's CQ moderation: only every cq_mod-th request of a QP (and its last) is signalled, and that
+        // completion retires the unsignalled ones before it; with -D every request is signalled (the run stops anywhere)
+        int mod = timed ? 1 : Math.max(1, Math.min(CQ_MOD, tx));
+        SendWorkRequest[] wr = new SendWorkRequest[o.numQp], quiet = new SendWorkRequest[o.numQp];
         for (int q = 0; q < o.numQp; q++) {
-            wr[q] = new SendWorkRequest().signaled(true).wrId(q);
-            switch (test.verb) {
-                case WRITE -> wr[q].opcode(WrOpcode.RDMA_WRITE).buffer(mr, localOffset(q), size).remote(rem[q].vaddr(), rem[q].rkey());
-                case READ -> wr[q].opcode(WrOpcode.RDMA_READ).buffer(mr, localOffset(q), size).remote(rem[q].vaddr(), rem[q].rkey());
-                case ATOMIC -> wr[q].opcode(WrOpcode.ATOMIC_FETCH_AND_ADD).buffer(mr, localOffset(q), 8).atomic(rem[q].vaddr(), rem[q].rkey(), 1, 0);
-                case SEND -> wr[q].opcode(WrOpcode.SEND).buffer(mr, localOffset(q), size);
-                default -> throw new IllegalStateException();
-            }
+            wr[q] = bwRequest(q, size).signaled(true);
+            quiet[q] = bwRequest(q, size).signaled(false);
         }
         int[] outstanding = new int[o.numQp];
         long[] postedPerQp = new long[o.numQp];
@@ -609,8 +628,12 @@ public final class RdmaBench implements AutoCloseable {
             if (!stop) {
                 for (int q = 0; q < o.numQp; q++) {
                     while (outstanding[q] < tx && postedPerQp[q] < itersPerQp) {
+                        long k = postedPerQp[q] + 1;
+                        boolean last = k == itersPerQp;
+                        SendWorkRequest w = mod == 1 || k % mod == 0 || last ? wr[q] : quiet[q];
+                        if (w == wr[q]) w.wrId = last ? q | LAST_OF_QP : q;
                         if (record) tposted[(int) posted] = System.nanoTime();
-                        qps[q].postSend(wr[q]);
+                        qps[q].postSend(w);
                         outstanding[q]++;
                         postedPerQp[q]++;
                         posted++;
@@ -627,9 +650,13 @@ public final class RdmaBench implements AutoCloseable {
             long now = System.nanoTime();
             for (int k = 0; k < n; k++) {
                 check(wcs[k]);
-                outstanding[(int) wcs[k].wrId]--;
-                if (record) tcompleted[(int) completed] = now;
-                completed++;
+                int q = (int) (wcs[k].wrId & ~LAST_OF_QP);
+                int retired = (wcs[k].wrId & LAST_OF_QP) != 0 ? outstanding[q] : mod; // this one and the unsignalled before it
+                outstanding[q] -= retired;
+                for (int r = 0; r < retired; r++) {
+                    if (record) tcompleted[(int) completed] = now;
+                    completed++;
+                }
             }
             lastDone = now;
             stall.progress();
@@ -638,6 +665,21 @@ public final class RdmaBench implements AutoCloseable {
         long elapsed = lastDone - start;
         double best = record ? BwResult.bestNsPerMsg(tposted, tcompleted, (int) completed, CQ_MOD) : 0;
         return BwResult.of(size, completed, elapsed, best);
+    }
+
+    /** wr_id bit of a QP's last request: its completion retires all of the QP's requests still outstanding. */
+    private static final long LAST_OF_QP = 1L << 32;
+
+    /** One QP's bandwidth request (signalled or not is the caller's). */
+    private SendWorkRequest bwRequest(int q, int size) {
+        SendWorkRequest w = new SendWorkRequest().wrId(q);
+        return switch (test.verb) {
+            case WRITE -> w.opcode(WrOpcode.RDMA_WRITE).buffer(mr, localOffset(q), size).remote(rem[q].vaddr(), rem[q].rkey());
+            case READ -> w.opcode(WrOpcode.RDMA_READ).buffer(mr, localOffset(q), size).remote(rem[q].vaddr(), rem[q].rkey());
+            case ATOMIC -> w.opcode(WrOpcode.ATOMIC_FETCH_AND_ADD).buffer(mr, localOffset(q), 8).atomic(rem[q].vaddr(), rem[q].rkey(), 1, 0);
+            case SEND -> w.opcode(WrOpcode.SEND).buffer(mr, localOffset(q), size);
+            default -> throw new IllegalStateException();
+        };
     }
 
     /** run_iter_bw_server: receive -n messages per QP (or until the client stops, with -D), reposting receives. */
