@@ -102,7 +102,11 @@ public final class GrpcExample {
         NettyChannelBuilder b = NettyChannelBuilder.forAddress(host, port)
                 .channelType(RdmaChannel.class).eventLoopGroup(group)
                 .usePlaintext();
-        if (cfg != null) b.withOption(RdmaChannelOption.ENDPOINT_CONFIG, cfg);
+        if (cfg != null) {
+            b.withOption(RdmaChannelOption.ENDPOINT_CONFIG, cfg);
+            // jrdma's set-up ends within the endpoint timeout with its own reason: Netty's timer only backs it up
+            b.withOption(io.netty.channel.ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE, cfg.timeout().toMillis() + 5000));
+        }
         return b.build();
     }
 

@@ -49,6 +49,8 @@ class GrpcOverRdmaTest {
     }
 
     private static final String HOST = System.getProperty("jrdma.netty.test.host", "127.0.0.1");
+    /** Deadline of each call; the guest (QEMU without KVM) passes a longer one. */
+    private static final long DEADLINE_S = Long.getLong("jrdma.netty.test.deadlineSeconds", 20);
     private static final MethodDescriptor<String, String> CHAT = MethodDescriptor.<String, String>newBuilder()
             .setType(MethodDescriptor.MethodType.BIDI_STREAMING)
             .setFullMethodName(MethodDescriptor.generateFullMethodName("jrdma.Chat", "Chat"))
@@ -65,7 +67,8 @@ class GrpcOverRdmaTest {
     @BeforeAll
     static void start() throws Exception {
         group = new RdmaEventLoopGroup(2);
-        EndpointConfig cfg = RdmaChannelConfig.DEFAULT_ENDPOINT_CONFIG.toBuilder().timeout(Duration.ofSeconds(10)).build();
+        EndpointConfig cfg = RdmaChannelConfig.DEFAULT_ENDPOINT_CONFIG.toBuilder()
+                .timeout(Duration.ofSeconds(Math.max(10, DEADLINE_S / 2))).build();
         ServerServiceDefinition chat = ServerServiceDefinition.builder("jrdma.Chat")
                 .addMethod(CHAT, ServerCalls.asyncBidiStreamingCall(out -> new StreamObserver<String>() {
                     @Override
@@ -113,7 +116,7 @@ class GrpcOverRdmaTest {
     }
 
     private static CallOptions call() {
-        return CallOptions.DEFAULT.withDeadlineAfter(20, TimeUnit.SECONDS);
+        return CallOptions.DEFAULT.withDeadlineAfter(DEADLINE_S, TimeUnit.SECONDS);
     }
 
     @Test
@@ -162,7 +165,7 @@ class GrpcOverRdmaTest {
         });
         for (int i = 0; i < 200; i++) requests.onNext("m" + i);
         requests.onCompleted();
-        List<String> replies = done.get(30, TimeUnit.SECONDS);
+        List<String> replies = done.get(DEADLINE_S + 10, TimeUnit.SECONDS);
         assertEquals(200, replies.size());
         assertEquals("re: m0", replies.get(0));
         assertEquals("re: m199", replies.get(199));

@@ -49,8 +49,8 @@ import java.util.function.BiConsumer;
  * }</pre>
  *
  * <p><b>Set-up</b> is jrdma-connect's: the TCP exchange, or rdma_cm when the {@link RdmaChannelOption#ENDPOINT_CONFIG}
- * selects it (or the device is native and the connection manager is AUTO). It blocks, so it runs on a virtual
- * thread; {@code CONNECT_TIMEOUT_MILLIS} fails the promise with a {@link ConnectTimeoutException}.
+ * selects it (or the device is native and the connection manager is AUTO). It blocks, so it runs on a thread of
+ * its own; {@code CONNECT_TIMEOUT_MILLIS} fails the promise with a {@link ConnectTimeoutException}.
  *
  * <p><b>Writes</b> are cut into messages of at most the peer's message size, copied once into this channel's
  * registered send ring and sent from there. At most as many sends are in flight as the ring has slots, and only
@@ -76,8 +76,11 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
     private static final int MAX_SLOT = 64 * 1024;
     /** How long to wait before looking again when the peer has no free receive buffer. */
     private static final long CREDIT_RECHECK_US = 50;
-    /** The blocking part of a close (the endpoint waits for in-flight work and the peer's goodbye) runs here. */
-    static final Executor CLOSER = r -> Thread.ofVirtual().name("jrdma-netty-close").start(r);
+    /**
+     * The blocking part of a close (the endpoint waits for in-flight work and the peer's goodbye) runs here. Platform
+     * threads: rdma_cm and verbs calls block in native code, which would pin a virtual thread's carrier.
+     */
+    static final Executor CLOSER = r -> Thread.ofPlatform().daemon().name("jrdma-netty-close").start(r);
 
     private final RdmaChannelConfig config;
     private volatile Endpoint endpoint;
@@ -554,8 +557,8 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
             }
             String host = r.isUnresolved() ? r.getHostString() : r.getAddress().getHostAddress();
             EndpointConfig c = cfg;
-            // jrdma's set-up blocks (TCP exchange or rdma_cm events): not on the event loop
-            Thread.ofVirtual().name("jrdma-netty-connect").start(() -> {
+            // jrdma's set-up blocks (TCP exchange, or rdma_cm events in native code): not on the event loop
+            Thread.ofPlatform().daemon().name("jrdma-netty-connect").start(() -> {
                 Endpoint ep = null;
                 Throwable failure = null;
                 try {

@@ -30,6 +30,11 @@ final class NettyTestSupport {
         return System.getProperty("jrdma.netty.test.host", "127.0.0.1");
     }
 
+    /** Netty's connect timeout for the tests' clients: the guest (QEMU without KVM) passes a longer one. */
+    static int connectTimeoutMillis() {
+        return Integer.getInteger("jrdma.netty.test.connectTimeoutMs", 30_000);
+    }
+
     static EndpointConfig.Builder config() {
         return RdmaChannelConfig.DEFAULT_ENDPOINT_CONFIG.toBuilder().timeout(Duration.ofSeconds(5));
     }
