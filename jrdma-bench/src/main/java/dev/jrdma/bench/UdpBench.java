@@ -32,7 +32,7 @@ import java.util.List;
  * control connection, and the server, once its socket is drained, answers with its figures (datagrams received,
  * first-to-last ns, peak bytes/s, CPU ns, wall ns). A run header with size 0 ends the session.
  *
- * <p>Each datagram carries its sequence number in its first min(8, SIZE) bytes (the low bytes of it when SIZE < 8)
+ * <p>Each datagram carries its sequence number in its first min(8, SIZE) bytes (the low bytes of it when SIZE &lt; 8)
  * and a fixed pattern after that. The latency client matches every echo's sequence number; both sides compare the
  * whole payload against the pattern for the first datagram of a run and every 64th after it (a full compare of
  * every datagram would slow the floor down at large sizes), and a mismatch fails the run.
