@@ -95,9 +95,22 @@ final class Completer {
         seg = null;
     }
 
+    /**
+     * A response is acted on only inside the window of outstanding requests, as rxe does: from the oldest
+     * unacknowledged PSN (one before it for a plain ACK, which may repeat the last one) to the last PSN sent (not merely
+     * assigned: a large WQE's later PSNs are not in flight yet). Anything
+     * else is stale, forged or stray: dropped and counted.
+     */
     private State checkPsn() {
-        if (Psn.diff(psn, qp.requester.nextPsn) >= 0) return State.DROP;       // beyond anything sent
+        boolean plainAck = pkt.opcode() == ACKNOWLEDGE.code() && Aeth.type(pkt.aethSyndrome()) == Aeth.TYPE_ACK;
+        int low = plainAck ? Psn.add(oldestUnacked, -1) : oldestUnacked;
+        if (!Psn.inWindow(psn, low, Psn.diff(qp.requester.sentEnd, low))) return drop(Counter.RX_RESPONSE_OUT_OF_WINDOW);
         return State.CHECK_ACK;
+    }
+
+    private State drop(Counter reason) {
+        qp.count(reason);
+        return State.DROP;
     }
 
     /** Which kind of response this is. */
@@ -107,10 +120,10 @@ final class Completer {
         if (op != ACKNOWLEDGE.code()) return State.READ_RESPONSE;
         int syn = pkt.aethSyndrome();
         return switch (Aeth.type(syn)) {
-            case Aeth.TYPE_ACK -> Psn.before(psn, Psn.add(oldestUnacked, -1)) ? State.DROP : State.ACK;   // older ACKs are stale
+            case Aeth.TYPE_ACK -> State.ACK;
             case Aeth.TYPE_RNR_NAK -> State.RNR_NAK;
             case Aeth.TYPE_NAK -> Aeth.value(syn) == Aeth.NAK_PSN_SEQUENCE_ERROR ? State.SEQUENCE_NAK : State.FATAL_NAK;
-            default -> State.DROP;
+            default -> drop(Counter.RX_RESPONSE_IGNORED); // reserved syndrome
         };
     }
 
@@ -120,12 +133,21 @@ final class Completer {
         return State.COMPLETE;
     }
 
-    /** Receiver not ready at {@code psn}: what came before it is acknowledged; wait min_rnr_timer, at most rnr_retry times. */
+    /**
+     * Receiver not ready at {@code psn}: what came before it is acknowledged; wait min_rnr_timer, at most rnr_retry
+     * times without progress. RNR NAKs during a wait neither extend it nor use a retry (a storm cannot stall the QP).
+     */
     private State rnrNak() {
+        qp.count(Counter.RNR_NAKS_RECEIVED);
+        if (qp.requester.rnrWait) return drop(Counter.RX_RESPONSE_IGNORED);
         int prev = Psn.add(psn, -1);
         if (ackUpTo(prev)) progress(prev);
         SendWqe w = firstPending();
         if (w == null || !qp.sendsRequests()) return State.COMPLETE;
+        if (!holds(w, psn)) {
+            qp.count(Counter.RX_RESPONSE_IGNORED);
+            return State.COMPLETE;
+        }
         if (qp.rnrRetry != 7) { // 7 means retry forever
             if (rnrLeft == 0) {
                 completeWithError(w, WcStatus.RNR_RETRY_EXC_ERR);
@@ -162,7 +184,7 @@ final class Completer {
         if (ackUpTo(prev)) progress(prev);
         if (!qp.sendsRequests()) return State.DONE;
         SendWqe w = firstPending();
-        if (w == null) return State.DONE;
+        if (w == null || !holds(w, psn)) return drop(Counter.RX_RESPONSE_IGNORED); // names no request in flight
         completeWithError(w, switch (Aeth.value(pkt.aethSyndrome())) {
             case Aeth.NAK_INVALID_REQUEST -> WcStatus.REM_INV_REQ_ERR;
             case Aeth.NAK_REMOTE_ACCESS_ERROR -> WcStatus.REM_ACCESS_ERR;
@@ -178,7 +200,7 @@ final class Completer {
         if (w == null || !w.op.isAtomic() || w.firstPsn != psn) {
             if (!ackUpTo(Psn.add(psn, -1))) return State.DONE;
             w = firstPending();
-            if (w == null || !w.op.isAtomic() || w.firstPsn != psn) return State.DONE;
+            if (w == null || !w.op.isAtomic() || w.firstPsn != psn) return drop(Counter.RX_RESPONSE_IGNORED);
         }
         long orig = pkt.atomicAckOriginal();
         SoftMr mr = w.mr[0];
@@ -198,10 +220,10 @@ final class Completer {
     private State readResponse() {
         if (!ackUpTo(Psn.add(psn, -1))) return State.DONE;
         SendWqe w = firstPending();
-        if (w == null || w.op != WrOpcode.RDMA_READ) return State.DONE;
+        if (w == null || w.op != WrOpcode.RDMA_READ) return drop(Counter.RX_RESPONSE_IGNORED);
         int expected = Psn.add(w.firstPsn, w.readRecv);
         int d = Psn.diff(psn, expected);
-        if (d < 0) return State.DROP;                                   // a duplicate
+        if (d < 0) return drop(Counter.RX_RESPONSE_IGNORED);           // a duplicate
         if (d > 0) {                                                    // a response was lost: ask again from it, once
             retryRead(expected);
             return State.DONE;
@@ -209,7 +231,8 @@ final class Completer {
         if (readRetryActive && psn == readRetryPsn) readRetryActive = false; // the replay has begun: later gaps are real
         int mtu = qp.mtu;
         int k = w.readRecv;
-        boolean first = k == 0, last = k == w.npkts - 1;
+        // each READ request asks for one chunk: the responder numbers its responses FIRST..LAST within the chunk
+        boolean first = k == qp.requester.readChunkStart(k), last = k == qp.requester.readChunkEnd(w, k) - 1;
         int want = first && last ? RDMA_READ_RESPONSE_ONLY.code() : first ? RDMA_READ_RESPONSE_FIRST.code()
                 : last ? RDMA_READ_RESPONSE_LAST.code() : RDMA_READ_RESPONSE_MIDDLE.code();
         long off = (long) k * mtu;
@@ -277,6 +300,11 @@ final class Completer {
             }
         }
         qp.toErr();
+    }
+
+    /** Whether {@code psn} is one of {@code w}'s PSNs. */
+    private static boolean holds(SendWqe w, int psn) {
+        return Psn.inWindow(psn, w.firstPsn, w.npkts);
     }
 
     /** The first WQE, from the head, that is started and not done; null when none. */

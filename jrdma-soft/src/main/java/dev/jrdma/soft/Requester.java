@@ -29,18 +29,28 @@ final class Requester {
     /** The steps of {@link #run}; the last five are where a run stops. */
     enum State {
         NEXT_WQE, START_WQE, LOCAL_OPERATION, SEND_PACKET, ERROR,
-        QUEUE_EMPTY, WAIT_FENCE, WAIT_RD_ATOMIC, WAIT_WINDOW, STOPPED;
+        QUEUE_EMPTY, WAIT_FENCE, WAIT_RD_ATOMIC, WAIT_PSN_SPACE, WAIT_WINDOW, WAIT_READ_RESPONSES, STOPPED;
 
         boolean stops() { return ordinal() >= QUEUE_EMPTY.ordinal(); }
     }
 
     private static final int PKEY = Bth.DEFAULT_PKEY;
+    /**
+     * At most this many PSNs are outstanding (a quarter of the PSN space): every comparison of PSNs in flight stays far
+     * inside the half of the space where ordering is defined. The largest message (max_msg_sz at MTU 256) fits.
+     */
+    static final int MAX_OUTSTANDING_PSNS = 1 << 22;
 
     private final SoftQp qp;
     private final SendQueue sq;
 
-    /** PSN of the next new packet (rxe: {@code req.psn}). */
+    /** The PSN the next new WQE starts at (PSNs are assigned per WQE when it starts). */
     int nextPsn;
+    /**
+     * One past the last PSN a request went out for (rxe: {@code req.psn}): a response can only be about a PSN before
+     * it (for a READ request, every response PSN it asks for counts as sent).
+     */
+    int sentEnd;
     /** READ and atomic requests sent and not yet answered (at most max_rd_atomic). */
     int rdAtomicOut;
     /** Packets allowed beyond the oldest unacknowledged PSN, and how often a packet asks for an ACK. */
@@ -69,7 +79,7 @@ final class Requester {
 
     /** RTR to RTS: the first PSN is the QP's sq_psn. */
     void start(int sqPsn) {
-        nextPsn = sqPsn;
+        nextPsn = sentEnd = sqPsn;
     }
 
     void reset() {
@@ -113,13 +123,13 @@ final class Requester {
             return State.ERROR;
         }
         if (w.local) return State.LOCAL_OPERATION;
-        if (w.readOrAtomic) {
-            if (rdAtomicOut >= Math.max(1, qp.maxRdAtomic)) return State.WAIT_RD_ATOMIC;
-            rdAtomicOut++;
-        }
+        if (w.readOrAtomic && rdAtomicOut >= Math.max(1, qp.maxRdAtomic)) return State.WAIT_RD_ATOMIC;
         int mtu = qp.mtu;
+        int npkts = w.op.isAtomic() ? 1 : (int) Math.max(1, (w.total + mtu - 1) / mtu);
+        if (Psn.diff(nextPsn, qp.completer.oldestUnacked) + (long) npkts > MAX_OUTSTANDING_PSNS) return State.WAIT_PSN_SPACE;
+        if (w.readOrAtomic) rdAtomicOut++;
         w.firstPsn = nextPsn;
-        w.npkts = w.op.isAtomic() ? 1 : (int) Math.max(1, (w.total + mtu - 1) / mtu);
+        w.npkts = npkts;
         w.lastPsn = Psn.add(w.firstPsn, w.npkts - 1);
         nextPsn = Psn.add(nextPsn, w.npkts);
         w.nextPkt = 0;
@@ -141,20 +151,35 @@ final class Requester {
         return State.NEXT_WQE;
     }
 
-    /** Sends the WQE's next packet (a READ or atomic is one request packet), within the window. */
+    /**
+     * Sends the WQE's next packet within the window. An atomic is one request packet. A READ is asked for one window of
+     * responses at a time (one request per window, the next when its responses are in), so READ responses are paced by
+     * the same window as requests and no responder sends more than a window at once for us.
+     */
     private State sendPacket() {
         SendWqe w = wqe;
         if (w.progress != Progress.STARTED || w.nextPkt >= w.npkts) {
             sq.next++;
             return State.NEXT_WQE;
         }
-        if (!w.readOrAtomic && Psn.diff(Psn.add(w.firstPsn, w.nextPkt), qp.completer.oldestUnacked) >= window) return State.WAIT_WINDOW;
+        if (w.op == WrOpcode.RDMA_READ && w.nextPkt > w.readRecv) return State.WAIT_READ_RESPONSES;
+        if (!w.op.isAtomic() && Psn.diff(Psn.add(w.firstPsn, w.nextPkt), qp.completer.oldestUnacked) >= window) return State.WAIT_WINDOW;
         if (!send(w, w.nextPkt)) {
             error = WcStatus.LOC_PROT_ERR;
             return State.ERROR;
         }
-        w.nextPkt = w.readOrAtomic ? w.npkts : w.nextPkt + 1;
+        w.nextPkt = w.op == WrOpcode.RDMA_READ ? readChunkEnd(w, w.nextPkt) : w.op.isAtomic() ? w.npkts : w.nextPkt + 1;
         return State.SEND_PACKET;
+    }
+
+    /** The packet after the READ request chunk holding packet {@code k}: chunks are window-sized, aligned on the READ's start. */
+    int readChunkEnd(SendWqe w, int k) {
+        return (int) Math.min(w.npkts, (long) (k / window + 1) * window);
+    }
+
+    /** The first packet of the READ request chunk holding packet {@code k}. */
+    int readChunkStart(int k) {
+        return k / window * window;
     }
 
     private State error() {
@@ -170,9 +195,9 @@ final class Requester {
         int psn = Psn.add(w.firstPsn, k);
         int len;
         if (w.op == WrOpcode.RDMA_READ) {
-            long off = (long) k * mtu;
+            long off = (long) k * mtu, end = Math.min(w.total, (long) readChunkEnd(w, k) * mtu);
             len = RocePacket.writeBth(b, 0, RDMA_READ_REQUEST.code(), false, PKEY, destQpn, true, psn, 0);
-            Reth.write(b, Bth.BYTES, w.remoteAddr + off, w.rkey, w.total - off);
+            Reth.write(b, Bth.BYTES, w.remoteAddr + off, w.rkey, end - off);
         } else if (w.op.isAtomic()) {
             boolean cas = w.op == WrOpcode.ATOMIC_CMP_AND_SWP;
             len = RocePacket.writeBth(b, 0, cas ? COMPARE_SWAP.code() : FETCH_ADD.code(), false, PKEY, destQpn, true, psn, 0);
@@ -191,6 +216,8 @@ final class Requester {
             if (plen > 0 && !w.gather(off, qp.txSeg, headerLength(opc), plen)) return false;
         }
         qp.transmit(len);
+        int end = w.op == WrOpcode.RDMA_READ ? Psn.add(w.firstPsn, readChunkEnd(w, k)) : Psn.add(psn, 1);
+        if (Psn.after(end, sentEnd)) sentEnd = end;
         qp.completer.armRetryTimer();
         return true;
     }
@@ -253,7 +280,7 @@ final class Requester {
             }
         }
         if (start < 0) return;
-        qp.transport().retransmits.getAndIncrement();
+        qp.count(Counter.RETRANSMITS);
         for (int i = start; i != end; i++) {
             SendWqe w = sq.at(i);
             if (w.progress == Progress.POSTED) break;

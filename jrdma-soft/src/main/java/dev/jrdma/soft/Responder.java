@@ -40,12 +40,19 @@ final class Responder {
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
     private static final int PKEY = Bth.DEFAULT_PKEY;
 
-    /** A responder resource: an executed READ or atomic, kept to answer duplicates. */
+    /** A responder resource: an executed READ or atomic, kept to answer duplicates, and the replies still to send. */
     static final class Resource {
         boolean valid, atomic;
         int firstPsn, npkts;
         SoftMr mr;
         long off, length, orig;
+        /** What the request asked for (a duplicate must ask for a part of it). */
+        long va;
+        int rkey;
+        /** Reply packets {@code [sendFrom, sendTo)} are still to go out. */
+        int sendFrom, sendTo;
+
+        boolean pending() { return valid && sendFrom < sendTo; }
     }
 
     private final SoftQp qp;
@@ -65,6 +72,13 @@ final class Responder {
     private Resource[] resources = {new Resource()};
     /** Resources used so far; the next goes to slot {@code used % length} (a long: it cannot wrap). */
     private long resourcesUsed;
+    /** Some resource has replies to send: ACKs and NAKs wait behind them (responses leave in PSN order). */
+    private boolean repliesPending;
+    /** The receive loop owes this QP a turn to send more replies. */
+    private boolean turnRequested;
+    /** A PSN sequence or RNR NAK that waits for pending replies. */
+    private boolean controlDeferred;
+    private int deferredSyndrome, deferredPsn;
 
     // the packet being processed
     private RocePacket pkt;
@@ -96,13 +110,22 @@ final class Responder {
     }
 
     void reset() {
-        inProgress = NONE;
+        toErr();
         ackQueued = false;
         for (Resource r : resources) r.valid = false;
     }
 
+    /** Nothing more goes out: pending replies and deferred NAKs are dropped. */
     void toErr() {
         inProgress = NONE;
+        for (Resource r : resources) r.sendFrom = r.sendTo;
+        repliesPending = false;
+        controlDeferred = false;
+    }
+
+    /** Tests: pretend {@code n} READ/atomic requests were served before (the resource ring position after 2^31 requests and more). */
+    void skipResources(long n) {
+        resourcesUsed += n;
     }
 
     /** A request packet for this QP (receive thread). */
@@ -169,7 +192,10 @@ final class Responder {
             int plen = pkt.payloadLength();
             if ((flags & END) != 0 ? plen > qp.mtu : plen != qp.mtu) return State.ERR_INVALID_REQUEST;
         }
-        if (kind == READ_REQUEST && pkt.rethLength() > SoftContext.MAX_MSG) return State.ERR_INVALID_REQUEST;
+        if ((kind == READ_REQUEST || (kind == WRITE_MESSAGE && (flags & START) != 0)) && pkt.rethLength() > SoftContext.MAX_MSG)
+            return State.ERR_INVALID_REQUEST;                                            // longer than the device's max_msg_sz
+        if (kind == SEND_MESSAGE && ((flags & START) != 0 ? 0 : recvOffset) + pkt.payloadLength() > SoftContext.MAX_MSG)
+            return State.ERR_INVALID_REQUEST;
         if (kind == ATOMIC_REQUEST && (pkt.atomicVa() & 7) != 0) return State.ERR_INVALID_REQUEST;
         return State.CHECK_RESOURCE;
     }
@@ -280,25 +306,36 @@ final class Responder {
         return State.DONE;
     }
 
-    /** Records a READ in the resource ring and sends its responses. */
+    /** Records a READ in the resource ring and starts sending its responses. */
     private State readReply() {
-        long dlen = pkt.rethLength();
         Resource r = nextResource();
+        if (r == null) return State.ERR_INVALID_REQUEST;
+        long dlen = pkt.rethLength();
         r.atomic = false;
         r.firstPsn = psn;
-        r.npkts = (int) Math.max(1, (dlen + qp.mtu - 1) / qp.mtu);
+        r.npkts = packets(dlen);
         r.mr = targetMr;
         r.off = targetOff;
         r.length = dlen;
+        r.va = pkt.rethVa();
+        r.rkey = pkt.rethRkey();
+        r.sendFrom = 0;
+        r.sendTo = r.npkts;
         r.valid = true;
         expectedPsn = Psn.add(psn, r.npkts);
         msn = Psn.next(msn);
-        sendReadResponses(r, 0);
+        sendReplies();
         return State.DONE;
+    }
+
+    private int packets(long length) {
+        return (int) Math.max(1, (length + qp.mtu - 1) / qp.mtu);
     }
 
     /** Executes an atomic (once: a duplicate is answered from its resource) and sends the original value. */
     private State atomicReply() {
+        Resource r = nextResource();
+        if (r == null) return State.ERR_INVALID_REQUEST;
         long orig;
         try {
             if (targetMr.isClosed()) throw new IllegalStateException();
@@ -310,53 +347,78 @@ final class Responder {
         } catch (RuntimeException e) {
             return State.ERR_REMOTE_OPERATIONAL;
         }
-        Resource r = nextResource();
         r.atomic = true;
         r.firstPsn = psn;
         r.npkts = 1;
         r.orig = orig;
         r.mr = null;
+        r.va = pkt.atomicVa();
+        r.rkey = pkt.atomicRkey();
+        r.sendFrom = 0;
+        r.sendTo = 1;
         r.valid = true;
         expectedPsn = Psn.next(psn);
         msn = Psn.next(msn);
-        sendAeth(ATOMIC_ACKNOWLEDGE.code(), Aeth.ackSyndrome(Aeth.CREDITS_INVALID), psn, orig);
+        sendReplies();
         return State.DONE;
     }
 
-    /** An old PSN: READ and atomic duplicates are answered from their resource; others are re-ACKed. */
+    /**
+     * An old PSN: a READ or atomic duplicate is answered from its resource (an atomic never executes twice), a READ
+     * with exactly the part it asks for; other duplicates are re-ACKed.
+     */
     private State duplicate() {
-        if ((flags & (READ | ATOMIC)) != 0) {
-            for (Resource r : resources) {
-                if (!r.valid) continue;
-                if ((flags & READ) != 0 && !r.atomic && Psn.inWindow(psn, r.firstPsn, r.npkts)) {
-                    sendReadResponses(r, Psn.diff(psn, r.firstPsn));
-                    return State.DONE;
-                }
-                if ((flags & ATOMIC) != 0 && r.atomic && r.firstPsn == psn) {
-                    sendAeth(ATOMIC_ACKNOWLEDGE.code(), Aeth.ackSyndrome(Aeth.CREDITS_INVALID), psn, r.orig);
-                    return State.DONE;
-                }
-            }
-            return State.DONE; // too old to answer: the requester will time out
+        qp.count(Counter.RX_DUPLICATE_REQUEST);
+        if ((flags & (READ | ATOMIC)) == 0) {
+            ackLater(); // re-ACK duplicates with the latest PSN
+            return State.DONE;
         }
-        ackLater(); // re-ACK duplicates with the latest PSN
+        for (Resource r : resources) {
+            if (!r.valid) continue;
+            if ((flags & READ) != 0 && !r.atomic && Psn.inWindow(psn, r.firstPsn, r.npkts)) {
+                int k = Psn.diff(psn, r.firstPsn);
+                long skip = (long) k * qp.mtu, asked = pkt.rethLength();
+                if (pkt.rethRkey() != r.rkey || pkt.rethVa() != r.va + skip || asked > r.length - skip) break; // not what was asked before
+                replay(r, k, k + packets(asked));
+                return State.DONE;
+            }
+            if ((flags & ATOMIC) != 0 && r.atomic && r.firstPsn == psn) {
+                if (pkt.atomicRkey() != r.rkey || pkt.atomicVa() != r.va) break;
+                replay(r, 0, 1);
+                return State.DONE;
+            }
+        }
+        qp.count(Counter.RX_DUPLICATE_UNANSWERED); // too old to answer (the requester will time out), or not a duplicate at all
         return State.DONE;
+    }
+
+    /** Queues reply packets {@code [from, to)} of {@code r} again. */
+    private void replay(Resource r, int from, int to) {
+        if (r.pending()) {
+            r.sendFrom = Math.min(r.sendFrom, from);
+            r.sendTo = Math.max(r.sendTo, to);
+        } else {
+            r.sendFrom = from;
+            r.sendTo = to;
+        }
+        sendReplies();
     }
 
     // ---- errors ----------------------------------------------------------------------------------------------
 
     /** A packet beyond the expected PSN: one NAK per burst asks the requester to go back. */
     private State errPsnSequence() {
+        qp.count(Counter.RX_OUT_OF_SEQUENCE);
         if (!nakSent) {
             nakSent = true;
-            nak(Aeth.NAK_PSN_SEQUENCE_ERROR, expectedPsn);
+            sendInOrder(Aeth.nakSyndrome(Aeth.NAK_PSN_SEQUENCE_ERROR), expectedPsn);
         }
         return State.DONE;
     }
 
     /** Receiver not ready: the requester waits and resends from this PSN; later packets of its pipeline are dropped quietly. */
     private State errRnr() {
-        sendAeth(ACKNOWLEDGE.code(), Aeth.rnrNakSyndrome(qp.minRnrTimer), psn, 0);
+        sendInOrder(Aeth.rnrNakSyndrome(qp.minRnrTimer), psn);
         nakSent = true;
         return State.DONE;
     }
@@ -382,36 +444,88 @@ final class Responder {
 
     // ---- packets out -----------------------------------------------------------------------------------------
 
+    /** The ring slot for a new READ/atomic, or null when every slot still has replies to send (the peer exceeds max_dest_rd_atomic). */
     private Resource nextResource() {
-        Resource r = resources[(int) (resourcesUsed++ % resources.length)];
+        Resource r = resources[(int) (resourcesUsed % resources.length)];
+        if (r.pending()) return null;
+        resourcesUsed++;
         r.valid = false;
         return r;
     }
 
-    /** Sends the READ responses of resource {@code r} from packet {@code from} on. */
-    private void sendReadResponses(Resource r, int from) {
-        ByteBuffer b = qp.tx;
-        int mtu = qp.mtu;
-        for (int k = from; k < r.npkts; k++) {
-            boolean first = k == 0, last = k == r.npkts - 1;
-            int opc = first && last ? RDMA_READ_RESPONSE_ONLY.code() : first ? RDMA_READ_RESPONSE_FIRST.code()
-                    : last ? RDMA_READ_RESPONSE_LAST.code() : RDMA_READ_RESPONSE_MIDDLE.code();
-            long off = (long) k * mtu;
-            int plen = (int) Math.min(mtu, r.length - off);
-            int len = RocePacket.writeBth(b, 0, opc, false, PKEY, qp.destQpn, false, Psn.add(r.firstPsn, k), plen);
-            if ((flags(opc) & AETH) != 0) Aeth.write(b, Bth.BYTES, Aeth.ackSyndrome(Aeth.CREDITS_INVALID), msn);
-            if (plen > 0) {
-                try {
-                    if (r.mr.isClosed()) throw new IllegalStateException();
-                    MemorySegment.copy(r.mr.seg, r.off + off, qp.txSeg, headerLength(opc), plen);
-                } catch (RuntimeException e) {
-                    psn = Psn.add(r.firstPsn, k);
-                    fatal(Aeth.NAK_REMOTE_OPERATIONAL_ERROR);
+    /**
+     * Sends pending READ responses and atomic ACKs, oldest resource first, at most one send window of packets per
+     * turn; when more remain, the receive loop gives this QP another turn after it has served the socket again, so
+     * one large READ cannot hold the device (the ACKs and NAKs of this QP wait behind its replies, in PSN order).
+     */
+    void sendReplies() {
+        turnRequested = false;
+        if (!repliesPending) flushAck(); // an ACK owed for earlier requests goes before these replies
+        int budget = qp.requester.window;
+        long oldest = Math.max(0, resourcesUsed - resources.length);
+        for (long i = oldest; i < resourcesUsed; i++) {
+            Resource r = resources[(int) (i % resources.length)];
+            while (r.pending()) {
+                if (budget-- == 0) {
+                    repliesPending = true;
+                    turnRequested = true;
+                    qp.transport().requestTurn(qp);
                     return;
                 }
+                if (!sendReply(r, r.sendFrom)) return; // the QP went to ERR
+                r.sendFrom++;
             }
-            qp.transmit(len);
         }
+        repliesPending = false;
+        if (controlDeferred) {
+            controlDeferred = false;
+            sendAeth(ACKNOWLEDGE.code(), deferredSyndrome, deferredPsn, 0);
+        }
+        flushAck();
+    }
+
+    /** Sends reply packet {@code k} of {@code r}: a READ response or the atomic ACK. False when the region failed (the QP is in ERR). */
+    private boolean sendReply(Resource r, int k) {
+        if (r.atomic) {
+            sendAeth(ATOMIC_ACKNOWLEDGE.code(), Aeth.ackSyndrome(Aeth.CREDITS_INVALID), r.firstPsn, r.orig);
+            return true;
+        }
+        ByteBuffer b = qp.tx;
+        int mtu = qp.mtu;
+        boolean first = k == 0, last = k == r.npkts - 1;
+        int opc = first && last ? RDMA_READ_RESPONSE_ONLY.code() : first ? RDMA_READ_RESPONSE_FIRST.code()
+                : last ? RDMA_READ_RESPONSE_LAST.code() : RDMA_READ_RESPONSE_MIDDLE.code();
+        long off = (long) k * mtu;
+        int plen = (int) Math.min(mtu, r.length - off);
+        int len = RocePacket.writeBth(b, 0, opc, false, PKEY, qp.destQpn, false, Psn.add(r.firstPsn, k), plen);
+        if ((flags(opc) & AETH) != 0) Aeth.write(b, Bth.BYTES, Aeth.ackSyndrome(Aeth.CREDITS_INVALID), msn);
+        if (plen > 0) {
+            try {
+                if (r.mr.isClosed()) throw new IllegalStateException();
+                MemorySegment.copy(r.mr.seg, r.off + off, qp.txSeg, headerLength(opc), plen);
+            } catch (RuntimeException e) {
+                nak(Aeth.NAK_REMOTE_OPERATIONAL_ERROR, Psn.add(r.firstPsn, k));
+                qp.toErr();
+                return false;
+            }
+        }
+        qp.transmit(len);
+        return true;
+    }
+
+    /** Whether the receive loop owes this QP a turn (it asked and has not had it). */
+    boolean turnRequested() { return turnRequested; }
+
+    /** A PSN sequence or RNR NAK: at once, or after the replies ahead of it. */
+    private void sendInOrder(int syndrome, int nakPsn) {
+        if (repliesPending) {
+            controlDeferred = true;
+            deferredSyndrome = syndrome;
+            deferredPsn = nakPsn;
+            return;
+        }
+        flushAck();
+        sendAeth(ACKNOWLEDGE.code(), syndrome, nakPsn, 0);
     }
 
     private void sendAeth(int opcode, int syndrome, int ackedPsn, long orig) {
@@ -434,9 +548,9 @@ final class Responder {
         }
     }
 
-    /** Sends the coalesced ACK (receive thread, end of a burst; under the QP's monitor). */
+    /** Sends the coalesced ACK (receive thread, end of a burst; under the QP's monitor); after pending replies. */
     void flushAck() {
-        if (!ackQueued) return;
+        if (!ackQueued || repliesPending) return;
         ackQueued = false;
         QpState s = qp.state();
         if (qp.isClosed() || s == QpState.ERR || s == QpState.RESET || s == QpState.INIT) return;

@@ -30,7 +30,9 @@ import java.util.concurrent.locks.ReentrantLock;
 /** An open software device. Its children: protection domains, completion channels and completion queues. */
 public final class SoftContext extends Resource implements Context {
     static final int MAX_QP_WR = 16384, MAX_SGE = 32, MAX_CQE = 1 << 20, MAX_RD_ATOMIC = 128, MAX_INLINE = 1024;
-    static final long MAX_MSG = 1L << 31;
+    /** max_msg_sz: 1 GiB, so a message at the smallest MTU (256) has at most 2^22 packets, a quarter of the PSN space. */
+    static final long MAX_MSG = 1L << 30;
+    static final long MAX_MR_SIZE = 1L << 32;
 
     /** Asynchronous events held for {@link #awaitAsyncEvent}; beyond this many, new ones are counted and dropped. */
     static final int MAX_ASYNC_EVENTS = 4096;
@@ -65,7 +67,7 @@ public final class SoftContext extends Resource implements Context {
     public DeviceAttr queryDevice() {
         checkOpen("ibv_query_device");
         int caps = DeviceAttr.CAP_MEM_WINDOW | DeviceAttr.CAP_MEM_WINDOW_TYPE_2B | DeviceAttr.CAP_RC_RNR_NAK_GEN;
-        return new DeviceAttr("jrdma-soft 0.1", device.nodeGuid(), device.nodeGuid(), MAX_MSG, 4096,
+        return new DeviceAttr("jrdma-soft 0.1", device.nodeGuid(), device.nodeGuid(), MAX_MR_SIZE, 4096,
                 0, 0, 0, Transport.TABLE_SIZE - Transport.FIRST_QPN, MAX_QP_WR, caps,
                 MAX_SGE, MAX_SGE, 65536, MAX_CQE, Transport.TABLE_SIZE - 1, 65536,
                 MAX_RD_ATOMIC, 0, MAX_RD_ATOMIC * 1024, MAX_RD_ATOMIC, 0,
@@ -213,29 +215,21 @@ public final class SoftContext extends Resource implements Context {
 
     /** Packet counters of the device's socket (shared by every context on the same address and port). */
     public Stats stats() {
-        Transport t = transport;
-        return new Stats(t.rxPackets.get(), t.rxBadIcrc.get(), t.rxMalformed.get(), t.rxUnknownQp.get(), t.rxDropped.get(),
-                t.txPackets.get(), t.txErrors.get(), t.retransmits.get());
+        Counter.Set c = transport.counters;
+        return new Stats(c.get(Counter.RX_PACKETS), c.get(Counter.RX_BAD_ICRC), c.get(Counter.RX_MALFORMED), c.get(Counter.RX_UNKNOWN_QP),
+                c.get(Counter.RX_DROPPED), c.get(Counter.TX_PACKETS), c.get(Counter.TX_ERRORS), c.get(Counter.RETRANSMITS));
     }
 
+    /** Every counter of the device's socket by name, drops included (see {@code Counter}). */
     @Override
     public java.util.Map<String, Long> counters() {
         checkOpen("counters");
-        Stats s = stats();
-        java.util.LinkedHashMap<String, Long> m = new java.util.LinkedHashMap<>();
-        m.put("rx_packets", s.rxPackets());
-        m.put("rx_bad_icrc", s.rxBadIcrc());
-        m.put("rx_malformed", s.rxMalformed());
-        m.put("rx_unknown_qp", s.rxUnknownQp());
-        m.put("rx_dropped", s.rxDropped());
-        m.put("tx_packets", s.txPackets());
-        m.put("tx_errors", s.txErrors());
-        m.put("retransmits", s.retransmits());
+        java.util.LinkedHashMap<String, Long> m = new java.util.LinkedHashMap<>(transport.counters.snapshot());
         m.put("async_events_dropped", asyncDropped.get());
         return java.util.Collections.unmodifiableMap(m);
     }
 
-    /** Counters: packets received, dropped for a bad ICRC, malformed, for an unknown QP, dropped by a QP; sent, send errors, retransmitted. */
+    /** Counters: packets received, dropped for a bad ICRC, malformed, for an unknown QP, dropped by a failure; sent, send errors, retransmitted. */
     public record Stats(long rxPackets, long rxBadIcrc, long rxMalformed, long rxUnknownQp, long rxDropped,
                         long txPackets, long txErrors, long retransmits) {}
 

@@ -44,8 +44,8 @@ final class SoftPd extends Resource implements ProtectionDomain {
         if (!segment.isAccessibleBy(ctx.transport.rxThread())) throw new VerbsException("ibv_reg_mr", VerbsException.EINVAL,
                 "the segment belongs to a confined arena, but the soft device reads and writes it from its own threads: "
                         + "allocate it from Arena.ofShared(), Arena.ofAuto() or Arena.global()");
-        if (segment.byteSize() > SoftContext.MAX_MSG * 2) throw new VerbsException("ibv_reg_mr", VerbsException.EINVAL,
-                "region of " + segment.byteSize() + " bytes is larger than the soft device's max_mr_size " + SoftContext.MAX_MSG * 2);
+        if (segment.byteSize() > SoftContext.MAX_MR_SIZE) throw new VerbsException("ibv_reg_mr", VerbsException.EINVAL,
+                "region of " + segment.byteSize() + " bytes is larger than the soft device's max_mr_size " + SoftContext.MAX_MR_SIZE);
         Access.checkConsistent("ibv_reg_mr", access);
         if (access.contains(Access.ZERO_BASED) || access.contains(Access.ON_DEMAND)) throw new VerbsException("ibv_reg_mr",
                 VerbsException.EOPNOTSUPP, "the soft device supports neither ZERO_BASED nor ON_DEMAND regions: leave these flags out");

@@ -547,11 +547,11 @@ final class SoftQp extends Resource implements QueuePair {
     boolean receive(RocePacket p, MemorySegment seg, int srcIp, int srcPort) {
         synchronized (this) {
             QpState s = state;
-            if (isClosed() || s == QpState.RESET || s == QpState.INIT || s == QpState.ERR) return false;
-            if ((p.pkey() & 0x7FFF) != 0x7FFF) return false;
+            if (isClosed() || s == QpState.RESET || s == QpState.INIT || s == QpState.ERR) return drop(Counter.RX_QP_NOT_READY);
+            if ((p.pkey() & 0x7FFF) != 0x7FFF) return drop(Counter.RX_BAD_PKEY);
             // a datagram reaches only a UD QP, and a UD QP takes nothing else: an RC responder must never see a DETH
             if (datagram != null || p.has(Opcode.DETH)) return datagram != null && p.has(Opcode.DETH) && datagram.receive(p, seg, srcIp, tr.ip);
-            if (srcIp != remoteIp) return false;
+            if (srcIp != remoteIp) return drop(Counter.RX_WRONG_SOURCE); // a connected QP hears only its peer
             if (p.has(REQ)) {
                 if (s == QpState.RTR && !commEstablished) { // the first packet in RTR establishes communication (IBA 11.6.3.1)
                     commEstablished = true;
@@ -559,7 +559,7 @@ final class SoftQp extends Resource implements QueuePair {
                 }
                 responder.receive(p, seg);
             } else {
-                if (s == QpState.RTR) return false;
+                if (s == QpState.RTR) return drop(Counter.RX_QP_NOT_READY);
                 completer.receive(p, seg);
                 if (sqdNotify) checkDrained();
             }
@@ -598,11 +598,29 @@ final class SoftQp extends Resource implements QueuePair {
         }, this);
     }
 
+    /** The receive loop's turn to send more READ responses (see {@link Responder#sendReplies}). */
+    void continueReplies() {
+        synchronized (this) {
+            QpState s = state;
+            if (isClosed() || s == QpState.RESET || s == QpState.INIT || s == QpState.ERR || !responder.turnRequested()) return;
+            responder.sendReplies();
+        }
+    }
+
+    void count(Counter c) {
+        tr.counters.add(c);
+    }
+
     /** Sends the coalesced ACK the responder owes (receive thread, end of a burst). */
     void flushAck() {
         synchronized (this) {
             responder.flushAck();
         }
+    }
+
+    private boolean drop(Counter reason) {
+        tr.counters.add(reason);
+        return false;
     }
 
     /** Adds the ICRC to the packet of {@code len} bytes in {@link #tx} and sends it to the peer. */

@@ -18,7 +18,6 @@ import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
 import java.util.HashMap;
 import java.util.Map;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.function.Consumer;
 
@@ -65,16 +64,11 @@ final class Transport {
     private final RocePacket rxPkt = new RocePacket();
     private SoftQp[] ackPending = new SoftQp[64];
     private int ackPendingCount;
+    /** QPs with READ responses left to send: each gets one turn (a send window) per pass of the receive loop. */
+    private SoftQp[] turns = new SoftQp[16], turnsRunning = new SoftQp[16];
+    private int turnCount;
 
-    // counters
-    final AtomicLong rxPackets = new AtomicLong();
-    final AtomicLong rxBadIcrc = new AtomicLong();
-    final AtomicLong rxMalformed = new AtomicLong();
-    final AtomicLong rxUnknownQp = new AtomicLong();
-    final AtomicLong rxDropped = new AtomicLong();
-    final AtomicLong txPackets = new AtomicLong();
-    final AtomicLong txErrors = new AtomicLong();
-    final AtomicLong retransmits = new AtomicLong();
+    final Counter.Set counters = new Counter.Set();
 
     /** Receives what a detached transport sends (tests: the packets the engines produce). */
     @FunctionalInterface
@@ -213,7 +207,7 @@ final class Transport {
     /** Sends {@code len} bytes from the start of {@code b} (a QP's transmit buffer) to {@code to}. */
     void send(ByteBuffer b, int len, InetSocketAddress to) {
         if (tap != null) {
-            txPackets.getAndIncrement();
+            counters.add(Counter.TX_PACKETS);
             tap.sent(b, len, to);
             return;
         }
@@ -234,16 +228,16 @@ final class Transport {
         try {
             for (int tries = 0; tries < 10_000; tries++) {
                 if (ch.send(b, to) > 0) {
-                    txPackets.getAndIncrement();
+                    counters.add(Counter.TX_PACKETS);
                     return;
                 }
                 if (tries > 100) Thread.yield(); else Thread.onSpinWait();
             }
-            txErrors.getAndIncrement();
+            counters.add(Counter.TX_ERRORS);
         } catch (ClosedChannelException e) {
-            txErrors.getAndIncrement();
+            counters.add(Counter.TX_ERRORS);
         } catch (IOException e) {
-            txErrors.getAndIncrement();
+            counters.add(Counter.TX_ERRORS);
         }
     }
 
@@ -260,6 +254,44 @@ final class Transport {
 
     boolean onRxThread() { return Thread.currentThread() == rxThread; }
 
+    /** A QP (under its lock) has more READ responses to send than one turn allows: it gets another turn. */
+    void requestTurn(SoftQp qp) {
+        synchronized (turnsLock) {
+            if (turnCount == turns.length) turns = java.util.Arrays.copyOf(turns, turns.length * 2);
+            turns[turnCount++] = qp;
+        }
+    }
+
+    private final Object turnsLock = new Object();
+
+    /** Gives every QP that asked for it one more turn; returns whether some still want more. */
+    boolean runTurns() {
+        int n;
+        SoftQp[] running;
+        synchronized (turnsLock) {
+            n = turnCount;
+            if (n == 0) return false;
+            if (turnsRunning.length < n) turnsRunning = new SoftQp[turns.length];
+            running = turnsRunning;
+            System.arraycopy(turns, 0, running, 0, n);
+            java.util.Arrays.fill(turns, 0, n, null);
+            turnCount = 0;
+        }
+        for (int i = 0; i < n; i++) {
+            SoftQp qp = running[i];
+            running[i] = null;
+            try {
+                qp.continueReplies();
+            } catch (RuntimeException | Error e) {
+                counters.add(Counter.RX_DROPPED);
+                System.getLogger("dev.jrdma.soft").log(System.Logger.Level.WARNING, "soft device " + key + ": sending replies of " + qp + " failed", e);
+            }
+        }
+        synchronized (turnsLock) {
+            return turnCount > 0;
+        }
+    }
+
     private void rxLoop() {
         Consumer<SelectionKey> noop = k -> {};
         long spinNanos = SPIN_NANOS;
@@ -272,6 +304,7 @@ final class Transport {
                     handle((InetSocketAddress) sa, rxBuf.position());
                 }
                 flushAcks();
+                if (runTurns()) continue; // more READ responses to send: serve the socket again first, then their next turn
                 // poll a little before sleeping: a reply to what was just sent often comes within microseconds
                 if (spinNanos > 0 && spinUntilReadable(spinNanos)) continue;
                 if (running) selector.select(noop, 0);
@@ -279,10 +312,10 @@ final class Transport {
                 return;
             } catch (IOException e) {
                 if (!running) return;
-                rxDropped.getAndIncrement();
+                counters.add(Counter.RX_DROPPED);
             } catch (RuntimeException | Error e) {
                 // never let one packet stop the device
-                rxDropped.getAndIncrement();
+                counters.add(Counter.RX_DROPPED);
                 System.getLogger("dev.jrdma.soft").log(System.Logger.Level.WARNING, "soft device " + key + ": packet handling failed", e);
             }
         }
@@ -307,28 +340,28 @@ final class Transport {
     }
 
     private void handle(InetSocketAddress from, int len) {
-        rxPackets.getAndIncrement();
+        counters.add(Counter.RX_PACKETS);
         if (!(from.getAddress() instanceof Inet4Address src)) {
-            rxMalformed.getAndIncrement();
+            counters.add(Counter.RX_MALFORMED);
             return;
         }
         int srcIp = src.hashCode();
         int srcPort = from.getPort();
         if (!rxIcrc.verify(rxBuf, 0, len, srcIp, ip, srcPort, port)) {
-            rxBadIcrc.getAndIncrement();
+            counters.add(Counter.RX_BAD_ICRC);
             return;
         }
         if (rxPkt.wrap(rxBuf, 0, len) != RocePacket.OK) {
-            rxMalformed.getAndIncrement();
+            counters.add(Counter.RX_MALFORMED);
             return;
         }
         int qpn = rxPkt.destQp();
         SoftQp qp = qpn < TABLE_SIZE ? qps.get(qpn) : null;
         if (qp == null) {
-            rxUnknownQp.getAndIncrement();
+            counters.add(Counter.RX_UNKNOWN_QP);
             return;
         }
-        if (!qp.receive(rxPkt, rxSeg, srcIp, srcPort)) rxDropped.getAndIncrement();
+        qp.receive(rxPkt, rxSeg, srcIp, srcPort);
     }
 
     private void flushAcks() {

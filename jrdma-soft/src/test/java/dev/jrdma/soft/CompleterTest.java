@@ -72,14 +72,14 @@ class CompleterTest {
             rig.qp.postSend(write(src, 1, 3000)); // PSNs 100..102
             rig.qp.postSend(write(src, 2, 8));    // PSN 103
             assertEquals(4, rig.drain().size());
-            long before = rig.transport.retransmits.get();
+            long before = rig.count(Counter.RETRANSMITS);
             rig.feed(nak(MY_PSN + 1, Aeth.NAK_PSN_SEQUENCE_ERROR));
             List<RocePacket> again = rig.drain();
             assertEquals(3, again.size(), EngineRig.describe(again));
             assertEquals(MY_PSN + 1, again.get(0).psn());
             assertEquals(Opcode.RDMA_WRITE_MIDDLE.code(), again.get(0).opcode());
             assertEquals(MY_PSN + 3, again.get(2).psn());
-            assertEquals(before + 1, rig.transport.retransmits.get());
+            assertEquals(before + 1, rig.count(Counter.RETRANSMITS));
             rig.assertNoCompletion();
             rig.feed(ack(MY_PSN + 3));
             assertEquals(1, rig.poll().wrId);

@@ -83,6 +83,23 @@ final class EngineRig implements AutoCloseable {
         return pd.registerMemory(arena.allocate(size, 8), access.length == 0 ? EnumSet.noneOf(Access.class) : EnumSet.of(access[0], access));
     }
 
+    /**
+     * A region over a sparse file mapping: registering it touches no page, so tests can post messages of max_msg_sz
+     * without allocating (or zeroing) a gigabyte; only the bytes actually sent are read.
+     */
+    MemoryRegion sparseMr(long size) {
+        try {
+            java.nio.file.Path f = java.nio.file.Files.createTempFile("jrdma-sparse", ".bin");
+            try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(f, java.nio.file.StandardOpenOption.READ,
+                    java.nio.file.StandardOpenOption.WRITE, java.nio.file.StandardOpenOption.DELETE_ON_CLOSE)) {
+                MemorySegment seg = ch.map(java.nio.channels.FileChannel.MapMode.READ_WRITE, 0, size, arena);
+                return pd.registerMemory(seg, EnumSet.of(Access.LOCAL_WRITE));
+            }
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
     MemoryRegion mrAll(long size) {
         return mr(size, Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC, Access.MW_BIND);
     }
@@ -159,6 +176,10 @@ final class EngineRig implements AutoCloseable {
         assertEquals(RocePacket.OK, rp.wrap(p.buf, 0, p.len));
         Bth.setDestQp(p.buf, 0, qp.qpNum());
         return qp.receive(rp, MemorySegment.ofBuffer(p.buf), from.hashCode(), PORT);
+    }
+
+    long count(Counter c) {
+        return transport.counters.get(c);
     }
 
     /** Fires the deadlines that have passed. */

@@ -46,7 +46,7 @@ class RequesterTest {
             Fixture.assertFilled(java.lang.foreign.MemorySegment.ofBuffer(again.buffer()), again.payloadOffset(), 2000 - 1024, 7 + 31 * 1024);
             rig.feed(ack(MY_PSN + 1));
             assertEquals(WcStatus.SUCCESS, rig.poll().status);
-            assertEquals(1, rig.transport.retransmits.get());
+            assertEquals(1, rig.count(Counter.RETRANSMITS));
         }
     }
 

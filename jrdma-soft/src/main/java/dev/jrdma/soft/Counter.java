@@ -1,0 +1,61 @@
+package dev.jrdma.soft;
+
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.Map;
+import java.util.concurrent.atomic.AtomicLongArray;
+
+/**
+ * The counters of one software device, by name as {@code Context.counters()} shows them. Every packet the device
+ * drops goes to one of the {@code rx_*} drop counters, so a forged, stray or stale packet is never silent.
+ */
+enum Counter {
+    RX_PACKETS("rx_packets"),
+    RX_BAD_ICRC("rx_bad_icrc"),
+    RX_MALFORMED("rx_malformed"),
+    RX_UNKNOWN_QP("rx_unknown_qp"),
+    /** A packet for a QP that takes none in its state (RESET, INIT, ERR; a response before RTS). */
+    RX_QP_NOT_READY("rx_qp_not_ready"),
+    /** A packet for a connected QP from an address other than its peer's. */
+    RX_WRONG_SOURCE("rx_wrong_source"),
+    RX_BAD_PKEY("rx_bad_pkey"),
+    /** A request beyond the expected PSN (NAKed once per burst, the rest dropped). */
+    RX_OUT_OF_SEQUENCE("rx_out_of_sequence"),
+    /** A request already executed: re-ACKed, or answered from its READ/atomic resource. */
+    RX_DUPLICATE_REQUEST("rx_duplicate_request"),
+    /** A duplicate READ/atomic that no resource can answer (too old, or asking for another range). */
+    RX_DUPLICATE_UNANSWERED("rx_duplicate_unanswered"),
+    /** An ACK, NAK, RNR NAK, READ response or atomic ACK whose PSN is outside the window of outstanding requests. */
+    RX_RESPONSE_OUT_OF_WINDOW("rx_response_out_of_window"),
+    /** A response inside the window that fits no outstanding request (wrong kind, a duplicate READ response, an RNR NAK during an RNR wait). */
+    RX_RESPONSE_IGNORED("rx_response_ignored"),
+    /** A packet whose handling threw (a bug): reported through System.Logger, the device keeps serving. */
+    RX_DROPPED("rx_dropped"),
+    TX_PACKETS("tx_packets"),
+    TX_ERRORS("tx_errors"),
+    RETRANSMITS("retransmits"),
+    RNR_NAKS_RECEIVED("rnr_naks_received");
+
+    final String label;
+
+    Counter(String label) {
+        this.label = label;
+    }
+
+    private static final Counter[] ALL = values();
+
+    /** One device's values: allocation-free increments from any thread. */
+    static final class Set {
+        private final AtomicLongArray values = new AtomicLongArray(ALL.length);
+
+        void add(Counter c) { values.getAndIncrement(c.ordinal()); }
+
+        long get(Counter c) { return values.get(c.ordinal()); }
+
+        Map<String, Long> snapshot() {
+            LinkedHashMap<String, Long> m = new LinkedHashMap<>();
+            for (Counter c : ALL) m.put(c.label, values.get(c.ordinal()));
+            return Collections.unmodifiableMap(m);
+        }
+    }
+}
