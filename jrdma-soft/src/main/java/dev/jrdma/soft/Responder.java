@@ -454,14 +454,16 @@ final class Responder {
     }
 
     /**
-     * Sends pending READ responses and atomic ACKs, oldest resource first, at most one send window of packets per
+     * Sends pending READ responses and atomic ACKs, oldest resource first, at most a quarter of the send window per
      * turn; when more remain, the receive loop gives this QP another turn after it has served the socket again, so
      * one large READ cannot hold the device (the ACKs and NAKs of this QP wait behind its replies, in PSN order).
+     * Short turns also let a duplicate request that arrives while its replies are still going out merge with them
+     * instead of sending them twice.
      */
     void sendReplies() {
         turnRequested = false;
         if (!repliesPending) flushAck(); // an ACK owed for earlier requests goes before these replies
-        int budget = qp.requester.window;
+        int budget = qp.requester.ackEvery;
         long oldest = Math.max(0, resourcesUsed - resources.length);
         for (long i = oldest; i < resourcesUsed; i++) {
             Resource r = resources[(int) (i % resources.length)];

@@ -248,24 +248,24 @@ class WireHardeningTest {
     @Test
     void readResponsesGoOutOneWindowPerTurnAndAcksWaitBehindThem() {
         try (EngineRig rig = new EngineRig()) {
-            int size = 2 << 20, packets = size / 1024, window = rig.qp.requester.window;
+            int size = 2 << 20, packets = size / 1024, turn = rig.qp.requester.ackEvery; // a quarter window per turn
             MemoryRegion src = rig.mrAll(size), dst = rig.mrAll(64);
             Fixture.fill(src.segment(), size, 5);
             rig.feed(request(Opcode.RDMA_READ_REQUEST, PEER_PSN, 0).reth(src.address(), src.rkey(), size));
-            assertEquals(window, rig.drain().size(), "one window, then the receive loop serves others");
+            assertEquals(turn, rig.drain().size(), "one turn, then the receive loop serves others");
             // a WRITE that asks for an ACK arrives meanwhile: its ACK must not overtake the READ's responses
             rig.feed(request(Opcode.RDMA_WRITE_ONLY, PEER_PSN + packets, 8).reth(dst.address(), dst.rkey(), 8).payload(8, 1));
             assertTrue(rig.drain().isEmpty());
-            int turns = 0, sent = window;
+            int turns = 0, sent = turn;
             RocePacket last = null;
             for (boolean more = true; more; turns++) {
                 more = rig.transport.runTurns();
                 List<RocePacket> out = rig.drain();
-                assertTrue(out.size() <= window + 1, "at most a window per turn");
+                assertTrue(out.size() <= turn + 1, "at most a quarter window per turn");
                 sent += out.size();
                 if (!out.isEmpty()) last = out.getLast();
             }
-            assertEquals(packets / window - 1, turns, "the first window went out with the request");
+            assertEquals(packets / turn - 1, turns, "the first turn went out with the request");
             assertEquals(packets + 1, sent, "every response, then the ACK");
             assertEquals(Opcode.ACKNOWLEDGE.code(), last.opcode());
             assertEquals(PEER_PSN + packets, last.psn());
