@@ -29,7 +29,7 @@ final class SoftMr extends Resource implements MemoryRegion {
         this.access = Collections.unmodifiableSet(access.isEmpty() ? EnumSet.noneOf(Access.class) : EnumSet.copyOf(access));
         this.accessBits = Access.toBits(access);
         this.keyIndex = pd.transport().addKey(this);
-        this.key = (keyIndex << 8) | ((keyIndex * 151 + 0x5A) & 0xFF);
+        this.key = pd.transport().freshKey(keyIndex); // a random key byte: keys cannot be guessed from the index
     }
 
     @Override public SoftPd pd() { return pd; }

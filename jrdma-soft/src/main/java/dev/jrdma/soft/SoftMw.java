@@ -7,7 +7,8 @@ import dev.jrdma.verbs.spi.Resource;
 /**
  * A memory window. Its binding is an immutable snapshot replaced on bind and invalidate, so the receive
  * thread reads it without a lock. The rkey's index (upper 24 bits) is fixed; its low 8 bits (the key) change
- * with every bind: type 1 windows get the next key value, type 2 windows take the key the BIND_MW request names.
+ * with every bind: type 1 windows get a new random key byte, type 2 windows take the key the BIND_MW request names
+ * (or a random one when it names none).
  */
 final class SoftMw extends Resource implements MemoryWindow {
     /** What a bound window grants: {@code [addr, addr + len)} of {@code mr} with {@code accessBits}; {@code qp} for type 2. */
@@ -24,7 +25,7 @@ final class SoftMw extends Resource implements MemoryWindow {
         this.pd = pd;
         this.type = type;
         this.keyIndex = pd.transport().addKey(this);
-        this.rkey = keyIndex << 8;
+        this.rkey = pd.transport().freshKey(keyIndex);
     }
 
     @Override public SoftPd pd() { return pd; }
@@ -34,8 +35,8 @@ final class SoftMw extends Resource implements MemoryWindow {
         return rkey;
     }
 
-    /** The next rkey: same index, key byte + 1 ({@code ibv_inc_rkey}); used by type 1 binds and type 2 binds that name no key. */
-    int nextType1Rkey() { return (keyIndex << 8) | ((rkey + 1) & 0xFF); }
+    /** The next rkey: same index, a new random key byte (never the previous one); used by type 1 binds and type 2 binds that name no key. */
+    int nextRkey() { return pd.transport().freshKey(keyIndex); }
 
     @Override
     protected void destroy() {

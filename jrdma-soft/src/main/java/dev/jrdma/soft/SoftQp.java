@@ -376,8 +376,9 @@ final class SoftQp extends Resource implements QueuePair {
                 throw new PostException("ibv_post_send", VerbsException.EINVAL, idx, "BIND_MW needs bindMr, a memory region of this device");
             w.bindMw = mw;
             w.bindMr = mr;
-            // 0 = let the provider pick the next key (ibv_inc_rkey); MemoryWindow.rkey() is the key of the last bind posted
-            w.bindRkey = wr.bindRkey == 0 ? mw.nextType1Rkey() : wr.bindRkey;
+            // 0 = let the provider pick a new random key; MemoryWindow.rkey() is the key of the last bind posted
+            if (wr.bindRkey == 0) w.bindRkey = mw.nextRkey();
+            else tr.noteKey(w.bindRkey = wr.bindRkey);
             mw.rkey = w.bindRkey;
             w.bindAddr = wr.bindAddr;
             w.bindLen = wr.bindLength;
@@ -503,7 +504,7 @@ final class SoftQp extends Resource implements QueuePair {
                 throw new VerbsException("ibv_bind_mw", VerbsException.EINVAL, "the QP is in " + state + "; binds are posted on the send queue and need RTS");
             if (sq.isFull())
                 throw new VerbsException("ibv_bind_mw", VerbsException.ENOMEM, "the send queue is full: poll the send CQ first");
-            int newRkey = w1.nextType1Rkey();
+            int newRkey = w1.nextRkey();
             w1.rkey = newRkey;
             SendWqe w = sq.at(sq.tail);
             w.wrId = wrId;

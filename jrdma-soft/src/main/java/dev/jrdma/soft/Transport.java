@@ -16,6 +16,7 @@ import java.nio.channels.ClosedChannelException;
 import java.nio.channels.DatagramChannel;
 import java.nio.channels.SelectionKey;
 import java.nio.channels.Selector;
+import java.security.SecureRandom;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicReferenceArray;
@@ -52,10 +53,19 @@ final class Transport {
     /** Retransmission timeouts and RNR waits of this device's QPs. */
     final SoftTimer timer;
 
+    /**
+     * RoCE carries no authentication: whoever guesses a QP number, a PSN and an rkey can inject packets. So QP
+     * numbers and key indices start at random points, and the 8-bit key part of every registration and window bind is
+     * drawn at random (ReDMArk, USENIX Security 2021, exploited the predictable ones).
+     */
+    private static final SecureRandom RANDOM = new SecureRandom();
+
     final AtomicReferenceArray<SoftQp> qps = new AtomicReferenceArray<>(TABLE_SIZE);
-    private int nextQpn = FIRST_QPN;
+    private int nextQpn = FIRST_QPN + RANDOM.nextInt(TABLE_SIZE - FIRST_QPN);
     final AtomicReferenceArray<Object> keys = new AtomicReferenceArray<>(TABLE_SIZE);
-    private int nextKeyIndex = 1;
+    private int nextKeyIndex = 1 + RANDOM.nextInt(TABLE_SIZE - 1);
+    /** The key byte last handed out for each key index: the next one differs, so an old key never names a new owner. */
+    private final byte[] lastKeyByte = new byte[TABLE_SIZE];
 
     // receive-thread state
     private final ByteBuffer rxBuf = ByteBuffer.allocateDirect(RX_BUF);
@@ -195,6 +205,22 @@ final class Transport {
     }
 
     void removeKey(int index, Object owner) { keys.compareAndSet(index, owner, null); }
+
+    /** A new key for {@code index}: a random 8-bit key part, different from the last one used with this index. */
+    synchronized int freshKey(int index) {
+        int last = lastKeyByte[index] & 0xFF, b;
+        do {
+            b = RANDOM.nextInt(256);
+        } while (b == last);
+        lastKeyByte[index] = (byte) b;
+        return (index << 8) | b;
+    }
+
+    /** An application chose {@code key} (a type 2 bind with its own key byte): the next fresh key differs from it. */
+    synchronized void noteKey(int key) {
+        int index = key >>> 8;
+        if (index < TABLE_SIZE) lastKeyByte[index] = (byte) key;
+    }
 
     /** The MR or MW a key names, or null. */
     Object keyOwner(int key) {
