@@ -82,7 +82,9 @@ class ModulePathTest {
         cmd.addAll(List.of("--enable-native-access=" + DemoCommand.NATIVE_MODULES, "-m", "dev.jrdma.cli/dev.jrdma.cli.Jrdma"));
         cmd.addAll(List.of(args));
         Result r = java(cmd.toArray(String[]::new));
-        assertFalse(r.out.contains("restricted method"), "native access must be granted by module name: " + r.out);
+        // jrdma's own modules must need no warning; a dependency's (Netty loading its epoll library) is not ours to grant
+        assertFalse(r.out.lines().anyMatch(l -> l.contains("has been called by dev.jrdma.") || l.contains("in an unnamed module")),
+                "native access must be granted by module name: " + r.out);
         return r;
     }
 
