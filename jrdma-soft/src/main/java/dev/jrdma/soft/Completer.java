@@ -67,7 +67,7 @@ final class Completer {
         retryDeadline = 0;
     }
 
-    /** A response packet for this QP (receive thread). */
+    /** A response packet for this QP (the driving thread). */
     void receive(RocePacket p, MemorySegment segment) {
         pkt = p;
         seg = segment;
@@ -353,7 +353,7 @@ final class Completer {
     void armRetryTimer() {
         if (retryDeadline == 0 && qp.timeoutNanos > 0) {
             retryDeadline = qp.clock().nanoTime() + qp.timeoutNanos;
-            qp.timer().wake();
+            qp.timer().wake(retryDeadline);
         }
     }
 

@@ -298,7 +298,7 @@ final class Requester {
         rnrWait = true;
         rnrPsn = psn;
         rnrDeadline = qp.clock().nanoTime() + nanos;
-        qp.timer().wake();
+        qp.timer().wake(rnrDeadline);
     }
 
     /** The RNR wait is over (timer). */

@@ -128,7 +128,7 @@ final class Responder {
         resourcesUsed += n;
     }
 
-    /** A request packet for this QP (receive thread). */
+    /** A request packet for this QP (the driving thread). */
     void receive(RocePacket p, MemorySegment segment) {
         pkt = p;
         seg = segment;
@@ -546,11 +546,11 @@ final class Responder {
         ackPsn = Psn.add(expectedPsn, -1);
         if (!ackQueued) {
             ackQueued = true;
-            if (qp.transport().onRxThread()) qp.transport().ackLater(qp); else flushAck();
+            if (qp.transport().driving()) qp.transport().ackLater(qp); else flushAck();
         }
     }
 
-    /** Sends the coalesced ACK (receive thread, end of a burst; under the QP's monitor); after pending replies. */
+    /** Sends the coalesced ACK (the driving thread, end of a burst; under the QP's monitor); after pending replies. */
     void flushAck() {
         if (!ackQueued || repliesPending) return;
         ackQueued = false;

@@ -63,6 +63,7 @@ final class SoftChannel extends Resource implements CompletionChannel {
         long nanos = timeout == null ? Long.MAX_VALUE : timeout.toNanos();
         lock.lock();
         try {
+            if (events.isEmpty()) ctx.transport.pollerWaits(); // the device's receive thread handles what comes now
             while (events.isEmpty()) {
                 if (isClosed()) throw new ClosedException("ibv_get_cq_event", what());
                 if (woken) {

@@ -10,7 +10,9 @@ import dev.jrdma.verbs.spi.Resource;
 
 /**
  * A completion queue: a ring of preallocated {@link WorkCompletion}s filled by the QPs (under this CQ's lock)
- * and copied out by {@link #poll}. When the ring is full a completion is lost: the CQ counts it as an overrun
+ * and copied out by {@link #poll}. A poll first drives the device on the calling thread (it handles the packets
+ * that wait on the socket, see {@link Transport#progressFromPoll}), so a busy-polling application gets its
+ * completions without a hand-off from another thread. When the ring is full a completion is lost: the CQ counts it as an overrun
  * and the next poll that finds the ring empty throws, so an overrun is never silent.
  */
 final class SoftCq extends Resource implements CompletionQueue {
@@ -62,6 +64,7 @@ final class SoftCq extends Resource implements CompletionQueue {
     @Override
     public int poll(WorkCompletion[] wcs, int max) {
         checkOpen("ibv_poll_cq");
+        ctx.transport.progressFromPoll();
         int n;
         synchronized (this) {
             n = Math.min(Math.min(max, wcs.length), count);

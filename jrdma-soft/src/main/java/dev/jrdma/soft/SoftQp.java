@@ -45,8 +45,9 @@ import java.util.Set;
  * engines of the IBA RC transport, split as Linux rxe splits them: the {@link Requester} turns send WQEs into
  * request packets, the {@link Responder} executes the peer's requests, the {@link Completer} handles the peer's
  * responses and completes send WQEs. This class holds what they share: the attributes, the two work queues and the
- * transmit buffer. All state is guarded by the QP's monitor: the posting thread transmits directly, the device's
- * receive thread runs the responder and the completer, the device's timer runs retransmission and RNR waits.
+ * transmit buffer. All state is guarded by the QP's monitor: the posting thread transmits directly, the thread
+ * that drives the device (an application thread polling a CQ, or the device's receive thread; see {@link Transport})
+ * runs the responder and the completer, the device's timer runs retransmission and RNR waits.
  */
 final class SoftQp extends Resource implements QueuePair {
     /** {@code -Djrdma.soft.trace=true} logs every engine step (System.Logger, DEBUG): slow, for debugging only. */
@@ -544,7 +545,7 @@ final class SoftQp extends Resource implements QueuePair {
     // packets in and out
     // =============================================================================================
 
-    /** A packet for this QP (receive thread): requests go to the responder, responses to the completer. False when dropped. */
+    /** A packet for this QP (the driving thread): requests go to the responder, responses to the completer. False when dropped. */
     boolean receive(RocePacket p, MemorySegment seg, int srcIp, int srcPort) {
         synchronized (this) {
             QpState s = state;
@@ -612,7 +613,7 @@ final class SoftQp extends Resource implements QueuePair {
         tr.counters.add(c);
     }
 
-    /** Sends the coalesced ACK the responder owes (receive thread, end of a burst). */
+    /** Sends the coalesced ACK the responder owes (the driving thread, end of a burst). */
     void flushAck() {
         synchronized (this) {
             responder.flushAck();

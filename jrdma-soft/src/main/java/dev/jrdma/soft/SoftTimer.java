@@ -6,13 +6,16 @@ import java.util.concurrent.locks.LockSupport;
 /**
  * The timer of one software device (one per {@link Transport}): retransmission timeouts and RNR waits of its QPs.
  * QPs publish their deadlines in volatile fields (read through {@link SoftQp#nextDeadline()}); the timer thread
- * scans them every half millisecond while any is armed and sleeps otherwise (a QP that arms a deadline wakes it).
- * No allocation per scan.
+ * sleeps until the earliest one (at most {@link #IDLE_NANOS} when none is armed), fires what is due and looks
+ * again. A QP that arms a deadline earlier than the thread's next look wakes it ({@link #wake}); a deadline that
+ * moves later (a timer restarted by an ACK) needs no wake-up: the thread finds it when it looks. So a busy QP
+ * costs the timer no wake-up per packet. No allocation per scan.
  *
  * <p>A manual timer ({@link #manual}) has no thread: a test advances its {@link Clock} and calls {@link #runDue()}.
  */
 final class SoftTimer {
-    private static final long TICK_NANOS = 500_000;
+    /** The shortest sleep between two looks: deadlines are honoured to about this (and the OS's timer slack). */
+    private static final long MIN_SLEEP_NANOS = 100_000;
     private static final long IDLE_NANOS = 50_000_000;
     private static final System.Logger LOG = System.getLogger("dev.jrdma.soft");
 
@@ -21,7 +24,9 @@ final class SoftTimer {
     private final boolean threaded;
     private volatile SoftQp[] qps = new SoftQp[0];
     private Thread thread;
-    private volatile boolean idle, closed;
+    private volatile boolean closed;
+    /** When the thread looks next ({@link Clock} time); a deadline before it must wake the thread. */
+    private volatile long nextLook;
 
     private SoftTimer(Clock clock, String name, boolean threaded) {
         this.clock = clock;
@@ -60,9 +65,9 @@ final class SoftTimer {
         }
     }
 
-    /** A QP armed a deadline: make sure the thread is not in its long sleep. */
-    void wake() {
-        if (idle) {
+    /** A QP armed {@code deadline}: wake the thread when it would look later than that. */
+    void wake(long deadline) {
+        if (deadline - nextLook < 0) {
             Thread t = thread;
             if (t != null) LockSupport.unpark(t);
         }
@@ -93,35 +98,43 @@ final class SoftTimer {
     int runDue() {
         long now = clock.nanoTime();
         int armed = 0;
-        for (SoftQp q : qps) {
-            long d = q.nextDeadline();
-            if (d == 0) continue;
-            armed++;
-            if (now - d >= 0) {
-                try {
-                    q.onTimer(now);
-                } catch (RuntimeException | Error e) { // a bug in one QP must not stop the timer of every other
-                    LOG.log(System.Logger.Level.WARNING, "soft QP timer failed (" + q + ")", e);
-                }
-            }
-        }
+        for (SoftQp q : qps) if (fire(q, now) != 0) armed++;
         return armed;
+    }
+
+    /** Fires {@code q}'s deadline if it has passed; returns the deadline it has afterwards (0 = none). */
+    private static long fire(SoftQp q, long now) {
+        long d = q.nextDeadline();
+        if (d == 0 || now - d < 0) return d;
+        try {
+            q.onTimer(now);
+        } catch (RuntimeException | Error e) { // a bug in one QP must not stop the timer of every other
+            LOG.log(System.Logger.Level.WARNING, "soft QP timer failed (" + q + ")", e);
+        }
+        return q.nextDeadline();
+    }
+
+    /** Fires what is due and returns when to look next: the earliest armed deadline, or {@code now + IDLE_NANOS}. */
+    private long fireDue(long now) {
+        long next = now + IDLE_NANOS;
+        for (SoftQp q : qps) {
+            long d = fire(q, now);
+            if (d != 0 && d - next < 0) next = d;
+        }
+        return next;
     }
 
     private void loop() {
         while (!closed) {
             try {
-                if (runDue() > 0) {
-                    LockSupport.parkNanos(TICK_NANOS);
-                } else {
-                    idle = true;
-                    if (runDue() > 0) {
-                        idle = false;
-                        continue;
-                    }
-                    LockSupport.parkNanos(IDLE_NANOS);
-                    idle = false;
-                }
+                long now = clock.nanoTime();
+                long next = fireDue(now);
+                nextLook = next;
+                // a deadline armed during the scan may have read the old nextLook: look once more after publishing
+                long again = fireDue(clock.nanoTime());
+                if (again - next < 0) nextLook = next = again;
+                long sleep = next - clock.nanoTime();
+                LockSupport.parkNanos(this, Math.max(sleep, MIN_SLEEP_NANOS));
             } catch (RuntimeException | Error e) {
                 LOG.log(System.Logger.Level.WARNING, "soft device timer " + name + ": scan failed", e);
             }

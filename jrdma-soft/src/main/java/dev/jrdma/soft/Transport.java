@@ -8,28 +8,30 @@ import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.net.Inet4Address;
 import java.net.InetSocketAddress;
-import java.net.SocketAddress;
-import java.net.StandardProtocolFamily;
-import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
-import java.nio.channels.DatagramChannel;
-import java.nio.channels.SelectionKey;
-import java.nio.channels.Selector;
 import java.security.SecureRandom;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReferenceArray;
-import java.util.function.Consumer;
+import java.util.concurrent.locks.LockSupport;
 
 /**
- * The UDP side of one software device (one local address and port), shared by every context opened on it:
- * the socket, the receive thread, the QP number table and the memory key table.
+ * The packet side of one software device (one local address and port), shared by every context opened on it:
+ * the link (a {@link UdpLink}), who drives it, the receive thread, the QP number table and the memory key table.
  *
- * <p>The receive thread drains the socket (non-blocking) packet by packet: it verifies the ICRC, frames the
- * packet, finds the destination QP and hands the packet to it under the QP's lock. When the socket is empty it
- * sends the ACKs that the packets of this burst asked for (ACK coalescing), then blocks in a selector. The
- * receive buffer is one preallocated direct buffer: no allocation per packet.
+ * <p><b>Progress.</b> Received packets are handled by whichever thread drives the device, one at a time (a
+ * lock that is only ever tried, never waited for): it drains the socket (non-blocking) packet by packet, verifies
+ * the ICRC, frames the packet, finds the destination QP and hands the packet to it under the QP's lock; when the
+ * socket is empty it sends the ACKs that the packets of this burst asked for (ACK coalescing). An application
+ * thread that polls a CQ of the device drives it itself ({@link #progressFromPoll}, the model of UCX's worker
+ * progress), so a busy-polling application gets its completions on its own thread with no hand-off and no
+ * wake-up. The receive thread drives it for traffic nobody polls for (event mode, passive one-sided targets):
+ * it blocks in the selector while no thread has polled for {@link #POLL_QUIET_NANOS}, and stays off the socket
+ * (parked, not woken by packets) while one has. Each packet is received by exactly one thread (the socket hands
+ * it out once, under the drive lock), and every drive ends by sending the ACKs its packets asked for. The receive
+ * buffer is one preallocated direct buffer: no allocation per packet.
  */
 final class Transport {
     static final int TABLE_SIZE = 1 << 16;
@@ -44,8 +46,8 @@ final class Transport {
     private final String key;
     private int refs;
 
-    private final DatagramChannel ch;
-    private final Selector selector;
+    /** The socket; null for a detached transport. */
+    private final UdpLink link;
     private final Thread rxThread;
     private volatile boolean running = true;
     /** Where a detached transport's packets go (tests); null for a socket. */
@@ -67,7 +69,15 @@ final class Transport {
     /** The key byte last handed out for each key index: the next one differs, so an old key never names a new owner. */
     private final byte[] lastKeyByte = new byte[TABLE_SIZE];
 
-    // receive-thread state
+    // progress: the state below the drive lock is used by the driving thread only
+    private final AtomicBoolean driveLock = new AtomicBoolean();
+    private Thread driver;
+    /** When an application thread last polled a CQ of this device ({@link System#nanoTime}). */
+    private volatile long lastPollNanos = System.nanoTime() - POLL_QUIET_NANOS;
+    /** Packets handled by polling application threads and by the receive thread (written by the driver only). */
+    private long rxByPoll, rxByThread;
+    /** The receive thread is (about to be) parked off the socket because a thread polled recently. */
+    private volatile boolean rxSteppedBack;
     private final ByteBuffer rxBuf = ByteBuffer.allocateDirect(RX_BUF);
     final MemorySegment rxSeg = MemorySegment.ofBuffer(rxBuf);
     private final Icrc rxIcrc = new Icrc();
@@ -103,8 +113,7 @@ final class Transport {
         this.key = address.getHostAddress() + ":" + port + " (detached)";
         this.tap = tap;
         this.timer = SoftTimer.manual(clock);
-        this.ch = null;
-        this.selector = null;
+        this.link = null;
         running = false;
         rxThread = Thread.ofPlatform().unstarted(() -> {}); // never started: stands for the device's threads in checks
     }
@@ -116,19 +125,7 @@ final class Transport {
         this.key = address.getHostAddress() + ":" + port;
         this.tap = null;
         this.timer = SoftTimer.threaded(Clock.SYSTEM, key);
-        DatagramChannel c = DatagramChannel.open(StandardProtocolFamily.INET);
-        try {
-            c.setOption(StandardSocketOptions.SO_RCVBUF, 4 << 20);
-            c.setOption(StandardSocketOptions.SO_SNDBUF, 4 << 20);
-            c.bind(new InetSocketAddress(address, port));
-            c.configureBlocking(false);
-            selector = Selector.open();
-            c.register(selector, SelectionKey.OP_READ);
-        } catch (IOException e) {
-            c.close();
-            throw e;
-        }
-        this.ch = c;
+        this.link = new UdpLink(address, port);
         rxThread = Thread.ofPlatform().daemon().name("jrdma-soft-rx-" + key).unstarted(this::rxLoop);
         rxThread.start();
     }
@@ -160,17 +157,14 @@ final class Transport {
         }
         timer.close();
         running = false;
-        selector.wakeup();
+        link.wakeup();
+        LockSupport.unpark(rxThread);
         try {
             rxThread.join(2000);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        try {
-            selector.close();
-            ch.close();
-        } catch (IOException ignored) {
-        }
+        link.close();
     }
 
     Thread rxThread() { return rxThread; }
@@ -253,7 +247,7 @@ final class Transport {
         if (drop > 0 && java.util.concurrent.ThreadLocalRandom.current().nextInt(drop) == 0) return;
         try {
             for (int tries = 0; tries < 10_000; tries++) {
-                if (ch.send(b, to) > 0) {
+                if (link.send(b, to)) {
                     counters.add(Counter.TX_PACKETS);
                     return;
                 }
@@ -268,17 +262,100 @@ final class Transport {
     }
 
     /** Sends raw bytes (tests: malformed packets). */
-    void sendRaw(ByteBuffer b, InetSocketAddress to) throws IOException { ch.send(b, to); }
+    void sendRaw(ByteBuffer b, InetSocketAddress to) throws IOException { link.send(b, to); }
 
     // ---- receiving ---------------------------------------------------------------------------------
 
-    /** Called by a QP (on the receive thread) that owes its peer an ACK at the end of this burst. */
+    /** Called by a QP (on the driving thread) that owes its peer an ACK at the end of this burst. */
     void ackLater(SoftQp qp) {
         if (ackPendingCount == ackPending.length) ackPending = java.util.Arrays.copyOf(ackPending, ackPending.length * 2);
         ackPending[ackPendingCount++] = qp;
     }
 
-    boolean onRxThread() { return Thread.currentThread() == rxThread; }
+    /** Whether the calling thread is driving the device now (handling received packets): ACKs wait for the end of its burst. */
+    boolean driving() { return driver == Thread.currentThread(); }
+
+    /** An application thread holds the drive for at most this many packets per poll, so poll returns promptly. */
+    static final int POLL_BUDGET = 64;
+    /** The receive thread's batch between two looks at whether it should step back. */
+    private static final int RX_BUDGET = 256;
+    /**
+     * The receive thread stays off the socket until no application thread has polled for this long (or one that
+     * polled starts waiting for a completion event): the longest a packet can wait when a poller stops polling
+     * without waiting for an event, e.g. to spin on memory that a peer writes.
+     */
+    static final long POLL_QUIET_NANOS = 1_000_000;
+
+    /**
+     * A CQ of this device is being polled: handle what the socket holds on the polling thread (no hand-off to
+     * the receive thread). Does nothing when another thread drives the device at this moment: that one's
+     * completions become visible to the next poll.
+     */
+    void progressFromPoll() {
+        if (link == null) return;
+        lastPollNanos = System.nanoTime();
+        drive(POLL_BUDGET, true);
+    }
+
+    /**
+     * A thread is about to block for a completion event of this device: the receive thread takes over now (it may
+     * be parked because that thread polled a moment ago), so the event's packet does not wait for the quiet time.
+     */
+    void pollerWaits() {
+        if (link == null) return;
+        lastPollNanos = System.nanoTime() - POLL_QUIET_NANOS;
+        if (rxSteppedBack) LockSupport.unpark(rxThread);
+    }
+
+    /**
+     * Receives and handles up to {@code budget} packets, then sends the coalesced ACKs; never blocks.
+     *
+     * @return the number of packets handled, or -1 when another thread is driving the device
+     */
+    private int drive(int budget, boolean polling) {
+        if (!driveLock.compareAndSet(false, true)) return -1;
+        driver = Thread.currentThread();
+        int n = 0;
+        try {
+            while (n < budget) {
+                rxBuf.clear();
+                InetSocketAddress from;
+                try {
+                    from = link.receive(rxBuf);
+                } catch (ClosedChannelException e) {
+                    break; // the device was released
+                } catch (IOException e) {
+                    counters.add(Counter.RX_DROPPED);
+                    break;
+                }
+                if (from == null) break;
+                n++;
+                try {
+                    handle(from, rxBuf.position());
+                } catch (RuntimeException | Error e) {
+                    // never let one packet stop the device, nor throw into an application's poll
+                    counters.add(Counter.RX_DROPPED);
+                    System.getLogger("dev.jrdma.soft").log(System.Logger.Level.WARNING, "soft device " + key + ": packet handling failed", e);
+                }
+            }
+            flushAcks();
+            turnsLeft = runTurns(); // READ responses paced per pass: QPs that asked get their next turn now
+        } finally {
+            if (polling) rxByPoll += n; else rxByThread += n;
+            driver = null;
+            driveLock.set(false);
+        }
+        return n;
+    }
+
+    /** Packets handled so far by polling application threads (racy read; counters and tests). */
+    long rxByPoll() { return rxByPoll; }
+
+    /** Packets handled so far by the receive thread (racy read; counters and tests). */
+    long rxByThread() { return rxByThread; }
+
+    /** Whether the last drive left QPs wanting another turn (written by the driver). */
+    private boolean turnsLeft;
 
     /** A QP (under its lock) has more READ responses to send than one turn allows: it gets another turn. */
     void requestTurn(SoftQp qp) {
@@ -319,50 +396,34 @@ final class Transport {
     }
 
     private void rxLoop() {
-        Consumer<SelectionKey> noop = k -> {};
-        long spinNanos = SPIN_NANOS;
         while (running) {
             try {
-                for (;;) {
-                    rxBuf.clear();
-                    SocketAddress sa = ch.receive(rxBuf);
-                    if (sa == null) break;
-                    handle((InetSocketAddress) sa, rxBuf.position());
+                rxSteppedBack = true; // before reading lastPollNanos: pollerWaits writes and reads them the other way round
+                long sincePoll = System.nanoTime() - lastPollNanos;
+                if (sincePoll < POLL_QUIET_NANOS) {
+                    // an application thread polls and takes the packets itself: stay off the socket (no wake-up per
+                    // packet, which on a small machine preempts the poller) until it has not polled for a while
+                    LockSupport.parkNanos(this, POLL_QUIET_NANOS - sincePoll);
+                    continue;
                 }
-                flushAcks();
-                if (runTurns()) continue; // more READ responses to send: serve the socket again first, then their next turn
-                // poll a little before sleeping: a reply to what was just sent often comes within microseconds
-                if (spinNanos > 0 && spinUntilReadable(spinNanos)) continue;
-                if (running) selector.select(noop, 0);
-            } catch (ClosedChannelException e) {
+                rxSteppedBack = false;
+                int n = drive(RX_BUDGET, false);
+                if (n == RX_BUDGET || turnsLeft) continue; // more waiting, or READ responses to send: serve the socket first
+                if (n < 0) {
+                    LockSupport.parkNanos(this, 20_000); // a poller is inside drive: it handles what is waiting
+                    continue;
+                }
+                if (running && System.nanoTime() - lastPollNanos >= POLL_QUIET_NANOS) link.await();
+            } catch (ClosedChannelException | java.nio.channels.ClosedSelectorException e) {
                 return;
             } catch (IOException e) {
                 if (!running) return;
                 counters.add(Counter.RX_DROPPED);
             } catch (RuntimeException | Error e) {
-                // never let one packet stop the device
                 counters.add(Counter.RX_DROPPED);
-                System.getLogger("dev.jrdma.soft").log(System.Logger.Level.WARNING, "soft device " + key + ": packet handling failed", e);
+                System.getLogger("dev.jrdma.soft").log(System.Logger.Level.WARNING, "soft device " + key + ": receive loop failed", e);
             }
         }
-    }
-
-    /** Busy-poll time before the receive thread blocks: {@code jrdma.soft.spinMicros}; 0 (off) by default: on small
-     *  machines the spinning receive threads take the CPU from the application (measured: 8x worse on 2 cores). */
-    private static final long SPIN_NANOS = Long.getLong("jrdma.soft.spinMicros", 0) * 1000;
-
-    private boolean spinUntilReadable(long nanos) throws IOException {
-        long end = System.nanoTime() + nanos;
-        do {
-            rxBuf.clear();
-            SocketAddress sa = ch.receive(rxBuf);
-            if (sa != null) {
-                handle((InetSocketAddress) sa, rxBuf.position());
-                return true;
-            }
-            Thread.onSpinWait();
-        } while (System.nanoTime() - end < 0 && running);
-        return false;
     }
 
     private void handle(InetSocketAddress from, int len) {
@@ -392,8 +453,14 @@ final class Transport {
 
     private void flushAcks() {
         for (int i = 0; i < ackPendingCount; i++) {
-            ackPending[i].flushAck();
+            SoftQp qp = ackPending[i];
             ackPending[i] = null;
+            try {
+                qp.flushAck();
+            } catch (RuntimeException | Error e) {
+                counters.add(Counter.RX_DROPPED);
+                System.getLogger("dev.jrdma.soft").log(System.Logger.Level.WARNING, "soft device " + key + ": sending an ACK of " + qp + " failed", e);
+            }
         }
         ackPendingCount = 0;
     }

@@ -15,7 +15,10 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-/** The steady state allocates nothing per message: neither the posting thread nor the device's receive thread. */
+/**
+ * The steady state allocates nothing per message: neither the posting and polling thread (which also handles the
+ * received packets: poll drives the device) nor the device's receive thread.
+ */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class AllocationTest {
 
@@ -56,6 +59,8 @@ class AllocationTest {
             WorkCompletion[] wc = WorkCompletion.array(8);
             rounds(p, 3000, a, b, send, write, read, recv, wc); // warm up (JIT, caches)
             Thread rxA = ((SoftContext) p.a.ctx).transport.rxThread(), rxB = ((SoftContext) p.b.ctx).transport.rxThread();
+            Transport ta = ((SoftContext) p.a.ctx).transport, tb = ((SoftContext) p.b.ctx).transport;
+            long polledA = ta.rxByPoll(), polledB = tb.rxByPoll();
             long me0 = allocated(Thread.currentThread()), a0 = allocated(rxA), b0 = allocated(rxB);
             int n = 5000;
             long t0 = System.nanoTime();
@@ -64,6 +69,9 @@ class AllocationTest {
             long me = allocated(Thread.currentThread()) - me0, ra = allocated(rxA) - a0, rb = allocated(rxB) - b0;
             System.out.printf("%d rounds (SEND 3000 B ping + WRITE 2000 B + READ 2000 B) in %.1f ms: %.1f us per round; allocated: poster %d B, rx %d B, rx %d B%n",
                     n, t / 1e6, t / 1e3 / n, me, ra, rb);
+            // this loop busy-polls A's CQ throughout (B's only for the SEND), so A's packets are handled on the polling thread
+            assertTrue(ta.rxByPoll() - polledA > n && tb.rxByPoll() - polledB > 0,
+                    "packets handled by polls: " + (ta.rxByPoll() - polledA) + " / " + (tb.rxByPoll() - polledB));
             // 5000 rounds = 20000 work requests and ~35000 packets: allow a few KiB of incidental noise in total
             assertTrue(me < 16 * 1024, "posting/polling thread allocated " + me + " bytes");
             assertTrue(ra < 16 * 1024, "receive thread of 127.0.0.1 allocated " + ra + " bytes");

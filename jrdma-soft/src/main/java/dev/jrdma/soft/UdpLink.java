@@ -1,0 +1,81 @@
+package dev.jrdma.soft;
+
+import java.io.IOException;
+import java.net.Inet4Address;
+import java.net.InetSocketAddress;
+import java.net.StandardProtocolFamily;
+import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
+import java.nio.channels.DatagramChannel;
+import java.nio.channels.SelectionKey;
+import java.nio.channels.Selector;
+import java.util.function.Consumer;
+
+/**
+ * The UDP socket of one software device: a non-blocking {@link DatagramChannel} bound to the device's address and
+ * port, and a selector the receive thread blocks in while no packet waits.
+ *
+ * <p>The channel is non-blocking on purpose beyond speed: a non-blocking NIO channel is not closed when the thread
+ * using it is interrupted (only blocking operations install the interrupt hook), so an application thread that polls
+ * a CQ (and so reads this socket) with its interrupt flag set cannot take the device down.
+ */
+final class UdpLink implements AutoCloseable {
+    private static final Consumer<SelectionKey> NOTHING = k -> {};
+
+    private final DatagramChannel ch;
+    private final Selector selector;
+
+    UdpLink(Inet4Address address, int port) throws IOException {
+        DatagramChannel c = DatagramChannel.open(StandardProtocolFamily.INET);
+        Selector s = null;
+        try {
+            c.setOption(StandardSocketOptions.SO_RCVBUF, 4 << 20);
+            c.setOption(StandardSocketOptions.SO_SNDBUF, 4 << 20);
+            c.bind(new InetSocketAddress(address, port));
+            c.configureBlocking(false);
+            s = Selector.open();
+            c.register(s, SelectionKey.OP_READ);
+        } catch (IOException e) {
+            c.close();
+            if (s != null) s.close();
+            throw e;
+        }
+        ch = c;
+        selector = s;
+    }
+
+    /**
+     * Sends the bytes between position and limit of {@code b} as one datagram (one system call).
+     *
+     * @return false when the socket's send buffer is full (nothing was sent)
+     */
+    boolean send(ByteBuffer b, InetSocketAddress to) throws IOException {
+        return ch.send(b, to) > 0;
+    }
+
+    /** Receives one datagram into {@code b} (from its position), without blocking: its sender, or null when none waits. */
+    InetSocketAddress receive(ByteBuffer b) throws IOException {
+        return (InetSocketAddress) ch.receive(b);
+    }
+
+    /** Blocks until a datagram may be waiting, or {@link #wakeup} is called. */
+    void await() throws IOException {
+        selector.select(NOTHING, 0);
+    }
+
+    void wakeup() {
+        selector.wakeup();
+    }
+
+    @Override
+    public void close() {
+        try {
+            selector.close();
+        } catch (IOException ignored) {
+        }
+        try {
+            ch.close();
+        } catch (IOException ignored) {
+        }
+    }
+}

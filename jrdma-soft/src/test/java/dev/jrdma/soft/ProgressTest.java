@@ -1,0 +1,142 @@
+package dev.jrdma.soft;
+
+import static dev.jrdma.soft.Fixture.*;
+import static org.junit.jupiter.api.Assertions.*;
+
+import dev.jrdma.verbs.MemoryRegion;
+import dev.jrdma.verbs.RecvWorkRequest;
+import dev.jrdma.verbs.SendWorkRequest;
+import dev.jrdma.verbs.WcStatus;
+import dev.jrdma.verbs.WorkCompletion;
+import dev.jrdma.verbs.WrOpcode;
+
+import java.time.Duration;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** Who handles received packets: a thread that polls a CQ drives the device itself; the receive thread handles the rest. */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class ProgressTest {
+
+    private static Transport tr(Side s) { return ((SoftContext) s.ctx).transport; }
+
+    @Test
+    void aBusyPollingThreadHandlesThePacketsItself() {
+        try (Pair p = pair()) {
+            MemoryRegion a = p.a.mrAll(4096), b = p.b.mrAll(4096);
+            SendWorkRequest send = new SendWorkRequest().wrId(1).opcode(WrOpcode.SEND).signaled(true).buffer(a, 0, 64);
+            RecvWorkRequest recv = new RecvWorkRequest().wrId(2).buffer(b, 0, 64);
+            WorkCompletion[] wc = WorkCompletion.array(4);
+            long polledB = tr(p.b).rxByPoll();
+            int n = 2000;
+            for (int i = 0; i < n; i++) {
+                p.b.qp.postRecv(recv);
+                p.a.qp.postSend(send);
+                int got = 0;
+                while (got < 2) {
+                    int k = p.b.cq.poll(wc);
+                    for (int j = 0; j < k; j++) assertEquals(WcStatus.SUCCESS, wc[j].status);
+                    got += k;
+                    k = p.a.cq.poll(wc);
+                    for (int j = 0; j < k; j++) assertEquals(WcStatus.SUCCESS, wc[j].status);
+                    got += k;
+                }
+            }
+            long byPoll = tr(p.b).rxByPoll() - polledB;
+            // every SEND reached B; the receive thread only steps in while this thread is descheduled for over a millisecond
+            assertTrue(byPoll > n / 2, "B's packets handled by the polling thread: " + byPoll + " of " + n);
+        }
+    }
+
+    @Test
+    void theReceiveThreadHandlesWhatNobodyPollsFor() throws Exception {
+        try (Pair p = pair()) {
+            MemoryRegion a = p.a.mrAll(4096), b = p.b.mrAll(4096);
+            fill(a.segment(), 256, 7);
+            long threadB = tr(p.b).rxByThread();
+            // B never polls: a passive WRITE target; then an event-mode receive on B
+            p.a.qp.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(a, 0, 256).remote(b.address(), b.rkey()));
+            assertEquals(WcStatus.SUCCESS, poll(p.a.cq).status);
+            assertFilled(b.segment(), 0, 256, 7);
+            assertTrue(tr(p.b).rxByThread() > threadB, "the WRITE was handled by B's receive thread");
+            // B busy-polls a while (its receive thread steps back), then waits for an event: the SEND still arrives at once
+            WorkCompletion[] wc = WorkCompletion.array(1);
+            long end = System.nanoTime() + 20_000_000;
+            while (System.nanoTime() < end) assertEquals(0, p.b.cq.poll(wc));
+            p.b.qp.postRecv(new RecvWorkRequest().wrId(5).buffer(b, 1024, 64));
+            p.b.cq.requestNotify(false);
+            Thread sender = Thread.ofPlatform().start(() -> {
+                try {
+                    Thread.sleep(50);
+                } catch (InterruptedException ignored) {
+                }
+                p.a.qp.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.SEND).signaled(true).buffer(a, 0, 64));
+            });
+            assertSame(p.b.cq, p.b.ch.awaitEvent(Duration.ofSeconds(10)), "the event came");
+            p.b.cq.ackEvents(1);
+            sender.join();
+            assertEquals(1, p.b.cq.poll(wc));
+            assertEquals(WcStatus.SUCCESS, wc[0].status);
+            assertEquals(5, wc[0].wrId);
+        }
+    }
+
+    @Test
+    void anInterruptedPollerDoesNotCloseTheSocket() {
+        try (Pair p = pair()) {
+            MemoryRegion a = p.a.mrAll(4096), b = p.b.mrAll(4096);
+            WorkCompletion[] wc = WorkCompletion.array(1);
+            Thread.currentThread().interrupt();
+            try {
+                for (int i = 0; i < 100; i++) p.b.cq.poll(wc); // reads B's socket with the interrupt flag set
+            } finally {
+                assertTrue(Thread.interrupted());
+            }
+            p.b.qp.postRecv(new RecvWorkRequest().wrId(3).buffer(b, 0, 64));
+            p.a.qp.postSend(new SendWorkRequest().wrId(4).opcode(WrOpcode.SEND).signaled(true).buffer(a, 0, 64));
+            assertEquals(WcStatus.SUCCESS, poll(p.b.cq).status, "B's device still receives");
+        }
+    }
+
+    @Test
+    void concurrentPollersAndTheReceiveThreadHandleEachPacketOnce() throws Exception {
+        try (Pair p = pair(o -> o.cqe = 4096)) {
+            MemoryRegion a = p.a.mrAll(4096), b = p.b.mrAll(64 * 64);
+            int n = 3000;
+            java.util.concurrent.atomic.AtomicIntegerArray seen = new java.util.concurrent.atomic.AtomicIntegerArray(n);
+            java.util.concurrent.atomic.AtomicInteger done = new java.util.concurrent.atomic.AtomicInteger();
+            Runnable poller = () -> {
+                WorkCompletion[] wc = WorkCompletion.array(8);
+                while (done.get() < n) {
+                    int k = p.b.cq.poll(wc);
+                    for (int j = 0; j < k; j++) {
+                        assertEquals(WcStatus.SUCCESS, wc[j].status);
+                        seen.incrementAndGet((int) wc[j].wrId);
+                        done.incrementAndGet();
+                    }
+                    if (k == 0) java.util.concurrent.locks.LockSupport.parkNanos(20_000); // let the receive thread in too
+                }
+            };
+            Thread t1 = Thread.ofPlatform().start(poller), t2 = Thread.ofPlatform().start(poller);
+            WorkCompletion[] wc = WorkCompletion.array(16);
+            int posted = 0, completed = 0;
+            SendWorkRequest send = new SendWorkRequest().opcode(WrOpcode.SEND).signaled(true).buffer(a, 0, 64);
+            RecvWorkRequest recv = new RecvWorkRequest();
+            while (completed < n) {
+                while (posted < n && posted - completed < 32) {
+                    p.b.qp.postRecv(recv.wrId(posted).buffer(b, (posted % 64) * 64L, 64));
+                    p.a.qp.postSend(send.wrId(posted));
+                    posted++;
+                }
+                int k = p.a.cq.poll(wc);
+                for (int j = 0; j < k; j++) assertEquals(WcStatus.SUCCESS, wc[j].status);
+                completed += k;
+            }
+            t1.join(30_000);
+            t2.join(30_000);
+            assertEquals(n, done.get());
+            for (int i = 0; i < n; i++) assertEquals(1, seen.get(i), "receive " + i + " completed once");
+        }
+    }
+}
