@@ -105,7 +105,7 @@ final class Datagram {
         return WcStatus.SUCCESS;
     }
 
-    /** A datagram for this QP (receive thread). False when dropped: wrong Q_Key, no receive WQE, wrong state. */
+    /** A datagram for this QP (the driving thread). False when dropped: wrong Q_Key, no receive WQE, wrong state. */
     boolean receive(RocePacket p, MemorySegment seg, int srcIp, int dstIp) {
         QpState s = qp.state();
         if (s != QpState.RTR && s != QpState.RTS) return false;
