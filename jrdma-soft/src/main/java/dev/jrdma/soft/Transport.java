@@ -330,6 +330,7 @@ final class Transport {
                 }
                 if (from == null) break;
                 n++;
+                if (polling) rxByPoll++; else rxByThread++;
                 try {
                     handle(from, rxBuf.position());
                 } catch (RuntimeException | Error e) {
@@ -341,7 +342,6 @@ final class Transport {
             flushAcks();
             turnsLeft = runTurns(); // READ responses paced per pass: QPs that asked get their next turn now
         } finally {
-            if (polling) rxByPoll += n; else rxByThread += n;
             driver = null;
             driveLock.set(false);
         }

@@ -59,6 +59,8 @@ class ProgressTest {
             p.a.qp.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(a, 0, 256).remote(b.address(), b.rkey()));
             assertEquals(WcStatus.SUCCESS, poll(p.a.cq).status);
             assertFilled(b.segment(), 0, 256, 7);
+            long until = System.nanoTime() + 2_000_000_000L; // the count is a plain field of another thread: give it a moment
+            while (tr(p.b).rxByThread() == threadB && System.nanoTime() < until) Thread.sleep(1);
             assertTrue(tr(p.b).rxByThread() > threadB, "the WRITE was handled by B's receive thread");
             // B busy-polls a while (its receive thread steps back), then waits for an event: the SEND still arrives at once
             WorkCompletion[] wc = WorkCompletion.array(1);
