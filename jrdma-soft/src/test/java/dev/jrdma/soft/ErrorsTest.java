@@ -50,7 +50,11 @@ class ErrorsTest {
             fill(src.segment(), 64, 1);
             expectRemoteError(p, new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE).buffer(src, 0, 64)
                     .remote(dst.address(), dst.rkey() ^ 0x1), WcStatus.REM_ACCESS_ERR, dst);
-            assertEquals(QpState.ERR, p.b.qp.state()); // the responder follows rxe: a class C error moves it to ERR
+            // the responder follows rxe: a class C error moves it to ERR. It sends the NAK first, and the requester's
+            // poll may complete on its own thread before the responder's thread has moved on: wait for it, boundedly
+            long deadline = System.nanoTime() + 2_000_000_000L;
+            while (p.b.qp.state() != QpState.ERR && System.nanoTime() < deadline) Thread.onSpinWait();
+            assertEquals(QpState.ERR, p.b.qp.state());
         }
     }
 
