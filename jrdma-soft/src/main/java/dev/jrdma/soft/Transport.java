@@ -19,7 +19,7 @@ import java.util.concurrent.locks.LockSupport;
 
 /**
  * The packet side of one software device (one local address and port), shared by every context opened on it:
- * the link (a {@link UdpLink}), who drives it, the receive thread, the QP number table and the memory key table.
+ * the link (a {@link Link}: the UDP socket, {@link UdpLink}), who drives it, the receive thread, the QP number table and the memory key table.
  *
  * <p><b>Progress.</b> Received packets are handled by whichever thread drives the device, one at a time (a
  * lock that is only ever tried, never waited for): it drains the socket (non-blocking) packet by packet, verifies
@@ -47,7 +47,7 @@ final class Transport {
     private int refs;
 
     /** The socket; null for a detached transport. */
-    private final UdpLink link;
+    private final Link link;
     private final Thread rxThread;
     private volatile boolean running = true;
     /** Where a detached transport's packets go (tests); null for a socket. */

@@ -19,7 +19,7 @@ import java.util.function.Consumer;
  * using it is interrupted (only blocking operations install the interrupt hook), so an application thread that polls
  * a CQ (and so reads this socket) with its interrupt flag set cannot take the device down.
  */
-final class UdpLink implements AutoCloseable {
+final class UdpLink implements Link {
     private static final Consumer<SelectionKey> NOTHING = k -> {};
 
     private final DatagramChannel ch;
@@ -44,26 +44,24 @@ final class UdpLink implements AutoCloseable {
         selector = s;
     }
 
-    /**
-     * Sends the bytes between position and limit of {@code b} as one datagram (one system call).
-     *
-     * @return false when the socket's send buffer is full (nothing was sent)
-     */
-    boolean send(ByteBuffer b, InetSocketAddress to) throws IOException {
+    /** One system call; false when the socket's send buffer is full. */
+    @Override
+    public boolean send(ByteBuffer b, InetSocketAddress to) throws IOException {
         return ch.send(b, to) > 0;
     }
 
-    /** Receives one datagram into {@code b} (from its position), without blocking: its sender, or null when none waits. */
-    InetSocketAddress receive(ByteBuffer b) throws IOException {
+    @Override
+    public InetSocketAddress receive(ByteBuffer b) throws IOException {
         return (InetSocketAddress) ch.receive(b);
     }
 
-    /** Blocks until a datagram may be waiting, or {@link #wakeup} is called. */
-    void await() throws IOException {
+    @Override
+    public void await() throws IOException {
         selector.select(NOTHING, 0);
     }
 
-    void wakeup() {
+    @Override
+    public void wakeup() {
         selector.wakeup();
     }
 

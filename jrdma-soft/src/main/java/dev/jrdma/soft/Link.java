@@ -1,0 +1,31 @@
+package dev.jrdma.soft;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+
+/**
+ * What a software device's {@link Transport} sends its RoCEv2 packets through and receives them from: one datagram
+ * per packet, non-blocking, with a way to wait for the next one. {@link UdpLink} is the UDP socket of RoCEv2; other
+ * links (a fault-injecting wrapper, a same-host shared-memory ring) carry the same packets.
+ */
+interface Link extends AutoCloseable {
+    /**
+     * Sends the bytes between position and limit of {@code b} as one datagram.
+     *
+     * @return false when the link cannot take it now (nothing was sent)
+     */
+    boolean send(ByteBuffer b, InetSocketAddress to) throws IOException;
+
+    /** Receives one datagram into {@code b} (from its position), without blocking: its sender, or null when none waits. */
+    InetSocketAddress receive(ByteBuffer b) throws IOException;
+
+    /** Blocks until a datagram may be waiting, or {@link #wakeup} is called. */
+    void await() throws IOException;
+
+    /** Ends an {@link #await} in progress (or the next one) at once. */
+    void wakeup();
+
+    @Override
+    void close();
+}
