@@ -47,8 +47,8 @@ final class Datagram {
     }
 
     /** The largest datagram: the port's active MTU (a UD QP has no path MTU of its own). */
-    private static int mtu() {
-        return SoftContext.activeMtu().bytes;
+    private int mtu() {
+        return qp.transport().activeMtu.bytes;
     }
 
     /** Sends a chain of UD SENDs; throws at the first request that cannot be posted, after sending those before it. */

@@ -52,15 +52,9 @@ public final class SoftContext extends Resource implements Context {
 
     @Override public SoftDevice device() { return device; }
 
-    /** The active MTU of port 1: {@code jrdma.soft.mtu} (256..4096), 1024 by default. */
-    static Mtu activeMtu() {
-        String s = System.getProperty("jrdma.soft.mtu");
-        if (s == null || s.isBlank()) return Mtu.MTU_1024;
-        try {
-            return Mtu.ofBytes(Integer.parseInt(s.trim()));
-        } catch (IllegalArgumentException e) {
-            return Mtu.MTU_1024;
-        }
+    /** The active MTU of port 1: {@code -Djrdma.soft.mtu} (256..4096) when set, else as rxe sets it from the interface's MTU. */
+    Mtu activeMtu() {
+        return transport.activeMtu;
     }
 
     @Override

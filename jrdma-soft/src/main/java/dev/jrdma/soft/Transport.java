@@ -2,12 +2,16 @@ package dev.jrdma.soft;
 
 import dev.jrdma.soft.wire.Icrc;
 import dev.jrdma.soft.wire.RocePacket;
+import dev.jrdma.verbs.Mtu;
 import dev.jrdma.verbs.VerbsException;
 
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.net.Inet4Address;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.NetworkInterface;
+import java.net.SocketException;
 import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
 import java.security.SecureRandom;
@@ -54,6 +58,8 @@ final class Transport {
     private final PacketTap tap;
     /** Retransmission timeouts and RNR waits of this device's QPs. */
     final SoftTimer timer;
+    /** Port 1's active MTU: {@code -Djrdma.soft.mtu} when set, else from the MTU of the address's interface ({@link #activeMtuFor}). */
+    final Mtu activeMtu;
 
     /**
      * RoCE carries no authentication: whoever guesses a QP number, a PSN and an rkey can inject packets. So QP
@@ -113,6 +119,7 @@ final class Transport {
         this.key = address.getHostAddress() + ":" + port + " (detached)";
         this.tap = tap;
         this.timer = SoftTimer.manual(clock);
+        this.activeMtu = configuredMtu(address);
         this.link = null;
         running = false;
         rxThread = Thread.ofPlatform().unstarted(() -> {}); // never started: stands for the device's threads in checks
@@ -125,6 +132,7 @@ final class Transport {
         this.key = address.getHostAddress() + ":" + port;
         this.tap = null;
         this.timer = SoftTimer.threaded(Clock.SYSTEM, key);
+        this.activeMtu = configuredMtu(address);
         this.link = new UdpLink(address, port);
         rxThread = Thread.ofPlatform().daemon().name("jrdma-soft-rx-" + key).unstarted(this::rxLoop);
         rxThread.start();
@@ -168,6 +176,49 @@ final class Transport {
     }
 
     Thread rxThread() { return rxThread; }
+
+    // ---- MTU ---------------------------------------------------------------------------------------
+
+    /**
+     * The most header bytes a RoCEv2 packet carries around its payload (rxe's RXE_MAX_HDR_LENGTH: IPv6 + UDP + BTH
+     * + the largest extension headers + ICRC): what the interface's MTU must hold besides the IB payload.
+     */
+    static final int ROCE_MAX_HEADERS = 80;
+
+    /** The active MTU for an interface MTU, as rxe sets it: the largest IB MTU that fits beside the headers, at most 4096, at least 256. */
+    static Mtu activeMtuFor(int interfaceMtu) {
+        int room = interfaceMtu - ROCE_MAX_HEADERS;
+        Mtu m = Mtu.MTU_256;
+        for (Mtu candidate : Mtu.values()) if (candidate.bytes <= room) m = candidate;
+        return m;
+    }
+
+    /** The MTU of the interface that holds {@code address}, or -1 when it cannot be found (then 1500 is assumed). */
+    static int interfaceMtu(InetAddress address) {
+        try {
+            NetworkInterface ni = NetworkInterface.getByInetAddress(address);
+            // 127.0.0.2 and the like belong to the loopback interface without being listed on it
+            if (ni == null && address.isLoopbackAddress()) ni = NetworkInterface.getByInetAddress(InetAddress.getLoopbackAddress());
+            return ni == null ? -1 : ni.getMTU();
+        } catch (SocketException e) {
+            return -1;
+        }
+    }
+
+    /** {@code -Djrdma.soft.mtu} (256..4096) when set and valid, else the MTU that the interface of {@code address} allows. */
+    static Mtu configuredMtu(InetAddress address) {
+        String s = System.getProperty("jrdma.soft.mtu");
+        if (s != null && !s.isBlank()) {
+            try {
+                return Mtu.ofBytes(Integer.parseInt(s.trim()));
+            } catch (IllegalArgumentException e) {
+                System.getLogger("dev.jrdma.soft").log(System.Logger.Level.WARNING,
+                        "-Djrdma.soft.mtu=" + s + " is not 256, 512, 1024, 2048 or 4096: the interface's MTU decides");
+            }
+        }
+        int ifMtu = interfaceMtu(address);
+        return activeMtuFor(ifMtu > 0 ? ifMtu : 1500);
+    }
 
     // ---- tables ------------------------------------------------------------------------------------
 

@@ -56,13 +56,33 @@ class MiscTest {
             assertEquals(PortState.ACTIVE, pa.state());
             assertEquals(LinkLayer.ETHERNET, pa.linkLayer());
             assertEquals(Mtu.MTU_4096, pa.maxMtu());
-            assertEquals(Mtu.MTU_1024, pa.activeMtu());
+            assertEquals(Mtu.MTU_4096, pa.activeMtu(), "loopback's MTU (65536) holds 4096-byte payloads");
             assertTrue(ctx.gidTable(1).getFirst().isRoceV2());
             assertTrue(ctx.queryDevice().supportsMemoryWindows());
             assertThrows(VerbsException.class, () -> ctx.queryPort(2));
             assertThrows(VerbsException.class, () -> ctx.queryGid(1, 1));
         }
         assertThrows(VerbsException.class, () -> Verbs.device("soft@not-an-address"));
+    }
+
+    @Test
+    void activeMtuFollowsTheInterfaceMtuAsRxe() {
+        assertEquals(Mtu.MTU_4096, Transport.activeMtuFor(65536), "loopback");
+        assertEquals(Mtu.MTU_4096, Transport.activeMtuFor(9000), "jumbo frames");
+        assertEquals(Mtu.MTU_4096, Transport.activeMtuFor(4096 + 80), "4096 and the RoCEv2 headers fit exactly");
+        assertEquals(Mtu.MTU_2048, Transport.activeMtuFor(4096 + 79));
+        assertEquals(Mtu.MTU_1024, Transport.activeMtuFor(1500), "Ethernet");
+        assertEquals(Mtu.MTU_512, Transport.activeMtuFor(1000));
+        assertEquals(Mtu.MTU_256, Transport.activeMtuFor(200), "never below the smallest IB MTU");
+        String old = System.getProperty("jrdma.soft.mtu");
+        try {
+            System.setProperty("jrdma.soft.mtu", "2048");
+            assertEquals(Mtu.MTU_2048, Transport.configuredMtu(java.net.InetAddress.getLoopbackAddress()), "the property wins");
+            System.setProperty("jrdma.soft.mtu", "3000");
+            assertEquals(Mtu.MTU_4096, Transport.configuredMtu(java.net.InetAddress.getLoopbackAddress()), "an invalid property: the interface decides");
+        } finally {
+            if (old == null) System.clearProperty("jrdma.soft.mtu"); else System.setProperty("jrdma.soft.mtu", old);
+        }
     }
 
     @Test
