@@ -23,71 +23,205 @@ public final class QpAttr {
     private AhAttr ah;
     private QpCap cap;
 
+    /** An empty set of attributes: nothing in the mask; add what a modify carries with the setters. */
+    public QpAttr() {}
+
     private QpAttr set(QpAttrMask m) {
         mask.add(m);
         return this;
     }
 
+    /** {@return the attributes set so far (the live set, one entry per setter called)} */
     public Set<QpAttrMask> mask() { return mask; }
+    /**
+     * Whether an attribute was set.
+     *
+     * @param m the attribute
+     * @return true when its setter was called (or, for a query result, when the provider filled it in)
+     */
     public boolean has(QpAttrMask m) { return mask.contains(m); }
 
+    /** {@return the mask as the {@code attr_mask} bits of {@code ibv_modify_qp} (an OR of {@link QpAttrMask#bit})} */
     public int maskBits() {
         int bits = 0;
         for (QpAttrMask m : mask) bits |= m.bit;
         return bits;
     }
 
-    /** The state to move to. */
+    /**
+     * The state to move to ({@code qp_state}, {@code IBV_QP_STATE}).
+     * @param s the target state; {@link QpStateMachine} says which moves are legal from the current one
+     * @return this
+     */
     public QpAttr state(QpState s) { state = s; return set(QpAttrMask.STATE); }
+    /**
+     * The state the caller believes the QP is in ({@code cur_state}, {@code IBV_QP_CUR_STATE}); a modify fails (EINVAL)
+     * when the QP is in another one.
+     * @param s the assumed current state
+     * @return this
+     */
     public QpAttr curState(QpState s) { curState = s; return set(QpAttrMask.CUR_STATE); }
-    /** What the remote side may do to this QP's memory (REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC). */
+    /**
+     * What a remote peer may do through this QP ({@code qp_access_flags}, {@code IBV_QP_ACCESS_FLAGS}): REMOTE_WRITE,
+     * REMOTE_READ, REMOTE_ATOMIC. An RDMA operation needs the right both here and on the target memory region.
+     * @param a the rights; none grants no remote access
+     * @return this
+     */
     public QpAttr access(Access... a) { access = a.length == 0 ? EnumSet.noneOf(Access.class) : EnumSet.of(a[0], a); return set(QpAttrMask.ACCESS_FLAGS); }
+    /**
+     * The remote access rights as a set (copied); see {@link #access(Access...)}.
+     * @param a the rights; empty grants no remote access
+     * @return this
+     */
     public QpAttr access(Set<Access> a) { access = a.isEmpty() ? EnumSet.noneOf(Access.class) : EnumSet.copyOf(a); return set(QpAttrMask.ACCESS_FLAGS); }
+    /**
+     * The index of the P_Key in the port's P_Key table ({@code pkey_index}, {@code IBV_QP_PKEY_INDEX}); 0 selects the
+     * default key on RoCE and on the software device.
+     * @param i the table index, from 0
+     * @return this
+     */
     public QpAttr pkeyIndex(int i) { pkeyIndex = i; return set(QpAttrMask.PKEY_INDEX); }
+    /**
+     * The physical port the QP sends and receives through ({@code port_num}, {@code IBV_QP_PORT}).
+     * @param p the port number, from 1
+     * @return this
+     */
     public QpAttr port(int p) { port = p; return set(QpAttrMask.PORT); }
+    /**
+     * The Q_Key of a UD QP ({@code qkey}, {@code IBV_QP_QKEY}): a UD receive is accepted only when the sender names this key.
+     * @param q the 32-bit key
+     * @return this
+     */
     public QpAttr qkey(int q) { qkey = q; return set(QpAttrMask.QKEY); }
-    /** The address vector of the remote port (RTR). */
+    /**
+     * The address vector of the remote port ({@code ah_attr}, {@code IBV_QP_AV}), required by RC and UC on the move to RTR.
+     * @param a the remote port's address: its GID on RoCE, its LID on InfiniBand
+     * @return this
+     */
     public QpAttr ah(AhAttr a) { ah = a; return set(QpAttrMask.AV); }
+    /**
+     * The path MTU ({@code path_mtu}, {@code IBV_QP_PATH_MTU}), required by RC and UC on the move to RTR: messages are cut
+     * into packets of this payload size. Use at most the smaller of the two ports' active MTUs.
+     * @param m the MTU
+     * @return this
+     */
     public QpAttr pathMtu(Mtu m) { pathMtu = m; return set(QpAttrMask.PATH_MTU); }
-    /** Local ACK timeout: 4.096 us * 2^timeout (0 = infinite). */
+    /**
+     * The local ACK timeout of an RC QP ({@code timeout}, {@code IBV_QP_TIMEOUT}), required on the move to RTS: a request
+     * unacknowledged for 4.096 µs × 2<sup>t</sup> is retransmitted.
+     * @param t the exponent, 0..31; 0 waits forever
+     * @return this
+     */
     public QpAttr timeout(int t) { timeout = t; return set(QpAttrMask.TIMEOUT); }
-    /** Retransmissions after a timeout before RETRY_EXC_ERR (0..7). */
+    /**
+     * How many times an RC QP retransmits after a timeout before it completes with
+     * {@link WcStatus#RETRY_EXC_ERR} ({@code retry_cnt}, {@code IBV_QP_RETRY_CNT}), required on the move to RTS.
+     * @param n the retry count, 0..7
+     * @return this
+     */
     public QpAttr retryCnt(int n) { retryCnt = n; return set(QpAttrMask.RETRY_CNT); }
-    /** Retries after an RNR NAK before RNR_RETRY_EXC_ERR (0..7, 7 = forever). */
+    /**
+     * How many times an RC QP resends after a Receiver Not Ready NAK before it completes with
+     * {@link WcStatus#RNR_RETRY_EXC_ERR} ({@code rnr_retry}, {@code IBV_QP_RNR_RETRY}), required on the move to RTS.
+     * @param n the retry count, 0..7; 7 retries forever
+     * @return this
+     */
     public QpAttr rnrRetry(int n) { rnrRetry = n; return set(QpAttrMask.RNR_RETRY); }
-    /** The PSN this QP expects first from the peer (the peer's sq_psn). */
+    /**
+     * The packet sequence number this QP expects first from the peer ({@code rq_psn}, {@code IBV_QP_RQ_PSN}): the peer's
+     * {@code sq_psn}. Required by RC and UC on the move to RTR.
+     * @param psn the PSN; only its low 24 bits are kept
+     * @return this
+     */
     public QpAttr rqPsn(int psn) { rqPsn = psn & 0xFFFFFF; return set(QpAttrMask.RQ_PSN); }
-    /** The PSN of this QP's first request. */
+    /**
+     * The packet sequence number of this QP's first request ({@code sq_psn}, {@code IBV_QP_SQ_PSN}), required on the move
+     * to RTS; the peer sets it as its {@code rq_psn}.
+     * @param psn the PSN; only its low 24 bits are kept
+     * @return this
+     */
     public QpAttr sqPsn(int psn) { sqPsn = psn & 0xFFFFFF; return set(QpAttrMask.SQ_PSN); }
-    /** RDMA READ and atomic requests this QP may have outstanding as initiator. */
+    /**
+     * How many RDMA READ and atomic requests this RC QP may have outstanding as initiator ({@code max_rd_atomic},
+     * {@code IBV_QP_MAX_QP_RD_ATOMIC}), required on the move to RTS; at most the device's {@code max_qp_init_rd_atom}.
+     * @param n the number of requests, 0 forbids READ and atomics
+     * @return this
+     */
     public QpAttr maxRdAtomic(int n) { maxRdAtomic = n; return set(QpAttrMask.MAX_QP_RD_ATOMIC); }
-    /** RDMA READ and atomic requests this QP accepts outstanding as responder. */
+    /**
+     * How many RDMA READ and atomic requests from the peer this RC QP handles at once as responder
+     * ({@code max_dest_rd_atomic}, {@code IBV_QP_MAX_DEST_RD_ATOMIC}), required on the move to RTR; at least the peer's
+     * {@code max_rd_atomic}, at most the device's {@code max_qp_rd_atom}.
+     * @param n the number of responder resources
+     * @return this
+     */
     public QpAttr maxDestRdAtomic(int n) { maxDestRdAtomic = n; return set(QpAttrMask.MAX_DEST_RD_ATOMIC); }
-    /** The RNR NAK timer code (0..31) this QP sends when it has no receive posted. */
+    /**
+     * The delay an RC QP asks the sender to wait when it has no receive posted ({@code min_rnr_timer},
+     * {@code IBV_QP_MIN_RNR_TIMER}), sent in its RNR NAK; required on the move to RTR.
+     * @param t the IBTA timer code, 0..31: 1 = 0.01 ms up to 31 = 491.52 ms, and 0 = 655.36 ms
+     * @return this
+     */
     public QpAttr minRnrTimer(int t) { minRnrTimer = t; return set(QpAttrMask.MIN_RNR_TIMER); }
+    /**
+     * The number of the remote QP ({@code dest_qp_num}, {@code IBV_QP_DEST_QPN}), required by RC and UC on the move to RTR.
+     * @param qpn the peer's {@link QueuePair#qpNum()}; only its low 24 bits are kept
+     * @return this
+     */
     public QpAttr destQpNum(int qpn) { destQpNum = qpn & 0xFFFFFF; return set(QpAttrMask.DEST_QPN); }
+    /**
+     * New queue capacities ({@code cap}, {@code IBV_QP_CAP}), for devices that can resize a QP.
+     * @param c the capacities
+     * @return this
+     */
     public QpAttr cap(QpCap c) { cap = c; return set(QpAttrMask.CAP); }
-    /** With a move to SQD: raise {@link AsyncEventType#SQ_DRAINED} once no send request is in flight any more. */
+    /**
+     * With a move to SQD ({@code en_sqd_async_notify}, {@code IBV_QP_EN_SQD_ASYNC_NOTIFY}): raise
+     * {@link AsyncEventType#SQ_DRAINED} once no send request is in flight any more.
+     * @param b whether to raise the event
+     * @return this
+     */
     public QpAttr enSqdAsyncNotify(boolean b) { enSqdAsyncNotify = b; return set(QpAttrMask.EN_SQD_ASYNC_NOTIFY); }
 
+    /**
+     * {@return the state set with {@link #state(QpState)}, or for a query result the QP's current state; null when unset}
+     */
     public QpState state() { return state; }
+    /** {@return the assumed current state, or null when unset} */
     public QpState curState() { return curState; }
+    /** {@return the remote access rights ({@code qp_access_flags}); empty when unset} */
     public Set<Access> access() { return access; }
+    /** {@return the P_Key index ({@code pkey_index})} */
     public int pkeyIndex() { return pkeyIndex; }
+    /** {@return the port number ({@code port_num}), from 1; 0 when unset} */
     public int port() { return port; }
+    /** {@return the Q_Key ({@code qkey}) of a UD QP} */
     public int qkey() { return qkey; }
+    /** {@return the remote port's address vector ({@code ah_attr}), or null when unset} */
     public AhAttr ah() { return ah; }
+    /** {@return the path MTU ({@code path_mtu}), or null when unset} */
     public Mtu pathMtu() { return pathMtu; }
+    /** {@return the local ACK timeout exponent ({@code timeout}): 4.096 µs × 2<sup>timeout</sup>, 0 = infinite} */
     public int timeout() { return timeout; }
+    /** {@return the retry count after a timeout ({@code retry_cnt}), 0..7} */
     public int retryCnt() { return retryCnt; }
+    /** {@return the retry count after an RNR NAK ({@code rnr_retry}), 0..7 with 7 = forever} */
     public int rnrRetry() { return rnrRetry; }
+    /** {@return the first PSN expected from the peer ({@code rq_psn}), 24 bits} */
     public int rqPsn() { return rqPsn; }
+    /** {@return the PSN of the first request ({@code sq_psn}), 24 bits} */
     public int sqPsn() { return sqPsn; }
+    /** {@return the outstanding READ/atomic requests allowed as initiator ({@code max_rd_atomic})} */
     public int maxRdAtomic() { return maxRdAtomic; }
+    /** {@return the READ/atomic requests handled at once as responder ({@code max_dest_rd_atomic})} */
     public int maxDestRdAtomic() { return maxDestRdAtomic; }
+    /** {@return the RNR NAK timer code ({@code min_rnr_timer}), 0..31} */
     public int minRnrTimer() { return minRnrTimer; }
+    /** {@return the remote QP number ({@code dest_qp_num}), 24 bits} */
     public int destQpNum() { return destQpNum; }
+    /** {@return the queue capacities ({@code cap}), or null when unset} */
     public QpCap cap() { return cap; }
+    /** {@return whether a move to SQD raises {@link AsyncEventType#SQ_DRAINED}} */
     public boolean enSqdAsyncNotify() { return enSqdAsyncNotify; }
 
     @Override
