@@ -41,6 +41,7 @@ public final class EndpointGroup implements AutoCloseable {
     private final int gidIndex;
     private final ConcurrentHashMap<Integer, Endpoint> endpoints = new ConcurrentHashMap<>();
     private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
+    private final java.util.ArrayList<Runnable> due = new java.util.ArrayList<>(); // completion thread only
     private final Thread thread;
     private volatile boolean running = true;
     private int cqReserved;
@@ -139,8 +140,7 @@ public final class EndpointGroup implements AutoCloseable {
                     idle = 0;
                     continue;
                 }
-                Runnable t;
-                while ((t = tasks.poll()) != null) runSafely(t);
+                runTasks(wcs);
                 long now = System.nanoTime();
                 if (now - nextCheck >= 0) {
                     for (Endpoint ep : endpoints.values()) ep.checkTimeouts(now);
@@ -174,6 +174,25 @@ public final class EndpointGroup implements AutoCloseable {
                 }
             }
         }
+    }
+
+    /**
+     * Runs the queued tasks after the completions that reached the CQ before them: a peer's goodbye (a task from the
+     * control channel) is sent only after its last messages were acknowledged, so their receive completions are
+     * queued before the goodbye is; dispatching them first delivers them before the endpoint reports PEER_CLOSED.
+     * (This thread may have polled an empty CQ just before those completions arrived, then been descheduled.)
+     */
+    private void runTasks(WorkCompletion[] wcs) {
+        Runnable t;
+        while ((t = tasks.poll()) != null) due.add(t);
+        if (due.isEmpty()) return;
+        int n;
+        do {
+            n = cq.poll(wcs);
+            dispatch(wcs, n);
+        } while (n == wcs.length);
+        for (int i = 0; i < due.size(); i++) runSafely(due.get(i));
+        due.clear();
     }
 
     private void dispatch(WorkCompletion[] wcs, int n) {

@@ -44,6 +44,33 @@ class LifecycleTest {
     }
 
     @Test
+    void aGoodbyeNeverOvertakesTheMessagesAcknowledgedBeforeIt() throws Exception {
+        // the peer says goodbye only after its last message was acknowledged, so that message's completion is in
+        // the CQ before the goodbye arrives; the completion thread may still be between an empty poll and the
+        // goodbye's task (descheduled): here it is held there, inside a task, until both have arrived
+        try (TestSupport.Pair p = TestSupport.pair(TestSupport.config().build())) {
+            Endpoint c = p.clientSide(), s = p.serverSide();
+            CompletableFuture<Message> last = s.receive();
+            java.util.concurrent.CountDownLatch held = new java.util.concurrent.CountDownLatch(1), release = new java.util.concurrent.CountDownLatch(1);
+            s.group().submit(() -> {
+                held.countDown();
+                try {
+                    release.await(10, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            assertTrue(held.await(5, TimeUnit.SECONDS));
+            c.sendSync("last words".getBytes(StandardCharsets.UTF_8)); // acknowledged: its receive completion is queued
+            s.peerBye();                                                // the goodbye, as the control channel reports it
+            release.countDown();
+            assertEquals("last words", last.get(5, TimeUnit.SECONDS).text());
+            RdmaException e = assertThrows(RdmaException.class, () -> s.receive(T));
+            assertEquals(RdmaException.Kind.PEER_CLOSED, e.kind(), e.getMessage());
+        }
+    }
+
+    @Test
     void closeFailsWaitingReceives() throws Exception {
         try (TestSupport.Pair p = TestSupport.pair(TestSupport.config().build())) {
             CompletableFuture<Message> f = p.serverSide().receive();

@@ -103,6 +103,7 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
     private final AtomicBoolean writeScheduled = new AtomicBoolean();
     private final Runnable writeTask = this::afterSends;
     private final BiConsumer<Void, Throwable> onSent = this::sent;
+    private final Gather gather = new Gather();
     private boolean creditRecheckScheduled;
     private final Runnable creditRecheck = () -> {
         creditRecheckScheduled = false;
@@ -377,17 +378,47 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
             // gather: fill one message from as many queued buffers as fit (headers, body and trailers of a
             // response travel as one RDMA send, as a socket's gathering write would send them)
             int slot = ring.take();
-            ByteBuffer view = ring.view(slot, ring.slotSize());
-            int filled = 0;
-            while (filled < view.capacity() && skipEmpty(in)) {
-                ByteBuf buf = (ByteBuf) in.current();
-                int n = Math.min(buf.readableBytes(), view.capacity() - filled);
+            gather.begin(ring.view(slot, ring.slotSize()));
+            try {
+                in.forEachFlushedMessage(gather);
+            } catch (Exception e) {
+                throw new IllegalStateException(e); // the processor throws nothing
+            }
+            int filled = gather.filled();
+            CompletableFuture<Void> send = ep.send(ring.memory(), ring.offset(slot), filled);
+            send.whenComplete(onSent);
+            // refused (the endpoint closes or broke): the bytes stay queued, and the close fails their promises
+            if (send.isCompletedExceptionally()) return;
+            // only now, with the send posted, do the writes' promises complete: a listener that closes the channel
+            // (HTTP's Connection: close) starts the endpoint's close on the closer thread, which then waits for this send
+            in.removeBytes(filled);
+        }
+    }
+
+    /** Copies flushed buffers into a send slot without taking them from the outbound buffer. */
+    private static final class Gather implements ChannelOutboundBuffer.MessageProcessor {
+        private ByteBuffer view;
+        private int filled;
+
+        void begin(ByteBuffer slot) {
+            view = slot;
+            filled = 0;
+        }
+
+        int filled() {
+            return filled;
+        }
+
+        @Override
+        public boolean processMessage(Object msg) {
+            ByteBuf buf = (ByteBuf) msg;
+            int n = Math.min(buf.readableBytes(), view.capacity() - filled);
+            if (n > 0) {
                 view.limit(filled + n).position(filled);
                 buf.getBytes(buf.readerIndex(), view);
                 filled += n;
-                in.removeBytes(n);
             }
-            ep.send(ring.memory(), ring.offset(slot), filled).whenComplete(onSent);
+            return filled < view.capacity();
         }
     }
 
