@@ -253,8 +253,20 @@ public final class RdmaBench implements AutoCloseable {
     @Override
     public void close() {
         progress.clear();
+        if (ctx != null && Boolean.getBoolean("jrdma.perf.counters")) printCounters();
         if (ctx != null) ctx.close();   // closes PD, MR, QPs and CQs first
         if (arena != null) arena.close();
+    }
+
+    /** -Djrdma.perf.counters=true: the device's non-zero counters at the end (interop checks read drops and ICRC errors). */
+    private void printCounters() {
+        try {
+            StringBuilder sb = new StringBuilder("counters of " + deviceName + ":");
+            ctx.counters().forEach((k, v) -> { if (v != 0) sb.append(' ').append(k).append('=').append(v); });
+            System.err.println(sb);
+        } catch (RuntimeException e) {
+            System.err.println("counters of " + deviceName + ": unavailable (" + e.getMessage() + ")");
+        }
     }
 
     // ------------------------------------------------------------------ the exchange

@@ -41,7 +41,7 @@ class EnsurePackagesTest {
         assertTrue(Files.isExecutable(SCRIPT), SCRIPT.toString());
         Result r = run(Map.of(), "--list");
         assertEquals(0, r.exit, r.err);
-        assertEquals(List.of("maven", "gcc", "libc6-dev", "libibverbs-dev", "librdmacm-dev", "ibverbs-providers"),
+        assertEquals(List.of("maven", "gcc", "libc6-dev", "libibverbs-dev", "librdmacm-dev", "ibverbs-providers", "tcpdump"),
                 r.err.lines().toList());
     }
 

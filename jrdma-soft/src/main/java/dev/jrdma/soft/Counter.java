@@ -12,6 +12,11 @@ import java.util.concurrent.atomic.AtomicLongArray;
 enum Counter {
     RX_PACKETS("rx_packets"),
     RX_BAD_ICRC("rx_bad_icrc"),
+    /**
+     * An IPv4 packet whose ICRC is right under a non-zero identification, recovered from the ICRC (a UDP socket does
+     * not see the IP header): accepted, verified by 16 ICRC bits and the UDP checksum instead of all 32 bits.
+     */
+    RX_ICRC_IPV4_ID_RECOVERED("rx_icrc_ipv4_id_recovered"),
     RX_MALFORMED("rx_malformed"),
     RX_UNKNOWN_QP("rx_unknown_qp"),
     /** A packet for a QP that takes none in its state (RESET, INIT, ERR; a response before RTS). */

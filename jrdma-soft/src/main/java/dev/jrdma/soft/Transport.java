@@ -133,10 +133,34 @@ final class Transport {
         this.tap = null;
         this.timer = SoftTimer.threaded(Clock.SYSTEM, key);
         this.activeMtu = configuredMtu(address);
-        this.link = new UdpLink(address, port);
+        this.link = openLink(address, port);
         rxThread = Thread.ofPlatform().daemon().name("jrdma-soft-rx-" + key).unstarted(this::rxLoop);
         rxThread.start();
     }
+
+    /**
+     * The device's link: its UDP socket, sending through a {@link RawIpv4Link} where the packets may reach another RoCE
+     * implementation (a non-loopback address) and the process may open a raw socket, so that their ICRC covers the
+     * identification they carry. {@code jrdma.soft.ipv4.send}: {@code auto} (that rule, the default), {@code udp}
+     * (always the UDP socket) or {@code raw} (the raw socket, or an error without CAP_NET_RAW).
+     */
+    private static Link openLink(Inet4Address address, int port) throws IOException {
+        String mode = System.getProperty("jrdma.soft.ipv4.send", "auto").trim();
+        if (!mode.equals("auto") && !mode.equals("udp") && !mode.equals("raw"))
+            throw new IOException("jrdma.soft.ipv4.send='" + mode + "' is not auto, udp or raw");
+        UdpLink udp = new UdpLink(address, port);
+        if (mode.equals("udp") || mode.equals("auto") && address.isLoopbackAddress()) return udp;
+        RawIpv4Link raw = RawIpv4Link.open(address, port, udp);
+        if (raw != null) return raw;
+        if (mode.equals("raw")) {
+            udp.close();
+            throw new IOException("jrdma.soft.ipv4.send=raw needs a raw socket (CAP_NET_RAW), which this process cannot open");
+        }
+        return udp;
+    }
+
+    /** Whether this device sends through a raw socket that writes the IPv4 header ({@link RawIpv4Link}). */
+    boolean sendsRawIpv4() { return link instanceof RawIpv4Link; }
 
     static Transport acquire(Inet4Address address, int port) {
         String k = address.getHostAddress() + ":" + port;
@@ -485,10 +509,14 @@ final class Transport {
         }
         int srcIp = src.hashCode();
         int srcPort = from.getPort();
-        if (!rxIcrc.verify(rxBuf, 0, len, srcIp, ip, srcPort, port)) {
+        // the IPv4 identification is not visible to a UDP socket: accept the packet if some identification makes its
+        // ICRC right (16 of the 32 check bits remain; the kernel has checked the UDP checksum when one was set)
+        int ipId = rxIcrc.recoverId(rxBuf, 0, len, srcIp, ip, srcPort, port);
+        if (ipId == Icrc.NO_ID) {
             counters.add(Counter.RX_BAD_ICRC);
             return;
         }
+        if (ipId != 0) counters.add(Counter.RX_ICRC_IPV4_ID_RECOVERED);
         if (rxPkt.wrap(rxBuf, 0, len) != RocePacket.OK) {
             counters.add(Counter.RX_MALFORMED);
             return;

@@ -5,11 +5,14 @@ import static org.junit.jupiter.api.Assertions.*;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintWriter;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.zip.CRC32;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -33,8 +36,70 @@ class NetnsTest {
 
     @Test
     void twoNamespacesTalkOverAVethPair() throws Exception {
+        exchange(null, "-Djrdma.soft.ipv4.send=udp");
+    }
+
+    /**
+     * The raw IPv4 send path on the wire: every packet captured on the veth (both directions) carries a non-zero
+     * identification of the sender's choosing, a correct IP header checksum and UDP checksum, and an ICRC that is
+     * right for the IP header as captured, recomputed here from the captured bytes as another RoCE device would
+     * (masks per the RoCEv2 ICRC rules), not with jrdma's Icrc class.
+     */
+    @Test
+    void rawIpv4PacketsCarryAnIcrcOverTheIdentificationOnTheWire() throws Exception {
+        Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/bin/tcpdump")) || Files.isExecutable(Path.of("/usr/sbin/tcpdump")), "no tcpdump");
+        Path pcap = Files.createTempFile("jrdma-raw", ".pcap");
+        try {
+            exchange(pcap, "-Djrdma.soft.ipv4.send=raw");
+            List<byte[]> frames = Pcap.ethernetFrames(Files.readAllBytes(pcap));
+            int roce = 0;
+            java.util.Set<String> senders = new java.util.HashSet<>();
+            for (byte[] f : frames) {
+                ByteBuffer e = ByteBuffer.wrap(f);
+                if (f.length < 14 + 28 || e.getShort(12) != 0x0800) continue;
+                ByteBuffer ip = e.slice(14, f.length - 14);
+                if (ip.get(9) != 17 || (ip.getShort(22) & 0xFFFF) != 4791) continue;
+                roce++;
+                int id = ip.getShort(4) & 0xFFFF;
+                senders.add((ip.getInt(12) & 0xFF) + "");
+                assertNotEquals(0, id, "identification of packet " + roce);
+                assertEquals(0x4000, ip.getShort(6) & 0xFFFF, "DF, not fragmented");
+                assertEquals(0, Pcap.onesComplementSum(ip, 0, 20), "IPv4 header checksum of packet " + roce);
+                int udpLen = ip.getShort(24) & 0xFFFF;
+                assertNotEquals(0, ip.getShort(26), "a UDP checksum is set");
+                ByteBuffer pseudo = ByteBuffer.allocate(12 + udpLen + 1);
+                pseudo.putInt(ip.getInt(12)).putInt(ip.getInt(16)).putShort((short) 17).putShort((short) udpLen);
+                pseudo.put(ip.slice(20, udpLen));
+                assertEquals(0, Pcap.onesComplementSum(pseudo, 0, 12 + udpLen), "UDP checksum of packet " + roce);
+                // the ICRC as a receiving RoCE device recomputes it: masked LRH, IP header with TOS, TTL and
+                // checksum masked, UDP header with its checksum masked, BTH with resv8a masked, then the rest
+                byte[] in = new byte[8 + 20 + udpLen - 4];
+                java.util.Arrays.fill(in, 0, 8, (byte) 0xFF);
+                ip.get(0, in, 8, 20 + udpLen - 4);
+                in[8 + 1] = (byte) 0xFF;
+                in[8 + 8] = (byte) 0xFF;
+                in[8 + 10] = (byte) 0xFF;
+                in[8 + 11] = (byte) 0xFF;
+                in[8 + 26] = (byte) 0xFF;
+                in[8 + 27] = (byte) 0xFF;
+                in[8 + 28 + 4] = (byte) 0xFF;
+                CRC32 c = new CRC32();
+                c.update(in);
+                int stored = ip.order(ByteOrder.LITTLE_ENDIAN).getInt(20 + udpLen - 4);
+                ip.order(ByteOrder.BIG_ENDIAN);
+                assertEquals((int) c.getValue(), stored, "ICRC of packet " + roce + " (identification " + id + ")");
+            }
+            assertTrue(roce >= 4, "RoCEv2 packets captured: " + roce + " of " + frames.size() + " frames");
+            assertEquals(java.util.Set.of("1", "2"), senders, "both sides' packets captured");
+        } finally {
+            Files.deleteIfExists(pcap);
+        }
+    }
+
+    /** One SEND and one WRITE_WITH_IMM between the namespaces; with {@code pcap}, the veth's RoCEv2 traffic captured there. */
+    private void exchange(Path pcap, String jvmOption) throws Exception {
         Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/sbin/ip")) || Files.isExecutable(Path.of("/sbin/ip")), "no iproute2");
-        String tag = Long.toString(ProcessHandle.current().pid() % 100000);
+        String tag = Long.toString(ProcessHandle.current().pid() % 100000) + (pcap == null ? "u" : "r");
         String nsA = "jrdmaA" + tag, nsB = "jrdmaB" + tag, vA = "jrA" + tag, vB = "jrB" + tag;
         Assumptions.assumeTrue(run("ip", "netns", "add", nsA) == 0, "cannot create network namespaces here (needs root)");
         List<Process> procs = new ArrayList<>();
@@ -49,12 +114,21 @@ class NetnsTest {
                 assertEquals(0, run("ip", "-n", nd[0], "link", "set", nd[1], "up"));
                 assertEquals(0, run("ip", "-n", nd[0], "link", "set", "lo", "up"));
             }
+            Process capture = null;
+            if (pcap != null) {
+                capture = new ProcessBuilder("ip", "netns", "exec", nsB, "tcpdump", "-i", vB, "-U", "-s", "0", "-w", pcap.toString(),
+                        "udp", "port", "4791").redirectErrorStream(true).start();
+                procs.add(capture);
+                BufferedReader cOut = new BufferedReader(new InputStreamReader(capture.getInputStream()));
+                String l = cOut.readLine(); // "tcpdump: listening on ..." once it captures
+                assertTrue(l != null && l.contains("listening"), "tcpdump: " + l);
+            }
             String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
             String cp = System.getProperty("java.class.path");
-            Process b = new ProcessBuilder("ip", "netns", "exec", nsB, java, "--enable-native-access=ALL-UNNAMED", "-cp", cp,
+            Process b = new ProcessBuilder("ip", "netns", "exec", nsB, java, "--enable-native-access=ALL-UNNAMED", jvmOption, "-cp", cp,
                     PeerMain.class.getName(), "4791", "10.231.0.2").redirectError(ProcessBuilder.Redirect.INHERIT).start();
             procs.add(b);
-            Process a = new ProcessBuilder("ip", "netns", "exec", nsA, java, "--enable-native-access=ALL-UNNAMED", "-cp", cp,
+            Process a = new ProcessBuilder("ip", "netns", "exec", nsA, java, "--enable-native-access=ALL-UNNAMED", jvmOption, "-cp", cp,
                     InitiatorMain.class.getName(), "4791", "10.231.0.1").redirectError(ProcessBuilder.Redirect.INHERIT).start();
             procs.add(a);
             BufferedReader bOut = new BufferedReader(new InputStreamReader(b.getInputStream()));
@@ -79,10 +153,43 @@ class NetnsTest {
             assertTrue(b.waitFor(20, TimeUnit.SECONDS));
             assertEquals(0, a.exitValue());
             assertEquals(0, b.exitValue());
+            if (capture != null) {
+                Thread.sleep(300); // -U writes each packet at once; let the last ones land
+                capture.destroy();
+                assertTrue(capture.waitFor(10, TimeUnit.SECONDS));
+            }
         } finally {
             for (Process p : procs) p.destroyForcibly();
             run("ip", "netns", "del", nsA);
             run("ip", "netns", "del", nsB);
+        }
+    }
+
+    /** The little of the pcap file format a capture on a veth needs. */
+    static final class Pcap {
+        static List<byte[]> ethernetFrames(byte[] file) {
+            ByteBuffer b = ByteBuffer.wrap(file).order(ByteOrder.LITTLE_ENDIAN);
+            if (b.getInt(0) != 0xa1b2c3d4 && b.getInt(0) != 0xa1b23c4d) b.order(ByteOrder.BIG_ENDIAN);
+            assertEquals(1, b.getInt(20), "link type Ethernet");
+            List<byte[]> out = new ArrayList<>();
+            for (int off = 24; off + 16 <= file.length; ) {
+                int caplen = b.getInt(off + 8);
+                byte[] f = new byte[caplen];
+                System.arraycopy(file, off + 16, f, 0, caplen);
+                out.add(f);
+                off += 16 + caplen;
+            }
+            return out;
+        }
+
+        /** The folded one's complement sum of {@code n} bytes (0 for a header that holds its right checksum, inverted). */
+        static int onesComplementSum(ByteBuffer b, int off, int n) {
+            long sum = 0;
+            int i = off;
+            for (; i + 1 < off + n; i += 2) sum += b.getShort(i) & 0xFFFF;
+            if (i < off + n) sum += (b.get(i) & 0xFF) << 8;
+            while ((sum >>> 16) != 0) sum = (sum & 0xFFFF) + (sum >>> 16);
+            return ~(int) sum & 0xFFFF;
         }
     }
 }

@@ -20,13 +20,22 @@ import java.util.zip.CRC32;
  *
  * <p><b>The IPv4 header is reconstructed</b>, not observed: a user-space UDP sender never sees the header
  * the kernel builds, and a receiver does not get it either. Both sides therefore build it from what they
- * know: version 4, IHL 5, total length = 28 + UDP payload, identification 0, flags DF (0x4000), fragment
- * offset 0, protocol 17, source and destination address, and the masked fields as above; the UDP header is
- * source port, destination port, length = 8 + UDP payload. Linux rxe sends DF packets whose id the kernel
- * picks (often 0 for DF), so interoperating peers agree whenever their id is 0.
+ * know: version 4, IHL 5, total length = 28 + UDP payload, flags DF (0x4000), fragment offset 0, protocol 17,
+ * source and destination address, and the masked fields as above; the UDP header is source port, destination
+ * port, length = 8 + UDP payload. Only the <b>identification</b> is unknowable: the kernel picks it (Linux rxe
+ * and, on recent kernels, an unconnected UDP socket draw it from a hashed counter even with DF set).
+ *
+ * <p><b>Recovering the identification.</b> The CRC is linear over GF(2): flipping the 16 identification bits
+ * changes the ICRC by a fixed 16-dimensional subspace of 32-bit values that depends only on the packet's length.
+ * {@link #recoverId} finds the one identification (if any) under which the stored ICRC is right, by reducing the
+ * difference between the stored value and the value for identification 0 against that subspace's basis (built
+ * once per length, 17 CRC passes over zeros). A packet is then accepted with 16 of the ICRC's 32 check bits left
+ * (its UDP checksum, when the sender set one, is checked by the kernel as well). {@link #idDelta} is the same
+ * basis used forwards: a sender that writes its own identification (a raw socket) patches the ICRC by it.
  *
  * <p>An instance keeps a scratch pseudo header and a {@link CRC32}: it is not thread-safe; use one per
- * thread. No allocation per packet.
+ * thread. No allocation per packet (the identification basis of a packet length is built on its first use and
+ * kept, shared by every instance).
  */
 public final class Icrc {
     public static final int BYTES = 4;
@@ -118,6 +127,98 @@ public final class Icrc {
         if (len < Bth.BYTES + BYTES) return false;
         int v = compute(b, off, len, srcIp, dstIp, srcPort, dstPort);
         return v == stored(b, off, len);
+    }
+
+    /** {@link #recoverId}'s answer when no identification makes the ICRC right. */
+    public static final int NO_ID = -1;
+
+    /**
+     * The IPv4 identification under which the packet's stored ICRC is right ({@link #verify} with the sender's
+     * identification), 0 included; {@link #NO_ID} when there is none (a corrupt or forged packet).
+     */
+    public int recoverId(ByteBuffer b, int off, int len, int srcIp, int dstIp, int srcPort, int dstPort) {
+        if (len < Bth.BYTES + BYTES) return NO_ID;
+        int diff = compute(b, off, len, srcIp, dstIp, srcPort, dstPort) ^ stored(b, off, len);
+        if (diff == 0) return 0;
+        IdBasis basis = IdBasis.of(len);
+        int id = 0;
+        for (int k = 0; k < 16; k++) {
+            if ((diff & basis.pivot[k]) != 0) {
+                diff ^= basis.vector[k];
+                id ^= basis.ids[k];
+            }
+        }
+        return diff == 0 ? id : NO_ID;
+    }
+
+    /**
+     * How the ICRC of a packet of UDP payload length {@code len} changes when its IPv4 identification goes from 0 to
+     * {@code ipId}: {@code compute(.., ipId) == compute(..) ^ idDelta(len, ipId)}.
+     */
+    public static int idDelta(int len, int ipId) {
+        int[] unit = IdBasis.of(len).unit;
+        int d = 0;
+        for (int i = 0; i < 16; i++) if ((ipId >>> i & 1) != 0) d ^= unit[i];
+        return d;
+    }
+
+    /**
+     * The 16 ICRC differences that the identification bits cause at one packet length, and the same span in reduced
+     * echelon form (each vector owns a pivot bit no other vector has), so that reducing a difference is one pass.
+     */
+    private static final class IdBasis {
+        private static final IdBasis[] BY_LEN = new IdBasis[1 << 16];
+
+        final int[] unit = new int[16];
+        final int[] vector = new int[16], pivot = new int[16], ids = new int[16];
+
+        static IdBasis of(int len) {
+            IdBasis b = BY_LEN[len & 0xFFFF];
+            if (b == null) {
+                b = new IdBasis(len); // racing threads build equal values; whichever is stored last stays
+                BY_LEN[len & 0xFFFF] = b;
+            }
+            return b;
+        }
+
+        private IdBasis(int len) {
+            // the CRC's input is 8 + 20 + 8 + len - 4 bytes; the identification is its bytes 12 and 13 (big-endian)
+            byte[] zeros = new byte[PSEUDO - Bth.BYTES + len - BYTES];
+            CRC32 c = new CRC32();
+            c.update(zeros);
+            int base = (int) c.getValue();
+            for (int i = 0; i < 16; i++) {
+                int at = i < 8 ? 8 + 5 : 8 + 4;
+                zeros[at] = (byte) (1 << (i & 7));
+                c.reset();
+                c.update(zeros);
+                zeros[at] = 0;
+                unit[i] = (int) c.getValue() ^ base;
+            }
+            // reduced echelon form over GF(2) (CRC-32 detects every error within 32 bits, so the 16 are independent)
+            int rows = 0;
+            int[] v = unit.clone(), id = new int[16];
+            for (int i = 0; i < 16; i++) id[i] = 1 << i;
+            for (int bit = 31; bit >= 0 && rows < 16; bit--) {
+                int m = 1 << bit, r = -1;
+                for (int k = rows; k < 16; k++) if ((v[k] & m) != 0) { r = k; break; }
+                if (r < 0) continue;
+                int tv = v[r], ti = id[r];
+                v[r] = v[rows]; id[r] = id[rows];
+                v[rows] = tv; id[rows] = ti;
+                for (int k = 0; k < 16; k++) {
+                    if (k != rows && (v[k] & m) != 0) {
+                        v[k] ^= tv;
+                        id[k] ^= ti;
+                    }
+                }
+                pivot[rows] = m;
+                rows++;
+            }
+            if (rows != 16) throw new IllegalStateException("identification basis of rank " + rows + " at length " + len);
+            System.arraycopy(v, 0, vector, 0, 16);
+            System.arraycopy(id, 0, ids, 0, 16);
+        }
     }
 
     /** The ICRC value stored in the last 4 bytes of a packet. */
