@@ -1,6 +1,7 @@
 /**
  * Connections over jrdma verbs: the out-of-band exchange and rdma_cm set-up, endpoints with credits and futures,
- * buffer pools, the remote lock and memory-window grants. rdma_cm is reached through FFM: on the module path grant
+ * buffer pools, the remote lock and memory-window grants ({@code dev.jrdma.connect}), and rdma_cm itself as an API
+ * ({@code dev.jrdma.cm}). rdma_cm is reached through FFM: on the module path grant
  * {@code --enable-native-access=dev.jrdma.connect} where rdma_cm is used.
  */
 module dev.jrdma.connect {
@@ -8,4 +9,5 @@ module dev.jrdma.connect {
     requires jdk.net;
 
     exports dev.jrdma.connect;
+    exports dev.jrdma.cm;
 }

@@ -1,7 +1,12 @@
 package dev.jrdma.connect;
 
-import dev.jrdma.connect.RdmaCm.CmException;
-import dev.jrdma.connect.RdmaCm.Event;
+import dev.jrdma.cm.CmEvent;
+import dev.jrdma.cm.CmEventChannel;
+import dev.jrdma.cm.CmEventType;
+import dev.jrdma.cm.CmException;
+import dev.jrdma.cm.CmId;
+import dev.jrdma.cm.ConnParam;
+import dev.jrdma.cm.PortSpace;
 import dev.jrdma.verbs.Device;
 import dev.jrdma.verbs.Gid;
 import dev.jrdma.verbs.QpAttr;
@@ -9,16 +14,12 @@ import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.Verbs;
 import dev.jrdma.verbs.VerbsException;
 
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
-
-import static java.lang.foreign.ValueLayout.ADDRESS;
 
 /**
  * Connection set-up through rdma_cm for native devices: the same endpoints, the same failure reasons as the TCP
@@ -39,14 +40,14 @@ final class CmConnector {
             case TCP:
                 return false;
             case RDMA_CM:
-                if (RdmaCm.unavailableReason().isPresent()) {
-                    throw new RdmaConnectException(RdmaConnectException.Reason.DEVICE_ERROR, "rdma_cm is not available: " + RdmaCm.unavailableReason().get());
+                if (CmEventChannel.unavailableReason().isPresent()) {
+                    throw new RdmaConnectException(RdmaConnectException.Reason.DEVICE_ERROR, "rdma_cm is not available: " + CmEventChannel.unavailableReason().get());
                 }
                 return true;
             default:
                 try {
                     Device d = cfg.device() != null ? Verbs.device(cfg.device()) : Verbs.defaultDevice();
-                    return d.provider().equals("native") && RdmaCm.unavailableReason().isEmpty();
+                    return d.provider().equals("native") && CmEventChannel.unavailableReason().isEmpty();
                 } catch (RuntimeException e) {
                     return false;
                 }
@@ -101,9 +102,9 @@ final class CmConnector {
         return new Hello(credits, size, len > 0 ? new RemoteBuffer(addr, rkey, len) : null, Arrays.copyOfRange(p, HEADER, HEADER + n));
     }
 
-    private static Event await(RdmaCm.Channel ch, long deadline, String what, String where, java.time.Duration timeout) throws RdmaConnectException, CmException {
+    private static CmEvent await(CmEventChannel ch, long deadline, String what, String where, java.time.Duration timeout) throws RdmaConnectException, CmException {
         long left = (deadline - System.nanoTime()) / 1_000_000;
-        Event e = left > 0 ? ch.next(left) : null;
+        CmEvent e = left > 0 ? ch.next(left) : null;
         if (e == null) {
             throw new RdmaConnectException(RdmaConnectException.Reason.TIMEOUT, "timed out after " + timeout.toMillis() + " ms waiting for " + what + " from " + where);
         }
@@ -111,7 +112,7 @@ final class CmConnector {
     }
 
     private static RdmaConnectException translate(CmException e, String where) {
-        RdmaConnectException.Reason r = switch (e.errno) {
+        RdmaConnectException.Reason r = switch (e.errno()) {
             case 99, 98, 19, 101, 113, 22 -> RdmaConnectException.Reason.ADDRESS_ERROR; // EADDRNOTAVAIL, EADDRINUSE, ENODEV, ENETUNREACH, EHOSTUNREACH, EINVAL
             case 110 -> RdmaConnectException.Reason.TIMEOUT;
             case 111 -> RdmaConnectException.Reason.NOTHING_LISTENING;
@@ -121,7 +122,7 @@ final class CmConnector {
     }
 
     private static String status(int s) {
-        return s < 0 ? RdmaCm.errnoName(-s) : "status " + s;
+        return s < 0 ? CmException.errnoName(-s) : "status " + s;
     }
 
     // ---- client ---------------------------------------------------------------------------------------------
@@ -137,28 +138,24 @@ final class CmConnector {
         }
         hello(cfg, null); // checks the private data before anything is set up
         boolean ownsGroup = group == null;
-        RdmaCm.Channel ch = null;
-        MemorySegment id = MemorySegment.NULL;
+        CmEventChannel ch = null;
+        CmId id = null;
         Endpoint ep = null;
-        try (Arena a = Arena.ofConfined()) {
-            ch = new RdmaCm.Channel();
-            MemorySegment out = a.allocate(ADDRESS);
-            RdmaCm.call("rdma_create_id", RdmaCm.CREATE_ID, ch.ptr, out, MemorySegment.NULL, RdmaCm.RDMA_PS_TCP);
-            id = out.get(ADDRESS, 0);
-            int ms = (int) Math.max(1, cfg.timeout().toMillis());
-            MemorySegment src = cfg.localAddress() == null ? MemorySegment.NULL : RdmaCm.sockaddr(a, new InetSocketAddress(cfg.localAddress(), 0));
-            RdmaCm.call("rdma_resolve_addr", RdmaCm.RESOLVE_ADDR, id, src, RdmaCm.sockaddr(a, new InetSocketAddress(addr, port)), ms);
-            Event e = await(ch, deadline, "address resolution", where, cfg.timeout());
-            if (e.type() != RdmaCm.EV_ADDR_RESOLVED) {
-                throw new RdmaConnectException(RdmaConnectException.Reason.ADDRESS_ERROR, "address resolution of " + where + " failed (" + e.name() + ", "
+        try {
+            ch = CmEventChannel.create();
+            id = CmId.create(ch, PortSpace.TCP);
+            id.resolveAddress(cfg.localAddress() == null ? null : new InetSocketAddress(cfg.localAddress(), 0), new InetSocketAddress(addr, port), cfg.timeout());
+            CmEvent e = await(ch, deadline, "address resolution", where, cfg.timeout());
+            if (e.type() != CmEventType.ADDR_RESOLVED) {
+                throw new RdmaConnectException(RdmaConnectException.Reason.ADDRESS_ERROR, "address resolution of " + where + " failed (" + e.type().cName() + ", "
                         + status(e.status()) + "): no RDMA device here reaches that address; check the address, the routes and 'jrdma devices'");
             }
-            RdmaCm.call("rdma_resolve_route", RdmaCm.RESOLVE_ROUTE, id, ms);
+            id.resolveRoute(cfg.timeout());
             e = await(ch, deadline, "route resolution", where, cfg.timeout());
-            if (e.type() != RdmaCm.EV_ROUTE_RESOLVED) {
-                throw new RdmaConnectException(RdmaConnectException.Reason.ADDRESS_ERROR, "route resolution to " + where + " failed (" + e.name() + ", " + status(e.status()) + ")");
+            if (e.type() != CmEventType.ROUTE_RESOLVED) {
+                throw new RdmaConnectException(RdmaConnectException.Reason.ADDRESS_ERROR, "route resolution to " + where + " failed (" + e.type().cName() + ", " + status(e.status()) + ")");
             }
-            String devName = RdmaCm.deviceName(id);
+            String devName = id.deviceName();
             try {
                 if (ownsGroup) group = EndpointGroup.open(Verbs.device(devName), cfg);
             } catch (RuntimeException ex) {
@@ -169,30 +166,28 @@ final class CmConnector {
             }
             ep = Endpoint.createForCm(group, ownsGroup);
             RemoteBuffer export = ep.cmReserveExport(range);
-            ep.cmToInit(RdmaCm.initQpAttr(id, QpState.INIT));
-            int rd = ep.rdAtomic();
-            int rnr = Integer.getInteger("jrdma.connect.rnrRetry", 7);
-            RdmaCm.call("rdma_connect", RdmaCm.CONNECT, id, RdmaCm.connParam(a, hello(cfg, export), rd, rd, 7, rnr, ep.qpNum()));
+            ep.cmToInit(id.initQpAttr(QpState.INIT));
+            id.connect(connParam(hello(cfg, export), ep));
             e = await(ch, deadline, "the server's answer", where, cfg.timeout());
             switch (e.type()) {
-                case RdmaCm.EV_CONNECT_RESPONSE -> { }
-                case RdmaCm.EV_REJECTED -> throw rejected(e, where);
-                case RdmaCm.EV_UNREACHABLE -> throw new RdmaConnectException(e.status() == -110 ? RdmaConnectException.Reason.TIMEOUT : RdmaConnectException.Reason.ADDRESS_ERROR,
+                case CONNECT_RESPONSE -> { }
+                case REJECTED -> throw rejected(e, where);
+                case UNREACHABLE -> throw new RdmaConnectException(e.status() == -110 ? RdmaConnectException.Reason.TIMEOUT : RdmaConnectException.Reason.ADDRESS_ERROR,
                         "the server at " + where + " is unreachable (" + status(e.status()) + "): no answer to the connection request");
-                case RdmaCm.EV_CONNECT_ERROR -> throw new RdmaConnectException(RdmaConnectException.Reason.PEER_GONE,
+                case CONNECT_ERROR -> throw new RdmaConnectException(RdmaConnectException.Reason.PEER_GONE,
                         "connecting to " + where + " failed (" + status(e.status()) + "): the server went away during the handshake");
-                default -> throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR, "unexpected " + e.name() + " while connecting to " + where);
+                default -> throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR, "unexpected " + e.type().cName() + " while connecting to " + where);
             }
             Hello h = parseHello(e.privateData(), "server at " + where);
-            QpAttr rtr = RdmaCm.initQpAttr(id, QpState.RTR);
+            QpAttr rtr = id.initQpAttr(QpState.RTR);
             ep.cmModify(rtr);
-            QpAttr rts = RdmaCm.initQpAttr(id, QpState.RTS);
+            QpAttr rts = id.initQpAttr(QpState.RTS);
             ep.cmModify(rts);
             ep.cmBindExport(); // before the server learns we are up
-            RdmaCm.call("rdma_establish", RdmaCm.ESTABLISH, id);
-            InetSocketAddress remote = RdmaCm.readSockaddr(id.reinterpret(416).asSlice(160, 28));
+            id.establish();
+            InetSocketAddress remote = id.remoteAddress();
             ep.cmPeer(params(group, ep, export, rts, rtr, false), params(group, ep, h.export(), rts, rtr, true), h.credits(), h.messageSize(), h.user(), h.export());
-            ep.cmStart(new CmControl(id, ch, remote));
+            ep.cmStart(new CmControl(id, remote));
             return ep;
         } catch (RdmaConnectException ex) {
             abandon(ep, group, ownsGroup, id, ch);
@@ -206,7 +201,14 @@ final class CmConnector {
         }
     }
 
-    private static RdmaConnectException rejected(Event e, String where) {
+    /** The rdma_cm parameters of an endpoint's QP: its read/atomic depth both ways, 7 retries, the RNR retries. */
+    private static ConnParam connParam(byte[] hello, Endpoint ep) {
+        int rd = ep.rdAtomic();
+        int rnr = Integer.getInteger("jrdma.connect.rnrRetry", 7);
+        return new ConnParam().privateData(hello).responderResources(rd).initiatorDepth(rd).retryCount(7).rnrRetryCount(rnr).qpNum(ep.qpNum());
+    }
+
+    private static RdmaConnectException rejected(CmEvent e, String where) {
         byte[] p = e.privateData();
         if (p.length >= 5 && p[0] == 'J' && p[1] == 'R') {
             int n = Math.min(Byte.toUnsignedInt(p[4]), p.length - 5);
@@ -237,19 +239,13 @@ final class CmConnector {
         return new ConnParams(addr, rkey, ep.qpNum(), 0, gid, rts.sqPsn(), rtr.pathMtu());
     }
 
-    private static void abandon(Endpoint ep, EndpointGroup group, boolean ownsGroup, MemorySegment id, RdmaCm.Channel ch) {
+    private static void abandon(Endpoint ep, EndpointGroup group, boolean ownsGroup, CmId id, CmEventChannel ch) {
         if (ep != null) {
             ep.cmAbandon();
         } else if (ownsGroup && group != null) {
             group.close();
         }
-        if (!id.equals(MemorySegment.NULL)) {
-            try {
-                RdmaCm.call("rdma_destroy_id", RdmaCm.DESTROY_ID, id);
-            } catch (CmException ignored) {
-                // closing anyway
-            }
-        }
+        if (id != null) id.close();
         if (ch != null) ch.close();
     }
 
@@ -257,12 +253,12 @@ final class CmConnector {
 
     /** A listening cm_id. */
     static final class Listener implements AutoCloseable {
-        final RdmaCm.Channel ch;
-        final MemorySegment id;
+        final CmEventChannel ch;
+        final CmId id;
         final InetSocketAddress local;
         final String deviceName;
 
-        private Listener(RdmaCm.Channel ch, MemorySegment id, InetSocketAddress local, String deviceName) {
+        private Listener(CmEventChannel ch, CmId id, InetSocketAddress local, String deviceName) {
             this.ch = ch;
             this.id = id;
             this.local = local;
@@ -270,36 +266,19 @@ final class CmConnector {
         }
 
         static Listener bind(InetSocketAddress address) throws RdmaConnectException {
-            RdmaCm.Channel ch = null;
-            MemorySegment id = MemorySegment.NULL;
-            try (Arena a = Arena.ofConfined()) {
-                ch = new RdmaCm.Channel();
-                MemorySegment out = a.allocate(ADDRESS);
-                RdmaCm.call("rdma_create_id", RdmaCm.CREATE_ID, ch.ptr, out, MemorySegment.NULL, RdmaCm.RDMA_PS_TCP);
-                id = out.get(ADDRESS, 0);
-                RdmaCm.call("rdma_bind_addr", RdmaCm.BIND_ADDR, id, RdmaCm.sockaddr(a, address));
-                RdmaCm.call("rdma_listen", RdmaCm.LISTEN, id, 128);
-                int port = address.getPort();
-                if (port == 0) port = Short.toUnsignedInt(Short.reverseBytes(getSrcPort(id)));
-                return new Listener(ch, id, new InetSocketAddress(address.getAddress(), port), RdmaCm.deviceName(id));
+            CmEventChannel ch = null;
+            CmId id = null;
+            try {
+                ch = CmEventChannel.create();
+                id = CmId.create(ch, PortSpace.TCP);
+                id.bind(address);
+                id.listen(128);
+                int port = address.getPort() != 0 ? address.getPort() : id.localAddress().getPort();
+                return new Listener(ch, id, new InetSocketAddress(address.getAddress(), port), id.deviceName());
             } catch (CmException e) {
-                if (!id.equals(MemorySegment.NULL)) {
-                    try {
-                        RdmaCm.call("rdma_destroy_id", RdmaCm.DESTROY_ID, id);
-                    } catch (CmException ignored) {
-                        // closing anyway
-                    }
-                }
+                if (id != null) id.close();
                 if (ch != null) ch.close();
                 throw translate(e, "listening on " + address);
-            }
-        }
-
-        private static short getSrcPort(MemorySegment id) {
-            try (Arena a = Arena.ofConfined()) {
-                return (short) RdmaCm.GET_SRC_PORT.invokeWithArguments(a.allocate(java.lang.foreign.Linker.Option.captureStateLayout()), id);
-            } catch (Throwable t) {
-                return 0;
             }
         }
 
@@ -309,33 +288,33 @@ final class CmConnector {
             while (true) {
                 long left = (deadline - System.nanoTime()) / 1_000_000;
                 if (left <= 0) return null;
-                Event e;
+                CmEvent e;
                 try {
                     e = ch.next(left);
                 } catch (CmException ex) {
                     throw translate(ex, "accept on " + local);
                 }
                 if (e == null) return null;
-                if (e.type() != RdmaCm.EV_CONNECT_REQUEST) continue; // events of ids that failed their handshake
+                if (e.type() != CmEventType.CONNECT_REQUEST) continue; // events of ids that failed their handshake
                 return handshake(group, e, export, filter, System.nanoTime() + cfg.timeout().toNanos());
             }
         }
 
-        private Endpoint handshake(EndpointGroup group, Event req, ExportedRange range, ServerEndpoint.ConnectionFilter filter, long deadline)
+        private Endpoint handshake(EndpointGroup group, CmEvent req, ExportedRange range, ServerEndpoint.ConnectionFilter filter, long deadline)
                 throws RdmaConnectException {
             EndpointConfig cfg = group.config();
-            MemorySegment id = req.id();
-            InetSocketAddress remote = RdmaCm.readSockaddr(id.reinterpret(416).asSlice(160, 28));
+            CmId id = req.id();
+            InetSocketAddress remote = id.remoteAddress();
             String where = String.valueOf(remote);
-            RdmaCm.Channel connCh = null;
+            CmEventChannel connCh = null;
             Endpoint ep = null;
-            try (Arena a = Arena.ofConfined()) {
+            try {
                 Hello h;
                 try {
                     h = parseHello(req.privateData(), "client at " + where);
                 } catch (RdmaConnectException ex) {
                     byte[] r = reject(ex.reason() == RdmaConnectException.Reason.VERSION_MISMATCH ? KIND_VERSION : KIND_REJECT, ex.getMessage());
-                    rejectQuietly(a, id, r);
+                    rejectQuietly(id, r);
                     throw ex;
                 }
                 String why = Handshake.screen(filter, remote, h.user());
@@ -343,34 +322,32 @@ final class CmConnector {
                     why = "the server holds its maximum of " + cfg.maxConnections() + " connections (maxConnections); try again later";
                 }
                 if (why != null) {
-                    rejectQuietly(a, id, reject(KIND_REJECT, why));
+                    rejectQuietly(id, reject(KIND_REJECT, why));
                     throw new RdmaConnectException(RdmaConnectException.Reason.REJECTED, "rejected the client at " + where + ": " + why);
                 }
-                String devName = RdmaCm.deviceName(id);
+                String devName = id.deviceName();
                 if (!group.device().name().equals(devName)) {
-                    rejectQuietly(a, id, reject(KIND_REJECT, "this server serves device " + group.device().name() + ", not " + devName));
+                    rejectQuietly(id, reject(KIND_REJECT, "this server serves device " + group.device().name() + ", not " + devName));
                     throw new RdmaConnectException(RdmaConnectException.Reason.DEVICE_ERROR, "the client at " + where + " came in through " + devName);
                 }
-                connCh = new RdmaCm.Channel();
-                RdmaCm.call("rdma_migrate_id", RdmaCm.MIGRATE_ID, id, connCh.ptr);
+                connCh = CmEventChannel.create();
+                id.migrate(connCh);
                 ep = Endpoint.createForCm(group, false);
                 RemoteBuffer export = ep.cmReserveExport(range);
-                ep.cmToInit(RdmaCm.initQpAttr(id, QpState.INIT));
-                QpAttr rtr = RdmaCm.initQpAttr(id, QpState.RTR);
+                ep.cmToInit(id.initQpAttr(QpState.INIT));
+                QpAttr rtr = id.initQpAttr(QpState.RTR);
                 ep.cmModify(rtr);
                 // RTS before the accept, as librdmacm's own rdma_accept does: the export's window is bound before the client can use it
-                QpAttr rts = RdmaCm.initQpAttr(id, QpState.RTS);
+                QpAttr rts = id.initQpAttr(QpState.RTS);
                 ep.cmModify(rts);
                 ep.cmBindExport();
-                int rd = ep.rdAtomic();
-                int rnr = Integer.getInteger("jrdma.connect.rnrRetry", 7);
-                RdmaCm.call("rdma_accept", RdmaCm.ACCEPT, id, RdmaCm.connParam(a, hello(cfg, export), rd, rd, 7, rnr, ep.qpNum()));
-                Event e = await(connCh, deadline, "the client's confirmation", where, cfg.timeout());
-                if (e.type() != RdmaCm.EV_ESTABLISHED) {
-                    throw new RdmaConnectException(RdmaConnectException.Reason.PEER_GONE, "the client at " + where + " did not complete the handshake (" + e.name() + ", " + status(e.status()) + ")");
+                id.accept(connParam(hello(cfg, export), ep));
+                CmEvent e = await(connCh, deadline, "the client's confirmation", where, cfg.timeout());
+                if (e.type() != CmEventType.ESTABLISHED) {
+                    throw new RdmaConnectException(RdmaConnectException.Reason.PEER_GONE, "the client at " + where + " did not complete the handshake (" + e.type().cName() + ", " + status(e.status()) + ")");
                 }
                 ep.cmPeer(params(group, ep, export, rts, rtr, false), params(group, ep, h.export(), rts, rtr, true), h.credits(), h.messageSize(), h.user(), h.export());
-                ep.cmStart(new CmControl(id, connCh, remote));
+                ep.cmStart(new CmControl(id, remote));
                 return ep;
             } catch (RdmaConnectException ex) {
                 abandon(ep, null, false, id, connCh);
@@ -384,11 +361,9 @@ final class CmConnector {
             }
         }
 
-        private static void rejectQuietly(Arena a, MemorySegment id, byte[] priv) {
+        private static void rejectQuietly(CmId id, byte[] priv) {
             try {
-                MemorySegment d = a.allocate(priv.length);
-                MemorySegment.copy(priv, 0, d, java.lang.foreign.ValueLayout.JAVA_BYTE, 0, priv.length);
-                RdmaCm.call("rdma_reject", RdmaCm.REJECT, id, d, (byte) priv.length);
+                id.reject(priv);
             } catch (CmException ignored) {
                 // the client will time out
             }
@@ -396,11 +371,7 @@ final class CmConnector {
 
         @Override
         public void close() {
-            try {
-                RdmaCm.call("rdma_destroy_id", RdmaCm.DESTROY_ID, id);
-            } catch (CmException ignored) {
-                // closing anyway
-            }
+            id.close();
             ch.close();
         }
     }

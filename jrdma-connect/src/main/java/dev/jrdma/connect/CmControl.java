@@ -1,6 +1,10 @@
 package dev.jrdma.connect;
 
-import java.lang.foreign.MemorySegment;
+import dev.jrdma.cm.CmEvent;
+import dev.jrdma.cm.CmEventType;
+import dev.jrdma.cm.CmException;
+import dev.jrdma.cm.CmId;
+
 import java.net.SocketAddress;
 
 /**
@@ -8,15 +12,14 @@ import java.net.SocketAddress;
  * {@code rdma_disconnect} (DREP); a DISCONNECTED event is the peer's goodbye, or the answer to ours.
  */
 final class CmControl implements Control {
-    private final MemorySegment id;
-    private final RdmaCm.Channel channel;
+    private final CmId id;
     private final SocketAddress remote;
     private volatile boolean byeSent, disconnected, closed;
     private Thread thread;
 
-    CmControl(MemorySegment id, RdmaCm.Channel channel, SocketAddress remote) {
+    /** {@code id}: a connected id with a channel of its own (the control closes both). */
+    CmControl(CmId id, SocketAddress remote) {
         this.id = id;
-        this.channel = channel;
         this.remote = remote;
     }
 
@@ -29,8 +32,8 @@ final class CmControl implements Control {
         if (disconnected || closed) return;
         disconnected = true;
         try {
-            RdmaCm.call("rdma_disconnect", RdmaCm.DISCONNECT, id);
-        } catch (RdmaCm.CmException ignored) {
+            id.disconnect();
+        } catch (CmException ignored) {
             // already disconnected
         }
     }
@@ -51,21 +54,21 @@ final class CmControl implements Control {
         thread = Thread.ofPlatform().daemon().name("jrdma-cm-events-" + ep.qpNum()).start(() -> {
             boolean told = false;
             while (!closed) {
-                RdmaCm.Event e;
+                CmEvent e;
                 try {
-                    e = channel.next(100);
-                } catch (RdmaCm.CmException ex) {
+                    e = id.channel().next(100);
+                } catch (CmException ex) {
                     if (!closed && !told) ep.peerLost();
                     break;
                 }
                 if (e == null) continue;
-                if (e.type() == RdmaCm.EV_DISCONNECTED) {
+                if (e.type() == CmEventType.DISCONNECTED) {
                     ep.peerAcked();
                     if (!byeSent && !told) {
                         told = true;
                         if (e.status() == 0) ep.peerBye(); else ep.peerLost();
                     }
-                } else if (e.type() == RdmaCm.EV_DEVICE_REMOVAL && !told) {
+                } else if (e.type() == CmEventType.DEVICE_REMOVAL && !told) {
                     told = true;
                     ep.peerAcked();
                     ep.peerLost();
@@ -85,11 +88,7 @@ final class CmControl implements Control {
                 Thread.currentThread().interrupt();
             }
         }
-        try {
-            RdmaCm.call("rdma_destroy_id", RdmaCm.DESTROY_ID, id);
-        } catch (RdmaCm.CmException ignored) {
-            // gone already
-        }
-        channel.close();
+        id.close();
+        id.channel().close();
     }
 }

@@ -23,20 +23,13 @@ public final class CmSmokeMain {
 
     public static void main(String[] args) throws Exception {
         String host = args.length > 0 ? args[0] : "10.99.0.1";
-        System.out.println("rdma_cm: " + RdmaCm.unavailableReason().orElse("available"));
+        System.out.println("rdma_cm: " + dev.jrdma.cm.CmEventChannel.unavailableReason().orElse("available"));
         EndpointConfig cfg = EndpointConfig.builder().connectionManager(ConnectionManager.RDMA_CM).timeout(Duration.ofSeconds(20))
                 .slabSize(1 << 16).recvQueueDepth(4).sendQueueDepth(16).cqSize(256)
                 .remoteAccess(dev.jrdma.verbs.Access.REMOTE_READ, dev.jrdma.verbs.Access.REMOTE_WRITE, dev.jrdma.verbs.Access.REMOTE_ATOMIC).build();
         check("AUTO picks rdma_cm for the native default device", CmConnector.useCm(cfg.toBuilder().connectionManager(ConnectionManager.AUTO).build()), null);
 
-        // nothing listening
-        long t0 = System.nanoTime();
-        try {
-            Endpoint.connect(host, 7999, cfg.toBuilder().timeout(Duration.ofSeconds(10)).build()).close();
-            check("nothing listening fails", false, "connected");
-        } catch (RdmaConnectException e) {
-            check("nothing listening -> " + e.reason(), e.reason() == RdmaConnectException.Reason.NOTHING_LISTENING, e.getMessage() + " after " + (System.nanoTime() - t0) / 1_000_000 + " ms");
-        }
+        long t0;
         // an address no device reaches
         try {
             Endpoint.connect("192.0.2.1", 7999, cfg.toBuilder().timeout(Duration.ofSeconds(5)).build()).close();
@@ -124,6 +117,14 @@ public final class CmSmokeMain {
                     check("peer close -> " + r.kind(), r.kind() == RdmaException.Kind.PEER_CLOSED, r.getMessage() + " after " + (System.nanoTime() - t0) / 1_000_000 + " ms");
                 }
             }
+        }
+        // nothing listening (after the connections: a cold JVM under TCG spends most of the 10 s on its first rdma_cm calls)
+        t0 = System.nanoTime();
+        try {
+            Endpoint.connect(host, 7999, cfg.toBuilder().timeout(Duration.ofSeconds(10)).build()).close();
+            check("nothing listening fails", false, "connected");
+        } catch (RdmaConnectException e) {
+            check("nothing listening -> " + e.reason(), e.reason() == RdmaConnectException.Reason.NOTHING_LISTENING, e.getMessage() + " after " + (System.nanoTime() - t0) / 1_000_000 + " ms");
         }
         System.out.println(failures == 0 ? "ALL PASS" : failures + " FAILED");
         System.exit(failures == 0 ? 0 : 1);

@@ -1,0 +1,210 @@
+package dev.jrdma.cm;
+
+import dev.jrdma.verbs.QpAttr;
+import dev.jrdma.verbs.QpState;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
+import java.time.Duration;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+
+/**
+ * An rdma_cm identifier ({@code struct rdma_cm_id}): the rdma_cm counterpart of a socket. A client resolves the
+ * address and route, then connects; a server binds, listens and accepts the ids its listener's
+ * {@link CmEventType#CONNECT_REQUEST} events carry. The operations return at once; what they lead to arrives as an
+ * event on the id's {@link CmEventChannel}.
+ *
+ * <p>jrdma creates QPs with the verbs API (on the device {@link #deviceName} names), so the QP is moved by the
+ * application with the attributes of {@link #initQpAttr}: INIT before connect/accept, RTR and RTS on
+ * CONNECT_RESPONSE (client, then {@link #establish}) or before accept (server). For a datagram id only INIT comes
+ * from rdma_cm (port, P_Key index, Q_Key); RTR and RTS need only the state (and an SQ PSN).
+ */
+public final class CmId implements AutoCloseable {
+    final MemorySegment ptr;
+    private final PortSpace portSpace;
+    private volatile CmEventChannel channel;
+    private volatile boolean closed;
+
+    CmId(MemorySegment ptr, CmEventChannel channel, PortSpace portSpace) {
+        this.ptr = ptr.reinterpret(Librdmacm.ID_SIZE);
+        this.channel = channel;
+        this.portSpace = portSpace;
+    }
+
+    /** A new id whose events arrive on {@code channel} ({@code rdma_create_id}). */
+    public static CmId create(CmEventChannel channel, PortSpace portSpace) throws CmException {
+        if (channel.isClosed()) throw new CmException("rdma_create_id", 0, "the event channel is closed");
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment out = a.allocate(ADDRESS);
+            Librdmacm.call("rdma_create_id", Librdmacm.CREATE_ID, channel.ptr, out, MemorySegment.NULL, portSpace.code());
+            CmId id = new CmId(out.get(ADDRESS, 0), channel, portSpace);
+            channel.register(id);
+            return id;
+        }
+    }
+
+    /** The port space the id was created in. */
+    public PortSpace portSpace() {
+        return portSpace;
+    }
+
+    /** The channel its events arrive on. */
+    public CmEventChannel channel() {
+        return channel;
+    }
+
+    private void open(String call) throws CmException {
+        if (closed) throw new CmException(call, 0, "the id is closed");
+    }
+
+    /** Binds to a local address (port 0: any free port) ({@code rdma_bind_addr}). */
+    public void bind(InetSocketAddress local) throws CmException {
+        open("rdma_bind_addr");
+        try (Arena a = Arena.ofConfined()) {
+            Librdmacm.call("rdma_bind_addr", Librdmacm.BIND_ADDR, ptr, Librdmacm.sockaddr(a, local));
+        }
+    }
+
+    /** Listens for connection requests ({@code rdma_listen}); bind first. */
+    public void listen(int backlog) throws CmException {
+        open("rdma_listen");
+        Librdmacm.call("rdma_listen", Librdmacm.LISTEN, ptr, backlog);
+    }
+
+    /**
+     * Resolves {@code destination} to a local device and port ({@code rdma_resolve_addr}): ADDR_RESOLVED or
+     * ADDR_ERROR follows. {@code source} may be null (the route decides).
+     */
+    public void resolveAddress(InetSocketAddress source, InetSocketAddress destination, Duration timeout) throws CmException {
+        open("rdma_resolve_addr");
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment src = source == null ? MemorySegment.NULL : Librdmacm.sockaddr(a, source);
+            Librdmacm.call("rdma_resolve_addr", Librdmacm.RESOLVE_ADDR, ptr, src, Librdmacm.sockaddr(a, destination), millis(timeout));
+        }
+    }
+
+    /** Resolves the route to the resolved address ({@code rdma_resolve_route}): ROUTE_RESOLVED or ROUTE_ERROR follows. */
+    public void resolveRoute(Duration timeout) throws CmException {
+        open("rdma_resolve_route");
+        Librdmacm.call("rdma_resolve_route", Librdmacm.RESOLVE_ROUTE, ptr, millis(timeout));
+    }
+
+    /**
+     * Sends a connection request for the QP {@code param.qpNum()} ({@code rdma_connect}); the QP must be in INIT.
+     * RC: CONNECT_RESPONSE (then move the QP to RTR/RTS and {@link #establish}), REJECTED, UNREACHABLE or
+     * CONNECT_ERROR follows. UD: ESTABLISHED with the peer's QPN and Q_Key, REJECTED or UNREACHABLE.
+     */
+    public void connect(ConnParam param) throws CmException {
+        open("rdma_connect");
+        try (Arena a = Arena.ofConfined()) {
+            Librdmacm.call("rdma_connect", Librdmacm.CONNECT, ptr, param.toNative(a));
+        }
+    }
+
+    /** Accepts a connection request on the request's id ({@code rdma_accept}); for RC move the QP to RTS first. */
+    public void accept(ConnParam param) throws CmException {
+        open("rdma_accept");
+        try (Arena a = Arena.ofConfined()) {
+            Librdmacm.call("rdma_accept", Librdmacm.ACCEPT, ptr, param.toNative(a));
+        }
+    }
+
+    /** Rejects a connection request, with private data for the peer's REJECTED event ({@code rdma_reject}). */
+    public void reject(byte[] privateData) throws CmException {
+        open("rdma_reject");
+        if (privateData.length > ConnParam.MAX_PRIVATE_DATA) throw new IllegalArgumentException("private data of " + privateData.length + " bytes: at most 255");
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment d = privateData.length == 0 ? MemorySegment.NULL : ConnParam.bytes(a, privateData);
+            Librdmacm.call("rdma_reject", Librdmacm.REJECT, ptr, d, (byte) privateData.length);
+        }
+    }
+
+    /** Completes the client's side after CONNECT_RESPONSE, once the QP is in RTS ({@code rdma_establish}). */
+    public void establish() throws CmException {
+        open("rdma_establish");
+        Librdmacm.call("rdma_establish", Librdmacm.ESTABLISH, ptr);
+    }
+
+    /**
+     * Disconnects ({@code rdma_disconnect}). The first call sends a DREQ: the peer gets DISCONNECTED and answers
+     * with its own disconnect (a DREP), on which this side gets DISCONNECTED too (or after the CM's DREQ timeout).
+     */
+    public void disconnect() throws CmException {
+        open("rdma_disconnect");
+        Librdmacm.call("rdma_disconnect", Librdmacm.DISCONNECT, ptr);
+    }
+
+    /** Moves the id's events to another channel ({@code rdma_migrate_id}), e.g. one per connection. */
+    public void migrate(CmEventChannel to) throws CmException {
+        open("rdma_migrate_id");
+        Librdmacm.call("rdma_migrate_id", Librdmacm.MIGRATE_ID, ptr, to.ptr);
+        channel.unregister(this);
+        channel = to;
+        to.register(this);
+    }
+
+    /**
+     * The QP attributes and mask that move a QP of this connection to {@code target} ({@code rdma_init_qp_attr}),
+     * ready for {@code QueuePair.modify}.
+     */
+    public QpAttr initQpAttr(QpState target) throws CmException {
+        open("rdma_init_qp_attr");
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment attr = a.allocate(Librdmacm.QA_SIZE, 8);
+            MemorySegment mask = a.allocate(JAVA_INT);
+            attr.set(JAVA_INT, Librdmacm.QA_STATE, target.code());
+            Librdmacm.call("rdma_init_qp_attr(" + target + ")", Librdmacm.INIT_QP_ATTR, ptr, attr, mask);
+            return Librdmacm.toQpAttr(attr, mask.get(JAVA_INT, 0));
+        }
+    }
+
+    /** The verbs device the id is bound to (after bind or address resolution), or null. */
+    public String deviceName() throws CmException {
+        open("ibv_get_device_name");
+        return Librdmacm.deviceName(ptr);
+    }
+
+    /** The device port the id is bound to (0 before). */
+    public int portNum() {
+        return Librdmacm.u8(ptr, Librdmacm.ID_PORT_NUM);
+    }
+
+    /** The local address (with the port a bind to port 0 chose), or null before bind/resolution. */
+    public InetSocketAddress localAddress() {
+        return closed ? null : Librdmacm.readSockaddr(ptr.asSlice(Librdmacm.ID_SRC_ADDR, 28));
+    }
+
+    /** The peer's address, or null. */
+    public InetSocketAddress remoteAddress() {
+        return closed ? null : Librdmacm.readSockaddr(ptr.asSlice(Librdmacm.ID_DST_ADDR, 28));
+    }
+
+    /** Whether {@link #close} was called. */
+    public boolean isClosed() {
+        return closed;
+    }
+
+    /** Destroys the id ({@code rdma_destroy_id}); a connected id should be disconnected first. Idempotent. */
+    @Override
+    public void close() {
+        if (closed) return;
+        synchronized (this) {
+            if (closed) return;
+            closed = true;
+            channel.unregister(this);
+            Librdmacm.callQuietly(Librdmacm.DESTROY_ID, ptr);
+        }
+    }
+
+    private static int millis(Duration d) {
+        return (int) Math.max(1, Math.min(Integer.MAX_VALUE, d.toMillis()));
+    }
+
+    @Override
+    public String toString() {
+        return "CmId{" + portSpace + ", local=" + localAddress() + ", remote=" + remoteAddress() + (closed ? ", closed" : "") + "}";
+    }
+}
