@@ -68,6 +68,7 @@ public final class DevinfoCommand implements Callable<Integer> {
                 out.printf("\tmax_qp:\t\t\t\t%d%n", a.maxQp());
                 out.printf("\tmax_qp_wr:\t\t\t%d%n", a.maxQpWr());
                 out.printf("\tdevice_cap_flags:\t\t0x%08x%n", a.deviceCapFlags());
+                printCapFlags(out, a.deviceCapFlags());
                 out.printf("\tmax_sge:\t\t\t%d%n", a.maxSge());
                 out.printf("\tmax_sge_rd:\t\t\t%d%n", a.maxSgeRd());
                 out.printf("\tmax_cq:\t\t\t\t%d%n", a.maxCq());
@@ -89,6 +90,8 @@ public final class DevinfoCommand implements Callable<Integer> {
                 out.printf("\tmax_mcast_qp_attach:\t\t%d%n", a.maxMcastQpAttach());
                 out.printf("\tmax_total_mcast_qp_attach:\t%d%n", a.maxTotalMcastQpAttach());
                 out.printf("\tmax_ah:\t\t\t\t%d%n", a.maxAh());
+                out.printf("\tmax_fmr:\t\t\t%d%n", a.maxFmr());
+                if (a.maxFmr() > 0) out.printf("\tmax_map_per_fmr:\t\t%d%n", a.maxMapPerFmr());
                 out.printf("\tmax_srq:\t\t\t%d%n", a.maxSrq());
                 if (a.maxSrq() > 0) {
                     out.printf("\tmax_srq_wr:\t\t\t%d%n", a.maxSrqWr());
@@ -96,6 +99,9 @@ public final class DevinfoCommand implements Callable<Integer> {
                 }
                 out.printf("\tmax_pkeys:\t\t\t%d%n", a.maxPkeys());
                 out.printf("\tlocal_ca_ack_delay:\t\t%d%n", a.localCaAckDelay());
+                // the extended attributes (ODP, timestamps, TSO, RSS, packet pacing, tag matching) need
+                // ibv_query_device_ex, which jrdma does not call yet (docs/api-backlog.md)
+                out.printf("\tnum_comp_vectors:\t\t%d%n", ctx.numCompVectors());
             }
             for (int p = 1; p <= a.physPortCnt(); p++) {
                 if (onlyPort != 0 && p != onlyPort) continue;
@@ -111,7 +117,8 @@ public final class DevinfoCommand implements Callable<Integer> {
                 if (verbose) {
                     out.printf("\t\t\tmax_msg_sz:\t\t0x%x%n", pa.maxMsgSz());
                     out.printf("\t\t\tport_cap_flags:\t\t0x%08x%n", pa.portCapFlags());
-                    out.printf("\t\t\tmax_vl_num:\t\t%d%n", pa.maxVlNum());
+                    out.printf("\t\t\tport_cap_flags2:\t0x%04x%n", pa.portCapFlags2());
+                    out.printf("\t\t\tmax_vl_num:\t\t%s (%d)%n", vlName(pa.maxVlNum()), pa.maxVlNum());
                     out.printf("\t\t\tbad_pkey_cntr:\t\t0x%x%n", pa.badPkeyCntr());
                     out.printf("\t\t\tqkey_viol_cntr:\t\t0x%x%n", pa.qkeyViolCntr());
                     out.printf("\t\t\tsm_sl:\t\t\t%d%n", pa.smSl());
@@ -123,12 +130,80 @@ public final class DevinfoCommand implements Callable<Integer> {
                     out.printf("\t\t\tactive_speed:\t\t%s%n", speed(pa.activeSpeed()));
                     out.printf("\t\t\tphys_state:\t\t%s (%d)%n", pa.physStateName(), pa.physState());
                     for (GidEntry g : ctx.gidTable(p)) {
-                        out.printf("\t\t\tGID[%3d]:\t\t%s%s%n", g.index(), g.gid(), g.type() == null ? "" : ", " + g.type());
+                        out.printf("\t\t\tGID[%3d]:\t\t%s%s%n", g.index(), ipv6Text(g.gid().toByteArray()), g.type() == null ? "" : ", " + g.type());
                     }
                 }
                 out.println();
             }
         }
+    }
+
+    /** ibv_devinfo's names of the device_cap_flags bits ({@code enum ibv_device_cap_flags}), one per line. */
+    private static final String[] CAP_FLAG_NAMES = new String[32];
+
+    static {
+        String[][] names = {{"0", "RESIZE_MAX_WR"}, {"1", "BAD_PKEY_CNTR"}, {"2", "BAD_QKEY_CNTR"}, {"3", "RAW_MULTI"},
+                {"4", "AUTO_PATH_MIG"}, {"5", "CHANGE_PHY_PORT"}, {"6", "UD_AV_PORT_ENFORCE"}, {"7", "CURR_QP_STATE_MOD"},
+                {"8", "SHUTDOWN_PORT"}, {"9", "INIT_TYPE"}, {"10", "PORT_ACTIVE_EVENT"}, {"11", "SYS_IMAGE_GUID"},
+                {"12", "RC_RNR_NAK_GEN"}, {"13", "SRQ_RESIZE"}, {"14", "N_NOTIFY_CQ"}, {"17", "MEM_WINDOW"},
+                {"18", "UD_IP_CSUM"}, {"20", "XRC"}, {"21", "MEM_MGT_EXTENSIONS"}, {"23", "MEM_WINDOW_TYPE_2A"},
+                {"24", "MEM_WINDOW_TYPE_2B"}, {"25", "RC_IP_CSUM"}, {"26", "RAW_IP_CSUM"}, {"29", "MANAGED_FLOW_STEERING"}};
+        for (String[] n : names) CAP_FLAG_NAMES[Integer.parseInt(n[0])] = n[1];
+    }
+
+    private static void printCapFlags(PrintStream out, int flags) {
+        int unknown = 0;
+        for (int bit = 0; bit < 32; bit++) {
+            if ((flags & (1 << bit)) == 0) continue;
+            if (CAP_FLAG_NAMES[bit] != null) out.printf("\t\t\t\t\t%s%n", CAP_FLAG_NAMES[bit]);
+            else unknown |= 1 << bit;
+        }
+        if (unknown != 0) out.printf("\t\t\t\t\tUnknown flags: 0x%08x%n", unknown);
+    }
+
+    /** ibv_devinfo's text for max_vl_num (the IBA VLCap encoding). */
+    private static String vlName(int code) {
+        return switch (code) {
+            case 1 -> "1";
+            case 2 -> "2";
+            case 3 -> "4";
+            case 4 -> "8";
+            case 5 -> "15";
+            default -> "invalid value";
+        };
+    }
+
+    /**
+     * An IPv6 address as glibc's inet_ntop writes it (ibv_devinfo prints GIDs with it): the longest run of two or
+     * more zero groups as "::", and a dotted IPv4 tail for IPv4-mapped and IPv4-compatible addresses.
+     */
+    static String ipv6Text(byte[] a) {
+        int[] w = new int[8];
+        for (int i = 0; i < 8; i++) w[i] = ((a[2 * i] & 0xFF) << 8) | (a[2 * i + 1] & 0xFF);
+        int bestBase = -1, bestLen = 0;
+        for (int i = 0; i < 8; ) {
+            if (w[i] != 0) { i++; continue; }
+            int j = i;
+            while (j < 8 && w[j] == 0) j++;
+            if (j - i > bestLen) { bestBase = i; bestLen = j - i; }
+            i = j;
+        }
+        if (bestLen < 2) bestBase = -1;
+        StringBuilder sb = new StringBuilder();
+        for (int i = 0; i < 8; i++) {
+            if (bestBase >= 0 && i >= bestBase && i < bestBase + bestLen) {
+                if (i == bestBase) sb.append(':');
+                continue;
+            }
+            if (i != 0) sb.append(':');
+            if (i == 6 && bestBase == 0 && (bestLen == 6 || (bestLen == 7 && w[7] != 1) || (bestLen == 5 && w[5] == 0xFFFF))) {
+                sb.append(a[12] & 0xFF).append('.').append(a[13] & 0xFF).append('.').append(a[14] & 0xFF).append('.').append(a[15] & 0xFF);
+                return sb.toString();
+            }
+            sb.append(Integer.toHexString(w[i]));
+        }
+        if (bestBase >= 0 && bestBase + bestLen == 8) sb.append(':');
+        return sb.toString();
     }
 
     private static String transportName(Device d) {

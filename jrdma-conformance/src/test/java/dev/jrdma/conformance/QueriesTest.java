@@ -1,6 +1,11 @@
 package dev.jrdma.conformance;
 
+import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.CompletionChannel;
+import dev.jrdma.verbs.Mtu;
+import dev.jrdma.verbs.QpAttr;
+import dev.jrdma.verbs.QpAttrMask;
+import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.CompletionQueue;
 import dev.jrdma.verbs.QpInitAttr;
 import dev.jrdma.verbs.QueuePair;
@@ -16,6 +21,7 @@ import org.junit.jupiter.api.Timeout;
 import java.time.Duration;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -31,6 +37,58 @@ class QueriesTest {
             int len = p.ctx.queryPort(Pair.PORT).pkeyTblLen();
             assertThrows(VerbsException.class, () -> p.ctx.queryPkey(Pair.PORT, Math.max(len, 1) + 1000));
         }
+    }
+
+    /** ibv_query_qp returns every attribute of struct ibv_qp_attr, each with the value the modifies set. */
+    @Test
+    void queryQpReturnsEveryAttributeAsSet() {
+        try (Pair p = new Pair().connect(5, 6, 14, Mtu.MTU_1024, java.util.EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ))) {
+            QpAttr q = p.a.query();
+            for (QpAttrMask m : new QpAttrMask[]{QpAttrMask.STATE, QpAttrMask.CUR_STATE, QpAttrMask.EN_SQD_ASYNC_NOTIFY, QpAttrMask.ACCESS_FLAGS,
+                    QpAttrMask.PKEY_INDEX, QpAttrMask.PORT, QpAttrMask.QKEY, QpAttrMask.AV, QpAttrMask.PATH_MTU, QpAttrMask.TIMEOUT,
+                    QpAttrMask.RETRY_CNT, QpAttrMask.RNR_RETRY, QpAttrMask.RQ_PSN, QpAttrMask.MAX_QP_RD_ATOMIC, QpAttrMask.ALT_PATH,
+                    QpAttrMask.MIN_RNR_TIMER, QpAttrMask.SQ_PSN, QpAttrMask.MAX_DEST_RD_ATOMIC, QpAttrMask.PATH_MIG_STATE, QpAttrMask.CAP,
+                    QpAttrMask.DEST_QPN}) {
+                assertTrue(q.has(m), m + " missing from " + q);
+            }
+            assertEquals(QpState.RTS, q.state());
+            assertEquals(QpState.RTS, q.curState());
+            assertEquals(java.util.EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_READ), java.util.EnumSet.copyOf(remoteOnly(q.access())));
+            assertEquals(0, q.pkeyIndex());
+            assertEquals(Pair.PORT, q.port());
+            assertEquals(Mtu.MTU_1024.min(p.ctx.queryPort(Pair.PORT).activeMtu()), q.pathMtu());
+            assertEquals(12, q.timeout());
+            assertEquals(5, q.retryCnt());
+            assertEquals(6, q.rnrRetry());
+            assertEquals(0x100, q.rqPsn());
+            assertEquals(0x200, q.sqPsn());
+            assertEquals(4, q.maxRdAtomic());
+            assertEquals(4, q.maxDestRdAtomic());
+            assertEquals(14, q.minRnrTimer());
+            assertEquals(p.b.qpNum(), q.destQpNum());
+            assertTrue(q.ah().isGlobal, "a RoCE path is global");
+            assertEquals(p.ctx.queryGid(Pair.PORT, p.gidIndex), q.ah().dgid);
+            assertEquals(p.gidIndex, q.ah().sgidIndex);
+            assertEquals(Pair.PORT, q.ah().portNum);
+            assertTrue(q.cap().maxSendWr() >= 64 && q.cap().maxRecvWr() >= 64 && q.cap().maxSendSge() >= 4 && q.cap().maxRecvSge() >= 4, q.cap()::toString);
+            assertFalse(q.enSqdAsyncNotify());
+            assertFalse(q.sqDraining(), "not in SQD");
+            assertEquals(QpAttr.MIG_MIGRATED, q.pathMigState(), "no alternate path was ever loaded");
+            assertEquals(0, q.altPort(), "no alternate path");
+            assertEquals(0, q.altTimeout());
+
+            p.a.modify(new QpAttr().state(QpState.SQD).enSqdAsyncNotify(true));
+            QpAttr sqd = p.a.query();
+            assertEquals(QpState.SQD, sqd.state());
+            assertTrue(sqd.enSqdAsyncNotify(), "the move to SQD asked for SQ_DRAINED");
+            assertFalse(sqd.sqDraining(), "nothing was in flight, so nothing drains");
+        }
+    }
+
+    private static java.util.Set<Access> remoteOnly(java.util.Set<Access> a) {
+        java.util.EnumSet<Access> r = java.util.EnumSet.noneOf(Access.class);
+        for (Access x : a) if (x == Access.REMOTE_WRITE || x == Access.REMOTE_READ || x == Access.REMOTE_ATOMIC) r.add(x);
+        return r;
     }
 
     @Test

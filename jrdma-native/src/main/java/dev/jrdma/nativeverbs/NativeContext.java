@@ -158,7 +158,7 @@ final class NativeContext extends NativeResource implements Context {
                     i(s, L, "bad_pkey_cntr"), i(s, L, "qkey_viol_cntr"), u16(s, L, "pkey_tbl_len"), u16(s, L, "lid"),
                     u16(s, L, "sm_lid"), u8(s, L, "lmc"), u8(s, L, "max_vl_num"), u8(s, L, "sm_sl"), u8(s, L, "subnet_timeout"),
                     u8(s, L, "init_type_reply"), u8(s, L, "active_width"), u8(s, L, "active_speed"), u8(s, L, "phys_state"),
-                    LinkLayer.of(u8(s, L, "link_layer")));
+                    LinkLayer.of(u8(s, L, "link_layer")), u16(s, L, "port_cap_flags2"));
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
         } finally {

@@ -310,6 +310,14 @@ final class NativeQp extends NativeResource implements QueuePair {
         if (q.has(QpAttrMask.RETRY_CNT)) s.set(JAVA_BYTE, offset(L, "retry_cnt"), (byte) q.retryCnt());
         if (q.has(QpAttrMask.RNR_RETRY)) s.set(JAVA_BYTE, offset(L, "rnr_retry"), (byte) q.rnrRetry());
         if (q.has(QpAttrMask.EN_SQD_ASYNC_NOTIFY)) s.set(JAVA_BYTE, offset(L, "en_sqd_async_notify"), (byte) (q.enSqdAsyncNotify() ? 1 : 0));
+        if (q.has(QpAttrMask.ALT_PATH) && q.altAh() != null) {
+            writeAh(q.altAh(), s, "alt_ah_attr.");
+            s.set(JAVA_SHORT, offset(L, "alt_pkey_index"), (short) q.altPkeyIndex());
+            s.set(JAVA_BYTE, offset(L, "alt_port_num"), (byte) q.altPort());
+            s.set(JAVA_BYTE, offset(L, "alt_timeout"), (byte) q.altTimeout());
+        }
+        if (q.has(QpAttrMask.PATH_MIG_STATE)) s.set(JAVA_INT, offset(L, "path_mig_state"), q.pathMigState());
+        if (q.has(QpAttrMask.RATE_LIMIT)) s.set(JAVA_INT, offset(L, "rate_limit"), q.rateLimit());
     }
 
     private static void writeAh(AhAttr ah, MemorySegment s, String p) {
@@ -331,7 +339,8 @@ final class NativeQp extends NativeResource implements QueuePair {
             | QpAttrMask.PKEY_INDEX.bit | QpAttrMask.PORT.bit | QpAttrMask.AV.bit | QpAttrMask.PATH_MTU.bit
             | QpAttrMask.TIMEOUT.bit | QpAttrMask.RETRY_CNT.bit | QpAttrMask.RNR_RETRY.bit | QpAttrMask.RQ_PSN.bit
             | QpAttrMask.MAX_QP_RD_ATOMIC.bit | QpAttrMask.MIN_RNR_TIMER.bit | QpAttrMask.SQ_PSN.bit
-            | QpAttrMask.MAX_DEST_RD_ATOMIC.bit | QpAttrMask.CAP.bit | QpAttrMask.DEST_QPN.bit;
+            | QpAttrMask.MAX_DEST_RD_ATOMIC.bit | QpAttrMask.CAP.bit | QpAttrMask.DEST_QPN.bit | QpAttrMask.QKEY.bit
+            | QpAttrMask.EN_SQD_ASYNC_NOTIFY.bit | QpAttrMask.ALT_PATH.bit | QpAttrMask.PATH_MIG_STATE.bit;
 
     @Override
     public QpAttr query() {
@@ -354,24 +363,33 @@ final class NativeQp extends NativeResource implements QueuePair {
                     .pkeyIndex(Short.toUnsignedInt(s.get(JAVA_SHORT, offset(L, "pkey_index"))))
                     .maxRdAtomic(u8(s, "max_rd_atomic")).maxDestRdAtomic(u8(s, "max_dest_rd_atomic"))
                     .minRnrTimer(u8(s, "min_rnr_timer")).port(u8(s, "port_num")).timeout(u8(s, "timeout"))
-                    .retryCnt(u8(s, "retry_cnt")).rnrRetry(u8(s, "rnr_retry"));
-            AhAttr ah = new AhAttr();
-            byte[] dgid = new byte[16];
-            MemorySegment.copy(s, JAVA_BYTE, offset(L, "ah_attr.grh.dgid"), dgid, 0, 16);
-            ah.dgid = Gid.of(dgid);
-            ah.flowLabel = s.get(JAVA_INT, offset(L, "ah_attr.grh.flow_label"));
-            ah.sgidIndex = u8(s, "ah_attr.grh.sgid_index");
-            ah.hopLimit = u8(s, "ah_attr.grh.hop_limit");
-            ah.trafficClass = u8(s, "ah_attr.grh.traffic_class");
-            ah.dlid = Short.toUnsignedInt(s.get(JAVA_SHORT, offset(L, "ah_attr.dlid")));
-            ah.sl = u8(s, "ah_attr.sl");
-            ah.srcPathBits = u8(s, "ah_attr.src_path_bits");
-            ah.staticRate = u8(s, "ah_attr.static_rate");
-            ah.isGlobal = u8(s, "ah_attr.is_global") != 0;
-            ah.portNum = u8(s, "ah_attr.port_num");
-            q.ah(ah);
+                    .retryCnt(u8(s, "retry_cnt")).rnrRetry(u8(s, "rnr_retry"))
+                    .enSqdAsyncNotify(u8(s, "en_sqd_async_notify") != 0).sqDraining(u8(s, "sq_draining") != 0)
+                    .pathMigState(s.get(JAVA_INT, offset(L, "path_mig_state")))
+                    .altPath(readAh(s, "alt_ah_attr."), Short.toUnsignedInt(s.get(JAVA_SHORT, offset(L, "alt_pkey_index"))),
+                            u8(s, "alt_port_num"), u8(s, "alt_timeout"));
+            q.ah(readAh(s, "ah_attr."));
             return q;
         }
+    }
+
+    private static AhAttr readAh(MemorySegment s, String p) {
+        GroupLayout L = Layouts.QP_ATTR;
+        AhAttr ah = new AhAttr();
+        byte[] dgid = new byte[16];
+        MemorySegment.copy(s, JAVA_BYTE, offset(L, p + "grh.dgid"), dgid, 0, 16);
+        ah.dgid = Gid.of(dgid);
+        ah.flowLabel = s.get(JAVA_INT, offset(L, p + "grh.flow_label"));
+        ah.sgidIndex = u8(s, p + "grh.sgid_index");
+        ah.hopLimit = u8(s, p + "grh.hop_limit");
+        ah.trafficClass = u8(s, p + "grh.traffic_class");
+        ah.dlid = Short.toUnsignedInt(s.get(JAVA_SHORT, offset(L, p + "dlid")));
+        ah.sl = u8(s, p + "sl");
+        ah.srcPathBits = u8(s, p + "src_path_bits");
+        ah.staticRate = u8(s, p + "static_rate");
+        ah.isGlobal = u8(s, p + "is_global") != 0;
+        ah.portNum = u8(s, p + "port_num");
+        return ah;
     }
 
     private static int u8(MemorySegment s, String f) {

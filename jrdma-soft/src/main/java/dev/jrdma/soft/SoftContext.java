@@ -75,7 +75,7 @@ public final class SoftContext extends Resource implements Context {
         checkOpen("ibv_query_port");
         checkPort("ibv_query_port", port);
         return new PortAttr(PortState.ACTIVE, Mtu.MTU_4096, activeMtu(), 1, 0, MAX_MSG,
-                0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 5, LinkLayer.ETHERNET);
+                0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 5, LinkLayer.ETHERNET, 0);
     }
 
     static void checkPort(String verb, int port) {

@@ -92,6 +92,8 @@ final class SoftQp extends Resource implements QueuePair {
     final Datagram datagram;
     /** SQ_DRAINED is owed once the send queue drains (a move to SQD with en_sqd_async_notify). */
     private boolean sqdNotify;
+    /** The en_sqd_async_notify of the last move to SQD, as ibv_query_qp reports it. */
+    private boolean enSqdAsyncNotify;
     /** COMM_EST was raised since the move to RTR. */
     private boolean commEstablished;
     final Requester requester;
@@ -238,7 +240,8 @@ final class SoftQp extends Resource implements QueuePair {
                 }
                 case SQD -> {
                     state = next;
-                    if (a.has(QpAttrMask.EN_SQD_ASYNC_NOTIFY) && a.enSqdAsyncNotify()) {
+                    enSqdAsyncNotify = a.has(QpAttrMask.EN_SQD_ASYNC_NOTIFY) && a.enSqdAsyncNotify();
+                    if (enSqdAsyncNotify) {
                         sqdNotify = true;
                         checkDrained();
                     }
@@ -268,10 +271,20 @@ final class SoftQp extends Resource implements QueuePair {
             QpAttr a = new QpAttr().state(state).curState(state).access(accessSet).pkeyIndex(0).port(1)
                     .pathMtu(pathMtu).timeout(timeoutAttr).retryCnt(retryCnt).rnrRetry(rnrRetry)
                     .rqPsn(rqPsnAttr).sqPsn(sqPsnAttr).maxRdAtomic(maxRdAtomic).maxDestRdAtomic(maxDestRdAtomic)
-                    .minRnrTimer(minRnrTimer).destQpNum(destQpn).cap(cap).qkey(qkey);
-            if (ah != null) a.ah(ah.copy());
+                    .minRnrTimer(minRnrTimer).destQpNum(destQpn).cap(cap).qkey(qkey)
+                    .enSqdAsyncNotify(enSqdAsyncNotify).sqDraining(state == QpState.SQD && !sqDrained())
+                    .pathMigState(QpAttr.MIG_MIGRATED).altPath(noPath(), 0, 0, 0); // no alternate path: what rxe reports
+            a.ah(ah != null ? ah.copy() : noPath());
             return a;
         }
+    }
+
+    /** An address vector with nothing set, as ibv_query_qp returns for a path that was never given. */
+    private static AhAttr noPath() {
+        AhAttr none = new AhAttr();
+        none.portNum = 0;
+        none.hopLimit = 0;
+        return none;
     }
 
     private void reset() {
@@ -575,9 +588,14 @@ final class SoftQp extends Resource implements QueuePair {
         return s == QpState.RTS || s == QpState.SQD;
     }
 
+    /** Whether every request started is acknowledged (nothing in flight; the rest waits, unstarted, in the queue). */
+    private boolean sqDrained() {
+        return sq.head == sq.next && (sq.next == sq.tail || sq.at(sq.next).progress == SendWqe.Progress.POSTED);
+    }
+
     /** In SQD with a notification owed: raises SQ_DRAINED once every request started is acknowledged. */
     private void checkDrained() {
-        if (state == QpState.SQD && sq.head == sq.next && (sq.next == sq.tail || sq.at(sq.next).progress == SendWqe.Progress.POSTED)) {
+        if (state == QpState.SQD && sqDrained()) {
             sqdNotify = false;
             pd.context().raise(AsyncEventType.SQ_DRAINED, this);
         }

@@ -5,7 +5,7 @@ public record PortAttr(
         PortState state, Mtu maxMtu, Mtu activeMtu, int gidTblLen, int portCapFlags, long maxMsgSz,
         int badPkeyCntr, int qkeyViolCntr, int pkeyTblLen, int lid, int smLid, int lmc, int maxVlNum,
         int smSl, int subnetTimeout, int initTypeReply, int activeWidth, int activeSpeed, int physState,
-        LinkLayer linkLayer) {
+        LinkLayer linkLayer, int portCapFlags2) {
 
     /** Physical port state as ibv_devinfo prints it. */
     public String physStateName() {

@@ -18,9 +18,10 @@ public final class QpAttr {
     private EnumSet<Access> access = EnumSet.noneOf(Access.class);
     private int pkeyIndex, port, qkey, timeout, retryCnt, rnrRetry, rqPsn, sqPsn, maxRdAtomic, maxDestRdAtomic,
             minRnrTimer, destQpNum;
-    private boolean enSqdAsyncNotify;
+    private boolean enSqdAsyncNotify, sqDraining;
+    private int pathMigState, altPkeyIndex, altPort, altTimeout, rateLimit;
     private Mtu pathMtu;
-    private AhAttr ah;
+    private AhAttr ah, altAh;
     private QpCap cap;
 
     /** An empty set of attributes: nothing in the mask; add what a modify carries with the setters. */
@@ -182,6 +183,24 @@ public final class QpAttr {
      * @return this
      */
     public QpAttr enSqdAsyncNotify(boolean b) { enSqdAsyncNotify = b; return set(QpAttrMask.EN_SQD_ASYNC_NOTIFY); }
+    /** The alternate path for automatic path migration: its address vector, P_Key index, port and ACK timeout. */
+    public QpAttr altPath(AhAttr ah, int pkeyIndex, int port, int timeout) {
+        altAh = ah; altPkeyIndex = pkeyIndex; altPort = port; altTimeout = timeout;
+        return set(QpAttrMask.ALT_PATH);
+    }
+    /** {@code enum ibv_mig_state}: {@link #MIG_MIGRATED}, {@link #MIG_REARM} or {@link #MIG_ARMED}. */
+    public QpAttr pathMigState(int s) { pathMigState = s; return set(QpAttrMask.PATH_MIG_STATE); }
+    /** The send rate limit in kbps (0: none), for packet pacing. */
+    public QpAttr rateLimit(int kbps) { rateLimit = kbps; return set(QpAttrMask.RATE_LIMIT); }
+    /** Set by {@link QueuePair#query()}: whether the QP is in SQD and still draining its send queue (no mask bit). */
+    public QpAttr sqDraining(boolean b) { sqDraining = b; return this; }
+
+    /** {@code IBV_MIG_MIGRATED}: no alternate path armed (the state of a QP that never used one). */
+    public static final int MIG_MIGRATED = 0;
+    /** {@code IBV_MIG_REARM}: an alternate path is being loaded. */
+    public static final int MIG_REARM = 1;
+    /** {@code IBV_MIG_ARMED}: the alternate path is ready for migration. */
+    public static final int MIG_ARMED = 2;
 
     /**
      * {@return the state set with {@link #state(QpState)}, or for a query result the QP's current state; null when unset}
@@ -223,6 +242,13 @@ public final class QpAttr {
     public QpCap cap() { return cap; }
     /** {@return whether a move to SQD raises {@link AsyncEventType#SQ_DRAINED}} */
     public boolean enSqdAsyncNotify() { return enSqdAsyncNotify; }
+    public boolean sqDraining() { return sqDraining; }
+    public int pathMigState() { return pathMigState; }
+    public AhAttr altAh() { return altAh; }
+    public int altPkeyIndex() { return altPkeyIndex; }
+    public int altPort() { return altPort; }
+    public int altTimeout() { return altTimeout; }
+    public int rateLimit() { return rateLimit; }
 
     @Override
     public String toString() {
@@ -249,6 +275,9 @@ public final class QpAttr {
                 case DEST_QPN -> destQpNum;
                 case CAP -> cap;
                 case EN_SQD_ASYNC_NOTIFY -> enSqdAsyncNotify;
+                case ALT_PATH -> "{ah=" + altAh + ", pkeyIndex=" + altPkeyIndex + ", port=" + altPort + ", timeout=" + altTimeout + "}";
+                case PATH_MIG_STATE -> pathMigState;
+                case RATE_LIMIT -> rateLimit;
                 default -> "?";
             }).append(", ");
         }
