@@ -16,6 +16,9 @@ SOFT_NS=${SOFT_NS:-jsoft} SOFT_IF=${SOFT_IF:-rxv1} SOFT_IP4=${SOFT_IP4:-10.98.0.
 two_ns_up() {
   modprobe veth 2>/dev/null
   modprobe sch_netem 2>/dev/null
+  # the software device asks for 4 MiB socket buffers; the default cap (208 KiB) drops a burst of 1 MiB of packets
+  # when the JVM under emulation drains its socket late (rmem_max is global, not per namespace)
+  sysctl -qw net.core.rmem_max=8388608 net.core.wmem_max=8388608 2>/dev/null
   if ! ip link show "$RXE_IF" >/dev/null 2>&1; then
     ip netns add "$SOFT_NS" 2>/dev/null
     ip link add "$RXE_IF" type veth peer name "$SOFT_IF" || { echo "two-ns: cannot create the veth pair (module veth?)" >&2; return 1; }

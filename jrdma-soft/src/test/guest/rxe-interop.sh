@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# Inside the Soft-RoCE guest: the software device against kernel rxe over a veth pair (two-ns.sh: rxe1 in the initial
+# namespace, the software device in namespace jsoft), IPv4 GIDs. Runs jrdma-cli's InteropMain on both sides: every
+# opcode (SEND, +imm, +inv, WRITE, +imm, READ, both atomics) at sizes 0, 1, MTU-1, MTU, MTU+1, 1 MiB, the software
+# device as requester against rxe as responder and the reverse, every case checked on both sides; then the same with
+# loss on the veth (tc netem); then both devices' counters (no ICRC errors or drops caused by the other).
+#
+#   ./jrdma --help >/dev/null && mvn -q -DskipTests test-compile     # on the host: the guest builds nothing
+#   vm/run-in-guest --timeout 1500 -- jrdma-soft/src/test/guest/rxe-interop.sh
+#
+# Environment: INTEROP_FULL=1 adds the long matrix: the loss run at every size, and with more iterations.
+# LOSS (percent, default 2), LOG_DIR (jrdma-soft/target/interop). Exit status 0 when every step passed, 1 otherwise,
+# 2 when this is not the guest (no rxe, not root).
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../../../.." && pwd)
+cd "$repo" || exit 2
+source "$here/two-ns.sh"
+[ "$(id -u)" = 0 ] && command -v rdma >/dev/null && modinfo rdma_rxe >/dev/null 2>&1 ||
+  { echo "rxe-interop: needs root and kernel rxe (run it in the guest: vm/run-in-guest)" >&2; exit 2; }
+LOG_DIR=${LOG_DIR:-$repo/jrdma-soft/target/interop}
+LOSS=${LOSS:-2}
+mkdir -p "$LOG_DIR"
+JAVA_HOME=${JAVA_HOME:-$(bin/find-jdk)}
+CP="jrdma-cli/target/test-classes:jrdma-cli/target/classes:$(cat jrdma-cli/target/classpath.txt)"
+[ -f jrdma-cli/target/test-classes/dev/jrdma/cli/InteropMain.class ] || { echo "rxe-interop: InteropMain not compiled (mvn test-compile on the host)" >&2; exit 2; }
+JAVA=("$JAVA_HOME/bin/java" --enable-native-access=ALL-UNNAMED -XX:TieredStopAtLevel=1 -Xshare:auto)
+
+two_ns_up || exit 1
+trap 'netem_off; two_ns_down' EXIT
+GIDX=$(gid_index "$RXE_DEV" "$RXE_IP4") || { echo "rxe-interop: $RXE_DEV has no GID for $RXE_IP4" >&2; exit 1; }
+
+rxe_counters() { # the non-zero hw_counters of rxe's port
+  local f v
+  for f in /sys/class/infiniband/$RXE_DEV/ports/1/hw_counters/*; do
+    v=$(cat "$f"); [ "$v" != 0 ] && printf ' %s=%s' "$(basename "$f")" "$v"
+  done
+  echo
+}
+
+pass=0 fail=0 port=18810
+summary=()
+# interop NAME [InteropMain args...]: rxe1 (native provider) listens in the initial namespace, the software device
+# connects from jsoft; each side is requester for the whole matrix once
+interop() {
+  local name=$1; shift
+  port=$((port + 1))
+  local rlog="$LOG_DIR/$name.rxe.log" slog="$LOG_DIR/$name.soft.log" rpid rrc src t0=$SECONDS
+  timeout 600 "${JAVA[@]}" -cp "$CP" dev.jrdma.cli.InteropMain -d "$RXE_DEV" -x "$GIDX" -p "$port" "$@" > "$rlog" 2>&1 & rpid=$!
+  in_soft timeout 600 "${JAVA[@]}" -Djrdma.soft.ipv4.send="${SOFT_SEND:-auto}" -cp "$CP" dev.jrdma.cli.InteropMain \
+    -d "soft@$SOFT_IP4" -p "$port" "$@" "$RXE_IP4" > "$slog" 2>&1; src=$?
+  wait "$rpid"; rrc=$?
+  local np nf
+  np=$(cat "$rlog" "$slog" | grep -c '^PASS'); nf=$(cat "$rlog" "$slog" | grep -c '^FAIL')
+  if [ "$src" = 0 ] && [ "$rrc" = 0 ] && [ "$np" -gt 0 ] && [ "$nf" = 0 ]; then
+    pass=$((pass + 1)); summary+=("PASS $name: $np cases ($((SECONDS - t0)) s)")
+  else
+    fail=$((fail + 1)); summary+=("FAIL $name: $np passed, $nf failed, rc rxe=$rrc soft=$src")
+    grep -h '^FAIL' "$rlog" "$slog" | head -20
+    echo "--- rxe side ($rlog):"; tail -5 "$rlog"; echo "--- soft side ($slog):"; tail -5 "$slog"
+  fi
+  grep -h '^counters of' "$rlog" "$slog"
+  echo "rxe hw_counters:$(rxe_counters)"
+  # the software device dropped nothing of rxe's as corrupt (rxe itself counts no ICRC drops: the capture shows them)
+  if grep -h '^counters of soft' "$slog" | grep -Eq ' (rx_bad_icrc|rx_malformed|rx_dropped)='; then
+    fail=$((fail + 1)); summary+=("FAIL $name: the software device dropped packets of rxe as corrupt")
+  fi
+}
+
+# capture_on / capture_check NAME: the veth's RoCEv2 traffic of a run, every packet's ICRC recomputed from the IP
+# header on the wire (icrc-check.py), both directions required
+capture_on() {
+  command -v tcpdump >/dev/null || { echo "rxe-interop: no tcpdump here: the wire check is skipped"; return 1; }
+  tcpdump -i "$RXE_IF" -U -s 0 -w "$LOG_DIR/$1.pcap" udp port 4791 2> "$LOG_DIR/$1.tcpdump.log" & tcpdump_pid=$!
+  for _ in $(seq 100); do grep -q listening "$LOG_DIR/$1.tcpdump.log" && return 0; sleep 0.1; done
+  return 0
+}
+capture_check() {
+  [ -n "${tcpdump_pid:-}" ] || return 0
+  sleep 0.5; kill "$tcpdump_pid"; wait "$tcpdump_pid" 2>/dev/null; tcpdump_pid=
+  if python3 "$here/icrc-check.py" "$LOG_DIR/$1.pcap" --require "$RXE_IP4" --require "$SOFT_IP4"; then
+    pass=$((pass + 1)); summary+=("PASS $1 on the wire: every ICRC right in both directions")
+  else
+    fail=$((fail + 1)); summary+=("FAIL $1 on the wire: ICRC check of the capture")
+  fi
+}
+
+# wait_listen PORT [NS]: until something listens on TCP PORT (in namespace NS), without connecting to it
+wait_listen() {
+  local hex deadline=$((SECONDS + 240)) run=()
+  hex=$(printf '%04X' "$1"); [ -n "${2:-}" ] && run=(ip netns exec "$2")
+  while [ $SECONDS -lt $deadline ]; do
+    "${run[@]}" awk -v p=":$hex" '$2 ~ p"$" && $4 == "0A" {f=1} END {exit !f}' /proc/net/tcp /proc/net/tcp6 2>/dev/null && return 0
+    sleep 0.3
+  done
+  return 1
+}
+
+# pair NAME WHERE_SERVER "SERVER CMD" "CLIENT CMD" [REPORT_REGEX]: the server in the initial namespace (rxe) or in
+# jsoft (soft), the client in the other; passes when both exit 0 (and the client's log matches REPORT_REGEX)
+pair() {
+  local name=$1 where=$2 scmd=$3 ccmd=$4 want=${5:-} spid src crc t0=$SECONDS
+  local slog="$LOG_DIR/$name.server.log" clog="$LOG_DIR/$name.client.log"
+  port=$((port + 1))
+  scmd=${scmd//@PORT@/$port}; ccmd=${ccmd//@PORT@/$port}
+  if [ "$where" = rxe ]; then
+    timeout 400 bash -c "$scmd" > "$slog" 2>&1 & spid=$!
+    wait_listen "$port" || echo "server did not listen" >> "$slog"
+    in_soft timeout 300 bash -c "$ccmd" > "$clog" 2>&1; crc=$?
+  else
+    in_soft timeout 400 bash -c "$scmd" > "$slog" 2>&1 & spid=$!
+    wait_listen "$port" "$SOFT_NS" || echo "server did not listen" >> "$slog"
+    timeout 300 bash -c "$ccmd" > "$clog" 2>&1; crc=$?
+  fi
+  wait "$spid"; src=$?
+  if [ "$src" = 0 ] && [ "$crc" = 0 ] && { [ -z "$want" ] || grep -Eq "$want" "$clog"; }; then
+    pass=$((pass + 1)); summary+=("PASS $name ($((SECONDS - t0)) s)")
+  else
+    fail=$((fail + 1)); summary+=("FAIL $name: server rc=$src client rc=$crc")
+    echo "FAIL $name"; echo "--- server ($slog):"; tail -8 "$slog"; echo "--- client ($clog):"; tail -8 "$clog"
+  fi
+}
+J="${JAVA[*]} -cp $CP"
+SOFT="soft@$SOFT_IP4"
+
+echo "rxe: $RXE_DEV on $RXE_IF ($RXE_IP4, GID index $GIDX); soft: soft@$SOFT_IP4 in namespace $SOFT_NS"
+tcpdump_pid=
+capture_on ipv4
+interop ipv4
+capture_check ipv4
+netem_loss "$LOSS" || { echo "rxe-interop: tc netem failed (module sch_netem?)"; fail=$((fail + 1)); }
+if [ "${INTEROP_FULL:-0}" = 1 ]; then
+  interop "ipv4-loss$LOSS" --timeout 120
+  netem_off
+  interop ipv4-iters3 --iters 3
+  # ibv_rc_pingpong (rdma-core) against jrdma's RcPingPong on the software device, both ways
+  pair rc_pingpong.rxe-server rxe "ibv_rc_pingpong -d $RXE_DEV -g $GIDX -n 50 -p @PORT@" \
+    "$J dev.jrdma.nativeverbs.RcPingPong -d $SOFT -g 0 -n 50 -p @PORT@ $RXE_IP4" 'iters in'
+  pair rc_pingpong.soft-server soft "$J dev.jrdma.nativeverbs.RcPingPong -d $SOFT -g 0 -n 50 -p @PORT@" \
+    "ibv_rc_pingpong -d $RXE_DEV -g $GIDX -n 50 -p @PORT@ $SOFT_IP4" 'iters in'
+  # perftest on rxe against jrdma perf on the software device, both ways (16 pairs)
+  for t in send_lat write_lat read_lat atomic_lat send_bw write_bw read_bw atomic_bw; do
+    pair "perf.$t.rxe-server" rxe "ib_$t -d $RXE_DEV -x $GIDX -n 100 -p @PORT@" \
+      "$J -Djrdma.perf.counters=true dev.jrdma.cli.Jrdma perf $t -d $SOFT -n 100 -p @PORT@ --timeout 60 $RXE_IP4" '^ *[0-9]+ +[0-9]+ +'
+    pair "perf.$t.soft-server" soft "$J -Djrdma.perf.counters=true dev.jrdma.cli.Jrdma perf $t -d $SOFT -n 100 -p @PORT@ --timeout 60 --accept-timeout 300" \
+      "ib_$t -d $RXE_DEV -x $GIDX -n 100 -p @PORT@ $SOFT_IP4" '^ *[0-9]+ +[0-9]+ +'
+  done
+  # the first RDMA application, server on rxe (native provider) and client on the software device, and the reverse
+  pair demo.rxe-server rxe "$J dev.jrdma.examples.FirstRdmaApp server --device $RXE_DEV --port @PORT@" \
+    "$J dev.jrdma.examples.FirstRdmaApp client $RXE_IP4 --device $SOFT --port @PORT@"
+  pair demo.soft-server soft "$J dev.jrdma.examples.FirstRdmaApp server --device $SOFT --port @PORT@" \
+    "$J dev.jrdma.examples.FirstRdmaApp client $SOFT_IP4 --device $RXE_DEV --port @PORT@"
+else
+  interop "ipv4-loss$LOSS" --sizes 1,1025,65536 --timeout 120
+  netem_off
+fi
+echo "rxe hw_counters at the end:$(rxe_counters)"
+
+echo "================ rxe <-> soft interop"
+printf '%s\n' "${summary[@]}"
+echo "passed $pass, failed $fail (logs: $LOG_DIR)"
+[ "$fail" -eq 0 ]
