@@ -154,7 +154,16 @@ class NetnsTest {
             assertEquals(0, a.exitValue());
             assertEquals(0, b.exitValue());
             if (capture != null) {
-                Thread.sleep(300); // -U writes each packet at once; let the last ones land
+                // tcpdump may not have read the packets from its socket yet (a busy machine): wait until the file has
+                // the exchange's packets and stops growing, then stop it
+                long deadline = System.nanoTime() + 20_000_000_000L;
+                int seen = -1;
+                while (System.nanoTime() < deadline) {
+                    Thread.sleep(500);
+                    int now = Files.size(pcap) >= 24 ? Pcap.ethernetFrames(Files.readAllBytes(pcap)).size() : 0;
+                    if (now >= 4 && now == seen) break;
+                    seen = now;
+                }
                 capture.destroy();
                 assertTrue(capture.waitFor(10, TimeUnit.SECONDS));
             }
