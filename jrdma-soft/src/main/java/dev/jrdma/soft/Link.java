@@ -20,6 +20,16 @@ interface Link extends AutoCloseable {
     /** Receives one datagram into {@code b} (from its position), without blocking: its sender, or null when none waits. */
     InetSocketAddress receive(ByteBuffer b) throws IOException;
 
+    /**
+     * Whether a datagram may be waiting, without blocking and without holding anything {@link #receive} needs: a
+     * polling thread asks this before it receives, so that it spends its idle spins outside the receive path and,
+     * when descheduled there (a loaded machine: hundreds of milliseconds), leaves the link free for the receive thread.
+     * Polling threads call it one at a time. True when in doubt.
+     */
+    default boolean readable() throws IOException {
+        return true;
+    }
+
     /** Blocks until a datagram may be waiting, or {@link #wakeup} is called. */
     void await() throws IOException;
 

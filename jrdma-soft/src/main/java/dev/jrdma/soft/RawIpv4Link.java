@@ -135,6 +135,9 @@ final class RawIpv4Link implements Link {
     public InetSocketAddress receive(ByteBuffer b) throws IOException { return receiveSide.receive(b); }
 
     @Override
+    public boolean readable() throws IOException { return receiveSide.readable(); }
+
+    @Override
     public void await() throws IOException { receiveSide.await(); }
 
     @Override

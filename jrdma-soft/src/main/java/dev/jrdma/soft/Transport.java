@@ -20,22 +20,25 @@ import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.UnaryOperator;
 
 /**
  * The packet side of one software device (one local address and port), shared by every context opened on it:
  * the link (a {@link Link}: the UDP socket, {@link UdpLink}), who drives it, the receive thread, the QP number table and the memory key table.
  *
- * <p><b>Progress.</b> Received packets are handled by whichever thread drives the device, one at a time (a
- * lock that is only ever tried, never waited for): it drains the socket (non-blocking) packet by packet, verifies
+ * <p><b>Progress.</b> Received packets are handled by whichever thread drives the device: it drains the socket
+ * (non-blocking) packet by packet, verifies
  * the ICRC, frames the packet, finds the destination QP and hands the packet to it under the QP's lock; when the
  * socket is empty it sends the ACKs that the packets of this burst asked for (ACK coalescing). An application
  * thread that polls a CQ of the device drives it itself ({@link #progressFromPoll}, the model of UCX's worker
  * progress), so a busy-polling application gets its completions on its own thread with no hand-off and no
  * wake-up. The receive thread drives it for traffic nobody polls for (event mode, passive one-sided targets):
  * it blocks in the selector while no thread has polled for {@link #POLL_QUIET_NANOS}, and stays off the socket
- * (parked, not woken by packets) while one has. Each packet is received by exactly one thread (the socket hands
- * it out once, under the drive lock), and every drive ends by sending the ACKs its packets asked for. The receive
- * buffer is one preallocated direct buffer: no allocation per packet.
+ * (parked, not woken by packets) while one has. Polling threads drive one at a time (a lock only ever tried, never
+ * waited for); the receive thread has a {@link Receiver} of its own, so a poller descheduled in the middle of its
+ * drive never stops the device. Each packet is received by exactly one thread (the socket hands it out once),
+ * handled under its QP's lock, and every drive ends by sending the ACKs its packets asked for. Each receiver's
+ * buffer is preallocated and direct: no allocation per packet.
  */
 final class Transport {
     static final int TABLE_SIZE = 1 << 16;
@@ -75,24 +78,40 @@ final class Transport {
     /** The key byte last handed out for each key index: the next one differs, so an old key never names a new owner. */
     private final byte[] lastKeyByte = new byte[TABLE_SIZE];
 
-    // progress: the state below the drive lock is used by the driving thread only
-    private final AtomicBoolean driveLock = new AtomicBoolean();
-    private Thread driver;
+    // progress: two receivers, one for polling application threads (one at a time), one for the receive thread
+    private final Receiver pollRx = new Receiver(), threadRx = new Receiver();
     /** When an application thread last polled a CQ of this device ({@link System#nanoTime}). */
     private volatile long lastPollNanos = System.nanoTime() - POLL_QUIET_NANOS;
-    /** Packets handled by polling application threads and by the receive thread (written by the driver only). */
-    private long rxByPoll, rxByThread;
     /** The receive thread is (about to be) parked off the socket because a thread polled recently. */
     private volatile boolean rxSteppedBack;
-    private final ByteBuffer rxBuf = ByteBuffer.allocateDirect(RX_BUF);
-    final MemorySegment rxSeg = MemorySegment.ofBuffer(rxBuf);
-    private final Icrc rxIcrc = new Icrc();
-    private final RocePacket rxPkt = new RocePacket();
-    private SoftQp[] ackPending = new SoftQp[64];
-    private int ackPendingCount;
     /** QPs with READ responses left to send: each gets one turn (a send window) per pass of the receive loop. */
-    private SoftQp[] turns = new SoftQp[16], turnsRunning = new SoftQp[16];
+    private SoftQp[] turns = new SoftQp[16];
     private int turnCount;
+
+    /**
+     * What one driving thread receives and handles packets with: its own receive buffer and packet view, and the QPs
+     * that owe an ACK at the end of its burst. The receive thread has one; polling application threads share the
+     * other, one at a time (a lock only ever tried). Two receivers, not one lock: an application thread can be
+     * descheduled in the middle of a drive (on a loaded machine for hundreds of milliseconds), and the receive thread
+     * must still be able to take the packets then; otherwise the peer's retransmissions all go unanswered and its
+     * requests fail with RETRY_EXC_ERR.
+     */
+    private static final class Receiver {
+        final AtomicBoolean lock = new AtomicBoolean();
+        /** The thread driving with this receiver, or null (written by that thread only). */
+        Thread owner;
+        final ByteBuffer buf = ByteBuffer.allocateDirect(RX_BUF);
+        final MemorySegment seg = MemorySegment.ofBuffer(buf);
+        final Icrc icrc = new Icrc();
+        final RocePacket pkt = new RocePacket();
+        SoftQp[] ackPending = new SoftQp[64];
+        int ackPendingCount;
+        SoftQp[] turnsRunning = new SoftQp[16];
+        /** Packets handled with this receiver (written by its owner only; racy reads for counters and tests). */
+        long handled;
+        /** The last drive left QPs wanting another turn (READ responses still to send). */
+        boolean turnsLeft;
+    }
 
     final Counter.Set counters = new Counter.Set();
 
@@ -125,7 +144,7 @@ final class Transport {
         rxThread = Thread.ofPlatform().unstarted(() -> {}); // never started: stands for the device's threads in checks
     }
 
-    private Transport(Inet4Address address, int port) throws IOException {
+    private Transport(Inet4Address address, int port, UnaryOperator<Link> wrap) throws IOException {
         this.address = address;
         this.ip = address.hashCode();
         this.port = port;
@@ -133,7 +152,7 @@ final class Transport {
         this.tap = null;
         this.timer = SoftTimer.threaded(Clock.SYSTEM, key);
         this.activeMtu = configuredMtu(address);
-        this.link = openLink(address, port);
+        this.link = wrap.apply(openLink(address, port));
         rxThread = Thread.ofPlatform().daemon().name("jrdma-soft-rx-" + key).unstarted(this::rxLoop);
         rxThread.start();
     }
@@ -163,12 +182,17 @@ final class Transport {
     boolean sendsRawIpv4() { return link instanceof RawIpv4Link; }
 
     static Transport acquire(Inet4Address address, int port) {
+        return acquire(address, port, UnaryOperator.identity());
+    }
+
+    /** {@link #acquire}, with the link of a transport opened now wrapped by {@code wrap} (tests: a link that stalls or drops). */
+    static Transport acquire(Inet4Address address, int port, UnaryOperator<Link> wrap) {
         String k = address.getHostAddress() + ":" + port;
         synchronized (OPEN) {
             Transport t = OPEN.get(k);
             if (t == null) {
                 try {
-                    t = new Transport(address, port);
+                    t = new Transport(address, port, wrap);
                 } catch (IOException e) {
                     throw new VerbsException("ibv_open_device", VerbsException.EBUSY,
                             "cannot bind UDP " + k + " for the soft device (" + e.getMessage() + "): another process (or kernel Soft-RoCE) "
@@ -341,14 +365,18 @@ final class Transport {
 
     // ---- receiving ---------------------------------------------------------------------------------
 
-    /** Called by a QP (on the driving thread) that owes its peer an ACK at the end of this burst. */
+    /** Called by a QP (on a driving thread, see {@link #driving}) that owes its peer an ACK at the end of this burst. */
     void ackLater(SoftQp qp) {
-        if (ackPendingCount == ackPending.length) ackPending = java.util.Arrays.copyOf(ackPending, ackPending.length * 2);
-        ackPending[ackPendingCount++] = qp;
+        Receiver r = pollRx.owner == Thread.currentThread() ? pollRx : threadRx;
+        if (r.ackPendingCount == r.ackPending.length) r.ackPending = java.util.Arrays.copyOf(r.ackPending, r.ackPending.length * 2);
+        r.ackPending[r.ackPendingCount++] = qp;
     }
 
     /** Whether the calling thread is driving the device now (handling received packets): ACKs wait for the end of its burst. */
-    boolean driving() { return driver == Thread.currentThread(); }
+    boolean driving() {
+        Thread t = Thread.currentThread();
+        return pollRx.owner == t || threadRx.owner == t;
+    }
 
     /** An application thread holds the drive for at most this many packets per poll, so poll returns promptly. */
     static final int POLL_BUDGET = 64;
@@ -369,7 +397,7 @@ final class Transport {
     void progressFromPoll() {
         if (link == null) return;
         lastPollNanos = System.nanoTime();
-        drive(POLL_BUDGET, true);
+        drive(pollRx, POLL_BUDGET);
     }
 
     /**
@@ -383,20 +411,27 @@ final class Transport {
     }
 
     /**
-     * Receives and handles up to {@code budget} packets, then sends the coalesced ACKs; never blocks.
+     * Receives and handles up to {@code budget} packets with {@code r}, then sends the coalesced ACKs; never blocks.
      *
-     * @return the number of packets handled, or -1 when another thread is driving the device
+     * @return the number of packets handled, or -1 when another thread is driving with {@code r}
      */
-    private int drive(int budget, boolean polling) {
-        if (!driveLock.compareAndSet(false, true)) return -1;
-        driver = Thread.currentThread();
+    private int drive(Receiver r, int budget) {
+        if (!r.lock.compareAndSet(false, true)) return -1;
+        r.owner = Thread.currentThread();
         int n = 0;
         try {
-            while (n < budget) {
-                rxBuf.clear();
+            // a poller spins on the readiness check, outside the link's receive path (see Link.readable)
+            boolean look;
+            try {
+                look = r != pollRx || link.readable();
+            } catch (IOException e) {
+                look = false; // the device was released
+            }
+            while (look && n < budget) {
+                r.buf.clear();
                 InetSocketAddress from;
                 try {
-                    from = link.receive(rxBuf);
+                    from = link.receive(r.buf);
                 } catch (ClosedChannelException e) {
                     break; // the device was released
                 } catch (IOException e) {
@@ -405,32 +440,29 @@ final class Transport {
                 }
                 if (from == null) break;
                 n++;
-                if (polling) rxByPoll++; else rxByThread++;
+                r.handled++;
                 try {
-                    handle(from, rxBuf.position());
+                    handle(r, from, r.buf.position());
                 } catch (RuntimeException | Error e) {
                     // never let one packet stop the device, nor throw into an application's poll
                     counters.add(Counter.RX_DROPPED);
                     System.getLogger("dev.jrdma.soft").log(System.Logger.Level.WARNING, "soft device " + key + ": packet handling failed", e);
                 }
             }
-            flushAcks();
-            turnsLeft = runTurns(); // READ responses paced per pass: QPs that asked get their next turn now
+            flushAcks(r);
+            r.turnsLeft = runTurns(r); // READ responses paced per pass: QPs that asked get their next turn now
         } finally {
-            driver = null;
-            driveLock.set(false);
+            r.owner = null;
+            r.lock.set(false);
         }
         return n;
     }
 
     /** Packets handled so far by polling application threads (racy read; counters and tests). */
-    long rxByPoll() { return rxByPoll; }
+    long rxByPoll() { return pollRx.handled; }
 
     /** Packets handled so far by the receive thread (racy read; counters and tests). */
-    long rxByThread() { return rxByThread; }
-
-    /** Whether the last drive left QPs wanting another turn (written by the driver). */
-    private boolean turnsLeft;
+    long rxByThread() { return threadRx.handled; }
 
     /** A QP (under its lock) has more READ responses to send than one turn allows: it gets another turn. */
     void requestTurn(SoftQp qp) {
@@ -442,15 +474,18 @@ final class Transport {
 
     private final Object turnsLock = new Object();
 
-    /** Gives every QP that asked for it one more turn; returns whether some still want more. */
-    boolean runTurns() {
+    /** A detached transport's pass of READ-response turns (tests drive the engines by hand). */
+    boolean runTurns() { return runTurns(threadRx); }
+
+    /** Gives every QP that asked for it one more turn (with {@code r}'s scratch array); returns whether some still want more. */
+    private boolean runTurns(Receiver r) {
         int n;
         SoftQp[] running;
         synchronized (turnsLock) {
             n = turnCount;
             if (n == 0) return false;
-            if (turnsRunning.length < n) turnsRunning = new SoftQp[turns.length];
-            running = turnsRunning;
+            if (r.turnsRunning.length < n) r.turnsRunning = new SoftQp[turns.length];
+            running = r.turnsRunning;
             System.arraycopy(turns, 0, running, 0, n);
             java.util.Arrays.fill(turns, 0, n, null);
             turnCount = 0;
@@ -482,12 +517,9 @@ final class Transport {
                     continue;
                 }
                 rxSteppedBack = false;
-                int n = drive(RX_BUDGET, false);
-                if (n == RX_BUDGET || turnsLeft) continue; // more waiting, or READ responses to send: serve the socket first
-                if (n < 0) {
-                    LockSupport.parkNanos(this, 20_000); // a poller is inside drive: it handles what is waiting
-                    continue;
-                }
+                // the poller that polled last may still be inside its drive (descheduled): this receiver is our own
+                int n = drive(threadRx, RX_BUDGET);
+                if (n == RX_BUDGET || threadRx.turnsLeft) continue; // more waiting, or READ responses to send: serve the socket first
                 if (running && System.nanoTime() - lastPollNanos >= POLL_QUIET_NANOS) link.await();
             } catch (ClosedChannelException | java.nio.channels.ClosedSelectorException e) {
                 return;
@@ -501,7 +533,7 @@ final class Transport {
         }
     }
 
-    private void handle(InetSocketAddress from, int len) {
+    private void handle(Receiver r, InetSocketAddress from, int len) {
         counters.add(Counter.RX_PACKETS);
         if (!(from.getAddress() instanceof Inet4Address src)) {
             counters.add(Counter.RX_MALFORMED);
@@ -511,29 +543,29 @@ final class Transport {
         int srcPort = from.getPort();
         // the IPv4 identification is not visible to a UDP socket: accept the packet if some identification makes its
         // ICRC right (16 of the 32 check bits remain; the kernel has checked the UDP checksum when one was set)
-        int ipId = rxIcrc.recoverId(rxBuf, 0, len, srcIp, ip, srcPort, port);
+        int ipId = r.icrc.recoverId(r.buf, 0, len, srcIp, ip, srcPort, port);
         if (ipId == Icrc.NO_ID) {
             counters.add(Counter.RX_BAD_ICRC);
             return;
         }
         if (ipId != 0) counters.add(Counter.RX_ICRC_IPV4_ID_RECOVERED);
-        if (rxPkt.wrap(rxBuf, 0, len) != RocePacket.OK) {
+        if (r.pkt.wrap(r.buf, 0, len) != RocePacket.OK) {
             counters.add(Counter.RX_MALFORMED);
             return;
         }
-        int qpn = rxPkt.destQp();
+        int qpn = r.pkt.destQp();
         SoftQp qp = qpn < TABLE_SIZE ? qps.get(qpn) : null;
         if (qp == null) {
             counters.add(Counter.RX_UNKNOWN_QP);
             return;
         }
-        qp.receive(rxPkt, rxSeg, srcIp, srcPort);
+        qp.receive(r.pkt, r.seg, srcIp, srcPort);
     }
 
-    private void flushAcks() {
-        for (int i = 0; i < ackPendingCount; i++) {
-            SoftQp qp = ackPending[i];
-            ackPending[i] = null;
+    private void flushAcks(Receiver r) {
+        for (int i = 0; i < r.ackPendingCount; i++) {
+            SoftQp qp = r.ackPending[i];
+            r.ackPending[i] = null;
             try {
                 qp.flushAck();
             } catch (RuntimeException | Error e) {
@@ -541,6 +573,6 @@ final class Transport {
                 System.getLogger("dev.jrdma.soft").log(System.Logger.Level.WARNING, "soft device " + key + ": sending an ACK of " + qp + " failed", e);
             }
         }
-        ackPendingCount = 0;
+        r.ackPendingCount = 0;
     }
 }

@@ -24,10 +24,16 @@ final class UdpLink implements Link {
 
     private final DatagramChannel ch;
     private final Selector selector;
+    /**
+     * The polling threads' own selector: their readiness checks hold its lock, never the channel's receive lock nor
+     * the receive thread's selector, so a poller descheduled in mid-check stops nobody (the JDK serialises receives on
+     * one channel with a lock held across the system call).
+     */
+    private final Selector pollSelector;
 
     UdpLink(Inet4Address address, int port) throws IOException {
         DatagramChannel c = DatagramChannel.open(StandardProtocolFamily.INET);
-        Selector s = null;
+        Selector s = null, ps = null;
         try {
             c.setOption(StandardSocketOptions.SO_RCVBUF, 4 << 20);
             c.setOption(StandardSocketOptions.SO_SNDBUF, 4 << 20);
@@ -35,13 +41,17 @@ final class UdpLink implements Link {
             c.configureBlocking(false);
             s = Selector.open();
             c.register(s, SelectionKey.OP_READ);
+            ps = Selector.open();
+            c.register(ps, SelectionKey.OP_READ);
         } catch (IOException e) {
             c.close();
             if (s != null) s.close();
+            if (ps != null) ps.close();
             throw e;
         }
         ch = c;
         selector = s;
+        pollSelector = ps;
     }
 
     /** One system call; false when the socket's send buffer is full. */
@@ -53,6 +63,12 @@ final class UdpLink implements Link {
     @Override
     public InetSocketAddress receive(ByteBuffer b) throws IOException {
         return (InetSocketAddress) ch.receive(b);
+    }
+
+    /** One system call (a zero-timeout epoll_wait) outside the channel's receive lock. */
+    @Override
+    public boolean readable() throws IOException {
+        return pollSelector.selectNow(NOTHING) > 0;
     }
 
     @Override
@@ -69,6 +85,10 @@ final class UdpLink implements Link {
     public void close() {
         try {
             selector.close();
+        } catch (IOException ignored) {
+        }
+        try {
+            pollSelector.close();
         } catch (IOException ignored) {
         }
         try {

@@ -10,7 +10,18 @@ import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
 
+import dev.jrdma.verbs.Context;
+import dev.jrdma.verbs.Device;
+import dev.jrdma.verbs.NodeType;
+import dev.jrdma.verbs.TransportType;
+import dev.jrdma.verbs.VerbsException;
+
+import java.io.IOException;
+import java.net.Inet4Address;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
 import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -140,5 +151,89 @@ class ProgressTest {
             assertEquals(n, done.get());
             for (int i = 0; i < n; i++) assertEquals(1, seen.get(i), "receive " + i + " completed once");
         }
+    }
+
+    /**
+     * A poller that is descheduled in the middle of its drive (on a loaded machine: hundreds of milliseconds) must not
+     * stop the device: the receive thread takes the packets meanwhile. Before the fix both shared one drive lock, so
+     * every retransmission of the peer went unanswered and its WRITE failed with RETRY_EXC_ERR (two-process write_lat).
+     */
+    @Test
+    void aPollerStalledInsideItsDriveDoesNotStopTheDevice() throws Exception {
+        StallingLink[] stalling = new StallingLink[1];
+        Inet4Address ipA = Fixture.ip("127.0.0.3"), ipB = Fixture.ip("127.0.0.4");
+        Context anchorA = null;
+        int port = 0;
+        for (int attempt = 0; attempt < 50 && anchorA == null; attempt++) {
+            int candidate = 20000 + (int) (Math.random() * 30000);
+            try {
+                anchorA = new SoftContext(new SoftDevice("stall-a", ipA, candidate), Transport.acquire(ipA, candidate));
+                port = candidate;
+            } catch (VerbsException e) {
+                // taken: another
+            }
+        }
+        assertNotNull(anchorA, "no free UDP port on 127.0.0.3");
+        int thePort = port;
+        SoftDevice devB = new SoftDevice("stall-b", ipB, thePort);
+        Device stallingB = new Device() {
+            @Override public String name() { return devB.name(); }
+            @Override public String provider() { return devB.provider(); }
+            @Override public long nodeGuid() { return devB.nodeGuid(); }
+            @Override public NodeType nodeType() { return devB.nodeType(); }
+            @Override public TransportType transportType() { return devB.transportType(); }
+            @Override public Context open() {
+                return new SoftContext(devB, Transport.acquire(ipB, thePort, l -> stalling[0] = new StallingLink(l)));
+            }
+        };
+        Opts o = new Opts(); // timeout 14 (67 ms), retry_cnt 7: the WRITE fails after about half a second unanswered
+        try (Context keep = anchorA; Side a = new Side(new SoftDevice("stall-a", ipA, thePort), null, 64); Side b = new Side(stallingB, null, 64)) {
+            connect(a, b, o, 100, 5000);
+            connect(b, a, o, 5000, 100);
+            MemoryRegion src = a.mrAll(4096), dst = b.mrAll(4096);
+            fill(src.segment(), 512, 3);
+            Thread poller = Thread.ofPlatform().unstarted(() -> b.cq.poll(WorkCompletion.array(1)));
+            stalling[0].stallThread = poller;
+            poller.start();
+            assertTrue(stalling[0].stalled.await(10, TimeUnit.SECONDS), "the poller entered B's socket");
+            try {
+                a.qp.postSend(new SendWorkRequest().wrId(7).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 0, 512).remote(dst.address(), dst.rkey()));
+                WorkCompletion wc = poll(a.cq, 5000);
+                assertEquals(WcStatus.SUCCESS, wc.status, () -> "the WRITE to B while B's poller is stalled: " + wc.status);
+                assertFilled(dst.segment(), 0, 512, 3);
+                assertTrue(poller.isAlive(), "the poller was still stalled inside B's drive all along");
+            } finally {
+                stalling[0].release.countDown();
+                poller.join(10_000);
+            }
+        }
+    }
+
+    /** A link whose receive blocks the thread {@link #stallThread} (once) until released: a poller descheduled in mid-drive. */
+    private static final class StallingLink implements Link {
+        private final Link inner;
+        volatile Thread stallThread;
+        final CountDownLatch stalled = new CountDownLatch(1), release = new CountDownLatch(1);
+
+        StallingLink(Link inner) { this.inner = inner; }
+
+        @Override
+        public InetSocketAddress receive(ByteBuffer b) throws IOException {
+            if (Thread.currentThread() == stallThread) {
+                stallThread = null;
+                stalled.countDown();
+                try {
+                    release.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+            return inner.receive(b);
+        }
+
+        @Override public boolean send(ByteBuffer b, InetSocketAddress to) throws IOException { return inner.send(b, to); }
+        @Override public void await() throws IOException { inner.await(); }
+        @Override public void wakeup() { inner.wakeup(); }
+        @Override public void close() { inner.close(); }
     }
 }
