@@ -14,8 +14,15 @@ public final class SoftDevice implements Device {
     private final Inet4Address address;
     private final int port;
     private final long guid;
+    /** What the device's link damages (tests, {@code jrdma.soft.faults}), or null. */
+    private final Faults faults;
 
     SoftDevice(String name, Inet4Address address, int port) {
+        this(name, address, port, Faults.fromSystemProperty());
+    }
+
+    private SoftDevice(String name, Inet4Address address, int port, Faults faults) {
+        this.faults = faults;
         this.name = name;
         this.address = address;
         this.port = port;
@@ -40,7 +47,16 @@ public final class SoftDevice implements Device {
 
     @Override
     public Context open() {
-        return new SoftContext(this, Transport.acquire(address, port));
+        return new SoftContext(this, faults == null ? Transport.acquire(address, port)
+                : Transport.acquire(address, port, l -> new FaultyLink(l, faults, address.getHostAddress() + ":" + port)));
+    }
+
+    /**
+     * A device on {@code address:port} whose link damages what it sends as {@code faults} say (tests). Its port must
+     * not be open already without these faults: give each faulty device pair its own port.
+     */
+    static SoftDevice withFaults(Inet4Address address, int port, Faults faults) {
+        return new SoftDevice("soft@" + address.getHostAddress() + ":" + port + "+faults", address, port, faults);
     }
 
     @Override

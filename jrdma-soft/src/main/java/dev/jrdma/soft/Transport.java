@@ -181,6 +181,9 @@ final class Transport {
     /** Whether this device sends through a raw socket that writes the IPv4 header ({@link RawIpv4Link}). */
     boolean sendsRawIpv4() { return link instanceof RawIpv4Link; }
 
+    /** The fault-injecting link when this transport has one (tests), else null. */
+    FaultyLink faultyLink() { return link instanceof FaultyLink f ? f : null; }
+
     static Transport acquire(Inet4Address address, int port) {
         return acquire(address, port, UnaryOperator.identity());
     }

@@ -50,6 +50,24 @@ final class Fixture {
         ANCHOR_B = cb;
     }
 
+    /**
+     * Opens {@code n} devices on 127.0.0.1, 127.0.0.2, ... on one free UDP port, whose links damage what they send as
+     * {@code faults} say; the caller closes the contexts (the port is released with the last one).
+     */
+    static Context[] openFaulty(Faults faults, int n) {
+        for (int attempt = 0; attempt < 50; attempt++) {
+            int p = 20000 + (int) (Math.random() * 30000);
+            Context[] cs = new Context[n];
+            try {
+                for (int i = 0; i < n; i++) cs[i] = SoftDevice.withFaults(ip("127.0.0." + (i + 1)), p, faults).open();
+                return cs;
+            } catch (VerbsException e) {
+                for (Context c : cs) if (c != null) c.close();
+            }
+        }
+        throw new IllegalStateException("no free UDP port on 127.0.0.1..127.0.0." + n);
+    }
+
     static Inet4Address ip(String s) {
         try {
             return (Inet4Address) InetAddress.getByName(s);
@@ -103,14 +121,17 @@ final class Fixture {
         QpInitAttr.Builder qpA, qpB;
         int cqe = 256;
         boolean sameDevice;
+        /** The devices of the two sides (null: {@link #devA()} and {@link #devB()}). */
+        Device devA, devB;
     }
 
     static final class Pair implements AutoCloseable {
         final Side a, b;
 
         Pair(Opts o) {
-            a = new Side(devA(), o.qpA, o.cqe);
-            b = new Side(o.sameDevice ? devA() : devB(), o.qpB, o.cqe);
+            Device da = o.devA != null ? o.devA : devA(), db = o.devB != null ? o.devB : devB();
+            a = new Side(da, o.qpA, o.cqe);
+            b = new Side(o.sameDevice ? da : db, o.qpB, o.cqe);
             connect(a, b, o, 100, 5000);
             connect(b, a, o, 5000, 100);
         }

@@ -1,0 +1,224 @@
+package dev.jrdma.soft;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.util.concurrent.DelayQueue;
+import java.util.concurrent.Delayed;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BiConsumer;
+
+/**
+ * A {@link Link} that damages what it sends as its {@link Faults} say: drops, holds back (reorders), duplicates,
+ * corrupts and delays packets, then hands the rest to the link it wraps. Receiving is the wrapped link's.
+ *
+ * <p>Each decision is a function of the seed, the packet's bytes and how often this link has sent those same bytes
+ * before (a retransmission is a new draw, not the same fate again), so a seed reproduces the same damage whatever
+ * order the device's threads send in. Held-back and delayed packets are sent by a thread of this link. Test
+ * equipment: it copies every packet it holds, corrupts or duplicates; the plain path of the device never has it.
+ *
+ * <p>Tests can also make the next receive or send throw ({@link #failNextReceive}, {@link #failNextSend}): a bug in
+ * the layer below the engines, which the device's loops must survive.
+ */
+final class FaultyLink implements Link {
+    private static final System.Logger LOG = System.getLogger("dev.jrdma.soft");
+    /** How many distinct recent packets the occurrence counts remember (a retransmission comes within this many). */
+    private static final int SEEN = 1 << 14;
+
+    private final Link inner;
+    private final Faults faults;
+    private final String name;
+    private final long[] seenHash = new long[SEEN];
+    private final int[] seenCount = new int[SEEN];
+    private final DelayQueue<Held> held = new DelayQueue<>();
+    private Thread sender;
+    private volatile boolean closed;
+    private final AtomicReference<Throwable> receiveFailure = new AtomicReference<>(), sendFailure = new AtomicReference<>();
+    private volatile BiConsumer<ByteBuffer, InetSocketAddress> tap;
+
+    final AtomicLong packets = new AtomicLong(), dropped = new AtomicLong(), reordered = new AtomicLong(),
+            duplicated = new AtomicLong(), corrupted = new AtomicLong(), delayed = new AtomicLong();
+
+    FaultyLink(Link inner, Faults faults, String name) {
+        this.inner = inner;
+        this.faults = faults;
+        this.name = name;
+        LOG.log(System.Logger.Level.INFO, "soft device " + name + ": injecting faults " + faults);
+    }
+
+    Faults faults() { return faults; }
+
+    /** Sees every packet offered to this link, before any damage (tests: valid packets to mutate). */
+    void tap(BiConsumer<ByteBuffer, InetSocketAddress> t) { tap = t; }
+
+    /** The next {@link #receive} throws {@code t} (a RuntimeException or an Error). */
+    void failNextReceive(Throwable t) { receiveFailure.set(t); }
+
+    /** The next {@link #send} throws {@code t} (a RuntimeException or an Error). */
+    void failNextSend(Throwable t) { sendFailure.set(t); }
+
+    /** What the link did so far, for reports. */
+    String summary() {
+        return "packets " + packets + ", dropped " + dropped + ", reordered " + reordered + ", duplicated " + duplicated
+                + ", corrupted " + corrupted + ", delayed " + delayed;
+    }
+
+    @Override
+    public boolean send(ByteBuffer b, InetSocketAddress to) throws IOException {
+        throwIfSet(sendFailure);
+        BiConsumer<ByteBuffer, InetSocketAddress> t = tap;
+        if (t != null) t.accept(b.duplicate(), to);
+        packets.incrementAndGet();
+        long r = draw(b);
+        // one draw, split into independent uniform numbers, one per decision
+        double pDrop = unit(r, 1), pReorder = unit(r, 2), pDup = unit(r, 3), pCorrupt = unit(r, 4);
+        if (pDrop < faults.drop()) {
+            dropped.incrementAndGet();
+            b.position(b.limit());
+            return true;
+        }
+        ByteBuffer out = b;
+        if (pCorrupt < faults.corrupt()) {
+            out = copy(b);
+            int bit = (int) Long.remainderUnsigned(mix(r + 5), (long) out.remaining() * 8);
+            out.put(bit >>> 3, (byte) (out.get(bit >>> 3) ^ (1 << (bit & 7))));
+            corrupted.incrementAndGet();
+        }
+        if (pDup < faults.duplicate()) {
+            duplicated.incrementAndGet();
+            hold(copy(out), to, faults.delayNanos() + spread(r + 6, faults.reorderNanos() / 4));
+        }
+        if (pReorder < faults.reorder()) {
+            reordered.incrementAndGet();
+            hold(out == b ? copy(b) : out, to, faults.delayNanos() + spread(r + 7, faults.reorderNanos()));
+        } else if (faults.delayNanos() > 0) {
+            delayed.incrementAndGet();
+            hold(out == b ? copy(b) : out, to, faults.delayNanos());
+        } else if (!sendNow(out, to)) {
+            return false;
+        }
+        b.position(b.limit());
+        return true;
+    }
+
+    private boolean sendNow(ByteBuffer b, InetSocketAddress to) throws IOException {
+        return inner.send(b, to);
+    }
+
+    @Override
+    public InetSocketAddress receive(ByteBuffer b) throws IOException {
+        throwIfSet(receiveFailure);
+        return inner.receive(b);
+    }
+
+    @Override
+    public void await() throws IOException {
+        inner.await();
+    }
+
+    @Override
+    public void wakeup() {
+        inner.wakeup();
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        Thread s;
+        synchronized (this) {
+            s = sender;
+        }
+        if (s != null) {
+            s.interrupt();
+            try {
+                s.join(2000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        inner.close();
+    }
+
+    private static void throwIfSet(AtomicReference<Throwable> r) {
+        Throwable t = r.getAndSet(null);
+        if (t instanceof RuntimeException e) throw e;
+        if (t instanceof Error e) throw e;
+    }
+
+    // ---- decisions ---------------------------------------------------------------------------------
+
+    /** The random draw of this packet: seed, bytes, and the how-many-th time these bytes are sent. */
+    private long draw(ByteBuffer b) {
+        long h = faults.seed() * 0x9E3779B97F4A7C15L;
+        for (int i = b.position(); i < b.limit(); i++) h = (h ^ (b.get(i) & 0xFF)) * 0x100000001B3L;
+        int slot = (int) (mix(h) & (SEEN - 1)), n;
+        synchronized (seenHash) {
+            if (seenHash[slot] == h) n = ++seenCount[slot];
+            else {
+                seenHash[slot] = h;
+                seenCount[slot] = n = 0;
+            }
+        }
+        return mix(h + n * 0xD1B54A32D192ED03L);
+    }
+
+    /** The {@code k}-th uniform number in [0, 1) derived from draw {@code r}. */
+    private static double unit(long r, int k) {
+        return (mix(r + k * 0x9E3779B97F4A7C15L) >>> 11) * 0x1.0p-53;
+    }
+
+    private static long spread(long r, long max) {
+        return max <= 0 ? 0 : Long.remainderUnsigned(mix(r), max + 1);
+    }
+
+    /** SplitMix64's finaliser. */
+    private static long mix(long z) {
+        z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;
+        z = (z ^ (z >>> 27)) * 0x94D049BB133111EBL;
+        return z ^ (z >>> 31);
+    }
+
+    private static ByteBuffer copy(ByteBuffer b) {
+        ByteBuffer c = ByteBuffer.allocate(b.remaining());
+        c.put(b.duplicate()).flip();
+        return c;
+    }
+
+    // ---- held-back packets ------------------------------------------------------------------------
+
+    private record Held(ByteBuffer packet, InetSocketAddress to, long due) implements Delayed {
+        @Override
+        public long getDelay(TimeUnit unit) {
+            return unit.convert(due - System.nanoTime(), TimeUnit.NANOSECONDS);
+        }
+
+        @Override
+        public int compareTo(Delayed o) {
+            return Long.compare(due, ((Held) o).due);
+        }
+    }
+
+    private void hold(ByteBuffer packet, InetSocketAddress to, long nanos) {
+        held.add(new Held(packet, to, System.nanoTime() + nanos));
+        synchronized (this) {
+            if (sender == null && !closed) {
+                sender = Thread.ofPlatform().daemon().name("jrdma-soft-faults-" + name).start(this::sendHeld);
+            }
+        }
+    }
+
+    private void sendHeld() {
+        while (!closed) {
+            try {
+                Held h = held.take();
+                for (int tries = 0; tries < 1000 && !sendNow(h.packet, h.to); tries++) Thread.onSpinWait();
+            } catch (InterruptedException e) {
+                return;
+            } catch (IOException | RuntimeException e) {
+                if (closed) return; // the socket closed under a late packet: it is lost, as on a wire
+            }
+        }
+    }
+}
