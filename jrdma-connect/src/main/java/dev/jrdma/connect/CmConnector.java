@@ -204,8 +204,8 @@ final class CmConnector {
     /** The rdma_cm parameters of an endpoint's QP: its read/atomic depth both ways, 7 retries, the RNR retries. */
     private static ConnParam connParam(byte[] hello, Endpoint ep) {
         int rd = ep.rdAtomic();
-        int rnr = Integer.getInteger("jrdma.connect.rnrRetry", 7);
-        return new ConnParam().privateData(hello).responderResources(rd).initiatorDepth(rd).retryCount(7).rnrRetryCount(rnr).qpNum(ep.qpNum());
+        int rnr = QpSetup.rnrRetry();
+        return new ConnParam().privateData(hello).responderResources(rd).initiatorDepth(rd).retryCount(QpSetup.RETRY_COUNT).rnrRetryCount(rnr).qpNum(ep.qpNum());
     }
 
     private static RdmaConnectException rejected(CmEvent e, String where) {

@@ -1,12 +1,9 @@
 package dev.jrdma.connect;
 
 import dev.jrdma.verbs.Access;
-import dev.jrdma.verbs.AhAttr;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.MemoryWindow;
-import dev.jrdma.verbs.Mtu;
 import dev.jrdma.verbs.MwType;
-import dev.jrdma.verbs.PortAttr;
 import dev.jrdma.verbs.QpAttr;
 import dev.jrdma.verbs.QpInitAttr;
 import dev.jrdma.verbs.QpState;
@@ -34,7 +31,6 @@ import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.EnumSet;
-import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Set;
@@ -67,8 +63,6 @@ public final class Endpoint implements AutoCloseable {
     static final int HANDSHAKE_VERSION = 1;
     static final int VERDICT_ACCEPT = 0, VERDICT_REJECT = 1, VERDICT_VERSION = 2;
     static final int READY = 'R', BYE = 'B', BYE_ACK = 'A';
-    /** How long a closing side waits for the peer to acknowledge its goodbye. */
-    static final long LINGER_MAX_NS = 2_000_000_000L;
     /** Receives posted beyond the data credits, for credit-only messages. */
     static final int CTRL_EXTRA = 4;
     static final int TYPE_DATA = 0, TYPE_CREDIT = 1;
@@ -127,7 +121,6 @@ public final class Endpoint implements AutoCloseable {
     private int peerMessageSize;
     private byte[] peerPrivateData = new byte[0];
     private RemoteBuffer peerExport;
-    private Control control;
     // what this side exports to this peer: a window reserved before the handshake and bound once the QP is in RTS
     private ExportedRange exportRange;
     private MemoryWindow exportWindow;
@@ -137,15 +130,9 @@ public final class Endpoint implements AutoCloseable {
     // all below guarded by this
     private State state = State.CONNECTING;
     private RdmaException failure;
-    private int sendCredits;
-    private int creditsToReturn;
-    private int peerCreditsView;
-    private int sqInFlight;
-    private long drainDeadline;
-    private boolean peerAcked;
-    private boolean byeAckSent;
-    private long nextWrId = 1;
-    private final HashMap<Long, Op> outstanding = new HashMap<>();
+    private final CreditWindow credits;
+    private final Goodbye goodbye;
+    private final InFlight<Op> inFlight;
     private final ArrayDeque<Op> pending = new ArrayDeque<>();
     private final ArrayDeque<Message> inbox = new ArrayDeque<>();
     private final ArrayDeque<CompletableFuture<Message>> waiters = new ArrayDeque<>();
@@ -160,6 +147,9 @@ public final class Endpoint implements AutoCloseable {
         this.recvSlots = cfg.recvQueueDepth() + CTRL_EXTRA;
         this.sqDepth = cfg.sendQueueDepth();
         this.cqEntries = sqDepth + recvSlots;
+        this.credits = new CreditWindow(cfg.recvQueueDepth());
+        this.inFlight = new InFlight<>(sqDepth);
+        this.goodbye = new Goodbye(cfg.timeout());
         group.reserve(this, cqEntries);
         QueuePair q = null;
         RegisteredBuffer rb = null;
@@ -283,16 +273,9 @@ public final class Endpoint implements AutoCloseable {
         }
     }
 
-    private ConnParams localParams(RemoteBuffer export) {
-        PortAttr port = group.context().queryPort(EndpointGroup.PORT);
-        int psn = new SecureRandom().nextInt() & 0xFFFFFF;
-        return new ConnParams(export == null ? 0 : export.address(), export == null ? 0 : export.rkey(), qp.qpNum(), port.lid(),
-                group.context().queryGid(EndpointGroup.PORT, group.gidIndex()), psn, port.activeMtu());
-    }
-
     /** RESET -> INIT with only the remote rights the configuration asks for; posts the receive buffers. */
     private void toInit(int pkeyIndex, int port) {
-        qp.modify(new QpAttr().state(QpState.INIT).pkeyIndex(pkeyIndex).port(port).access(cfg.remoteAccess()));
+        QpSetup.toInit(qp, cfg.remoteAccess(), pkeyIndex, port);
         for (int i = 0; i < recvSlots; i++) postRecv(i);
     }
 
@@ -345,20 +328,27 @@ public final class Endpoint implements AutoCloseable {
         qp.modify(attr);
     }
 
-    void cmPeer(ConnParams localParams, ConnParams remoteParams, int credits, int messageSize, byte[] priv, RemoteBuffer export) {
+    void cmPeer(ConnParams localParams, ConnParams remoteParams, int peerCredits, int messageSize, byte[] priv, RemoteBuffer export) {
         local = localParams;
-        remote = remoteParams;
+        applyPeer(remoteParams, peerCredits, messageSize, priv, export);
+    }
+
+    /**
+     * What the peer announced in the handshake, whichever connection manager carried it: its QP and path, the
+     * credits it grants, its receive buffers' size, its private data and what it exports to this side (or null).
+     */
+    private void applyPeer(ConnParams params, int peerCredits, int messageSize, byte[] privateData, RemoteBuffer export) {
+        remote = params;
         peerMessageSize = messageSize;
-        peerPrivateData = priv;
+        peerPrivateData = privateData;
         peerExport = export;
         synchronized (this) {
-            sendCredits += credits;
-            peerCreditsView += cfg.recvQueueDepth();
+            credits.open(peerCredits);
         }
     }
 
     void cmStart(Control c) {
-        control = c;
+        goodbye.attach(c);
         started();
     }
 
@@ -369,46 +359,25 @@ public final class Endpoint implements AutoCloseable {
     }
 
     int rdAtomic() {
-        int n = Math.min(group.deviceAttr().maxQpRdAtom(), group.deviceAttr().maxQpInitRdAtom());
-        return Math.max(1, Math.min(16, n));
-    }
-
-    private void toRtr() {
-        AhAttr ah = new AhAttr().dlid(remote.lid()).portNum(EndpointGroup.PORT);
-        if (!remote.gid().isZero()) ah.global(remote.gid(), group.gidIndex()).hopLimit(64);
-        Mtu mtu = local.mtu().min(remote.mtu());
-        qp.modify(new QpAttr().state(QpState.RTR).ah(ah).pathMtu(mtu).destQpNum(remote.qpNum()).rqPsn(remote.psn())
-                .maxDestRdAtomic(rdAtomic()).minRnrTimer(12));
-    }
-
-    private void toRts() {
-        int rnrRetry = Integer.getInteger("jrdma.connect.rnrRetry", 7);
-        qp.modify(new QpAttr().state(QpState.RTS).timeout(14).retryCnt(7).rnrRetry(rnrRetry).sqPsn(local.psn()).maxRdAtomic(rdAtomic()));
+        return QpSetup.rdAtomic(group.deviceAttr());
     }
 
     private void clientHandshake(String where, ExportedRange range, long deadline) throws RdmaConnectException {
         RemoteBuffer export = reserveExport(range);
-        local = localParams(export);
+        local = QpSetup.localParams(group, qp, export);
         toInit(0, EndpointGroup.PORT);
         try {
             DataOutputStream out = new DataOutputStream(socket.getOutputStream());
             DataInputStream in = Handshake.input(socket, deadline);
             Handshake.writeHello(out, local, cfg.recvQueueDepth(), cfg.messageSize(), export == null ? 0 : export.length(), cfg.privateData());
             Handshake.Reply reply = Handshake.readReply(in, where);
-            remote = reply.params();
-            peerMessageSize = reply.messageSize();
-            peerPrivateData = reply.privateData();
-            if (reply.exportLength() > 0) peerExport = new RemoteBuffer(remote.addr(), remote.rkey(), reply.exportLength());
-            synchronized (this) {
-                sendCredits += reply.credits();
-                peerCreditsView += cfg.recvQueueDepth();
-            }
-            toRtr();
-            toRts();
+            applyPeer(reply.params(), reply.credits(), reply.messageSize(), reply.privateData(), exported(reply.params(), reply.exportLength()));
+            QpSetup.toRtr(qp, group, local, remote);
+            QpSetup.toRts(qp, group, local);
             bindExport();
             out.writeByte(READY);
             out.flush();
-            control = new TcpControl(socket, out, cfg.timeout());
+            goodbye.attach(new TcpControl(socket, out, cfg.timeout()));
         } catch (RdmaConnectException e) {
             throw e;
         } catch (IOException e) {
@@ -417,29 +386,27 @@ public final class Endpoint implements AutoCloseable {
         started();
     }
 
+    /** The buffer a TCP handshake's peer exports (its address and key travel in its parameters), or null. */
+    private static RemoteBuffer exported(ConnParams params, long length) {
+        return length > 0 ? new RemoteBuffer(params.addr(), params.rkey(), length) : null;
+    }
+
     private void serverHandshake(Handshake.Hello hello, DataInputStream in, DataOutputStream out, ExportedRange range, String where)
             throws RdmaConnectException {
         try {
-            remote = hello.params();
-            peerMessageSize = hello.messageSize();
-            peerPrivateData = hello.privateData();
-            if (hello.exportLength() > 0) peerExport = new RemoteBuffer(remote.addr(), remote.rkey(), hello.exportLength());
-            synchronized (this) {
-                sendCredits += hello.credits();
-                peerCreditsView += cfg.recvQueueDepth();
-            }
+            applyPeer(hello.params(), hello.credits(), hello.messageSize(), hello.privateData(), exported(hello.params(), hello.exportLength()));
             RemoteBuffer export = reserveExport(range);
-            local = localParams(export);
+            local = QpSetup.localParams(group, qp, export);
             toInit(0, EndpointGroup.PORT);
-            toRtr();
+            QpSetup.toRtr(qp, group, local, remote);
             // RTS before ACCEPT: the export's window must be bound before the client can use it (nothing is sent before READY)
-            toRts();
+            QpSetup.toRts(qp, group, local);
             bindExport();
             Handshake.writeAccept(out, local, cfg.recvQueueDepth(), cfg.messageSize(), export == null ? 0 : export.length(), cfg.privateData());
             int ready = in.read();
             if (ready < 0) throw new EOFException();
             if (ready != READY) throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR, "the client at " + where + " sent 0x" + Integer.toHexString(ready) + " instead of READY");
-            control = new TcpControl(socket, out, cfg.timeout());
+            goodbye.attach(new TcpControl(socket, out, cfg.timeout()));
         } catch (RdmaConnectException e) {
             throw e;
         } catch (IOException e) {
@@ -455,7 +422,7 @@ public final class Endpoint implements AutoCloseable {
             maybeReturnCredits();
         }
         runAfterUnlock();
-        control.start(this);
+        goodbye.control().start(this);
     }
 
     /** The peer said goodbye (from the control channel). */
@@ -474,15 +441,8 @@ public final class Endpoint implements AutoCloseable {
     }
 
     private synchronized void markPeerAcked() {
-        peerAcked = true;
+        goodbye.peerAcknowledged();
         notifyAll();
-    }
-
-    /** Tells a closing peer that nothing of ours is in flight any more. Caller holds the lock. */
-    private void sendByeAck() {
-        if (byeAckSent || control == null) return;
-        byeAckSent = true;
-        control.byeAck();
     }
 
     // ---- accessors ------------------------------------------------------------------------------------------
@@ -538,6 +498,7 @@ public final class Endpoint implements AutoCloseable {
     }
 
     public SocketAddress remoteAddress() {
+        Control control = goodbye.control();
         return control != null ? control.remoteAddress() : socket != null ? socket.getRemoteSocketAddress() : null;
     }
 
@@ -552,7 +513,7 @@ public final class Endpoint implements AutoCloseable {
 
     /** Send credits left: receive buffers the peer has free for this side's messages. */
     public synchronized int sendCredits() {
-        return sendCredits;
+        return credits.sendCredits();
     }
 
     // ---- two-sided ------------------------------------------------------------------------------------------
@@ -625,7 +586,7 @@ public final class Endpoint implements AutoCloseable {
             if (h != null) {
                 while (!inbox.isEmpty()) {
                     drained.add(inbox.poll());
-                    creditsToReturn++;
+                    credits.consumed();
                 }
                 maybeReturnCredits();
             }
@@ -640,7 +601,7 @@ public final class Endpoint implements AutoCloseable {
         synchronized (this) {
             if (!inbox.isEmpty()) {
                 f.complete(inbox.poll());
-                creditsToReturn++;
+                credits.consumed();
                 maybeReturnCredits();
             } else if (state != State.CONNECTED && state != State.CLOSING) {
                 f.completeExceptionally(stateError("receive"));
@@ -866,26 +827,24 @@ public final class Endpoint implements AutoCloseable {
     }
 
     private boolean canPost(Op op) {
-        return sqInFlight < sqDepth && (!op.needsCredit() || sendCredits > 0);
+        return !inFlight.isFull() && (!op.needsCredit() || credits.canSend());
     }
 
     /** Posts op (caller holds the lock and checked canPost). */
     private void doPost(Op op) {
-        long id = nextWrId++;
-        op.wrId = id;
-        swr.next(null).wrId(id);
+        swr.next(null);
         swr.flags.clear();
         swr.flags.add(SendFlag.SIGNALED);
         swr.immData = 0;
         int piggy = 0;
         switch (op.kind) {
             case SEND -> {
-                piggy = Math.min(creditsToReturn, 0xFFFF);
+                piggy = credits.toPiggyback();
                 swr.opcode(WrOpcode.SEND_WITH_IMM).immData((TYPE_DATA << 24) | piggy);
                 setSge(op);
             }
             case CREDIT -> {
-                piggy = Math.min(creditsToReturn, 0xFFFF);
+                piggy = credits.toPiggyback();
                 swr.opcode(WrOpcode.SEND_WITH_IMM).immData((TYPE_CREDIT << 24) | piggy).noBuffer();
             }
             case WRITE -> {
@@ -924,22 +883,20 @@ public final class Endpoint implements AutoCloseable {
             }
         }
         if (op.inline && op.llen > 0) swr.flags.add(SendFlag.INLINE);
+        op.wrId = inFlight.add(op);
+        swr.wrId(op.wrId);
         try {
             qp.postSend(swr);
         } catch (VerbsException e) {
+            inFlight.remove(op.wrId);
             failOp(op, new RdmaException(RdmaException.Kind.POST_ERROR, op.what + ": " + e.getMessage(), null, e));
             return;
         } finally {
             swr.bindMw = null;
             swr.bindMr = null;
         }
-        if (op.kind == Kind.SEND || op.kind == Kind.CREDIT) {
-            creditsToReturn -= piggy;
-            peerCreditsView += piggy;
-        }
-        if (op.needsCredit()) sendCredits--;
-        sqInFlight++;
-        outstanding.put(id, op);
+        if (op.kind == Kind.SEND || op.kind == Kind.CREDIT) credits.gaveBack(piggy);
+        if (op.needsCredit()) credits.used();
         if (op.inline && op.tmp != null && op.kind == Kind.SEND) {
             // the payload was copied into the work request: the buffer is free again
             op.tmp.close();
@@ -961,13 +918,9 @@ public final class Endpoint implements AutoCloseable {
 
     /** Returns credits on a message of its own when none can ride on a send soon. Caller holds the lock. */
     private void maybeReturnCredits() {
-        if (creditsToReturn <= 0 || (state != State.CONNECTED && state != State.CLOSING) || sqInFlight >= sqDepth) return;
-        int threshold = Math.max(1, (cfg.recvQueueDepth() + 1) / 2);
-        boolean sendSoon = !pending.isEmpty() && pending.peek().kind == Kind.SEND && sendCredits > 0;
-        if (sendSoon) return;
-        if (creditsToReturn >= threshold || peerCreditsView <= 0) {
-            doPost(new Op(Kind.CREDIT, null, "credit update", Long.MAX_VALUE));
-        }
+        if ((state != State.CONNECTED && state != State.CLOSING) || inFlight.isFull()) return;
+        boolean sendSoon = !pending.isEmpty() && pending.peek().kind == Kind.SEND && credits.canSend();
+        if (credits.needsUpdate(sendSoon)) doPost(new Op(Kind.CREDIT, null, "credit update", Long.MAX_VALUE));
     }
 
     private void postRecv(int slot) {
@@ -1006,8 +959,8 @@ public final class Endpoint implements AutoCloseable {
             return;
         }
         int type = wc.hasImm() ? wc.immData >>> 24 : TYPE_DATA;
-        int credits = wc.hasImm() ? wc.immData & 0xFFFF : 0;
-        sendCredits += credits;
+        int returned = wc.hasImm() ? wc.immData & CreditWindow.MAX_RETURN : 0;
+        credits.returned(returned);
         if (type == TYPE_CREDIT) {
             repost(slot);
             return;
@@ -1025,10 +978,7 @@ public final class Endpoint implements AutoCloseable {
      * holds at most recvQueueDepth messages). Caller holds the lock.
      */
     private boolean takePeerCredit() {
-        if (peerCreditsView > 0) {
-            peerCreditsView--;
-            return true;
-        }
+        if (credits.arrived()) return true;
         breakWith(new RdmaException(RdmaException.Kind.PROTOCOL_ERROR, "the peer at " + remoteAddress()
                 + " sent a message without a credit (it had used all " + cfg.recvQueueDepth() + " it was given): it ignores flow control;"
                 + " the connection is ended so that it cannot make this side hold more"));
@@ -1054,7 +1004,7 @@ public final class Endpoint implements AutoCloseable {
     private void deliver(Message m) {
         Consumer<Message> h = handler;
         if (h != null) {
-            creditsToReturn++;
+            credits.consumed();
             afterUnlock.add(() -> {
                 try {
                     h.accept(m);
@@ -1067,7 +1017,7 @@ public final class Endpoint implements AutoCloseable {
         CompletableFuture<Message> w;
         while ((w = waiters.poll()) != null) {
             if (!w.isDone()) {
-                creditsToReturn++;
+                credits.consumed();
                 CompletableFuture<Message> target = w;
                 afterUnlock.add(() -> target.complete(m));
                 return;
@@ -1077,12 +1027,11 @@ public final class Endpoint implements AutoCloseable {
     }
 
     private void onSendCompletion(WorkCompletion wc) {
-        Op op = outstanding.remove(wc.wrId);
+        Op op = inFlight.remove(wc.wrId);
         if (op == null) return; // already failed (flushed after an error, or timed out)
-        sqInFlight--;
-        if (state == State.PEER_CLOSED && outstanding.isEmpty()) {
-            drainDeadline = 0;
-            sendByeAck();
+        if (state == State.PEER_CLOSED && inFlight.isEmpty()) {
+            goodbye.endDrain();
+            goodbye.acknowledge();
         }
         if (!wc.isSuccess()) {
             RdmaException e = new RdmaException(RdmaException.Kind.COMPLETION_ERROR, op.what + " failed: " + wc.explain(), wc.status, null);
@@ -1113,33 +1062,31 @@ public final class Endpoint implements AutoCloseable {
     /** Called by the group thread every few milliseconds. */
     void checkTimeouts(long now) {
         synchronized (this) {
-            if (outstanding.isEmpty() && pending.isEmpty()) return;
-            if (state == State.PEER_CLOSED && drainDeadline != 0 && now - drainDeadline > 0) {
-                drainDeadline = 0;
+            if (inFlight.isEmpty() && pending.isEmpty()) return;
+            if (state == State.PEER_CLOSED && goodbye.drainExpired(now)) {
+                goodbye.endDrain();
                 failAll(failure);
                 toError();
-                sendByeAck();
+                goodbye.acknowledge();
                 notifyAll();
             }
             for (Iterator<Op> it = pending.iterator(); it.hasNext(); ) {
                 Op op = it.next();
                 if (now - op.deadline > 0) {
                     it.remove();
-                    String why = op.needsCredit() && sendCredits == 0
+                    String why = op.needsCredit() && !credits.canSend()
                             ? "the peer has not freed a receive buffer for " + cfg.timeout().toMillis() + " ms (it is not consuming messages: flow control)"
                             : "it could not be posted within " + cfg.timeout().toMillis() + " ms (send queue full)";
                     failOp(op, new RdmaException(RdmaException.Kind.TIMEOUT, op.what + " timed out: " + why));
                 }
             }
             Op expired = null;
-            for (Op op : outstanding.values()) {
-                if (op.deadline != Long.MAX_VALUE && now - op.deadline > 0) {
-                    expired = op;
-                    break;
-                }
+            for (int slot = 0; slot < inFlight.capacity() && expired == null; slot++) {
+                Op op = inFlight.at(slot);
+                if (op != null && op.deadline != Long.MAX_VALUE && now - op.deadline > 0) expired = op;
             }
             if (expired != null) {
-                outstanding.remove(expired.wrId);
+                inFlight.remove(expired.wrId);
                 RdmaException e = new RdmaException(RdmaException.Kind.TIMEOUT, expired.what + " timed out: no completion within "
                         + cfg.timeout().toMillis() + " ms; the peer is unreachable or not responding (process gone, host down, or path broken)");
                 failOp(expired, e);
@@ -1168,11 +1115,11 @@ public final class Endpoint implements AutoCloseable {
                 RdmaException we = derived(null, e);
                 afterUnlock.add(() -> target.completeExceptionally(we));
             }
-            if (outstanding.isEmpty()) {
+            if (inFlight.isEmpty()) {
                 toError();
-                sendByeAck();
+                goodbye.acknowledge();
             } else {
-                drainDeadline = System.nanoTime() + Math.min(cfg.timeout().toNanos(), 1_000_000_000L);
+                goodbye.startDrain(System.nanoTime());
             }
             notifyAll();
         }
@@ -1201,8 +1148,7 @@ public final class Endpoint implements AutoCloseable {
     }
 
     private void failAll(RdmaException cause) {
-        for (Op op : outstanding.values()) failOp(op, derived(op, cause));
-        outstanding.clear();
+        inFlight.drain(op -> failOp(op, derived(op, cause)));
         for (Op op : pending) failOp(op, derived(op, cause));
         pending.clear();
         CompletableFuture<Message> w;
@@ -1295,38 +1241,22 @@ public final class Endpoint implements AutoCloseable {
      */
     @Override
     public void close() {
+        Control control;
         synchronized (this) {
             if (state == State.CLOSED) return;
             if (state == State.CONNECTED) state = State.CLOSING;
-            if (!group.isCompletionThread()) {
-                long deadline = System.nanoTime() + cfg.timeout().toNanos();
-                while ((state == State.CLOSING || state == State.PEER_CLOSED) && (!outstanding.isEmpty() || !pending.isEmpty())) {
-                    long left = deadline - System.nanoTime();
-                    if (left <= 0) break;
-                    try {
-                        wait(Math.max(1, left / 1_000_000));
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                        break;
-                    }
-                }
+            // the completion thread cannot wait for completions it would itself deliver
+            boolean mayWait = !group.isCompletionThread();
+            if (mayWait) {
+                Goodbye.await(this, System.nanoTime() + cfg.timeout().toNanos(),
+                        () -> !(state == State.CLOSING || state == State.PEER_CLOSED) || (inFlight.isEmpty() && pending.isEmpty()));
             }
+            control = goodbye.control();
             if (control != null) {
-                control.bye();
-                if (state == State.PEER_CLOSED) sendByeAck();
-                // linger: keep the QP until the peer has what it had in flight (its last ACKs may trail its data)
-                if (!group.isCompletionThread() && state != State.BROKEN) {
-                    long lingerEnd = System.nanoTime() + Math.min(cfg.timeout().toNanos(), LINGER_MAX_NS);
-                    while (!peerAcked) {
-                        long left = lingerEnd - System.nanoTime();
-                        if (left <= 0) break;
-                        try {
-                            wait(Math.max(1, left / 1_000_000));
-                        } catch (InterruptedException e) {
-                            Thread.currentThread().interrupt();
-                            break;
-                        }
-                    }
+                goodbye.sayBye();
+                if (state == State.PEER_CLOSED) goodbye.acknowledge();
+                if (mayWait && state != State.BROKEN) {
+                    Goodbye.await(this, goodbye.lingerDeadline(System.nanoTime()), goodbye::isPeerAcknowledged);
                 }
             }
             State before = state;
