@@ -91,6 +91,7 @@ public final class Endpoint implements AutoCloseable {
         MemoryRegion bindRegion;
         Set<Access> bindAccess;
         long wrId;
+        boolean posted;           // handed to the device: it may use tmp until the WR's completion
 
         Op(Kind kind, CompletableFuture<Object> future, String what, long deadline) {
             this.kind = kind;
@@ -133,6 +134,11 @@ public final class Endpoint implements AutoCloseable {
     private final CreditWindow credits;
     private final Goodbye goodbye;
     private final InFlight<Op> inFlight;
+    // WRs at the device (completions not yet seen), given-up operations' included; and the buffers of given-up
+    // operations, kept until no WR is at the device: a late READ response or atomic result must not land in a
+    // buffer that someone else holds by then
+    private int postedWrs;
+    private final List<RegisteredBuffer> heldUntilRetired = new ArrayList<>();
     private final ArrayDeque<Op> pending = new ArrayDeque<>();
     private final ArrayDeque<Message> inbox = new ArrayDeque<>();
     private final ArrayDeque<CompletableFuture<Message>> waiters = new ArrayDeque<>();
@@ -827,7 +833,7 @@ public final class Endpoint implements AutoCloseable {
     }
 
     private boolean canPost(Op op) {
-        return !inFlight.isFull() && (!op.needsCredit() || credits.canSend());
+        return postedWrs < sqDepth && (!op.needsCredit() || credits.canSend());
     }
 
     /** Posts op (caller holds the lock and checked canPost). */
@@ -895,6 +901,8 @@ public final class Endpoint implements AutoCloseable {
             swr.bindMw = null;
             swr.bindMr = null;
         }
+        op.posted = true;
+        postedWrs++;
         if (op.kind == Kind.SEND || op.kind == Kind.CREDIT) credits.gaveBack(piggy);
         if (op.needsCredit()) credits.used();
         if (op.inline && op.tmp != null && op.kind == Kind.SEND) {
@@ -918,7 +926,7 @@ public final class Endpoint implements AutoCloseable {
 
     /** Returns credits on a message of its own when none can ride on a send soon. Caller holds the lock. */
     private void maybeReturnCredits() {
-        if ((state != State.CONNECTED && state != State.CLOSING) || inFlight.isFull()) return;
+        if ((state != State.CONNECTED && state != State.CLOSING) || postedWrs >= sqDepth) return;
         boolean sendSoon = !pending.isEmpty() && pending.peek().kind == Kind.SEND && credits.canSend();
         if (credits.needsUpdate(sendSoon)) doPost(new Op(Kind.CREDIT, null, "credit update", Long.MAX_VALUE));
     }
@@ -1005,13 +1013,7 @@ public final class Endpoint implements AutoCloseable {
         Consumer<Message> h = handler;
         if (h != null) {
             credits.consumed();
-            afterUnlock.add(() -> {
-                try {
-                    h.accept(m);
-                } catch (RuntimeException e) {
-                    LOG.log(System.Logger.Level.WARNING, "receive handler threw " + e, e);
-                }
-            });
+            afterUnlock.add(() -> runHandler(h, m));
             return;
         }
         CompletableFuture<Message> w;
@@ -1026,7 +1028,33 @@ public final class Endpoint implements AutoCloseable {
         inbox.add(m);
     }
 
+    /** Runs the application's receive handler: a RuntimeException is logged, an Error ends this endpoint (logged too). */
+    private void runHandler(Consumer<Message> h, Message m) {
+        try {
+            h.accept(m);
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, this + ": the receive handler threw " + e, e);
+        } catch (Error e) {
+            failOnCompletionThread("the receive handler threw " + e, e);
+        }
+    }
+
+    /**
+     * Something was thrown on the completion thread while it served this endpoint (an Error from the application,
+     * or a bug): logged, and this endpoint ends (its operations and receives fail with HANDLER_ERROR, its QP goes to
+     * ERR); the group's other endpoints are served on.
+     */
+    void failOnCompletionThread(String what, Throwable t) {
+        LOG.log(System.Logger.Level.ERROR, this + ": " + what + "; the endpoint is ended", t);
+        synchronized (this) {
+            breakWith(new RdmaException(RdmaException.Kind.HANDLER_ERROR, what + "; the endpoint was ended", null, t));
+            notifyAll();
+        }
+        runAfterUnlock();
+    }
+
     private void onSendCompletion(WorkCompletion wc) {
+        if (--postedWrs == 0) releaseHeld();
         Op op = inFlight.remove(wc.wrId);
         if (op == null) return; // already failed (flushed after an error, or timed out)
         if (state == State.PEER_CLOSED && inFlight.isEmpty()) {
@@ -1169,10 +1197,22 @@ public final class Endpoint implements AutoCloseable {
         if (op.tmp != null) {
             RegisteredBuffer t = op.tmp;
             op.tmp = null;
-            // after an error the adapter is done with the buffer (the QP is in ERR or the WR was never posted)
-            t.close();
+            // a WR given up (timed out, failed with the endpoint) may still be at the device: its buffer waits
+            if (op.posted && postedWrs > 0) heldUntilRetired.add(t);
+            else t.close();
         }
         if (op.future != null) afterUnlock.add(() -> op.future.completeExceptionally(e));
+    }
+
+    /** No WR is at the device any more (or the QP is gone): the given-up operations' buffers go back. Caller holds the lock. */
+    private void releaseHeld() {
+        for (int i = 0; i < heldUntilRetired.size(); i++) heldUntilRetired.get(i).close();
+        heldUntilRetired.clear();
+    }
+
+    /** Buffers of given-up operations still kept from the pool (tests). */
+    synchronized int heldBuffers() {
+        return heldUntilRetired.size();
     }
 
     private RdmaException stateError(String what) {
@@ -1285,6 +1325,15 @@ public final class Endpoint implements AutoCloseable {
             qp.close();
         } catch (RuntimeException e) {
             LOG.log(System.Logger.Level.DEBUG, "closing QP: " + e);
+        }
+        if (!qp.isClosed()) {
+            // the device may still write into them: kept (leaked) rather than handed to someone else
+            LOG.log(System.Logger.Level.WARNING, this + ": the QP could not be destroyed; its receive buffers and "
+                    + heldBuffers() + " buffers of given-up operations are kept out of the pool");
+            return;
+        }
+        synchronized (this) {
+            releaseHeld();
         }
         recvBufs.close();
     }

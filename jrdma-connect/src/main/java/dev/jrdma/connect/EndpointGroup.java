@@ -143,7 +143,7 @@ public final class EndpointGroup implements AutoCloseable {
                 runTasks(wcs);
                 long now = System.nanoTime();
                 if (now - nextCheck >= 0) {
-                    for (Endpoint ep : endpoints.values()) ep.checkTimeouts(now);
+                    for (Endpoint ep : endpoints.values()) checkTimeouts(ep, now);
                     nextCheck = now + 10_000_000L;
                 }
                 if (config.pollMode() == PollMode.BUSY) {
@@ -164,7 +164,8 @@ public final class EndpointGroup implements AutoCloseable {
                 if (!tasks.isEmpty()) continue;
                 CompletionQueue ready = channel.awaitEvent(Duration.ofMillis(10));
                 if (ready != null) ready.ackEvents(1);
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | Error e) {
+                // this thread serves every endpoint of the group: it reports and goes on (the device's own failures)
                 if (!running) break;
                 LOG.log(System.Logger.Level.WARNING, "completion thread of " + device.name() + ": " + e, e);
                 try {
@@ -186,13 +187,16 @@ public final class EndpointGroup implements AutoCloseable {
         Runnable t;
         while ((t = tasks.poll()) != null) due.add(t);
         if (due.isEmpty()) return;
-        int n;
-        do {
-            n = cq.poll(wcs);
-            dispatch(wcs, n);
-        } while (n == wcs.length);
-        for (int i = 0; i < due.size(); i++) runSafely(due.get(i));
-        due.clear();
+        try {
+            int n;
+            do {
+                n = cq.poll(wcs);
+                dispatch(wcs, n);
+            } while (n == wcs.length);
+            for (int i = 0; i < due.size(); i++) runSafely(due.get(i));
+        } finally {
+            due.clear();
+        }
     }
 
     private void dispatch(WorkCompletion[] wcs, int n) {
@@ -201,18 +205,36 @@ public final class EndpointGroup implements AutoCloseable {
             if (ep != null) {
                 try {
                     ep.onCompletion(wcs[i]);
-                } catch (RuntimeException e) {
-                    LOG.log(System.Logger.Level.WARNING, "completion handler: " + e, e);
+                } catch (RuntimeException | Error e) {
+                    endOne(ep, "handling a completion (" + wcs[i] + ") threw " + e, e);
                 }
             }
+        }
+    }
+
+    private static void checkTimeouts(Endpoint ep, long now) {
+        try {
+            ep.checkTimeouts(now);
+        } catch (RuntimeException | Error e) {
+            endOne(ep, "checking its timeouts threw " + e, e);
+        }
+    }
+
+    /** One endpoint's failure on this thread ends that endpoint, not the thread that serves the others. */
+    private static void endOne(Endpoint ep, String what, Throwable t) {
+        try {
+            ep.failOnCompletionThread(what, t);
+        } catch (RuntimeException | Error again) {
+            t.addSuppressed(again);
+            LOG.log(System.Logger.Level.ERROR, "ending " + ep + " after " + what + " failed too", t);
         }
     }
 
     private static void runSafely(Runnable r) {
         try {
             r.run();
-        } catch (RuntimeException e) {
-            LOG.log(System.Logger.Level.WARNING, "task on the completion thread: " + e, e);
+        } catch (RuntimeException | Error e) {
+            LOG.log(System.Logger.Level.ERROR, "task on the completion thread: " + e, e);
         }
     }
 

@@ -11,7 +11,12 @@ public class RdmaException extends RuntimeException {
     public enum Kind {
         COMPLETION_ERROR, TIMEOUT, CLOSED, PEER_CLOSED, PEER_GONE, POST_ERROR,
         /** The peer broke the endpoint protocol (e.g. sent a message without a credit): the connection is ended. */
-        PROTOCOL_ERROR
+        PROTOCOL_ERROR,
+        /**
+         * Code run on the completion thread for this endpoint threw an {@link Error} (the application's receive
+         * handler) or something unexpected: it was logged, this endpoint is ended, the group's others go on.
+         */
+        HANDLER_ERROR
     }
 
     private final Kind kind;

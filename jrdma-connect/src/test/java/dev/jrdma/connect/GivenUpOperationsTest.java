@@ -1,0 +1,54 @@
+package dev.jrdma.connect;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * An operation given up (its timeout passed) may still be at the device: its atomic result or READ response can
+ * still land. The buffer it would land in goes back to the pool only once no work request is at the device.
+ */
+@Timeout(60)
+class GivenUpOperationsTest {
+    @Test
+    void anAtomicsResultBufferStaysOutOfThePoolUntilItsWorkRequestIsRetired() throws Exception {
+        try (TestSupport.Pair p = TestSupport.pair(TestSupport.configWithRights().build());
+             RegisteredBuffer word = p.serverSide().pool().allocate(64)) {
+            Endpoint c = p.clientSide();
+            RemoteBuffer granted = p.serverSide().grant(word, 0, 64, TestSupport.ALL_RIGHTS).remote();
+            BufferPool results = c.group().messagePool();
+            // hold the client's completion thread, so the atomic's completion is not seen before it is given up
+            CountDownLatch held = new CountDownLatch(1), release = new CountDownLatch(1);
+            c.group().submit(() -> {
+                held.countDown();
+                try {
+                    release.await(20, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            assertTrue(held.await(5, TimeUnit.SECONDS));
+            int before = results.inUse();
+            CompletableFuture<Long> cas = c.compareAndSwap(granted, 0, 0, 42);
+            assertEquals(before + 1, results.inUse(), "the atomic took a result buffer");
+            // the test's clock: an hour later, the atomic is overdue and given up; the endpoint breaks
+            c.checkTimeouts(System.nanoTime() + TimeUnit.HOURS.toNanos(1));
+            assertTrue(cas.isCompletedExceptionally(), "given up at its deadline");
+            assertEquals(RdmaException.Kind.TIMEOUT, ((RdmaException) cas.exceptionNow()).kind());
+            assertEquals(before + 1, results.inUse(), "its work request is still at the device: the buffer must not go back yet");
+            assertEquals(1, c.heldBuffers());
+            release.countDown();
+            // the completion (the result landed, or the flush after ERR) retires the work request: now it goes back
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (results.inUse() != before && System.nanoTime() < deadline) Thread.sleep(5);
+            assertEquals(before, results.inUse());
+            assertEquals(0, c.heldBuffers());
+        }
+    }
+}
