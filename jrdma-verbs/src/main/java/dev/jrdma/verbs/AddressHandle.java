@@ -6,11 +6,13 @@ package dev.jrdma.verbs;
  * ({@link ProtectionDomain#createAddressHandleFromWc}) to answer the sender.
  */
 public interface AddressHandle extends AutoCloseable {
+    /** {@return the protection domain the handle was created in} */
     ProtectionDomain pd();
 
-    /** The address vector it was created with (a copy). */
+    /** {@return the address vector it was created with (a copy)} */
     AhAttr attr();
 
+    /** {@return whether it was destroyed (directly or with its protection domain)} */
     boolean isClosed();
 
     /** {@code ibv_destroy_ah}. Idempotent. */

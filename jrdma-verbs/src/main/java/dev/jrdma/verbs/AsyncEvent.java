@@ -18,9 +18,11 @@ public final class AsyncEvent {
     /**
      * For providers.
      *
+     * @param type        what happened
      * @param element     the QP, CQ or SRQ the event is about, the port number (an Integer) for port events, or null
      *                    for a device event
      * @param acknowledge run once, by the first {@link #ack()}
+     * @throws IllegalArgumentException when {@code element} does not fit the type's {@link AsyncEventType#scope}
      */
     public AsyncEvent(AsyncEventType type, Object element, Runnable acknowledge) {
         this.type = Objects.requireNonNull(type, "type");
@@ -36,18 +38,19 @@ public final class AsyncEvent {
         this.element = element;
     }
 
+    /** {@return what happened ({@code event_type})} */
     public AsyncEventType type() { return type; }
 
-    /** The QP the event is about, or null when it is not about a QP. */
+    /** {@return the QP the event is about, or null when it is not about a QP} */
     public QueuePair queuePair() { return element instanceof QueuePair q ? q : null; }
 
-    /** The CQ the event is about, or null. */
+    /** {@return the CQ the event is about, or null} */
     public CompletionQueue completionQueue() { return element instanceof CompletionQueue c ? c : null; }
 
-    /** The SRQ the event is about, or null. */
+    /** {@return the SRQ the event is about, or null} */
     public SharedReceiveQueue sharedReceiveQueue() { return element instanceof SharedReceiveQueue s ? s : null; }
 
-    /** The port number of a port event, else 0. */
+    /** {@return the port number of a port event, else 0} */
     public int port() { return element instanceof Integer p ? p : 0; }
 
     /** {@code ibv_ack_async_event}. Idempotent: only the first call acknowledges. */
@@ -55,6 +58,7 @@ public final class AsyncEvent {
         if (acked.compareAndSet(false, true)) acknowledge.run();
     }
 
+    /** {@return whether {@link #ack()} was called (or the object's close acknowledged it)} */
     public boolean isAcked() { return acked.get(); }
 
     @Override

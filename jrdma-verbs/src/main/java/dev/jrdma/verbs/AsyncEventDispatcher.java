@@ -56,7 +56,7 @@ public final class AsyncEventDispatcher implements AutoCloseable {
         }
     }
 
-    /** Whether the thread still runs. */
+    /** {@return whether the thread still runs: false once closed, once the context closed, or after a failed wait} */
     public boolean isRunning() {
         return thread.isAlive();
     }

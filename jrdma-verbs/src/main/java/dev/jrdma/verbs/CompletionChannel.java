@@ -14,12 +14,14 @@ import java.time.Duration;
  * }</pre>
  */
 public interface CompletionChannel extends AutoCloseable {
+    /** {@return the context the channel was created in} */
     Context context();
 
     /**
      * {@code ibv_get_cq_event}: waits for the next event.
      *
-     * @return the CQ that had the event, or null when the timeout passed first
+     * @param timeout how long to wait; null waits for good
+     * @return the CQ that had the event, or null when the timeout passed first or {@link #wakeup()} was called
      */
     CompletionQueue awaitEvent(Duration timeout);
 
@@ -30,6 +32,7 @@ public interface CompletionChannel extends AutoCloseable {
      */
     void wakeup();
 
+    /** {@return whether it was destroyed (directly or with its context)} */
     boolean isClosed();
 
     /** {@code ibv_destroy_comp_channel}. Idempotent. */

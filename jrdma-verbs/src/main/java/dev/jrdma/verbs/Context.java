@@ -6,26 +6,60 @@ import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
 
-/** An open device ({@code struct ibv_context}). Closing it closes everything created from it. */
+/**
+ * An open device ({@code struct ibv_context}). Closing it closes everything created from it. Every verb throws
+ * {@link ClosedException} once the context is closed, and {@link VerbsException} naming the verb and errno when the
+ * provider refuses.
+ */
 public interface Context extends AutoCloseable {
+    /** {@return the device this context was opened from} */
     Device device();
 
-    /** {@code ibv_query_device}. */
+    /**
+     * {@code ibv_query_device}: the device's attributes and limits.
+     *
+     * @return the attributes
+     */
     DeviceAttr queryDevice();
 
-    /** {@code ibv_query_port}; ports are numbered from 1. */
+    /**
+     * {@code ibv_query_port}: a port's state, MTUs and table sizes.
+     *
+     * @param port the port number, from 1 to {@link DeviceAttr#physPortCnt()}
+     * @return the port's attributes
+     * @throws VerbsException (EINVAL) for a port the device does not have
+     */
     PortAttr queryPort(int port);
 
-    /** {@code ibv_query_gid}. */
+    /**
+     * {@code ibv_query_gid}: one entry of a port's GID table.
+     *
+     * @param port  the port number, from 1
+     * @param index the entry, 0 .. {@link PortAttr#gidTblLen()} - 1
+     * @return the GID; {@link Gid#ZERO} or an exception for an unused entry, depending on the device
+     * @throws VerbsException (EINVAL) for a port or index outside the table
+     */
     Gid queryGid(int port, int index);
 
-    /** {@code ibv_query_pkey}: the P_Key at {@code index} of the port's table (0xFFFF is the default, full-member key). */
+    /**
+     * {@code ibv_query_pkey}: one entry of a port's P_Key table.
+     *
+     * @param port  the port number, from 1
+     * @param index the entry, 0 .. {@link PortAttr#pkeyTblLen()} - 1
+     * @return the 16-bit P_Key (0xFFFF is the default, full-member key)
+     * @throws VerbsException (EINVAL) for a port or index outside the table
+     */
     int queryPkey(int port, int index);
 
-    /** {@code num_comp_vectors}: how many completion vectors (interrupt sources) a CQ may be bound to, 0 .. n-1. */
+    /** {@return how many completion vectors (interrupt sources) a CQ may be bound to ({@code num_comp_vectors})} */
     int numCompVectors();
 
-    /** The valid (non-zero) GIDs of a port with their types, like {@code ibv_devinfo -v} lists them. */
+    /**
+     * The valid (non-zero) GIDs of a port with their types, like {@code ibv_devinfo -v} lists them.
+     *
+     * @param port the port number, from 1
+     * @return the entries in table order; an entry that cannot be read is left out
+     */
     default List<GidEntry> gidTable(int port) {
         List<GidEntry> list = new ArrayList<>();
         int n = queryPort(port).gidTblLen();
@@ -42,24 +76,36 @@ public interface Context extends AutoCloseable {
     }
 
     /**
-     * The device's counters by name (packets, drops, retransmissions...): the soft device's own, or for a
-     * kernel device its sysfs {@code counters} and {@code hw_counters}. Empty when the provider has none.
+     * The device's counters by name (packets, drops, retransmissions...): the soft device's own, or for a kernel device
+     * its sysfs {@code counters} and {@code hw_counters}.
+     *
+     * @return a snapshot of the counters; empty when the provider has none
      */
     default Map<String, Long> counters() {
         return Map.of();
     }
 
-    /** {@code ibv_alloc_pd}. */
+    /**
+     * {@code ibv_alloc_pd}: a new protection domain.
+     *
+     * @return the protection domain, closed with this context
+     */
     ProtectionDomain allocPd();
 
-    /** {@code ibv_create_comp_channel}: lets a thread block until a completion queue has an event. */
+    /**
+     * {@code ibv_create_comp_channel}: lets a thread block until a completion queue has an event.
+     *
+     * @return the channel, closed with this context
+     */
     CompletionChannel createCompletionChannel();
 
     /**
-     * {@code ibv_create_cq}.
+     * {@code ibv_create_cq} on completion vector 0.
      *
-     * @param cqe     the minimum number of completions it must hold
+     * @param cqe     the minimum number of completions it must hold, from 1 to {@link DeviceAttr#maxCqe()}
      * @param channel where its events are delivered after {@link CompletionQueue#requestNotify}, or null
+     * @return the completion queue, closed with this context
+     * @throws VerbsException (EINVAL) for a {@code cqe} out of range or a channel of another context
      */
     default CompletionQueue createCq(int cqe, CompletionChannel channel) {
         return createCq(cqe, channel, 0);
@@ -68,7 +114,11 @@ public interface Context extends AutoCloseable {
     /**
      * {@code ibv_create_cq} with its completion vector.
      *
+     * @param cqe        the minimum number of completions it must hold, from 1 to {@link DeviceAttr#maxCqe()}
+     * @param channel    where its events are delivered after {@link CompletionQueue#requestNotify}, or null
      * @param compVector the completion vector its events are signalled on, 0 .. {@link #numCompVectors()} - 1
+     * @return the completion queue, closed with this context
+     * @throws VerbsException (EINVAL) for a {@code cqe} or vector out of range, or a channel of another context
      */
     CompletionQueue createCq(int cqe, CompletionChannel channel, int compVector);
 
@@ -77,18 +127,23 @@ public interface Context extends AutoCloseable {
      * port going up or down, an SRQ's limit...). Acknowledge each event with {@link AsyncEvent#ack()}.
      * Take events either here or with {@link #onAsyncEvent}, not both.
      *
-     * @return the event, or null when the timeout passed first (null timeout: wait for good)
+     * @param timeout how long to wait; null waits for good
+     * @return the event, or null when the timeout passed first
      */
     AsyncEvent awaitAsyncEvent(Duration timeout);
 
     /**
      * Calls {@code listener} on a thread of its own for every asynchronous event, acknowledging each after the
      * listener returns, until the returned dispatcher or this context is closed.
+     *
+     * @param listener what to do with each event; an exception it throws is logged and does not stop the thread
+     * @return the running dispatcher; close it to stop
      */
     default AsyncEventDispatcher onAsyncEvent(Consumer<AsyncEvent> listener) {
         return AsyncEventDispatcher.start(this, listener);
     }
 
+    /** {@return whether {@link #close()} was called} */
     boolean isClosed();
 
     /** {@code ibv_close_device}, after closing every object created from this context. Idempotent. */

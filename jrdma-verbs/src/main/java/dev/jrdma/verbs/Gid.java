@@ -9,6 +9,7 @@ import java.util.HexFormat;
 
 /** A 128-bit global identifier ({@code union ibv_gid}), in network byte order. On RoCE it is an IPv6 or IPv4-mapped address. */
 public final class Gid {
+    /** The all-zero GID: an unused table entry, and {@link AhAttr#dgid}'s default. */
     public static final Gid ZERO = new Gid(new byte[16]);
 
     private final byte[] raw;
@@ -17,12 +18,24 @@ public final class Gid {
         this.raw = raw;
     }
 
+    /**
+     * A GID from its 16 bytes.
+     *
+     * @param raw the bytes in network order (copied)
+     * @return the GID
+     * @throws IllegalArgumentException when {@code raw} is not 16 bytes long
+     */
     public static Gid of(byte[] raw) {
         if (raw.length != 16) throw new IllegalArgumentException("a GID has 16 bytes, not " + raw.length);
         return new Gid(raw.clone());
     }
 
-    /** The IPv4-mapped GID {@code ::ffff:a.b.c.d} that RoCEv2 uses for an IPv4 address. */
+    /**
+     * The GID RoCEv2 uses for an IP address: {@code ::ffff:a.b.c.d} for IPv4, the address itself for IPv6.
+     *
+     * @param address an IPv4 or IPv6 address
+     * @return its GID
+     */
     public static Gid fromInetAddress(InetAddress address) {
         byte[] g = new byte[16];
         byte[] a = address.getAddress();
@@ -36,7 +49,13 @@ public final class Gid {
         return new Gid(g);
     }
 
-    /** Parses ibv_devinfo's form ({@code fe80:0000:...}, eight groups) or any IPv6/IPv4 literal. */
+    /**
+     * Parses ibv_devinfo's form ({@code fe80:0000:...}, eight groups) or any IPv6/IPv4 literal.
+     *
+     * @param text the GID or address; surrounding blanks are ignored
+     * @return the GID
+     * @throws IllegalArgumentException when it is neither form
+     */
     public static Gid parse(String text) {
         String t = text.trim();
         if (t.matches("[0-9a-fA-F]{4}(:[0-9a-fA-F]{4}){7}")) {
@@ -49,25 +68,35 @@ public final class Gid {
         }
     }
 
+    /** {@return a copy of the 16 bytes, in network order} */
     public byte[] toByteArray() {
         return raw.clone();
     }
 
+    /**
+     * One byte of the GID, without copying.
+     *
+     * @param i 0..15, in network order
+     * @return the byte
+     * @throws ArrayIndexOutOfBoundsException when {@code i} is outside 0..15
+     */
     public byte get(int i) {
         return raw[i];
     }
 
+    /** {@return whether all 16 bytes are 0 (an unused table entry)} */
     public boolean isZero() {
         for (byte b : raw) if (b != 0) return false;
         return true;
     }
 
+    /** {@return whether it is an IPv4-mapped address {@code ::ffff:a.b.c.d} (RoCEv2 over IPv4)} */
     public boolean isIpv4Mapped() {
         for (int i = 0; i < 10; i++) if (raw[i] != 0) return false;
         return raw[10] == (byte) 0xff && raw[11] == (byte) 0xff;
     }
 
-    /** The IP address this GID stands for on RoCE (an Inet4Address when IPv4-mapped). */
+    /** {@return the IP address this GID stands for on RoCE (an Inet4Address when IPv4-mapped)} */
     public InetAddress toInetAddress() {
         try {
             if (isIpv4Mapped()) return Inet4Address.getByAddress(Arrays.copyOfRange(raw, 12, 16));

@@ -5,24 +5,28 @@ import java.util.Set;
 
 /** A registered memory region ({@code struct ibv_mr}). Hand {@link #address()}, {@link #rkey()} and the length to a peer. */
 public interface MemoryRegion extends AutoCloseable {
+    /** {@return the protection domain the region was registered in} */
     ProtectionDomain pd();
 
-    /** The registered memory. */
+    /** {@return the registered memory} */
     MemorySegment segment();
 
-    /** The address a peer names in RDMA and atomic requests (the MR's iova). */
+    /** {@return the address a peer names in RDMA and atomic requests (the MR's iova), and local SGEs use} */
     long address();
 
+    /** {@return the registered length in bytes} */
     long length();
 
-    /** The key local work requests use in their SGEs. */
+    /** {@return the key local work requests use in their SGEs ({@code lkey})} */
     int lkey();
 
-    /** The key a peer uses to access this region remotely. */
+    /** {@return the key a peer uses to access this region remotely ({@code rkey})} */
     int rkey();
 
+    /** {@return the rights it was registered with} */
     Set<Access> access();
 
+    /** {@return whether it was deregistered (directly or with its protection domain)} */
     boolean isClosed();
 
     /** {@code ibv_dereg_mr}. Idempotent. */

@@ -6,13 +6,16 @@ package dev.jrdma.verbs;
  * and revoked with LOCAL_INV (or a peer's SEND_WITH_INV).
  */
 public interface MemoryWindow extends AutoCloseable {
+    /** {@return the protection domain the window was allocated in} */
     ProtectionDomain pd();
 
+    /** {@return the window's type} */
     MwType type();
 
-    /** The rkey of the current binding (changes with every bind). */
+    /** {@return the rkey of the current binding (changes with every bind)} */
     int rkey();
 
+    /** {@return whether it was deallocated (directly or with its protection domain)} */
     boolean isClosed();
 
     /** {@code ibv_dealloc_mw}: revokes any binding. Idempotent. */

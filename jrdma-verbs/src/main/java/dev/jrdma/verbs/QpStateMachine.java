@@ -13,12 +13,24 @@ import java.util.Set;
 public final class QpStateMachine {
     private QpStateMachine() {}
 
-    /** A legal transition: what it must carry and what it may carry besides STATE. */
+    /**
+     * A legal transition: what it must carry and what it may carry besides STATE.
+     *
+     * @param required the attributes the modify must set
+     * @param optional the attributes it may set as well
+     */
     public record Transition(Set<QpAttrMask> required, Set<QpAttrMask> optional) {}
 
     private static final Set<QpAttrMask> NONE = EnumSet.noneOf(QpAttrMask.class);
 
-    /** The transition from {@code cur} to {@code next} for an RC or UC QP, or null when it is illegal. */
+    /**
+     * The rules of one transition. Any state may move to RESET or ERR with no other attribute.
+     *
+     * @param type the QP's type
+     * @param cur  the state it is in
+     * @param next the state to move to
+     * @return the required and optional attributes, or null when the transition is illegal
+     */
     public static Transition transition(QpType type, QpState cur, QpState next) {
         if (next == QpState.RESET || next == QpState.ERR) return new Transition(NONE, NONE);
         boolean rc = type == QpType.RC;
@@ -57,8 +69,12 @@ public final class QpStateMachine {
     }
 
     /**
-     * Checks a modify of a QP in state {@code cur} with {@code attr}; returns the state it moves to.
+     * Checks a modify of a QP in state {@code cur} with {@code attr}.
      *
+     * @param type the QP's type
+     * @param cur  the state it is in
+     * @param attr the modify's attributes
+     * @return the state it moves to ({@code cur} when the modify does not set STATE)
      * @throws VerbsException (EINVAL) naming the legal transitions or the missing/forbidden attributes
      */
     public static QpState check(QpType type, QpState cur, QpAttr attr) {
@@ -93,7 +109,13 @@ public final class QpStateMachine {
         return next;
     }
 
-    /** States a QP of this type may move to from {@code cur}. */
+    /**
+     * States a QP of this type may move to from {@code cur}.
+     *
+     * @param type the QP's type
+     * @param cur  the state it is in
+     * @return the legal next states
+     */
     public static Set<QpState> legalTargets(QpType type, QpState cur) {
         EnumSet<QpState> s = EnumSet.noneOf(QpState.class);
         for (QpState n : QpState.values()) if (transition(type, cur, n) != null) s.add(n);

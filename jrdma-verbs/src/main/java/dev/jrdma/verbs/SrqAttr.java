@@ -8,6 +8,11 @@ package dev.jrdma.verbs;
  * @param limit  the armed limit: below this many receives the SRQ raises SRQ_LIMIT_REACHED (0 = not armed)
  */
 public record SrqAttr(int maxWr, int maxSge, int limit) {
+    /**
+     * Checks the values.
+     *
+     * @throws IllegalArgumentException when {@code maxWr} or {@code maxSge} is below 1, or {@code limit} is negative
+     */
     public SrqAttr {
         if (maxWr < 1) throw new IllegalArgumentException("maxWr must be at least 1, not " + maxWr);
         if (maxSge < 1) throw new IllegalArgumentException("maxSge must be at least 1, not " + maxSge);

@@ -22,7 +22,10 @@ public final class Verbs {
 
     private static volatile List<VerbsProvider> providers;
 
-    /** Every provider on the class path, highest priority first, including those that list no device here. */
+    /**
+     * {@return every provider on the class or module path, highest priority first, including those that list no device
+     * here; found once, with {@link java.util.ServiceLoader}}
+     */
     public static List<VerbsProvider> providers() {
         List<VerbsProvider> p = providers;
         if (p == null) {
@@ -38,11 +41,17 @@ public final class Verbs {
         return p;
     }
 
+    /**
+     * A provider by name.
+     *
+     * @param name {@code native} or {@code soft} (or another provider's {@link VerbsProvider#name()})
+     * @return the provider, or empty when none by that name is on the path
+     */
     public static Optional<VerbsProvider> provider(String name) {
         return providers().stream().filter(p -> p.name().equals(name)).findFirst();
     }
 
-    /** Every device of every provider, hardware first. */
+    /** {@return every device of every provider, hardware first ({@code ibv_get_device_list} over all providers)} */
     public static List<Device> devices() {
         List<Device> all = new ArrayList<>();
         for (VerbsProvider p : providers()) all.addAll(p.devices());
@@ -54,6 +63,10 @@ public final class Verbs {
      * any local IPv4 address {@code soft@127.0.0.2} (optionally {@code soft@127.0.0.2:4791} for another UDP port).
      * The software device's defaults come from the system properties {@code jrdma.soft.address},
      * {@code jrdma.soft.port} and {@code jrdma.soft.mtu}.
+     *
+     * @param name the device's name
+     * @return the device
+     * @throws VerbsException (ENODEV) when no provider knows the name; the message lists the devices there are
      */
     public static Device device(String name) {
         for (VerbsProvider p : providers()) {
@@ -66,7 +79,13 @@ public final class Verbs {
                 "no device named '" + name + "'; devices here: " + (known.isEmpty() ? "none" : known) + " (run 'jrdma devices')");
     }
 
-    /** The device a program uses when it names none. */
+    /**
+     * The device a program uses when it names none: {@code jrdma.device} / {@code JRDMA_DEVICE} when set, else the first
+     * device of the highest-priority provider that has one.
+     *
+     * @return the device
+     * @throws VerbsException (ENODEV) when there is no device; the message says why each provider has none
+     */
     public static Device defaultDevice() {
         String named = System.getProperty("jrdma.device", System.getenv("JRDMA_DEVICE"));
         if (named != null && !named.isBlank()) return device(named.trim());

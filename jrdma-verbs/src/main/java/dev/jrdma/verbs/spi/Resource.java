@@ -25,6 +25,13 @@ public abstract class Resource implements AutoCloseable {
     private final String what;
     private final ReentrantReadWriteLock use = new ReentrantReadWriteLock();
 
+    /**
+     * Creates the object and makes it a child of {@code parent}, which closes it first when it closes.
+     *
+     * @param parent the object it was created from, or null for a root (a context)
+     * @param what   a short description for error messages, e.g. "QP 0x11"
+     * @throws ClosedException when the parent is closed
+     */
     protected Resource(Resource parent, String what) {
         this.parent = parent;
         this.what = what;
@@ -38,12 +45,22 @@ public abstract class Resource implements AutoCloseable {
         }
     }
 
-    /** Throws {@link ClosedException} naming the verb when this object (or a parent) was closed. */
+    /**
+     * Throws {@link ClosedException} naming the verb when this object (or a parent) was closed.
+     *
+     * @param verb the verb being called, e.g. {@code ibv_post_send}
+     * @throws ClosedException when closed
+     */
     public final void checkOpen(String verb) {
         if (closed) throw new ClosedException(verb, what);
     }
 
-    /** Starts a use that a close must wait for; throws {@link ClosedException} naming {@code verb} once closed. */
+    /**
+     * Starts a use that a close must wait for; end it with {@link #exit()} in a {@code finally}.
+     *
+     * @param verb the verb being called, named in the exception
+     * @throws ClosedException when closed
+     */
     public final void enter(String verb) {
         use.readLock().lock();
         if (closed) {
@@ -52,7 +69,11 @@ public abstract class Resource implements AutoCloseable {
         }
     }
 
-    /** Like {@link #enter} but never waits (for callers that hold a lock a close also takes): false once closed. */
+    /**
+     * Like {@link #enter} but never waits (for callers that hold a lock a close also takes).
+     *
+     * @return true when the use started (end it with {@link #exit()}); false when closed or a close is under way
+     */
     public final boolean tryEnter() {
         if (!use.readLock().tryLock()) return false;
         if (closed) {
@@ -67,20 +88,27 @@ public abstract class Resource implements AutoCloseable {
         use.readLock().unlock();
     }
 
-    /** The lock a provider holds while it frees this object: no use is in flight then and none can start. */
+    /** {@return the lock a provider holds while it frees this object: no use is in flight then and none can start} */
     public final Lock exclusive() {
         return use.writeLock();
     }
 
+    /** {@return whether {@link #close()} was called on this object or a parent} */
     public final boolean isClosed() {
         return closed;
     }
 
-    /** A short description used in error messages, e.g. "QP 0x11". */
+    /** {@return a short description used in error messages, e.g. "QP 0x11"} */
     public final String what() {
         return what;
     }
 
+    /**
+     * Marks the object closed, waits for the uses in flight, closes the children (newest first), then calls
+     * {@link #destroy()}. Idempotent.
+     * The first exception of a child's close or of destroy is rethrown after everything was closed, with the others
+     * suppressed in it.
+     */
     @Override
     public final void close() {
         List<Resource> kids;

@@ -12,21 +12,26 @@ import java.util.Optional;
  * its constructor or from {@link #devices()}.
  */
 public interface VerbsProvider {
-    /** Short name: {@code native}, {@code soft}. */
+    /** {@return the provider's short name: {@code native}, {@code soft}} */
     String name();
 
-    /** Higher wins when picking the default device: hardware (native) before the software device. */
+    /**
+     * {@return the rank when picking the default device, higher first: hardware (native) before the software device}
+     */
     int priority();
 
-    /** The devices this provider serves now; empty when it cannot work here. */
+    /** {@return the devices this provider serves now; empty when it cannot work here} */
     List<Device> devices();
 
-    /** Why {@link #devices()} is empty, or empty when it is not. */
+    /** {@return why {@link #devices()} is empty, or empty when it is not} */
     Optional<String> unavailableReason();
 
     /**
      * Finds a device by name. The default looks through {@link #devices()}; a provider may also accept names
      * that stand for devices created on demand (the soft provider takes {@code soft@127.0.0.2}).
+     *
+     * @param name the device's name
+     * @return the device, or empty when this provider does not know the name
      */
     default Optional<Device> lookup(String name) {
         for (Device d : devices()) if (d.name().equals(name)) return Optional.of(d);
