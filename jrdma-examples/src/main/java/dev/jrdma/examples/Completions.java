@@ -17,12 +17,23 @@ public final class Completions {
     private final WorkCompletion[] wcs = WorkCompletion.array(16);
     private int next, count;
 
+    /**
+     * Waits on {@code cq}: by blocking on its channel when it has one, else by spinning.
+     *
+     * @param cq the completion queue to take completions from
+     */
     public Completions(CompletionQueue cq) {
         this.cq = cq;
         this.channel = cq.channel();
     }
 
-    /** The next completion, waiting at most {@code timeout}; the returned object is reused by the next call. */
+    /**
+     * The next completion, waiting at most {@code timeout}; the returned object is reused by the next call.
+     *
+     * @param timeout how long to wait
+     * @return the oldest completion not returned yet
+     * @throws TimeoutException when none came within {@code timeout}
+     */
     public WorkCompletion next(Duration timeout) throws TimeoutException {
         if (next < count) return wcs[next++];
         long deadline = System.nanoTime() + timeout.toNanos();

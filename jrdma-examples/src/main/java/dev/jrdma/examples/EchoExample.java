@@ -21,12 +21,29 @@ import java.util.concurrent.CompletableFuture;
  * </pre>
  */
 public final class EchoExample {
+    /** The TCP port the echo server listens on unless {@code --port} says otherwise. */
     public static final int DEFAULT_PORT = 18611;
 
+    private EchoExample() {} // only static entry points
+
+    /**
+     * Runs the example from the command line and exits with its status.
+     *
+     * @param args the {@link ExampleOptions} flags
+     * @throws Exception when set-up or a transfer fails
+     */
     public static void main(String[] args) throws Exception {
         System.exit(run(ExampleOptions.parse(args, DEFAULT_PORT), System.out));
     }
 
+    /**
+     * Runs the server, the client or both (with {@code --count} messages, 1000 by default).
+     *
+     * @param o   the parsed options
+     * @param out where the progress and the round-trip times are printed
+     * @return 0 when every echo came back intact, 1 when one did not
+     * @throws Exception when set-up or a transfer fails
+     */
     public static int run(ExampleOptions o, PrintStream out) throws Exception {
         int count = o.count < 0 ? 1000 : Math.max(1, o.count);
         if (o.role == ExampleOptions.Role.CLIENT) return client(o, o.port, count, out);

@@ -17,19 +17,49 @@ import java.time.Duration;
  * </pre>
  */
 public final class ExampleOptions {
-    public enum Role { BOTH, SERVER, CLIENT }
+    /** Which sides of the example run in this process. */
+    public enum Role {
+        /** Server and clients here (no {@code --server} or {@code --connect}). */
+        BOTH,
+        /** Only the server ({@code --server}). */
+        SERVER,
+        /** Only the client side ({@code --connect HOST}). */
+        CLIENT
+    }
 
+    /** Which sides run here; {@link Role#BOTH} by default. */
     public Role role = Role.BOTH;
+    /** {@code --connect HOST}: the server's host, or null. */
     public String host;
+    /**
+     * {@code --port P}: the server's TCP port; the example's default port unless given, 0 (any) when both sides run here.
+     */
     public int port;
+    /** {@code --bind ADDR}: the server's listening address, or null for 0.0.0.0. */
     public String bind;
+    /** {@code --local ADDR}: a lone client's local address, or null. */
     public String local;
+    /** {@code --device DEV}: the RDMA device, or null for {@link Verbs#defaultDevice()}. */
     public String device;
+    /** {@code --timeout SECONDS}: how long set-up and waits may take; 30 s by default. */
     public Duration timeout = Duration.ofSeconds(30);
+    /** {@code --count N}: how many operations; -1 lets the example pick its default. */
     public int count = -1;
+    /** {@code --clients N}: how many clients (lock example); -1 lets the example pick its default. */
     public int clients = -1;
 
-    /** Parses the shared flags; {@code extra} handles example-specific ones (returns false for an unknown flag). */
+    /** The defaults: both sides here, the example's port 0, a 30-second timeout, the example's own counts. */
+    public ExampleOptions() {}
+
+    /**
+     * Parses the shared flags.
+     *
+     * @param args        the command line
+     * @param defaultPort the example's port when {@code --port} is not given
+     * @return the options
+     * @throws IllegalArgumentException for an unknown flag or a flag without its value
+     * @throws NumberFormatException for a number that does not parse
+     */
     public static ExampleOptions parse(String[] args, int defaultPort) {
         ExampleOptions o = new ExampleOptions();
         o.port = defaultPort;
@@ -60,13 +90,16 @@ public final class ExampleOptions {
         return args[i];
     }
 
-    /** True when both sides run here on the software device (each side then gets its own loopback address). */
+    /** {@return true when both sides run here on the software device (each side then gets its own loopback address)} */
     public boolean softLocal() {
         if (device != null) return device.startsWith("soft");
         Device d = Verbs.defaultDevice();
         return d.provider().equals("soft");
     }
 
+    /**
+     * {@return endpoint settings from the options ({@code --timeout}, {@code --device}), for the example to add its own}
+     */
     public EndpointConfig.Builder config() {
         EndpointConfig.Builder b = EndpointConfig.builder().timeout(timeout).device(device);
         return b;
@@ -78,6 +111,8 @@ public final class ExampleOptions {
      * Where both sides meet when they run here: 127.0.0.1 on the software device (each side its own loopback
      * address); on a native device (e.g. rxe0 or a NIC) the IPv4 address of its GID table, since rdma_cm only
      * connects addresses that an RDMA device serves.
+     *
+     * @return the address, found once
      */
     public String meetingAddress() {
         if (localRdmaAddress != null) return localRdmaAddress;
@@ -98,19 +133,35 @@ public final class ExampleOptions {
         return localRdmaAddress = found;
     }
 
-    /** The server's listening address. */
+    /**
+     * {@return the server's listening address: the meeting address when both sides run here, else {@code --bind}
+     * (0.0.0.0 by default) and {@code --port}}
+     */
     public InetSocketAddress serverAddress() {
         if (role == Role.BOTH) return new InetSocketAddress(meetingAddress(), port);
         return new InetSocketAddress(bind == null ? "0.0.0.0" : bind, port);
     }
 
-    /** The local address of client number {@code i} when both sides run here. */
+    /**
+     * The local address of client number {@code i}.
+     *
+     * @param i the client's number, from 0
+     * @return {@code --local} for a lone client; 127.0.0.(2+i) when both sides run here on the software device; else null
+     * (any address)
+     */
     public String clientLocal(int i) {
         if (role == Role.CLIENT) return local;
         return softLocal() && device == null ? "127.0.0." + (2 + i) : null;
     }
 
-    /** Runs {@code task} on a thread of its own (not a pool: blocking waits must not run other tasks inside them). */
+    /**
+     * Runs {@code task} on a thread of its own (not a pool: blocking waits must not run other tasks inside them).
+     *
+     * @param <T>  the task's result type
+     * @param name the thread's name
+     * @param task what to run
+     * @return completes with the task's result or its exception
+     */
     public static <T> java.util.concurrent.CompletableFuture<T> background(String name, java.util.concurrent.Callable<T> task) {
         java.util.concurrent.CompletableFuture<T> f = new java.util.concurrent.CompletableFuture<>();
         Thread.ofPlatform().name(name).daemon().start(() -> {
@@ -123,6 +174,9 @@ public final class ExampleOptions {
         return f;
     }
 
+    /**
+     * {@return the host a client connects to: {@code --connect}'s host, or the meeting address when both sides run here}
+     */
     public String serverHost() {
         return role == Role.CLIENT ? host : meetingAddress();
     }

@@ -54,6 +54,7 @@ import java.util.concurrent.TimeoutException;
  * The sides keep in step through the TCP connection: each step ends with a one-byte barrier.
  */
 public final class FirstRdmaApp implements AutoCloseable {
+    /** The TCP port the server side listens on unless {@code --port} says otherwise. */
     public static final int DEFAULT_PORT = 18600;
     static final int BUF_SIZE = 4096;
     // Layout of each side's buffer: where each step puts its data.
@@ -88,6 +89,13 @@ public final class FirstRdmaApp implements AutoCloseable {
         this.out = out;
     }
 
+    /**
+     * Runs one side: {@code server [--port P] [--device D]} or {@code client HOST [--port P] [--device D]}. Exits with
+     * status 1 after printing the failure when a step fails, 2 on a usage error.
+     *
+     * @param args the side and its options
+     * @throws Exception when an option is malformed
+     */
     public static void main(String[] args) throws Exception {
         if (args.length == 0 || !(args[0].equals("server") || args[0].equals("client"))) {
             System.err.println("usage: FirstRdmaApp server [--port P] [--device DEV] | client HOST [--port P] [--device DEV]");
@@ -116,7 +124,14 @@ public final class FirstRdmaApp implements AutoCloseable {
         }
     }
 
-    /** Runs every step; returns normally only when all of them did what they should. */
+    /**
+     * Runs every step; returns normally only when all of them did what they should.
+     *
+     * @param deviceName the device to use, or null for {@link Verbs#defaultDevice()}
+     * @param host       the server's host (client side); ignored on the server side
+     * @param port       the TCP port of the exchange: the server listens on it, the client connects to it
+     * @throws Exception when a step fails; the message says which and why
+     */
     public void run(String deviceName, String host, int port) throws Exception {
         begin("open the device");
         Device dev = deviceName == null ? Verbs.defaultDevice() : Verbs.device(deviceName);

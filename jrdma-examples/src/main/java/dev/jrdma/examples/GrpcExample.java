@@ -40,7 +40,9 @@ import java.util.concurrent.TimeUnit;
  * </pre>
  */
 public final class GrpcExample {
+    /** The TCP port the gRPC server listens on unless {@code --port} says otherwise. */
     public static final int DEFAULT_PORT = 18614;
+    /** The full name of the greeter service. */
     public static final String SERVICE = "jrdma.Greeter";
 
     /** UTF-8 strings as gRPC messages. */
@@ -71,7 +73,9 @@ public final class GrpcExample {
                 .setRequestMarshaller(UTF8).setResponseMarshaller(UTF8).build();
     }
 
-    /** The greeter service. */
+    /**
+     * {@return the greeter service: {@link #SAY_HELLO} answers "hello NAME", {@link #COUNT} streams N numbered answers}
+     */
     public static ServerServiceDefinition service() {
         return ServerServiceDefinition.builder(SERVICE)
                 .addMethod(SAY_HELLO, ServerCalls.asyncUnaryCall((String name, StreamObserver<String> out) -> {
@@ -87,7 +91,15 @@ public final class GrpcExample {
                 .build();
     }
 
-    /** A gRPC server on jrdma channels. */
+    /**
+     * A gRPC server on jrdma channels: grpc-netty with {@link RdmaServerChannel} as its channel type.
+     *
+     * @param address where to listen
+     * @param group   the event loops of both the acceptor and the connections, e.g. a {@link RdmaEventLoopGroup}
+     * @param cfg     the endpoint settings of the connections, or null for the channel's defaults
+     * @return the started server
+     * @throws IOException when the server cannot bind
+     */
     public static Server startServer(InetSocketAddress address, EventLoopGroup group, dev.jrdma.connect.EndpointConfig cfg) throws IOException {
         NettyServerBuilder b = NettyServerBuilder.forAddress(address)
                 .channelType(RdmaServerChannel.class)          // the one change from a TCP gRPC server ...
@@ -97,7 +109,15 @@ public final class GrpcExample {
         return b.build().start();
     }
 
-    /** A gRPC client channel on jrdma channels. */
+    /**
+     * A gRPC client channel on jrdma channels: grpc-netty with {@link RdmaChannel} as its channel type, plaintext.
+     *
+     * @param host  the server's host
+     * @param port  the server's port
+     * @param group the event loops of the connection
+     * @param cfg   the endpoint settings, or null for the channel's defaults
+     * @return the channel; it connects on the first call
+     */
     public static ManagedChannel channel(String host, int port, EventLoopGroup group, dev.jrdma.connect.EndpointConfig cfg) {
         NettyChannelBuilder b = NettyChannelBuilder.forAddress(host, port)
                 .channelType(RdmaChannel.class).eventLoopGroup(group)
@@ -110,10 +130,26 @@ public final class GrpcExample {
         return b.build();
     }
 
+    private GrpcExample() {} // only static entry points
+
+    /**
+     * Runs the example from the command line and exits with its status.
+     *
+     * @param args the {@link ExampleOptions} flags
+     * @throws Exception when set-up or a call fails
+     */
     public static void main(String[] args) throws Exception {
         System.exit(run(ExampleOptions.parse(args, DEFAULT_PORT), System.out));
     }
 
+    /**
+     * Runs the server, the client or both: a unary call and a streaming call of {@code --count} answers (100 by default).
+     *
+     * @param o   the parsed options
+     * @param out where the calls' results are printed
+     * @return 0 when every answer was right, 1 otherwise
+     * @throws Exception when set-up or a call fails
+     */
     public static int run(ExampleOptions o, PrintStream out) throws Exception {
         int count = o.count < 0 ? 100 : Math.max(1, o.count);
         EventLoopGroup group = new RdmaEventLoopGroup(2);

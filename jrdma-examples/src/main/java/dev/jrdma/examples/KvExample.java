@@ -25,13 +25,31 @@ import java.util.concurrent.CompletableFuture;
  * </pre>
  */
 public final class KvExample {
+    /** The TCP port the key-value server listens on unless {@code --port} says otherwise. */
     public static final int DEFAULT_PORT = 18612;
     static final int SLOT = 64, KEY_OFF = 8, KEY_MAX = 24, VALUE_OFF = 32, VALUE_MAX = 32, SLOTS = 4096;
 
+    private KvExample() {} // only static entry points
+
+    /**
+     * Runs the example from the command line and exits with its status.
+     *
+     * @param args the {@link ExampleOptions} flags
+     * @throws Exception when set-up or a read fails
+     */
     public static void main(String[] args) throws Exception {
         System.exit(run(ExampleOptions.parse(args, DEFAULT_PORT), System.out));
     }
 
+    /**
+     * Runs the server, the client or both: the server fills {@code --count} entries (1000 by default, at most 2048),
+     * the client looks each one up by RDMA READ.
+     *
+     * @param o   the parsed options
+     * @param out where the progress and the lookup times are printed
+     * @return 0 when every lookup found the right value, 1 otherwise
+     * @throws Exception when set-up or a read fails
+     */
     public static int run(ExampleOptions o, PrintStream out) throws Exception {
         int entries = o.count < 0 ? 1000 : Math.min(o.count, SLOTS / 2);
         if (o.role == ExampleOptions.Role.CLIENT) return client(o, o.port, entries, out);

@@ -27,12 +27,30 @@ import java.util.concurrent.CompletableFuture;
  * </pre>
  */
 public final class LockExample {
+    /** The TCP port the lock server listens on unless {@code --port} says otherwise. */
     public static final int DEFAULT_PORT = 18613;
 
+    private LockExample() {} // only static entry points
+
+    /**
+     * Runs the example from the command line and exits with its status.
+     *
+     * @param args the {@link ExampleOptions} flags, and {@code --clients N}
+     * @throws Exception when set-up or an RDMA operation fails
+     */
     public static void main(String[] args) throws Exception {
         System.exit(run(ExampleOptions.parse(args, DEFAULT_PORT), System.out));
     }
 
+    /**
+     * Runs the server, the clients or both: {@code --clients} clients (3 here, 1 for a lone server) each take the lock
+     * {@code --count} times (100 by default) to increment the shared counter.
+     *
+     * @param o   the parsed options
+     * @param out where the progress and the final count are printed
+     * @return 0 when the counter equals clients × count (and the local clients succeeded), 1 otherwise
+     * @throws Exception when set-up or an RDMA operation fails
+     */
     public static int run(ExampleOptions o, PrintStream out) throws Exception {
         int count = o.count < 0 ? 100 : o.count;
         int clients = o.clients < 0 ? (o.role == ExampleOptions.Role.SERVER ? 1 : 3) : o.clients;

@@ -143,7 +143,7 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
         this.endpoint = ep;
     }
 
-    /** The jrdma endpoint under this channel (null before it is connected). */
+    /** {@return the jrdma endpoint under this channel, or null before it is connected} */
     public Endpoint endpoint() {
         return endpoint;
     }

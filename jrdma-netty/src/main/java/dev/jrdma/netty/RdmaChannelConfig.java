@@ -29,19 +29,39 @@ public final class RdmaChannelConfig extends DefaultChannelConfig {
         super(channel);
     }
 
+    /**
+     * {@return the endpoint settings a connection of this channel is made with ({@link RdmaChannelOption#ENDPOINT_CONFIG})}
+     */
     public EndpointConfig getEndpointConfig() {
         return endpointConfig;
     }
 
+    /**
+     * Sets the endpoint settings ({@link RdmaChannelOption#ENDPOINT_CONFIG}); they apply to a connection made after the call.
+     *
+     * @param cfg message size, queue depths, connection manager and the rest
+     * @return this
+     * @throws NullPointerException when {@code cfg} is null
+     */
     public RdmaChannelConfig setEndpointConfig(EndpointConfig cfg) {
         this.endpointConfig = Objects.requireNonNull(cfg, "endpoint config");
         return this;
     }
 
+    /**
+     * {@return whether the peer's shutdown of its output only shuts this channel's input
+     * ({@link ChannelOption#ALLOW_HALF_CLOSURE}) rather than closing the channel}
+     */
     public boolean isAllowHalfClosure() {
         return allowHalfClosure;
     }
 
+    /**
+     * Sets {@link ChannelOption#ALLOW_HALF_CLOSURE}.
+     *
+     * @param allow true to keep the channel open for writing when the peer shuts its output
+     * @return this
+     */
     public RdmaChannelConfig setAllowHalfClosure(boolean allow) {
         this.allowHalfClosure = allow;
         return this;

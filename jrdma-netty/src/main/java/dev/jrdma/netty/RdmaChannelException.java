@@ -25,12 +25,12 @@ public final class RdmaChannelException extends ChannelException {
         return " [" + e.status().describe() + "]";
     }
 
-    /** The kind of failure. */
+    /** {@return the kind of failure: a failed completion, a timeout, a lost peer...} */
     public RdmaException.Kind kind() {
         return kind;
     }
 
-    /** The work completion's status, or null when no work request failed (a timeout, a lost peer). */
+    /** {@return the work completion's status, or null when no work request failed (a timeout, a lost peer)} */
     public WcStatus status() {
         return status;
     }

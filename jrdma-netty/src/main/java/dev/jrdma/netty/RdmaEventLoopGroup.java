@@ -15,10 +15,21 @@ public final class RdmaEventLoopGroup extends MultiThreadIoEventLoopGroup {
         super(RdmaIoHandler.newFactory());
     }
 
+    /**
+     * A group of {@code threads} event loops.
+     *
+     * @param threads the number of loops; 0 picks Netty's default
+     */
     public RdmaEventLoopGroup(int threads) {
         super(threads, RdmaIoHandler.newFactory());
     }
 
+    /**
+     * A group of {@code threads} event loops on threads made by {@code threadFactory}.
+     *
+     * @param threads       the number of loops; 0 picks Netty's default
+     * @param threadFactory makes the loops' threads
+     */
     public RdmaEventLoopGroup(int threads, ThreadFactory threadFactory) {
         super(threads, threadFactory, RdmaIoHandler.newFactory());
     }

@@ -31,7 +31,10 @@ public final class RdmaIoHandler implements IoHandler {
         this.executor = executor;
     }
 
-    /** A factory for {@link io.netty.channel.MultiThreadIoEventLoopGroup}. */
+    /**
+     * {@return a factory of RDMA I/O handlers for a {@link io.netty.channel.MultiThreadIoEventLoopGroup}: one handler per
+     * event loop}
+     */
     public static IoHandlerFactory newFactory() {
         return RdmaIoHandler::new;
     }

@@ -42,10 +42,13 @@ public class RdmaServerChannel extends AbstractServerChannel {
     private final AtomicBoolean serverClosed = new AtomicBoolean();
     private IoRegistration registration;
 
+    /**
+     * An unbound server channel; Netty's {@code ServerBootstrap} creates it from the class given to {@code channel(...)}.
+     */
     public RdmaServerChannel() {
     }
 
-    /** The jrdma server endpoint (null before bind). */
+    /** {@return the jrdma server endpoint that accepts the connections, or null before bind} */
     public ServerEndpoint serverEndpoint() {
         return server;
     }
