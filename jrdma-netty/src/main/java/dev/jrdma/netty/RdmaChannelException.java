@@ -10,7 +10,9 @@ import io.netty.channel.ChannelException;
  * timeout, a lost peer or a failed completion apart. The jrdma exception is the cause.
  */
 public final class RdmaChannelException extends ChannelException {
+    /** The kind of failure (part of the serialized form). */
     private final RdmaException.Kind kind;
+    /** The failed completion's status, or null (part of the serialized form). */
     private final WcStatus status;
 
     RdmaChannelException(String what, RdmaException cause) {
