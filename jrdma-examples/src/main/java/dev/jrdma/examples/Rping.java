@@ -47,8 +47,23 @@ public final class Rping {
     private static final int INFO_BYTES = 16;
     private static final Duration STEP_TIMEOUT = Duration.ofSeconds(30);
 
-    /** rping's options: -s/-c, -a, -p, -C, -S, -V, -v. */
+    /**
+     * rping's options: -s/-c, -a, -p, -C, -S, -V, -v.
+     *
+     * @param server   {@code -s}: run the server side; false ({@code -c}) for the client
+     * @param address  {@code -a}: the address the server binds or the client connects to
+     * @param port     {@code -p}: the rdma_cm port
+     * @param count    {@code -C}: how many pings; 0 pings until interrupted, as rping
+     * @param size     {@code -S}: the ping data size in bytes, 26 to 65535
+     * @param validate {@code -V}: check the data that came back
+     * @param verbose  {@code -v}: print each ping's data
+     */
     public record Options(boolean server, String address, int port, int count, int size, boolean validate, boolean verbose) {
+        /**
+         * Checks the values as rping does.
+         *
+         * @throws IllegalArgumentException for a size outside 26..65535 or a negative count
+         */
         public Options {
             if (size < 26 || size > 65535) throw new IllegalArgumentException("-S " + size + ": the ping data size is 26 to 65535 bytes (as rping)");
             if (count < 0) throw new IllegalArgumentException("-C " + count + " is negative");
@@ -74,7 +89,14 @@ public final class Rping {
         this.channel = CmEventChannel.create();
     }
 
-    /** Runs one side; returns 0 when every ping went through (the server: when the client disconnected after its pings). */
+    /**
+     * Runs one side.
+     *
+     * @param opt the options
+     * @param out where progress (and with {@code -v} the data) is printed
+     * @return 0 when every ping went through (the server: when the client disconnected after its pings)
+     * @throws Exception when rdma_cm or a verb fails
+     */
     public static int run(Options opt, PrintStream out) throws Exception {
         Rping r = new Rping(opt, out);
         try {
@@ -298,7 +320,14 @@ public final class Rping {
         arena.close();
     }
 
-    /** {@code java ... dev.jrdma.examples.Rping -s|-c -a ADDR [-p PORT] [-C COUNT] [-S SIZE] [-V] [-v]}, as rping. */
+    /**
+     * {@code java ... dev.jrdma.examples.Rping -s|-c -a ADDR [-p PORT] [-C COUNT] [-S SIZE] [-V] [-v]}, as rping; exits
+     * with {@link #run}'s status.
+     *
+     * @param args rping's options
+     * @throws Exception when rdma_cm or a verb fails
+     * @throws IllegalArgumentException for an unknown option or a missing {@code -a}
+     */
     public static void main(String[] args) throws Exception {
         boolean server = false, validate = false, verbose = false;
         String addr = null;

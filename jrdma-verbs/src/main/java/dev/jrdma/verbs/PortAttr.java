@@ -27,6 +27,7 @@ package dev.jrdma.verbs;
  *                      8 = FDR10, 16 = FDR 14, 32 = EDR 25, 64 = HDR 50, 128 = NDR 100
  * @param physState     the physical port state ({@code phys_state}), 1..7: see {@link #physStateName()}
  * @param linkLayer     what the port runs on ({@code link_layer})
+ * @param portCapFlags2 the {@code IBV_PORT_*2} capability bits of the second mask ({@code port_cap_flags2})
  */
 public record PortAttr(
         PortState state, Mtu maxMtu, Mtu activeMtu, int gidTblLen, int portCapFlags, long maxMsgSz,

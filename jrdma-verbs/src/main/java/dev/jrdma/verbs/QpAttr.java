@@ -183,16 +183,41 @@ public final class QpAttr {
      * @return this
      */
     public QpAttr enSqdAsyncNotify(boolean b) { enSqdAsyncNotify = b; return set(QpAttrMask.EN_SQD_ASYNC_NOTIFY); }
-    /** The alternate path for automatic path migration: its address vector, P_Key index, port and ACK timeout. */
+    /**
+     * The alternate path for automatic path migration ({@code alt_ah_attr}, {@code alt_pkey_index}, {@code alt_port_num},
+     * {@code alt_timeout}; {@code IBV_QP_ALT_PATH}).
+     *
+     * @param ah        the alternate path's address vector
+     * @param pkeyIndex its P_Key index
+     * @param port      its local port, from 1
+     * @param timeout   its local ACK timeout exponent, as {@link #timeout(int)}
+     * @return this
+     */
     public QpAttr altPath(AhAttr ah, int pkeyIndex, int port, int timeout) {
         altAh = ah; altPkeyIndex = pkeyIndex; altPort = port; altTimeout = timeout;
         return set(QpAttrMask.ALT_PATH);
     }
-    /** {@code enum ibv_mig_state}: {@link #MIG_MIGRATED}, {@link #MIG_REARM} or {@link #MIG_ARMED}. */
+    /**
+     * The path migration state ({@code path_mig_state}, {@code IBV_QP_PATH_MIG_STATE}).
+     *
+     * @param s {@link #MIG_MIGRATED}, {@link #MIG_REARM} or {@link #MIG_ARMED}
+     * @return this
+     */
     public QpAttr pathMigState(int s) { pathMigState = s; return set(QpAttrMask.PATH_MIG_STATE); }
-    /** The send rate limit in kbps (0: none), for packet pacing. */
+    /**
+     * The send rate limit for packet pacing ({@code rate_limit}, {@code IBV_QP_RATE_LIMIT}).
+     *
+     * @param kbps the rate in kbit/s; 0 for none
+     * @return this
+     */
     public QpAttr rateLimit(int kbps) { rateLimit = kbps; return set(QpAttrMask.RATE_LIMIT); }
-    /** Set by {@link QueuePair#query()}: whether the QP is in SQD and still draining its send queue (no mask bit). */
+    /**
+     * Set by {@link QueuePair#query()}: whether the QP is in SQD and still draining its send queue ({@code sq_draining};
+     * no mask bit).
+     *
+     * @param b whether it is draining
+     * @return this
+     */
     public QpAttr sqDraining(boolean b) { sqDraining = b; return this; }
 
     /** {@code IBV_MIG_MIGRATED}: no alternate path armed (the state of a QP that never used one). */
@@ -242,12 +267,21 @@ public final class QpAttr {
     public QpCap cap() { return cap; }
     /** {@return whether a move to SQD raises {@link AsyncEventType#SQ_DRAINED}} */
     public boolean enSqdAsyncNotify() { return enSqdAsyncNotify; }
+    /** {@return whether the QP was in SQD and still draining its send queue when queried ({@code sq_draining})} */
     public boolean sqDraining() { return sqDraining; }
+    /**
+     * {@return the path migration state ({@code path_mig_state}): {@link #MIG_MIGRATED}, {@link #MIG_REARM} or {@link #MIG_ARMED}}
+     */
     public int pathMigState() { return pathMigState; }
+    /** {@return the alternate path's address vector ({@code alt_ah_attr}), or null when unset} */
     public AhAttr altAh() { return altAh; }
+    /** {@return the alternate path's P_Key index ({@code alt_pkey_index})} */
     public int altPkeyIndex() { return altPkeyIndex; }
+    /** {@return the alternate path's local port ({@code alt_port_num}); 0 when unset} */
     public int altPort() { return altPort; }
+    /** {@return the alternate path's local ACK timeout exponent ({@code alt_timeout})} */
     public int altTimeout() { return altTimeout; }
+    /** {@return the send rate limit in kbit/s ({@code rate_limit}); 0 for none} */
     public int rateLimit() { return rateLimit; }
 
     @Override
