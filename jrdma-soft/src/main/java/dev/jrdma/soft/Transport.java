@@ -427,8 +427,8 @@ final class Transport {
             boolean look;
             try {
                 look = r != pollRx || link.readable();
-            } catch (IOException e) {
-                look = false; // the device was released
+            } catch (IOException | RuntimeException | Error e) {
+                look = false; // the device was released, or the link fails: the receive thread's drive counts it
             }
             while (look && n < budget) {
                 r.buf.clear();
@@ -437,8 +437,10 @@ final class Transport {
                     from = link.receive(r.buf);
                 } catch (ClosedChannelException e) {
                     break; // the device was released
-                } catch (IOException e) {
+                } catch (IOException | RuntimeException | Error e) {
+                    // a failing link must not throw into an application's poll: counted, the next drive tries again
                     counters.add(Counter.RX_DROPPED);
+                    if (!(e instanceof IOException)) System.getLogger("dev.jrdma.soft").log(System.Logger.Level.WARNING, "soft device " + key + ": receiving failed", e);
                     break;
                 }
                 if (from == null) break;

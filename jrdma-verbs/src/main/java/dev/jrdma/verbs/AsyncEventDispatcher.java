@@ -7,7 +7,7 @@ import java.util.function.Consumer;
 /**
  * The listener form of {@link Context#awaitAsyncEvent}: a daemon thread that waits for each event, hands it to the
  * listener and acknowledges it. It ends when closed or when its context closes. A listener that throws does not stop
- * it (the failure is logged and the event still acknowledged).
+ * it (the failure is logged and the event still acknowledged), nor does a wait that throws (logged; it waits again).
  */
 public final class AsyncEventDispatcher implements AutoCloseable {
     /** How long one wait lasts before the thread looks whether it was closed. */
@@ -36,10 +36,13 @@ public final class AsyncEventDispatcher implements AutoCloseable {
                 event = context.awaitAsyncEvent(SLICE);
             } catch (ClosedException e) {
                 return;
-            } catch (RuntimeException e) {
+            } catch (RuntimeException | Error e) {
+                // a provider's bug must not end event delivery for good: report it, wait a slice (no spinning on a
+                // failure that repeats) and wait again
                 if (context.isClosed()) return;
                 System.getLogger("dev.jrdma.verbs").log(System.Logger.Level.WARNING, "waiting for asynchronous events failed", e);
-                return;
+                pause();
+                continue;
             }
             if (event == null) continue;
             try {
@@ -56,7 +59,15 @@ public final class AsyncEventDispatcher implements AutoCloseable {
         }
     }
 
-    /** {@return whether the thread still runs: false once closed, once the context closed, or after a failed wait} */
+    private void pause() {
+        try {
+            Thread.sleep(SLICE);
+        } catch (InterruptedException e) {
+            stopped = true;
+        }
+    }
+
+    /** {@return whether the thread still runs: false once closed or once the context closed} */
     public boolean isRunning() {
         return thread.isAlive();
     }
