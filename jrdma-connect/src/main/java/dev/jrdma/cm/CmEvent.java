@@ -34,12 +34,15 @@ public record CmEvent(CmEventType type, int status, CmId id, CmId listenId, byte
     /** IB CM reject reason 8: nothing listens on that service ID (port). */
     public static final int REJECT_INVALID_SERVICE_ID = 8;
 
-    /** Whether the event reports success (status 0). */
+    /** {@return whether the event reports success (status 0)} */
     public boolean isSuccess() {
         return status == 0;
     }
 
-    /** The status in words: the errno's name, or for a rejection the IB CM reason. */
+    /**
+     * {@return the status in words: "success", the errno's name and meaning, or for a {@link CmEventType#REJECTED}
+     * event the IB CM reject reason}
+     */
     public String statusText() {
         if (status == 0) return "success";
         if (type == CmEventType.REJECTED) {

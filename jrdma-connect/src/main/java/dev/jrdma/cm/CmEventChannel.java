@@ -28,17 +28,26 @@ public final class CmEventChannel implements AutoCloseable {
         this.fd = ptr.reinterpret(4).get(JAVA_INT, 0);
     }
 
-    /** Why rdma_cm cannot be used on this machine (no librdmacm, or no {@code /dev/infiniband/rdma_cm}), or empty. */
+    /**
+     * {@return why rdma_cm cannot be used on this machine (no librdmacm, or no {@code /dev/infiniband/rdma_cm}), or
+     * empty when it can}
+     */
     public static Optional<String> unavailableReason() {
         return Optional.ofNullable(Librdmacm.unavailable());
     }
 
-    /** A new event channel. */
+    /**
+     * Creates an event channel ({@code rdma_create_event_channel}).
+     *
+     * @return the new channel; close it after the ids created on it
+     * @throws CmException when rdma_cm is not available here ({@link #unavailableReason}, errno 0) or librdmacm
+     *                     fails to open {@code /dev/infiniband/rdma_cm}
+     */
     public static CmEventChannel create() throws CmException {
         return new CmEventChannel(Librdmacm.callPtr("rdma_create_event_channel", Librdmacm.CREATE_EVENT_CHANNEL));
     }
 
-    /** The channel's file descriptor (readable when an event is waiting). */
+    /** {@return the channel's file descriptor ({@code rdma_event_channel.fd}), readable when an event is waiting} */
     public int fd() {
         return fd;
     }
@@ -52,15 +61,23 @@ public final class CmEventChannel implements AutoCloseable {
     }
 
     /**
-     * The next event, or null when {@code timeout} passed first (or the channel is closed).
+     * Waits for the next event of any id on this channel ({@code rdma_get_cm_event}, then {@code rdma_ack_cm_event}).
      *
+     * @param timeout how long to wait at most; zero or negative: do not wait
+     * @return the event, or null when {@code timeout} passed first (or the channel is closed)
      * @throws CmException when librdmacm fails to deliver it
      */
     public CmEvent next(Duration timeout) throws CmException {
         return next(timeout.toMillis());
     }
 
-    /** As {@link #next(Duration)}, with the timeout in milliseconds (0: do not wait). */
+    /**
+     * As {@link #next(Duration)}, with the timeout in milliseconds.
+     *
+     * @param timeoutMs how long to wait at most, in milliseconds; 0 or negative: do not wait
+     * @return the event, or null when the timeout passed first (or the channel is closed)
+     * @throws CmException when poll(2) or {@code rdma_get_cm_event} fails
+     */
     public synchronized CmEvent next(long timeoutMs) throws CmException {
         if (closed) return null;
         try (Arena a = Arena.ofConfined()) {
@@ -111,7 +128,7 @@ public final class CmEventChannel implements AutoCloseable {
         return fresh;
     }
 
-    /** Whether {@link #close} was called. */
+    /** {@return whether {@link #close} was called} */
     public boolean isClosed() {
         return closed;
     }

@@ -41,17 +41,23 @@ public enum CmEventType {
 
     private static final CmEventType[] BY_CODE = values();
 
-    /** The value of {@code enum rdma_cm_event_type}. */
+    /** {@return the value of {@code enum rdma_cm_event_type} (the constant's ordinal)} */
     public int code() {
         return ordinal();
     }
 
-    /** librdmacm's name, as {@code rdma_event_str} prints it. */
+    /** {@return librdmacm's name, as {@code rdma_event_str} prints it, e.g. {@code RDMA_CM_EVENT_ESTABLISHED}} */
     public String cName() {
         return "RDMA_CM_EVENT_" + name();
     }
 
-    /** The event type of a code; an unknown code is an {@link IllegalArgumentException}. */
+    /**
+     * The event type of a code, e.g. {@code rdma_cm_event.event}.
+     *
+     * @param code an {@code enum rdma_cm_event_type} value
+     * @return its event type
+     * @throws IllegalArgumentException when the code is not one this library knows
+     */
     public static CmEventType of(int code) {
         if (code < 0 || code >= BY_CODE.length) throw new IllegalArgumentException("unknown rdma_cm event type " + code);
         return BY_CODE[code];

@@ -4,7 +4,9 @@ import dev.jrdma.verbs.VerbsException;
 
 /** A failed librdmacm call, with the errno it set (0 when the call was refused before reaching librdmacm). */
 public final class CmException extends Exception {
+    /** The librdmacm function that failed (part of the serialized form). */
     private final String call;
+    /** The errno it set, or 0 (part of the serialized form). */
     private final int errno;
 
     CmException(String call, int errno) {
@@ -17,17 +19,23 @@ public final class CmException extends Exception {
         this.errno = errno;
     }
 
-    /** The librdmacm function that failed, e.g. {@code rdma_resolve_addr}. */
+    /** {@return the librdmacm function that failed, e.g. {@code rdma_resolve_addr}} */
     public String call() {
         return call;
     }
 
-    /** The errno the call set, or 0. */
+    /** {@return the (positive) errno the call set, or 0 when it was refused before reaching librdmacm} */
     public int errno() {
         return errno;
     }
 
-    /** An errno's name with what it means for rdma_cm. */
+    /**
+     * An errno's name with what it means for rdma_cm, e.g. {@code "ECONNREFUSED, connection refused: nothing listens
+     * there"}; errnos rdma_cm does not give a meaning of its own are named as {@link VerbsException#errnoName} does.
+     *
+     * @param errno a positive errno value
+     * @return its name and meaning
+     */
     public static String errnoName(int errno) {
         return switch (errno) {
             case 98 -> "EADDRINUSE, address already in use";

@@ -34,7 +34,14 @@ public final class CmId implements AutoCloseable {
         this.portSpace = portSpace;
     }
 
-    /** A new id whose events arrive on {@code channel} ({@code rdma_create_id}). */
+    /**
+     * Creates an id whose events arrive on {@code channel} ({@code rdma_create_id}).
+     *
+     * @param channel   the channel for its events (and those of the connection-request ids a listener gets)
+     * @param portSpace {@link PortSpace#TCP} for reliable connections, {@link PortSpace#UDP} for datagrams
+     * @return the new id; close it before its channel
+     * @throws CmException when the channel is closed (errno 0), rdma_cm is not available here, or librdmacm refuses
+     */
     public static CmId create(CmEventChannel channel, PortSpace portSpace) throws CmException {
         if (channel.isClosed()) throw new CmException("rdma_create_id", 0, "the event channel is closed");
         try (Arena a = Arena.ofConfined()) {
@@ -46,12 +53,12 @@ public final class CmId implements AutoCloseable {
         }
     }
 
-    /** The port space the id was created in. */
+    /** {@return the port space the id was created in (a connection request's id: its listener's)} */
     public PortSpace portSpace() {
         return portSpace;
     }
 
-    /** The channel its events arrive on. */
+    /** {@return the channel its events arrive on (the last one {@link #migrate} moved it to)} */
     public CmEventChannel channel() {
         return channel;
     }
@@ -60,7 +67,14 @@ public final class CmId implements AutoCloseable {
         if (closed) throw new CmException(call, 0, "the id is closed");
     }
 
-    /** Binds to a local address (port 0: any free port) ({@code rdma_bind_addr}). */
+    /**
+     * Binds to a local address ({@code rdma_bind_addr}), which also binds the id to the RDMA device that has it.
+     *
+     * @param local the address of an RDMA device here (or the wildcard address) and a port; port 0: any free port,
+     *              see {@link #localAddress}
+     * @throws CmException when the id is closed (errno 0), or librdmacm refuses: EADDRINUSE (the port is taken), EADDRNOTAVAIL (no
+     *                     RDMA device has that address)
+     */
     public void bind(InetSocketAddress local) throws CmException {
         open("rdma_bind_addr");
         try (Arena a = Arena.ofConfined()) {
@@ -68,7 +82,13 @@ public final class CmId implements AutoCloseable {
         }
     }
 
-    /** Listens for connection requests ({@code rdma_listen}); bind first. */
+    /**
+     * Listens for connection requests ({@code rdma_listen}); bind first. Each request arrives as a
+     * {@link CmEventType#CONNECT_REQUEST} event carrying a new id for the connection.
+     *
+     * @param backlog how many requests may wait to be accepted or rejected (0, negative or above the kernel's limit: that limit, ucma's {@code max_backlog})
+     * @throws CmException when the id is closed (errno 0) or librdmacm refuses (e.g. the id is not bound)
+     */
     public void listen(int backlog) throws CmException {
         open("rdma_listen");
         Librdmacm.call("rdma_listen", Librdmacm.LISTEN, ptr, backlog);
@@ -76,7 +96,12 @@ public final class CmId implements AutoCloseable {
 
     /**
      * Resolves {@code destination} to a local device and port ({@code rdma_resolve_addr}): ADDR_RESOLVED or
-     * ADDR_ERROR follows. {@code source} may be null (the route decides).
+     * ADDR_ERROR follows.
+     *
+     * @param source      the local address to use, or null: the one the IP route to {@code destination} picks
+     * @param destination the peer's IP address and rdma_cm port
+     * @param timeout     how long resolution may take before ADDR_ERROR (at least 1 ms is passed)
+     * @throws CmException when the id is closed (errno 0) or librdmacm refuses at once (e.g. ENETUNREACH, no RDMA device has a route)
      */
     public void resolveAddress(InetSocketAddress source, InetSocketAddress destination, Duration timeout) throws CmException {
         open("rdma_resolve_addr");
@@ -86,7 +111,12 @@ public final class CmId implements AutoCloseable {
         }
     }
 
-    /** Resolves the route to the resolved address ({@code rdma_resolve_route}): ROUTE_RESOLVED or ROUTE_ERROR follows. */
+    /**
+     * Resolves the route to the resolved address ({@code rdma_resolve_route}): ROUTE_RESOLVED or ROUTE_ERROR follows.
+     *
+     * @param timeout how long resolution may take before ROUTE_ERROR (at least 1 ms is passed)
+     * @throws CmException when the id is closed (errno 0) or librdmacm refuses (e.g. the address was not resolved first)
+     */
     public void resolveRoute(Duration timeout) throws CmException {
         open("rdma_resolve_route");
         Librdmacm.call("rdma_resolve_route", Librdmacm.RESOLVE_ROUTE, ptr, millis(timeout));
@@ -96,6 +126,11 @@ public final class CmId implements AutoCloseable {
      * Sends a connection request for the QP {@code param.qpNum()} ({@code rdma_connect}); the QP must be in INIT.
      * RC: CONNECT_RESPONSE (then move the QP to RTR/RTS and {@link #establish}), REJECTED, UNREACHABLE or
      * CONNECT_ERROR follows. UD: ESTABLISHED with the peer's QPN and Q_Key, REJECTED or UNREACHABLE.
+     *
+     * @param param the QP number, the read/atomic depths, retry counts and private data (at most 56 bytes for RC,
+     *              180 for UD)
+     * @throws CmException when the id is closed (errno 0) or librdmacm refuses (e.g. EINVAL: too much private data, or the route is not
+     *                     resolved)
      */
     public void connect(ConnParam param) throws CmException {
         open("rdma_connect");
@@ -104,7 +139,14 @@ public final class CmId implements AutoCloseable {
         }
     }
 
-    /** Accepts a connection request on the request's id ({@code rdma_accept}); for RC move the QP to RTS first. */
+    /**
+     * Accepts a connection request on the request's id ({@code rdma_accept}); for RC move the QP to RTS first.
+     * For RC, ESTABLISHED follows once the client's RTU arrives; a UD accept answers at once (SIDR reply).
+     *
+     * @param param this side's QP number, depths, retry counts and private data (at most 196 bytes for RC, 136 for
+     *              UD)
+     * @throws CmException when the id is closed (errno 0) or librdmacm refuses (e.g. EINVAL: too much private data)
+     */
     public void accept(ConnParam param) throws CmException {
         open("rdma_accept");
         try (Arena a = Arena.ofConfined()) {
@@ -112,7 +154,13 @@ public final class CmId implements AutoCloseable {
         }
     }
 
-    /** Rejects a connection request, with private data for the peer's REJECTED event ({@code rdma_reject}). */
+    /**
+     * Rejects a connection request ({@code rdma_reject}); the peer gets REJECTED with reason 28 (consumer defined).
+     *
+     * @param privateData what the peer's REJECTED event carries (at most 148 bytes reach it), may be empty
+     * @throws IllegalArgumentException when {@code privateData} is longer than {@link ConnParam#MAX_PRIVATE_DATA}
+     * @throws CmException              when the id is closed (errno 0) or librdmacm refuses (e.g. EINVAL: too much private data)
+     */
     public void reject(byte[] privateData) throws CmException {
         open("rdma_reject");
         if (privateData.length > ConnParam.MAX_PRIVATE_DATA) throw new IllegalArgumentException("private data of " + privateData.length + " bytes: at most 255");
@@ -122,7 +170,12 @@ public final class CmId implements AutoCloseable {
         }
     }
 
-    /** Completes the client's side after CONNECT_RESPONSE, once the QP is in RTS ({@code rdma_establish}). */
+    /**
+     * Completes the client's side after CONNECT_RESPONSE, once the QP is in RTS ({@code rdma_establish}): sends the
+     * RTU, and ESTABLISHED follows.
+     *
+     * @throws CmException when the id is closed (errno 0) or librdmacm refuses (e.g. no CONNECT_RESPONSE came)
+     */
     public void establish() throws CmException {
         open("rdma_establish");
         Librdmacm.call("rdma_establish", Librdmacm.ESTABLISH, ptr);
@@ -131,13 +184,20 @@ public final class CmId implements AutoCloseable {
     /**
      * Disconnects ({@code rdma_disconnect}). The first call sends a DREQ: the peer gets DISCONNECTED and answers
      * with its own disconnect (a DREP), on which this side gets DISCONNECTED too (or after the CM's DREQ timeout).
+     *
+     * @throws CmException when the id is closed (errno 0) or librdmacm refuses (e.g. EINVAL: not connected)
      */
     public void disconnect() throws CmException {
         open("rdma_disconnect");
         Librdmacm.call("rdma_disconnect", Librdmacm.DISCONNECT, ptr);
     }
 
-    /** Moves the id's events to another channel ({@code rdma_migrate_id}), e.g. one per connection. */
+    /**
+     * Moves the id's events to another channel ({@code rdma_migrate_id}), e.g. one per connection.
+     *
+     * @param to the channel its events arrive on from now
+     * @throws CmException when the id is closed (errno 0) or librdmacm refuses; the id stays on its channel then
+     */
     public void migrate(CmEventChannel to) throws CmException {
         open("rdma_migrate_id");
         Librdmacm.call("rdma_migrate_id", Librdmacm.MIGRATE_ID, ptr, to.ptr);
@@ -148,7 +208,12 @@ public final class CmId implements AutoCloseable {
 
     /**
      * The QP attributes and mask that move a QP of this connection to {@code target} ({@code rdma_init_qp_attr}),
-     * ready for {@code QueuePair.modify}.
+     * ready for {@code QueuePair.modify}: port, P_Key index and access for INIT; path, destination QPN, PSN and
+     * read/atomic depth from the CM exchange for RTR; timeouts and retry counts for RTS.
+     *
+     * @param target the state the QP moves to next (INIT, RTR or RTS)
+     * @return the attributes librdmacm filled in, with exactly the mask bits it set
+     * @throws CmException when the id is closed (errno 0) or librdmacm refuses (e.g. RTR before the peer's parameters are known)
      */
     public QpAttr initQpAttr(QpState target) throws CmException {
         open("rdma_init_qp_attr");
@@ -161,28 +226,33 @@ public final class CmId implements AutoCloseable {
         }
     }
 
-    /** The verbs device the id is bound to (after bind or address resolution), or null. */
+    /**
+     * {@return the verbs device the id is bound to (e.g. {@code rxe0}, after bind or address resolution), or null
+     * when it is not bound to one}
+     *
+     * @throws CmException when the id is closed (errno 0) or {@code ibv_get_device_name} fails
+     */
     public String deviceName() throws CmException {
         open("ibv_get_device_name");
         return Librdmacm.deviceName(ptr);
     }
 
-    /** The device port the id is bound to (0 before). */
+    /** {@return the device port the id is bound to, from 1 (0 before bind or address resolution)} */
     public int portNum() {
         return Librdmacm.u8(ptr, Librdmacm.ID_PORT_NUM);
     }
 
-    /** The local address (with the port a bind to port 0 chose), or null before bind/resolution. */
+    /** {@return the local address (with the port a bind to port 0 chose), or null before bind/resolution or once closed} */
     public InetSocketAddress localAddress() {
         return closed ? null : Librdmacm.readSockaddr(ptr.asSlice(Librdmacm.ID_SRC_ADDR, 28));
     }
 
-    /** The peer's address, or null. */
+    /** {@return the peer's address (from resolution or the connection request), or null when none or once closed} */
     public InetSocketAddress remoteAddress() {
         return closed ? null : Librdmacm.readSockaddr(ptr.asSlice(Librdmacm.ID_DST_ADDR, 28));
     }
 
-    /** Whether {@link #close} was called. */
+    /** {@return whether {@link #close} was called} */
     public boolean isClosed() {
         return closed;
     }

@@ -20,10 +20,18 @@ public final class ConnParam {
     private int responderResources = 1, initiatorDepth = 1, retryCount = 7, rnrRetryCount = 7, qpNum;
     private boolean flowControl = true, srq;
 
+    /** Parameters with rping's defaults: private data empty, depths 1, retry counts 7, flow control on, QP number 0. */
+    public ConnParam() {
+    }
+
     /**
      * The private data the peer receives with the event. The IB CM carries at most 56 bytes in a connect (REQ),
      * 196 in an accept (REP), 148 in a reject, 180 in a UD connect (SIDR REQ), 136 in a UD accept; librdmacm
      * refuses more with EINVAL.
+     *
+     * @param data the bytes (copied), may be empty
+     * @return this
+     * @throws IllegalArgumentException when {@code data} is longer than {@link #MAX_PRIVATE_DATA}
      */
     public ConnParam privateData(byte[] data) {
         if (data.length > MAX_PRIVATE_DATA) throw new IllegalArgumentException("private data of " + data.length + " bytes: at most " + MAX_PRIVATE_DATA);
@@ -31,55 +39,106 @@ public final class ConnParam {
         return this;
     }
 
-    /** How many RDMA reads/atomics this side accepts in flight from the peer (the QP's max_dest_rd_atomic). */
+    /**
+     * How many RDMA reads/atomics this side accepts in flight from the peer ({@code responder_resources}; the QP's
+     * {@code max_dest_rd_atomic}).
+     *
+     * @param n 0..255; the peer's initiator depth should not exceed it
+     * @return this
+     * @throws IllegalArgumentException when {@code n} is out of range
+     */
     public ConnParam responderResources(int n) {
         responderResources = u8("responderResources", n);
         return this;
     }
 
-    /** How many RDMA reads/atomics this side sends in flight (the QP's max_rd_atomic). */
+    /**
+     * How many RDMA reads/atomics this side sends in flight ({@code initiator_depth}; the QP's {@code max_rd_atomic}).
+     *
+     * @param n 0..255
+     * @return this
+     * @throws IllegalArgumentException when {@code n} is out of range
+     */
     public ConnParam initiatorDepth(int n) {
         initiatorDepth = u8("initiatorDepth", n);
         return this;
     }
 
-    /** Whether this side's hardware does end-to-end flow control (always true for rxe). */
+    /**
+     * Whether this side's hardware does end-to-end flow control ({@code flow_control}; always true for rxe).
+     *
+     * @param b the flag (default true)
+     * @return this
+     */
     public ConnParam flowControl(boolean b) {
         flowControl = b;
         return this;
     }
 
-    /** Transport retries before RETRY_EXC_ERR (0-7). */
+    /**
+     * Transport retries before a work request fails with RETRY_EXC_ERR ({@code retry_count}; the QP's
+     * {@code retry_cnt}).
+     *
+     * @param n 0..7
+     * @return this
+     * @throws IllegalArgumentException when {@code n} is out of range
+     */
     public ConnParam retryCount(int n) {
         retryCount = bits3("retryCount", n);
         return this;
     }
 
-    /** RNR retries before RNR_RETRY_EXC_ERR (0-7, 7 = forever). */
+    /**
+     * RNR retries before a work request fails with RNR_RETRY_EXC_ERR ({@code rnr_retry_count}; the QP's
+     * {@code rnr_retry}).
+     *
+     * @param n 0..7; 7 retries forever
+     * @return this
+     * @throws IllegalArgumentException when {@code n} is out of range
+     */
     public ConnParam rnrRetryCount(int n) {
         rnrRetryCount = bits3("rnrRetryCount", n);
         return this;
     }
 
-    /** Whether the QP receives from a shared receive queue. */
+    /**
+     * Whether the QP receives from a shared receive queue ({@code srq}).
+     *
+     * @param b the flag (default false)
+     * @return this
+     */
     public ConnParam srq(boolean b) {
         srq = b;
         return this;
     }
 
-    /** The number of the QP this connection is for. */
+    /**
+     * The number of the QP this connection is for ({@code qp_num}): jrdma creates QPs with the verbs API, so this
+     * must be set.
+     *
+     * @param qpn the QP number; only its low 24 bits are kept
+     * @return this
+     */
     public ConnParam qpNum(int qpn) {
         qpNum = qpn & 0xFFFFFF;
         return this;
     }
 
+    /** {@return a copy of the private data (empty when none)} */
     public byte[] privateData() { return privateData.clone(); }
+    /** {@return the responder resources, 0..255} */
     public int responderResources() { return responderResources; }
+    /** {@return the initiator depth, 0..255} */
     public int initiatorDepth() { return initiatorDepth; }
+    /** {@return whether end-to-end flow control is announced} */
     public boolean flowControl() { return flowControl; }
+    /** {@return the transport retry count, 0..7} */
     public int retryCount() { return retryCount; }
+    /** {@return the RNR retry count, 0..7 (7: forever)} */
     public int rnrRetryCount() { return rnrRetryCount; }
+    /** {@return whether the QP receives from a shared receive queue} */
     public boolean srq() { return srq; }
+    /** {@return the QP number (24 bits)} */
     public int qpNum() { return qpNum; }
 
     /** The C struct, in {@code arena}. */

@@ -17,17 +17,23 @@ public enum PortSpace {
         this.code = code;
     }
 
-    /** The value of {@code enum rdma_port_space}. */
+    /** {@return the value of {@code enum rdma_port_space}, e.g. 0x0106 for {@code RDMA_PS_TCP}} */
     public int code() {
         return code;
     }
 
-    /** Whether ids of this space carry unreliable datagram QPs. */
+    /** {@return whether ids of this space carry unreliable datagram QPs ({@link #UDP}, {@link #IPOIB})} */
     public boolean isDatagram() {
         return this == UDP || this == IPOIB;
     }
 
-    /** The port space of a code, e.g. from {@code rdma_cm_id.ps}. */
+    /**
+     * The port space of a code, e.g. from {@code rdma_cm_id.ps}.
+     *
+     * @param code an {@code enum rdma_port_space} value
+     * @return its port space
+     * @throws IllegalArgumentException when the code is not one of the four spaces
+     */
     public static PortSpace of(int code) {
         for (PortSpace p : values()) if (p.code == code) return p;
         throw new IllegalArgumentException("unknown rdma_cm port space 0x" + Integer.toHexString(code));
