@@ -37,9 +37,12 @@ public final class BufferPool implements AutoCloseable {
     private int inUse;
 
     /**
+     * A pool that registers nothing until the first allocation.
+     *
      * @param pd       where the slabs are registered
      * @param slabSize bytes per slab, a power of two of at least 4 KiB
      * @param access   rights of every slab (LOCAL_WRITE, and REMOTE_* for buffers peers may touch)
+     * @throws IllegalArgumentException when {@code slabSize} is not a power of two of at least 4096
      */
     public BufferPool(ProtectionDomain pd, long slabSize, Set<Access> access) {
         if (slabSize < 4096 || Long.bitCount(slabSize) != 1) throw new IllegalArgumentException("slab size must be a power of two >= 4096, not " + slabSize);
@@ -51,30 +54,41 @@ public final class BufferPool implements AutoCloseable {
         for (int i = 0; i <= maxClass; i++) free.add(new ArrayDeque<>());
     }
 
+    /** {@return the bytes per slab, a power of two: the largest size served by a slice} */
     public long slabSize() {
         return slabSize;
     }
 
+    /** {@return the rights every region of the pool is registered with} */
     public Set<Access> access() {
         return access;
     }
 
-    /** Bytes registered so far (slabs and large buffers). */
+    /** {@return the bytes registered now: slabs (never given back before close) and large buffers still out} */
     public synchronized long registeredBytes() {
         return registered;
     }
 
-    /** Buffers handed out and not yet given back. */
+    /** {@return how many buffers are handed out and not yet given back} */
     public synchronized int inUse() {
         return inUse;
     }
 
-    /** Number of registered slabs. */
+    /** {@return how many slabs are registered} */
     public synchronized int slabCount() {
         return slabs.size();
     }
 
-    /** A registered buffer of exactly {@code size} bytes (its slice may be larger). Contents are not cleared. */
+    /**
+     * A registered buffer of exactly {@code size} bytes: a slice of a slab (rounded up to a power of two of at least
+     * 64 bytes) or, above the slab size, a region of its own. Contents are not cleared.
+     *
+     * @param size bytes, at least 1
+     * @return the buffer; close it to give it back
+     * @throws IllegalArgumentException when {@code size} is not positive
+     * @throws IllegalStateException    when the pool is closed
+     * @throws dev.jrdma.verbs.VerbsException when registering a new slab or region fails
+     */
     public RegisteredBuffer allocate(long size) {
         if (size <= 0) throw new IllegalArgumentException("buffer size must be positive, not " + size);
         synchronized (this) {
@@ -115,7 +129,14 @@ public final class BufferPool implements AutoCloseable {
         return null;
     }
 
-    /** A registered buffer holding a copy of {@code data}. */
+    /**
+     * A registered buffer holding a copy of {@code data}, as {@link #allocate(long)} (an empty array gets a 1-byte
+     * buffer).
+     *
+     * @param data the bytes to copy
+     * @return the buffer; close it to give it back
+     * @throws IllegalStateException when the pool is closed
+     */
     public RegisteredBuffer allocate(byte[] data) {
         RegisteredBuffer b = allocate(Math.max(1, data.length));
         MemorySegment.copy(data, 0, b.segment(), java.lang.foreign.ValueLayout.JAVA_BYTE, 0, data.length);

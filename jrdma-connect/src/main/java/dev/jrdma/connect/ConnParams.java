@@ -15,13 +15,29 @@ import java.io.IOException;
  * u16 lid, 16-byte GID, u32 psn, u8 MTU enum (1..5). {@link #readFrom} validates the magic, the version and the
  * ranges (QPN and PSN fit 24 bits, a known MTU) and throws an {@link RdmaConnectException} that says which.
  * This is the canonical out-of-band record of jrdma; the examples and the endpoint handshake both use it.
+ *
+ * @param addr  the address of the buffer this side offers the peer (0 when none)
+ * @param rkey  the rkey of that buffer (0 when none)
+ * @param qpNum this side's QP number (24 bits); the peer's QP goes to RTR with it as {@code dest_qp_num}
+ * @param lid   this side's port LID (InfiniBand; 0 on RoCE), 16 bits
+ * @param gid   this side's GID, the path's destination GID on the peer (RoCE); null is taken as {@link Gid#ZERO}
+ * @param psn   the first packet sequence number this side sends (24 bits): the peer's {@code rq_psn}
+ * @param mtu   this side's port's active MTU; each side moves its QP to RTR with the smaller of the two
  */
 public record ConnParams(long addr, int rkey, int qpNum, int lid, Gid gid, int psn, Mtu mtu) {
-    public static final int MAGIC = 0x4A524350; // "JRCP"
+    /** The first four bytes of the record: {@code "JRCP"} in ASCII. */
+    public static final int MAGIC = 0x4A524350;
+    /** The wire format's version; {@link #readFrom} refuses any other. */
     public static final int VERSION = 1;
     /** Encoded size in bytes. */
     public static final int SIZE = 4 + 2 + 8 + 4 + 4 + 2 + 16 + 4 + 1;
 
+    /**
+     * Checks the ranges.
+     *
+     * @throws IllegalArgumentException when the QP number or PSN does not fit 24 bits, the LID 16 bits, or
+     *                                  {@code mtu} is null
+     */
     public ConnParams {
         if ((qpNum & ~0xFFFFFF) != 0) throw new IllegalArgumentException("QP number 0x" + Integer.toHexString(qpNum) + " does not fit 24 bits");
         if ((psn & ~0xFFFFFF) != 0) throw new IllegalArgumentException("PSN 0x" + Integer.toHexString(psn) + " does not fit 24 bits");
@@ -30,6 +46,12 @@ public record ConnParams(long addr, int rkey, int qpNum, int lid, Gid gid, int p
         if (mtu == null) throw new IllegalArgumentException("mtu is required");
     }
 
+    /**
+     * Writes the 44-byte wire format.
+     *
+     * @param out where to (e.g. a socket's {@link java.io.DataOutputStream}); not flushed
+     * @throws IOException when {@code out} fails
+     */
     public void writeTo(DataOutput out) throws IOException {
         out.writeInt(MAGIC);
         out.writeShort(VERSION);
@@ -42,6 +64,17 @@ public record ConnParams(long addr, int rkey, int qpNum, int lid, Gid gid, int p
         out.writeByte(mtu.code);
     }
 
+    /**
+     * Reads and validates the 44-byte wire format.
+     *
+     * @param in where from
+     * @return the peer's parameters
+     * @throws RdmaConnectException with {@link RdmaConnectException.Reason#PROTOCOL_ERROR} when the magic is wrong,
+     *                              the QP number or PSN does not fit 24 bits, the QP number is 0 or 1, or the MTU code
+     *                              is outside 1..5; {@link RdmaConnectException.Reason#VERSION_MISMATCH} for another
+     *                              version
+     * @throws IOException          when {@code in} fails or ends early ({@link java.io.EOFException})
+     */
     public static ConnParams readFrom(DataInput in) throws IOException {
         int magic = in.readInt();
         if (magic != MAGIC) {

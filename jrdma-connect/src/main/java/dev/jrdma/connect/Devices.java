@@ -17,6 +17,15 @@ import java.util.Optional;
 public final class Devices {
     private Devices() {}
 
+    /**
+     * The device for a connection from {@code local}.
+     *
+     * @param local        the local address the connection uses (a wildcard or IPv6 address: the default device)
+     * @param explicitName a device name from the configuration, or null/blank for none
+     * @return the named device; else the default device when {@code jrdma.device} / {@code JRDMA_DEVICE} names one;
+     *         else the default provider's device for {@code local} when it has one; else the default device
+     * @throws dev.jrdma.verbs.VerbsException (ENODEV) when {@code explicitName} names no device
+     */
     public static Device forLocalAddress(InetAddress local, String explicitName) {
         if (explicitName != null && !explicitName.isBlank()) return Verbs.device(explicitName.trim());
         String named = System.getProperty("jrdma.device", System.getenv("JRDMA_DEVICE"));

@@ -24,18 +24,33 @@ public class RdmaConnectException extends IOException {
         DEVICE_ERROR
     }
 
+    /** Why set-up failed (part of the serialized form). */
     private final Reason reason;
 
+    /**
+     * A set-up failure.
+     *
+     * @param reason  which way it failed
+     * @param message what happened and what to do
+     */
     public RdmaConnectException(Reason reason, String message) {
         super(message);
         this.reason = reason;
     }
 
+    /**
+     * A set-up failure with its cause.
+     *
+     * @param reason  which way it failed
+     * @param message what happened and what to do
+     * @param cause   the underlying exception (e.g. the socket's, or a {@code VerbsException})
+     */
     public RdmaConnectException(Reason reason, String message, Throwable cause) {
         super(message, cause);
         this.reason = reason;
     }
 
+    /** {@return which way set-up failed} */
     public Reason reason() {
         return reason;
     }

@@ -25,50 +25,72 @@ public final class RegisteredBuffer implements AutoCloseable {
         this.segment = mr.segment().asSlice(offset, length);
     }
 
-    /** The registered memory (zero-copy). */
+    /**
+     * {@return the registered memory (zero-copy), exactly {@link #length} bytes}
+     *
+     * @throws IllegalStateException when the buffer was given back to its pool
+     */
     public MemorySegment segment() {
         checkLive();
         return segment;
     }
 
-    /** The registered memory as a direct ByteBuffer (zero-copy, big-endian like every ByteBuffer). */
+    /**
+     * {@return the registered memory as a direct ByteBuffer (zero-copy, big-endian like every new ByteBuffer)}
+     *
+     * @throws IllegalStateException when the buffer was given back to its pool
+     */
     public ByteBuffer byteBuffer() {
         checkLive();
         return segment.asByteBuffer();
     }
 
+    /** {@return the length in bytes: the size asked of the pool (the slice under it may be larger)} */
     public long length() {
         return segment.byteSize();
     }
 
-    /** The address work requests name (the region's address plus this slice's offset). */
+    /** {@return the address work requests name: the region's address plus this slice's offset} */
     public long address() {
         return mr.address() + offset;
     }
 
+    /** {@return the local key of the region the slice is in, for this side's work requests} */
     public int lkey() {
         return mr.lkey();
     }
 
+    /** {@return the remote key of the region the slice is in: what a peer uses when the pool grants remote rights} */
     public int rkey() {
         return mr.rkey();
     }
 
+    /** {@return the memory region the slice is in (a pool slab, or a region of its own for a large buffer)} */
     public MemoryRegion region() {
         return mr;
     }
 
-    /** Offset of this slice in its memory region. */
+    /** {@return the offset of this slice in its memory region, in bytes} */
     public long regionOffset() {
         return offset;
     }
 
-    /** This buffer as a peer names it: export it with {@link RemoteBuffer#toBytes()}. */
+    /**
+     * {@return this buffer as a peer names it (address, rkey, length): send it with {@link RemoteBuffer#toBytes()}}
+     * A peer can use it only with the rights the pool's regions were registered with.
+     */
     public RemoteBuffer remote() {
         return new RemoteBuffer(address(), rkey(), length());
     }
 
-    /** A part of this buffer as a peer names it. */
+    /**
+     * A part of this buffer as a peer names it.
+     *
+     * @param off where the part starts, in bytes from this buffer's start
+     * @param len its length in bytes
+     * @return the part
+     * @throws IndexOutOfBoundsException when {@code [off, off + len)} is not inside this buffer
+     */
     public RemoteBuffer remote(long off, long len) {
         return remote().slice(off, len);
     }
@@ -88,6 +110,7 @@ public final class RegisteredBuffer implements AutoCloseable {
         if (released) throw new IllegalStateException("this registered buffer was given back to its pool");
     }
 
+    /** {@return whether {@link #close} gave the buffer back to its pool} */
     public boolean isReleased() {
         return released;
     }

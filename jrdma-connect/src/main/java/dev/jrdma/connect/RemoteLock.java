@@ -19,12 +19,26 @@ public final class RemoteLock {
     private final long owner;
     private boolean held;
 
-    /** A lock on the word at the start of {@code word}, with a random owner id. */
+    /**
+     * A lock on the word at the start of {@code word}, with a random non-zero owner id.
+     *
+     * @param endpoint the connection to the side that holds the word
+     * @param word     the lock word's buffer, at least 8 bytes, 8-byte aligned, with remote atomic rights
+     * @throws IndexOutOfBoundsException when {@code word} is shorter than 8 bytes
+     */
     public RemoteLock(Endpoint endpoint, RemoteBuffer word) {
         this(endpoint, word, randomOwner());
     }
 
-    /** A lock with an explicit owner id (non-zero, unique among the contenders). */
+    /**
+     * A lock with an explicit owner id.
+     *
+     * @param endpoint the connection to the side that holds the word
+     * @param word     the lock word's buffer, at least 8 bytes, 8-byte aligned, with remote atomic rights
+     * @param owner    the id written into the word while held: non-zero, unique among the contenders
+     * @throws IllegalArgumentException  when {@code owner} is 0
+     * @throws IndexOutOfBoundsException when {@code word} is shorter than 8 bytes
+     */
     public RemoteLock(Endpoint endpoint, RemoteBuffer word, long owner) {
         if (owner == 0) throw new IllegalArgumentException("owner id 0 means 'free'; use a non-zero id");
         word.check(0, 8, "lock word");
@@ -41,15 +55,25 @@ public final class RemoteLock {
         return id;
     }
 
+    /** {@return the id this lock writes into the word while it holds it} */
     public long owner() {
         return owner;
     }
 
+    /** {@return whether this object holds the lock (its last acquire succeeded and it has not unlocked)} */
     public synchronized boolean isHeldByMe() {
         return held;
     }
 
-    /** Tries once. */
+    /**
+     * Tries once: one compare-and-swap of 0 to the owner id.
+     *
+     * @return whether the lock was taken
+     * @throws IllegalStateException    when this object already holds it (not reentrant)
+     * @throws IllegalArgumentException when the word is not 8-byte aligned
+     * @throws RdmaException            when the compare-and-swap fails (e.g. REM_ACCESS_ERR, the endpoint is closed,
+     *                                  or no answer within the endpoint's timeout)
+     */
     public synchronized boolean tryLock() {
         if (held) throw new IllegalStateException("this lock is already held by this owner (not reentrant)");
         long seen = endpoint.compareAndSwapSync(word, 0, 0, owner);
@@ -57,7 +81,14 @@ public final class RemoteLock {
         return held;
     }
 
-    /** Tries until {@code timeout} passes, backing off between attempts; false when it did not get the lock. */
+    /**
+     * Tries until {@code timeout} passes, backing off between attempts (20 us doubling to 1 ms, with jitter).
+     *
+     * @param timeout how long to keep trying; zero: one attempt
+     * @return true when the lock was taken, false when the timeout passed first
+     * @throws IllegalStateException when this object already holds it (not reentrant)
+     * @throws RdmaException         when a compare-and-swap fails
+     */
     public synchronized boolean tryLock(Duration timeout) {
         long deadline = System.nanoTime() + timeout.toNanos();
         long backoff = MIN_BACKOFF_NS;
@@ -71,14 +102,25 @@ public final class RemoteLock {
         }
     }
 
-    /** Waits as long as it takes (each attempt still fails within the endpoint's timeout if the peer is gone). */
+    /**
+     * Waits as long as it takes (each attempt still fails within the endpoint's timeout if the peer is gone).
+     *
+     * @throws IllegalStateException when this object already holds it (not reentrant)
+     * @throws RdmaException         when a compare-and-swap fails
+     */
     public void lock() {
         while (!tryLock(Duration.ofSeconds(1))) {
             Thread.onSpinWait();
         }
     }
 
-    /** Releases the lock; throws IllegalMonitorStateException when the word did not hold this owner's id. */
+    /**
+     * Releases the lock: one compare-and-swap of the owner id back to 0.
+     *
+     * @throws IllegalMonitorStateException when this object does not hold the lock, or the word did not hold this
+     *                                      owner's id (someone cleared or took it); it is no longer held either way
+     * @throws RdmaException                when the compare-and-swap fails
+     */
     public synchronized void unlock() {
         if (!held) throw new IllegalMonitorStateException("unlock without holding the lock");
         long seen = endpoint.compareAndSwapSync(word, 0, owner, 0);

@@ -31,21 +31,28 @@ public final class WindowGrant implements AutoCloseable {
         return new WindowGrant(null, null, region, remote);
     }
 
-    /** The granted range as the peer names it (the window's or the region's rkey). */
+    /** {@return the granted range as the peer names it (the window's or the region's rkey): send it to the peer} */
     public RemoteBuffer remote() {
         return remote;
     }
 
-    /** The memory window, or null when the grant is a region of its own. */
+    /** {@return the type 2 memory window, or null when the grant is a region of its own} */
     public MemoryWindow window() {
         return mw;
     }
 
+    /** {@return whether {@link #close} revoked the grant} */
     public synchronized boolean isRevoked() {
         return revoked;
     }
 
-    /** Revokes the grant. Idempotent. */
+    /**
+     * Revokes the grant: a window is invalidated on the connection's QP ({@code IBV_WR_LOCAL_INV}, waited for within
+     * the endpoint's timeout) and deallocated, or the region of its own is deregistered. Idempotent.
+     *
+     * @throws RdmaException when the invalidation fails or times out (the window is deallocated anyway, which also
+     *                       revokes it)
+     */
     @Override
     public synchronized void close() {
         if (revoked) return;
