@@ -177,7 +177,18 @@ public final class Endpoint implements AutoCloseable {
 
     // ---- connection set-up ----------------------------------------------------------------------------------
 
-    /** Connects to a server endpoint with the default settings. */
+    /**
+     * Connects to a server endpoint with the default settings ({@link EndpointConfig#defaults()}).
+     *
+     * @param host the server's host name or address
+     * @param port the server's TCP port (or rdma_cm port when rdma_cm is used)
+     * @return the connected endpoint, on a group of its own (closed with it)
+     * @throws RdmaConnectException with its {@link RdmaConnectException.Reason}: NOTHING_LISTENING, TIMEOUT (nothing
+     *                              within {@link EndpointConfig#timeout()}), ADDRESS_ERROR (the host cannot be
+     *                              resolved or reached, or the port is outside 1..65535), REJECTED (the server's
+     *                              filter or caps), VERSION_MISMATCH, PROTOCOL_ERROR (the peer is not a jrdma
+     *                              endpoint), PEER_GONE, DEVICE_ERROR (no RDMA device, or the QP could not be set up)
+     */
     public static Endpoint connect(String host, int port) throws RdmaConnectException {
         return connect(host, port, EndpointConfig.defaults());
     }
@@ -185,6 +196,18 @@ public final class Endpoint implements AutoCloseable {
     /**
      * Connects to a server endpoint: TCP to {@code host:port}, the handshake (connection parameters both ways),
      * both QPs to RTS. Fails within {@link EndpointConfig#timeout()} with a {@link RdmaConnectException} that says why.
+     * With rdma_cm ({@link EndpointConfig#connectionManager()}) the same is done by address and route resolution
+     * and the CM's connect.
+     *
+     * @param host the server's host name or address
+     * @param port the server's port
+     * @param cfg  the settings of this endpoint (and of its group)
+     * @return the connected endpoint, on a group of its own (closed with it)
+     * @throws RdmaConnectException with its {@link RdmaConnectException.Reason}: NOTHING_LISTENING, TIMEOUT (nothing
+     *                              within {@link EndpointConfig#timeout()}), ADDRESS_ERROR (the host cannot be
+     *                              resolved or reached, or the port is outside 1..65535), REJECTED (the server's
+     *                              filter or caps), VERSION_MISMATCH, PROTOCOL_ERROR (the peer is not a jrdma
+     *                              endpoint), PEER_GONE, DEVICE_ERROR (no RDMA device, or the QP could not be set up)
      */
     public static Endpoint connect(String host, int port, EndpointConfig cfg) throws RdmaConnectException {
         return connect(host, port, cfg, null, null);
@@ -193,6 +216,21 @@ public final class Endpoint implements AutoCloseable {
     /**
      * Connects using a shared group (null: a group of its own, closed with the endpoint) and offering
      * {@code export} (or null) to the server in the handshake.
+     *
+     * @param host   the server's host name or address
+     * @param port   the server's port
+     * @param cfg    the settings of this endpoint
+     * @param group  the group to create the endpoint in (its device must reach the server), or null for one of its own
+     * @param export a buffer of {@code group}'s pool the server may access with the rights of
+     *               {@link EndpointConfig#remoteAccess()} ({@link #peerExport()} on its side), or null
+     * @return the connected endpoint
+     * @throws RdmaConnectException with its {@link RdmaConnectException.Reason}: NOTHING_LISTENING, TIMEOUT (nothing
+     *                              within {@link EndpointConfig#timeout()}), ADDRESS_ERROR (the host cannot be
+     *                              resolved or reached, or the port is outside 1..65535), REJECTED (the server's
+     *                              filter or caps), VERSION_MISMATCH, PROTOCOL_ERROR (the peer is not a jrdma
+     *                              endpoint), PEER_GONE, DEVICE_ERROR (no RDMA device, or the QP could not be set up)
+     * @throws IllegalArgumentException when {@code export} is given without a group, is empty, is not memory of the
+     *                                  group's pool, or {@link EndpointConfig#remoteAccess()} is empty
      */
     public static Endpoint connect(String host, int port, EndpointConfig cfg, EndpointGroup group, RemoteBuffer export)
             throws RdmaConnectException {
@@ -458,73 +496,86 @@ public final class Endpoint implements AutoCloseable {
         return recvBufs;
     }
 
+    /** {@return this side's QP number (24 bits)} */
     public int qpNum() {
         return qp.qpNum();
     }
 
+    /** {@return the RC queue pair under the endpoint (for diagnostics; posting on it directly bypasses the credits)} */
     public QueuePair queuePair() {
         return qp;
     }
 
+    /** {@return the group the endpoint belongs to: its device, buffer pool and completion thread} */
     public EndpointGroup group() {
         return group;
     }
 
-    /** This side's connection parameters, as sent to the peer. */
+    /** {@return this side's connection parameters, as sent to the peer} */
     public ConnParams localParams() {
         return local;
     }
 
-    /** The peer's connection parameters. */
+    /** {@return the peer's connection parameters, as it sent them} */
     public ConnParams remoteParams() {
         return remote;
     }
 
-    /** Private data the peer sent with connect or accept. */
+    /** {@return a copy of the private data the peer sent with connect or accept (empty when none)} */
     public byte[] peerPrivateData() {
         return peerPrivateData.clone();
     }
 
     /**
-     * What this side exported to this peer (a window bound on this connection's QP, or a region of its own over
-     * exactly the exported range), or null. Closing it revokes this peer's access only.
+     * {@return what this side exported to this peer (a window bound on this connection's QP, or a region of its own
+     * over exactly the exported range), or null} Closing it revokes this peer's access only.
      */
     public WindowGrant localExport() {
         return localExport;
     }
 
-    /** The buffer the peer offered in the handshake, or null. */
+    /** {@return the buffer the peer offered in the handshake (its {@code export}), or null when it offered none} */
     public RemoteBuffer peerExport() {
         return peerExport;
     }
 
-    /** The largest message the peer accepts. */
+    /** {@return the largest message the peer accepts, in bytes: its {@link EndpointConfig#messageSize()}} */
     public int maxMessageSize() {
         return peerMessageSize;
     }
 
+    /** {@return the peer's address (of the TCP exchange or the rdma_cm id), or null when unknown} */
     public SocketAddress remoteAddress() {
         Control control = goodbye.control();
         return control != null ? control.remoteAddress() : socket != null ? socket.getRemoteSocketAddress() : null;
     }
 
-    /** Registered memory of this endpoint's group. */
+    /** {@return the registered memory of this endpoint's group, for buffers of zero-copy and one-sided operations} */
     public BufferPool pool() {
         return group.pool();
     }
 
+    /** {@return whether operations can be started: the connection is up and neither side closed or broke it} */
     public synchronized boolean isConnected() {
         return state == State.CONNECTED;
     }
 
-    /** Send credits left: receive buffers the peer has free for this side's messages. */
+    /** {@return the send credits left: receive buffers the peer has free for this side's messages} */
     public synchronized int sendCredits() {
         return credits.sendCredits();
     }
 
     // ---- two-sided ------------------------------------------------------------------------------------------
 
-    /** Sends a copy of {@code data}. Completes when the peer's adapter has it. */
+    /**
+     * Sends a copy of {@code data} (an RC send). It waits for a send credit when the peer has no free receive
+     * buffer; {@code data} may be changed as soon as this returns.
+     *
+     * @param data at most {@link #maxMessageSize()} bytes
+     * @return completes when the peer's adapter acknowledged the message; fails with an {@link RdmaException} when the
+     *         endpoint is not connected, no credit came within the timeout, or the send failed
+     * @throws IllegalArgumentException when {@code data} is larger than {@link #maxMessageSize()}
+     */
     public CompletableFuture<Void> send(byte[] data) {
         checkMessage(data.length);
         CompletableFuture<Void> down = ifDown("send");
@@ -533,7 +584,14 @@ public final class Endpoint implements AutoCloseable {
         return sendBuffer(b, 0, data.length, true);
     }
 
-    /** Sends a copy of the segment's bytes. */
+    /**
+     * Sends a copy of the segment's bytes, as {@link #send(byte[])}.
+     *
+     * @param data at most {@link #maxMessageSize()} bytes (heap or native memory)
+     * @return completes when the peer's adapter acknowledged the message; fails with an {@link RdmaException} as
+     *         {@link #send(byte[])}'s does
+     * @throws IllegalArgumentException when {@code data} is larger than {@link #maxMessageSize()}
+     */
     public CompletableFuture<Void> send(MemorySegment data) {
         checkMessage(data.byteSize());
         CompletableFuture<Void> down = ifDown("send");
@@ -543,13 +601,31 @@ public final class Endpoint implements AutoCloseable {
         return sendBuffer(b, 0, (int) data.byteSize(), true);
     }
 
-    /** Sends part of a registered buffer without copying; do not change it until the future completes. */
+    /**
+     * Sends part of a registered buffer without copying; do not change it until the future completes.
+     *
+     * @param buf    a buffer of this endpoint's group ({@link #pool()})
+     * @param offset where the message starts in {@code buf}, in bytes
+     * @param length at most {@link #maxMessageSize()} bytes
+     * @return completes when the peer's adapter acknowledged the message; fails with an {@link RdmaException} as
+     *         {@link #send(byte[])}'s does
+     * @throws IllegalArgumentException  when {@code length} is larger than {@link #maxMessageSize()}
+     * @throws IndexOutOfBoundsException when the range is outside {@code buf}
+     * @throws IllegalStateException     when {@code buf} was given back to its pool
+     */
     public CompletableFuture<Void> send(RegisteredBuffer buf, long offset, int length) {
         checkMessage(length);
         buf.checkRange(offset, length, "send");
         return sendBuffer(buf, offset, length, false);
     }
 
+    /**
+     * Sends a copy of {@code data} and waits until the peer's adapter has it, as {@link #send(byte[])}.
+     *
+     * @param data at most {@link #maxMessageSize()} bytes
+     * @throws IllegalArgumentException when {@code data} is larger than {@link #maxMessageSize()}
+     * @throws RdmaException            when the send fails, or does not complete within the timeout
+     */
     public void sendSync(byte[] data) {
         await(send(data));
     }
@@ -584,6 +660,9 @@ public final class Endpoint implements AutoCloseable {
     /**
      * Delivers every message (queued ones first) to {@code handler} on the completion thread. The handler must
      * not block. Null goes back to queueing.
+     *
+     * @param h the handler, or null; a RuntimeException it throws is logged, an {@link Error} ends the endpoint
+     *          ({@link RdmaException.Kind#HANDLER_ERROR})
      */
     public void onReceive(Consumer<Message> h) {
         List<Message> drained = new ArrayList<>();
@@ -601,7 +680,13 @@ public final class Endpoint implements AutoCloseable {
         runAfterUnlock();
     }
 
-    /** The next message. Fails when the endpoint is closed or broken, or the peer goes away with nothing left to receive. */
+    /**
+     * The next message, taken from the queue or the next to arrive (not while a {@link #onReceive} handler is set:
+     * it gets them all).
+     *
+     * @return completes with the message (on the completion thread when it had to wait); fails with an {@link RdmaException}
+     *         when the endpoint is closed or broken, or the peer goes away with nothing left to receive
+     */
     public CompletableFuture<Message> receive() {
         CompletableFuture<Message> f = new CompletableFuture<>();
         synchronized (this) {
@@ -619,7 +704,14 @@ public final class Endpoint implements AutoCloseable {
         return f;
     }
 
-    /** The next message, waiting at most {@code timeout}. */
+    /**
+     * The next message, waiting at most {@code timeout}.
+     *
+     * @param timeout how long to wait
+     * @return the message
+     * @throws RdmaException TIMEOUT when none came in time, CLOSED when the thread was interrupted, else the failure
+     *                       of the endpoint (closed, broken, the peer gone)
+     */
     public Message receive(Duration timeout) {
         CompletableFuture<Message> f = receive();
         try {
@@ -642,14 +734,33 @@ public final class Endpoint implements AutoCloseable {
         }
     }
 
-    /** The next message, waiting at most the configured timeout. */
+    /**
+     * The next message, waiting at most the configured timeout ({@link EndpointConfig#timeout()}).
+     *
+     * @return the message
+     * @throws RdmaException as {@link #receive(Duration)}
+     */
     public Message receiveSync() {
         return receive(cfg.timeout());
     }
 
     // ---- one-sided ------------------------------------------------------------------------------------------
 
-    /** RDMA WRITE of {@code length} bytes from {@code local[localOffset..]} to {@code remote[remoteOffset..]}. */
+    /**
+     * RDMA WRITE ({@code IBV_WR_RDMA_WRITE}) of {@code length} bytes from {@code local[localOffset..]} to
+     * {@code remote[remoteOffset..]}. The peer's CPU does not take part and is not told.
+     *
+     * @param local        a registered buffer of this side
+     * @param localOffset  where in {@code local} the data starts, in bytes
+     * @param remote       the peer's memory, as it sent it ({@link RegisteredBuffer#remote()}, an export or a grant)
+     * @param remoteOffset where in {@code remote} the data starts, in bytes
+     * @param length       bytes, 0..2^31-1; at most the device's {@code max_msg_sz}
+     * @return completes when the peer's adapter acknowledged the write; fails with an {@link RdmaException}: a
+     *         COMPLETION_ERROR with the status (REM_ACCESS_ERR: the rkey, range or rights do not allow it), TIMEOUT,
+     *         or the endpoint's failure
+     * @throws IndexOutOfBoundsException when a range is outside its buffer
+     * @throws IllegalStateException     when {@code local} was given back to its pool
+     */
     @SuppressWarnings("unchecked")
     public CompletableFuture<Void> write(RegisteredBuffer local, long localOffset, RemoteBuffer remote, long remoteOffset, int length) {
         Op op = oneSided(Kind.WRITE, "RDMA write of " + length + " bytes to " + remote, local, localOffset, remote, remoteOffset, length);
@@ -658,7 +769,22 @@ public final class Endpoint implements AutoCloseable {
         return (CompletableFuture<Void>) (CompletableFuture<?>) op.future;
     }
 
-    /** RDMA WRITE that also hands the peer {@code immediate} as a {@link Message} (it uses one of the peer's receive buffers). */
+    /**
+     * RDMA WRITE with immediate ({@code IBV_WR_RDMA_WRITE_WITH_IMM}): writes as {@link #write} and hands the peer
+     * {@code immediate} as a {@link Message} ({@link Message#isWriteWithImmediate()}). It uses one of the peer's
+     * receive buffers, so it waits for a send credit like a send.
+     *
+     * @param local        a registered buffer of this side
+     * @param localOffset  where in {@code local} the data starts, in bytes
+     * @param remote       the peer's memory, as it sent it ({@link RegisteredBuffer#remote()}, an export or a grant)
+     * @param remoteOffset where in {@code remote} the data starts, in bytes
+     * @param length       bytes, 0..2^31-1; at most the device's {@code max_msg_sz}
+     * @param immediate    the 32 bits the peer's message carries
+     * @return completes when the peer's adapter acknowledged the write; fails with an {@link RdmaException} as
+     *         {@link #write}'s does, or TIMEOUT when no credit came in time
+     * @throws IndexOutOfBoundsException when a range is outside its buffer
+     * @throws IllegalStateException     when {@code local} was given back to its pool
+     */
     @SuppressWarnings("unchecked")
     public CompletableFuture<Void> writeWithImmediate(RegisteredBuffer local, long localOffset, RemoteBuffer remote, long remoteOffset, int length, int immediate) {
         Op op = oneSided(Kind.WRITE_IMM, "RDMA write with immediate of " + length + " bytes to " + remote, local, localOffset, remote, remoteOffset, length);
@@ -668,7 +794,19 @@ public final class Endpoint implements AutoCloseable {
         return (CompletableFuture<Void>) (CompletableFuture<?>) op.future;
     }
 
-    /** RDMA READ of {@code length} bytes from {@code remote[remoteOffset..]} into {@code local[localOffset..]}. */
+    /**
+     * RDMA READ ({@code IBV_WR_RDMA_READ}) of {@code length} bytes from {@code remote[remoteOffset..]} into
+     * {@code local[localOffset..]}; do not use {@code local}'s range until the future completes.
+     *
+     * @param local        a registered buffer of this side
+     * @param localOffset  where in {@code local} the data lands, in bytes
+     * @param remote       the peer's memory, as it sent it ({@link RegisteredBuffer#remote()}, an export or a grant)
+     * @param remoteOffset where in {@code remote} the data starts, in bytes
+     * @param length       bytes, 0..2^31-1; at most the device's {@code max_msg_sz}
+     * @return completes when the data is in {@code local}; fails with an {@link RdmaException} as {@link #write}'s does
+     * @throws IndexOutOfBoundsException when a range is outside its buffer
+     * @throws IllegalStateException     when {@code local} was given back to its pool
+     */
     @SuppressWarnings("unchecked")
     public CompletableFuture<Void> read(RegisteredBuffer local, long localOffset, RemoteBuffer remote, long remoteOffset, int length) {
         Op op = oneSided(Kind.READ, "RDMA read of " + length + " bytes from " + remote, local, localOffset, remote, remoteOffset, length);
@@ -676,7 +814,19 @@ public final class Endpoint implements AutoCloseable {
         return (CompletableFuture<Void>) (CompletableFuture<?>) op.future;
     }
 
-    /** Atomic compare-and-swap on the 8-byte word at {@code remote[offset]}; completes with the value it held before. */
+    /**
+     * Atomic compare-and-swap ({@code IBV_WR_ATOMIC_CMP_AND_SWP}) on the 8-byte word at {@code remote[offset]}: it
+     * becomes {@code swap} when it holds {@code expect}. Needs REMOTE_ATOMIC rights on the peer's side.
+     *
+     * @param remote the peer's memory
+     * @param offset where the word is in {@code remote}, in bytes; the word's address must be 8-byte aligned
+     * @param expect the value to compare with
+     * @param swap   the value to store when they are equal
+     * @return completes with the value the word held before (equal to {@code expect} when the swap happened);
+     *         fails with an {@link RdmaException} as {@link #write}'s does
+     * @throws IndexOutOfBoundsException when the word is not inside {@code remote}
+     * @throws IllegalArgumentException  when the word's address is not 8-byte aligned
+     */
     @SuppressWarnings("unchecked")
     public CompletableFuture<Long> compareAndSwap(RemoteBuffer remote, long offset, long expect, long swap) {
         Op op = atomic(Kind.CAS, "compare-and-swap at " + remote + "+" + offset, remote, offset);
@@ -686,7 +836,18 @@ public final class Endpoint implements AutoCloseable {
         return (CompletableFuture<Long>) (CompletableFuture<?>) op.future;
     }
 
-    /** Atomic fetch-and-add on the 8-byte word at {@code remote[offset]}; completes with the value it held before. */
+    /**
+     * Atomic fetch-and-add ({@code IBV_WR_ATOMIC_FETCH_AND_ADD}) on the 8-byte word at {@code remote[offset]}.
+     * Needs REMOTE_ATOMIC rights on the peer's side.
+     *
+     * @param remote the peer's memory
+     * @param offset where the word is in {@code remote}, in bytes; the word's address must be 8-byte aligned
+     * @param add    what to add (wrapping modulo 2^64)
+     * @return completes with the value the word held before the addition; fails with an {@link RdmaException} as
+     *         {@link #write}'s does
+     * @throws IndexOutOfBoundsException when the word is not inside {@code remote}
+     * @throws IllegalArgumentException  when the word's address is not 8-byte aligned
+     */
     @SuppressWarnings("unchecked")
     public CompletableFuture<Long> fetchAndAdd(RemoteBuffer remote, long offset, long add) {
         Op op = atomic(Kind.FAA, "fetch-and-add at " + remote + "+" + offset, remote, offset);
@@ -695,18 +856,65 @@ public final class Endpoint implements AutoCloseable {
         return (CompletableFuture<Long>) (CompletableFuture<?>) op.future;
     }
 
+    /**
+     * {@link #write} and wait for it.
+     *
+     * @param local        a registered buffer of this side
+     * @param localOffset  where in {@code local} the data starts, in bytes
+     * @param remote       the peer's memory, as it sent it ({@link RegisteredBuffer#remote()}, an export or a grant)
+     * @param remoteOffset where in {@code remote} the data starts, in bytes
+     * @param length       bytes, 0..2^31-1; at most the device's {@code max_msg_sz}
+     * @throws IndexOutOfBoundsException when a range is outside its buffer
+     * @throws IllegalStateException     when {@code local} was given back to its pool
+     * @throws RdmaException             when the write fails or does not complete within the timeout
+     */
     public void writeSync(RegisteredBuffer local, long localOffset, RemoteBuffer remote, long remoteOffset, int length) {
         await(write(local, localOffset, remote, remoteOffset, length));
     }
 
+    /**
+     * {@link #read} and wait for it.
+     *
+     * @param local        a registered buffer of this side
+     * @param localOffset  where in {@code local} the data lands, in bytes
+     * @param remote       the peer's memory, as it sent it ({@link RegisteredBuffer#remote()}, an export or a grant)
+     * @param remoteOffset where in {@code remote} the data starts, in bytes
+     * @param length       bytes, 0..2^31-1; at most the device's {@code max_msg_sz}
+     * @throws IndexOutOfBoundsException when a range is outside its buffer
+     * @throws IllegalStateException     when {@code local} was given back to its pool
+     * @throws RdmaException             when the read fails or does not complete within the timeout
+     */
     public void readSync(RegisteredBuffer local, long localOffset, RemoteBuffer remote, long remoteOffset, int length) {
         await(read(local, localOffset, remote, remoteOffset, length));
     }
 
+    /**
+     * {@link #compareAndSwap} and wait for it.
+     *
+     * @param remote the peer's memory
+     * @param offset where the 8-byte aligned word is in {@code remote}, in bytes
+     * @param expect the value to compare with
+     * @param swap   the value to store when they are equal
+     * @return the value the word held before
+     * @throws IndexOutOfBoundsException when the word is not inside {@code remote}
+     * @throws IllegalArgumentException  when the word's address is not 8-byte aligned
+     * @throws RdmaException             when the operation fails or does not complete within the timeout
+     */
     public long compareAndSwapSync(RemoteBuffer remote, long offset, long expect, long swap) {
         return await(compareAndSwap(remote, offset, expect, swap));
     }
 
+    /**
+     * {@link #fetchAndAdd} and wait for it.
+     *
+     * @param remote the peer's memory
+     * @param offset where the 8-byte aligned word is in {@code remote}, in bytes
+     * @param add    what to add
+     * @return the value the word held before the addition
+     * @throws IndexOutOfBoundsException when the word is not inside {@code remote}
+     * @throws IllegalArgumentException  when the word's address is not 8-byte aligned
+     * @throws RdmaException             when the operation fails or does not complete within the timeout
+     */
     public long fetchAndAddSync(RemoteBuffer remote, long offset, long add) {
         return await(fetchAndAdd(remote, offset, add));
     }
@@ -744,6 +952,17 @@ public final class Endpoint implements AutoCloseable {
      * bound on this connection's QP, or on a device without one a region registered over exactly that range.
      * The rights must be among {@link EndpointConfig#remoteAccess()}. Revoke with {@link WindowGrant#close()};
      * afterwards the peer's access through it completes with REM_ACCESS_ERR.
+     *
+     * @param buf    a buffer of this endpoint's group ({@link #pool()})
+     * @param offset where the range starts in {@code buf}, in bytes
+     * @param length the range's length in bytes, at least 1
+     * @param rights REMOTE_READ, REMOTE_WRITE and/or REMOTE_ATOMIC, among {@link EndpointConfig#remoteAccess()}
+     * @return the grant: send its {@link WindowGrant#remote()} to the peer
+     * @throws IndexOutOfBoundsException when the range is outside {@code buf}
+     * @throws IllegalArgumentException  when the range is empty, or {@code rights} is empty or holds a right the
+     *                                   configuration does not allow
+     * @throws RdmaException             when the endpoint is not connected, or binding the window fails
+     * @throws dev.jrdma.verbs.VerbsException when the window or region cannot be created
      */
     public WindowGrant grant(RegisteredBuffer buf, long offset, long length, Set<Access> rights) {
         buf.checkRange(offset, length, "grant");
@@ -1230,7 +1449,16 @@ public final class Endpoint implements AutoCloseable {
         for (Runnable r : todo) r.run();
     }
 
-    /** Waits for an operation's future within the timeout and unwraps its failure. */
+    /**
+     * Waits for an operation's future within the timeout (and a margin) and unwraps its failure. Not on the
+     * completion thread, which completes the future.
+     *
+     * @param <T> the future's result type
+     * @param f   a future of this endpoint's operations
+     * @return its result
+     * @throws RdmaException the operation's failure (a fresh one with the caller's stack, the original as cause);
+     *                       TIMEOUT when nothing completed it in time; CLOSED when the thread was interrupted
+     */
     public <T> T await(CompletableFuture<T> f) {
         try {
             // the completion thread fails the operation at its deadline; the margin only guards against a dead group

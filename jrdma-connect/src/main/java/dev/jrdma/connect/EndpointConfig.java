@@ -38,12 +38,33 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
                              int cqSize, PollMode pollMode, Duration timeout, String device, InetAddress localAddress,
                              byte[] privateData, boolean retryConnect, ConnectionManager connectionManager,
                              Set<Access> remoteAccess, int maxConnections, int maxPendingHandshakes) {
+    /** The most private data the TCP exchange carries, in bytes (rdma_cm carries at most 20 of the user's). */
     public static final int MAX_PRIVATE_DATA = 1024;
-    public static final int DEFAULT_MAX_CONNECTIONS = 1024, DEFAULT_MAX_PENDING_HANDSHAKES = 64;
+    /** The default of {@link #maxConnections}. */
+    public static final int DEFAULT_MAX_CONNECTIONS = 1024;
+    /** The default of {@link #maxPendingHandshakes}. */
+    public static final int DEFAULT_MAX_PENDING_HANDSHAKES = 64;
     /** The rights {@link #remoteAccess} may hold. */
     public static final Set<Access> REMOTE_RIGHTS = Set.copyOf(EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE, Access.REMOTE_ATOMIC));
 
-    /** The settings without remote rights (the constructor of the first release). */
+    /**
+     * The settings without remote rights (the constructor of the first release): a peer may only send messages.
+     *
+     * @param sendQueueDepth    send work requests in flight per endpoint, 1..16384
+     * @param recvQueueDepth    receive buffers pre-posted per endpoint, 1..16384
+     * @param inlineSize        the inline threshold in bytes, 0..1024
+     * @param messageSize       each receive buffer's size in bytes, 1..2^30
+     * @param slabSize          bytes per slab of the buffer pool, a power of two of at least 4096
+     * @param cqSize            an endpoint group's completion queue capacity, at least 16
+     * @param pollMode          how the completion thread waits; null: {@link PollMode#EVENT}
+     * @param timeout           the set-up and operation timeout, positive
+     * @param device            device name, or null
+     * @param localAddress      local address of a client, or null
+     * @param privateData       private data for the peer, or null for none
+     * @param retryConnect      whether a refused connect is retried until the timeout
+     * @param connectionManager TCP exchange or rdma_cm; null: {@link ConnectionManager#AUTO}
+     * @throws IllegalArgumentException when a value is out of its range
+     */
     public EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineSize, int messageSize, long slabSize,
                           int cqSize, PollMode pollMode, Duration timeout, String device, InetAddress localAddress,
                           byte[] privateData, boolean retryConnect, ConnectionManager connectionManager) {
@@ -51,7 +72,25 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
                 privateData, retryConnect, connectionManager, Set.of());
     }
 
-    /** The settings without the server's caps (their defaults: 1024 connections, 64 handshakes at once). */
+    /**
+     * The settings without the server's caps (their defaults: 1024 connections, 64 handshakes at once).
+     *
+     * @param sendQueueDepth    send work requests in flight per endpoint, 1..16384
+     * @param recvQueueDepth    receive buffers pre-posted per endpoint, 1..16384
+     * @param inlineSize        the inline threshold in bytes, 0..1024
+     * @param messageSize       each receive buffer's size in bytes, 1..2^30
+     * @param slabSize          bytes per slab of the buffer pool, a power of two of at least 4096
+     * @param cqSize            an endpoint group's completion queue capacity, at least 16
+     * @param pollMode          how the completion thread waits; null: {@link PollMode#EVENT}
+     * @param timeout           the set-up and operation timeout, positive
+     * @param device            device name, or null
+     * @param localAddress      local address of a client, or null
+     * @param privateData       private data for the peer, or null for none
+     * @param retryConnect      whether a refused connect is retried until the timeout
+     * @param connectionManager TCP exchange or rdma_cm; null: {@link ConnectionManager#AUTO}
+     * @param remoteAccess      what a peer may do to this side's memory: a subset of {@link #REMOTE_RIGHTS}; null: none
+     * @throws IllegalArgumentException when a value is out of its range
+     */
     public EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineSize, int messageSize, long slabSize,
                           int cqSize, PollMode pollMode, Duration timeout, String device, InetAddress localAddress,
                           byte[] privateData, boolean retryConnect, ConnectionManager connectionManager, Set<Access> remoteAccess) {
@@ -59,6 +98,15 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
                 privateData, retryConnect, connectionManager, remoteAccess, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_PENDING_HANDSHAKES);
     }
 
+    /**
+     * Checks every setting and fills in the defaults of the null ones (poll mode EVENT, connection manager AUTO, no
+     * private data, no remote rights). The slab size is checked when a group's pool is made.
+     *
+     * @throws IllegalArgumentException when a depth is outside 1..16384, the inline size outside 0..1024, the message
+     *                                  size outside 1..2^30, the CQ smaller than 16, the timeout not positive, the
+     *                                  private data longer than {@link #MAX_PRIVATE_DATA}, a cap below 1, or
+     *                                  {@code remoteAccess} holds a right not in {@link #REMOTE_RIGHTS}
+     */
     public EndpointConfig {
         if (sendQueueDepth < 1 || sendQueueDepth > 16384) throw new IllegalArgumentException("sendQueueDepth must be 1..16384, not " + sendQueueDepth);
         if (recvQueueDepth < 1 || recvQueueDepth > 16384) throw new IllegalArgumentException("recvQueueDepth must be 1..16384, not " + recvQueueDepth);
@@ -78,14 +126,21 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
         }
     }
 
+    /**
+     * {@return the defaults: queue depths 64, inline 64 bytes, messages of 4096 bytes, 1 MiB slabs, a CQ of 4096,
+     * EVENT polling, a 10 s timeout, the device that reaches the address, AUTO connection manager, no remote rights,
+     * 1024 connections and 64 handshakes at once}
+     */
     public static EndpointConfig defaults() {
         return builder().build();
     }
 
+    /** {@return a builder that starts from the {@link #defaults()}} */
     public static Builder builder() {
         return new Builder();
     }
 
+    /** {@return a builder that starts from these settings} */
     public Builder toBuilder() {
         Builder b = new Builder();
         b.sendQueueDepth = sendQueueDepth; b.recvQueueDepth = recvQueueDepth; b.inlineSize = inlineSize; b.messageSize = messageSize;
@@ -96,6 +151,7 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
         return b;
     }
 
+    /** {@return a copy of the private data sent with connect or accept (empty when none)} */
     @Override
     public byte[] privateData() {
         return privateData.clone();
@@ -117,16 +173,83 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
 
         private Builder() {}
 
+        /**
+         * Sets {@link EndpointConfig#sendQueueDepth()} (default 64).
+         *
+         * @param n send work requests in flight per endpoint, 1..16384 (checked by {@link #build})
+         * @return this builder
+         */
         public Builder sendQueueDepth(int n) { sendQueueDepth = n; return this; }
+        /**
+         * Sets {@link EndpointConfig#recvQueueDepth()} (default 64).
+         *
+         * @param n receive buffers pre-posted per endpoint and credits granted to the peer, 1..16384
+         * @return this builder
+         */
         public Builder recvQueueDepth(int n) { recvQueueDepth = n; return this; }
+        /**
+         * Sets {@link EndpointConfig#inlineSize()} (default 64).
+         *
+         * @param n bytes, 0..1024; the device's own limit applies too
+         * @return this builder
+         */
         public Builder inlineSize(int n) { inlineSize = n; return this; }
+        /**
+         * Sets {@link EndpointConfig#messageSize()} (default 4096).
+         *
+         * @param n the size of each receive buffer in bytes, 1..2^30
+         * @return this builder
+         */
         public Builder messageSize(int n) { messageSize = n; return this; }
+        /**
+         * Sets {@link EndpointConfig#slabSize()} (default 1 MiB).
+         *
+         * @param n bytes per slab, a power of two of at least 4096
+         * @return this builder
+         */
         public Builder slabSize(long n) { slabSize = n; return this; }
+        /**
+         * Sets {@link EndpointConfig#cqSize()} (default 4096).
+         *
+         * @param n completion queue entries of a group, at least 16
+         * @return this builder
+         */
         public Builder cqSize(int n) { cqSize = n; return this; }
+        /**
+         * Sets {@link EndpointConfig#pollMode()} (default {@link PollMode#EVENT}).
+         *
+         * @param m how the completion thread waits
+         * @return this builder
+         */
         public Builder pollMode(PollMode m) { pollMode = m; return this; }
+        /**
+         * Sets {@link EndpointConfig#timeout()} (default 10 s).
+         *
+         * @param t how long set-up and each operation may take, positive
+         * @return this builder
+         */
         public Builder timeout(Duration t) { timeout = t; return this; }
+        /**
+         * Sets {@link EndpointConfig#device()} (default null: the device that reaches the address).
+         *
+         * @param name a device name such as {@code rxe0} or {@code soft@127.0.0.1}, or null
+         * @return this builder
+         */
         public Builder device(String name) { device = name; return this; }
+        /**
+         * Sets {@link EndpointConfig#localAddress()} (default null: the route decides).
+         *
+         * @param a the local address a client binds, or null
+         * @return this builder
+         */
         public Builder localAddress(InetAddress a) { localAddress = a; return this; }
+        /**
+         * Sets {@link EndpointConfig#localAddress()} from a name or literal.
+         *
+         * @param a a host name or IP literal, resolved now; null: the route decides
+         * @return this builder
+         * @throws IllegalArgumentException when {@code a} cannot be resolved
+         */
         public Builder localAddress(String a) {
             try {
                 localAddress = a == null ? null : InetAddress.getByName(a);
@@ -135,27 +258,88 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
             }
             return this;
         }
+        /**
+         * Sets {@link EndpointConfig#privateData()} (default none).
+         *
+         * @param d up to {@link EndpointConfig#MAX_PRIVATE_DATA} bytes (20 over rdma_cm), copied by {@link #build}; null: none
+         * @return this builder
+         */
         public Builder privateData(byte[] d) { privateData = d; return this; }
+        /**
+         * Sets {@link EndpointConfig#retryConnect()} (default false).
+         *
+         * @param b whether a refused connect is retried until the timeout
+         * @return this builder
+         */
         public Builder retryConnect(boolean b) { retryConnect = b; return this; }
+        /**
+         * Sets {@link EndpointConfig#connectionManager()} (default {@link ConnectionManager#AUTO}).
+         *
+         * @param m the TCP exchange, rdma_cm, or AUTO
+         * @return this builder
+         */
         public Builder connectionManager(ConnectionManager m) { connectionManager = m; return this; }
-        /** What a peer may do to this side's memory (none by default): see {@link EndpointConfig#remoteAccess()}. */
+        /**
+         * Sets what a peer may do to this side's memory (none by default): see {@link EndpointConfig#remoteAccess()}.
+         *
+         * @param rights REMOTE_READ, REMOTE_WRITE and/or REMOTE_ATOMIC; none: a peer may only send messages
+         * @return this builder
+         */
         public Builder remoteAccess(Access... rights) { remoteAccess = rights.length == 0 ? Set.of() : EnumSet.of(rights[0], rights); return this; }
+        /**
+         * Sets what a peer may do to this side's memory: see {@link EndpointConfig#remoteAccess()}.
+         *
+         * @param rights a subset of {@link EndpointConfig#REMOTE_RIGHTS}; null or empty: none
+         * @return this builder
+         */
         public Builder remoteAccess(Set<Access> rights) { remoteAccess = rights; return this; }
+        /**
+         * Sets {@link EndpointConfig#maxConnections()} (default {@value EndpointConfig#DEFAULT_MAX_CONNECTIONS}).
+         *
+         * @param n endpoints a server holds at once, at least 1
+         * @return this builder
+         */
         public Builder maxConnections(int n) { maxConnections = n; return this; }
+        /**
+         * Sets {@link EndpointConfig#maxPendingHandshakes()} (default {@value EndpointConfig#DEFAULT_MAX_PENDING_HANDSHAKES}).
+         *
+         * @param n handshakes a server runs at once, at least 1
+         * @return this builder
+         */
         public Builder maxPendingHandshakes(int n) { maxPendingHandshakes = n; return this; }
 
+        /**
+         * {@return the settings}
+         *
+         * @throws IllegalArgumentException when a setting is out of its range (see {@link EndpointConfig})
+         */
         public EndpointConfig build() {
             return new EndpointConfig(sendQueueDepth, recvQueueDepth, inlineSize, messageSize, slabSize, cqSize, pollMode,
                     timeout, device, localAddress, privateData, retryConnect, connectionManager, remoteAccess,
                     maxConnections, maxPendingHandshakes);
         }
 
-        /** Connects a client endpoint with this config. */
+        /**
+         * Connects a client endpoint with this config, as {@link Endpoint#connect(String, int, EndpointConfig)}.
+         *
+         * @param host the server's host name or address
+         * @param port the server's port
+         * @return the connected endpoint
+         * @throws RdmaConnectException when set-up fails; its reason says how
+         * @throws IllegalArgumentException when a setting is out of its range
+         */
         public Endpoint connect(String host, int port) throws RdmaConnectException {
             return Endpoint.connect(host, port, build());
         }
 
-        /** Binds a server endpoint with this config. */
+        /**
+         * Binds a server endpoint with this config, as {@link ServerEndpoint#bind(InetSocketAddress, EndpointConfig)}.
+         *
+         * @param address the local address and port to listen on (port 0: any free port)
+         * @return the listening server endpoint
+         * @throws RdmaConnectException when binding fails (e.g. the port is taken, or no RDMA device has the address)
+         * @throws IllegalArgumentException when a setting is out of its range
+         */
         public ServerEndpoint bind(InetSocketAddress address) throws RdmaConnectException {
             return ServerEndpoint.bind(address, build());
         }

@@ -70,28 +70,56 @@ public final class EndpointGroup implements AutoCloseable {
         thread = Thread.ofPlatform().daemon().name("jrdma-completions-" + device.name()).start(this::loop);
     }
 
-    /** A group on a device. */
+    /**
+     * Opens a group on a device: opens it, allocates a protection domain, a completion channel and CQ of
+     * {@link EndpointConfig#cqSize()} entries, the buffer pools, and starts the completion thread.
+     *
+     * @param device the device
+     * @param config the settings of the group and of its endpoints
+     * @return the group; close it to close its endpoints and the device
+     * @throws dev.jrdma.verbs.VerbsException when the device cannot be opened or a resource cannot be created
+     * @throws IllegalArgumentException       when {@link EndpointConfig#slabSize()} is not a power of two of at least
+     *                                        4096
+     */
     public static EndpointGroup open(Device device, EndpointConfig config) {
         return new EndpointGroup(device, config);
     }
 
-    /** A group on the device that serves a local address (see {@link Devices#forLocalAddress}). */
+    /**
+     * Opens a group on the device that serves a local address, as {@link #open} does.
+     *
+     * @param local  the local address (see {@link Devices#forLocalAddress} for how the device is chosen)
+     * @param config the settings; {@link EndpointConfig#device()} names a device explicitly
+     * @return the group
+     * @throws dev.jrdma.verbs.VerbsException when no device fits or it cannot be opened
+     * @throws IllegalArgumentException       when {@link EndpointConfig#slabSize()} is not a power of two of at least
+     *                                        4096
+     */
     public static EndpointGroup forLocalAddress(InetAddress local, EndpointConfig config) {
         return new EndpointGroup(Devices.forLocalAddress(local, config.device()), config);
     }
 
+    /** {@return the settings the group and its endpoints use} */
     public EndpointConfig config() { return config; }
+    /** {@return the device the group opened} */
     public Device device() { return device; }
+    /** {@return the group's open device context (closed with the group)} */
     public Context context() { return ctx; }
+    /** {@return the device's attributes, queried once when the group opened} */
     public DeviceAttr deviceAttr() { return attr; }
+    /** {@return the protection domain of every QP, region and window of the group} */
     public ProtectionDomain pd() { return pd; }
     /**
-     * Registered memory for the application's buffers. No peer can reach it until it is exported
+     * {@return registered memory for the application's buffers} No peer can reach it until it is exported
      * ({@link ServerEndpoint#export}) or granted ({@link Endpoint#grant}) to that peer.
      */
     public BufferPool pool() { return pool; }
     /** Receive slots, copies of sent messages, atomic results: local access only. */
     BufferPool messagePool() { return messages; }
+    /**
+     * {@return the index in port 1's GID table of the source GID the group's connections announce (on RoCE the
+     * RoCEv2 GID of an IPv4 address when there is one, else 0)}
+     */
     public int gidIndex() { return gidIndex; }
     CompletionQueue cq() { return cq; }
     /** Type 2 windows for exports and grants; else a region per grant (devices without type 2 windows). */

@@ -27,6 +27,13 @@ public final class ServerEndpoint implements AutoCloseable {
     /** Decides whether to accept a client from its address and private data: null accepts, a reason rejects. */
     @FunctionalInterface
     public interface ConnectionFilter {
+        /**
+         * Decides about one client, on its handshake's thread, before anything is made for it.
+         *
+         * @param client      the client's address (its TCP or rdma_cm address)
+         * @param privateData what the client sent with connect ({@link EndpointConfig#privateData()}), may be empty
+         * @return null to accept; else the reason the client's {@link RdmaConnectException.Reason#REJECTED} carries
+         */
         String check(InetSocketAddress client, byte[] privateData);
     }
 
@@ -49,14 +56,29 @@ public final class ServerEndpoint implements AutoCloseable {
         this.cfg = cfg;
     }
 
-    /** Binds with the default settings. */
+    /**
+     * Binds with the default settings ({@link EndpointConfig#defaults()}).
+     *
+     * @param address the local address and port to listen on (port 0: any free port)
+     * @return the listening server
+     * @throws RdmaConnectException as {@link #bind(InetSocketAddress, EndpointConfig)}
+     */
     public static ServerEndpoint bind(InetSocketAddress address) throws RdmaConnectException {
         return bind(address, EndpointConfig.defaults());
     }
 
     /**
      * Listens on {@code address} (port 0: any free port) and opens the device that serves it: the configured one,
-     * the software device of that address, or the default device for a wildcard address.
+     * the software device of that address, or the default device for a wildcard address. With rdma_cm
+     * ({@link EndpointConfig#connectionManager()}) it binds an rdma_cm id instead and uses the device it resolves to.
+     *
+     * @param address the local address and port to listen on (port 0: any free port, see {@link #port()})
+     * @param cfg     the settings of the server and of every endpoint it accepts
+     * @return the listening server
+     * @throws RdmaConnectException {@link RdmaConnectException.Reason#ADDRESS_ERROR} when the host cannot be resolved,
+     *                              the port is in use or the address is not this host's;
+     *                              {@link RdmaConnectException.Reason#DEVICE_ERROR} when no RDMA device serves the
+     *                              address or it cannot be opened
      */
     public static ServerEndpoint bind(InetSocketAddress address, EndpointConfig cfg) throws RdmaConnectException {
         if (address.isUnresolved()) {
@@ -106,24 +128,27 @@ public final class ServerEndpoint implements AutoCloseable {
         }
     }
 
+    /** {@return the port it listens on (the chosen one after a bind to port 0)} */
     public int port() {
         return cm != null ? cm.local.getPort() : listener.getLocalPort();
     }
 
+    /** {@return the address and port it listens on} */
     public InetSocketAddress localAddress() {
         return cm != null ? cm.local : (InetSocketAddress) listener.getLocalSocketAddress();
     }
 
-    /** TCP or RDMA_CM: how this server sets up connections. */
+    /** {@return how this server sets up connections: {@link ConnectionManager#TCP} or {@link ConnectionManager#RDMA_CM}, never AUTO} */
     public ConnectionManager connectionManager() {
         return cm != null ? ConnectionManager.RDMA_CM : ConnectionManager.TCP;
     }
 
+    /** {@return the group of every endpoint accepted here: its device, buffer pool and completion thread} */
     public EndpointGroup group() {
         return group;
     }
 
-    /** Registered memory of this server's group. */
+    /** {@return the registered memory of this server's group, where buffers to {@link #export} come from} */
     public BufferPool pool() {
         return group.pool();
     }
@@ -133,34 +158,68 @@ public final class ServerEndpoint implements AutoCloseable {
      * {@link EndpointConfig#remoteAccess()} (it arrives in the handshake: {@link Endpoint#peerExport()}). Each
      * connection gets a window of its own over exactly this range ({@link Endpoint#localExport()}): the device
      * enforces the bounds, no client can use another's key, and one client's access is revoked without the others'.
+     *
+     * @param buffer a buffer of {@link #pool()} ({@link RegisteredBuffer#remote()}), or null to stop exporting
+     * @return this server
+     * @throws IllegalArgumentException when the buffer is empty or not memory of the pool, or
+     *                                  {@link EndpointConfig#remoteAccess()} is empty
      */
     public ServerEndpoint export(RemoteBuffer buffer) {
         return export(buffer, cfg.remoteAccess());
     }
 
-    /** Like {@link #export(RemoteBuffer)}, with {@code rights} (among {@link EndpointConfig#remoteAccess()}). */
+    /**
+     * Like {@link #export(RemoteBuffer)}, with fewer rights.
+     *
+     * @param buffer a buffer of {@link #pool()}, or null to stop exporting
+     * @param rights what every client may do to it: REMOTE_READ, REMOTE_WRITE and/or REMOTE_ATOMIC, among
+     *               {@link EndpointConfig#remoteAccess()}
+     * @return this server
+     * @throws IllegalArgumentException when the buffer is empty or not memory of the pool, {@code rights} is empty,
+     *                                  or it holds a right the configuration does not allow
+     */
     public ServerEndpoint export(RemoteBuffer buffer, java.util.Set<dev.jrdma.verbs.Access> rights) {
         this.export = buffer == null ? null : ExportedRange.of(group.pool(), buffer, rights, cfg);
         return this;
     }
 
-    /** Accepts or rejects clients by address and private data. */
+    /**
+     * Accepts or rejects clients by address and private data, from the next handshake on.
+     *
+     * @param f the filter, or null to accept every client (up to the caps)
+     * @return this server
+     */
     public ServerEndpoint filter(ConnectionFilter f) {
         this.filter = f;
         return this;
     }
 
-    /** The last handshake that failed on this server (for diagnostics), or null. */
+    /** {@return the last handshake that failed on this server (for diagnostics), or null when none has} */
     public RdmaConnectException lastFailure() {
         return lastFailure;
     }
 
-    /** Waits up to the configured timeout for a client. */
+    /**
+     * Waits up to the configured timeout ({@link EndpointConfig#timeout()}) for a client.
+     *
+     * @return the connected endpoint
+     * @throws RdmaConnectException as {@link #accept(Duration)}
+     */
     public Endpoint accept() throws RdmaConnectException {
         return accept(cfg.timeout());
     }
 
-    /** Waits up to {@code timeout} for a client that completes the handshake. */
+    /**
+     * Waits up to {@code timeout} for a client that completes the handshake. Clients whose handshake fails are
+     * skipped (see {@link #lastFailure()}).
+     *
+     * @param timeout how long to wait
+     * @return the connected endpoint, on this server's {@link #group()}
+     * @throws RdmaConnectException {@link RdmaConnectException.Reason#TIMEOUT} when no client completed a handshake
+     *                              in time (or the thread was interrupted; the last failure is suppressed in it);
+     *                              {@link RdmaConnectException.Reason#ADDRESS_ERROR} when the server is closed or its
+     *                              listening socket failed
+     */
     public Endpoint accept(Duration timeout) throws RdmaConnectException {
         long deadline = System.nanoTime() + timeout.toNanos();
         while (true) {
