@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # perftest interop, inside the Soft-RoCE guest: for each test X, perftest's ib_X server with a
 # 'jrdma perf X' client, then a 'jrdma perf X' server with an ib_X client, on rxe0, GID index 1.
+# Then perftest's modes (-c UD, -e, -I, -R) in latency and bandwidth cases, both directions, -n MODE_ITERS (see MODES).
 #
 #   ./jrdma --help >/dev/null                     # build on the host first (the guest's / is read-only)
-#   vm/run-in-guest --timeout 1200 -- jrdma-bench/src/test/guest/perftest-interop.sh [TEST...]
+#   vm/run-in-guest --timeout 1200 -- jrdma-bench/src/test/guest/perftest-interop.sh ['TEST [FLAGS]'...]
 #
-# Environment: ITERS (default 100), DEV (rxe0), GIDX (1), BASE_PORT (18600), LOG_DIR (jrdma-bench/target/interop),
+# A case is a test with optional flags, e.g. 'send_lat -c UD' (quoted: one argument); without arguments every
+# plain test and every mode case runs.
+# Environment: ITERS (default 100), MODE_ITERS (20), MODES (ci | full | none), DEV (rxe0), GIDX (1), BASE_PORT (18600), LOG_DIR (jrdma-bench/target/interop),
+# CM_HOST (10.99.0.1: the address an -R client connects to; rdma_cm needs rxe0's IP, not 127.0.0.1),
 # JRDMA (the command that runs the CLI; default: java on jrdma-cli's built class path, i.e. ./jrdma without its rebuild).
 # Exit status: 0 when every pair passed, 1 when one failed, 2 when this is not a machine with perftest and DEV.
 set -uo pipefail
@@ -19,8 +23,18 @@ DEV=${DEV:-rxe0}
 GIDX=${GIDX:-1}
 BASE_PORT=${BASE_PORT:-18600}
 LOG_DIR=${LOG_DIR:-$repo/jrdma-bench/target/interop}
+MODE_ITERS=${MODE_ITERS:-20}
+CM_HOST=${CM_HOST:-10.99.0.1}
 TESTS=("$@")
-[ ${#TESTS[@]} -eq 0 ] && TESTS=(send_lat write_lat read_lat atomic_lat send_bw write_bw read_bw atomic_bw)
+# perftest's modes: by default (CI) four cases in which every mode is part of a latency and of a bandwidth case
+# (8 pairs: ~3 min under TCG); MODES=full runs each mode on its own (11 cases, 22 pairs), MODES=none none
+case "${MODES:-ci}" in
+  full) MODE_CASES=("send_lat -c UD" "send_bw -c UD" "send_lat -e" "send_bw -e" "write_lat -I 64" "send_bw -I 256 -s 256"
+                    "send_lat -R" "write_bw -R" "read_lat -R" "send_lat -c UD -R" "send_bw -c UD -R") ;;
+  none) MODE_CASES=() ;;
+  *) MODE_CASES=("send_lat -c UD -e" "send_bw -c UD -I 256 -s 256") ;;  # -R: not yet run against perftest here
+esac
+[ ${#TESTS[@]} -eq 0 ] && TESTS=(send_lat write_lat read_lat atomic_lat send_bw write_bw read_bw atomic_bw "${MODE_CASES[@]}")
 
 if ! command -v ib_write_lat >/dev/null 2>&1; then
   echo "perftest-interop: perftest (ib_write_lat ...) is not installed here; run me in the guest:" >&2
@@ -46,13 +60,24 @@ if [ -z "${JRDMA:-}" ]; then
 fi
 
 # wait until something listens on TCP port $1 (without connecting: a server accepts one client only)
-wait_listen() {
-  local hex deadline=$((SECONDS + ${2:-90}))
+wait_listen() {  # $1 port, $2 the server's log (unused here), $3 seconds
+  local hex deadline=$((SECONDS + ${3:-90}))
   hex=$(printf '%04X' "$1")
   while [ $SECONDS -lt $deadline ]; do
     if awk -v p=":$hex" '$2 ~ p"$" && $4 == "0A" {found=1} END {exit !found}' /proc/net/tcp /proc/net/tcp6 2>/dev/null; then
       return 0
     fi
+    sleep 0.2
+  done
+  return 1
+}
+
+# wait until an rdma_cm listener is up on port $1: perftest's (in 'rdma res show cm_id'), or jrdma's (its log $2 says so)
+wait_cm_listen() {
+  local deadline=$((SECONDS + ${3:-120}))
+  while [ $SECONDS -lt $deadline ]; do
+    grep -q "rdma_cm: listening on port $1" "$2" 2>/dev/null && return 0
+    rdma res show cm_id 2>/dev/null | grep -Eq "state LISTEN .*:$1( |$)" && return 0
     sleep 0.2
   done
   return 1
@@ -65,19 +90,29 @@ has_report() {
 
 pass=0 fail=0 skip=0 port=$BASE_PORT
 summary=()
-run_pair() {  # $1 test, $2 direction: perftest-server | jrdma-server, $3 attempt
-  local t=$1 dir=$2 slog clog spid src crc ok=1
+run_pair() {  # $1 case (test and flags), $2 direction: perftest-server | jrdma-server, $3 attempt
+  local case=$1 dir=$2 slog clog spid src crc ok=1
+  local t=${case%% *} extra=() n=$ITERS tag
+  [ "$t" != "$case" ] && { read -r -a extra <<<"${case#"$t"}"; n=$MODE_ITERS; }
+  tag=$(printf '%s' "$case" | tr -c 'A-Za-z0-9_-' '_')
   port=$((port + 1))
-  slog="$LOG_DIR/$t.$dir.server.log"; clog="$LOG_DIR/$t.$dir.client.log"
-  local flags=(-d "$DEV" -x "$GIDX" -n "$ITERS" -p "$port")
+  slog="$LOG_DIR/$tag.$dir.server.log"; clog="$LOG_DIR/$tag.$dir.client.log"
+  rm -f "$clog.note"
+  local flags=(-d "$DEV" -x "$GIDX" -n "$n" -p "$port" "${extra[@]}")
+  # -R: the exchange is an rdma_cm connection to rxe0's address; nothing listens on TCP
+  local host=127.0.0.1 wait=wait_listen
+  case " ${extra[*]} " in *" -R "*) host=$CM_HOST; wait=wait_cm_listen ;; esac
   if [ "$dir" = perftest-server ]; then
-    timeout 120 "ib_$t" "${flags[@]}" >"$slog" 2>&1 & spid=$!
-    wait_listen "$port" 30 || { echo "ib_$t server did not listen" >>"$slog"; }
-    timeout 120 $JRDMA perf "$t" "${flags[@]}" --timeout 30 127.0.0.1 >"$clog" 2>&1; crc=$?
+    # (a jrdma client retries while nothing listens: a short wait is enough). The limits are generous: on a loaded
+    # build machine a JVM under TCG has taken over 2 minutes to start.
+    timeout 300 "ib_$t" "${flags[@]}" >"$slog" 2>&1 & spid=$!
+    $wait "$port" "$slog" 10 || echo "(ib_$t server not listening after 10 s; the jrdma client retries)" >"$clog.note"
+    timeout 240 $JRDMA perf "$t" "${flags[@]}" --timeout 30 "$host" >"$clog" 2>&1; crc=$?
   else
-    timeout 150 $JRDMA perf "$t" "${flags[@]}" --timeout 30 --accept-timeout 120 >"$slog" 2>&1 & spid=$!
-    wait_listen "$port" 120 || { echo "jrdma server did not listen" >>"$slog"; }
-    timeout 120 "ib_$t" "${flags[@]}" 127.0.0.1 >"$clog" 2>&1; crc=$?
+    timeout 300 $JRDMA perf "$t" "${flags[@]}" --timeout 30 --accept-timeout 270 >"$slog" 2>&1 & spid=$!
+    $wait "$port" "$slog" 240 || echo "jrdma server did not listen within 240 s" >"$clog.note"
+    timeout 240 "ib_$t" "${flags[@]}" "$host" >"$clog" 2>&1; crc=$?
+    [ -f "$clog.note" ] && cat "$clog.note" >>"$clog"
   fi
   wait "$spid"; src=$?
   [ "$src" -eq 0 ] && [ "$crc" -eq 0 ] || ok=0
@@ -86,8 +121,8 @@ run_pair() {  # $1 test, $2 direction: perftest-server | jrdma-server, $3 attemp
   # then "Can't produce a report" and exit 1 at the end of a bandwidth run): that is perftest's clock, not the
   # exchange under test, so such a pair is run again (4 tries at most).
   if [ $ok -eq 0 ] && [ "${3:-1}" -lt 4 ] && grep -q "Can't produce a report" "$slog" "$clog" 2>/dev/null; then
-    echo "retry $t ($dir): perftest could not calibrate its clock under TCG (Can't produce a report)"
-    run_pair "$t" "$dir" $(( ${3:-1} + 1 ))
+    echo "retry $case ($dir): perftest could not calibrate its clock under TCG (Can't produce a report)"
+    run_pair "$case" "$dir" $(( ${3:-1} + 1 ))
     return
   fi
   # After the tries, a pair whose only fault is perftest's own clock (it printed "Can't produce a report" and
@@ -98,34 +133,36 @@ run_pair() {  # $1 test, $2 direction: perftest-server | jrdma-server, $3 attemp
   [ "$dir" = jrdma-server ] && { pside=$clog; jside=$slog; }
   if [ $ok -eq 0 ] && grep -q "Can't produce a report" "$pside" 2>/dev/null; then
     if has_report "$jside"; then
-      pass=$((pass + 1)); summary+=("PASS $t ($dir): traffic completed; perftest could not produce its own report under TCG")
-      echo "PASS $t ($dir): traffic completed; perftest could not produce its own report under TCG"
+      pass=$((pass + 1)); summary+=("PASS $case ($dir): traffic completed; perftest could not produce its own report under TCG")
+      echo "PASS $case ($dir): traffic completed; perftest could not produce its own report under TCG"
       return
     fi
     if grep -q "remote address" "$jside" 2>/dev/null; then
-      skip=$((skip + 1)); summary+=("SKIP $t ($dir): keys exchanged, then perftest could not calibrate its clock under TCG")
-      echo "SKIP $t ($dir): keys exchanged, then perftest could not calibrate its clock under TCG"
+      skip=$((skip + 1)); summary+=("SKIP $case ($dir): keys exchanged, then perftest could not calibrate its clock under TCG")
+      echo "SKIP $case ($dir): keys exchanged, then perftest could not calibrate its clock under TCG"
       return
     fi
   fi
   if [ $ok -eq 1 ]; then
-    pass=$((pass + 1)); summary+=("PASS $t ($dir)")
-    echo "PASS $t ($dir)"
+    pass=$((pass + 1)); summary+=("PASS $case ($dir)")
+    echo "PASS $case ($dir)"
     grep -E '^ *[0-9]+ +[0-9]+ +[0-9.]+' "$clog" | head -1
   else
-    fail=$((fail + 1)); summary+=("FAIL $t ($dir): server rc=$src client rc=$crc")
-    echo "FAIL $t ($dir): server rc=$src client rc=$crc"
+    fail=$((fail + 1)); summary+=("FAIL $case ($dir): server rc=$src client rc=$crc")
+    echo "FAIL $case ($dir): server rc=$src client rc=$crc"
     echo "--- server ($slog):"; tail -25 "$slog"
-    echo "--- client ($clog):"; tail -25 "$clog"
+    echo "--- client ($clog):"; tail -25 "$clog"; [ -f "$clog.note" ] && cat "$clog.note"
   fi
 }
 
-for t in "${TESTS[@]}"; do
-  run_pair "$t" perftest-server
-  run_pair "$t" jrdma-server
+for c in "${TESTS[@]}"; do
+  t0=$SECONDS
+  run_pair "$c" perftest-server
+  run_pair "$c" jrdma-server
+  echo "($c: $((SECONDS - t0)) s)"
 done
 
-echo "================ perftest interop on $DEV (GID index $GIDX, -n $ITERS)"
+echo "================ perftest interop on $DEV (GID index $GIDX, -n $ITERS; mode cases -n $MODE_ITERS)"
 printf '%s\n' "${summary[@]}"
 echo "passed $pass, failed $fail, skipped $skip (logs: $LOG_DIR)"
 [ "$fail" -eq 0 ]

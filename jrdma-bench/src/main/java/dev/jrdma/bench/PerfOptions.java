@@ -44,6 +44,20 @@ public final class PerfOptions {
     public boolean quiet;
     /** tcp_lat: spin on a non-blocking socket instead of blocking in read (the UDP tests always spin). */
     public boolean busyPoll;
+    /** -c: the QP type, RC (default) or UD (send_lat and send_bw only, as perftest). */
+    public Connection connection = Connection.RC;
+    /** -e: wait for completions on a completion channel instead of spinning on the CQ. */
+    public boolean events;
+    /** -I: send and write messages up to this size go inline (-1: not given, 0 = none, perftest's default on an unknown device). */
+    public int inlineSize = -1;
+    /** -R: the QPs are connected through rdma_cm, and the exchange runs over an rdma_cm connection (perftest's -R). */
+    public boolean rdmaCm;
+
+    /** The QP types perftest's -c names that jrdma perf runs. */
+    public enum Connection { RC, UD }
+
+    /** perftest's largest -I (MAX_INLINE) and the largest on a UD QP (MAX_INLINE_UD). */
+    public static final int MAX_INLINE = 912, MAX_INLINE_UD = 884;
 
     public boolean isServer() {
         return host == null;
@@ -96,6 +110,11 @@ public final class PerfOptions {
                   -p, --port PORT         TCP port of the out-of-band exchange (default 18515)
                   -t, --tx-depth N        send queue depth (default 1 latency, 128 bandwidth)
                   -q, --qp N              number of QPs (bandwidth tests)
+                  -c, --connection RC|UD  QP type (default RC; UD: send_lat and send_bw, messages up to the MTU)
+                  -e, --events            wait for completions on a completion channel instead of spinning on the CQ
+                  -I, --inline_size N     post send/write messages of up to N bytes inline (default 0; at most 912, 884 on UD)
+                  -R, --rdma_cm           connect the QPs through rdma_cm, and exchange the parameters over an rdma_cm
+                                          connection on port -p, as perftest's -R (native devices only)
                       --busy-poll         tcp_lat: spin on a non-blocking socket (no blocking read, no wakeups)
                       --report_gbits      bandwidth in Gb/sec instead of MB/sec
                       --timeout SEC       connect timeout and longest wait without progress (default 10)
@@ -127,6 +146,10 @@ public final class PerfOptions {
                 case "--report_gbits", "--report-gbits" -> o.reportGbits = true;
                 case "--quiet" -> o.quiet = true;
                 case "--busy-poll" -> o.busyPoll = true;
+                case "-e", "--events" -> o.events = true;
+                case "-R", "--rdma_cm", "--rdma-cm" -> o.rdmaCm = true;
+                case "-c", "--connection" -> o.connection = connection(value != null ? value : need(args, ++i, flag));
+                case "-I", "--inline_size", "--inline-size" -> o.inlineSize = intIn(flag, value != null ? value : need(args, ++i, flag), 0, MAX_INLINE);
                 case "-F", "--CPU-freq" -> { /* perftest's "ignore CPU frequency warnings": nothing to ignore here */ }
                 case "-d", "--ib-dev" -> o.device = value != null ? value : need(args, ++i, flag);
                 case "-i", "--ib-port" -> o.ibPort = intIn(flag, value != null ? value : need(args, ++i, flag), 1, 255);
@@ -163,7 +186,31 @@ public final class PerfOptions {
         return o;
     }
 
+    private static Connection connection(String v) {
+        return switch (v.toUpperCase(Locale.ROOT)) {
+            case "RC" -> Connection.RC;
+            case "UD" -> Connection.UD;
+            case "UC", "XRC", "DC", "SRD", "RAWETH" -> throw new IllegalArgumentException("-c " + v + ": jrdma perf runs RC and UD QPs only");
+            default -> throw new IllegalArgumentException("-c wants RC or UD, not '" + v + "'");
+        };
+    }
+
+    /** The inline size the run uses: -I (capped at perftest's UD maximum on UD), or 0; always 0 for reads and atomics. */
+    public int effectiveInline() {
+        if (inlineSize <= 0 || test == null || (test.verb != PerfTest.Verb.SEND && test.verb != PerfTest.Verb.WRITE)) return 0;
+        return connection == Connection.UD ? Math.min(inlineSize, MAX_INLINE_UD) : inlineSize;
+    }
+
     void validate() {
+        if (test != null && test.isSocket() && (events || rdmaCm || inlineSize >= 0 || connection != Connection.RC))
+            throw new IllegalArgumentException("-c, -e, -I and -R are for the RDMA tests, not " + test.id());
+        if (compare && (events || rdmaCm || inlineSize >= 0 || connection != Connection.RC))
+            throw new IllegalArgumentException("compare runs its series with perftest's defaults: -c, -e, -I and -R do not apply");
+        if (connection == Connection.UD && test != null && test.verb != PerfTest.Verb.SEND)
+            throw new IllegalArgumentException("UD QPs send messages only: -c UD works with send_lat and send_bw (as perftest)");
+        if (events && durationSec > 0) throw new IllegalArgumentException("-e and -D cannot be combined (perftest refuses it too)");
+        if (test != null && inlineSize > 0 && test.verb != PerfTest.Verb.SEND && test.verb != PerfTest.Verb.WRITE)
+            throw new IllegalArgumentException("-I applies to the send and write tests: " + test.id() + " posts nothing inline");
         if (all && durationSec > 0) throw new IllegalArgumentException("-a and -D cannot be combined (perftest refuses it too)");
         if (test != null && test.latency && numQp > 1) throw new IllegalArgumentException("latency tests use one QP; -q is for bandwidth tests");
         if (test != null && test.latency && durationSec == 0 && effectiveIters() < 5)

@@ -21,9 +21,11 @@ import java.util.HexFormat;
 import java.util.Locale;
 
 /**
- * perftest's out-of-band exchange over TCP (perftest_communication.c of perftest 4.5, version string 6.06): versions,
+ * perftest's out-of-band exchange (perftest_communication.c of perftest 4.5, version string 6.06): versions,
  * system data, MTU, the key messages ("handshakes"), bandwidth reports and the closing "done".
- * The client writes then reads; the server reads then writes.
+ * The client writes then reads; the server reads then writes. It travels over TCP, or with -R over an rdma_cm
+ * connection ({@link CmLink}): there each message is one SEND, a key message is perftest's binary
+ * {@code struct pingpong_dest} instead of text, and no "done" follows the closing handshake.
  */
 public final class PerftestWire implements AutoCloseable {
     /** The version we announce: perftest 4.5-0.17's. A peer below 5.70 is refused, as perftest does. */
@@ -33,6 +35,53 @@ public final class PerftestWire implements AutoCloseable {
 
     /** One QP's connection data (perftest's {@code struct pingpong_dest}). gid is null without GID. */
     public record Dest(int lid, int outReads, int qpn, int psn, int rkey, long vaddr, Gid gid, int srqn) {}
+
+    /** Where the exchange's bytes travel: a TCP socket, or (-R) an rdma_cm connection. */
+    interface Link extends AutoCloseable {
+        void write(byte[] b) throws IOException;
+
+        /** Reads exactly b.length bytes: SocketTimeoutException after the read timeout, EOFException when the peer is gone. */
+        void readFully(byte[] b) throws IOException;
+
+        /** How long one read may wait, in ms (0 = for ever). */
+        void readTimeout(int ms);
+
+        int readTimeout();
+
+        /** Whether key messages travel as perftest's binary struct (rdma_cm) rather than text (TCP). */
+        boolean binaryKeys();
+
+        @Override
+        void close();
+    }
+
+    /** sizeof(struct pingpong_dest) on x86-64: lid, out_reads, qpn, psn, rkey, (4 pad), vaddr, gid[16], srqn, gid_index. */
+    public static final int BINARY_KEY_SIZE = 56;
+
+    /**
+     * The key message of the rdma_cm exchange: perftest's {@code struct pingpong_dest} with every integer big-endian
+     * (rdma_write_keys with HAVE_ENDIAN); the GID is raw (zero without one), gid_index -1 without a GID.
+     */
+    public static byte[] encodeBinary(Dest d) {
+        ByteBuffer b = ByteBuffer.allocate(BINARY_KEY_SIZE); // big-endian
+        b.putInt(0, d.lid()).putInt(4, d.outReads()).putInt(8, d.qpn()).putInt(12, d.psn()).putInt(16, d.rkey()).putLong(24, d.vaddr());
+        if (d.gid() != null) for (int i = 0; i < 16; i++) b.put(32 + i, d.gid().get(i));
+        b.putInt(48, d.srqn()).putInt(52, d.gid() == null ? -1 : 0);
+        return b.array();
+    }
+
+    /** Parses perftest's binary key message (what rdma_read_keys reads: all but gid_index). */
+    public static Dest decodeBinary(byte[] msg, boolean withGid) {
+        if (msg.length < BINARY_KEY_SIZE) throw new BenchException("the peer's key message has " + msg.length + " bytes, not " + BINARY_KEY_SIZE);
+        ByteBuffer b = ByteBuffer.wrap(msg);
+        Gid gid = null;
+        if (withGid) {
+            byte[] raw = new byte[16];
+            b.get(32, raw);
+            gid = Gid.of(raw);
+        }
+        return new Dest(b.getInt(0), b.getInt(4), b.getInt(8) & 0xffffff, b.getInt(12) & 0xffffff, b.getInt(16), b.getLong(24), gid, b.getInt(48));
+    }
 
     /** perftest's KEY_PRINT_FMT / KEY_PRINT_FMT_GID, NUL-terminated: 59 or 108 bytes. */
     public static byte[] encode(Dest d) {
@@ -83,29 +132,72 @@ public final class PerftestWire implements AutoCloseable {
         }
     }
 
-    private final Socket socket;
+    /** The exchange over a TCP socket. */
+    private static final class SocketLink implements Link {
+        private final Socket socket;
+        private final DataInputStream in;
+        private final OutputStream out;
+
+        SocketLink(Socket s, int timeoutMs) throws IOException {
+            this.socket = s;
+            s.setTcpNoDelay(true);
+            s.setSoTimeout(timeoutMs);
+            this.in = new DataInputStream(s.getInputStream());
+            this.out = s.getOutputStream();
+        }
+
+        @Override public void write(byte[] b) throws IOException {
+            out.write(b);
+            out.flush();
+        }
+
+        @Override public void readFully(byte[] b) throws IOException {
+            in.readFully(b);
+        }
+
+        @Override public void readTimeout(int ms) {
+            try {
+                socket.setSoTimeout(ms);
+            } catch (IOException ignored) {
+            }
+        }
+
+        @Override public int readTimeout() {
+            try {
+                return socket.getSoTimeout();
+            } catch (IOException e) {
+                return -1;
+            }
+        }
+
+        @Override public boolean binaryKeys() {
+            return false;
+        }
+
+        @Override public void close() {
+            closeQuietly(socket);
+        }
+    }
+
+    private final Link link;
     private final boolean client;
-    private final DataInputStream in;
-    private final OutputStream out;
     private final int timeoutMs;
     private String remoteVersion = "?";
 
-    private PerftestWire(Socket s, boolean client, int timeoutMs) throws IOException {
-        this.socket = s;
+    private PerftestWire(Link link, boolean client, int timeoutMs) {
+        this.link = link;
         this.client = client;
         this.timeoutMs = timeoutMs;
-        s.setTcpNoDelay(true);
-        s.setSoTimeout(timeoutMs);
-        this.in = new DataInputStream(s.getInputStream());
-        this.out = s.getOutputStream();
+        link.readTimeout(timeoutMs);
+    }
+
+    /** The exchange over an established link (-R: an rdma_cm connection), this side the client or the server. */
+    static PerftestWire over(Link link, boolean client, int timeoutSec) {
+        return new PerftestWire(link, client, timeoutSec * 1000);
     }
 
     public boolean isClient() {
         return client;
-    }
-
-    public Socket socket() {
-        return socket;
     }
 
     public String remoteVersion() {
@@ -168,7 +260,7 @@ public final class PerftestWire implements AutoCloseable {
 
     public static PerftestWire client(Socket s, int timeoutSec) {
         try {
-            return new PerftestWire(s, true, timeoutSec * 1000);
+            return new PerftestWire(new SocketLink(s, timeoutSec * 1000), true, timeoutSec * 1000);
         } catch (IOException e) {
             throw new BenchException("socket setup failed: " + e.getMessage(), e);
         }
@@ -195,7 +287,7 @@ public final class PerftestWire implements AutoCloseable {
 
     public static PerftestWire server(Socket s, int timeoutSec) {
         try {
-            return new PerftestWire(s, false, timeoutSec * 1000);
+            return new PerftestWire(new SocketLink(s, timeoutSec * 1000), false, timeoutSec * 1000);
         } catch (IOException e) {
             throw new BenchException("socket setup failed: " + e.getMessage(), e);
         }
@@ -203,10 +295,7 @@ public final class PerftestWire implements AutoCloseable {
 
     /** Sets how long one read may wait (0 = for ever). */
     public void readTimeout(int ms) {
-        try {
-            socket.setSoTimeout(ms);
-        } catch (IOException ignored) {
-        }
+        link.readTimeout(ms);
     }
 
     public void restoreTimeout() {
@@ -218,13 +307,11 @@ public final class PerftestWire implements AutoCloseable {
         try {
             byte[] rem = new byte[remoteLen];
             if (client) {
-                out.write(mine);
-                out.flush();
-                in.readFully(rem);
+                link.write(mine);
+                link.readFully(rem);
             } else {
-                in.readFully(rem);
-                out.write(mine);
-                out.flush();
+                link.readFully(rem);
+                link.write(mine);
             }
             return rem;
         } catch (SocketTimeoutException e) {
@@ -279,6 +366,7 @@ public final class PerftestWire implements AutoCloseable {
 
     /** ctx_hand_shake: one key message each way. */
     public Dest handshake(Dest mine) {
+        if (link.binaryKeys()) return decodeBinary(exchange(encodeBinary(mine), BINARY_KEY_SIZE, "QP keys (handshake)"), mine.gid() != null);
         byte[] msg = encode(mine);
         return decode(exchange(msg, msg.length, "QP keys (handshake)"), mine.gid() != null);
     }
@@ -293,29 +381,27 @@ public final class PerftestWire implements AutoCloseable {
         return new BwResult(size, iters, peak, avg, rate);
     }
 
-    /** ctx_close_connection: a handshake, then "done" with its NUL, then close. */
+    /** ctx_close_connection: a handshake, then over TCP "done" with its NUL, then close. */
     public void closeConnection(Dest mine) {
         handshake(mine);
-        try {
-            out.write("done\0".getBytes(StandardCharsets.US_ASCII));
-            out.flush();
-        } catch (IOException ignored) {
-            // the peer may already be gone after its own "done": nothing is lost
+        if (!link.binaryKeys()) {
+            try {
+                link.write("done\0".getBytes(StandardCharsets.US_ASCII));
+            } catch (IOException ignored) {
+                // the peer may already be gone after its own "done": nothing is lost
+            }
         }
         close();
     }
 
     @Override
     public void close() {
-        closeQuietly(socket);
+        link.close();
     }
 
     private String soTimeoutText() {
-        try {
-            return socket.getSoTimeout() / 1000 + " s";
-        } catch (IOException e) {
-            return "too long";
-        }
+        int ms = link.readTimeout();
+        return ms < 0 ? "too long" : ms / 1000 + " s";
     }
 
     static void closeQuietly(Socket s) {

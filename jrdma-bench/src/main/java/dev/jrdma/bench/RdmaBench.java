@@ -2,7 +2,9 @@ package dev.jrdma.bench;
 
 import dev.jrdma.bench.PerftestWire.Dest;
 import dev.jrdma.verbs.Access;
+import dev.jrdma.verbs.AddressHandle;
 import dev.jrdma.verbs.AhAttr;
+import dev.jrdma.verbs.CompletionChannel;
 import dev.jrdma.verbs.CompletionQueue;
 import dev.jrdma.verbs.Context;
 import dev.jrdma.verbs.Device;
@@ -17,10 +19,13 @@ import dev.jrdma.verbs.ProtectionDomain;
 import dev.jrdma.verbs.QpAttr;
 import dev.jrdma.verbs.QpInitAttr;
 import dev.jrdma.verbs.QpState;
+import dev.jrdma.verbs.QpType;
 import dev.jrdma.verbs.QueuePair;
 import dev.jrdma.verbs.RecvWorkRequest;
+import dev.jrdma.verbs.SendFlag;
 import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.Verbs;
+import dev.jrdma.verbs.VerbsException;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
 
@@ -31,6 +36,7 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
 import java.net.Socket;
 import java.security.SecureRandom;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
@@ -41,10 +47,18 @@ import java.util.List;
  * <p>Buffer layout as perftest's: per QP a local area at {@code i*B} (what we send / where reads and atomics land)
  * and the area the peer targets at {@code (numQp+i)*B}, {@code B = max(size, page size)}; the second area's address
  * is what the key message advertises.
+ *
+ * <p>perftest's modes: {@code -c UD} (send tests on UD QPs: Q_Key 0x11111111, an address handle per peer QP, receives
+ * 40 bytes longer for the GRH, messages up to the MTU), {@code -e} (completions awaited on a completion channel),
+ * {@code -I} (sends and writes up to that size posted inline). None of them changes the out-of-band exchange.
  */
 public final class RdmaBench implements AutoCloseable {
     private static final VarHandle BYTE = ValueLayout.JAVA_BYTE.varHandle();
     private static final int CYCLE_BUFFER = 4096, CACHE_LINE = 64, RX_DEPTH = 512, CQ_MOD = 100;
+    /** perftest's Q_Key of UD QPs (DEF_QKEY) and the GRH room a UD receive needs in front of the data (UD_ADDITION). */
+    static final int UD_QKEY = 0x11111111, UD_GRH = 40;
+    /** perftest's receive depth of a UD bandwidth server: the iterations, at most UC_MAX_RX (UD drops what finds no receive). */
+    private static final int UD_MAX_RX = 16000;
     /** Warm-up iterations by default (at most -n): enough for C2 to compile the loop and the verbs it calls. */
     private static final long DEFAULT_WARMUP = 20_000;
     /** The longest a warm-up waits without progress: the peer waits for us meanwhile. */
@@ -72,6 +86,16 @@ public final class RdmaBench implements AutoCloseable {
     private Dest[] my, rem;
     private Mtu mtu;
     private String deviceName;
+    private final boolean ud;
+    /** Receives a send test keeps posted per QP. */
+    private int rxDepth = RX_DEPTH;
+    private final int inline;
+    private CompletionChannel channel;
+    /** -R: the QPs' rdma_cm connections. */
+    private CmQps cm;
+    /** UD: the address handle, QPN and Q_Key each QP sends to (set when the QPs connect). */
+    private AddressHandle[] ahs;
+    private int[] remQpn, remQkey;
     private final WorkCompletion[] wcs = WorkCompletion.array(64);
 
     private RdmaBench(PerfOptions o, PrintStream out) {
@@ -80,6 +104,8 @@ public final class RdmaBench implements AutoCloseable {
         this.out = out;
         this.progress = Progress.forTerminal(out, o.quiet);
         this.stallNs = o.timeoutSec * 1_000_000_000L;
+        this.ud = o.connection == PerfOptions.Connection.UD;
+        this.inline = o.effectiveInline();
     }
 
     /** Runs one test, server or client as the options say; prints perftest's report to {@code out}. */
@@ -88,7 +114,8 @@ public final class RdmaBench implements AutoCloseable {
         if (o.durationSec > 0 && (o.test == PerfTest.SEND_LAT || o.test == PerfTest.WRITE_LAT))
             throw new BenchException("-D is supported by the bandwidth tests, read_lat and atomic_lat; use -n for " + o.test.id());
         try (RdmaBench b = new RdmaBench(o, out)) {
-            b.open();
+            if (o.rdmaCm) return b.runOverRdmaCm();
+            b.open(o.device);
             if (o.isServer()) {
                 out.println("\n************************************\n* Waiting for client to connect... *\n************************************");
                 out.flush();
@@ -100,10 +127,54 @@ public final class RdmaBench implements AutoCloseable {
         }
     }
 
+    /**
+     * -R: the exchange runs over an rdma_cm connection on -p (which also picks the device: the one rdma_cm reaches
+     * the peer through), and the QPs connect through rdma_cm ({@link CmQps}), as perftest's -R. The software device
+     * has no rdma_cm: -R on it is refused with a message (its TCP exchange interoperates with perftest).
+     */
+    private RunResult runOverRdmaCm() {
+        CmLink.checkAvailable(o.device);
+        CmLink link = o.isServer() ? CmLink.accept(o.tcpPort, o.acceptTimeoutSec, () -> {
+            out.println("\n************************************\n* Waiting for client to connect... *\n************************************");
+            out.println(" (rdma_cm: listening on port " + o.tcpPort + ")");
+            out.flush();
+        }) : CmLink.connect(o.host, o.tcpPort, o.timeoutSec);
+        try (PerftestWire w = PerftestWire.over(link, !o.isServer(), o.timeoutSec)) {
+            if (o.device != null && !o.device.equals(link.deviceName()))
+                throw new BenchException("-d " + o.device + ", but rdma_cm reaches the peer through " + link.deviceName() + " (drop -d, or use that device's address)");
+            open(link.deviceName());
+            return run(w);
+        }
+    }
+
+    /**
+     * perftest's create_rdma_cm_connection, after the MTU exchange: a handshake, the rdma_cm connections of the QPs
+     * (the server listens before that handshake, so the client never finds the port closed), a handshake.
+     */
+    private void connectThroughRdmaCm(PerftestWire w) {
+        int rr = test.verb == PerfTest.Verb.READ || test.verb == PerfTest.Verb.ATOMIC ? outReads : 0;
+        boolean server = !w.isClient();
+        if (server) cm = CmQps.listen(o.tcpPort, qps, ud, rr, o.timeoutSec);
+        w.handshake(my[0]);
+        if (server) {
+            cm.accept(deviceName, mr, localOffset(0), ud && test.latency, recvCq, wcs);
+        } else {
+            cm = CmQps.connect(o.host, o.tcpPort, qps, ud, rr, o.timeoutSec, deviceName);
+            if (ud && test.latency) cm.announceUdQpNumbers(mr, localOffset(0), sendCq, wcs);
+        }
+        if (ud) {
+            for (int i = 0; i < o.numQp; i++) {
+                CmQps.UdPeer p = cm.udPeer(i);
+                if (p != null) useAddressHandle(i, p.ah(), p.qpn(), p.qkey());
+            }
+        }
+        w.handshake(my[0]);
+    }
+
     // ------------------------------------------------------------------ resources
 
-    private void open() {
-        Device dev = o.device == null ? Verbs.defaultDevice() : Verbs.device(o.device);
+    private void open(String device) {
+        Device dev = device == null ? Verbs.defaultDevice() : Verbs.device(device);
         deviceName = dev.name();
         ctx = dev.open();
         DeviceAttr da = ctx.queryDevice();
@@ -119,33 +190,67 @@ public final class RdmaBench implements AutoCloseable {
         }
         if (test.verb == PerfTest.Verb.READ || test.verb == PerfTest.Verb.ATOMIC)
             outReads = Math.max(1, Math.min(16, da.maxQpRdAtom()));
+        mtu = port.activeMtu();
         int maxSize = 0;
         for (int s : o.runSizes()) maxSize = Math.max(maxSize, s);
-        areaSize = Math.max(maxSize, CYCLE_BUFFER);
+        // a UD message is at most the MTU (4096 at most), and its receive starts 40 bytes early for the GRH
+        areaSize = ud ? Math.max(Math.min(maxSize, mtu.bytes) + CACHE_LINE, CYCLE_BUFFER) : Math.max(maxSize, CYCLE_BUFFER);
         arena = Arena.ofShared();
         buf = arena.allocate(2L * o.numQp * areaSize, CYCLE_BUFFER);
         pd = ctx.allocPd();
         mr = pd.registerMemory(buf, EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC));
         int tx = Math.min(o.effectiveTxDepth(), Math.max(1, da.maxQpWr()));
         int sendWr = test.verb == PerfTest.Verb.SEND && test.latency ? Math.min(CQ_MOD, Math.max(1, da.maxQpWr())) : tx;
-        int recvWr = test.verb == PerfTest.Verb.SEND ? Math.min(RX_DEPTH, Math.max(1, da.maxQpWr())) : 1;
-        sendCq = ctx.createCq(Math.max(16, sendWr * o.numQp + 16), null);
-        recvCq = ctx.createCq(Math.max(16, recvWr * o.numQp + 16), null);
+        rxDepth = ud && !test.latency ? (int) Math.min(o.effectiveIters(), UD_MAX_RX) : RX_DEPTH;
+        int recvWr = test.verb == PerfTest.Verb.SEND ? Math.min(rxDepth, Math.max(1, da.maxQpWr())) : 1;
+        if (o.events) channel = ctx.createCompletionChannel();
+        sendCq = ctx.createCq(Math.max(16, sendWr * o.numQp + 16), channel);
+        recvCq = ctx.createCq(Math.max(16, recvWr * o.numQp + 16), channel);
         qps = new QueuePair[o.numQp];
         my = new Dest[o.numQp];
+        ahs = new AddressHandle[o.numQp];
+        remQpn = new int[o.numQp];
+        remQkey = new int[o.numQp];
         SecureRandom rnd = new SecureRandom();
+        QpInitAttr attr = QpInitAttr.builder(sendCq).type(ud ? QpType.UD : QpType.RC).recvCq(recvCq)
+                .maxSendWr(sendWr).maxRecvWr(recvWr).maxInlineData(inline).build();
         for (int i = 0; i < o.numQp; i++) {
-            qps[i] = pd.createQueuePair(QpInitAttr.builder(sendCq).recvCq(recvCq).maxSendWr(sendWr).maxRecvWr(recvWr).build());
+            qps[i] = createQp(attr);
             initQp(qps[i]);
             my[i] = new Dest(port.lid(), outReads, qps[i].qpNum(), rnd.nextInt() & 0xffffff, mr.rkey(),
                     mr.address() + (o.numQp + i) * areaSize, gid, 0);
         }
-        mtu = port.activeMtu();
+    }
+
+    private QueuePair createQp(QpInitAttr attr) {
+        try {
+            return pd.createQueuePair(attr);
+        } catch (VerbsException e) {
+            if (inline == 0) throw e;
+            throw new BenchException("device " + deviceName + " cannot make a QP with " + inline + " bytes of inline data (-I "
+                    + o.inlineSize + "): " + e.getMessage() + "; try a smaller -I", e);
+        }
+    }
+
+    /** RESET to INIT: an RC QP gets every access right the tests need, a UD QP perftest's Q_Key. */
+    /**
+     * The message sizes of the run: -s/-a, and on UD at most the MTU (perftest: -a stops at the MTU, a larger -s
+     * or the 65536 default becomes the MTU).
+     */
+    private List<Integer> sizes() {
+        List<Integer> all = o.runSizes();
+        if (!ud) return all;
+        List<Integer> fit = new ArrayList<>();
+        for (int s : all) if (s <= mtu.bytes) fit.add(s);
+        if (fit.isEmpty() || !o.all) return List.of(Math.min(all.getFirst(), mtu.bytes));
+        return fit;
     }
 
     private void initQp(QueuePair q) {
-        q.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(o.ibPort)
-                .access(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC));
+        QpAttr a = new QpAttr().state(QpState.INIT).pkeyIndex(0).port(o.ibPort);
+        if (ud) a.qkey(UD_QKEY);
+        else a.access(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC);
+        q.modify(a);
     }
 
     /** perftest's choice without -x on RoCE: a RoCE v2 GID (IPv4-mapped first), else index 0. */
@@ -168,10 +273,26 @@ public final class RdmaBench implements AutoCloseable {
             if (r.gid() == null || r.gid().isZero()) throw new BenchException("the peer sent no GID; use -x on both sides");
             ah.global(r.gid(), gidIndex).hopLimit(0xFF);
         }
+        if (ud) {
+            // a UD QP has no peer: RTR and RTS are state changes; the sends name the peer through an address handle
+            // (perftest makes one on both sides of a latency test and on the client of a bandwidth test)
+            qps[i].modify(new QpAttr().state(QpState.RTR));
+            qps[i].modify(new QpAttr().state(QpState.RTS).sqPsn(my[i].psn()));
+            if (test.latency || !o.isServer() || warmingUp) useAddressHandle(i, pd.createAddressHandle(ah), r.qpn(), UD_QKEY);
+            return;
+        }
         qps[i].modify(new QpAttr().state(QpState.RTR).ah(ah).pathMtu(mtu).destQpNum(r.qpn()).rqPsn(r.psn())
                 .maxDestRdAtomic(outReads).minRnrTimer(12));
         qps[i].modify(new QpAttr().state(QpState.RTS).timeout(14).retryCnt(7).rnrRetry(7).sqPsn(my[i].psn())
                 .maxRdAtomic(Math.max(1, Math.min(outReads, Math.max(1, r.outReads())))));
+    }
+
+    /** UD: QP {@code i} sends to {@code qpn}/{@code qkey} through {@code ah} (the one it had before is destroyed). */
+    private void useAddressHandle(int i, AddressHandle ah, int qpn, int qkey) {
+        if (ahs[i] != null) ahs[i].close();
+        ahs[i] = ah;
+        remQpn[i] = qpn;
+        remQkey[i] = qkey;
     }
 
     /**
@@ -189,7 +310,7 @@ public final class RdmaBench implements AutoCloseable {
             default -> !server; // the read/atomic latency servers and the bandwidth servers do not run the loop
         };
         if (n <= 0 || !active) return;
-        int size = o.runSizes().getFirst();
+        int size = sizes().getFirst();
         rem = new Dest[o.numQp];
         warmingUp = true;
         long t0 = System.nanoTime();
@@ -219,9 +340,11 @@ public final class RdmaBench implements AutoCloseable {
             warmingUp = false;
             rem = null;
             postedRecvs = 0;
-            for (QueuePair q : qps) {
-                q.modify(new QpAttr().state(QpState.RESET));
-                initQp(q);
+            for (int i = 0; i < o.numQp; i++) {
+                qps[i].modify(new QpAttr().state(QpState.RESET));
+                initQp(qps[i]);
+                if (ahs[i] != null) ahs[i].close();
+                ahs[i] = null;
             }
             while (sendCq.poll(wcs, wcs.length) > 0) { } // a QP reset leaves its completions in the CQ
             while (recvCq.poll(wcs, wcs.length) > 0) { }
@@ -254,6 +377,7 @@ public final class RdmaBench implements AutoCloseable {
     public void close() {
         progress.clear();
         if (ctx != null && Boolean.getBoolean("jrdma.perf.counters")) printCounters();
+        if (cm != null) cm.close();
         if (ctx != null) ctx.close();   // closes PD, MR, QPs and CQs first
         if (arena != null) arena.close();
     }
@@ -276,8 +400,11 @@ public final class RdmaBench implements AutoCloseable {
         w.versions();
         w.sysData(CYCLE_BUFFER, CACHE_LINE);
         mtu = Mtu.of(w.mtu(mtu.code));
+        if (ud && !o.all && o.effectiveSize() > mtu.bytes)
+            out.printf(" UD message size : %d bytes is above the UD MTU, %d-byte messages are sent (as perftest)%n", o.effectiveSize(), mtu.bytes);
         rem = new Dest[o.numQp];
         boolean server = !w.isClient();
+        if (o.rdmaCm) connectThroughRdmaCm(w);
         printHeader();
         List<LatencyResult> lat = new ArrayList<>();
         List<BwResult> bw = new ArrayList<>();
@@ -287,7 +414,7 @@ public final class RdmaBench implements AutoCloseable {
             case WRITE_LAT, READ_LAT, ATOMIC_LAT, WRITE_BW, READ_BW, ATOMIC_BW -> {
                 if (test.latency) w.handshake(my[0]);
                 for (int i = 0; i < o.numQp; i++) rem[i] = w.handshake(my[i]);
-                for (int i = 0; i < o.numQp; i++) connectQp(i);
+                if (!o.rdmaCm) for (int i = 0; i < o.numQp; i++) connectQp(i);
                 for (int i = 0; i < o.numQp; i++) w.handshake(my[i]);
                 printAddresses();
                 w.handshake(my[0]);
@@ -302,7 +429,7 @@ public final class RdmaBench implements AutoCloseable {
                     }
                     out.println(Report.latHeader());
                     cpu.start();
-                    for (int size : o.runSizes()) {
+                    for (int size : sizes()) {
                         LatencyResult r = test == PerfTest.WRITE_LAT ? writeLat(size, server, o.effectiveIters()) : readAtomicLat(size, o.effectiveIters(), o.durationSec);
                         progress.clear();
                         out.println(Report.latLine(r));
@@ -326,7 +453,7 @@ public final class RdmaBench implements AutoCloseable {
                     out.println(Report.bwHeader(o.reportGbits));
                     cpu.start();
                     BwResult last = null;
-                    for (int size : o.runSizes()) {
+                    for (int size : sizes()) {
                         last = bwClient(size, o.effectiveIters(), o.durationSec);
                         progress.clear();
                         out.println(Report.bwLine(last, o.reportGbits));
@@ -341,13 +468,13 @@ public final class RdmaBench implements AutoCloseable {
             }
             case SEND_LAT, SEND_BW -> {
                 for (int i = 0; i < o.numQp; i++) rem[i] = w.handshake(my[i]);
-                for (int i = 0; i < o.numQp; i++) connectQp(i);
+                if (!o.rdmaCm) for (int i = 0; i < o.numQp; i++) connectQp(i);
                 w.handshake(my[0]);
                 for (int i = 0; i < o.numQp; i++) w.handshake(my[i]);
                 printAddresses();
                 out.println(test.latency ? Report.latHeader() : Report.bwHeader(o.reportGbits));
                 long cpuNs = 0, wallNs = 0;
-                List<Integer> sizes = o.runSizes();
+                List<Integer> sizes = sizes();
                 for (int size : sizes) {
                     boolean receiver = test.latency || server;
                     if (receiver) postInitialRecvs(size, test.latency || o.durationSec == 0 ? o.effectiveIters() : Long.MAX_VALUE);
@@ -394,13 +521,17 @@ public final class RdmaBench implements AutoCloseable {
         out.println(Report.RESULT_LINE);
         out.println("                    " + test.title());
         out.printf(" Device         : %s%n", deviceName);
+        if (o.events) out.printf(" Test with events. Using %s's completion channel%n", deviceName);
         out.printf(" Number of qps   : %d\t\tTransport type : IB%n", o.numQp);
-        out.printf(" Connection type : RC\t\tUsing SRQ      : OFF%n");
+        out.printf(" Connection type : %s\t\tUsing SRQ      : OFF%n", o.connection);
         out.printf(" TX depth        : %d%n", o.effectiveTxDepth());
         out.printf(" Mtu             : %d[B]%n", mtu.bytes);
         out.printf(" Link type       : %s%n", port.linkLayer().ibvName());
         if (gid != null) out.printf(" GID index       : %d%n", gidIndex);
         if (test.verb == PerfTest.Verb.READ || test.verb == PerfTest.Verb.ATOMIC) out.printf(" Outstand reads  : %d%n", outReads);
+        else out.printf(" Max inline data : %d[B]%n", inline);
+        out.printf(" rdma_cm QPs\t : %s%n", o.rdmaCm ? "ON" : "OFF");
+        out.printf(" Data ex. method : %s%n", o.rdmaCm ? "rdma_cm" : "Ethernet");
         if (o.durationSec > 0) out.printf(" Duration        : %d[s]%n", o.durationSec);
         else out.printf(" Iterations      : %d%n", o.effectiveIters());
         out.println(Report.RESULT_LINE);
@@ -436,16 +567,47 @@ public final class RdmaBench implements AutoCloseable {
             lastProgress = System.nanoTime();
         }
 
+        /**
+         * Nothing was in the CQ(s): spin (the default), or with -e wait on the completion channel. The first call
+         * arms both CQs and returns, so the caller polls once more before blocking (a completion that came between
+         * its poll and the arming raises no event); the next one blocks until an event (acknowledged at once) or the
+         * stall limit.
+         */
+        void idle() {
+            if (channel == null) {
+                spin();
+                return;
+            }
+            if (!armed) {
+                sendCq.requestNotify(false);
+                if (recvCq != sendCq) recvCq.requestNotify(false);
+                armed = true;
+                return;
+            }
+            long left = limitNs - (System.nanoTime() - lastProgress);
+            if (left > 0) {
+                CompletionQueue cq = channel.awaitEvent(Duration.ofNanos(left));
+                if (cq != null) cq.ackEvents(1);
+            }
+            armed = false;
+            if (System.nanoTime() - lastProgress > limitNs) stalled();
+        }
+
+        private boolean armed;
+
         void spin() {
             // spin as perftest does, on every device: a software device makes progress on the polling thread itself
             Thread.onSpinWait();
             if ((++spins & 0x3ff) == 0) {
                 long now = System.nanoTime();
-                if (now - lastProgress > limitNs) {
-                    throw new BenchException("no progress for " + limitNs / 1_000_000_000L + " s while waiting for " + what
-                            + ": the peer stopped, or its packets do not arrive (same -x/GID type on both sides? UDP 4791 open?)");
-                }
+                if (now - lastProgress > limitNs) stalled();
             }
+        }
+
+        private void stalled() {
+            throw new BenchException("no progress for " + limitNs / 1_000_000_000L + " s while waiting for " + what
+                    + ": the peer stopped, or its packets do not arrive (same -x/GID type on both sides? UDP 4791 open?"
+                    + (ud ? " UD drops a message that finds no receive posted" : "") + ")");
         }
     }
 
@@ -473,8 +635,8 @@ public final class RdmaBench implements AutoCloseable {
         long[] tposted = timestamps(iters);
         QueuePair qp = qps[0];
         long post = localOffset(0) + size - 1, poll = remoteAreaOffset(0) + size - 1;
-        SendWorkRequest wr = new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).buffer(mr, localOffset(0), size)
-                .remote(rem[0].vaddr(), rem[0].rkey()).signaled(true).wrId(1);
+        SendWorkRequest wr = dataRequest(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).buffer(mr, localOffset(0), size)
+                .remote(rem[0].vaddr(), rem[0].rkey()).signaled(true).wrId(1), 0, size);
         long scnt = 0, rcnt = 0, ccnt = 0;
         Stall stall = new Stall("the peer's RDMA write (" + test.id() + ", " + size + " bytes)");
         while (scnt < iters || ccnt < iters || rcnt < iters) {
@@ -496,7 +658,7 @@ public final class RdmaBench implements AutoCloseable {
             }
             if (ccnt < iters) {
                 int n;
-                while ((n = sendCq.poll(wcs, 1)) == 0) stall.spin();
+                while ((n = sendCq.poll(wcs, 1)) == 0) stall.idle();
                 check(wcs[0]);
                 ccnt += n;
             }
@@ -519,7 +681,7 @@ public final class RdmaBench implements AutoCloseable {
             long prev = System.nanoTime();
             while (prev < end) {
                 qps[0].postSend(wr);
-                while (sendCq.poll(wcs, 1) == 0) stall.spin();
+                while (sendCq.poll(wcs, 1) == 0) stall.idle();
                 check(wcs[0]);
                 stall.progress();
                 long now = System.nanoTime();
@@ -535,7 +697,7 @@ public final class RdmaBench implements AutoCloseable {
         for (long i = 0; i < iters; i++) {
             tposted[(int) i] = System.nanoTime();
             qps[0].postSend(wr);
-            while (sendCq.poll(wcs, 1) == 0) stall.spin();
+            while (sendCq.poll(wcs, 1) == 0) stall.idle();
             check(wcs[0]);
             stall.progress();
             if ((i & 0x3ff) == 0 && progress.enabled()) progress.update(String.format(" %s %d bytes: %d/%d", test.id(), size, i, iters));
@@ -545,13 +707,24 @@ public final class RdmaBench implements AutoCloseable {
 
     private int postedRecvs;
 
+    /** Send and write requests: on UD addressed to the peer QP, and posted inline up to -I bytes. */
+    private SendWorkRequest dataRequest(SendWorkRequest w, int q, int size) {
+        if (ud) w.ud(ahs[q], remQpn[q], remQkey[q]);
+        if (size <= inline) w.flag(SendFlag.INLINE, true);
+        return w;
+    }
+
+    /** A receive of QP {@code q}: in the area the peer targets; on UD 40 bytes earlier and longer, for the GRH. */
+    private RecvWorkRequest recvRequest(int q, int size) {
+        return new RecvWorkRequest().wrId(q).buffer(mr, remoteAreaOffset(q) + (ud ? CACHE_LINE - UD_GRH : 0), size + (ud ? UD_GRH : 0));
+    }
+
     /** Posts the receives a send test starts with: {@code need} (the iterations), at most the receive queue's depth. */
     private void postInitialRecvs(int size, long need) {
-        int per = (int) Math.min(qps[0].cap().maxRecvWr() > 0 ? qps[0].cap().maxRecvWr() : RX_DEPTH, need);
-        per = Math.min(per, RX_DEPTH);
-        RecvWorkRequest rwr = new RecvWorkRequest();
+        int per = (int) Math.min(qps[0].cap().maxRecvWr() > 0 ? qps[0].cap().maxRecvWr() : rxDepth, need);
+        per = Math.min(per, rxDepth);
         for (int q = 0; q < o.numQp; q++) {
-            rwr.wrId(q).buffer(mr, remoteAreaOffset(q), size);
+            RecvWorkRequest rwr = recvRequest(q, size);
             for (int k = 0; k < per; k++) qps[q].postRecv(rwr);
         }
         postedRecvs = per;
@@ -561,8 +734,8 @@ public final class RdmaBench implements AutoCloseable {
     private LatencyResult sendLat(int size, boolean server, long iters) {
         long[] tposted = timestamps(iters);
         QueuePair qp = qps[0];
-        SendWorkRequest wr = new SendWorkRequest().opcode(WrOpcode.SEND).buffer(mr, localOffset(0), size).signaled(true).wrId(1);
-        RecvWorkRequest rwr = new RecvWorkRequest().wrId(0).buffer(mr, remoteAreaOffset(0), size);
+        SendWorkRequest wr = dataRequest(new SendWorkRequest().opcode(WrOpcode.SEND).buffer(mr, localOffset(0), size).signaled(true).wrId(1), 0, size);
+        RecvWorkRequest rwr = recvRequest(0, size);
         int maxOutstanding = Math.max(1, qp.cap().maxSendWr());
         long scnt = 0, rcnt = 0, ccnt = 0, posted = postedRecvs;
         Stall stall = new Stall("the peer's send (" + test.id() + ", " + size + " bytes)");
@@ -576,7 +749,7 @@ public final class RdmaBench implements AutoCloseable {
                     int c = sendCq.poll(wcs, wcs.length);
                     for (int k = 0; k < c; k++) check(wcs[k]);
                     ccnt += c;
-                    if (c == 0) stall.spin();
+                    if (c == 0) stall.idle();
                 }
                 check(wcs[0]);
                 stall.progress();
@@ -591,7 +764,7 @@ public final class RdmaBench implements AutoCloseable {
                     int c = sendCq.poll(wcs, wcs.length);
                     for (int k = 0; k < c; k++) check(wcs[k]);
                     ccnt += c;
-                    if (c == 0) stall.spin();
+                    if (c == 0) stall.idle();
                 }
                 tposted[(int) scnt] = System.nanoTime();
                 scnt++;
@@ -604,7 +777,7 @@ public final class RdmaBench implements AutoCloseable {
             int c = sendCq.poll(wcs, wcs.length);
             for (int k = 0; k < c; k++) check(wcs[k]);
             ccnt += c;
-            if (c == 0) drain.spin(); else drain.progress();
+            if (c == 0) drain.idle(); else drain.progress();
         }
         return LatencyResult.fromPostTimes(size, tposted, (int) iters, test.rttFactor());
     }
@@ -656,7 +829,7 @@ public final class RdmaBench implements AutoCloseable {
             if (completed >= posted && (stop || !more)) break;
             int n = sendCq.poll(wcs, wcs.length);
             if (n == 0) {
-                stall.spin();
+                stall.idle();
                 continue;
             }
             long now = System.nanoTime();
@@ -686,10 +859,10 @@ public final class RdmaBench implements AutoCloseable {
     private SendWorkRequest bwRequest(int q, int size) {
         SendWorkRequest w = new SendWorkRequest().wrId(q);
         return switch (test.verb) {
-            case WRITE -> w.opcode(WrOpcode.RDMA_WRITE).buffer(mr, localOffset(q), size).remote(rem[q].vaddr(), rem[q].rkey());
+            case WRITE -> dataRequest(w.opcode(WrOpcode.RDMA_WRITE).buffer(mr, localOffset(q), size).remote(rem[q].vaddr(), rem[q].rkey()), q, size);
             case READ -> w.opcode(WrOpcode.RDMA_READ).buffer(mr, localOffset(q), size).remote(rem[q].vaddr(), rem[q].rkey());
             case ATOMIC -> w.opcode(WrOpcode.ATOMIC_FETCH_AND_ADD).buffer(mr, localOffset(q), 8).atomic(rem[q].vaddr(), rem[q].rkey(), 1, 0);
-            case SEND -> w.opcode(WrOpcode.SEND).buffer(mr, localOffset(q), size);
+            case SEND -> dataRequest(w.opcode(WrOpcode.SEND).buffer(mr, localOffset(q), size), q, size);
             default -> throw new IllegalStateException();
         };
     }
@@ -702,7 +875,7 @@ public final class RdmaBench implements AutoCloseable {
         long[] postedPerQp = new long[o.numQp];
         java.util.Arrays.fill(postedPerQp, postedRecvs);
         RecvWorkRequest[] rwr = new RecvWorkRequest[o.numQp];
-        for (int q = 0; q < o.numQp; q++) rwr[q] = new RecvWorkRequest().wrId(q).buffer(mr, remoteAreaOffset(q), size);
+        for (int q = 0; q < o.numQp; q++) rwr[q] = recvRequest(q, size);
         // the clock starts now, right after the handshake that lets the client send: completions that queued up
         // before the first poll must not shrink the measured time
         long received = 0, start = System.nanoTime(), first = 0, lastAt = start;
@@ -713,7 +886,7 @@ public final class RdmaBench implements AutoCloseable {
             if (n == 0) {
                 if (timed && received > 0 && System.nanoTime() - first > o.durationSec * 1_000_000_000L
                         && System.nanoTime() - lastAt > quietNs) break;
-                stall.spin();
+                stall.idle();
                 continue;
             }
             long now = System.nanoTime();

@@ -106,4 +106,30 @@ class PerfOptionsTest {
         assertEquals(0, Perf.run(new String[] {"--help"}, new java.io.PrintStream(out), new java.io.PrintStream(err)));
         assertTrue(out.toString().contains("--report_gbits"));
     }
+
+    @Test
+    void perftestModes() {
+        PerfOptions o = PerfOptions.parse("send_bw", "-c", "UD", "-e", "-I", "64", "-R", "host");
+        assertEquals(PerfOptions.Connection.UD, o.connection);
+        assertTrue(o.events);
+        assertTrue(o.rdmaCm);
+        assertEquals(64, o.effectiveInline());
+        assertEquals(PerfOptions.Connection.RC, PerfOptions.parse("write_lat").connection);
+        assertEquals(0, PerfOptions.parse("write_lat").effectiveInline());
+        assertEquals(884, PerfOptions.parse("send_lat", "-c", "ud", "-I", "912").effectiveInline(), "perftest's UD maximum");
+        assertEquals(912, PerfOptions.parse("send_lat", "--inline_size=912").effectiveInline());
+        assertTrue(PerfOptions.parse("read_lat", "--rdma_cm").rdmaCm);
+    }
+
+    @Test
+    void perftestModesRefusedWhereTheyDoNotApply() {
+        assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse("write_bw", "-c", "UD"), "UD sends only");
+        assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse("send_lat", "-c", "UC"));
+        assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse("send_lat", "-c", "XX"));
+        assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse("send_bw", "-e", "-D", "2"));
+        assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse("read_bw", "-I", "64"));
+        assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse("tcp_lat", "-e"));
+        assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse("compare", "-R"));
+        assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse("send_lat", "-I", "913"));
+    }
 }

@@ -45,6 +45,26 @@ class PerftestWireTest {
     }
 
     @Test
+    void rdmaCmKeyMessageIsPerftestsBigEndianStruct() {
+        // -R: rdma_write_keys sends struct pingpong_dest (x86-64 layout, 56 bytes) with htobe32/htobe64 fields
+        Gid gid = Gid.parse("::ffff:10.99.0.1");
+        var d = new PerftestWire.Dest(0x1234, 16, 0xd2, 0x0519a8, 0xdeadbeef, 0x557a1b2c3000L, gid, 0);
+        byte[] m = PerftestWire.encodeBinary(d);
+        assertEquals(56, m.length);
+        assertEquals("00001234" + "00000010" + "000000d2" + "000519a8" + "deadbeef" + "00000000" + "0000557a1b2c3000"
+                + "00000000000000000000ffff0a630001" + "00000000" + "00000000", java.util.HexFormat.of().formatHex(m));
+        assertEquals(d, PerftestWire.decodeBinary(m, true));
+        // without a GID: zeros there and gid_index -1; what perftest wrote decodes field by field
+        byte[] noGid = PerftestWire.encodeBinary(new PerftestWire.Dest(0, 1, 0x11, 0x22, 0x33, 0x4000, null, 0));
+        assertEquals("ffffffff", java.util.HexFormat.of().formatHex(noGid, 52, 56));
+        var back = PerftestWire.decodeBinary(noGid, false);
+        assertEquals(0x11, back.qpn());
+        assertEquals(0x4000, back.vaddr());
+        assertNull(back.gid());
+        assertThrows(BenchException.class, () -> PerftestWire.decodeBinary(new byte[20], true));
+    }
+
+    @Test
     void decodesWhatPerftestWrites() {
         // as perftest's sprintf(KEY_PRINT_FMT_GID) would write it, with upper bits in every field
         String s = "ffff:0004:ffffff:123456:deadbeef:ffffffffffffffff:fe:80:00:00:00:00:00:00:02:42:ac:ff:fe:11:00:02:0000abcd:";

@@ -60,6 +60,92 @@ class SoftRdmaBenchTest {
         else assertEquals(300, o.server().remote().iters(), "the passive server prints the client's report:\n" + o.serverOut());
     }
 
+    @ParameterizedTest
+    @ValueSource(strings = {"send_lat", "send_bw"})
+    @Timeout(90)
+    void udQps(String test) throws Exception {
+        var o = pair(test, "-c", "UD", "-n", "200", "-s", "512");
+        assertTrue(o.clientOut().contains("Connection type : UD"), o.clientOut());
+        assertTrue(o.serverOut().contains("Connection type : UD"), o.serverOut());
+        if (test.equals("send_lat")) {
+            LatencyResult r = o.client().latency().getFirst();
+            assertEquals(200, r.iters());
+            assertEquals(512, r.size());
+            assertTrue(r.tMin() > 0 && r.tTypical() <= r.tMax(), r.toString());
+            assertEquals(200, o.server().latency().getFirst().iters(), o.serverOut());
+        } else {
+            // every datagram arrived: the server posted a receive for each (UD drops what finds none)
+            assertEquals(200, o.client().bandwidth().getFirst().iters(), o.clientOut());
+            assertEquals(200, o.server().bandwidth().getFirst().iters(), o.serverOut());
+            assertTrue(o.server().bandwidth().getFirst().bwAvgMBs() > 0, o.serverOut());
+        }
+    }
+
+    @Test
+    @Timeout(90)
+    void udMessagesAreAtMostTheMtu() throws Exception {
+        // the soft device's MTU on loopback is 4096: the 65536 default of send_bw becomes 4096, as perftest does
+        var o = pair("send_bw", "-c", "UD", "-n", "100");
+        assertEquals(4096, o.client().bandwidth().getFirst().size(), o.clientOut());
+        assertEquals(4096, o.server().bandwidth().getFirst().size(), o.serverOut());
+        assertTrue(o.clientOut().contains("above the UD MTU"), o.clientOut());
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"send_lat", "write_lat", "read_lat", "send_bw", "write_bw"})
+    @Timeout(90)
+    void completionEvents(String test) throws Exception {
+        var o = pair(test, "-e", "-n", "200", "-s", "1024");
+        assertTrue(o.clientOut().contains("Test with events"), o.clientOut());
+        if (test.endsWith("_lat")) assertEquals(200, o.client().latency().getFirst().iters(), o.clientOut());
+        else assertEquals(200, o.client().bandwidth().getFirst().iters(), o.clientOut());
+        if (test.equals("send_bw")) assertEquals(200, o.server().bandwidth().getFirst().iters(), o.serverOut());
+    }
+
+    @Test
+    @Timeout(90)
+    void udWithEvents() throws Exception {
+        var o = pair("send_lat", "-c", "UD", "-e", "-n", "100");
+        assertEquals(100, o.client().latency().getFirst().iters(), o.clientOut());
+        assertEquals(100, o.server().latency().getFirst().iters(), o.serverOut());
+    }
+
+    @ParameterizedTest
+    @ValueSource(strings = {"send_lat", "write_lat", "send_bw", "write_bw"})
+    @Timeout(90)
+    void inlineSends(String test) throws Exception {
+        var o = pair(test, "-I", "128", "-n", "200", "-s", "64");
+        assertTrue(o.clientOut().contains("Max inline data : 128[B]"), o.clientOut());
+        if (test.endsWith("_lat")) assertEquals(200, o.client().latency().getFirst().iters(), o.clientOut());
+        else assertEquals(200, o.client().bandwidth().getFirst().iters(), o.clientOut());
+        if (test.equals("send_bw")) assertEquals(200, o.server().bandwidth().getFirst().iters(), o.serverOut());
+    }
+
+    @Test
+    @Timeout(60)
+    void inlineAbovePerftestsMaximumIsABadFlag() {
+        var err = new java.io.ByteArrayOutputStream();
+        int rc = Perf.run(new String[] {"send_lat", "-I", "2000", "-d", CLIENT_DEV, "127.0.0.1"},
+                new java.io.PrintStream(new java.io.ByteArrayOutputStream()), new java.io.PrintStream(err));
+        assertEquals(2, rc);
+        assertTrue(err.toString().contains("-I 2000 is outside 0..912"), err.toString());
+    }
+
+    @Test
+    @Timeout(60)
+    void rdmaCmOnTheSoftwareDeviceIsRefusedWithAReason() {
+        // the software device has no rdma_cm (librdmacm drives kernel devices): -R says so instead of running
+        // something else; both sides fail at once, before any connection is attempted
+        for (String[] args : new String[][] {{"send_lat", "-R", "-d", CLIENT_DEV, "127.0.0.1"}, {"write_bw", "-R", "-d", SERVER_DEV}}) {
+            var err = new java.io.ByteArrayOutputStream();
+            long t0 = System.nanoTime();
+            int rc = Perf.run(args, new java.io.PrintStream(new java.io.ByteArrayOutputStream()), new java.io.PrintStream(err));
+            assertEquals(1, rc, err.toString());
+            assertTrue(err.toString().contains("-R connects through rdma_cm") && err.toString().contains("drop -R"), err.toString());
+            assertTrue((System.nanoTime() - t0) / 1e9 < 5);
+        }
+    }
+
     @Test
     @Timeout(90)
     void twoQpsAndSeveralSizes() throws Exception {
