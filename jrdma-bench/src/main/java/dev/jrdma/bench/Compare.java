@@ -27,17 +27,35 @@ import java.util.concurrent.atomic.AtomicReference;
  * each run itself is an ordinary {@code jrdma perf} run on port -p + 1 (perftest's protocol for the RDMA tests).
  */
 public final class Compare {
+    /** The message sizes (bytes) measured when -s/--sizes is not given. */
     public static final List<Integer> DEFAULT_SIZES = List.of(2, 64, 1024, 4096, 65536);
     /** The floor's bandwidth is measured with datagrams of this size (a page, the soft device's loopback MTU). */
     public static final int FLOOR_BW_SIZE = PerfOptions.DEFAULT_UDP_BW_SIZE;
 
     /** One line of the comparison: a test and how it is run. */
     public enum Series {
-        UDP_LAT(PerfTest.UDP_LAT, false), TCP_LAT(PerfTest.TCP_LAT, false), TCP_LAT_BUSY_POLL(PerfTest.TCP_LAT, true),
-        SEND_LAT(PerfTest.SEND_LAT, false), WRITE_LAT(PerfTest.WRITE_LAT, false),
-        UDP_BW(PerfTest.UDP_BW, false), TCP_BW(PerfTest.TCP_BW, false), SEND_BW(PerfTest.SEND_BW, false), WRITE_BW(PerfTest.WRITE_BW, false);
+        /** The floor's latency: raw UDP datagrams ping-pong, busy-polled. */
+        UDP_LAT(PerfTest.UDP_LAT, false),
+        /** TCP ping-pong latency with blocking reads. */
+        TCP_LAT(PerfTest.TCP_LAT, false),
+        /** TCP ping-pong latency with busy-polled (non-blocking) reads. */
+        TCP_LAT_BUSY_POLL(PerfTest.TCP_LAT, true),
+        /** RDMA send latency, as {@code ib_send_lat}. */
+        SEND_LAT(PerfTest.SEND_LAT, false),
+        /** RDMA write latency, as {@code ib_write_lat}. */
+        WRITE_LAT(PerfTest.WRITE_LAT, false),
+        /** The floor's bandwidth and message rate: raw UDP datagrams one way. */
+        UDP_BW(PerfTest.UDP_BW, false),
+        /** TCP stream bandwidth. */
+        TCP_BW(PerfTest.TCP_BW, false),
+        /** RDMA send bandwidth, as {@code ib_send_bw}. */
+        SEND_BW(PerfTest.SEND_BW, false),
+        /** RDMA write bandwidth, as {@code ib_write_bw}. */
+        WRITE_BW(PerfTest.WRITE_BW, false);
 
+        /** The benchmark the series runs. */
         public final PerfTest test;
+        /** Whether it runs with {@code --busy-poll} (TCP only). */
         public final boolean busyPoll;
 
         Series(PerfTest test, boolean busyPoll) {
@@ -45,17 +63,21 @@ public final class Compare {
             this.busyPoll = busyPoll;
         }
 
-        /** The name on the control connection and in the HTML report: {@code tcp_lat_busy_poll}. */
+        /** {@return the name on the control connection and in the HTML report, e.g. {@code tcp_lat_busy_poll}} */
         public String id() {
             return name().toLowerCase(Locale.ROOT);
         }
 
-        /** How a user runs it: {@code tcp_lat --busy-poll}. */
+        /** {@return how a user runs it, e.g. {@code tcp_lat --busy-poll}} */
         public String label() {
             return busyPoll ? test.id() + " --busy-poll" : test.id();
         }
 
-        /** Whether this series runs at a message size (a UDP datagram holds at most 65507 bytes). */
+        /**
+         * {@return whether this series runs at a message size (a UDP datagram holds at most 65507 bytes)}
+         *
+         * @param size the message size in bytes
+         */
         public boolean runsAt(int size) {
             return !test.isUdp() || size <= PerfOptions.MAX_UDP_SIZE;
         }
@@ -66,18 +88,53 @@ public final class Compare {
         }
     }
 
+    /** The latency series, in the table's column order. */
     public static final List<Series> LAT_SERIES = List.of(Series.UDP_LAT, Series.TCP_LAT, Series.TCP_LAT_BUSY_POLL, Series.SEND_LAT, Series.WRITE_LAT);
+    /** The bandwidth series, in the table's column order. */
     public static final List<Series> BW_SERIES = List.of(Series.UDP_BW, Series.TCP_BW, Series.SEND_BW, Series.WRITE_BW);
 
-    /** One measured point: the client's figures and both sides' CPU. */
+    /**
+     * One measured point: the client's figures and both sides' CPU.
+     *
+     * @param series    the series measured
+     * @param size      the message size in bytes
+     * @param lat       the latency line, or null for a bandwidth series
+     * @param bw        the bandwidth line, or null for a latency series
+     * @param clientCpu the client's CPU during the measured phase, in percent of one core
+     * @param serverCpu the server's CPU during its run, in percent of one core
+     */
     public record Point(Series series, int size, LatencyResult lat, BwResult bw, double clientCpu, double serverCpu) {}
 
-    /** Everything a compare run measured, and the points it could not measure (with the reason). */
+    /**
+     * Everything a compare run measured, and the points it could not measure (with the reason).
+     *
+     * @param device      the RDMA device the RDMA series ran on ({@code "?"} when none ran)
+     * @param host        the server's host
+     * @param iters       iterations per point
+     * @param sizes       the message sizes asked for, in bytes
+     * @param points      the measured points of each series, in size order
+     * @param notMeasured one line per point that failed: series, size and why
+     */
     public record Result(String device, String host, long iters, List<Integer> sizes, Map<Series, List<Point>> points, List<String> notMeasured) {
+        /**
+         * A result in which every point was measured.
+         *
+         * @param device the RDMA device
+         * @param host   the server's host
+         * @param iters  iterations per point
+         * @param sizes  the message sizes in bytes
+         * @param points the measured points of each series
+         */
         public Result(String device, String host, long iters, List<Integer> sizes, Map<Series, List<Point>> points) {
             this(device, host, iters, sizes, points, List.of());
         }
 
+        /**
+         * {@return the point of series {@code t} at {@code size} bytes, or null when it was not measured}
+         *
+         * @param t    the series
+         * @param size the message size in bytes
+         */
         public Point point(Series t, int size) {
             for (Point p : points.getOrDefault(t, List.of())) if (p.size() == size) return p;
             return null;
@@ -96,6 +153,15 @@ public final class Compare {
 
     // ------------------------------------------------------------------ client
 
+    /**
+     * Runs the client: for every series and size, asks the server (control connection on -p) to start its side,
+     * runs this side on -p + 1 and collects both sides' figures. A point that fails is reported and skipped.
+     *
+     * @param o   the options: host, sizes, iterations, duration, device, ports, timeout
+     * @param out where progress and failures are printed
+     * @return what was measured
+     * @throws BenchException when the control connection fails, or no point at all could be measured
+     */
     public static Result client(PerfOptions o, PrintStream out) {
         List<Integer> sizes = sizes(o);
         long iters = iters(o);
@@ -202,7 +268,15 @@ public final class Compare {
 
     // ------------------------------------------------------------------ server
 
-    /** Serves one compare client: runs the server side of each test it asks for. */
+    /**
+     * Serves one compare client: waits for it on -p (no timeout), then runs the server side of each test it asks for
+     * on -p + 1, answering each with its CPU time, until the client says BYE or disconnects.
+     *
+     * @param o   the options: port, device, timeout
+     * @param out where each run's outcome is printed
+     * @return 0 when the client finished, 1 when the thread was interrupted
+     * @throws BenchException when the control connection fails
+     */
     public static int server(PerfOptions o, PrintStream out) {
         out.printf("compare server: waiting on TCP port %d (runs use port %d)%n", o.tcpPort, o.tcpPort + 1);
         try (Socket ctl = PerftestWire.accept(o.tcpPort, 0)) {
@@ -269,19 +343,33 @@ public final class Compare {
     /**
      * A table row: label, then the UDP floor, TCP, TCP busy-poll, RDMA send and RDMA write values (NaN = not
      * measured), which way is better, and the name of the floor the ratio row divides by (null: no ratio row).
+     *
+     * @param label         the metric, its unit and message size
+     * @param udp           the UDP floor's value
+     * @param tcp           TCP's value
+     * @param tcpBusy       busy-polled TCP's value
+     * @param send          RDMA send's value
+     * @param write         RDMA write's value
+     * @param lowerIsBetter true for latency and CPU, false for throughput and rate
+     * @param floorName     {@code udp_lat} or {@code udp_bw}, or null when the row has no ratio row
      */
     public record Row(String label, double udp, double tcp, double tcpBusy, double send, double write, boolean lowerIsBetter, String floorName) {
+        /** {@return the five values in {@link Compare#COLUMNS} order} */
         public double[] values() {
             return new double[] {udp, tcp, tcpBusy, send, write};
         }
 
-        /** A value over the UDP floor of the same run: "× udp_lat" (NaN when either is missing). */
+        /**
+         * {@return a value over the UDP floor of the same run: "× udp_lat" (NaN when either is missing or the floor is 0)}
+         *
+         * @param v one of the row's values
+         */
         public double overFloor(double v) {
             if (Double.isNaN(v) || Double.isNaN(udp) || udp == 0) return Double.NaN;
             return v / udp;
         }
 
-        /** Best RDMA against best TCP, >1 = RDMA better; NaN when not measured. */
+        /** {@return the best RDMA value against the best TCP value, &gt;1 when RDMA is better; NaN when not measured} */
         public double gain() {
             double best = best(send, write), bestTcp = best(tcp, tcpBusy);
             if (Double.isNaN(best) || Double.isNaN(bestTcp)) return Double.NaN;
@@ -311,6 +399,12 @@ public final class Compare {
         return udp.isEmpty() ? FLOOR_BW_SIZE : pick(udp, FLOOR_BW_SIZE, true);
     }
 
+    /**
+     * {@return the table's rows: latency t_typical and 99th percentile at 64 B, throughput at 64 KiB, message rate at
+     * 64 B, client and server CPU (the nearest measured sizes when those are missing)}
+     *
+     * @param r a compare run's result
+     */
     public static List<Row> rows(Result r) {
         int small = pick(r.sizes(), 64, false), big = pick(r.sizes(), 65536, true), floorBw = floorBwSize(r);
         String bigLabel = big + " B" + (floorBw != big ? " (UDP: " + floorBw + " B)" : "");
@@ -359,6 +453,12 @@ public final class Compare {
         return String.format(Locale.ROOT, "%.4f", v);
     }
 
+    /**
+     * {@return the comparison as a text table: one line per row with the RDMA gain, its ratio line against the UDP
+     * floor, the points not measured, and how to reproduce the run}
+     *
+     * @param r a compare run's result
+     */
     public static String table(Result r) {
         StringBuilder sb = new StringBuilder();
         String fmt = "%-" + labelWidth(r) + "s %10s %10s %14s %10s %11s %11s%n";
@@ -385,7 +485,15 @@ public final class Compare {
         return w;
     }
 
-    /** Runs the client, prints the table, writes the HTML report; returns the report's path. */
+    /**
+     * Runs the client, prints the table, writes the HTML report.
+     *
+     * @param o   the options; {@code --html} names the report (default {@code jrdma-compare.html})
+     * @param out where progress and the table are printed
+     * @return the report's path
+     * @throws IOException    when the report cannot be written
+     * @throws BenchException as {@link #client} does
+     */
     public static Path clientAndReport(PerfOptions o, PrintStream out) throws IOException {
         Result r = client(o, out);
         out.println(Report.RESULT_LINE);

@@ -15,6 +15,12 @@ public final class HtmlReport {
     /** One line of a chart: its id (data-name), its legend and its points. */
     record Series(String name, String legend, List<double[]> xy) {}
 
+    /**
+     * {@return a self-contained HTML page (two inline SVG charts, no scripts, no links): the comparison table and
+     * latency and bandwidth against message size for every series}
+     *
+     * @param r a compare run's result
+     */
     public static String render(Compare.Result r) {
         StringBuilder h = new StringBuilder();
         h.append("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>jrdma compare: UDP floor, TCP socket, RDMA</title>\n<style>\n")

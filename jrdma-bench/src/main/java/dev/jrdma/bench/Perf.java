@@ -9,11 +9,24 @@ import java.io.PrintStream;
 public final class Perf {
     private Perf() {}
 
+    /**
+     * Runs {@link #run} on the standard streams and exits with its status.
+     *
+     * @param args perftest-style flags, e.g. {@code send_lat -s 64 -n 1000 HOST}
+     */
     public static void main(String[] args) {
         System.exit(run(args, System.out, System.err));
     }
 
-    /** 0: ran; 1: the run failed; 2: bad command line. Never throws. */
+    /**
+     * Parses the flags and runs the test (or prints the usage for {@code --help}). Never throws: failures are
+     * printed on {@code err}.
+     *
+     * @param args perftest-style flags and the test's name
+     * @param out  where the report goes
+     * @param err  where errors go
+     * @return 0: ran; 1: the run failed; 2: bad command line
+     */
     public static int run(String[] args, PrintStream out, PrintStream err) {
         PerfOptions o;
         try {

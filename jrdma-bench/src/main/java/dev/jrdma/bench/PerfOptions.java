@@ -9,27 +9,42 @@ import java.util.Locale;
  * with {@code ib_send_lat} works here.
  */
 public final class PerfOptions {
+    /** perftest's default port of the out-of-band exchange (-p). */
     public static final int DEFAULT_TCP_PORT = 18515;
+    /** The largest message size, in bytes: 8 MiB, perftest's largest -a size (2^23). */
     public static final int MAX_SIZE = 1 << 23;
     /** The largest UDP payload over IPv4 (65535 - 20 IP - 8 UDP header bytes). */
     public static final int MAX_UDP_SIZE = 65507;
     /** udp_bw's default datagram size: a page, the soft device's MTU on loopback. */
     public static final int DEFAULT_UDP_BW_SIZE = 4096;
 
+    /** The test to run (null for compare and --help). */
     public PerfTest test;
     /** True for {@code jrdma perf compare}. */
     public boolean compare;
+    /** -d: the RDMA device's name, or null for the first one. */
     public String device;
+    /** -i: the device port, from 1 (default 1). */
     public int ibPort = 1;
+    /** -x: the GID index, or -1 for the device's RoCE v2 GID (perftest's default). */
     public int gidIndex = -1;
+    /** -s: the message size in bytes, or -1 for the default ({@link #effectiveSize()}). */
     public int size = -1;
+    /** -a: every size from 2 to 2^23 ({@link #runSizes()}). */
     public boolean all;
+    /** -n: the iterations, or -1 for the default ({@link #effectiveIters()}). */
     public long iters = -1;
+    /** -D: run for this many seconds instead of -n iterations; 0: use -n. */
     public int durationSec;
+    /** -p: the TCP port of the out-of-band exchange. */
     public int tcpPort = DEFAULT_TCP_PORT;
+    /** -t: the send queue depth, or -1 for the default ({@link #effectiveTxDepth()}). */
     public int txDepth = -1;
+    /** -q: the number of QPs of a bandwidth test (default 1). */
     public int numQp = 1;
+    /** --report_gbits: bandwidth in Gb/sec instead of MB/sec. */
     public boolean reportGbits;
+    /** The server's host (the client's only positional argument after the test); null: this side is the server. */
     public String host;
     /** Seconds allowed for connecting and for each wait on the peer without progress. */
     public int timeoutSec = 10;
@@ -37,6 +52,7 @@ public final class PerfOptions {
     public List<Integer> sizes;
     /** compare: the HTML report (null = jrdma-compare.html in the working directory). */
     public String html;
+    /** -h/--help: print {@link #usage()} and run nothing. */
     public boolean help;
     /** Seconds a server waits for its client to connect (0 = for ever, as perftest). */
     public int acceptTimeoutSec;
@@ -59,11 +75,19 @@ public final class PerfOptions {
     /** perftest's largest -I (MAX_INLINE) and the largest on a UD QP (MAX_INLINE_UD). */
     public static final int MAX_INLINE = 912, MAX_INLINE_UD = 884;
 
+    /** Options of no test, with perftest's defaults; {@link #parse} is how a command line becomes options. */
+    public PerfOptions() {
+    }
+
+    /** {@return whether this side is the server: no host was given} */
     public boolean isServer() {
         return host == null;
     }
 
-    /** The size to use: the flag, else perftest's default (2 for latency, 65536 for bandwidth, 8 for atomics). */
+    /**
+     * {@return the message size to use, in bytes: 8 for atomics, else -s, else perftest's default (2 for latency,
+     * 65536 for bandwidth; 4096 for udp_bw)}
+     */
     public int effectiveSize() {
         if (test != null && test.verb == PerfTest.Verb.ATOMIC) return 8;
         if (size > 0) return size;
@@ -71,17 +95,22 @@ public final class PerfOptions {
         return test != null && test.latency ? 2 : 65536;
     }
 
+    /** {@return the iterations to run: -n, else perftest's default (1000 for latency, 5000 for bandwidth)} */
     public long effectiveIters() {
         if (iters > 0) return iters;
         return test != null && test.latency ? 1000 : 5000;
     }
 
+    /** {@return the send queue depth to use: -t, else perftest's default (1 for latency, 128 for bandwidth)} */
     public int effectiveTxDepth() {
         if (txDepth > 0) return txDepth;
         return test != null && test.latency ? 1 : 128;
     }
 
-    /** The message sizes one run covers: -a gives 2..2^23 (perftest's RUN_ALL; 2..2^15 for UDP), otherwise the one size. */
+    /**
+     * {@return the message sizes one run covers: -a gives the powers of two 2..2^23 (perftest's RUN_ALL; 2..2^15 for
+     * UDP; atomics are 8 bytes only), otherwise the one {@link #effectiveSize()}}
+     */
     public List<Integer> runSizes() {
         List<Integer> l = new ArrayList<>();
         if (all && (test == null || test.verb != PerfTest.Verb.ATOMIC)) {
@@ -92,6 +121,7 @@ public final class PerfOptions {
         return l;
     }
 
+    /** {@return the text of {@code jrdma perf --help}: the tests, the flags and their defaults, the report's columns} */
     public static String usage() {
         return """
                 Usage: jrdma perf TEST [flags] [HOST]
@@ -129,7 +159,16 @@ public final class PerfOptions {
                 """;
     }
 
-    /** Parses perftest-style arguments; the first non-flag word is the test, the second the host. */
+    /**
+     * Parses perftest-style arguments; the first non-flag word is the test (or {@code compare}), the second the host.
+     * Numbers take K/M/G suffixes (powers of 1024); {@code --flag=value} works for the long flags.
+     *
+     * @param args the command line after {@code jrdma perf}
+     * @return the options (only {@link #help} set when -h is given)
+     * @throws IllegalArgumentException when a flag is unknown, lacks its value or is out of range, the test is missing
+     *                                  or unknown, there is more than one host, or flags contradict each other (e.g.
+     *                                  -a with -D, -q on a latency test)
+     */
     public static PerfOptions parse(String... args) {
         PerfOptions o = new PerfOptions();
         List<String> positional = new ArrayList<>();

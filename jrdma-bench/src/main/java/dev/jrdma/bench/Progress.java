@@ -9,21 +9,37 @@ public final class Progress {
     private long last;
     private int width;
 
+    /**
+     * A status line on {@code out}.
+     *
+     * @param out     where it is printed
+     * @param enabled false: every call does nothing
+     */
     public Progress(PrintStream out, boolean enabled) {
         this.out = out;
         this.on = enabled;
     }
 
-    /** Progress on the terminal unless quiet or stdout is not a console. */
+    /**
+     * {@return a status line that shows unless {@code quiet} or the JVM has no console}
+     *
+     * @param out   where it is printed
+     * @param quiet true for none (e.g. {@code --quiet})
+     */
     public static Progress forTerminal(PrintStream out, boolean quiet) {
         return new Progress(out, !quiet && System.console() != null);
     }
 
+    /** {@return whether the line is shown} */
     public boolean enabled() {
         return on;
     }
 
-    /** Shows the line at most 5 times a second. */
+    /**
+     * Shows the line in place of the previous one, at most 5 times a second (updates in between are dropped).
+     *
+     * @param line the text, without a line break
+     */
     public void update(String line) {
         if (!on) return;
         long now = System.nanoTime();

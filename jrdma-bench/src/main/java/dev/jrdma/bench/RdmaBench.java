@@ -108,7 +108,17 @@ public final class RdmaBench implements AutoCloseable {
         this.inline = o.effectiveInline();
     }
 
-    /** Runs one test, server or client as the options say; prints perftest's report to {@code out}. */
+    /**
+     * Runs one test, server or client as the options say; prints perftest's report to {@code out}.
+     *
+     * @param o   the options (a host: client; none: server), perftest's flags
+     * @param out where the report goes
+     * @return what was measured
+     * @throws IllegalArgumentException when the test is a TCP test
+     * @throws BenchException           when the options do not fit the test, or the peer cannot be reached, fails or
+     *                                  stalls beyond the timeout
+     * @throws dev.jrdma.verbs.VerbsException when the device refuses a resource or a work request
+     */
     public static RunResult run(PerfOptions o, PrintStream out) {
         if (o.test.isTcp()) throw new IllegalArgumentException(o.test.id() + " is a TCP test");
         if (o.durationSec > 0 && (o.test == PerfTest.SEND_LAT || o.test == PerfTest.WRITE_LAT))

@@ -29,6 +29,15 @@ public final class TcpBench {
     /** The server's view of one run, sent back to the client. */
     record ServerFigures(long messages, long elapsedNs, double peakBytesPerSec, long cpuNs, long wallNs) {}
 
+    /**
+     * Runs the TCP baseline ({@code tcp_lat} or {@code tcp_bw}), server or client as the options say; prints a
+     * perftest-style report to {@code out}.
+     *
+     * @param o   the options (a host: client; none: server)
+     * @param out where the report goes
+     * @return what was measured
+     * @throws BenchException when the peer cannot be reached, fails or stalls beyond the timeout
+     */
     public static RunResult run(PerfOptions o, PrintStream out) {
         return o.isServer() ? server(o, out) : client(o, out);
     }

@@ -52,6 +52,15 @@ public final class UdpBench {
     /** The server's view of one run, sent back to the client. */
     record ServerFigures(long received, long elapsedNs, double peakBytesPerSec, long cpuNs, long wallNs) {}
 
+    /**
+     * Runs the raw UDP floor ({@code udp_lat} or {@code udp_bw}), server or client as the options say; prints a
+     * perftest-style report to {@code out}.
+     *
+     * @param o   the options (a host: client; none: server)
+     * @param out where the report goes
+     * @return what was measured
+     * @throws BenchException when the peer cannot be reached, fails or stalls beyond the timeout
+     */
     public static RunResult run(PerfOptions o, PrintStream out) {
         return o.isServer() ? server(o, out) : client(o, out);
     }

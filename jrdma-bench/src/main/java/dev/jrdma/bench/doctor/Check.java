@@ -14,11 +14,23 @@ import java.util.List;
  * @param fix     what to do (empty when nothing is to be done)
  */
 public record Check(String id, String title, Verdict verdict, String summary, List<String> details, String fix) {
+    /** Copies the details; a null fix becomes empty. */
     public Check {
         details = List.copyOf(details);
         fix = fix == null ? "" : fix;
     }
 
+    /**
+     * A check's outcome (the canonical constructor, shorter to read in the checks).
+     *
+     * @param id      stable identifier for scripts
+     * @param title   short human title
+     * @param v       the verdict
+     * @param summary one line: what was found
+     * @param details further lines, may be empty
+     * @param fix     what to do, or empty/null when nothing is to be done
+     * @return the outcome
+     */
     public static Check of(String id, String title, Verdict v, String summary, List<String> details, String fix) {
         return new Check(id, title, v, summary, details, fix);
     }

@@ -27,6 +27,7 @@ import java.util.TreeSet;
 public final class Doctor {
     /** Debian/Ubuntu packages that give the user-space RDMA stack and the standard tools. */
     public static final String PACKAGES = "rdma-core ibverbs-utils ibverbs-providers libibverbs1 librdmacm1 perftest";
+    /** The command that installs {@link #PACKAGES} (Debian/Ubuntu). */
     public static final String APT = "sudo apt-get install -y " + PACKAGES;
     /** Memory a perftest-style run registers: 2 buffers of 8 MiB (-a) per QP, with room to spare. */
     static final long MEMLOCK_NEEDED = 64L << 20;
@@ -35,13 +36,20 @@ public final class Doctor {
     private final Map<String, String> env;
     private final PortProbe probe;
 
+    /**
+     * A doctor that reads the file system under {@code root}.
+     *
+     * @param root  the root of the tree to check: {@code /} for this machine, or a fake tree
+     * @param env   the environment variables to consider (e.g. {@code RDMAV_FORK_SAFE})
+     * @param probe how devices and ports are found
+     */
     public Doctor(Path root, Map<String, String> env, PortProbe probe) {
         this.root = root;
         this.env = env;
         this.probe = probe;
     }
 
-    /** The real machine. */
+    /** {@return a doctor for this machine: root {@code /}, the process environment, the verbs API's devices} */
     public static Doctor system() {
         return new Doctor(Path.of("/"), System.getenv(), PortProbe.verbs());
     }
@@ -485,7 +493,10 @@ public final class Doctor {
 
     // ---------------------------------------------------------------- all
 
-    /** Runs every check. */
+    /**
+     * {@return the outcome of every check, in order: NICs, kernel modules, device nodes, libibverbs, ports, memlock,
+     * fork safety, error counters, ECN, and a summary}
+     */
     public List<Check> run() {
         List<PortProbe.DeviceInfo> devices = probe.devices();
         boolean kernelRdma = devices.stream().anyMatch(d -> !"soft".equals(d.provider())) || !names(p("sys/class/infiniband")).isEmpty();
@@ -519,7 +530,13 @@ public final class Doctor {
 
     // ---------------------------------------------------------------- output
 
-    /** Human-readable report. */
+    /**
+     * {@return the human-readable report: a line per check, the details of those that are not OK (all with
+     * {@code verbose}), their fixes, and the count of FAIL and WARN}
+     *
+     * @param checks  the outcomes, from {@link #run()}
+     * @param verbose true to show every check's details
+     */
     public static String format(List<Check> checks, boolean verbose) {
         StringBuilder sb = new StringBuilder();
         for (Check c : checks) {
@@ -535,7 +552,11 @@ public final class Doctor {
         return sb.toString();
     }
 
-    /** JSON report: {"checks":[{"id":..,"title":..,"verdict":..,"summary":..,"details":[..],"fix":..}],"fail":n,"warn":n}. */
+    /**
+     * {@return the JSON report: {@code {"checks":[{"id":..,"title":..,"verdict":..,"summary":..,"details":[..],"fix":..}],"fail":n,"warn":n}}}
+     *
+     * @param checks the outcomes, from {@link #run()}
+     */
     public static String toJson(List<Check> checks) {
         StringBuilder sb = new StringBuilder("{\"checks\":[");
         for (int i = 0; i < checks.size(); i++) {
@@ -551,6 +572,11 @@ public final class Doctor {
         return sb.append("\n],\"fail\":").append(fail).append(",\"warn\":").append(warn).append("}\n").toString();
     }
 
+    /**
+     * {@return {@code s} as a JSON string literal, quoted, with quotes, backslashes and control characters escaped}
+     *
+     * @param s the text
+     */
     public static String q(String s) {
         StringBuilder sb = new StringBuilder("\"");
         for (char ch : s.toCharArray()) {

@@ -14,33 +14,52 @@ import java.util.List;
 
 /** What the doctor learns about devices and ports through the verbs API; tests supply their own. */
 public interface PortProbe {
-    /** A device as the verbs API sees it; {@code error} is set when it could not be opened or queried. */
+    /**
+     * A device as the verbs API sees it.
+     *
+     * @param name     the device's name, e.g. {@code rxe0} or {@code soft@127.0.0.1}
+     * @param provider the provider's name, e.g. {@code native} or {@code soft}
+     * @param ports    its ports, from 1 (empty when it could not be queried)
+     * @param error    why it could not be opened or queried, else null
+     */
     record DeviceInfo(String name, String provider, List<PortInfo> ports, String error) {
+        /** Copies the port list. */
         public DeviceInfo {
             ports = List.copyOf(ports);
         }
     }
 
-    /** One port. */
+    /**
+     * One port ({@code ibv_query_port} and its GID table).
+     *
+     * @param port      the port number, from 1
+     * @param state     its state (ACTIVE when usable)
+     * @param linkLayer InfiniBand or Ethernet (RoCE)
+     * @param activeMtu the MTU in use
+     * @param maxMtu    the largest MTU the port supports
+     * @param gids      the GID table's valid entries (empty when it could not be read)
+     */
     record PortInfo(int port, PortState state, LinkLayer linkLayer, Mtu activeMtu, Mtu maxMtu, List<GidEntry> gids) {
+        /** Copies the GID list. */
         public PortInfo {
             gids = List.copyOf(gids);
         }
     }
 
+    /** {@return every device and its ports; a device that failed carries its error} */
     List<DeviceInfo> devices();
 
-    /** Names of the providers found and, for those without devices, why. */
+    /** {@return one line per provider found: its name and "available", or why it is not (none by default)} */
     default List<String> providerNotes() {
         return List.of();
     }
 
-    /** No devices (a foreign root, or tests). */
+    /** {@return a probe that finds no devices (a foreign root, or tests)} */
     static PortProbe none() {
         return List::of;
     }
 
-    /** The real probe: {@link Verbs#devices()}, {@link Context#queryPort}, {@link Context#gidTable}. */
+    /** {@return the real probe: {@link Verbs#devices()}, {@link Context#queryPort}, {@link Context#gidTable}} */
     static PortProbe verbs() {
         return new PortProbe() {
             @Override

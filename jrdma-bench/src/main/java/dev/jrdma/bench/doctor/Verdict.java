@@ -2,5 +2,12 @@ package dev.jrdma.bench.doctor;
 
 /** A check's verdict. INFO: nothing wrong, nothing to fix, only a fact worth knowing. */
 public enum Verdict {
-    OK, WARN, FAIL, INFO
+    /** The check passed. */
+    OK,
+    /** Something may hurt (e.g. a low memlock limit, ECN off): RDMA may work, with the fix it works better. */
+    WARN,
+    /** Something stops RDMA here (e.g. no device node access); the fix says what to do. */
+    FAIL,
+    /** Nothing wrong, nothing to fix, only a fact worth knowing. */
+    INFO
 }

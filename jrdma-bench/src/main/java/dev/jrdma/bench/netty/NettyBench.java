@@ -51,25 +51,64 @@ import java.util.concurrent.atomic.AtomicLong;
  * </ul>
  */
 public final class NettyBench {
-    /** What one run measures. */
+    /**
+     * What one run measures.
+     *
+     * @param size        the request (and echo) size in bytes
+     * @param iterations  round trips measured for the latency figures
+     * @param warmup      round trips before those, not measured
+     * @param connections connections of the rate phase
+     * @param depth       requests outstanding per connection in the rate phase
+     * @param seconds     how long the rate phase runs
+     * @param serverHost  the address the servers bind
+     * @param clientHost  the address the RDMA clients bind (their own soft device), or null
+     * @param transports  which to run, in order: {@code udp}, {@code nio}, {@code epoll}, {@code jrdma}, {@code endpoint}
+     */
     public record Options(int size, int iterations, int warmup, int connections, int depth, double seconds,
                           String serverHost, String clientHost, List<String> transports) {
+        /**
+         * {@return 64-byte requests, 5000 round trips after 1000 of warm-up, 4 connections x 8 in flight for 5 s, server
+         * on 127.0.0.1 and RDMA clients on 127.0.0.2, every transport}
+         */
         public static Options defaults() {
             return new Options(64, 5000, 1000, 4, 8, 5, "127.0.0.1", "127.0.0.2", List.of("udp", "nio", "epoll", "jrdma", "endpoint"));
         }
     }
 
-    /** One transport's figures; a NaN is a figure that transport does not measure. */
+    /**
+     * One transport's figures; a NaN is a figure that transport does not measure.
+     *
+     * @param transport       what ran, e.g. {@code Netty NIO, TCP loopback}
+     * @param p50Us           the median round trip, in microseconds
+     * @param p99Us           the 99th-percentile round trip, in microseconds
+     * @param rate            requests per second of the rate phase
+     * @param cpuPercent      the process's CPU in the rate phase, in percent of one core (client and server together)
+     * @param cpuUsPerRequest CPU microseconds per request in the rate phase
+     * @param note            why figures are missing (e.g. {@code latency only}), or empty
+     */
     public record Row(String transport, double p50Us, double p99Us, double rate, double cpuPercent, double cpuUsPerRequest, String note) {}
 
     private final Options o;
     private final PrintStream log;
 
+    /**
+     * A benchmark with its options.
+     *
+     * @param o   what to measure
+     * @param log where progress lines are printed
+     */
     public NettyBench(Options o, PrintStream log) {
         this.o = o;
         this.log = log;
     }
 
+    /**
+     * Runs every transport of the options in turn, server and client in this process.
+     *
+     * @return a row per transport, in order (a row with a note for epoll when it is not available)
+     * @throws IllegalArgumentException when a transport's name is unknown
+     * @throws Exception                when a run fails (a Netty bind or connect, a jrdma connection, a timeout)
+     */
     public List<Row> run() throws Exception {
         List<Row> rows = new ArrayList<>();
         for (String t : o.transports()) {
@@ -357,6 +396,10 @@ public final class NettyBench {
     /**
      * The table, with latency also divided by the raw UDP floor and by NIO's (the TCP floor) and the rate by NIO's,
      * each measured in the same run ("-" when that floor was not measured).
+     *
+     * @param rows the rows of {@link #run()}
+     * @param o    the options they were measured with (for the header line)
+     * @return the table, a header line and a line per row
      */
     public static String table(List<Row> rows, Options o) {
         Row nio = rows.stream().filter(r -> r.transport().startsWith("Netty NIO")).findFirst().orElse(null);
