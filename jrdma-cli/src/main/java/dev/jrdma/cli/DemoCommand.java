@@ -22,6 +22,10 @@ import java.util.concurrent.TimeUnit;
  */
 @Command(name = "demo", description = "Run the first RDMA application: a server and a client process, every step printed with its result and timing.")
 public final class DemoCommand implements Callable<Integer> {
+    /** The {@code jrdma demo} subcommand; picocli creates it and sets its options from the command line. */
+    public DemoCommand() {
+    }
+
     @Option(names = {"-d", "--ib-dev"}, paramLabel = "DEV", description = "Device for both sides (default: the default device).")
     String deviceName;
 

@@ -13,6 +13,10 @@ import java.util.concurrent.Callable;
 /** {@code jrdma devices}: what {@code ibv_devices} prints, for every provider. */
 @Command(name = "devices", description = "List RDMA devices of every provider (like ibv_devices).")
 public final class DevicesCommand implements Callable<Integer> {
+    /** The {@code jrdma devices} subcommand; picocli creates it and sets its options from the command line. */
+    public DevicesCommand() {
+    }
+
     @Option(names = "--provider", description = "Also show which provider serves each device and why a provider lists none.")
     boolean showProvider;
 

@@ -16,6 +16,10 @@ import java.util.concurrent.Callable;
 /** {@code jrdma devinfo}: what {@code ibv_devinfo} prints, for every provider's devices. */
 @Command(name = "devinfo", description = "Show device and port attributes (like ibv_devinfo).")
 public final class DevinfoCommand implements Callable<Integer> {
+    /** The {@code jrdma devinfo} subcommand; picocli creates it and sets its options from the command line. */
+    public DevinfoCommand() {
+    }
+
     @Option(names = {"-d", "--ib-dev"}, paramLabel = "DEV", description = "Only this device (default: all).")
     String deviceName;
 

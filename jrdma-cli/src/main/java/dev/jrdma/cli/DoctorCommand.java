@@ -17,6 +17,10 @@ import java.util.concurrent.Callable;
                 "ports and GIDs, the memlock limit, fork safety, port error counters and ECN on RoCE. Each check says OK, WARN, FAIL or INFO and what to do.",
                 "Exit status: 0, or 1 when a check FAILs."})
 public final class DoctorCommand implements Callable<Integer> {
+    /** The {@code jrdma doctor} subcommand; picocli creates it and sets its options from the command line. */
+    public DoctorCommand() {
+    }
+
     @Option(names = "--json", description = "Machine-readable output.")
     boolean json;
 

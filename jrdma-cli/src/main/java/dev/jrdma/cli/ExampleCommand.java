@@ -22,6 +22,10 @@ import java.util.concurrent.Callable;
         "lock (a distributed lock with compare-and-swap), grpc (gRPC-java over jrdma's Netty transport: unary and",
         "server-streaming calls). Both sides run here unless --server or --connect is given."})
 public final class ExampleCommand implements Callable<Integer> {
+    /** The {@code jrdma example} subcommand; picocli creates it and sets its options from the command line. */
+    public ExampleCommand() {
+    }
+
     @Parameters(index = "0", paramLabel = "NAME", description = "echo, kv, lock or grpc")
     String name;
 

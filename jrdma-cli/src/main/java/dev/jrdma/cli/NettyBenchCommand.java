@@ -13,6 +13,10 @@ import java.util.concurrent.Callable;
         "Endpoint without Netty: latency p50/p99 (one connection, ping-pong), requests per second and CPU",
         "(several connections, several requests in flight). Both sides run in this process."})
 public final class NettyBenchCommand implements Callable<Integer> {
+    /** The {@code jrdma netty-bench} subcommand; picocli creates it and sets its options from the command line. */
+    public NettyBenchCommand() {
+    }
+
     @Option(names = {"-s", "--size"}, description = "Request (and echo) size in bytes (default: ${DEFAULT-VALUE}).", defaultValue = "64")
     int size;
 

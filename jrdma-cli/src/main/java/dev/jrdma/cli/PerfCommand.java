@@ -17,6 +17,10 @@ import java.util.concurrent.Callable;
         "compare (UDP floor, TCP and RDMA side by side, ratios to the floor, table + HTML report). Server without HOST, client with HOST.",
         "'jrdma perf --help' lists the flags (perftest's: -d -i -x -s -a -n -D -p -t -q --report_gbits)."})
 public final class PerfCommand implements Callable<Integer> {
+    /** The {@code jrdma perf} subcommand; picocli creates it and sets its options from the command line. */
+    public PerfCommand() {
+    }
+
     @Unmatched
     List<String> args = new ArrayList<>();
 

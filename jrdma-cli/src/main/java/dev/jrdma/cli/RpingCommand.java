@@ -11,6 +11,10 @@ import java.util.concurrent.Callable;
         "rping's ping-pong over rdma_cm (native devices): interoperates with rdma-core's rping both ways.",
         "  jrdma rping -s -a 10.99.0.1 -C 5        and on the other side: rping -c -a 10.99.0.1 -C 5 -V -v"})
 public final class RpingCommand implements Callable<Integer> {
+    /** The {@code jrdma rping} subcommand; picocli creates it and sets its options from the command line. */
+    public RpingCommand() {
+    }
+
     @Option(names = "-s", description = "Server side.")
     boolean server;
     @Option(names = "-c", description = "Client side.")

@@ -23,6 +23,7 @@ public final class NativeVerbsProvider implements VerbsProvider {
     private volatile List<Device> devices;
     private volatile String reason;
 
+    /** The provider; {@link java.util.ServiceLoader} creates it. It loads nothing until first asked for devices. */
     public NativeVerbsProvider() {}
 
     @Override

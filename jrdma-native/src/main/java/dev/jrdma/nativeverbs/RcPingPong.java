@@ -51,7 +51,18 @@ public final class RcPingPong {
     /** The Q_Key ibv_ud_pingpong uses. */
     static final int UD_QKEY = 0x11111111;
 
-    /** One side's connection data, as rc_pingpong exchanges it. */
+    private RcPingPong() {
+        // static only: main and run
+    }
+
+    /**
+     * One side's connection data, as rc_pingpong exchanges it.
+     *
+     * @param lid the port's LID (0 on RoCE)
+     * @param qpn the QP number
+     * @param psn the first packet sequence number this side sends
+     * @param gid the GID (all zero when no -g was given)
+     */
     public record Dest(int lid, int qpn, int psn, Gid gid) {
         byte[] wire() {
             String s = String.format("%04x:%06x:%06x:%s", lid, qpn, psn, HexFormat.of().formatHex(gid.toByteArray()));
@@ -72,20 +83,40 @@ public final class RcPingPong {
 
     /** Options, named like rc_pingpong's. */
     public static final class Options {
+        /** Options with rc_pingpong's defaults. */
+        public Options() {
+        }
+
+        /** -d: the device's name, or null for the default device. */
         public String device;
-        public String server;          // null: be the server
+        /** The server's host (the positional argument); null: this side is the server. */
+        public String server;
+        /**
+         * -p TCP port (18515), -i device port (1), -s message size in bytes (4096), -r receive queue depth (500),
+         * -n iterations (1000), -l service level (0), -g GID index (-1: none, the peer is reached by LID).
+         */
         public int tcpPort = 18515, ibPort = 1, size = 4096, rxDepth = 500, iters = 1000, sl = 0, gidIndex = -1;
+        /** -m: the path MTU (1024, rc_pingpong's default). */
         public Mtu mtu = Mtu.MTU_1024;
         /** Play ibv_ud_pingpong (UD datagrams) instead of ibv_rc_pingpong. */
         public boolean ud;
+        /** How long a client retries a refused TCP connection before it gives up, in milliseconds. */
         public long connectTimeoutMs = 30_000;
         /** Called once the server's TCP socket listens (a test starts the C client then). */
         public Runnable onListening = () -> { };
     }
 
-    /** What a run measured. */
+    /**
+     * What a run measured, as rc_pingpong prints it.
+     *
+     * @param bytes   the bytes sent and received
+     * @param seconds the ping-pong's wall-clock time
+     * @param iters   the iterations
+     */
     public record Result(long bytes, double seconds, int iters) {
+        /** {@return the throughput in Mbit/sec (10^6 bits per second)} */
         public double mbitPerSec() { return bytes * 8 / seconds / 1e6; }
+        /** {@return the microseconds per iteration} */
         public double usecPerIter() { return seconds * 1e6 / iters; }
         @Override public String toString() {
             return String.format("%d bytes in %.2f seconds = %.2f Mbit/sec%n%d iters in %.2f seconds = %.2f usec/iter",
@@ -93,6 +124,14 @@ public final class RcPingPong {
         }
     }
 
+    /**
+     * Runs as rc_pingpong (or ud_pingpong with {@code -ud}) would and prints its two result lines; a flag it does not
+     * know prints the usage and exits with status 2.
+     *
+     * @param args rc_pingpong's flags ({@code -p -d -i -s -m -r -n -l -g}, and {@code -ud}) and the server's host
+     *             for a client
+     * @throws Exception when the device, the exchange or the ping-pong fails
+     */
     public static void main(String[] args) throws Exception {
         Options o = new Options();
         for (int i = 0; i < args.length; i++) {
@@ -121,6 +160,19 @@ public final class RcPingPong {
         System.out.println(run(dev, o));
     }
 
+    /**
+     * Runs one side of the ping-pong on {@code dev}: the TCP exchange of {@link Dest}s, the QP to RTS, then
+     * {@code iters} SENDs each way.
+     *
+     * @param dev the device
+     * @param o   the options; {@code o.server} null makes this side the server
+     * @return what was measured
+     * @throws IOException           when the TCP exchange fails
+     * @throws VerbsException        when the device refuses a resource, or the server cannot be reached within
+     *                               {@code connectTimeoutMs} (ECONNREFUSED)
+     * @throws IllegalStateException when a work completion fails or the ping-pong stalls
+     * @throws IllegalArgumentException when a UD message is larger than the port's MTU
+     */
     public static Result run(Device dev, Options o) throws IOException {
         try (Context ctx = dev.open(); Arena arena = Arena.ofShared()) {
             ProtectionDomain pd = ctx.allocPd();
