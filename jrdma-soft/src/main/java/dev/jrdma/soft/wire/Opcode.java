@@ -11,32 +11,69 @@ package dev.jrdma.soft.wire;
  * return {@code 0} flags and a header length of {@code -1}.
  */
 public enum Opcode {
+    /** {@code IB_OPCODE_RC_SEND_FIRST} (0x00): the first packet of a SEND that spans several packets. */
     SEND_FIRST(0x00, Opcode.PAYLOAD | Opcode.REQ | Opcode.SEND | Opcode.START),
+    /** {@code IB_OPCODE_RC_SEND_MIDDLE} (0x01): a middle packet of a SEND (a full MTU of payload). */
     SEND_MIDDLE(0x01, Opcode.PAYLOAD | Opcode.REQ | Opcode.SEND | Opcode.MIDDLE),
+    /** {@code IB_OPCODE_RC_SEND_LAST} (0x02): the last packet of a SEND; consumes the receive WQE. */
     SEND_LAST(0x02, Opcode.PAYLOAD | Opcode.REQ | Opcode.SEND | Opcode.END | Opcode.COMP),
+    /** {@code IB_OPCODE_RC_SEND_LAST_WITH_IMMEDIATE} (0x03): the last packet of a SEND with immediate data (ImmDt). */
     SEND_LAST_WITH_IMMEDIATE(0x03, Opcode.IMMDT | Opcode.PAYLOAD | Opcode.REQ | Opcode.SEND | Opcode.END | Opcode.COMP),
+    /** {@code IB_OPCODE_RC_SEND_ONLY} (0x04): a SEND that fits one packet. */
     SEND_ONLY(0x04, Opcode.PAYLOAD | Opcode.REQ | Opcode.SEND | Opcode.START | Opcode.END | Opcode.COMP),
+    /** {@code IB_OPCODE_RC_SEND_ONLY_WITH_IMMEDIATE} (0x05): a SEND with immediate data that fits one packet. */
     SEND_ONLY_WITH_IMMEDIATE(0x05, Opcode.IMMDT | Opcode.PAYLOAD | Opcode.REQ | Opcode.SEND | Opcode.START | Opcode.END | Opcode.COMP),
+    /**
+     * {@code IB_OPCODE_RC_RDMA_WRITE_FIRST} (0x06): the first packet of an RDMA WRITE that spans several packets (RETH).
+     */
     RDMA_WRITE_FIRST(0x06, Opcode.RETH | Opcode.PAYLOAD | Opcode.REQ | Opcode.WRITE | Opcode.START),
+    /** {@code IB_OPCODE_RC_RDMA_WRITE_MIDDLE} (0x07): a middle packet of an RDMA WRITE. */
     RDMA_WRITE_MIDDLE(0x07, Opcode.PAYLOAD | Opcode.REQ | Opcode.WRITE | Opcode.MIDDLE),
+    /** {@code IB_OPCODE_RC_RDMA_WRITE_LAST} (0x08): the last packet of an RDMA WRITE. */
     RDMA_WRITE_LAST(0x08, Opcode.PAYLOAD | Opcode.REQ | Opcode.WRITE | Opcode.END),
+    /**
+     * {@code IB_OPCODE_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE} (0x09): the last packet of an RDMA WRITE with immediate data; consumes a receive WQE.
+     */
     RDMA_WRITE_LAST_WITH_IMMEDIATE(0x09, Opcode.IMMDT | Opcode.PAYLOAD | Opcode.REQ | Opcode.WRITE | Opcode.END | Opcode.COMP),
+    /** {@code IB_OPCODE_RC_RDMA_WRITE_ONLY} (0x0A): an RDMA WRITE that fits one packet (RETH). */
     RDMA_WRITE_ONLY(0x0A, Opcode.RETH | Opcode.PAYLOAD | Opcode.REQ | Opcode.WRITE | Opcode.START | Opcode.END),
+    /**
+     * {@code IB_OPCODE_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE} (0x0B): an RDMA WRITE with immediate data that fits one packet (RETH, ImmDt); consumes a receive WQE.
+     */
     RDMA_WRITE_ONLY_WITH_IMMEDIATE(0x0B, Opcode.RETH | Opcode.IMMDT | Opcode.PAYLOAD | Opcode.REQ | Opcode.WRITE | Opcode.START | Opcode.END | Opcode.COMP),
+    /** {@code IB_OPCODE_RC_RDMA_READ_REQUEST} (0x0C): an RDMA READ request (RETH, no payload). */
     RDMA_READ_REQUEST(0x0C, Opcode.RETH | Opcode.REQ | Opcode.READ | Opcode.START | Opcode.END),
+    /**
+     * {@code IB_OPCODE_RC_RDMA_READ_RESPONSE_FIRST} (0x0D): the first packet of a READ response of several packets (AETH).
+     */
     RDMA_READ_RESPONSE_FIRST(0x0D, Opcode.AETH | Opcode.PAYLOAD | Opcode.ACK | Opcode.START),
+    /** {@code IB_OPCODE_RC_RDMA_READ_RESPONSE_MIDDLE} (0x0E): a middle packet of a READ response. */
     RDMA_READ_RESPONSE_MIDDLE(0x0E, Opcode.PAYLOAD | Opcode.ACK | Opcode.MIDDLE),
+    /** {@code IB_OPCODE_RC_RDMA_READ_RESPONSE_LAST} (0x0F): the last packet of a READ response (AETH). */
     RDMA_READ_RESPONSE_LAST(0x0F, Opcode.AETH | Opcode.PAYLOAD | Opcode.ACK | Opcode.END),
+    /** {@code IB_OPCODE_RC_RDMA_READ_RESPONSE_ONLY} (0x10): a READ response that fits one packet (AETH). */
     RDMA_READ_RESPONSE_ONLY(0x10, Opcode.AETH | Opcode.PAYLOAD | Opcode.ACK | Opcode.START | Opcode.END),
+    /** {@code IB_OPCODE_RC_ACKNOWLEDGE} (0x11): an ACK, RNR NAK or NAK (AETH). */
     ACKNOWLEDGE(0x11, Opcode.AETH | Opcode.ACK | Opcode.START | Opcode.END),
+    /**
+     * {@code IB_OPCODE_RC_ATOMIC_ACKNOWLEDGE} (0x12): the response to an atomic request: AETH and the original value (AtomicAckETH).
+     */
     ATOMIC_ACKNOWLEDGE(0x12, Opcode.AETH | Opcode.ATMACK | Opcode.ACK | Opcode.START | Opcode.END),
+    /** {@code IB_OPCODE_RC_COMPARE_SWAP} (0x13): an atomic compare-and-swap request (AtomicETH). */
     COMPARE_SWAP(0x13, Opcode.ATMETH | Opcode.REQ | Opcode.ATOMIC | Opcode.START | Opcode.END),
+    /** {@code IB_OPCODE_RC_FETCH_ADD} (0x14): an atomic fetch-and-add request (AtomicETH). */
     FETCH_ADD(0x14, Opcode.ATMETH | Opcode.REQ | Opcode.ATOMIC | Opcode.START | Opcode.END),
+    /**
+     * {@code IB_OPCODE_RC_SEND_LAST_WITH_INVALIDATE} (0x16): the last packet of a SEND with invalidate (IETH: the R_Key the responder invalidates).
+     */
     SEND_LAST_WITH_INVALIDATE(0x16, Opcode.IETH | Opcode.PAYLOAD | Opcode.REQ | Opcode.SEND | Opcode.END | Opcode.COMP),
+    /** {@code IB_OPCODE_RC_SEND_ONLY_WITH_INVALIDATE} (0x17): a SEND with invalidate that fits one packet (IETH). */
     SEND_ONLY_WITH_INVALIDATE(0x17, Opcode.IETH | Opcode.PAYLOAD | Opcode.REQ | Opcode.SEND | Opcode.START | Opcode.END | Opcode.COMP),
 
     // UD (IBA 9.2 Table 38: transport 011 = UD): one packet per message, with a DETH
+    /** {@code IB_OPCODE_UD_SEND_ONLY} (0x64): a UD datagram (DETH). */
     UD_SEND_ONLY(0x64, Opcode.DETH | Opcode.PAYLOAD | Opcode.REQ | Opcode.SEND | Opcode.START | Opcode.END | Opcode.COMP),
+    /** {@code IB_OPCODE_UD_SEND_ONLY_WITH_IMMEDIATE} (0x65): a UD datagram with immediate data (DETH, ImmDt). */
     UD_SEND_ONLY_WITH_IMMEDIATE(0x65, Opcode.DETH | Opcode.IMMDT | Opcode.PAYLOAD | Opcode.REQ | Opcode.SEND | Opcode.START | Opcode.END | Opcode.COMP);
 
     // ---- flag bits -------------------------------------------------------------------------------
@@ -78,14 +115,23 @@ public enum Opcode {
     public static final int DETH = 1 << 17;
 
     // ---- header sizes ----------------------------------------------------------------------------
+    /** Bytes of the BTH. */
     public static final int BTH_BYTES = 12;
+    /** Bytes of a RETH. */
     public static final int RETH_BYTES = 16;
+    /** Bytes of an AETH. */
     public static final int AETH_BYTES = 4;
+    /** Bytes of an AtomicETH. */
     public static final int ATMETH_BYTES = 28;
+    /** Bytes of an AtomicAckETH. */
     public static final int ATMACK_BYTES = 8;
+    /** Bytes of an ImmDt. */
     public static final int IMMDT_BYTES = 4;
+    /** Bytes of an IETH. */
     public static final int IETH_BYTES = 4;
+    /** Bytes of the ICRC that ends every packet. */
     public static final int ICRC_BYTES = 4;
+    /** Bytes of a DETH. */
     public static final int DETH_BYTES = 8;
 
     private static final Opcode[] BY_CODE = new Opcode[256];
@@ -119,37 +165,71 @@ public enum Opcode {
         this.headerLength = len;
     }
 
-    /** The 8-bit BTH opcode value. */
+    /** {@return the 8-bit BTH opcode value} */
     public int code() { return code; }
 
-    /** The flag bits of this opcode (see the constants of this class). */
+    /** {@return the flag bits of this opcode (the {@code int} constants of this class)} */
     public int flags() { return flags; }
 
-    /** Whether every bit of {@code mask} is set for this opcode. */
+    /**
+     * {@return whether every bit of {@code mask} is set for this opcode}
+     *
+     * @param mask flag bits ORed together
+     */
     public boolean has(int mask) { return (flags & mask) == mask; }
 
-    /** BTH plus extension headers, in bytes (the payload starts here). */
+    /** {@return the BTH plus extension headers, in bytes: where the payload starts} */
     public int headerLength() { return headerLength; }
 
-    /** The opcode with this code, or {@code null} when it is not an RC opcode this codec knows. */
+    /**
+     * {@return the opcode with this code, or {@code null} when it is not one this codec knows}
+     *
+     * @param code an 8-bit BTH opcode value (only its low 8 bits are used)
+     */
     public static Opcode of(int code) { return BY_CODE[code & 0xFF]; }
 
-    /** Flags of an opcode value; 0 when unknown (allocation-free). */
+    /**
+     * {@return the flags of an opcode value; 0 when unknown (allocation-free)}
+     *
+     * @param code an 8-bit BTH opcode value (only its low 8 bits are used)
+     */
     public static int flags(int code) { return FLAGS[code & 0xFF]; }
 
-    /** Header length (BTH + extension headers) of an opcode value; -1 when unknown. */
+    /**
+     * {@return the header length (BTH and extension headers) of an opcode value, in bytes; -1 when unknown}
+     *
+     * @param code an 8-bit BTH opcode value (only its low 8 bits are used)
+     */
     public static int headerLength(int code) { return HDR_LEN[code & 0xFF]; }
 
-    /** Whether the opcode value is a known RC opcode. */
+    /**
+     * {@return whether the opcode value is one this codec knows}
+     *
+     * @param code an 8-bit BTH opcode value (only its low 8 bits are used)
+     */
     public static boolean isValid(int code) { return FLAGS[code & 0xFF] != 0; }
 
-    /** Offset of the RETH / AtomicETH / AETH (whichever the opcode has) from the BTH start. */
+    /**
+     * {@return the offset of the RETH, AtomicETH, AETH or DETH (whichever the opcode has) from the BTH's start: right
+     * after the BTH}
+     *
+     * @param code an 8-bit BTH opcode value (only its low 8 bits are used)
+     */
     public static int firstExtOffset(int code) { return BTH_BYTES; }
 
-    /** Offset of the AtomicAckETH from the BTH start (valid for ATOMIC_ACKNOWLEDGE). */
+    /**
+     * {@return the offset of the AtomicAckETH from the BTH's start (valid for ATOMIC_ACKNOWLEDGE): after the AETH}
+     *
+     * @param code an 8-bit BTH opcode value (only its low 8 bits are used)
+     */
     public static int atomicAckOffset(int code) { return BTH_BYTES + AETH_BYTES; }
 
-    /** Offset of the ImmDt or IETH from the BTH start (valid when the opcode has one). */
+    /**
+     * {@return the offset of the ImmDt or IETH from the BTH's start (valid when the opcode has one): after a RETH or
+     * DETH when it has one}
+     *
+     * @param code an 8-bit BTH opcode value (only its low 8 bits are used)
+     */
     public static int immOffset(int code) {
         int f = FLAGS[code & 0xFF];
         return (f & RETH) != 0 ? BTH_BYTES + RETH_BYTES : (f & DETH) != 0 ? BTH_BYTES + DETH_BYTES : BTH_BYTES;
