@@ -70,7 +70,12 @@ public final class PerfOptions {
     public boolean rdmaCm;
 
     /** The QP types perftest's -c names that jrdma perf runs. */
-    public enum Connection { RC, UD }
+    public enum Connection {
+        /** Reliable connected QPs (perftest's default). */
+        RC,
+        /** Unreliable datagram QPs: send_lat and send_bw only, messages up to the MTU. */
+        UD
+    }
 
     /** perftest's largest -I (MAX_INLINE) and the largest on a UD QP (MAX_INLINE_UD). */
     public static final int MAX_INLINE = 912, MAX_INLINE_UD = 884;
@@ -234,7 +239,10 @@ public final class PerfOptions {
         };
     }
 
-    /** The inline size the run uses: -I (capped at perftest's UD maximum on UD), or 0; always 0 for reads and atomics. */
+    /**
+     * {@return the inline size the run uses, in bytes: -I (capped at perftest's UD maximum on UD), or 0; always 0 for
+     * reads and atomics}
+     */
     public int effectiveInline() {
         if (inlineSize <= 0 || test == null || (test.verb != PerfTest.Verb.SEND && test.verb != PerfTest.Verb.WRITE)) return 0;
         return connection == Connection.UD ? Math.min(inlineSize, MAX_INLINE_UD) : inlineSize;

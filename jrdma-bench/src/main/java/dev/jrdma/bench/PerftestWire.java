@@ -30,10 +30,23 @@ import java.util.Locale;
 public final class PerftestWire implements AutoCloseable {
     /** The version we announce: perftest 4.5-0.17's. A peer below 5.70 is refused, as perftest does. */
     public static final String VERSION = "6.06";
+    /** The size of a text key message without a GID, NUL included (perftest's {@code KEY_MSG_SIZE}). */
     public static final int KEY_MSG_SIZE = 59;
+    /** The size of a text key message with a GID, NUL included (perftest's {@code KEY_MSG_SIZE_GID}). */
     public static final int KEY_MSG_SIZE_GID = 108;
 
-    /** One QP's connection data (perftest's {@code struct pingpong_dest}). gid is null without GID. */
+    /**
+     * One QP's connection data (perftest's {@code struct pingpong_dest}).
+     *
+     * @param lid the port's LID (0 on RoCE)
+     * @param outReads the RDMA reads/atomics the QP accepts in flight (its {@code max_dest_rd_atomic})
+     * @param qpn the QP number, 24 bits
+     * @param psn the first PSN the QP sends, 24 bits
+     * @param rkey the rkey of the buffer the peer may access
+     * @param vaddr the address of that buffer
+     * @param gid the GID, or null when the exchange runs without GIDs (no -x)
+     * @param srqn the SRQ number (0 without an SRQ)
+     */
     public record Dest(int lid, int outReads, int qpn, int psn, int rkey, long vaddr, Gid gid, int srqn) {}
 
     /** Where the exchange's bytes travel: a TCP socket, or (-R) an rdma_cm connection. */
@@ -61,6 +74,9 @@ public final class PerftestWire implements AutoCloseable {
     /**
      * The key message of the rdma_cm exchange: perftest's {@code struct pingpong_dest} with every integer big-endian
      * (rdma_write_keys with HAVE_ENDIAN); the GID is raw (zero without one), gid_index -1 without a GID.
+     *
+     * @param d the connection data
+     * @return the {@value #BINARY_KEY_SIZE} bytes
      */
     public static byte[] encodeBinary(Dest d) {
         ByteBuffer b = ByteBuffer.allocate(BINARY_KEY_SIZE); // big-endian
@@ -70,7 +86,14 @@ public final class PerftestWire implements AutoCloseable {
         return b.array();
     }
 
-    /** Parses perftest's binary key message (what rdma_read_keys reads: all but gid_index). */
+    /**
+     * Parses perftest's binary key message (what rdma_read_keys reads: all but gid_index).
+     *
+     * @param msg at least {@value #BINARY_KEY_SIZE} bytes
+     * @param withGid whether the GID is used (else {@link Dest#gid()} is null)
+     * @return the peer's connection data
+     * @throws BenchException when {@code msg} is shorter than {@value #BINARY_KEY_SIZE} bytes
+     */
     public static Dest decodeBinary(byte[] msg, boolean withGid) {
         if (msg.length < BINARY_KEY_SIZE) throw new BenchException("the peer's key message has " + msg.length + " bytes, not " + BINARY_KEY_SIZE);
         ByteBuffer b = ByteBuffer.wrap(msg);
@@ -83,7 +106,12 @@ public final class PerftestWire implements AutoCloseable {
         return new Dest(b.getInt(0), b.getInt(4), b.getInt(8) & 0xffffff, b.getInt(12) & 0xffffff, b.getInt(16), b.getLong(24), gid, b.getInt(48));
     }
 
-    /** perftest's KEY_PRINT_FMT / KEY_PRINT_FMT_GID, NUL-terminated: 59 or 108 bytes. */
+    /**
+     * The text key message: perftest's {@code KEY_PRINT_FMT} / {@code KEY_PRINT_FMT_GID}, NUL-terminated.
+     *
+     * @param d the connection data; its GID decides the format
+     * @return {@value #KEY_MSG_SIZE} bytes without a GID, {@value #KEY_MSG_SIZE_GID} with one
+     */
     public static byte[] encode(Dest d) {
         StringBuilder sb = new StringBuilder(String.format(Locale.ROOT, "%04x:%04x:%06x:%06x:%08x:%016x:",
                 d.lid() & 0xffff, d.outReads() & 0xffff, d.qpn() & 0xffffff, d.psn() & 0xffffff, d.rkey(), d.vaddr()));
@@ -103,7 +131,15 @@ public final class PerftestWire implements AutoCloseable {
         return msg;
     }
 
-    /** Parses a key message as perftest does (fields separated by ':', hex). */
+    /**
+     * Parses a text key message as perftest does (fields separated by ':', hex).
+     *
+     * @param msg the message, NUL-terminated or not
+     * @param withGid whether the peer sends a GID (both sides use -x, or neither)
+     * @return the peer's connection data
+     * @throws BenchException when a field is missing or not hex (e.g. the peer runs without a GID and this side with
+     *                        one)
+     */
     public static Dest decode(byte[] msg, boolean withGid) {
         int len = 0;
         while (len < msg.length && msg[len] != 0) len++;
@@ -196,17 +232,25 @@ public final class PerftestWire implements AutoCloseable {
         return new PerftestWire(link, client, timeoutSec * 1000);
     }
 
+    /** {@return whether this side is the client (it writes first)} */
     public boolean isClient() {
         return client;
     }
 
+    /** {@return the version string the peer sent ({@link #versions}), or {@code "?"} before} */
     public String remoteVersion() {
         return remoteVersion;
     }
 
     /**
-     * Connects to a server, retrying a refused connection until {@code timeoutSec} (the server may be starting);
-     * an unknown host, an unreachable network or the timeout end with a clear message.
+     * Connects to a server, retrying a refused connection until {@code timeoutSec} (the server may be starting); an
+     * unknown host, an unreachable network or the timeout end with a clear message.
+     *
+     * @param host the server's host
+     * @param port its TCP port (-p)
+     * @param timeoutSec how long to keep trying, in seconds
+     * @return the connected socket
+     * @throws BenchException when the host is unknown or cannot be reached in time
      */
     public static Socket connect(String host, int port, int timeoutSec) {
         return connect(host, port, timeoutSec, false);
@@ -215,6 +259,13 @@ public final class PerftestWire implements AutoCloseable {
     /**
      * As {@link #connect(String, int, int)}; with {@code withChannel} the socket is a {@link SocketChannel}'s, so a
      * test can switch it to non-blocking and spin on it ({@link Socket#getChannel()}).
+     *
+     * @param host the server's host
+     * @param port its TCP port (-p)
+     * @param timeoutSec how long to keep trying, in seconds
+     * @param withChannel whether to open the socket through a {@link SocketChannel}
+     * @return the connected socket
+     * @throws BenchException when the host is unknown or cannot be reached in time
      */
     public static Socket connect(String host, int port, int timeoutSec, boolean withChannel) {
         long deadline = System.nanoTime() + timeoutSec * 1_000_000_000L;
@@ -258,6 +309,14 @@ public final class PerftestWire implements AutoCloseable {
                 + ": is the server running ('jrdma perf TEST' or perftest's ib_TEST without a host), is -p the same on both sides, is a firewall in the way?");
     }
 
+    /**
+     * The client's side of the exchange over a connected socket (TCP_NODELAY set).
+     *
+     * @param s the socket from {@link #connect}
+     * @param timeoutSec how long one read may wait, in seconds
+     * @return the exchange
+     * @throws BenchException when the socket cannot be set up
+     */
     public static PerftestWire client(Socket s, int timeoutSec) {
         try {
             return new PerftestWire(new SocketLink(s, timeoutSec * 1000), true, timeoutSec * 1000);
@@ -266,12 +325,27 @@ public final class PerftestWire implements AutoCloseable {
         }
     }
 
-    /** Listens on port (SO_REUSEADDR), accepts one client, closes the listener. acceptTimeoutSec 0 waits for ever. */
+    /**
+     * Listens on {@code port} (SO_REUSEADDR), accepts one client, closes the listener.
+     *
+     * @param port the TCP port (-p)
+     * @param acceptTimeoutSec how long to wait for the client, in seconds; 0 waits for ever
+     * @return the client's socket
+     * @throws BenchException when the port cannot be bound or no client came in time
+     */
     public static Socket accept(int port, int acceptTimeoutSec) {
         return accept(port, acceptTimeoutSec, false);
     }
 
-    /** As {@link #accept(int, int)}; with {@code withChannel} the accepted socket is a {@link SocketChannel}'s. */
+    /**
+     * As {@link #accept(int, int)}; with {@code withChannel} the accepted socket is a {@link SocketChannel}'s.
+     *
+     * @param port the TCP port (-p)
+     * @param acceptTimeoutSec how long to wait for the client, in seconds; 0 waits for ever
+     * @param withChannel whether to listen through a {@link ServerSocketChannel}
+     * @return the client's socket
+     * @throws BenchException when the port cannot be bound or no client came in time
+     */
     public static Socket accept(int port, int acceptTimeoutSec, boolean withChannel) {
         try (ServerSocket ss = withChannel ? ServerSocketChannel.open().socket() : new ServerSocket()) {
             ss.setReuseAddress(true);
@@ -285,6 +359,14 @@ public final class PerftestWire implements AutoCloseable {
         }
     }
 
+    /**
+     * The server's side of the exchange over an accepted socket (TCP_NODELAY set).
+     *
+     * @param s the socket from {@link #accept}
+     * @param timeoutSec how long one read may wait, in seconds
+     * @return the exchange
+     * @throws BenchException when the socket cannot be set up
+     */
     public static PerftestWire server(Socket s, int timeoutSec) {
         try {
             return new PerftestWire(new SocketLink(s, timeoutSec * 1000), false, timeoutSec * 1000);
@@ -293,16 +375,30 @@ public final class PerftestWire implements AutoCloseable {
         }
     }
 
-    /** Sets how long one read may wait (0 = for ever). */
+    /**
+     * Sets how long one read may wait, e.g. longer while the peer runs a timed test.
+     *
+     * @param ms milliseconds; 0 waits for ever
+     */
     public void readTimeout(int ms) {
         link.readTimeout(ms);
     }
 
+    /** Sets the read timeout back to the one the exchange was made with. */
     public void restoreTimeout() {
         readTimeout(timeoutMs);
     }
 
-    /** ctx_xchg_data: the client writes then reads; the server reads then writes. */
+    /**
+     * perftest's {@code ctx_xchg_data}: the client writes then reads; the server reads then writes.
+     *
+     * @param mine the bytes to send
+     * @param remoteLen how many bytes the peer sends
+     * @param what what is exchanged, for the error message
+     * @return the peer's bytes
+     * @throws BenchException when the peer sends nothing within the read timeout, closes the connection, or the
+     *                        connection fails; the message says which and what to check
+     */
     public byte[] exchange(byte[] mine, int remoteLen, String what) {
         try {
             byte[] rem = new byte[remoteLen];
@@ -325,7 +421,12 @@ public final class PerftestWire implements AutoCloseable {
         }
     }
 
-    /** exchange_versions + check_version_compatibility. */
+    /**
+     * perftest's {@code exchange_versions} and {@code check_version_compatibility}: 16-byte version strings both ways.
+     *
+     * @return the peer's version string
+     * @throws BenchException when the peer sends no version string, or one older than 5.70 (or the exchange fails)
+     */
     public String versions() {
         byte[] mine = new byte[16];
         byte[] v = VERSION.getBytes(StandardCharsets.US_ASCII);
@@ -343,14 +444,31 @@ public final class PerftestWire implements AutoCloseable {
         return remoteVersion;
     }
 
-    /** check_sys_data: cycle buffer (page size) and cache line size, big-endian ints; each side keeps the larger. */
+    /**
+     * perftest's {@code check_sys_data}: cycle buffer (page size) and cache line size, big-endian ints; each side keeps
+     * the larger.
+     *
+     * @param cycleBuffer this side's page size in bytes
+     * @param cacheLine this side's cache line size in bytes
+     * @return the larger page size and the larger cache line size
+     * @throws BenchException when the peer sends nothing within the read timeout, closes the connection, or the
+     *                        connection fails; the message says which and what to check
+     */
     public int[] sysData(int cycleBuffer, int cacheLine) {
         byte[] a = exchange(ByteBuffer.allocate(4).putInt(cycleBuffer).array(), 4, "page size");
         byte[] b = exchange(ByteBuffer.allocate(4).putInt(cacheLine).array(), 4, "cache line size");
         return new int[] {Math.max(cycleBuffer, ByteBuffer.wrap(a).getInt()), Math.max(cacheLine, ByteBuffer.wrap(b).getInt())};
     }
 
-    /** check_mtu: the ibv_mtu enum as decimal text in 2 bytes; both use the smaller valid one. */
+    /**
+     * perftest's {@code check_mtu}: the {@code ibv_mtu} enum as decimal text in 2 bytes; both use the smaller valid
+     * one.
+     *
+     * @param myMtuCode this side's MTU code, 1..5
+     * @return the MTU code both sides use (this side's when the peer's is not valid)
+     * @throws BenchException when the peer sends nothing within the read timeout, closes the connection, or the
+     *                        connection fails; the message says which and what to check
+     */
     public int mtu(int myMtuCode) {
         byte[] mine = new byte[2];
         mine[0] = (byte) ('0' + myMtuCode);
@@ -364,14 +482,28 @@ public final class PerftestWire implements AutoCloseable {
         return (r >= 1 && r <= 5 && r < myMtuCode) ? r : myMtuCode;
     }
 
-    /** ctx_hand_shake: one key message each way. */
+    /**
+     * perftest's {@code ctx_hand_shake}: one key message each way (text over TCP, binary over rdma_cm).
+     *
+     * @param mine this side's connection data
+     * @return the peer's connection data
+     * @throws BenchException when the exchange fails or the peer's key message cannot be parsed
+     */
     public Dest handshake(Dest mine) {
         if (link.binaryKeys()) return decodeBinary(exchange(encodeBinary(mine), BINARY_KEY_SIZE, "QP keys (handshake)"), mine.gid() != null);
         byte[] msg = encode(mine);
         return decode(exchange(msg, msg.length, "QP keys (handshake)"), mine.gid() != null);
     }
 
-    /** xchg_bw_reports (peer >= 5.33): size, iters, peak, average, message rate, 8 bytes each, big-endian. */
+    /**
+     * perftest's {@code xchg_bw_reports} (peer 5.33 or newer): size, iterations, peak, average and message rate, 8
+     * bytes each, big-endian.
+     *
+     * @param mine this side's report
+     * @return the peer's report
+     * @throws BenchException when the peer sends nothing within the read timeout, closes the connection, or the
+     *                        connection fails; the message says which and what to check
+     */
     public BwResult bwReports(BwResult mine) {
         long size = ByteBuffer.wrap(exchange(ByteBuffer.allocate(8).putLong(mine.size()).array(), 8, "report size")).getLong();
         long iters = ByteBuffer.wrap(exchange(ByteBuffer.allocate(8).putLong(mine.iters()).array(), 8, "report iterations")).getLong();
@@ -381,7 +513,12 @@ public final class PerftestWire implements AutoCloseable {
         return new BwResult(size, iters, peak, avg, rate);
     }
 
-    /** ctx_close_connection: a handshake, then over TCP "done" with its NUL, then close. */
+    /**
+     * perftest's {@code ctx_close_connection}: a handshake, then over TCP {@code "done"} with its NUL, then close.
+     *
+     * @param mine this side's connection data, sent once more
+     * @throws BenchException when the closing handshake fails
+     */
     public void closeConnection(Dest mine) {
         handshake(mine);
         if (!link.binaryKeys()) {
@@ -394,6 +531,7 @@ public final class PerftestWire implements AutoCloseable {
         close();
     }
 
+    /** Closes the connection the exchange runs over. */
     @Override
     public void close() {
         link.close();
