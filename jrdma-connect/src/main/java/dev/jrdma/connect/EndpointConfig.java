@@ -22,7 +22,8 @@ import java.util.Set;
  * @param slabSize        bytes per registered slab of the buffer pool (a power of two)
  * @param cqSize          completion queue capacity of an endpoint group (shared by its endpoints)
  * @param pollMode        how the completion thread waits
- * @param timeout         how long connect, accept's handshake, and every operation may take before failing
+ * @param timeout         how long connect, accept's handshake, and every operation may take before failing (default
+ *                        10 s, or {@code -Djrdma.connect.timeoutMs}: e.g. on an emulated machine where set-up is slow)
  * @param device          device name, or null: the device that reaches the address (see {@link Devices})
  * @param localAddress    local address a client binds (and whose soft device it uses), or null
  * @param privateData     up to 1024 bytes sent with connect (client) or accept (server)
@@ -162,7 +163,7 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
         private int sendQueueDepth = 64, recvQueueDepth = 64, inlineSize = 64, messageSize = 4096, cqSize = 4096;
         private long slabSize = 1 << 20;
         private PollMode pollMode = PollMode.EVENT;
-        private Duration timeout = Duration.ofSeconds(10);
+        private Duration timeout = Duration.ofMillis(Long.getLong("jrdma.connect.timeoutMs", 10_000));
         private String device;
         private InetAddress localAddress;
         private byte[] privateData;

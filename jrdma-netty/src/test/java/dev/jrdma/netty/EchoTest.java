@@ -113,6 +113,7 @@ class EchoTest {
             int port = ((java.net.InetSocketAddress) server.localAddress()).getPort();
             EchoClientHandler handler = new EchoClientHandler(payload);
             Bootstrap b = new Bootstrap().group(workers).channel(clientClass).option(ChannelOption.TCP_NODELAY, true)
+                    .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, NettyTestSupport.connectTimeoutMillis())
                     .handler(new ChannelInitializer<Channel>() {
                         @Override
                         protected void initChannel(Channel ch) {
@@ -120,7 +121,7 @@ class EchoTest {
                         }
                     });
             ChannelFuture f = b.connect(NettyTestSupport.host(), port).sync();
-            byte[] back = handler.done.get(30, TimeUnit.SECONDS);
+            byte[] back = handler.done.get(NettyTestSupport.patienceSeconds(), TimeUnit.SECONDS);
             f.channel().closeFuture().await(10, TimeUnit.SECONDS);
             return back;
         } finally {
@@ -180,10 +181,11 @@ class EchoTest {
                 EchoClientHandler[] hs = new EchoClientHandler[4];
                 for (int i = 0; i < hs.length; i++) {
                     hs[i] = new EchoClientHandler(payload(20_000 + i));
-                    new Bootstrap().group(g).channel(RdmaChannel.class).handler(hs[i]).connect(NettyTestSupport.host(), port).sync();
+                    new Bootstrap().group(g).channel(RdmaChannel.class).handler(hs[i])
+                            .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, NettyTestSupport.connectTimeoutMillis()).connect(NettyTestSupport.host(), port).sync();
                 }
                 for (int i = 0; i < hs.length; i++) {
-                    assertArrayEquals(payload(20_000 + i), hs[i].done.get(30, TimeUnit.SECONDS), "client " + i);
+                    assertArrayEquals(payload(20_000 + i), hs[i].done.get(NettyTestSupport.patienceSeconds(), TimeUnit.SECONDS), "client " + i);
                 }
             } finally {
                 server.close().sync();

@@ -7,6 +7,7 @@ import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
 import io.netty.channel.ChannelPipeline;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.ServerChannel;
@@ -95,6 +96,7 @@ class HttpTest {
             int port = ((InetSocketAddress) server.localAddress()).getPort();
             LinkedBlockingQueue<Object> responses = new LinkedBlockingQueue<>();
             Channel client = new Bootstrap().group(group).channel(clientClass)
+                    .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, NettyTestSupport.connectTimeoutMillis())
                     .handler(new ChannelInitializer<Channel>() {
                         @Override
                         protected void initChannel(Channel ch) {
@@ -120,7 +122,7 @@ class HttpTest {
                 req.headers().set(HttpHeaderNames.HOST, NettyTestSupport.host());
                 if (last) req.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
                 client.writeAndFlush(req).sync();
-                Object r = responses.poll(20, TimeUnit.SECONDS);
+                Object r = responses.poll(NettyTestSupport.patienceSeconds(), TimeUnit.SECONDS);
                 assertNotNull(r, "no response to request " + i);
                 if (r instanceof Throwable t) throw new AssertionError("request " + i + " failed", t);
                 Object[] parts = (Object[]) r;
@@ -129,7 +131,7 @@ class HttpTest {
                 if (last) assertEquals("close", parts[2]);
             }
             // the server closed after the last response: the client sees the end of the stream
-            assertEquals(true, client.closeFuture().await(10, TimeUnit.SECONDS), "the server's close did not reach the client");
+            assertEquals(true, client.closeFuture().await(NettyTestSupport.patienceSeconds(), TimeUnit.SECONDS), "the server's close did not reach the client");
         } finally {
             server.close().sync();
         }

@@ -30,9 +30,18 @@ final class NettyTestSupport {
         return System.getProperty("jrdma.netty.test.host", "127.0.0.1");
     }
 
-    /** Netty's connect timeout for the tests' clients: the guest (QEMU without KVM) passes a longer one. */
+    /** Netty's connect timeout for the tests' clients: 30 s, or above the endpoint's own where the run raised that. */
     static int connectTimeoutMillis() {
-        return Integer.getInteger("jrdma.netty.test.connectTimeoutMs", 30_000);
+        return (int) Math.max(30_000, 2 * RdmaChannelConfig.DEFAULT_ENDPOINT_CONFIG.timeout().toMillis());
+    }
+
+    /**
+     * How long a test waits for an echo or a response: 30 s, or three endpoint timeouts where the run raised them
+     * ({@code -Djrdma.connect.timeoutMs}: the guest, a QEMU machine without KVM, where a cold JVM's first rdma_cm
+     * set-up alone can take more than the default 10 s).
+     */
+    static long patienceSeconds() {
+        return Math.max(30, 3 * RdmaChannelConfig.DEFAULT_ENDPOINT_CONFIG.timeout().toSeconds());
     }
 
     static EndpointConfig.Builder config() {
