@@ -40,6 +40,14 @@ final class Completer {
      */
     private boolean readRetryActive;
     private int readRetryPsn;
+    /**
+     * A go-back from {@link #oldestUnacked} (a sequence NAK or a timeout) is under way and nothing was acknowledged
+     * since (rxe: {@code started_retry}): a sequence NAK for that same PSN (a duplicate of the one that started it, or
+     * one the old burst still carried) is ignored, neither a retry of its own nor a use of retry_cnt. A NAK at a later
+     * PSN acknowledges progress first, which ends the go-back, so a loss inside the replay is repaired at once; a
+     * timeout always retries.
+     */
+    private boolean goBackStarted;
     /** When the oldest outstanding request times out; 0 when nothing is armed. */
     volatile long retryDeadline;
 
@@ -60,10 +68,12 @@ final class Completer {
         oldestUnacked = sqPsn;
         retryLeft = qp.retryCnt;
         rnrLeft = qp.rnrRetry;
+        goBackStarted = false;
     }
 
     void reset() {
         readRetryActive = false;
+        goBackStarted = false;
         retryDeadline = 0;
     }
 
@@ -165,6 +175,7 @@ final class Completer {
         int prev = Psn.add(psn, -1);
         if (ackUpTo(prev)) progress(prev);
         if (!qp.sendsRequests() || qp.requester.rnrWait) return State.COMPLETE; // an RNR wait resends from there anyway
+        if (goBackStarted) return drop(Counter.RX_RESPONSE_IGNORED); // the go-back under way resends from here already
         if (retryLeft == 0) {
             SendWqe w = firstPending();
             if (w != null) {
@@ -174,6 +185,7 @@ final class Completer {
             return State.COMPLETE;
         }
         retryLeft--;
+        goBackStarted = true;
         qp.requester.retry(psn);
         return State.COMPLETE;
     }
@@ -343,6 +355,7 @@ final class Completer {
             oldestUnacked = next;
             retryLeft = qp.retryCnt;
             rnrLeft = qp.rnrRetry;
+            goBackStarted = false;
             retryDeadline = oldestUnacked != qp.requester.nextPsn && qp.timeoutNanos > 0 ? qp.clock().nanoTime() + qp.timeoutNanos : 0;
         }
     }
@@ -379,6 +392,7 @@ final class Completer {
         }
         retryLeft--;
         readRetryActive = false;
+        goBackStarted = true;
         qp.requester.retry(oldestUnacked);
         qp.requester.run();
     }

@@ -87,6 +87,68 @@ class CompleterTest {
         }
     }
 
+    /**
+     * Copies of one sequence NAK (the link duplicated it, or the old burst carried it) while the go-back it started is
+     * under way start no second go-back and use no retry (rxe's started_retry): with retry_cnt 1 the second copy
+     * ended the QP in RETRY_EXC_ERR before. A NAK at a later PSN (a loss inside the replay) acknowledges progress and
+     * goes back at once.
+     */
+    @Test
+    void duplicateSequenceNaksDuringAGoBackStartNoRetry() {
+        EngineRig.Opts o = new EngineRig.Opts();
+        o.retryCnt = 1;
+        try (EngineRig rig = new EngineRig(o)) {
+            MemoryRegion src = rig.mrAll(64);
+            for (int i = 0; i < 4; i++) rig.qp.postSend(write(src, i, 8)); // PSNs 100..103
+            assertEquals(4, rig.drain().size());
+            long retransmits = rig.count(Counter.RETRANSMITS), ignored = rig.count(Counter.RX_RESPONSE_IGNORED);
+            rig.feed(nak(MY_PSN + 1, Aeth.NAK_PSN_SEQUENCE_ERROR));
+            List<RocePacket> again = rig.drain();
+            assertEquals(3, again.size(), EngineRig.describe(again));
+            assertEquals(MY_PSN + 1, again.getFirst().psn());
+            for (int copy = 0; copy < 3; copy++) {
+                rig.feed(nak(MY_PSN + 1, Aeth.NAK_PSN_SEQUENCE_ERROR));
+                assertEquals(Completer.State.DROP, rig.qp.completer.lastOutcome);
+            }
+            assertTrue(rig.drain().isEmpty(), "a copy of the NAK started another go-back");
+            assertEquals(retransmits + 1, rig.count(Counter.RETRANSMITS));
+            assertEquals(ignored + 3, rig.count(Counter.RX_RESPONSE_IGNORED), "each ignored copy is counted");
+            assertEquals(QpState.RTS, rig.qp.state(), "the copies used retries (retry_cnt 1)");
+            assertEquals(0, rig.poll().wrId, "the NAK acknowledges what came before it");
+            rig.feed(nak(MY_PSN + 3, Aeth.NAK_PSN_SEQUENCE_ERROR)); // 101, 102 arrived again, 103 was lost again
+            assertEquals(MY_PSN + 3, rig.one().psn(), "a new sequence error after progress goes back at once");
+            assertEquals(1, rig.poll().wrId);
+            assertEquals(2, rig.poll().wrId);
+            rig.feed(ack(MY_PSN + 3));
+            WorkCompletion wc = rig.poll();
+            assertEquals(3, wc.wrId);
+            assertEquals(WcStatus.SUCCESS, wc.status);
+        }
+    }
+
+    /** The retransmission timer retries even while a go-back is under way (its replay may have been lost whole). */
+    @Test
+    void aTimeoutRetriesWhileAGoBackIsUnderWay() {
+        EngineRig.Opts o = new EngineRig.Opts();
+        o.retryCnt = 2;
+        try (EngineRig rig = new EngineRig(o)) {
+            MemoryRegion src = rig.mrAll(64);
+            for (int i = 0; i < 2; i++) rig.qp.postSend(write(src, i, 8)); // PSNs 100, 101
+            assertEquals(2, rig.drain().size());
+            rig.feed(nak(MY_PSN + 1, Aeth.NAK_PSN_SEQUENCE_ERROR));
+            assertEquals(MY_PSN + 1, rig.one().psn());
+            rig.clock.advanceMillis(68);
+            rig.tick();
+            assertEquals(MY_PSN + 1, rig.one().psn(), "the timeout resent the lost replay");
+            rig.feed(nak(MY_PSN + 1, Aeth.NAK_PSN_SEQUENCE_ERROR)); // a late copy: the timer's go-back is under way
+            assertTrue(rig.drain().isEmpty());
+            rig.feed(ack(MY_PSN + 1));
+            assertEquals(0, rig.poll().wrId);
+            assertEquals(WcStatus.SUCCESS, rig.poll().status);
+            assertEquals(QpState.RTS, rig.qp.state());
+        }
+    }
+
     @Test
     void fatalNakCompletesWithTheRemoteErrorAndFlushesTheRest() {
         try (EngineRig rig = new EngineRig()) {
