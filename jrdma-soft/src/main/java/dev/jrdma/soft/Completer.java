@@ -139,6 +139,8 @@ final class Completer {
 
     /** An ACK covers every request up to its PSN (ACKs are coalesced: one may cover many WQEs). */
     private State ack() {
+        // the one PSN before the window: a repeat of the last ACK (the peer re-ACKs duplicates), which changes nothing
+        if (psn == Psn.add(oldestUnacked, -1)) return drop(Counter.RX_RESPONSE_IGNORED);
         if (ackUpTo(psn)) progress(psn);
         return State.COMPLETE;
     }

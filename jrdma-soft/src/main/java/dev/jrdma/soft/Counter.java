@@ -24,6 +24,10 @@ enum Counter {
     /** A packet for a connected QP from an address other than its peer's. */
     RX_WRONG_SOURCE("rx_wrong_source"),
     RX_BAD_PKEY("rx_bad_pkey"),
+    /** A datagram whose Q_Key is not its UD QP's (IBA 10.2.5: dropped unanswered). */
+    RX_BAD_QKEY("rx_bad_qkey"),
+    /** A datagram for a UD QP with no receive posted (UD drops it; no RNR). */
+    RX_NO_RECEIVE("rx_no_receive"),
     /** A request beyond the expected PSN (NAKed once per burst, the rest dropped). */
     RX_OUT_OF_SEQUENCE("rx_out_of_sequence"),
     /** A request already executed: re-ACKed, or answered from its READ/atomic resource. */
@@ -32,7 +36,10 @@ enum Counter {
     RX_DUPLICATE_UNANSWERED("rx_duplicate_unanswered"),
     /** An ACK, NAK, RNR NAK, READ response or atomic ACK whose PSN is outside the window of outstanding requests. */
     RX_RESPONSE_OUT_OF_WINDOW("rx_response_out_of_window"),
-    /** A response inside the window that fits no outstanding request (wrong kind, a duplicate READ response, an RNR NAK during an RNR wait). */
+    /**
+     * A response inside the window that fits no outstanding request or changes nothing: wrong kind, a duplicate READ
+     * response, a repeated ACK, an RNR NAK during an RNR wait, a sequence NAK for the go-back already under way.
+     */
     RX_RESPONSE_IGNORED("rx_response_ignored"),
     /** A packet whose handling threw (a bug): reported through System.Logger, the device keeps serving. */
     RX_DROPPED("rx_dropped"),

@@ -105,12 +105,12 @@ final class Datagram {
         return WcStatus.SUCCESS;
     }
 
-    /** A datagram for this QP (the driving thread). False when dropped: wrong Q_Key, no receive WQE, wrong state. */
+    /** A datagram for this QP (the driving thread). False when dropped (and counted): wrong Q_Key, no receive WQE, wrong state. */
     boolean receive(RocePacket p, MemorySegment seg, int srcIp, int dstIp) {
         QpState s = qp.state();
-        if (s != QpState.RTR && s != QpState.RTS) return false;
-        if (p.dethQkey() != qp.qkey) return false; // IBA 10.2.5: a Q_Key violation drops the datagram silently
-        if (!qp.takeReceive()) return false;    // no receive posted: UD drops, no RNR
+        if (s != QpState.RTR && s != QpState.RTS) return drop(Counter.RX_QP_NOT_READY);
+        if (p.dethQkey() != qp.qkey) return drop(Counter.RX_BAD_QKEY); // IBA 10.2.5: a Q_Key violation drops the datagram, unanswered
+        if (!qp.takeReceive()) return drop(Counter.RX_NO_RECEIVE);     // no receive posted: UD drops, no RNR
         RecvWqe r = rq.first();
         int plen = p.payloadLength();
         rq.head++;
@@ -122,6 +122,11 @@ final class Datagram {
         boolean imm = (p.flags() & IMMDT) != 0;
         return complete(r, WcStatus.SUCCESS, Grh.BYTES + plen, imm ? p.immediate() : 0,
                 WorkCompletion.WITH_GRH | (imm ? WorkCompletion.WITH_IMM : 0), p);
+    }
+
+    private boolean drop(Counter reason) {
+        qp.count(reason);
+        return false;
     }
 
     private boolean complete(RecvWqe r, WcStatus status, int byteLen, int immData, int flags, RocePacket p) {

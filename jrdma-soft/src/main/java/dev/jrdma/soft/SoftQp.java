@@ -565,7 +565,10 @@ final class SoftQp extends Resource implements QueuePair {
             if (isClosed() || s == QpState.RESET || s == QpState.INIT || s == QpState.ERR) return drop(Counter.RX_QP_NOT_READY);
             if ((p.pkey() & 0x7FFF) != 0x7FFF) return drop(Counter.RX_BAD_PKEY);
             // a datagram reaches only a UD QP, and a UD QP takes nothing else: an RC responder must never see a DETH
-            if (datagram != null || p.has(Opcode.DETH)) return datagram != null && p.has(Opcode.DETH) && datagram.receive(p, seg, srcIp, tr.ip);
+            if (datagram != null || p.has(Opcode.DETH)) {
+                if (datagram == null || !p.has(Opcode.DETH)) return drop(Counter.RX_MALFORMED); // an opcode of the other transport
+                return datagram.receive(p, seg, srcIp, tr.ip);
+            }
             if (srcIp != remoteIp) return drop(Counter.RX_WRONG_SOURCE); // a connected QP hears only its peer
             if (p.has(REQ)) {
                 if (s == QpState.RTR && !commEstablished) { // the first packet in RTR establishes communication (IBA 11.6.3.1)

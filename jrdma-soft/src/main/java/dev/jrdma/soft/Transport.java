@@ -463,6 +463,9 @@ final class Transport {
         return n;
     }
 
+    /** Whether the receive thread still runs (tests: no fault may end it). */
+    boolean rxThreadAlive() { return rxThread.isAlive(); }
+
     /** Packets handled so far by polling application threads (racy read; counters and tests). */
     long rxByPoll() { return pollRx.handled; }
 

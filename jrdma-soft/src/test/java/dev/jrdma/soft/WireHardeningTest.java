@@ -138,7 +138,7 @@ class WireHardeningTest {
             assertEquals(before + 1, p.b.ctx.counters().get("rx_wrong_source"));
             for (long i = 0; i < 64; i++) assertEquals(0, dst.segment().get(ValueLayout.JAVA_BYTE, i));
             for (String name : List.of("rx_qp_not_ready", "rx_bad_pkey", "rx_out_of_sequence", "rx_duplicate_request", "rx_duplicate_unanswered",
-                    "rx_response_out_of_window", "rx_response_ignored", "rnr_naks_received"))
+                    "rx_response_out_of_window", "rx_response_ignored", "rnr_naks_received", "rx_bad_qkey", "rx_no_receive"))
                 assertTrue(p.b.ctx.counters().containsKey(name), name);
             MemoryRegion src = p.a.mrAll(64);
             p.a.qp.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 0, 8).remote(dst.address(), dst.rkey()));
@@ -314,5 +314,51 @@ class WireHardeningTest {
             }
             assertEquals(WcStatus.SUCCESS, rig.poll().status);
         }
+    }
+
+    /**
+     * Every datagram a UD or RC QP cannot take is counted, none silently lost (they were uncounted before): a wrong
+     * Q_Key (rx_bad_qkey), no receive posted (rx_no_receive), a UD datagram addressed to an RC QP (rx_malformed).
+     */
+    @Test
+    void datagramsThatCannotBeTakenAreCounted() throws Exception {
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared();
+             Fixture.Pair rc = Fixture.pair()) { // an RC connection in RTS; UD QPs beside it on side a
+            dev.jrdma.verbs.Context ctx = rc.a.ctx;
+            {
+                dev.jrdma.verbs.ProtectionDomain pd = rc.a.pd;
+                dev.jrdma.verbs.CompletionQueue cqA = ctx.createCq(16, null), cqB = ctx.createCq(16, null);
+                dev.jrdma.verbs.QueuePair a = pd.createQueuePair(dev.jrdma.verbs.QpInitAttr.builder(cqA).type(dev.jrdma.verbs.QpType.UD).maxSendWr(8).maxRecvWr(8).build());
+                dev.jrdma.verbs.QueuePair b = pd.createQueuePair(dev.jrdma.verbs.QpInitAttr.builder(cqB).type(dev.jrdma.verbs.QpType.UD).maxSendWr(8).maxRecvWr(8).build());
+                for (dev.jrdma.verbs.QueuePair q : List.of(a, b)) {
+                    q.modify(new dev.jrdma.verbs.QpAttr().state(QpState.INIT).pkeyIndex(0).port(1).qkey(0x1111));
+                    q.modify(new dev.jrdma.verbs.QpAttr().state(QpState.RTR));
+                    q.modify(new dev.jrdma.verbs.QpAttr().state(QpState.RTS).sqPsn(1));
+                }
+                MemoryRegion buf = pd.registerMemory(arena.allocate(4096, 64), dev.jrdma.verbs.Access.LOCAL_WRITE);
+                dev.jrdma.verbs.AddressHandle toA = pd.createAddressHandle(new dev.jrdma.verbs.AhAttr().portNum(1).global(ctx.queryGid(1, 0), 0));
+                dev.jrdma.verbs.AddressHandle toB = pd.createAddressHandle(new dev.jrdma.verbs.AhAttr().portNum(1).global(rc.b.ctx.queryGid(1, 0), 0));
+                java.util.Map<String, Long> before = ctx.counters();
+                b.postRecv(new RecvWorkRequest().wrId(1).buffer(buf, 1024, 1024));
+                a.postSend(new SendWorkRequest().opcode(WrOpcode.SEND).wrId(1).signaled(true).buffer(buf, 0, 8).ud(toA, b.qpNum(), 0x2222)); // wrong Q_Key
+                awaitCounter(ctx, "rx_bad_qkey", before.get("rx_bad_qkey") + 1);
+                b.postRecv(new RecvWorkRequest().wrId(2).buffer(buf, 2048, 1024)); // two receives now: the first must still be there
+                a.postSend(new SendWorkRequest().opcode(WrOpcode.SEND).wrId(2).signaled(true).buffer(buf, 0, 8).ud(toA, a.qpNum(), 0x1111)); // a posted none
+                awaitCounter(ctx, "rx_no_receive", before.get("rx_no_receive") + 1);
+                long malformed = rc.b.ctx.counters().get("rx_malformed");
+                a.postSend(new SendWorkRequest().opcode(WrOpcode.SEND).wrId(3).signaled(true).buffer(buf, 0, 8).ud(toB, rc.b.qp.qpNum(), 0x1111)); // an RC QP
+                awaitCounter(rc.b.ctx, "rx_malformed", malformed + 1);
+                WorkCompletion[] wc = WorkCompletion.array(4);
+                assertEquals(0, cqB.poll(wc), "the datagram with the wrong Q_Key took no receive");
+                a.postSend(new SendWorkRequest().opcode(WrOpcode.SEND).wrId(4).signaled(true).buffer(buf, 0, 8).ud(toA, b.qpNum(), 0x1111));
+                assertEquals(1, Fixture.poll(cqB).wrId, "a right datagram takes the first receive");
+            }
+        }
+    }
+
+    private static void awaitCounter(dev.jrdma.verbs.Context ctx, String name, long want) throws InterruptedException {
+        long end = System.nanoTime() + 5_000_000_000L;
+        while (ctx.counters().get(name) < want && System.nanoTime() < end) Thread.sleep(1);
+        assertEquals(want, ctx.counters().get(name), name);
     }
 }
