@@ -32,7 +32,7 @@ import org.junit.jupiter.params.ParameterizedTest;
  * successfully and in order, every message arrives exactly once and in order, every byte written, read or sent is
  * verified, every atomic executes exactly once (each returns the count of those before it).
  *
- * <p>Opt-in (not in CI: see {@link #everyOpcodeArrivesOnceInOrderIntactUnderFaults}); {@code -Djrdma.soak.levels=0.01} runs the CI size, the long run: {@code mvn -pl jrdma-soft test -Dtest=SoakTest -Djrdma.soak.levels=0.01,0.1,0.3 -Djrdma.soak.ops=20000}
+ * <p>Opt-in (see {@link #levels}): {@code mvn -pl jrdma-soft test -Dtest=SoakTest -Djrdma.soak.levels=0.01,0.1,0.3 -Djrdma.soak.ops=20000}
  * (operations per direction and QP pair), {@code -Djrdma.soak.seed=N} for another seed, {@code -Djrdma.soak.faults=drop=0.05,reorder=0.2}
  * for another mix of faults (then each of the three runs uses it).
  */
@@ -40,6 +40,8 @@ class SoakTest {
     static final int OPS = Integer.getInteger("jrdma.soak.ops", 300);
     static final long SEED = Long.getLong("jrdma.soak.seed", 1);
     static final int PAIRS = Integer.getInteger("jrdma.soak.pairs", 2);
+    /** An end that sees no progress for this long fails the run: a hang is a failure, never a wait ({@code -Djrdma.soak.stallSeconds}). */
+    static final long STALL_SECONDS = Long.getLong("jrdma.soak.stallSeconds", 120);
     /** The kinds drawn (all by default; {@code -Djrdma.soak.kinds=WRITE,READ} narrows a manual run). */
     static final Kind[] KINDS = System.getProperty("jrdma.soak.kinds") == null ? Kind.values()
             : java.util.Arrays.stream(System.getProperty("jrdma.soak.kinds").split(",")).map(String::trim).map(Kind::valueOf).toArray(Kind[]::new);
@@ -122,7 +124,7 @@ class SoakTest {
         for (int r = 0; r < RECVS; r++) me.qp.postRecv(rr.wrId(r).buffer(mine.mr, Memory.RECV + r * (long) MAX_LEN, MAX_LEN));
         int posted = 0, completed = 0, nextIn = nextReceiving(in, 0);
         long bytes = 0, received = 0;
-        long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(10);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(STALL_SECONDS);
         while (completed < out.kind.length || nextIn < in.kind.length) {
             while (posted < out.kind.length && posted - completed < SEND_WINDOW) {
                 post(me, mine, peer, out, outSeed, posted, wr);
@@ -243,9 +245,10 @@ class SoakTest {
     }
 
     /**
-     * The loss levels run ({@code -Djrdma.soak.levels=0.01,0.1,0.3}): with retry_cnt 7
-     * (IBTA: 7 retries) a QP at those levels can legitimately end in RETRY_EXC_ERR after 8 attempts without progress, and
-     * on a loaded machine it does (see the report of issue 8).
+     * The loss levels run ({@code -Djrdma.soak.levels=0.01,0.1,0.3}). Retry_cnt is 7 real retries (IBTA; rxe takes 7 as
+     * "forever"): a QP that sees no progress through 8 attempts (67 ms timeout) ends in RETRY_EXC_ERR. Since copies of
+     * one sequence NAK no longer use retries, seed 1 (300 operations) passes at 1%, 10% and 30%, but on the loaded
+     * 2-core host seeds 2 and 3 still ended in RETRY_EXC_ERR at 10% or 30%: not deterministic, so not in CI.
      */
     static java.util.stream.DoubleStream levels() {
         return java.util.Arrays.stream(System.getProperty("jrdma.soak.levels", "").split(",")).mapToDouble(x -> Double.parseDouble(x.trim()));
@@ -253,7 +256,7 @@ class SoakTest {
 
     @ParameterizedTest(name = "{0} loss+reorder+duplication, a tenth of that corruption")
     @org.junit.jupiter.api.condition.EnabledIfSystemProperty(named = "jrdma.soak.levels", matches = ".+",
-            disabledReason = "opt-in: -Djrdma.soak.levels=0.01[,0.1,0.3]; on a loaded 2-core host even 1% ends in RETRY_EXC_ERR (retry_cnt 7) now and then")
+            disabledReason = "opt-in: -Djrdma.soak.levels=0.01[,0.1,0.3]; under load RETRY_EXC_ERR (retry_cnt 7) still ends some runs at 10-30%")
     @org.junit.jupiter.params.provider.MethodSource("levels")
     void everyOpcodeArrivesOnceInOrderIntactUnderFaults(double p) throws Exception {
         String spec = System.getProperty("jrdma.soak.faults"); // a manual run's own mix, in Faults.parse's form
@@ -308,7 +311,7 @@ class SoakTest {
             Throwable first = null;
             for (Future<Tally> f : ends) {
                 try {
-                    tallies.add(f.get(10, TimeUnit.MINUTES));
+                    tallies.add(f.get(STALL_SECONDS + 60, TimeUnit.SECONDS));
                 } catch (java.util.concurrent.ExecutionException e) {
                     if (e.getCause() instanceof IllegalStateException && e.getCause().getMessage().startsWith("stopped")) continue;
                     if (first == null) first = e.getCause();
