@@ -135,8 +135,8 @@ if [ "${INTEROP_FULL:-0}" = 1 ]; then
   interop ipv4-iters3 --iters 3
   # ibv_rc_pingpong (rdma-core) against jrdma's RcPingPong on the software device, both ways
   pair rc_pingpong.rxe-server rxe "ibv_rc_pingpong -d $RXE_DEV -g $GIDX -n 50 -p @PORT@" \
-    "$J dev.jrdma.nativeverbs.RcPingPong -d $SOFT -g 0 -n 50 -p @PORT@ $RXE_IP4" 'iters in'
-  pair rc_pingpong.soft-server soft "$J dev.jrdma.nativeverbs.RcPingPong -d $SOFT -g 0 -n 50 -p @PORT@" \
+    "$J dev.jrdma.nativeverbs.RcPingPong -d $SOFT -g $GIDX -n 50 -p @PORT@ $RXE_IP4" 'iters in'
+  pair rc_pingpong.soft-server soft "$J dev.jrdma.nativeverbs.RcPingPong -d $SOFT -g $GIDX -n 50 -p @PORT@" \
     "ibv_rc_pingpong -d $RXE_DEV -g $GIDX -n 50 -p @PORT@ $SOFT_IP4" 'iters in'
   # perftest on rxe against jrdma perf on the software device, both ways (16 pairs)
   for t in send_lat write_lat read_lat atomic_lat send_bw write_bw read_bw atomic_bw; do

@@ -10,7 +10,6 @@ import dev.jrdma.verbs.Context;
 import dev.jrdma.verbs.Device;
 import dev.jrdma.verbs.DeviceAttr;
 import dev.jrdma.verbs.Gid;
-import dev.jrdma.verbs.GidEntry;
 import dev.jrdma.verbs.LinkLayer;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.Mtu;
@@ -263,17 +262,13 @@ public final class RdmaBench implements AutoCloseable {
         q.modify(a);
     }
 
-    /** perftest's choice without -x on RoCE: a RoCE v2 GID (IPv4-mapped first), else index 0. */
+    /** perftest's choice without -x on RoCE: a RoCE v2 GID (IPv4-mapped first), else index 0; the soft device's own GID. */
     private int bestGidIndex() {
-        List<GidEntry> table;
         try {
-            table = ctx.gidTable(o.ibPort);
+            return ctx.defaultGidIndex(o.ibPort);
         } catch (RuntimeException e) {
             return 0;
         }
-        for (GidEntry g : table) if (g.isRoceV2() && g.gid().isIpv4Mapped()) return g.index();
-        for (GidEntry g : table) if (g.isRoceV2()) return g.index();
-        return table.isEmpty() ? 0 : table.getFirst().index();
     }
 
     private void connectQp(int i) {

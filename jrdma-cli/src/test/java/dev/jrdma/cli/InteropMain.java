@@ -308,7 +308,7 @@ public final class InteropMain {
         String dev = null, host = null;
         // QP timeout 17 (4.096 us x 2^17 = 0.5 s): under emulation (TCG) a window of packets takes longer than the
         // usual 67 ms (14) to be acknowledged, and spurious go-back-N retransmissions only add load
-        int gidIndex = 0, port = 18800, iters = 1, timeoutSec = 60, qpTimeout = 17;
+        int gidIndex = -1, port = 18800, iters = 1, timeoutSec = 60, qpTimeout = 17;
         int[] sizes = {0, 1, MTU - 1, MTU, MTU + 1, 1 << 20};
         for (int i = 0; i < args.length; i++) {
             switch (args[i]) {
@@ -330,6 +330,7 @@ public final class InteropMain {
         int rc;
         try (Arena arena = Arena.ofShared(); Context ctx = Verbs.device(dev).open(); Socket control = connect(host, port, timeoutSec)) {
             control.setSoTimeout(timeoutSec * 1000 * 4);
+            if (gidIndex < 0) gidIndex = ctx.defaultGidIndex(1); // as perftest without -x; the soft device: its own address's GID
             InteropMain m = new InteropMain(ctx, arena, gidIndex, qpTimeout, control, timeoutSec * 1_000_000_000L);
             String me = dev;
             try {

@@ -5,7 +5,6 @@ import dev.jrdma.verbs.AhAttr;
 import dev.jrdma.verbs.CompletionQueue;
 import dev.jrdma.verbs.Context;
 import dev.jrdma.verbs.Device;
-import dev.jrdma.verbs.GidEntry;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.Mtu;
 import dev.jrdma.verbs.ProtectionDomain;
@@ -79,8 +78,7 @@ final class Pair implements AutoCloseable {
     }
 
     static int gidIndex(Context ctx) {
-        for (GidEntry g : ctx.gidTable(PORT)) if (g.gid().isIpv4Mapped() && (g.type() == null || g.isRoceV2())) return g.index();
-        return 0;
+        return ctx.defaultGidIndex(PORT);
     }
 
     Pair connect() {

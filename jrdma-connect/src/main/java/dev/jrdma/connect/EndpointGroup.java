@@ -6,7 +6,6 @@ import dev.jrdma.verbs.CompletionQueue;
 import dev.jrdma.verbs.Context;
 import dev.jrdma.verbs.Device;
 import dev.jrdma.verbs.DeviceAttr;
-import dev.jrdma.verbs.GidEntry;
 import dev.jrdma.verbs.ProtectionDomain;
 import dev.jrdma.verbs.WorkCompletion;
 
@@ -267,16 +266,12 @@ public final class EndpointGroup implements AutoCloseable {
     }
 
     static int pickGidIndex(Context ctx) {
-        // RoCEv2 over IPv4 uses the IPv4-mapped GID; InfiniBand and the rest use GID 0.
+        // RoCEv2 over IPv4 uses the IPv4-mapped GID, the software device its own address's; InfiniBand GID 0
         try {
-            List<GidEntry> table = ctx.gidTable(PORT);
-            for (GidEntry g : table) {
-                if (g.gid().isIpv4Mapped() && (g.type() == null || g.isRoceV2())) return g.index();
-            }
+            return ctx.defaultGidIndex(PORT);
         } catch (RuntimeException e) {
-            // a device without a GID table: GID 0
+            return 0; // a device without a GID table: GID 0
         }
-        return 0;
     }
 
     /** Closes every endpoint of the group, stops the thread, and closes the device. Idempotent. */

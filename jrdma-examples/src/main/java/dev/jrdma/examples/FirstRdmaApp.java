@@ -8,7 +8,6 @@ import dev.jrdma.verbs.CompletionQueue;
 import dev.jrdma.verbs.Context;
 import dev.jrdma.verbs.Device;
 import dev.jrdma.verbs.DeviceAttr;
-import dev.jrdma.verbs.GidEntry;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.MemoryWindow;
 import dev.jrdma.verbs.MwType;
@@ -451,15 +450,9 @@ public final class FirstRdmaApp implements AutoCloseable {
     }
 
     private static int pickGidIndex(Context ctx) {
-        // RoCEv2 over IPv4 uses the IPv4-mapped GID; InfiniBand and the rest use GID 0.
-        GidEntry best = null;
-        for (GidEntry g : ctx.gidTable(PORT_NUM)) {
-            if (g.gid().isIpv4Mapped() && (g.type() == null || g.isRoceV2())) {
-                best = g;
-                break;
-            }
-        }
-        return best == null ? 0 : best.index();
+        // the GID a RoCE application sends from without -x: the IPv4-mapped RoCE v2 one (the software device: its own
+        // address's, IPv4 or IPv6); InfiniBand and the rest use GID 0
+        return ctx.defaultGidIndex(PORT_NUM);
     }
 
     private Socket accept(int port) throws IOException {

@@ -27,7 +27,7 @@ import java.nio.ByteOrder;
  * The UD transport of a soft QP (IBA 9.8; the UD paths of rxe's req/resp): a SEND is one packet with a DETH,
  * built and sent at post time and completed at once, since UD has no ACKs and no retries. A receive checks the
  * Q_Key, takes the next receive WQE (or the SRQ's) and puts the 40-byte GRH area in front of the payload: for
- * RoCEv2 over IPv4 its last 20 bytes hold the packet's IPv4 header, as rxe writes it. Runs under the QP's monitor;
+ * RoCEv2 over IPv4 its last 20 bytes hold the packet's IPv4 header, over IPv6 all 40 its IPv6 header, as rxe writes them. Runs under the QP's monitor;
  * allocation-free.
  */
 final class Datagram {
@@ -101,12 +101,12 @@ final class Datagram {
             at += (int) l;
         }
         psn = (psn + 1) & 0xFFFFFF;
-        qp.transmitTo(len, ah.remoteIp, ah.remote);
+        qp.transmitTo(len, ah.remoteAddr, ah.remote);
         return WcStatus.SUCCESS;
     }
 
     /** A datagram for this QP (the driving thread). False when dropped (and counted): wrong Q_Key, no receive WQE, wrong state. */
-    boolean receive(RocePacket p, MemorySegment seg, int srcIp, int dstIp) {
+    boolean receive(RocePacket p, MemorySegment seg, IpAddress src, IpAddress dst) {
         QpState s = qp.state();
         if (s != QpState.RTR && s != QpState.RTS) return drop(Counter.RX_QP_NOT_READY);
         if (p.dethQkey() != qp.qkey) return drop(Counter.RX_BAD_QKEY); // IBA 10.2.5: a Q_Key violation drops the datagram, unanswered
@@ -116,7 +116,8 @@ final class Datagram {
         rq.head++;
         if (r.localErr != null) return complete(r, r.localErr, 0, 0, 0, p);
         if (Grh.BYTES + (long) plen > r.total) return complete(r, WcStatus.LOC_LEN_ERR, 0, 0, 0, p);
-        writeGrh(srcIp, dstIp, p.length());
+        if (src.isIpv4()) writeGrh(src.ipv4(), dst.ipv4(), p.length());
+        else writeGrh6(src, dst, p.length());
         if (!r.scatter(grhSeg, 0, 0, Grh.BYTES) || (plen > 0 && !r.scatter(seg, p.payloadOffset(), Grh.BYTES, plen)))
             return complete(r, WcStatus.LOC_PROT_ERR, 0, 0, 0, p);
         boolean imm = (p.flags() & IMMDT) != 0;
@@ -132,6 +133,19 @@ final class Datagram {
     private boolean complete(RecvWqe r, WcStatus status, int byteLen, int immData, int flags, RocePacket p) {
         qp.recvCq().push(r.wrId, status, WcOpcode.RECV, byteLen, immData, flags, qp.qpNum(), p.dethSrcQp(), p.solicitedEvent());
         return true;
+    }
+
+    /**
+     * The GRH area of RoCEv2 over IPv6: the IPv6 header the datagram came with, as rxe copies it. A UDP socket does
+     * not show the traffic class and flow label it arrived with: they read 0; the hop limit reads 64.
+     */
+    private void writeGrh6(IpAddress src, IpAddress dst, int roceLength) {
+        ByteBuffer g = grh;
+        g.putInt(0, 6 << 28);                                // version 6, traffic class 0, flow label 0
+        g.putShort(4, (short) (8 + roceLength));             // payload length: UDP + RoCE
+        g.put(6, (byte) UDP);
+        g.put(7, (byte) HOP_LIMIT);
+        g.putLong(8, src.hi).putLong(16, src.lo).putLong(24, dst.hi).putLong(32, dst.lo);
     }
 
     /** The GRH area of RoCEv2 over IPv4: 20 zero bytes, then the IPv4 header the datagram came with. */

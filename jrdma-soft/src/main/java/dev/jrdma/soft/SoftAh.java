@@ -5,35 +5,30 @@ import dev.jrdma.verbs.AhAttr;
 import dev.jrdma.verbs.VerbsException;
 import dev.jrdma.verbs.spi.Resource;
 
-import java.net.Inet4Address;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
 
-/** An address handle of the software device: the peer's IPv4 address (from its IPv4-mapped GID) and UDP port. */
+/** An address handle of the software device: the peer's IP address (from its GID: IPv4-mapped or IPv6) and UDP port. */
 final class SoftAh extends Resource implements AddressHandle {
     final SoftPd pd;
     private final AhAttr attr;
     /** Where UD sends through this handle go, and the destination address the ICRC covers. */
     final InetSocketAddress remote;
-    final int remoteIp;
+    final IpAddress remoteAddr;
 
     SoftAh(SoftPd pd, AhAttr attr, String verb) {
         super(pd, "address handle");
         this.pd = pd;
+        IpAddress peer;
         try {
             SoftContext.checkPort(verb, attr.portNum);
-            if (!attr.isGlobal || attr.dgid == null || !attr.dgid.isIpv4Mapped()) throw new VerbsException(verb, VerbsException.EINVAL,
-                    "the soft device routes by GID: set ah.global(peerGid, 0) with the peer's IPv4-mapped GID (::ffff:a.b.c.d)");
-            if (attr.sgidIndex != 0) throw new VerbsException(verb, VerbsException.EINVAL,
-                    "the soft device has one GID (index 0); got sgid_index " + attr.sgidIndex);
+            peer = pd.context().route(attr, verb);
         } catch (RuntimeException e) {
             close(); // a half-made handle must not stay among the PD's children
             throw e;
         }
         this.attr = attr.copy();
-        InetAddress ia = attr.dgid.toInetAddress();
-        this.remoteIp = ia.hashCode();
-        this.remote = new InetSocketAddress((Inet4Address) ia, pd.transport().port);
+        this.remoteAddr = peer;
+        this.remote = new InetSocketAddress(peer.inet, pd.transport().port);
     }
 
     @Override public SoftPd pd() { return pd; }

@@ -1,5 +1,6 @@
 package dev.jrdma.soft;
 
+import dev.jrdma.verbs.AhAttr;
 import dev.jrdma.verbs.AsyncEvent;
 import dev.jrdma.verbs.AsyncEventType;
 import dev.jrdma.verbs.AtomicCap;
@@ -33,6 +34,8 @@ public final class SoftContext extends Resource implements Context {
     /** max_msg_sz: 1 GiB, so a message at the smallest MTU (256) has at most 2^22 packets, a quarter of the PSN space. */
     static final long MAX_MSG = 1L << 30;
     static final long MAX_MR_SIZE = 1L << 32;
+    /** The GID table's length, as rxe's (RXE_PORT_GID_TBL_LEN). */
+    static final int GID_TABLE_LEN = 1024;
 
     /** Asynchronous events held for {@link #awaitAsyncEvent}; beyond this many, new ones are counted and dropped. */
     static final int MAX_ASYNC_EVENTS = 4096;
@@ -74,7 +77,7 @@ public final class SoftContext extends Resource implements Context {
     public PortAttr queryPort(int port) {
         checkOpen("ibv_query_port");
         checkPort("ibv_query_port", port);
-        return new PortAttr(PortState.ACTIVE, Mtu.MTU_4096, activeMtu(), 1, 0, MAX_MSG,
+        return new PortAttr(PortState.ACTIVE, Mtu.MTU_4096, activeMtu(), GID_TABLE_LEN, 0, MAX_MSG,
                 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 5, LinkLayer.ETHERNET, 0);
     }
 
@@ -82,13 +85,18 @@ public final class SoftContext extends Resource implements Context {
         if (port != 1) throw new VerbsException(verb, VerbsException.EINVAL, "the soft device has one port, port 1; got port " + port);
     }
 
+    /**
+     * One entry of the GID table ({@link GidTable}: rxe's order for the interface of the device's address);
+     * {@link Gid#ZERO} past its end, as rxe's unused entries read.
+     */
     @Override
     public Gid queryGid(int port, int index) {
         checkOpen("ibv_query_gid");
         checkPort("ibv_query_gid", port);
-        if (index != 0) throw new VerbsException("ibv_query_gid", VerbsException.EINVAL,
-                "the soft device has one GID (index 0, the IPv4-mapped address); got index " + index);
-        return device.gid();
+        if (index < 0 || index >= GID_TABLE_LEN) throw new VerbsException("ibv_query_gid", VerbsException.EINVAL,
+                "GID index " + index + " outside 0.." + (GID_TABLE_LEN - 1));
+        List<Gid> table = GidTable.of(transport.local);
+        return index < table.size() ? table.get(index) : Gid.ZERO;
     }
 
     @Override
@@ -97,11 +105,54 @@ public final class SoftContext extends Resource implements Context {
         checkPort("ibv_query_gid", port);
         String netdev = null;
         try {
-            NetworkInterface ni = NetworkInterface.getByInetAddress(device.address());
+            NetworkInterface ni = NetworkInterface.getByInetAddress(transport.local.inet);
             if (ni != null) netdev = ni.getName();
         } catch (SocketException ignored) {
         }
-        return List.of(new GidEntry(1, 0, device.gid(), "RoCE v2", netdev));
+        List<Gid> table = GidTable.of(transport.local);
+        List<GidEntry> entries = new java.util.ArrayList<>(table.size());
+        for (int i = 0; i < table.size(); i++) entries.add(new GidEntry(1, i, table.get(i), "RoCE v2", netdev));
+        return List.copyOf(entries);
+    }
+
+    /** The GID of the device's own address, the one GID it can send from (its socket is bound to that address). */
+    @Override
+    public int defaultGidIndex(int port) {
+        checkOpen("ibv_query_gid");
+        checkPort("ibv_query_gid", port);
+        return ownGidIndex();
+    }
+
+    /** The table index of the device's own GID (re-read: interfaces' addresses change). */
+    private int ownGidIndex() {
+        int i = GidTable.of(transport.local).indexOf(device.gid());
+        ownGidIndex = i;
+        return i;
+    }
+
+    /** The last {@link #ownGidIndex()} found: a route that names it needs no new look at the interfaces. */
+    private volatile int ownGidIndex = -1;
+
+    /**
+     * Where an address vector sends: the peer's address from its GID, after checking that the vector is global, names
+     * the device's own GID as its source (the socket is bound to that address; the interface's other GIDs belong to
+     * the soft devices on those addresses) and a peer of the same IP version.
+     */
+    IpAddress route(AhAttr av, String verb) {
+        if (av == null || !av.isGlobal || av.dgid == null || av.dgid.isZero()) throw new VerbsException(verb, VerbsException.EINVAL,
+                "the soft device routes by GID: set ah.global(peerGid, sgidIndex) with the peer's GID (::ffff:a.b.c.d for IPv4, its IPv6 address for IPv6)");
+        if (av.sgidIndex != ownGidIndex && av.sgidIndex != ownGidIndex()) {
+            Gid named = av.sgidIndex >= 0 && av.sgidIndex < GID_TABLE_LEN ? queryGid(1, av.sgidIndex) : Gid.ZERO;
+            throw new VerbsException(verb, VerbsException.EINVAL, "sgid_index " + av.sgidIndex + (named.isZero() ? " is not in the GID table" : " is "
+                    + named.toInetAddress().getHostAddress() + ", not this device's address") + ": " + device.name() + " sends from "
+                    + transport.local.literal() + " (GID index " + ownGidIndex + ")" + (named.isZero() ? "" : "; open soft@"
+                    + IpAddress.of(named.toInetAddress()).literal() + " to send from that GID"));
+        }
+        IpAddress peer = IpAddress.ofGid(av.dgid, transport.local);
+        if (peer.isIpv4() != transport.local.isIpv4()) throw new VerbsException(verb, VerbsException.EINVAL,
+                "the peer's GID " + av.dgid + " is " + (peer.isIpv4() ? "IPv4" : "IPv6") + " but " + device.name() + " speaks "
+                        + (transport.local.isIpv4() ? "IPv4" : "IPv6") + ": use a soft device of the peer's IP version");
+        return peer;
     }
 
     @Override

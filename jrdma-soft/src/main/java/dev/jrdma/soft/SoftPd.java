@@ -101,7 +101,7 @@ final class SoftPd extends Resource implements ProtectionDomain {
                 "the completion must be a successful UD receive with its GRH (WITH_GRH)");
         if (grh == null || grh.byteSize() < Grh.BYTES) throw new VerbsException("ibv_create_ah_from_wc", VerbsException.EINVAL,
                 "the GRH area must be the receive buffer's first 40 bytes");
-        return createAddressHandle(new AhAttr().portNum(port).global(Grh.sourceGid(grh, 0), 0));
+        return createAddressHandle(new AhAttr().portNum(port).global(Grh.sourceGid(grh, 0), ctx.defaultGidIndex(port)));
     }
 
     @Override

@@ -5,6 +5,7 @@ import dev.jrdma.verbs.VerbsException;
 import dev.jrdma.verbs.spi.VerbsProvider;
 
 import java.net.Inet4Address;
+import java.net.Inet6Address;
 import java.net.InetAddress;
 import java.net.InterfaceAddress;
 import java.net.NetworkInterface;
@@ -17,11 +18,13 @@ import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * The software RoCEv2 provider: one device per local IPv4 address, speaking RoCEv2 RC over UDP.
+ * The software RoCEv2 provider: one device per local IP address, speaking RoCEv2 RC and UD over UDP.
  *
  * <p>Device names: {@code soft_<ifname>} for the first IPv4 address of each interface that is up
- * ({@code soft_<ifname>_<n>} for further addresses), and {@code soft@<ipv4>[:<port>]} for a device on any
- * explicit local address (e.g. {@code soft@127.0.0.2}), created on demand by {@link #lookup}. The UDP port is
+ * ({@code soft_<ifname>_<n>} for further addresses), and {@code soft@<ipv4>[:<port>]} or
+ * {@code soft@[<ipv6>][:<port>]} for a device on any explicit local address (e.g. {@code soft@127.0.0.2},
+ * {@code soft@[::1]}, {@code soft@[fe80::1%eth0]}), created on demand by {@link #lookup}; IPv6 devices are reached
+ * by name (or {@code jrdma.soft.address}) only, not listed. The UDP port is
  * 4791 unless the system property {@code jrdma.soft.port} (or env {@code JRDMA_SOFT_PORT}) says otherwise;
  * all devices that talk to each other must use the same port. The first device listed, hence the default
  * one, is the one on the address named by {@code jrdma.soft.address} / {@code JRDMA_SOFT_ADDRESS}, else the
@@ -79,10 +82,10 @@ public final class SoftProvider implements VerbsProvider {
         all.addAll(loop);
         String pick = System.getProperty("jrdma.soft.address", System.getenv("JRDMA_SOFT_ADDRESS"));
         if (pick != null && !pick.isBlank()) {
-            Inet4Address a = parseIpv4(pick.trim());
+            InetAddress a = parseAddress(pick.trim());
             Device chosen = null;
             for (Device d : all) if (((SoftDevice) d).address().equals(a)) chosen = d;
-            if (chosen == null) chosen = device("soft@" + a.getHostAddress(), a, port);
+            if (chosen == null) chosen = open(a, port);
             all.remove(chosen);
             all.addFirst(chosen);
         }
@@ -99,37 +102,67 @@ public final class SoftProvider implements VerbsProvider {
         if (name.startsWith("soft@")) {
             String rest = name.substring(5);
             int port = configuredPort();
-            int colon = rest.lastIndexOf(':');
-            if (colon > 0) {
-                try {
-                    port = Integer.parseInt(rest.substring(colon + 1));
-                } catch (NumberFormatException e) {
-                    throw new VerbsException("ibv_get_device_list", VerbsException.EINVAL, "'" + name + "': the port after ':' is not a number (soft@<ipv4>[:<port>])");
+            String addr = rest, portText = null;
+            if (rest.startsWith("[")) { // soft@[ipv6][:port]
+                int close = rest.indexOf(']');
+                if (close < 0 || close + 1 < rest.length() && rest.charAt(close + 1) != ':')
+                    throw new VerbsException("ibv_get_device_list", VerbsException.EINVAL, "'" + name + "' is not soft@[<ipv6>][:<port>]");
+                addr = rest.substring(1, close);
+                if (close + 1 < rest.length()) portText = rest.substring(close + 2);
+            } else if (rest.indexOf(':') == rest.lastIndexOf(':')) { // soft@ipv4[:port]; more colons: a bare IPv6 literal
+                int colon = rest.indexOf(':');
+                if (colon > 0) {
+                    addr = rest.substring(0, colon);
+                    portText = rest.substring(colon + 1);
                 }
-                rest = rest.substring(0, colon);
             }
-            return Optional.of(open(parseIpv4(rest), port));
+            if (portText != null) {
+                try {
+                    port = Integer.parseInt(portText);
+                } catch (NumberFormatException e) {
+                    throw new VerbsException("ibv_get_device_list", VerbsException.EINVAL,
+                            "'" + name + "': the port after ':' is not a number (soft@<ipv4>[:<port>], soft@[<ipv6>][:<port>])");
+                }
+            }
+            return Optional.of(open(parseAddress(addr), port));
         }
         for (Device d : devices()) if (d.name().equals(name)) return Optional.of(d);
         return Optional.empty();
     }
 
-    /** The device on an explicit local IPv4 address and UDP port, named {@code soft@addr[:port]}. */
-    public static SoftDevice open(Inet4Address address, int port) {
-        String name = "soft@" + address.getHostAddress() + (port == configuredPort() ? "" : ":" + port);
-        return device(name, address, port);
+    /**
+     * The device on an explicit local address (IPv4 or IPv6) and UDP port, named {@code soft@addr[:port]} or
+     * {@code soft@[addr][:port]}. An IPv6 link-local address without a scope gets that of the interface holding it.
+     */
+    public static SoftDevice open(InetAddress address, int port) {
+        InetAddress a = withScope(address);
+        String name = "soft@" + IpAddress.of(a).literal() + (port == configuredPort() ? "" : ":" + port);
+        return device(name, a, port);
     }
 
-    private static SoftDevice device(String name, Inet4Address a, int port) {
-        return DEVICES.computeIfAbsent(name + "|" + a.getHostAddress() + ":" + port, k -> new SoftDevice(name, a, port));
+    private static SoftDevice device(String name, InetAddress a, int port) {
+        return DEVICES.computeIfAbsent(name + "|" + IpAddress.of(a).literal() + ":" + port, k -> new SoftDevice(name, a, port));
     }
 
-    static Inet4Address parseIpv4(String s) {
+    /** A link-local IPv6 address needs its interface to be bound and sent from: the one that holds it, when none is given. */
+    private static InetAddress withScope(InetAddress a) {
+        if (!(a instanceof Inet6Address v6) || !v6.isLinkLocalAddress() || v6.getScopeId() != 0) return a;
         try {
-            InetAddress a = InetAddress.ofLiteral(s);
-            if (a instanceof Inet4Address v4) return v4;
+            NetworkInterface ni = NetworkInterface.getByInetAddress(v6);
+            if (ni != null) return Inet6Address.getByAddress(null, v6.getAddress(), ni);
+        } catch (SocketException | java.net.UnknownHostException ignored) {
+        }
+        throw new VerbsException("ibv_get_device_list", VerbsException.EINVAL, "the link-local address " + a.getHostAddress()
+                + " is on no interface here: name one, soft@[" + a.getHostAddress() + "%<ifname>]");
+    }
+
+    /** An IPv4 or IPv6 literal (IPv6 link-local ones may carry {@code %<ifname>}); an IPv4-mapped IPv6 literal is its IPv4 address. */
+    static InetAddress parseAddress(String s) {
+        try {
+            return IpAddress.of(InetAddress.ofLiteral(s)).inet;
         } catch (IllegalArgumentException ignored) {
         }
-        throw new VerbsException("ibv_get_device_list", VerbsException.EINVAL, "'" + s + "' is not an IPv4 address literal (the soft device needs one, e.g. 127.0.0.2)");
+        throw new VerbsException("ibv_get_device_list", VerbsException.EINVAL,
+                "'" + s + "' is not an IP address literal of this host (e.g. 127.0.0.2, ::1, fe80::1%eth0)");
     }
 }

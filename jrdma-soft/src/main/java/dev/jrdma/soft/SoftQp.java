@@ -34,8 +34,6 @@ import dev.jrdma.verbs.WrOpcode;
 import dev.jrdma.verbs.spi.Resource;
 
 import java.lang.foreign.MemorySegment;
-import java.net.Inet4Address;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.util.Set;
@@ -76,7 +74,8 @@ final class SoftQp extends Resource implements QueuePair {
     int maxRdAtomic = 1, maxDestRdAtomic = 1;
     long timeoutNanos;
     private InetSocketAddress remote;
-    int remoteIp;
+    /** The peer's address: the only source a connected QP takes packets from, and the destination its ICRCs cover. */
+    IpAddress remoteAddr;
 
     // the transmit buffer, shared by the engines (used under the monitor only)
     final ByteBuffer tx = ByteBuffer.allocateDirect(8192);
@@ -189,17 +188,10 @@ final class SoftQp extends Resource implements QueuePair {
             range(a, QpAttrMask.MAX_QP_RD_ATOMIC, a.maxRdAtomic(), SoftContext.MAX_RD_ATOMIC, "max_rd_atomic");
             range(a, QpAttrMask.MAX_DEST_RD_ATOMIC, a.maxDestRdAtomic(), SoftContext.MAX_RD_ATOMIC, "max_dest_rd_atomic");
             InetSocketAddress newRemote = null;
-            int newRemoteIp = 0;
+            IpAddress newRemoteAddr = null;
             if (a.has(QpAttrMask.AV)) {
-                AhAttr av = a.ah();
-                if (av == null || !av.isGlobal || av.dgid == null || !av.dgid.isIpv4Mapped())
-                    throw new VerbsException("ibv_modify_qp", VerbsException.EINVAL,
-                            "the soft device routes by GID: set ah.global(peerGid, 0) with the peer's IPv4-mapped GID (::ffff:a.b.c.d)");
-                if (av.sgidIndex != 0)
-                    throw new VerbsException("ibv_modify_qp", VerbsException.EINVAL, "the soft device has one GID (index 0); got sgid_index " + av.sgidIndex);
-                InetAddress ia = av.dgid.toInetAddress();
-                newRemoteIp = ia.hashCode();
-                newRemote = new InetSocketAddress((Inet4Address) ia, tr.port);
+                newRemoteAddr = pd.context().route(a.ah(), "ibv_modify_qp");
+                newRemote = new InetSocketAddress(newRemoteAddr.inet, tr.port);
             }
             if (a.has(QpAttrMask.ACCESS_FLAGS)) {
                 accessSet = Set.copyOf(a.access());
@@ -208,7 +200,7 @@ final class SoftQp extends Resource implements QueuePair {
             if (a.has(QpAttrMask.AV)) {
                 ah = a.ah().copy();
                 remote = newRemote;
-                remoteIp = newRemoteIp;
+                remoteAddr = newRemoteAddr;
             }
             if (a.has(QpAttrMask.PATH_MTU)) {
                 pathMtu = a.pathMtu().min(Mtu.MTU_4096);
@@ -559,7 +551,7 @@ final class SoftQp extends Resource implements QueuePair {
     // =============================================================================================
 
     /** A packet for this QP (the driving thread): requests go to the responder, responses to the completer. False when dropped. */
-    boolean receive(RocePacket p, MemorySegment seg, int srcIp, int srcPort) {
+    boolean receive(RocePacket p, MemorySegment seg, IpAddress src, int srcPort) {
         synchronized (this) {
             QpState s = state;
             if (isClosed() || s == QpState.RESET || s == QpState.INIT || s == QpState.ERR) return drop(Counter.RX_QP_NOT_READY);
@@ -567,9 +559,9 @@ final class SoftQp extends Resource implements QueuePair {
             // a datagram reaches only a UD QP, and a UD QP takes nothing else: an RC responder must never see a DETH
             if (datagram != null || p.has(Opcode.DETH)) {
                 if (datagram == null || !p.has(Opcode.DETH)) return drop(Counter.RX_MALFORMED); // an opcode of the other transport
-                return datagram.receive(p, seg, srcIp, tr.ip);
+                return datagram.receive(p, seg, src, tr.local);
             }
-            if (srcIp != remoteIp) return drop(Counter.RX_WRONG_SOURCE); // a connected QP hears only its peer
+            if (!src.equals(remoteAddr)) return drop(Counter.RX_WRONG_SOURCE); // a connected QP hears only its peer
             if (p.has(REQ)) {
                 if (s == QpState.RTR && !commEstablished) { // the first packet in RTR establishes communication (IBA 11.6.3.1)
                     commEstablished = true;
@@ -648,12 +640,14 @@ final class SoftQp extends Resource implements QueuePair {
 
     /** Adds the ICRC to the packet of {@code len} bytes in {@link #tx} and sends it to the peer. */
     void transmit(int len) {
-        transmitTo(len, remoteIp, remote);
+        transmitTo(len, remoteAddr, remote);
     }
 
     /** Adds the ICRC to the packet of {@code len} bytes in {@link #tx} and sends it to {@code to} (UD: the address handle's). */
-    void transmitTo(int len, int toIp, InetSocketAddress to) {
-        icrc.generate(tx, 0, len, tr.ip, toIp, tr.port, tr.port);
+    void transmitTo(int len, IpAddress toAddr, InetSocketAddress to) {
+        IpAddress me = tr.local;
+        if (me.isIpv4()) icrc.generate(tx, 0, len, me.ipv4(), toAddr.ipv4(), tr.port, tr.port);
+        else icrc.generateIpv6(tx, 0, len, me.hi, me.lo, toAddr.hi, toAddr.lo, tr.port, tr.port);
         tr.send(tx, len, to);
     }
 

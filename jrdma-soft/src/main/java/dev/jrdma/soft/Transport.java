@@ -47,8 +47,8 @@ final class Transport {
 
     private static final Map<String, Transport> OPEN = new HashMap<>();
 
-    final Inet4Address address;
-    final int ip;
+    /** The device's address (IPv4 or IPv6): what its socket binds and the source every ICRC it sends covers. */
+    final IpAddress local;
     final int port;
     private final String key;
     private int refs;
@@ -104,6 +104,9 @@ final class Transport {
         final MemorySegment seg = MemorySegment.ofBuffer(buf);
         final Icrc icrc = new Icrc();
         final RocePacket pkt = new RocePacket();
+        /** The sender of the last packet received and its address: the JDK hands back the same object while the sender stays the same. */
+        private InetSocketAddress lastFrom;
+        private IpAddress lastSender;
         SoftQp[] ackPending = new SoftQp[64];
         int ackPendingCount;
         SoftQp[] turnsRunning = new SoftQp[16];
@@ -111,6 +114,15 @@ final class Transport {
         long handled;
         /** The last drive left QPs wanting another turn (READ responses still to send). */
         boolean turnsLeft;
+
+        /** The address of {@code from}: made once per change of sender, so a steady stream from one peer allocates nothing. */
+        IpAddress sender(InetSocketAddress from) {
+            if (from != lastFrom) {
+                lastSender = IpAddress.of(from.getAddress());
+                lastFrom = from;
+            }
+            return lastSender;
+        }
     }
 
     final Counter.Set counters = new Counter.Set();
@@ -127,15 +139,14 @@ final class Transport {
      * {@code tap}, received ones are fed to {@link SoftQp#receive} by the test, and time is {@code clock} with a
      * manual timer (the test calls {@code timer.runDue()}).
      */
-    static Transport detached(Inet4Address address, int port, Clock clock, PacketTap tap) {
+    static Transport detached(InetAddress address, int port, Clock clock, PacketTap tap) {
         return new Transport(address, port, clock, tap);
     }
 
-    private Transport(Inet4Address address, int port, Clock clock, PacketTap tap) {
-        this.address = address;
-        this.ip = address.hashCode();
+    private Transport(InetAddress address, int port, Clock clock, PacketTap tap) {
+        this.local = IpAddress.of(address);
         this.port = port;
-        this.key = address.getHostAddress() + ":" + port + " (detached)";
+        this.key = local.literal() + ":" + port + " (detached)";
         this.tap = tap;
         this.timer = SoftTimer.manual(clock);
         this.activeMtu = configuredMtu(address);
@@ -144,15 +155,14 @@ final class Transport {
         rxThread = Thread.ofPlatform().unstarted(() -> {}); // never started: stands for the device's threads in checks
     }
 
-    private Transport(Inet4Address address, int port, UnaryOperator<Link> wrap) throws IOException {
-        this.address = address;
-        this.ip = address.hashCode();
+    private Transport(InetAddress address, int port, UnaryOperator<Link> wrap) throws IOException {
+        this.local = IpAddress.of(address);
         this.port = port;
-        this.key = address.getHostAddress() + ":" + port;
+        this.key = local.literal() + ":" + port;
         this.tap = null;
         this.timer = SoftTimer.threaded(Clock.SYSTEM, key);
         this.activeMtu = configuredMtu(address);
-        this.link = wrap.apply(openLink(address, port));
+        this.link = wrap.apply(openLink(local.inet, port));
         rxThread = Thread.ofPlatform().daemon().name("jrdma-soft-rx-" + key).unstarted(this::rxLoop);
         rxThread.start();
     }
@@ -161,15 +171,16 @@ final class Transport {
      * The device's link: its UDP socket, sending through a {@link RawIpv4Link} where the packets may reach another RoCE
      * implementation (a non-loopback address) and the process may open a raw socket, so that their ICRC covers the
      * identification they carry. {@code jrdma.soft.ipv4.send}: {@code auto} (that rule, the default), {@code udp}
-     * (always the UDP socket) or {@code raw} (the raw socket, or an error without CAP_NET_RAW).
+     * (always the UDP socket) or {@code raw} (the raw socket, or an error without CAP_NET_RAW). An IPv6 device always
+     * sends through its UDP socket: the IPv6 ICRC covers nothing the kernel chooses.
      */
-    private static Link openLink(Inet4Address address, int port) throws IOException {
+    private static Link openLink(InetAddress address, int port) throws IOException {
         String mode = System.getProperty("jrdma.soft.ipv4.send", "auto").trim();
         if (!mode.equals("auto") && !mode.equals("udp") && !mode.equals("raw"))
             throw new IOException("jrdma.soft.ipv4.send='" + mode + "' is not auto, udp or raw");
         UdpLink udp = new UdpLink(address, port);
-        if (mode.equals("udp") || mode.equals("auto") && address.isLoopbackAddress()) return udp;
-        RawIpv4Link raw = RawIpv4Link.open(address, port, udp);
+        if (!(address instanceof Inet4Address v4) || mode.equals("udp") || mode.equals("auto") && address.isLoopbackAddress()) return udp;
+        RawIpv4Link raw = RawIpv4Link.open(v4, port, udp);
         if (raw != null) return raw;
         if (mode.equals("raw")) {
             udp.close();
@@ -184,13 +195,13 @@ final class Transport {
     /** The fault-injecting link when this transport has one (tests), else null. */
     FaultyLink faultyLink() { return link instanceof FaultyLink f ? f : null; }
 
-    static Transport acquire(Inet4Address address, int port) {
+    static Transport acquire(InetAddress address, int port) {
         return acquire(address, port, UnaryOperator.identity());
     }
 
     /** {@link #acquire}, with the link of a transport opened now wrapped by {@code wrap} (tests: a link that stalls or drops). */
-    static Transport acquire(Inet4Address address, int port, UnaryOperator<Link> wrap) {
-        String k = address.getHostAddress() + ":" + port;
+    static Transport acquire(InetAddress address, int port, UnaryOperator<Link> wrap) {
+        String k = IpAddress.of(address).literal() + ":" + port;
         synchronized (OPEN) {
             Transport t = OPEN.get(k);
             if (t == null) {
@@ -543,20 +554,25 @@ final class Transport {
 
     private void handle(Receiver r, InetSocketAddress from, int len) {
         counters.add(Counter.RX_PACKETS);
-        if (!(from.getAddress() instanceof Inet4Address src)) {
+        IpAddress src = r.sender(from);
+        int srcPort = from.getPort();
+        if (src.isIpv4() != local.isIpv4()) { // a socket of one family hears no other; never trust that blindly
             counters.add(Counter.RX_MALFORMED);
             return;
         }
-        int srcIp = src.hashCode();
-        int srcPort = from.getPort();
-        // the IPv4 identification is not visible to a UDP socket: accept the packet if some identification makes its
-        // ICRC right (16 of the 32 check bits remain; the kernel has checked the UDP checksum when one was set)
-        int ipId = r.icrc.recoverId(r.buf, 0, len, srcIp, ip, srcPort, port);
-        if (ipId == Icrc.NO_ID) {
-            counters.add(Counter.RX_BAD_ICRC);
+        if (src.isIpv4()) {
+            // the IPv4 identification is not visible to a UDP socket: accept the packet if some identification makes
+            // its ICRC right (16 of the 32 check bits remain; the kernel has checked the UDP checksum when one was set)
+            int ipId = r.icrc.recoverId(r.buf, 0, len, src.ipv4(), local.ipv4(), srcPort, port);
+            if (ipId == Icrc.NO_ID) {
+                counters.add(Counter.RX_BAD_ICRC);
+                return;
+            }
+            if (ipId != 0) counters.add(Counter.RX_ICRC_IPV4_ID_RECOVERED);
+        } else if (!r.icrc.verifyIpv6(r.buf, 0, len, src.hi, src.lo, local.hi, local.lo, srcPort, port)) {
+            counters.add(Counter.RX_BAD_ICRC); // over IPv6 the whole ICRC is checked: nothing in it is the kernel's choice
             return;
         }
-        if (ipId != 0) counters.add(Counter.RX_ICRC_IPV4_ID_RECOVERED);
         if (r.pkt.wrap(r.buf, 0, len) != RocePacket.OK) {
             counters.add(Counter.RX_MALFORMED);
             return;
@@ -567,7 +583,7 @@ final class Transport {
             counters.add(Counter.RX_UNKNOWN_QP);
             return;
         }
-        qp.receive(r.pkt, r.seg, srcIp, srcPort);
+        qp.receive(r.pkt, r.seg, src, srcPort);
     }
 
     private void flushAcks(Receiver r) {

@@ -2,6 +2,7 @@ package dev.jrdma.soft;
 
 import java.io.IOException;
 import java.net.Inet4Address;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.StandardProtocolFamily;
 import java.net.StandardSocketOptions;
@@ -31,8 +32,9 @@ final class UdpLink implements Link {
      */
     private final Selector pollSelector;
 
-    UdpLink(Inet4Address address, int port) throws IOException {
-        DatagramChannel c = DatagramChannel.open(StandardProtocolFamily.INET);
+    /** A socket of the address's family (IPv4 or IPv6) bound to {@code address:port}. */
+    UdpLink(InetAddress address, int port) throws IOException {
+        DatagramChannel c = DatagramChannel.open(address instanceof Inet4Address ? StandardProtocolFamily.INET : StandardProtocolFamily.INET6);
         Selector s = null, ps = null;
         try {
             c.setOption(StandardSocketOptions.SO_RCVBUF, 4 << 20);

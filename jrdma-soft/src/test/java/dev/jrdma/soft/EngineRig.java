@@ -175,7 +175,7 @@ final class EngineRig implements AutoCloseable {
         RocePacket rp = new RocePacket();
         assertEquals(RocePacket.OK, rp.wrap(p.buf, 0, p.len));
         Bth.setDestQp(p.buf, 0, qp.qpNum());
-        return qp.receive(rp, MemorySegment.ofBuffer(p.buf), from.hashCode(), PORT);
+        return qp.receive(rp, MemorySegment.ofBuffer(p.buf), IpAddress.of(from), PORT);
     }
 
     long count(Counter c) {

@@ -153,7 +153,7 @@ final class Fixture {
 
     static void connect(Side me, Side peer, Opts o, int myPsn, int peerPsn) {
         me.qp.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(1).access(o.access));
-        me.qp.modify(new QpAttr().state(QpState.RTR).ah(new AhAttr().global(peer.ctx.queryGid(1, 0), 0)).pathMtu(o.mtu)
+        me.qp.modify(new QpAttr().state(QpState.RTR).ah(new AhAttr().global(((SoftContext) peer.ctx).device().gid(), me.ctx.defaultGidIndex(1))).pathMtu(o.mtu)
                 .destQpNum(peer.qp.qpNum()).rqPsn(peerPsn).maxDestRdAtomic(o.maxDestRdAtomic).minRnrTimer(o.minRnrTimer));
         me.qp.modify(new QpAttr().state(QpState.RTS).timeout(o.timeout).retryCnt(o.retryCnt).rnrRetry(o.rnrRetry)
                 .sqPsn(myPsn).maxRdAtomic(o.maxRdAtomic));

@@ -36,7 +36,52 @@ class NetnsTest {
 
     @Test
     void twoNamespacesTalkOverAVethPair() throws Exception {
-        exchange(null, "-Djrdma.soft.ipv4.send=udp");
+        exchange(null, "-Djrdma.soft.ipv4.send=udp", false);
+    }
+
+    /**
+     * RoCEv2 over IPv6 between the namespaces (devices soft@[fd31::1] and soft@[fd31::2], their GIDs at index 2 after
+     * the default GID and the IPv4 one, as rxe lists them), captured on the veth: every packet's ICRC recomputed from
+     * the IPv6 header as captured (traffic class, flow label and hop limit masked) as a receiving RoCE device would,
+     * not with jrdma's Icrc class.
+     */
+    @Test
+    void ipv6PacketsCarryTheIpv6IcrcOnTheWire() throws Exception {
+        Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/bin/tcpdump")) || Files.isExecutable(Path.of("/usr/sbin/tcpdump")), "no tcpdump");
+        Path pcap = Files.createTempFile("jrdma-v6", ".pcap");
+        try {
+            exchange(pcap, "-Djrdma.soft.ipv4.send=udp", true);
+            int roce = 0;
+            java.util.Set<Integer> senders = new java.util.HashSet<>();
+            for (byte[] f : Pcap.ethernetFrames(Files.readAllBytes(pcap))) {
+                ByteBuffer e = ByteBuffer.wrap(f);
+                if (f.length < 14 + 48 || e.getShort(12) != (short) 0x86dd) continue;
+                ByteBuffer ip = e.slice(14, f.length - 14);
+                if (ip.get(6) != 17 || (ip.getShort(42) & 0xFFFF) != 4791) continue;
+                roce++;
+                senders.add(ip.get(23) & 0xFF);
+                int udpLen = ip.getShort(4) & 0xFFFF;
+                assertEquals(udpLen, ip.getShort(44) & 0xFFFF, "UDP length = IPv6 payload length");
+                // (the UDP checksum is the kernel's, and a capture on a veth shows it before checksum offload fills it in)
+                byte[] in = new byte[8 + 40 + udpLen - 4];
+                java.util.Arrays.fill(in, 0, 8, (byte) 0xFF);
+                ip.get(0, in, 8, 40 + udpLen - 4);
+                in[8] = (byte) (in[8] | 0x0F);
+                in[9] = in[10] = in[11] = (byte) 0xFF;
+                in[8 + 7] = (byte) 0xFF;
+                in[8 + 46] = in[8 + 47] = (byte) 0xFF;
+                in[8 + 48 + 4] = (byte) 0xFF;
+                CRC32 c = new CRC32();
+                c.update(in);
+                int stored = ip.order(ByteOrder.LITTLE_ENDIAN).getInt(40 + udpLen - 4);
+                ip.order(ByteOrder.BIG_ENDIAN);
+                assertEquals((int) c.getValue(), stored, "IPv6 ICRC of packet " + roce);
+            }
+            assertTrue(roce >= 4, "RoCEv2 packets over IPv6 captured: " + roce);
+            assertEquals(java.util.Set.of(1, 2), senders, "both sides' packets captured");
+        } finally {
+            Files.deleteIfExists(pcap);
+        }
     }
 
     /**
@@ -50,7 +95,7 @@ class NetnsTest {
         Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/bin/tcpdump")) || Files.isExecutable(Path.of("/usr/sbin/tcpdump")), "no tcpdump");
         Path pcap = Files.createTempFile("jrdma-raw", ".pcap");
         try {
-            exchange(pcap, "-Djrdma.soft.ipv4.send=raw");
+            exchange(pcap, "-Djrdma.soft.ipv4.send=raw", false);
             List<byte[]> frames = Pcap.ethernetFrames(Files.readAllBytes(pcap));
             int roce = 0;
             java.util.Set<String> senders = new java.util.HashSet<>();
@@ -97,9 +142,9 @@ class NetnsTest {
     }
 
     /** One SEND and one WRITE_WITH_IMM between the namespaces; with {@code pcap}, the veth's RoCEv2 traffic captured there. */
-    private void exchange(Path pcap, String jvmOption) throws Exception {
+    private void exchange(Path pcap, String jvmOption, boolean ipv6) throws Exception {
         Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/sbin/ip")) || Files.isExecutable(Path.of("/sbin/ip")), "no iproute2");
-        String tag = Long.toString(ProcessHandle.current().pid() % 100000) + (pcap == null ? "u" : "r");
+        String tag = Long.toString(ProcessHandle.current().pid() % 100000) + (ipv6 ? "6" : pcap == null ? "u" : "r");
         String nsA = "jrdmaA" + tag, nsB = "jrdmaB" + tag, vA = "jrA" + tag, vB = "jrB" + tag;
         Assumptions.assumeTrue(run("ip", "netns", "add", nsA) == 0, "cannot create network namespaces here (needs root)");
         List<Process> procs = new ArrayList<>();
@@ -110,6 +155,10 @@ class NetnsTest {
             assertEquals(0, run("ip", "link", "set", vB, "netns", nsB));
             assertEquals(0, run("ip", "-n", nsA, "addr", "add", "10.231.0.1/24", "dev", vA));
             assertEquals(0, run("ip", "-n", nsB, "addr", "add", "10.231.0.2/24", "dev", vB));
+            if (ipv6) {
+                assertEquals(0, run("ip", "-n", nsA, "-6", "addr", "add", "fd31::1/64", "dev", vA, "nodad"));
+                assertEquals(0, run("ip", "-n", nsB, "-6", "addr", "add", "fd31::2/64", "dev", vB, "nodad"));
+            }
             for (String[] nd : new String[][] {{nsA, vA}, {nsB, vB}}) {
                 assertEquals(0, run("ip", "-n", nd[0], "link", "set", nd[1], "up"));
                 assertEquals(0, run("ip", "-n", nd[0], "link", "set", "lo", "up"));
@@ -126,10 +175,10 @@ class NetnsTest {
             String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
             String cp = System.getProperty("java.class.path");
             Process b = new ProcessBuilder("ip", "netns", "exec", nsB, java, "--enable-native-access=ALL-UNNAMED", jvmOption, "-cp", cp,
-                    PeerMain.class.getName(), "4791", "10.231.0.2").redirectError(ProcessBuilder.Redirect.INHERIT).start();
+                    PeerMain.class.getName(), "4791", ipv6 ? "[fd31::2]" : "10.231.0.2").redirectError(ProcessBuilder.Redirect.INHERIT).start();
             procs.add(b);
             Process a = new ProcessBuilder("ip", "netns", "exec", nsA, java, "--enable-native-access=ALL-UNNAMED", jvmOption, "-cp", cp,
-                    InitiatorMain.class.getName(), "4791", "10.231.0.1").redirectError(ProcessBuilder.Redirect.INHERIT).start();
+                    InitiatorMain.class.getName(), "4791", ipv6 ? "[fd31::1]" : "10.231.0.1").redirectError(ProcessBuilder.Redirect.INHERIT).start();
             procs.add(a);
             BufferedReader bOut = new BufferedReader(new InputStreamReader(b.getInputStream()));
             BufferedReader aOut = new BufferedReader(new InputStreamReader(a.getInputStream()));
@@ -137,7 +186,7 @@ class NetnsTest {
             String ready = bOut.readLine();
             assertNotNull(ready);
             assertTrue(ready.startsWith("READY "), ready);
-            assertTrue(ready.endsWith("0000:0000:0000:0000:0000:ffff:0ae7:0002"), ready);
+            assertTrue(ready.endsWith(ipv6 ? "fd31:0000:0000:0000:0000:0000:0000:0002" : "0000:0000:0000:0000:0000:ffff:0ae7:0002"), ready);
             aIn.println(ready);
             String peer = aOut.readLine();
             assertNotNull(peer);

@@ -39,7 +39,7 @@ public final class PeerMain {
             QueuePair qp = pd.createQueuePair(QpInitAttr.builder(cq).build());
             MemoryRegion mr = pd.registerMemory(arena.allocate(4096, 8), Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ);
             for (int i = 0; i < 4096; i++) mr.segment().set(ValueLayout.JAVA_BYTE, i, (byte) (i * 7 + 99));
-            System.out.println("READY " + qp.qpNum() + " " + mr.address() + " " + mr.rkey() + " " + ctx.queryGid(1, 0));
+            System.out.println("READY " + qp.qpNum() + " " + mr.address() + " " + mr.rkey() + " " + ctx.queryGid(1, ctx.defaultGidIndex(1)));
             System.out.flush();
             String[] peer = in.readLine().split(" ");
             int peerQpn = Integer.parseInt(peer[1]);
@@ -47,7 +47,7 @@ public final class PeerMain {
             int peerRkey = Integer.parseInt(peer[3]);
             Gid peerGid = Gid.parse(peer[4]);
             qp.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(1).access(Access.REMOTE_WRITE, Access.REMOTE_READ));
-            qp.modify(new QpAttr().state(QpState.RTR).ah(new AhAttr().global(peerGid, 0)).pathMtu(dev.jrdma.verbs.Mtu.MTU_1024)
+            qp.modify(new QpAttr().state(QpState.RTR).ah(new AhAttr().global(peerGid, ctx.defaultGidIndex(1))).pathMtu(dev.jrdma.verbs.Mtu.MTU_1024)
                     .destQpNum(peerQpn).rqPsn(1000).maxDestRdAtomic(4).minRnrTimer(1));
             qp.modify(new QpAttr().state(QpState.RTS).timeout(14).retryCnt(7).rnrRetry(7).sqPsn(2000).maxRdAtomic(4));
             qp.postRecv(new RecvWorkRequest().wrId(1).buffer(mr, 0, 4096));

@@ -285,7 +285,7 @@ class SoakTest {
             List<String> trace = java.util.Collections.synchronizedList(new ArrayList<>());
             if (Boolean.getBoolean("jrdma.soak.trace")) {
                 for (Transport t : new Transport[] {ta, tb}) {
-                    String from = t.address.getHostAddress();
+                    String from = t.local.literal();
                     t.faultyLink().tap((b, to) -> {
                         dev.jrdma.soft.wire.RocePacket pk = new dev.jrdma.soft.wire.RocePacket();
                         if (pk.wrap(b, b.position(), b.remaining()) != 0) return;

@@ -76,6 +76,27 @@ public interface Context extends AutoCloseable {
     }
 
     /**
+     * The GID index a RoCE application sends from when it is not told one (perftest's choice without {@code -x}):
+     * the first IPv4-mapped GID of type RoCE v2 (or of no stated type), else the first RoCE v2 GID, else the first
+     * entry, else 0. A device that can
+     * send from one GID only (the software device: its socket's address) returns that one.
+     *
+     * @param port the port number, from 1
+     * @return the index
+     */
+    default int defaultGidIndex(int port) {
+        List<GidEntry> table;
+        try {
+            table = gidTable(port);
+        } catch (VerbsException e) {
+            return 0; // a device without a readable GID table: GID 0
+        }
+        for (GidEntry g : table) if (g.gid().isIpv4Mapped() && (g.type() == null || g.isRoceV2())) return g.index();
+        for (GidEntry g : table) if (g.isRoceV2()) return g.index();
+        return table.isEmpty() ? 0 : table.getFirst().index();
+    }
+
+    /**
      * The device's counters by name (packets, drops, retransmissions...): the soft device's own, or for a kernel device
      * its sysfs {@code counters} and {@code hw_counters}.
      *

@@ -4,7 +4,7 @@ import java.nio.ByteBuffer;
 import java.util.zip.CRC32;
 
 /**
- * The RoCEv2 invariant CRC (ICRC), computed the way Linux {@code rdma_rxe} computes it, for IPv4.
+ * The RoCEv2 invariant CRC (ICRC), computed the way Linux {@code rdma_rxe} computes it, for IPv4 and IPv6.
  *
  * <p>The CRC is CRC-32 (the Ethernet/zlib polynomial, reflected) over, in order:
  * <ol>
@@ -33,6 +33,11 @@ import java.util.zip.CRC32;
  * (its UDP checksum, when the sender set one, is checked by the kernel as well). {@link #idDelta} is the same
  * basis used forwards: a sender that writes its own identification (a raw socket) patches the ICRC by it.
  *
+ * <p><b>IPv6</b> ({@link #computeIpv6}): the pseudo header is the 40-byte IPv6 header with traffic class, flow
+ * label and hop limit masked to all ones (so its first four bytes are {@code 6f ff ff ff}), payload length = the UDP
+ * length, next header 17, and the two addresses; then the UDP header and the BTH masked as for IPv4. Nothing in it is
+ * chosen by the kernel, so both ends compute the whole ICRC from what a UDP socket knows.
+ *
  * <p>An instance keeps a scratch pseudo header and a {@link CRC32}: it is not thread-safe; use one per
  * thread. No allocation per packet (the identification basis of a packet length is built on its first use and
  * kept, shared by every instance).
@@ -40,9 +45,11 @@ import java.util.zip.CRC32;
 public final class Icrc {
     public static final int BYTES = 4;
     private static final int PSEUDO = 8 + 20 + 8 + Bth.BYTES;
+    private static final int PSEUDO6 = 8 + 40 + 8 + Bth.BYTES;
 
     private final CRC32 crc = new CRC32();
     private final byte[] pseudo = new byte[PSEUDO];
+    private final byte[] pseudo6 = new byte[PSEUDO6];
 
     public Icrc() {
         for (int i = 0; i < 8; i++) pseudo[i] = (byte) 0xFF;
@@ -55,6 +62,15 @@ public final class Icrc {
         pseudo[8 + 11] = (byte) 0xFF;
         pseudo[28 + 6] = (byte) 0xFF;     // UDP checksum (masked)
         pseudo[28 + 7] = (byte) 0xFF;
+        for (int i = 0; i < 8; i++) pseudo6[i] = (byte) 0xFF;
+        pseudo6[8] = 0x6F;                // version 6, traffic class (masked)
+        pseudo6[9] = (byte) 0xFF;         // traffic class and flow label (masked)
+        pseudo6[10] = (byte) 0xFF;
+        pseudo6[11] = (byte) 0xFF;
+        pseudo6[8 + 6] = 17;              // next header UDP
+        pseudo6[8 + 7] = (byte) 0xFF;     // hop limit (masked)
+        pseudo6[48 + 6] = (byte) 0xFF;    // UDP checksum (masked)
+        pseudo6[48 + 7] = (byte) 0xFF;
     }
 
     /**
@@ -93,11 +109,59 @@ public final class Icrc {
         int udpLen = 8 + len;
         p[32] = (byte) (udpLen >>> 8);
         p[33] = (byte) udpLen;
-        for (int i = 0; i < Bth.BYTES; i++) p[36 + i] = b.get(off + i);
-        p[36 + 4] = (byte) 0xFF;          // resv8a masked
+        return crcOf(p, 36, b, off, len);
+    }
+
+    /**
+     * Computes the ICRC value of a packet sent over IPv6.
+     *
+     * @param b       the buffer holding the UDP payload (BTH .. ICRC)
+     * @param off     where the BTH starts
+     * @param len     UDP payload length, including the 4 ICRC bytes
+     * @param srcHi   bytes 0..7 of the IPv6 source address, big-endian
+     * @param srcLo   bytes 8..15 of the source address
+     * @param dstHi   bytes 0..7 of the destination address
+     * @param dstLo   bytes 8..15 of the destination address
+     * @param srcPort UDP source port
+     * @param dstPort UDP destination port
+     * @return the ICRC as an int (its value, before the byte order of the wire)
+     */
+    public int computeIpv6(ByteBuffer b, int off, int len, long srcHi, long srcLo, long dstHi, long dstLo, int srcPort, int dstPort) {
+        byte[] p = pseudo6;
+        int udpLen = 8 + len;
+        p[8 + 4] = (byte) (udpLen >>> 8); // payload length: the UDP datagram
+        p[8 + 5] = (byte) udpLen;
+        putLong(p, 8 + 8, srcHi);
+        putLong(p, 8 + 16, srcLo);
+        putLong(p, 8 + 24, dstHi);
+        putLong(p, 8 + 32, dstLo);
+        p[48] = (byte) (srcPort >>> 8);
+        p[49] = (byte) srcPort;
+        p[50] = (byte) (dstPort >>> 8);
+        p[51] = (byte) dstPort;
+        p[52] = (byte) (udpLen >>> 8);
+        p[53] = (byte) udpLen;
+        return crcOf(p, 56, b, off, len);
+    }
+
+    /** Computes the IPv6 ICRC ({@link #computeIpv6}) and writes it into the last 4 bytes of the packet. */
+    public void generateIpv6(ByteBuffer b, int off, int len, long srcHi, long srcLo, long dstHi, long dstLo, int srcPort, int dstPort) {
+        putLe(b, off + len - BYTES, computeIpv6(b, off, len, srcHi, srcLo, dstHi, dstLo, srcPort, dstPort));
+    }
+
+    /** Whether the ICRC of a packet received over IPv6 matches its contents. */
+    public boolean verifyIpv6(ByteBuffer b, int off, int len, long srcHi, long srcLo, long dstHi, long dstLo, int srcPort, int dstPort) {
+        if (len < Bth.BYTES + BYTES) return false;
+        return computeIpv6(b, off, len, srcHi, srcLo, dstHi, dstLo, srcPort, dstPort) == stored(b, off, len);
+    }
+
+    /** The CRC over the pseudo header {@code p} (whose BTH copy starts at {@code bthAt}), then the packet after its BTH. */
+    private int crcOf(byte[] p, int bthAt, ByteBuffer b, int off, int len) {
+        for (int i = 0; i < Bth.BYTES; i++) p[bthAt + i] = b.get(off + i);
+        p[bthAt + 4] = (byte) 0xFF;       // resv8a masked
         CRC32 c = crc;
         c.reset();
-        c.update(p, 0, PSEUDO);
+        c.update(p, 0, bthAt + Bth.BYTES);
         int start = off + Bth.BYTES;
         int n = len - Bth.BYTES - BYTES;
         if (n > 0) {
@@ -229,6 +293,11 @@ public final class Icrc {
         p[i + 1] = (byte) (v >>> 16);
         p[i + 2] = (byte) (v >>> 8);
         p[i + 3] = (byte) v;
+    }
+
+    private static void putLong(byte[] p, int i, long v) {
+        putInt(p, i, (int) (v >>> 32));
+        putInt(p, i + 4, (int) v);
     }
 
     private static void putLe(ByteBuffer b, int i, int v) {

@@ -154,4 +154,50 @@ class IcrcTest {
         assertEquals(0, accepted, accepted + " of " + tried + " single-bit errors accepted");
         assertEquals(Icrc.NO_ID, icrc.recoverId(b, 0, len, IP2, IP1, 4791, 4791), "wrong addresses");
     }
+
+    /**
+     * The IPv6 ICRC, recomputed here from a whole IPv6 + UDP header as a receiving RoCE device sees it on the wire
+     * (traffic class 0xb8, flow label 0x12345, hop limit 3, a UDP checksum): masked LRH, the IPv6 header with traffic
+     * class, flow label and hop limit set to ones, the UDP header with its checksum set to ones, BTH with resv8a set
+     * to ones, then the rest. Different traffic class, flow label, hop limit or checksum must not change it; the
+     * addresses, ports and payload must.
+     */
+    @Test
+    void ipv6IcrcCoversTheAddressesAndMasksWhatRoutersChange() {
+        byte[] src = HEX.parseHex("fd980000000000000000000000000001"), dst = HEX.parseHex("fe80000000000000021122fffe334455");
+        ByteBuffer pkt = ByteBuffer.allocate(12 + 8 + 4);
+        Bth.write(pkt, 0, 0x04, false, false, 0, 0xFFFF, 0x1234, true, 777);
+        pkt.put(4, (byte) 0x5a); // resv8a: masked
+        for (int i = 0; i < 8; i++) pkt.put(12 + i, (byte) (i * 37 + 1));
+        int len = pkt.capacity();
+        ByteBuffer wire = ByteBuffer.allocate(40 + 8 + len);
+        wire.putInt(0, 6 << 28 | 0xb8 << 20 | 0x12345).putShort(4, (short) (8 + len)).put(6, (byte) 17).put(7, (byte) 3);
+        wire.put(8, src).put(24, dst);
+        wire.putShort(40, (short) 4791).putShort(42, (short) 4791).putShort(44, (short) (8 + len)).putShort(46, (short) 0x1d2c);
+        wire.put(48, pkt, 0, len);
+        byte[] in = new byte[8 + 40 + 8 + len - 4];
+        java.util.Arrays.fill(in, 0, 8, (byte) 0xFF);
+        wire.get(0, in, 8, 40 + 8 + len - 4);
+        in[8] = (byte) (in[8] | 0x0F);                      // traffic class, high nibble
+        in[9] = in[10] = in[11] = (byte) 0xFF;              // traffic class low nibble, flow label
+        in[8 + 7] = (byte) 0xFF;                            // hop limit
+        in[8 + 40 + 6] = in[8 + 40 + 7] = (byte) 0xFF;      // UDP checksum
+        in[8 + 48 + 4] = (byte) 0xFF;                       // resv8a
+        CRC32 c = new CRC32();
+        c.update(in);
+        long sh = ByteBuffer.wrap(src).getLong(0), sl = ByteBuffer.wrap(src).getLong(8);
+        long dh = ByteBuffer.wrap(dst).getLong(0), dl = ByteBuffer.wrap(dst).getLong(8);
+        Icrc icrc = new Icrc();
+        assertEquals((int) c.getValue(), icrc.computeIpv6(pkt, 0, len, sh, sl, dh, dl, 4791, 4791));
+        icrc.generateIpv6(pkt, 0, len, sh, sl, dh, dl, 4791, 4791);
+        assertTrue(icrc.verifyIpv6(pkt, 0, len, sh, sl, dh, dl, 4791, 4791));
+        assertFalse(icrc.verifyIpv6(pkt, 0, len, sh, sl ^ 1, dh, dl, 4791, 4791), "another source address");
+        assertFalse(icrc.verifyIpv6(pkt, 0, len, sh, sl, dh, dl, 4792, 4791), "another source port");
+        assertFalse(icrc.verifyIpv6(pkt, 0, len, sh, sl, dh, dl ^ (1L << 40), 4791, 4791), "another destination address");
+        pkt.put(13, (byte) (pkt.get(13) ^ 4));
+        assertFalse(icrc.verifyIpv6(pkt, 0, len, sh, sl, dh, dl, 4791, 4791), "a flipped payload bit");
+        assertFalse(icrc.verifyIpv6(pkt, 0, 15, sh, sl, dh, dl, 4791, 4791), "shorter than a BTH and an ICRC");
+        // an IPv4 ICRC of the same packet differs: the two pseudo headers are not interchangeable
+        assertNotEquals(icrc.compute(pkt, 0, len, IP1, IP2, 4791, 4791), icrc.computeIpv6(pkt, 0, len, 0, 0xFFFF_7F00_0001L, 0, 0xFFFF_7F00_0002L, 4791, 4791));
+    }
 }
