@@ -60,7 +60,7 @@ class MiscTest {
             assertTrue(ctx.gidTable(1).getFirst().isRoceV2());
             assertTrue(ctx.queryDevice().supportsMemoryWindows());
             assertThrows(VerbsException.class, () -> ctx.queryPort(2));
-            assertThrows(VerbsException.class, () -> ctx.queryGid(1, 1));
+            assertThrows(VerbsException.class, () -> ctx.queryGid(1, SoftContext.GID_TABLE_LEN));
         }
         assertThrows(VerbsException.class, () -> Verbs.device("soft@not-an-address"));
     }

@@ -49,6 +49,8 @@ class ProviderTest {
             System.clearProperty("jrdma.soft.address");
             System.clearProperty("jrdma.soft.port");
         }
-        assertThrows(VerbsException.class, () -> p.lookup("soft@::1"));
+        assertEquals("soft@[::1]", p.lookup("soft@::1").orElseThrow().name(), "an IPv6 device (names only: nothing is bound)");
+        assertThrows(VerbsException.class, () -> p.lookup("soft@300.1.2.3"));
+        assertThrows(VerbsException.class, () -> p.lookup("soft@[::1"));
     }
 }
