@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Inside the Soft-RoCE guest: the software device against kernel rxe over a veth pair (two-ns.sh: rxe1 in the initial
-# namespace, the software device in namespace jsoft), IPv4 GIDs. Runs jrdma-cli's InteropMain on both sides: every
+# namespace, the software device in namespace jsoft), IPv4 and IPv6 GIDs. Runs jrdma-cli's InteropMain on both sides: every
 # opcode (SEND, +imm, +inv, WRITE, +imm, READ, both atomics) at sizes 0, 1, MTU-1, MTU, MTU+1, 1 MiB, the software
 # device as requester against rxe as responder and the reverse, every case checked on both sides; then the same with
-# loss on the veth (tc netem); then both devices' counters (no ICRC errors or drops caused by the other).
+# loss on the veth (tc netem); then both devices' counters (no ICRC errors or drops caused by the other); then the
+# matrix again over IPv6 GIDs (fd98::1 <-> fd98::2), every ICRC of the capture checked; and the soft device's GID
+# table against rxe's for the same interface (jrdma devinfo -v against ibv_devinfo -v, GID lines).
 #
 #   ./jrdma --help >/dev/null && mvn -q -DskipTests test-compile     # on the host: the guest builds nothing
 #   vm/run-in-guest --timeout 1500 -- jrdma-soft/src/test/guest/rxe-interop.sh
@@ -29,6 +31,8 @@ JAVA=("$JAVA_HOME/bin/java" --enable-native-access=ALL-UNNAMED -XX:TieredStopAtL
 two_ns_up || exit 1
 trap 'netem_off; two_ns_down' EXIT
 GIDX=$(gid_index "$RXE_DEV" "$RXE_IP4") || { echo "rxe-interop: $RXE_DEV has no GID for $RXE_IP4" >&2; exit 1; }
+full6() { python3 -c 'import ipaddress,sys; print(ipaddress.ip_address(sys.argv[1]).exploded)' "$1"; }
+GIDX6=$(gid_index "$RXE_DEV" "$(full6 "$RXE_IP6")") || { echo "rxe-interop: $RXE_DEV has no GID for $RXE_IP6" >&2; exit 1; }
 
 rxe_counters() { # the non-zero hw_counters of rxe's port
   local f v
@@ -41,14 +45,17 @@ rxe_counters() { # the non-zero hw_counters of rxe's port
 pass=0 fail=0 port=18810
 summary=()
 # interop NAME [InteropMain args...]: rxe1 (native provider) listens in the initial namespace, the software device
-# connects from jsoft; each side is requester for the whole matrix once
+# connects from jsoft; each side is requester for the whole matrix once. IP=6 runs it over the IPv6 GIDs (rxe's
+# GID of fd98::1, the soft device soft@[fd98::2] with its own GID, chosen without -x).
 interop() {
   local name=$1; shift
   port=$((port + 1))
   local rlog="$LOG_DIR/$name.rxe.log" slog="$LOG_DIR/$name.soft.log" rpid rrc src t0=$SECONDS
-  timeout 600 "${JAVA[@]}" -cp "$CP" dev.jrdma.cli.InteropMain -d "$RXE_DEV" -x "$GIDX" -p "$port" "$@" > "$rlog" 2>&1 & rpid=$!
+  local gidx=$GIDX soft="soft@$SOFT_IP4" peer=$RXE_IP4
+  [ "${IP:-4}" = 6 ] && { gidx=$GIDX6; soft="soft@[$SOFT_IP6]"; peer=$RXE_IP6; }
+  timeout 600 "${JAVA[@]}" -cp "$CP" dev.jrdma.cli.InteropMain -d "$RXE_DEV" -x "$gidx" -p "$port" "$@" > "$rlog" 2>&1 & rpid=$!
   in_soft timeout 600 "${JAVA[@]}" -Djrdma.soft.ipv4.send="${SOFT_SEND:-auto}" -cp "$CP" dev.jrdma.cli.InteropMain \
-    -d "soft@$SOFT_IP4" -p "$port" "$@" "$RXE_IP4" > "$slog" 2>&1; src=$?
+    -d "$soft" -p "$port" "$@" "$peer" > "$slog" 2>&1; src=$?
   wait "$rpid"; rrc=$?
   local np nf
   np=$(cat "$rlog" "$slog" | grep -c '^PASS'); nf=$(cat "$rlog" "$slog" | grep -c '^FAIL')
@@ -72,13 +79,14 @@ interop() {
 capture_on() {
   command -v tcpdump >/dev/null || { echo "rxe-interop: no tcpdump here: the wire check is skipped"; return 1; }
   tcpdump -i "$RXE_IF" -U -s 0 -w "$LOG_DIR/$1.pcap" udp port 4791 2> "$LOG_DIR/$1.tcpdump.log" & tcpdump_pid=$!
+  capture_from=("${@:2}")
   for _ in $(seq 100); do grep -q listening "$LOG_DIR/$1.tcpdump.log" && return 0; sleep 0.1; done
   return 0
 }
 capture_check() {
   [ -n "${tcpdump_pid:-}" ] || return 0
   sleep 0.5; kill "$tcpdump_pid"; wait "$tcpdump_pid" 2>/dev/null; tcpdump_pid=
-  if python3 "$here/icrc-check.py" "$LOG_DIR/$1.pcap" --require "$RXE_IP4" --require "$SOFT_IP4"; then
+  if python3 "$here/icrc-check.py" "$LOG_DIR/$1.pcap" --require "${capture_from[0]}" --require "${capture_from[1]}"; then
     pass=$((pass + 1)); summary+=("PASS $1 on the wire: every ICRC right in both directions")
   else
     fail=$((fail + 1)); summary+=("FAIL $1 on the wire: ICRC check of the capture")
@@ -125,7 +133,7 @@ SOFT="soft@$SOFT_IP4"
 
 echo "rxe: $RXE_DEV on $RXE_IF ($RXE_IP4, GID index $GIDX); soft: soft@$SOFT_IP4 in namespace $SOFT_NS"
 tcpdump_pid=
-capture_on ipv4
+capture_on ipv4 "$RXE_IP4" "$SOFT_IP4"
 interop ipv4
 capture_check ipv4
 netem_loss "$LOSS" || { echo "rxe-interop: tc netem failed (module sch_netem?)"; fail=$((fail + 1)); }
@@ -145,6 +153,13 @@ if [ "${INTEROP_FULL:-0}" = 1 ]; then
     pair "perf.$t.soft-server" soft "$J -Djrdma.perf.counters=true dev.jrdma.cli.Jrdma perf $t -d $SOFT -n 100 -p @PORT@ --timeout 60 --accept-timeout 300" \
       "ib_$t -d $RXE_DEV -x $GIDX -n 100 -p @PORT@ $SOFT_IP4" '^ *[0-9]+ +[0-9]+ +'
   done
+  # jrdma perf over IPv6 GIDs against perftest, both ways (the soft device picks its own GID without -x)
+  for t in write_bw read_lat; do
+    pair "perf6.$t.rxe-server" rxe "ib_$t -d $RXE_DEV -x $GIDX6 -n 100 -p @PORT@" \
+      "$J dev.jrdma.cli.Jrdma perf $t -d soft@[$SOFT_IP6] -n 100 -p @PORT@ --timeout 60 $RXE_IP6" '^ *[0-9]+ +[0-9]+ +'
+    pair "perf6.$t.soft-server" soft "$J dev.jrdma.cli.Jrdma perf $t -d soft@[$SOFT_IP6] -n 100 -p @PORT@ --timeout 60 --accept-timeout 300" \
+      "ib_$t -d $RXE_DEV -x $GIDX6 -n 100 -p @PORT@ $SOFT_IP6" '^ *[0-9]+ +[0-9]+ +'
+  done
   # the first RDMA application, server on rxe (native provider) and client on the software device, and the reverse
   pair demo.rxe-server rxe "$J dev.jrdma.examples.FirstRdmaApp server --device $RXE_DEV --port @PORT@" \
     "$J dev.jrdma.examples.FirstRdmaApp client $RXE_IP4 --device $SOFT --port @PORT@"
@@ -153,6 +168,22 @@ if [ "${INTEROP_FULL:-0}" = 1 ]; then
 else
   interop "ipv4-loss$LOSS" --sizes 1,1025,65536 --timeout 120
   netem_off
+fi
+# RoCEv2 over IPv6: the whole matrix both ways over the IPv6 GIDs, every ICRC of the capture recomputed
+capture_on ipv6 "$RXE_IP6" "$SOFT_IP6"
+IP=6 interop ipv6
+capture_check ipv6
+# the GID table: the soft device on rxe's own interface (another port: rxe holds 4791) lists the GIDs rxe1 lists, at
+# the same indexes and with the same types, so -x means the same on both
+gid_lines() { grep -E '^[[:space:]]*GID\[' | sed -E 's/^[[:space:]]+//; s/[[:space:]]+/ /g'; }
+t0=$SECONDS
+ibv_devinfo -v -d "$RXE_DEV" | gid_lines > "$LOG_DIR/gids.rxe.txt"
+"${JAVA[@]}" -cp "$CP" dev.jrdma.cli.Jrdma devinfo -v -d "soft@$RXE_IP4:18999" | gid_lines > "$LOG_DIR/gids.soft.txt"
+echo "GID table of $RXE_DEV on $RXE_IF:"; sed 's/^/  /' "$LOG_DIR/gids.rxe.txt"
+if [ -s "$LOG_DIR/gids.rxe.txt" ] && diff "$LOG_DIR/gids.rxe.txt" "$LOG_DIR/gids.soft.txt"; then
+  pass=$((pass + 1)); summary+=("PASS GID table of soft@$RXE_IP4 = $RXE_DEV's for $RXE_IF ($(wc -l < "$LOG_DIR/gids.rxe.txt") entries, $((SECONDS - t0)) s)")
+else
+  fail=$((fail + 1)); summary+=("FAIL GID table of soft@$RXE_IP4 differs from $RXE_DEV's (diff above)")
 fi
 echo "rxe hw_counters at the end:$(rxe_counters)"
 

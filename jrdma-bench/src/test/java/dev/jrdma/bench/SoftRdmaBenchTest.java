@@ -155,6 +155,25 @@ class SoftRdmaBenchTest {
         assertEquals(100, l.server().bandwidth().getFirst().iters());
     }
 
+    /**
+     * jrdma perf over IPv6: server and client on the IPv6 device soft@[::1] (one device, its QPs talking through its own
+     * socket), the TCP exchange over ::1, the GID picked without -x being the device's own IPv6 one.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"write_bw", "read_lat"})
+    @Timeout(90)
+    void overIpv6(String test) throws Exception {
+        String dev = "soft@[::1]:" + Loopback.freeUdpPort("::1");
+        int port = Loopback.freePort();
+        PerfOptions s = PerfOptions.parse(test, "-d", dev, "-p", "" + port, "-n", "200", "--timeout", "10", "--accept-timeout", "20");
+        PerfOptions c = PerfOptions.parse(test, "-d", dev, "-p", "" + port, "-n", "200", "--timeout", "10", "::1");
+        var o = Loopback.run(out -> RdmaBench.run(s, out), out -> RdmaBench.run(c, out), 60);
+        assertEquals(200, test.endsWith("_bw") ? o.client().bandwidth().getFirst().iters() : o.client().latency().getFirst().iters(), o.clientOut());
+        String gid = " GID: 00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:01"; // perftest prints the GID's bytes in decimal
+        assertTrue(o.clientOut().contains(gid), "the GIDs exchanged are ::1:\n" + o.clientOut());
+        assertTrue(o.clientOut().contains(" GID index       : 1"), "the device's own GID, after ::ffff:127.0.0.1:\n" + o.clientOut());
+    }
+
     @Test
     @Timeout(30)
     void noSuchDeviceFailsFast() {
