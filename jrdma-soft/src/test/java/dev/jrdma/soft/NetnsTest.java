@@ -141,6 +141,18 @@ class NetnsTest {
         }
     }
 
+    /** Whether interface {@code dev} in namespace {@code ns} has a link-local IPv6 address that is not tentative. */
+    private static boolean linkLocalReady(String ns, String dev) {
+        try {
+            Process p = new ProcessBuilder("ip", "-n", ns, "-6", "addr", "show", "dev", dev, "scope", "link").redirectErrorStream(true).start();
+            String out = new String(p.getInputStream().readAllBytes());
+            p.waitFor(10, TimeUnit.SECONDS);
+            return out.contains("fe80") && !out.contains("tentative");
+        } catch (Exception e) {
+            return false;
+        }
+    }
+
     /** One SEND and one WRITE_WITH_IMM between the namespaces; with {@code pcap}, the veth's RoCEv2 traffic captured there. */
     private void exchange(Path pcap, String jvmOption, boolean ipv6) throws Exception {
         Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/sbin/ip")) || Files.isExecutable(Path.of("/sbin/ip")), "no iproute2");
@@ -162,6 +174,13 @@ class NetnsTest {
             for (String[] nd : new String[][] {{nsA, vA}, {nsB, vB}}) {
                 assertEquals(0, run("ip", "-n", nd[0], "link", "set", nd[1], "up"));
                 assertEquals(0, run("ip", "-n", nd[0], "link", "set", "lo", "up"));
+            }
+            if (ipv6) {
+                // neighbour discovery waits for the link-local addresses, tentative while duplicate address detection
+                // runs (a second or two after the link comes up): until then packets to the peer are queued or lost
+                long deadline = System.nanoTime() + 10_000_000_000L;
+                while (System.nanoTime() < deadline && !(linkLocalReady(nsA, vA) && linkLocalReady(nsB, vB))) Thread.sleep(100);
+                assertTrue(linkLocalReady(nsA, vA) && linkLocalReady(nsB, vB), "the veth's link-local addresses left the tentative state");
             }
             Process capture = null;
             if (pcap != null) {
