@@ -53,6 +53,7 @@ interop() {
   local rlog="$LOG_DIR/$name.rxe.log" slog="$LOG_DIR/$name.soft.log" rpid rrc src t0=$SECONDS
   local gidx=$GIDX soft="soft@$SOFT_IP4" peer=$RXE_IP4
   [ "${IP:-4}" = 6 ] && { gidx=$GIDX6; soft="soft@[$SOFT_IP6]"; peer=$RXE_IP6; }
+  [ "${IP:-4}" = ll ] && { gidx=0; soft="soft@[$SOFT_LL%$SOFT_IF]"; peer="$RXE_LL%$SOFT_IF"; }
   timeout 600 "${JAVA[@]}" -cp "$CP" dev.jrdma.cli.InteropMain -d "$RXE_DEV" -x "$gidx" -p "$port" "$@" > "$rlog" 2>&1 & rpid=$!
   in_soft timeout 600 "${JAVA[@]}" -Djrdma.soft.ipv4.send="${SOFT_SEND:-auto}" -cp "$CP" dev.jrdma.cli.InteropMain \
     -d "$soft" -p "$port" "$@" "$peer" > "$slog" 2>&1; src=$?
@@ -173,6 +174,17 @@ fi
 capture_on ipv6 "$RXE_IP6" "$SOFT_IP6"
 IP=6 interop ipv6
 capture_check ipv6
+# the link-local GIDs: rxe's default GID (index 0, its interface's fe80 address) and the soft device on its veth's
+# fe80 address (the scope: the veth in jsoft), two sizes each way
+link_local() { ip ${2:+-n "$2"} -6 addr show dev "$1" scope link | sed -nE 's/.*inet6 (fe80[^/]*).*/\1/p' | head -1; }
+RXE_LL=$(link_local "$RXE_IF") SOFT_LL=$(link_local "$SOFT_IF" "$SOFT_NS")
+if [ -n "$RXE_LL" ] && [ -n "$SOFT_LL" ]; then
+  capture_on ipv6-link-local "$RXE_LL" "$SOFT_LL"
+  IP=ll interop ipv6-link-local --sizes 0,1025
+  capture_check ipv6-link-local
+else
+  fail=$((fail + 1)); summary+=("FAIL ipv6-link-local: no link-local address on $RXE_IF ($RXE_LL) or $SOFT_IF ($SOFT_LL)")
+fi
 # the GID table: the soft device on rxe's own interface (another port: rxe holds 4791) lists the GIDs rxe1 lists, at
 # the same indexes and with the same types, so -x means the same on both
 gid_lines() { grep -E '^[[:space:]]*GID\[' | sed -E 's/^[[:space:]]+//; s/[[:space:]]+/ /g'; }
