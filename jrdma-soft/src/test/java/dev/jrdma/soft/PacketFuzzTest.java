@@ -148,7 +148,7 @@ class PacketFuzzTest {
             byte[] beforeA = ma.snapshot(), beforeB = mb.snapshot();
             stranger.bind(new InetSocketAddress(ip("127.0.0.3"), 0));
             int strangerIp = ip("127.0.0.3").hashCode(), strangerPort = ((InetSocketAddress) stranger.getLocalAddress()).getPort();
-            InetSocketAddress toB = new InetSocketAddress(tb.address, tb.port);
+            InetSocketAddress toB = new InetSocketAddress(tb.local.inet, tb.port);
             CompletionQueue[] cqs = {pr.a.cq, pr.b.cq, victimCqA, victimCqB};
             SoftQp mainB = (SoftQp) pr.b.qp, vB = (SoftQp) victimB;
             Random rnd = new Random(SEED);
@@ -167,7 +167,7 @@ class PacketFuzzTest {
                     boolean fromStranger = rnd.nextInt(20) == 0;
                     int len = forge(rnd, templates, out, parsed, mainB, vB, -1);
                     if (len >= 0) {
-                        sealIcrc(rnd, icrc, out, len, fromStranger ? strangerIp : ta.ip, tb.ip, fromStranger ? strangerPort : ta.port, tb.port);
+                        sealIcrc(rnd, icrc, out, len, fromStranger ? strangerIp : ta.local.ipv4(), tb.local.ipv4(), fromStranger ? strangerPort : ta.port, tb.port);
                     } else {
                         len = -len - 1; // random bytes: no ICRC on purpose
                     }
@@ -197,7 +197,7 @@ class PacketFuzzTest {
                 for (int k = 0; k < BATCH && i < forged2; k++, i++) {
                     int len = forge(rnd, templates, out, parsed, mainB, vB, vB.qpNum());
                     if (len < 0) len = -len - 1;
-                    else if (len >= Bth.BYTES + Icrc.BYTES) icrc.generate(out, 0, len, ta.ip, tb.ip, ta.port, tb.port);
+                    else if (len >= Bth.BYTES + Icrc.BYTES) icrc.generate(out, 0, len, ta.local.ipv4(), tb.local.ipv4(), ta.port, tb.port);
                     out.limit(len).position(0);
                     send(linkA, out, toB);
                     expect2++;
