@@ -7,6 +7,7 @@
 module dev.jrdma.connect {
     requires transitive dev.jrdma.verbs;
     requires jdk.net;
+    requires jdk.jfr;
 
     exports dev.jrdma.connect;
     exports dev.jrdma.cm;

@@ -282,25 +282,46 @@ final class CmConnector {
             }
         }
 
-        /** Waits for a connection request and completes the handshake; null when the deadline passed. */
-        Endpoint accept(EndpointGroup group, ExportedRange export, ServerEndpoint.ConnectionFilter filter, long deadline) throws RdmaConnectException {
-            EndpointConfig cfg = group.config();
-            while (true) {
-                long left = (deadline - System.nanoTime()) / 1_000_000;
-                if (left <= 0) return null;
-                CmEvent e;
-                try {
-                    e = ch.next(left);
-                } catch (CmException ex) {
-                    throw translate(ex, "accept on " + local);
-                }
-                if (e == null) return null;
-                if (e.type() != CmEventType.CONNECT_REQUEST) continue; // events of ids that failed their handshake
-                return handshake(group, e, export, filter, System.nanoTime() + cfg.timeout().toNanos());
+        /**
+         * The next connection request within {@code timeoutMs}, or null (none, or events of ids whose handshake
+         * failed, which are dropped). One thread reads the listener's events; each request's handshake then runs
+         * on a thread of its own ({@link ServerEndpoint}).
+         */
+        CmEvent nextRequest(long timeoutMs) throws RdmaConnectException {
+            CmEvent e;
+            try {
+                e = ch.next(timeoutMs);
+            } catch (CmException ex) {
+                throw translate(ex, "accept on " + local);
+            }
+            return e != null && e.type() == CmEventType.CONNECT_REQUEST ? e : null;
+        }
+
+        /** Rejects a request before its handshake (a cap is reached): the client reads {@code why} as REJECTED. */
+        void refuse(CmEvent req, String why) {
+            rejectQuietly(req.id(), reject(KIND_REJECT, why));
+            req.id().close();
+        }
+
+        /**
+         * Completes the handshake of connection request {@code req} within {@code deadline}: screens the client,
+         * sets up its endpoint (RTS), accepts, and waits for the client's confirmation on a channel of its own.
+         */
+        Endpoint handshake(EndpointGroup group, CmEvent req, ExportedRange range, ServerEndpoint.ConnectionFilter filter, long deadline)
+                throws RdmaConnectException {
+            JfrEvents.SetupEvent setup = JfrEvents.beginSetup();
+            String peer = String.valueOf(req.id().remoteAddress());
+            try {
+                Endpoint ep = setUp(group, req, range, filter, deadline);
+                JfrEvents.endSetup(setup, "server", true, peer, ep, null);
+                return ep;
+            } catch (RdmaConnectException | RuntimeException ex) {
+                JfrEvents.endSetup(setup, "server", true, peer, null, ex);
+                throw ex;
             }
         }
 
-        private Endpoint handshake(EndpointGroup group, CmEvent req, ExportedRange range, ServerEndpoint.ConnectionFilter filter, long deadline)
+        private Endpoint setUp(EndpointGroup group, CmEvent req, ExportedRange range, ServerEndpoint.ConnectionFilter filter, long deadline)
                 throws RdmaConnectException {
             EndpointConfig cfg = group.config();
             CmId id = req.id();

@@ -92,6 +92,7 @@ public final class Endpoint implements AutoCloseable {
         Set<Access> bindAccess;
         long wrId;
         boolean posted;           // handed to the device: it may use tmp until the WR's completion
+        JfrEvents.OperationEvent recorded; // a sampled operation's flight-recorder event, else null
 
         Op(Kind kind, CompletableFuture<Object> future, String what, long deadline) {
             this.kind = kind;
@@ -234,12 +235,26 @@ public final class Endpoint implements AutoCloseable {
      */
     public static Endpoint connect(String host, int port, EndpointConfig cfg, EndpointGroup group, RemoteBuffer export)
             throws RdmaConnectException {
+        JfrEvents.SetupEvent setup = JfrEvents.beginSetup();
+        boolean cm = CmConnector.useCm(cfg);
+        try {
+            Endpoint ep = connect(host, port, cfg, group, export, cm);
+            JfrEvents.endSetup(setup, "client", cm, host + ":" + port, ep, null);
+            return ep;
+        } catch (RdmaConnectException | RuntimeException e) {
+            JfrEvents.endSetup(setup, "client", cm, host + ":" + port, null, e);
+            throw e;
+        }
+    }
+
+    private static Endpoint connect(String host, int port, EndpointConfig cfg, EndpointGroup group, RemoteBuffer export, boolean cm)
+            throws RdmaConnectException {
         ExportedRange range = null;
         if (export != null) {
             if (group == null) throw new IllegalArgumentException("an export is a buffer of a group's pool: pass the group it was allocated from");
             range = ExportedRange.of(group.pool(), export, cfg.remoteAccess(), group.config());
         }
-        if (CmConnector.useCm(cfg)) return CmConnector.connect(host, port, cfg, group, range);
+        if (cm) return CmConnector.connect(host, port, cfg, group, range);
         long deadline = System.nanoTime() + cfg.timeout().toNanos();
         Socket s = Handshake.openSocket(host, port, cfg, deadline);
         boolean ownsGroup = group == null;
@@ -283,6 +298,20 @@ public final class Endpoint implements AutoCloseable {
      * screened (filter, connection cap) before anything is made for it; whatever fails frees all of it.
      */
     static Endpoint accept(EndpointGroup group, Socket s, ExportedRange export, ServerEndpoint.ConnectionFilter filter, long deadline)
+            throws RdmaConnectException {
+        JfrEvents.SetupEvent setup = JfrEvents.beginSetup();
+        String peer = String.valueOf(s.getRemoteSocketAddress());
+        try {
+            Endpoint ep = acceptTcp(group, s, export, filter, deadline);
+            JfrEvents.endSetup(setup, "server", false, peer, ep, null);
+            return ep;
+        } catch (RdmaConnectException | RuntimeException e) {
+            JfrEvents.endSetup(setup, "server", false, peer, null, e);
+            throw e;
+        }
+    }
+
+    private static Endpoint acceptTcp(EndpointGroup group, Socket s, ExportedRange export, ServerEndpoint.ConnectionFilter filter, long deadline)
             throws RdmaConnectException {
         String where = String.valueOf(s.getRemoteSocketAddress());
         EndpointConfig cfg = group.config();
@@ -1033,7 +1062,17 @@ public final class Endpoint implements AutoCloseable {
     // ---- posting --------------------------------------------------------------------------------------------
 
     private Op newOp(Kind kind, String what) {
-        return new Op(kind, new CompletableFuture<>(), what, System.nanoTime() + cfg.timeout().toNanos());
+        Op op = new Op(kind, new CompletableFuture<>(), what, System.nanoTime() + cfg.timeout().toNanos());
+        op.recorded = JfrEvents.sampleOperation();
+        return op;
+    }
+
+    /** Commits a sampled operation's flight-recorder event (once). */
+    private void recordEnd(Op op, RdmaException failure) {
+        JfrEvents.OperationEvent e = op.recorded;
+        if (e == null) return;
+        op.recorded = null;
+        JfrEvents.endOperation(e, op.kind.name(), op.kind == Kind.BIND ? op.bindLen : op.llen, qp.qpNum(), failure);
     }
 
     private void submit(Op op) {
@@ -1290,6 +1329,7 @@ public final class Endpoint implements AutoCloseable {
             }
             return;
         }
+        recordEnd(op, null);
         Object result = null;
         switch (op.kind) {
             case CAS, FAA -> result = op.tmp.segment().get(ValueLayout.JAVA_LONG, 0);
@@ -1353,6 +1393,7 @@ public final class Endpoint implements AutoCloseable {
                     + " is gone: its connection ended without a goodbye (process exited or crashed, or the network failed)");
             failure = e;
             state = State.PEER_CLOSED;
+            if (!graceful) JfrEvents.error(this, e);
             // nothing more will be posted; what is in flight may still complete (its ACK can trail the goodbye)
             for (Op op : pending) failOp(op, derived(op, e));
             pending.clear();
@@ -1386,6 +1427,7 @@ public final class Endpoint implements AutoCloseable {
         if (state != State.CONNECTED && state != State.CLOSING) return;
         failure = cause;
         state = State.BROKEN;
+        JfrEvents.error(this, cause);
         failAll(cause);
         try {
             qp.modify(new QpAttr().state(QpState.ERR));
@@ -1413,6 +1455,7 @@ public final class Endpoint implements AutoCloseable {
     }
 
     private void failOp(Op op, RdmaException e) {
+        recordEnd(op, e);
         if (op.tmp != null) {
             RegisteredBuffer t = op.tmp;
             op.tmp = null;

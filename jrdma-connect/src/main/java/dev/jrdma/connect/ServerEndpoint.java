@@ -15,8 +15,8 @@ import java.time.Duration;
  * on this server's {@link EndpointGroup} (one device, one buffer pool, one completion thread). A client whose
  * handshake fails does not end accept: it is logged and accept waits for the next one until its timeout.
  *
- * <p>From the first {@code accept} on (TCP exchange), a thread takes connections as they come and runs each
- * handshake on a virtual thread of its own, within one deadline ({@link EndpointConfig#timeout()}): a slow or
+ * <p>From the first {@code accept} on (TCP exchange or rdma_cm), a thread takes connections as they come and runs
+ * each handshake on a thread of its own, within one deadline ({@link EndpointConfig#timeout()}): a slow or
  * stalling client delays nobody else. At most {@link EndpointConfig#maxPendingHandshakes()} run at once and the
  * server holds at most {@link EndpointConfig#maxConnections()} endpoints; clients beyond either are rejected with
  * a reason that says which. Endpoints that finished their handshake wait for {@code accept} in arrival order.
@@ -231,16 +231,6 @@ public final class ServerEndpoint implements AutoCloseable {
                 if (lastFailure != null) e.addSuppressed(lastFailure);
                 throw e;
             }
-            if (cm != null) {
-                try {
-                    Endpoint ep = cm.accept(group, export, filter, deadline);
-                    if (ep != null) return ep;
-                } catch (RdmaConnectException e) {
-                    lastFailure = e;
-                    LOG.log(System.Logger.Level.INFO, "handshake failed: " + e.getMessage());
-                }
-                continue;
-            }
             startAcceptor();
             try {
                 Endpoint ep = ready.poll(left, java.util.concurrent.TimeUnit.MILLISECONDS);
@@ -259,7 +249,9 @@ public final class ServerEndpoint implements AutoCloseable {
     }
 
     private synchronized void startAcceptor() {
-        if (acceptor == null && !closed) acceptor = Thread.ofPlatform().daemon().name("jrdma-acceptor-" + port()).start(this::acceptLoop);
+        if (acceptor == null && !closed) {
+            acceptor = Thread.ofPlatform().daemon().name("jrdma-acceptor-" + port()).start(cm != null ? this::cmAcceptLoop : this::acceptLoop);
+        }
     }
 
     private void acceptLoop() {
@@ -288,20 +280,65 @@ public final class ServerEndpoint implements AutoCloseable {
         }
     }
 
+    /** How long the rdma_cm acceptor waits for an event before it looks whether the server was closed. */
+    private static final long CM_ACCEPT_SLICE_MS = 100;
+
+    /** The rdma_cm acceptor: the same caps and the same one-thread-per-handshake as the TCP exchange's. */
+    private void cmAcceptLoop() {
+        while (!closed) {
+            dev.jrdma.cm.CmEvent req;
+            try {
+                req = cm.nextRequest(CM_ACCEPT_SLICE_MS);
+            } catch (RdmaConnectException e) {
+                if (!closed) {
+                    lastFailure = e;
+                    LOG.log(System.Logger.Level.WARNING, "accepting on " + localAddress() + " stopped: " + e.getMessage());
+                    closed = true;
+                }
+                return;
+            }
+            if (req == null) continue;
+            if (handshakes.incrementAndGet() > cfg.maxPendingHandshakes()) {
+                handshakes.decrementAndGet();
+                String reason = "the server has " + cfg.maxPendingHandshakes() + " handshakes in progress (maxPendingHandshakes); try again later";
+                lastFailure = new RdmaConnectException(RdmaConnectException.Reason.REJECTED, "rejected " + req.id().remoteAddress() + ": " + reason);
+                LOG.log(System.Logger.Level.INFO, lastFailure.getMessage());
+                cm.refuse(req, reason);
+                continue;
+            }
+            long deadline = System.nanoTime() + cfg.timeout().toNanos();
+            // a platform thread: the handshake blocks in native calls (poll on its event channel), which would pin a
+            // virtual thread's carrier for as long as a stalling client makes it wait
+            Thread.ofPlatform().daemon().name("jrdma-cm-handshake-" + req.id().remoteAddress())
+                    .start(() -> handshake(() -> cm.handshake(group, req, export, filter, deadline), String.valueOf(req.id().remoteAddress())));
+        }
+    }
+
+    /** One handshake, TCP or rdma_cm. */
+    private interface Handshaker {
+        Endpoint run() throws RdmaConnectException;
+    }
+
     private void handshake(Socket s, long deadline) {
+        handshake(() -> Endpoint.accept(group, s, export, filter, deadline), String.valueOf(s.getRemoteSocketAddress()));
+    }
+
+    private void handshake(Handshaker h, String client) {
+        Endpoint ep = null;
         try {
-            Endpoint ep = Endpoint.accept(group, s, export, filter, deadline);
-            ready.add(ep);
-            if (closed) ep.close();
+            ep = h.run();
         } catch (RdmaConnectException e) {
             lastFailure = e;
             LOG.log(System.Logger.Level.INFO, "handshake failed: " + e.getMessage());
         } catch (RuntimeException | Error e) {
-            lastFailure = new RdmaConnectException(RdmaConnectException.Reason.DEVICE_ERROR, "handshake with " + s.getRemoteSocketAddress() + " failed: " + e, e);
+            lastFailure = new RdmaConnectException(RdmaConnectException.Reason.DEVICE_ERROR, "handshake with " + client + " failed: " + e, e);
             LOG.log(System.Logger.Level.WARNING, "handshake failed", e);
         } finally {
-            handshakes.decrementAndGet();
+            handshakes.decrementAndGet(); // before the endpoint is handed out: accept's caller sees it counted no more
         }
+        if (ep == null) return;
+        ready.add(ep);
+        if (closed) ep.close();
     }
 
     /**

@@ -29,7 +29,9 @@ final class TestSupport {
     static final String DEVICE = System.getProperty("jrdma.connect.test.device");
 
     static EndpointConfig.Builder config() {
-        return EndpointConfig.builder().timeout(Duration.ofSeconds(DEVICE == null ? 3 : 20)).slabSize(1 << 16).sendQueueDepth(16)
+        // short on the host; under the guest's emulation longer, and longer still where the run says so (-Djrdma.connect.timeoutMs)
+        long timeoutMs = Long.getLong("jrdma.connect.timeoutMs", DEVICE == null ? 3_000 : 20_000);
+        return EndpointConfig.builder().timeout(Duration.ofMillis(timeoutMs)).slabSize(1 << 16).sendQueueDepth(16)
                 .recvQueueDepth(8).cqSize(1024).device(DEVICE);
     }
 
