@@ -21,6 +21,30 @@ interface Link extends AutoCloseable {
     InetSocketAddress receive(ByteBuffer b) throws IOException;
 
     /**
+     * Receives what waits, up to the batch's capacity, into slots 0..n-1 of {@code batch}, without blocking; sets
+     * {@link RxBatch#drained} when it knows nothing more waits. This default receives one datagram through
+     * {@link #receive(ByteBuffer)}; {@link LinuxUdpLink} receives a whole burst with one system call.
+     *
+     * @return n, 0 when none waits
+     */
+    default int receive(RxBatch batch) throws IOException {
+        batch.drained = false;
+        ByteBuffer b = batch.buffers[0];
+        b.clear();
+        InetSocketAddress from = receive(b);
+        if (from == null) return 0;
+        batch.lengths[0] = b.position();
+        batch.sources[0] = from;
+        return 1;
+    }
+
+    /**
+     * Makes, now, what the calling thread and {@code batch} will need to send and receive (a receive thread calls it
+     * when it starts, so its first packets allocate nothing). Nothing by default.
+     */
+    default void prepare(RxBatch batch) {}
+
+    /**
      * Whether a datagram may be waiting, without blocking and without holding anything {@link #receive} needs: a
      * polling thread asks this before it receives, so that it spends its idle spins outside the receive path and,
      * when descheduled there (a loaded machine: hundreds of milliseconds), leaves the link free for the receive thread.

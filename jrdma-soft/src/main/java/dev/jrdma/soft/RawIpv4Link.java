@@ -36,7 +36,7 @@ final class RawIpv4Link implements Link {
     private static final int EAGAIN = 11, ENOBUFS = 105, EINTR = 4;
     private static final int HDR = 20 + 8;
 
-    private final UdpLink receiveSide;
+    private final Link receiveSide;
     private final int fd;
     private final int srcIp, srcPort;
     private final ReentrantLock sendLock = new ReentrantLock();
@@ -46,7 +46,7 @@ final class RawIpv4Link implements Link {
     private int nextId = 1;
     private volatile boolean closed;
 
-    private RawIpv4Link(UdpLink receiveSide, int fd, Inet4Address source, int port) {
+    private RawIpv4Link(Link receiveSide, int fd, Inet4Address source, int port) {
         this.receiveSide = receiveSide;
         this.fd = fd;
         this.srcIp = source.hashCode(); // Inet4Address.hashCode() is the address as an int
@@ -61,7 +61,7 @@ final class RawIpv4Link implements Link {
      * A raw send path for the device on {@code source} and UDP {@code port} that receives on {@code receiveSide}, or
      * null when this process may not open a raw socket (no CAP_NET_RAW) or the platform has none.
      */
-    static RawIpv4Link open(Inet4Address source, int port, UdpLink receiveSide) {
+    static RawIpv4Link open(Inet4Address source, int port, Link receiveSide) {
         if (!Native.AVAILABLE) return null;
         int fd;
         try (Arena a = Arena.ofConfined()) {
@@ -135,6 +135,12 @@ final class RawIpv4Link implements Link {
     public InetSocketAddress receive(ByteBuffer b) throws IOException { return receiveSide.receive(b); }
 
     @Override
+    public int receive(RxBatch batch) throws IOException { return receiveSide.receive(batch); }
+
+    @Override
+    public void prepare(RxBatch batch) { receiveSide.prepare(batch); }
+
+    @Override
     public boolean readable() throws IOException { return receiveSide.readable(); }
 
     @Override
@@ -142,6 +148,9 @@ final class RawIpv4Link implements Link {
 
     @Override
     public void wakeup() { receiveSide.wakeup(); }
+
+    @Override
+    public String toString() { return "raw IPv4 send, receive on " + receiveSide; }
 
     @Override
     public void close() {

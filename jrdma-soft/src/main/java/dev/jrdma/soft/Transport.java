@@ -100,8 +100,8 @@ final class Transport {
         final AtomicBoolean lock = new AtomicBoolean();
         /** The thread driving with this receiver, or null (written by that thread only). */
         Thread owner;
-        final ByteBuffer buf = ByteBuffer.allocateDirect(RX_BUF);
-        final MemorySegment seg = MemorySegment.ofBuffer(buf);
+        /** Where bursts are received: preallocated slots, and the link's native message headers. */
+        final RxBatch batch = new RxBatch();
         final Icrc icrc = new Icrc();
         final RocePacket pkt = new RocePacket();
         /** The sender of the last packet received and its address: the JDK hands back the same object while the sender stays the same. */
@@ -178,7 +178,7 @@ final class Transport {
         String mode = System.getProperty("jrdma.soft.ipv4.send", "auto").trim();
         if (!mode.equals("auto") && !mode.equals("udp") && !mode.equals("raw"))
             throw new IOException("jrdma.soft.ipv4.send='" + mode + "' is not auto, udp or raw");
-        UdpLink udp = new UdpLink(address, port);
+        Link udp = openUdp(address, port);
         if (!(address instanceof Inet4Address v4) || mode.equals("udp") || mode.equals("auto") && address.isLoopbackAddress()) return udp;
         RawIpv4Link raw = RawIpv4Link.open(v4, port, udp);
         if (raw != null) return raw;
@@ -188,6 +188,24 @@ final class Transport {
         }
         return udp;
     }
+
+    /**
+     * The UDP socket: through libc ({@link LinuxUdpLink}: bursts in one system call, no JDK locks) where it can be,
+     * else NIO's ({@link UdpLink}). {@code jrdma.soft.udp}: {@code auto} (the default), {@code libc} (or an error) or
+     * {@code nio}.
+     */
+    static Link openUdp(InetAddress address, int port) throws IOException {
+        String impl = System.getProperty("jrdma.soft.udp", "auto").trim();
+        switch (impl) {
+            case "nio" -> { return new UdpLink(address, port); }
+            case "libc" -> { return LinuxUdpLink.open(address, port); }
+            case "auto" -> { return LinuxUdpLink.AVAILABLE ? LinuxUdpLink.open(address, port) : new UdpLink(address, port); }
+            default -> throw new IOException("jrdma.soft.udp='" + impl + "' is not auto, libc or nio");
+        }
+    }
+
+    /** What carries this device's packets (devinfo, tests): e.g. "udp 127.0.0.1:4791 (libc)". */
+    String linkName() { return link == null ? "detached" : link.toString(); }
 
     /** Whether this device sends through a raw socket that writes the IPv4 header ({@link RawIpv4Link}). */
     boolean sendsRawIpv4() { return link instanceof RawIpv4Link; }
@@ -441,11 +459,11 @@ final class Transport {
             } catch (IOException | RuntimeException | Error e) {
                 look = false; // the device was released, or the link fails: the receive thread's drive counts it
             }
+            RxBatch batch = r.batch;
             while (look && n < budget) {
-                r.buf.clear();
-                InetSocketAddress from;
+                int got;
                 try {
-                    from = link.receive(r.buf);
+                    got = link.receive(batch);
                 } catch (ClosedChannelException e) {
                     break; // the device was released
                 } catch (IOException | RuntimeException | Error e) {
@@ -454,16 +472,18 @@ final class Transport {
                     if (!(e instanceof IOException)) System.getLogger("dev.jrdma.soft").log(System.Logger.Level.WARNING, "soft device " + key + ": receiving failed", e);
                     break;
                 }
-                if (from == null) break;
-                n++;
-                r.handled++;
-                try {
-                    handle(r, from, r.buf.position());
-                } catch (RuntimeException | Error e) {
-                    // never let one packet stop the device, nor throw into an application's poll
-                    counters.add(Counter.RX_DROPPED);
-                    System.getLogger("dev.jrdma.soft").log(System.Logger.Level.WARNING, "soft device " + key + ": packet handling failed", e);
+                for (int i = 0; i < got; i++) {
+                    n++;
+                    r.handled++;
+                    try {
+                        handle(r, batch.sources[i], batch.buffers[i], batch.segments[i], batch.lengths[i]);
+                    } catch (RuntimeException | Error e) {
+                        // never let one packet stop the device, nor throw into an application's poll
+                        counters.add(Counter.RX_DROPPED);
+                        System.getLogger("dev.jrdma.soft").log(System.Logger.Level.WARNING, "soft device " + key + ": packet handling failed", e);
+                    }
                 }
+                if (got == 0 || batch.drained) break; // the link said it is empty: no call to find that out again
             }
             flushAcks(r);
             r.turnsLeft = runTurns(r); // READ responses paced per pass: QPs that asked get their next turn now
@@ -525,6 +545,7 @@ final class Transport {
     }
 
     private void rxLoop() {
+        link.prepare(threadRx.batch);
         while (running) {
             try {
                 rxSteppedBack = true; // before reading lastPollNanos: pollerWaits writes and reads them the other way round
@@ -552,8 +573,12 @@ final class Transport {
         }
     }
 
-    private void handle(Receiver r, InetSocketAddress from, int len) {
+    private void handle(Receiver r, InetSocketAddress from, ByteBuffer buf, MemorySegment seg, int len) {
         counters.add(Counter.RX_PACKETS);
+        if (len == RxBatch.TRUNCATED) {
+            counters.add(Counter.RX_MALFORMED);
+            return;
+        }
         IpAddress src = r.sender(from);
         int srcPort = from.getPort();
         if (src.isIpv4() != local.isIpv4()) { // a socket of one family hears no other; never trust that blindly
@@ -563,17 +588,17 @@ final class Transport {
         if (src.isIpv4()) {
             // the IPv4 identification is not visible to a UDP socket: accept the packet if some identification makes
             // its ICRC right (16 of the 32 check bits remain; the kernel has checked the UDP checksum when one was set)
-            int ipId = r.icrc.recoverId(r.buf, 0, len, src.ipv4(), local.ipv4(), srcPort, port);
+            int ipId = r.icrc.recoverId(buf, 0, len, src.ipv4(), local.ipv4(), srcPort, port);
             if (ipId == Icrc.NO_ID) {
                 counters.add(Counter.RX_BAD_ICRC);
                 return;
             }
             if (ipId != 0) counters.add(Counter.RX_ICRC_IPV4_ID_RECOVERED);
-        } else if (!r.icrc.verifyIpv6(r.buf, 0, len, src.hi, src.lo, local.hi, local.lo, srcPort, port)) {
+        } else if (!r.icrc.verifyIpv6(buf, 0, len, src.hi, src.lo, local.hi, local.lo, srcPort, port)) {
             counters.add(Counter.RX_BAD_ICRC); // over IPv6 the whole ICRC is checked: nothing in it is the kernel's choice
             return;
         }
-        if (r.pkt.wrap(r.buf, 0, len) != RocePacket.OK) {
+        if (r.pkt.wrap(buf, 0, len) != RocePacket.OK) {
             counters.add(Counter.RX_MALFORMED);
             return;
         }
@@ -583,7 +608,7 @@ final class Transport {
             counters.add(Counter.RX_UNKNOWN_QP);
             return;
         }
-        qp.receive(r.pkt, r.seg, src, srcPort);
+        qp.receive(r.pkt, seg, src, srcPort);
     }
 
     private void flushAcks(Receiver r) {

@@ -31,6 +31,7 @@ final class UdpLink implements Link {
      * one channel with a lock held across the system call).
      */
     private final Selector pollSelector;
+    private final String name;
 
     /** A socket of the address's family (IPv4 or IPv6) bound to {@code address:port}. */
     UdpLink(InetAddress address, int port) throws IOException {
@@ -54,7 +55,11 @@ final class UdpLink implements Link {
         ch = c;
         selector = s;
         pollSelector = ps;
+        name = address.getHostAddress() + ":" + port;
     }
+
+    @Override
+    public String toString() { return "udp " + name + " (nio)"; }
 
     /** One system call; false when the socket's send buffer is full. */
     @Override

@@ -1,0 +1,468 @@
+package dev.jrdma.soft;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.StructLayout;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.VarHandle;
+import java.lang.ref.Reference;
+import java.net.Inet4Address;
+import java.net.Inet6Address;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.ClosedChannelException;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The device's UDP socket through libc (Linux, FFM), for speed: a burst of datagrams is received with one
+ * {@code recvmmsg} (a poller learns that the socket is empty from the same call, with no readiness check and no
+ * trailing empty receive), and no JDK lock is held around the system calls, so a thread descheduled inside one
+ * stops no other (the kernel hands each datagram to exactly one receiver; each datagram is sent whole). Chosen by
+ * {@link Transport} where it can be ({@link #AVAILABLE}: Linux, native access enabled for this module), else the
+ * {@link UdpLink} of NIO carries the same packets. Per-thread scratch memory for sends, per-{@link RxBatch} message
+ * headers for receives: nothing is allocated per packet (a sender's {@link InetSocketAddress} is made once per new
+ * sender of a batch).
+ */
+final class LinuxUdpLink implements Link {
+    private static final int AF_INET = 2, AF_INET6 = 10, SOCK_DGRAM = 2, SOCK_NONBLOCK = 0x800, SOCK_CLOEXEC = 0x80000;
+    private static final int SOL_SOCKET = 1, SO_SNDBUF = 7, SO_RCVBUF = 8;
+    private static final int MSG_DONTWAIT = 0x40, MSG_TRUNC = 0x20;
+    private static final int EAGAIN = 11, EINTR = 4, ENOBUFS = 105, EFD_NONBLOCK = 0x800, EFD_CLOEXEC = 0x80000;
+    private static final short POLLIN = 1;
+    /** sizeof(struct sockaddr_in6), room for either family. */
+    private static final int SOCKADDR = 28;
+    /** The largest UDP payload: the bounce buffer of heap buffers. */
+    private static final int BOUNCE = 1 << 16;
+    /** Buffers, destinations and senders a thread or batch remembers (their native forms made once). */
+    private static final int CACHED = 8;
+    /** struct iovec, struct msghdr and struct mmsghdr on LP64 Linux (x86-64, AArch64). */
+    private static final int IOVEC = 16, MMSGHDR = 64;
+    private static final int MSG_NAME = 0, MSG_NAMELEN = 8, MSG_IOV = 16, MSG_IOVLEN = 24, MSG_FLAGS = 48, MSG_LEN = 56;
+    private static final ValueLayout.OfShort NET_SHORT = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+    private static final ValueLayout.OfInt NET_INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+
+    private final int fd, wakeFd, family;
+    private final String name;
+    /** Calls inside the socket now: {@link #close} waits for them before it closes the descriptor (never reused under a call). */
+    private final AtomicInteger inside = new AtomicInteger();
+    private volatile boolean closed;
+    /** The receive thread's wait: the socket and the wake-up eventfd. */
+    private final MemorySegment pollFds, wakeWord, awaitState;
+    private final ThreadLocal<Scratch> scratch = ThreadLocal.withInitial(Scratch::new);
+
+    /** What one thread's sends and single receives use. */
+    private static final class Scratch {
+        final Arena arena = Arena.ofAuto();
+        final MemorySegment from = arena.allocate(SOCKADDR, 8), fromLen = arena.allocate(4, 4);
+        final MemorySegment callState = arena.allocate(Native.CALL_STATE);
+        /** The last destinations and their encoded sockaddrs (a QP sends to the same InetSocketAddress every time). */
+        final InetSocketAddress[] destinations = new InetSocketAddress[CACHED];
+        final MemorySegment[] encoded = new MemorySegment[CACHED];
+        int nextDestination;
+
+        MemorySegment destination(InetSocketAddress to, int family) throws IOException {
+            for (int i = 0; i < CACHED; i++) if (destinations[i] == to) return encoded[i];
+            if (family == AF_INET && !(to.getAddress() instanceof Inet4Address))
+                throw new IOException("an IPv4 socket cannot send to " + to);
+            int i = nextDestination;
+            nextDestination = (i + 1) % CACHED;
+            MemorySegment sa = arena.allocate(SOCKADDR, 8);
+            encoded[i] = sa.asSlice(0, encode(sa, to.getAddress(), to.getPort()));
+            destinations[i] = to;
+            return encoded[i];
+        }
+        final SourceCache sources = new SourceCache();
+        /** The last buffers passed and the native addresses of their element 0 (each QP passes its own transmit buffer every time). */
+        final ByteBuffer[] buffers = new ByteBuffer[CACHED];
+        final long[] bases = new long[CACHED];
+        int nextSlot;
+        /** Where a heap buffer's bytes go through (tests send and receive heap buffers). */
+        final MemorySegment bounce = arena.allocate(BOUNCE, 8);
+
+        /** The native address of {@code b}'s position; a heap buffer's bytes are copied to {@link #bounce} first when {@code out}. */
+        long address(ByteBuffer b, boolean out) {
+            if (!b.isDirect()) {
+                if (out) MemorySegment.copy(MemorySegment.ofBuffer(b), 0, bounce, 0, Math.min(b.remaining(), BOUNCE));
+                return bounce.address();
+            }
+            for (int i = 0; i < CACHED; i++) if (buffers[i] == b) return bases[i] + b.position();
+            int i = nextSlot;
+            nextSlot = (i + 1) % CACHED;
+            bases[i] = MemorySegment.ofBuffer(b).address() - b.position();
+            buffers[i] = b;
+            return bases[i] + b.position();
+        }
+    }
+
+    /** A batch's message headers (one mmsghdr, iovec and sockaddr per slot) and its decoded senders. */
+    private static final class BatchState {
+        final MemorySegment headers, iovecs, names, callState;
+        final SourceCache sources = new SourceCache();
+
+        BatchState(RxBatch batch) {
+            Arena arena = Arena.ofAuto();
+            headers = arena.allocate((long) MMSGHDR * RxBatch.CAPACITY, 8);
+            iovecs = arena.allocate((long) IOVEC * RxBatch.CAPACITY, 8);
+            names = arena.allocate((long) SOCKADDR * RxBatch.CAPACITY, 8);
+            callState = arena.allocate(Native.CALL_STATE);
+            for (int i = 0; i < RxBatch.CAPACITY; i++) {
+                MemorySegment iov = iovecs.asSlice((long) i * IOVEC, IOVEC);
+                iov.set(ValueLayout.ADDRESS, 0, batch.segments[i]);
+                iov.set(ValueLayout.JAVA_LONG, 8, RxBatch.SLOT);
+                MemorySegment h = headers.asSlice((long) i * MMSGHDR, MMSGHDR);
+                h.set(ValueLayout.ADDRESS, MSG_NAME, names.asSlice((long) i * SOCKADDR, SOCKADDR));
+                h.set(ValueLayout.ADDRESS, MSG_IOV, iov);
+                h.set(ValueLayout.JAVA_LONG, MSG_IOVLEN, 1);
+            }
+        }
+    }
+
+    /** The senders decoded lately: a known sender gives the same {@link InetSocketAddress}, without allocating. */
+    private static final class SourceCache {
+        final int[] families = new int[CACHED], ports = new int[CACHED];
+        final long[] highs = new long[CACHED], lows = new long[CACHED]; // the address: IPv4 in low, IPv6 in both
+        final InetSocketAddress[] known = new InetSocketAddress[CACHED];
+        int last, next;
+
+        /** The sender in the sockaddr at {@code at} of {@code sa}. */
+        InetSocketAddress decode(MemorySegment sa, long at) throws IOException {
+            int fam = sa.get(ValueLayout.JAVA_SHORT, at);
+            int port = Short.toUnsignedInt(sa.get(NET_SHORT, at + 2));
+            long high, low;
+            if (fam == AF_INET) {
+                high = 0;
+                low = Integer.toUnsignedLong(sa.get(NET_INT, at + 4));
+            } else if (fam == AF_INET6) {
+                high = sa.get(ValueLayout.JAVA_LONG_UNALIGNED, at + 8);
+                low = sa.get(ValueLayout.JAVA_LONG_UNALIGNED, at + 16);
+            } else {
+                throw new IOException("a datagram from address family " + fam);
+            }
+            for (int k = 0, i = last; k < CACHED; k++, i = (i + 1) % CACHED) {
+                if (known[i] != null && families[i] == fam && ports[i] == port && highs[i] == high && lows[i] == low) {
+                    last = i;
+                    return known[i];
+                }
+            }
+            byte[] bytes = fam == AF_INET ? new byte[4] : new byte[16];
+            MemorySegment.copy(sa, ValueLayout.JAVA_BYTE, at + (fam == AF_INET ? 4 : 8), bytes, 0, bytes.length);
+            InetAddress a;
+            try {
+                a = fam == AF_INET ? InetAddress.getByAddress(bytes) : Inet6Address.getByAddress(null, bytes, sa.get(ValueLayout.JAVA_INT_UNALIGNED, at + 24));
+            } catch (UnknownHostException e) {
+                throw new IOException(e);
+            }
+            int i = next;
+            next = (i + 1) % CACHED;
+            families[i] = fam;
+            ports[i] = port;
+            highs[i] = high;
+            lows[i] = low;
+            last = i;
+            return known[i] = new InetSocketAddress(a, port);
+        }
+    }
+
+    private LinuxUdpLink(int fd, int wakeFd, int family, String name) {
+        this.fd = fd;
+        this.wakeFd = wakeFd;
+        this.family = family;
+        this.name = name;
+        Arena arena = Arena.ofAuto();
+        pollFds = arena.allocate(16, 8);
+        pollFds.set(ValueLayout.JAVA_INT, 0, fd);
+        pollFds.set(ValueLayout.JAVA_SHORT, 4, POLLIN);
+        pollFds.set(ValueLayout.JAVA_INT, 8, wakeFd);
+        pollFds.set(ValueLayout.JAVA_SHORT, 12, POLLIN);
+        wakeWord = arena.allocate(8, 8);
+        awaitState = arena.allocate(Native.CALL_STATE);
+    }
+
+    /** Whether this link can be opened here: Linux, libc's calls bound, native access enabled for this module. */
+    static final boolean AVAILABLE = Native.AVAILABLE;
+
+    /** A non-blocking UDP socket bound to {@code address}:{@code port}, with send and receive buffers of 4 MiB. */
+    static LinuxUdpLink open(InetAddress address, int port) throws IOException {
+        if (!AVAILABLE) throw new IOException("the libc UDP link is not available here");
+        int family = address instanceof Inet6Address ? AF_INET6 : AF_INET;
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment state = a.allocate(Native.CALL_STATE);
+            int fd = (int) Native.SOCKET.invokeExact(state, family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+            if (fd < 0) throw new IOException("socket(): errno " + errno(state));
+            int wake = -1;
+            try {
+                MemorySegment size = a.allocateFrom(ValueLayout.JAVA_INT, 4 << 20);
+                int ignored = (int) Native.SETSOCKOPT.invokeExact(state, fd, SOL_SOCKET, SO_RCVBUF, size, 4);
+                ignored = (int) Native.SETSOCKOPT.invokeExact(state, fd, SOL_SOCKET, SO_SNDBUF, size, 4);
+                MemorySegment sa = a.allocate(SOCKADDR, 8);
+                int len = encode(sa, address, port);
+                if ((int) Native.BIND.invokeExact(state, fd, sa, len) < 0)
+                    throw new IOException("bind " + address.getHostAddress() + ":" + port + ": errno " + errno(state)
+                            + (errno(state) == 98 ? " (address in use)" : ""));
+                wake = (int) Native.EVENTFD.invokeExact(state, 0, EFD_NONBLOCK | EFD_CLOEXEC);
+                if (wake < 0) throw new IOException("eventfd(): errno " + errno(state));
+                return new LinuxUdpLink(fd, wake, family, address.getHostAddress() + ":" + port);
+            } catch (IOException e) {
+                closeFd(fd);
+                if (wake >= 0) closeFd(wake);
+                throw e;
+            }
+        } catch (IOException | RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IOException("the libc UDP link failed to open", t);
+        }
+    }
+
+    private static int errno(MemorySegment state) {
+        return (int) Native.ERRNO.get(state, 0L);
+    }
+
+    /** Writes {@code address}:{@code port} as a sockaddr_in or sockaddr_in6 into {@code sa}; returns its length. */
+    private static int encode(MemorySegment sa, InetAddress address, int port) {
+        sa.fill((byte) 0);
+        sa.set(NET_SHORT, 2, (short) port);
+        if (address instanceof Inet4Address v4) {
+            sa.set(ValueLayout.JAVA_SHORT, 0, (short) AF_INET);
+            sa.set(NET_INT, 4, v4.hashCode()); // Inet4Address.hashCode() is the address as an int
+            return 16;
+        }
+        Inet6Address v6 = (Inet6Address) address;
+        sa.set(ValueLayout.JAVA_SHORT, 0, (short) AF_INET6);
+        MemorySegment.copy(v6.getAddress(), 0, sa, ValueLayout.JAVA_BYTE, 8, 16);
+        sa.set(ValueLayout.JAVA_INT_UNALIGNED, 24, v6.getScopeId());
+        return SOCKADDR;
+    }
+
+    private void enter() throws ClosedChannelException {
+        inside.incrementAndGet();
+        if (closed) {
+            inside.decrementAndGet();
+            throw new ClosedChannelException();
+        }
+    }
+
+    private void exit() {
+        inside.decrementAndGet();
+    }
+
+    /** One {@code sendto}; false when the socket's send buffer is full. */
+    @Override
+    public boolean send(ByteBuffer b, InetSocketAddress to) throws IOException {
+        Scratch s = scratch.get();
+        MemorySegment sa = s.destination(to, family);
+        int n = b.isDirect() ? b.remaining() : Math.min(b.remaining(), BOUNCE);
+        long at = s.address(b, true);
+        enter();
+        long r;
+        try {
+            r = (long) Native.SENDTO.invokeExact(s.callState, fd, at, (long) n, MSG_DONTWAIT, sa, (int) sa.byteSize());
+        } catch (Throwable t) {
+            throw new IOException("sendto failed", t);
+        } finally {
+            exit();
+            Reference.reachabilityFence(b);
+        }
+        if (r < 0) {
+            int e = errno(s.callState);
+            if (e == EAGAIN || e == ENOBUFS || e == EINTR) return false;
+            throw new IOException("sendto " + to + " from " + name + ": errno " + e);
+        }
+        b.position(b.limit());
+        return true;
+    }
+
+    /** One {@code recvfrom} (links that wrap this one receive one datagram at a time). */
+    @Override
+    public InetSocketAddress receive(ByteBuffer b) throws IOException {
+        Scratch s = scratch.get();
+        s.fromLen.set(ValueLayout.JAVA_INT, 0, SOCKADDR);
+        int room = b.isDirect() ? b.remaining() : Math.min(b.remaining(), BOUNCE);
+        long at = s.address(b, false);
+        enter();
+        long r;
+        try {
+            r = (long) Native.RECVFROM.invokeExact(s.callState, fd, at, (long) room, MSG_DONTWAIT, s.from, s.fromLen);
+        } catch (Throwable t) {
+            throw new IOException("recvfrom failed", t);
+        } finally {
+            exit();
+            Reference.reachabilityFence(b);
+        }
+        if (r < 0) {
+            int e = errno(s.callState);
+            if (e == EAGAIN || e == EINTR) return null;
+            throw new IOException("recvfrom on " + name + ": errno " + e);
+        }
+        if (!b.isDirect()) MemorySegment.copy(s.bounce, 0, MemorySegment.ofBuffer(b), 0, r);
+        b.position(b.position() + (int) r);
+        return s.sources.decode(s.from, 0);
+    }
+
+    @Override
+    public void prepare(RxBatch batch) {
+        scratch.get();
+        if (!(batch.linkState instanceof BatchState)) batch.linkState = new BatchState(batch);
+    }
+
+    /** One {@code recvmmsg} for the whole burst; a short burst means the socket is empty. */
+    @Override
+    public int receive(RxBatch batch) throws IOException {
+        BatchState st;
+        if (batch.linkState instanceof BatchState known) st = known;
+        else batch.linkState = st = new BatchState(batch);
+        MemorySegment h = st.headers;
+        for (int i = 0; i < RxBatch.CAPACITY; i++) h.set(ValueLayout.JAVA_INT, (long) i * MMSGHDR + MSG_NAMELEN, SOCKADDR);
+        enter();
+        int n;
+        try {
+            n = (int) Native.RECVMMSG.invokeExact(st.callState, fd, h, RxBatch.CAPACITY, MSG_DONTWAIT, MemorySegment.NULL);
+        } catch (Throwable t) {
+            throw new IOException("recvmmsg failed", t);
+        } finally {
+            exit();
+        }
+        if (n < 0) {
+            int e = errno(st.callState);
+            if (e == EAGAIN || e == EINTR) {
+                batch.drained = e == EAGAIN;
+                return 0;
+            }
+            throw new IOException("recvmmsg on " + name + ": errno " + e);
+        }
+        for (int i = 0; i < n; i++) {
+            long at = (long) i * MMSGHDR;
+            boolean cut = (h.get(ValueLayout.JAVA_INT, at + MSG_FLAGS) & MSG_TRUNC) != 0;
+            batch.lengths[i] = cut ? RxBatch.TRUNCATED : h.get(ValueLayout.JAVA_INT, at + MSG_LEN);
+            batch.sources[i] = st.sources.decode(st.names, (long) i * SOCKADDR);
+        }
+        batch.drained = n < RxBatch.CAPACITY;
+        return n;
+    }
+
+    /** Blocks in {@code poll} on the socket and the wake-up eventfd. */
+    @Override
+    public void await() throws IOException {
+        enter();
+        try {
+            pollFds.set(ValueLayout.JAVA_SHORT, 6, (short) 0);
+            pollFds.set(ValueLayout.JAVA_SHORT, 14, (short) 0);
+            int r = (int) Native.POLL.invokeExact(awaitState, pollFds, 2L, -1);
+            if (r < 0 && errno(awaitState) != EINTR) throw new IOException("poll on " + name + ": errno " + errno(awaitState));
+            if (r > 0 && (pollFds.get(ValueLayout.JAVA_SHORT, 14) & POLLIN) != 0) {
+                long ignored = (long) Native.READ.invokeExact(awaitState, wakeFd, wakeWord, 8L); // reset the eventfd
+            }
+        } catch (IOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IOException("poll failed", t);
+        } finally {
+            exit();
+        }
+    }
+
+    @Override
+    public void wakeup() {
+        try (Arena a = Arena.ofConfined()) {
+            long ignored = (long) Native.WRITE.invokeExact(a.allocate(Native.CALL_STATE), wakeFd, a.allocateFrom(ValueLayout.JAVA_LONG, 1L), 8L);
+        } catch (Throwable ignored) {
+            // closed already
+        }
+    }
+
+    /**
+     * Closes the socket once no call is inside it: an await is woken, a receive or send ends within microseconds. A
+     * call that does not end within 2 s (a thread stopped in a debugger) keeps the descriptors open: better a leak
+     * than a descriptor number reused under a call.
+     */
+    @Override
+    public void close() {
+        if (closed) return;
+        closed = true;
+        wakeup();
+        long end = System.nanoTime() + 2_000_000_000L;
+        while (inside.get() > 0) {
+            if (System.nanoTime() - end > 0) return;
+            wakeup();
+            Thread.onSpinWait();
+            Thread.yield();
+        }
+        closeFd(fd);
+        closeFd(wakeFd);
+    }
+
+    private static void closeFd(int fd) {
+        try {
+            int ignored = (int) Native.CLOSE.invokeExact(fd);
+        } catch (Throwable ignored) {
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "udp " + name + " (libc)";
+    }
+
+    /** The libc calls, bound once; {@link #AVAILABLE} is false where they cannot be (not Linux, native access not enabled). */
+    private static final class Native {
+        static final boolean AVAILABLE;
+        static final StructLayout CALL_STATE = Linker.Option.captureStateLayout();
+        static final VarHandle ERRNO = CALL_STATE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
+        static final MethodHandle SOCKET, SETSOCKOPT, BIND, SENDTO, RECVFROM, RECVMMSG, POLL, EVENTFD, READ, WRITE, CLOSE;
+
+        static {
+            MethodHandle[] h = new MethodHandle[11];
+            boolean ok = false;
+            try {
+                Module self = LinuxUdpLink.class.getModule();
+                String os = System.getProperty("os.name", "").toLowerCase(java.util.Locale.ROOT);
+                String arch = System.getProperty("os.arch", "");
+                // the struct offsets above are LP64 Linux's; without native access every call would warn (or be denied)
+                if (os.contains("linux") && (arch.equals("amd64") || arch.equals("x86_64") || arch.equals("aarch64"))
+                        && self.isNativeAccessEnabled()) {
+                    Linker linker = Linker.nativeLinker();
+                    var libc = linker.defaultLookup();
+                    Linker.Option errno = Linker.Option.captureCallState("errno");
+                    // short non-blocking system calls: critical downcalls (no thread-state transition)
+                    Linker.Option[] quick = {errno, Linker.Option.critical(false)};
+                    ValueLayout I = ValueLayout.JAVA_INT, L = ValueLayout.JAVA_LONG, P = ValueLayout.ADDRESS;
+                    h[0] = linker.downcallHandle(libc.find("socket").orElseThrow(), FunctionDescriptor.of(I, I, I, I), errno);
+                    h[1] = linker.downcallHandle(libc.find("setsockopt").orElseThrow(), FunctionDescriptor.of(I, I, I, I, P, I), errno);
+                    h[2] = linker.downcallHandle(libc.find("bind").orElseThrow(), FunctionDescriptor.of(I, I, P, I), errno);
+                    // the data pointer is passed as a long (a buffer's address): no segment made per packet
+                    h[3] = linker.downcallHandle(libc.find("sendto").orElseThrow(), FunctionDescriptor.of(L, I, L, L, I, P, I), quick);
+                    h[4] = linker.downcallHandle(libc.find("recvfrom").orElseThrow(), FunctionDescriptor.of(L, I, L, L, I, P, P), quick);
+                    h[5] = linker.downcallHandle(libc.find("recvmmsg").orElseThrow(), FunctionDescriptor.of(I, I, P, I, I, P), quick);
+                    h[6] = linker.downcallHandle(libc.find("poll").orElseThrow(), FunctionDescriptor.of(I, P, L, I), errno);
+                    h[7] = linker.downcallHandle(libc.find("eventfd").orElseThrow(), FunctionDescriptor.of(I, I, I), errno);
+                    h[8] = linker.downcallHandle(libc.find("read").orElseThrow(), FunctionDescriptor.of(L, I, P, L), errno);
+                    h[9] = linker.downcallHandle(libc.find("write").orElseThrow(), FunctionDescriptor.of(L, I, P, L), errno);
+                    h[10] = linker.downcallHandle(libc.find("close").orElseThrow(), FunctionDescriptor.of(I, I));
+                    ok = true;
+                }
+            } catch (RuntimeException | Error e) {
+                ok = false;
+            }
+            SOCKET = h[0];
+            SETSOCKOPT = h[1];
+            BIND = h[2];
+            SENDTO = h[3];
+            RECVFROM = h[4];
+            RECVMMSG = h[5];
+            POLL = h[6];
+            EVENTFD = h[7];
+            READ = h[8];
+            WRITE = h[9];
+            CLOSE = h[10];
+            AVAILABLE = ok;
+        }
+    }
+}

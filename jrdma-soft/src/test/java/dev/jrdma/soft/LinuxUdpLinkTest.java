@@ -1,0 +1,181 @@
+package dev.jrdma.soft;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+import java.io.IOException;
+import java.lang.management.ManagementFactory;
+import java.net.DatagramSocket;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.StandardProtocolFamily;
+import java.nio.ByteBuffer;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.DatagramChannel;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** The libc UDP link over real loopback sockets: bursts, senders, truncation, waiting, closing, and no allocation. */
+@Timeout(60)
+class LinuxUdpLinkTest {
+    @BeforeAll
+    static void linuxHasIt() {
+        // the build runs tests on Linux with native access enabled: there the fast link must be the one chosen
+        if (System.getProperty("os.name", "").toLowerCase().contains("linux"))
+            assertTrue(LinuxUdpLink.AVAILABLE, "the libc UDP link is not available under the test configuration");
+    }
+
+    /** A link on {@code host} and a free port. */
+    static LinuxUdpLink open(String host) throws IOException {
+        InetAddress a = InetAddress.getByName(host);
+        for (int tries = 0; ; tries++) {
+            int port;
+            try (DatagramSocket probe = new DatagramSocket(new InetSocketAddress(a, 0))) {
+                port = probe.getLocalPort();
+            }
+            try {
+                return LinuxUdpLink.open(a, port);
+            } catch (IOException e) {
+                if (tries > 5) throw e; // someone took the port in between: another
+            }
+        }
+    }
+
+    private static int port(LinuxUdpLink l) {
+        String s = l.toString(); // "udp HOST:PORT (libc)"
+        return Integer.parseInt(s.substring(s.lastIndexOf(':') + 1, s.indexOf(' ', s.lastIndexOf(':'))));
+    }
+
+    private static ByteBuffer datagram(int len, int seed) {
+        ByteBuffer b = ByteBuffer.allocateDirect(len);
+        for (int i = 0; i < len; i++) b.put(i, (byte) (seed + i));
+        return b;
+    }
+
+    @Test
+    void theDeviceUsesItWhereAvailable() throws IOException {
+        int port;
+        try (DatagramSocket probe = new DatagramSocket(new InetSocketAddress("127.0.0.63", 0))) {
+            port = probe.getLocalPort();
+        }
+        Transport t = Transport.acquire((java.net.Inet4Address) InetAddress.getByName("127.0.0.63"), port);
+        try {
+            assertEquals("udp 127.0.0.63:" + port + (LinuxUdpLink.AVAILABLE ? " (libc)" : " (nio)"), t.linkName());
+        } finally {
+            t.release();
+        }
+    }
+
+    @Test
+    void aBurstArrivesInOneCallInOrderWithItsSender() throws IOException {
+        try (LinuxUdpLink a = open("127.0.0.61"); LinuxUdpLink b = open("127.0.0.62")) {
+            InetSocketAddress toB = new InetSocketAddress("127.0.0.62", port(b));
+            int[] sizes = {1, 64, 1500, 4096 + 60, 8192};
+            for (int k = 0; k < sizes.length; k++) assertTrue(a.send(datagram(sizes[k], k), toB));
+            RxBatch batch = new RxBatch();
+            int n = b.receive(batch);
+            assertEquals(sizes.length, n, "every datagram sent before the call comes in one burst");
+            assertTrue(batch.drained, "a short burst means the socket is empty");
+            for (int k = 0; k < n; k++) {
+                assertEquals(sizes[k], batch.lengths[k]);
+                assertEquals(new InetSocketAddress("127.0.0.61", port(a)), batch.sources[k]);
+                for (int i = 0; i < sizes[k]; i++) assertEquals((byte) (k + i), batch.buffers[k].get(i), "slot " + k + " byte " + i);
+            }
+            assertSame(batch.sources[0], batch.sources[n - 1], "one sender, one address object");
+            assertEquals(0, b.receive(batch));
+            assertTrue(batch.drained);
+        }
+    }
+
+    @Test
+    void aFullBurstSaysMoreMayWaitAndTooLongIsMarked() throws IOException {
+        try (LinuxUdpLink a = open("127.0.0.61"); LinuxUdpLink b = open("127.0.0.62")) {
+            InetSocketAddress toB = new InetSocketAddress("127.0.0.62", port(b));
+            int total = RxBatch.CAPACITY + 8;
+            for (int k = 0; k < total; k++) assertTrue(a.send(datagram(k == total - 1 ? RxBatch.SLOT + 1 : 100, k), toB));
+            RxBatch batch = new RxBatch();
+            assertEquals(RxBatch.CAPACITY, b.receive(batch));
+            assertFalse(batch.drained, "a full burst cannot tell whether more wait");
+            assertEquals(8, b.receive(batch));
+            assertTrue(batch.drained);
+            assertEquals(100, batch.lengths[6]);
+            assertEquals(RxBatch.TRUNCATED, batch.lengths[7], "a datagram longer than a slot is marked, not passed on cut");
+        }
+    }
+
+    @Test
+    void talksToNioAndReceivesSingleDatagramsIntoHeapBuffers() throws IOException {
+        try (LinuxUdpLink b = open("127.0.0.62"); DatagramChannel nio = DatagramChannel.open(StandardProtocolFamily.INET)) {
+            nio.bind(new InetSocketAddress("127.0.0.61", 0));
+            InetSocketAddress toB = new InetSocketAddress("127.0.0.62", port(b));
+            nio.send(ByteBuffer.wrap(new byte[] {1, 2, 3}), toB);
+            ByteBuffer heap = ByteBuffer.allocate(100);
+            InetSocketAddress from = null;
+            for (int i = 0; i < 1000 && from == null; i++) from = b.receive(heap);
+            assertEquals(nio.getLocalAddress(), from);
+            assertEquals(3, heap.position());
+            assertEquals(3, heap.get(2));
+            assertTrue(b.send(ByteBuffer.wrap(new byte[] {9, 8}), (InetSocketAddress) nio.getLocalAddress()));
+            ByteBuffer back = ByteBuffer.allocate(10);
+            nio.configureBlocking(true);
+            assertEquals(toB, nio.receive(back));
+            assertEquals(2, back.position());
+            assertEquals(8, back.get(1));
+        }
+    }
+
+    @Test
+    void awaitEndsOnADatagramOnWakeupAndOnClose() throws Exception {
+        LinuxUdpLink a = open("127.0.0.61"), b = open("127.0.0.62");
+        try {
+            InetSocketAddress toB = new InetSocketAddress("127.0.0.62", port(b));
+            a.send(datagram(10, 0), toB);
+            b.await(); // returns: a datagram waits
+            assertEquals(1, b.receive(new RxBatch()));
+            b.wakeup();
+            b.await(); // returns: woken before
+            CountDownLatch done = new CountDownLatch(1);
+            Thread waiter = Thread.ofPlatform().start(() -> {
+                try {
+                    b.await();
+                } catch (IOException ignored) {
+                }
+                done.countDown();
+            });
+            assertFalse(done.await(200, TimeUnit.MILLISECONDS), "await returned with nothing to receive");
+            b.close();
+            assertTrue(done.await(5, TimeUnit.SECONDS), "close did not end the await in progress");
+            waiter.join();
+            assertThrows(ClosedChannelException.class, () -> b.receive(new RxBatch()));
+            assertThrows(ClosedChannelException.class, () -> b.send(datagram(1, 0), toB));
+        } finally {
+            a.close();
+            b.close();
+        }
+    }
+
+    @Test
+    void sendingAndReceivingBurstsAllocateNothing() throws IOException {
+        var mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        try (LinuxUdpLink a = open("127.0.0.61"); LinuxUdpLink b = open("127.0.0.62")) {
+            InetSocketAddress toB = new InetSocketAddress("127.0.0.62", port(b));
+            ByteBuffer d = datagram(64, 1);
+            RxBatch batch = new RxBatch();
+            int received = 0;
+            long before = 0;
+            for (int round = 0; round < 40_000; round++) {
+                if (round == 20_000) before = mx.getCurrentThreadAllocatedBytes(); // after warm-up and compilation
+                d.clear();
+                while (!a.send(d, toB)) Thread.onSpinWait();
+                int n;
+                while ((n = b.receive(batch)) == 0) Thread.onSpinWait();
+                received += n;
+            }
+            long allocated = mx.getCurrentThreadAllocatedBytes() - before;
+            assertEquals(40_000, received);
+            assertTrue(allocated < 16 * 1024, "20000 sends and receives allocated " + allocated + " bytes");
+        }
+    }
+}
