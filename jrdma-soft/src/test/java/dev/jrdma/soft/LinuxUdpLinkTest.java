@@ -55,16 +55,23 @@ class LinuxUdpLinkTest {
     }
 
     @Test
-    void theDeviceUsesItWhereAvailable() throws IOException {
-        int port;
-        try (DatagramSocket probe = new DatagramSocket(new InetSocketAddress("127.0.0.63", 0))) {
-            port = probe.getLocalPort();
-        }
-        Transport t = Transport.acquire((java.net.Inet4Address) InetAddress.getByName("127.0.0.63"), port);
-        try {
-            assertEquals("udp 127.0.0.63:" + port + (LinuxUdpLink.AVAILABLE ? " (libc)" : " (nio)"), t.linkName());
-        } finally {
-            t.release();
+    void theDeviceUsesItWhenAskedAndNioByDefault() throws IOException {
+        for (String impl : new String[] {null, "libc"}) {
+            int port;
+            try (DatagramSocket probe = new DatagramSocket(new InetSocketAddress("127.0.0.63", 0))) {
+                port = probe.getLocalPort();
+            }
+            if (impl != null) System.setProperty("jrdma.soft.udp", impl);
+            try {
+                Transport t = Transport.acquire((java.net.Inet4Address) InetAddress.getByName("127.0.0.63"), port);
+                try {
+                    assertEquals("udp 127.0.0.63:" + port + (impl == null ? " (nio)" : " (libc)"), t.linkName());
+                } finally {
+                    t.release();
+                }
+            } finally {
+                System.clearProperty("jrdma.soft.udp");
+            }
         }
     }
 
@@ -163,19 +170,23 @@ class LinuxUdpLinkTest {
             InetSocketAddress toB = new InetSocketAddress("127.0.0.62", port(b));
             ByteBuffer d = datagram(64, 1);
             RxBatch batch = new RxBatch();
+            // windows of 10000 round trips: once compiled, a window allocates nothing (a per-packet allocation would
+            // show in every window; the first ones may still run interpreted code on a loaded machine)
+            long best = Long.MAX_VALUE;
             int received = 0;
-            long before = 0;
-            for (int round = 0; round < 40_000; round++) {
-                if (round == 20_000) before = mx.getCurrentThreadAllocatedBytes(); // after warm-up and compilation
-                d.clear();
-                while (!a.send(d, toB)) Thread.onSpinWait();
-                int n;
-                while ((n = b.receive(batch)) == 0) Thread.onSpinWait();
-                received += n;
+            for (int window = 0; window < 8 && best >= 16 * 1024; window++) {
+                long before = mx.getCurrentThreadAllocatedBytes();
+                for (int round = 0; round < 10_000; round++) {
+                    d.clear();
+                    while (!a.send(d, toB)) Thread.onSpinWait();
+                    int n;
+                    while ((n = b.receive(batch)) == 0) Thread.onSpinWait();
+                    received += n;
+                }
+                best = Math.min(best, mx.getCurrentThreadAllocatedBytes() - before);
             }
-            long allocated = mx.getCurrentThreadAllocatedBytes() - before;
-            assertEquals(40_000, received);
-            assertTrue(allocated < 16 * 1024, "20000 sends and receives allocated " + allocated + " bytes");
+            assertTrue(best < 16 * 1024, "every window of 10000 sends and receives allocated, the least " + best + " bytes");
+            assertTrue(received >= 10_000);
         }
     }
 }
