@@ -129,8 +129,8 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
 
     /**
      * {@return the defaults: queue depths 64, inline 64 bytes, messages of 4096 bytes, 1 MiB slabs, a CQ of 4096,
-     * EVENT polling, a 10 s timeout, the device that reaches the address, AUTO connection manager, no remote rights,
-     * 1024 connections and 64 handshakes at once}
+     * EVENT polling, a 10 s timeout (or {@code -Djrdma.connect.timeoutMs}), the device that reaches the address, AUTO
+     * connection manager, no remote rights, 1024 connections and 64 handshakes at once}
      */
     public static EndpointConfig defaults() {
         return builder().build();
@@ -224,7 +224,7 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
          */
         public Builder pollMode(PollMode m) { pollMode = m; return this; }
         /**
-         * Sets {@link EndpointConfig#timeout()} (default 10 s).
+         * Sets {@link EndpointConfig#timeout()} (default 10 s, or {@code -Djrdma.connect.timeoutMs} milliseconds).
          *
          * @param t how long set-up and each operation may take, positive
          * @return this builder
