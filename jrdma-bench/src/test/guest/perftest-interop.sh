@@ -32,7 +32,7 @@ case "${MODES:-ci}" in
   full) MODE_CASES=("send_lat -c UD" "send_bw -c UD" "send_lat -e" "send_bw -e" "write_lat -I 64" "send_bw -I 256 -s 256"
                     "send_lat -R" "write_bw -R" "read_lat -R" "send_lat -c UD -R" "send_bw -c UD -R") ;;
   none) MODE_CASES=() ;;
-  *) MODE_CASES=("send_lat -c UD -e" "send_bw -c UD -I 256 -s 256") ;;  # -R: not yet run against perftest here
+  *) MODE_CASES=("send_lat -c UD -e" "send_bw -c UD -I 256 -s 256" "write_lat -R -I 64" "send_bw -R -e") ;;
 esac
 [ ${#TESTS[@]} -eq 0 ] && TESTS=(send_lat write_lat read_lat atomic_lat send_bw write_bw read_bw atomic_bw "${MODE_CASES[@]}")
 

@@ -56,7 +56,7 @@ final class CmLink implements PerftestWire.Link {
     private CompletionQueue sendCq, recvCq;
     private QueuePair qp;
     private int readTimeoutMs;
-    private boolean disconnected;
+    private boolean disconnected, closed;
     private final WorkCompletion[] wc = WorkCompletion.array(1);
 
     private CmLink() throws CmException {
@@ -143,7 +143,7 @@ final class CmLink implements PerftestWire.Link {
         try {
             l = new CmLink();
             l.listener = CmId.create(l.events, PortSpace.TCP);
-            l.listener.bind(new InetSocketAddress(port));
+            l.listener.bind(new InetSocketAddress(InetAddress.getByAddress(new byte[4]), port)); // 0.0.0.0, as perftest (AF_INET)
             l.listener.listen(1);
             listening.run();
             long deadline = acceptTimeoutSec == 0 ? Long.MAX_VALUE : System.nanoTime() + acceptTimeoutSec * 1_000_000_000L;
@@ -160,7 +160,7 @@ final class CmLink implements PerftestWire.Link {
             l.listener.close(); // the test QPs' rdma_cm listener binds this port next
             l.listener = null;
             return l;
-        } catch (CmException e) {
+        } catch (CmException | UnknownHostException e) {
             if (l != null) l.close();
             throw new BenchException("rdma_cm on port " + port + " failed: " + e.getMessage() + " (another server on this port? use -p)", e);
         } catch (RuntimeException e) {
@@ -267,8 +267,11 @@ final class CmLink implements PerftestWire.Link {
         return true;
     }
 
+    /** Disconnects and frees everything; idempotent (the exchange closes it, and so does its try-with-resources). */
     @Override
     public void close() {
+        if (closed) return;
+        closed = true;
         if (id != null) {
             if (!disconnected) {
                 try {

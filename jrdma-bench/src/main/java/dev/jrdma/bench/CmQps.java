@@ -47,6 +47,7 @@ final class CmQps implements AutoCloseable {
     private final CmId[] ids;
     private CmId listener;
     private final UdPeer[] peers;
+    private boolean closed;
 
     private CmQps(QueuePair[] qps, boolean ud, boolean client, int responderResources, int timeoutSec) throws CmException {
         this.events = CmEventChannel.create();
@@ -65,10 +66,10 @@ final class CmQps implements AutoCloseable {
         try {
             c = new CmQps(qps, ud, false, responderResources, timeoutSec);
             c.listener = CmId.create(c.events, ud ? PortSpace.UDP : PortSpace.TCP);
-            c.listener.bind(new InetSocketAddress(port));
+            c.listener.bind(new InetSocketAddress(InetAddress.getByAddress(new byte[4]), port)); // 0.0.0.0, as perftest (AF_INET)
             c.listener.listen(qps.length);
             return c;
-        } catch (CmException e) {
+        } catch (CmException | UnknownHostException e) {
             if (c != null) c.close();
             throw new BenchException("rdma_cm: cannot listen for the test's QPs on port " + port + ": " + e.getMessage(), e);
         }
@@ -223,11 +224,13 @@ final class CmQps implements AutoCloseable {
     }
 
     /**
-     * Disconnects. RC: the client disconnects every connection and waits (at most 3 s) for their DISCONNECTED, as
+     * Disconnects (once). RC: the client disconnects every connection and waits (at most 3 s) for their DISCONNECTED, as
      * perftest's client does; the server disconnects (answering the client's request) without waiting. UD ids just go.
      */
     @Override
     public void close() {
+        if (closed) return;
+        closed = true;
         if (!ud) {
             int disconnecting = 0;
             for (CmId id : ids) {
