@@ -292,6 +292,9 @@ final class SoftQp extends Resource implements QueuePair {
     void toErr() {
         // a QP on an SRQ takes no more of its receives: the last WQE is reached (IBA 10.8.1; rxe raises it too)
         if (srq != null && state != QpState.ERR) pd.context().raise(AsyncEventType.QP_LAST_WQE_REACHED, this);
+        // a coalesced ACK still owed covers requests executed and completed here: send it before the QP stops
+        // answering, or the peer retries a request that was delivered and ends in RETRY_EXC_ERR
+        responder.flushAck();
         state = QpState.ERR;
         requester.reset();
         completer.reset();

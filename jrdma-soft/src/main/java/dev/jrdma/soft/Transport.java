@@ -405,6 +405,17 @@ final class Transport {
         r.ackPending[r.ackPendingCount++] = qp;
     }
 
+    /** Runs {@code body} as the receive thread's drive runs its burst (tests): the ACKs it owes wait for the end. */
+    void driveForTest(Runnable body) {
+        threadRx.owner = Thread.currentThread();
+        try {
+            body.run();
+        } finally {
+            threadRx.owner = null;
+            flushAcks(threadRx);
+        }
+    }
+
     /** Whether the calling thread is driving the device now (handling received packets): ACKs wait for the end of its burst. */
     boolean driving() {
         Thread t = Thread.currentThread();

@@ -9,6 +9,7 @@ import dev.jrdma.soft.wire.RocePacket;
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.QpState;
+import dev.jrdma.verbs.QpAttr;
 import dev.jrdma.verbs.RecvWorkRequest;
 import dev.jrdma.verbs.WcOpcode;
 import dev.jrdma.verbs.WcStatus;
@@ -47,6 +48,24 @@ class ResponderTest {
             List<RocePacket> out = rig.drain(); // each packet asked for an ACK; off the receive thread they go out at once
             assertEquals(2, out.size());
             assertAeth(out.get(1), PEER_PSN + 1, Aeth.TYPE_ACK, 0);
+        }
+    }
+
+    @Test
+    void aCoalescedAckIsSentBeforeTheQpGoesToErr() {
+        // the completion thread can end a QP (an application's handler failed) while the burst that delivered the
+        // SEND still owes its ACK: the SEND was executed, so the peer must hear so, not retry into RETRY_EXC_ERR
+        try (EngineRig rig = new EngineRig()) {
+            MemoryRegion buf = rig.mrAll(64);
+            rig.qp.postRecv(new RecvWorkRequest().wrId(1).buffer(buf, 0, 64));
+            rig.transport.driveForTest(() -> {
+                assertTrue(rig.feed(request(Opcode.SEND_ONLY, PEER_PSN, 8).payload(8, 3)));
+                assertEquals(1, rig.poll().wrId);
+                assertEquals(List.of(), rig.drain(), "inside a burst the ACK waits for its end");
+                rig.qp.modify(new QpAttr().state(QpState.ERR));
+                assertAeth(rig.one(), PEER_PSN, Aeth.TYPE_ACK, 0);
+            });
+            assertEquals(List.of(), rig.drain(), "acknowledged once");
         }
     }
 
