@@ -46,6 +46,8 @@ final class Transport {
     static final int RX_BUF = 1 << 16;
 
     private static final Map<String, Transport> OPEN = new HashMap<>();
+    /** Transports released but whose socket is not closed yet: opening the same address and port waits for them. */
+    private static final Map<String, Transport> CLOSING = new HashMap<>();
 
     /** The device's address (IPv4 or IPv6): what its socket binds and the source every ICRC it sends covers. */
     final IpAddress local;
@@ -222,6 +224,7 @@ final class Transport {
     static Transport acquire(InetAddress address, int port, UnaryOperator<Link> wrap) {
         String k = IpAddress.of(address).literal() + ":" + port;
         synchronized (OPEN) {
+            awaitClosed(k);
             Transport t = OPEN.get(k);
             if (t == null) {
                 try {
@@ -238,12 +241,43 @@ final class Transport {
         }
     }
 
+    /**
+     * Waits (holding OPEN's monitor, which wait gives up) until a released transport on {@code k} has closed its socket:
+     * a device closed and opened again at once on the same address would otherwise fail to bind (EADDRINUSE).
+     */
+    private static void awaitClosed(String k) {
+        long deadline = System.nanoTime() + 5_000_000_000L;
+        boolean interrupted = false;
+        while (CLOSING.containsKey(k)) {
+            long left = (deadline - System.nanoTime()) / 1_000_000;
+            if (left <= 0) break; // its close hangs: the bind below says EBUSY
+            try {
+                OPEN.wait(left);
+            } catch (InterruptedException e) {
+                interrupted = true;
+            }
+        }
+        if (interrupted) Thread.currentThread().interrupt();
+    }
+
     void release() {
         if (tap != null) return;
         synchronized (OPEN) {
             if (--refs > 0) return;
             OPEN.remove(key);
+            CLOSING.put(key, this);
         }
+        try {
+            stop();
+        } finally {
+            synchronized (OPEN) {
+                CLOSING.remove(key, this);
+                OPEN.notifyAll();
+            }
+        }
+    }
+
+    private void stop() {
         timer.close();
         running = false;
         link.wakeup();
