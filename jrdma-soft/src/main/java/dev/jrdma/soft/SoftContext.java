@@ -258,7 +258,11 @@ public final class SoftContext extends Resource implements Context {
         }
     }
 
-    /** Packet counters of the device's socket (shared by every context on the same address and port). */
+    /**
+     * Packet counters of the device's socket (shared by every context on the same address and port).
+     *
+     * @return a snapshot of the counters, taken now
+     */
     public Stats stats() {
         Counter.Set c = transport.counters;
         return new Stats(c.get(Counter.RX_PACKETS), c.get(Counter.RX_BAD_ICRC), c.get(Counter.RX_MALFORMED), c.get(Counter.RX_UNKNOWN_QP),
@@ -274,7 +278,18 @@ public final class SoftContext extends Resource implements Context {
         return java.util.Collections.unmodifiableMap(m);
     }
 
-    /** Counters: packets received, dropped for a bad ICRC, malformed, for an unknown QP, dropped by a failure; sent, send errors, retransmitted. */
+    /**
+     * A snapshot of the device socket's packet counters.
+     *
+     * @param rxPackets   packets received
+     * @param rxBadIcrc   packets dropped for a bad ICRC
+     * @param rxMalformed packets dropped as malformed (headers that do not parse or do not fit)
+     * @param rxUnknownQp packets dropped for a destination QP that does not exist here
+     * @param rxDropped   packets whose handling failed unexpectedly (a bug; logged, the device keeps serving)
+     * @param txPackets   packets sent
+     * @param txErrors    sends that failed
+     * @param retransmits requests sent again (the requester's retry after a timeout or a NAK)
+     */
     public record Stats(long rxPackets, long rxBadIcrc, long rxMalformed, long rxUnknownQp, long rxDropped,
                         long txPackets, long txErrors, long retransmits) {}
 

@@ -35,15 +35,25 @@ public final class SoftDevice implements Device {
     @Override public NodeType nodeType() { return NodeType.CA; }
     @Override public TransportType transportType() { return TransportType.IB; }
 
-    /** The local address the device's socket binds: an {@code Inet4Address}, or an {@code Inet6Address} (link-local ones with their scope). */
+    /**
+     * The local address the device's socket binds.
+     *
+     * @return an {@code Inet4Address}, or an {@code Inet6Address} (link-local ones with their scope)
+     */
     public InetAddress address() { return address.inet; }
 
-    /** The UDP port of the device's socket (and of its peers). */
+    /**
+     * The UDP port of the device's socket (and of its peers).
+     *
+     * @return the port, 1..65535
+     */
     public int port() { return port; }
 
     /**
      * The GID of the device's address, the one it sends from: {@code ::ffff:a.b.c.d} for IPv4, the address for IPv6.
      * Its index in port 1's GID table is {@code Context.defaultGidIndex(1)} (the table is the interface's, as rxe's).
+     *
+     * @return the device's own GID
      */
     public Gid gid() { return address.gid(); }
 

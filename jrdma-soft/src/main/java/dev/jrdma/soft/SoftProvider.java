@@ -31,11 +31,17 @@ import java.util.concurrent.ConcurrentHashMap;
  * first non-loopback address, else loopback.
  */
 public final class SoftProvider implements VerbsProvider {
+    /** The provider's name, as {@code -Djrdma.provider=soft} and {@code Device.provider()} spell it. */
     public static final String NAME = "soft";
+    /** The UDP port RoCEv2 uses (IANA), the port unless {@code jrdma.soft.port} says otherwise. */
     public static final int DEFAULT_PORT = 4791;
 
     /** Devices are shared JVM-wide by name, address and port (devices on one address share one socket). */
     private static final Map<String, SoftDevice> DEVICES = new ConcurrentHashMap<>();
+
+    /** The provider, as {@code ServiceLoader} makes it; its devices are JVM-wide, not per instance. */
+    public SoftProvider() {
+    }
 
     @Override
     public String name() { return NAME; }
@@ -43,7 +49,12 @@ public final class SoftProvider implements VerbsProvider {
     @Override
     public int priority() { return 0; }
 
-    /** The configured UDP port. */
+    /**
+     * The configured UDP port.
+     *
+     * @return {@code jrdma.soft.port} (or env {@code JRDMA_SOFT_PORT}), else {@link #DEFAULT_PORT}
+     * @throws VerbsException when the setting is not a port number
+     */
     public static int configuredPort() {
         String p = System.getProperty("jrdma.soft.port", System.getenv("JRDMA_SOFT_PORT"));
         if (p == null || p.isBlank()) return DEFAULT_PORT;
@@ -133,6 +144,10 @@ public final class SoftProvider implements VerbsProvider {
     /**
      * The device on an explicit local address (IPv4 or IPv6) and UDP port, named {@code soft@addr[:port]} or
      * {@code soft@[addr][:port]}. An IPv6 link-local address without a scope gets that of the interface holding it.
+     *
+     * @param address a local address of this host (IPv4 or IPv6)
+     * @param port    the UDP port
+     * @return the device, shared JVM-wide with every other lookup of the same name, address and port
      */
     public static SoftDevice open(InetAddress address, int port) {
         InetAddress a = withScope(address);

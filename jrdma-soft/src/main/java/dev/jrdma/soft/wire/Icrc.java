@@ -43,6 +43,7 @@ import java.util.zip.CRC32;
  * kept, shared by every instance).
  */
 public final class Icrc {
+    /** Length of the ICRC trailer at the end of every RoCEv2 packet. */
     public static final int BYTES = 4;
     private static final int PSEUDO = 8 + 20 + 8 + Bth.BYTES;
     private static final int PSEUDO6 = 8 + 40 + 8 + Bth.BYTES;
@@ -51,6 +52,7 @@ public final class Icrc {
     private final byte[] pseudo = new byte[PSEUDO];
     private final byte[] pseudo6 = new byte[PSEUDO6];
 
+    /** A calculator with its scratch pseudo headers' constant bytes filled in (one per thread). */
     public Icrc() {
         for (int i = 0; i < 8; i++) pseudo[i] = (byte) 0xFF;
         pseudo[8] = 0x45;                 // version 4, IHL 5
@@ -92,6 +94,16 @@ public final class Icrc {
     /**
      * As {@link #compute(ByteBuffer, int, int, int, int, int, int)} with an explicit IPv4 identification
      * field (for packets captured from other implementations; jrdma itself always uses 0).
+     *
+     * @param b       the buffer holding the UDP payload (BTH .. ICRC)
+     * @param off     where the BTH starts
+     * @param len     UDP payload length, including the 4 ICRC bytes
+     * @param srcIp   IPv4 source address (big-endian int)
+     * @param dstIp   IPv4 destination address
+     * @param srcPort UDP source port
+     * @param dstPort UDP destination port
+     * @param ipId    the IPv4 header's identification field (16 bits)
+     * @return the ICRC as an int (its value, before the byte order of the wire)
      */
     public int compute(ByteBuffer b, int off, int len, int srcIp, int dstIp, int srcPort, int dstPort, int ipId) {
         byte[] p = pseudo;
@@ -144,12 +156,37 @@ public final class Icrc {
         return crcOf(p, 56, b, off, len);
     }
 
-    /** Computes the IPv6 ICRC ({@link #computeIpv6}) and writes it into the last 4 bytes of the packet. */
+    /**
+     * Computes the IPv6 ICRC ({@link #computeIpv6}) and writes it into the last 4 bytes of the packet.
+     *
+     * @param b       the buffer holding the UDP payload (BTH .. ICRC)
+     * @param off     where the BTH starts
+     * @param len     UDP payload length, including the 4 ICRC bytes
+     * @param srcHi   bytes 0..7 of the IPv6 source address, big-endian
+     * @param srcLo   bytes 8..15 of the source address
+     * @param dstHi   bytes 0..7 of the destination address
+     * @param dstLo   bytes 8..15 of the destination address
+     * @param srcPort UDP source port
+     * @param dstPort UDP destination port
+     */
     public void generateIpv6(ByteBuffer b, int off, int len, long srcHi, long srcLo, long dstHi, long dstLo, int srcPort, int dstPort) {
         putLe(b, off + len - BYTES, computeIpv6(b, off, len, srcHi, srcLo, dstHi, dstLo, srcPort, dstPort));
     }
 
-    /** Whether the ICRC of a packet received over IPv6 matches its contents. */
+    /**
+     * Whether the ICRC of a packet received over IPv6 matches its contents.
+     *
+     * @param b       the buffer holding the UDP payload (BTH .. ICRC)
+     * @param off     where the BTH starts
+     * @param len     UDP payload length, including the 4 ICRC bytes
+     * @param srcHi   bytes 0..7 of the IPv6 source address, big-endian
+     * @param srcLo   bytes 8..15 of the source address
+     * @param dstHi   bytes 0..7 of the destination address
+     * @param dstLo   bytes 8..15 of the destination address
+     * @param srcPort UDP source port
+     * @param dstPort UDP destination port
+     * @return true when the stored ICRC is right; false for a packet too short to hold a BTH and an ICRC
+     */
     public boolean verifyIpv6(ByteBuffer b, int off, int len, long srcHi, long srcLo, long dstHi, long dstLo, int srcPort, int dstPort) {
         if (len < Bth.BYTES + BYTES) return false;
         return computeIpv6(b, off, len, srcHi, srcLo, dstHi, dstLo, srcPort, dstPort) == stored(b, off, len);
@@ -180,13 +217,34 @@ public final class Icrc {
         return (int) c.getValue();
     }
 
-    /** Computes the ICRC and writes it into the last 4 bytes of the packet. */
+    /**
+     * Computes the ICRC (identification 0) and writes it into the last 4 bytes of the packet.
+     *
+     * @param b       the buffer holding the UDP payload (BTH .. ICRC)
+     * @param off     where the BTH starts
+     * @param len     UDP payload length, including the 4 ICRC bytes
+     * @param srcIp   IPv4 source address (big-endian int)
+     * @param dstIp   IPv4 destination address
+     * @param srcPort UDP source port
+     * @param dstPort UDP destination port
+     */
     public void generate(ByteBuffer b, int off, int len, int srcIp, int dstIp, int srcPort, int dstPort) {
         int v = compute(b, off, len, srcIp, dstIp, srcPort, dstPort);
         putLe(b, off + len - BYTES, v);
     }
 
-    /** Whether the packet's ICRC matches its contents. */
+    /**
+     * Whether the packet's ICRC matches its contents under identification 0 ({@link #recoverId} accepts any).
+     *
+     * @param b       the buffer holding the UDP payload (BTH .. ICRC)
+     * @param off     where the BTH starts
+     * @param len     UDP payload length, including the 4 ICRC bytes
+     * @param srcIp   IPv4 source address (big-endian int)
+     * @param dstIp   IPv4 destination address
+     * @param srcPort UDP source port
+     * @param dstPort UDP destination port
+     * @return true when the stored ICRC is right; false for a packet too short to hold a BTH and an ICRC
+     */
     public boolean verify(ByteBuffer b, int off, int len, int srcIp, int dstIp, int srcPort, int dstPort) {
         if (len < Bth.BYTES + BYTES) return false;
         int v = compute(b, off, len, srcIp, dstIp, srcPort, dstPort);
@@ -199,6 +257,15 @@ public final class Icrc {
     /**
      * The IPv4 identification under which the packet's stored ICRC is right ({@link #verify} with the sender's
      * identification), 0 included; {@link #NO_ID} when there is none (a corrupt or forged packet).
+     *
+     * @param b       the buffer holding the UDP payload (BTH .. ICRC)
+     * @param off     where the BTH starts
+     * @param len     UDP payload length, including the 4 ICRC bytes
+     * @param srcIp   IPv4 source address (big-endian int)
+     * @param dstIp   IPv4 destination address
+     * @param srcPort UDP source port
+     * @param dstPort UDP destination port
+     * @return the identification (0..65535), or {@link #NO_ID}
      */
     public int recoverId(ByteBuffer b, int off, int len, int srcIp, int dstIp, int srcPort, int dstPort) {
         if (len < Bth.BYTES + BYTES) return NO_ID;
@@ -218,6 +285,10 @@ public final class Icrc {
     /**
      * How the ICRC of a packet of UDP payload length {@code len} changes when its IPv4 identification goes from 0 to
      * {@code ipId}: {@code compute(.., ipId) == compute(..) ^ idDelta(len, ipId)}.
+     *
+     * @param len  UDP payload length, including the 4 ICRC bytes
+     * @param ipId the identification the packet is sent with (16 bits)
+     * @return the value to XOR into the ICRC computed for identification 0
      */
     public static int idDelta(int len, int ipId) {
         int[] unit = IdBasis.of(len).unit;
@@ -285,7 +356,14 @@ public final class Icrc {
         }
     }
 
-    /** The ICRC value stored in the last 4 bytes of a packet. */
+    /**
+     * The ICRC value stored in the last 4 bytes of a packet.
+     *
+     * @param b   the buffer holding the UDP payload (BTH .. ICRC)
+     * @param off where the BTH starts
+     * @param len UDP payload length, including the 4 ICRC bytes
+     * @return the stored ICRC (read least significant byte first, as it is written)
+     */
     public static int stored(ByteBuffer b, int off, int len) { return getLe(b, off + len - BYTES); }
 
     private static void putInt(byte[] p, int i, int v) {
