@@ -309,16 +309,8 @@ final class CmConnector {
          */
         Endpoint handshake(EndpointGroup group, CmEvent req, ExportedRange range, ServerEndpoint.ConnectionFilter filter, long deadline)
                 throws RdmaConnectException {
-            JfrEvents.SetupEvent setup = JfrEvents.beginSetup();
-            String peer = String.valueOf(req.id().remoteAddress());
-            try {
-                Endpoint ep = setUp(group, req, range, filter, deadline);
-                JfrEvents.endSetup(setup, "server", true, peer, ep, null);
-                return ep;
-            } catch (RdmaConnectException | RuntimeException ex) {
-                JfrEvents.endSetup(setup, "server", true, peer, null, ex);
-                throw ex;
-            }
+            return JfrEvents.recordSetup("server", true, String.valueOf(req.id().remoteAddress()),
+                    () -> setUp(group, req, range, filter, deadline));
         }
 
         private Endpoint setUp(EndpointGroup group, CmEvent req, ExportedRange range, ServerEndpoint.ConnectionFilter filter, long deadline)

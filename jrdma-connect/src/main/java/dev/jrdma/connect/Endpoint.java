@@ -235,16 +235,8 @@ public final class Endpoint implements AutoCloseable {
      */
     public static Endpoint connect(String host, int port, EndpointConfig cfg, EndpointGroup group, RemoteBuffer export)
             throws RdmaConnectException {
-        JfrEvents.SetupEvent setup = JfrEvents.beginSetup();
         boolean cm = CmConnector.useCm(cfg);
-        try {
-            Endpoint ep = connect(host, port, cfg, group, export, cm);
-            JfrEvents.endSetup(setup, "client", cm, host + ":" + port, ep, null);
-            return ep;
-        } catch (RdmaConnectException | RuntimeException e) {
-            JfrEvents.endSetup(setup, "client", cm, host + ":" + port, null, e);
-            throw e;
-        }
+        return JfrEvents.recordSetup("client", cm, host + ":" + port, () -> connect(host, port, cfg, group, export, cm));
     }
 
     private static Endpoint connect(String host, int port, EndpointConfig cfg, EndpointGroup group, RemoteBuffer export, boolean cm)
@@ -299,16 +291,8 @@ public final class Endpoint implements AutoCloseable {
      */
     static Endpoint accept(EndpointGroup group, Socket s, ExportedRange export, ServerEndpoint.ConnectionFilter filter, long deadline)
             throws RdmaConnectException {
-        JfrEvents.SetupEvent setup = JfrEvents.beginSetup();
-        String peer = String.valueOf(s.getRemoteSocketAddress());
-        try {
-            Endpoint ep = acceptTcp(group, s, export, filter, deadline);
-            JfrEvents.endSetup(setup, "server", false, peer, ep, null);
-            return ep;
-        } catch (RdmaConnectException | RuntimeException e) {
-            JfrEvents.endSetup(setup, "server", false, peer, null, e);
-            throw e;
-        }
+        return JfrEvents.recordSetup("server", false, String.valueOf(s.getRemoteSocketAddress()),
+                () -> acceptTcp(group, s, export, filter, deadline));
     }
 
     private static Endpoint acceptTcp(EndpointGroup group, Socket s, ExportedRange export, ServerEndpoint.ConnectionFilter filter, long deadline)

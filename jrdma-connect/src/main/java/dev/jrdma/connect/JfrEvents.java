@@ -100,15 +100,37 @@ final class JfrEvents {
         String failure;
     }
 
+    /** A connection set-up: client connect, or a server's handshake of one client. */
+    @FunctionalInterface
+    interface SetupSteps {
+        Endpoint run() throws RdmaConnectException;
+    }
+
+    /**
+     * Runs a connection set-up and records it as one {@code dev.jrdma.ConnectionSetup} event (when enabled): its
+     * duration, and the endpoint it made or the failure that ended it (rethrown as it was).
+     */
+    static Endpoint recordSetup(String role, boolean rdmaCm, String peer, SetupSteps steps) throws RdmaConnectException {
+        SetupEvent e = beginSetup();
+        try {
+            Endpoint ep = steps.run();
+            endSetup(e, role, rdmaCm, peer, ep, null);
+            return ep;
+        } catch (RdmaConnectException | RuntimeException failure) {
+            endSetup(e, role, rdmaCm, peer, null, failure);
+            throw failure;
+        }
+    }
+
     /** Starts timing a connection set-up; null when nobody records the event. */
-    static SetupEvent beginSetup() {
+    private static SetupEvent beginSetup() {
         SetupEvent e = new SetupEvent();
         if (!e.isEnabled()) return null;
         e.begin();
         return e;
     }
 
-    static void endSetup(SetupEvent e, String role, boolean rdmaCm, String peer, Endpoint ep, Throwable failure) {
+    private static void endSetup(SetupEvent e, String role, boolean rdmaCm, String peer, Endpoint ep, Throwable failure) {
         if (e == null) return;
         e.end();
         if (!e.shouldCommit()) return;
