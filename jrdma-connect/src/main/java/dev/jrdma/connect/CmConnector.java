@@ -96,8 +96,9 @@ final class CmConnector {
         int rkey = b.getInt();
         long len = b.getLong();
         int n = Byte.toUnsignedInt(b.get());
-        if (credits < 1 || size < 1 || len < 0 || n > MAX_USER || HEADER + n > p.length) {
-            throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR, "the " + who + " sent invalid endpoint settings in its private data");
+        if (credits < 1 || size < 1 || size > EndpointConfig.MAX_MESSAGE_SIZE || len < 0 || n > MAX_USER || HEADER + n > p.length) {
+            throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR, "the " + who + " sent invalid endpoint settings in its private data (credits " + credits
+                    + ", message size " + Integer.toUnsignedString(size) + " of 1.." + EndpointConfig.MAX_MESSAGE_SIZE + ", export length " + Long.toUnsignedString(len) + ")");
         }
         return new Hello(credits, size, len > 0 ? new RemoteBuffer(addr, rkey, len) : null, Arrays.copyOfRange(p, HEADER, HEADER + n));
     }

@@ -41,6 +41,8 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
                              Set<Access> remoteAccess, int maxConnections, int maxPendingHandshakes) {
     /** The most private data the TCP exchange carries, in bytes (rdma_cm carries at most 20 of the user's). */
     public static final int MAX_PRIVATE_DATA = 1024;
+    /** The largest {@link #messageSize}, 2^30 bytes: also the most a peer may announce in a handshake. */
+    public static final int MAX_MESSAGE_SIZE = 1 << 30;
     /** The default of {@link #maxConnections}. */
     public static final int DEFAULT_MAX_CONNECTIONS = 1024;
     /** The default of {@link #maxPendingHandshakes}. */
@@ -112,7 +114,7 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
         if (sendQueueDepth < 1 || sendQueueDepth > 16384) throw new IllegalArgumentException("sendQueueDepth must be 1..16384, not " + sendQueueDepth);
         if (recvQueueDepth < 1 || recvQueueDepth > 16384) throw new IllegalArgumentException("recvQueueDepth must be 1..16384, not " + recvQueueDepth);
         if (inlineSize < 0 || inlineSize > 1024) throw new IllegalArgumentException("inlineSize must be 0..1024, not " + inlineSize);
-        if (messageSize < 1 || messageSize > (1 << 30)) throw new IllegalArgumentException("messageSize must be 1..2^30, not " + messageSize);
+        if (messageSize < 1 || messageSize > MAX_MESSAGE_SIZE) throw new IllegalArgumentException("messageSize must be 1..2^30, not " + messageSize);
         if (cqSize < 16) throw new IllegalArgumentException("cqSize must be at least 16, not " + cqSize);
         if (timeout == null || timeout.isNegative() || timeout.isZero()) throw new IllegalArgumentException("timeout must be positive");
         if (pollMode == null) pollMode = PollMode.EVENT;

@@ -212,7 +212,16 @@ final class Handshake {
         int messageSize = in.readInt();
         long exportLength = in.readLong();
         byte[] priv = readPrivate(in);
-        checkBody(credits, messageSize, exportLength, "client at " + where);
+        String invalid = invalidBody(credits, messageSize, exportLength, "client at " + where);
+        if (invalid != null) {
+            // a clear answer, not a silent hang-up: the client learns which setting was refused
+            try {
+                writeReject(out, Endpoint.VERDICT_REJECT, invalid);
+            } catch (IOException ignored) {
+                // the client will see the connection close
+            }
+            throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR, invalid);
+        }
         return new Hello(p, credits, messageSize, exportLength, priv);
     }
 
@@ -242,7 +251,8 @@ final class Handshake {
         int messageSize = in.readInt();
         long exportLength = in.readLong();
         byte[] priv = readPrivate(in);
-        checkBody(credits, messageSize, exportLength, "server at " + where);
+        String invalid = invalidBody(credits, messageSize, exportLength, "server at " + where);
+        if (invalid != null) throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR, invalid);
         return new Reply(p, credits, messageSize, exportLength, priv);
     }
 
@@ -256,11 +266,18 @@ final class Handshake {
         return b;
     }
 
-    private static void checkBody(int credits, int messageSize, long exportLength, String who) throws RdmaConnectException {
-        if (credits < 1 || credits > 16384 || messageSize < 1 || exportLength < 0) {
-            throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR,
-                    "the " + who + " sent invalid endpoint settings (credits " + credits + ", message size " + messageSize + ", export length " + exportLength + ")");
+    /**
+     * What is wrong with a peer's announced settings, or null when they are valid. The message size is bounded as a
+     * local {@link EndpointConfig#messageSize} is: whoever sizes buffers from a peer's announcement (e.g. a send
+     * buffer for its largest message) must never be made to allocate more than that by a forged HELLO.
+     */
+    static String invalidBody(int credits, int messageSize, long exportLength, String who) {
+        if (credits < 1 || credits > 16384 || messageSize < 1 || messageSize > EndpointConfig.MAX_MESSAGE_SIZE || exportLength < 0) {
+            return "the " + who + " sent invalid endpoint settings (credits " + credits + " of 1..16384, message size "
+                    + Integer.toUnsignedString(messageSize) + " of 1.." + EndpointConfig.MAX_MESSAGE_SIZE + ", export length "
+                    + Long.toUnsignedString(exportLength) + ")";
         }
+        return null;
     }
 
     static void closeQuietly(Socket s) {

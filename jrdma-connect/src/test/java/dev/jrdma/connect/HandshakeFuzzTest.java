@@ -103,7 +103,8 @@ class HandshakeFuzzTest {
     }
 
     private static void checkBody(int credits, int messageSize, long exportLength, byte[] priv) {
-        assertTrue(credits >= 1 && credits <= 16384 && messageSize >= 1 && exportLength >= 0, "settings out of range accepted");
+        assertTrue(credits >= 1 && credits <= 16384 && messageSize >= 1 && messageSize <= EndpointConfig.MAX_MESSAGE_SIZE && exportLength >= 0,
+                "settings out of range accepted: credits " + credits + ", message size " + messageSize + ", export length " + exportLength);
         assertTrue(priv.length <= EndpointConfig.MAX_PRIVATE_DATA, "private data over the limit accepted");
     }
 
@@ -149,7 +150,7 @@ class HandshakeFuzzTest {
             byte[] c = mutate(rnd, cm);
             expectValueOrIoException("CmConnector.parseHello", c, () -> {
                 CmConnector.Hello x = CmConnector.parseHello(c, "fuzz");
-                assertTrue(x.credits() >= 1 && x.messageSize() >= 1 && x.user().length <= CmConnector.MAX_USER);
+                assertTrue(x.credits() >= 1 && x.messageSize() >= 1 && x.messageSize() <= EndpointConfig.MAX_MESSAGE_SIZE && x.user().length <= CmConnector.MAX_USER);
             });
             byte[] k = mutate(rnd, rb);
             try {
@@ -162,6 +163,45 @@ class HandshakeFuzzTest {
         }
         System.out.printf("handshake fuzz seed %d: %d inputs to each of 5 decoders in %.2f s (%d remote buffers decoded)%n",
                 SEED, INPUTS, (System.nanoTime() - t0) / 1e9, accepted);
+    }
+
+    /**
+     * A forged HELLO announcing a message size past {@link EndpointConfig#MAX_MESSAGE_SIZE} (2 GiB - 1, 2 GiB as an
+     * unsigned field, 2^30 + 1) gets a REJECT that names the message size, not an accepted connection whose peer
+     * claims buffers nobody should allocate; nothing stays pending and a legitimate client is still served.
+     */
+    @Test
+    void aHelloAnnouncingAHugeMessageSizeIsRejectedWithTheReason() throws Exception {
+        EndpointConfig cfg = TestSupport.config().timeout(Duration.ofSeconds(5)).build();
+        try (ServerEndpoint server = ServerEndpoint.bind(TestSupport.server(), cfg)) {
+            CompletableFuture<Endpoint> accepting = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return server.accept(Duration.ofSeconds(60));
+                } catch (RdmaConnectException e) {
+                    throw new RuntimeException(e);
+                }
+            });
+            for (int announced : new int[] {Integer.MAX_VALUE, Integer.MIN_VALUE, EndpointConfig.MAX_MESSAGE_SIZE + 1}) {
+                try (Socket s = new Socket(TestSupport.HOST, server.port())) {
+                    s.setSoTimeout(10_000);
+                    DataOutputStream out = new DataOutputStream(s.getOutputStream());
+                    Handshake.writeHello(out, P, 8, announced, 0, new byte[0]);
+                    RdmaConnectException e = org.junit.jupiter.api.Assertions.assertThrows(RdmaConnectException.class,
+                            () -> Handshake.readReply(new DataInputStream(s.getInputStream()), "the test's server"),
+                            "a HELLO announcing " + Integer.toUnsignedString(announced) + " bytes per message was accepted");
+                    assertEquals(RdmaConnectException.Reason.REJECTED, e.reason(), e::toString);
+                    assertTrue(e.getMessage().contains("message size " + Integer.toUnsignedString(announced)), e.getMessage());
+                }
+            }
+            assertTrue(!accepting.isDone(), "no forged HELLO became an endpoint");
+            long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (server.pendingHandshakes() > 0 && System.nanoTime() < end) Thread.sleep(10);
+            assertEquals(0, server.pendingHandshakes());
+            try (Endpoint client = Endpoint.connect(TestSupport.HOST, server.port(), cfg); Endpoint served = accepting.get(30, TimeUnit.SECONDS)) {
+                client.sendSync(new byte[] {7});
+                assertEquals(7, served.receive(Duration.ofSeconds(5)).bytes()[0]);
+            }
+        }
     }
 
     /**
