@@ -18,6 +18,10 @@ import java.util.Set;
  * than a slab gets a region of its own, deregistered when it is given back. Thread-safe.
  *
  * <p>Slices are 64-byte aligned, so an 8-byte word at offset 0 is a valid atomic target.
+ *
+ * <p>Memory is freed only after its region's deregistration succeeded: while a region is registered the device may
+ * still write into it (a late READ response, an atomic result). When a deregistration fails the memory is kept,
+ * deliberately leaked for the rest of the process, counted in {@link #leakedBytes()} and logged.
  */
 public final class BufferPool implements AutoCloseable {
     static final int MIN_SHIFT = 6;
@@ -25,15 +29,20 @@ public final class BufferPool implements AutoCloseable {
     private final ProtectionDomain pd;
     private final long slabSize;
     private final Set<Access> access;
-    private final List<Arena> arenas = new ArrayList<>();
+    private static final System.Logger LOG = System.getLogger(BufferPool.class.getName());
+
+    /** A region of the pool and the arena that owns its memory (freed only once the region is deregistered). */
+    private record Registration(MemoryRegion region, Arena arena) {}
+
     private final List<MemoryRegion> slabs = new ArrayList<>();
-    private final List<MemoryRegion> regions = new ArrayList<>();
+    private final List<Registration> registrations = new ArrayList<>();
     private final List<ArrayDeque<RegisteredBuffer>> free;
     private final int maxClass;
     private MemoryRegion current;
     private long bump;
     private boolean closed;
     private long registered;
+    private long leaked;
     private int inUse;
 
     /**
@@ -67,6 +76,14 @@ public final class BufferPool implements AutoCloseable {
     /** {@return the bytes registered now: slabs (never given back before close) and large buffers still out} */
     public synchronized long registeredBytes() {
         return registered;
+    }
+
+    /**
+     * {@return the bytes kept because their deregistration failed: never freed, since the device may still write
+     * into them}
+     */
+    public synchronized long leakedBytes() {
+        return leaked;
     }
 
     /** {@return how many buffers are handed out and not yet given back} */
@@ -123,7 +140,8 @@ public final class BufferPool implements AutoCloseable {
      * export named by a {@link RemoteBuffer} finds the memory it opens to a peer.
      */
     synchronized MemoryRegion regionFor(long address, int rkey, long length) {
-        for (MemoryRegion mr : regions) {
+        for (Registration r : registrations) {
+            MemoryRegion mr = r.region();
             if (mr.rkey() == rkey && address >= mr.address() && length >= 0 && address - mr.address() <= mr.length() - length) return mr;
         }
         return null;
@@ -148,8 +166,7 @@ public final class BufferPool implements AutoCloseable {
         try {
             MemorySegment seg = arena.allocate(size, 4096);
             MemoryRegion mr = pd.registerMemory(seg, access);
-            arenas.add(arena);
-            regions.add(mr);
+            registrations.add(new Registration(mr, arena));
             if (size == slabSize) slabs.add(mr);
             registered += size;
             return mr;
@@ -164,43 +181,54 @@ public final class BufferPool implements AutoCloseable {
             if (closed) return;
             inUse--;
             if (b.sizeClass() < 0) {
-                // a dedicated region: deregister and free it
-                MemoryRegion mr = b.region();
-                int i = indexOfArena(mr);
-                mr.close();
-                regions.remove(mr);
-                registered -= mr.length();
-                if (i >= 0) arenas.remove(i).close();
+                // a dedicated region: deregister it, then free its memory
+                Registration r = registrationOf(b.region());
+                registrations.remove(r);
+                registered -= r.region().length();
+                deregisterAndFree(r);
                 return;
             }
             free.get(b.sizeClass()).push(b);
         }
     }
 
-    private int indexOfArena(MemoryRegion mr) {
-        for (int i = 0; i < arenas.size(); i++) {
-            if (arenas.get(i).scope().equals(mr.segment().scope())) return i;
+    private Registration registrationOf(MemoryRegion mr) {
+        for (Registration r : registrations) {
+            if (r.region() == mr) return r;
         }
-        return -1;
+        throw new IllegalStateException("not a region of this pool: " + mr);
     }
 
-    /** Deregisters every slab and frees the memory; buffers still out become unusable. Idempotent. */
+    /** Deregisters {@code r}'s region and frees its memory; a failed deregistration keeps (leaks) the memory. Caller holds the lock. */
+    private void deregisterAndFree(Registration r) {
+        MemoryRegion mr = r.region();
+        try {
+            mr.close();
+        } catch (RuntimeException e) {
+            if (!mr.isClosed()) {
+                leaked += mr.length();
+                LOG.log(System.Logger.Level.WARNING, "deregistering " + mr + " failed; its " + mr.length()
+                        + " bytes are kept, never freed, because the device may still write into them ("
+                        + leaked + " bytes kept by this pool)", e);
+                return;
+            }
+            // it was deregistered anyway (its protection domain was closed first, which closed it)
+        }
+        r.arena().close();
+    }
+
+    /**
+     * Deregisters every region and frees its memory (memory whose deregistration fails is kept, see
+     * {@link #leakedBytes()}); buffers still out become unusable. Idempotent.
+     */
     @Override
     public void close() {
         synchronized (this) {
             if (closed) return;
             closed = true;
-            for (MemoryRegion mr : regions) {
-                try {
-                    mr.close();
-                } catch (RuntimeException ignored) {
-                    // the PD may already be closed, which closed the region
-                }
-            }
-            for (Arena a : arenas) a.close();
-            arenas.clear();
+            for (Registration r : registrations) deregisterAndFree(r);
+            registrations.clear();
             slabs.clear();
-            regions.clear();
         }
     }
 }
