@@ -1,10 +1,12 @@
 package dev.jrdma.netty;
 
+import dev.jrdma.connect.BufferPool;
 import dev.jrdma.connect.Endpoint;
 import dev.jrdma.connect.EndpointConfig;
 import dev.jrdma.connect.Message;
 import dev.jrdma.connect.RdmaConnectException;
 import dev.jrdma.connect.RdmaException;
+import dev.jrdma.connect.RegisteredBuffer;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.AbstractChannel;
@@ -23,6 +25,7 @@ import io.netty.channel.socket.ChannelInputShutdownReadComplete;
 import io.netty.channel.socket.DuplexChannel;
 import io.netty.util.concurrent.Future;
 
+import java.lang.foreign.MemorySegment;
 import java.net.ConnectException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -52,10 +55,13 @@ import java.util.function.BiConsumer;
  * selects it (or the device is native and the connection manager is AUTO). It blocks, so it runs on a thread of
  * its own; {@code CONNECT_TIMEOUT_MILLIS} fails the promise with a {@link ConnectTimeoutException}.
  *
- * <p><b>Writes</b> are cut into messages of at most the peer's message size, copied once into this channel's
- * registered send ring and sent from there. At most as many sends are in flight as the ring has slots, and only
- * while the peer has credits (free receive buffers): the rest waits in the outbound buffer, so Netty's write
- * water marks turn the channel unwritable when the peer or the link falls behind.
+ * <p><b>Writes</b> are cut into messages of at most the peer's message size. A buffer from the channel's own
+ * allocator ({@code ctx.alloc()}, {@code channel.alloc()}: direct buffers over the connection's registered memory)
+ * is sent from where it lies, without a copy, and held until its send completes; any other buffer (heap, composite,
+ * another allocator's) is copied once into this channel's registered send ring and sent from there, several small
+ * ones gathered into one message. At most as many sends are in flight as the ring has slots, and only while the
+ * peer has credits (free receive buffers): the rest waits in the outbound buffer, so Netty's write water marks turn
+ * the channel unwritable when the peer or the link falls behind.
  *
  * <p><b>Reads</b> take one message at a time from the endpoint while the pipeline wants to read (auto-read or
  * {@code read()}): a message not taken holds the peer's credit, so a reader that stops reading stops its writer.
@@ -74,6 +80,11 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
     private static final int CONTROL_SENDS = 2;
     /** Largest slot of the send ring (and so the largest message this side sends). */
     private static final int MAX_SLOT = 64 * 1024;
+    /**
+     * The least a registered buffer must hold to be sent from where it lies: a smaller one is cheaper to copy into a
+     * gathered message than to send alone (each message takes a work request and one of the peer's credits).
+     */
+    static final int IN_PLACE_MIN = 1024;
     /** How long to wait before looking again when the peer has no free receive buffer. */
     private static final long CREDIT_RECHECK_US = 50;
     /**
@@ -88,6 +99,11 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
     private volatile boolean inputShutdown, outputShutdown;
     private volatile InetSocketAddress local, remote;
     private SendRing ring;
+    /** Sends in flight, oldest first: a registered buffer sent in place (held until it completes), or null for a ring slot. */
+    private ByteBuf[] inFlight;
+    private int inFlightHead, inFlightCount;
+    /** Bytes copied into the send ring, and bytes sent from the application's registered buffers (event loop). */
+    private long bytesCopied, bytesSentInPlace;
     private IoRegistration registration;
 
     // reading (event loop), with the flag the completion thread sets
@@ -118,16 +134,23 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
     /** A client channel (what {@code Bootstrap.channel(RdmaChannel.class)} creates). */
     public RdmaChannel() {
         super(null);
-        this.config = new RdmaChannelConfig(this);
+        this.config = newConfig();
     }
 
     /** A connection accepted by {@code parent}. */
     RdmaChannel(RdmaServerChannel parent, Endpoint ep) {
         super(parent);
-        this.config = new RdmaChannelConfig(this);
+        this.config = newConfig();
         config.setEndpointConfig(parent.config().getEndpointConfig());
         this.local = parent.localAddress();
         attach(ep);
+    }
+
+    /** Netty's settings, with an allocator whose direct buffers are this connection's registered memory. */
+    private RdmaChannelConfig newConfig() {
+        RdmaChannelConfig c = new RdmaChannelConfig(this);
+        c.setAllocator(new RegisteredByteBufAllocator());
+        return c;
     }
 
     private void attach(Endpoint ep) {
@@ -135,6 +158,8 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
         int slotSize = Math.min(ep.maxMessageSize(), MAX_SLOT);
         int slots = Math.max(1, cfg.sendQueueDepth() - CONTROL_SENDS);
         this.ring = new SendRing(ep.pool(), slots, slotSize);
+        this.inFlight = new ByteBuf[slots];
+        if (config.getAllocator() instanceof RegisteredByteBufAllocator a) a.attach(ep.pool());
         if (ep.remoteAddress() instanceof InetSocketAddress r) this.remote = r;
         if (local == null) {
             InetAddress a = cfg.localAddress();
@@ -370,39 +395,115 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
         reclaimSends();
         while (true) {
             if (!skipEmpty(in)) return;
-            if (!ring.hasFree()) return;             // a send completion flushes again
+            if (inFlightCount == inFlight.length) return; // a send completion flushes again
             if (ep.sendCredits() <= 0) {             // the peer has no free receive buffer: look again shortly
                 awaitCredits();
                 return;
             }
-            // gather: fill one message from as many queued buffers as fit (headers, body and trailers of a
-            // response travel as one RDMA send, as a socket's gathering write would send them)
-            int slot = ring.take();
-            gather.begin(ring.view(slot, ring.slotSize()));
-            try {
-                in.forEachFlushedMessage(gather);
-            } catch (Exception e) {
-                throw new IllegalStateException(e); // the processor throws nothing
-            }
-            int filled = gather.filled();
-            CompletableFuture<Void> send = ep.send(ring.memory(), ring.offset(slot), filled);
-            send.whenComplete(onSent);
-            // refused (the endpoint closes or broke): the bytes stay queued, and the close fails their promises
-            if (send.isCompletedExceptionally()) return;
+            ByteBuf head = (ByteBuf) in.current();
+            int sent = sendInPlace(ep, head);
+            if (sent < 0) return;
+            if (sent == 0) sent = sendCopy(ep, in);
+            if (sent < 0) return;
             // only now, with the send posted, do the writes' promises complete: a listener that closes the channel
             // (HTTP's Connection: close) starts the endpoint's close on the closer thread, which then waits for this send
-            in.removeBytes(filled);
+            in.removeBytes(sent);
         }
     }
 
-    /** Copies flushed buffers into a send slot without taking them from the outbound buffer. */
+    /**
+     * Sends the head of the outbound buffer from its own registered memory, up to one message, holding the buffer
+     * until the send completes. Returns the bytes sent, 0 when the head is not such a buffer (it is copied instead),
+     * or -1 when the endpoint refused the send (it closes or broke: the bytes stay queued, and the close fails
+     * their promises).
+     */
+    private int sendInPlace(Endpoint ep, ByteBuf head) {
+        int n = Math.min(head.readableBytes(), ring.slotSize());
+        if (n < IN_PLACE_MIN) return 0;
+        RegisteredBuffer memory = registeredMemory(head, ep.pool());
+        if (memory == null) return 0;
+        long offset = MemorySegment.ofBuffer(head.nioBuffer(head.readerIndex(), n)).address() - memory.segment().address();
+        if (offset < 0 || offset + n > memory.length()) return 0; // not inside that memory (cannot happen for a view)
+        CompletableFuture<Void> send = ep.send(memory, offset, n);
+        if (send.isCompletedExceptionally()) return -1;
+        pushInFlight(head.retain()); // the outbound buffer releases its reference when the bytes leave it
+        bytesSentInPlace += n;
+        send.whenComplete(onSent);
+        return n;
+    }
+
+    /** The registered memory of {@code pool} under {@code buf} (a {@link RegisteredByteBuf} or a view of one), or null. */
+    private static RegisteredBuffer registeredMemory(ByteBuf buf, BufferPool pool) {
+        for (ByteBuf b = buf; b != null; b = b.unwrap()) {
+            if (b instanceof RegisteredByteBuf r) return r.registeredIn(pool);
+        }
+        return null;
+    }
+
+    /**
+     * Gathers as many flushed buffers as fit into one ring slot (headers, body and trailers of a response travel
+     * as one RDMA send, as a socket's gathering write would send them) and sends it; -1 as {@link #sendInPlace}.
+     */
+    private int sendCopy(Endpoint ep, ChannelOutboundBuffer in) {
+        int slot = ring.take();
+        gather.begin(ring.view(slot, ring.slotSize()), ep.pool());
+        try {
+            in.forEachFlushedMessage(gather);
+        } catch (Exception e) {
+            throw new IllegalStateException(e); // the processor throws nothing
+        }
+        int filled = gather.filled();
+        CompletableFuture<Void> send = ep.send(ring.memory(), ring.offset(slot), filled);
+        pushInFlight(null);
+        send.whenComplete(onSent);
+        if (send.isCompletedExceptionally()) return -1;
+        bytesCopied += filled;
+        return filled;
+    }
+
+    private void pushInFlight(ByteBuf held) {
+        int at = inFlightHead + inFlightCount;
+        inFlight[at >= inFlight.length ? at - inFlight.length : at] = held;
+        inFlightCount++;
+    }
+
+    /** The oldest {@code n} sends completed: their ring slots are free again and their held buffers released. */
+    private void completeInFlight(int n) {
+        int slots = 0;
+        for (int i = 0; i < n && inFlightCount > 0; i++) {
+            ByteBuf held = inFlight[inFlightHead];
+            inFlight[inFlightHead] = null;
+            inFlightHead = inFlightHead + 1 == inFlight.length ? 0 : inFlightHead + 1;
+            inFlightCount--;
+            if (held != null) held.release();
+            else slots++;
+        }
+        ring.release(slots);
+    }
+
+    /** Bytes copied into the send ring so far (tests; event loop). */
+    long bytesCopied() {
+        return bytesCopied;
+    }
+
+    /** Bytes sent from the application's registered buffers without a copy so far (tests; event loop). */
+    long bytesSentInPlace() {
+        return bytesSentInPlace;
+    }
+
+    /**
+     * Copies flushed buffers into a send slot without taking them from the outbound buffer; it stops before a
+     * registered buffer that will be sent in place.
+     */
     private static final class Gather implements ChannelOutboundBuffer.MessageProcessor {
         private ByteBuffer view;
         private int filled;
+        private BufferPool pool;
 
-        void begin(ByteBuffer slot) {
+        void begin(ByteBuffer slot, BufferPool connectionPool) {
             view = slot;
             filled = 0;
+            pool = connectionPool;
         }
 
         int filled() {
@@ -412,6 +513,7 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
         @Override
         public boolean processMessage(Object msg) {
             ByteBuf buf = (ByteBuf) msg;
+            if (filled > 0 && buf.readableBytes() >= IN_PLACE_MIN && registeredMemory(buf, pool) != null) return false;
             int n = Math.min(buf.readableBytes(), view.capacity() - filled);
             if (n > 0) {
                 view.limit(filled + n).position(filled);
@@ -456,11 +558,12 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
 
     private void reclaimSends() {
         int done = sendsCompleted.getAndSet(0);
-        if (done > 0) ring.release(done);
+        if (done > 0) completeInFlight(done);
     }
 
     private void afterSends() {
         writeScheduled.set(false);
+        if (inFlight != null) reclaimSends(); // held buffers go back even after the close
         if (!open) return;
         RdmaException f = sendFailure;
         if (f != null) {
@@ -474,7 +577,7 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
 
     /** Sends still in flight on the adapter (for tests and diagnostics; event loop). */
     int sendsInFlight() {
-        return ring == null ? 0 : ring.inUse() - sendsCompleted.get();
+        return inFlightCount - sendsCompleted.get();
     }
 
     // ---- half-close -----------------------------------------------------------------------------------------

@@ -7,8 +7,9 @@ import java.nio.ByteBuffer;
 
 /**
  * A channel's registered send memory: {@code slots} slices of {@code slotSize} bytes, taken and given back in
- * order (sends on one reliable connection complete in the order they were posted). Outbound bytes are copied
- * here once, and the adapter sends them from here: the only copy on the way out. Event loop only.
+ * order (sends on one reliable connection complete in the order they were posted). Outbound bytes of buffers that are
+ * not registered memory of the connection are copied here once, and the adapter sends them from here: the only copy
+ * on the way out. Event loop only.
  */
 final class SendRing implements AutoCloseable {
     private final RegisteredBuffer memory;
@@ -29,15 +30,11 @@ final class SendRing implements AutoCloseable {
         return slotSize;
     }
 
-    boolean hasFree() {
-        return inUse < views.length;
-    }
-
     int inUse() {
         return inUse;
     }
 
-    /** The next free slot (check {@link #hasFree()} first). */
+    /** The next free slot (the caller keeps fewer sends in flight than there are slots). */
     int take() {
         int slot = next;
         next = next + 1 == views.length ? 0 : next + 1;
