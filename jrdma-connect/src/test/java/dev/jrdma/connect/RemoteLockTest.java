@@ -7,10 +7,14 @@ import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -37,6 +41,92 @@ class RemoteLockTest {
             word.segment().set(ValueLayout.JAVA_LONG, 0, 99); // someone broke the lock
             assertThrows(IllegalMonitorStateException.class, b::unlock);
         }
+    }
+
+    /**
+     * Issue 8 §5: an acquire whose compare-and-swap executed at the peer but whose answer never reached the lock
+     * (here: the client's completion thread is held while the endpoint gives the operation up, as when the answer is
+     * lost and the timeout or RETRY_EXC_ERR ends it) leaves the word holding this owner's id. Before, the lock said
+     * "not held" and nobody could ever take or release the word; now it is UNCERTAIN, refuses to guess, and
+     * releaseIfHeld through a new connection frees the word, and only while it holds this owner's id.
+     */
+    @Test
+    void anAcquireWhoseAnswerIsLostIsUncertainUntilReleaseIfHeld() throws Exception {
+        EndpointConfig cfg = TestSupport.configWithRights().build();
+        try (ServerEndpoint server = ServerEndpoint.bind(TestSupport.server(), cfg);
+             RegisteredBuffer word = server.pool().allocate(8)) {
+            word.segment().set(ValueLayout.JAVA_LONG, 0, 0);
+            Endpoint[] firstPair = connect(server, cfg);
+            try (Endpoint first = firstPair[0]; Endpoint firstServed = firstPair[1]) {
+                RemoteLock lock = new RemoteLock(first, firstServed.grant(word, 0, 8, TestSupport.ALL_RIGHTS).remote(), 7);
+                // hold the client's completion thread: the answer reaches the device, but the lock never sees it
+                CountDownLatch held = new CountDownLatch(1), release = new CountDownLatch(1);
+                first.group().submit(() -> {
+                    held.countDown();
+                    try {
+                        release.await(30, TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                });
+                assertTrue(held.await(5, TimeUnit.SECONDS));
+                CompletableFuture<Boolean> acquire = new CompletableFuture<>();
+                Thread.ofPlatform().daemon().start(() -> {
+                    try {
+                        acquire.complete(lock.tryLock());
+                    } catch (Throwable t) {
+                        acquire.completeExceptionally(t);
+                    }
+                });
+                long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                while (word.segment().get(ValueLayout.JAVA_LONG, 0) == 0 && System.nanoTime() < end) Thread.sleep(1);
+                assertEquals(7, word.segment().get(ValueLayout.JAVA_LONG, 0), "the compare-and-swap executed at the peer");
+                first.checkTimeouts(System.nanoTime() + TimeUnit.HOURS.toNanos(1)); // its answer is overdue: given up
+                ExecutionException failed = assertThrows(ExecutionException.class, () -> acquire.get(10, TimeUnit.SECONDS));
+                assertInstanceOf(RdmaException.class, failed.getCause());
+                release.countDown();
+
+                assertEquals(RemoteLock.State.UNCERTAIN, lock.state());
+                assertFalse(lock.isHeldByMe());
+                assertEquals(7, word.segment().get(ValueLayout.JAVA_LONG, 0), "taken at the peer, by nobody who knows it");
+                IllegalStateException refused = assertThrows(IllegalStateException.class, lock::tryLock);
+                assertTrue(refused.getMessage().contains("releaseIfHeld"), refused.getMessage());
+                assertThrows(IllegalMonitorStateException.class, lock::unlock);
+
+                // the way out, through a new connection with its own grant of the word
+                Endpoint[] secondPair = connect(server, cfg);
+                try (Endpoint second = secondPair[0]; Endpoint secondServed = secondPair[1]) {
+                    RemoteBuffer again = secondServed.grant(word, 0, 8, TestSupport.ALL_RIGHTS).remote();
+                    RemoteLock other = new RemoteLock(second, again, 8);
+                    assertFalse(other.tryLock(), "the word is still taken: without the way out nobody ever gets it");
+                    assertTrue(lock.releaseIfHeld(second, again), "the word held this owner's id");
+                    assertEquals(0, word.segment().get(ValueLayout.JAVA_LONG, 0));
+                    assertEquals(RemoteLock.State.NOT_HELD, lock.state());
+                    assertTrue(other.tryLock(Duration.ofSeconds(1)));
+                    assertFalse(lock.releaseIfHeld(second, again), "another owner's lock is never released");
+                    assertEquals(8, word.segment().get(ValueLayout.JAVA_LONG, 0));
+                    other.unlock();
+                    // the lock works on through the new connection
+                    assertTrue(lock.tryLock(Duration.ofSeconds(1)));
+                    assertEquals(7, word.segment().get(ValueLayout.JAVA_LONG, 0));
+                    lock.unlock();
+                    assertEquals(0, word.segment().get(ValueLayout.JAVA_LONG, 0));
+                }
+            }
+        }
+    }
+
+    /** A new connection to {@code server}: the client's endpoint and the server's. */
+    private static Endpoint[] connect(ServerEndpoint server, EndpointConfig cfg) throws Exception {
+        CompletableFuture<Endpoint> accepted = CompletableFuture.supplyAsync(() -> {
+            try {
+                return server.accept(Duration.ofSeconds(30));
+            } catch (RdmaConnectException e) {
+                throw new RuntimeException(e);
+            }
+        });
+        Endpoint client = Endpoint.connect(TestSupport.HOST, server.port(), cfg);
+        return new Endpoint[] {client, accepted.get(30, TimeUnit.SECONDS)};
     }
 
     @Test
