@@ -8,6 +8,10 @@ import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.spi.Resource;
 
+import java.util.ArrayList;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+
 /**
  * A completion queue: a ring of preallocated {@link WorkCompletion}s filled by the QPs (under this CQ's lock)
  * and copied out by {@link #poll}. A poll first drives the device on the calling thread (it handles the packets
@@ -24,6 +28,8 @@ final class SoftCq extends Resource implements CompletionQueue {
     private long lost;
     private boolean armed, armedSolicitedOnly;
     private long eventsDelivered, eventsAcked;
+    /** The QPs that complete into this CQ (send or receive side): closed before it, as the native provider does. */
+    final Set<SoftQp> users = ConcurrentHashMap.newKeySet();
 
     SoftCq(SoftContext ctx, int cqe, SoftChannel channel) {
         super(ctx, "completion queue");
@@ -144,8 +150,23 @@ final class SoftCq extends Resource implements CompletionQueue {
     /** Completions lost to an overrun and not yet reported. */
     synchronized long lost() { return lost; }
 
+    /**
+     * Closes the QPs that still complete into this CQ first, so none lives on without its CQ (libibverbs'
+     * ibv_destroy_cq refuses with EBUSY; the native provider closes them too): the completions still queued go with
+     * the CQ, and every later use of those QPs throws {@link dev.jrdma.verbs.ClosedException}.
+     */
     @Override
     protected void destroy() {
+        RuntimeException first = null;
+        for (SoftQp qp : new ArrayList<>(users)) {
+            try {
+                qp.close();
+            } catch (RuntimeException e) {
+                if (first == null) first = e; else first.addSuppressed(e);
+            }
+        }
+        users.clear();
         if (channel != null) channel.forget(this);
+        if (first != null) throw first;
     }
 }

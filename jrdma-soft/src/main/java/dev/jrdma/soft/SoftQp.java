@@ -128,6 +128,12 @@ final class SoftQp extends Resource implements QueuePair {
         qpn = tr.addQp(this);
         tr.timer.register(this);
         if (srq != null) srq.users.add(this);
+        scq.users.add(this);
+        rcq.users.add(this);
+        if (scq.isClosed() || rcq.isClosed()) { // a CQ closed meanwhile: its close may not have seen this QP
+            close();
+            throw new dev.jrdma.verbs.ClosedException("ibv_create_qp", "its completion queue");
+        }
     }
 
     private void validate(QpInitAttr attr) {
@@ -693,6 +699,8 @@ final class SoftQp extends Resource implements QueuePair {
     @Override
     protected void destroy() {
         if (srq != null) srq.users.remove(this);
+        if (scq != null) scq.users.remove(this);
+        if (rcq != null) rcq.users.remove(this);
         if (qpn != 0) tr.removeQp(qpn, this);
         tr.timer.unregister(this);
         synchronized (this) {
