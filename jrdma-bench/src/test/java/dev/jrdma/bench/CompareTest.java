@@ -1,6 +1,5 @@
 package dev.jrdma.bench;
 
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -13,11 +12,6 @@ import java.util.Map;
 import static org.junit.jupiter.api.Assertions.*;
 
 class CompareTest {
-    @BeforeAll
-    static void ownUdpPort() {
-        System.setProperty("jrdma.soft.port", Integer.toString(Loopback.freeUdpPort("127.0.0.31", "127.0.0.32")));
-    }
-
     @Test
     @Timeout(180)
     void compareWritesTableAndHtmlWithBothSeries(@TempDir Path dir) throws Exception {

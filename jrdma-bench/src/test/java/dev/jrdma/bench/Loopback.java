@@ -3,8 +3,6 @@ package dev.jrdma.bench;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
-import java.net.DatagramSocket;
-import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.CompletableFuture;
@@ -22,28 +20,6 @@ final class Loopback {
         } catch (IOException e) {
             throw new IllegalStateException(e);
         }
-    }
-
-    /** A UDP port free on the addresses the soft devices use, for jrdma.soft.port (others' tests may hold 4791). */
-    static int freeUdpPort(String... addresses) {
-        for (int attempt = 0; attempt < 50; attempt++) {
-            int port;
-            try (DatagramSocket s = new DatagramSocket(0, InetAddress.getByName(addresses[0]))) {
-                port = s.getLocalPort();
-            } catch (IOException e) {
-                throw new IllegalStateException(e);
-            }
-            boolean ok = true;
-            for (String a : addresses) {
-                try (DatagramSocket s = new DatagramSocket(port, InetAddress.getByName(a))) {
-                    s.getLocalPort();
-                } catch (IOException e) {
-                    ok = false;
-                }
-            }
-            if (ok) return port;
-        }
-        throw new IllegalStateException("no free UDP port");
     }
 
     record Outcome<T>(T server, T client, String serverOut, String clientOut) {}

@@ -1,6 +1,5 @@
 package dev.jrdma.bench;
 
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -11,11 +10,6 @@ import static org.junit.jupiter.api.Assertions.*;
 /** jrdma against jrdma on the software device, server and client in this JVM, 127.0.0.31 and 127.0.0.32. */
 class SoftRdmaBenchTest {
     static final String SERVER_DEV = "soft@127.0.0.31", CLIENT_DEV = "soft@127.0.0.32";
-
-    @BeforeAll
-    static void ownUdpPort() {
-        System.setProperty("jrdma.soft.port", Integer.toString(Loopback.freeUdpPort("127.0.0.31", "127.0.0.32")));
-    }
 
     static Loopback.Outcome<RunResult> pair(String test, String... flags) throws Exception {
         int port = Loopback.freePort();
@@ -163,7 +157,7 @@ class SoftRdmaBenchTest {
     @ValueSource(strings = {"write_bw", "read_lat"})
     @Timeout(90)
     void overIpv6(String test) throws Exception {
-        String dev = "soft@[::1]:" + Loopback.freeUdpPort("::1");
+        String dev = "soft@[::1]"; // on the build's free port (jrdma.soft.port=0)
         int port = Loopback.freePort();
         PerfOptions s = PerfOptions.parse(test, "-d", dev, "-p", "" + port, "-n", "200", "--timeout", "10", "--accept-timeout", "20");
         PerfOptions c = PerfOptions.parse(test, "-d", dev, "-p", "" + port, "-n", "200", "--timeout", "10", "::1");

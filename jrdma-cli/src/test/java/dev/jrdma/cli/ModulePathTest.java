@@ -65,7 +65,7 @@ class ModulePathTest {
 
     static Result java(String... args) throws Exception {
         List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow(),
-                "-Djrdma.soft.address=127.0.0.1", "--module-path", modulePath));
+                "-Djrdma.soft.address=127.0.0.1", "-Djrdma.soft.port=0", "--module-path", modulePath));
         cmd.addAll(List.of(args));
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);

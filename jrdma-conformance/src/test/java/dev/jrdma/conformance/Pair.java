@@ -38,18 +38,6 @@ final class Pair implements AutoCloseable {
     final QueuePair a, b;
     final int gidIndex;
 
-    static {
-        // the software device's UDP port: one of this run's own, as the other modules' tests do (a benchmark or
-        // demo elsewhere on the machine may hold 4791, and the open would fail with EBUSY)
-        if (System.getProperty("jrdma.soft.port") == null) {
-            try (java.net.DatagramSocket probe = new java.net.DatagramSocket(0, java.net.InetAddress.getLoopbackAddress())) {
-                System.setProperty("jrdma.soft.port", Integer.toString(probe.getLocalPort()));
-            } catch (java.io.IOException e) {
-                throw new java.io.UncheckedIOException(e);
-            }
-        }
-    }
-
     static Device device() {
         String name = System.getProperty("jrdma.test.device");
         return name == null || name.isBlank() ? Verbs.defaultDevice() : Verbs.device(name);

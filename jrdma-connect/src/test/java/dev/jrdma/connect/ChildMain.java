@@ -55,7 +55,7 @@ public final class ChildMain {
     static Process start(String... args) throws java.io.IOException {
         String javaBin = ProcessHandle.current().info().command().orElse(System.getProperty("java.home") + "/bin/java");
         java.util.List<String> cmd = new java.util.ArrayList<>(java.util.List.of(javaBin, "--enable-native-access=ALL-UNNAMED",
-                "-Djrdma.soft.port=" + System.getProperty("jrdma.soft.port", "4791"),
+                "-Djrdma.soft.port=" + dev.jrdma.soft.SoftProvider.configuredPort(), // this JVM's devices' port (tests: a free one)
                 "-cp", System.getProperty("java.class.path"), ChildMain.class.getName()));
         cmd.addAll(java.util.List.of(args));
         return new ProcessBuilder(cmd).redirectErrorStream(true).start();

@@ -9,14 +9,6 @@ final class TestSupport {
 
     static {
         System.setProperty("jrdma.connect.rnrRetry", "0");
-        // a UDP port of our own for the software device: others on this machine run soft devices on 127.0.0.1:4791 too
-        if (System.getProperty("jrdma.soft.port") == null) {
-            try (java.net.DatagramSocket probe = new java.net.DatagramSocket(0, java.net.InetAddress.getLoopbackAddress())) {
-                System.setProperty("jrdma.soft.port", Integer.toString(probe.getLocalPort()));
-            } catch (java.io.IOException e) {
-                throw new java.io.UncheckedIOException(e);
-            }
-        }
     }
 
     static void init() {

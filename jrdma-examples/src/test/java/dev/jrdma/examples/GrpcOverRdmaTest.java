@@ -39,13 +39,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 class GrpcOverRdmaTest {
     static {
         System.setProperty("jrdma.connect.rnrRetry", "0");
-        if (System.getProperty("jrdma.soft.port") == null) {
-            try (java.net.DatagramSocket probe = new java.net.DatagramSocket(0, java.net.InetAddress.getLoopbackAddress())) {
-                System.setProperty("jrdma.soft.port", Integer.toString(probe.getLocalPort()));
-            } catch (java.io.IOException e) {
-                throw new java.io.UncheckedIOException(e);
-            }
-        }
     }
 
     private static final String HOST = System.getProperty("jrdma.netty.test.host", "127.0.0.1");

@@ -15,14 +15,6 @@ final class NettyTestSupport {
     static {
         // flow control (credits) must keep a sender from ever meeting an empty receive queue
         System.setProperty("jrdma.connect.rnrRetry", "0");
-        // others on this machine run software devices on 127.0.0.1:4791 too
-        if (System.getProperty("jrdma.soft.port") == null) {
-            try (java.net.DatagramSocket probe = new java.net.DatagramSocket(0, java.net.InetAddress.getLoopbackAddress())) {
-                System.setProperty("jrdma.soft.port", Integer.toString(probe.getLocalPort()));
-            } catch (java.io.IOException e) {
-                throw new java.io.UncheckedIOException(e);
-            }
-        }
     }
 
     /** Where the tests listen: loopback, or the address given with -Djrdma.netty.test.host (rxe0's in the guest). */

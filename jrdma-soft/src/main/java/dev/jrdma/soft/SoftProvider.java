@@ -26,7 +26,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * {@code soft@[::1]}, {@code soft@[fe80::1%eth0]}), created on demand by {@link #lookup}; IPv6 devices are reached
  * by name (or {@code jrdma.soft.address}) only, not listed. The UDP port is
  * 4791 unless the system property {@code jrdma.soft.port} (or env {@code JRDMA_SOFT_PORT}) says otherwise;
- * all devices that talk to each other must use the same port. The first device listed, hence the default
+ * all devices that talk to each other must use the same port; 0 means a free one, chosen once per JVM (see
+ * {@link #configuredPort}), which is what tests use. The first device listed, hence the default
  * one, is the one on the address named by {@code jrdma.soft.address} / {@code JRDMA_SOFT_ADDRESS}, else the
  * first non-loopback address, else loopback.
  */
@@ -49,21 +50,43 @@ public final class SoftProvider implements VerbsProvider {
     @Override
     public int priority() { return 0; }
 
+    /** The system property that names the UDP port (env {@code JRDMA_SOFT_PORT} when it is unset). */
+    public static final String PORT_PROPERTY = "jrdma.soft.port";
+    /** The port chosen for port 0 (0: none chosen yet). */
+    private static int chosenPort;
+
     /**
-     * The configured UDP port.
+     * The configured UDP port. For 0, a port no socket of this host holds on any address is chosen on the first call
+     * and kept for the rest of the JVM's life (tests set 0, so they collide neither with a device on 4791 nor with
+     * each other); it is also written back to {@code jrdma.soft.port}, so a child process given that property
+     * reaches this JVM's devices.
      *
      * @return {@code jrdma.soft.port} (or env {@code JRDMA_SOFT_PORT}), else {@link #DEFAULT_PORT}
-     * @throws VerbsException when the setting is not a port number
+     * @throws VerbsException when the setting is not a port number (1..65535, or 0)
      */
     public static int configuredPort() {
-        String p = System.getProperty("jrdma.soft.port", System.getenv("JRDMA_SOFT_PORT"));
+        String p = System.getProperty(PORT_PROPERTY, System.getenv("JRDMA_SOFT_PORT"));
         if (p == null || p.isBlank()) return DEFAULT_PORT;
         try {
             int v = Integer.parseInt(p.trim());
+            if (v == 0) return chooseFreePort();
             if (v > 0 && v < 65536) return v;
         } catch (NumberFormatException ignored) {
         }
-        throw new VerbsException("soft provider", VerbsException.EINVAL, "jrdma.soft.port='" + p + "' is not a UDP port (1..65535)");
+        throw new VerbsException("soft provider", VerbsException.EINVAL, PORT_PROPERTY + "='" + p + "' is not a UDP port (1..65535, or 0 for a free one)");
+    }
+
+    private static synchronized int chooseFreePort() {
+        if (chosenPort == 0) {
+            // bound on the wildcard address: free there means no socket holds it on any one address either
+            try (java.net.DatagramSocket probe = new java.net.DatagramSocket(0)) {
+                chosenPort = probe.getLocalPort();
+            } catch (SocketException e) {
+                throw new VerbsException("soft provider", VerbsException.EBUSY, "no free UDP port for " + PORT_PROPERTY + "=0: " + e.getMessage());
+            }
+        }
+        System.setProperty(PORT_PROPERTY, Integer.toString(chosenPort));
+        return chosenPort;
     }
 
     @Override

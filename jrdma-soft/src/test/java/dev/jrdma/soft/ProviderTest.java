@@ -20,7 +20,7 @@ class ProviderTest {
         assertTrue(p.unavailableReason().isEmpty());
         SoftDevice lo = (SoftDevice) devices.stream().filter(d -> d.name().equals("soft_lo")).findFirst().orElseThrow();
         assertEquals(Gid.parse("::ffff:127.0.0.1"), lo.gid());
-        assertEquals(SoftProvider.DEFAULT_PORT, lo.port());
+        assertEquals(SoftProvider.configuredPort(), lo.port()); // 4791 unless jrdma.soft.port says otherwise (the build: 0, a free one)
         assertEquals("soft", lo.provider());
         assertSame(lo, p.lookup("soft_lo").orElseThrow());
         // the default (first) device: non-loopback when there is one
@@ -33,6 +33,7 @@ class ProviderTest {
     @Test
     void systemPropertiesPickAddressAndPort() {
         SoftProvider p = new SoftProvider();
+        String address = System.getProperty("jrdma.soft.address"), port = System.getProperty("jrdma.soft.port");
         try {
             System.setProperty("jrdma.soft.address", "127.0.0.2");
             System.setProperty("jrdma.soft.port", "4800");
@@ -45,12 +46,41 @@ class ProviderTest {
             assertEquals(4801, ((SoftDevice) p.lookup("soft@127.0.0.3:4801").orElseThrow()).port());
             System.setProperty("jrdma.soft.port", "70000");
             assertThrows(VerbsException.class, SoftProvider::configuredPort);
-        } finally {
-            System.clearProperty("jrdma.soft.address");
-            System.clearProperty("jrdma.soft.port");
+        } finally { // the build's settings (127.0.0.1, a free port) stay for the tests after this one
+            restore("jrdma.soft.address", address);
+            restore("jrdma.soft.port", port);
         }
         assertEquals("soft@[::1]", p.lookup("soft@::1").orElseThrow().name(), "an IPv6 device (names only: nothing is bound)");
         assertThrows(VerbsException.class, () -> p.lookup("soft@300.1.2.3"));
         assertThrows(VerbsException.class, () -> p.lookup("soft@[::1"));
+    }
+
+    private static void restore(String key, String value) {
+        if (value == null) System.clearProperty(key); else System.setProperty(key, value);
+    }
+
+    /**
+     * Port 0 (what the build sets for every module's tests): one free port for the whole JVM, written back to the
+     * property so that child processes given it reach this JVM's devices; devices open on it.
+     */
+    @Test
+    void portZeroIsOneFreePortForTheWholeJvm() throws Exception {
+        String port = System.getProperty("jrdma.soft.port");
+        try {
+            System.setProperty("jrdma.soft.port", "0");
+            int chosen = SoftProvider.configuredPort();
+            assertTrue(chosen > 0 && chosen < 65536, "chosen " + chosen);
+            assertNotEquals(SoftProvider.DEFAULT_PORT, chosen);
+            assertEquals(Integer.toString(chosen), System.getProperty("jrdma.soft.port"), "written back for child processes");
+            System.setProperty("jrdma.soft.port", "0");
+            assertEquals(chosen, SoftProvider.configuredPort(), "the same port for every device of the JVM");
+            SoftDevice device = (SoftDevice) new SoftProvider().lookup("soft@127.0.0.9").orElseThrow();
+            assertEquals(chosen, device.port());
+            try (dev.jrdma.verbs.Context ctx = device.open()) {
+                assertEquals(chosen, ((SoftContext) ctx).transport.port);
+            }
+        } finally {
+            restore("jrdma.soft.port", port);
+        }
     }
 }

@@ -20,7 +20,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 class PostPollJmhTest {
     @Test
     void postPoll() throws Exception {
-        if (System.getProperty("jrdma.soft.port") == null) System.setProperty("jrdma.soft.port", "47951");
         Options opt = new OptionsBuilder().include(PostPollBench.class.getName()).forks(0)
                 .warmupIterations(2).warmupTime(TimeValue.seconds(1))
                 .measurementIterations(3).measurementTime(TimeValue.seconds(1)).build();

@@ -11,16 +11,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** A short run of the Netty transport benchmark: every transport measures, the table carries every figure. */
 class NettyBenchTest {
-    static {
-        if (System.getProperty("jrdma.soft.port") == null) {
-            try (java.net.DatagramSocket probe = new java.net.DatagramSocket(0, java.net.InetAddress.getLoopbackAddress())) {
-                System.setProperty("jrdma.soft.port", Integer.toString(probe.getLocalPort()));
-            } catch (java.io.IOException e) {
-                throw new java.io.UncheckedIOException(e);
-            }
-        }
-    }
-
     @Test
     void oneRunMeasuresEveryTransport() throws Exception {
         NettyBench.Options o = new NettyBench.Options(64, 200, 50, 2, 4, 0.5, "127.0.0.1", "127.0.0.2",
