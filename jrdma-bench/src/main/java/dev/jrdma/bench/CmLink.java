@@ -45,7 +45,6 @@ final class CmLink implements PerftestWire.Link {
     /** perftest's wr_id of the exchange messages (SYNC_SPEC_ID). */
     private static final int SYNC_WR_ID = 5;
     private static final int MAX_MESSAGE = PerftestWire.BINARY_KEY_SIZE, SEND_AT = 0, RECV_AT = 64;
-    private static final Duration RESOLVE_TIMEOUT = Duration.ofSeconds(2);
 
     private final CmEventChannel events;
     private CmId listener, id;
@@ -93,7 +92,7 @@ final class CmLink implements PerftestWire.Link {
                 CmEvent answer = l.tryConnect(server, deadline);
                 if (answer == null) return l;
                 last = answer.toString();
-                sleep(200);
+                CmSteps.pause(200);
             }
             throw new BenchException("no rdma_cm server answered on " + host + ":" + port + " within " + timeoutSec + " s (last: " + last
                     + "): is the server running with -R, on the same -p, on an address rdma_cm reaches (an RDMA device's IP)?");
@@ -110,10 +109,7 @@ final class CmLink implements PerftestWire.Link {
     private CmEvent tryConnect(InetSocketAddress server, long deadline) throws CmException {
         if (id != null) id.close();
         id = CmId.create(events, PortSpace.TCP);
-        id.resolveAddress(null, server, RESOLVE_TIMEOUT);
-        expect(CmEventType.ADDR_RESOLVED, "address resolution of " + server, RESOLVE_TIMEOUT.multipliedBy(2));
-        id.resolveRoute(RESOLVE_TIMEOUT);
-        expect(CmEventType.ROUTE_RESOLVED, "route resolution to " + server, RESOLVE_TIMEOUT.multipliedBy(2));
+        CmSteps.resolve(id, events, server);
         if (ctx == null) setUp(id.deviceName());
         qp.modify(new QpAttr().state(QpState.RESET));
         qp.modify(id.initQpAttr(QpState.INIT));
@@ -195,13 +191,6 @@ final class CmLink implements PerftestWire.Link {
 
     private void postRecv() {
         qp.postRecv(new RecvWorkRequest().wrId(SYNC_WR_ID).buffer(mr, RECV_AT, MAX_MESSAGE));
-    }
-
-    private CmEvent expect(CmEventType type, String what, Duration timeout) throws CmException {
-        CmEvent e = events.next(timeout);
-        if (e == null) throw new BenchException("rdma_cm: no answer within " + timeout.toSeconds() + " s to " + what);
-        if (e.type() != type) throw new BenchException("rdma_cm: " + what + " failed: " + e);
-        return e;
     }
 
     @Override
@@ -286,14 +275,5 @@ final class CmLink implements PerftestWire.Link {
         if (ctx != null) ctx.close();
         if (arena != null) arena.close();
         events.close();
-    }
-
-    private static void sleep(long ms) {
-        try {
-            Thread.sleep(ms);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new BenchException("interrupted");
-        }
     }
 }

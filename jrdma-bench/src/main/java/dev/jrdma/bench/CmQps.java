@@ -37,7 +37,6 @@ final class CmQps implements AutoCloseable {
     /** Where a UD QP sends: the peer QP, its Q_Key and the address handle that reaches it. */
     record UdPeer(AddressHandle ah, int qpn, int qkey) {}
 
-    private static final Duration RESOLVE_TIMEOUT = Duration.ofSeconds(2);
     private static final int MIN_RNR_TIMER = 12;
 
     private final CmEventChannel events;
@@ -101,10 +100,7 @@ final class CmQps implements AutoCloseable {
         while (System.nanoTime() < deadline) {
             if (ids[i] != null) ids[i].close();
             CmId id = ids[i] = CmId.create(events, ud ? PortSpace.UDP : PortSpace.TCP);
-            id.resolveAddress(null, server, RESOLVE_TIMEOUT);
-            expect(CmEventType.ADDR_RESOLVED, "address resolution of " + server);
-            id.resolveRoute(RESOLVE_TIMEOUT);
-            expect(CmEventType.ROUTE_RESOLVED, "route resolution to " + server);
+            CmSteps.resolve(id, events, server);
             checkDevice(id, device);
             QueuePair qp = qps[i];
             qp.modify(new QpAttr().state(QpState.RESET));
@@ -129,7 +125,7 @@ final class CmQps implements AutoCloseable {
                 case REJECTED, UNREACHABLE, CONNECT_ERROR -> last = e.toString(); // not listening yet: again
                 default -> throw new BenchException("rdma_cm: unexpected event while connecting QP " + i + ": " + e);
             }
-            sleep(100);
+            CmSteps.pause(100);
         }
         throw new BenchException("rdma_cm: the server did not accept QP " + i + " within " + timeoutSec + " s (last: " + last + ")");
     }
@@ -208,12 +204,6 @@ final class CmQps implements AutoCloseable {
             throw new BenchException("rdma_cm put the test's connection on device " + d + ", the exchange's on " + device);
     }
 
-    private void expect(CmEventType type, String what) throws CmException {
-        CmEvent e = events.next(RESOLVE_TIMEOUT.multipliedBy(2));
-        if (e == null) throw new BenchException("rdma_cm: no answer to " + what);
-        if (e.type() != type) throw new BenchException("rdma_cm: " + what + " failed: " + e);
-    }
-
     private WorkCompletion awaitCompletion(CompletionQueue cq, WorkCompletion[] wcs, String what) {
         long deadline = System.nanoTime() + timeoutSec * 1_000_000_000L;
         while (cq.poll(wcs, 1) == 0) {
@@ -258,14 +248,5 @@ final class CmQps implements AutoCloseable {
         for (CmId id : ids) if (id != null) id.close();
         if (listener != null) listener.close();
         events.close();
-    }
-
-    private static void sleep(long ms) {
-        try {
-            Thread.sleep(ms);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new BenchException("interrupted");
-        }
     }
 }
