@@ -122,6 +122,9 @@ final class NativeQp extends NativeResource implements QueuePair {
         sendSgesAddr = sendSges.address();
         recvWrsAddr = recvWrs.address();
         recvSgesAddr = recvSges.address();
+        // each slot's sg_list points at its own SGEs for good (a provider reads it only when num_sge > 0)
+        for (int i = 0; i < sendBatch; i++) sendWrs.set(JAVA_LONG, i * SWR + S_SG_LIST, sendSgesAddr + (long) i * sendSgeStride * SGE);
+        for (int i = 0; i < recvBatch; i++) recvWrs.set(JAVA_LONG, i * RWR + R_SG_LIST, recvSgesAddr + (long) i * recvSgeStride * SGE);
         sendCq.users.add(this);
         recvCq.users.add(this);
         this.srq = srq;
@@ -432,6 +435,7 @@ final class NativeQp extends NativeResource implements QueuePair {
                     throw new PostException("ibv_post_send", VerbsException.EINVAL, index, problem);
                 }
                 writeSend(n, wr, flags);
+                if (n > 0) sendWrs.set(JAVA_LONG, (n - 1) * SWR + S_NEXT, sendWrsAddr + n * SWR); // the previous one is not the last
                 n++;
                 index++;
                 wr = wr.next;
@@ -455,8 +459,8 @@ final class NativeQp extends NativeResource implements QueuePair {
         return true;
     }
 
+    /** Posts the first {@code n} requests of the array, linked and the last one's next null (writeSend). */
     private void postSendBatch(int n, int batchStart) {
-        sendWrs.set(JAVA_LONG, (n - 1) * SWR + S_NEXT, 0L);
         int rc;
         try {
             rc = (int) Ibv.Fn.OPS_POST_SEND.invokeExact(fnPostSend, qp, sendWrs, badWr);
@@ -562,40 +566,60 @@ final class NativeQp extends NativeResource implements QueuePair {
                 + "jrdma only copies inline data from registered memory it can check";
     }
 
+    /*
+     * The hot stores write two adjacent 32-bit members at once (little-endian, as the x86-64/LP64 layouts are: the
+     * low half is the member at the lower offset): num_sge|opcode, send_flags|imm_data, length|lkey. The static
+     * check below holds the offsets to that pairing; LayoutConformanceTest holds Layouts to verbs.h.
+     */
+    static {
+        if (S_OPCODE != S_NUM_SGE + 4 || S_IMM != S_FLAGS + 4 || G_LKEY != G_LEN + 4 || S_NUM_SGE % 8 != 0
+                || S_FLAGS % 8 != 0 || G_LEN % 8 != 0 || java.nio.ByteOrder.nativeOrder() != java.nio.ByteOrder.LITTLE_ENDIAN) {
+            throw new ExceptionInInitializerError("struct ibv_send_wr/ibv_sge are not laid out as NativeQp.writeSend expects");
+        }
+    }
+
+    /** Two 32-bit members as one 64-bit little-endian store: {@code low} at the lower offset. */
+    private static long pair(int low, int high) {
+        return (low & 0xFFFF_FFFFL) | ((long) high << 32);
+    }
+
+    /** Writes request {@code wr} into slot {@code i} as the last of its batch (next = null; a chain links it after). */
     private void writeSend(int i, SendWorkRequest wr, int flags) {
         MemorySegment s = sendWrs;
         long b = i * SWR;
         int ns = wr.numSge();
-        long sgBase = (long) i * sendSgeStride * SGE;
-        s.set(JAVA_LONG, b + S_WR_ID, wr.wrId);
-        s.set(JAVA_LONG, b + S_NEXT, sendWrsAddr + b + SWR);
-        s.set(JAVA_LONG, b + S_SG_LIST, ns == 0 ? 0L : sendSgesAddr + sgBase);
-        s.set(JAVA_INT, b + S_NUM_SGE, ns);
         WrOpcode op = wr.opcode;
-        s.set(JAVA_INT, b + S_OPCODE, op.code);
-        s.set(JAVA_INT, b + S_FLAGS, flags);
+        s.set(JAVA_LONG, b + S_WR_ID, wr.wrId);
+        s.set(JAVA_LONG, b + S_NEXT, 0L);
+        s.set(JAVA_LONG, b + S_NUM_SGE, pair(ns, op.code));
         if (op == WrOpcode.RDMA_WRITE || op == WrOpcode.RDMA_READ) { // the common cases first, without a switch
-            s.set(JAVA_INT, b + S_IMM, 0);
+            s.set(JAVA_LONG, b + S_FLAGS, pair(flags, 0));
             s.set(JAVA_LONG, b + S_RDMA_ADDR, wr.remoteAddr);
             s.set(JAVA_INT, b + S_RDMA_RKEY, wr.rkey);
         } else if (op == WrOpcode.SEND) {
-            s.set(JAVA_INT, b + S_IMM, 0);
+            s.set(JAVA_LONG, b + S_FLAGS, pair(flags, 0));
         } else {
+            s.set(JAVA_INT, b + S_FLAGS, flags);
             writeSendOther(b, wr, op);
         }
-        if (type == QpType.UD) { // validateSendFully checked (and holds) the handle
-            s.set(JAVA_LONG, b + S_UD_AH, ((NativeAh) wr.ah).ah.address());
-            s.set(JAVA_INT, b + S_UD_QPN, wr.remoteQpn);
-            s.set(JAVA_INT, b + S_UD_QKEY, wr.remoteQkey);
-        }
+        if (type == QpType.UD) writeUd(b, wr);
         MemorySegment g = sendSges;
-        for (int k = 0; k < ns; k++) {
-            Sge e = wr.sge(k);
-            long o = sgBase + k * SGE;
-            g.set(JAVA_LONG, o + G_ADDR, e.addr);
-            g.set(JAVA_INT, o + G_LEN, e.length);
-            g.set(JAVA_INT, o + G_LKEY, e.lkey);
-        }
+        long sgBase = (long) i * sendSgeStride * SGE;
+        for (int k = 0; k < ns; k++) writeSge(g, sgBase + k * SGE, wr.sge(k));
+    }
+
+    /** The UD address (validateSendFully checked and holds the handle). */
+    private void writeUd(long b, SendWorkRequest wr) {
+        MemorySegment s = sendWrs;
+        s.set(JAVA_LONG, b + S_UD_AH, ((NativeAh) wr.ah).ah.address());
+        s.set(JAVA_INT, b + S_UD_QPN, wr.remoteQpn);
+        s.set(JAVA_INT, b + S_UD_QKEY, wr.remoteQkey);
+    }
+
+    /** One {@code ibv_sge} at {@code o} of {@code g}. */
+    private static void writeSge(MemorySegment g, long o, Sge e) {
+        g.set(JAVA_LONG, o + G_ADDR, e.addr);
+        g.set(JAVA_LONG, o + G_LEN, pair(e.length, e.lkey));
     }
 
     /** The opcode-specific fields of the other opcodes (immediate data, atomics, windows). */
@@ -657,6 +681,7 @@ final class NativeQp extends NativeResource implements QueuePair {
                         throw new PostException("ibv_post_recv", VerbsException.EINVAL, index, problem);
                     }
                     writeRecv(n, wr);
+                    if (n > 0) recvWrs.set(JAVA_LONG, (n - 1) * RWR + R_NEXT, recvWrsAddr + n * RWR); // the previous one is not the last
                     n++;
                     index++;
                     wr = wr.next;
@@ -681,27 +706,21 @@ final class NativeQp extends NativeResource implements QueuePair {
         return null;
     }
 
+    /** Writes request {@code wr} into slot {@code i} as the last of its batch (next = null; a chain links it after). */
     private void writeRecv(int i, RecvWorkRequest wr) {
         MemorySegment s = recvWrs;
         long b = i * RWR;
         int ns = wr.numSge();
-        long sgBase = (long) i * recvSgeStride * SGE;
         s.set(JAVA_LONG, b + R_WR_ID, wr.wrId);
-        s.set(JAVA_LONG, b + R_NEXT, recvWrsAddr + b + RWR);
-        s.set(JAVA_LONG, b + R_SG_LIST, ns == 0 ? 0L : recvSgesAddr + sgBase);
+        s.set(JAVA_LONG, b + R_NEXT, 0L);
         s.set(JAVA_INT, b + R_NUM_SGE, ns);
         MemorySegment g = recvSges;
-        for (int k = 0; k < ns; k++) {
-            Sge e = wr.sge(k);
-            long o = sgBase + k * SGE;
-            g.set(JAVA_LONG, o + G_ADDR, e.addr);
-            g.set(JAVA_INT, o + G_LEN, e.length);
-            g.set(JAVA_INT, o + G_LKEY, e.lkey);
-        }
+        long sgBase = (long) i * recvSgeStride * SGE;
+        for (int k = 0; k < ns; k++) writeSge(g, sgBase + k * SGE, wr.sge(k));
     }
 
+    /** Posts the first {@code n} requests of the array, linked and the last one's next null (writeRecv). */
     private void postRecvBatch(int n, int batchStart) {
-        recvWrs.set(JAVA_LONG, (n - 1) * RWR + R_NEXT, 0L);
         int rc;
         try {
             rc = (int) Ibv.Fn.OPS_POST_RECV.invokeExact(fnPostRecv, qp, recvWrs, badWr);
