@@ -24,16 +24,7 @@ class GivenUpOperationsTest {
             RemoteBuffer granted = p.serverSide().grant(word, 0, 64, TestSupport.ALL_RIGHTS).remote();
             BufferPool results = c.group().messagePool();
             // hold the client's completion thread, so the atomic's completion is not seen before it is given up
-            CountDownLatch held = new CountDownLatch(1), release = new CountDownLatch(1);
-            c.group().submit(() -> {
-                held.countDown();
-                try {
-                    release.await(20, TimeUnit.SECONDS);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            });
-            assertTrue(held.await(5, TimeUnit.SECONDS));
+            CountDownLatch release = TestSupport.holdCompletionThread(c);
             int before = results.inUse();
             CompletableFuture<Long> cas = c.compareAndSwap(granted, 0, 0, 42);
             assertEquals(before + 1, results.inUse(), "the atomic took a result buffer");

@@ -56,20 +56,11 @@ class RemoteLockTest {
         try (ServerEndpoint server = ServerEndpoint.bind(TestSupport.server(), cfg);
              RegisteredBuffer word = server.pool().allocate(8)) {
             word.segment().set(ValueLayout.JAVA_LONG, 0, 0);
-            Endpoint[] firstPair = connect(server, cfg);
+            Endpoint[] firstPair = TestSupport.connectAndAccept(server, cfg);
             try (Endpoint first = firstPair[0]; Endpoint firstServed = firstPair[1]) {
                 RemoteLock lock = new RemoteLock(first, firstServed.grant(word, 0, 8, TestSupport.ALL_RIGHTS).remote(), 7);
                 // hold the client's completion thread: the answer reaches the device, but the lock never sees it
-                CountDownLatch held = new CountDownLatch(1), release = new CountDownLatch(1);
-                first.group().submit(() -> {
-                    held.countDown();
-                    try {
-                        release.await(30, TimeUnit.SECONDS);
-                    } catch (InterruptedException e) {
-                        Thread.currentThread().interrupt();
-                    }
-                });
-                assertTrue(held.await(5, TimeUnit.SECONDS));
+                CountDownLatch release = TestSupport.holdCompletionThread(first);
                 CompletableFuture<Boolean> acquire = new CompletableFuture<>();
                 Thread.ofPlatform().daemon().start(() -> {
                     try {
@@ -94,7 +85,7 @@ class RemoteLockTest {
                 assertThrows(IllegalMonitorStateException.class, lock::unlock);
 
                 // the way out, through a new connection with its own grant of the word
-                Endpoint[] secondPair = connect(server, cfg);
+                Endpoint[] secondPair = TestSupport.connectAndAccept(server, cfg);
                 try (Endpoint second = secondPair[0]; Endpoint secondServed = secondPair[1]) {
                     RemoteBuffer again = secondServed.grant(word, 0, 8, TestSupport.ALL_RIGHTS).remote();
                     RemoteLock other = new RemoteLock(second, again, 8);
@@ -114,19 +105,6 @@ class RemoteLockTest {
                 }
             }
         }
-    }
-
-    /** A new connection to {@code server}: the client's endpoint and the server's. */
-    private static Endpoint[] connect(ServerEndpoint server, EndpointConfig cfg) throws Exception {
-        CompletableFuture<Endpoint> accepted = CompletableFuture.supplyAsync(() -> {
-            try {
-                return server.accept(Duration.ofSeconds(30));
-            } catch (RdmaConnectException e) {
-                throw new RuntimeException(e);
-            }
-        });
-        Endpoint client = Endpoint.connect(TestSupport.HOST, server.port(), cfg);
-        return new Endpoint[] {client, accepted.get(30, TimeUnit.SECONDS)};
     }
 
     @Test

@@ -68,18 +68,6 @@ class ServerLimitsTest {
         });
     }
 
-    private static Endpoint[] connectAndAccept(ServerEndpoint server, EndpointConfig cfg) throws Exception {
-        CompletableFuture<Endpoint> accepted = CompletableFuture.supplyAsync(() -> {
-            try {
-                return server.accept(Duration.ofSeconds(10));
-            } catch (RdmaConnectException e) {
-                throw new RuntimeException(e);
-            }
-        });
-        Endpoint client = Endpoint.connect(TestSupport.HOST, server.port(), cfg);
-        return new Endpoint[]{client, accepted.get(10, TimeUnit.SECONDS)};
-    }
-
     @Test
     void aTricklingClientIsCutOffAtTheDeadlineAndDelaysNobody() throws Exception {
         EndpointConfig cfg = TestSupport.config().timeout(Duration.ofSeconds(3)).build();
@@ -163,7 +151,7 @@ class ServerLimitsTest {
             assertTrue(e.getMessage().contains("maxPendingHandshakes"), e.getMessage());
             trickler.get(20, TimeUnit.SECONDS);
             // the slot is free again
-            Endpoint[] pair = connectAndAccept(server, cfg);
+            Endpoint[] pair = TestSupport.connectAndAccept(server, cfg);
             pair[0].close();
             pair[1].close();
         }
@@ -175,7 +163,7 @@ class ServerLimitsTest {
         try (ServerEndpoint server = ServerEndpoint.bind(TestSupport.server(), cfg)) {
             List<Endpoint> held = new ArrayList<>();
             try {
-                for (int i = 0; i < 2; i++) held.addAll(List.of(connectAndAccept(server, cfg)));
+                for (int i = 0; i < 2; i++) held.addAll(List.of(TestSupport.connectAndAccept(server, cfg)));
                 RdmaConnectException e = assertThrows(RdmaConnectException.class, () -> Endpoint.connect(TestSupport.HOST, server.port(), cfg));
                 assertEquals(RdmaConnectException.Reason.REJECTED, e.reason(), e.getMessage());
                 assertTrue(e.getMessage().contains("maximum of 2 connections"), e.getMessage());
@@ -183,7 +171,7 @@ class ServerLimitsTest {
                 held.get(0).close();
                 held.get(1).close();
                 assertTrue(waitFor(() -> server.group().endpointCount() == 1));
-                held.addAll(List.of(connectAndAccept(server, cfg)));
+                held.addAll(List.of(TestSupport.connectAndAccept(server, cfg)));
             } finally {
                 held.forEach(Endpoint::close);
             }

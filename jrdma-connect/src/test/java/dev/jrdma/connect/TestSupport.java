@@ -53,18 +53,42 @@ final class TestSupport {
     static Pair pair(EndpointConfig cfg) throws Exception {
         ServerEndpoint server = ServerEndpoint.bind(server(), cfg);
         try {
-            var accepted = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
-                try {
-                    return server.accept();
-                } catch (RdmaConnectException e) {
-                    throw new RuntimeException(e);
-                }
-            });
-            Endpoint client = Endpoint.connect(HOST, server.port(), cfg);
-            return new Pair(server, accepted.get(), client);
+            Endpoint[] ends = connectAndAccept(server, cfg);
+            return new Pair(server, ends[1], ends[0]);
         } catch (Exception e) {
             server.close();
             throw e;
         }
+    }
+
+    /** A new connection to {@code server} (accepted while the client connects): the client's endpoint, then the server's. */
+    static Endpoint[] connectAndAccept(ServerEndpoint server, EndpointConfig cfg) throws Exception {
+        var accepted = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+            try {
+                return server.accept(java.time.Duration.ofSeconds(30));
+            } catch (RdmaConnectException e) {
+                throw new RuntimeException(e);
+            }
+        });
+        Endpoint client = Endpoint.connect(HOST, server.port(), cfg);
+        return new Endpoint[] {client, accepted.get(30, java.util.concurrent.TimeUnit.SECONDS)};
+    }
+
+    /**
+     * Holds {@code ep}'s completion thread (at most 30 s) until the returned latch is counted down: completions reach
+     * the device but the endpoint does not see them, as when an answer is late or lost.
+     */
+    static java.util.concurrent.CountDownLatch holdCompletionThread(Endpoint ep) throws InterruptedException {
+        java.util.concurrent.CountDownLatch held = new java.util.concurrent.CountDownLatch(1), release = new java.util.concurrent.CountDownLatch(1);
+        ep.group().submit(() -> {
+            held.countDown();
+            try {
+                release.await(30, java.util.concurrent.TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        if (!held.await(5, java.util.concurrent.TimeUnit.SECONDS)) throw new IllegalStateException("the completion thread did not take the task");
+        return release;
     }
 }
