@@ -89,7 +89,12 @@ final class Fixture {
         final Arena arena = Arena.ofShared();
 
         Side(Device dev, QpInitAttr.Builder qpb, int cqe) {
-            ctx = dev.open();
+            this(dev.open(), qpb, cqe);
+        }
+
+        /** A side on a context of the caller's (e.g. one over a detached transport); closing the side closes it. */
+        Side(Context ctx, QpInitAttr.Builder qpb, int cqe) {
+            this.ctx = ctx;
             pd = ctx.allocPd();
             ch = ctx.createCompletionChannel();
             cq = ctx.createCq(cqe, ch);

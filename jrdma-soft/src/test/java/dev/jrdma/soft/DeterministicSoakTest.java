@@ -1,0 +1,294 @@
+package dev.jrdma.soft;
+
+import static dev.jrdma.soft.Fixture.Side;
+import static org.junit.jupiter.api.Assertions.*;
+
+import dev.jrdma.soft.SoakTest.End;
+import dev.jrdma.soft.SoakTest.Kind;
+import dev.jrdma.soft.SoakTest.Memory;
+import dev.jrdma.soft.SoakTest.Plan;
+import dev.jrdma.soft.wire.RocePacket;
+import dev.jrdma.verbs.QpInitAttr;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.Inet4Address;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * Issue 8 §6, the soak CI runs: {@link SoakTest}'s traffic (every opcode, both ways, two QP pairs; every byte, every
+ * message's order and every atomic checked by {@link End}) between two software devices whose transports are
+ * detached: no socket, no thread. The test is the network and the clock. It carries every packet itself and loses,
+ * holds back (so later ones overtake it), duplicates or corrupts each with probabilities drawn from one seeded
+ * {@link Random}; and it moves the devices' clock only when no packet is in flight and no end can go on, so a
+ * retransmission timeout always means that packets were really lost, never that a thread was descheduled. A seed
+ * therefore gives the same run on a loaded 2-core machine as on an idle one ({@link #theSameSeedRunsTheSameWay}).
+ *
+ * <p>At 1% and 10% every operation must succeed. At 30% a QP can meet retry_cnt + 1 = 8 lost attempts in a row
+ * (each retransmission and its answer cross the lossy network), which the IBTA answers with RETRY_EXC_ERR; so there a
+ * run must either succeed, or end the one clean way: that end's oldest outstanding request RETRY_EXC_ERR, every later
+ * one WR_FLUSH_ERR in order, its receives flushed; everything completed before checked byte for byte; each atomic
+ * executed at most once (the targets never count more than were posted, nor fewer than completed).
+ *
+ * <p>A corrupted packet is dropped here as the receiver's ICRC check drops it (that check is proven by
+ * {@code MiscTest} and {@code PacketFuzzTest}). {@code -Djrdma.soak.ci.ops=N} operations per direction and pair,
+ * {@code -Djrdma.soak.seed=S}. The threaded soak over real sockets stays {@link SoakTest} (opt-in, long runs).
+ */
+@Timeout(300)
+class DeterministicSoakTest {
+    static final int OPS = Integer.getInteger("jrdma.soak.ci.ops", 300);
+    static final long SEED = Long.getLong("jrdma.soak.seed", 1);
+    static final int PAIRS = 2;
+    static final Inet4Address A = Fixture.ip("127.0.0.1"), B = Fixture.ip("127.0.0.2");
+    static final int PORT = 4791; // nothing is bound: the transports are detached
+    /** The clock's step while everything waits for a timer. */
+    static final long TICK_NANOS = 1_000_000;
+    /** Simulated time without any progress after which the run is over: 8 retransmission timeouts are 0.54 s. */
+    static final long IDLE_LIMIT_NANOS = 20_000_000_000L;
+
+    /** A packet on the test's network. */
+    record Packet(byte[] bytes, Transport to, IpAddress from) {}
+
+    /** The network between the two transports: the packets sent and not yet delivered, and what was done to them. */
+    static final class Network {
+        final Random rnd;
+        final double p;
+        final Map<IpAddress, Transport> byAddress = new HashMap<>();
+        final Map<Integer, SoftQp> qps = new HashMap<>();
+        ArrayDeque<Packet> inFlight = new ArrayDeque<>();
+        final ArrayDeque<Packet> heldBack = new ArrayDeque<>();
+        long sent, delivered, dropped, duplicated, reordered, corrupted;
+
+        Network(double p, long seed) {
+            this.p = p;
+            this.rnd = new Random(seed);
+        }
+
+        Transport.PacketTap tapOf(IpAddress from) {
+            return (b, len, to) -> {
+                byte[] copy = new byte[len];
+                b.get(0, copy, 0, len);
+                Transport dest = byAddress.get(IpAddress.of(to.getAddress()));
+                assertNotNull(dest, () -> "a packet to " + to + ", which is not on the network");
+                inFlight.add(new Packet(copy, dest, from));
+                sent++;
+            };
+        }
+
+        boolean idle() {
+            return inFlight.isEmpty() && heldBack.isEmpty();
+        }
+
+        /**
+         * Delivers every packet in flight (what they send meanwhile waits for the next round); the packets held back
+         * in the round before come after them.
+         */
+        void deliverRound() {
+            ArrayDeque<Packet> round = inFlight;
+            inFlight = new ArrayDeque<>();
+            round.addAll(heldBack);
+            heldBack.clear();
+            for (Packet pk : round) {
+                double r = rnd.nextDouble();
+                if (r < p) {
+                    dropped++;
+                    continue;
+                }
+                if (r < p + p / 10) {
+                    corrupted++; // one bit flipped: the receiver's ICRC check drops it
+                    continue;
+                }
+                r = rnd.nextDouble();
+                if (r < p) {
+                    reordered++;
+                    heldBack.add(pk);
+                    continue;
+                }
+                if (r < 2 * p) {
+                    duplicated++;
+                    heldBack.add(pk); // the copy arrives later
+                }
+                deliver(pk);
+            }
+        }
+
+        private void deliver(Packet pk) {
+            ByteBuffer buf = ByteBuffer.wrap(pk.bytes.clone()); // a duplicate must not see what the first copy's handling did
+            RocePacket rp = new RocePacket();
+            assertEquals(RocePacket.OK, rp.wrap(buf, 0, pk.bytes.length), "the devices send well-formed packets");
+            SoftQp qp = qps.get(rp.destQp());
+            assertNotNull(qp, () -> "a packet for QP " + rp.destQp() + ", which does not exist");
+            pk.to.driveForTest(() -> qp.receive(rp, MemorySegment.ofBuffer(buf), pk.from, PORT));
+            delivered++;
+        }
+    }
+
+    /** What one run did: the ends, the memories and plans (for the atomics' check), the network's figures. */
+    record Outcome(List<End> ends, long[][] atomicWords, List<Plan[]> plans, Network net, long retransmissions,
+                   long simulatedNanos, boolean finished) {
+        String summary() {
+            long ops = 0, bytes = 0, messages = 0;
+            for (End e : ends) {
+                ops += e.completed;
+                bytes += e.bytes;
+                messages += e.received;
+            }
+            StringBuilder s = new StringBuilder(String.format("p=%.2f: %d operations completed (%d messages received), %d bytes; %d packets sent, %d delivered, %d dropped, %d corrupted, %d reordered, %d duplicated; %d retransmissions; %.3f s of the devices' clock",
+                    net.p, ops, messages, bytes, net.sent, net.delivered, net.dropped, net.corrupted, net.reordered, net.duplicated, retransmissions, simulatedNanos / 1e9));
+            for (int i = 0; i < ends.size(); i++) {
+                End e = ends.get(i);
+                if (e.exhaustedAt >= 0) {
+                    s.append(String.format("; end %d: RETRY_EXC_ERR at operation %d of %d, then %d sends and %d receives flushed", i, e.exhaustedAt, e.out.kind().length, e.flushedSends, e.flushedReceives));
+                }
+            }
+            return s.toString();
+        }
+
+        boolean anyExhausted() {
+            return ends.stream().anyMatch(e -> e.exhaustedAt >= 0);
+        }
+    }
+
+    static Outcome run(double p, long seed, boolean mayExhaustRetries) {
+        Network net = new Network(p, seed);
+        ManualClock clock = new ManualClock();
+        long start = clock.nanoTime();
+        IpAddress ipA = IpAddress.of(A), ipB = IpAddress.of(B);
+        Transport ta = Transport.detached(A, PORT, clock, net.tapOf(ipA)), tb = Transport.detached(B, PORT, clock, net.tapOf(ipB));
+        net.byAddress.put(ipA, ta);
+        net.byAddress.put(ipB, tb);
+        SoftDevice da = new SoftDevice("soft@127.0.0.1", A, PORT), db = new SoftDevice("soft@127.0.0.2", B, PORT);
+        List<Side> sides = new ArrayList<>();
+        List<End> ends = new ArrayList<>();
+        List<Memory[]> memories = new ArrayList<>();
+        List<Plan[]> plans = new ArrayList<>();
+        try {
+            Fixture.Opts o = new Fixture.Opts();
+            o.timeout = 14; // 67 ms, as SoakTest: here only lost packets make it expire
+            o.retryCnt = 7;
+            o.rnrRetry = 7;
+            o.maxRdAtomic = o.maxDestRdAtomic = 16;
+            for (int i = 0; i < PAIRS; i++) {
+                Side a = side(new SoftContext(da, ta)), b = side(new SoftContext(db, tb));
+                sides.add(a);
+                sides.add(b);
+                net.qps.put(a.qp.qpNum(), (SoftQp) a.qp);
+                net.qps.put(b.qp.qpNum(), (SoftQp) b.qp);
+                Fixture.connect(a, b, o, 100, 5000);
+                Fixture.connect(b, a, o, 5000, 100);
+                Memory ma = new Memory(a), mb = new Memory(b);
+                long seedAB = seed * 1000 + 2L * i, seedBA = seedAB + 1;
+                Plan ab = Plan.draw(seedAB, OPS), ba = Plan.draw(seedBA, OPS);
+                memories.add(new Memory[] {ma, mb});
+                plans.add(new Plan[] {ab, ba});
+                ends.add(new End(a, ma, mb, ab, seedAB, ba, seedBA, mayExhaustRetries));
+                ends.add(new End(b, mb, ma, ba, seedBA, ab, seedAB, mayExhaustRetries));
+            }
+            long idle = 0;
+            boolean finished = false;
+            while (idle < IDLE_LIMIT_NANOS) {
+                boolean progress = false;
+                for (End e : ends) progress |= e.step();
+                if (!net.idle()) {
+                    net.deliverRound();
+                    progress = true;
+                }
+                progress |= ta.runTurns() | tb.runTurns(); // READ responses paced a turn at a time
+                if (ends.stream().allMatch(End::done)) {
+                    finished = true;
+                    break;
+                }
+                if (progress) {
+                    idle = 0;
+                } else { // nothing in flight, nothing to do: only a timer can move things now
+                    clock.advanceNanos(TICK_NANOS);
+                    idle += TICK_NANOS;
+                    ta.timer.runDue();
+                    tb.timer.runDue();
+                }
+            }
+            long retransmissions = ta.counters.get(Counter.RETRANSMITS) + tb.counters.get(Counter.RETRANSMITS);
+            // what the atomics' targets hold, read before the memory goes: [end] = {fetch-and-adds, compare-and-swaps} it received
+            long[][] words = new long[ends.size()][];
+            for (int i = 0; i < ends.size(); i++) {
+                Memory target = memories.get(i / 2)[1 - i % 2];
+                words[i] = new long[] {target.seg.get(ValueLayout.JAVA_LONG, Memory.FETCH_ADD_WORD), target.seg.get(ValueLayout.JAVA_LONG, Memory.CAS_WORD)};
+            }
+            return new Outcome(ends, words, plans, net, retransmissions, clock.nanoTime() - start, finished);
+        } finally {
+            for (Side s : sides) s.close();
+        }
+    }
+
+    private static Side side(SoftContext ctx) {
+        return new Side(ctx, QpInitAttr.builder(null).maxSendWr(SoakTest.SEND_WINDOW).maxRecvWr(SoakTest.RECVS), 2 * (SoakTest.SEND_WINDOW + SoakTest.RECVS));
+    }
+
+    /** Each atomic at most once: a target counts no more than were posted to it, and no fewer than completed successfully. */
+    static void checkAtomics(Outcome o, boolean exactlyOnce) {
+        for (int i = 0; i < PAIRS; i++) {
+            Plan[] pl = o.plans.get(i);
+            for (int dir = 0; dir < 2; dir++) {
+                End from = o.ends.get(2 * i + dir);
+                for (Kind k : new Kind[] {Kind.FETCH_ADD, Kind.CAS}) {
+                    long word = o.atomicWords[2 * i + dir][k == Kind.CAS ? 1 : 0];
+                    long posted = 0, succeeded = 0;
+                    for (int op = 0; op < from.posted; op++) {
+                        if (pl[dir].kind()[op] != k) continue;
+                        posted++;
+                        if (from.exhaustedAt < 0 || op < from.exhaustedAt) succeeded++;
+                    }
+                    String what = k + " pair " + i + " direction " + dir + ": the target counts " + word + ", " + posted + " posted, " + succeeded + " completed";
+                    if (exactlyOnce) assertEquals(pl[dir].count(k), word, what);
+                    assertTrue(word <= posted && word >= succeeded, what);
+                }
+            }
+        }
+    }
+
+    @ParameterizedTest(name = "{0} loss, reordering and duplication, a tenth of that corruption")
+    @ValueSource(doubles = {0.01, 0.1, 0.3})
+    void everyOpcodeUnderSeededFaultsOnAClockTheTestOwns(double p) {
+        boolean mayExhaust = p >= 0.3;
+        Outcome o = run(p, SEED, mayExhaust);
+        System.out.println("deterministic soak, seed " + SEED + ", " + PAIRS + " pairs, " + OPS + " operations per direction: " + o.summary());
+        assertTrue(o.net.dropped > 0 && o.net.reordered > 0 && o.net.duplicated > 0, o::summary);
+        assertTrue(o.retransmissions > 0, "losses were repaired by retransmission");
+        if (!mayExhaust) {
+            assertTrue(o.finished && !o.anyExhausted(), o::summary);
+            checkAtomics(o, true);
+            return;
+        }
+        // at 30%: success, or the clean ending on one or more ends
+        for (int i = 0; i < o.ends.size(); i++) {
+            End e = o.ends.get(i), peer = o.ends.get(i ^ 1);
+            String who = "end " + i + ": " + o.summary();
+            if (e.exhaustedAt >= 0) {
+                assertEquals(e.posted, e.completed, "every request completed (the rest flushed): " + who);
+            } else if (peer.exhaustedAt < 0) {
+                assertTrue(e.done(), "neither end of the pair gave up, so everything arrived: " + who);
+            } else {
+                assertEquals(e.out.kind().length, e.completed, "its peer gave up, so only its own requests must all have completed: " + who);
+            }
+        }
+        checkAtomics(o, !o.anyExhausted());
+    }
+
+    @Test
+    void theSameSeedRunsTheSameWay() {
+        Outcome first = run(0.1, SEED + 1, false), second = run(0.1, SEED + 1, false);
+        assertEquals(first.summary(), second.summary(), "the run depends only on the seed");
+        assertTrue(first.finished && !first.anyExhausted(), first::summary);
+    }
+}
