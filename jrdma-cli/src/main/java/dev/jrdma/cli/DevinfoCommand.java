@@ -59,6 +59,7 @@ public final class DevinfoCommand implements Callable<Integer> {
             DeviceAttr a = ctx.queryDevice();
             out.printf("hca_id:\t%s%n", d.name());
             out.printf("\ttransport:\t\t\t%s (%d)%n", transportName(d), d.transportType().code);
+            if (!ctx.linkDescription().isEmpty()) out.printf("\tlink:\t\t\t\t%s%n", ctx.linkDescription()); // the software device's socket and same-host ring
             if (!a.fwVer().isEmpty()) out.printf("\tfw_ver:\t\t\t\t%s%n", a.fwVer());
             out.printf("\tnode_guid:\t\t\t%s%n", guid(a.nodeGuid()));
             out.printf("\tsys_image_guid:\t\t\t%s%n", guid(a.sysImageGuid()));

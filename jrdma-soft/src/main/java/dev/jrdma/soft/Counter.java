@@ -43,7 +43,15 @@ enum Counter {
     RX_RESPONSE_IGNORED("rx_response_ignored"),
     /** A packet whose handling threw (a bug): reported through System.Logger, the device keeps serving. */
     RX_DROPPED("rx_dropped"),
+    /** Packets taken from the device's same-host rings (also counted in rx_packets when well-formed). */
+    RX_SHM_PACKETS("rx_shm_packets"),
+    /** A same-host ring cell with a length or sender port out of range: dropped (the ring is a sender's, untrusted). */
+    RX_SHM_BAD_CELL("rx_shm_bad_cell"),
+    /** Empty UDP datagrams that woke the receive thread for the same-host rings (when the device has them). */
+    RX_SHM_DOORBELLS("rx_shm_doorbells"),
     TX_PACKETS("tx_packets"),
+    /** Packets sent through a same-host peer's ring instead of UDP (also counted in tx_packets). */
+    TX_SHM_PACKETS("tx_shm_packets"),
     TX_ERRORS("tx_errors"),
     RETRANSMITS("retransmits"),
     RNR_NAKS_RECEIVED("rnr_naks_received");
@@ -61,6 +69,8 @@ enum Counter {
         private final AtomicLongArray values = new AtomicLongArray(ALL.length);
 
         void add(Counter c) { values.getAndIncrement(c.ordinal()); }
+
+        void add(Counter c, long n) { values.getAndAdd(c.ordinal(), n); }
 
         long get(Counter c) { return values.get(c.ordinal()); }
 

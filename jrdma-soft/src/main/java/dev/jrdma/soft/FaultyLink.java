@@ -50,6 +50,9 @@ final class FaultyLink implements Link {
 
     Faults faults() { return faults; }
 
+    /** The link this one damages packets for. */
+    Link inner() { return inner; }
+
     /** Sees every packet offered to this link, before any damage (tests: valid packets to mutate). */
     void tap(BiConsumer<ByteBuffer, InetSocketAddress> t) { tap = t; }
 

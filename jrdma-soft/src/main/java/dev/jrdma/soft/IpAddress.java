@@ -42,8 +42,17 @@ final class IpAddress {
      */
     static IpAddress ofGid(Gid gid, IpAddress local) {
         byte[] raw = gid.toByteArray();
-        long hi = getLong(raw, 0), lo = getLong(raw, 8);
+        return of(getLong(raw, 0), getLong(raw, 8), local);
+    }
+
+    /** The address of the GID bytes {@code hi} and {@code lo}, with the scope of {@code local} when link-local (as {@link #ofGid}). */
+    static IpAddress of(long hi, long lo, IpAddress local) {
         if (hi == 0 && (lo >>> 32) == 0xFFFFL) return of(toInet4((int) lo));
+        byte[] raw = new byte[16];
+        for (int i = 0; i < 8; i++) {
+            raw[i] = (byte) (hi >>> (56 - 8 * i));
+            raw[8 + i] = (byte) (lo >>> (56 - 8 * i));
+        }
         try {
             int scope = isLinkLocal(hi) && local.inet instanceof Inet6Address l6 ? l6.getScopeId() : 0;
             return new IpAddress(hi, lo, Inet6Address.getByAddress(null, raw, scope));

@@ -18,6 +18,8 @@ final class RxBatch {
     static final int CAPACITY = 32;
     /** The length of a slot whose datagram did not fit. */
     static final int TRUNCATED = -1;
+    /** The length of a slot that held no packet but a same-host doorbell (an empty datagram, see {@link ShmLink}). */
+    static final int DOORBELL = -2;
 
     /** The slots' memory, contiguous, page aligned; {@link LinuxUdpLink} points its iovecs at it. */
     final MemorySegment memory = Arena.ofAuto().allocate((long) SLOT * CAPACITY, 4096);

@@ -164,7 +164,7 @@ final class Transport {
         this.tap = null;
         this.timer = SoftTimer.threaded(Clock.SYSTEM, key);
         this.activeMtu = configuredMtu(address);
-        this.link = wrap.apply(openLink(local.inet, port));
+        this.link = wrap.apply(ShmLink.around(openLink(local.inet, port), local, port, counters));
         rxThread = Thread.ofPlatform().daemon().name("jrdma-soft-rx-" + key).unstarted(this::rxLoop);
         rxThread.start();
     }
@@ -211,7 +211,13 @@ final class Transport {
     String linkName() { return link == null ? "detached" : link.toString(); }
 
     /** Whether this device sends through a raw socket that writes the IPv4 header ({@link RawIpv4Link}). */
-    boolean sendsRawIpv4() { return link instanceof RawIpv4Link; }
+    boolean sendsRawIpv4() { return link instanceof RawIpv4Link || link instanceof ShmLink s && s.sendsRawIpv4(); }
+
+    /** The same-host link when this device has one (its peers on this host reach it through a ring), else null. */
+    ShmLink shmLink() {
+        Link l = link instanceof FaultyLink f ? f.inner() : link;
+        return l instanceof ShmLink s ? s : null;
+    }
 
     /** The fault-injecting link when this transport has one (tests), else null. */
     FaultyLink faultyLink() { return link instanceof FaultyLink f ? f : null; }
@@ -620,6 +626,7 @@ final class Transport {
     }
 
     private void handle(Receiver r, InetSocketAddress from, ByteBuffer buf, MemorySegment seg, int len) {
+        if (len == RxBatch.DOORBELL) return; // it woke the receive thread for the same-host ring: done (counted by the link)
         counters.add(Counter.RX_PACKETS);
         if (len == RxBatch.TRUNCATED) {
             counters.add(Counter.RX_MALFORMED);

@@ -48,9 +48,27 @@ class AllocationTest {
         }
     }
 
+    /** The default link between two devices of one host: the same-host rings. */
     @Test
     void steadyStateAllocatesNothingPerMessage() {
         try (Pair p = pair()) {
+            long shm0 = ((SoftContext) p.a.ctx).transport.counters.get(Counter.TX_SHM_PACKETS);
+            check(p);
+            assertTrue(((SoftContext) p.a.ctx).transport.counters.get(Counter.TX_SHM_PACKETS) - shm0 > 5000, "the rounds went through the same-host rings");
+        }
+    }
+
+    /** The UDP socket (no same-host rings: -Djrdma.soft.shm=off). */
+    @Test
+    void steadyStateOverUdpAllocatesNothingPerMessage() {
+        try (Pair p = ShmLinkTest.pairOn("127.0.0.41", "127.0.0.42", "off", "off")) {
+            assertNull(((SoftContext) p.a.ctx).transport.shmLink());
+            check(p);
+        }
+    }
+
+    private static void check(Pair p) {
+        {
             MemoryRegion a = p.a.mrAll(8192), b = p.b.mrAll(8192);
             SendWorkRequest send = new SendWorkRequest().wrId(1).opcode(WrOpcode.SEND).signaled(true).buffer(a, 0, 3000);
             SendWorkRequest write = new SendWorkRequest().wrId(2).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(a, 0, 2000).remote(b.address(), b.rkey());

@@ -29,7 +29,10 @@ import java.io.PrintWriter;
 import java.lang.foreign.Arena;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -38,8 +41,26 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class MultiProcessTest {
 
+    /** The default: the two processes find each other's same-host ring and send through it, not UDP. */
     @Test
     void twoProcessesTalkOverRoceV2() throws Exception {
+        Map<String, Long> counters = talk(List.of());
+        assertTrue(counters.get("tx_shm_packets") > 0 && counters.get("tx_shm_packets").equals(counters.get("tx_packets")),
+                "every packet to the child went through its ring: " + counters);
+        assertTrue(counters.get("rx_shm_packets") > 0, "the child's packets came through this device's ring: " + counters);
+    }
+
+    /** The child without a ring ({@code -Djrdma.soft.shm=off}): both directions fall back to UDP. */
+    @Test
+    void twoProcessesFallBackToUdpWhenOneHasNoRing() throws Exception {
+        Map<String, Long> counters = talk(List.of("-Djrdma.soft.shm=off"));
+        assertEquals(0, counters.get("tx_shm_packets"), counters::toString);
+        assertEquals(0, counters.get("rx_shm_packets"), counters::toString);
+        assertTrue(counters.get("rx_packets") > 0, counters::toString);
+    }
+
+    /** Runs the exchange with a child JVM started with {@code childOptions}; returns this device's counters of the run. */
+    private static Map<String, Long> talk(List<String> childOptions) throws Exception {
         // 4791 when it is free on both addresses, else a random port free on both (other processes may hold either)
         Context ctx = null;
         int port = 4791;
@@ -54,8 +75,11 @@ class MultiProcessTest {
         }
         assertNotNull(ctx, "no free UDP port on 127.0.0.1");
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        Process child = new ProcessBuilder(List.of(java, "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
-                PeerMain.class.getName(), Integer.toString(port))).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        List<String> command = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED"));
+        command.addAll(childOptions);
+        command.addAll(List.of("-cp", System.getProperty("java.class.path"), PeerMain.class.getName(), Integer.toString(port)));
+        Process child = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        Map<String, Long> before = ctx.counters();
         try (Arena arena = Arena.ofShared(); Context c = ctx) {
             BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream()));
             PrintWriter to = new PrintWriter(child.getOutputStream(), true);
@@ -106,6 +130,9 @@ class MultiProcessTest {
             to.println("BYE");
             assertTrue(child.waitFor(20, TimeUnit.SECONDS));
             assertEquals(0, child.exitValue());
+            Map<String, Long> delta = new HashMap<>();
+            c.counters().forEach((k, v) -> delta.put(k, v - before.getOrDefault(k, 0L)));
+            return delta;
         } finally {
             child.destroyForcibly();
         }

@@ -107,6 +107,16 @@ public interface Context extends AutoCloseable {
     }
 
     /**
+     * What carries the device's packets, for people ({@code jrdma devinfo}): for the software device its UDP socket,
+     * and its same-host ring with the peers it reaches through rings now; empty for a kernel device.
+     *
+     * @return a one-line description, or the empty string
+     */
+    default String linkDescription() {
+        return "";
+    }
+
+    /**
      * {@code ibv_alloc_pd}: a new protection domain.
      *
      * @return the protection domain, closed with this context

@@ -1,0 +1,309 @@
+package dev.jrdma.soft;
+
+import java.io.IOException;
+import java.net.Inet4Address;
+import java.net.InetSocketAddress;
+import java.net.StandardProtocolFamily;
+import java.nio.ByteBuffer;
+import java.nio.channels.DatagramChannel;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * A device's link when its peers may share its host: the same RoCEv2 packets go through a peer's same-host ring
+ * ({@link ShmRingFile}: a file under /dev/shm both processes map) instead of its UDP socket, and come in through the
+ * device's own ring as well as its UDP socket. No system call per packet on either side.
+ *
+ * <p><b>Choice.</b> The device makes its ring when it opens (after binding its UDP port, which makes the ring's
+ * well-known name its own). On the first packet to a peer address, the link looks for that peer's ring: there is one
+ * when a device of this user in this network namespace is bound to that address and port and has a ring. Then the
+ * link claims a slot in it and sends there; otherwise it sends over UDP, and looks again a second later. A peer whose
+ * ring closes goes back to UDP at once. {@code -Djrdma.soft.shm}: {@code auto} (the default: rings where possible),
+ * {@code off} (UDP only), {@code on} (opening the device fails when it cannot make its ring).
+ *
+ * <p><b>Progress.</b> A polling thread looks at the rings on every spin (a few memory reads) and at the UDP socket on
+ * every {@value #UDP_EVERY}th (a system call); a burst takes the rings first and the socket every
+ * {@value #UDP_EVERY}th time, so neither starves. The receive thread, before it sleeps in the UDP socket's wait, says so
+ * in the ring's header; a sender that then puts a packet in sends an empty UDP datagram to wake it (the doorbell), so
+ * an idle device sleeps and a sleeping one is woken by the next packet.
+ */
+final class ShmLink implements Link {
+    private static final System.Logger LOG = System.getLogger("dev.jrdma.soft");
+    /** How often (in polls or bursts) the UDP socket gets its turn while a ring is in use. */
+    static final int UDP_EVERY = 8;
+    /** How long a peer found without a ring is sent to over UDP before the link looks for its ring again. */
+    static final long RECHECK_NANOS = 1_000_000_000L;
+    private static final ByteBuffer DOORBELL = ByteBuffer.allocateDirect(0);
+
+    private final Link udp;
+    private final ShmReceiver receiver;
+    private final IpAddress local;
+    private final int port;
+    private final Counter.Set counters;
+    /** Sends the doorbells: its own socket, so that they leave whatever kind the data link is. */
+    private final DatagramChannel doorbells;
+    private final ConcurrentHashMap<InetSocketAddress, Route> routes = new ConcurrentHashMap<>();
+    /** The route used last: QPs keep their peer's address object, so a stream to one peer finds it by identity. */
+    private volatile Route last;
+    /** Turns for the UDP socket (racy between the two driving threads: any interleaving is fair enough). */
+    private int pollCount, burstCount;
+    private volatile boolean closed;
+    /** The receive thread is in {@link #await} (or about to be). */
+    private volatile boolean sleeping;
+
+    /** How packets to one peer address go: through its ring ({@code sender}), or over UDP until {@code recheckAt}. */
+    private record Route(InetSocketAddress to, ShmSender sender, long recheckAt) {}
+
+    private ShmLink(Link udp, ShmRingFile ring, IpAddress local, int port, Counter.Set counters, DatagramChannel doorbells) {
+        this.udp = udp;
+        this.receiver = new ShmReceiver(ring, local, counters);
+        this.local = local;
+        this.port = port;
+        this.counters = counters;
+        this.doorbells = doorbells;
+    }
+
+    /** What {@code -Djrdma.soft.shm} asks for: auto, off or on. */
+    static String mode() throws IOException {
+        String mode = System.getProperty("jrdma.soft.shm", "auto").trim();
+        if (!mode.equals("auto") && !mode.equals("off") && !mode.equals("on"))
+            throw new IOException("jrdma.soft.shm='" + mode + "' is not auto, off or on");
+        return mode;
+    }
+
+    private static boolean swept;
+
+    /**
+     * The device's link with same-host rings around {@code udp} (its socket, bound to {@code local:port}), or {@code udp}
+     * itself when they are off or cannot be made (in auto mode). Closes {@code udp} when it throws.
+     */
+    static Link around(Link udp, IpAddress local, int port, Counter.Set counters) throws IOException {
+        String mode;
+        try {
+            mode = mode();
+        } catch (IOException e) {
+            udp.close();
+            throw e;
+        }
+        if (mode.equals("off")) {
+            if (ShmRingFile.available()) {
+                try {
+                    ShmRingFile.retire(ShmRingFile.pathFor(local, port)); // a dead device's ring must not take our peers' packets
+                } catch (IOException e) {
+                    LOG.log(System.Logger.Level.DEBUG, "soft device " + local.literal() + ":" + port + ": " + e.getMessage());
+                }
+            }
+            return udp;
+        }
+        ShmRingFile ring = null;
+        DatagramChannel bells = null;
+        try {
+            synchronized (ShmLink.class) {
+                if (!swept) {
+                    swept = true;
+                    ShmRingFile.sweepStale();
+                }
+            }
+            ring = ShmRingFile.create(local, port);
+            bells = DatagramChannel.open(local.inet instanceof Inet4Address ? StandardProtocolFamily.INET : StandardProtocolFamily.INET6);
+            bells.configureBlocking(false);
+            return new ShmLink(udp, ring, local, port, counters, bells);
+        } catch (IOException | RuntimeException e) {
+            if (ring != null) ring.close();
+            if (bells != null) bells.close();
+            if (mode.equals("on")) {
+                udp.close();
+                throw new IOException("jrdma.soft.shm=on, but the same-host ring cannot be made: " + e.getMessage(), e);
+            }
+            LOG.log(System.Logger.Level.INFO, "soft device " + local.literal() + ":" + port + ": no same-host ring (" + e.getMessage() + "), UDP only");
+            return udp;
+        }
+    }
+
+    @Override
+    public boolean send(ByteBuffer b, InetSocketAddress to) throws IOException {
+        Route r = last;
+        if (r == null || r.to != to) r = route(to);
+        ShmSender s = r.sender;
+        if (s != null) {
+            switch (s.send(b)) {
+                case SENT -> {
+                    counters.add(Counter.TX_SHM_PACKETS);
+                    return true;
+                }
+                case SENT_WAKE -> {
+                    counters.add(Counter.TX_SHM_PACKETS);
+                    ringDoorbell(s, to);
+                    return true;
+                }
+                case FULL -> {
+                    return false;
+                }
+                case TOO_LONG -> { }
+                case GONE -> forget(r);
+            }
+        } else if (System.nanoTime() - r.recheckAt > 0) {
+            forget(r); // the next packet looks for the peer's ring again
+        }
+        return udp.send(b, to);
+    }
+
+    private Route route(InetSocketAddress to) {
+        Route r = routes.get(to);
+        if (r == null || r.sender != null && r.sender.isGone()) r = resolve(to);
+        last = r;
+        return r;
+    }
+
+    /** Finds how to reach {@code to} (once per peer, and again when its ring closed or after a while without one). */
+    private synchronized Route resolve(InetSocketAddress to) {
+        Route r = routes.get(to);
+        if (r != null && (r.sender == null || !r.sender.isGone())) return r;
+        if (r != null) forget(r);
+        ShmSender s = null;
+        if (!closed && to.getAddress() != null) {
+            ShmRingFile peer = ShmRingFile.openPeer(IpAddress.of(to.getAddress()), to.getPort());
+            if (peer != null) {
+                s = ShmSender.claim(peer, local, port);
+                if (s == null) {
+                    peer.close();
+                    LOG.log(System.Logger.Level.DEBUG, "soft device " + local.literal() + ":" + port + ": every slot of " + peer.path + " is taken: UDP to " + to);
+                }
+            }
+        }
+        r = new Route(to, s, System.nanoTime() + RECHECK_NANOS);
+        routes.put(to, r);
+        return r;
+    }
+
+    private void forget(Route r) {
+        if (routes.remove(r.to, r) && r.sender != null) r.sender.close();
+        if (last == r) last = null;
+    }
+
+    /** Wakes the peer's receive thread; when that fails, the next packet rings again. */
+    private void ringDoorbell(ShmSender s, InetSocketAddress to) {
+        try {
+            doorbells.send(DOORBELL, to);
+            return;
+        } catch (IOException | RuntimeException e) {
+            counters.add(Counter.TX_ERRORS);
+        }
+        s.rearmDoorbell();
+    }
+
+    /** One packet, from a ring or the socket (links wrapped around this one receive so; the device takes bursts). */
+    @Override
+    public InetSocketAddress receive(ByteBuffer b) throws IOException {
+        InetSocketAddress from = receiver.takeOne(b);
+        if (from != null) return from;
+        int at = b.position();
+        from = udp.receive(b);
+        if (from == null || b.position() > at) return from;
+        doorbell();
+        return receiver.takeOne(b);
+    }
+
+    @Override
+    public int receive(RxBatch batch) throws IOException {
+        boolean udpFirst = (++burstCount & (UDP_EVERY - 1)) == 0;
+        int n;
+        if (!udpFirst && (n = takeRings(batch)) > 0) return n;
+        n = receiveUdp(batch);
+        if (n > 0 || !udpFirst) return n;
+        return takeRings(batch);
+    }
+
+    private int takeRings(RxBatch batch) {
+        int n = receiver.take(batch);
+        // a short burst emptied the rings; the socket gets its turn from polls and the receive thread's wait
+        batch.drained = n < RxBatch.CAPACITY;
+        return n;
+    }
+
+    private int receiveUdp(RxBatch batch) throws IOException {
+        int n = udp.receive(batch);
+        for (int i = 0; i < n; i++) {
+            if (batch.lengths[i] == 0) {
+                batch.lengths[i] = RxBatch.DOORBELL;
+                doorbell();
+            }
+        }
+        return n;
+    }
+
+    /** An empty datagram came: a doorbell (see the class comment). */
+    private void doorbell() {
+        counters.add(Counter.RX_SHM_DOORBELLS);
+        // a polling thread took the doorbell meant for the sleeping receive thread: the sender cleared the waiting
+        // word when it rang, so arm it again, or the next packets would not wake the thread (this thread takes the
+        // packets the doorbell was for: its burst goes on to the rings)
+        if (sleeping) receiver.waiting(true);
+    }
+
+    @Override
+    public void prepare(RxBatch batch) { udp.prepare(batch); }
+
+    @Override
+    public boolean readable() throws IOException {
+        if (receiver.anyReady()) return true;
+        return !receiver.hasSenders() || (++pollCount & (UDP_EVERY - 1)) == 0 ? udp.readable() : false;
+    }
+
+    @Override
+    public void await() throws IOException {
+        sleeping = true;
+        receiver.waiting(true); // before looking: a sender that puts a packet in after the look sees it and rings
+        try {
+            if (!receiver.anyReady()) udp.await();
+        } finally {
+            sleeping = false;
+            receiver.waiting(false);
+        }
+    }
+
+    @Override
+    public void wakeup() { udp.wakeup(); }
+
+    /** The peers this device sends to through their rings now (devinfo, tests). */
+    List<InetSocketAddress> shmPeers() {
+        List<InetSocketAddress> l = new ArrayList<>();
+        for (Route r : routes.values()) if (r.sender != null && !r.sender.isGone()) l.add(r.to);
+        return l;
+    }
+
+    ShmRingFile ring() { return receiver.ring(); }
+
+    /** The receiving rings' positions (tests, reports). */
+    String describeRings() { return receiver.describe(); }
+
+    /** Whether packets to peers off this host leave through a raw IPv4 socket ({@link RawIpv4Link}). */
+    boolean sendsRawIpv4() { return udp instanceof RawIpv4Link; }
+
+    @Override
+    public String toString() {
+        List<InetSocketAddress> peers = shmPeers();
+        StringBuilder sb = new StringBuilder(udp.toString()).append(" + same-host ring ").append(receiver.ring().path);
+        if (!peers.isEmpty()) {
+            sb.append(" (to");
+            for (InetSocketAddress p : peers) sb.append(' ').append(IpAddress.of(p.getAddress()).literal()).append(':').append(p.getPort());
+            sb.append(" over shm)");
+        }
+        return sb.toString();
+    }
+
+    @Override
+    public void close() {
+        synchronized (this) {
+            closed = true;
+            for (Route r : routes.values()) forget(r);
+        }
+        receiver.ring().close(); // marks it closed (senders go back to UDP) and removes the file
+        try {
+            doorbells.close();
+        } catch (IOException ignored) {
+        }
+        udp.close();
+    }
+}

@@ -1,0 +1,196 @@
+package dev.jrdma.soft;
+
+import static dev.jrdma.soft.ShmRingFile.CELLS;
+import static dev.jrdma.soft.ShmRingFile.CELL_HEADER;
+import static dev.jrdma.soft.ShmRingFile.C_ADDR_HI;
+import static dev.jrdma.soft.ShmRingFile.C_ADDR_LO;
+import static dev.jrdma.soft.ShmRingFile.C_LENGTH;
+import static dev.jrdma.soft.ShmRingFile.C_PORT;
+import static dev.jrdma.soft.ShmRingFile.C_STATE;
+import static dev.jrdma.soft.ShmRingFile.H_CLAIMED;
+import static dev.jrdma.soft.ShmRingFile.H_WAITING;
+import static dev.jrdma.soft.ShmRingFile.INT;
+import static dev.jrdma.soft.ShmRingFile.LONG;
+import static dev.jrdma.soft.ShmRingFile.MAX_PACKET;
+import static dev.jrdma.soft.ShmRingFile.SLOTS;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.InetSocketAddress;
+import java.util.concurrent.atomic.AtomicLongArray;
+
+/**
+ * The receiving end of a device's same-host rings ({@link ShmRingFile}): takes the packets senders put in and copies
+ * them into a receive burst ({@link RxBatch}), where they are checked like UDP datagrams.
+ *
+ * <p>The rings are written by other processes, so nothing read from them is trusted: the position to read next is this
+ * process's own (never read from the file), a cell index is that position modulo the ring size, a length outside
+ * 1..{@link ShmRingFile#MAX_PACKET} or a port outside 0..65535 drops the cell (counted as {@code rx_shm_bad_cell}),
+ * and a packet is copied out before anything looks at it, so a sender rewriting a cell meanwhile changes nothing.
+ *
+ * <p>Two threads may take at once (a polling application thread and the receive thread, see {@link Transport}): each
+ * claims the ready cells it takes by a compare-and-set of the slot's position, so a thread descheduled in the middle
+ * of a copy holds up only the cells it claimed. Nothing is allocated, except the sender's address when a slot's
+ * sender changes.
+ */
+final class ShmReceiver {
+    private static final int ALL_SLOTS = (1 << SLOTS) - 1;
+    /** One position per 128 bytes: the two taking threads do not share a cache line per slot. */
+    private static final int PAD = 16;
+
+    private final ShmRingFile ring;
+    private final MemorySegment seg;
+    private final IpAddress local;
+    private final Counter.Set counters;
+    /** The next position to take, per slot. */
+    private final AtomicLongArray heads = new AtomicLongArray(SLOTS * PAD);
+    /** The last sender seen per slot and its address (immutable: replaced, never changed, so racing readers agree). */
+    private final Source[] sources = new Source[SLOTS];
+    /** The slot to look at first (fairness between senders; racy, any value will do). */
+    private int firstSlot;
+
+    private record Source(long hi, long lo, int port, InetSocketAddress address) {}
+
+    ShmReceiver(ShmRingFile ring, IpAddress local, Counter.Set counters) {
+        this.ring = ring;
+        this.seg = ring.segment;
+        this.local = local;
+        this.counters = counters;
+    }
+
+    ShmRingFile ring() { return ring; }
+
+    /** The slots some sender has claimed (the word is the senders': only the slot bits count). */
+    private int claimed() {
+        return (int) INT.getAcquire(seg, H_CLAIMED) & ALL_SLOTS;
+    }
+
+    /** Each claimed slot's position, its sender's next position and the state of the cell at the position (tests, reports). */
+    String describe() {
+        StringBuilder sb = new StringBuilder();
+        int c = claimed();
+        for (int s = 0; s < SLOTS; s++) {
+            if ((c & (1 << s)) == 0) continue;
+            long h = heads.get(s * PAD);
+            sb.append("slot ").append(s).append(": owner ").append(Long.toHexString((long) LONG.getVolatile(seg, ShmRingFile.slot(s))))
+                    .append(" head ").append(h).append(" tail ").append((long) LONG.getVolatile(seg, ShmRingFile.slot(s) + ShmRingFile.S_TAIL))
+                    .append(" state ").append((long) LONG.getVolatile(seg, ShmRingFile.cell(s, h) + C_STATE)).append("; ");
+        }
+        return sb.toString();
+    }
+
+    /** Whether some sender has ever claimed a slot. */
+    boolean hasSenders() { return claimed() != 0; }
+
+    /** Whether the cell of {@code position} in slot {@code s} holds that position's packet. */
+    private boolean ready(int s, long position) {
+        long lap = position - (position & (CELLS - 1));
+        return (long) LONG.getVolatile(seg, ShmRingFile.cell(s, position) + C_STATE) == lap + 1;
+    }
+
+    /** Whether a packet waits in some ring. */
+    boolean anyReady() {
+        int c = claimed();
+        for (int s = 0; c != 0; s++, c >>>= 1) {
+            if ((c & 1) != 0 && ready(s, heads.get(s * PAD))) return true;
+        }
+        return false;
+    }
+
+    /** Says whether the receive thread sleeps (a sender that sees it rings the doorbell). */
+    void waiting(boolean sleeping) {
+        INT.setVolatile(seg, H_WAITING, sleeping ? 1 : 0);
+    }
+
+    /**
+     * Takes what waits, up to the burst's capacity, into slots 0..n-1 of {@code batch}.
+     *
+     * @return n
+     */
+    int take(RxBatch batch) {
+        int c = claimed();
+        if (c == 0) return 0;
+        int n = 0, first = firstSlot;
+        firstSlot = (first + 1) & (SLOTS - 1);
+        for (int k = 0; k < SLOTS && n < RxBatch.CAPACITY; k++) {
+            int s = (first + k) & (SLOTS - 1);
+            if ((c & (1 << s)) != 0) n = takeFrom(s, batch, n);
+        }
+        return n;
+    }
+
+    /** Takes the ready cells of slot {@code s} into {@code batch} from its slot {@code n} on; returns the new n. */
+    private int takeFrom(int s, RxBatch batch, int n) {
+        long h = heads.get(s * PAD);
+        int room = RxBatch.CAPACITY - n, k = 0;
+        while (k < room && ready(s, h + k)) k++;
+        if (k == 0 || !heads.compareAndSet(s * PAD, h, h + k)) return n; // none, or the other thread took them
+        for (long p = h; p < h + k; p++) {
+            int len = copyOut(s, p, batch.segments[n], 0, batch.sources, n);
+            if (len > 0) batch.lengths[n++] = len;
+        }
+        counters.add(Counter.RX_SHM_PACKETS, k);
+        return n;
+    }
+
+    /**
+     * Takes one packet into {@code b} (from its position, which moves past it): the single-datagram receive of
+     * {@link Link#receive(java.nio.ByteBuffer)}, for links wrapped around this one (the device itself takes bursts).
+     *
+     * @return its sender, or null when none waits
+     */
+    InetSocketAddress takeOne(java.nio.ByteBuffer b) {
+        InetSocketAddress[] from = new InetSocketAddress[1];
+        MemorySegment dst = MemorySegment.ofBuffer(b);
+        int c = claimed();
+        for (int s = 0; c != 0; s++, c >>>= 1) {
+            if ((c & 1) == 0) continue;
+            long h;
+            while (ready(s, h = heads.get(s * PAD))) {
+                if (!heads.compareAndSet(s * PAD, h, h + 1)) continue;
+                counters.add(Counter.RX_SHM_PACKETS);
+                int len = copyOut(s, h, dst, b.position(), from, 0);
+                if (len > 0) {
+                    b.position(b.position() + len);
+                    return from[0];
+                }
+            }
+        }
+        return null;
+    }
+
+    /**
+     * Copies the packet of the claimed position {@code p} of slot {@code s} to {@code dst} at {@code at}, puts its
+     * sender in {@code from[index]} and gives the cell back to the sender. The length is read once, so the copy and
+     * the length returned agree even if the sender rewrites the cell meanwhile (it spoils only its own packet).
+     *
+     * @return the packet's length, or -1 (counted) when the cell's length or port is out of range or it does not fit
+     */
+    private int copyOut(int s, long p, MemorySegment dst, long at, InetSocketAddress[] from, int index) {
+        long cell = ShmRingFile.cell(s, p);
+        int len = seg.get(ValueLayout.JAVA_INT, cell + C_LENGTH);
+        InetSocketAddress source = len >= 1 && len <= MAX_PACKET && at + len <= dst.byteSize() ? source(s, cell) : null;
+        if (source == null) {
+            counters.add(Counter.RX_SHM_BAD_CELL);
+            len = -1;
+        } else {
+            MemorySegment.copy(seg, cell + CELL_HEADER, dst, at, len);
+            from[index] = source;
+        }
+        // the cell is the sender's again, for the next lap
+        LONG.setRelease(seg, cell + C_STATE, p - (p & (CELLS - 1)) + CELLS);
+        return len;
+    }
+
+    /** The sender's address written in {@code cell}; null when its port is no port. */
+    private InetSocketAddress source(int s, long cell) {
+        long hi = seg.get(ValueLayout.JAVA_LONG, cell + C_ADDR_HI), lo = seg.get(ValueLayout.JAVA_LONG, cell + C_ADDR_LO);
+        int port = seg.get(ValueLayout.JAVA_INT, cell + C_PORT);
+        Source last = sources[s];
+        if (last != null && last.hi == hi && last.lo == lo && last.port == port) return last.address;
+        if (port < 0 || port > 0xFFFF) return null;
+        Source now = new Source(hi, lo, port, new InetSocketAddress(IpAddress.of(hi, lo, local).inet, port));
+        sources[s] = now;
+        return now.address;
+    }
+}

@@ -1,0 +1,153 @@
+package dev.jrdma.soft;
+
+import static dev.jrdma.soft.ShmRingFile.CELLS;
+import static dev.jrdma.soft.ShmRingFile.C_ADDR_HI;
+import static dev.jrdma.soft.ShmRingFile.C_ADDR_LO;
+import static dev.jrdma.soft.ShmRingFile.C_LENGTH;
+import static dev.jrdma.soft.ShmRingFile.C_PORT;
+import static dev.jrdma.soft.ShmRingFile.C_STATE;
+import static dev.jrdma.soft.ShmRingFile.CELL_HEADER;
+import static dev.jrdma.soft.ShmRingFile.H_CLAIMED;
+import static dev.jrdma.soft.ShmRingFile.H_WAITING;
+import static dev.jrdma.soft.ShmRingFile.INT;
+import static dev.jrdma.soft.ShmRingFile.LONG;
+import static dev.jrdma.soft.ShmRingFile.MAX_PACKET;
+import static dev.jrdma.soft.ShmRingFile.SLOTS;
+import static dev.jrdma.soft.ShmRingFile.S_OWNER;
+import static dev.jrdma.soft.ShmRingFile.S_TAIL;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
+import java.security.SecureRandom;
+
+/**
+ * One device's way into a peer's same-host rings ({@link ShmRingFile}): the slot it claimed there, written as the one
+ * producer of that ring. The device's threads send under this object's lock (one producer: the ring is single-producer
+ * across processes); copying one packet is all that happens under it.
+ */
+final class ShmSender implements AutoCloseable {
+    /** What {@link #send} did. */
+    enum Result {
+        /** In the ring. */
+        SENT,
+        /** In the ring, and the receiver sleeps: ring its doorbell. */
+        SENT_WAKE,
+        /** The ring is full: try again. */
+        FULL,
+        /** Not for this ring (too long for a cell): send it over UDP. */
+        TOO_LONG,
+        /** The receiver closed its rings, or they are not usable: send over UDP and forget this sender. */
+        GONE
+    }
+
+    private static final SecureRandom RANDOM = new SecureRandom();
+
+    final ShmRingFile peer;
+    private final MemorySegment seg;
+    private final ByteBuffer buf;
+    private final int slot;
+    private final long slotBase;
+    /** This sender's mark in the slot's owner word: the process id and a random part (devices of one process differ). */
+    private final long token;
+    private final long srcHi, srcLo;
+    private final int srcPort;
+    /** The next position to write (this producer's own; the shared copy only tells a later owner of the slot). */
+    private long tail;
+    private boolean gone;
+
+    private ShmSender(ShmRingFile peer, int slot, long token, long tail, IpAddress source, int sourcePort) {
+        this.peer = peer;
+        this.seg = peer.segment;
+        this.buf = peer.buffer;
+        this.slot = slot;
+        this.slotBase = ShmRingFile.slot(slot);
+        this.token = token;
+        this.tail = tail;
+        this.srcHi = source.hi;
+        this.srcLo = source.lo;
+        this.srcPort = sourcePort;
+    }
+
+    /**
+     * Claims a free slot of {@code peer} (or one whose owner process died) for the device on {@code source:sourcePort};
+     * null when every slot is taken.
+     */
+    static ShmSender claim(ShmRingFile peer, IpAddress source, int sourcePort) {
+        long token = (ProcessHandle.current().pid() << 24) | (1 + RANDOM.nextInt((1 << 24) - 1));
+        MemorySegment seg = peer.segment;
+        for (int pass = 0; pass < 2; pass++) {
+            for (int s = 0; s < SLOTS; s++) {
+                long at = ShmRingFile.slot(s) + S_OWNER;
+                long owner = (long) LONG.getVolatile(seg, at);
+                boolean free = owner == 0 || pass == 1 && !ShmRingFile.alive(owner >>> 24);
+                if (!free || !LONG.compareAndSet(seg, at, owner, token)) continue;
+                // continue where the slot's last owner stopped; its position must name a free cell, else the slot is spoilt
+                long tail = (long) LONG.getVolatile(seg, ShmRingFile.slot(s) + S_TAIL);
+                long cell = ShmRingFile.cell(s, tail);
+                long lap = tail - (tail & (CELLS - 1)), state = (long) LONG.getVolatile(seg, cell + C_STATE);
+                if (state != lap && state != lap - CELLS + 1) {
+                    LONG.setVolatile(seg, at, -1L); // unusable until the receiver makes a new file
+                    continue;
+                }
+                INT.getAndBitwiseOr(seg, H_CLAIMED, 1 << s);
+                return new ShmSender(peer, s, token, tail, source, sourcePort);
+            }
+        }
+        return null;
+    }
+
+    /** Puts the packet between position and limit of {@code b} into the ring (position moves to limit when it is in). */
+    synchronized Result send(ByteBuffer b) {
+        if (gone || !peer.isOpen()) return gone();
+        int len = b.remaining();
+        if (len > MAX_PACKET) return Result.TOO_LONG;
+        long t = tail;
+        long cell = ShmRingFile.cell(slot, t);
+        long lap = t - (t & (CELLS - 1));
+        long state = (long) LONG.getAcquire(seg, cell + C_STATE);
+        if (state != lap) {
+            // the receiver has not taken the packet of the last lap yet: full (a state from no lap at all: spoilt)
+            return state == lap - CELLS + 1 ? Result.FULL : gone();
+        }
+        seg.set(ValueLayout.JAVA_INT, cell + C_LENGTH, len);
+        seg.set(ValueLayout.JAVA_INT, cell + C_PORT, srcPort);
+        seg.set(ValueLayout.JAVA_LONG, cell + C_ADDR_HI, srcHi);
+        seg.set(ValueLayout.JAVA_LONG, cell + C_ADDR_LO, srcLo);
+        buf.put((int) (cell + CELL_HEADER), b, b.position(), len);
+        // volatile, not release: the read of the waiting word below must not move before it (the receiver sets that
+        // word, then looks at this one)
+        LONG.setVolatile(seg, cell + C_STATE, lap + 1);
+        tail = t + 1;
+        LONG.setRelease(seg, slotBase + S_TAIL, t + 1);
+        b.position(b.limit());
+        if ((int) INT.getVolatile(seg, H_WAITING) != 0 && INT.compareAndSet(seg, H_WAITING, 1, 0)) return Result.SENT_WAKE;
+        return Result.SENT;
+    }
+
+    /** The doorbell could not be sent: the next packet rings it again (the receiver may sleep still). */
+    synchronized void rearmDoorbell() {
+        if (!gone && peer.isOpen()) INT.setVolatile(seg, H_WAITING, 1);
+    }
+
+    private Result gone() {
+        gone = true;
+        return Result.GONE;
+    }
+
+    /** Whether this sender is of no more use (its receiver closed): the caller looks for the peer's rings again. */
+    boolean isGone() {
+        return gone || !peer.isOpen();
+    }
+
+    /** Gives the slot back (the receiver takes what is left in it) and unmaps the peer's file. */
+    @Override
+    public synchronized void close() {
+        if (peer.isOpen()) LONG.compareAndSet(seg, slotBase + S_OWNER, token, 0L);
+        gone = true;
+        peer.close();
+    }
+
+    @Override
+    public String toString() { return "slot " + slot + " of " + peer.path; }
+}

@@ -1,0 +1,248 @@
+package dev.jrdma.soft;
+
+import static dev.jrdma.soft.Fixture.*;
+import static org.junit.jupiter.api.Assertions.*;
+
+import dev.jrdma.verbs.Context;
+import dev.jrdma.verbs.MemoryRegion;
+import dev.jrdma.verbs.RecvWorkRequest;
+import dev.jrdma.verbs.SendWorkRequest;
+import dev.jrdma.verbs.VerbsException;
+import dev.jrdma.verbs.WcStatus;
+import dev.jrdma.verbs.WorkCompletion;
+import dev.jrdma.verbs.WrOpcode;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.Inet4Address;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.DatagramChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermission;
+import java.util.EnumSet;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The same-host link: devices of this host talk through each other's /dev/shm ring, not UDP; a ring that a sender
+ * spoils costs counted drops and nothing else; without rings (off, or a peer without one) the devices fall back to
+ * UDP; files go away with their device, and a dead process's files are replaced or swept.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class ShmLinkTest {
+
+    static Transport transport(Context c) { return ((SoftContext) c).transport; }
+
+    /** Opens a pair of devices on {@code a} and {@code b} on a free port, under {@code -Djrdma.soft.shm=modeA/modeB} (null: default). */
+    static Pair pairOn(String a, String b, String modeA, String modeB) {
+        Inet4Address ipA = ip(a), ipB = ip(b);
+        for (int attempt = 0; attempt < 50; attempt++) {
+            int port = 20000 + (int) (Math.random() * 30000);
+            Context anchorA = null, anchorB = null;
+            try {
+                anchorA = openWith(modeA, ipA, port);
+                anchorB = openWith(modeB, ipB, port);
+                Context ka = anchorA, kb = anchorB;
+                Pair p = pair(o -> {
+                    o.devA = SoftProvider.open(ipA, port);
+                    o.devB = SoftProvider.open(ipB, port);
+                });
+                ka.close(); // the pair's contexts hold the transports now
+                kb.close();
+                return p;
+            } catch (VerbsException e) {
+                if (anchorA != null) anchorA.close();
+                if (anchorB != null) anchorB.close();
+            }
+        }
+        throw new IllegalStateException("no free UDP port on " + a + " and " + b);
+    }
+
+    private static Context openWith(String mode, Inet4Address ip, int port) {
+        if (mode == null) return SoftProvider.open(ip, port).open();
+        String old = System.getProperty("jrdma.soft.shm");
+        System.setProperty("jrdma.soft.shm", mode);
+        try {
+            return SoftProvider.open(ip, port).open();
+        } finally {
+            if (old == null) System.clearProperty("jrdma.soft.shm"); else System.setProperty("jrdma.soft.shm", old);
+        }
+    }
+
+    /** A SEND, a WRITE and a READ from A to B, checked; returns how many packets A sent (ring or UDP). */
+    static long exchange(Pair p) {
+        Transport ta = transport(p.a.ctx);
+        long sent0 = ta.counters.get(Counter.TX_PACKETS);
+        MemoryRegion a = p.a.mrAll(8192), b = p.b.mrAll(8192);
+        fill(a.segment(), 3000, 5);
+        p.b.qp.postRecv(new RecvWorkRequest().wrId(7).buffer(b, 0, 4096));
+        p.a.qp.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.SEND).signaled(true).buffer(a, 0, 3000));
+        WorkCompletion s = poll(p.a.cq), r = poll(p.b.cq);
+        assertEquals(WcStatus.SUCCESS, s.status, s::toString);
+        assertEquals(WcStatus.SUCCESS, r.status, r::toString);
+        assertEquals(3000, r.byteLen);
+        assertFilled(b.segment(), 0, 3000, 5);
+        p.a.qp.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(a, 0, 2000).remote(b.address() + 4096, b.rkey()));
+        assertEquals(WcStatus.SUCCESS, poll(p.a.cq).status);
+        assertFilled(b.segment(), 4096, 2000, 5);
+        p.a.qp.postSend(new SendWorkRequest().wrId(3).opcode(WrOpcode.RDMA_READ).signaled(true).buffer(a, 4096, 2000).remote(b.address() + 4096, b.rkey()));
+        assertEquals(WcStatus.SUCCESS, poll(p.a.cq).status);
+        assertFilled(a.segment(), 4096, 2000, 5);
+        return ta.counters.get(Counter.TX_PACKETS) - sent0;
+    }
+
+    @Test
+    void twoDevicesOnOneHostTalkThroughTheRings() {
+        try (Pair p = pair()) {
+            Transport ta = transport(p.a.ctx), tb = transport(p.b.ctx);
+            assertNotNull(ta.shmLink(), ta.linkName());
+            assertNotNull(tb.shmLink(), tb.linkName());
+            long txA = ta.counters.get(Counter.TX_SHM_PACKETS), rxB = tb.counters.get(Counter.RX_SHM_PACKETS);
+            long badCells = tb.counters.get(Counter.RX_SHM_BAD_CELL), badIcrc = tb.counters.get(Counter.RX_BAD_ICRC);
+            long sent = exchange(p);
+            long sentShm = ta.counters.get(Counter.TX_SHM_PACKETS) - txA;
+            assertTrue(sentShm >= 4, "A sent " + sentShm + " packets through the ring: " + ta.counters.snapshot());
+            assertEquals(sent, sentShm, "every packet of A went through the ring");
+            assertTrue(tb.counters.get(Counter.RX_SHM_PACKETS) - rxB >= 4, tb.counters.snapshot()::toString);
+            assertTrue(ta.linkName().contains("same-host ring /dev/shm/jrdma-soft-"), ta.linkName());
+            assertTrue(ta.linkName().contains("to 127.0.0.2:" + PORT + " over shm"), ta.linkName());
+            assertEquals(ta.linkName(), p.a.ctx.linkDescription());
+            assertEquals(badCells, tb.counters.get(Counter.RX_SHM_BAD_CELL));
+            assertEquals(badIcrc, tb.counters.get(Counter.RX_BAD_ICRC));
+        }
+    }
+
+    @Test
+    void theRingFileIsTheUsersOnlyAndGoesAwayWithItsDevice() throws IOException {
+        Path file;
+        try (Pair p = pairOn("127.0.0.21", "127.0.0.22", null, null)) {
+            file = transport(p.b.ctx).shmLink().ring().path;
+            assertTrue(Files.exists(file), file::toString);
+            assertEquals(EnumSet.of(PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE), Files.getPosixFilePermissions(file));
+            assertEquals(Files.getAttribute(Path.of("/proc/self"), "unix:uid"), Files.getAttribute(file, "unix:uid"));
+            exchange(p);
+        }
+        assertFalse(Files.exists(file), "the ring file outlived its device: " + file);
+    }
+
+    @Test
+    void withoutRingsTheDevicesFallBackToUdp() {
+        // B has no ring (off): A finds none and sends over UDP, B sends over UDP too
+        try (Pair p = pairOn("127.0.0.23", "127.0.0.24", null, "off")) {
+            Transport ta = transport(p.a.ctx), tb = transport(p.b.ctx);
+            assertNotNull(ta.shmLink());
+            assertNull(tb.shmLink(), tb.linkName());
+            assertFalse(tb.linkName().contains("same-host"), tb.linkName());
+            long sent = exchange(p);
+            assertTrue(sent >= 4);
+            assertEquals(0, ta.counters.get(Counter.TX_SHM_PACKETS), "A sent nothing into a ring");
+            assertEquals(0, tb.counters.get(Counter.TX_SHM_PACKETS), "B sent nothing into a ring");
+            assertTrue(tb.counters.get(Counter.RX_PACKETS) >= sent, "B got A's packets over UDP");
+            assertFalse(ta.linkName().contains("over shm"), ta.linkName());
+        }
+        // both off: plain UDP links
+        try (Pair p = pairOn("127.0.0.25", "127.0.0.26", "off", "off")) {
+            assertNull(transport(p.a.ctx).shmLink());
+            exchange(p);
+        }
+    }
+
+    @Test
+    void aBadModeIsAClearError() {
+        VerbsException e = assertThrows(VerbsException.class, () -> openWith("sometimes", ip("127.0.0.27"), 20000 + (int) (Math.random() * 30000)));
+        assertTrue(e.getMessage().contains("jrdma.soft.shm='sometimes' is not auto, off or on"), e.getMessage());
+    }
+
+    /**
+     * Whoever maps a ring can write anything into it: a length out of range, a port that is none, a cell marked full
+     * with garbage in it, indices out of range. Each cell costs a counted drop (or the drop a UDP datagram with that
+     * content costs), the device keeps its receive thread, and the peers' connections work on.
+     */
+    @Test
+    void aSpoiltRingCostsCountedDropsAndNothingElse() throws Exception {
+        try (Pair p = pairOn("127.0.0.28", "127.0.0.29", null, null)) {
+            Transport tb = transport(p.b.ctx);
+            exchange(p); // A holds a slot in B's ring now
+            ShmRingFile ring = ShmRingFile.openPeer(tb.local, tb.port);
+            assertNotNull(ring, "B's ring opens for a process of the same user");
+            long bad0 = tb.counters.get(Counter.RX_SHM_BAD_CELL), rx0 = tb.counters.get(Counter.RX_PACKETS);
+            long malformed0 = tb.counters.get(Counter.RX_MALFORMED) + tb.counters.get(Counter.RX_BAD_ICRC);
+            try {
+                MemorySegment seg = ring.segment;
+                int slot = ShmRingFile.SLOTS - 1;
+                seg.set(ValueLayout.JAVA_INT, ShmRingFile.H_CLAIMED, -1);               // every bit, most of them no slot
+                seg.set(ValueLayout.JAVA_LONG, ShmRingFile.slot(slot) + ShmRingFile.S_TAIL, Long.MIN_VALUE);
+                seg.set(ValueLayout.JAVA_LONG, ShmRingFile.slot(slot) + ShmRingFile.S_OWNER, -1L);
+                int[] lengths = {-1, 0, ShmRingFile.MAX_PACKET + 1, Integer.MAX_VALUE, 100, 64, Integer.MIN_VALUE};
+                int[] ports = {1, 1, 1, 1, 70_000, 4791, 1};
+                for (int i = 0; i < lengths.length; i++) {
+                    long cell = ShmRingFile.cell(slot, i);
+                    seg.set(ValueLayout.JAVA_INT, cell + ShmRingFile.C_LENGTH, lengths[i]);
+                    seg.set(ValueLayout.JAVA_INT, cell + ShmRingFile.C_PORT, ports[i]);
+                    seg.set(ValueLayout.JAVA_LONG, cell + ShmRingFile.C_ADDR_HI, 0);
+                    seg.set(ValueLayout.JAVA_LONG, cell + ShmRingFile.C_ADDR_LO, 0xFFFF_7F00_0001L); // ::ffff:127.0.0.1
+                    for (int j = 0; j < 64; j++) seg.set(ValueLayout.JAVA_BYTE, cell + ShmRingFile.CELL_HEADER + j, (byte) (j * 37 + 11)); // no RoCE packet
+                    seg.set(ValueLayout.JAVA_LONG, cell + ShmRingFile.C_STATE, 1); // full, for position i of lap 0
+                }
+                // a state from no lap at all further on: never taken
+                seg.set(ValueLayout.JAVA_LONG, ShmRingFile.cell(slot, lengths.length) + ShmRingFile.C_STATE, 0x7777_7777_7777L);
+                // wake B's receive thread (it may sleep: nobody polls B)
+                try (DatagramChannel bell = DatagramChannel.open()) {
+                    bell.send(ByteBuffer.allocate(0), new InetSocketAddress(tb.local.inet, tb.port));
+                }
+                long end = System.nanoTime() + 10_000_000_000L;
+                while (tb.counters.get(Counter.RX_SHM_BAD_CELL) - bad0 < 6 && System.nanoTime() < end) Thread.sleep(5);
+                assertEquals(6, tb.counters.get(Counter.RX_SHM_BAD_CELL) - bad0, "lengths -1, 0, too long, MAX, MIN and port 70000: " + tb.counters.snapshot());
+                // rx_packets counts a packet before its checks: wait for the drop
+                while (tb.counters.get(Counter.RX_MALFORMED) + tb.counters.get(Counter.RX_BAD_ICRC) - malformed0 < 1 && System.nanoTime() < end) Thread.sleep(5);
+                assertEquals(1, tb.counters.get(Counter.RX_PACKETS) - rx0, "the 64 garbage bytes were checked as a datagram");
+                assertEquals(1, tb.counters.get(Counter.RX_MALFORMED) + tb.counters.get(Counter.RX_BAD_ICRC) - malformed0, tb.counters.snapshot()::toString);
+                assertTrue(tb.rxThreadAlive(), "B's receive thread survived");
+            } finally {
+                ring.close();
+            }
+            exchange(p); // and the connection works on
+            assertTrue(tb.rxThreadAlive());
+        }
+    }
+
+    @Test
+    void aDeadProcesssFileIsReplacedOrSwept() throws Exception {
+        long deadPid = deadPid();
+        Inet4Address ip = ip("127.0.0.30");
+        int port = 20000 + (int) (Math.random() * 30000);
+        // a file left by a killed process: made, its pid changed to a dead one, never closed (the process "died")
+        ShmRingFile left = ShmRingFile.create(IpAddress.of(ip), port);
+        left.segment.set(ValueLayout.JAVA_LONG, ShmRingFile.H_PID, deadPid);
+        ShmRingFile mapped = ShmRingFile.openPeer(IpAddress.of(ip), port);
+        assertNull(mapped, "a sender takes no ring of a dead process");
+        Object staleKey = Files.readAttributes(left.path, "unix:ino").get("ino");
+        try (Context c = SoftProvider.open(ip, port).open()) {
+            Transport t = transport(c);
+            Path now = t.shmLink().ring().path;
+            assertEquals(left.path, now);
+            assertNotEquals(staleKey, Files.readAttributes(now, "unix:ino").get("ino"), "the device made its own file");
+            assertFalse(left.isOpen(), "the stale ring is marked closed (a sender holding it looks again)");
+        }
+        // the sweep: another dead process's file, on an address no device opens
+        ShmRingFile other = ShmRingFile.create(IpAddress.of(ip("127.0.0.31")), port);
+        other.segment.set(ValueLayout.JAVA_LONG, ShmRingFile.H_PID, deadPid);
+        assertTrue(Files.exists(other.path));
+        ShmRingFile.sweepStale();
+        assertFalse(Files.exists(other.path), "the sweep removed a dead process's file");
+        left.close();
+        other.close();
+    }
+
+    private static long deadPid() throws Exception {
+        Process p = new ProcessBuilder("true").start();
+        assertEquals(0, p.waitFor());
+        long pid = p.pid();
+        assertFalse(ShmRingFile.alive(pid));
+        return pid;
+    }
+}
