@@ -22,16 +22,19 @@ import java.util.concurrent.ConcurrentHashMap;
  * ring closes goes back to UDP at once. {@code -Djrdma.soft.shm}: {@code auto} (the default: rings where possible),
  * {@code off} (UDP only), {@code on} (opening the device fails when it cannot make its ring).
  *
- * <p><b>Progress.</b> A polling thread looks at the rings on every spin (a few memory reads) and at the UDP socket on
- * every {@value #UDP_EVERY}th (a system call); a burst takes the rings first and the socket every
- * {@value #UDP_EVERY}th time, so neither starves. The receive thread, before it sleeps in the UDP socket's wait, says so
+ * <p><b>Progress.</b> A polling thread looks at the rings on every spin (a few memory reads) and at the UDP socket
+ * every {@value #UDP_LOOK_NANOS} ns (a system call; on every spin while it has traffic); a burst takes the rings first
+ * and the socket first when its look is due, so neither starves. The receive thread, before it sleeps in the UDP socket's wait, says so
  * in the ring's header; a sender that then puts a packet in sends an empty UDP datagram to wake it (the doorbell), so
  * an idle device sleeps and a sleeping one is woken by the next packet.
  */
 final class ShmLink implements Link {
     private static final System.Logger LOG = System.getLogger("dev.jrdma.soft");
-    /** How often (in polls or bursts) the UDP socket gets its turn while a ring is in use. */
-    static final int UDP_EVERY = 8;
+    /**
+     * While a ring is in use, the UDP socket gets a look (a system call: 1-2 µs here) at most this often, unless its
+     * last look found something: a look per poll would put one system call back on every round trip.
+     */
+    static final long UDP_LOOK_NANOS = 20_000;
     /** How long a peer found without a ring is sent to over UDP before the link looks for its ring again. */
     static final long RECHECK_NANOS = 1_000_000_000L;
     private static final ByteBuffer DOORBELL = ByteBuffer.allocateDirect(0);
@@ -46,8 +49,8 @@ final class ShmLink implements Link {
     private final ConcurrentHashMap<InetSocketAddress, Route> routes = new ConcurrentHashMap<>();
     /** The route used last: QPs keep their peer's address object, so a stream to one peer finds it by identity. */
     private volatile Route last;
-    /** Turns for the UDP socket (racy between the two driving threads: any interleaving is fair enough). */
-    private int pollCount, burstCount;
+    /** When the UDP socket gets its next look while the rings are in use (racy between the two driving threads: any interleaving will do). */
+    private long udpLookAt;
     private volatile boolean closed;
     /** The receive thread is in {@link #await} (or about to be). */
     private volatile boolean sleeping;
@@ -207,12 +210,20 @@ final class ShmLink implements Link {
 
     @Override
     public int receive(RxBatch batch) throws IOException {
-        boolean udpFirst = (++burstCount & (UDP_EVERY - 1)) == 0;
+        boolean udpFirst = udpLookDue(); // so that a stream through the rings does not starve the socket
         int n;
         if (!udpFirst && (n = takeRings(batch)) > 0) return n;
         n = receiveUdp(batch);
         if (n > 0 || !udpFirst) return n;
         return takeRings(batch);
+    }
+
+    /** Whether the UDP socket's look is due (see {@link #UDP_LOOK_NANOS}); if so, the next one is due a while later. */
+    private boolean udpLookDue() {
+        long now = System.nanoTime();
+        if (now - udpLookAt < 0) return false;
+        udpLookAt = now + UDP_LOOK_NANOS;
+        return true;
     }
 
     private int takeRings(RxBatch batch) {
@@ -228,6 +239,7 @@ final class ShmLink implements Link {
             if (batch.lengths[i] == 0) {
                 batch.lengths[i] = RxBatch.DOORBELL;
                 doorbell();
+                batch.drained = false; // the packets it rang for are in a ring: the burst goes on to take them
             }
         }
         return n;
@@ -236,10 +248,11 @@ final class ShmLink implements Link {
     /** An empty datagram came: a doorbell (see the class comment). */
     private void doorbell() {
         counters.add(Counter.RX_SHM_DOORBELLS);
-        // a polling thread took the doorbell meant for the sleeping receive thread: the sender cleared the waiting
-        // word when it rang, so arm it again, or the next packets would not wake the thread (this thread takes the
-        // packets the doorbell was for: its burst goes on to the rings)
-        if (sleeping) receiver.waiting(true);
+        // a polling thread took the doorbell meant for the sleeping receive thread, whose wait then goes on; the
+        // sender cleared the waiting word when it rang, so no later packet would wake it either, and packets this
+        // thread leaves in the rings (its budget, or it stops polling) would wait: wake it (it looks at the rings,
+        // then sleeps again with the waiting word set)
+        if (sleeping) udp.wakeup();
     }
 
     @Override
@@ -248,7 +261,11 @@ final class ShmLink implements Link {
     @Override
     public boolean readable() throws IOException {
         if (receiver.anyReady()) return true;
-        return !receiver.hasSenders() || (++pollCount & (UDP_EVERY - 1)) == 0 ? udp.readable() : false;
+        if (!receiver.hasSenders()) return udp.readable();
+        if (!udpLookDue()) return false;
+        if (!udp.readable()) return false;
+        udpLookAt = System.nanoTime(); // the socket has traffic: look at it again on the next poll
+        return true;
     }
 
     @Override

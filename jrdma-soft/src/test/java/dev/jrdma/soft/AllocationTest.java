@@ -26,6 +26,14 @@ class AllocationTest {
         return ((com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean()).getThreadAllocatedBytes(t.threadId());
     }
 
+    /** What a failed round says: the completion, and both devices' counters and links. */
+    private static String failure(Pair p, int round, WorkCompletion wc) {
+        Transport ta = ((SoftContext) p.a.ctx).transport, tb = ((SoftContext) p.b.ctx).transport;
+        return "round " + round + ": " + wc + "\n A " + ta.linkName() + " " + ta.counters.snapshot()
+                + (ta.shmLink() == null ? "" : " rings: " + ta.shmLink().describeRings())
+                + "\n B " + tb.linkName() + " " + tb.counters.snapshot() + (tb.shmLink() == null ? "" : " rings: " + tb.shmLink().describeRings());
+    }
+
     /** Ping-pong of SENDs (sizes 64 B and 3 KiB: one and three packets) plus WRITE and READ. */
     private static void rounds(Pair p, int n, MemoryRegion a, MemoryRegion b, SendWorkRequest send, SendWorkRequest write, SendWorkRequest read,
                                RecvWorkRequest recv, WorkCompletion[] wc) {
@@ -35,16 +43,20 @@ class AllocationTest {
             int got = 0;
             while (got < 2) {
                 int k = p.a.cq.poll(wc);
-                for (int j = 0; j < k; j++) if (wc[j].status != WcStatus.SUCCESS) fail(wc[j].toString());
+                for (int j = 0; j < k; j++) if (wc[j].status != WcStatus.SUCCESS) fail(failure(p, i, wc[j]));
                 got += k;
                 k = p.b.cq.poll(wc);
-                for (int j = 0; j < k; j++) if (wc[j].status != WcStatus.SUCCESS) fail(wc[j].toString());
+                for (int j = 0; j < k; j++) if (wc[j].status != WcStatus.SUCCESS) fail(failure(p, i, wc[j]));
                 got += k;
             }
             p.a.qp.postSend(write);
             p.a.qp.postSend(read);
             got = 0;
-            while (got < 2) got += p.a.cq.poll(wc);
+            while (got < 2) {
+                int k = p.a.cq.poll(wc);
+                for (int j = 0; j < k; j++) if (wc[j].status != WcStatus.SUCCESS) fail(failure(p, i, wc[j]));
+                got += k;
+            }
         }
     }
 
