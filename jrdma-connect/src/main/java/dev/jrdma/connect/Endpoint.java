@@ -74,11 +74,18 @@ public final class Endpoint implements AutoCloseable {
 
     private enum Kind { SEND, WRITE, WRITE_IMM, READ, CAS, FAA, BIND, INVALIDATE, CREDIT }
 
-    private static final class Op {
-        final Kind kind;
-        final CompletableFuture<Object> future;
-        final String what;
-        final long deadline;
+    /**
+     * One operation, from submission to completion. Ops are reused (see {@link #newOp}): nothing may keep one after
+     * its completion has run ({@link #run}). Its description is built only when a failure needs it ({@link #what}).
+     */
+    private static final class Op implements Runnable {
+        Kind kind;
+        CompletableFuture<Object> future; // null for the endpoint's own credit messages
+        long deadline;
+        RemoteBuffer remote;      // the peer's memory of a one-sided or atomic operation (for its description)
+        long remoteOffset;
+        Object result;            // what the future completes with, or
+        RdmaException error;      // what it fails with
         RegisteredBuffer tmp;     // pool buffer to give back on completion
         long laddr;
         int llen, lkey;
@@ -94,11 +101,52 @@ public final class Endpoint implements AutoCloseable {
         boolean posted;           // handed to the device: it may use tmp until the WR's completion
         JfrEvents.OperationEvent recorded; // a sampled operation's flight-recorder event, else null
 
-        Op(Kind kind, CompletableFuture<Object> future, String what, long deadline) {
-            this.kind = kind;
-            this.future = future;
-            this.what = what;
-            this.deadline = deadline;
+        /** Makes a spare op a new operation: every field as a new one would have it. */
+        Op reset(Kind newKind, CompletableFuture<Object> newFuture, long newDeadline) {
+            kind = newKind;
+            future = newFuture;
+            deadline = newDeadline;
+            remote = null;
+            remoteOffset = 0;
+            result = null;
+            error = null;
+            tmp = null;
+            laddr = 0;
+            llen = lkey = 0;
+            raddr = compare = swap = 0;
+            rkey = imm = 0;
+            inline = false;
+            mw = null;
+            newRkey = 0;
+            bindAddr = bindLen = 0;
+            bindRegion = null;
+            bindAccess = null;
+            wrId = 0;
+            posted = false;
+            recorded = null;
+            return this;
+        }
+
+        /** What the operation is, for the messages of its failures (built only then: nothing per operation). */
+        String what() {
+            return switch (kind) {
+                case SEND -> "send of " + llen + " bytes";
+                case WRITE -> "RDMA write of " + llen + " bytes to " + remote;
+                case WRITE_IMM -> "RDMA write with immediate of " + llen + " bytes to " + remote;
+                case READ -> "RDMA read of " + llen + " bytes from " + remote;
+                case CAS -> "compare-and-swap at " + remote + "+" + remoteOffset;
+                case FAA -> "fetch-and-add at " + remote + "+" + remoteOffset;
+                case BIND -> "bind of a memory window over " + bindLen + " bytes";
+                case INVALIDATE -> "invalidation of memory window rkey 0x" + Integer.toHexString(newRkey);
+                case CREDIT -> "credit update";
+            };
+        }
+
+        /** Completes the future, after the endpoint's lock is released. */
+        @Override
+        public void run() {
+            if (error != null) future.completeExceptionally(error);
+            else future.complete(result);
         }
 
         boolean needsCredit() {
@@ -145,6 +193,10 @@ public final class Endpoint implements AutoCloseable {
     private final ArrayDeque<CompletableFuture<Message>> waiters = new ArrayDeque<>();
     private Consumer<Message> handler;
     private final List<Runnable> afterUnlock = new ArrayList<>();
+    /** Ops whose completion has run, for the next operations (guarded by this). */
+    private final ArrayDeque<Op> spareOps = new ArrayDeque<>();
+    /** Each thread's list of the work it runs after the lock (reused: nothing allocated per completion). */
+    private static final ThreadLocal<ArrayList<Runnable>> AFTER_UNLOCK_BATCH = ThreadLocal.withInitial(ArrayList::new);
 
     private Endpoint(EndpointGroup group, boolean ownsGroup, Socket socket) {
         this.group = group;
@@ -615,7 +667,9 @@ public final class Endpoint implements AutoCloseable {
     }
 
     /**
-     * Sends part of a registered buffer without copying; do not change it until the future completes.
+     * Sends part of a registered buffer without copying; do not change it until the future completes. In the steady
+     * state this allocates only the future it returns (operations are reused, and their descriptions are built only
+     * for a failure).
      *
      * @param buf    a buffer of this endpoint's group ({@link #pool()})
      * @param offset where the message starts in {@code buf}, in bytes
@@ -658,16 +712,14 @@ public final class Endpoint implements AutoCloseable {
         }
     }
 
-    @SuppressWarnings("unchecked")
     private CompletableFuture<Void> sendBuffer(RegisteredBuffer b, long offset, int length, boolean owned) {
-        Op op = newOp(Kind.SEND, "send of " + length + " bytes");
+        Op op = newOp(Kind.SEND);
         op.laddr = b.address() + offset;
         op.llen = length;
         op.lkey = b.lkey();
         if (owned) op.tmp = b;
         op.inline = length <= inlineLimit;
-        submit(op);
-        return (CompletableFuture<Void>) (CompletableFuture<?>) op.future;
+        return submit(op);
     }
 
     /**
@@ -774,12 +826,10 @@ public final class Endpoint implements AutoCloseable {
      * @throws IndexOutOfBoundsException when a range is outside its buffer
      * @throws IllegalStateException     when {@code local} was given back to its pool
      */
-    @SuppressWarnings("unchecked")
     public CompletableFuture<Void> write(RegisteredBuffer local, long localOffset, RemoteBuffer remote, long remoteOffset, int length) {
-        Op op = oneSided(Kind.WRITE, "RDMA write of " + length + " bytes to " + remote, local, localOffset, remote, remoteOffset, length);
+        Op op = oneSided(Kind.WRITE, "RDMA write", local, localOffset, remote, remoteOffset, length);
         op.inline = length <= inlineLimit;
-        submit(op);
-        return (CompletableFuture<Void>) (CompletableFuture<?>) op.future;
+        return submit(op);
     }
 
     /**
@@ -798,13 +848,11 @@ public final class Endpoint implements AutoCloseable {
      * @throws IndexOutOfBoundsException when a range is outside its buffer
      * @throws IllegalStateException     when {@code local} was given back to its pool
      */
-    @SuppressWarnings("unchecked")
     public CompletableFuture<Void> writeWithImmediate(RegisteredBuffer local, long localOffset, RemoteBuffer remote, long remoteOffset, int length, int immediate) {
-        Op op = oneSided(Kind.WRITE_IMM, "RDMA write with immediate of " + length + " bytes to " + remote, local, localOffset, remote, remoteOffset, length);
+        Op op = oneSided(Kind.WRITE_IMM, "RDMA write with immediate", local, localOffset, remote, remoteOffset, length);
         op.imm = immediate;
         op.inline = length <= inlineLimit;
-        submit(op);
-        return (CompletableFuture<Void>) (CompletableFuture<?>) op.future;
+        return submit(op);
     }
 
     /**
@@ -820,11 +868,9 @@ public final class Endpoint implements AutoCloseable {
      * @throws IndexOutOfBoundsException when a range is outside its buffer
      * @throws IllegalStateException     when {@code local} was given back to its pool
      */
-    @SuppressWarnings("unchecked")
     public CompletableFuture<Void> read(RegisteredBuffer local, long localOffset, RemoteBuffer remote, long remoteOffset, int length) {
-        Op op = oneSided(Kind.READ, "RDMA read of " + length + " bytes from " + remote, local, localOffset, remote, remoteOffset, length);
-        submit(op);
-        return (CompletableFuture<Void>) (CompletableFuture<?>) op.future;
+        Op op = oneSided(Kind.READ, "RDMA read", local, localOffset, remote, remoteOffset, length);
+        return submit(op);
     }
 
     /**
@@ -840,13 +886,11 @@ public final class Endpoint implements AutoCloseable {
      * @throws IndexOutOfBoundsException when the word is not inside {@code remote}
      * @throws IllegalArgumentException  when the word's address is not 8-byte aligned
      */
-    @SuppressWarnings("unchecked")
     public CompletableFuture<Long> compareAndSwap(RemoteBuffer remote, long offset, long expect, long swap) {
-        Op op = atomic(Kind.CAS, "compare-and-swap at " + remote + "+" + offset, remote, offset);
+        Op op = atomic(Kind.CAS, "compare-and-swap", remote, offset);
         op.compare = expect;
         op.swap = swap;
-        submit(op);
-        return (CompletableFuture<Long>) (CompletableFuture<?>) op.future;
+        return submit(op);
     }
 
     /**
@@ -861,12 +905,10 @@ public final class Endpoint implements AutoCloseable {
      * @throws IndexOutOfBoundsException when the word is not inside {@code remote}
      * @throws IllegalArgumentException  when the word's address is not 8-byte aligned
      */
-    @SuppressWarnings("unchecked")
     public CompletableFuture<Long> fetchAndAdd(RemoteBuffer remote, long offset, long add) {
-        Op op = atomic(Kind.FAA, "fetch-and-add at " + remote + "+" + offset, remote, offset);
+        Op op = atomic(Kind.FAA, "fetch-and-add", remote, offset);
         op.compare = add;
-        submit(op);
-        return (CompletableFuture<Long>) (CompletableFuture<?>) op.future;
+        return submit(op);
     }
 
     /**
@@ -932,10 +974,13 @@ public final class Endpoint implements AutoCloseable {
         return await(fetchAndAdd(remote, offset, add));
     }
 
-    private Op oneSided(Kind kind, String what, RegisteredBuffer local, long localOffset, RemoteBuffer remote, long remoteOffset, int length) {
-        local.checkRange(localOffset, length, what);
-        remote.check(remoteOffset, length, what);
-        Op op = newOp(kind, what);
+    /** {@code name}: the operation's name in the messages of the range checks (a constant: nothing built per call). */
+    private Op oneSided(Kind kind, String name, RegisteredBuffer local, long localOffset, RemoteBuffer remote, long remoteOffset, int length) {
+        local.checkRange(localOffset, length, name);
+        remote.check(remoteOffset, length, name);
+        Op op = newOp(kind);
+        op.remote = remote;
+        op.remoteOffset = remoteOffset;
         op.laddr = local.address() + localOffset;
         op.llen = length;
         op.lkey = local.lkey();
@@ -944,10 +989,14 @@ public final class Endpoint implements AutoCloseable {
         return op;
     }
 
-    private Op atomic(Kind kind, String what, RemoteBuffer remote, long offset) {
-        remote.check(offset, 8, what);
-        if (((remote.address() + offset) & 7) != 0) throw new IllegalArgumentException(what + ": the remote word must be 8-byte aligned");
-        Op op = newOp(kind, what);
+    private Op atomic(Kind kind, String name, RemoteBuffer remote, long offset) {
+        remote.check(offset, 8, name);
+        if (((remote.address() + offset) & 7) != 0) {
+            throw new IllegalArgumentException(name + " at " + remote + "+" + offset + ": the remote word must be 8-byte aligned");
+        }
+        Op op = newOp(kind);
+        op.remote = remote;
+        op.remoteOffset = offset;
         if (!isConnected()) return op; // submit fails it without touching the pool
         op.tmp = group.messagePool().allocate(8);
         op.laddr = op.tmp.address();
@@ -1010,15 +1059,14 @@ public final class Endpoint implements AutoCloseable {
 
     /** Binds a type 2 window on this QP with {@code rkey} and waits for the bind; returns the rkey. */
     private int bindWindow(MemoryWindow mw, MemoryRegion region, long address, long length, Set<Access> rights, int rkey) {
-        Op op = newOp(Kind.BIND, "bind of a memory window over " + length + " bytes");
+        Op op = newOp(Kind.BIND);
         op.mw = mw;
         op.bindRegion = region;
         op.bindAddr = address;
         op.bindLen = length;
         op.bindAccess = EnumSet.copyOf(rights);
         op.newRkey = rkey;
-        submit(op);
-        return ((Number) await(op.future)).intValue();
+        return ((Number) await(submit(op))).intValue();
     }
 
     /** A region over exactly {@code [address, address + length)} of {@code region}'s memory, for one peer. */
@@ -1030,11 +1078,11 @@ public final class Endpoint implements AutoCloseable {
 
     void revoke(MemoryWindow mw, int rkey) {
         if (mw.type() == MwType.TYPE_2 && isConnected()) {
-            Op op = newOp(Kind.INVALIDATE, "invalidation of memory window rkey 0x" + Integer.toHexString(rkey));
+            Op op = newOp(Kind.INVALIDATE);
             op.newRkey = rkey;
-            submit(op);
+            CompletableFuture<Object> done = submit(op);
             try {
-                await(op.future);
+                await(done);
             } finally {
                 mw.close();
             }
@@ -1045,10 +1093,40 @@ public final class Endpoint implements AutoCloseable {
 
     // ---- posting --------------------------------------------------------------------------------------------
 
-    private Op newOp(Kind kind, String what) {
-        Op op = new Op(kind, new CompletableFuture<>(), what, System.nanoTime() + cfg.timeout().toNanos());
+    /**
+     * An operation of the application, with its future and deadline: a spare op when there is one, so that the
+     * steady state allocates only the future the public method returns.
+     */
+    private Op newOp(Kind kind) {
+        Op op = spareOp(kind, new CompletableFuture<>(), System.nanoTime() + cfg.timeout().toNanos());
         op.recorded = JfrEvents.sampleOperation();
         return op;
+    }
+
+    private Op spareOp(Kind kind, CompletableFuture<Object> future, long deadline) {
+        Op op;
+        synchronized (this) {
+            op = spareOps.poll();
+        }
+        return (op != null ? op : new Op()).reset(kind, future, deadline);
+    }
+
+    /** An op of the endpoint's own (no future, no deadline). Caller holds the lock. */
+    private Op spareOpLocked(Kind kind) {
+        Op op = spareOps.poll();
+        return (op != null ? op : new Op()).reset(kind, null, Long.MAX_VALUE);
+    }
+
+    /** An op is done with (its completion ran, or it had none): it serves a later operation. Caller holds the lock. */
+    private void recycle(Op op) {
+        op.future = null;
+        op.result = null;
+        op.error = null;
+        op.remote = null;
+        op.mw = null;
+        op.bindRegion = null;
+        op.bindAccess = null;
+        if (spareOps.size() < sqDepth) spareOps.push(op);
     }
 
     /** Commits a sampled operation's flight-recorder event (once). */
@@ -1059,12 +1137,15 @@ public final class Endpoint implements AutoCloseable {
         JfrEvents.endOperation(e, op.kind.name(), op.kind == Kind.BIND ? op.bindLen : op.llen, qp.qpNum(), failure);
     }
 
-    private void submit(Op op) {
+    /** Posts or queues {@code op}; returns its future (read first: once submitted, the op may complete and be reused). */
+    @SuppressWarnings("unchecked")
+    private <T> CompletableFuture<T> submit(Op op) {
+        CompletableFuture<T> future = (CompletableFuture<T>) (CompletableFuture<?>) op.future;
         synchronized (this) {
             // set-up binds the export's window before the connection is up
             boolean setUp = state == State.CONNECTING && (op.kind == Kind.BIND || op.kind == Kind.INVALIDATE);
             if (state != State.CONNECTED && !setUp) {
-                failOp(op, stateError(op.what));
+                failOp(op, stateError(op.what()));
             } else if (!pending.isEmpty() || !canPost(op)) {
                 pending.add(op);
             } else {
@@ -1072,6 +1153,7 @@ public final class Endpoint implements AutoCloseable {
             }
         }
         runAfterUnlock();
+        return future;
     }
 
     private boolean canPost(Op op) {
@@ -1137,7 +1219,7 @@ public final class Endpoint implements AutoCloseable {
             qp.postSend(swr);
         } catch (VerbsException e) {
             inFlight.remove(op.wrId);
-            failOp(op, new RdmaException(RdmaException.Kind.POST_ERROR, op.what + ": " + e.getMessage(), null, e));
+            failOp(op, new RdmaException(RdmaException.Kind.POST_ERROR, op.what() + ": " + e.getMessage(), null, e));
             return;
         } finally {
             swr.bindMw = null;
@@ -1170,7 +1252,7 @@ public final class Endpoint implements AutoCloseable {
     private void maybeReturnCredits() {
         if ((state != State.CONNECTED && state != State.CLOSING) || postedWrs >= sqDepth) return;
         boolean sendSoon = !pending.isEmpty() && pending.peek().kind == Kind.SEND && credits.canSend();
-        if (credits.needsUpdate(sendSoon)) doPost(new Op(Kind.CREDIT, null, "credit update", Long.MAX_VALUE));
+        if (credits.needsUpdate(sendSoon)) doPost(spareOpLocked(Kind.CREDIT));
     }
 
     private void postRecv(int slot) {
@@ -1304,7 +1386,7 @@ public final class Endpoint implements AutoCloseable {
             goodbye.acknowledge();
         }
         if (!wc.isSuccess()) {
-            RdmaException e = new RdmaException(RdmaException.Kind.COMPLETION_ERROR, op.what + " failed: " + wc.explain(), wc.status, null);
+            RdmaException e = new RdmaException(RdmaException.Kind.COMPLETION_ERROR, op.what() + " failed: " + wc.explain(), wc.status, null);
             if ((wc.status == WcStatus.WR_FLUSH_ERR && failure != null) || state == State.PEER_CLOSED) {
                 failOp(op, derived(op, failure));
             } else {
@@ -1325,8 +1407,10 @@ public final class Endpoint implements AutoCloseable {
             op.tmp = null;
         }
         if (op.future != null) {
-            Object r = result;
-            afterUnlock.add(() -> op.future.complete(r));
+            op.result = result;
+            afterUnlock.add(op);
+        } else {
+            recycle(op);
         }
     }
 
@@ -1348,7 +1432,7 @@ public final class Endpoint implements AutoCloseable {
                     String why = op.needsCredit() && !credits.canSend()
                             ? "the peer has not freed a receive buffer for " + cfg.timeout().toMillis() + " ms (it is not consuming messages: flow control)"
                             : "it could not be posted within " + cfg.timeout().toMillis() + " ms (send queue full)";
-                    failOp(op, new RdmaException(RdmaException.Kind.TIMEOUT, op.what + " timed out: " + why));
+                    failOp(op, new RdmaException(RdmaException.Kind.TIMEOUT, op.what() + " timed out: " + why));
                 }
             }
             Op expired = null;
@@ -1358,7 +1442,7 @@ public final class Endpoint implements AutoCloseable {
             }
             if (expired != null) {
                 inFlight.remove(expired.wrId);
-                RdmaException e = new RdmaException(RdmaException.Kind.TIMEOUT, expired.what + " timed out: no completion within "
+                RdmaException e = new RdmaException(RdmaException.Kind.TIMEOUT, expired.what() + " timed out: no completion within "
                         + cfg.timeout().toMillis() + " ms; the peer is unreachable or not responding (process gone, host down, or path broken)");
                 failOp(expired, e);
                 breakWith(e);
@@ -1433,7 +1517,7 @@ public final class Endpoint implements AutoCloseable {
     }
 
     private static RdmaException derived(Op op, RdmaException cause) {
-        String what = op == null ? "receive" : op.what;
+        String what = op == null ? "receive" : op.what();
         if (cause.getMessage() != null && cause.getMessage().startsWith(what)) return cause;
         return new RdmaException(cause.kind(), what + " failed: " + cause.getMessage(), cause.status(), cause);
     }
@@ -1447,7 +1531,12 @@ public final class Endpoint implements AutoCloseable {
             if (op.posted && postedWrs > 0) heldUntilRetired.add(t);
             else t.close();
         }
-        if (op.future != null) afterUnlock.add(() -> op.future.completeExceptionally(e));
+        if (op.future != null) {
+            op.error = e;
+            afterUnlock.add(op);
+        } else {
+            recycle(op);
+        }
     }
 
     /** No WR is at the device any more (or the QP is gone): the given-up operations' buffers go back. Caller holds the lock. */
@@ -1466,14 +1555,34 @@ public final class Endpoint implements AutoCloseable {
         return new RdmaException(RdmaException.Kind.CLOSED, what + " failed: the endpoint is " + (state == State.CLOSED ? "closed" : "closing"));
     }
 
+    /**
+     * Runs what completions left for after the lock (futures to complete, handlers to call), then keeps their ops
+     * for reuse. The batch list is the thread's own, reused; a call from inside one of those tasks (a future's
+     * callback that sends again) takes a list of its own.
+     */
     private void runAfterUnlock() {
-        List<Runnable> todo;
+        ArrayList<Runnable> todo = AFTER_UNLOCK_BATCH.get();
+        if (!todo.isEmpty()) todo = new ArrayList<>(); // nested: the outer call is still running its batch
         synchronized (this) {
             if (afterUnlock.isEmpty()) return;
-            todo = new ArrayList<>(afterUnlock);
+            for (int i = 0; i < afterUnlock.size(); i++) todo.add(afterUnlock.get(i)); // addAll would copy to an array
             afterUnlock.clear();
         }
-        for (Runnable r : todo) r.run();
+        boolean ops = false;
+        try {
+            for (int i = 0; i < todo.size(); i++) {
+                Runnable r = todo.get(i);
+                r.run();
+                ops |= r instanceof Op;
+            }
+        } finally {
+            if (ops) {
+                synchronized (this) {
+                    for (int i = 0; i < todo.size(); i++) if (todo.get(i) instanceof Op op) recycle(op);
+                }
+            }
+            todo.clear();
+        }
     }
 
     /**

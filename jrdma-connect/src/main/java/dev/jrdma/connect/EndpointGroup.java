@@ -28,6 +28,9 @@ public final class EndpointGroup implements AutoCloseable {
     static final int PORT = 1;
     private static final System.Logger LOG = System.getLogger(EndpointGroup.class.getName());
 
+    /** How long the completion thread sleeps in the completion channel before it looks at timeouts and tasks again. */
+    private static final Duration EVENT_WAIT = Duration.ofMillis(10);
+
     private final EndpointConfig config;
     private final Device device;
     private final Context ctx;
@@ -126,6 +129,8 @@ public final class EndpointGroup implements AutoCloseable {
     /** Tests: the path of devices without type 2 windows. */
     void exportWithRegions() { exportsWithWindows = false; }
     boolean isCompletionThread() { return Thread.currentThread() == thread; }
+    /** The thread that polls the group's completion queue and completes its endpoints' operations (tests). */
+    Thread completionThread() { return thread; }
     boolean isOpen() { return running; }
 
     synchronized void reserve(Endpoint ep, int entries) {
@@ -189,7 +194,7 @@ public final class EndpointGroup implements AutoCloseable {
                     continue;
                 }
                 if (!tasks.isEmpty()) continue;
-                CompletionQueue ready = channel.awaitEvent(Duration.ofMillis(10));
+                CompletionQueue ready = channel.awaitEvent(EVENT_WAIT);
                 if (ready != null) ready.ackEvents(1);
             } catch (RuntimeException | Error e) {
                 // this thread serves every endpoint of the group: it reports and goes on (the device's own failures)
