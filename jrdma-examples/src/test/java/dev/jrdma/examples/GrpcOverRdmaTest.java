@@ -34,7 +34,9 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 /**
  * gRPC-java over jrdma: grpc-netty with {@code channelType(RdmaServerChannel/RdmaChannel)} and an
  * {@link RdmaEventLoopGroup}, on the software device (loopback, free ports). Unary, server-streaming and
- * bidirectional-streaming calls, a large message (many RDMA messages per gRPC frame), and a deadline.
+ * bidirectional-streaming calls, a large message (many RDMA messages per gRPC frame), and a deadline. The guest runs
+ * the same calls on rxe0 over rdma_cm ({@code -Djrdma.device=rxe0 -Djrdma.netty.test.host=<rxe0's address>}, see
+ * {@code bin/test-in-guest}).
  */
 class GrpcOverRdmaTest {
     static {
@@ -42,8 +44,13 @@ class GrpcOverRdmaTest {
     }
 
     private static final String HOST = System.getProperty("jrdma.netty.test.host", "127.0.0.1");
-    /** Deadline of each call; the guest (QEMU without KVM) passes a longer one. */
-    private static final long DEADLINE_S = Long.getLong("jrdma.netty.test.deadlineSeconds", 20);
+    /**
+     * Deadline of each call (the first one includes the connection's set-up): 20 s, or two endpoint timeouts where the
+     * run raised them ({@code -Djrdma.connect.timeoutMs}: the guest, a QEMU machine without KVM, where a cold JVM's
+     * first rdma_cm set-up alone can take more than the default 10 s); {@code -Djrdma.netty.test.deadlineSeconds} sets it.
+     */
+    private static final long DEADLINE_S = Long.getLong("jrdma.netty.test.deadlineSeconds",
+            Math.max(20, 2 * RdmaChannelConfig.DEFAULT_ENDPOINT_CONFIG.timeout().toSeconds()));
     private static final MethodDescriptor<String, String> CHAT = MethodDescriptor.<String, String>newBuilder()
             .setType(MethodDescriptor.MethodType.BIDI_STREAMING)
             .setFullMethodName(MethodDescriptor.generateFullMethodName("jrdma.Chat", "Chat"))
