@@ -174,13 +174,7 @@ class HandshakeFuzzTest {
     void aHelloAnnouncingAHugeMessageSizeIsRejectedWithTheReason() throws Exception {
         EndpointConfig cfg = TestSupport.config().timeout(Duration.ofSeconds(5)).build();
         try (ServerEndpoint server = ServerEndpoint.bind(TestSupport.server(), cfg)) {
-            CompletableFuture<Endpoint> accepting = CompletableFuture.supplyAsync(() -> {
-                try {
-                    return server.accept(Duration.ofSeconds(60));
-                } catch (RdmaConnectException e) {
-                    throw new RuntimeException(e);
-                }
-            });
+            CompletableFuture<Endpoint> accepting = TestSupport.acceptAsync(server, Duration.ofSeconds(60));
             for (int announced : new int[] {Integer.MAX_VALUE, Integer.MIN_VALUE, EndpointConfig.MAX_MESSAGE_SIZE + 1}) {
                 try (Socket s = new Socket(TestSupport.HOST, server.port())) {
                     s.setSoTimeout(10_000);
@@ -215,13 +209,7 @@ class HandshakeFuzzTest {
         Random rnd = new Random(SEED + 1);
         byte[] valid = hello(new byte[0]);
         try (ServerEndpoint server = ServerEndpoint.bind(TestSupport.server(), cfg)) {
-            CompletableFuture<Endpoint> accepting = CompletableFuture.supplyAsync(() -> {
-                try {
-                    return server.accept(Duration.ofSeconds(120));
-                } catch (RdmaConnectException e) {
-                    throw new RuntimeException(e);
-                }
-            });
+            CompletableFuture<Endpoint> accepting = TestSupport.acceptAsync(server, Duration.ofSeconds(120));
             for (int i = 0; i < CONNECTIONS; i++) {
                 byte[] h = mutate(rnd, valid);
                 try (Socket s = new Socket(TestSupport.HOST, server.port())) {
@@ -240,13 +228,7 @@ class HandshakeFuzzTest {
                 }
                 if (accepting.isDone()) { // a mutation that is still a valid HELLO was accepted: that endpoint is the peer's, closed here
                     accepting.get().close();
-                    accepting = CompletableFuture.supplyAsync(() -> {
-                        try {
-                            return server.accept(Duration.ofSeconds(120));
-                        } catch (RdmaConnectException e) {
-                            throw new RuntimeException(e);
-                        }
-                    });
+                    accepting = TestSupport.acceptAsync(server, Duration.ofSeconds(120));
                 }
             }
             long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);

@@ -63,15 +63,20 @@ final class TestSupport {
 
     /** A new connection to {@code server} (accepted while the client connects): the client's endpoint, then the server's. */
     static Endpoint[] connectAndAccept(ServerEndpoint server, EndpointConfig cfg) throws Exception {
-        var accepted = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+        var accepted = acceptAsync(server, java.time.Duration.ofSeconds(30));
+        Endpoint client = Endpoint.connect(HOST, server.port(), cfg);
+        return new Endpoint[] {client, accepted.get(30, java.util.concurrent.TimeUnit.SECONDS)};
+    }
+
+    /** {@code server.accept(timeout)} on another thread: the endpoint of the next client that completes its handshake. */
+    static java.util.concurrent.CompletableFuture<Endpoint> acceptAsync(ServerEndpoint server, java.time.Duration timeout) {
+        return java.util.concurrent.CompletableFuture.supplyAsync(() -> {
             try {
-                return server.accept(java.time.Duration.ofSeconds(30));
+                return server.accept(timeout);
             } catch (RdmaConnectException e) {
                 throw new RuntimeException(e);
             }
         });
-        Endpoint client = Endpoint.connect(HOST, server.port(), cfg);
-        return new Endpoint[] {client, accepted.get(30, java.util.concurrent.TimeUnit.SECONDS)};
     }
 
     /**

@@ -132,7 +132,7 @@ final class SoftQp extends Resource implements QueuePair {
         rcq.users.add(this);
         if (scq.isClosed() || rcq.isClosed()) { // a CQ closed meanwhile: its close may not have seen this QP
             close();
-            throw new dev.jrdma.verbs.ClosedException("ibv_create_qp", "its completion queue");
+            throw new dev.jrdma.verbs.ClosedException("ibv_create_qp", (scq.isClosed() ? scq : rcq).what());
         }
     }
 
