@@ -63,9 +63,11 @@ final class TestSupport {
 
     /** A new connection to {@code server} (accepted while the client connects): the client's endpoint, then the server's. */
     static Endpoint[] connectAndAccept(ServerEndpoint server, EndpointConfig cfg) throws Exception {
-        var accepted = acceptAsync(server, java.time.Duration.ofSeconds(30));
+        // a handshake may take up to the configured timeout (a minute under the guest's emulation): wait longer than that
+        java.time.Duration wait = cfg.timeout().multipliedBy(2);
+        var accepted = acceptAsync(server, wait);
         Endpoint client = Endpoint.connect(HOST, server.port(), cfg);
-        return new Endpoint[] {client, accepted.get(30, java.util.concurrent.TimeUnit.SECONDS)};
+        return new Endpoint[] {client, accepted.get(wait.toMillis() + 5_000, java.util.concurrent.TimeUnit.MILLISECONDS)};
     }
 
     /** {@code server.accept(timeout)} on another thread: the endpoint of the next client that completes its handshake. */
