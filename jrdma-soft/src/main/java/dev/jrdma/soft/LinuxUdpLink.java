@@ -34,6 +34,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class LinuxUdpLink implements Link {
     private static final int AF_INET = 2, AF_INET6 = 10, SOCK_DGRAM = 2, SOCK_NONBLOCK = 0x800, SOCK_CLOEXEC = 0x80000;
     private static final int SOL_SOCKET = 1, SO_SNDBUF = 7, SO_RCVBUF = 8;
+    private static final int IPPROTO_UDP = 17, UDP_NO_CHECK6_RX = 102;
     private static final int MSG_DONTWAIT = 0x40, MSG_TRUNC = 0x20;
     private static final int EAGAIN = 11, EINTR = 4, ENOBUFS = 105, EFD_NONBLOCK = 0x800, EFD_CLOEXEC = 0x80000;
     private static final short POLLIN = 1;
@@ -202,6 +203,11 @@ final class LinuxUdpLink implements Link {
                 MemorySegment size = a.allocateFrom(ValueLayout.JAVA_INT, 4 << 20);
                 int ignored = (int) Native.SETSOCKOPT.invokeExact(state, fd, SOL_SOCKET, SO_RCVBUF, size, 4);
                 ignored = (int) Native.SETSOCKOPT.invokeExact(state, fd, SOL_SOCKET, SO_SNDBUF, size, 4);
+                // rxe (and so RoCE NICs' peers) send RoCEv2 over IPv6 with a zero UDP checksum, which IPv6 forbids:
+                // without this option the kernel drops every such datagram before the socket sees it
+                if (family == AF_INET6 && (int) Native.SETSOCKOPT.invokeExact(state, fd, IPPROTO_UDP, UDP_NO_CHECK6_RX,
+                        a.allocateFrom(ValueLayout.JAVA_INT, 1), 4) < 0)
+                    throw new IOException("setsockopt(UDP_NO_CHECK6_RX): errno " + errno(state));
                 MemorySegment sa = a.allocate(SOCKADDR, 8);
                 int len = encode(sa, address, port);
                 if ((int) Native.BIND.invokeExact(state, fd, sa, len) < 0)

@@ -8,6 +8,7 @@ import dev.jrdma.verbs.VerbsException;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.net.Inet4Address;
+import java.net.Inet6Address;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.NetworkInterface;
@@ -192,14 +193,18 @@ final class Transport {
     }
 
     /**
-     * The UDP socket: NIO's ({@link UdpLink}) by default, or through libc ({@link LinuxUdpLink}: bursts in one system
-     * call, no JDK locks) with {@code -Djrdma.soft.udp=libc} ({@code auto}: libc where available). Not the default yet:
-     * a device closed and opened again at once on the same port failed to bind with it in jrdma-netty's tests (the
-     * old socket was still open, cause not found yet).
+     * The UDP socket: through libc ({@link LinuxUdpLink}: bursts in one system call, no JDK locks) or NIO's
+     * ({@link UdpLink}). {@code jrdma.soft.udp}: {@code libc}, {@code nio}, {@code auto} (libc where available), or
+     * unset: libc for an IPv6 address where available, NIO otherwise. IPv6 needs libc to talk to rxe or a RoCE NIC:
+     * they send a zero UDP checksum, which only a socket with {@code UDP_NO_CHECK6_RX} accepts, and NIO cannot set
+     * it. IPv4 stays on NIO until the libc link's steady state is allocation-free (LinuxUdpLinkTest says why).
      */
     static Link openUdp(InetAddress address, int port) throws IOException {
-        String impl = System.getProperty("jrdma.soft.udp", "nio").trim();
+        String impl = System.getProperty("jrdma.soft.udp", "").trim();
         switch (impl) {
+            case "" -> {
+                return address instanceof Inet6Address && LinuxUdpLink.AVAILABLE ? LinuxUdpLink.open(address, port) : new UdpLink(address, port);
+            }
             case "nio" -> { return new UdpLink(address, port); }
             case "libc" -> { return LinuxUdpLink.open(address, port); }
             case "auto" -> { return LinuxUdpLink.AVAILABLE ? LinuxUdpLink.open(address, port) : new UdpLink(address, port); }

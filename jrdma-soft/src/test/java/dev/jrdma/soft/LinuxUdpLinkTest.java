@@ -3,6 +3,13 @@ package dev.jrdma.soft;
 import static org.junit.jupiter.api.Assertions.*;
 
 import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
 import java.lang.management.ManagementFactory;
 import java.net.DatagramSocket;
 import java.net.InetAddress;
@@ -13,6 +20,7 @@ import java.nio.channels.ClosedChannelException;
 import java.nio.channels.DatagramChannel;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -73,6 +81,58 @@ class LinuxUdpLinkTest {
             } finally {
                 System.clearProperty("jrdma.soft.udp");
             }
+        }
+    }
+
+    @Test
+    void anIpv6DeviceUsesItByDefault() throws IOException {
+        int port;
+        try (DatagramSocket probe = new DatagramSocket(new InetSocketAddress("::1", 0))) {
+            port = probe.getLocalPort();
+        }
+        Transport t = Transport.acquire(InetAddress.getByName("::1"), port);
+        try {
+            assertTrue(t.linkName().contains(" (libc)"), "an IPv6 device must accept rxe's zero UDP checksums: " + t.linkName());
+        } finally {
+            t.release();
+        }
+    }
+
+    /**
+     * rxe sends RoCEv2 over IPv6 with a zero UDP checksum (its ACK to the software device's first SEND never arrived in
+     * the guest's interop run): a raw socket sends such a datagram to an IPv6 link, which must receive it. Needs
+     * CAP_NET_RAW (CI runs as root).
+     */
+    @Test
+    void anIpv6DatagramWithAZeroUdpChecksumArrives() throws Throwable {
+        Linker linker = Linker.nativeLinker();
+        SymbolLookup libc = linker.defaultLookup();
+        MethodHandle socket = linker.downcallHandle(libc.find("socket").orElseThrow(),
+                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
+        MethodHandle sendto = linker.downcallHandle(libc.find("sendto").orElseThrow(), FunctionDescriptor.of(ValueLayout.JAVA_LONG,
+                ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
+        MethodHandle close = linker.downcallHandle(libc.find("close").orElseThrow(), FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
+        int raw = (int) socket.invokeExact(10 /* AF_INET6 */, 3 /* SOCK_RAW */, 17 /* IPPROTO_UDP: we write the UDP header */);
+        Assumptions.assumeTrue(raw >= 0, "needs CAP_NET_RAW for a raw IPv6 socket");
+        try (LinuxUdpLink link = open("::1"); Arena arena = Arena.ofConfined()) {
+            byte[] payload = {7, 6, 5, 4, 3, 2, 1};
+            MemorySegment udp = arena.allocate(8 + payload.length);
+            ByteBuffer b = udp.asByteBuffer(); // big-endian: the wire's order
+            b.putShort((short) 4791).putShort((short) port(link)).putShort((short) (8 + payload.length)).putShort((short) 0).put(payload);
+            MemorySegment to = arena.allocate(28); // sockaddr_in6 to ::1, port 0 (a raw socket's port must be 0)
+            to.set(ValueLayout.JAVA_SHORT, 0, (short) 10);
+            to.set(ValueLayout.JAVA_BYTE, 8 + 15, (byte) 1);
+            assertEquals(udp.byteSize(), (long) sendto.invokeExact(raw, udp, udp.byteSize(), 0, to, 28));
+            ByteBuffer heap = ByteBuffer.allocate(100);
+            InetSocketAddress from = null;
+            for (long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(5); from == null && System.nanoTime() < end; Thread.sleep(1))
+                from = link.receive(heap);
+            assertNotNull(from, "the datagram with a zero UDP checksum was dropped (UDP_NO_CHECK6_RX not set?)");
+            assertEquals(4791, from.getPort());
+            assertEquals(payload.length, heap.position());
+            assertEquals(1, heap.get(6));
+        } finally {
+            int ignored = (int) close.invokeExact(raw);
         }
     }
 
