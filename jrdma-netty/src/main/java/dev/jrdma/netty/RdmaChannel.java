@@ -422,7 +422,7 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
         if (n < IN_PLACE_MIN) return 0;
         RegisteredBuffer memory = registeredMemory(head, ep.pool());
         if (memory == null) return 0;
-        long offset = MemorySegment.ofBuffer(head.nioBuffer(head.readerIndex(), n)).address() - memory.segment().address();
+        long offset = offsetIn(memory, head, n);
         if (offset < 0 || offset + n > memory.length()) return 0; // not inside that memory (cannot happen for a view)
         CompletableFuture<Void> send = ep.send(memory, offset, n);
         if (send.isCompletedExceptionally()) return -1;
@@ -430,6 +430,15 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
         bytesSentInPlace += n;
         send.whenComplete(onSent);
         return n;
+    }
+
+    /**
+     * Where {@code buf}'s readable bytes start in {@code memory}: its reader index for the buffer itself (nothing
+     * allocated), else (a slice or other view of it) found from the address of the view's memory.
+     */
+    private static long offsetIn(RegisteredBuffer memory, ByteBuf buf, int n) {
+        if (buf instanceof RegisteredByteBuf) return buf.readerIndex();
+        return MemorySegment.ofBuffer(buf.nioBuffer(buf.readerIndex(), n)).address() - memory.segment().address();
     }
 
     /** The registered memory of {@code pool} under {@code buf} (a {@link RegisteredByteBuf} or a view of one), or null. */
