@@ -19,8 +19,10 @@ import java.util.concurrent.ConcurrentHashMap;
  * well-known name its own). On the first packet to a peer address, the link looks for that peer's ring: there is one
  * when a device of this user in this network namespace is bound to that address and port and has a ring. Then the
  * link claims a slot in it and sends there; otherwise it sends over UDP, and looks again a second later. A peer whose
- * ring closes goes back to UDP at once. {@code -Djrdma.soft.shm}: {@code auto} (the default: rings where possible),
- * {@code off} (UDP only), {@code on} (opening the device fails when it cannot make its ring).
+ * ring closes goes back to UDP at once. {@code -Djrdma.soft.shm}: {@code off} (the default for now: UDP only),
+ * {@code auto} (rings where possible), {@code on} (opening the device fails when it cannot make its ring). Off by
+ * default because two-process {@code jrdma perf send_lat} over the rings failed with RETRY_EXC_ERR under a load
+ * average of 14 (duplicate requests and out-of-window ACKs before it), cause not found yet; the tests opt in.
  *
  * <p><b>Progress.</b> A polling thread looks at the rings on every spin (a few memory reads) and at the UDP socket
  * every {@value #UDP_LOOK_NANOS} ns (a system call; on every spin while it has traffic); a burst takes the rings first
@@ -69,7 +71,7 @@ final class ShmLink implements Link {
 
     /** What {@code -Djrdma.soft.shm} asks for: auto, off or on. */
     static String mode() throws IOException {
-        String mode = System.getProperty("jrdma.soft.shm", "auto").trim();
+        String mode = System.getProperty("jrdma.soft.shm", "off").trim();
         if (!mode.equals("auto") && !mode.equals("off") && !mode.equals("on"))
             throw new IOException("jrdma.soft.shm='" + mode + "' is not auto, off or on");
         return mode;

@@ -60,20 +60,20 @@ class AllocationTest {
         }
     }
 
-    /** The default link between two devices of one host: the same-host rings. */
+    /** Two devices of one host with the same-host rings (-Djrdma.soft.shm=auto). */
     @Test
-    void steadyStateAllocatesNothingPerMessage() {
-        try (Pair p = pair()) {
+    void steadyStateOverTheRingsAllocatesNothingPerMessage() {
+        try (Pair p = ShmLinkTest.pairOn("127.0.0.41", "127.0.0.42", "auto", "auto")) {
             long shm0 = ((SoftContext) p.a.ctx).transport.counters.get(Counter.TX_SHM_PACKETS);
             check(p);
             assertTrue(((SoftContext) p.a.ctx).transport.counters.get(Counter.TX_SHM_PACKETS) - shm0 > 5000, "the rounds went through the same-host rings");
         }
     }
 
-    /** The UDP socket (no same-host rings: -Djrdma.soft.shm=off). */
+    /** The default link: the UDP socket. */
     @Test
-    void steadyStateOverUdpAllocatesNothingPerMessage() {
-        try (Pair p = ShmLinkTest.pairOn("127.0.0.41", "127.0.0.42", "off", "off")) {
+    void steadyStateAllocatesNothingPerMessage() {
+        try (Pair p = pair()) {
             assertNull(((SoftContext) p.a.ctx).transport.shmLink());
             check(p);
         }

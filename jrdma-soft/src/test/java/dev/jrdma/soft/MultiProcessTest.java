@@ -41,10 +41,10 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class MultiProcessTest {
 
-    /** The default: the two processes find each other's same-host ring and send through it, not UDP. */
+    /** With rings (-Djrdma.soft.shm=auto on both sides): the two processes find each other's same-host ring and send through it, not UDP. */
     @Test
     void twoProcessesTalkOverRoceV2() throws Exception {
-        Map<String, Long> counters = talk(List.of());
+        Map<String, Long> counters = talk(List.of("-Djrdma.soft.shm=auto"));
         assertTrue(counters.get("tx_shm_packets") > 0 && counters.get("tx_shm_packets").equals(counters.get("tx_packets")),
                 "every packet to the child went through its ring: " + counters);
         assertTrue(counters.get("rx_shm_packets") > 0, "the child's packets came through this device's ring: " + counters);
@@ -68,7 +68,7 @@ class MultiProcessTest {
             if (i > 0) port = 20000 + (int) (Math.random() * 30000);
             if (!freeOn(B, port)) continue;
             try {
-                ctx = SoftProvider.open(A, port).open();
+                ctx = ShmLinkTest.openWith("auto", A, port);
             } catch (VerbsException busy) {
                 // try another
             }

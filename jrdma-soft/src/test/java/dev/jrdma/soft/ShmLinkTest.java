@@ -62,7 +62,7 @@ class ShmLinkTest {
         throw new IllegalStateException("no free UDP port on " + a + " and " + b);
     }
 
-    private static Context openWith(String mode, Inet4Address ip, int port) {
+    static Context openWith(String mode, Inet4Address ip, int port) {
         if (mode == null) return SoftProvider.open(ip, port).open();
         String old = System.getProperty("jrdma.soft.shm");
         System.setProperty("jrdma.soft.shm", mode);
@@ -97,7 +97,7 @@ class ShmLinkTest {
 
     @Test
     void twoDevicesOnOneHostTalkThroughTheRings() {
-        try (Pair p = pair()) {
+        try (Pair p = pairOn("127.0.0.19", "127.0.0.20", "auto", "auto")) {
             Transport ta = transport(p.a.ctx), tb = transport(p.b.ctx);
             assertNotNull(ta.shmLink(), ta.linkName());
             assertNotNull(tb.shmLink(), tb.linkName());
@@ -109,7 +109,7 @@ class ShmLinkTest {
             assertEquals(sent, sentShm, "every packet of A went through the ring");
             assertTrue(tb.counters.get(Counter.RX_SHM_PACKETS) - rxB >= 4, tb.counters.snapshot()::toString);
             assertTrue(ta.linkName().contains("same-host ring /dev/shm/jrdma-soft-"), ta.linkName());
-            assertTrue(ta.linkName().contains("to 127.0.0.2:" + PORT + " over shm"), ta.linkName());
+            assertTrue(ta.linkName().contains("to 127.0.0.20:" + tb.port + " over shm"), ta.linkName());
             assertEquals(ta.linkName(), p.a.ctx.linkDescription());
             assertEquals(badCells, tb.counters.get(Counter.RX_SHM_BAD_CELL));
             assertEquals(badIcrc, tb.counters.get(Counter.RX_BAD_ICRC));
@@ -119,7 +119,7 @@ class ShmLinkTest {
     @Test
     void theRingFileIsTheUsersOnlyAndGoesAwayWithItsDevice() throws IOException {
         Path file;
-        try (Pair p = pairOn("127.0.0.21", "127.0.0.22", null, null)) {
+        try (Pair p = pairOn("127.0.0.21", "127.0.0.22", "auto", "auto")) {
             file = transport(p.b.ctx).shmLink().ring().path;
             assertTrue(Files.exists(file), file::toString);
             assertEquals(EnumSet.of(PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE), Files.getPosixFilePermissions(file));
@@ -132,7 +132,7 @@ class ShmLinkTest {
     @Test
     void withoutRingsTheDevicesFallBackToUdp() {
         // B has no ring (off): A finds none and sends over UDP, B sends over UDP too
-        try (Pair p = pairOn("127.0.0.23", "127.0.0.24", null, "off")) {
+        try (Pair p = pairOn("127.0.0.23", "127.0.0.24", "auto", "off")) {
             Transport ta = transport(p.a.ctx), tb = transport(p.b.ctx);
             assertNotNull(ta.shmLink());
             assertNull(tb.shmLink(), tb.linkName());
@@ -152,6 +152,13 @@ class ShmLinkTest {
     }
 
     @Test
+    void offIsTheDefault() {
+        try (Pair p = pair()) {
+            assertNull(transport(p.a.ctx).shmLink(), transport(p.a.ctx).linkName());
+        }
+    }
+
+    @Test
     void aBadModeIsAClearError() {
         VerbsException e = assertThrows(VerbsException.class, () -> openWith("sometimes", ip("127.0.0.27"), 20000 + (int) (Math.random() * 30000)));
         assertTrue(e.getMessage().contains("jrdma.soft.shm='sometimes' is not auto, off or on"), e.getMessage());
@@ -164,7 +171,7 @@ class ShmLinkTest {
      */
     @Test
     void aSpoiltRingCostsCountedDropsAndNothingElse() throws Exception {
-        try (Pair p = pairOn("127.0.0.28", "127.0.0.29", null, null)) {
+        try (Pair p = pairOn("127.0.0.28", "127.0.0.29", "auto", "auto")) {
             Transport tb = transport(p.b.ctx);
             exchange(p); // A holds a slot in B's ring now
             ShmRingFile ring = ShmRingFile.openPeer(tb.local, tb.port);
@@ -221,7 +228,7 @@ class ShmLinkTest {
         ShmRingFile mapped = ShmRingFile.openPeer(IpAddress.of(ip), port);
         assertNull(mapped, "a sender takes no ring of a dead process");
         Object staleKey = Files.readAttributes(left.path, "unix:ino").get("ino");
-        try (Context c = SoftProvider.open(ip, port).open()) {
+        try (Context c = openWith("auto", ip, port)) {
             Transport t = transport(c);
             Path now = t.shmLink().ring().path;
             assertEquals(left.path, now);
