@@ -43,7 +43,7 @@ rxe_counters() { # the non-zero hw_counters of rxe's port
   echo
 }
 
-pass=0 fail=0 port=18810
+pass=0 fail=0 skip=0 port=18810
 summary=()
 # interop NAME [InteropMain args...]: rxe1 (native provider) listens in the initial namespace, the software device
 # connects from jsoft; each side is requester for the whole matrix once. IP=6 runs it over the IPv6 GIDs (rxe's
@@ -125,6 +125,10 @@ pair() {
   wait "$spid"; src=$?
   if [ "$src" = 0 ] && [ "$crc" = 0 ] && { [ -z "$want" ] || grep -Eq "$want" "$clog"; }; then
     pass=$((pass + 1)); summary+=("PASS $name ($((SECONDS - t0)) s)")
+  elif grep -q "Can't produce a report" "$slog" "$clog"; then
+    # perftest measures its clock's rate before it reports; under TCG that fails (r^2 < 0.9) and it exits without
+    # the closing exchange, so its peer fails too: not a verdict on the traffic (perftest-interop.sh does the same)
+    skip=$((skip + 1)); summary+=("SKIP $name: perftest could not calibrate its clock under TCG (Can't produce a report)")
   else
     fail=$((fail + 1)); summary+=("FAIL $name: server rc=$src client rc=$crc")
     echo "FAIL $name"; echo "--- server ($slog):"; tail -8 "$slog"; echo "--- client ($clog):"; tail -8 "$clog"
@@ -155,12 +159,14 @@ if [ "${INTEROP_FULL:-0}" = 1 ]; then
     pair "perf.$t.soft-server" soft "$J -Djrdma.perf.counters=true dev.jrdma.cli.Jrdma perf $t -d $SOFT -n 100 -p @PORT@ --timeout 60 --accept-timeout 300" \
       "ib_$t -d $RXE_DEV -x $GIDX -n 100 -p @PORT@ $SOFT_IP4" '^ *[0-9]+ +[0-9]+ +'
   done
-  # jrdma perf over IPv6 GIDs against perftest, both ways (the soft device picks its own GID without -x)
+  # jrdma perf over IPv6 GIDs against perftest, both ways (the soft device picks its own GID without -x); perftest's
+  # out-of-band TCP exchange speaks IPv4 only ("Address family for hostname not supported"), so it runs over IPv4
+  # while the RDMA traffic uses the IPv6 GIDs
   for t in write_bw read_lat; do
     pair "perf6.$t.rxe-server" rxe "ib_$t -d $RXE_DEV -x $GIDX6 -n 100 -p @PORT@" \
-      "$J dev.jrdma.cli.Jrdma perf $t -d soft@[$SOFT_IP6] -n 100 -p @PORT@ --timeout 60 $RXE_IP6" '^ *[0-9]+ +[0-9]+ +'
+      "$J dev.jrdma.cli.Jrdma perf $t -d soft@[$SOFT_IP6] -n 100 -p @PORT@ --timeout 60 $RXE_IP4" '^ *[0-9]+ +[0-9]+ +'
     pair "perf6.$t.soft-server" soft "$J dev.jrdma.cli.Jrdma perf $t -d soft@[$SOFT_IP6] -n 100 -p @PORT@ --timeout 60 --accept-timeout 300" \
-      "ib_$t -d $RXE_DEV -x $GIDX6 -n 100 -p @PORT@ $SOFT_IP6" '^ *[0-9]+ +[0-9]+ +'
+      "ib_$t -d $RXE_DEV -x $GIDX6 -n 100 -p @PORT@ $SOFT_IP4" '^ *[0-9]+ +[0-9]+ +'
   done
   # the first RDMA application, server on rxe (native provider) and client on the software device, and the reverse
   pair demo.rxe-server rxe "$J dev.jrdma.examples.FirstRdmaApp server --device $RXE_DEV --port @PORT@" \
@@ -204,5 +210,5 @@ echo "rxe hw_counters at the end:$(rxe_counters)"
 
 echo "================ rxe <-> soft interop"
 printf '%s\n' "${summary[@]}"
-echo "passed $pass, failed $fail (logs: $LOG_DIR)"
+echo "passed $pass, failed $fail, skipped $skip (logs: $LOG_DIR)"
 [ "$fail" -eq 0 ]
