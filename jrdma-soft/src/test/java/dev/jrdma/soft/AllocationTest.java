@@ -87,7 +87,7 @@ class AllocationTest {
             SendWorkRequest read = new SendWorkRequest().wrId(3).opcode(WrOpcode.RDMA_READ).signaled(true).buffer(a, 4096, 2000).remote(b.address(), b.rkey());
             RecvWorkRequest recv = new RecvWorkRequest().wrId(4).buffer(b, 4096, 4096);
             WorkCompletion[] wc = WorkCompletion.array(8);
-            rounds(p, 3000, a, b, send, write, read, recv, wc); // warm up (JIT, caches)
+            rounds(p, 10000, a, b, send, write, read, recv, wc); // warm up (JIT, caches)
             Thread rxA = ((SoftContext) p.a.ctx).transport.rxThread(), rxB = ((SoftContext) p.b.ctx).transport.rxThread();
             Transport ta = ((SoftContext) p.a.ctx).transport, tb = ((SoftContext) p.b.ctx).transport;
             long polledA = ta.rxByPoll(), polledB = tb.rxByPoll();
