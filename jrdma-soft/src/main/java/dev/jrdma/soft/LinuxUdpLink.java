@@ -35,6 +35,8 @@ final class LinuxUdpLink implements Link {
     private static final int AF_INET = 2, AF_INET6 = 10, SOCK_DGRAM = 2, SOCK_NONBLOCK = 0x800, SOCK_CLOEXEC = 0x80000;
     private static final int SOL_SOCKET = 1, SO_SNDBUF = 7, SO_RCVBUF = 8;
     private static final int IPPROTO_UDP = 17, UDP_NO_CHECK6_RX = 102;
+    private static final int IPPROTO_IP = 0, IP_TOS = 1, IP_TTL = 2;
+    private static final int IPPROTO_IPV6 = 41, IPV6_UNICAST_HOPS = 16, IPV6_FLOWINFO_SEND = 33, IPV6_HOPLIMIT = 52, IPV6_TCLASS = 67;
     private static final int MSG_DONTWAIT = 0x40, MSG_TRUNC = 0x20;
     private static final int EAGAIN = 11, EINTR = 4, ENOBUFS = 105, EFD_NONBLOCK = 0x800, EFD_CLOEXEC = 0x80000;
     private static final short POLLIN = 1;
@@ -45,8 +47,11 @@ final class LinuxUdpLink implements Link {
     /** Buffers, destinations and senders a thread or batch remembers (their native forms made once). */
     private static final int CACHED = 8;
     /** struct iovec, struct msghdr and struct mmsghdr on LP64 Linux (x86-64, AArch64). */
-    private static final int IOVEC = 16, MMSGHDR = 64;
-    private static final int MSG_NAME = 0, MSG_NAMELEN = 8, MSG_IOV = 16, MSG_IOVLEN = 24, MSG_FLAGS = 48, MSG_LEN = 56;
+    private static final int IOVEC = 16, MSGHDR = 56, MMSGHDR = 64;
+    private static final int MSG_NAME = 0, MSG_NAMELEN = 8, MSG_IOV = 16, MSG_IOVLEN = 24, MSG_CONTROL = 32, MSG_CONTROLLEN = 40,
+            MSG_FLAGS = 48, MSG_LEN = 56;
+    /** CMSG_SPACE(sizeof(int)) on LP64: a struct cmsghdr (len 8, level 4, type 4) and an int, padded to 8. */
+    private static final int CMSG_INT = 24;
     private static final ValueLayout.OfShort NET_SHORT = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
     private static final ValueLayout.OfInt NET_INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 
@@ -64,21 +69,46 @@ final class LinuxUdpLink implements Link {
         final Arena arena = Arena.ofAuto();
         final MemorySegment from = arena.allocate(SOCKADDR, 8), fromLen = arena.allocate(4, 4);
         final MemorySegment callState = arena.allocate(Native.CALL_STATE);
-        /** The last destinations and their encoded sockaddrs (a QP sends to the same InetSocketAddress every time). */
+        /**
+         * The last destinations, their encoded sockaddrs (an IPv6 one with the flow label) and the control messages
+         * that set their traffic class and hop limit (null where the socket's defaults give them): a QP sends to the
+         * same InetSocketAddress every time.
+         */
         final InetSocketAddress[] destinations = new InetSocketAddress[CACHED];
-        final MemorySegment[] encoded = new MemorySegment[CACHED];
+        final MemorySegment[] encoded = new MemorySegment[CACHED], controls = new MemorySegment[CACHED];
         int nextDestination;
+        /** The header and iovec of a send with control messages. */
+        final MemorySegment message = arena.allocate(MSGHDR, 8), iovec = arena.allocate(IOVEC, 8);
 
-        MemorySegment destination(InetSocketAddress to, int family) throws IOException {
-            for (int i = 0; i < CACHED; i++) if (destinations[i] == to) return encoded[i];
+        /** The slot of {@code to} in {@link #encoded} and {@link #controls}, made on first use. */
+        int destination(InetSocketAddress to, int family) throws IOException {
+            for (int i = 0; i < CACHED; i++) if (destinations[i] == to) return i;
             if (family == AF_INET && !(to.getAddress() instanceof Inet4Address))
                 throw new IOException("an IPv4 socket cannot send to " + to);
             int i = nextDestination;
             nextDestination = (i + 1) % CACHED;
             MemorySegment sa = arena.allocate(SOCKADDR, 8);
             encoded[i] = sa.asSlice(0, encode(sa, to.getAddress(), to.getPort()));
+            if (family == AF_INET6) sa.set(NET_INT, 4, Destination.flowLabel(to)); // sin6_flowinfo (IPV6_FLOWINFO_SEND is on)
+            controls[i] = to instanceof Destination d && !d.kernelDefaults() ? headerControls(d, family) : null;
             destinations[i] = to;
-            return encoded[i];
+            return i;
+        }
+
+        /** IP_TOS and IP_TTL, or IPV6_TCLASS and IPV6_HOPLIMIT, with {@code d}'s values. */
+        private MemorySegment headerControls(Destination d, int family) {
+            MemorySegment c = arena.allocate(2 * CMSG_INT, 8);
+            boolean v6 = family == AF_INET6;
+            int level = v6 ? IPPROTO_IPV6 : IPPROTO_IP;
+            int[][] values = {{v6 ? IPV6_TCLASS : IP_TOS, d.trafficClass}, {v6 ? IPV6_HOPLIMIT : IP_TTL, d.hopLimit}};
+            for (int k = 0; k < 2; k++) {
+                long at = (long) k * CMSG_INT;
+                c.set(ValueLayout.JAVA_LONG, at, 16 + 4); // CMSG_LEN(sizeof(int))
+                c.set(ValueLayout.JAVA_INT, at + 8, level);
+                c.set(ValueLayout.JAVA_INT, at + 12, values[k][0]);
+                c.set(ValueLayout.JAVA_INT, at + 16, values[k][1]);
+            }
+            return c;
         }
         final SourceCache sources = new SourceCache();
         /** The last buffers passed and the native addresses of their element 0 (each QP passes its own transmit buffer every time). */
@@ -208,6 +238,14 @@ final class LinuxUdpLink implements Link {
                 if (family == AF_INET6 && (int) Native.SETSOCKOPT.invokeExact(state, fd, IPPROTO_UDP, UDP_NO_CHECK6_RX,
                         a.allocateFrom(ValueLayout.JAVA_INT, 1), 4) < 0)
                     throw new IOException("setsockopt(UDP_NO_CHECK6_RX): errno " + errno(state));
+                // an address vector's header fields (Destination): the hop limit a send without control messages gets
+                // is the one a Destination's kernelDefaults() assumes; the flow label rides in sin6_flowinfo
+                MemorySegment one = a.allocateFrom(ValueLayout.JAVA_INT, 1), hops = a.allocateFrom(ValueLayout.JAVA_INT, Destination.DEFAULT_HOP_LIMIT);
+                if ((family == AF_INET6 ? (int) Native.SETSOCKOPT.invokeExact(state, fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS, hops, 4)
+                        : (int) Native.SETSOCKOPT.invokeExact(state, fd, IPPROTO_IP, IP_TTL, hops, 4)) < 0)
+                    throw new IOException("setsockopt(hop limit " + Destination.DEFAULT_HOP_LIMIT + "): errno " + errno(state));
+                if (family == AF_INET6 && (int) Native.SETSOCKOPT.invokeExact(state, fd, IPPROTO_IPV6, IPV6_FLOWINFO_SEND, one, 4) < 0)
+                    throw new IOException("setsockopt(IPV6_FLOWINFO_SEND): errno " + errno(state));
                 MemorySegment sa = a.allocate(SOCKADDR, 8);
                 int len = encode(sa, address, port);
                 if ((int) Native.BIND.invokeExact(state, fd, sa, len) < 0)
@@ -260,17 +298,34 @@ final class LinuxUdpLink implements Link {
         inside.decrementAndGet();
     }
 
-    /** One {@code sendto}; false when the socket's send buffer is full. */
+    /**
+     * One {@code sendto}, or one {@code sendmsg} with control messages where {@code to} is a {@link Destination} whose
+     * traffic class or hop limit differs from the socket's; false when the socket's send buffer is full.
+     */
     @Override
     public boolean send(ByteBuffer b, InetSocketAddress to) throws IOException {
         Scratch s = scratch.get();
-        MemorySegment sa = s.destination(to, family);
+        int slot = s.destination(to, family);
+        MemorySegment sa = s.encoded[slot], control = s.controls[slot];
         int n = b.isDirect() ? b.remaining() : Math.min(b.remaining(), BOUNCE);
         long at = s.address(b, true);
         enter();
         long r;
         try {
-            r = (long) Native.SENDTO.invokeExact(s.callState, fd, at, (long) n, MSG_DONTWAIT, sa, (int) sa.byteSize());
+            if (control == null) {
+                r = (long) Native.SENDTO.invokeExact(s.callState, fd, at, (long) n, MSG_DONTWAIT, sa, (int) sa.byteSize());
+            } else {
+                s.iovec.set(ValueLayout.JAVA_LONG, 0, at);
+                s.iovec.set(ValueLayout.JAVA_LONG, 8, n);
+                MemorySegment m = s.message;
+                m.set(ValueLayout.ADDRESS, MSG_NAME, sa);
+                m.set(ValueLayout.JAVA_INT, MSG_NAMELEN, (int) sa.byteSize());
+                m.set(ValueLayout.ADDRESS, MSG_IOV, s.iovec);
+                m.set(ValueLayout.JAVA_LONG, MSG_IOVLEN, 1);
+                m.set(ValueLayout.ADDRESS, MSG_CONTROL, control);
+                m.set(ValueLayout.JAVA_LONG, MSG_CONTROLLEN, control.byteSize());
+                r = (long) Native.SENDMSG.invokeExact(s.callState, fd, m, MSG_DONTWAIT);
+            }
         } catch (Throwable t) {
             throw new IOException("sendto failed", t);
         } finally {
@@ -422,10 +477,10 @@ final class LinuxUdpLink implements Link {
         static final boolean AVAILABLE;
         static final StructLayout CALL_STATE = Linker.Option.captureStateLayout();
         static final VarHandle ERRNO = CALL_STATE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
-        static final MethodHandle SOCKET, SETSOCKOPT, BIND, SENDTO, RECVFROM, RECVMMSG, POLL, EVENTFD, READ, WRITE, CLOSE;
+        static final MethodHandle SOCKET, SETSOCKOPT, BIND, SENDTO, RECVFROM, RECVMMSG, POLL, EVENTFD, READ, WRITE, CLOSE, SENDMSG;
 
         static {
-            MethodHandle[] h = new MethodHandle[11];
+            MethodHandle[] h = new MethodHandle[12];
             boolean ok = false;
             try {
                 Module self = LinuxUdpLink.class.getModule();
@@ -452,6 +507,7 @@ final class LinuxUdpLink implements Link {
                     h[8] = linker.downcallHandle(libc.find("read").orElseThrow(), FunctionDescriptor.of(L, I, P, L), errno);
                     h[9] = linker.downcallHandle(libc.find("write").orElseThrow(), FunctionDescriptor.of(L, I, P, L), errno);
                     h[10] = linker.downcallHandle(libc.find("close").orElseThrow(), FunctionDescriptor.of(I, I));
+                    h[11] = linker.downcallHandle(libc.find("sendmsg").orElseThrow(), FunctionDescriptor.of(L, I, P, I), quick);
                     ok = true;
                 }
             } catch (RuntimeException | Error e) {
@@ -468,6 +524,7 @@ final class LinuxUdpLink implements Link {
             READ = h[8];
             WRITE = h[9];
             CLOSE = h[10];
+            SENDMSG = h[11];
             AVAILABLE = ok;
         }
     }

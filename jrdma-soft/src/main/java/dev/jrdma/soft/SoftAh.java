@@ -11,7 +11,7 @@ import java.net.InetSocketAddress;
 final class SoftAh extends Resource implements AddressHandle {
     final SoftPd pd;
     private final AhAttr attr;
-    /** Where UD sends through this handle go, and the destination address the ICRC covers. */
+    /** Where UD sends through this handle go (with the handle's IP header fields), and the destination address the ICRC covers. */
     final InetSocketAddress remote;
     final IpAddress remoteAddr;
 
@@ -28,7 +28,7 @@ final class SoftAh extends Resource implements AddressHandle {
         }
         this.attr = attr.copy();
         this.remoteAddr = peer;
-        this.remote = new InetSocketAddress(peer.inet, pd.transport().port);
+        this.remote = new Destination(peer.inet, pd.transport().port, attr);
     }
 
     @Override public SoftPd pd() { return pd; }

@@ -197,7 +197,7 @@ final class SoftQp extends Resource implements QueuePair {
             IpAddress newRemoteAddr = null;
             if (a.has(QpAttrMask.AV)) {
                 newRemoteAddr = pd.context().route(a.ah(), "ibv_modify_qp");
-                newRemote = new InetSocketAddress(newRemoteAddr.inet, tr.port);
+                newRemote = new Destination(newRemoteAddr.inet, tr.port, a.ah());
             }
             if (a.has(QpAttrMask.ACCESS_FLAGS)) {
                 accessSet = Set.copyOf(a.access());

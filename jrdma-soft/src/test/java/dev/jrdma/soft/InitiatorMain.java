@@ -43,7 +43,7 @@ public final class InitiatorMain {
             if (!f[0].equals("READY")) throw new IllegalStateException("expected READY: " + String.join(" ", f));
             Gid peerGid = Gid.parse(f[4]);
             qp.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(1).access(Access.REMOTE_WRITE, Access.REMOTE_READ));
-            qp.modify(new QpAttr().state(QpState.RTR).ah(new AhAttr().global(peerGid, c.defaultGidIndex(1))).pathMtu(Mtu.MTU_1024)
+            qp.modify(new QpAttr().state(QpState.RTR).ah(PeerMain.headerFields(new AhAttr().global(peerGid, c.defaultGidIndex(1)), args)).pathMtu(Mtu.MTU_1024)
                     .destQpNum(Integer.parseInt(f[1])).rqPsn(2000).maxDestRdAtomic(4).minRnrTimer(1));
             qp.modify(new QpAttr().state(QpState.RTS).timeout(14).retryCnt(7).rnrRetry(7).sqPsn(1000).maxRdAtomic(4));
             System.out.println("PEER " + qp.qpNum() + " " + mr.address() + " " + mr.rkey() + " " + c.queryGid(1, c.defaultGidIndex(1)));

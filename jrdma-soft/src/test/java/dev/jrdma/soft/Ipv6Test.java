@@ -181,6 +181,16 @@ class Ipv6Test {
                     .ah(new AhAttr().global(Gid.parse("::1"), 0)).pathMtu(dev.jrdma.verbs.Mtu.MTU_1024).destQpNum(5).rqPsn(1).minRnrTimer(1).maxDestRdAtomic(1)));
             assertTrue(otherGid.getMessage().contains("soft@127.0.0.1"), "names the device that sends from GID 0: " + otherGid.getMessage());
             assertThrows(VerbsException.class, () -> s.pd.createAddressHandle(new AhAttr().portNum(1).global(Gid.parse("::1"), 7)));
+            // header fields that do not fit the IPv6 header: refused, not cut
+            int own = s.ctx.defaultGidIndex(1);
+            AhAttr tc = new AhAttr().portNum(1).global(Gid.parse("::1"), own), flow = tc.copy(), hop = tc.copy();
+            tc.trafficClass = 256;
+            flow.flowLabel = 1 << 20;
+            hop.hopLimit = -1;
+            for (AhAttr bad : new AhAttr[] {tc, flow, hop}) {
+                VerbsException e = assertThrows(VerbsException.class, () -> s.pd.createAddressHandle(bad));
+                assertTrue(e.getMessage().contains("must fit 8, 20 and 8 bits"), e.getMessage());
+            }
             assertEquals(QpState.INIT, s.qp.query().state(), "a refused move changes nothing");
         }
         // and an IPv4 device refuses an IPv6 peer

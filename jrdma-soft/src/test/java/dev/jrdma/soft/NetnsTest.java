@@ -23,6 +23,11 @@ import org.junit.jupiter.api.Timeout;
  */
 @Timeout(value = 90, unit = TimeUnit.SECONDS)
 class NetnsTest {
+    /**
+     * The address vectors' IP header fields in the captured runs (traffic class, flow label, hop limit): the initiator
+     * in namespace A (.1) and the peer in B (.2) each with their own, none of them a kernel default.
+     */
+    private static final int[] HEADER_A = {0xB8, 0x12345, 7}, HEADER_B = {0x28, 0xABCDE, 200};
 
     private static int run(String... cmd) {
         try {
@@ -43,7 +48,8 @@ class NetnsTest {
      * RoCEv2 over IPv6 between the namespaces (devices soft@[fd31::1] and soft@[fd31::2], their GIDs at index 2 after
      * the default GID and the IPv4 one, as rxe lists them), captured on the veth: every packet's ICRC recomputed from
      * the IPv6 header as captured (traffic class, flow label and hop limit masked) as a receiving RoCE device would,
-     * not with jrdma's Icrc class.
+     * not with jrdma's Icrc class. Each side's address vector asks for its own traffic class, flow label and hop limit
+     * ({@link #HEADER_A}, {@link #HEADER_B}): every packet carries its sender's.
      */
     @Test
     void ipv6PacketsCarryTheIpv6IcrcOnTheWire() throws Exception {
@@ -59,7 +65,13 @@ class NetnsTest {
                 ByteBuffer ip = e.slice(14, f.length - 14);
                 if (ip.get(6) != 17 || (ip.getShort(42) & 0xFFFF) != 4791) continue;
                 roce++;
-                senders.add(ip.get(23) & 0xFF);
+                int sender = ip.get(23) & 0xFF;
+                senders.add(sender);
+                int[] want = sender == 1 ? HEADER_A : HEADER_B;
+                int first = ip.getInt(0);
+                assertEquals(want[0], (first >>> 20) & 0xFF, "traffic class of packet " + roce + " from ::" + sender);
+                assertEquals(want[1], first & 0xFFFFF, "flow label of packet " + roce + " from ::" + sender);
+                assertEquals(want[2], ip.get(7) & 0xFF, "hop limit of packet " + roce + " from ::" + sender);
                 int udpLen = ip.getShort(4) & 0xFFFF;
                 assertEquals(udpLen, ip.getShort(44) & 0xFFFF, "UDP length = IPv6 payload length");
                 // (the UDP checksum is the kernel's, and a capture on a veth shows it before checksum offload fills it in)
@@ -88,7 +100,8 @@ class NetnsTest {
      * The raw IPv4 send path on the wire: every packet captured on the veth (both directions) carries a non-zero
      * identification of the sender's choosing, a correct IP header checksum and UDP checksum, and an ICRC that is
      * right for the IP header as captured, recomputed here from the captured bytes as another RoCE device would
-     * (masks per the RoCEv2 ICRC rules), not with jrdma's Icrc class.
+     * (masks per the RoCEv2 ICRC rules), not with jrdma's Icrc class. TOS and TTL are the traffic class and hop limit
+     * of the sender's address vector ({@link #HEADER_A}, {@link #HEADER_B}).
      */
     @Test
     void rawIpv4PacketsCarryAnIcrcOverTheIdentificationOnTheWire() throws Exception {
@@ -107,6 +120,9 @@ class NetnsTest {
                 roce++;
                 int id = ip.getShort(4) & 0xFFFF;
                 senders.add((ip.getInt(12) & 0xFF) + "");
+                int[] want = (ip.getInt(12) & 0xFF) == 1 ? HEADER_A : HEADER_B;
+                assertEquals(want[0], ip.get(1) & 0xFF, "TOS of packet " + roce);
+                assertEquals(want[2], ip.get(8) & 0xFF, "TTL of packet " + roce);
                 assertNotEquals(0, id, "identification of packet " + roce);
                 assertEquals(0x4000, ip.getShort(6) & 0xFFFF, "DF, not fragmented");
                 assertEquals(0, Pcap.onesComplementSum(ip, 0, 20), "IPv4 header checksum of packet " + roce);
@@ -139,6 +155,11 @@ class NetnsTest {
         } finally {
             Files.deleteIfExists(pcap);
         }
+    }
+
+    /** PeerMain's and InitiatorMain's third argument: TC,FLOW,HOP. */
+    private static String headerArg(int[] h) {
+        return h[0] + "," + h[1] + "," + h[2];
     }
 
     /** Whether interface {@code dev} in namespace {@code ns} has a link-local IPv6 address that is not tentative. */
@@ -194,10 +215,10 @@ class NetnsTest {
             String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
             String cp = System.getProperty("java.class.path");
             Process b = new ProcessBuilder("ip", "netns", "exec", nsB, java, "--enable-native-access=ALL-UNNAMED", jvmOption, "-cp", cp,
-                    PeerMain.class.getName(), "4791", ipv6 ? "[fd31::2]" : "10.231.0.2").redirectError(ProcessBuilder.Redirect.INHERIT).start();
+                    PeerMain.class.getName(), "4791", ipv6 ? "[fd31::2]" : "10.231.0.2", headerArg(HEADER_B)).redirectError(ProcessBuilder.Redirect.INHERIT).start();
             procs.add(b);
             Process a = new ProcessBuilder("ip", "netns", "exec", nsA, java, "--enable-native-access=ALL-UNNAMED", jvmOption, "-cp", cp,
-                    InitiatorMain.class.getName(), "4791", ipv6 ? "[fd31::1]" : "10.231.0.1").redirectError(ProcessBuilder.Redirect.INHERIT).start();
+                    InitiatorMain.class.getName(), "4791", ipv6 ? "[fd31::1]" : "10.231.0.1", headerArg(HEADER_A)).redirectError(ProcessBuilder.Redirect.INHERIT).start();
             procs.add(a);
             BufferedReader bOut = new BufferedReader(new InputStreamReader(b.getInputStream()));
             BufferedReader aOut = new BufferedReader(new InputStreamReader(a.getInputStream()));

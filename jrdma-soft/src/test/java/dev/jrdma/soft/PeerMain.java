@@ -25,7 +25,7 @@ import java.lang.foreign.ValueLayout;
 
 /**
  * The second process of {@link MultiProcessTest} and {@link NetnsTest}: a soft device on 127.0.0.2 (or the
- * address given), driven over stdin/stdout.
+ * address given), driven over stdin/stdout; an optional third argument TC,FLOW,HOP sets its address vector's IP header fields.
  * Receives a SEND, writes what it got back into the parent's memory with RDMA WRITE_WITH_IMM.
  */
 public final class PeerMain {
@@ -47,7 +47,7 @@ public final class PeerMain {
             int peerRkey = Integer.parseInt(peer[3]);
             Gid peerGid = Gid.parse(peer[4]);
             qp.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(1).access(Access.REMOTE_WRITE, Access.REMOTE_READ));
-            qp.modify(new QpAttr().state(QpState.RTR).ah(new AhAttr().global(peerGid, ctx.defaultGidIndex(1))).pathMtu(dev.jrdma.verbs.Mtu.MTU_1024)
+            qp.modify(new QpAttr().state(QpState.RTR).ah(headerFields(new AhAttr().global(peerGid, ctx.defaultGidIndex(1)), args)).pathMtu(dev.jrdma.verbs.Mtu.MTU_1024)
                     .destQpNum(peerQpn).rqPsn(1000).maxDestRdAtomic(4).minRnrTimer(1));
             qp.modify(new QpAttr().state(QpState.RTS).timeout(14).retryCnt(7).rnrRetry(7).sqPsn(2000).maxRdAtomic(4));
             qp.postRecv(new RecvWorkRequest().wrId(1).buffer(mr, 0, 4096));
@@ -78,5 +78,15 @@ public final class PeerMain {
             System.exit(1);
         }
         System.exit(0);
+    }
+
+    /** The address vector's traffic class, flow label and hop limit from the optional third argument {@code TC,FLOW,HOP}. */
+    static AhAttr headerFields(AhAttr av, String[] args) {
+        if (args.length < 3) return av;
+        String[] f = args[2].split(",");
+        av.trafficClass = Integer.decode(f[0]);
+        av.flowLabel = Integer.decode(f[1]);
+        av.hopLimit = Integer.decode(f[2]);
+        return av;
     }
 }
