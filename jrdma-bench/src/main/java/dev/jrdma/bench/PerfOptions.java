@@ -56,6 +56,8 @@ public final class PerfOptions {
     public boolean help;
     /** Seconds a server waits for its client to connect (0 = for ever, as perftest). */
     public int acceptTimeoutSec;
+    /** -u/--qp-timeout: the QPs' local ACK timeout exponent (4.096 us x 2^N), 14 as perftest's default. */
+    public int qpTimeout = 14;
     /** Print no progress line even on a terminal. */
     public boolean quiet;
     /** tcp_lat: spin on a non-blocking socket instead of blocking in read (the UDP tests always spin). */
@@ -144,6 +146,7 @@ public final class PerfOptions {
                   -D, --duration SEC      run for SEC seconds instead of -n
                   -p, --port PORT         TCP port of the out-of-band exchange (default 18515)
                   -t, --tx-depth N        send queue depth (default 1 latency, 128 bandwidth)
+                  -u, --qp-timeout N      QP ACK timeout, 4.096 us x 2^N (default 14, 67 ms; 1-31)
                   -q, --qp N              number of QPs (bandwidth tests)
                   -c, --connection RC|UD  QP type (default RC; UD: send_lat and send_bw, messages up to the MTU)
                   -e, --events            wait for completions on a completion channel instead of spinning on the CQ
@@ -204,6 +207,7 @@ public final class PerfOptions {
                 case "-p", "--port" -> o.tcpPort = intIn(flag, value != null ? value : need(args, ++i, flag), 1, 65535);
                 case "-t", "--tx-depth" -> o.txDepth = intIn(flag, value != null ? value : need(args, ++i, flag), 1, 16384);
                 case "-q", "--qp" -> o.numQp = intIn(flag, value != null ? value : need(args, ++i, flag), 1, 64);
+                case "-u", "--qp-timeout" -> o.qpTimeout = intIn(flag, value != null ? value : need(args, ++i, flag), 1, 31);
                 case "--accept-timeout" -> o.acceptTimeoutSec = intIn(flag, value != null ? value : need(args, ++i, flag), 1, 86400);
                 case "--timeout" -> o.timeoutSec = intIn(flag, value != null ? value : need(args, ++i, flag), 1, 3600);
                 case "--html" -> o.html = value != null ? value : need(args, ++i, flag);

@@ -288,7 +288,7 @@ public final class RdmaBench implements AutoCloseable {
         }
         qps[i].modify(new QpAttr().state(QpState.RTR).ah(ah).pathMtu(mtu).destQpNum(r.qpn()).rqPsn(r.psn())
                 .maxDestRdAtomic(outReads).minRnrTimer(12));
-        qps[i].modify(new QpAttr().state(QpState.RTS).timeout(14).retryCnt(7).rnrRetry(7).sqPsn(my[i].psn())
+        qps[i].modify(new QpAttr().state(QpState.RTS).timeout(o.qpTimeout).retryCnt(7).rnrRetry(7).sqPsn(my[i].psn())
                 .maxRdAtomic(Math.max(1, Math.min(outReads, Math.max(1, r.outReads())))));
     }
 

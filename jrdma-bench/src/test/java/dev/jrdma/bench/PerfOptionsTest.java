@@ -20,6 +20,10 @@ class PerfOptionsTest {
         assertEquals(4, o.effectiveTxDepth());
         assertEquals("10.0.0.1", o.host);
         assertFalse(o.isServer());
+        assertEquals(14, o.qpTimeout, "perftest's default QP timeout");
+        assertEquals(18, PerfOptions.parse("read_bw", "-u", "18").qpTimeout);
+        assertEquals(17, PerfOptions.parse("read_bw", "--qp-timeout=17").qpTimeout);
+        assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse("read_bw", "-u", "32"));
     }
 
     @Test

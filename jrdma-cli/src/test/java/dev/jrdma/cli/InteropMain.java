@@ -305,6 +305,11 @@ public final class InteropMain {
     }
 
     public static void main(String[] args) throws Exception {
+        System.exit(run(args));
+    }
+
+    /** Runs one side as {@link #main} does (printing on {@code System.out}); returns the exit status. */
+    static int run(String[] args) throws Exception {
         String dev = null, host = null;
         // QP timeout 17 (4.096 us x 2^17 = 0.5 s): under emulation (TCG) a window of packets takes longer than the
         // usual 67 ms (14) to be acknowledged, and spurious go-back-N retransmissions only add load
@@ -324,7 +329,7 @@ public final class InteropMain {
         }
         if (dev == null) {
             System.err.println("usage: InteropMain -d DEV [-x GID_INDEX] [-p TCP_PORT] [--sizes A,B,..] [--iters N] [--timeout SEC] [PEER_HOST]");
-            System.exit(2);
+            return 2;
         }
         boolean client = host != null;
         int rc;
@@ -360,7 +365,7 @@ public final class InteropMain {
             System.out.println(dev + ": " + m.passed + " passed, " + m.failed + " failed as requester");
             rc = m.failed == 0 ? 0 : 1;
         }
-        System.exit(rc);
+        return rc;
     }
 
     private static Socket connect(String host, int port, int timeoutSec) throws Exception {
