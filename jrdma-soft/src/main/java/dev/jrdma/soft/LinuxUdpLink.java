@@ -35,8 +35,7 @@ final class LinuxUdpLink implements Link {
     private static final int AF_INET = 2, AF_INET6 = 10, SOCK_DGRAM = 2, SOCK_NONBLOCK = 0x800, SOCK_CLOEXEC = 0x80000;
     private static final int SOL_SOCKET = 1, SO_SNDBUF = 7, SO_RCVBUF = 8;
     private static final int IPPROTO_UDP = 17, UDP_NO_CHECK6_RX = 102;
-    private static final int IPPROTO_IP = 0, IP_TOS = 1, IP_TTL = 2;
-    private static final int IPPROTO_IPV6 = 41, IPV6_UNICAST_HOPS = 16, IPV6_FLOWINFO_SEND = 33, IPV6_HOPLIMIT = 52, IPV6_TCLASS = 67;
+    private static final int IPPROTO_IP = 0, IP_TOS = 1, IPPROTO_IPV6 = 41, IPV6_FLOWINFO_SEND = 33, IPV6_TCLASS = 67;
     private static final int MSG_DONTWAIT = 0x40, MSG_TRUNC = 0x20;
     private static final int EAGAIN = 11, EINTR = 4, ENOBUFS = 105, EFD_NONBLOCK = 0x800, EFD_CLOEXEC = 0x80000;
     private static final short POLLIN = 1;
@@ -71,8 +70,8 @@ final class LinuxUdpLink implements Link {
         final MemorySegment callState = arena.allocate(Native.CALL_STATE);
         /**
          * The last destinations, their encoded sockaddrs (an IPv6 one with the flow label) and the control messages
-         * that set their traffic class and hop limit (null where the socket's defaults give them): a QP sends to the
-         * same InetSocketAddress every time.
+         * that set their traffic class (null for traffic class 0, the socket's): a QP sends to the same
+         * InetSocketAddress every time.
          */
         final InetSocketAddress[] destinations = new InetSocketAddress[CACHED];
         final MemorySegment[] encoded = new MemorySegment[CACHED], controls = new MemorySegment[CACHED];
@@ -90,24 +89,19 @@ final class LinuxUdpLink implements Link {
             MemorySegment sa = arena.allocate(SOCKADDR, 8);
             encoded[i] = sa.asSlice(0, encode(sa, to.getAddress(), to.getPort()));
             if (family == AF_INET6) sa.set(NET_INT, 4, Destination.flowLabel(to)); // sin6_flowinfo (IPV6_FLOWINFO_SEND is on)
-            controls[i] = to instanceof Destination d && !d.kernelDefaults() ? headerControls(d, family) : null;
+            int trafficClass = Destination.trafficClass(to);
+            controls[i] = trafficClass != 0 ? trafficClassControl(trafficClass, family) : null;
             destinations[i] = to;
             return i;
         }
 
-        /** IP_TOS and IP_TTL, or IPV6_TCLASS and IPV6_HOPLIMIT, with {@code d}'s values. */
-        private MemorySegment headerControls(Destination d, int family) {
-            MemorySegment c = arena.allocate(2 * CMSG_INT, 8);
-            boolean v6 = family == AF_INET6;
-            int level = v6 ? IPPROTO_IPV6 : IPPROTO_IP;
-            int[][] values = {{v6 ? IPV6_TCLASS : IP_TOS, d.trafficClass}, {v6 ? IPV6_HOPLIMIT : IP_TTL, d.hopLimit}};
-            for (int k = 0; k < 2; k++) {
-                long at = (long) k * CMSG_INT;
-                c.set(ValueLayout.JAVA_LONG, at, 16 + 4); // CMSG_LEN(sizeof(int))
-                c.set(ValueLayout.JAVA_INT, at + 8, level);
-                c.set(ValueLayout.JAVA_INT, at + 12, values[k][0]);
-                c.set(ValueLayout.JAVA_INT, at + 16, values[k][1]);
-            }
+        /** An IPV6_TCLASS (IPv4: IP_TOS) control message with {@code trafficClass}. */
+        private MemorySegment trafficClassControl(int trafficClass, int family) {
+            MemorySegment c = arena.allocate(CMSG_INT, 8);
+            c.set(ValueLayout.JAVA_LONG, 0, 16 + 4); // CMSG_LEN(sizeof(int))
+            c.set(ValueLayout.JAVA_INT, 8, family == AF_INET6 ? IPPROTO_IPV6 : IPPROTO_IP);
+            c.set(ValueLayout.JAVA_INT, 12, family == AF_INET6 ? IPV6_TCLASS : IP_TOS);
+            c.set(ValueLayout.JAVA_INT, 16, trafficClass);
             return c;
         }
         final SourceCache sources = new SourceCache();
@@ -238,13 +232,9 @@ final class LinuxUdpLink implements Link {
                 if (family == AF_INET6 && (int) Native.SETSOCKOPT.invokeExact(state, fd, IPPROTO_UDP, UDP_NO_CHECK6_RX,
                         a.allocateFrom(ValueLayout.JAVA_INT, 1), 4) < 0)
                     throw new IOException("setsockopt(UDP_NO_CHECK6_RX): errno " + errno(state));
-                // an address vector's header fields (Destination): the hop limit a send without control messages gets
-                // is the one a Destination's kernelDefaults() assumes; the flow label rides in sin6_flowinfo
-                MemorySegment one = a.allocateFrom(ValueLayout.JAVA_INT, 1), hops = a.allocateFrom(ValueLayout.JAVA_INT, Destination.DEFAULT_HOP_LIMIT);
-                if ((family == AF_INET6 ? (int) Native.SETSOCKOPT.invokeExact(state, fd, IPPROTO_IPV6, IPV6_UNICAST_HOPS, hops, 4)
-                        : (int) Native.SETSOCKOPT.invokeExact(state, fd, IPPROTO_IP, IP_TTL, hops, 4)) < 0)
-                    throw new IOException("setsockopt(hop limit " + Destination.DEFAULT_HOP_LIMIT + "): errno " + errno(state));
-                if (family == AF_INET6 && (int) Native.SETSOCKOPT.invokeExact(state, fd, IPPROTO_IPV6, IPV6_FLOWINFO_SEND, one, 4) < 0)
+                // an address vector's flow label (Destination) rides in each send's sin6_flowinfo
+                if (family == AF_INET6 && (int) Native.SETSOCKOPT.invokeExact(state, fd, IPPROTO_IPV6, IPV6_FLOWINFO_SEND,
+                        a.allocateFrom(ValueLayout.JAVA_INT, 1), 4) < 0)
                     throw new IOException("setsockopt(IPV6_FLOWINFO_SEND): errno " + errno(state));
                 MemorySegment sa = a.allocate(SOCKADDR, 8);
                 int len = encode(sa, address, port);
@@ -299,8 +289,8 @@ final class LinuxUdpLink implements Link {
     }
 
     /**
-     * One {@code sendto}, or one {@code sendmsg} with control messages where {@code to} is a {@link Destination} whose
-     * traffic class or hop limit differs from the socket's; false when the socket's send buffer is full.
+     * One {@code sendto}, or one {@code sendmsg} with a control message where {@code to} is a {@link Destination}
+     * with a traffic class; false when the socket's send buffer is full.
      */
     @Override
     public boolean send(ByteBuffer b, InetSocketAddress to) throws IOException {

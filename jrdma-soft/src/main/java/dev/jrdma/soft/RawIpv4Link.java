@@ -27,8 +27,8 @@ import java.util.concurrent.locks.ReentrantLock;
  *
  * <p>Each packet gets the next identification of a per-link counter (never 0: the kernel replaces a 0 with its own
  * choice), the ICRC that the QP computed for identification 0 is patched by {@link Icrc#idDelta}, and the UDP
- * checksum is computed (the receiver's kernel checks it). DF is set; TOS and TTL are the address vector's traffic class
- * and hop limit ({@link Destination}; TTL 64 and TOS 0 for a plain address, as the UDP socket sends). Packets
+ * checksum is computed (the receiver's kernel checks it). DF is set, TTL 64 (the default route's, as the UDP socket
+ * sends), TOS the address vector's traffic class ({@link Destination}; 0 for a plain address). Packets
  * are received, and waited for, on the device's UDP socket ({@code receiveSide}): the raw socket is send-only
  * ({@code IPPROTO_RAW} receives nothing).
  */
@@ -86,7 +86,7 @@ final class RawIpv4Link implements Link {
             int dstIp = dst.hashCode(), port = to.getPort();
             // IPv4 header: the kernel fills in the header checksum and total length of an IPPROTO_RAW packet
             o.put(0, (byte) 0x45).put(1, (byte) Destination.trafficClass(to)).putShort(2, (short) (HDR + n)).putShort(4, (short) id)
-                    .putShort(6, (short) 0x4000).put(8, (byte) Destination.hopLimit(to)).put(9, (byte) 17).putShort(10, (short) 0)
+                    .putShort(6, (short) 0x4000).put(8, (byte) 64).put(9, (byte) 17).putShort(10, (short) 0)
                     .putInt(12, srcIp).putInt(16, dstIp);
             // UDP header
             o.putShort(20, (short) srcPort).putShort(22, (short) port).putShort(24, (short) (8 + n)).putShort(26, (short) 0);

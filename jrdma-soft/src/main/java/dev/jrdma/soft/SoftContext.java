@@ -150,7 +150,7 @@ public final class SoftContext extends Resource implements Context {
         }
         if ((av.trafficClass & ~0xFF) != 0 || (av.flowLabel & ~0xFFFFF) != 0 || (av.hopLimit & ~0xFF) != 0)
             throw new VerbsException(verb, VerbsException.EINVAL, "traffic_class " + av.trafficClass + ", flow_label " + av.flowLabel
-                    + ", hop_limit " + av.hopLimit + ": they go into the IP header and must fit 8, 20 and 8 bits");
+                    + ", hop_limit " + av.hopLimit + ": they must fit 8, 20 and 8 bits, as the IP header's fields");
         IpAddress peer = IpAddress.ofGid(av.dgid, transport.local);
         if (peer.isIpv4() != transport.local.isIpv4()) throw new VerbsException(verb, VerbsException.EINVAL,
                 "the peer's GID " + av.dgid + " is " + (peer.isIpv4() ? "IPv4" : "IPv6") + " but " + device.name() + " speaks "

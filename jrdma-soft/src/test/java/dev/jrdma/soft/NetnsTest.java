@@ -25,9 +25,11 @@ import org.junit.jupiter.api.Timeout;
 class NetnsTest {
     /**
      * The address vectors' IP header fields in the captured runs (traffic class, flow label, hop limit): the initiator
-     * in namespace A (.1) and the peer in B (.2) each with their own, none of them a kernel default.
+     * in namespace A (.1) and the peer in B (.2) each with their own, none of them a kernel default. The hop limit on
+     * the wire is the route's (64) all the same, as Linux sets it for RoCEv2 devices.
      */
     private static final int[] HEADER_A = {0xB8, 0x12345, 7}, HEADER_B = {0x28, 0xABCDE, 200};
+    private static final int ROUTE_HOP_LIMIT = 64;
 
     private static int run(String... cmd) {
         try {
@@ -49,7 +51,8 @@ class NetnsTest {
      * the default GID and the IPv4 one, as rxe lists them), captured on the veth: every packet's ICRC recomputed from
      * the IPv6 header as captured (traffic class, flow label and hop limit masked) as a receiving RoCE device would,
      * not with jrdma's Icrc class. Each side's address vector asks for its own traffic class, flow label and hop limit
-     * ({@link #HEADER_A}, {@link #HEADER_B}): every packet carries its sender's.
+     * ({@link #HEADER_A}, {@link #HEADER_B}): every packet carries its sender's traffic class and flow label, and the
+     * route's hop limit.
      */
     @Test
     void ipv6PacketsCarryTheIpv6IcrcOnTheWire() throws Exception {
@@ -71,7 +74,7 @@ class NetnsTest {
                 int first = ip.getInt(0);
                 assertEquals(want[0], (first >>> 20) & 0xFF, "traffic class of packet " + roce + " from ::" + sender);
                 assertEquals(want[1], first & 0xFFFFF, "flow label of packet " + roce + " from ::" + sender);
-                assertEquals(want[2], ip.get(7) & 0xFF, "hop limit of packet " + roce + " from ::" + sender);
+                assertEquals(ROUTE_HOP_LIMIT, ip.get(7) & 0xFF, "hop limit of packet " + roce + " from ::" + sender + " (the route's, not the AV's " + want[2] + ")");
                 int udpLen = ip.getShort(4) & 0xFFFF;
                 assertEquals(udpLen, ip.getShort(44) & 0xFFFF, "UDP length = IPv6 payload length");
                 // (the UDP checksum is the kernel's, and a capture on a veth shows it before checksum offload fills it in)
@@ -100,8 +103,8 @@ class NetnsTest {
      * The raw IPv4 send path on the wire: every packet captured on the veth (both directions) carries a non-zero
      * identification of the sender's choosing, a correct IP header checksum and UDP checksum, and an ICRC that is
      * right for the IP header as captured, recomputed here from the captured bytes as another RoCE device would
-     * (masks per the RoCEv2 ICRC rules), not with jrdma's Icrc class. TOS and TTL are the traffic class and hop limit
-     * of the sender's address vector ({@link #HEADER_A}, {@link #HEADER_B}).
+     * (masks per the RoCEv2 ICRC rules), not with jrdma's Icrc class. TOS is the traffic class of the sender's
+     * address vector ({@link #HEADER_A}, {@link #HEADER_B}), TTL the route's.
      */
     @Test
     void rawIpv4PacketsCarryAnIcrcOverTheIdentificationOnTheWire() throws Exception {
@@ -122,7 +125,7 @@ class NetnsTest {
                 senders.add((ip.getInt(12) & 0xFF) + "");
                 int[] want = (ip.getInt(12) & 0xFF) == 1 ? HEADER_A : HEADER_B;
                 assertEquals(want[0], ip.get(1) & 0xFF, "TOS of packet " + roce);
-                assertEquals(want[2], ip.get(8) & 0xFF, "TTL of packet " + roce);
+                assertEquals(ROUTE_HOP_LIMIT, ip.get(8) & 0xFF, "TTL of packet " + roce + " (the route's, not the AV's " + want[2] + ")");
                 assertNotEquals(0, id, "identification of packet " + roce);
                 assertEquals(0x4000, ip.getShort(6) & 0xFFFF, "DF, not fragmented");
                 assertEquals(0, Pcap.onesComplementSum(ip, 0, 20), "IPv4 header checksum of packet " + roce);
