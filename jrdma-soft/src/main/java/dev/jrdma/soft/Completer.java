@@ -19,6 +19,16 @@ import java.lang.foreign.ValueLayout;
  * data and atomic results, and decides on retries: go-back-N on a PSN sequence NAK, on a gap in READ responses, on an
  * implicit NAK (a later request acknowledged while a READ/atomic response is missing) and on the retransmission
  * timeout it owns; an RNR wait on an RNR NAK. Everything runs under the QP's monitor.
+ *
+ * <p><b>Backing off.</b> The QP's timeout is the least a requester waits for an acknowledgement (IBA's Local ACK
+ * Timeout), not the most: each timeout in a row without progress doubles the next wait, up to
+ * {@link #MAX_BACKOFF_NANOS} (or the QP's timeout when that is longer), and progress starts again from the QP's
+ * timeout. The responder of a software device is a thread of an ordinary process: on a loaded host the scheduler can
+ * keep it off the CPU for longer than timeout x (retry_cnt + 1) (measured on the 2-core build machine at a load of
+ * 14-20: a sleeping thread woken 300 ms late, a peer silent for 0.6-1.4 s), and with a fixed wait perftest's timeout
+ * 14 and retry_cnt 7 gave up after 0.54 s over UDP and over the same-host rings alike, while TCP, which backs off,
+ * carried on. With the back-off that peer has about 5 s; a peer that is gone still ends in RETRY_EXC_ERR after
+ * retry_cnt + 1 timeouts, later than with fixed waits.
  */
 final class Completer {
     /** The steps of {@link #receive}. */
@@ -48,6 +58,10 @@ final class Completer {
      * timeout always retries.
      */
     private boolean goBackStarted;
+    /** The longest wait a back-off reaches (see the class comment), unless the QP's timeout is longer. */
+    static final long MAX_BACKOFF_NANOS = 1_000_000_000L;
+    /** Timeouts in a row without progress: the next wait is the QP's timeout doubled that many times (capped). */
+    private int timeoutsInARow;
     /** When the oldest outstanding request times out; 0 when nothing is armed. */
     volatile long retryDeadline;
 
@@ -69,11 +83,13 @@ final class Completer {
         retryLeft = qp.retryCnt;
         rnrLeft = qp.rnrRetry;
         goBackStarted = false;
+        timeoutsInARow = 0;
     }
 
     void reset() {
         readRetryActive = false;
         goBackStarted = false;
+        timeoutsInARow = 0;
         retryDeadline = 0;
     }
 
@@ -358,6 +374,7 @@ final class Completer {
             retryLeft = qp.retryCnt;
             rnrLeft = qp.rnrRetry;
             goBackStarted = false;
+            timeoutsInARow = 0;
             retryDeadline = oldestUnacked != qp.requester.nextPsn && qp.timeoutNanos > 0 ? qp.clock().nanoTime() + qp.timeoutNanos : 0;
         }
     }
@@ -372,9 +389,16 @@ final class Completer {
         }
     }
 
-    /** A go-back started: a full timeout from now. */
+    /** A go-back started: a full wait from now (backed off after timeouts in a row). */
     void restartRetryTimer() {
-        if (qp.timeoutNanos > 0) retryDeadline = qp.clock().nanoTime() + qp.timeoutNanos;
+        if (qp.timeoutNanos > 0) retryDeadline = qp.clock().nanoTime() + backedOffTimeout();
+    }
+
+    /** The QP's timeout doubled once per timeout in a row, at most {@link #MAX_BACKOFF_NANOS} (or the timeout, if longer). */
+    long backedOffTimeout() {
+        long t = qp.timeoutNanos, cap = Math.max(t, MAX_BACKOFF_NANOS);
+        for (int i = 0; i < timeoutsInARow && t < cap; i++) t <<= 1;
+        return Math.min(t, cap);
     }
 
     /** The oldest outstanding request timed out: resend from it, or fail it after retry_cnt retries. */
@@ -393,6 +417,7 @@ final class Completer {
             return;
         }
         retryLeft--;
+        timeoutsInARow++;
         readRetryActive = false;
         goBackStarted = true;
         qp.requester.retry(oldestUnacked);

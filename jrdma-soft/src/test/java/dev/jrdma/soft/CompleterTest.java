@@ -170,25 +170,69 @@ class CompleterTest {
     }
 
     @Test
-    void retryExhaustionAfterRetryCntTimeouts() {
+    void retryExhaustionAfterRetryCntTimeoutsEachWaitDoubled() {
         EngineRig.Opts o = new EngineRig.Opts();
-        o.timeout = 14;   // 4.096 us << 14 = 67 ms
+        o.timeout = 14;   // 4.096 us << 14 = 67.1 ms
         o.retryCnt = 2;
         try (EngineRig rig = new EngineRig(o)) {
             MemoryRegion src = rig.mrAll(64);
             rig.qp.postSend(write(src, 1, 8));
             assertEquals(MY_PSN, rig.one().psn());
-            for (int retry = 0; retry < 2; retry++) {
-                rig.clock.advanceMillis(68);
-                rig.tick();
-                assertEquals(MY_PSN, rig.one().psn(), "retransmitted after timeout " + (retry + 1));
-            }
-            rig.clock.advanceMillis(68);
+            double wait = 67.2;
+            rig.clock.advanceMillis(wait);
             rig.tick();
+            assertEquals(MY_PSN, rig.one().psn(), "retransmitted after timeout 1");
+            for (int timeout = 2; timeout <= 3; timeout++) {
+                wait *= 2;
+                rig.clock.advanceMillis(wait / 2);
+                rig.tick();
+                assertTrue(rig.drain().isEmpty(), "the wait before timeout " + timeout + " is doubled: nothing sent half-way");
+                rig.assertNoCompletion();
+                rig.clock.advanceMillis(wait / 2);
+                rig.tick();
+                if (timeout == 2) assertEquals(MY_PSN, rig.one().psn(), "retransmitted after timeout 2");
+            }
             assertTrue(rig.drain().isEmpty());
             WorkCompletion wc = rig.poll();
-            assertEquals(WcStatus.RETRY_EXC_ERR, wc.status);
+            assertEquals(WcStatus.RETRY_EXC_ERR, wc.status, "a peer that is gone still fails after retry_cnt + 1 timeouts");
             assertEquals(QpState.ERR, rig.qp.state());
+        }
+    }
+
+    /**
+     * perftest's timeout 14 and retry_cnt 7 against a peer whose process the scheduler keeps off the CPU for 1.5 s (on
+     * the 2-core build machine at a load of 14-20 peers were silent for 0.6-1.4 s): the ACK that comes afterwards
+     * completes the request. With a fixed 67 ms wait the QP gave up after 0.54 s (RETRY_EXC_ERR, as in two-process
+     * send_lat over UDP and over the same-host rings); waits double from the second on (at most 1 s each).
+     */
+    @Test
+    void aPeerSilentLongerThanTimeoutTimesRetryCntStillCompletes() {
+        EngineRig.Opts o = new EngineRig.Opts();
+        o.timeout = 14;
+        o.retryCnt = 7;
+        try (EngineRig rig = new EngineRig(o)) {
+            MemoryRegion src = rig.mrAll(64);
+            rig.qp.postSend(write(src, 1, 8));
+            assertEquals(MY_PSN, rig.one().psn());
+            int resent = 0;
+            for (int ms = 0; ms < 1500; ms++) {
+                rig.clock.advanceMillis(1);
+                rig.tick();
+                resent += rig.drain().size();
+                rig.assertNoCompletion();
+            }
+            assertEquals(4, resent, "retransmitted at 67, 201, 470 and 1007 ms");
+            assertEquals(4, rig.count(Counter.RETRANSMITS));
+            rig.feed(ack(MY_PSN));
+            WorkCompletion wc = rig.poll();
+            assertEquals(WcStatus.SUCCESS, wc.status);
+            assertEquals(1, wc.wrId);
+            // progress starts the waits again from the QP's timeout
+            rig.qp.postSend(write(src, 2, 8));
+            assertEquals(MY_PSN + 1, rig.one().psn());
+            rig.clock.advanceMillis(67.2);
+            rig.tick();
+            assertEquals(MY_PSN + 1, rig.one().psn(), "the first wait after progress is the QP's timeout again");
         }
     }
 
