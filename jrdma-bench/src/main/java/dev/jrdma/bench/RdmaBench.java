@@ -6,6 +6,7 @@ import dev.jrdma.verbs.AddressHandle;
 import dev.jrdma.verbs.AhAttr;
 import dev.jrdma.verbs.CompletionChannel;
 import dev.jrdma.verbs.CompletionQueue;
+import dev.jrdma.verbs.Completions;
 import dev.jrdma.verbs.Context;
 import dev.jrdma.verbs.Device;
 import dev.jrdma.verbs.DeviceAttr;
@@ -14,6 +15,7 @@ import dev.jrdma.verbs.LinkLayer;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.Mtu;
 import dev.jrdma.verbs.PortAttr;
+import dev.jrdma.verbs.PreparedSend;
 import dev.jrdma.verbs.ProtectionDomain;
 import dev.jrdma.verbs.QpAttr;
 import dev.jrdma.verbs.QpInitAttr;
@@ -96,6 +98,8 @@ public final class RdmaBench implements AutoCloseable {
     private AddressHandle[] ahs;
     private int[] remQpn, remQkey;
     private final WorkCompletion[] wcs = WorkCompletion.array(64);
+    /** The timed loops' completions, read in place (the fast path; wcs serves the set-up). */
+    private final Completions done = new Completions(64);
 
     private RdmaBench(PerfOptions o, PrintStream out) {
         this.o = o;
@@ -616,8 +620,9 @@ public final class RdmaBench implements AutoCloseable {
         }
     }
 
-    private void check(WorkCompletion wc) {
-        if (!wc.isSuccess()) throw new BenchException(test.id() + ": " + wc.explain());
+    /** Completion {@code k} of the last poll into {@link #done}: success, or the run stops with its status. */
+    private void check(int k) {
+        if (!done.isSuccess(k)) throw new BenchException(test.id() + ": " + done.explain(k));
     }
 
     private long localOffset(int qp) {
@@ -640,8 +645,8 @@ public final class RdmaBench implements AutoCloseable {
         long[] tposted = timestamps(iters);
         QueuePair qp = qps[0];
         long post = localOffset(0) + size - 1, poll = remoteAreaOffset(0) + size - 1;
-        SendWorkRequest wr = dataRequest(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).buffer(mr, localOffset(0), size)
-                .remote(rem[0].vaddr(), rem[0].rkey()).signaled(true).wrId(1), 0, size);
+        PreparedSend wr = qp.prepareSend(dataRequest(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).buffer(mr, localOffset(0), size)
+                .remote(rem[0].vaddr(), rem[0].rkey()).signaled(true).wrId(1), 0, size));
         long scnt = 0, rcnt = 0, ccnt = 0;
         Stall stall = new Stall("the peer's RDMA write (" + test.id() + ", " + size + " bytes)");
         while (scnt < iters || ccnt < iters || rcnt < iters) {
@@ -659,12 +664,12 @@ public final class RdmaBench implements AutoCloseable {
             if (scnt < iters) {
                 tposted[(int) scnt] = System.nanoTime();
                 BYTE.setVolatile(buf, post, (byte) ++scnt);
-                qp.postSend(wr);
+                wr.post();
             }
             if (ccnt < iters) {
                 int n;
-                while ((n = sendCq.poll(wcs, 1)) == 0) stall.idle();
-                check(wcs[0]);
+                while ((n = sendCq.poll(done, 1)) == 0) stall.idle();
+                check(0);
                 ccnt += n;
             }
             if ((scnt & 0x3ff) == 0 && progress.enabled()) progress.update(String.format(" %s %d bytes: %d/%d", test.id(), size, scnt, iters));
@@ -674,9 +679,10 @@ public final class RdmaBench implements AutoCloseable {
 
     /** run_iter_lat: one RDMA read or atomic at a time; each is a full round trip. */
     private LatencyResult readAtomicLat(int size, long iters, int durationSec) {
-        SendWorkRequest wr = new SendWorkRequest().signaled(true).wrId(1);
-        if (test.verb == PerfTest.Verb.READ) wr.opcode(WrOpcode.RDMA_READ).buffer(mr, localOffset(0), size).remote(rem[0].vaddr(), rem[0].rkey());
-        else wr.opcode(WrOpcode.ATOMIC_FETCH_AND_ADD).buffer(mr, localOffset(0), 8).atomic(rem[0].vaddr(), rem[0].rkey(), 1, 0);
+        SendWorkRequest request = new SendWorkRequest().signaled(true).wrId(1);
+        if (test.verb == PerfTest.Verb.READ) request.opcode(WrOpcode.RDMA_READ).buffer(mr, localOffset(0), size).remote(rem[0].vaddr(), rem[0].rkey());
+        else request.opcode(WrOpcode.ATOMIC_FETCH_AND_ADD).buffer(mr, localOffset(0), 8).atomic(rem[0].vaddr(), rem[0].rkey(), 1, 0);
+        PreparedSend wr = qps[0].prepareSend(request);
         Stall stall = new Stall(test.id() + " completion");
         if (durationSec > 0) {
             long end = System.nanoTime() + durationSec * 1_000_000_000L;
@@ -685,9 +691,9 @@ public final class RdmaBench implements AutoCloseable {
             long count = 0;
             long prev = System.nanoTime();
             while (prev < end) {
-                qps[0].postSend(wr);
-                while (sendCq.poll(wcs, 1) == 0) stall.idle();
-                check(wcs[0]);
+                wr.post();
+                while (sendCq.poll(done, 1) == 0) stall.idle();
+                check(0);
                 stall.progress();
                 long now = System.nanoTime();
                 if (n == d.length && d.length < 50_000_000) d = java.util.Arrays.copyOf(d, d.length * 2);
@@ -701,9 +707,9 @@ public final class RdmaBench implements AutoCloseable {
         long[] tposted = timestamps(iters);
         for (long i = 0; i < iters; i++) {
             tposted[(int) i] = System.nanoTime();
-            qps[0].postSend(wr);
-            while (sendCq.poll(wcs, 1) == 0) stall.idle();
-            check(wcs[0]);
+            wr.post();
+            while (sendCq.poll(done, 1) == 0) stall.idle();
+            check(0);
             stall.progress();
             if ((i & 0x3ff) == 0 && progress.enabled()) progress.update(String.format(" %s %d bytes: %d/%d", test.id(), size, i, iters));
         }
@@ -739,7 +745,7 @@ public final class RdmaBench implements AutoCloseable {
     private LatencyResult sendLat(int size, boolean server, long iters) {
         long[] tposted = timestamps(iters);
         QueuePair qp = qps[0];
-        SendWorkRequest wr = dataRequest(new SendWorkRequest().opcode(WrOpcode.SEND).buffer(mr, localOffset(0), size).signaled(true).wrId(1), 0, size);
+        PreparedSend wr = qp.prepareSend(dataRequest(new SendWorkRequest().opcode(WrOpcode.SEND).buffer(mr, localOffset(0), size).signaled(true).wrId(1), 0, size));
         RecvWorkRequest rwr = recvRequest(0, size);
         int maxOutstanding = Math.max(1, qp.cap().maxSendWr());
         long scnt = 0, rcnt = 0, ccnt = 0, posted = postedRecvs;
@@ -748,15 +754,15 @@ public final class RdmaBench implements AutoCloseable {
             if (rcnt < iters && !(scnt < 1 && !server)) {
                 int n;
                 while (true) {
-                    n = recvCq.poll(wcs, 1);
+                    n = recvCq.poll(done, 1);
                     if (n > 0) break;
                     // keep the send queue drained while we wait
-                    int c = sendCq.poll(wcs, wcs.length);
-                    for (int k = 0; k < c; k++) check(wcs[k]);
+                    int c = sendCq.poll(done, done.capacity());
+                    for (int k = 0; k < c; k++) check(k);
                     ccnt += c;
                     if (c == 0) stall.idle();
                 }
-                check(wcs[0]);
+                check(0);
                 stall.progress();
                 rcnt++;
                 if (posted < iters) {
@@ -766,21 +772,21 @@ public final class RdmaBench implements AutoCloseable {
             }
             if (scnt < iters) {
                 while (scnt - ccnt >= maxOutstanding) {
-                    int c = sendCq.poll(wcs, wcs.length);
-                    for (int k = 0; k < c; k++) check(wcs[k]);
+                    int c = sendCq.poll(done, done.capacity());
+                    for (int k = 0; k < c; k++) check(k);
                     ccnt += c;
                     if (c == 0) stall.idle();
                 }
                 tposted[(int) scnt] = System.nanoTime();
                 scnt++;
-                qp.postSend(wr);
+                wr.post();
             }
             if ((scnt & 0x3ff) == 0 && progress.enabled()) progress.update(String.format(" %s %d bytes: %d/%d", test.id(), size, scnt, iters));
         }
         Stall drain = new Stall("the last send completions");
         while (ccnt < scnt) {
-            int c = sendCq.poll(wcs, wcs.length);
-            for (int k = 0; k < c; k++) check(wcs[k]);
+            int c = sendCq.poll(done, done.capacity());
+            for (int k = 0; k < c; k++) check(k);
             ccnt += c;
             if (c == 0) drain.idle(); else drain.progress();
         }
@@ -800,10 +806,11 @@ public final class RdmaBench implements AutoCloseable {
         // perftest's CQ moderation: only every cq_mod-th request of a QP (and its last) is signalled, and that
         // completion retires the unsignalled ones before it; with -D every request is signalled (the run stops anywhere)
         int mod = timed ? 1 : Math.max(1, Math.min(CQ_MOD, tx));
-        SendWorkRequest[] wr = new SendWorkRequest[o.numQp], quiet = new SendWorkRequest[o.numQp];
+        // each request prepared once (checked and written into the provider's format), posted again and again
+        PreparedSend[] wr = new PreparedSend[o.numQp], quiet = new PreparedSend[o.numQp];
         for (int q = 0; q < o.numQp; q++) {
-            wr[q] = bwRequest(q, size).signaled(true);
-            quiet[q] = bwRequest(q, size).signaled(false);
+            wr[q] = qps[q].prepareSend(bwRequest(q, size).signaled(true));
+            quiet[q] = qps[q].prepareSend(bwRequest(q, size).signaled(false));
         }
         int[] outstanding = new int[o.numQp];
         long[] postedPerQp = new long[o.numQp];
@@ -820,10 +827,9 @@ public final class RdmaBench implements AutoCloseable {
                     while (outstanding[q] < tx && postedPerQp[q] < itersPerQp) {
                         long k = postedPerQp[q] + 1;
                         boolean last = k == itersPerQp;
-                        SendWorkRequest w = mod == 1 || k % mod == 0 || last ? wr[q] : quiet[q];
-                        if (w == wr[q]) w.wrId = last ? q | LAST_OF_QP : q;
+                        boolean signalled = mod == 1 || k % mod == 0 || last;
                         if (record) tposted[(int) posted] = System.nanoTime();
-                        qps[q].postSend(w);
+                        if (signalled) wr[q].post(last ? q | LAST_OF_QP : q); else quiet[q].post();
                         outstanding[q]++;
                         postedPerQp[q]++;
                         posted++;
@@ -832,16 +838,16 @@ public final class RdmaBench implements AutoCloseable {
                 }
             }
             if (completed >= posted && (stop || !more)) break;
-            int n = sendCq.poll(wcs, wcs.length);
+            int n = sendCq.poll(done, done.capacity());
             if (n == 0) {
                 stall.idle();
                 continue;
             }
             long now = System.nanoTime();
             for (int k = 0; k < n; k++) {
-                check(wcs[k]);
-                int q = (int) (wcs[k].wrId & ~LAST_OF_QP);
-                int retired = (wcs[k].wrId & LAST_OF_QP) != 0 ? outstanding[q] : mod; // this one and the unsignalled before it
+                check(k);
+                int q = (int) (done.wrId(k) & ~LAST_OF_QP);
+                int retired = (done.wrId(k) & LAST_OF_QP) != 0 ? outstanding[q] : mod; // this one and the unsignalled before it
                 outstanding[q] -= retired;
                 for (int r = 0; r < retired; r++) {
                     if (record) tcompleted[(int) completed] = now;
@@ -887,7 +893,7 @@ public final class RdmaBench implements AutoCloseable {
         Stall stall = new Stall("the client's sends (" + test.id() + ", " + size + " bytes)");
         long quietNs = 500_000_000L;
         while (received < total) {
-            int n = recvCq.poll(wcs, wcs.length);
+            int n = recvCq.poll(done, done.capacity());
             if (n == 0) {
                 if (timed && received > 0 && System.nanoTime() - first > o.durationSec * 1_000_000_000L
                         && System.nanoTime() - lastAt > quietNs) break;
@@ -897,8 +903,8 @@ public final class RdmaBench implements AutoCloseable {
             long now = System.nanoTime();
             if (received == 0) first = now;
             for (int k = 0; k < n; k++) {
-                check(wcs[k]);
-                int q = (int) wcs[k].wrId;
+                check(k);
+                int q = (int) done.wrId(k);
                 if (postedPerQp[q] < perQp) {
                     qps[q].postRecv(rwr[q]);
                     postedPerQp[q]++;

@@ -1,6 +1,9 @@
 package dev.jrdma.conformance;
 
+import dev.jrdma.verbs.Completions;
 import dev.jrdma.verbs.MemoryRegion;
+import dev.jrdma.verbs.PostException;
+import dev.jrdma.verbs.PreparedSend;
 import dev.jrdma.verbs.RecvWorkRequest;
 import dev.jrdma.verbs.SendFlag;
 import dev.jrdma.verbs.SendWorkRequest;
@@ -22,6 +25,7 @@ import static dev.jrdma.conformance.Pair.fill;
 import static dev.jrdma.conformance.Pair.none;
 import static dev.jrdma.conformance.Pair.one;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Every opcode end to end between two connected QPs of the device under test. */
@@ -80,6 +84,48 @@ class DataPathTest {
         assertEquals(0xDEADBEEF, r.immData);
         assertEquals(10, r.byteLen);
         assertFilled(mb.segment(), 0, 10, 3);
+    }
+
+    @Test
+    void completionsReadInPlaceSayWhatWorkCompletionsSay() {
+        Completions in = new Completions(4);
+        p.b.postRecv(new RecvWorkRequest().wrId(21).buffer(mb, 0, 64));
+        p.b.postRecv(new RecvWorkRequest().wrId(22).buffer(mb, 64, 64));
+        p.a.postSend(new SendWorkRequest().opcode(WrOpcode.SEND_WITH_IMM).wrId(11).immData(0xDEADBEEF).buffer(ma, 0, 10).signaled(true));
+        p.a.postSend(new SendWorkRequest().opcode(WrOpcode.SEND).wrId(12).buffer(ma, 0, 20).signaled(true));
+        WorkCompletion[] received = WorkCompletion.array(2);
+        int got = 0;
+        long deadline = System.nanoTime() + 20_000_000_000L;
+        while (got < 2 && System.nanoTime() < deadline) {
+            int n = p.cqB.poll(in, 2 - got);
+            for (int k = 0; k < n; k++) { // the accessors and copyTo agree
+                WorkCompletion w = in.copyTo(k, received[got + k]);
+                assertEquals(in.wrId(k), w.wrId);
+                assertEquals(in.status(k), w.status);
+                assertEquals(in.isSuccess(k), w.isSuccess());
+                assertEquals(in.opcode(k), w.opcode);
+                assertEquals(in.byteLen(k), w.byteLen);
+                assertEquals(in.immData(k), w.immData);
+                assertEquals(in.wcFlags(k), w.wcFlags);
+                assertEquals(in.qpNum(k), w.qpNum);
+            }
+            got += n;
+        }
+        assertEquals(2, got, "two receives within 20 s");
+        assertEquals(21, received[0].wrId);
+        assertEquals(WcStatus.SUCCESS, received[0].status);
+        assertEquals(WcOpcode.RECV, received[0].opcode);
+        assertTrue(received[0].hasImm());
+        assertEquals(0xDEADBEEF, received[0].immData, "host order, as WorkCompletion");
+        assertEquals(10, received[0].byteLen);
+        assertEquals(p.b.qpNum(), received[0].qpNum);
+        assertEquals(22, received[1].wrId);
+        assertTrue(!received[1].hasImm());
+        assertEquals(20, received[1].byteLen);
+        WorkCompletion s1 = one(p.cqA), s2 = one(p.cqA);
+        assertEquals(11, s1.wrId);
+        assertEquals(12, s2.wrId);
+        assertEquals(0, p.cqB.poll(in, 4));
     }
 
     @ParameterizedTest(name = "write of {0} bytes")
@@ -191,6 +237,36 @@ class DataPathTest {
         assertEquals(4, one(p.cqA).wrId);
         none(p.cqA, 50);
         for (int i = 0; i < chain.length; i++) assertFilled(mb.segment(), i * 100, 100, i);
+    }
+
+    @Test
+    void aPreparedSendPostsItsSnapshotAgain() {
+        // a chain of two writes, the second signalled, prepared once; changing the requests afterwards changes nothing
+        SendWorkRequest second = new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).wrId(2).buffer(ma, 100, 100)
+                .remote(mb.address() + 100, mb.rkey()).signaled(true);
+        SendWorkRequest first = new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).wrId(1).buffer(ma, 0, 100)
+                .remote(mb.address(), mb.rkey()).next(second);
+        PreparedSend ps = p.a.prepareSend(first);
+        assertEquals(p.a, ps.qp());
+        first.remote(mb.address() + 5000, mb.rkey());
+        second.wrId(99).signaled(false);
+        for (int round = 1; round <= 3; round++) {
+            fill(ma.segment(), 0, 200, round);
+            if (round == 2) ps.post(50); else ps.post();
+            assertEquals(2, one(p.cqA).wrId, "the second request keeps its prepared wr_id and flags");
+            assertFilled(mb.segment(), 0, 200, round);
+        }
+        // post(wrId) names the first request's completion
+        SendWorkRequest alone = new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).wrId(3).buffer(ma, 0, 8)
+                .remote(mb.address(), mb.rkey()).signaled(true);
+        PreparedSend single = p.a.prepareSend(alone);
+        single.post(70);
+        assertEquals(70, one(p.cqA).wrId);
+        single.post();
+        assertEquals(3, one(p.cqA).wrId, "post() keeps the prepared wr_id");
+        none(p.cqA, 50);
+        PostException bind = assertThrows(PostException.class, () -> p.a.prepareSend(new SendWorkRequest().opcode(WrOpcode.BIND_MW)));
+        assertTrue(bind.getMessage().contains("BIND_MW"), bind.getMessage());
     }
 
     @Test

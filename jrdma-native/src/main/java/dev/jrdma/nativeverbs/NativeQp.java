@@ -17,6 +17,7 @@ import dev.jrdma.verbs.MemoryWindow;
 import dev.jrdma.verbs.Mtu;
 import dev.jrdma.verbs.MwType;
 import dev.jrdma.verbs.PostException;
+import dev.jrdma.verbs.PreparedSend;
 import dev.jrdma.verbs.ProtectionDomain;
 import dev.jrdma.verbs.QpAttr;
 import dev.jrdma.verbs.QpAttrMask;
@@ -72,7 +73,8 @@ final class NativeQp extends NativeResource implements QueuePair {
     private final Arena arena = Arena.ofShared();
     private final MemorySegment fnPostSend, fnPostRecv;
     private final MemorySegment sendWrs, sendSges, recvWrs, recvSges, badWr;
-    private final long sendWrsAddr, sendSgesAddr, recvWrsAddr, recvSgesAddr;
+    /** Their addresses, for the hot paths (stores through {@link Ibv#NATIVE}, the downcalls), and the QP's. */
+    private final long sendWrsAddr, sendSgesAddr, recvWrsAddr, recvSgesAddr, badWrAddr, qpAddr;
     private final int sendBatch, recvBatch, sendSgeStride, recvSgeStride;
     /** One poster at a time per queue (they fill the queue's native arrays); destroy shuts both first. */
     private final QueueGate sendGate = new QueueGate(), recvGate = new QueueGate();
@@ -122,6 +124,8 @@ final class NativeQp extends NativeResource implements QueuePair {
         sendSgesAddr = sendSges.address();
         recvWrsAddr = recvWrs.address();
         recvSgesAddr = recvSges.address();
+        badWrAddr = badWr.address();
+        qpAddr = qp.address();
         // each slot's sg_list points at its own SGEs for good (a provider reads it only when num_sge > 0)
         for (int i = 0; i < sendBatch; i++) sendWrs.set(JAVA_LONG, i * SWR + S_SG_LIST, sendSgesAddr + (long) i * sendSgeStride * SGE);
         for (int i = 0; i < recvBatch; i++) recvWrs.set(JAVA_LONG, i * RWR + R_SG_LIST, recvSgesAddr + (long) i * recvSgeStride * SGE);
@@ -418,8 +422,8 @@ final class NativeQp extends NativeResource implements QueuePair {
         int flags = wr.flagBits();
         String problem = validateSend(wr, flags);
         if (problem != null) throw new PostException("ibv_post_send", VerbsException.EINVAL, 0, problem);
-        writeSend(0, wr, flags);
-        postSendBatch(1, 0);
+        writeSend(sendWrsAddr, sendSgesAddr, wr, flags);
+        postSendAt(sendWrsAddr, 1, 0);
     }
 
     private void postSendChain(SendWorkRequest first) {
@@ -431,16 +435,70 @@ final class NativeQp extends NativeResource implements QueuePair {
                 int flags = wr.flagBits();
                 String problem = validateSend(wr, flags);
                 if (problem != null) {
-                    if (n > 0) postSendBatch(n, batchStart); // post what precedes it, as C would have
+                    if (n > 0) postSendAt(sendWrsAddr, n, batchStart); // post what precedes it, as C would have
                     throw new PostException("ibv_post_send", VerbsException.EINVAL, index, problem);
                 }
-                writeSend(n, wr, flags);
+                writeSend(sendWrsAddr + n * SWR, sendSgesAddr + (long) n * sendSgeStride * SGE, wr, flags);
                 if (n > 0) sendWrs.set(JAVA_LONG, (n - 1) * SWR + S_NEXT, sendWrsAddr + n * SWR); // the previous one is not the last
                 n++;
                 index++;
                 wr = wr.next;
             }
-            postSendBatch(n, batchStart);
+            postSendAt(sendWrsAddr, n, batchStart);
+        }
+    }
+
+    @Override
+    public PreparedSend prepareSend(SendWorkRequest first) {
+        if (first == null) throw new PostException("ibv_post_send", VerbsException.EINVAL, 0, "the work request is null");
+        int n = 0, sges = 0;
+        for (SendWorkRequest w = first; w != null; w = w.next) {
+            n++;
+            sges += w.numSge();
+        }
+        if (n > sendBatch) throw new PostException("ibv_post_send", VerbsException.EINVAL, sendBatch, "a prepared chain is at most "
+                + sendBatch + " requests (min(max_send_wr, " + MAX_BATCH + ")): prepare shorter chains");
+        if (!sendGate.enter()) throw new ClosedException("ibv_post_send", what());
+        try {
+            checkOpen("ibv_post_send");
+            NativePreparedSend p = new NativePreparedSend(this, n, SWR * n + SGE * sges, first.wrId);
+            long b = p.wrs, sgBase = p.wrs + SWR * n;
+            int index = 0;
+            for (SendWorkRequest w = first; w != null; w = w.next, index++) {
+                int flags = w.flagBits();
+                String problem = w.opcode == WrOpcode.BIND_MW
+                        ? "a BIND_MW request cannot be prepared (each bind takes a new rkey): post it with postSend"
+                        : validateSendFully(w, flags);
+                if (problem != null) throw new PostException("ibv_post_send", VerbsException.EINVAL, index, problem);
+                writeSend(b, sgBase, w, flags);
+                Ibv.NATIVE.set(JAVA_LONG, b + S_SG_LIST, w.numSge() == 0 ? 0L : sgBase);
+                if (w.next != null) Ibv.NATIVE.set(JAVA_LONG, b + S_NEXT, b + SWR);
+                boolean inline = (flags & INLINE_BIT) != 0;
+                for (int k = 0; k < w.numSge(); k++) p.addRegion(regionOf(w.sge(k), inline), inline);
+                if (type == QpType.UD) p.addAh((NativeAh) w.ah); // validateSendFully checked it
+                b += SWR;
+                sgBase += (long) w.numSge() * SGE;
+            }
+            return p;
+        } finally {
+            if (nHeld > 0) releaseHeld();
+            sendGate.exit();
+        }
+    }
+
+    /** {@link NativePreparedSend#post}: its checks, its first wr_id, one post_send of its chain. */
+    void postPrepared(NativePreparedSend p, long wrId) {
+        if (!sendGate.enter()) throw new ClosedException("ibv_post_send", what());
+        try {
+            checkOpen("ibv_post_send");
+            if (!p.regionsUsable()) throw new PostException("ibv_post_send", VerbsException.EINVAL, 0, p.unusableRegion());
+            for (NativeAh ah : p.ahs) if (!hold(ah)) throw new PostException("ibv_post_send", VerbsException.EINVAL, 0, ah.what() + " is closed");
+            Ibv.NATIVE.set(JAVA_LONG, p.wrs + S_WR_ID, wrId);
+            postSendAt(p.wrs, p.count, 0);
+        } finally {
+            if (nHeld > 0) releaseHeld();
+            sendGate.exit();
+            java.lang.ref.Reference.reachabilityFence(p); // its native copy lives as long as it does
         }
     }
 
@@ -459,11 +517,14 @@ final class NativeQp extends NativeResource implements QueuePair {
         return true;
     }
 
-    /** Posts the first {@code n} requests of the array, linked and the last one's next null (writeSend). */
-    private void postSendBatch(int n, int batchStart) {
+    /**
+     * Posts the {@code n} requests at {@code wrs} (consecutive {@code ibv_send_wr}s, linked, the last one's next null:
+     * the QP's own array or a prepared chain); {@code batchStart} is the first one's index in the caller's chain.
+     */
+    private void postSendAt(long wrs, int n, int batchStart) {
         int rc;
         try {
-            rc = (int) Ibv.Fn.OPS_POST_SEND.invokeExact(fnPostSend, qp, sendWrs, badWr);
+            rc = (int) Ibv.Fn.OPS_POST_SEND.invokeExact(fnPostSend, qpAddr, wrs, badWrAddr);
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
         } finally {
@@ -471,7 +532,7 @@ final class NativeQp extends NativeResource implements QueuePair {
         }
         if (rc != 0) {
             long bad = badWr.get(JAVA_LONG, 0);
-            int bi = bad >= sendWrsAddr && bad < sendWrsAddr + n * SWR ? (int) ((bad - sendWrsAddr) / SWR) : 0;
+            int bi = bad >= wrs && bad < wrs + n * SWR ? (int) ((bad - wrs) / SWR) : 0;
             int e = Math.abs(rc);
             throw new PostException("ibv_post_send", e, batchStart + bi, postHint(e, true));
         }
@@ -546,6 +607,15 @@ final class NativeQp extends NativeResource implements QueuePair {
         return null;
     }
 
+    /** The region an SGE uses: the one its lkey names, or for inline data the one that holds it (checkSge found it). */
+    private NativeMr regionOf(Sge g, boolean inline) {
+        NativeMr byKey = pd.mrByLkey(g.lkey);
+        long len = Integer.toUnsignedLong(g.length);
+        if (!inline || len == 0 || (byKey != null && byKey.covers(g.addr, len))) return byKey;
+        for (NativeMr m : pd.mrs()) if (m.covers(g.addr, len)) return m;
+        return null;
+    }
+
     /**
      * The checks that keep the JVM safe: an SGE naming a region of this PD whose segment's arena was closed is refused,
      * and inline data (which the CPU copies at post time) must lie in a live registered region of this PD.
@@ -583,10 +653,12 @@ final class NativeQp extends NativeResource implements QueuePair {
         return (low & 0xFFFF_FFFFL) | ((long) high << 32);
     }
 
-    /** Writes request {@code wr} into slot {@code i} as the last of its batch (next = null; a chain links it after). */
-    private void writeSend(int i, SendWorkRequest wr, int flags) {
-        MemorySegment s = sendWrs;
-        long b = i * SWR;
+    /**
+     * Writes request {@code wr} into the {@code ibv_send_wr} at address {@code b} as the last of its batch (next = null;
+     * a chain links it after), its SGEs at {@code sgBase} (where its sg_list points already).
+     */
+    private void writeSend(long b, long sgBase, SendWorkRequest wr, int flags) {
+        MemorySegment s = Ibv.NATIVE;
         int ns = wr.numSge();
         WrOpcode op = wr.opcode;
         s.set(JAVA_LONG, b + S_WR_ID, wr.wrId);
@@ -603,14 +675,12 @@ final class NativeQp extends NativeResource implements QueuePair {
             writeSendOther(b, wr, op);
         }
         if (type == QpType.UD) writeUd(b, wr);
-        MemorySegment g = sendSges;
-        long sgBase = (long) i * sendSgeStride * SGE;
-        for (int k = 0; k < ns; k++) writeSge(g, sgBase + k * SGE, wr.sge(k));
+        for (int k = 0; k < ns; k++) writeSge(s, sgBase + k * SGE, wr.sge(k));
     }
 
-    /** The UD address (validateSendFully checked and holds the handle). */
-    private void writeUd(long b, SendWorkRequest wr) {
-        MemorySegment s = sendWrs;
+    /** The UD address of the request at {@code b} (validateSendFully checked and holds the handle). */
+    private static void writeUd(long b, SendWorkRequest wr) {
+        MemorySegment s = Ibv.NATIVE;
         s.set(JAVA_LONG, b + S_UD_AH, ((NativeAh) wr.ah).ah.address());
         s.set(JAVA_INT, b + S_UD_QPN, wr.remoteQpn);
         s.set(JAVA_INT, b + S_UD_QKEY, wr.remoteQkey);
@@ -622,9 +692,9 @@ final class NativeQp extends NativeResource implements QueuePair {
         g.set(JAVA_LONG, o + G_LEN, pair(e.length, e.lkey));
     }
 
-    /** The opcode-specific fields of the other opcodes (immediate data, atomics, windows). */
-    private void writeSendOther(long b, SendWorkRequest wr, WrOpcode op) {
-        MemorySegment s = sendWrs;
+    /** The opcode-specific fields of the other opcodes (immediate data, atomics, windows) of the request at {@code b}. */
+    private static void writeSendOther(long b, SendWorkRequest wr, WrOpcode op) {
+        MemorySegment s = Ibv.NATIVE;
         switch (op) {
             case SEND_WITH_IMM, RDMA_WRITE_WITH_IMM -> s.set(JAVA_INT, b + S_IMM, Integer.reverseBytes(wr.immData)); // __be32
             case SEND_WITH_INV, LOCAL_INV -> s.set(JAVA_INT, b + S_INV, wr.invalidateRkey);
@@ -708,14 +778,14 @@ final class NativeQp extends NativeResource implements QueuePair {
 
     /** Writes request {@code wr} into slot {@code i} as the last of its batch (next = null; a chain links it after). */
     private void writeRecv(int i, RecvWorkRequest wr) {
-        MemorySegment s = recvWrs;
-        long b = i * RWR;
+        MemorySegment s = Ibv.NATIVE;
+        long b = recvWrsAddr + i * RWR;
         int ns = wr.numSge();
         s.set(JAVA_LONG, b + R_WR_ID, wr.wrId);
         s.set(JAVA_LONG, b + R_NEXT, 0L);
         s.set(JAVA_INT, b + R_NUM_SGE, ns);
-        MemorySegment g = recvSges;
-        long sgBase = (long) i * recvSgeStride * SGE;
+        MemorySegment g = Ibv.NATIVE;
+        long sgBase = recvSgesAddr + (long) i * recvSgeStride * SGE;
         for (int k = 0; k < ns; k++) writeSge(g, sgBase + k * SGE, wr.sge(k));
     }
 
@@ -723,7 +793,7 @@ final class NativeQp extends NativeResource implements QueuePair {
     private void postRecvBatch(int n, int batchStart) {
         int rc;
         try {
-            rc = (int) Ibv.Fn.OPS_POST_RECV.invokeExact(fnPostRecv, qp, recvWrs, badWr);
+            rc = (int) Ibv.Fn.OPS_POST_RECV.invokeExact(fnPostRecv, qpAddr, recvWrsAddr, badWrAddr);
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
         }

@@ -190,7 +190,7 @@ final class NativeSrq extends NativeResource implements SharedReceiveQueue {
         wrs.set(JAVA_LONG, (n - 1) * RWR + R_NEXT, 0L);
         int rc;
         try {
-            rc = (int) Ibv.Fn.OPS_POST_SRQ_RECV.invokeExact(fnPostSrqRecv, srq, wrs, badWr);
+            rc = (int) Ibv.Fn.OPS_POST_SRQ_RECV.invokeExact(fnPostSrqRecv, srq.address(), wrsAddr, badWr.address());
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
         }

@@ -24,6 +24,7 @@ import dev.jrdma.verbs.MwType;
 import dev.jrdma.verbs.PortAttr;
 import dev.jrdma.verbs.PortState;
 import dev.jrdma.verbs.PostException;
+import dev.jrdma.verbs.PreparedSend;
 import dev.jrdma.verbs.ProtectionDomain;
 import dev.jrdma.verbs.QpAttr;
 import dev.jrdma.verbs.QpInitAttr;
@@ -304,6 +305,52 @@ class DeviceTest {
             assertTrue(deadMr.getMessage().contains("no longer alive"), deadMr.getMessage());
             doomed.close();
             assertEquals(QpState.RTS, r.a.state(), "refused posts leave the QP usable");
+        }
+    }
+
+    @Test
+    void aPreparedSendPostsAgainAndIsRefusedOnceWhatItUsesIsGone() {
+        try (Rig r = new Rig(8192, 16, 1, 64)) {
+            byte[] hello = "prepared".getBytes(StandardCharsets.US_ASCII);
+            MemorySegment.copy(hello, 0, r.bufA, JAVA_BYTE, 0, hello.length);
+            SendWorkRequest s = new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE).signaled(true)
+                    .buffer(r.mrA, 0, hello.length).remote(r.mrB.address() + 512, r.mrB.rkey());
+            PreparedSend ps = r.a.prepareSend(s);
+            s.remote(r.mrB.address(), r.mrB.rkey()); // changes nothing prepared
+            for (int i = 0; i < 3; i++) {
+                r.bufB.asSlice(512, hello.length).fill((byte) 0);
+                if (i == 0) ps.post(); else ps.post(100 + i);
+                WorkCompletion wc = r.awaitOk(r.cqA);
+                assertEquals(i == 0 ? 1 : 100 + i, wc.wrId);
+                assertEquals(WcOpcode.RDMA_WRITE, wc.opcode);
+                assertArrayEquals(hello, r.bufB.asSlice(512, hello.length).toArray(JAVA_BYTE));
+            }
+
+            // inline data is copied at each post, from a region that must still be open with its memory alive
+            Arena shortLived = Arena.ofShared();
+            MemorySegment seg = shortLived.allocate(4096, 4096);
+            MemoryRegion doomed = r.pd.registerMemory(seg, Access.LOCAL_WRITE);
+            PreparedSend fromDoomed = r.a.prepareSend(new SendWorkRequest().wrId(7).opcode(WrOpcode.RDMA_WRITE).signaled(true)
+                    .flag(SendFlag.INLINE, true).buffer(doomed, 0, 16).remote(r.mrB.address(), r.mrB.rkey()));
+            PreparedSend gathersDoomed = r.a.prepareSend(new SendWorkRequest().wrId(8).opcode(WrOpcode.RDMA_WRITE).signaled(true)
+                    .buffer(doomed, 0, 16).remote(r.mrB.address(), r.mrB.rkey()));
+            fromDoomed.post();
+            assertEquals(7, r.awaitOk(r.cqA).wrId);
+            shortLived.close(); // the user's bug: the arena closed while registered
+            PostException dead = assertThrows(PostException.class, fromDoomed::post);
+            assertTrue(dead.getMessage().contains("no longer alive"), dead.getMessage());
+            dead = assertThrows(PostException.class, gathersDoomed::post);
+            assertTrue(dead.getMessage().contains("no longer alive"), dead.getMessage());
+            doomed.close();
+            PostException closed = assertThrows(PostException.class, fromDoomed::post);
+            assertTrue(closed.getMessage().contains("was closed"), closed.getMessage());
+            assertEquals(QpState.RTS, r.a.state(), "refused posts leave the QP usable");
+            ps.post(9);
+            assertEquals(9, r.awaitOk(r.cqA).wrId);
+
+            r.a.close();
+            assertThrows(ClosedException.class, ps::post);
+            assertThrows(ClosedException.class, () -> r.a.prepareSend(s));
         }
     }
 

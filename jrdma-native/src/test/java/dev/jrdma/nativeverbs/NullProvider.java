@@ -212,9 +212,9 @@ public final class NullProvider {
         long got = 0;
         try {
             for (long i = 0; i < n; i++) {
-                int rc = (int) Ibv.Fn.OPS_POST_SEND.invokeExact(send, q.qp, cWr, ffmBad);
+                int rc = (int) Ibv.Fn.OPS_POST_SEND.invokeExact(send, q.qp.address(), cWr.address(), ffmBad.address());
                 if (rc != 0) return -1;
-                got += (int) Ibv.Fn.OPS_POLL_CQ.invokeExact(poll, c.cq, 1, ffmWc);
+                got += (int) Ibv.Fn.OPS_POLL_CQ.invokeExact(poll, c.cq.address(), 1, ffmWc.address());
             }
         } catch (Throwable t) {
             throw Ibv.rethrow(t);

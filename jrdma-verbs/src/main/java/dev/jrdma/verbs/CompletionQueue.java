@@ -42,6 +42,23 @@ public interface CompletionQueue extends AutoCloseable {
     int poll(WorkCompletion[] wcs, int max);
 
     /**
+     * {@code ibv_poll_cq} into {@link Completions}, read in place: the fast path for a loop that polls often and reads
+     * a few fields of each completion (the native provider's poll_cq writes straight into its memory; nothing is
+     * copied or decoded). Allocates nothing.
+     *
+     * @param out where the provider writes them
+     * @param max the most completions to take, at most {@code out.capacity()}
+     * @return how many entries of {@code out} were filled, from the first; 0 when there are none
+     * @throws VerbsException (ENOSPC) once completions were lost because the queue overflowed
+     */
+    default int poll(Completions out, int max) {
+        WorkCompletion[] wcs = out.scratch();
+        int n = poll(wcs, Math.min(max, out.capacity()));
+        for (int i = 0; i < n; i++) out.set(i, wcs[i]);
+        return n;
+    }
+
+    /**
      * {@code ibv_req_notify_cq}: arm the CQ for one event on its channel.
      *
      * @param solicitedOnly true for an event only on a solicited receive or an error; false for any completion

@@ -54,6 +54,23 @@ public interface QueuePair extends AutoCloseable {
     void postSend(SendWorkRequest wr);
 
     /**
+     * Checks a chain of send work requests and writes it into the provider's format once, for {@link PreparedSend#post}
+     * to post again and again: the fast path when the same request is posted many times (a benchmark, a ring of
+     * buffers each with its own request). The requests are copied: changing them afterwards changes nothing prepared.
+     * The default copies the chain and posts it with {@link #postSend}; the native provider checks it once and posts
+     * its native copy (what a post then costs: jrdma-bench's README, "The native provider against C").
+     *
+     * @param wr the first request of the chain
+     * @return the prepared request(s)
+     * @throws PostException when a request would be refused by {@link #postSend} for its contents (too many SGEs,
+     *         inline data too long, a region not of this PD), or is a BIND_MW (not preparable)
+     * @throws ClosedException when the QP is closed
+     */
+    default PreparedSend prepareSend(SendWorkRequest wr) {
+        return new CopiedSend(this, wr);
+    }
+
+    /**
      * {@code ibv_post_recv} of a chain of work requests linked through {@code next}. Allocates nothing.
      *
      * @param wr the first request of the chain

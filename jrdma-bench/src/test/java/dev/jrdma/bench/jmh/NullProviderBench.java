@@ -1,6 +1,8 @@
 package dev.jrdma.bench.jmh;
 
 import dev.jrdma.nativeverbs.NullProvider;
+import dev.jrdma.verbs.Completions;
+import dev.jrdma.verbs.PreparedSend;
 import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
@@ -27,7 +29,9 @@ import java.util.concurrent.TimeUnit;
  * <li>{@code c}: the C loop (verbs.h's inline ibv_post_send/ibv_poll_cq on a prepared work request), 1000 pairs per call</li>
  * <li>{@code ffm}: the same two verbs as bare critical FFM downcalls from Java, no jrdma code: the FFM floor</li>
  * <li>{@code jrdma}: {@code qp.postSend(wr)} + {@code cq.poll(wcs, 1)}: jrdma's whole path</li>
- * <li>{@code jrdmaPost}, {@code jrdmaPoll}: each half alone</li>
+ * <li>{@code jrdmaPost}, {@code jrdmaPoll}: each half of {@code jrdma} alone</li>
+ * <li>{@code fast}: the fast path, {@code prepared.post()} ({@code qp.prepareSend(wr)} once) + {@code cq.poll(completions, 1)}
+ * (read in place); {@code fastPost}, {@code fastPoll}: each half alone</li>
  * </ul>
  */
 @State(Scope.Thread)
@@ -38,6 +42,8 @@ public class NullProviderBench {
     Arena arena;
     NullProvider np;
     SendWorkRequest write;
+    PreparedSend prepared;
+    final Completions completions = new Completions(16);
     final WorkCompletion[] wcs = WorkCompletion.array(16);
 
     @Setup(Level.Trial)
@@ -47,6 +53,7 @@ public class NullProviderBench {
         np.set(true, false);
         write = new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).buffer(np.mr, 0, 64).remote(np.mr.address(), np.mr.rkey())
                 .signaled(true).wrId(7);
+        prepared = np.qp.prepareSend(write);
     }
 
     @TearDown(Level.Trial)
@@ -71,6 +78,22 @@ public class NullProviderBench {
     public int jrdma() {
         np.qp.postSend(write);
         return np.cq.poll(wcs, 1);
+    }
+
+    @Benchmark
+    public int fast() {
+        prepared.post();
+        return np.cq.poll(completions, 1);
+    }
+
+    @Benchmark
+    public void fastPost() {
+        prepared.post();
+    }
+
+    @Benchmark
+    public int fastPoll() {
+        return np.cq.poll(completions, 1);
     }
 
     @Benchmark

@@ -36,12 +36,12 @@ class NullProviderJmhTest {
             ns.put(name.substring(name.lastIndexOf('.') + 1),
                     new double[] {r.getPrimaryResult().getScore(), r.getPrimaryResult().getScoreError()});
         }
-        assertEquals(5, ns.size(), ns.keySet().toString());
+        assertEquals(8, ns.size(), ns.keySet().toString());
         double c = ns.get("c")[0];
         System.out.println("null provider, ns per post_send + poll_cq pair (JMH, avg ± 99.9% error):");
         for (var e : ns.entrySet())
             System.out.printf("  %-10s %8.1f ± %.1f ns%s%n", e.getKey(), e.getValue()[0], e.getValue()[1],
-                    e.getKey().equals("c") ? "" : e.getKey().startsWith("jrdmaP") ? "" : String.format("   (+%.1f ns over C)", e.getValue()[0] - c));
+                    e.getKey().equals("c") || e.getKey().endsWith("Post") || e.getKey().endsWith("Poll") ? "" : String.format("   (+%.1f ns over C)", e.getValue()[0] - c));
         ns.values().forEach(v -> assertTrue(v[0] > 0 && Double.isFinite(v[0])));
         cpuTime();
     }
@@ -57,7 +57,7 @@ class NullProviderJmhTest {
         b.setup();
         try {
             int n = Integer.getInteger("jrdma.jmh.cpuOps", 2_000_000), rounds = 7;
-            String[] names = {"c", "ffm", "jrdma", "jrdmaPost", "jrdmaPoll"};
+            String[] names = {"c", "ffm", "jrdma", "jrdmaPost", "jrdmaPoll", "fast", "fastPost", "fastPoll"};
             double[] best = new double[names.length];
             java.util.Arrays.fill(best, Double.MAX_VALUE);
             long sink = 0;
@@ -69,7 +69,10 @@ class NullProviderJmhTest {
                         case 1 -> { for (int i = 0; i < n; i += NullProviderBench.BATCH) sink += b.ffm(); }
                         case 2 -> { for (int i = 0; i < n; i++) sink += b.jrdma(); }
                         case 3 -> { for (int i = 0; i < n; i++) b.jrdmaPost(); }
-                        default -> { for (int i = 0; i < n; i++) sink += b.jrdmaPoll(); }
+                        case 4 -> { for (int i = 0; i < n; i++) sink += b.jrdmaPoll(); }
+                        case 5 -> { for (int i = 0; i < n; i++) sink += b.fast(); }
+                        case 6 -> { for (int i = 0; i < n; i++) b.fastPost(); }
+                        default -> { for (int i = 0; i < n; i++) sink += b.fastPoll(); }
                     }
                     best[k] = Math.min(best[k], (mx.getCurrentThreadCpuTime() - t0) / (double) n);
                 }
@@ -78,7 +81,7 @@ class NullProviderJmhTest {
             System.out.printf("null provider, ns of thread CPU time per post_send + poll_cq pair (best of %d rounds of %d):%n", rounds, n);
             for (int k = 0; k < names.length; k++)
                 System.out.printf("  %-10s %8.1f ns%s%n", names[k], best[k],
-                        k == 1 || k == 2 ? String.format("   (+%.1f ns over C)", best[k] - best[0]) : "");
+                        k == 1 || k == 2 || k == 5 ? String.format("   (+%.1f ns over C)", best[k] - best[0]) : "");
         } finally {
             b.tearDown();
         }
