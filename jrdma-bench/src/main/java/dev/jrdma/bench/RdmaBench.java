@@ -802,6 +802,7 @@ public final class RdmaBench implements AutoCloseable {
         long total = timed ? Long.MAX_VALUE : itersPerQp * o.numQp;
         boolean record = !timed && total <= 10_000_000L;
         long[] tposted = record ? new long[(int) total] : null, tcompleted = record ? new long[(int) total] : null;
+        int stampEvery = BwResult.postStep(total); // the post times the peak reads, no more (a clock read can be a system call)
         int tx = qps[0].cap().maxSendWr() > 0 ? Math.min(o.effectiveTxDepth(), qps[0].cap().maxSendWr()) : o.effectiveTxDepth();
         // perftest's CQ moderation: only every cq_mod-th request of a QP (and its last) is signalled, and that
         // completion retires the unsignalled ones before it; with -D every request is signalled (the run stops anywhere)
@@ -828,7 +829,7 @@ public final class RdmaBench implements AutoCloseable {
                         long k = postedPerQp[q] + 1;
                         boolean last = k == itersPerQp;
                         boolean signalled = mod == 1 || k % mod == 0 || last;
-                        if (record) tposted[(int) posted] = System.nanoTime();
+                        if (record && posted % stampEvery == 0) tposted[(int) posted] = System.nanoTime();
                         if (signalled) wr[q].post(last ? q | LAST_OF_QP : q); else quiet[q].post();
                         outstanding[q]++;
                         postedPerQp[q]++;

@@ -58,4 +58,21 @@ class ReportTest {
         double best = BwResult.bestNsPerMsg(posted, completed, 200, 100);
         assertEquals(1000.0, best, 1e-9);   // the first 100: 1 us per message
     }
+
+    @Test
+    void thePeakReadsOnlyThePostTimesOfEveryPostStepThMessage() {
+        int n = 20_000, step = BwResult.postStep(n);
+        assertEquals(10, step);
+        long[] posted = new long[n], sparse = new long[n], completed = new long[n];
+        java.util.Random rnd = new java.util.Random(1);
+        long t = 0;
+        for (int i = 0; i < n; i++) {
+            t += 500 + rnd.nextInt(2000);
+            posted[i] = t;
+            if (i % step == 0) sparse[i] = t; // what bwClient stamps
+            completed[i] = t + 3000 + rnd.nextInt(4000);
+        }
+        assertEquals(BwResult.bestNsPerMsg(posted, completed, n, 100), BwResult.bestNsPerMsg(sparse, completed, n, 100));
+        assertEquals(1, BwResult.postStep(1999));
+    }
 }
