@@ -13,6 +13,7 @@ final class CopiedSend implements PreparedSend {
 
     CopiedSend(QueuePair qp, SendWorkRequest wr) {
         if (wr == null) throw new PostException("ibv_post_send", VerbsException.EINVAL, 0, "the work request is null");
+        if (qp.isClosed()) throw new ClosedException("ibv_post_send", qp.toString());
         this.qp = qp;
         SendWorkRequest head = null, tail = null;
         int index = 0;
