@@ -362,23 +362,48 @@ public final class RdmaBench implements AutoCloseable {
     }
 
     /**
-     * Waits (at most 3 s: the peer waits meanwhile) until the JIT has compiled nothing for 100 ms, so that the
-     * compilations the warm-up queued finish before the timed loop instead of during it.
+     * Waits until the JIT has nothing in its queues and nothing in progress (read with the {@code Compiler.queue}
+     * diagnostic command), twice 100 ms apart, so that the compilations the warm-up queued finish before the timed loop
+     * instead of during it; at most a quarter of --timeout (at least 2 s, at most 30 s): the peer waits meanwhile. Under
+     * emulation (the Soft-RoCE guest) a C2 compilation takes seconds, and a timed loop that starts in the interpreter
+     * or in C1's code posts through an FFM downcall that is not compiled yet. The total compilation time, which the
+     * wait watched before, changes only when a compilation ends: a long one in progress looked quiet. Where the queue
+     * cannot be read: until 100 ms pass without a finished compilation.
      */
-    private static void awaitJitQuiet() {
+    private void awaitJitQuiet() {
+        long deadline = System.nanoTime() + Math.clamp(o.timeoutSec * 250L, 2_000L, 30_000L) * 1_000_000L;
         var jit = java.lang.management.ManagementFactory.getCompilationMXBean();
-        if (jit == null || !jit.isCompilationTimeMonitoringSupported()) return;
-        long deadline = System.nanoTime() + 3_000_000_000L, last = jit.getTotalCompilationTime();
+        long last = jit != null && jit.isCompilationTimeMonitoringSupported() ? jit.getTotalCompilationTime() : -1;
+        int quiet = 0;
         while (System.nanoTime() < deadline) {
+            String queue = compilerQueue();
+            if (queue != null) {
+                quiet = queue.contains("::") ? 0 : quiet + 1; // each compile task names its method as Class::method
+                if (quiet >= 2) return;
+            } else if (last >= 0) {
+                long now = jit.getTotalCompilationTime();
+                if (now == last && quiet++ > 0) return;
+                last = now;
+            } else {
+                return;
+            }
             try {
                 Thread.sleep(100);
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 return;
             }
-            long now = jit.getTotalCompilationTime();
-            if (now == last) return;
-            last = now;
+        }
+    }
+
+    /** {@code jcmd PID Compiler.queue} from inside: the compilations in progress and queued, or null where unavailable. */
+    private static String compilerQueue() {
+        try {
+            return (String) java.lang.management.ManagementFactory.getPlatformMBeanServer().invoke(
+                    new javax.management.ObjectName("com.sun.management:type=DiagnosticCommand"), "compilerQueue",
+                    new Object[] {null}, new String[] {String[].class.getName()});
+        } catch (Exception | LinkageError e) {
+            return null;
         }
     }
 
