@@ -6,7 +6,7 @@
 # retry was a timeout), the packets the kernel dropped in its input backlog (softnet_stat) and the soft counters.
 # A diagnosis, not a pass/fail test.
 #   vm/run-in-guest --timeout 1200 -- jrdma-soft/src/test/guest/read-bw-probe.sh
-# Environment: ITERS (-n, default 100), VARIANTS (default plain u17 reverse reverse-u17; also o4, backlog; reverse*:
+# Environment: ITERS (-n, default 100), VARIANTS (default plain u17 reverse reverse-u17; also o4, backlog, reverse-e; reverse*:
 # jrdma perf read_bw on the soft device as requester against ib_read_bw on rxe, with the flags to jrdma perf).
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -56,5 +56,6 @@ for v in ${VARIANTS:-plain u17 reverse reverse-u17}; do
              run backlog ""; sysctl -qw net.core.netdev_max_backlog="$old" ;;
     reverse) run reverse "" ;;
     reverse-u17) run reverse-u17 "-u 17" ;;
+    reverse-e) run reverse-e "-u 17 -e" ;; # the soft requester waits on a completion channel: its poller drives no receives
   esac
 done
