@@ -17,6 +17,26 @@ interface Link extends AutoCloseable {
      */
     boolean send(ByteBuffer b, InetSocketAddress to) throws IOException;
 
+    /**
+     * Sends packets {@code from .. from+n-1} of {@code batch} (each slot's first {@code lengths[i]} bytes) as datagrams
+     * to {@code to}, in order. This default sends them one by one through {@link #send(ByteBuffer, InetSocketAddress)};
+     * {@link LinuxUdpLink} sends them with one {@code sendmmsg}.
+     *
+     * @return how many were sent (the first ones); fewer than {@code n} when the link cannot take more now
+     */
+    default int send(TxBatch batch, int from, int n, InetSocketAddress to) throws IOException {
+        for (int i = 0; i < n; i++) {
+            ByteBuffer b = batch.buffers[from + i];
+            b.limit(batch.lengths[from + i]).position(0);
+            try {
+                if (!send(b, to)) return i;
+            } finally {
+                b.clear();
+            }
+        }
+        return n;
+    }
+
     /** Receives one datagram into {@code b} (from its position), without blocking: its sender, or null when none waits. */
     InetSocketAddress receive(ByteBuffer b) throws IOException;
 

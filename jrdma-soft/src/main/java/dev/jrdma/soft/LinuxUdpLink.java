@@ -78,6 +78,8 @@ final class LinuxUdpLink implements Link {
         int nextDestination;
         /** The header and iovec of a send with control messages. */
         final MemorySegment message = arena.allocate(MSGHDR, 8), iovec = arena.allocate(IOVEC, 8);
+        /** The message headers and iovecs of a {@code sendmmsg}, made on the thread's first one. */
+        MemorySegment batchHeaders, batchIovecs;
 
         /** The slot of {@code to} in {@link #encoded} and {@link #controls}, made on first use. */
         int destination(InetSocketAddress to, int family) throws IOException {
@@ -331,6 +333,59 @@ final class LinuxUdpLink implements Link {
         return true;
     }
 
+    /** One {@code sendmmsg} for the whole batch, each packet with {@code to}'s address and control messages. */
+    @Override
+    public int send(TxBatch batch, int from, int n, InetSocketAddress to) throws IOException {
+        if (n == 1) {
+            ByteBuffer b = batch.buffers[from];
+            b.limit(batch.lengths[from]).position(0);
+            try {
+                return send(b, to) ? 1 : 0;
+            } finally {
+                b.clear();
+            }
+        }
+        Scratch s = scratch.get();
+        int slot = s.destination(to, family);
+        MemorySegment sa = s.encoded[slot], control = s.controls[slot];
+        if (s.batchHeaders == null) {
+            s.batchHeaders = s.arena.allocate((long) MMSGHDR * TxBatch.CAPACITY, 8);
+            s.batchIovecs = s.arena.allocate((long) IOVEC * TxBatch.CAPACITY, 8);
+        }
+        MemorySegment h = s.batchHeaders, iov = s.batchIovecs;
+        long nameAt = sa.address(), iovBase = iov.address(), controlAt = control == null ? 0 : control.address();
+        int nameLen = (int) sa.byteSize();
+        long controlLen = control == null ? 0 : control.byteSize();
+        for (int i = 0; i < n; i++) {
+            long v = (long) i * IOVEC, at = (long) i * MMSGHDR;
+            iov.set(ValueLayout.JAVA_LONG, v, batch.segments[from + i].address());
+            iov.set(ValueLayout.JAVA_LONG, v + 8, batch.lengths[from + i]);
+            h.set(ValueLayout.JAVA_LONG, at + MSG_NAME, nameAt);
+            h.set(ValueLayout.JAVA_INT, at + MSG_NAMELEN, nameLen);
+            h.set(ValueLayout.JAVA_LONG, at + MSG_IOV, iovBase + v);
+            h.set(ValueLayout.JAVA_LONG, at + MSG_IOVLEN, 1);
+            h.set(ValueLayout.JAVA_LONG, at + MSG_CONTROL, controlAt);
+            h.set(ValueLayout.JAVA_LONG, at + MSG_CONTROLLEN, controlLen);
+            h.set(ValueLayout.JAVA_INT, at + MSG_FLAGS, 0);
+        }
+        enter();
+        int r;
+        try {
+            r = (int) Native.SENDMMSG.invokeExact(s.callState, fd, h, n, MSG_DONTWAIT);
+        } catch (Throwable t) {
+            throw new IOException("sendmmsg failed", t);
+        } finally {
+            exit();
+            Reference.reachabilityFence(batch);
+        }
+        if (r < 0) {
+            int e = errno(s.callState);
+            if (e == EAGAIN || e == ENOBUFS || e == EINTR) return 0;
+            throw new IOException("sendmmsg " + to + " from " + name + ": errno " + e);
+        }
+        return r;
+    }
+
     /** One {@code recvfrom} (links that wrap this one receive one datagram at a time). */
     @Override
     public InetSocketAddress receive(ByteBuffer b) throws IOException {
@@ -467,10 +522,10 @@ final class LinuxUdpLink implements Link {
         static final boolean AVAILABLE;
         static final StructLayout CALL_STATE = Linker.Option.captureStateLayout();
         static final VarHandle ERRNO = CALL_STATE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
-        static final MethodHandle SOCKET, SETSOCKOPT, BIND, SENDTO, RECVFROM, RECVMMSG, POLL, EVENTFD, READ, WRITE, CLOSE, SENDMSG;
+        static final MethodHandle SOCKET, SETSOCKOPT, BIND, SENDTO, RECVFROM, RECVMMSG, POLL, EVENTFD, READ, WRITE, CLOSE, SENDMSG, SENDMMSG;
 
         static {
-            MethodHandle[] h = new MethodHandle[12];
+            MethodHandle[] h = new MethodHandle[13];
             boolean ok = false;
             try {
                 Module self = LinuxUdpLink.class.getModule();
@@ -498,6 +553,7 @@ final class LinuxUdpLink implements Link {
                     h[9] = linker.downcallHandle(libc.find("write").orElseThrow(), FunctionDescriptor.of(L, I, P, L), errno);
                     h[10] = linker.downcallHandle(libc.find("close").orElseThrow(), FunctionDescriptor.of(I, I));
                     h[11] = linker.downcallHandle(libc.find("sendmsg").orElseThrow(), FunctionDescriptor.of(L, I, P, I), quick);
+                    h[12] = linker.downcallHandle(libc.find("sendmmsg").orElseThrow(), FunctionDescriptor.of(I, I, P, I, I), quick);
                     ok = true;
                 }
             } catch (RuntimeException | Error e) {
@@ -515,6 +571,7 @@ final class LinuxUdpLink implements Link {
             WRITE = h[9];
             CLOSE = h[10];
             SENDMSG = h[11];
+            SENDMMSG = h[12];
             AVAILABLE = ok;
         }
     }

@@ -547,7 +547,14 @@ final class Responder {
         if (!ackQueued) {
             ackQueued = true;
             if (qp.transport().driving()) qp.transport().ackLater(qp); else flushAck();
+        } else {
+            qp.transport().ackAgain(qp);
         }
+    }
+
+    /** Whether a coalesced ACK is owed (racy outside the QP's monitor). */
+    boolean ackOwed() {
+        return ackQueued;
     }
 
     /** Sends the coalesced ACK (the driving thread, end of a burst; under the QP's monitor); after pending replies. */

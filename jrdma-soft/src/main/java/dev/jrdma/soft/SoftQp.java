@@ -77,9 +77,18 @@ final class SoftQp extends Resource implements QueuePair {
     /** The peer's address: the only source a connected QP takes packets from, and the destination its ICRCs cover. */
     IpAddress remoteAddr;
 
-    // the transmit buffer, shared by the engines (used under the monitor only)
-    final ByteBuffer tx = ByteBuffer.allocateDirect(8192);
-    final MemorySegment txSeg = MemorySegment.ofBuffer(tx);
+    // where the engines build the next packet (used under the monitor only): slot 0 of the batch, or, while a batch is
+    // open (beginTx), its next free slot; an engine reads these anew for each packet it builds
+    private final TxBatch txBatch = new TxBatch();
+    ByteBuffer tx = txBatch.buffers[0];
+    MemorySegment txSeg = txBatch.segments[0];
+    /** The drive of its receiver that queued this QP's coalesced ACK, and the last that kept it owed (see {@link Transport}). */
+    long ackDrive, ackKept;
+    /** The receive thread's drive that listed this QP's ACK last ({@link Transport#ackAgain}). */
+    long ackRxDrive = -1;
+    /** Open batches (beginTx without its endTx yet), and where the packets of the batch go. */
+    private int txDepth;
+    private InetSocketAddress txTo;
     private final Icrc icrc = new Icrc();
 
     private final SendQueue sq;
@@ -339,7 +348,10 @@ final class SoftQp extends Resource implements QueuePair {
             return;
         }
         synchronized (this) {
+            beginTx();
             try {
+                // a coalesced ACK this QP owes its peer leaves with the requests, in one system call
+                responder.flushAck();
                 int idx = 0;
                 for (SendWorkRequest wr = first; wr != null; wr = wr.next, idx++) {
                     QpState s = state;
@@ -357,7 +369,11 @@ final class SoftQp extends Resource implements QueuePair {
                     sq.tail++;
                 }
             } finally {
-                if (state == QpState.ERR) flushSq(); else requester.run();
+                try {
+                    if (state == QpState.ERR) flushSq(); else requester.run();
+                } finally {
+                    endTx();
+                }
             }
         }
     }
@@ -562,6 +578,17 @@ final class SoftQp extends Resource implements QueuePair {
     /** A packet for this QP (the driving thread): requests go to the responder, responses to the completer. False when dropped. */
     boolean receive(RocePacket p, MemorySegment seg, IpAddress src, int srcPort) {
         synchronized (this) {
+            beginTx(); // what the packet sets off (replies, a window of requests an ACK opens) leaves in one batch
+            try {
+                return receiveLocked(p, seg, src, srcPort);
+            } finally {
+                endTx();
+            }
+        }
+    }
+
+    private boolean receiveLocked(RocePacket p, MemorySegment seg, IpAddress src, int srcPort) {
+        {
             QpState s = state;
             if (isClosed() || s == QpState.RESET || s == QpState.INIT || s == QpState.ERR) return drop(Counter.RX_QP_NOT_READY);
             if ((p.pkey() & 0x7FFF) != 0x7FFF) return drop(Counter.RX_BAD_PKEY);
@@ -627,7 +654,12 @@ final class SoftQp extends Resource implements QueuePair {
         synchronized (this) {
             QpState s = state;
             if (isClosed() || s == QpState.RESET || s == QpState.INIT || s == QpState.ERR || !responder.turnRequested()) return;
-            responder.sendReplies();
+            beginTx();
+            try {
+                responder.sendReplies();
+            } finally {
+                endTx();
+            }
         }
     }
 
@@ -642,6 +674,11 @@ final class SoftQp extends Resource implements QueuePair {
         }
     }
 
+    /** Whether the responder still owes its peer a coalesced ACK (a racy read: the receiver that queued it looks). */
+    boolean ackOwed() {
+        return responder.ackOwed();
+    }
+
     private boolean drop(Counter reason) {
         tr.counters.add(reason);
         return false;
@@ -652,12 +689,52 @@ final class SoftQp extends Resource implements QueuePair {
         transmitTo(len, remoteAddr, remote);
     }
 
-    /** Adds the ICRC to the packet of {@code len} bytes in {@link #tx} and sends it to {@code to} (UD: the address handle's). */
+    /**
+     * Adds the ICRC to the packet of {@code len} bytes in {@link #tx} and sends it to {@code to} (UD: the address
+     * handle's): at once, or, while a batch is open, with the rest of the batch at its end.
+     */
     void transmitTo(int len, IpAddress toAddr, InetSocketAddress to) {
         IpAddress me = tr.local;
         if (me.isIpv4()) icrc.generate(tx, 0, len, me.ipv4(), toAddr.ipv4(), tr.port, tr.port);
         else icrc.generateIpv6(tx, 0, len, me.hi, me.lo, toAddr.hi, toAddr.lo, tr.port, tr.port);
-        tr.send(tx, len, to);
+        if (txDepth == 0) {
+            tr.send(tx, len, to);
+            return;
+        }
+        TxBatch b = txBatch;
+        if (b.count > 0 && to != txTo) { // another destination (UD): what waits goes first, in order
+            ByteBuffer built = b.buffers[b.count];
+            sendBatch();
+            b.buffers[0].put(0, built, 0, len);
+        }
+        txTo = to;
+        b.lengths[b.count++] = len;
+        if (b.count == TxBatch.CAPACITY) sendBatch();
+        tx = b.slot(b.count);
+        txSeg = b.segments[b.count];
+    }
+
+    /**
+     * Opens a batch (under the monitor): the packets transmitted until the matching {@link #endTx} leave together,
+     * with one system call where the link can ({@link Link#send(TxBatch, int, int, InetSocketAddress)}), and before
+     * the monitor is released, so that no packet of this QP can overtake them.
+     */
+    void beginTx() {
+        txDepth++;
+    }
+
+    /** Closes a batch; the outermost sends what it holds. */
+    void endTx() {
+        if (--txDepth == 0 && txBatch.count > 0) sendBatch();
+    }
+
+    private void sendBatch() {
+        TxBatch b = txBatch;
+        int n = b.count;
+        b.count = 0;
+        tx = b.buffers[0];
+        txSeg = b.segments[0];
+        tr.send(b, n, txTo);
     }
 
     // =============================================================================================
@@ -686,7 +763,14 @@ final class SoftQp extends Resource implements QueuePair {
                 return;
             }
             long retry = completer.retryDeadline;
-            if (retry != 0 && now - retry >= 0) completer.onRetryTimeout();
+            if (retry != 0 && now - retry >= 0) {
+                beginTx();
+                try {
+                    completer.onRetryTimeout();
+                } finally {
+                    endTx();
+                }
+            }
         }
     }
 

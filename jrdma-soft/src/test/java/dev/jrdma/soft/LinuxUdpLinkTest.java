@@ -62,6 +62,37 @@ class LinuxUdpLinkTest {
         return b;
     }
 
+    /** A QP's batch (an ACK and a window of requests) leaves with one sendmmsg, whole and in order. */
+    @Test
+    void aBatchLeavesWholeAndInOrder() throws IOException {
+        try (LinuxUdpLink a = open("127.0.0.61"); LinuxUdpLink b = open("127.0.0.62")) {
+            InetSocketAddress toB = new InetSocketAddress("127.0.0.62", port(b));
+            TxBatch batch = new TxBatch();
+            int n = TxBatch.CAPACITY;
+            for (int i = 0; i < n; i++) {
+                ByteBuffer slot = batch.slot(i);
+                int len = 20 + 97 * i; // up to 3,027 bytes: lengths differ per packet
+                for (int k = 0; k < len; k++) slot.put(k, (byte) (i * 7 + k));
+                batch.lengths[i] = len;
+            }
+            assertEquals(n - 2, a.send(batch, 2, n - 2, toB), "the socket's 4 MiB buffer takes every packet");
+            RxBatch rx = new RxBatch();
+            int got = 0;
+            long deadline = System.nanoTime() + 5_000_000_000L;
+            while (got < n - 2 && System.nanoTime() < deadline) {
+                int k = b.receive(rx);
+                for (int j = 0; j < k; j++, got++) {
+                    int i = got + 2;
+                    assertEquals(batch.lengths[i], rx.lengths[j], "packet " + i);
+                    for (int x = 0; x < rx.lengths[j]; x++) assertEquals((byte) (i * 7 + x), rx.buffers[j].get(x), "packet " + i + " byte " + x);
+                }
+            }
+            assertEquals(n - 2, got);
+            a.close();
+            assertThrows(ClosedChannelException.class, () -> a.send(batch, 0, 2, toB));
+        }
+    }
+
     @Test
     void theDeviceUsesItWhenAskedAndNioByDefault() throws IOException {
         for (String impl : new String[] {null, "libc"}) {

@@ -60,6 +60,42 @@ class ProgressTest {
         }
     }
 
+    /**
+     * A polling thread leaves the ACK of what it received owed, for its next post to carry; when it stops polling and
+     * posts nothing, the receive thread sends the ACK (after about {@link Transport#POLL_QUIET_NANOS}), so the peer's
+     * request completes without a retransmission.
+     */
+    @Test
+    void anAckOwedByAPollerThatStopsIsSentAnyway() {
+        System.setProperty("jrdma.soft.deferAcks", "true");
+        Pair pair;
+        try {
+            pair = pair();
+        } finally {
+            System.clearProperty("jrdma.soft.deferAcks");
+        }
+        try (Pair p = pair) {
+            MemoryRegion a = p.a.mrAll(4096), b = p.b.mrAll(4096);
+            SendWorkRequest send = new SendWorkRequest().wrId(1).opcode(WrOpcode.SEND).signaled(true).buffer(a, 0, 64);
+            RecvWorkRequest recv = new RecvWorkRequest().wrId(2).buffer(b, 0, 64);
+            WorkCompletion[] wc = WorkCompletion.array(4);
+            long retransmits = tr(p.a).counters.get(Counter.RETRANSMITS);
+            for (int i = 0; i < 20; i++) {
+                p.b.qp.postRecv(recv);
+                p.a.qp.postSend(send);
+                // B polls until its receive completes, then stops polling; only then does A look for its completion
+                while (p.b.cq.poll(wc) == 0) Thread.onSpinWait();
+                assertEquals(WcStatus.SUCCESS, wc[0].status);
+                long end = System.nanoTime() + 10_000_000_000L;
+                int k;
+                while ((k = p.a.cq.poll(wc)) == 0 && System.nanoTime() < end) Thread.onSpinWait();
+                assertEquals(1, k, "A's SEND completed");
+                assertEquals(WcStatus.SUCCESS, wc[0].status);
+            }
+            assertEquals(retransmits, tr(p.a).counters.get(Counter.RETRANSMITS), "A retransmitted: an ACK was held too long");
+        }
+    }
+
     @Test
     void theReceiveThreadHandlesWhatNobodyPollsFor() throws Exception {
         try (Pair p = pair()) {
