@@ -67,7 +67,6 @@ final class LinuxUdpLink implements Link {
     private static final class Scratch {
         final Arena arena = Arena.ofAuto();
         final MemorySegment from = arena.allocate(SOCKADDR, 8), fromLen = arena.allocate(4, 4);
-        final MemorySegment callState = arena.allocate(Native.CALL_STATE);
         /**
          * The last destinations, their encoded sockaddrs (an IPv6 one with the flow label) and the control messages
          * that set their traffic class (null for traffic class 0, the socket's): a QP sends to the same
@@ -131,7 +130,7 @@ final class LinuxUdpLink implements Link {
 
     /** A batch's message headers (one mmsghdr, iovec and sockaddr per slot) and its decoded senders. */
     private static final class BatchState {
-        final MemorySegment headers, iovecs, names, callState;
+        final MemorySegment headers, iovecs, names;
         final SourceCache sources = new SourceCache();
 
         BatchState(RxBatch batch) {
@@ -139,7 +138,6 @@ final class LinuxUdpLink implements Link {
             headers = arena.allocate((long) MMSGHDR * RxBatch.CAPACITY, 8);
             iovecs = arena.allocate((long) IOVEC * RxBatch.CAPACITY, 8);
             names = arena.allocate((long) SOCKADDR * RxBatch.CAPACITY, 8);
-            callState = arena.allocate(Native.CALL_STATE);
             for (int i = 0; i < RxBatch.CAPACITY; i++) {
                 MemorySegment iov = iovecs.asSlice((long) i * IOVEC, IOVEC);
                 iov.set(ValueLayout.ADDRESS, 0, batch.segments[i]);
@@ -258,6 +256,18 @@ final class LinuxUdpLink implements Link {
         }
     }
 
+    /**
+     * The calling thread's errno, read right after a failed hot-path call. Those calls do not capture it through the
+     * linker (capturing checks the state segment with a slice that escape analysis does not always remove: 40 bytes
+     * allocated per call in some runs); a critical downcall makes no thread-state transition, so nothing of the JVM's
+     * runs on this thread between the failed call and this read, short of a safepoint at that very moment, which at
+     * worst turns a retryable EAGAIN into a counted error.
+     */
+    private static int lastErrno() throws Throwable {
+        long at = (long) Native.ERRNO_LOCATION.invokeExact();
+        return Native.EVERYWHERE.get(ValueLayout.JAVA_INT, at);
+    }
+
     private static int errno(MemorySegment state) {
         return (int) Native.ERRNO.get(state, 0L);
     }
@@ -303,9 +313,10 @@ final class LinuxUdpLink implements Link {
         long at = s.address(b, true);
         enter();
         long r;
+        int error = 0;
         try {
             if (control == null) {
-                r = (long) Native.SENDTO.invokeExact(s.callState, fd, at, (long) n, MSG_DONTWAIT, sa, (int) sa.byteSize());
+                r = (long) Native.SENDTO.invokeExact(fd, at, (long) n, MSG_DONTWAIT, sa, (int) sa.byteSize());
             } else {
                 s.iovec.set(ValueLayout.JAVA_LONG, 0, at);
                 s.iovec.set(ValueLayout.JAVA_LONG, 8, n);
@@ -316,8 +327,9 @@ final class LinuxUdpLink implements Link {
                 m.set(ValueLayout.JAVA_LONG, MSG_IOVLEN, 1);
                 m.set(ValueLayout.ADDRESS, MSG_CONTROL, control);
                 m.set(ValueLayout.JAVA_LONG, MSG_CONTROLLEN, control.byteSize());
-                r = (long) Native.SENDMSG.invokeExact(s.callState, fd, m, MSG_DONTWAIT);
+                r = (long) Native.SENDMSG.invokeExact(fd, m, MSG_DONTWAIT);
             }
+            if (r < 0) error = lastErrno();
         } catch (Throwable t) {
             throw new IOException("sendto failed", t);
         } finally {
@@ -325,7 +337,7 @@ final class LinuxUdpLink implements Link {
             Reference.reachabilityFence(b);
         }
         if (r < 0) {
-            int e = errno(s.callState);
+            int e = error;
             if (e == EAGAIN || e == ENOBUFS || e == EINTR) return false;
             throw new IOException("sendto " + to + " from " + name + ": errno " + e);
         }
@@ -369,9 +381,10 @@ final class LinuxUdpLink implements Link {
             h.set(ValueLayout.JAVA_INT, at + MSG_FLAGS, 0);
         }
         enter();
-        int r;
+        int r, error = 0;
         try {
-            r = (int) Native.SENDMMSG.invokeExact(s.callState, fd, h, n, MSG_DONTWAIT);
+            r = (int) Native.SENDMMSG.invokeExact(fd, h, n, MSG_DONTWAIT);
+            if (r < 0) error = lastErrno();
         } catch (Throwable t) {
             throw new IOException("sendmmsg failed", t);
         } finally {
@@ -379,7 +392,7 @@ final class LinuxUdpLink implements Link {
             Reference.reachabilityFence(batch);
         }
         if (r < 0) {
-            int e = errno(s.callState);
+            int e = error;
             if (e == EAGAIN || e == ENOBUFS || e == EINTR) return 0;
             throw new IOException("sendmmsg " + to + " from " + name + ": errno " + e);
         }
@@ -395,8 +408,10 @@ final class LinuxUdpLink implements Link {
         long at = s.address(b, false);
         enter();
         long r;
+        int error = 0;
         try {
-            r = (long) Native.RECVFROM.invokeExact(s.callState, fd, at, (long) room, MSG_DONTWAIT, s.from, s.fromLen);
+            r = (long) Native.RECVFROM.invokeExact(fd, at, (long) room, MSG_DONTWAIT, s.from, s.fromLen);
+            if (r < 0) error = lastErrno();
         } catch (Throwable t) {
             throw new IOException("recvfrom failed", t);
         } finally {
@@ -404,7 +419,7 @@ final class LinuxUdpLink implements Link {
             Reference.reachabilityFence(b);
         }
         if (r < 0) {
-            int e = errno(s.callState);
+            int e = error;
             if (e == EAGAIN || e == EINTR) return null;
             throw new IOException("recvfrom on " + name + ": errno " + e);
         }
@@ -428,16 +443,17 @@ final class LinuxUdpLink implements Link {
         MemorySegment h = st.headers;
         for (int i = 0; i < RxBatch.CAPACITY; i++) h.set(ValueLayout.JAVA_INT, (long) i * MMSGHDR + MSG_NAMELEN, SOCKADDR);
         enter();
-        int n;
+        int n, error = 0;
         try {
-            n = (int) Native.RECVMMSG.invokeExact(st.callState, fd, h, RxBatch.CAPACITY, MSG_DONTWAIT, MemorySegment.NULL);
+            n = (int) Native.RECVMMSG.invokeExact(fd, h, RxBatch.CAPACITY, MSG_DONTWAIT, MemorySegment.NULL);
+            if (n < 0) error = lastErrno();
         } catch (Throwable t) {
             throw new IOException("recvmmsg failed", t);
         } finally {
             exit();
         }
         if (n < 0) {
-            int e = errno(st.callState);
+            int e = error;
             if (e == EAGAIN || e == EINTR) {
                 batch.drained = e == EAGAIN;
                 return 0;
@@ -522,10 +538,14 @@ final class LinuxUdpLink implements Link {
         static final boolean AVAILABLE;
         static final StructLayout CALL_STATE = Linker.Option.captureStateLayout();
         static final VarHandle ERRNO = CALL_STATE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
-        static final MethodHandle SOCKET, SETSOCKOPT, BIND, SENDTO, RECVFROM, RECVMMSG, POLL, EVENTFD, READ, WRITE, CLOSE, SENDMSG, SENDMMSG;
+        static final MethodHandle SOCKET, SETSOCKOPT, BIND, SENDTO, RECVFROM, RECVMMSG, POLL, EVENTFD, READ, WRITE, CLOSE, SENDMSG, SENDMMSG,
+                ERRNO_LOCATION;
+        /** All of memory, to read errno at the address {@code __errno_location()} gives without making a segment per read. */
+        static final MemorySegment EVERYWHERE;
 
         static {
-            MethodHandle[] h = new MethodHandle[13];
+            MethodHandle[] h = new MethodHandle[14];
+            MemorySegment everywhere = null;
             boolean ok = false;
             try {
                 Module self = LinuxUdpLink.class.getModule();
@@ -537,8 +557,9 @@ final class LinuxUdpLink implements Link {
                     Linker linker = Linker.nativeLinker();
                     var libc = linker.defaultLookup();
                     Linker.Option errno = Linker.Option.captureCallState("errno");
-                    // short non-blocking system calls: critical downcalls (no thread-state transition)
-                    Linker.Option[] quick = {errno, Linker.Option.critical(false)};
+                    // short non-blocking system calls: critical downcalls (no thread-state transition), errno read
+                    // after a failure (lastErrno)
+                    Linker.Option[] quick = {Linker.Option.critical(false)};
                     ValueLayout I = ValueLayout.JAVA_INT, L = ValueLayout.JAVA_LONG, P = ValueLayout.ADDRESS;
                     h[0] = linker.downcallHandle(libc.find("socket").orElseThrow(), FunctionDescriptor.of(I, I, I, I), errno);
                     h[1] = linker.downcallHandle(libc.find("setsockopt").orElseThrow(), FunctionDescriptor.of(I, I, I, I, P, I), errno);
@@ -554,6 +575,8 @@ final class LinuxUdpLink implements Link {
                     h[10] = linker.downcallHandle(libc.find("close").orElseThrow(), FunctionDescriptor.of(I, I));
                     h[11] = linker.downcallHandle(libc.find("sendmsg").orElseThrow(), FunctionDescriptor.of(L, I, P, I), quick);
                     h[12] = linker.downcallHandle(libc.find("sendmmsg").orElseThrow(), FunctionDescriptor.of(I, I, P, I, I), quick);
+                    h[13] = linker.downcallHandle(libc.find("__errno_location").orElseThrow(), FunctionDescriptor.of(L), quick);
+                    everywhere = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
                     ok = true;
                 }
             } catch (RuntimeException | Error e) {
@@ -572,6 +595,8 @@ final class LinuxUdpLink implements Link {
             CLOSE = h[10];
             SENDMSG = h[11];
             SENDMMSG = h[12];
+            ERRNO_LOCATION = h[13];
+            EVERYWHERE = everywhere;
             AVAILABLE = ok;
         }
     }

@@ -255,9 +255,11 @@ class LinuxUdpLinkTest {
         }
     }
 
+    /**
+     * Once compiled, sends and bursts of receives allocate nothing. (Capturing errno through the linker allocated 40
+     * bytes per call in some runs, a slice of the capture segment that escape analysis left: 2 of 3 runs failed so.)
+     */
     @Test
-    @org.junit.jupiter.api.Disabled("known defect of the opt-in libc link: some runs allocate 40 bytes per round trip in every"
-            + " window (a JIT-dependent allocation, source not found yet); the default NIO link's AllocationTest stays on")
     void sendingAndReceivingBurstsAllocateNothing() throws IOException {
         var mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
         try (LinuxUdpLink a = open("127.0.0.61"); LinuxUdpLink b = open("127.0.0.62")) {
