@@ -125,6 +125,8 @@ public final class Completions {
     }
 
     /**
+     * The immediate data or invalidated rkey of entry {@code i}.
+     *
      * @param i the entry
      * @return immediate data in host order when {@link #wcFlags} has {@link WorkCompletion#WITH_IMM}, or the invalidated
      *         rkey with {@link WorkCompletion#WITH_INV}, as {@link WorkCompletion#immData}
