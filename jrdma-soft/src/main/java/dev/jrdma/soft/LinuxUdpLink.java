@@ -61,6 +61,8 @@ final class LinuxUdpLink implements Link {
     private volatile boolean closed;
     /** The receive thread's wait: the socket and the wake-up eventfd. */
     private final MemorySegment pollFds, wakeWord, awaitState;
+    /** The 1 that {@link #wakeup} adds to the eventfd (made once: a same-host doorbell wakes the link per burst). */
+    private final MemorySegment wakeOne;
     private final ThreadLocal<Scratch> scratch = ThreadLocal.withInitial(Scratch::new);
 
     /** What one thread's sends and single receives use. */
@@ -208,6 +210,7 @@ final class LinuxUdpLink implements Link {
         pollFds.set(ValueLayout.JAVA_INT, 8, wakeFd);
         pollFds.set(ValueLayout.JAVA_SHORT, 12, POLLIN);
         wakeWord = arena.allocate(8, 8);
+        wakeOne = arena.allocateFrom(ValueLayout.JAVA_LONG, 1L);
         awaitState = arena.allocate(Native.CALL_STATE);
     }
 
@@ -493,8 +496,8 @@ final class LinuxUdpLink implements Link {
 
     @Override
     public void wakeup() {
-        try (Arena a = Arena.ofConfined()) {
-            long ignored = (long) Native.WRITE.invokeExact(a.allocate(Native.CALL_STATE), wakeFd, a.allocateFrom(ValueLayout.JAVA_LONG, 1L), 8L);
+        try {
+            long ignored = (long) Native.WRITE.invokeExact(wakeFd, wakeOne, 8L);
         } catch (Throwable ignored) {
             // closed already
         }
@@ -571,7 +574,7 @@ final class LinuxUdpLink implements Link {
                     h[6] = linker.downcallHandle(libc.find("poll").orElseThrow(), FunctionDescriptor.of(I, P, L, I), errno);
                     h[7] = linker.downcallHandle(libc.find("eventfd").orElseThrow(), FunctionDescriptor.of(I, I, I), errno);
                     h[8] = linker.downcallHandle(libc.find("read").orElseThrow(), FunctionDescriptor.of(L, I, P, L), errno);
-                    h[9] = linker.downcallHandle(libc.find("write").orElseThrow(), FunctionDescriptor.of(L, I, P, L), errno);
+                    h[9] = linker.downcallHandle(libc.find("write").orElseThrow(), FunctionDescriptor.of(L, I, P, L)); // its errno is not needed
                     h[10] = linker.downcallHandle(libc.find("close").orElseThrow(), FunctionDescriptor.of(I, I));
                     h[11] = linker.downcallHandle(libc.find("sendmsg").orElseThrow(), FunctionDescriptor.of(L, I, P, I), quick);
                     h[12] = linker.downcallHandle(libc.find("sendmmsg").orElseThrow(), FunctionDescriptor.of(I, I, P, I, I), quick);
