@@ -228,7 +228,7 @@ fi
 if [ "${INTEROP_PAIRS:-1}" = 1 ]; then
   pairs "" "$SOFT" "$GIDX"
   # the first RDMA application, server on rxe (native provider) and client on the software device, and the reverse
-  # (IPv4 only: it sends from each device's default GID, rxe's IPv4 one)
+  # (from each device's default GID, rxe's IPv4 one; the IPv6 pairs below pick rxe's IPv6 GID with --gid-index)
   pair demo.rxe-server rxe "jrdma demo server --device $RXE_DEV --port @PORT@" "jrdma demo client $RXE_IP4 --device $SOFT --port @PORT@"
   pair demo.soft-server soft "jrdma demo server --device $SOFT --port @PORT@" "jrdma demo client $SOFT_IP4 --device $RXE_DEV --port @PORT@"
 fi
@@ -237,7 +237,15 @@ if [ "${INTEROP_IPV6:-1}" = 1 ]; then
 capture_on ipv6 "$RXE_IP6" "$SOFT_IP6"
 IP=6 interop ipv6
 capture_check ipv6
-[ "${INTEROP_PAIRS:-1}" = 1 ] && pairs 6 "soft@[$SOFT_IP6]" "$GIDX6"
+if [ "${INTEROP_PAIRS:-1}" = 1 ]; then
+  pairs 6 "soft@[$SOFT_IP6]" "$GIDX6"
+  # the mixed demo over the IPv6 GIDs: rxe's side sends from its IPv6 GID (--gid-index), the soft device named by its
+  # IPv6 address sends from that address's GID by default; the TCP exchange stays on IPv4
+  pair demo6.rxe-server rxe "jrdma demo server --device $RXE_DEV --gid-index $GIDX6 --port @PORT@" \
+    "jrdma demo client $RXE_IP4 --device soft@[$SOFT_IP6] --port @PORT@"
+  pair demo6.soft-server soft "jrdma demo server --device soft@[$SOFT_IP6] --port @PORT@" \
+    "jrdma demo client $SOFT_IP4 --device $RXE_DEV --gid-index $GIDX6 --port @PORT@"
+fi
 # the link-local GIDs: rxe's default GID (index 0, its interface's fe80 address) and the soft device on its veth's
 # fe80 address (the scope: the veth in jsoft), two sizes each way
 link_local() { ip ${2:+-n "$2"} -6 addr show dev "$1" scope link | sed -nE 's/.*inet6 (fe80[^/]*).*/\1/p' | head -1; }

@@ -73,24 +73,25 @@ public final class InteropSideMain {
     }
 
     /**
-     * {@code demo server|client [HOST] --device DEV --port P}: FirstRdmaApp's {@code main} ends the JVM when a step
+     * {@code demo server|client [HOST] --device DEV --port P [--gid-index N]}: FirstRdmaApp's {@code main} ends the JVM when a step
      * fails, so its side is run here through the constructor {@code main} uses (package-private: reflection).
      */
     private static int demo(String[] args, PrintStream log) throws Exception {
         boolean server = args[0].equals("server");
         String host = null, device = null;
-        int port = FirstRdmaApp.DEFAULT_PORT;
+        int port = FirstRdmaApp.DEFAULT_PORT, gidIndex = FirstRdmaApp.DEFAULT_GID;
         for (int i = 1; i < args.length; i++) {
             switch (args[i]) {
                 case "--port" -> port = Integer.parseInt(args[++i]);
                 case "--device" -> device = args[++i];
+                case "--gid-index" -> gidIndex = Integer.parseInt(args[++i]);
                 default -> host = args[i];
             }
         }
         Constructor<FirstRdmaApp> make = FirstRdmaApp.class.getDeclaredConstructor(boolean.class, PrintStream.class);
         make.setAccessible(true);
         try (FirstRdmaApp app = make.newInstance(server, log)) {
-            app.run(device, host, port);
+            app.run(device, host, port, gidIndex);
         }
         return 0;
     }

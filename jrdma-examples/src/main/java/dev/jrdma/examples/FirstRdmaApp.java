@@ -48,8 +48,10 @@ import java.util.concurrent.TimeoutException;
  * a chain of work requests, fetch-and-add as a counter, compare-and-swap as a lock, a memory window granted and
  * revoked, recovery of the connection after an error, and one deliberate error (a wrong rkey) explained.
  *
- * <p>Run the two sides as two processes: {@code server [--port P] [--device D]} and
- * {@code client HOST [--port P] [--device D]} ({@code jrdma demo} starts both).
+ * <p>Run the two sides as two processes: {@code server [--port P] [--device D] [--gid-index N]} and
+ * {@code client HOST [--port P] [--device D] [--gid-index N]} ({@code jrdma demo} starts both). Without
+ * {@code --gid-index} a side sends from its device's default GID (a RoCE device's IPv4 one); {@code --gid-index}
+ * picks another, e.g. an IPv6 GID, as perftest's {@code -x}.
  * The sides keep in step through the TCP connection: each step ends with a one-byte barrier.
  */
 public final class FirstRdmaApp implements AutoCloseable {
@@ -61,6 +63,8 @@ public final class FirstRdmaApp implements AutoCloseable {
             OFF_COUNTER = 2048, OFF_LOCK = 2056, OFF_ATOMIC_RESULT = 2064, OFF_WINDOW = 3072, WINDOW_LEN = 64;
     static final Duration STEP_TIMEOUT = Duration.ofSeconds(20);
     static final int PORT_NUM = 1;
+    /** {@code run}'s GID index meaning "the device's default GID" ({@link Context#defaultGidIndex}). */
+    public static final int DEFAULT_GID = -1;
 
     private final boolean server;
     private final PrintStream out;
@@ -89,25 +93,28 @@ public final class FirstRdmaApp implements AutoCloseable {
     }
 
     /**
-     * Runs one side: {@code server [--port P] [--device D]} or {@code client HOST [--port P] [--device D]}. Exits with
-     * status 1 after printing the failure when a step fails, 2 on a usage error.
+     * Runs one side: {@code server [--port P] [--device D] [--gid-index N]} or
+     * {@code client HOST [--port P] [--device D] [--gid-index N]}. Exits with status 1 after printing the failure when a
+     * step fails, 2 on a usage error.
      *
      * @param args the side and its options
      * @throws Exception when an option is malformed
      */
     public static void main(String[] args) throws Exception {
         if (args.length == 0 || !(args[0].equals("server") || args[0].equals("client"))) {
-            System.err.println("usage: FirstRdmaApp server [--port P] [--device DEV] | client HOST [--port P] [--device DEV]");
+            System.err.println("usage: FirstRdmaApp server [--port P] [--device DEV] [--gid-index N] | client HOST [--port P] [--device DEV] [--gid-index N]");
             System.exit(2);
         }
         boolean isServer = args[0].equals("server");
         String host = null;
         int port = DEFAULT_PORT;
         String device = null;
+        int gidIndex = DEFAULT_GID;
         for (int i = 1; i < args.length; i++) {
             switch (args[i]) {
                 case "--port" -> port = Integer.parseInt(args[++i]);
                 case "--device" -> device = args[++i];
+                case "--gid-index" -> gidIndex = Integer.parseInt(args[++i]);
                 default -> {
                     if (!isServer && host == null) host = args[i];
                     else throw new IllegalArgumentException("unexpected argument " + args[i]);
@@ -116,7 +123,7 @@ public final class FirstRdmaApp implements AutoCloseable {
         }
         if (!isServer && host == null) throw new IllegalArgumentException("client needs the server's host");
         try (FirstRdmaApp app = new FirstRdmaApp(isServer, System.out)) {
-            app.run(device, host, port);
+            app.run(device, host, port, gidIndex);
         } catch (Exception e) {
             System.out.println("FAILED: " + e);
             System.exit(1);
@@ -132,12 +139,32 @@ public final class FirstRdmaApp implements AutoCloseable {
      * @throws Exception when a step fails; the message says which and why
      */
     public void run(String deviceName, String host, int port) throws Exception {
+        run(deviceName, host, port, DEFAULT_GID);
+    }
+
+    /**
+     * Runs every step, sending from the GID at {@code sgidIndex} of port 1 ({@link #DEFAULT_GID}: the device's default).
+     *
+     * @param deviceName the device to use, or null for {@link Verbs#defaultDevice()}
+     * @param host       the server's host (client side); ignored on the server side
+     * @param port       the TCP port of the exchange: the server listens on it, the client connects to it
+     * @param sgidIndex  the index in the port's GID table to send from, or {@link #DEFAULT_GID}
+     * @throws Exception when a step fails; the message says which and why
+     */
+    public void run(String deviceName, String host, int port, int sgidIndex) throws Exception {
         begin("open the device");
         Device dev = deviceName == null ? Verbs.defaultDevice() : Verbs.device(deviceName);
         ctx = dev.open();
         DeviceAttr attr = ctx.queryDevice();
         PortAttr pattr = ctx.queryPort(PORT_NUM);
-        gidIndex = pickGidIndex(ctx);
+        if (sgidIndex != DEFAULT_GID && (sgidIndex < 0 || sgidIndex >= pattr.gidTblLen()
+                || ctx.queryGid(PORT_NUM, sgidIndex).isZero())) {
+            throw new IllegalArgumentException("--gid-index " + sgidIndex + " is not a GID of " + dev.name()
+                    + " (its table has " + pattr.gidTblLen() + " entries, this one "
+                    + (sgidIndex < 0 || sgidIndex >= pattr.gidTblLen() ? "outside it" : "empty")
+                    + "); jrdma devinfo -v -d " + dev.name() + " lists the GIDs");
+        }
+        gidIndex = sgidIndex == DEFAULT_GID ? pickGidIndex(ctx) : sgidIndex;
         done("%s (%s provider), port %d %s, link %s, active MTU %s, GID[%d] %s", dev.name(), dev.provider(), PORT_NUM,
                 pattr.state().ibvName(), pattr.linkLayer().ibvName(), pattr.activeMtu(), gidIndex, ctx.queryGid(PORT_NUM, gidIndex));
 
