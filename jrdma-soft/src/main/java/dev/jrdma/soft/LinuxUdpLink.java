@@ -494,12 +494,23 @@ final class LinuxUdpLink implements Link {
         }
     }
 
+    /** Wakes an await; after close it does nothing (the eventfd's number may belong to another file by then). */
     @Override
     public void wakeup() {
+        inside.incrementAndGet(); // as enter(): close() waits for us before it closes the eventfd
+        try {
+            if (!closed) ring();
+        } finally {
+            exit();
+        }
+    }
+
+    /** Adds 1 to the eventfd; only while it is open (wakeup, or close before it closes it). */
+    private void ring() {
         try {
             long ignored = (long) Native.WRITE.invokeExact(wakeFd, wakeOne, 8L);
         } catch (Throwable ignored) {
-            // closed already
+            // cannot happen on an open eventfd (its counter would have to reach 2^64 - 2)
         }
     }
 
@@ -512,11 +523,11 @@ final class LinuxUdpLink implements Link {
     public void close() {
         if (closed) return;
         closed = true;
-        wakeup();
+        ring();
         long end = System.nanoTime() + 2_000_000_000L;
         while (inside.get() > 0) {
             if (System.nanoTime() - end > 0) return;
-            wakeup();
+            ring();
             Thread.onSpinWait();
             Thread.yield();
         }

@@ -2,6 +2,7 @@ package dev.jrdma.soft;
 
 import static org.junit.jupiter.api.Assertions.*;
 
+import java.io.FileOutputStream;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -18,6 +19,10 @@ import java.net.StandardProtocolFamily;
 import java.nio.ByteBuffer;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.DatagramChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Assumptions;
@@ -90,6 +95,29 @@ class LinuxUdpLinkTest {
             assertEquals(n - 2, got);
             a.close();
             assertThrows(ClosedChannelException.class, () -> a.send(batch, 0, 2, toB));
+        }
+    }
+
+    /**
+     * A doorbell rung after close must not write into a descriptor number the process has handed out again: the files
+     * opened right after the close take the lowest free numbers, the link's socket's and eventfd's among them (their
+     * names are made before: the first temporary file opens the JDK's random source for good).
+     */
+    @Test
+    void aWakeupAfterCloseWritesToNoReusedDescriptor() throws IOException {
+        List<Path> files = new ArrayList<>();
+        for (int i = 0; i < 16; i++) files.add(Files.createTempFile("jrdma-reused-fd", ".bin"));
+        LinuxUdpLink link = open("127.0.0.63");
+        link.close();
+        List<FileOutputStream> streams = new ArrayList<>();
+        try {
+            for (Path f : files) streams.add(new FileOutputStream(f.toFile()));
+            link.wakeup();
+            link.wakeup();
+            for (Path f : files) assertEquals(0, Files.size(f), "the closed link's doorbell wrote into " + f);
+        } finally {
+            for (FileOutputStream s : streams) s.close();
+            for (Path f : files) Files.deleteIfExists(f);
         }
     }
 
