@@ -62,8 +62,7 @@ final class CopiedSend implements PreparedSend {
 
     @Override
     public void post() {
-        first.wrId = wrId;
-        qp.postSend(first);
+        post(wrId);
     }
 
     @Override
