@@ -23,7 +23,6 @@ trap two_ns_down EXIT
 GIDX=$(gid_index "$RXE_DEV" "$RXE_IP4")
 snap() { (cd /sys/class/infiniband/$RXE_DEV/ports/1/hw_counters && grep -H . * | tr ':' ' ') | sort; }
 drops() { local s=0 a b rest; while read -r a b rest; do s=$((s + 16#$b)); done < /proc/net/softnet_stat; echo "$s"; }
-wait_listen() { local hex; hex=$(printf '%04X' "$1"); for _ in $(seq 600); do ip netns exec "$2" awk -v p=":$hex" '$2 ~ p"$" && $4 == "0A" {f=1} END {exit !f}' /proc/net/tcp /proc/net/tcp6 2>/dev/null && return 0; sleep 0.2; done; return 1; }
 # datagrams the soft device's socket lost because its receive buffer was full (Udp RcvbufErrors in namespace jsoft)
 rcvbuf_errors() { ip netns exec "$SOFT_NS" awk '/^Udp:/ {n++} /^Udp:/ && n == 2 {print $6}' /proc/net/snmp; }
 port=18700

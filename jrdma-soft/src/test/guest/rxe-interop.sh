@@ -142,17 +142,6 @@ capture_check() {
   fi
 }
 
-# wait_listen PORT [NS]: until something listens on TCP PORT (in namespace NS), without connecting to it
-wait_listen() {
-  local hex deadline=$((SECONDS + 120)) run=()
-  hex=$(printf '%04X' "$1"); [ -n "${2:-}" ] && run=(ip netns exec "$2")
-  while [ $SECONDS -lt $deadline ]; do
-    "${run[@]}" awk -v p=":$hex" '$2 ~ p"$" && $4 == "0A" {f=1} END {exit !f}' /proc/net/tcp /proc/net/tcp6 2>/dev/null && return 0
-    sleep 0.2
-  done
-  return 1
-}
-
 # pair NAME WHERE_SERVER "SERVER CMD" "CLIENT CMD" [REPORT_REGEX]: the server on rxe (initial namespace) or soft
 # (jsoft), the client on the other side; a command "jrdma TOOL ARGS" runs in that side's JVM (InteropSideMain), any
 # other in a shell there. Passes when both end with status 0 (and the client's log matches REPORT_REGEX).

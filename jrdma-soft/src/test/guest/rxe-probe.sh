@@ -22,16 +22,6 @@ echo "--- soft device GID table (in $SOFT_NS)"
 in_soft $JRDMA devinfo -v -d "soft@$SOFT_IP4" 2>&1 | grep -i gid
 GIDX=$(gid_index "$RXE_DEV" "$RXE_IP4")
 echo "rxe GID index for $RXE_IP4: $GIDX"
-# wait_listen PORT [NS]: until something listens on TCP PORT (in namespace NS), without connecting
-wait_listen() {
-  local hex deadline=$((SECONDS + 150)) run=()
-  hex=$(printf '%04X' "$1"); [ -n "${2:-}" ] && run=(ip netns exec "$2")
-  while [ $SECONDS -lt $deadline ]; do
-    "${run[@]}" awk -v p=":$hex" '$2 ~ p"$" && $4 == "0A" {f=1} END {exit !f}' /proc/net/tcp /proc/net/tcp6 2>/dev/null && return 0
-    sleep 0.3
-  done
-  return 1
-}
 counters() { for f in /sys/class/infiniband/$RXE_DEV/ports/1/hw_counters/*; do v=$(cat "$f"); [ "$v" != 0 ] && printf ' %s=%s' "$(basename "$f")" "$v"; done; echo; }
 echo "--- rxe counters before:$(counters)"
 command -v tcpdump >/dev/null && { tcpdump -i "$RXE_IF" -w "$LOG_DIR/probe.pcap" -U -s 0 udp port 4791 2>/dev/null & tpid=$!; sleep 1; }
@@ -42,14 +32,14 @@ for mode in ${MODES:-udp raw}; do
   port=$((port + 1))
   echo "=== [$mode] soft server (in $SOFT_NS) <- rxe client: $T"
   in_soft $J perf $T -d "soft@$SOFT_IP4" -n 5 -p $port --timeout 30 --accept-timeout 200 > "$LOG_DIR/$mode.1.server.log" 2>&1 & spid=$!
-  wait_listen $port "$SOFT_NS"
+  wait_listen $port "$SOFT_NS" 150
   timeout 120 ib_$T -d "$RXE_DEV" -x "$GIDX" -n 5 -p $port "$SOFT_IP4" > "$LOG_DIR/$mode.1.client.log" 2>&1; echo "ib_$T client rc=$?"
   wait $spid; echo "jrdma server rc=$?"; tail -4 "$LOG_DIR/$mode.1.server.log"; tail -4 "$LOG_DIR/$mode.1.client.log"
   echo "--- rxe counters:$(counters)"
   port=$((port + 1))
   echo "=== [$mode] rxe server <- soft client (in $SOFT_NS): $T"
   timeout 240 ib_$T -d "$RXE_DEV" -x "$GIDX" -n 5 -p $port > "$LOG_DIR/$mode.2.server.log" 2>&1 & spid=$!
-  wait_listen $port
+  wait_listen $port "" 150
   in_soft timeout 200 $J perf $T -d "soft@$SOFT_IP4" -n 5 -p $port --timeout 30 "$RXE_IP4" > "$LOG_DIR/$mode.2.client.log" 2>&1; echo "jrdma client rc=$?"
   wait $spid; echo "ib_$T server rc=$?"; tail -4 "$LOG_DIR/$mode.2.server.log"; tail -4 "$LOG_DIR/$mode.2.client.log"
   echo "--- rxe counters:$(counters)"

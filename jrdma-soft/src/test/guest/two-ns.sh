@@ -5,7 +5,7 @@
 #
 #   two-ns.sh up     creates it (idempotent), prints the variables below as shell assignments
 #   two-ns.sh down   removes it
-#   source two-ns.sh  defines the variables and the functions two_ns_up, two_ns_down, gid_index, in_soft
+#   source two-ns.sh  defines the variables and the functions two_ns_up, two_ns_down, gid_index, in_soft, wait_listen
 #
 #   RXE_DEV=rxe1  RXE_IF=rxv0  RXE_IP4=10.98.0.1  RXE_IP6=fd98::1   (initial namespace)
 #   SOFT_NS=jsoft SOFT_IF=rxv1 SOFT_IP4=10.98.0.2 SOFT_IP6=fd98::2  (namespace jsoft)
@@ -68,6 +68,18 @@ gid_index() {
 
 # in_soft CMD...: runs CMD in the software device's namespace
 in_soft() { ip netns exec "$SOFT_NS" "$@"; }
+
+# wait_listen PORT [NS] [SECONDS]: until something listens on TCP PORT (in namespace NS), at most SECONDS (120), without
+# connecting to it (a perftest or jrdma perf server accepts one client only)
+wait_listen() {
+  local hex deadline=$((SECONDS + ${3:-120})) run=()
+  hex=$(printf '%04X' "$1"); [ -n "${2:-}" ] && run=(ip netns exec "$2")
+  while [ $SECONDS -lt $deadline ]; do
+    "${run[@]}" awk -v p=":$hex" '$2 ~ p"$" && $4 == "0A" {f=1} END {exit !f}' /proc/net/tcp /proc/net/tcp6 2>/dev/null && return 0
+    sleep 0.2
+  done
+  return 1
+}
 
 netem_loss() { tc qdisc replace dev "$RXE_IF" root netem loss "$1%" && in_soft tc qdisc replace dev "$SOFT_IF" root netem loss "$1%"; }
 netem_off() { tc qdisc del dev "$RXE_IF" root 2>/dev/null; in_soft tc qdisc del dev "$SOFT_IF" root 2>/dev/null; return 0; }
