@@ -49,6 +49,12 @@ enum Counter {
     RX_SHM_BAD_CELL("rx_shm_bad_cell"),
     /** Empty UDP datagrams that woke the receive thread for the same-host rings (when the device has them). */
     RX_SHM_DOORBELLS("rx_shm_doorbells"),
+    /**
+     * Drives in which a thread took packets from the link while another one (the receive thread or a polling application thread),
+     * descheduled in the middle of its drive for a millisecond or more, still held it: liveness first (packets of the
+     * two may then be handled out of arrival order).
+     */
+    RX_TAKEOVERS("rx_takeovers"),
     TX_PACKETS("tx_packets"),
     /** Packets sent through a same-host peer's ring instead of UDP (also counted in tx_packets). */
     TX_SHM_PACKETS("tx_shm_packets"),

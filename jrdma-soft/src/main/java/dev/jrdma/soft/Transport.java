@@ -84,6 +84,14 @@ final class Transport {
     // progress: two receivers, one for polling application threads (one at a time), one for the receive thread
     private final Receiver pollRx = new Receiver(), threadRx = new Receiver();
     /**
+     * Held by the one thread that takes packets from the link now, so that packets are handled in the order they
+     * arrived (a batch taken by one thread and handled after a later batch another thread took looks to the QPs like
+     * loss: READ re-requests, out-of-window ACKs) and two threads never contend in the link's receive call (the JDK's
+     * socket lock allocates a queue node per contended call). Only ever tried, never waited for: a thread that finds
+     * it held for {@link #POLL_QUIET_NANOS} or longer (its holder is descheduled in its drive) takes packets without it.
+     */
+    private final AtomicBoolean linkClaim = new AtomicBoolean();
+    /**
      * {@code -Djrdma.soft.deferAcks=true}: a polling thread's coalesced ACKs wait for its next post on the QP (or its
      * next drive, or the receive thread after {@link #POLL_QUIET_NANOS}), so that a ping-pong's ACK and answer leave in
      * one system call (send_lat 64 B about 25% faster on the libc link). Off by default: an ACK then depends on the
@@ -108,13 +116,16 @@ final class Transport {
     /**
      * What one driving thread receives and handles packets with: its own receive buffer and packet view, and the QPs
      * that owe an ACK at the end of its burst. The receive thread has one; polling application threads share the
-     * other, one at a time (a lock only ever tried). Two receivers, not one lock: an application thread can be
-     * descheduled in the middle of a drive (on a loaded machine for hundreds of milliseconds), and the receive thread
-     * must still be able to take the packets then; otherwise the peer's retransmissions all go unanswered and its
-     * requests fail with RETRY_EXC_ERR.
+     * other, one at a time (a lock only ever tried). Two receivers, not one: a thread can be descheduled in the
+     * middle of a drive (on a loaded machine for hundreds of milliseconds) while it holds the {@link #linkClaim}, and
+     * the other must still be able to take the packets then (it takes over after {@link #POLL_QUIET_NANOS}, counted in
+     * {@code rx_takeovers}); otherwise the peer's retransmissions all go unanswered and its requests fail with
+     * RETRY_EXC_ERR.
      */
     private static final class Receiver {
         final AtomicBoolean lock = new AtomicBoolean();
+        /** When this receiver's thread last tried the {@link #linkClaim} (written before the try; read by the other receiver's thread when it finds the claim held). */
+        volatile long claimNanos;
         /** The thread driving with this receiver, or null (written by that thread only). */
         Thread owner;
         /** Where bursts are received: preallocated slots, and the link's native message headers. */
@@ -542,8 +553,9 @@ final class Transport {
      */
     void progressFromPoll() {
         if (link == null) return;
-        lastPollNanos = System.nanoTime();
-        drive(pollRx, POLL_BUDGET);
+        long now = System.nanoTime();
+        lastPollNanos = now;
+        drive(pollRx, POLL_BUDGET, now);
     }
 
     /**
@@ -558,11 +570,22 @@ final class Transport {
 
     /**
      * Receives and handles up to {@code budget} packets with {@code r}, then sends the coalesced ACKs; never blocks.
+     * It drives with the {@link #linkClaim}, or without it when the other receiver's thread took the claim
+     * {@link #POLL_QUIET_NANOS} ago or longer (it is descheduled in its drive).
      *
-     * @return the number of packets handled, or -1 when another thread is driving with {@code r}
+     * @param now {@link System#nanoTime} at the call
+     * @return the number of packets handled, or -1 when another thread is driving with {@code r} or holds the link
      */
-    private int drive(Receiver r, int budget) {
+    private int drive(Receiver r, int budget, long now) {
         if (!r.lock.compareAndSet(false, true)) return -1;
+        r.claimNanos = now; // before the try: the holder of the claim is the other receiver's thread, stamped likewise
+        boolean claimed = linkClaim.compareAndSet(false, true);
+        if (!claimed) {
+            if (now - (r == pollRx ? threadRx : pollRx).claimNanos < POLL_QUIET_NANOS) {
+                r.lock.set(false); // the other thread drives now: what it handles shows in the next poll
+                return -1;
+            }
+        }
         r.owner = Thread.currentThread();
         r.drives++;
         int n = 0;
@@ -587,6 +610,7 @@ final class Transport {
                     if (!(e instanceof IOException)) System.getLogger("dev.jrdma.soft").log(System.Logger.Level.WARNING, "soft device " + key + ": receiving failed", e);
                     break;
                 }
+                if (!claimed && n == 0 && got > 0) counters.add(Counter.RX_TAKEOVERS); // counted before what it handles shows
                 for (int i = 0; i < got; i++) {
                     n++;
                     r.handled++;
@@ -605,6 +629,7 @@ final class Transport {
             if (deferAcks && r == pollRx && n > 0) deferAcks(r); else flushAcks(r);
             r.turnsLeft = runTurns(r); // READ responses paced per pass: QPs that asked get their next turn now
         } finally {
+            if (claimed) linkClaim.set(false);
             r.owner = null;
             r.lock.set(false);
         }
@@ -675,8 +700,8 @@ final class Transport {
                 }
                 rxSteppedBack = false;
                 flushDeferredAcks();
-                // the poller that polled last may still be inside its drive (descheduled): this receiver is our own
-                int n = drive(threadRx, RX_BUDGET);
+                // the poller that polled last may still be inside its drive (descheduled): drive takes over then
+                int n = drive(threadRx, RX_BUDGET, System.nanoTime());
                 if (n == RX_BUDGET || threadRx.turnsLeft) continue; // more waiting, or READ responses to send: serve the socket first
                 if (running && System.nanoTime() - lastPollNanos >= POLL_QUIET_NANOS) {
                     rxAwaiting = true;

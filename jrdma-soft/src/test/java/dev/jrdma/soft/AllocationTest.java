@@ -97,8 +97,8 @@ class AllocationTest {
             rounds(p, n, a, b, send, write, read, recv, wc);
             long t = System.nanoTime() - t0;
             long me = allocated(Thread.currentThread()) - me0, ra = allocated(rxA) - a0, rb = allocated(rxB) - b0;
-            System.out.printf("%d rounds (SEND 3000 B ping + WRITE 2000 B + READ 2000 B) in %.1f ms: %.1f us per round; allocated: poster %d B, rx %d B, rx %d B%n",
-                    n, t / 1e6, t / 1e3 / n, me, ra, rb);
+            System.out.printf("%s: %d rounds (SEND 3000 B ping + WRITE 2000 B + READ 2000 B) in %.1f ms: %.1f us per round; allocated: poster %d B, rx %d B, rx %d B; rx_takeovers %d/%d%n",
+                    ta.linkName(), n, t / 1e6, t / 1e3 / n, me, ra, rb, ta.counters.get(Counter.RX_TAKEOVERS), tb.counters.get(Counter.RX_TAKEOVERS));
             // this loop busy-polls A's CQ throughout (B's only for the SEND), so A's packets are handled on the polling thread
             assertTrue(ta.rxByPoll() - polledA > n && tb.rxByPoll() - polledB > 0,
                     "packets handled by polls: " + (ta.rxByPoll() - polledA) + " / " + (tb.rxByPoll() - polledB));

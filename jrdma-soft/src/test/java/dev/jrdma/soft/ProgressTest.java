@@ -196,6 +196,69 @@ class ProgressTest {
      */
     @Test
     void aPollerStalledInsideItsDriveDoesNotStopTheDevice() throws Exception {
+        withStallingB((a, b, link) -> {
+            Thread poller = Thread.ofPlatform().unstarted(() -> b.cq.poll(WorkCompletion.array(1)));
+            link.stallThread = poller;
+            poller.start();
+            assertTrue(link.stalled.await(10, TimeUnit.SECONDS), "the poller entered B's socket");
+            try {
+                writeLandsWhileStalled(a, b);
+                assertTrue(poller.isAlive(), "the poller was still stalled inside B's drive all along");
+            } finally {
+                link.release.countDown();
+                poller.join(10_000);
+            }
+        });
+    }
+
+    /**
+     * The other way round: B's receive thread is descheduled inside the link (it holds it) while an application
+     * thread polls B's CQ. The poller leaves the link to it for a millisecond (packets are handled in the order they
+     * arrived), then takes the packets itself; before the link had one holder at a time the poller never waited.
+     */
+    @Test
+    void aReceiveThreadStalledInsideTheLinkDoesNotStopAPoller() throws Exception {
+        withStallingB((a, b, link) -> {
+            link.stallThread = tr(b).rxThread(); // B is not polled: its receive thread takes the next packet
+            MemoryRegion src = a.mrAll(4096), dst = b.mrAll(4096);
+            a.qp.postSend(new SendWorkRequest().wrId(6).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 0, 64).remote(dst.address(), dst.rkey()));
+            assertTrue(link.stalled.await(10, TimeUnit.SECONDS), "B's receive thread entered B's socket");
+            Thread poller = Thread.ofPlatform().start(() -> {
+                WorkCompletion[] wc = WorkCompletion.array(1);
+                while (link.release.getCount() > 0) b.cq.poll(wc);
+            });
+            try {
+                WorkCompletion first = poll(a.cq, 5000);
+                assertEquals(WcStatus.SUCCESS, first.status, "the WRITE that woke B's receive thread, taken by B's poller");
+                assertEquals(6, first.wrId);
+                writeLandsWhileStalled(a, b);
+                assertTrue(tr(b).rxThread().getState() == Thread.State.WAITING && link.release.getCount() == 1, "B's receive thread was stalled all along");
+            } finally {
+                link.release.countDown();
+                poller.join(10_000);
+            }
+        });
+    }
+
+    /** A WRITE from A to B completes and lands while one of B's driving threads is stalled inside B's link; B counts a takeover. */
+    private static void writeLandsWhileStalled(Side a, Side b) {
+        long takeovers = tr(b).counters.get(Counter.RX_TAKEOVERS);
+        MemoryRegion src = a.mrAll(4096), dst = b.mrAll(4096);
+        fill(src.segment(), 512, 3);
+        a.qp.postSend(new SendWorkRequest().wrId(7).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 0, 512).remote(dst.address(), dst.rkey()));
+        WorkCompletion wc = poll(a.cq, 5000);
+        assertEquals(WcStatus.SUCCESS, wc.status, () -> "the WRITE to B while one of B's threads is stalled: " + wc.status);
+        assertFilled(dst.segment(), 0, 512, 3);
+        assertTrue(tr(b).counters.get(Counter.RX_TAKEOVERS) > takeovers, "B counted the takeover of its link");
+    }
+
+    @FunctionalInterface
+    private interface StallBody {
+        void run(Side a, Side b, StallingLink bLink) throws Exception;
+    }
+
+    /** Two connected devices whose B receives through a {@link StallingLink}. */
+    private static void withStallingB(StallBody body) throws Exception {
         StallingLink[] stalling = new StallingLink[1];
         Inet4Address ipA = Fixture.ip("127.0.0.3"), ipB = Fixture.ip("127.0.0.4");
         Context anchorA = null;
@@ -226,22 +289,7 @@ class ProgressTest {
         try (Context keep = anchorA; Side a = new Side(new SoftDevice("stall-a", ipA, thePort), null, 64); Side b = new Side(stallingB, null, 64)) {
             connect(a, b, o, 100, 5000);
             connect(b, a, o, 5000, 100);
-            MemoryRegion src = a.mrAll(4096), dst = b.mrAll(4096);
-            fill(src.segment(), 512, 3);
-            Thread poller = Thread.ofPlatform().unstarted(() -> b.cq.poll(WorkCompletion.array(1)));
-            stalling[0].stallThread = poller;
-            poller.start();
-            assertTrue(stalling[0].stalled.await(10, TimeUnit.SECONDS), "the poller entered B's socket");
-            try {
-                a.qp.postSend(new SendWorkRequest().wrId(7).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 0, 512).remote(dst.address(), dst.rkey()));
-                WorkCompletion wc = poll(a.cq, 5000);
-                assertEquals(WcStatus.SUCCESS, wc.status, () -> "the WRITE to B while B's poller is stalled: " + wc.status);
-                assertFilled(dst.segment(), 0, 512, 3);
-                assertTrue(poller.isAlive(), "the poller was still stalled inside B's drive all along");
-            } finally {
-                stalling[0].release.countDown();
-                poller.join(10_000);
-            }
+            body.run(a, b, stalling[0]);
         }
     }
 
