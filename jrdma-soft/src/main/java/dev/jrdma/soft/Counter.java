@@ -50,9 +50,9 @@ enum Counter {
     /** Empty UDP datagrams that woke the receive thread for the same-host rings (when the device has them). */
     RX_SHM_DOORBELLS("rx_shm_doorbells"),
     /**
-     * Drives in which a thread took packets from the link while another one (the receive thread or a polling application thread),
-     * descheduled in the middle of its drive for a millisecond or more, still held it: liveness first (packets of the
-     * two may then be handled out of arrival order).
+     * Takeovers of the link: a thread (the receive thread or a polling application thread) found the one that owned it
+     * making no progress for a millisecond (descheduled in its drive), handled the rest of its batch and went on
+     * receiving. The packet the stalled thread was in the middle of may then be handled after later ones.
      */
     RX_TAKEOVERS("rx_takeovers"),
     TX_PACKETS("tx_packets"),

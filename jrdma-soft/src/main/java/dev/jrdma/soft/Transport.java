@@ -19,6 +19,8 @@ import java.security.SecureRandom;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.AtomicReferenceArray;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.UnaryOperator;
@@ -84,13 +86,14 @@ final class Transport {
     // progress: two receivers, one for polling application threads (one at a time), one for the receive thread
     private final Receiver pollRx = new Receiver(), threadRx = new Receiver();
     /**
-     * Held by the one thread that takes packets from the link now, so that packets are handled in the order they
-     * arrived (a batch taken by one thread and handled after a later batch another thread took looks to the QPs like
-     * loss: READ re-requests, out-of-window ACKs) and two threads never contend in the link's receive call (the JDK's
-     * socket lock allocates a queue node per contended call). Only ever tried, never waited for: a thread that finds
-     * it held for {@link #POLL_QUIET_NANOS} or longer (its holder is descheduled in its drive) takes packets without it.
+     * The receiver whose thread takes packets from the link now (null: none), so that packets are handled in the order
+     * they arrived (a batch taken by one thread and handled after a later batch another thread took looks to the QPs
+     * like loss: READ re-requests, out-of-window ACKs) and two threads never contend in the link's receive call (the
+     * JDK's socket lock allocates a queue node per contended call). Only ever tried, never waited for: a thread that
+     * finds its holder making no progress for {@link #POLL_QUIET_NANOS} (descheduled in its drive) takes it over, and
+     * first handles what is left of the holder's batch, in order ({@link Receiver#cursor}).
      */
-    private final AtomicBoolean linkClaim = new AtomicBoolean();
+    private final AtomicReference<Receiver> linkOwner = new AtomicReference<>();
     /**
      * {@code -Djrdma.soft.deferAcks=true}: a polling thread's coalesced ACKs wait for its next post on the QP (or its
      * next drive, or the receive thread after {@link #POLL_QUIET_NANOS}), so that a ping-pong's ACK and answer leave in
@@ -117,15 +120,33 @@ final class Transport {
      * What one driving thread receives and handles packets with: its own receive buffer and packet view, and the QPs
      * that owe an ACK at the end of its burst. The receive thread has one; polling application threads share the
      * other, one at a time (a lock only ever tried). Two receivers, not one: a thread can be descheduled in the
-     * middle of a drive (on a loaded machine for hundreds of milliseconds) while it holds the {@link #linkClaim}, and
-     * the other must still be able to take the packets then (it takes over after {@link #POLL_QUIET_NANOS}, counted in
-     * {@code rx_takeovers}); otherwise the peer's retransmissions all go unanswered and its requests fail with
-     * RETRY_EXC_ERR.
+     * middle of a drive (on a loaded machine for hundreds of milliseconds; under emulation, where the guest's vCPUs
+     * take turns, for tens of milliseconds again and again) while it owns the link ({@link #linkOwner}), and the other
+     * must still be able to take the packets then (it takes over once the holder has made no progress for
+     * {@link #POLL_QUIET_NANOS}, counted in {@code rx_takeovers}); otherwise the peer's retransmissions all go
+     * unanswered and its requests fail with RETRY_EXC_ERR.
      */
     private static final class Receiver {
         final AtomicBoolean lock = new AtomicBoolean();
-        /** When this receiver's thread last tried the {@link #linkClaim} (written before the try; read by the other receiver's thread when it finds the claim held). */
-        volatile long claimNanos;
+        /** Counts this receiver's drives and the packets they handled (release stores by its owner; the other receiver's thread reads it). */
+        final AtomicLong progress = new AtomicLong();
+        /** The other receiver's {@link #progress} when this one last found the link owned by it, and since when it has not moved. */
+        long otherProgress = -1, otherStillSince;
+        /**
+         * The packets of {@link #batch} received and the next one to handle ({@code count << 32 | next}): the owner and a
+         * thread that takes the link over from it claim packets here, one at a time and in order.
+         */
+        final AtomicLong cursor = new AtomicLong();
+
+        /** Claims the next packet of this receiver's batch: its index, or -1 when none is left. */
+        int claim() {
+            while (true) {
+                long v = cursor.get();
+                int count = (int) (v >>> 32), next = (int) v;
+                if (next >= count) return -1;
+                if (cursor.compareAndSet(v, v + 1)) return next;
+            }
+        }
         /** The thread driving with this receiver, or null (written by that thread only). */
         Thread owner;
         /** Where bursts are received: preallocated slots, and the link's native message headers. */
@@ -570,26 +591,31 @@ final class Transport {
 
     /**
      * Receives and handles up to {@code budget} packets with {@code r}, then sends the coalesced ACKs; never blocks.
-     * It drives with the {@link #linkClaim}, or without it when the other receiver's thread took the claim
-     * {@link #POLL_QUIET_NANOS} ago or longer (it is descheduled in its drive).
+     * It drives as the link's owner ({@link #linkOwner}), or takes the link over when the other receiver's thread owns
+     * it and has made no progress (no drive begun, no packet claimed) for {@link #POLL_QUIET_NANOS}: that thread is
+     * descheduled in its drive. A takeover first handles the rest of the stalled thread's batch, so the order of
+     * arrival holds (but for the one packet the stalled thread may be in the middle of).
      *
      * @param now {@link System#nanoTime} at the call
-     * @return the number of packets handled, or -1 when another thread is driving with {@code r} or holds the link
+     * @return the number of packets handled, or -1 when another thread is driving with {@code r} or owns the link
      */
     private int drive(Receiver r, int budget, long now) {
         if (!r.lock.compareAndSet(false, true)) return -1;
-        r.claimNanos = now; // before the try: the holder of the claim is the other receiver's thread, stamped likewise
-        boolean claimed = linkClaim.compareAndSet(false, true);
-        if (!claimed) {
-            if (now - (r == pollRx ? threadRx : pollRx).claimNanos < POLL_QUIET_NANOS) {
-                r.lock.set(false); // the other thread drives now: what it handles shows in the next poll
-                return -1;
-            }
+        Receiver other = r == pollRx ? threadRx : pollRx;
+        boolean owner = linkOwner.compareAndSet(null, r);
+        if (!owner && !(holderStalled(r, other, now) && linkOwner.compareAndSet(other, r))) {
+            r.lock.set(false); // the other thread drives now: what it handles shows in the next poll
+            return -1;
         }
         r.owner = Thread.currentThread();
         r.drives++;
+        r.progress.lazySet(r.progress.get() + 1);
         int n = 0;
         try {
+            if (!owner) {
+                counters.add(Counter.RX_TAKEOVERS);
+                n += handleBatch(r, other); // what the stalled thread received and has not handled yet, first
+            }
             // a poller spins on the readiness check, outside the link's receive path (see Link.readable)
             boolean look;
             try {
@@ -598,7 +624,8 @@ final class Transport {
                 look = false; // the device was released, or the link fails: the receive thread's drive counts it
             }
             RxBatch batch = r.batch;
-            while (look && n < budget) {
+            // the owner check: a thread that took the link over from this one has it now, with the rest of this batch
+            while (look && n < budget && linkOwner.get() == r) {
                 int got;
                 try {
                     got = link.receive(batch);
@@ -610,18 +637,8 @@ final class Transport {
                     if (!(e instanceof IOException)) System.getLogger("dev.jrdma.soft").log(System.Logger.Level.WARNING, "soft device " + key + ": receiving failed", e);
                     break;
                 }
-                if (!claimed && n == 0 && got > 0) counters.add(Counter.RX_TAKEOVERS); // counted before what it handles shows
-                for (int i = 0; i < got; i++) {
-                    n++;
-                    r.handled++;
-                    try {
-                        handle(r, batch.sources[i], batch.buffers[i], batch.segments[i], batch.lengths[i]);
-                    } catch (RuntimeException | Error e) {
-                        // never let one packet stop the device, nor throw into an application's poll
-                        counters.add(Counter.RX_DROPPED);
-                        System.getLogger("dev.jrdma.soft").log(System.Logger.Level.WARNING, "soft device " + key + ": packet handling failed", e);
-                    }
-                }
+                r.cursor.set((long) got << 32); // published for a takeover: got packets, the next is the first
+                n += handleBatch(r, r);
                 if (got == 0 || batch.drained) break; // the link said it is empty: no call to find that out again
             }
             // with jrdma.soft.deferAcks a polling application thread leaves the ACKs of this drive owed: its next post on
@@ -629,11 +646,44 @@ final class Transport {
             if (deferAcks && r == pollRx && n > 0) deferAcks(r); else flushAcks(r);
             r.turnsLeft = runTurns(r); // READ responses paced per pass: QPs that asked get their next turn now
         } finally {
-            if (claimed) linkClaim.set(false);
+            linkOwner.compareAndSet(r, null); // unless it was taken over
             r.owner = null;
             r.lock.set(false);
         }
         return n;
+    }
+
+    /** Handles, with {@code r}, the packets of {@code from}'s batch that nobody has claimed yet; returns how many. */
+    private int handleBatch(Receiver r, Receiver from) {
+        RxBatch batch = from.batch;
+        int n = 0;
+        for (int i; (i = from.claim()) >= 0; ) {
+            n++;
+            r.handled++;
+            r.progress.lazySet(r.progress.get() + 1);
+            try {
+                handle(r, batch.sources[i], batch.buffers[i], batch.segments[i], batch.lengths[i]);
+            } catch (RuntimeException | Error e) {
+                // never let one packet stop the device, nor throw into an application's poll
+                counters.add(Counter.RX_DROPPED);
+                System.getLogger("dev.jrdma.soft").log(System.Logger.Level.WARNING, "soft device " + key + ": packet handling failed", e);
+            }
+        }
+        return n;
+    }
+
+    /**
+     * The link is owned by {@code other}'s thread: whether that thread has made no progress for
+     * {@link #POLL_QUIET_NANOS}, as far as {@code r}'s thread has watched it (each failed try looks once).
+     */
+    private static boolean holderStalled(Receiver r, Receiver other, long now) {
+        long p = other.progress.get();
+        if (p != r.otherProgress) {
+            r.otherProgress = p;
+            r.otherStillSince = now;
+            return false;
+        }
+        return now - r.otherStillSince >= POLL_QUIET_NANOS;
     }
 
     /** Whether the receive thread still runs (tests: no fault may end it). */
@@ -702,6 +752,10 @@ final class Transport {
                 flushDeferredAcks();
                 // the poller that polled last may still be inside its drive (descheduled): drive takes over then
                 int n = drive(threadRx, RX_BUDGET, System.nanoTime());
+                if (n < 0) { // a poller holds the link, still making progress: look again shortly
+                    LockSupport.parkNanos(this, 50_000);
+                    continue;
+                }
                 if (n == RX_BUDGET || threadRx.turnsLeft) continue; // more waiting, or READ responses to send: serve the socket first
                 if (running && System.nanoTime() - lastPollNanos >= POLL_QUIET_NANOS) {
                     rxAwaiting = true;

@@ -199,10 +199,11 @@ class ProgressTest {
         withStallingB((a, b, link) -> {
             Thread poller = Thread.ofPlatform().unstarted(() -> b.cq.poll(WorkCompletion.array(1)));
             link.stallThread = poller;
+            long takeovers = tr(b).counters.get(Counter.RX_TAKEOVERS);
             poller.start();
             assertTrue(link.stalled.await(10, TimeUnit.SECONDS), "the poller entered B's socket");
             try {
-                writeLandsWhileStalled(a, b);
+                writeLandsWhileStalled(a, b, takeovers);
                 assertTrue(poller.isAlive(), "the poller was still stalled inside B's drive all along");
             } finally {
                 link.release.countDown();
@@ -220,6 +221,7 @@ class ProgressTest {
     void aReceiveThreadStalledInsideTheLinkDoesNotStopAPoller() throws Exception {
         withStallingB((a, b, link) -> {
             link.stallThread = tr(b).rxThread(); // B is not polled: its receive thread takes the next packet
+            long takeovers = tr(b).counters.get(Counter.RX_TAKEOVERS);
             MemoryRegion src = a.mrAll(4096), dst = b.mrAll(4096);
             a.qp.postSend(new SendWorkRequest().wrId(6).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 0, 64).remote(dst.address(), dst.rkey()));
             assertTrue(link.stalled.await(10, TimeUnit.SECONDS), "B's receive thread entered B's socket");
@@ -231,7 +233,7 @@ class ProgressTest {
                 WorkCompletion first = poll(a.cq, 5000);
                 assertEquals(WcStatus.SUCCESS, first.status, "the WRITE that woke B's receive thread, taken by B's poller");
                 assertEquals(6, first.wrId);
-                writeLandsWhileStalled(a, b);
+                writeLandsWhileStalled(a, b, takeovers);
                 assertTrue(tr(b).rxThread().getState() == Thread.State.WAITING && link.release.getCount() == 1, "B's receive thread was stalled all along");
             } finally {
                 link.release.countDown();
@@ -240,9 +242,11 @@ class ProgressTest {
         });
     }
 
-    /** A WRITE from A to B completes and lands while one of B's driving threads is stalled inside B's link; B counts a takeover. */
-    private static void writeLandsWhileStalled(Side a, Side b) {
-        long takeovers = tr(b).counters.get(Counter.RX_TAKEOVERS);
+    /**
+     * A WRITE from A to B completes and lands while one of B's driving threads is stalled inside B's link; B has
+     * counted a takeover of its link since the stall began (when it had {@code takeovers}).
+     */
+    private static void writeLandsWhileStalled(Side a, Side b, long takeovers) {
         MemoryRegion src = a.mrAll(4096), dst = b.mrAll(4096);
         fill(src.segment(), 512, 3);
         a.qp.postSend(new SendWorkRequest().wrId(7).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 0, 512).remote(dst.address(), dst.rkey()));
