@@ -12,6 +12,7 @@ import dev.jrdma.verbs.QpInitAttr;
 import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.QueuePair;
 import dev.jrdma.verbs.SendWorkRequest;
+import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
 import org.junit.jupiter.api.Test;
@@ -77,7 +78,12 @@ class CreditBoundTest {
                 if (!theirs.gid().isZero()) ah.global(theirs.gid(), gidIndex).hopLimit(64);
                 qp.modify(new QpAttr().state(QpState.RTR).ah(ah).pathMtu(mine.mtu().min(theirs.mtu())).destQpNum(theirs.qpNum())
                         .rqPsn(theirs.psn()).maxDestRdAtomic(1).minRnrTimer(1));
-                qp.modify(new QpAttr().state(QpState.RTS).timeout(8).retryCnt(1).rnrRetry(0).sqPsn(mine.psn()).maxRdAtomic(1));
+                // the flood ends only when the server ends the connection (its QP in error answers nothing: RETRY_EXC_ERR
+                // here): an RNR NAK (the server's completion thread behind in reposting) is waited out, and the ACK timeout
+                // (67 ms, 6 tries: about 3 s on the soft device, which backs off to 1 s) outlasts a loaded machine's
+                // pauses. With 1 ms x 2 tries and no RNR retry, 3 runs in 20 under 3 CPU hogs ended the flood (RETRY_EXC_ERR
+                // or RNR_RETRY_EXC_ERR at the first messages) before the server had seen a message without a credit.
+                qp.modify(new QpAttr().state(QpState.RTS).timeout(14).retryCnt(5).rnrRetry(7).sqPsn(mine.psn()).maxRdAtomic(1));
                 out.writeByte(Endpoint.READY);
                 out.flush();
                 served = accepted.get(10, TimeUnit.SECONDS);
@@ -86,6 +92,7 @@ class CreditBoundTest {
                 SendWorkRequest wr = new SendWorkRequest().opcode(WrOpcode.SEND_WITH_IMM).buffer(mr, 0, 64).immData(Endpoint.TYPE_DATA << 24);
                 WorkCompletion[] wcs = WorkCompletion.array(64);
                 int posted = 0, completed = 0, failedAt = -1, inFlight = 0;
+                WcStatus failure = null;
                 long t0 = System.nanoTime();
                 while (posted < FLOOD && failedAt < 0) {
                     while (inFlight < 128 && posted < FLOOD) {
@@ -98,6 +105,7 @@ class CreditBoundTest {
                     for (int i = 0; i < n; i++) {
                         if (!wcs[i].isSuccess()) {
                             failedAt = (int) wcs[i].wrId;
+                            failure = wcs[i].status;
                             break;
                         }
                         completed = (int) wcs[i].wrId + 1;
@@ -106,7 +114,7 @@ class CreditBoundTest {
                     if (n == 0) Thread.onSpinWait();
                     if (System.nanoTime() - t0 > 120_000_000_000L) break;
                 }
-                System.out.println("credit flood: posted " + posted + ", acknowledged " + completed + ", first failure at " + failedAt
+                System.out.println("credit flood: posted " + posted + ", acknowledged " + completed + ", first failure at " + failedAt + " (" + failure + ")"
                         + " after " + (System.nanoTime() - t0) / 1_000_000 + " ms");
                 assertTrue(failedAt >= 0, "the server took " + completed + " messages without credits and never ended the connection");
                 // the server holds no more than the credits it granted
