@@ -34,7 +34,7 @@ import static org.junit.jupiter.api.Assertions.fail;
  */
 @Timeout(300)
 class PeerIsolationTest {
-    private static final Duration T = TestSupport.config().build().timeout(); // 3 s on the host, 20 s on rxe0, or -Djrdma.connect.timeoutMs
+    private static final Duration T = TestSupport.config().build().timeout(); // 10 s on the host, 20 s on rxe0, or -Djrdma.connect.timeoutMs
     private static final int EXPORT_OFFSET = 64, EXPORT_LENGTH = 64;
 
     static {

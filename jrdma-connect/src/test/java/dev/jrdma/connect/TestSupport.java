@@ -21,8 +21,11 @@ final class TestSupport {
     static final String DEVICE = System.getProperty("jrdma.connect.test.device");
 
     static EndpointConfig.Builder config() {
-        // short on the host; under the guest's emulation longer, and longer still where the run says so (-Djrdma.connect.timeoutMs)
-        long timeoutMs = Long.getLong("jrdma.connect.timeoutMs", DEVICE == null ? 3_000 : 20_000);
+        // 10 s on the host: a first handshake in a fresh JVM on a loaded 2-core machine (class loading, JIT) took more than
+        // 3 s (CreditBoundTest alone with 3 CPU hogs: 2 runs in 35 ended in 'handshake failed: timed out after 3000 ms');
+        // tests of a timeout set their own short one. Under the guest's emulation longer, and longer still where the run
+        // says so (-Djrdma.connect.timeoutMs)
+        long timeoutMs = Long.getLong("jrdma.connect.timeoutMs", DEVICE == null ? 10_000 : 20_000);
         return EndpointConfig.builder().timeout(Duration.ofMillis(timeoutMs)).slabSize(1 << 16).sendQueueDepth(16)
                 .recvQueueDepth(8).cqSize(1024).device(DEVICE);
     }
