@@ -19,11 +19,9 @@ import java.util.concurrent.ConcurrentHashMap;
  * well-known name its own). On the first packet to a peer address, the link looks for that peer's ring: there is one
  * when a device of this user in this network namespace is bound to that address and port and has a ring. Then the
  * link claims a slot in it and sends there; otherwise it sends over UDP, and looks again a second later. A peer whose
- * ring closes goes back to UDP at once. {@code -Djrdma.soft.shm}: {@code off} (the default for now: UDP only),
- * {@code auto} (rings where possible), {@code on} (opening the device fails when it cannot make its ring). The
- * RETRY_EXC_ERR once seen over the rings under load was the requester's fixed retransmission wait against a starved
- * peer, over UDP as well ({@link Completer} backs off now); still off by default until a guest run shows the rxe
- * interop pairs pass with it (they failed with the rings on before that fix); the tests opt in.
+ * ring closes goes back to UDP at once. {@code -Djrdma.soft.shm}: {@code auto} (the default: rings where possible),
+ * {@code off} (UDP only), {@code on} (opening the device fails when it cannot make its ring). Devices in other network
+ * namespaces, of other users or on other hosts never see the ring and talk UDP as before.
  *
  * <p><b>Progress.</b> A polling thread looks at the rings on every spin (a few memory reads) and at the UDP socket
  * every {@value #UDP_LOOK_NANOS} ns (a system call; on every spin while it has traffic); a burst takes the rings first
@@ -79,7 +77,7 @@ final class ShmLink implements Link {
 
     /** What {@code -Djrdma.soft.shm} asks for: auto, off or on. */
     static String mode() throws IOException {
-        String mode = System.getProperty("jrdma.soft.shm", "off").trim();
+        String mode = System.getProperty("jrdma.soft.shm", "auto").trim();
         if (!mode.equals("auto") && !mode.equals("off") && !mode.equals("on"))
             throw new IOException("jrdma.soft.shm='" + mode + "' is not auto, off or on");
         return mode;

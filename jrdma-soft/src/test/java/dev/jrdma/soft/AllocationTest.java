@@ -60,7 +60,7 @@ class AllocationTest {
         }
     }
 
-    /** Two devices of one host with the same-host rings (-Djrdma.soft.shm=auto). */
+    /** Two devices of one host with the same-host rings (-Djrdma.soft.shm=auto, the default). */
     @Test
     void steadyStateOverTheRingsAllocatesNothingPerMessage() {
         try (Pair p = ShmLinkTest.pairOn("127.0.0.41", "127.0.0.42", "auto", "auto")) {
@@ -70,10 +70,10 @@ class AllocationTest {
         }
     }
 
-    /** The default link: the UDP socket. */
+    /** Two devices that talk over UDP (-Djrdma.soft.shm=off): the link between hosts. */
     @Test
     void steadyStateAllocatesNothingPerMessage() {
-        try (Pair p = pair()) {
+        try (Pair p = ShmLinkTest.pairOn("127.0.0.43", "127.0.0.44", "off", "off")) {
             assertNull(((SoftContext) p.a.ctx).transport.shmLink());
             check(p);
         }
