@@ -38,7 +38,10 @@ public final class ChildMain {
                         }
                     }
                     ep.sendSync("done".getBytes());
-                    ep.receive(Duration.ofSeconds(10)); // the server's ack: everything arrived
+                    // the server's ack (everything arrived) comes once every child is done: wait as long as the test waits
+                    // for the slowest (the children start as separate JVMs, seconds apart on a loaded machine). With 10 s, a
+                    // child that finished more than 10 s before a sibling left early and the test's ack to it failed
+                    ep.receive(Duration.ofSeconds(100));
                 }
                 System.out.println("child " + args[3] + " done");
             }
