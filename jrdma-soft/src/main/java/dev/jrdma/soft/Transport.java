@@ -19,6 +19,7 @@ import java.security.SecureRandom;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.atomic.AtomicReferenceArray;
@@ -137,6 +138,12 @@ final class Transport {
          * thread that takes the link over from it claim packets here, one at a time and in order.
          */
         final AtomicLong cursor = new AtomicLong();
+        /**
+         * Threads that took the link over from this receiver's thread and may still read its batch: its thread does not
+         * receive into the batch again until they are done (it can own the link again before then, by taking it back
+         * from one of them that stalls in turn).
+         */
+        final AtomicInteger borrowers = new AtomicInteger();
 
         /** Claims the next packet of this receiver's batch: its index, or -1 when none is left. */
         int claim() {
@@ -603,9 +610,17 @@ final class Transport {
         if (!r.lock.compareAndSet(false, true)) return -1;
         Receiver other = r == pollRx ? threadRx : pollRx;
         boolean owner = linkOwner.compareAndSet(null, r);
-        if (!owner && !(holderStalled(r, other, now) && linkOwner.compareAndSet(other, r))) {
-            r.lock.set(false); // the other thread drives now: what it handles shows in the next poll
-            return -1;
+        if (!owner) {
+            boolean takeOver = holderStalled(r, other, now);
+            if (takeOver) {
+                other.borrowers.incrementAndGet(); // before the takeover: once the link is ours its owner may look
+                takeOver = linkOwner.compareAndSet(other, r);
+                if (!takeOver) other.borrowers.decrementAndGet();
+            }
+            if (!takeOver) {
+                r.lock.set(false); // the other thread drives now: what it handles shows in the next poll
+                return -1;
+            }
         }
         r.owner = Thread.currentThread();
         r.drives++;
@@ -614,7 +629,11 @@ final class Transport {
         try {
             if (!owner) {
                 counters.add(Counter.RX_TAKEOVERS);
-                n += handleBatch(r, other); // what the stalled thread received and has not handled yet, first
+                try {
+                    n += handleBatch(r, other); // what the stalled thread received and has not handled yet, first
+                } finally {
+                    other.borrowers.decrementAndGet();
+                }
             }
             // a poller spins on the readiness check, outside the link's receive path (see Link.readable)
             boolean look;
@@ -625,7 +644,7 @@ final class Transport {
             }
             RxBatch batch = r.batch;
             // the owner check: a thread that took the link over from this one has it now, with the rest of this batch
-            while (look && n < budget && linkOwner.get() == r) {
+            while (look && n < budget && linkOwner.get() == r && r.borrowers.get() == 0) {
                 int got;
                 try {
                     got = link.receive(batch);
