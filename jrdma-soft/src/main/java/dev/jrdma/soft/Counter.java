@@ -51,10 +51,15 @@ enum Counter {
     RX_SHM_DOORBELLS("rx_shm_doorbells"),
     /**
      * Takeovers of the link: a thread (the receive thread or a polling application thread) found the one that owned it
-     * making no progress for a millisecond (descheduled in its drive), handled the rest of its batch and went on
-     * receiving. The packet the stalled thread was in the middle of may then be handled after later ones.
+     * making no progress for a millisecond (descheduled in its drive), handled the rest of its batch, in order, and
+     * went on receiving.
      */
     RX_TAKEOVERS("rx_takeovers"),
+    /**
+     * RC packets handled a second time at a takeover: the stalled thread was in the middle of one, and the taker
+     * handles it before the later ones, so its QP sees them in order (one of the two copies is then an RC duplicate).
+     */
+    RX_TAKEOVER_REPEATS("rx_takeover_repeats"),
     TX_PACKETS("tx_packets"),
     /** Packets sent through a same-host peer's ring instead of UDP (also counted in tx_packets). */
     TX_SHM_PACKETS("tx_shm_packets"),

@@ -85,7 +85,7 @@ final class Transport {
     private final byte[] lastKeyByte = new byte[TABLE_SIZE];
 
     // progress: two receivers, one for polling application threads (one at a time), one for the receive thread
-    private final Receiver pollRx = new Receiver(), threadRx = new Receiver();
+    private final Receiver pollRx = new Receiver(1), threadRx = new Receiver(2);
     /**
      * The receiver whose thread takes packets from the link now (null: none), so that packets are handled in the order
      * they arrived (a batch taken by one thread and handled after a later batch another thread took looks to the QPs
@@ -145,15 +145,37 @@ final class Transport {
          */
         final AtomicInteger borrowers = new AtomicInteger();
 
-        /** Claims the next packet of this receiver's batch: its index, or -1 when none is left. */
-        int claim() {
+        /**
+         * Claims the next packet of this receiver's batch: its index, or -1 when none is left, or when {@code taker} is
+         * false and another thread has taken the batch over ({@link #seal}): from then on only that thread claims, so
+         * the stalled one, back on a CPU, handles no packet after the ones the taker handled.
+         */
+        int claim(boolean taker) {
             while (true) {
                 long v = cursor.get();
-                int count = (int) (v >>> 32), next = (int) v;
+                if (v < 0 && !taker) return -1;
+                int count = (int) (v >>> 32) & 0x7fff_ffff, next = (int) v;
                 if (next >= count) return -1;
                 if (cursor.compareAndSet(v, v + 1)) return next;
             }
         }
+
+        /** A thread took the link over from this receiver's: the rest of the batch is the taker's ({@link #claim}). */
+        void seal() {
+            long v;
+            do v = cursor.get(); while (v >= 0 && !cursor.compareAndSet(v, v | Long.MIN_VALUE));
+        }
+
+        /**
+         * The packet this receiver's thread is handling now, {@code batchTag << 32 | slot} (the tag says whose batch:
+         * a taker handles another receiver's), or 0 between packets: a thread that takes the link over handles that
+         * packet again first, so its QP gets it before the later ones (RC drops the second copy as a duplicate).
+         */
+        final AtomicLong inHand = new AtomicLong();
+        /** This receiver's tag in {@link #inHand}. */
+        final long tag;
+
+        Receiver(long tag) { this.tag = tag; }
         /** The thread driving with this receiver, or null (written by that thread only). */
         Thread owner;
         /** Where bursts are received: preallocated slots, and the link's native message headers. */
@@ -601,7 +623,8 @@ final class Transport {
      * It drives as the link's owner ({@link #linkOwner}), or takes the link over when the other receiver's thread owns
      * it and has made no progress (no drive begun, no packet claimed) for {@link #POLL_QUIET_NANOS}: that thread is
      * descheduled in its drive. A takeover first handles the rest of the stalled thread's batch, so the order of
-     * arrival holds (but for the one packet the stalled thread may be in the middle of).
+     * arrival holds: the packet the stalled thread is in the middle of again ({@link #repeatInHand}), then the ones it
+     * has not claimed (from the takeover on only the taker claims them: {@link Receiver#seal}).
      *
      * @param now {@link System#nanoTime} at the call
      * @return the number of packets handled, or -1 when another thread is driving with {@code r} or owns the link
@@ -630,7 +653,9 @@ final class Transport {
             if (!owner) {
                 counters.add(Counter.RX_TAKEOVERS);
                 try {
-                    n += handleBatch(r, other); // what the stalled thread received and has not handled yet, first
+                    other.seal(); // what the stalled thread received and has not handled yet is ours, in order
+                    repeatInHand(r, other);
+                    n += handleBatch(r, other);
                 } finally {
                     other.borrowers.decrementAndGet();
                 }
@@ -675,20 +700,41 @@ final class Transport {
     /** Handles, with {@code r}, the packets of {@code from}'s batch that nobody has claimed yet; returns how many. */
     private int handleBatch(Receiver r, Receiver from) {
         RxBatch batch = from.batch;
+        boolean taker = r != from;
         int n = 0;
-        for (int i; (i = from.claim()) >= 0; ) {
+        for (int i; (i = from.claim(taker)) >= 0; ) {
             n++;
             r.handled++;
             r.progress.lazySet(r.progress.get() + 1);
+            r.inHand.lazySet(from.tag << 32 | i);
             try {
-                handle(r, batch.sources[i], batch.buffers[i], batch.segments[i], batch.lengths[i]);
+                handle(r, batch.sources[i], batch.buffers[i], batch.segments[i], batch.lengths[i], false);
             } catch (RuntimeException | Error e) {
                 // never let one packet stop the device, nor throw into an application's poll
                 counters.add(Counter.RX_DROPPED);
                 System.getLogger("dev.jrdma.soft").log(System.Logger.Level.WARNING, "soft device " + key + ": packet handling failed", e);
             }
+            r.inHand.lazySet(0);
         }
         return n;
+    }
+
+    /**
+     * A takeover: handles again, with {@code r} and the slot's second view, the RC packet {@code stalled}'s thread is
+     * in the middle of, so that its QP gets it before the ones {@code r} takes next (the stalled thread's own copy, when
+     * it gets on, or this one, is then an RC duplicate: re-ACKed, never executed twice). Not a UD or UC packet: those
+     * have no duplicate detection, and the QP would get it twice.
+     */
+    private void repeatInHand(Receiver r, Receiver stalled) {
+        long h = stalled.inHand.get();
+        if (h == 0) return;
+        RxBatch batch = (h >>> 32 == pollRx.tag ? pollRx : threadRx).batch;
+        int i = (int) h;
+        try {
+            if (handle(r, batch.sources[i], batch.takerViews[i], batch.segments[i], batch.lengths[i], true)) counters.add(Counter.RX_TAKEOVER_REPEATS);
+        } catch (RuntimeException | Error e) {
+            System.getLogger("dev.jrdma.soft").log(System.Logger.Level.WARNING, "soft device " + key + ": packet handling failed", e);
+        }
     }
 
     /**
@@ -800,43 +846,41 @@ final class Transport {
         }
     }
 
-    private void handle(Receiver r, InetSocketAddress from, ByteBuffer buf, MemorySegment seg, int len) {
-        if (len == RxBatch.DOORBELL) return; // it woke the receive thread for the same-host ring: done (counted by the link)
-        counters.add(Counter.RX_PACKETS);
-        if (len == RxBatch.TRUNCATED) {
-            counters.add(Counter.RX_MALFORMED);
-            return;
-        }
+    /**
+     * Checks one received packet and hands it to its QP; each packet that is not delivered is counted in one drop
+     * counter. {@code repeat}: the packet is handled a second time at a takeover ({@link #repeatInHand}): counted
+     * nowhere (its first handling counts it), and delivered only when it is an RC packet.
+     *
+     * @return whether the packet reached its QP
+     */
+    private boolean handle(Receiver r, InetSocketAddress from, ByteBuffer buf, MemorySegment seg, int len, boolean repeat) {
+        if (len == RxBatch.DOORBELL) return false; // it woke the receive thread for the same-host ring: done (counted by the link)
+        if (!repeat) counters.add(Counter.RX_PACKETS);
+        if (len == RxBatch.TRUNCATED) return drop(Counter.RX_MALFORMED, repeat);
         IpAddress src = r.sender(from);
         int srcPort = from.getPort();
-        if (src.isIpv4() != local.isIpv4()) { // a socket of one family hears no other; never trust that blindly
-            counters.add(Counter.RX_MALFORMED);
-            return;
-        }
+        if (src.isIpv4() != local.isIpv4()) return drop(Counter.RX_MALFORMED, repeat); // a socket of one family hears no other; never trust that blindly
         if (src.isIpv4()) {
             // the IPv4 identification is not visible to a UDP socket: accept the packet if some identification makes
             // its ICRC right (16 of the 32 check bits remain; the kernel has checked the UDP checksum when one was set)
             int ipId = r.icrc.recoverId(buf, 0, len, src.ipv4(), local.ipv4(), srcPort, port);
-            if (ipId == Icrc.NO_ID) {
-                counters.add(Counter.RX_BAD_ICRC);
-                return;
-            }
-            if (ipId != 0) counters.add(Counter.RX_ICRC_IPV4_ID_RECOVERED);
+            if (ipId == Icrc.NO_ID) return drop(Counter.RX_BAD_ICRC, repeat);
+            if (ipId != 0 && !repeat) counters.add(Counter.RX_ICRC_IPV4_ID_RECOVERED);
         } else if (!r.icrc.verifyIpv6(buf, 0, len, src.hi, src.lo, local.hi, local.lo, srcPort, port)) {
-            counters.add(Counter.RX_BAD_ICRC); // over IPv6 the whole ICRC is checked: nothing in it is the kernel's choice
-            return;
+            return drop(Counter.RX_BAD_ICRC, repeat); // over IPv6 the whole ICRC is checked: nothing in it is the kernel's choice
         }
-        if (r.pkt.wrap(buf, 0, len) != RocePacket.OK) {
-            counters.add(Counter.RX_MALFORMED);
-            return;
-        }
+        if (r.pkt.wrap(buf, 0, len) != RocePacket.OK) return drop(Counter.RX_MALFORMED, repeat);
+        if (repeat && (r.pkt.opcode() & 0xE0) != 0) return false; // not RC (the opcode's top 3 bits name the transport)
         int qpn = r.pkt.destQp();
         SoftQp qp = qpn < TABLE_SIZE ? qps.get(qpn) : null;
-        if (qp == null) {
-            counters.add(Counter.RX_UNKNOWN_QP);
-            return;
-        }
+        if (qp == null) return drop(Counter.RX_UNKNOWN_QP, repeat);
         qp.receive(r.pkt, seg, src, srcPort);
+        return true;
+    }
+
+    private boolean drop(Counter reason, boolean repeat) {
+        if (!repeat) counters.add(reason);
+        return false;
     }
 
     /**

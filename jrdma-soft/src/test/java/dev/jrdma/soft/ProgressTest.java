@@ -243,6 +243,54 @@ class ProgressTest {
     }
 
     /**
+     * A poller stalled in the middle of a packet (here: waiting for B's QP, whose lock the test holds) while more packets
+     * for that QP come: B's receive thread takes the link over and handles the stalled packet again before the later
+     * ones, so B's QP gets them in order (no PSN gap, no NAK, no retransmission at A); one of the two copies is an RC
+     * duplicate. Before, the taker went on with the next packet, and whichever thread got the QP's lock first decided
+     * the order: a sequence error and a go-back at A when it was the taker.
+     */
+    @Test
+    void aTakeoverHandlesThePacketTheStalledThreadIsInTheMiddleOfFirst() throws Exception {
+        try (Pair p = pair(o -> o.timeout = 20)) { // 4 s: A must not time out while the test holds B's QP
+            SoftQp qpB = (SoftQp) p.b.qp;
+            Transport b = tr(p.b), a = tr(p.a);
+            MemoryRegion src = p.a.mrAll(4096), dst = p.b.mrAll(4096);
+            fill(src.segment(), 512, 5);
+            long takeovers = b.counters.get(Counter.RX_TAKEOVERS), repeats = b.counters.get(Counter.RX_TAKEOVER_REPEATS);
+            long outOfSequence = b.counters.get(Counter.RX_OUT_OF_SEQUENCE), retransmits = a.counters.get(Counter.RETRANSMITS);
+            java.util.concurrent.atomic.AtomicBoolean polling = new java.util.concurrent.atomic.AtomicBoolean(true);
+            Thread poller = Thread.ofPlatform().start(() -> {
+                WorkCompletion[] wc = WorkCompletion.array(4);
+                while (polling.get()) p.b.cq.poll(wc);
+            });
+            try {
+                synchronized (qpB) {
+                    for (int i = 0; i < 8; i++)
+                        p.a.qp.postSend(new SendWorkRequest().wrId(i).opcode(WrOpcode.RDMA_WRITE).signaled(true)
+                                .buffer(src, 64L * i, 64).remote(dst.address() + 64L * i, dst.rkey()));
+                    long end = System.nanoTime() + 10_000_000_000L;
+                    while (!(poller.getState() == Thread.State.BLOCKED && b.rxThread().getState() == Thread.State.BLOCKED
+                            && b.counters.get(Counter.RX_TAKEOVERS) > takeovers)) {
+                        assertTrue(System.nanoTime() < end, "B's poller and receive thread both wait for B's QP after a takeover");
+                        Thread.sleep(1);
+                    }
+                }
+                for (int i = 0; i < 8; i++) {
+                    WorkCompletion wc = poll(p.a.cq, 5000);
+                    assertEquals(WcStatus.SUCCESS, wc.status, () -> "WRITE " + wc.wrId + ": " + wc.status);
+                }
+            } finally {
+                polling.set(false);
+                poller.join(10_000);
+            }
+            assertFilled(dst.segment(), 0, 512, 5);
+            assertEquals(outOfSequence, b.counters.get(Counter.RX_OUT_OF_SEQUENCE), "B's QP got the WRITEs in order");
+            assertEquals(retransmits, a.counters.get(Counter.RETRANSMITS), "A sent each WRITE once");
+            assertTrue(b.counters.get(Counter.RX_TAKEOVER_REPEATS) > repeats, "the stalled packet was handled again at the takeover");
+        }
+    }
+
+    /**
      * A WRITE from A to B completes and lands while one of B's driving threads is stalled inside B's link; B has
      * counted a takeover of its link since the stall began (when it had {@code takeovers}).
      */
