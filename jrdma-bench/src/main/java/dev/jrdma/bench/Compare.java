@@ -29,6 +29,14 @@ import java.util.concurrent.atomic.AtomicReference;
 public final class Compare {
     /** The message sizes (bytes) measured when -s/--sizes is not given. */
     public static final List<Integer> DEFAULT_SIZES = List.of(2, 64, 1024, 4096, 65536);
+    /**
+     * Iterations of the unreported run before each latency point (of the same series and size, at least -n): both JVMs
+     * then have compiled the point's own path, peer included. The latency tests' warm-up on QPs connected to
+     * themselves does not reach all of it: over the same-host rings the first real round trips deoptimized the send and
+     * receive paths, and their recompilation on 2 CPUs that both pollers kept busy left a 64 B send_lat at 1.2-3 us
+     * t_typical and 0.5-1 ms at 99% over 20,000 iterations (0.7 us and 2 us over 200,000).
+     */
+    static final long LATENCY_WARMUP_ITERS = 20_000;
     /** The floor's bandwidth is measured with datagrams of this size (a page, the soft device's loopback MTU). */
     public static final int FLOOR_BW_SIZE = PerfOptions.DEFAULT_UDP_BW_SIZE;
 
@@ -184,20 +192,10 @@ public final class Compare {
                     if (!t.runsAt(size)) continue;
                     progress.update(String.format(" compare: %s %d bytes (%d/%d)", t.label(), size, done + 1, total));
                     if (!progress.enabled()) out.printf(" %s %d bytes ...%n", t.label(), size);
-                    send(cout, "RUN " + t.id() + " " + size + " " + iters + " " + o.durationSec);
-                    String ready = readLine(in, ctl, o.timeoutSec * 1000 + 30_000, "READY");
-                    if (!ready.startsWith("READY")) throw new BenchException("compare server: " + ready);
-                    PerfOptions r = runOptions(o, t, size, iters);
-                    r.host = o.host;
-                    RunResult rr = null;
-                    String failure = null;
-                    try {
-                        rr = runQuiet(r);
-                    } catch (BenchException | dev.jrdma.verbs.VerbsException e) {
-                        failure = e.getMessage();   // one point lost (a stalled peer, an overloaded machine): the others still count
-                    }
-                    String res = readLine(in, ctl, (int) Math.min(Integer.MAX_VALUE, o.timeoutSec * 1000L + 600_000L), "RESULT");
-                    if (failure == null && !res.startsWith("RESULT")) failure = "server: " + res;
+                    if (t.test.latency && PerfOptions.warmUps()) runPoint(in, ctl, cout, o, t, size, Math.max(iters, LATENCY_WARMUP_ITERS), 0);
+                    PointRun run = runPoint(in, ctl, cout, o, t, size, iters, o.durationSec);
+                    RunResult rr = run.result();
+                    String failure = run.failure(), res = run.serverLine();
                     done++;
                     if (failure != null) {
                         progress.clear();
@@ -221,6 +219,30 @@ public final class Compare {
         }
         if (points.isEmpty()) throw new BenchException("compare with " + o.host + ": no point could be measured; the first failure: " + notMeasured.getFirst());
         return new Result(device, o.host, iters, sizes, points, List.copyOf(notMeasured));
+    }
+
+    /** One point's run: both sides' outcome (a failure, when there is one, says what went wrong). */
+    private record PointRun(RunResult result, String failure, String serverLine) {}
+
+    /** Asks the server to run its side of one point, runs this side, and reads the server's answer. */
+    private static PointRun runPoint(BufferedReader in, Socket ctl, OutputStream cout, PerfOptions o, Series t, int size,
+                                     long iters, int durationSec) throws IOException {
+        send(cout, "RUN " + t.id() + " " + size + " " + iters + " " + durationSec);
+        String ready = readLine(in, ctl, o.timeoutSec * 1000 + 30_000, "READY");
+        if (!ready.startsWith("READY")) throw new BenchException("compare server: " + ready);
+        PerfOptions r = runOptions(o, t, size, iters);
+        r.durationSec = durationSec;
+        r.host = o.host;
+        RunResult rr = null;
+        String failure = null;
+        try {
+            rr = runQuiet(r);
+        } catch (BenchException | dev.jrdma.verbs.VerbsException e) {
+            failure = e.getMessage();   // one point lost (a stalled peer, an overloaded machine): the others still count
+        }
+        String res = readLine(in, ctl, (int) Math.min(Integer.MAX_VALUE, o.timeoutSec * 1000L + 600_000L), "RESULT");
+        if (failure == null && !res.startsWith("RESULT")) failure = "server: " + res;
+        return new PointRun(rr, failure, res);
     }
 
     static PerfOptions runOptions(PerfOptions o, Series s, int size, long iters) {
@@ -475,6 +497,9 @@ public final class Compare {
         sb.append("RDMA gain: best RDMA column against the better TCP column, >1 means RDMA is better (lower latency/CPU, higher throughput/rate).\n");
         for (String m : r.notMeasured()) sb.append("Not measured in this run: ").append(m).append('\n');
         sb.append("RDMA device: ").append(r.device()).append("; ").append(r.iters()).append(" iterations per point; latency is half a round trip.\n");
+        if (PerfOptions.warmUps())
+            sb.append(String.format(Locale.ROOT, "Warm-ups (not reported): a run of %d iterations before each latency point, %.0f s of the test's traffic before each bandwidth point.%n",
+                    Math.max(r.iters(), LATENCY_WARMUP_ITERS), PerfOptions.BW_WARMUP_NS / 1e9));
         sb.append("Reproduce: 'jrdma perf compare [-d DEV]' (server) and 'jrdma perf compare [-d DEV] [-n ITERS] HOST' (client).\n");
         return sb.toString();
     }

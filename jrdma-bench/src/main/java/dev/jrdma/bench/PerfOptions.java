@@ -102,6 +102,20 @@ public final class PerfOptions {
         return test != null && test.latency ? 2 : 65536;
     }
 
+    /**
+     * How long a bandwidth test's sender runs its loop before the timed run, the same for the RDMA, TCP and UDP
+     * series (perftest's {@code --perform_warm_up}, by time): a JVM compiles a path only while it runs, and the side
+     * that only receives has no other chance to. On this 2-CPU machine a cold 64 B write_bw over the rings needed
+     * about a second of traffic before it ran at its steady rate.
+     */
+    public static final long BW_WARMUP_NS = 2_000_000_000L;
+
+    /** {@return false when {@code -Djrdma.perf.warmup=0} turns the warm-ups off} */
+    static boolean warmUps() {
+        Long n = Long.getLong("jrdma.perf.warmup");
+        return n == null || n > 0;
+    }
+
     /** {@return the iterations to run: -n, else perftest's default (1000 for latency, 5000 for bandwidth)} */
     public long effectiveIters() {
         if (iters > 0) return iters;

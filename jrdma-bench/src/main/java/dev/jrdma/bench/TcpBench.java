@@ -17,12 +17,15 @@ import java.util.List;
  * <p>Protocol (jrdma's own, the TCP tests have no perftest counterpart): the client sends "JRDMATCP", the test
  * (0 latency, 1 bandwidth, 2 latency busy-polled) and, per size, a run header (size, iterations, duration in ms); a message whose first
  * byte is {@link #END} ends a run; the server answers it with its figures (messages, first-to-last ns, peak bytes/s,
- * CPU ns, wall ns). A run header with size 0 ends the session.
+ * CPU ns, wall ns). A run header with size 0 ends the session. tcp_bw's first run is a warm-up of
+ * {@link PerfOptions#BW_WARMUP_NS}, marked by {@link #WARM_UP_RUN} in place of the iterations, that nobody reports.
  */
 public final class TcpBench {
     static final byte[] MAGIC = "JRDMATCP".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
     static final byte END = (byte) 0xE5;
     static final int MODE_LAT = 0, MODE_BW = 1, MODE_LAT_BUSY_POLL = 2;
+    /** The iterations field of a run header that asks for a warm-up run: timed, not reported. */
+    static final long WARM_UP_RUN = -2;
 
     private TcpBench() {}
 
@@ -64,12 +67,19 @@ public final class TcpBench {
         ByteBuffer hdr = ByteBuffer.allocate(12).put(MAGIC).putInt(mode).flip();
         writeFully(ch, hdr);
         if (o.busyPoll) ch = new SpinChan(ch.socket, o.timeoutSec * 1000 + o.durationSec * 1000);
-        out.println(test.latency ? Report.latHeader() : Report.bwHeader(o.reportGbits));
         List<LatencyResult> lat = new ArrayList<>();
         List<BwResult> bw = new ArrayList<>();
         long cpuNs = 0, wallNs = 0;
         Watchdog dog = new Watchdog(ch, o.timeoutSec);
         try {
+            if (!test.latency && PerfOptions.warmUps()) {
+                int size = o.runSizes().getFirst();
+                writeFully(ch, ByteBuffer.allocate(20).putInt(size).putLong(WARM_UP_RUN).putLong(PerfOptions.BW_WARMUP_NS / 1_000_000).flip());
+                BwResult w = bwClient(ch, ch.allocate(size), size, Long.MAX_VALUE, PerfOptions.BW_WARMUP_NS, dog, progress);
+                progress.clear();
+                if (!o.quiet) out.printf(" Warm-up         : %d messages, %.1f ms%n", w.iters(), PerfOptions.BW_WARMUP_NS / 1e6);
+            }
+            out.println(test.latency ? Report.latHeader() : Report.bwHeader(o.reportGbits));
             for (int size : o.runSizes()) {
                 long iters = o.durationSec > 0 ? -1 : o.effectiveIters();
                 writeFully(ch, ByteBuffer.allocate(20).putInt(size).putLong(iters).putLong(o.durationSec * 1000L).flip());
@@ -81,7 +91,8 @@ public final class TcpBench {
                     out.println(Report.latLine(r));
                     lat.add(r);
                 } else {
-                    BwResult r = bwClient(ch, msg, size, o, dog, progress);
+                    BwResult r = o.durationSec > 0 ? bwClient(ch, msg, size, Long.MAX_VALUE, o.durationSec * 1_000_000_000L, dog, progress)
+                            : bwClient(ch, msg, size, o.effectiveIters(), 0, dog, progress);
                     progress.clear();
                     out.println(Report.bwLine(r, o.reportGbits));
                     bw.add(r);
@@ -137,10 +148,10 @@ public final class TcpBench {
         return LatencyResult.fromPostTimes(size, t, (int) count, 2);
     }
 
-    private static BwResult bwClient(Chan ch, ByteBuffer msg, int size, PerfOptions o, Watchdog dog, Progress progress) throws IOException {
-        boolean timed = o.durationSec > 0;
-        long iters = timed ? Long.MAX_VALUE : o.effectiveIters();
-        long start = System.nanoTime(), end = timed ? start + o.durationSec * 1_000_000_000L : Long.MAX_VALUE;
+    /** Streams {@code iters} messages, or for {@code durationNs} when that is above 0. */
+    private static BwResult bwClient(Chan ch, ByteBuffer msg, int size, long iters, long durationNs, Watchdog dog, Progress progress) throws IOException {
+        boolean timed = durationNs > 0;
+        long start = System.nanoTime(), end = timed ? start + durationNs : Long.MAX_VALUE;
         long count = 0;
         while (count < iters) {
             if (timed && (count & 0xff) == 0 && System.nanoTime() >= end) break;
@@ -218,7 +229,7 @@ public final class TcpBench {
                 readFully(ch, run);
                 run.flip();
                 int size = run.getInt();
-                run.getLong();
+                boolean warmUp = run.getLong() == WARM_UP_RUN;
                 long durMs = run.getLong();
                 if (size <= 0) break;
                 if (size > PerfOptions.MAX_SIZE) throw new BenchException("client asked for " + size + " bytes, more than " + PerfOptions.MAX_SIZE);
@@ -253,10 +264,11 @@ public final class TcpBench {
                     count++;
                 }
                 cpu.stop();
-                cpuNs += cpu.cpuNs();
-                wallNs += cpu.wallNs();
                 ByteBuffer f = ByteBuffer.allocate(40).putLong(count).putLong(last - first).putDouble(peak).putLong(cpu.cpuNs()).putLong(cpu.wallNs()).flip();
                 writeFully(ch, f);
+                if (warmUp) continue;
+                cpuNs += cpu.cpuNs();
+                wallNs += cpu.wallNs();
                 if (latency) {
                     if (n >= 4) {
                         LatencyResult r = LatencyResult.fromDeltas(size, count, t, n, 2);

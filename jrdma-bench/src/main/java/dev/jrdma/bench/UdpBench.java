@@ -30,7 +30,9 @@ import java.util.List;
  * and both connect their datagram channels to each other. Per size the client sends a run header (size, iterations,
  * duration in ms) and waits for one ready byte; the datagrams flow; the client sends END (datagrams sent) on the
  * control connection, and the server, once its socket is drained, answers with its figures (datagrams received,
- * first-to-last ns, peak bytes/s, CPU ns, wall ns). A run header with size 0 ends the session.
+ * first-to-last ns, peak bytes/s, CPU ns, wall ns). A run header with size 0 ends the session. udp_bw's first run is
+ * a warm-up of {@link PerfOptions#BW_WARMUP_NS}, marked by {@link #WARM_UP_RUN} in place of the iterations, that nobody
+ * reports.
  *
  * <p>Each datagram carries its sequence number in its first min(8, SIZE) bytes (the low bytes of it when SIZE &lt; 8)
  * and a fixed pattern after that. The latency client matches every echo's sequence number; both sides compare the
@@ -40,6 +42,8 @@ import java.util.List;
 public final class UdpBench {
     static final byte[] MAGIC = "JRDMAUDP".getBytes(StandardCharsets.US_ASCII);
     static final int MODE_LAT = 0, MODE_BW = 1;
+    /** The iterations field of a run header that asks for a warm-up run: timed, not reported. */
+    static final long WARM_UP_RUN = -2;
     /** A ping whose echo has not come back in this time is sent again (loopback loses a datagram only under overload). */
     static final long RESEND_NS = 200_000_000L;
     /** Socket buffers asked for (the kernel caps them at net.core.rmem_max / wmem_max). */
@@ -98,25 +102,29 @@ public final class UdpBench {
         PerfTest test = o.test;
         Progress progress = Progress.forTerminal(out, o.quiet);
         printHeader(out, o, "client");
-        out.println(test.latency ? Report.latHeader() : Report.bwHeader(o.reportGbits));
         List<LatencyResult> lat = new ArrayList<>();
         List<BwResult> bw = new ArrayList<>();
         long cpuNs = 0, wallNs = 0;
+        if (!test.latency && PerfOptions.warmUps()) {
+            int size = o.runSizes().getFirst();
+            startRun(in, cout, size, WARM_UP_RUN, PerfOptions.BW_WARMUP_NS / 1_000_000);
+            Datagrams d = new Datagrams(size);
+            drain(udp, d.rx);
+            ServerFigures w = endRun(in, cout, stream(udp, d, Long.MAX_VALUE, PerfOptions.BW_WARMUP_NS, o, progress));
+            progress.clear();
+            if (!o.quiet) out.printf(" Warm-up         : %d datagrams arrived, %.1f ms%n", w.received(), PerfOptions.BW_WARMUP_NS / 1e6);
+        }
+        out.println(test.latency ? Report.latHeader() : Report.bwHeader(o.reportGbits));
         for (int size : o.runSizes()) {
-            long iters = o.durationSec > 0 ? -1 : o.effectiveIters();
-            cout.writeInt(size);
-            cout.writeLong(iters);
-            cout.writeLong(o.durationSec * 1000L);
-            cout.flush();
-            if (in.readByte() != 1) throw new BenchException("the server refused the run (see its output)");
+            startRun(in, cout, size, o.durationSec > 0 ? -1 : o.effectiveIters(), o.durationSec * 1000L);
             Datagrams d = new Datagrams(size);
             drain(udp, d.rx);   // late echoes of an earlier run
             CpuMeter cpu = new CpuMeter().start();
             long start = System.nanoTime();
-            Sent sent = test.latency ? pingPong(udp, d, o, progress) : stream(udp, d, o, progress);
-            cout.writeLong(sent.count);
-            cout.flush();
-            ServerFigures f = new ServerFigures(in.readLong(), in.readLong(), in.readDouble(), in.readLong(), in.readLong());
+            Sent sent = test.latency ? pingPong(udp, d, o, progress)
+                    : o.durationSec > 0 ? stream(udp, d, Long.MAX_VALUE, o.durationSec * 1_000_000_000L, o, progress)
+                    : stream(udp, d, o.effectiveIters(), 0, o, progress);
+            ServerFigures f = endRun(in, cout, sent);
             long elapsed = System.nanoTime() - start;
             cpu.stop();
             progress.clear();
@@ -145,6 +153,22 @@ public final class UdpBench {
         cout.flush();
         out.println(Report.RESULT_LINE);
         return new RunResult(test, "udp", lat, bw, null, cpuNs, wallNs);
+    }
+
+    /** Sends a run header and waits for the server's ready byte. */
+    private static void startRun(DataInputStream in, DataOutputStream cout, int size, long iters, long durationMs) throws IOException {
+        cout.writeInt(size);
+        cout.writeLong(iters);
+        cout.writeLong(durationMs);
+        cout.flush();
+        if (in.readByte() != 1) throw new BenchException("the server refused the run (see its output)");
+    }
+
+    /** Tells the server what was sent and reads its figures. */
+    private static ServerFigures endRun(DataInputStream in, DataOutputStream cout, Sent sent) throws IOException {
+        cout.writeLong(sent.count);
+        cout.flush();
+        return new ServerFigures(in.readLong(), in.readLong(), in.readDouble(), in.readLong(), in.readLong());
     }
 
     /** What the client sent in one run. */
@@ -194,11 +218,10 @@ public final class UdpBench {
         return new Sent(count, t, resent);
     }
 
-    /** udp_bw's client: datagrams as fast as the socket takes them. */
-    private static Sent stream(DatagramChannel udp, Datagrams d, PerfOptions o, Progress progress) throws IOException {
-        boolean timed = o.durationSec > 0;
-        long iters = timed ? Long.MAX_VALUE : o.effectiveIters();
-        long end = timed ? System.nanoTime() + o.durationSec * 1_000_000_000L : Long.MAX_VALUE;
+    /** udp_bw's client: {@code iters} datagrams (or for {@code durationNs} when above 0) as fast as the socket takes them. */
+    private static Sent stream(DatagramChannel udp, Datagrams d, long iters, long durationNs, PerfOptions o, Progress progress) throws IOException {
+        boolean timed = durationNs > 0;
+        long end = timed ? System.nanoTime() + durationNs : Long.MAX_VALUE;
         long timeoutNs = o.timeoutSec * 1_000_000_000L;
         long count = 0;
         while (count < iters) {
@@ -275,7 +298,7 @@ public final class UdpBench {
         while (true) {
             ctl.setSoTimeout(Math.max(o.timeoutSec * 1000, 600_000));   // between runs the client may take its time
             int size = in.readInt();
-            in.readLong();
+            boolean warmUp = in.readLong() == WARM_UP_RUN;
             in.readLong();
             if (size <= 0) break;
             if (size > PerfOptions.MAX_UDP_SIZE) throw new BenchException("client asked for " + size + " bytes, more than a UDP datagram holds");
@@ -330,8 +353,6 @@ public final class UdpBench {
             }
             control.configureBlocking(true);
             cpu.stop();
-            cpuNs += cpu.cpuNs();
-            wallNs += cpu.wallNs();
             long sent = endMsg.flip().getLong();
             cout.writeLong(count);
             cout.writeLong(last - first);
@@ -339,6 +360,9 @@ public final class UdpBench {
             cout.writeLong(cpu.cpuNs());
             cout.writeLong(cpu.wallNs());
             cout.flush();
+            if (warmUp) continue;
+            cpuNs += cpu.cpuNs();
+            wallNs += cpu.wallNs();
             if (test.latency) {
                 if (n >= 4) {
                     LatencyResult r = LatencyResult.fromDeltas(size, count, t, n, 2);

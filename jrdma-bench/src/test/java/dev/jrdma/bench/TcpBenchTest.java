@@ -70,6 +70,9 @@ class TcpBenchTest {
         assertTrue(r.bwAvgMBs() > 0, r.toString());
         assertEquals(2000, o.server().bandwidth().getFirst().iters());
         assertTrue(o.clientOut().contains(Report.BW_HEADER));
+        // the 2 s warm-up ran on the connection first; the server counted it, reported only the timed run
+        assertTrue(o.clientOut().matches("(?s).* Warm-up         : [1-9][0-9]* messages, 2000.0 ms\n.*"), o.clientOut());
+        assertEquals(1, o.server().bandwidth().size(), o.serverOut());
     }
 
     @Test

@@ -68,6 +68,10 @@ class UdpBenchTest {
         assertTrue(c.bwAvgMBs() > 0 && c.msgRateMpps() > 0, c.toString());
         assertTrue(o.clientOut().contains(Report.BW_HEADER), o.clientOut());
         assertTrue(o.clientOut().contains(Report.bwLine(c, false)), o.clientOut());
+        // the 2 s warm-up ran first; only the timed run is reported, on both sides
+        assertTrue(o.clientOut().matches("(?s).* Warm-up         : [0-9]+ datagrams arrived, 2000.0 ms\n.*"), o.clientOut());
+        assertEquals(1, o.server().bandwidth().size(), o.serverOut());
+        assertEquals(1, o.client().bandwidth().size(), o.clientOut());
     }
 
     @Test
