@@ -176,6 +176,9 @@ final class Transport {
         final long tag;
 
         Receiver(long tag) { this.tag = tag; }
+
+        /** This receiver's thread is inside the link's receive call ({@link #RECEIVE_STALL_NANOS}). */
+        volatile boolean inReceive;
         /** The thread driving with this receiver, or null (written by that thread only). */
         Thread owner;
         /** Where bursts are received: preallocated slots, and the link's native message headers. */
@@ -595,6 +598,14 @@ final class Transport {
      * without waiting for an event, e.g. to spin on memory that a peer writes.
      */
     static final long POLL_QUIET_NANOS = 1_000_000;
+    /**
+     * How long a thread descheduled inside the link's receive call keeps the link: the packets it is taking are older
+     * than any a taker would receive, so a takeover then reorders them (a PSN gap at their QPs). Long enough for most
+     * stalls under emulation, far below a retransmission timeout. In the guest ({@code read-bw-probe.sh}, 100 READs of
+     * 64 KiB from rxe): READ re-requests per run 0-60 (mean 18) with the 1 ms of {@link #POLL_QUIET_NANOS}, 0-30 (mean
+     * 7.5, 0 in 7 of 12 runs) with this.
+     */
+    static final long RECEIVE_STALL_NANOS = 10_000_000;
 
     /**
      * A CQ of this device is being polled: handle what the socket holds on the polling thread (no hand-off to
@@ -672,7 +683,13 @@ final class Transport {
             while (look && n < budget && linkOwner.get() == r && r.borrowers.get() == 0) {
                 int got;
                 try {
-                    got = link.receive(batch);
+                    r.inReceive = true;
+                    try {
+                        got = link.receive(batch);
+                        r.cursor.set((long) got << 32); // published for a takeover: got packets, the next is the first
+                    } finally {
+                        r.inReceive = false;
+                    }
                 } catch (ClosedChannelException e) {
                     break; // the device was released
                 } catch (IOException | RuntimeException | Error e) {
@@ -681,7 +698,6 @@ final class Transport {
                     if (!(e instanceof IOException)) System.getLogger("dev.jrdma.soft").log(System.Logger.Level.WARNING, "soft device " + key + ": receiving failed", e);
                     break;
                 }
-                r.cursor.set((long) got << 32); // published for a takeover: got packets, the next is the first
                 n += handleBatch(r, r);
                 if (got == 0 || batch.drained) break; // the link said it is empty: no call to find that out again
             }
@@ -748,7 +764,7 @@ final class Transport {
             r.otherStillSince = now;
             return false;
         }
-        return now - r.otherStillSince >= POLL_QUIET_NANOS;
+        return now - r.otherStillSince >= (other.inReceive ? RECEIVE_STALL_NANOS : POLL_QUIET_NANOS);
     }
 
     /** Whether the receive thread still runs (tests: no fault may end it). */

@@ -213,9 +213,10 @@ class ProgressTest {
     }
 
     /**
-     * The other way round: B's receive thread is descheduled inside the link (it holds it) while an application
-     * thread polls B's CQ. The poller leaves the link to it for a millisecond (packets are handled in the order they
-     * arrived), then takes the packets itself; before the link had one holder at a time the poller never waited.
+     * The other way round: B's receive thread is descheduled inside the link's receive call (it holds the link) while
+     * an application thread polls B's CQ. The poller leaves the link to it for {@link Transport#RECEIVE_STALL_NANOS}
+     * (the packets it takes are older than any the poller would take), then takes the packets itself; before the link
+     * had one holder at a time the poller never waited.
      */
     @Test
     void aReceiveThreadStalledInsideTheLinkDoesNotStopAPoller() throws Exception {
@@ -225,6 +226,7 @@ class ProgressTest {
             MemoryRegion src = a.mrAll(4096), dst = b.mrAll(4096);
             a.qp.postSend(new SendWorkRequest().wrId(6).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 0, 64).remote(dst.address(), dst.rkey()));
             assertTrue(link.stalled.await(10, TimeUnit.SECONDS), "B's receive thread entered B's socket");
+            long pollerStart = System.nanoTime();
             Thread poller = Thread.ofPlatform().start(() -> {
                 WorkCompletion[] wc = WorkCompletion.array(1);
                 while (link.release.getCount() > 0) b.cq.poll(wc);
@@ -233,6 +235,8 @@ class ProgressTest {
                 WorkCompletion first = poll(a.cq, 5000);
                 assertEquals(WcStatus.SUCCESS, first.status, "the WRITE that woke B's receive thread, taken by B's poller");
                 assertEquals(6, first.wrId);
+                // a thread stalled inside the link's receive call is taking older packets: the poller waits longer then
+                assertTrue(System.nanoTime() - pollerStart >= Transport.RECEIVE_STALL_NANOS, "the poller took over before RECEIVE_STALL_NANOS");
                 writeLandsWhileStalled(a, b, takeovers);
                 assertTrue(tr(b).rxThread().getState() == Thread.State.WAITING && link.release.getCount() == 1, "B's receive thread was stalled all along");
             } finally {
