@@ -97,6 +97,13 @@ class EchoTest {
             done.completeExceptionally(cause);
             ctx.close();
         }
+
+        /** A channel that closes before the whole echo came back fails at once, saying how much came (not a timeout). */
+        @Override
+        public void channelInactive(ChannelHandlerContext ctx) {
+            done.completeExceptionally(new IllegalStateException("the channel closed after " + received.readableBytes()
+                    + " of " + payload.length + " echoed bytes"));
+        }
     }
 
     private static byte[] echo(EventLoopGroup boss, EventLoopGroup workers, Class<? extends io.netty.channel.ServerChannel> serverClass,
