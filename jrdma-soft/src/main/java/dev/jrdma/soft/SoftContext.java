@@ -281,7 +281,7 @@ public final class SoftContext extends Resource implements Context {
         return java.util.Collections.unmodifiableMap(m);
     }
 
-    /** The device's link: e.g. "udp 127.0.0.1:4791 (nio) + same-host ring /dev/shm/jrdma-soft-... (to 127.0.0.2:4791 over shm)". */
+    /** The device's link: e.g. "udp 127.0.0.1:4791 (libc) + same-host ring /dev/shm/jrdma-soft-... (to 127.0.0.2:4791 over shm)". */
     @Override
     public String linkDescription() {
         checkOpen("linkDescription");
