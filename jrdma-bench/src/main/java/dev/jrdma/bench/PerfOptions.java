@@ -109,6 +109,8 @@ public final class PerfOptions {
      * about a second of traffic before it ran at its steady rate.
      */
     public static final long BW_WARMUP_NS = 2_000_000_000L;
+    /** The iterations field of a tcp_bw or udp_bw run header that asks for the warm-up run: timed, not reported. */
+    static final long WARM_UP_RUN = -2;
 
     /** {@return false when {@code -Djrdma.perf.warmup=0} turns the warm-ups off} */
     static boolean warmUps() {

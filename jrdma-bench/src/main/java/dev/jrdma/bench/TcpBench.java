@@ -18,14 +18,12 @@ import java.util.List;
  * (0 latency, 1 bandwidth, 2 latency busy-polled) and, per size, a run header (size, iterations, duration in ms); a message whose first
  * byte is {@link #END} ends a run; the server answers it with its figures (messages, first-to-last ns, peak bytes/s,
  * CPU ns, wall ns). A run header with size 0 ends the session. tcp_bw's first run is a warm-up of
- * {@link PerfOptions#BW_WARMUP_NS}, marked by {@link #WARM_UP_RUN} in place of the iterations, that nobody reports.
+ * {@link PerfOptions#BW_WARMUP_NS}, marked by {@link PerfOptions#WARM_UP_RUN} in place of the iterations, that nobody reports.
  */
 public final class TcpBench {
     static final byte[] MAGIC = "JRDMATCP".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
     static final byte END = (byte) 0xE5;
     static final int MODE_LAT = 0, MODE_BW = 1, MODE_LAT_BUSY_POLL = 2;
-    /** The iterations field of a run header that asks for a warm-up run: timed, not reported. */
-    static final long WARM_UP_RUN = -2;
 
     private TcpBench() {}
 
@@ -74,7 +72,7 @@ public final class TcpBench {
         try {
             if (!test.latency && PerfOptions.warmUps()) {
                 int size = o.runSizes().getFirst();
-                writeFully(ch, ByteBuffer.allocate(20).putInt(size).putLong(WARM_UP_RUN).putLong(PerfOptions.BW_WARMUP_NS / 1_000_000).flip());
+                writeFully(ch, ByteBuffer.allocate(20).putInt(size).putLong(PerfOptions.WARM_UP_RUN).putLong(PerfOptions.BW_WARMUP_NS / 1_000_000).flip());
                 BwResult w = bwClient(ch, ch.allocate(size), size, Long.MAX_VALUE, PerfOptions.BW_WARMUP_NS, dog, progress);
                 progress.clear();
                 if (!o.quiet) out.printf(" Warm-up         : %d messages, %.1f ms%n", w.iters(), PerfOptions.BW_WARMUP_NS / 1e6);
@@ -91,8 +89,7 @@ public final class TcpBench {
                     out.println(Report.latLine(r));
                     lat.add(r);
                 } else {
-                    BwResult r = o.durationSec > 0 ? bwClient(ch, msg, size, Long.MAX_VALUE, o.durationSec * 1_000_000_000L, dog, progress)
-                            : bwClient(ch, msg, size, o.effectiveIters(), 0, dog, progress);
+                    BwResult r = bwClient(ch, msg, size, o.durationSec > 0 ? Long.MAX_VALUE : o.effectiveIters(), o.durationSec * 1_000_000_000L, dog, progress);
                     progress.clear();
                     out.println(Report.bwLine(r, o.reportGbits));
                     bw.add(r);
@@ -229,7 +226,7 @@ public final class TcpBench {
                 readFully(ch, run);
                 run.flip();
                 int size = run.getInt();
-                boolean warmUp = run.getLong() == WARM_UP_RUN;
+                boolean warmUp = run.getLong() == PerfOptions.WARM_UP_RUN;
                 long durMs = run.getLong();
                 if (size <= 0) break;
                 if (size > PerfOptions.MAX_SIZE) throw new BenchException("client asked for " + size + " bytes, more than " + PerfOptions.MAX_SIZE);

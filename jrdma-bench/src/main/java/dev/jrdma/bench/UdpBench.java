@@ -31,7 +31,7 @@ import java.util.List;
  * duration in ms) and waits for one ready byte; the datagrams flow; the client sends END (datagrams sent) on the
  * control connection, and the server, once its socket is drained, answers with its figures (datagrams received,
  * first-to-last ns, peak bytes/s, CPU ns, wall ns). A run header with size 0 ends the session. udp_bw's first run is
- * a warm-up of {@link PerfOptions#BW_WARMUP_NS}, marked by {@link #WARM_UP_RUN} in place of the iterations, that nobody
+ * a warm-up of {@link PerfOptions#BW_WARMUP_NS}, marked by {@link PerfOptions#WARM_UP_RUN} in place of the iterations, that nobody
  * reports.
  *
  * <p>Each datagram carries its sequence number in its first min(8, SIZE) bytes (the low bytes of it when SIZE &lt; 8)
@@ -42,8 +42,6 @@ import java.util.List;
 public final class UdpBench {
     static final byte[] MAGIC = "JRDMAUDP".getBytes(StandardCharsets.US_ASCII);
     static final int MODE_LAT = 0, MODE_BW = 1;
-    /** The iterations field of a run header that asks for a warm-up run: timed, not reported. */
-    static final long WARM_UP_RUN = -2;
     /** A ping whose echo has not come back in this time is sent again (loopback loses a datagram only under overload). */
     static final long RESEND_NS = 200_000_000L;
     /** Socket buffers asked for (the kernel caps them at net.core.rmem_max / wmem_max). */
@@ -107,7 +105,7 @@ public final class UdpBench {
         long cpuNs = 0, wallNs = 0;
         if (!test.latency && PerfOptions.warmUps()) {
             int size = o.runSizes().getFirst();
-            startRun(in, cout, size, WARM_UP_RUN, PerfOptions.BW_WARMUP_NS / 1_000_000);
+            startRun(in, cout, size, PerfOptions.WARM_UP_RUN, PerfOptions.BW_WARMUP_NS / 1_000_000);
             Datagrams d = new Datagrams(size);
             drain(udp, d.rx);
             ServerFigures w = endRun(in, cout, stream(udp, d, Long.MAX_VALUE, PerfOptions.BW_WARMUP_NS, o, progress));
@@ -122,8 +120,7 @@ public final class UdpBench {
             CpuMeter cpu = new CpuMeter().start();
             long start = System.nanoTime();
             Sent sent = test.latency ? pingPong(udp, d, o, progress)
-                    : o.durationSec > 0 ? stream(udp, d, Long.MAX_VALUE, o.durationSec * 1_000_000_000L, o, progress)
-                    : stream(udp, d, o.effectiveIters(), 0, o, progress);
+                    : stream(udp, d, o.durationSec > 0 ? Long.MAX_VALUE : o.effectiveIters(), o.durationSec * 1_000_000_000L, o, progress);
             ServerFigures f = endRun(in, cout, sent);
             long elapsed = System.nanoTime() - start;
             cpu.stop();
@@ -298,7 +295,7 @@ public final class UdpBench {
         while (true) {
             ctl.setSoTimeout(Math.max(o.timeoutSec * 1000, 600_000));   // between runs the client may take its time
             int size = in.readInt();
-            boolean warmUp = in.readLong() == WARM_UP_RUN;
+            boolean warmUp = in.readLong() == PerfOptions.WARM_UP_RUN;
             in.readLong();
             if (size <= 0) break;
             if (size > PerfOptions.MAX_UDP_SIZE) throw new BenchException("client asked for " + size + " bytes, more than a UDP datagram holds");

@@ -1,6 +1,7 @@
 package dev.jrdma.soft;
 
 import dev.jrdma.soft.wire.Icrc;
+import dev.jrdma.soft.wire.Opcode;
 import dev.jrdma.soft.wire.RocePacket;
 import dev.jrdma.verbs.Mtu;
 import dev.jrdma.verbs.VerbsException;
@@ -884,7 +885,7 @@ final class Transport {
             return drop(Counter.RX_BAD_ICRC, repeat); // over IPv6 the whole ICRC is checked: nothing in it is the kernel's choice
         }
         if (r.pkt.wrap(buf, 0, len) != RocePacket.OK) return drop(Counter.RX_MALFORMED, repeat);
-        if (repeat && (r.pkt.opcode() & 0xE0) != 0) return false; // not RC (the opcode's top 3 bits name the transport)
+        if (repeat && !Opcode.isRc(r.pkt.opcode())) return false; // UD and UC have no duplicate detection
         int qpn = r.pkt.destQp();
         SoftQp qp = qpn < TABLE_SIZE ? qps.get(qpn) : null;
         if (qp == null) return drop(Counter.RX_UNKNOWN_QP, repeat);

@@ -210,6 +210,13 @@ public enum Opcode {
     public static boolean isValid(int code) { return FLAGS[code & 0xFF] != 0; }
 
     /**
+     * {@return whether the opcode value is a Reliable Connection one (IBA 9.2: its top 3 bits, the transport, are 000)}
+     *
+     * @param code an 8-bit BTH opcode value (only its low 8 bits are used)
+     */
+    public static boolean isRc(int code) { return (code & 0xE0) == 0; }
+
+    /**
      * {@return the offset of the RETH, AtomicETH, AETH or DETH (whichever the opcode has) from the BTH's start: right
      * after the BTH}
      *

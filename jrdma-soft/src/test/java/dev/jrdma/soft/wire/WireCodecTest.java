@@ -151,6 +151,10 @@ class WireCodecTest {
         assertEquals(-1, Opcode.headerLength(0x66)); // UD has no other opcode; UC (0x20..) is not implemented
         assertEquals(-1, Opcode.headerLength(0x20));
         assertFalse(Opcode.isValid(0x81));
+        // the transport is the top 3 bits: RC 000, UC 001, UD 011 (a takeover repeats RC packets only)
+        for (Opcode op : ops) assertEquals(op.code() < 0x20, Opcode.isRc(op.code()), op.name());
+        assertFalse(Opcode.isRc(0x20));
+        assertFalse(Opcode.isRc(0x81));
         // header lengths: BTH 12, +RETH 16, +AETH 4, +AtomicETH 28, +AtomicAckETH 8, +ImmDt/IETH 4
         assertEquals(12, Opcode.SEND_FIRST.headerLength());
         assertEquals(16, Opcode.SEND_ONLY_WITH_IMMEDIATE.headerLength());
