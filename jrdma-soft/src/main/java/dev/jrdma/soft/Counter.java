@@ -47,6 +47,11 @@ enum Counter {
     RX_SHM_PACKETS("rx_shm_packets"),
     /** A same-host ring cell with a length or sender port out of range: dropped (the ring is a sender's, untrusted). */
     RX_SHM_BAD_CELL("rx_shm_bad_cell"),
+    /**
+     * Times this device's same-host rings failed (their file truncated or replaced under the mapping) and were made
+     * again under the same name (or given up for UDP when that failed).
+     */
+    RX_SHM_RING_REBUILDS("rx_shm_ring_rebuilds"),
     /** Empty UDP datagrams that woke the receive thread for the same-host rings (when the device has them). */
     RX_SHM_DOORBELLS("rx_shm_doorbells"),
     /**

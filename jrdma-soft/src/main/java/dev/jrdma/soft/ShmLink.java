@@ -45,10 +45,22 @@ final class ShmLink implements Link {
     static final long SPIN_NANOS = 50_000;
     /** How long a peer found without a ring is sent to over UDP before the link looks for its ring again. */
     static final long RECHECK_NANOS = 1_000_000_000L;
+    /**
+     * How long a peer's ring may stay full before the link checks that the peer still serves it (its process may have
+     * died with the file left behind), and how often it checks again while it stays full: the check makes system calls
+     * and allocates, and a live receiver that is only behind (descheduled) frees room within this time.
+     */
+    static final long FULL_CHECK_NANOS = 20_000_000;
+    /** How often a watch thread checks that each device's own file is still in place and whole. */
+    static final long OWN_CHECK_MILLIS = 1000;
     private static final ByteBuffer DOORBELL = ByteBuffer.allocateDirect(0);
 
     private final Link udp;
-    private final ShmReceiver receiver;
+    /** This device's rings: replaced by a new file when the old one fails (truncated or replaced under the mapping). */
+    private volatile ShmReceiver receiver;
+    private final Clock clock;
+    /** Tells once a second at most that the device's rings failed and were made again. */
+    private final LogLimiter ringWarnings;
     private final IpAddress local;
     private final int port;
     private final Counter.Set counters;
@@ -64,10 +76,27 @@ final class ShmLink implements Link {
     private volatile boolean sleeping;
 
     /** How packets to one peer address go: through its ring ({@code sender}), or over UDP until {@code recheckAt}. */
-    private record Route(InetSocketAddress to, ShmSender sender, long recheckAt) {}
+    private static final class Route {
+        final InetSocketAddress to;
+        final ShmSender sender;
+        final long recheckAt;
+        /**
+         * When the ring was found full with no packet in since, 0 when it takes packets; moved on at each check of the
+         * peer (racy between sending threads: any value will do).
+         */
+        long fullSince;
 
-    private ShmLink(Link udp, ShmRingFile ring, IpAddress local, int port, Counter.Set counters, DatagramChannel doorbells) {
+        Route(InetSocketAddress to, ShmSender sender, long recheckAt) {
+            this.to = to;
+            this.sender = sender;
+            this.recheckAt = recheckAt;
+        }
+    }
+
+    private ShmLink(Link udp, ShmRingFile ring, IpAddress local, int port, Counter.Set counters, DatagramChannel doorbells, Clock clock) {
         this.udp = udp;
+        this.clock = clock;
+        this.ringWarnings = new LogLimiter(LOG, clock, 1_000_000_000L);
         this.receiver = new ShmReceiver(ring, local, counters);
         this.local = local;
         this.port = port;
@@ -90,6 +119,11 @@ final class ShmLink implements Link {
      * itself when they are off or cannot be made (in auto mode). Closes {@code udp} when it throws.
      */
     static Link around(Link udp, IpAddress local, int port, Counter.Set counters) throws IOException {
+        return around(udp, local, port, counters, Clock.SYSTEM);
+    }
+
+    /** {@link #around(Link, IpAddress, int, Counter.Set)} with the link's time taken from {@code clock}. */
+    static Link around(Link udp, IpAddress local, int port, Counter.Set counters, Clock clock) throws IOException {
         String mode;
         try {
             mode = mode();
@@ -119,7 +153,9 @@ final class ShmLink implements Link {
             ring = ShmRingFile.create(local, port);
             bells = DatagramChannel.open(local.inet instanceof Inet4Address ? StandardProtocolFamily.INET : StandardProtocolFamily.INET6);
             bells.configureBlocking(false);
-            return new ShmLink(udp, ring, local, port, counters, bells);
+            ShmLink link = new ShmLink(udp, ring, local, port, counters, bells, clock);
+            Watch.add(link);
+            return link;
         } catch (IOException | RuntimeException e) {
             if (ring != null) ring.close();
             if (bells != null) bells.close();
@@ -136,28 +172,48 @@ final class ShmLink implements Link {
     public boolean send(ByteBuffer b, InetSocketAddress to) throws IOException {
         Route r = last;
         if (r == null || r.to != to) r = route(to);
+        if (r.sender == null && clock.nanoTime() - r.recheckAt > 0) {
+            forget(r); // a while over UDP: look for the peer's ring again, for this packet already
+            r = route(to);
+        }
         ShmSender s = r.sender;
         if (s != null) {
             switch (s.send(b)) {
                 case SENT -> {
                     counters.add(Counter.TX_SHM_PACKETS);
+                    if (r.fullSince != 0) r.fullSince = 0;
                     return true;
                 }
                 case SENT_WAKE -> {
                     counters.add(Counter.TX_SHM_PACKETS);
+                    if (r.fullSince != 0) r.fullSince = 0;
                     ringDoorbell(s, to);
                     return true;
                 }
                 case FULL -> {
-                    return false;
+                    if (peerStillServes(r, s)) return false;
+                    forget(r); // its receiver is gone: this packet and the next go over UDP until the peer has a ring again
                 }
                 case TOO_LONG -> { }
                 case GONE -> forget(r);
             }
-        } else if (System.nanoTime() - r.recheckAt > 0) {
-            forget(r); // the next packet looks for the peer's ring again
         }
         return udp.send(b, to);
+    }
+
+    /**
+     * Whether the receiver of a full ring may still be there: checked once the ring has stayed full for
+     * {@link #FULL_CHECK_NANOS} (a process killed outright leaves its file open, and its ring fills and stays full).
+     */
+    private boolean peerStillServes(Route r, ShmSender s) {
+        long now = clock.nanoTime(), since = r.fullSince;
+        if (since == 0) {
+            r.fullSince = now | 1; // never 0
+            return true;
+        }
+        if (now - since < FULL_CHECK_NANOS) return true;
+        r.fullSince = now | 1;
+        return s.checkPeer();
     }
 
     private Route route(InetSocketAddress to) {
@@ -183,7 +239,7 @@ final class ShmLink implements Link {
                 }
             }
         }
-        r = new Route(to, s, System.nanoTime() + RECHECK_NANOS);
+        r = new Route(to, s, clock.nanoTime() + RECHECK_NANOS);
         routes.put(to, r);
         return r;
     }
@@ -207,13 +263,23 @@ final class ShmLink implements Link {
     /** One packet, from a ring or the socket (links wrapped around this one receive so; the device takes bursts). */
     @Override
     public InetSocketAddress receive(ByteBuffer b) throws IOException {
-        InetSocketAddress from = receiver.takeOne(b);
+        InetSocketAddress from = takeOne(b);
         if (from != null) return from;
         int at = b.position();
         from = udp.receive(b);
         if (from == null || b.position() > at) return from;
         doorbell();
-        return receiver.takeOne(b);
+        return takeOne(b);
+    }
+
+    private InetSocketAddress takeOne(ByteBuffer b) {
+        ShmReceiver rx = receiver;
+        try {
+            return rx.takeOne(b);
+        } catch (RuntimeException | InternalError e) {
+            ringFailed(rx, e);
+            return null;
+        }
     }
 
     @Override
@@ -228,14 +294,22 @@ final class ShmLink implements Link {
 
     /** Whether the UDP socket's look is due (see {@link #UDP_LOOK_NANOS}); if so, the next one is due a while later. */
     private boolean udpLookDue() {
-        long now = System.nanoTime();
+        long now = clock.nanoTime();
         if (now - udpLookAt < 0) return false;
         udpLookAt = now + UDP_LOOK_NANOS;
         return true;
     }
 
     private int takeRings(RxBatch batch) {
-        int n = receiver.take(batch);
+        ShmReceiver rx = receiver;
+        int n;
+        try {
+            n = rx.take(batch);
+        } catch (RuntimeException | InternalError e) {
+            ringFailed(rx, e); // what the burst held is lost: RC retransmits it
+            batch.drained = false;
+            return 0;
+        }
         // a short burst emptied the rings; the socket gets its turn from polls and the receive thread's wait
         batch.drained = n < RxBatch.CAPACITY;
         return n;
@@ -268,30 +342,110 @@ final class ShmLink implements Link {
 
     @Override
     public boolean readable() throws IOException {
-        if (receiver.anyReady()) return true;
-        if (!receiver.hasSenders()) return udp.readable();
+        ShmReceiver rx = receiver;
+        try {
+            if (rx.anyReady()) return true;
+            if (!rx.hasSenders()) return udp.readable();
+        } catch (RuntimeException | InternalError e) {
+            ringFailed(rx, e);
+            return true;
+        }
         if (!udpLookDue()) return false;
         if (!udp.readable()) return false;
-        udpLookAt = System.nanoTime(); // the socket has traffic: look at it again on the next poll
+        udpLookAt = clock.nanoTime(); // the socket has traffic: look at it again on the next poll
         return true;
     }
 
     @Override
     public void await() throws IOException {
-        if (receiver.hasSenders()) {
-            long end = System.nanoTime() + SPIN_NANOS;
-            do {
-                if (receiver.anyReady()) return;
-                Thread.onSpinWait();
-            } while (System.nanoTime() - end < 0);
-        }
-        sleeping = true;
-        receiver.waiting(true); // before looking: a sender that puts a packet in after the look sees it and rings
+        ShmReceiver rx = receiver;
         try {
-            if (!receiver.anyReady()) udp.await();
-        } finally {
-            sleeping = false;
-            receiver.waiting(false);
+            if (rx.hasSenders()) {
+                long end = clock.nanoTime() + SPIN_NANOS;
+                do {
+                    if (rx.anyReady()) return;
+                    Thread.onSpinWait();
+                } while (clock.nanoTime() - end < 0);
+            }
+            sleeping = true;
+            rx.waiting(true); // before looking: a sender that puts a packet in after the look sees it and rings
+            try {
+                if (!rx.anyReady()) udp.await();
+            } finally {
+                sleeping = false;
+                rx.waiting(false);
+            }
+        } catch (RuntimeException | InternalError e) {
+            ringFailed(rx, e);
+        }
+    }
+
+    /** Makes the rings again when this device's file was replaced or truncated (the {@link Watch} thread asks). */
+    private void checkOwnFile() {
+        ShmReceiver rx = receiver;
+        ShmRingFile ring = rx.ring();
+        if (ring != null && !ring.intact()) ringFailed(rx, new IOException(ring.path + " was replaced or truncated"));
+    }
+
+    /**
+     * Checks each device's own file about once a second, on a daemon thread of its own: a file replaced under its name
+     * faults nowhere (its senders find the other file), and the checks allocate, which the driving threads must not.
+     */
+    private static final class Watch {
+        private static final java.util.Set<ShmLink> LINKS = ConcurrentHashMap.newKeySet();
+
+        static {
+            Thread.ofPlatform().daemon().name("jrdma-soft-shm-watch").start(() -> {
+                while (true) {
+                    try {
+                        Thread.sleep(OWN_CHECK_MILLIS);
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                    for (ShmLink link : LINKS) {
+                        try {
+                            link.checkOwnFile();
+                        } catch (RuntimeException | InternalError e) {
+                            LOG.log(System.Logger.Level.DEBUG, "same-host ring check failed", e);
+                        }
+                    }
+                }
+            });
+        }
+
+        static void add(ShmLink link) { LINKS.add(link); }
+
+        static void remove(ShmLink link) { LINKS.remove(link); }
+    }
+    /**
+     * This device's rings failed under {@code failed} (their file was truncated: a fault on access; or replaced): a
+     * new file is made at the same name, so that senders, who stop using the old one, find it; the old one is marked
+     * closed and unmapped. When no new file can be made, the device goes on over UDP alone. Counted; told in the log
+     * at most once a second.
+     */
+    private void ringFailed(ShmReceiver failed, Throwable cause) {
+        ShmReceiver fresh;
+        synchronized (this) {
+            if (closed || receiver != failed) return; // the other driving thread made the new one already
+            counters.add(Counter.RX_SHM_RING_REBUILDS);
+            String why = cause.getMessage() == null ? cause.toString() : cause.getMessage();
+            try {
+                fresh = new ShmReceiver(ShmRingFile.create(local, port), local, counters);
+                ringWarnings.warn("soft device " + local.literal() + ":" + port + ": its same-host rings failed (" + why + "): made a new file");
+            } catch (IOException | RuntimeException e) {
+                fresh = ShmReceiver.none(local, counters);
+                ringWarnings.warn("soft device " + local.literal() + ":" + port + ": its same-host rings failed (" + why
+                        + ") and cannot be made again (" + e.getMessage() + "): UDP only");
+            }
+            receiver = fresh;
+        }
+        udp.wakeup(); // a receive thread asleep with its waiting word in the old file would not be rung for the new one
+        ShmRingFile old = failed.ring();
+        if (old == null) return;
+        try {
+            old.close(); // marks it closed (where it still can) so that its senders look for the new one, and unmaps it
+        } catch (RuntimeException e) {
+            // the other driving thread is inside it: that mapping stays until the process ends (one per failure)
         }
     }
 
@@ -305,6 +459,7 @@ final class ShmLink implements Link {
         return l;
     }
 
+    /** This device's ring file now (null when its rings failed and could not be made again). */
     ShmRingFile ring() { return receiver.ring(); }
 
     /** The receiving rings' positions (tests, reports). */
@@ -316,7 +471,8 @@ final class ShmLink implements Link {
     @Override
     public String toString() {
         List<InetSocketAddress> peers = shmPeers();
-        StringBuilder sb = new StringBuilder(udp.toString()).append(" + same-host ring ").append(receiver.ring().path);
+        ShmRingFile ring = receiver.ring();
+        StringBuilder sb = new StringBuilder(udp.toString()).append(" + same-host ring ").append(ring == null ? "(failed: UDP only)" : ring.path);
         if (!peers.isEmpty()) {
             sb.append(" (to");
             for (InetSocketAddress p : peers) sb.append(' ').append(IpAddress.of(p.getAddress()).literal()).append(':').append(p.getPort());
@@ -327,11 +483,13 @@ final class ShmLink implements Link {
 
     @Override
     public void close() {
+        Watch.remove(this);
         synchronized (this) {
             closed = true;
             for (Route r : routes.values()) forget(r);
         }
-        receiver.ring().close(); // marks it closed (senders go back to UDP) and removes the file
+        ShmRingFile ring = receiver.ring();
+        if (ring != null) ring.close(); // marks it closed (senders go back to UDP) and removes the file
         try {
             doorbells.close();
         } catch (IOException ignored) {

@@ -52,12 +52,22 @@ final class ShmReceiver {
     private record Source(long hi, long lo, int port, InetSocketAddress address) {}
 
     ShmReceiver(ShmRingFile ring, IpAddress local, Counter.Set counters) {
+        this(ring, ring.segment, local, counters);
+    }
+
+    private ShmReceiver(ShmRingFile ring, MemorySegment seg, IpAddress local, Counter.Set counters) {
         this.ring = ring;
-        this.seg = ring.segment;
+        this.seg = seg;
         this.local = local;
         this.counters = counters;
     }
 
+    /** A receiver without rings (its device's rings failed and could not be made again): no sender ever, nothing to take. */
+    static ShmReceiver none(IpAddress local, Counter.Set counters) {
+        return new ShmReceiver(null, java.lang.foreign.Arena.ofAuto().allocate(ShmRingFile.HEADER), local, counters);
+    }
+
+    /** The file of these rings; null for {@link #none}. */
     ShmRingFile ring() { return ring; }
 
     /** The slots some sender has claimed (the word is the senders': only the slot bits count). */

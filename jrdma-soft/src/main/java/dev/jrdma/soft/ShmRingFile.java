@@ -99,11 +99,14 @@ final class ShmRingFile implements AutoCloseable {
     private final boolean owner;
     private boolean closed;
 
-    /** The identity (device, inode) of the file this process made, or null: closing removes the name only while it is still that file. */
-    private final Object madeKey;
+    /**
+     * The identity (device, inode) of the file when it was made or opened: the receiver removes the name on close only
+     * while it is still that file, and a sender stops using a file whose name now leads elsewhere ({@link #stillCurrent}).
+     */
+    private final Object key;
 
-    private ShmRingFile(Path path, Arena arena, MemorySegment segment, boolean owner) throws IOException {
-        this.madeKey = owner ? Files.readAttributes(path, "fileKey", LinkOption.NOFOLLOW_LINKS).get("fileKey") : null;
+    private ShmRingFile(Path path, Arena arena, MemorySegment segment, boolean owner, Object key) {
+        this.key = key;
         this.path = path;
         this.arena = arena;
         this.segment = segment;
@@ -151,7 +154,7 @@ final class ShmRingFile implements AutoCloseable {
             seg.set(ValueLayout.JAVA_INT, H_STATE, STATE_OPEN);
             LONG.setRelease(seg, H_MAGIC, MAGIC); // last: a sender that sees the magic sees the rest
             Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
-            ShmRingFile f = new ShmRingFile(target, arena, seg, true);
+            ShmRingFile f = new ShmRingFile(target, arena, seg, true, Files.readAttributes(target, "fileKey", LinkOption.NOFOLLOW_LINKS).get("fileKey"));
             done = true;
             Owned.add(f);
             return f;
@@ -210,7 +213,7 @@ final class ShmRingFile implements AutoCloseable {
                         || seg.get(ValueLayout.JAVA_INT, H_CELL) != CELL || (int) INT.getVolatile(seg, H_STATE) != STATE_OPEN
                         || !alive(seg.get(ValueLayout.JAVA_LONG, H_PID))) return null;
                 done = true;
-                return new ShmRingFile(p, arena, seg, false);
+                return new ShmRingFile(p, arena, seg, false, before);
             }
         } catch (IOException | RuntimeException e) {
             return null;
@@ -239,6 +242,30 @@ final class ShmRingFile implements AutoCloseable {
     /** Whether the receiver still serves this file (a sender checks before each packet). */
     boolean isOpen() {
         return (int) INT.getOpaque(segment, H_STATE) == STATE_OPEN;
+    }
+
+    /**
+     * Whether the file a sender mapped is still its receiver's live ring: open, its name still leads to it, whole, and
+     * its process alive. A receiver that ended without closing it (its shutdown hook only removes the name; a killed
+     * process leaves the file) or whose file was replaced or truncated fails this: the sender looks for the peer's
+     * ring again instead of filling one nobody reads. A few system calls: callers ask now and then, not per packet.
+     */
+    boolean stillCurrent() {
+        try {
+            if (!key.equals(checkedKey(path)) || Files.size(path) != FILE_BYTES) return false;
+            return isOpen() && alive(segment.get(ValueLayout.JAVA_LONG, H_PID));
+        } catch (IOException | RuntimeException | InternalError e) {
+            return false; // gone, closed by this process, or truncated under the mapping (a fault on access)
+        }
+    }
+
+    /** Whether the name still leads to this file, at its full size (the receiver's own check: replaced or truncated?). */
+    boolean intact() {
+        try {
+            return key.equals(checkedKey(path)) && Files.size(path) == FILE_BYTES;
+        } catch (IOException | RuntimeException e) {
+            return false;
+        }
     }
 
     /**
@@ -278,14 +305,28 @@ final class ShmRingFile implements AutoCloseable {
         closed = true;
         if (owner) {
             Owned.remove(this);
-            INT.setVolatile(segment, H_STATE, STATE_CLOSED);
-            try {
-                if (madeKey.equals(Files.readAttributes(path, "fileKey", LinkOption.NOFOLLOW_LINKS).get("fileKey"))) Files.delete(path);
-            } catch (IOException ignored) {
-                // gone already, or replaced by a newer device's (ours was stale): not ours to remove
-            }
+            markClosed();
+            removeName();
         }
         arena.close();
+    }
+
+    /** Tells senders this file is served no more (nothing happens when it was truncated under the mapping). */
+    private void markClosed() {
+        try {
+            INT.setVolatile(segment, H_STATE, STATE_CLOSED);
+        } catch (RuntimeException | InternalError truncated) {
+            // its senders fault on their next packet and look for the ring again
+        }
+    }
+
+    /** Removes the name while it still leads to this file. */
+    private void removeName() {
+        try {
+            if (key.equals(Files.readAttributes(path, "fileKey", LinkOption.NOFOLLOW_LINKS).get("fileKey"))) Files.delete(path);
+        } catch (IOException ignored) {
+            // gone already, or replaced by a newer device's (ours was stale): not ours to remove
+        }
     }
 
     /**
@@ -296,12 +337,14 @@ final class ShmRingFile implements AutoCloseable {
         private static final Set<ShmRingFile> FILES = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
         static {
+            // marked closed first: a sender that mapped the file keeps the mapping after the name goes, and would
+            // go on filling a ring nobody reads (a peer restarted at this address would never be reached)
             Runtime.getRuntime().addShutdownHook(Thread.ofPlatform().unstarted(() -> {
                 for (ShmRingFile f : FILES) {
-                    try {
-                        Files.deleteIfExists(f.path);
-                    } catch (IOException ignored) {
-                        // swept later
+                    synchronized (f) {
+                        if (f.closed) continue;
+                        f.markClosed();
+                        f.removeName();
                     }
                 }
             }));

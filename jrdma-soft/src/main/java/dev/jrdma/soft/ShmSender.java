@@ -99,7 +99,17 @@ final class ShmSender implements AutoCloseable {
 
     /** Puts the packet between position and limit of {@code b} into the ring (position moves to limit when it is in). */
     synchronized Result send(ByteBuffer b) {
-        if (gone || !peer.isOpen()) return gone();
+        if (gone) return Result.GONE;
+        try {
+            return put(b);
+        } catch (RuntimeException | InternalError e) {
+            // the file was truncated under the mapping (a fault), or this process unmapped it: not a ring any more
+            return gone();
+        }
+    }
+
+    private Result put(ByteBuffer b) {
+        if (!peer.isOpen()) return gone();
         int len = b.remaining();
         if (len > MAX_PACKET) return Result.TOO_LONG;
         long t = tail;
@@ -127,7 +137,11 @@ final class ShmSender implements AutoCloseable {
 
     /** The doorbell could not be sent: the next packet rings it again (the receiver may sleep still). */
     synchronized void rearmDoorbell() {
-        if (!gone && peer.isOpen()) INT.setVolatile(seg, H_WAITING, 1);
+        try {
+            if (!gone && peer.isOpen()) INT.setVolatile(seg, H_WAITING, 1);
+        } catch (RuntimeException | InternalError e) {
+            gone();
+        }
     }
 
     private Result gone() {
@@ -137,13 +151,30 @@ final class ShmSender implements AutoCloseable {
 
     /** Whether this sender is of no more use (its receiver closed): the caller looks for the peer's rings again. */
     boolean isGone() {
-        return gone || !peer.isOpen();
+        try {
+            return gone || !peer.isOpen();
+        } catch (RuntimeException | InternalError e) {
+            return true;
+        }
+    }
+
+    /**
+     * Whether the peer's ring is still its receiver's live ring ({@link ShmRingFile#stillCurrent}); marks this sender
+     * gone when not. System calls: asked now and then.
+     */
+    synchronized boolean checkPeer() {
+        if (!gone && !peer.stillCurrent()) gone = true;
+        return !gone;
     }
 
     /** Gives the slot back (the receiver takes what is left in it) and unmaps the peer's file. */
     @Override
     public synchronized void close() {
-        if (peer.isOpen()) LONG.compareAndSet(seg, slotBase + S_OWNER, token, 0L);
+        try {
+            if (peer.isOpen()) LONG.compareAndSet(seg, slotBase + S_OWNER, token, 0L);
+        } catch (RuntimeException | InternalError e) {
+            // truncated: nothing to give back
+        }
         gone = true;
         peer.close();
     }

@@ -138,7 +138,8 @@ class MultiProcessTest {
         }
     }
 
-    private static boolean freeOn(java.net.InetAddress address, int port) {
+    /** Whether a UDP socket can bind {@code address:port} now. */
+    static boolean freeOn(java.net.InetAddress address, int port) {
         try (java.net.DatagramSocket probe = new java.net.DatagramSocket(new java.net.InetSocketAddress(address, port))) {
             return true;
         } catch (java.io.IOException taken) {

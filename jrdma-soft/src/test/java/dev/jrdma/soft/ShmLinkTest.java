@@ -19,8 +19,10 @@ import java.net.Inet4Address;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.DatagramChannel;
+import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermission;
 import java.util.EnumSet;
 import java.util.concurrent.TimeUnit;
@@ -248,6 +250,83 @@ class ShmLinkTest {
         assertFalse(Files.exists(other.path), "the sweep removed a dead process's file");
         left.close();
         other.close();
+    }
+
+    /**
+     * Someone truncates a device's ring file under both mappings: the sender faults and goes over UDP, the receiver
+     * faults, makes a new file under the same name (counted, told once) and the pair talks on; a second later the
+     * sender finds the new ring and uses it.
+     */
+    @Test
+    void aTruncatedRingIsMadeAgainAndTheTrafficGoesOn() throws Exception {
+        try (Pair p = pairOn("127.0.0.33", "127.0.0.34", "auto", "auto")) {
+            Transport ta = transport(p.a.ctx), tb = transport(p.b.ctx);
+            exchange(p);
+            Path file = tb.shmLink().ring().path;
+            Object inode = Files.readAttributes(file, "unix:ino").get("ino");
+            try (FileChannel ch = FileChannel.open(file, StandardOpenOption.WRITE)) {
+                ch.truncate(0);
+            }
+            for (int i = 0; i < 3; i++) exchange(p); // through the fault, the rebuild and UDP
+            assertEquals(1, tb.counters.get(Counter.RX_SHM_RING_REBUILDS), tb.counters.snapshot()::toString);
+            assertEquals(ShmRingFile.FILE_BYTES, Files.size(file), "a whole new file under the same name");
+            assertNotEquals(inode, Files.readAttributes(file, "unix:ino").get("ino"));
+            Thread.sleep(ShmLink.RECHECK_NANOS / 1_000_000 + 100); // A looks for B's ring again after a while on UDP
+            long shm = ta.counters.get(Counter.TX_SHM_PACKETS);
+            long sent = exchange(p);
+            assertEquals(sent, ta.counters.get(Counter.TX_SHM_PACKETS) - shm, "A sends through B's new ring: " + ta.linkName());
+            assertEquals(1, tb.counters.get(Counter.RX_SHM_RING_REBUILDS));
+        }
+    }
+
+    /** A device's file replaced by another under its name: the receive thread notices before it sleeps and makes its own again. */
+    @Test
+    void aReplacedRingFileIsMadeAgain() throws Exception {
+        try (Pair p = pairOn("127.0.0.35", "127.0.0.36", "auto", "auto")) {
+            Transport tb = transport(p.b.ctx);
+            exchange(p);
+            Path file = tb.shmLink().ring().path;
+            Path other = file.resolveSibling(file.getFileName() + ".other");
+            Files.write(other, new byte[4096]);
+            Files.move(other, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+            long deadline = System.nanoTime() + 15_000_000_000L;
+            while (tb.counters.get(Counter.RX_SHM_RING_REBUILDS) == 0 && System.nanoTime() < deadline) {
+                exchange(p); // wakes B's receive thread, which checks its file before it sleeps again (at most once a second)
+                Thread.sleep(100);
+            }
+            assertEquals(1, tb.counters.get(Counter.RX_SHM_RING_REBUILDS), "B's receive thread found its file replaced");
+            assertEquals(ShmRingFile.FILE_BYTES, Files.size(file));
+            exchange(p);
+        }
+    }
+
+    /**
+     * A receiver that stops taking (its process killed outright: the file stays, open, and fills): a sender with a full
+     * ring checks the peer, finds its process gone and sends over UDP instead of waiting for room forever.
+     */
+    @Test
+    void aFullRingOfADeadReceiverIsLeftForUdp() throws Exception {
+        long deadPid = deadPid();
+        try (Pair p = pairOn("127.0.0.37", "127.0.0.38", "auto", "auto")) {
+            Transport ta = transport(p.a.ctx), tb = transport(p.b.ctx);
+            exchange(p);
+            ShmRingFile ring = tb.shmLink().ring();
+            // B "dies" as a killed process does: its file stays, open, with its pid, and nothing takes from A's slot
+            ring.segment.set(ValueLayout.JAVA_LONG, ShmRingFile.H_PID, deadPid);
+            String rings = tb.shmLink().describeRings();
+            int slot = Integer.parseInt(rings.substring(rings.indexOf("slot ") + 5, rings.indexOf(':')));
+            long tail = (long) ShmRingFile.LONG.getVolatile(ring.segment, ShmRingFile.slot(slot) + ShmRingFile.S_TAIL);
+            for (long pos = tail; pos < tail + ShmRingFile.CELLS; pos++) {
+                long lap = pos - (pos & (ShmRingFile.CELLS - 1));
+                // full with a packet of the lap before, which the receiver would take first: the sender waits for room
+                ShmRingFile.LONG.setVolatile(ring.segment, ShmRingFile.cell(slot, pos) + ShmRingFile.C_STATE, lap - ShmRingFile.CELLS + 1);
+            }
+            long udpBefore = ta.counters.get(Counter.TX_PACKETS) - ta.counters.get(Counter.TX_SHM_PACKETS);
+            exchange(p); // B is alive really, and takes UDP
+            long udpAfter = ta.counters.get(Counter.TX_PACKETS) - ta.counters.get(Counter.TX_SHM_PACKETS);
+            assertTrue(udpAfter - udpBefore >= 4, "A went over UDP to the dead receiver's address: " + ta.counters.snapshot());
+            assertFalse(ta.linkName().contains(" over shm"), ta.linkName());
+        }
     }
 
     private static long deadPid() throws Exception {
