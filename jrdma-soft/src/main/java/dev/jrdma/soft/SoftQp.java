@@ -465,8 +465,8 @@ final class SoftQp extends Resource implements QueuePair {
     }
 
     private SoftMr findInPd(long addr, long len) {
-        for (int i = 1; i < Transport.TABLE_SIZE; i++) {
-            if (tr.keys.get(i) instanceof SoftMr mr && mr.pd == pd && !mr.isClosed() && mr.contains(addr, len)) return mr;
+        for (int i = 0, n = tr.keys.slots(); i < n; i++) {
+            if (tr.keys.ownerAt(i) instanceof SoftMr mr && mr.pd == pd && !mr.isClosed() && mr.contains(addr, len)) return mr;
         }
         return null;
     }
