@@ -2,73 +2,63 @@ package dev.jrdma.soft;
 
 import dev.jrdma.verbs.VerbsException;
 
-import java.security.SecureRandom;
-import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.random.RandomGenerator;
 
 /**
  * The memory keys of one software device (rxe's {@code rxe_pool.c} for MRs and MWs): an lkey/rkey is a key index
- * (its upper 24 bits) naming the MR or window, and an 8-bit key part that changes with every registration and bind,
- * so an old key never names a new owner. The responder looks keys up for every RDMA request ({@link #owner}: no
- * lock, no allocation).
+ * (its upper 24 bits) naming the MR or window, and an 8-bit key part that changes with every registration and bind.
+ * Indices are drawn at random ({@link RandomIdTable}: never within 2^16 of the one before, so a registration's rkey
+ * is at least 2^24 from the one before), and so is the key part, never the one the index had last (while the table
+ * remembers it: an index drawn again gets a new key part, so an old key does not name a new owner). The responder
+ * looks keys up for every RDMA request ({@link #owner}: no lock, no allocation).
  */
 final class KeyTable {
-    static final int SIZE = 1 << 16;
+    static final int FIRST_INDEX = 1;
+    /** The greatest key index: 0xFFFFFF with key part 0xFF would be the rkey -1. */
+    static final int LAST_INDEX = 0xFF_FFFE;
     /** The most MRs and windows registered at once (device attributes max_mr, max_mw). */
-    static final int MAX_KEYS = SIZE - 1;
+    static final int MAX_KEYS = (1 << 16) - 1;
 
-    /**
-     * RoCE carries no authentication: whoever guesses a QP number, a PSN and an rkey can inject packets. So key
-     * indices start at a random point, and the 8-bit key part of every registration and window bind is drawn at
-     * random (ReDMArk, USENIX Security 2021, exploited the predictable ones).
-     */
-    private static final SecureRandom RANDOM = new SecureRandom();
+    private final RandomIdTable<Object> owners;
+    private final RandomGenerator random;
 
-    private final AtomicReferenceArray<Object> owners = new AtomicReferenceArray<>(SIZE);
-    private int nextIndex = 1 + RANDOM.nextInt(SIZE - 1);
-    /** The key byte last handed out for each key index: the next one differs, so an old key never names a new owner. */
-    private final byte[] lastKeyByte = new byte[SIZE];
+    KeyTable() { this(RandomIdTable.SYSTEM_RANDOM); }
 
-    /** Reserves a key index for {@code owner} (an MR or MW): the upper 24 bits of its lkey/rkey. */
+    /** A table drawing its indices and key parts from {@code random} (tests: a seeded source). */
+    KeyTable(RandomGenerator random) {
+        this.random = random;
+        this.owners = new RandomIdTable<>(FIRST_INDEX, LAST_INDEX, MAX_KEYS, random);
+    }
+
+    /** Reserves a key index, drawn at random, for {@code owner} (an MR or MW): the upper 24 bits of its lkey/rkey. */
     synchronized int add(Object owner) {
-        for (int i = 0; i < SIZE; i++) {
-            int n = nextIndex;
-            nextIndex = nextIndex + 1 >= SIZE ? 1 : nextIndex + 1;
-            if (owners.get(n) == null) {
-                owners.set(n, owner);
-                return n;
-            }
-        }
-        throw new VerbsException("ibv_reg_mr", VerbsException.ENOMEM, "the soft device has no free memory key (65000 MRs/MWs registered): deregister some");
+        int index = owners.add(owner);
+        if (index < 0) throw new VerbsException("ibv_reg_mr", VerbsException.ENOMEM, "the soft device has " + MAX_KEYS + " MRs/MWs registered, its most: deregister some");
+        return index;
     }
 
     /** {@code index} no longer names {@code owner}. */
-    void remove(int index, Object owner) { owners.compareAndSet(index, owner, null); }
+    synchronized void remove(int index, Object owner) { owners.remove(index, owner); }
 
     /** A new key for {@code index}: a random 8-bit key part, different from the last one used with this index. */
     synchronized int freshKey(int index) {
-        int last = lastKeyByte[index] & 0xFF, b;
+        int last = owners.tag(index, 0), b;
         do {
-            b = RANDOM.nextInt(256);
+            b = random.nextInt(256);
         } while (b == last);
-        lastKeyByte[index] = (byte) b;
+        owners.setTag(index, b);
         return (index << 8) | b;
     }
 
     /** An application chose {@code key} (a type 2 bind with its own key byte): the next fresh key differs from it. */
-    synchronized void noteKey(int key) {
-        int index = key >>> 8;
-        if (index < SIZE) lastKeyByte[index] = (byte) key;
-    }
+    synchronized void noteKey(int key) { owners.setTag(key >>> 8, key & 0xFF); }
 
     /** The MR or MW a key names (by its index; the caller compares the whole key), or null. */
-    Object owner(int key) {
-        int index = key >>> 8;
-        return index < SIZE ? owners.get(index) : null;
-    }
+    Object owner(int key) { return owners.get(key >>> 8); }
 
     /** How many slots {@link #ownerAt} has: a caller looking for an owner by other means walks them all. */
-    int slots() { return SIZE; }
+    int slots() { return owners.capacity(); }
 
     /** The owner in slot {@code slot}, or null (racy: an owner may come or go meanwhile). */
-    Object ownerAt(int slot) { return owners.get(slot); }
+    Object ownerAt(int slot) { return owners.valueAt(slot); }
 }

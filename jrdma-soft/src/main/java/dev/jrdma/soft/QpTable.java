@@ -2,45 +2,38 @@ package dev.jrdma.soft;
 
 import dev.jrdma.verbs.VerbsException;
 
-import java.security.SecureRandom;
-import java.util.concurrent.atomic.AtomicReferenceArray;
+import java.util.random.RandomGenerator;
 
 /**
  * The QP numbers of one software device and the QP each names (rxe's {@code rxe_pool.c} for QPs): numbers are
- * handed out by {@link #add}, looked up for every received packet by {@link #get} (no lock, no allocation).
+ * drawn at random by {@link #add} (see {@link RandomIdTable}: never within 2^16 of the one before), looked up for
+ * every received packet by {@link #get} (no lock, no allocation).
  */
 final class QpTable {
-    static final int SIZE = 1 << 16;
-    /** The first QP number handed out: 0 and 1 are the special QPs of IBA (SMI, GSI), the rest below as rxe reserves them. */
+    /** The least QP number handed out: 0 and 1 are the special QPs of IBA (SMI, GSI), the rest below as rxe reserves them. */
     static final int FIRST_QPN = 0x11;
+    /** The greatest: 0xFFFFFF is the multicast QP number (IBA 10.5.2.1). */
+    static final int LAST_QPN = 0xFF_FFFE;
     /** The most QPs open at once (device attribute max_qp). */
-    static final int MAX_QPS = SIZE - FIRST_QPN;
+    static final int MAX_QPS = (1 << 16) - FIRST_QPN;
 
-    /**
-     * RoCE carries no authentication: whoever guesses a QP number, a PSN and an rkey can inject packets. So QP
-     * numbers start at a random point (ReDMArk, USENIX Security 2021, exploited the predictable ones).
-     */
-    private static final SecureRandom RANDOM = new SecureRandom();
+    private final RandomIdTable<SoftQp> qps;
 
-    private final AtomicReferenceArray<SoftQp> qps = new AtomicReferenceArray<>(SIZE);
-    private int nextQpn = FIRST_QPN + RANDOM.nextInt(SIZE - FIRST_QPN);
+    QpTable() { this(RandomIdTable.SYSTEM_RANDOM); }
 
-    /** A free QP number for {@code qp}, which it names from now on. */
+    /** A table drawing its numbers from {@code random} (tests: a seeded source, for numbers the same in every run). */
+    QpTable(RandomGenerator random) { qps = new RandomIdTable<>(FIRST_QPN, LAST_QPN, MAX_QPS, random); }
+
+    /** A free QP number, drawn at random, for {@code qp}, which it names from now on. */
     synchronized int add(SoftQp qp) {
-        for (int i = 0; i < SIZE; i++) {
-            int n = nextQpn;
-            nextQpn = nextQpn + 1 >= SIZE ? FIRST_QPN : nextQpn + 1;
-            if (qps.get(n) == null) {
-                qps.set(n, qp);
-                return n;
-            }
-        }
-        throw new VerbsException("ibv_create_qp", VerbsException.ENOMEM, "the soft device has no free QP number (65000 QPs open): close some");
+        int qpn = qps.add(qp);
+        if (qpn < 0) throw new VerbsException("ibv_create_qp", VerbsException.ENOMEM, "the soft device has " + MAX_QPS + " QPs open, its most: close some");
+        return qpn;
     }
 
     /** {@code qpn} no longer names {@code qp} (nothing happens when it names another QP by now). */
-    void remove(int qpn, SoftQp qp) { qps.compareAndSet(qpn & (SIZE - 1), qp, null); }
+    synchronized void remove(int qpn, SoftQp qp) { qps.remove(qpn, qp); }
 
     /** The QP {@code qpn} names, or null. */
-    SoftQp get(int qpn) { return qpn >= 0 && qpn < SIZE ? qps.get(qpn) : null; }
+    SoftQp get(int qpn) { return qps.get(qpn); }
 }
