@@ -65,10 +65,10 @@ public final class SoftContext extends Resource implements Context {
         checkOpen("ibv_query_device");
         int caps = DeviceAttr.CAP_MEM_WINDOW | DeviceAttr.CAP_MEM_WINDOW_TYPE_2B | DeviceAttr.CAP_RC_RNR_NAK_GEN;
         return new DeviceAttr("jrdma-soft 0.1", device.nodeGuid(), device.nodeGuid(), MAX_MR_SIZE, 4096,
-                0, 0, 0, Transport.TABLE_SIZE - Transport.FIRST_QPN, MAX_QP_WR, caps,
-                MAX_SGE, MAX_SGE, 65536, MAX_CQE, Transport.TABLE_SIZE - 1, 65536,
+                0, 0, 0, QpTable.MAX_QPS, MAX_QP_WR, caps,
+                MAX_SGE, MAX_SGE, 65536, MAX_CQE, KeyTable.MAX_KEYS, 65536,
                 MAX_RD_ATOMIC, 0, MAX_RD_ATOMIC * 1024, MAX_RD_ATOMIC, 0,
-                AtomicCap.HCA, 0, 0, Transport.TABLE_SIZE - 1, 0, 0,
+                AtomicCap.HCA, 0, 0, KeyTable.MAX_KEYS, 0, 0,
                 0, 0, 0, 0, 0, 0,
                 0, 0, 0, 1, 15, 1);
     }

@@ -125,6 +125,15 @@ final class SoftPd extends Resource implements ProtectionDomain {
         return mr;
     }
 
+    /** An MR of this PD that holds {@code [addr, addr+len)}, whatever its key (INLINE data names none), or null. */
+    SoftMr mrContaining(long addr, long len) {
+        KeyTable keys = ctx.transport.keys;
+        for (int i = 0, n = keys.slots(); i < n; i++) {
+            if (keys.ownerAt(i) instanceof SoftMr mr && mr.pd == this && !mr.isClosed() && mr.contains(addr, len)) return mr;
+        }
+        return null;
+    }
+
     @Override
     protected void destroy() {}
 }

@@ -433,7 +433,7 @@ final class SoftQp extends Resource implements QueuePair {
             w.addr[i] = g.addr;
             w.len[i] = l;
             total += l;
-            SoftMr mr = lookupLocal(g.lkey, g.addr, l, needWrite);
+            SoftMr mr = pd.localMr(g.lkey, g.addr, l, needWrite);
             w.mr[i] = mr;
             if (mr == null && l > 0 && !w.inline) w.localErr = WcStatus.LOC_PROT_ERR;
         }
@@ -449,7 +449,7 @@ final class SoftQp extends Resource implements QueuePair {
             for (int i = 0; i < n && w.localErr == null; i++) {
                 SoftMr mr = w.mr[i];
                 if (w.len[i] == 0) continue;
-                if (mr == null) mr = findInPd(w.addr[i], w.len[i]);
+                if (mr == null) mr = pd.mrContaining(w.addr[i], w.len[i]);
                 if (mr == null) {
                     throw new PostException("ibv_post_send", VerbsException.EINVAL, idx,
                             "INLINE data must lie in memory registered in this protection domain (the soft device cannot read raw addresses)");
@@ -462,21 +462,6 @@ final class SoftQp extends Resource implements QueuePair {
                 off += w.len[i];
             }
         }
-    }
-
-    private SoftMr findInPd(long addr, long len) {
-        for (int i = 1; i < Transport.TABLE_SIZE; i++) {
-            if (tr.keys.get(i) instanceof SoftMr mr && mr.pd == pd && !mr.isClosed() && mr.contains(addr, len)) return mr;
-        }
-        return null;
-    }
-
-    /** The MR a local SGE names, or null when the lkey, PD, bounds or rights are wrong. */
-    private SoftMr lookupLocal(int lkey, long addr, long len, boolean needLocalWrite) {
-        if (!(tr.keyOwner(lkey) instanceof SoftMr mr)) return null;
-        if (mr.key != lkey || mr.pd != pd || mr.isClosed() || !mr.contains(addr, len)) return null;
-        if (needLocalWrite && (mr.accessBits & Access.LOCAL_WRITE.bit) == 0) return null;
-        return mr;
     }
 
     @Override
@@ -508,7 +493,7 @@ final class SoftQp extends Resource implements QueuePair {
                         r.addr[i] = g.addr;
                         r.len[i] = l;
                         total += l;
-                        SoftMr mr = lookupLocal(g.lkey, g.addr, l, true);
+                        SoftMr mr = pd.localMr(g.lkey, g.addr, l, true);
                         r.mr[i] = mr;
                         if (mr == null && l > 0) r.localErr = WcStatus.LOC_PROT_ERR;
                     }

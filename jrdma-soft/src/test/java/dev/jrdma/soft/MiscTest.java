@@ -67,19 +67,19 @@ class MiscTest {
 
     @Test
     void activeMtuFollowsTheInterfaceMtuAsRxe() {
-        assertEquals(Mtu.MTU_4096, Transport.activeMtuFor(65536), "loopback");
-        assertEquals(Mtu.MTU_4096, Transport.activeMtuFor(9000), "jumbo frames");
-        assertEquals(Mtu.MTU_4096, Transport.activeMtuFor(4096 + 80), "4096 and the RoCEv2 headers fit exactly");
-        assertEquals(Mtu.MTU_2048, Transport.activeMtuFor(4096 + 79));
-        assertEquals(Mtu.MTU_1024, Transport.activeMtuFor(1500), "Ethernet");
-        assertEquals(Mtu.MTU_512, Transport.activeMtuFor(1000));
-        assertEquals(Mtu.MTU_256, Transport.activeMtuFor(200), "never below the smallest IB MTU");
+        assertEquals(Mtu.MTU_4096, LinkFactory.activeMtuFor(65536), "loopback");
+        assertEquals(Mtu.MTU_4096, LinkFactory.activeMtuFor(9000), "jumbo frames");
+        assertEquals(Mtu.MTU_4096, LinkFactory.activeMtuFor(4096 + 80), "4096 and the RoCEv2 headers fit exactly");
+        assertEquals(Mtu.MTU_2048, LinkFactory.activeMtuFor(4096 + 79));
+        assertEquals(Mtu.MTU_1024, LinkFactory.activeMtuFor(1500), "Ethernet");
+        assertEquals(Mtu.MTU_512, LinkFactory.activeMtuFor(1000));
+        assertEquals(Mtu.MTU_256, LinkFactory.activeMtuFor(200), "never below the smallest IB MTU");
         String old = System.getProperty("jrdma.soft.mtu");
         try {
             System.setProperty("jrdma.soft.mtu", "2048");
-            assertEquals(Mtu.MTU_2048, Transport.configuredMtu(java.net.InetAddress.getLoopbackAddress()), "the property wins");
+            assertEquals(Mtu.MTU_2048, LinkFactory.configuredMtu(java.net.InetAddress.getLoopbackAddress()), "the property wins");
             System.setProperty("jrdma.soft.mtu", "3000");
-            assertEquals(Mtu.MTU_4096, Transport.configuredMtu(java.net.InetAddress.getLoopbackAddress()), "an invalid property: the interface decides");
+            assertEquals(Mtu.MTU_4096, LinkFactory.configuredMtu(java.net.InetAddress.getLoopbackAddress()), "an invalid property: the interface decides");
         } finally {
             if (old == null) System.clearProperty("jrdma.soft.mtu"); else System.setProperty("jrdma.soft.mtu", old);
         }

@@ -62,7 +62,7 @@ class ProgressTest {
 
     /**
      * A polling thread leaves the ACK of what it received owed, for its next post to carry; when it stops polling and
-     * posts nothing, the receive thread sends the ACK (after about {@link Transport#POLL_QUIET_NANOS}), so the peer's
+     * posts nothing, the receive thread sends the ACK (after about {@link ProgressEngine#POLL_QUIET_NANOS}), so the peer's
      * request completes without a retransmission.
      */
     @Test
@@ -214,7 +214,7 @@ class ProgressTest {
 
     /**
      * The other way round: B's receive thread is descheduled inside the link's receive call (it holds the link) while
-     * an application thread polls B's CQ. The poller leaves the link to it for {@link Transport#RECEIVE_STALL_NANOS}
+     * an application thread polls B's CQ. The poller leaves the link to it for {@link ProgressEngine#RECEIVE_STALL_NANOS}
      * (the packets it takes are older than any the poller would take), then takes the packets itself; before the link
      * had one holder at a time the poller never waited.
      */
@@ -236,7 +236,7 @@ class ProgressTest {
                 assertEquals(WcStatus.SUCCESS, first.status, "the WRITE that woke B's receive thread, taken by B's poller");
                 assertEquals(6, first.wrId);
                 // a thread stalled inside the link's receive call is taking older packets: the poller waits longer then
-                assertTrue(System.nanoTime() - pollerStart >= Transport.RECEIVE_STALL_NANOS, "the poller took over before RECEIVE_STALL_NANOS");
+                assertTrue(System.nanoTime() - pollerStart >= ProgressEngine.RECEIVE_STALL_NANOS, "the poller took over before RECEIVE_STALL_NANOS");
                 writeLandsWhileStalled(a, b, takeovers);
                 assertTrue(tr(b).rxThread().getState() == Thread.State.WAITING && link.release.getCount() == 1, "B's receive thread was stalled all along");
             } finally {

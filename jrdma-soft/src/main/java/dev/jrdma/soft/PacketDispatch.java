@@ -1,0 +1,64 @@
+package dev.jrdma.soft;
+
+import dev.jrdma.soft.wire.Icrc;
+import dev.jrdma.soft.wire.Opcode;
+import dev.jrdma.soft.wire.RocePacket;
+
+import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+
+/**
+ * Checks each received packet and hands it to its QP, as rxe's {@code rxe_recv.c} does: the address family, the
+ * ICRC, the headers, the destination QP. Every packet that is not delivered is counted in one drop counter, so a
+ * forged, stray or stale packet is never silent. The per-thread scratch (ICRC state, packet view, sender cache) is
+ * the {@link Receiver}'s, so two driving threads check packets at once without sharing any.
+ */
+final class PacketDispatch implements ProgressEngine.PacketHandler {
+    private final IpAddress local;
+    private final int port;
+    private final QpTable qps;
+    private final Counter.Set counters;
+
+    PacketDispatch(IpAddress local, int port, QpTable qps, Counter.Set counters) {
+        this.local = local;
+        this.port = port;
+        this.qps = qps;
+        this.counters = counters;
+    }
+
+    /**
+     * {@inheritDoc} {@code repeat}: the packet is handled a second time at a takeover
+     * ({@link ProgressEngine}): counted nowhere (its first handling counts it), and delivered only when it is an RC
+     * packet (UD and UC have no duplicate detection: the QP would get it twice).
+     */
+    @Override
+    public boolean handle(Receiver r, InetSocketAddress from, ByteBuffer buf, MemorySegment seg, int len, boolean repeat) {
+        if (len == RxBatch.DOORBELL) return false; // it woke the receive thread for the same-host ring: done (counted by the link)
+        if (!repeat) counters.add(Counter.RX_PACKETS);
+        if (len == RxBatch.TRUNCATED) return drop(Counter.RX_MALFORMED, repeat);
+        IpAddress src = r.sender(from);
+        int srcPort = from.getPort();
+        if (src.isIpv4() != local.isIpv4()) return drop(Counter.RX_MALFORMED, repeat); // a socket of one family hears no other; never trust that blindly
+        if (src.isIpv4()) {
+            // the IPv4 identification is not visible to a UDP socket: accept the packet if some identification makes
+            // its ICRC right (16 of the 32 check bits remain; the kernel has checked the UDP checksum when one was set)
+            int ipId = r.icrc.recoverId(buf, 0, len, src.ipv4(), local.ipv4(), srcPort, port);
+            if (ipId == Icrc.NO_ID) return drop(Counter.RX_BAD_ICRC, repeat);
+            if (ipId != 0 && !repeat) counters.add(Counter.RX_ICRC_IPV4_ID_RECOVERED);
+        } else if (!r.icrc.verifyIpv6(buf, 0, len, src.hi, src.lo, local.hi, local.lo, srcPort, port)) {
+            return drop(Counter.RX_BAD_ICRC, repeat); // over IPv6 the whole ICRC is checked: nothing in it is the kernel's choice
+        }
+        if (r.pkt.wrap(buf, 0, len) != RocePacket.OK) return drop(Counter.RX_MALFORMED, repeat);
+        if (repeat && !Opcode.isRc(r.pkt.opcode())) return false; // UD and UC have no duplicate detection
+        SoftQp qp = qps.get(r.pkt.destQp());
+        if (qp == null) return drop(Counter.RX_UNKNOWN_QP, repeat);
+        qp.receive(r.pkt, seg, src, srcPort);
+        return true;
+    }
+
+    private boolean drop(Counter reason, boolean repeat) {
+        if (!repeat) counters.add(reason);
+        return false;
+    }
+}

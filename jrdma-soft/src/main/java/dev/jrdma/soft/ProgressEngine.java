@@ -1,0 +1,435 @@
+package dev.jrdma.soft;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.ClosedSelectorException;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * Who takes one software device's packets from its link, and when: polling application threads and the device's
+ * receive thread, each with a {@link Receiver} of its own.
+ *
+ * <p>Received packets are handled by whichever thread drives the device: it drains the link (non-blocking) packet
+ * by packet and hands each to the {@link PacketHandler} (checks, then the destination QP under its lock); when the
+ * link is empty it sends the ACKs that the packets of this burst asked for (ACK coalescing, {@link OwedAcks}). An
+ * application thread that polls a CQ of the device drives it itself ({@link #progressFromPoll}, the model of UCX's
+ * worker progress), so a busy-polling application gets its completions on its own thread with no hand-off and no
+ * wake-up. The receive thread drives it for traffic nobody polls for (event mode, passive one-sided targets): it
+ * blocks in the link while no thread has polled for {@link #POLL_QUIET_NANOS}, and stays off the link (parked, not
+ * woken by packets) while one has. Polling threads drive one at a time (a lock only ever tried, never waited for);
+ * the receive thread has a {@link Receiver} of its own, so a poller descheduled in the middle of its drive never
+ * stops the device. Each packet is received by exactly one thread (the link hands it out once), handled under its
+ * QP's lock, and every drive ends by sending the ACKs its packets asked for. Each receiver's buffer is preallocated
+ * and direct: no allocation per packet.
+ *
+ * <p>All time comes from the {@link Clock}, as an argument: the receive thread's duty cycle is {@link #doWork} (what
+ * Aeron's agents call it), which decides and drives without blocking and says how long to wait; its loop only waits.
+ * Tests call {@link #doWork}, {@link #progressFromPoll} and {@link #pollerWaits} with the times they choose.
+ */
+final class ProgressEngine {
+    /** Checks one received packet and delivers it (production: {@link PacketDispatch}). */
+    @FunctionalInterface
+    interface PacketHandler {
+        /**
+         * Handles the packet of {@code len} bytes at the start of {@code buf} (its memory {@code seg}) from {@code from},
+         * with the scratch of {@code r}; {@code repeat}: the second handling of a packet at a takeover
+         * ({@link #repeatInHand}).
+         *
+         * @return whether the packet reached its QP
+         */
+        boolean handle(Receiver r, InetSocketAddress from, ByteBuffer buf, MemorySegment seg, int len, boolean repeat);
+    }
+
+    /** An application thread holds the drive for at most this many packets per poll, so poll returns promptly. */
+    static final int POLL_BUDGET = 64;
+    /** The receive thread's batch between two looks at whether it should step back. */
+    static final int RX_BUDGET = 256;
+    /**
+     * The receive thread stays off the link until no application thread has polled for this long (or one that
+     * polled starts waiting for a completion event): the longest a packet can wait when a poller stops polling
+     * without waiting for an event, e.g. to spin on memory that a peer writes.
+     */
+    static final long POLL_QUIET_NANOS = 1_000_000;
+    /**
+     * How long a thread descheduled inside the link's receive call keeps the link: the packets it is taking are older
+     * than any a taker would receive, so a takeover then reorders them (a PSN gap at their QPs). Long enough for most
+     * stalls under emulation, far below a retransmission timeout. In the guest ({@code read-bw-probe.sh}, 100 READs of
+     * 64 KiB from rxe): READ re-requests per run 0-60 (mean 18) with the 1 ms of {@link #POLL_QUIET_NANOS}, 0-30 (mean
+     * 7.5, 0 in 7 of 12 runs) with this.
+     */
+    static final long RECEIVE_STALL_NANOS = 10_000_000;
+    /** {@link #doWork}'s answer when the receive thread should block in the link until a packet may be waiting. */
+    static final long AWAIT_LINK = -1;
+    /** The receive thread's wait while a poller holds the link and still makes progress: it looks again this soon. */
+    static final long HOLDER_BUSY_NANOS = 50_000;
+    /** The receive thread's wait, before it blocks, for a poller that left ACKs owed a moment ago (that poller may send them). */
+    private static final long ACKS_LEFT_NANOS = 20_000;
+
+    /** The link; null for a detached device (tests that drive the engines by hand: then nothing here receives). */
+    private final Link link;
+    private final Clock clock;
+    private final PacketHandler handler;
+    private final ReplyTurns turns;
+    private final Counter.Set counters;
+    private final String device;
+
+    // two receivers, one for polling application threads (one at a time), one for the receive thread
+    private final Receiver pollRx, threadRx;
+    /**
+     * The receiver whose thread takes packets from the link now (null: none), so that packets are handled in the order
+     * they arrived (a batch taken by one thread and handled after a later batch another thread took looks to the QPs
+     * like loss: READ re-requests, out-of-window ACKs) and two threads never contend in the link's receive call (the
+     * JDK's socket lock allocates a queue node per contended call). Only ever tried, never waited for: a thread that
+     * finds its holder making no progress for {@link #POLL_QUIET_NANOS} (descheduled in its drive) takes it over, and
+     * first handles what is left of the holder's batch, in order ({@link Receiver#cursor}).
+     */
+    private final AtomicReference<Receiver> linkOwner = new AtomicReference<>();
+    /**
+     * {@code -Djrdma.soft.deferAcks=true}: a polling thread's coalesced ACKs wait for its next post on the QP (or its
+     * next drive, or the receive thread after {@link #POLL_QUIET_NANOS}), so that a ping-pong's ACK and answer leave in
+     * one system call (send_lat 64 B about 25% faster on the libc link). Off by default: an ACK then depends on the
+     * application thread being scheduled again soon, and a peer with a short retransmission timeout (2 ms, retry_cnt
+     * 1) on a loaded machine timed out in a test (jrdma-connect's CreditBoundTest, once, at load average 15).
+     */
+    private final boolean deferAcks;
+    /** When an application thread last polled a CQ of this device ({@link Clock} time). */
+    private volatile long lastPollNanos;
+    /** The receive thread is (about to be) parked off the link because a thread polled recently. */
+    private volatile boolean rxSteppedBack;
+    /**
+     * The receive thread is about to block until a packet arrives (or blocks): a polling thread then sends its ACKs at
+     * once, since nothing would send them if the application stopped polling (it sets {@link OwedAcks#left} before it
+     * reads this, the receive thread this before it reads that, so one of them sees the other).
+     */
+    private volatile boolean rxAwaiting;
+    private volatile boolean running;
+    /** The receive thread; never started for a detached device (it stands for the device's threads in checks). */
+    final Thread receiveThread;
+
+    ProgressEngine(Link link, Clock clock, PacketHandler handler, ReplyTurns turns, Counter.Set counters, String device, boolean deferAcks) {
+        this.link = link;
+        this.clock = clock;
+        this.handler = handler;
+        this.turns = turns;
+        this.counters = counters;
+        this.device = device;
+        this.deferAcks = deferAcks;
+        this.pollRx = new Receiver(1, new OwedAcks(counters, device));
+        this.threadRx = new Receiver(2, new OwedAcks(counters, device));
+        this.lastPollNanos = clock.nanoTime() - POLL_QUIET_NANOS;
+        this.running = link != null;
+        this.receiveThread = link == null ? Thread.ofPlatform().unstarted(() -> {})
+                : Thread.ofPlatform().daemon().name("jrdma-soft-rx-" + device).unstarted(this::receiveLoop);
+    }
+
+    void start() { receiveThread.start(); }
+
+    /** Ends the receive thread (waits up to 2 s for it); the caller closes the link afterwards. */
+    void stop() {
+        running = false;
+        if (link == null) return;
+        link.wakeup();
+        LockSupport.unpark(receiveThread);
+        try {
+            receiveThread.join(2000);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    // ---- the application's side ---------------------------------------------------------------------
+
+    /**
+     * A CQ of this device is being polled at {@code now}: handle what the link holds on the polling thread (no
+     * hand-off to the receive thread). Does nothing when another thread drives the device at this moment: that one's
+     * completions become visible to the next poll.
+     */
+    void progressFromPoll(long now) {
+        if (link == null) return;
+        lastPollNanos = now;
+        drive(pollRx, POLL_BUDGET, now);
+    }
+
+    /**
+     * A thread is about to block for a completion event of this device: the receive thread takes over now (it may
+     * be parked because that thread polled a moment ago), so the event's packet does not wait for the quiet time.
+     */
+    void pollerWaits(long now) {
+        if (link == null) return;
+        lastPollNanos = now - POLL_QUIET_NANOS;
+        if (rxSteppedBack) LockSupport.unpark(receiveThread);
+    }
+
+    // ---- the receive thread ---------------------------------------------------------------------------
+
+    private void receiveLoop() {
+        link.prepare(threadRx.batch);
+        while (running) {
+            try {
+                long wait = doWork(clock.nanoTime());
+                if (wait == AWAIT_LINK) awaitPackets();
+                else if (wait > 0) LockSupport.parkNanos(this, wait);
+            } catch (ClosedChannelException | ClosedSelectorException e) {
+                return;
+            } catch (IOException e) {
+                if (!running) return;
+                counters.add(Counter.RX_DROPPED);
+            } catch (RuntimeException | Error e) {
+                counters.add(Counter.RX_DROPPED);
+                System.getLogger("dev.jrdma.soft").log(System.Logger.Level.WARNING, "soft device " + device + ": receive loop failed", e);
+            }
+        }
+    }
+
+    /**
+     * One pass of the receive thread at {@code now}: it stays off the link while a thread polled less than
+     * {@link #POLL_QUIET_NANOS} ago, else sends the ACKs a poller left owed and drives (taking the link over from a
+     * poller stalled in its drive). Never blocks.
+     *
+     * @return how long to wait before the next pass (nanoseconds; 0: at once), or {@link #AWAIT_LINK}: until the
+     *         link may hold a packet
+     */
+    long doWork(long now) {
+        rxSteppedBack = true; // before reading lastPollNanos: pollerWaits writes and reads them the other way round
+        long sincePoll = now - lastPollNanos;
+        if (sincePoll < POLL_QUIET_NANOS) {
+            // an application thread polls and takes the packets itself: stay off the link (no wake-up per packet,
+            // which on a small machine preempts the poller) until it has not polled for a while
+            return POLL_QUIET_NANOS - sincePoll;
+        }
+        rxSteppedBack = false;
+        sendAcksPollersLeft();
+        // the poller that polled last may still be inside its drive (descheduled): drive takes over then
+        int n = drive(threadRx, RX_BUDGET, now);
+        if (n < 0) return HOLDER_BUSY_NANOS; // a poller holds the link, still making progress: look again shortly
+        if (n == RX_BUDGET || threadRx.turnsLeft) return 0; // more waiting, or READ responses to send: serve the link first
+        // a thread that polled during this drive handles what comes next
+        return running && now - lastPollNanos >= POLL_QUIET_NANOS ? AWAIT_LINK : 0;
+    }
+
+    /** Blocks until the link may hold a packet (or {@link #stop}), unless a poller left ACKs owed just now. */
+    void awaitPackets() throws IOException {
+        rxAwaiting = true;
+        try {
+            if (pollRx.acks.left) { // a poller's drive left ACKs owed just now: send them first (that poller may hold them: not too eagerly)
+                LockSupport.parkNanos(this, ACKS_LEFT_NANOS);
+                return;
+            }
+            link.await();
+        } finally {
+            rxAwaiting = false;
+        }
+    }
+
+    /** The receive thread takes over: ACKs a polling thread left owed are sent now (when no poller drives at this moment). */
+    private void sendAcksPollersLeft() {
+        Receiver r = pollRx;
+        if (!r.acks.left || !r.lock.compareAndSet(false, true)) return;
+        try {
+            r.acks.sendAll();
+        } finally {
+            r.lock.set(false);
+        }
+    }
+
+    // ---- driving ----------------------------------------------------------------------------------------
+
+    /**
+     * Receives and handles up to {@code budget} packets with {@code r}, then sends the coalesced ACKs; never blocks.
+     * It drives as the link's owner ({@link #linkOwner}), or takes the link over when the other receiver's thread owns
+     * it and has made no progress (no drive begun, no packet claimed) for {@link #POLL_QUIET_NANOS}: that thread is
+     * descheduled in its drive. A takeover first handles the rest of the stalled thread's batch, so the order of
+     * arrival holds: the packet the stalled thread is in the middle of again ({@link #repeatInHand}), then the ones it
+     * has not claimed (from the takeover on only the taker claims them: {@link Receiver#seal}).
+     *
+     * @param now {@link Clock} time at the call
+     * @return the number of packets handled, or -1 when another thread is driving with {@code r} or owns the link
+     */
+    private int drive(Receiver r, int budget, long now) {
+        if (!r.lock.compareAndSet(false, true)) return -1;
+        Receiver other = r == pollRx ? threadRx : pollRx;
+        boolean owner = linkOwner.compareAndSet(null, r);
+        if (!owner) {
+            boolean takeOver = holderStalled(r, other, now);
+            if (takeOver) {
+                other.borrowers.incrementAndGet(); // before the takeover: once the link is ours its owner may look
+                takeOver = linkOwner.compareAndSet(other, r);
+                if (!takeOver) other.borrowers.decrementAndGet();
+            }
+            if (!takeOver) {
+                r.lock.set(false); // the other thread drives now: what it handles shows in the next poll
+                return -1;
+            }
+        }
+        r.owner = Thread.currentThread();
+        r.drives++;
+        r.progress.lazySet(r.progress.get() + 1);
+        int n = 0;
+        try {
+            if (!owner) {
+                counters.add(Counter.RX_TAKEOVERS);
+                try {
+                    other.seal(); // what the stalled thread received and has not handled yet is ours, in order
+                    repeatInHand(r, other);
+                    n += handleBatch(r, other);
+                } finally {
+                    other.borrowers.decrementAndGet();
+                }
+            }
+            // a poller spins on the readiness check, outside the link's receive path (see Link.readable)
+            boolean look;
+            try {
+                look = r != pollRx || link.readable();
+            } catch (IOException | RuntimeException | Error e) {
+                look = false; // the device was released, or the link fails: the receive thread's drive counts it
+            }
+            RxBatch batch = r.batch;
+            // the owner check: a thread that took the link over from this one has it now, with the rest of this batch
+            while (look && n < budget && linkOwner.get() == r && r.borrowers.get() == 0) {
+                int got;
+                try {
+                    r.inReceive = true;
+                    try {
+                        got = link.receive(batch);
+                        r.cursor.set((long) got << 32); // published for a takeover: got packets, the next is the first
+                    } finally {
+                        r.inReceive = false;
+                    }
+                } catch (ClosedChannelException e) {
+                    break; // the device was released
+                } catch (IOException | RuntimeException | Error e) {
+                    // a failing link must not throw into an application's poll: counted, the next drive tries again
+                    counters.add(Counter.RX_DROPPED);
+                    if (!(e instanceof IOException)) System.getLogger("dev.jrdma.soft").log(System.Logger.Level.WARNING, "soft device " + device + ": receiving failed", e);
+                    break;
+                }
+                n += handleBatch(r, r);
+                if (got == 0 || batch.drained) break; // the link said it is empty: no call to find that out again
+            }
+            // with jrdma.soft.deferAcks a polling application thread leaves the ACKs of this drive owed: its next post on
+            // the QP sends the ACK with the request, in one system call (a ping-pong's answer); a later drive sends them otherwise
+            if (deferAcks && r == pollRx && n > 0) {
+                if (r.acks.sendOwedBefore(r.drives) && rxAwaiting) r.acks.sendAll();
+            } else {
+                r.acks.sendAll();
+            }
+            r.turnsLeft = turns.run(r); // READ responses paced per pass: QPs that asked get their next turn now
+        } finally {
+            linkOwner.compareAndSet(r, null); // unless it was taken over
+            r.owner = null;
+            r.lock.set(false);
+        }
+        return n;
+    }
+
+    /** Handles, with {@code r}, the packets of {@code from}'s batch that nobody has claimed yet; returns how many. */
+    private int handleBatch(Receiver r, Receiver from) {
+        RxBatch batch = from.batch;
+        boolean taker = r != from;
+        int n = 0;
+        for (int i; (i = from.claim(taker)) >= 0; ) {
+            n++;
+            r.handled++;
+            r.progress.lazySet(r.progress.get() + 1);
+            r.inHand.lazySet(from.tag << 32 | i);
+            try {
+                handler.handle(r, batch.sources[i], batch.buffers[i], batch.segments[i], batch.lengths[i], false);
+            } catch (RuntimeException | Error e) {
+                // never let one packet stop the device, nor throw into an application's poll
+                counters.add(Counter.RX_DROPPED);
+                System.getLogger("dev.jrdma.soft").log(System.Logger.Level.WARNING, "soft device " + device + ": packet handling failed", e);
+            }
+            r.inHand.lazySet(0);
+        }
+        return n;
+    }
+
+    /**
+     * A takeover: handles again, with {@code r} and the slot's second view, the RC packet {@code stalled}'s thread is
+     * in the middle of, so that its QP gets it before the ones {@code r} takes next (the stalled thread's own copy, when
+     * it gets on, or this one, is then an RC duplicate: re-ACKed, never executed twice). Not a UD or UC packet: those
+     * have no duplicate detection, and the QP would get it twice (the handler decides that).
+     */
+    private void repeatInHand(Receiver r, Receiver stalled) {
+        long h = stalled.inHand.get();
+        if (h == 0) return;
+        RxBatch batch = (h >>> 32 == pollRx.tag ? pollRx : threadRx).batch;
+        int i = (int) h;
+        try {
+            if (handler.handle(r, batch.sources[i], batch.takerViews[i], batch.segments[i], batch.lengths[i], true)) counters.add(Counter.RX_TAKEOVER_REPEATS);
+        } catch (RuntimeException | Error e) {
+            System.getLogger("dev.jrdma.soft").log(System.Logger.Level.WARNING, "soft device " + device + ": packet handling failed", e);
+        }
+    }
+
+    /**
+     * The link is owned by {@code other}'s thread: whether that thread has made no progress for
+     * {@link #POLL_QUIET_NANOS} ({@link #RECEIVE_STALL_NANOS} while it is inside the link's receive call), as far as
+     * {@code r}'s thread has watched it (each failed try looks once).
+     */
+    private static boolean holderStalled(Receiver r, Receiver other, long now) {
+        long p = other.progress.get();
+        if (p != r.otherProgress) {
+            r.otherProgress = p;
+            r.otherStillSince = now;
+            return false;
+        }
+        return now - r.otherStillSince >= (other.inReceive ? RECEIVE_STALL_NANOS : POLL_QUIET_NANOS);
+    }
+
+    // ---- what the QPs and tests ask ---------------------------------------------------------------------
+
+    /** Called by a QP (on a driving thread, see {@link #driving}) that owes its peer an ACK at the end of this burst. */
+    void ackLater(SoftQp qp) {
+        Receiver r = pollRx.owner == Thread.currentThread() ? pollRx : threadRx;
+        r.acks.add(qp);
+        if (r == pollRx) qp.ackDrive = r.drives; else qp.ackRxDrive = r.drives;
+    }
+
+    /**
+     * A QP whose ACK is owed already got another packet that asks for one: when the receive thread handles it while a
+     * polling thread's receiver holds the ACK (it left it owed, or is descheduled in its drive), the receive thread
+     * sends it too at the end of its burst, once per burst.
+     */
+    void ackAgain(SoftQp qp) {
+        Receiver r = threadRx;
+        if (r.owner != Thread.currentThread() || qp.ackRxDrive == r.drives) return;
+        ackLater(qp);
+    }
+
+    /** Whether the calling thread is driving the device now (handling received packets): ACKs wait for the end of its burst. */
+    boolean driving() {
+        Thread t = Thread.currentThread();
+        return pollRx.owner == t || threadRx.owner == t;
+    }
+
+    /** Runs {@code body} as the receive thread's drive runs its burst (tests): the ACKs it owes wait for the end. */
+    void driveForTest(Runnable body) {
+        threadRx.owner = Thread.currentThread();
+        threadRx.drives++;
+        try {
+            body.run();
+        } finally {
+            threadRx.owner = null;
+            threadRx.acks.sendAll();
+        }
+    }
+
+    /** A detached device's pass of READ-response turns (tests drive the engines by hand). */
+    boolean runTurns() { return turns.run(threadRx); }
+
+    /** Packets handled so far by polling application threads (racy read; counters and tests). */
+    long rxByPoll() { return pollRx.handled; }
+
+    /** Packets handled so far by the receive thread (racy read; counters and tests). */
+    long rxByThread() { return threadRx.handled; }
+
+    /** The receivers (tests: whose scratch a packet is handled with). */
+    Receiver pollReceiver() { return pollRx; }
+
+    Receiver threadReceiver() { return threadRx; }
+}
