@@ -52,6 +52,12 @@ enum Counter {
      * again under the same name (or given up for UDP when that failed).
      */
     RX_SHM_RING_REBUILDS("rx_shm_ring_rebuilds"),
+    /**
+     * Same-host ring proofs that prove nothing: a HELLO whose slot names another address, port, nonce or start (a
+     * process claiming an address it does not hold), an ACK for no claim of this device or from another port than the
+     * peer's, a peer that never answered (its file is not its device's). See {@link ShmProof}.
+     */
+    RX_SHM_UNPROVEN("rx_shm_unproven"),
     /** Empty UDP datagrams that woke the receive thread for the same-host rings (when the device has them). */
     RX_SHM_DOORBELLS("rx_shm_doorbells"),
     /**

@@ -122,6 +122,9 @@ final class FaultyLink implements Link {
     }
 
     @Override
+    public void expectPeer(InetSocketAddress peer) { inner.expectPeer(peer); }
+
+    @Override
     public void wakeup() {
         inner.wakeup();
     }

@@ -74,6 +74,13 @@ interface Link extends AutoCloseable {
         return true;
     }
 
+    /**
+     * A QP was given {@code peer} as its destination: a link that must set something up per peer before its packets
+     * can take the fast way (the same-host rings' proof, see {@link ShmLink}) starts now, not on the first packet.
+     * Nothing by default.
+     */
+    default void expectPeer(InetSocketAddress peer) {}
+
     /** Blocks until a datagram may be waiting, or {@link #wakeup} is called. */
     void await() throws IOException;
 

@@ -18,7 +18,10 @@ final class RxBatch {
     static final int CAPACITY = 32;
     /** The length of a slot whose datagram did not fit. */
     static final int TRUNCATED = -1;
-    /** The length of a slot that held no packet but a same-host doorbell (an empty datagram, see {@link ShmLink}). */
+    /**
+     * The length of a slot that held no packet but a datagram of the same-host link itself: a doorbell (an empty
+     * datagram) or a ring proof ({@link ShmProof}), handled by {@link ShmLink}.
+     */
     static final int DOORBELL = -2;
 
     /** The slots' memory, contiguous, page aligned; {@link LinuxUdpLink} points its iovecs at it. */

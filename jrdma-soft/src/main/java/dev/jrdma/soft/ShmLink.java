@@ -1,6 +1,7 @@
 package dev.jrdma.soft;
 
 import java.io.IOException;
+import java.lang.foreign.MemorySegment;
 import java.net.Inet4Address;
 import java.net.InetSocketAddress;
 import java.net.StandardProtocolFamily;
@@ -51,6 +52,10 @@ final class ShmLink implements Link {
      * and allocates, and a live receiver that is only behind (descheduled) frees room within this time.
      */
     static final long FULL_CHECK_NANOS = 20_000_000;
+    /** How often a sender resends its HELLO while the receiver has not answered ({@link ShmProof}). */
+    static final long PROOF_RESEND_NANOS = 20_000_000;
+    /** How long a sender waits for the receiver's ACK before it gives the slot up and sends over UDP until its recheck. */
+    static final long PROOF_TIMEOUT_NANOS = 1_000_000_000L;
     /** How often a watch thread checks that each device's own file is still in place and whole. */
     static final long OWN_CHECK_MILLIS = 1000;
     private static final ByteBuffer DOORBELL = ByteBuffer.allocateDirect(0);
@@ -85,11 +90,16 @@ final class ShmLink implements Link {
          * peer (racy between sending threads: any value will do).
          */
         long fullSince;
+        /** When the sender claimed its slot, and when it last sent its HELLO (racy: any value will do). */
+        final long claimedAt;
+        long helloAt;
 
-        Route(InetSocketAddress to, ShmSender sender, long recheckAt) {
+        Route(InetSocketAddress to, ShmSender sender, long now) {
             this.to = to;
             this.sender = sender;
-            this.recheckAt = recheckAt;
+            this.recheckAt = now + RECHECK_NANOS;
+            this.claimedAt = now;
+            this.helloAt = now;
         }
     }
 
@@ -97,7 +107,7 @@ final class ShmLink implements Link {
         this.udp = udp;
         this.clock = clock;
         this.ringWarnings = new LogLimiter(LOG, clock, 1_000_000_000L);
-        this.receiver = new ShmReceiver(ring, local, counters);
+        this.receiver = new ShmReceiver(ring, counters);
         this.local = local;
         this.port = port;
         this.counters = counters;
@@ -196,6 +206,7 @@ final class ShmLink implements Link {
                 }
                 case TOO_LONG -> { }
                 case GONE -> forget(r);
+                case UNPROVEN -> awaitProof(r, s);
             }
         }
         return udp.send(b, to);
@@ -214,6 +225,78 @@ final class ShmLink implements Link {
         if (now - since < FULL_CHECK_NANOS) return true;
         r.fullSince = now | 1;
         return s.checkPeer();
+    }
+
+    /** Claims a slot in {@code peer}'s ring and sends the HELLO now, so that the proof is done before the first packet. */
+    @Override
+    public void expectPeer(InetSocketAddress peer) {
+        if (peer.getAddress() != null && !closed) route(peer);
+    }
+
+    /**
+     * The receiver has not answered the HELLO yet (this packet goes over UDP): resends it now and then, and after
+     * {@link #PROOF_TIMEOUT_NANOS} gives the slot up (the file is not the peer's, or the peer is gone).
+     */
+    private void awaitProof(Route r, ShmSender s) {
+        long now = clock.nanoTime();
+        if (now - r.claimedAt > PROOF_TIMEOUT_NANOS) {
+            counters.add(Counter.RX_SHM_UNPROVEN);
+            ringWarnings.warn("soft device " + local.literal() + ":" + port + ": " + r.to + " never answered from its port for its ring " + s.peer.path + ": UDP");
+            sendOverUdpUntilRecheck(r);
+        } else if (now - r.helloAt > PROOF_RESEND_NANOS) {
+            r.helloAt = now;
+            sendProof(ShmProof.HELLO, s.slot(), s.nonce, s.start, r.to);
+        }
+    }
+
+    private synchronized void sendOverUdpUntilRecheck(Route r) {
+        forget(r);
+        Route udpOnly = new Route(r.to, null, clock.nanoTime());
+        routes.put(r.to, udpOnly);
+    }
+
+    /** Sends a {@link ShmProof} datagram from this device's own UDP port (that is what proves it); a lost one is resent or answered again. */
+    private void sendProof(int kind, int slot, long nonce, long start, InetSocketAddress to) {
+        try {
+            udp.send(ShmProof.encode(kind, slot, nonce, start), to);
+        } catch (IOException | RuntimeException e) {
+            counters.add(Counter.TX_ERRORS);
+        }
+    }
+
+    /** A HELLO or an ACK came over UDP from {@code from} (see {@link ShmProof}). */
+    private void onProof(ShmProof proof, InetSocketAddress from) {
+        if (proof == null) {
+            counters.add(Counter.RX_SHM_UNPROVEN);
+            return;
+        }
+        if (proof.kind == ShmProof.HELLO) {
+            ShmReceiver rx = receiver;
+            boolean proven;
+            try {
+                proven = rx.prove(proof.slot, proof.nonce, proof.start, from);
+            } catch (RuntimeException | InternalError e) {
+                ringFailed(rx, e);
+                return;
+            }
+            if (proven) sendProof(ShmProof.ACK, proof.slot, proof.nonce, proof.start, from);
+            else counters.add(Counter.RX_SHM_UNPROVEN);
+            return;
+        }
+        for (Route r : routes.values()) {
+            ShmSender s = r.sender;
+            if (s != null && s.slot() == proof.slot && s.nonce == proof.nonce && s.start == proof.start && sameEndpoint(r.to, from)) {
+                s.proven();
+                return;
+            }
+        }
+        counters.add(Counter.RX_SHM_UNPROVEN); // an ACK for no claim of ours, or from another port than the peer's
+    }
+
+    private static boolean sameEndpoint(InetSocketAddress a, InetSocketAddress b) {
+        if (a.getPort() != b.getPort() || a.getAddress() == null || b.getAddress() == null) return false;
+        IpAddress x = IpAddress.of(a.getAddress()), y = IpAddress.of(b.getAddress());
+        return x.hi == y.hi && x.lo == y.lo;
     }
 
     private Route route(InetSocketAddress to) {
@@ -239,8 +322,9 @@ final class ShmLink implements Link {
                 }
             }
         }
-        r = new Route(to, s, clock.nanoTime() + RECHECK_NANOS);
+        r = new Route(to, s, clock.nanoTime());
         routes.put(to, r);
+        if (s != null) sendProof(ShmProof.HELLO, s.slot(), s.nonce, s.start, to); // cells go in once the peer answers
         return r;
     }
 
@@ -267,7 +351,14 @@ final class ShmLink implements Link {
         if (from != null) return from;
         int at = b.position();
         from = udp.receive(b);
-        if (from == null || b.position() > at) return from;
+        if (from == null) return null;
+        int len = b.position() - at;
+        if (len == ShmProof.BYTES && ShmProof.is(MemorySegment.ofBuffer(b), at, len)) {
+            onProof(ShmProof.decode(MemorySegment.ofBuffer(b), at), from);
+            b.position(at);
+            return takeOne(b);
+        }
+        if (len > 0) return from;
         doorbell();
         return takeOne(b);
     }
@@ -318,10 +409,14 @@ final class ShmLink implements Link {
     private int receiveUdp(RxBatch batch) throws IOException {
         int n = udp.receive(batch);
         for (int i = 0; i < n; i++) {
-            if (batch.lengths[i] == 0) {
+            int len = batch.lengths[i];
+            if (len == 0) {
                 batch.lengths[i] = RxBatch.DOORBELL;
                 doorbell();
                 batch.drained = false; // the packets it rang for are in a ring: the burst goes on to take them
+            } else if (len == ShmProof.BYTES && ShmProof.is(batch.segments[i], 0, len)) {
+                batch.lengths[i] = RxBatch.DOORBELL; // the link's own: nothing for the transport
+                onProof(ShmProof.decode(batch.segments[i], 0), batch.sources[i]);
             }
         }
         return n;
@@ -430,10 +525,10 @@ final class ShmLink implements Link {
             counters.add(Counter.RX_SHM_RING_REBUILDS);
             String why = cause.getMessage() == null ? cause.toString() : cause.getMessage();
             try {
-                fresh = new ShmReceiver(ShmRingFile.create(local, port), local, counters);
+                fresh = new ShmReceiver(ShmRingFile.create(local, port), counters);
                 ringWarnings.warn("soft device " + local.literal() + ":" + port + ": its same-host rings failed (" + why + "): made a new file");
             } catch (IOException | RuntimeException e) {
-                fresh = ShmReceiver.none(local, counters);
+                fresh = ShmReceiver.none(counters);
                 ringWarnings.warn("soft device " + local.literal() + ":" + port + ": its same-host rings failed (" + why
                         + ") and cannot be made again (" + e.getMessage() + "): UDP only");
             }
@@ -455,7 +550,7 @@ final class ShmLink implements Link {
     /** The peers this device sends to through their rings now (devinfo, tests). */
     List<InetSocketAddress> shmPeers() {
         List<InetSocketAddress> l = new ArrayList<>();
-        for (Route r : routes.values()) if (r.sender != null && !r.sender.isGone()) l.add(r.to);
+        for (Route r : routes.values()) if (r.sender != null && r.sender.isProven() && !r.sender.isGone()) l.add(r.to);
         return l;
     }
 

@@ -2,10 +2,7 @@ package dev.jrdma.soft;
 
 import static dev.jrdma.soft.ShmRingFile.CELLS;
 import static dev.jrdma.soft.ShmRingFile.CELL_HEADER;
-import static dev.jrdma.soft.ShmRingFile.C_ADDR_HI;
-import static dev.jrdma.soft.ShmRingFile.C_ADDR_LO;
 import static dev.jrdma.soft.ShmRingFile.C_LENGTH;
-import static dev.jrdma.soft.ShmRingFile.C_PORT;
 import static dev.jrdma.soft.ShmRingFile.C_STATE;
 import static dev.jrdma.soft.ShmRingFile.H_CLAIMED;
 import static dev.jrdma.soft.ShmRingFile.H_WAITING;
@@ -25,8 +22,10 @@ import java.util.concurrent.atomic.AtomicLongArray;
  *
  * <p>The rings are written by other processes, so nothing read from them is trusted: the position to read next is this
  * process's own (never read from the file), a cell index is that position modulo the ring size, a length outside
- * 1..{@link ShmRingFile#MAX_PACKET} or a port outside 0..65535 drops the cell (counted as {@code rx_shm_bad_cell}),
- * and a packet is copied out before anything looks at it, so a sender rewriting a cell meanwhile changes nothing.
+ * 1..{@link ShmRingFile#MAX_PACKET} drops the cell (counted as {@code rx_shm_bad_cell}), a packet is copied out before
+ * anything looks at it, so a sender rewriting a cell meanwhile changes nothing, and a slot is taken from only while its
+ * owner is the one that proved its address over UDP ({@link ShmProof}, {@link #prove}): that address, not anything
+ * written in the file, is the sender of its packets.
  *
  * <p>Two threads may take at once (a polling application thread and the receive thread, see {@link Transport}): each
  * claims the ready cells it takes by a compare-and-set of the slot's position, so a thread descheduled in the middle
@@ -40,31 +39,29 @@ final class ShmReceiver {
 
     private final ShmRingFile ring;
     private final MemorySegment seg;
-    private final IpAddress local;
     private final Counter.Set counters;
     /** The next position to take, per slot. */
     private final AtomicLongArray heads = new AtomicLongArray(SLOTS * PAD);
-    /** The last sender seen per slot and its address (immutable: replaced, never changed, so racing readers agree). */
-    private final Source[] sources = new Source[SLOTS];
+    /** Per slot, the owner word of the sender that proved its address (0: none); published after {@link #provenSources}. */
+    private final AtomicLongArray provenOwners = new AtomicLongArray(SLOTS);
+    /** Per slot, the address and port that sender proved: the sender of every packet taken from the slot. */
+    private final InetSocketAddress[] provenSources = new InetSocketAddress[SLOTS];
     /** The slot to look at first (fairness between senders; racy, any value will do). */
     private int firstSlot;
 
-    private record Source(long hi, long lo, int port, InetSocketAddress address) {}
-
-    ShmReceiver(ShmRingFile ring, IpAddress local, Counter.Set counters) {
-        this(ring, ring.segment, local, counters);
+    ShmReceiver(ShmRingFile ring, Counter.Set counters) {
+        this(ring, ring.segment, counters);
     }
 
-    private ShmReceiver(ShmRingFile ring, MemorySegment seg, IpAddress local, Counter.Set counters) {
+    private ShmReceiver(ShmRingFile ring, MemorySegment seg, Counter.Set counters) {
         this.ring = ring;
         this.seg = seg;
-        this.local = local;
         this.counters = counters;
     }
 
     /** A receiver without rings (its device's rings failed and could not be made again): no sender ever, nothing to take. */
-    static ShmReceiver none(IpAddress local, Counter.Set counters) {
-        return new ShmReceiver(null, java.lang.foreign.Arena.ofAuto().allocate(ShmRingFile.HEADER), local, counters);
+    static ShmReceiver none(Counter.Set counters) {
+        return new ShmReceiver(null, java.lang.foreign.Arena.ofAuto().allocate(ShmRingFile.HEADER), counters);
     }
 
     /** The file of these rings; null for {@link #none}. */
@@ -92,6 +89,41 @@ final class ShmReceiver {
     /** Whether some sender has ever claimed a slot. */
     boolean hasSenders() { return claimed() != 0; }
 
+    /** Whether slot {@code s}'s owner now is the sender that proved its address (else its cells wait, untaken). */
+    private boolean proven(int s) {
+        long owner = provenOwners.get(s);
+        return owner != 0 && (long) LONG.getVolatile(seg, ShmRingFile.slot(s) + ShmRingFile.S_OWNER) == owner;
+    }
+
+    /**
+     * A HELLO from {@code from} for slot {@code s} ({@link ShmProof}): the slot's owner is proven when the slot names
+     * exactly that address and port and holds the HELLO's nonce and start. What an earlier owner left in the slot
+     * before that start is dropped ({@code rx_shm_bad_cell}), so it is never taken as this sender's.
+     *
+     * @return whether the slot is proven now (the caller answers with an ACK)
+     */
+    boolean prove(int s, long nonce, long start, InetSocketAddress from) {
+        if (s < 0 || s >= SLOTS || from.getAddress() == null) return false;
+        long base = ShmRingFile.slot(s);
+        long owner = (long) LONG.getVolatile(seg, base + ShmRingFile.S_OWNER);
+        if (owner == 0 || owner == -1 || (long) LONG.getAcquire(seg, base + ShmRingFile.S_NONCE) != nonce
+                || seg.get(ValueLayout.JAVA_LONG, base + ShmRingFile.S_START) != start) return false;
+        IpAddress a = IpAddress.of(from.getAddress());
+        if (seg.get(ValueLayout.JAVA_LONG, base + ShmRingFile.S_SOURCE_HI) != a.hi || seg.get(ValueLayout.JAVA_LONG, base + ShmRingFile.S_SOURCE_LO) != a.lo
+                || seg.get(ValueLayout.JAVA_LONG, base + ShmRingFile.S_SOURCE_PORT) != from.getPort()) return false;
+        if (provenOwners.get(s) == owner) return true; // a resent HELLO: answered again
+        long h = heads.get(s * PAD);
+        if (start - h < 0 || start - h > CELLS) return false; // a start no sender could have: spoilt
+        if (!heads.compareAndSet(s * PAD, h, start)) return false; // racing with a take: the sender resends
+        for (long p = h; p < start; p++) {
+            counters.add(Counter.RX_SHM_BAD_CELL);
+            LONG.setRelease(seg, ShmRingFile.cell(s, p) + C_STATE, p - (p & (CELLS - 1)) + CELLS); // the sender's again
+        }
+        provenSources[s] = from;
+        provenOwners.set(s, owner);
+        return true;
+    }
+
     /** Whether the cell of {@code position} in slot {@code s} holds that position's packet. */
     private boolean ready(int s, long position) {
         long lap = position - (position & (CELLS - 1));
@@ -102,7 +134,7 @@ final class ShmReceiver {
     boolean anyReady() {
         int c = claimed();
         for (int s = 0; c != 0; s++, c >>>= 1) {
-            if ((c & 1) != 0 && ready(s, heads.get(s * PAD))) return true;
+            if ((c & 1) != 0 && ready(s, heads.get(s * PAD)) && proven(s)) return true;
         }
         return false;
     }
@@ -131,6 +163,7 @@ final class ShmReceiver {
 
     /** Takes the ready cells of slot {@code s} into {@code batch} from its slot {@code n} on; returns the new n. */
     private int takeFrom(int s, RxBatch batch, int n) {
+        if (!proven(s)) return n;
         long h = heads.get(s * PAD);
         int room = RxBatch.CAPACITY - n, k = 0;
         while (k < room && ready(s, h + k)) k++;
@@ -154,7 +187,7 @@ final class ShmReceiver {
         MemorySegment dst = MemorySegment.ofBuffer(b);
         int c = claimed();
         for (int s = 0; c != 0; s++, c >>>= 1) {
-            if ((c & 1) == 0) continue;
+            if ((c & 1) == 0 || !proven(s)) continue;
             long h;
             while (ready(s, h = heads.get(s * PAD))) {
                 if (!heads.compareAndSet(s * PAD, h, h + 1)) continue;
@@ -179,7 +212,7 @@ final class ShmReceiver {
     private int copyOut(int s, long p, MemorySegment dst, long at, InetSocketAddress[] from, int index) {
         long cell = ShmRingFile.cell(s, p);
         int len = seg.get(ValueLayout.JAVA_INT, cell + C_LENGTH);
-        InetSocketAddress source = len >= 1 && len <= MAX_PACKET && at + len <= dst.byteSize() ? source(s, cell) : null;
+        InetSocketAddress source = len >= 1 && len <= MAX_PACKET && at + len <= dst.byteSize() ? provenSources[s] : null;
         if (source == null) {
             counters.add(Counter.RX_SHM_BAD_CELL);
             len = -1;
@@ -190,17 +223,5 @@ final class ShmReceiver {
         // the cell is the sender's again, for the next lap
         LONG.setRelease(seg, cell + C_STATE, p - (p & (CELLS - 1)) + CELLS);
         return len;
-    }
-
-    /** The sender's address written in {@code cell}; null when its port is no port. */
-    private InetSocketAddress source(int s, long cell) {
-        long hi = seg.get(ValueLayout.JAVA_LONG, cell + C_ADDR_HI), lo = seg.get(ValueLayout.JAVA_LONG, cell + C_ADDR_LO);
-        int port = seg.get(ValueLayout.JAVA_INT, cell + C_PORT);
-        Source last = sources[s];
-        if (last != null && last.hi == hi && last.lo == lo && last.port == port) return last.address;
-        if (port < 0 || port > 0xFFFF) return null;
-        Source now = new Source(hi, lo, port, new InetSocketAddress(IpAddress.of(hi, lo, local).inet, port));
-        sources[s] = now;
-        return now.address;
     }
 }

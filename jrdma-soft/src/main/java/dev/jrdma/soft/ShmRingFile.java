@@ -40,11 +40,13 @@ import java.util.Set;
  * user with mode 0600, the same file before and after it opened it (in the sticky {@code /dev/shm} nobody else can
  * rename or remove a file of ours, so that check is final), of the exact size and format. The file is made under a
  * random name and renamed into place when complete. What a sender writes is untrusted all the same: every packet read
- * from a ring is copied out and checked as a UDP datagram would be (see {@link ShmReceiver}).
+ * from a ring is copied out and checked as a UDP datagram would be (see {@link ShmReceiver}), and a slot is read only
+ * once its sender proved, over UDP, that it holds the address the slot names; the sender uses the file only once the
+ * device holding the peer's port answered from it ({@link ShmProof}).
  *
  * <p><b>Layout</b> (native byte order; both ends run on this machine): a header page, then {@link #SLOTS} rings of
  * {@link #CELLS} cells, one ring per sending device (a sender claims a slot, so each ring has a single producer process).
- * A cell holds one packet: its state word, its length, the sender's address and port, the packet. The state word says
+ * A cell holds one packet: its state word, its length, the packet. The state word says
  * whose turn the cell is (the bounded queue of D. Vyukov: a cell is free for position {@code t} when its word is
  * {@code t}, full when {@code t + 1}; stored minus the cell's index so a new, all-zero file starts empty), so neither
  * side reads an index the other writes: a sender that lies can spoil only its own ring.
@@ -53,7 +55,8 @@ final class ShmRingFile implements AutoCloseable {
     static final Path DIR = Path.of("/dev/shm");
     private static final String PREFIX = "jrdma-soft-";
     static final long MAGIC = 0x4D48_5341_4D44_524AL; // "JRDMASHM" read as a little-endian long
-    static final int VERSION = 1;
+    /** 2: slots say who claimed them, and cells carry no sender (see {@link ShmProof}). */
+    static final int VERSION = 2;
 
     /** Sending devices one receiver takes at once; a further one sends over UDP. */
     static final int SLOTS = 8;
@@ -74,14 +77,16 @@ final class ShmRingFile implements AutoCloseable {
     static final long HEADER = 4096;
     static final int STATE_OPEN = 1, STATE_CLOSED = 2;
 
-    // a slot: a control page (owner, next position), then the cells
+    // a slot: a control page (owner, next position; who claimed it, for the proof), then the cells
     static final long S_OWNER = 0, S_TAIL = 64;
+    /** The claiming sender's address and UDP port, a random nonce and the position it starts at ({@link ShmProof}). */
+    static final long S_SOURCE_HI = 128, S_SOURCE_LO = 136, S_SOURCE_PORT = 144, S_NONCE = 152, S_START = 160;
     static final long SLOT_CONTROL = 4096;
     static final long SLOT_BYTES = SLOT_CONTROL + (long) CELLS * CELL;
     static final long FILE_BYTES = HEADER + SLOTS * SLOT_BYTES;
 
-    // a cell
-    static final long C_STATE = 0, C_LENGTH = 8, C_PORT = 12, C_ADDR_HI = 16, C_ADDR_LO = 24;
+    // a cell: its state and its packet's length (the sender is the slot's, proven: see ShmProof)
+    static final long C_STATE = 0, C_LENGTH = 8;
 
     static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
     static final VarHandle INT = ValueLayout.JAVA_INT.varHandle();

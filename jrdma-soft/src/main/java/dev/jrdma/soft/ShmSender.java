@@ -1,10 +1,7 @@
 package dev.jrdma.soft;
 
 import static dev.jrdma.soft.ShmRingFile.CELLS;
-import static dev.jrdma.soft.ShmRingFile.C_ADDR_HI;
-import static dev.jrdma.soft.ShmRingFile.C_ADDR_LO;
 import static dev.jrdma.soft.ShmRingFile.C_LENGTH;
-import static dev.jrdma.soft.ShmRingFile.C_PORT;
 import static dev.jrdma.soft.ShmRingFile.C_STATE;
 import static dev.jrdma.soft.ShmRingFile.CELL_HEADER;
 import static dev.jrdma.soft.ShmRingFile.H_CLAIMED;
@@ -38,7 +35,9 @@ final class ShmSender implements AutoCloseable {
         /** Not for this ring (too long for a cell): send it over UDP. */
         TOO_LONG,
         /** The receiver closed its rings, or they are not usable: send over UDP and forget this sender. */
-        GONE
+        GONE,
+        /** The receiver has not answered this sender's HELLO yet ({@link ShmProof}): send over UDP meanwhile. */
+        UNPROVEN
     }
 
     private static final SecureRandom RANDOM = new SecureRandom();
@@ -50,13 +49,17 @@ final class ShmSender implements AutoCloseable {
     private final long slotBase;
     /** This sender's mark in the slot's owner word: the process id and a random part (devices of one process differ). */
     private final long token;
-    private final long srcHi, srcLo;
-    private final int srcPort;
+    /** The random number of this claim, which the HELLO and the receiver's ACK carry ({@link ShmProof}). */
+    final long nonce;
+    /** The position this sender started at (the receiver drops what an earlier owner of the slot left before it). */
+    final long start;
     /** The next position to write (this producer's own; the shared copy only tells a later owner of the slot). */
     private long tail;
     private boolean gone;
+    /** The receiver answered the HELLO: the ring is its device's, and it takes this slot's cells as ours. */
+    private volatile boolean proven;
 
-    private ShmSender(ShmRingFile peer, int slot, long token, long tail, IpAddress source, int sourcePort) {
+    private ShmSender(ShmRingFile peer, int slot, long token, long tail, long nonce) {
         this.peer = peer;
         this.seg = peer.segment;
         this.buf = peer.buffer;
@@ -64,10 +67,16 @@ final class ShmSender implements AutoCloseable {
         this.slotBase = ShmRingFile.slot(slot);
         this.token = token;
         this.tail = tail;
-        this.srcHi = source.hi;
-        this.srcLo = source.lo;
-        this.srcPort = sourcePort;
+        this.start = tail;
+        this.nonce = nonce;
     }
+
+    int slot() { return slot; }
+
+    /** The receiver's ACK for this claim came, from the peer's own port: cells go into the ring from now on. */
+    void proven() { proven = true; }
+
+    boolean isProven() { return proven; }
 
     /**
      * Claims a free slot of {@code peer} (or one whose owner process died) for the device on {@code source:sourcePort};
@@ -90,8 +99,14 @@ final class ShmSender implements AutoCloseable {
                     LONG.setVolatile(seg, at, -1L); // unusable until the receiver makes a new file
                     continue;
                 }
+                long base = ShmRingFile.slot(s), nonce = RANDOM.nextLong();
+                seg.set(ValueLayout.JAVA_LONG, base + ShmRingFile.S_SOURCE_HI, source.hi);
+                seg.set(ValueLayout.JAVA_LONG, base + ShmRingFile.S_SOURCE_LO, source.lo);
+                seg.set(ValueLayout.JAVA_LONG, base + ShmRingFile.S_SOURCE_PORT, sourcePort);
+                seg.set(ValueLayout.JAVA_LONG, base + ShmRingFile.S_START, tail);
+                LONG.setRelease(seg, base + ShmRingFile.S_NONCE, nonce);
                 INT.getAndBitwiseOr(seg, H_CLAIMED, 1 << s);
-                return new ShmSender(peer, s, token, tail, source, sourcePort);
+                return new ShmSender(peer, s, token, tail, nonce);
             }
         }
         return null;
@@ -110,6 +125,7 @@ final class ShmSender implements AutoCloseable {
 
     private Result put(ByteBuffer b) {
         if (!peer.isOpen()) return gone();
+        if (!proven) return Result.UNPROVEN;
         int len = b.remaining();
         if (len > MAX_PACKET) return Result.TOO_LONG;
         long t = tail;
@@ -121,9 +137,6 @@ final class ShmSender implements AutoCloseable {
             return state == lap - CELLS + 1 ? Result.FULL : gone();
         }
         seg.set(ValueLayout.JAVA_INT, cell + C_LENGTH, len);
-        seg.set(ValueLayout.JAVA_INT, cell + C_PORT, srcPort);
-        seg.set(ValueLayout.JAVA_LONG, cell + C_ADDR_HI, srcHi);
-        seg.set(ValueLayout.JAVA_LONG, cell + C_ADDR_LO, srcLo);
         buf.put((int) (cell + CELL_HEADER), b, b.position(), len);
         // volatile, not release: the read of the waiting word below must not move before it (the receiver sets that
         // word, then looks at this one)

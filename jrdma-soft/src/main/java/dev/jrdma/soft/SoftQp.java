@@ -216,6 +216,7 @@ final class SoftQp extends Resource implements QueuePair {
                 ah = a.ah().copy();
                 remote = newRemote;
                 remoteAddr = newRemoteAddr;
+                tr.expectPeer(newRemote);
             }
             if (a.has(QpAttrMask.PATH_MTU)) {
                 pathMtu = a.pathMtu().min(Mtu.MTU_4096);

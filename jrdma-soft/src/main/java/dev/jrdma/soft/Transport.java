@@ -237,6 +237,11 @@ final class Transport {
         }
     }
 
+    /** A QP's destination is {@code peer} from now on: the link may prepare its way there (see {@link Link#expectPeer}). */
+    void expectPeer(InetSocketAddress peer) {
+        if (tap == null) link.expectPeer(peer);
+    }
+
     /** Sends raw bytes (tests: malformed packets). */
     void sendRaw(ByteBuffer b, InetSocketAddress to) throws IOException { link.send(b, to); }
 

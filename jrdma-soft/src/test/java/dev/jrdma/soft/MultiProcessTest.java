@@ -28,6 +28,7 @@ import java.io.InputStreamReader;
 import java.io.PrintWriter;
 import java.lang.foreign.Arena;
 import java.lang.foreign.ValueLayout;
+import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -101,6 +102,9 @@ class MultiProcessTest {
             qp.modify(new QpAttr().state(QpState.RTS).timeout(14).retryCnt(7).rnrRetry(7).sqPsn(1000).maxRdAtomic(4));
             to.println("PEER " + qp.qpNum() + " " + mr.address() + " " + mr.rkey() + " " + c.queryGid(1, 0));
             assertEquals("CONNECTED", out.readLine());
+            if (childOptions.contains("-Djrdma.soft.shm=auto")) {
+                ShmLinkTest.awaitRing(ShmLinkTest.transport(c), new InetSocketAddress(B, port));
+            }
 
             // READ the child's pattern
             qp.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_READ).signaled(true).buffer(mr, 2048, 2048).remote(peerAddr, peerRkey));

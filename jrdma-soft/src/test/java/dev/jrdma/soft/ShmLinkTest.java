@@ -75,6 +75,16 @@ class ShmLinkTest {
         }
     }
 
+    /**
+     * Waits until {@code t} sends to {@code peer} through its ring: the peer answered the HELLO that connecting the QP
+     * sent (one UDP round trip; packets before that go over UDP).
+     */
+    static void awaitRing(Transport t, InetSocketAddress peer) throws InterruptedException {
+        long end = System.nanoTime() + 10_000_000_000L;
+        while (!t.shmLink().shmPeers().contains(peer) && System.nanoTime() < end) Thread.sleep(1);
+        assertTrue(t.shmLink().shmPeers().contains(peer), () -> "no proven ring to " + peer + ": " + t.linkName() + " " + t.counters.snapshot());
+    }
+
     /** A SEND, a WRITE and a READ from A to B, checked; returns how many packets A sent (ring or UDP). */
     static long exchange(Pair p) {
         Transport ta = transport(p.a.ctx);
@@ -98,11 +108,12 @@ class ShmLinkTest {
     }
 
     @Test
-    void twoDevicesOnOneHostTalkThroughTheRings() {
+    void twoDevicesOnOneHostTalkThroughTheRings() throws InterruptedException {
         try (Pair p = pairOn("127.0.0.19", "127.0.0.20", "auto", "auto")) {
             Transport ta = transport(p.a.ctx), tb = transport(p.b.ctx);
             assertNotNull(ta.shmLink(), ta.linkName());
             assertNotNull(tb.shmLink(), tb.linkName());
+            awaitRing(ta, new InetSocketAddress(tb.local.inet, tb.port));
             long txA = ta.counters.get(Counter.TX_SHM_PACKETS), rxB = tb.counters.get(Counter.RX_SHM_PACKETS);
             long badCells = tb.counters.get(Counter.RX_SHM_BAD_CELL), badIcrc = tb.counters.get(Counter.RX_BAD_ICRC);
             long sent = exchange(p);
@@ -172,9 +183,10 @@ class ShmLinkTest {
     }
 
     /**
-     * Whoever maps a ring can write anything into it: a length out of range, a port that is none, a cell marked full
-     * with garbage in it, indices out of range. Each cell costs a counted drop (or the drop a UDP datagram with that
-     * content costs), the device keeps its receive thread, and the peers' connections work on.
+     * Whoever maps a ring can write anything into it: a length out of range, a cell marked full with garbage in it,
+     * indices out of range, slots claimed by nobody. A slot whose sender proved its address (here a liar that holds a
+     * UDP port of its own and writes garbage) costs a counted drop per cell (or the drop a UDP datagram with that content
+     * costs); an unproven one is never read. The device keeps its receive thread, and the peers' connections work on.
      */
     @Test
     void aSpoiltRingCostsCountedDropsAndNothingElse() throws Exception {
@@ -185,36 +197,41 @@ class ShmLinkTest {
             assertNotNull(ring, "B's ring opens for a process of the same user");
             long bad0 = tb.counters.get(Counter.RX_SHM_BAD_CELL), rx0 = tb.counters.get(Counter.RX_PACKETS);
             long malformed0 = tb.counters.get(Counter.RX_MALFORMED) + tb.counters.get(Counter.RX_BAD_ICRC);
-            try {
+            try (java.net.DatagramSocket liar = new java.net.DatagramSocket(new InetSocketAddress(ip("127.0.0.27"), 0))) {
                 MemorySegment seg = ring.segment;
-                int slot = ShmRingFile.SLOTS - 1;
-                seg.set(ValueLayout.JAVA_INT, ShmRingFile.H_CLAIMED, -1);               // every bit, most of them no slot
-                seg.set(ValueLayout.JAVA_LONG, ShmRingFile.slot(slot) + ShmRingFile.S_TAIL, Long.MIN_VALUE);
-                seg.set(ValueLayout.JAVA_LONG, ShmRingFile.slot(slot) + ShmRingFile.S_OWNER, -1L);
+                ShmSender claim = ShmSender.claim(ring, IpAddress.of(liar.getLocalAddress()), liar.getLocalPort());
+                assertNotNull(claim);
+                prove(liar, claim, tb);
+                int slot = claim.slot();
                 int[] lengths = {-1, 0, ShmRingFile.MAX_PACKET + 1, Integer.MAX_VALUE, 100, 64, Integer.MIN_VALUE};
-                int[] ports = {1, 1, 1, 1, 70_000, 4791, 1};
                 for (int i = 0; i < lengths.length; i++) {
-                    long cell = ShmRingFile.cell(slot, i);
+                    long pos = claim.start + i, cell = ShmRingFile.cell(slot, pos);
                     seg.set(ValueLayout.JAVA_INT, cell + ShmRingFile.C_LENGTH, lengths[i]);
-                    seg.set(ValueLayout.JAVA_INT, cell + ShmRingFile.C_PORT, ports[i]);
-                    seg.set(ValueLayout.JAVA_LONG, cell + ShmRingFile.C_ADDR_HI, 0);
-                    seg.set(ValueLayout.JAVA_LONG, cell + ShmRingFile.C_ADDR_LO, 0xFFFF_7F00_0001L); // ::ffff:127.0.0.1
                     for (int j = 0; j < 64; j++) seg.set(ValueLayout.JAVA_BYTE, cell + ShmRingFile.CELL_HEADER + j, (byte) (j * 37 + 11)); // no RoCE packet
-                    seg.set(ValueLayout.JAVA_LONG, cell + ShmRingFile.C_STATE, 1); // full, for position i of lap 0
+                    seg.set(ValueLayout.JAVA_LONG, cell + ShmRingFile.C_STATE, pos - (pos & (ShmRingFile.CELLS - 1)) + 1); // full, for position pos
                 }
                 // a state from no lap at all further on: never taken
-                seg.set(ValueLayout.JAVA_LONG, ShmRingFile.cell(slot, lengths.length) + ShmRingFile.C_STATE, 0x7777_7777_7777L);
+                seg.set(ValueLayout.JAVA_LONG, ShmRingFile.cell(slot, claim.start + lengths.length) + ShmRingFile.C_STATE, 0x7777_7777_7777L);
+                // a slot nobody proved, full of the same garbage, and every claimed bit set: never read
+                int other = (slot + 1) % ShmRingFile.SLOTS;
+                seg.set(ValueLayout.JAVA_INT, ShmRingFile.H_CLAIMED, -1);
+                seg.set(ValueLayout.JAVA_LONG, ShmRingFile.slot(other) + ShmRingFile.S_OWNER, -1L);
+                for (int i = 0; i < 4; i++) {
+                    long cell = ShmRingFile.cell(other, i);
+                    seg.set(ValueLayout.JAVA_INT, cell + ShmRingFile.C_LENGTH, 64);
+                    seg.set(ValueLayout.JAVA_LONG, cell + ShmRingFile.C_STATE, 1);
+                }
                 // wake B's receive thread (it may sleep: nobody polls B)
                 try (DatagramChannel bell = DatagramChannel.open()) {
                     bell.send(ByteBuffer.allocate(0), new InetSocketAddress(tb.local.inet, tb.port));
                 }
                 long end = System.nanoTime() + 10_000_000_000L;
-                while (tb.counters.get(Counter.RX_SHM_BAD_CELL) - bad0 < 6 && System.nanoTime() < end) Thread.sleep(5);
-                assertEquals(6, tb.counters.get(Counter.RX_SHM_BAD_CELL) - bad0, "lengths -1, 0, too long, MAX, MIN and port 70000: " + tb.counters.snapshot());
-                // rx_packets counts a packet before its checks: wait for the drop
-                while (tb.counters.get(Counter.RX_MALFORMED) + tb.counters.get(Counter.RX_BAD_ICRC) - malformed0 < 1 && System.nanoTime() < end) Thread.sleep(5);
-                assertEquals(1, tb.counters.get(Counter.RX_PACKETS) - rx0, "the 64 garbage bytes were checked as a datagram");
-                assertEquals(1, tb.counters.get(Counter.RX_MALFORMED) + tb.counters.get(Counter.RX_BAD_ICRC) - malformed0, tb.counters.snapshot()::toString);
+                while (tb.counters.get(Counter.RX_SHM_BAD_CELL) - bad0 < 5 && System.nanoTime() < end) Thread.sleep(5);
+                assertEquals(5, tb.counters.get(Counter.RX_SHM_BAD_CELL) - bad0, "lengths -1, 0, too long, MAX and MIN: " + tb.counters.snapshot());
+                // rx_packets counts a packet before its checks: wait for the drops
+                while (tb.counters.get(Counter.RX_MALFORMED) + tb.counters.get(Counter.RX_BAD_ICRC) - malformed0 < 2 && System.nanoTime() < end) Thread.sleep(5);
+                assertEquals(2, tb.counters.get(Counter.RX_PACKETS) - rx0, "the two cells of garbage bytes were checked as datagrams, the unproven slot's never");
+                assertEquals(2, tb.counters.get(Counter.RX_MALFORMED) + tb.counters.get(Counter.RX_BAD_ICRC) - malformed0, tb.counters.snapshot()::toString);
                 assertTrue(tb.rxThreadAlive(), "B's receive thread survived");
             } finally {
                 ring.close();
@@ -252,6 +269,115 @@ class ShmLinkTest {
         other.close();
     }
 
+    /** Sends the HELLO of {@code claim} from {@code from} (its own port) to B and waits for B's ACK. */
+    private static void prove(java.net.DatagramSocket from, ShmSender claim, Transport tb) throws IOException {
+        ByteBuffer hello = ShmProof.encode(ShmProof.HELLO, claim.slot(), claim.nonce, claim.start);
+        byte[] bytes = new byte[hello.remaining()];
+        hello.get(bytes);
+        from.send(new java.net.DatagramPacket(bytes, bytes.length, new InetSocketAddress(tb.local.inet, tb.port)));
+        from.setSoTimeout(10_000);
+        java.net.DatagramPacket ack = new java.net.DatagramPacket(new byte[64], 64);
+        from.receive(ack);
+        assertEquals(ShmProof.BYTES, ack.getLength());
+        assertEquals(ShmProof.ACK, ByteBuffer.wrap(ack.getData()).getInt(8), "B answers a HELLO from the address the slot names");
+        assertEquals(new InetSocketAddress(tb.local.inet, tb.port), ack.getSocketAddress(), "from B's own port");
+    }
+
+    /**
+     * A process of the same user claims a slot of B's ring in the name of A (A's address and port, which it does not
+     * hold) and writes a well-formed RDMA WRITE at the PSN B expects from A, with a valid ICRC: B never takes it (the
+     * slot is unproven: its HELLO came from another address), so B's memory keeps A's bytes. Before slots were proven,
+     * B executed it.
+     */
+    @Test
+    void aCellCannotClaimAnAddressItsWriterDoesNotHold() throws Exception {
+        try (Pair p = pairOn("127.0.0.45", "127.0.0.46", "auto", "auto")) {
+            Transport ta = transport(p.a.ctx), tb = transport(p.b.ctx);
+            exchange(p);
+            MemoryRegion a = p.a.mrAll(8192), b = p.b.mrAll(8192);
+            fill(a.segment(), 64, 9);
+            p.a.qp.postSend(new SendWorkRequest().wrId(5).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(a, 0, 64).remote(b.address() + 6000, b.rkey()));
+            assertEquals(WcStatus.SUCCESS, poll(p.a.cq).status);
+            assertFilled(b.segment(), 6000, 64, 9);
+            ShmRingFile ring = ShmRingFile.openPeer(tb.local, tb.port);
+            assertNotNull(ring);
+            try (java.net.DatagramSocket forger = new java.net.DatagramSocket(new InetSocketAddress(ip("127.0.0.47"), 0))) {
+                // A's WRITE, as A put it in B's ring (the last cell of A's slot): the forger's template
+                String rings = tb.shmLink().describeRings();
+                int slotA = Integer.parseInt(rings.substring(rings.indexOf("slot ") + 5, rings.indexOf(':')));
+                long tailA = (long) ShmRingFile.LONG.getVolatile(ring.segment, ShmRingFile.slot(slotA) + ShmRingFile.S_TAIL);
+                long last = ShmRingFile.cell(slotA, tailA - 1);
+                int len = ring.segment.get(ValueLayout.JAVA_INT, last + ShmRingFile.C_LENGTH);
+                ByteBuffer packet = ByteBuffer.allocate(len);
+                MemorySegment.copy(ring.segment, last + ShmRingFile.CELL_HEADER, MemorySegment.ofBuffer(packet), 0, len);
+                assertEquals(b.rkey(), packet.getInt(dev.jrdma.soft.wire.Bth.BYTES + 8), "the template is A's WRITE");
+                int expected;
+                synchronized (p.b.qp) {
+                    expected = ((SoftQp) p.b.qp).responder.expectedPsn;
+                }
+                dev.jrdma.soft.wire.Bth.setPsn(packet, 0, expected);
+                for (int i = 0; i < 64; i++) packet.put(len - dev.jrdma.soft.wire.Icrc.BYTES - 64 + i, (byte) 0x5A);
+                new dev.jrdma.soft.wire.Icrc().generate(packet, 0, len, ta.local.ipv4(), tb.local.ipv4(), ta.port, tb.port);
+                // the forger claims a slot in A's name and puts the forgery in
+                ShmSender claim = ShmSender.claim(ring, ta.local, ta.port);
+                assertNotNull(claim);
+                long cell = ShmRingFile.cell(claim.slot(), claim.start);
+                ring.segment.set(ValueLayout.JAVA_INT, cell + ShmRingFile.C_LENGTH, len);
+                MemorySegment.copy(MemorySegment.ofBuffer(packet), 0, ring.segment, cell + ShmRingFile.CELL_HEADER, len);
+                ShmRingFile.LONG.setVolatile(ring.segment, cell + ShmRingFile.C_STATE, claim.start - (claim.start & (ShmRingFile.CELLS - 1)) + 1);
+                long unproven0 = tb.counters.get(Counter.RX_SHM_UNPROVEN);
+                // its HELLO can only come from its own address: B refuses it (and the empty datagram wakes B meanwhile)
+                ByteBuffer hello = ShmProof.encode(ShmProof.HELLO, claim.slot(), claim.nonce, claim.start);
+                byte[] bytes = new byte[ShmProof.BYTES];
+                hello.get(bytes);
+                forger.send(new java.net.DatagramPacket(bytes, bytes.length, new InetSocketAddress(tb.local.inet, tb.port)));
+                forger.send(new java.net.DatagramPacket(new byte[0], 0, new InetSocketAddress(tb.local.inet, tb.port)));
+                long end = System.nanoTime() + 10_000_000_000L;
+                while (tb.counters.get(Counter.RX_SHM_UNPROVEN) == unproven0 && System.nanoTime() < end) Thread.sleep(5);
+                assertEquals(unproven0 + 1, tb.counters.get(Counter.RX_SHM_UNPROVEN), "B refused the HELLO: " + tb.counters.snapshot());
+                Thread.sleep(200);
+                exchange(p); // B's threads have run through its rings meanwhile
+                assertFilled(b.segment(), 6000, 64, 9);
+                assertEquals(ShmRingFile.CELLS + claim.start - (claim.start & (ShmRingFile.CELLS - 1)) + 1 - ShmRingFile.CELLS,
+                        (long) ShmRingFile.LONG.getVolatile(ring.segment, cell + ShmRingFile.C_STATE), "the forged cell was never taken");
+            } finally {
+                ring.close();
+            }
+        }
+    }
+
+    /**
+     * A process makes the ring file of an address it does not hold (B's, whose device has no rings): A, which finds the
+     * file, sends its HELLO to B's port, hears nothing back, and keeps sending over UDP: nothing of its traffic goes
+     * through the impostor's file, which the impostor could read.
+     */
+    @Test
+    void aRingMadeByAnotherProcessThanThePeersGetsNothing() throws Exception {
+        try (Pair p = pairOn("127.0.0.48", "127.0.0.49", "auto", "off")) {
+            Transport ta = transport(p.a.ctx), tb = transport(p.b.ctx);
+            ShmRingFile impostor = ShmRingFile.create(tb.local, tb.port);
+            try {
+                Thread.sleep(ShmLink.RECHECK_NANOS / 1_000_000 + 100); // A, on UDP to B, looks for B's ring again: the impostor's
+                for (int i = 0; i < 3; i++) exchange(p);
+                assertEquals(0, ta.counters.get(Counter.TX_SHM_PACKETS), "nothing went into the impostor's ring: " + ta.counters.snapshot());
+                assertFalse(ta.linkName().contains(" over shm"), ta.linkName());
+                int claimed = (int) ShmRingFile.INT.getVolatile(impostor.segment, ShmRingFile.H_CLAIMED);
+                assertEquals(1, Integer.bitCount(claimed), "A claimed a slot and waits for the proof");
+                int slot = Integer.numberOfTrailingZeros(claimed);
+                long start = impostor.segment.get(ValueLayout.JAVA_LONG, ShmRingFile.slot(slot) + ShmRingFile.S_START);
+                assertEquals(start, (long) ShmRingFile.LONG.getVolatile(impostor.segment, ShmRingFile.slot(slot) + ShmRingFile.S_TAIL), "no cell written");
+                long dropped = tb.counters.get(Counter.RX_MALFORMED) + tb.counters.get(Counter.RX_BAD_ICRC);
+                assertTrue(dropped >= 1, "B, without rings, counted the HELLO as a bad packet: " + tb.counters.snapshot());
+                Thread.sleep(ShmLink.PROOF_TIMEOUT_NANOS / 1_000_000 + 100);
+                exchange(p); // A gives the claim up: no answer came from B's port
+                assertTrue(ta.counters.get(Counter.RX_SHM_UNPROVEN) >= 1, ta.counters.snapshot()::toString);
+                assertEquals(0, ta.counters.get(Counter.TX_SHM_PACKETS));
+            } finally {
+                impostor.close();
+            }
+        }
+    }
+
     /**
      * Someone truncates a device's ring file under both mappings: the sender faults and goes over UDP, the receiver
      * faults, makes a new file under the same name (counted, told once) and the pair talks on; a second later the
@@ -272,6 +398,8 @@ class ShmLinkTest {
             assertEquals(ShmRingFile.FILE_BYTES, Files.size(file), "a whole new file under the same name");
             assertNotEquals(inode, Files.readAttributes(file, "unix:ino").get("ino"));
             Thread.sleep(ShmLink.RECHECK_NANOS / 1_000_000 + 100); // A looks for B's ring again after a while on UDP
+            exchange(p); // finds the new file, claims a slot, says HELLO
+            awaitRing(ta, new InetSocketAddress(tb.local.inet, tb.port));
             long shm = ta.counters.get(Counter.TX_SHM_PACKETS);
             long sent = exchange(p);
             assertEquals(sent, ta.counters.get(Counter.TX_SHM_PACKETS) - shm, "A sends through B's new ring: " + ta.linkName());
