@@ -146,7 +146,8 @@ final class Admission {
      * Admits a handshake from {@code source} on {@code connection} (closed by {@link #sweep} at its deadline; null:
      * not swept), or refuses it (counted) with the limit it would pass.
      */
-    synchronized Ticket enter(InetAddress source, Closeable connection) {
+    synchronized Ticket enter(InetAddress address, Closeable connection) {
+        InetAddress source = sourceOf(address);
         if (pending.size() >= maxPending) {
             refusedMaxPending.increment();
             return new Ticket(source, connection, 0, "the server has " + maxPending
@@ -155,13 +156,32 @@ final class Admission {
         int fromSource = perSource.getOrDefault(source, 0);
         if (fromSource >= maxPerSource) {
             refusedPerSource.increment();
-            return new Ticket(source, connection, 0, source.getHostAddress() + " has " + fromSource
+            return new Ticket(source, connection, 0, describe(source) + " has " + fromSource
                     + " handshakes in progress here (maxPendingHandshakesPerSource); try again later");
         }
         perSource.put(source, fromSource + 1);
         Ticket t = new Ticket(source, connection, clock.getAsLong() + deadlineNanos, null);
         pending.add(t);
         return t;
+    }
+
+    /**
+     * The source a handshake counts against: an IPv4 address, or the /64 prefix of an IPv6 address (one host
+     * usually holds a whole /64, so counting each of its addresses apart would not limit it).
+     */
+    static InetAddress sourceOf(InetAddress a) {
+        if (!(a instanceof java.net.Inet6Address)) return a;
+        byte[] b = a.getAddress();
+        java.util.Arrays.fill(b, 8, 16, (byte) 0);
+        try {
+            return InetAddress.getByAddress(b);
+        } catch (java.net.UnknownHostException e) {
+            throw new IllegalStateException(e); // 16 bytes: cannot happen
+        }
+    }
+
+    private static String describe(InetAddress source) {
+        return source instanceof java.net.Inet6Address ? source.getHostAddress() + "/64" : source.getHostAddress();
     }
 
     private synchronized void release(Ticket t) {
@@ -193,7 +213,7 @@ final class Admission {
             }
         }
         for (Ticket t : late) {
-            LOG.log(System.Logger.Level.INFO, () -> "the handshake from " + t.source.getHostAddress() + " passed its deadline ("
+            LOG.log(System.Logger.Level.INFO, () -> "the handshake from " + describe(t.source) + " passed its deadline ("
                     + deadlineNanos / 1_000_000 + " ms): disconnected");
             try {
                 t.connection.close();

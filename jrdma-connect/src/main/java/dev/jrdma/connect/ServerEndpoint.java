@@ -238,7 +238,8 @@ public final class ServerEndpoint implements AutoCloseable {
             }
             startAcceptor();
             try {
-                Endpoint ep = ready.poll(left, java.util.concurrent.TimeUnit.MILLISECONDS);
+                // in slices: a server closed meanwhile ends the wait at once, not at the timeout
+                Endpoint ep = ready.poll(Math.min(left, SWEEP_MS), java.util.concurrent.TimeUnit.MILLISECONDS);
                 if (ep != null) return ep;
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();

@@ -170,64 +170,68 @@ class AdmissionTest {
         List<Fake> fakes = new ArrayList<>();
         List<Endpoint> served = new ArrayList<>();
         try (ServerEndpoint server = ServerEndpoint.bind(TestSupport.server(), cfg)) {
-          try {
-            Thread drainer = drain(server, served);
-            Runtime rt = Runtime.getRuntime();
-            System.gc();
-            long heap0 = rt.totalMemory() - rt.freeMemory();
-            long registered0 = server.group().messagePool().registeredBytes();
-            long t0 = System.nanoTime();
-            for (int i = 0; i < max - 1; i++) {
-                Fake f = Fake.connect(OTHER_HOST, server.port(), i);
-                fakes.add(f);
-                if (f.refused != null) fail("fake client " + i + " of " + (max - 1) + " was not accepted: " + f.refused);
-            }
-            long ms = (System.nanoTime() - t0) / 1_000_000;
-            assertTrue(ServerLimitsTest.waitFor(() -> { synchronized (served) { return served.size() == max - 1; } }));
-            System.gc();
-            long heap = rt.totalMemory() - rt.freeMemory() - heap0;
-            long registered = server.group().messagePool().registeredBytes() - registered0;
-            System.out.printf("admission: %d fake connections in %d ms; per connection: %d bytes of registered memory (receive slots), "
-                            + "about %d bytes of heap (QP, CQ share, endpoint, sockets, both ends in this JVM); %d CQs%n",
-                    max - 1, ms, registered / (max - 1), heap / (max - 1), server.group().cqCount());
-            Endpoint real;
-            try (Endpoint client = Endpoint.connect(TestSupport.HOST, server.port(), cfg)) {
-                assertTrue(ServerLimitsTest.waitFor(() -> { synchronized (served) { return served.size() == max; } }));
+            try {
+                fillThenRefuse(server, cfg, max, fakes, served);
+            } finally {
+                closeAll(fakes); // before the server: their endpoints end at once (PEER_GONE), no goodbye to wait for
                 synchronized (served) {
-                    real = served.get(max - 1);
+                    closeAll(served);
                 }
-                client.sendSync(new byte[] {9});
-                assertEquals(9, real.receive(Duration.ofSeconds(10)).bytes()[0]);
-                RdmaConnectException e = assertThrows(RdmaConnectException.class, () -> Endpoint.connect(TestSupport.HOST, server.port(), cfg));
-                assertEquals(RdmaConnectException.Reason.REJECTED, e.reason(), e.getMessage());
-                assertTrue(e.getMessage().contains("maximum of " + max + " connections"), e.getMessage());
-                Fake over = Fake.connect(OTHER_HOST, server.port(), max);
-                over.close();
-                assertTrue(over.refused != null && over.refused.reason() == RdmaConnectException.Reason.REJECTED
-                        && over.refused.getMessage().contains("maxConnections"), String.valueOf(over.refused));
-                assertEquals(2, server.counters().refusedMaxConnections(), server.counters().toString());
             }
-            // the real client closed and a fake hangs up: once the application closes their endpoints there is room again
-            real.close();
-            fakes.remove(0).close();
-            Endpoint gone;
-            synchronized (served) {
-                gone = served.get(0); // the endpoints were accepted in the fakes' order
-            }
-            assertTrue(ServerLimitsTest.waitFor(() -> !gone.isConnected()), "the server noticed the fake hang up");
-            gone.close();
-            assertEquals(max - 2, server.group().endpointCount());
-            try (Endpoint again = Endpoint.connect(TestSupport.HOST, server.port(), cfg)) {
-                assertTrue(again.isConnected());
-            }
-            drainer.interrupt();
-          } finally {
-            closeAll(fakes); // before the server: their endpoints end at once (PEER_GONE), no goodbye to wait for
-            synchronized (served) {
-                closeAll(served);
-            }
-          }
         }
+    }
+
+    private static void fillThenRefuse(ServerEndpoint server, EndpointConfig cfg, int max, List<Fake> fakes, List<Endpoint> served) throws Exception {
+        Thread drainer = drain(server, served);
+        Runtime rt = Runtime.getRuntime();
+        System.gc();
+        long heap0 = rt.totalMemory() - rt.freeMemory();
+        long registered0 = server.group().messagePool().registeredBytes();
+        long t0 = System.nanoTime();
+        for (int i = 0; i < max - 1; i++) {
+            Fake f = Fake.connect(OTHER_HOST, server.port(), i);
+            fakes.add(f);
+            if (f.refused != null) fail("fake client " + i + " of " + (max - 1) + " was not accepted: " + f.refused);
+        }
+        long ms = (System.nanoTime() - t0) / 1_000_000;
+        assertTrue(ServerLimitsTest.waitFor(() -> { synchronized (served) { return served.size() == max - 1; } }));
+        System.gc();
+        long heap = rt.totalMemory() - rt.freeMemory() - heap0;
+        long registered = server.group().messagePool().registeredBytes() - registered0;
+        System.out.printf("admission: %d fake connections in %d ms; per connection: %d bytes of registered memory (receive slots), "
+                        + "about %d bytes of heap (QP, CQ share, endpoint, sockets, both ends in this JVM); %d CQs%n",
+                max - 1, ms, registered / (max - 1), heap / (max - 1), server.group().cqCount());
+        Endpoint real;
+        try (Endpoint client = Endpoint.connect(TestSupport.HOST, server.port(), cfg)) {
+            assertTrue(ServerLimitsTest.waitFor(() -> { synchronized (served) { return served.size() == max; } }));
+            synchronized (served) {
+                real = served.get(max - 1);
+            }
+            client.sendSync(new byte[] {9});
+            assertEquals(9, real.receive(Duration.ofSeconds(10)).bytes()[0]);
+            RdmaConnectException e = assertThrows(RdmaConnectException.class, () -> Endpoint.connect(TestSupport.HOST, server.port(), cfg));
+            assertEquals(RdmaConnectException.Reason.REJECTED, e.reason(), e.getMessage());
+            assertTrue(e.getMessage().contains("maximum of " + max + " connections"), e.getMessage());
+            Fake over = Fake.connect(OTHER_HOST, server.port(), max);
+            over.close();
+            assertTrue(over.refused != null && over.refused.reason() == RdmaConnectException.Reason.REJECTED
+                    && over.refused.getMessage().contains("maxConnections"), String.valueOf(over.refused));
+            assertEquals(2, server.counters().refusedMaxConnections(), server.counters().toString());
+        }
+        // the real client closed and a fake hangs up: once the application closes their endpoints there is room again
+        real.close();
+        fakes.remove(0).close();
+        Endpoint gone;
+        synchronized (served) {
+            gone = served.get(0); // the endpoints were accepted in the fakes' order
+        }
+        assertTrue(ServerLimitsTest.waitFor(() -> !gone.isConnected()), "the server noticed the fake hang up");
+        gone.close();
+        assertEquals(max - 2, server.group().endpointCount());
+        try (Endpoint again = Endpoint.connect(TestSupport.HOST, server.port(), cfg)) {
+            assertTrue(again.isConnected());
+        }
+        drainer.interrupt();
     }
 
     /**
@@ -380,5 +384,57 @@ class AdmissionTest {
                 assertEquals(1, server.counters().controlViolations(), server.counters().toString());
             }
         }
+    }
+    /**
+     * The bookkeeping alone, on a clock the test owns: the per-source and global caps (IPv6 counted per /64), a slot
+     * freed when its handshake ends, the deadline sweep, and the cap on refusals being told (each refusal counted).
+     */
+    @Test
+    void admissionCountsPerSourceAndSweepsOnItsClock() throws Exception {
+        EndpointConfig cfg = TestSupport.config().timeout(Duration.ofSeconds(5)).maxPendingHandshakes(10).maxPendingHandshakesPerSource(3).build();
+        AtomicLong now = new AtomicLong();
+        Admission a = new Admission(cfg, now::get);
+        InetAddress one = InetAddress.getByName("127.0.0.2"), two = InetAddress.getByName("127.0.0.3");
+        List<Admission.Ticket> held = new ArrayList<>();
+        int[] closed = {0};
+        java.io.Closeable counted = () -> closed[0]++;
+        for (int i = 0; i < 3; i++) {
+            Admission.Ticket t = a.enter(one, counted);
+            assertEquals(null, t.refusal());
+            held.add(t);
+        }
+        Admission.Ticket over = a.enter(one, () -> { });
+        assertTrue(over.refusal() != null && over.refusal().contains("127.0.0.2 has 3 handshakes in progress here (maxPendingHandshakesPerSource)"), over.refusal());
+        over.close(); // a refused ticket frees nothing
+        assertEquals(null, a.enter(two, () -> { }).refusal(), "another source is still admitted");
+        held.remove(0).close();
+        held.get(0).close();
+        held.get(0).close(); // idempotent: frees one slot, not two
+        assertEquals(null, a.enter(one, counted).refusal());
+        assertEquals(null, a.enter(one, counted).refusal());
+        assertTrue(a.enter(one, counted).refusal() != null);
+        // IPv6: the addresses of one /64 are one source; another /64 is another
+        for (int i = 1; i <= 3; i++) assertEquals(null, a.enter(InetAddress.getByName("2001:db8:0:1::" + i), () -> { }).refusal());
+        assertTrue(a.enter(InetAddress.getByName("2001:db8:0:1:ffff::9"), () -> { }).refusal().contains("2001:db8:0:1:0:0:0:0/64"));
+        assertEquals(null, a.enter(InetAddress.getByName("2001:db8:0:2::1"), () -> { }).refusal());
+        assertEquals(null, a.enter(InetAddress.getByName("127.0.0.4"), () -> { }).refusal());
+        assertEquals(null, a.enter(InetAddress.getByName("127.0.0.5"), () -> { }).refusal());
+        assertEquals(10, a.pending());
+        assertTrue(a.enter(InetAddress.getByName("127.0.0.9"), () -> { }).refusal().contains("maxPendingHandshakes"));
+        // the deadline, on the clock: nothing before it, every one at it (once)
+        now.addAndGet(cfg.timeout().toNanos() - 1);
+        assertEquals(0, a.sweep());
+        now.addAndGet(1);
+        assertEquals(10, a.sweep());
+        assertEquals(3, closed[0], "the three handshakes from 127.0.0.2 still open were disconnected");
+        assertEquals(0, a.sweep(), "each is disconnected once");
+        assertTrue(held.get(1).expired() && !held.get(0).expired());
+        // refusals being told are capped at maxPendingHandshakes; beyond, the connection is closed and counted
+        for (int i = 0; i < 10; i++) assertTrue(a.startRefusal());
+        assertTrue(!a.startRefusal());
+        a.endRefusal();
+        assertTrue(a.startRefusal());
+        AdmissionCounters c = a.counters(0);
+        assertEquals(new AdmissionCounters(0, 1, 3, 0, 0, 0, 1), c);
     }
 }
