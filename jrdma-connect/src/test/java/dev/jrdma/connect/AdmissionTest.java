@@ -385,6 +385,19 @@ class AdmissionTest {
             }
         }
     }
+    /** An accept waiting when the server closes ends then (ADDRESS_ERROR, "closed"), not at its timeout. */
+    @Test
+    void anAcceptWaitingWhenTheServerClosesEndsThen() throws Exception {
+        ServerEndpoint server = ServerEndpoint.bind(TestSupport.server(), TestSupport.config().build());
+        CompletableFuture<Endpoint> accepting = TestSupport.acceptAsync(server, Duration.ofSeconds(600));
+        Thread.sleep(200); // it waits
+        server.close();
+        java.util.concurrent.ExecutionException e = assertThrows(java.util.concurrent.ExecutionException.class, () -> accepting.get(60, TimeUnit.SECONDS));
+        RdmaConnectException cause = (RdmaConnectException) e.getCause().getCause();
+        assertEquals(RdmaConnectException.Reason.ADDRESS_ERROR, cause.reason(), cause.getMessage());
+        assertTrue(cause.getMessage().contains("closed"), cause.getMessage());
+    }
+
     /**
      * The bookkeeping alone, on a clock the test owns: the per-source and global caps (IPv6 counted per /64), a slot
      * freed when its handshake ends, the deadline sweep, and the cap on refusals being told (each refusal counted).
