@@ -128,6 +128,7 @@ final class Admission {
     private final LongAdder refusedPerSource = new LongAdder();
     private final LongAdder refusedNoResources = new LongAdder();
     private final LongAdder handshakeDeadlines = new LongAdder();
+    private final LongAdder badHandshakes = new LongAdder();
     private final LongAdder refusalsDropped = new LongAdder();
 
     Admission(EndpointConfig cfg, LongSupplier clock) {
@@ -243,18 +244,23 @@ final class Admission {
         refusing--;
     }
 
-    /** Counts a handshake that ended: a refusal at the connection cap or for resources, a deadline passed. */
+    /**
+     * Counts a handshake that failed: a refusal at the connection cap or for resources, a deadline passed, a client
+     * that broke the protocol. (A filter's rejection is the application's decision, a client that hung up its own.)
+     */
     void countFailure(RdmaConnectException e, Ticket t) {
         if (e.getCause() instanceof Refused r) {
             (r.limit() == Refused.Limit.CONNECTIONS ? refusedMaxConnections : refusedNoResources).increment();
         } else if (e.reason() == RdmaConnectException.Reason.TIMEOUT || (t != null && t.expired())) {
             handshakeDeadlines.increment();
+        } else if (e.reason() == RdmaConnectException.Reason.PROTOCOL_ERROR || e.reason() == RdmaConnectException.Reason.VERSION_MISMATCH) {
+            badHandshakes.increment();
         }
     }
 
     /** {@return the counters so far; {@code controlViolations} from the server's group} */
     AdmissionCounters counters(long controlViolations) {
         return new AdmissionCounters(refusedMaxConnections.sum(), refusedMaxPending.sum(), refusedPerSource.sum(),
-                refusedNoResources.sum(), handshakeDeadlines.sum(), controlViolations, refusalsDropped.sum());
+                refusedNoResources.sum(), handshakeDeadlines.sum(), badHandshakes.sum(), controlViolations, refusalsDropped.sum());
     }
 }

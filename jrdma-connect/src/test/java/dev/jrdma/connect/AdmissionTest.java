@@ -448,6 +448,6 @@ class AdmissionTest {
         a.endRefusal();
         assertTrue(a.startRefusal());
         AdmissionCounters c = a.counters(0);
-        assertEquals(new AdmissionCounters(0, 1, 3, 0, 0, 0, 1), c);
+        assertEquals(new AdmissionCounters(0, 1, 3, 0, 0, 0, 0, 1), c);
     }
 }
