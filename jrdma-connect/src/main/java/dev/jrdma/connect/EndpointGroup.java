@@ -200,6 +200,7 @@ public final class EndpointGroup implements AutoCloseable {
             CompletionQueue[] more = java.util.Arrays.copyOf(cqs, cqs.length + 1);
             more[more.length - 1] = room.cq;
             cqs = more;
+            channel.wakeup(); // the completion thread arms the new CQ now, not after its next sleep
             LOG.log(System.Logger.Level.DEBUG, () -> "group of " + device.name() + ": completion queue " + shards.size() + " for " + (placed.size() + 1) + " endpoints");
         }
         room.reserved += entries;
