@@ -259,6 +259,42 @@ class AdmissionTest {
         }
     }
 
+    /**
+     * Endpoints spread over several CQs of one group (a CQ holds one endpoint here) are all served by its completion
+     * thread, sleeping on the channel (EVENT) or spinning (BUSY, the server's only): messages both ways on each. The
+     * clients share one group, so its CQs multiply too.
+     */
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.EnumSource(PollMode.class)
+    void endpointsOnSeveralCompletionQueuesAreAllServed(PollMode mode) throws Exception {
+        EndpointConfig clientCfg = TestSupport.config().cqSize(32).build(); // 28 entries per endpoint: one per CQ
+        EndpointConfig cfg = clientCfg.toBuilder().pollMode(mode).build();
+        List<Endpoint> all = new ArrayList<>();
+        try (ServerEndpoint server = ServerEndpoint.bind(TestSupport.server(), cfg);
+             EndpointGroup clients = EndpointGroup.forLocalAddress(InetAddress.getByName(TestSupport.HOST), clientCfg)) {
+            try {
+                for (int i = 0; i < 4; i++) {
+                    CompletableFuture<Endpoint> accepted = TestSupport.acceptAsync(server, Duration.ofSeconds(60));
+                    all.add(Endpoint.connect(TestSupport.HOST, server.port(), clientCfg, clients, null));
+                    all.add(accepted.get(60, TimeUnit.SECONDS));
+                }
+                assertEquals(4, server.group().cqCount());
+                assertEquals(4, clients.cqCount());
+                for (int round = 0; round < 20; round++) {
+                    for (int i = 0; i < all.size(); i += 2) {
+                        Endpoint client = all.get(i), served = all.get(i + 1);
+                        client.sendSync(new byte[] {(byte) i, (byte) round});
+                        assertEquals(round, served.receive(Duration.ofSeconds(10)).bytes()[1]);
+                        served.sendSync(new byte[] {(byte) round});
+                        assertEquals(round, client.receive(Duration.ofSeconds(10)).bytes()[0]);
+                    }
+                }
+            } finally {
+                closeAll(all);
+            }
+        }
+    }
+
     /** Opens a TCP connection from {@code from} and sends the first byte of a HELLO, then holds it. */
     private static Socket slowHandshake(String from, int port) throws IOException {
         Socket s = Fake.open(from, port);
