@@ -60,11 +60,12 @@ final class Admission {
     /**
      * Makes a connection's endpoint, or rejects the client with the reason when the server cannot take it: the
      * connection cap, no completion queue with room, or the device refusing a queue pair or memory. Whatever the
-     * failure, the client is told (a REJECT naming the limit) instead of seeing the connection close.
+     * failure, the client is told (a REJECT naming the limit) instead of seeing the connection close; the group counts
+     * the refusal before the client is told.
      *
      * @throws RdmaConnectException REJECTED, its cause the {@link Refused} that says which limit
      */
-    static Endpoint create(Supplier<Endpoint> make, Rejecter rejecter, String where) throws RdmaConnectException {
+    static Endpoint create(EndpointGroup group, Supplier<Endpoint> make, Rejecter rejecter, String where) throws RdmaConnectException {
         Refused refused;
         try {
             return make.get();
@@ -73,6 +74,7 @@ final class Admission {
         } catch (VerbsException | IllegalStateException e) {
             refused = new Refused(Refused.Limit.RESOURCES, "the server cannot set up another connection now (" + e.getMessage() + "); try again later", e);
         }
+        group.countRefusal(refused.limit());
         try {
             rejecter.reject(refused.getMessage());
         } catch (IOException | RuntimeException ignored) {
@@ -123,10 +125,8 @@ final class Admission {
     private final List<Ticket> pending = new ArrayList<>();
     private int refusing;
 
-    private final LongAdder refusedMaxConnections = new LongAdder();
     private final LongAdder refusedMaxPending = new LongAdder();
     private final LongAdder refusedPerSource = new LongAdder();
-    private final LongAdder refusedNoResources = new LongAdder();
     private final LongAdder handshakeDeadlines = new LongAdder();
     private final LongAdder badHandshakes = new LongAdder();
     private final LongAdder refusalsDropped = new LongAdder();
@@ -245,12 +245,13 @@ final class Admission {
     }
 
     /**
-     * Counts a handshake that failed: a refusal at the connection cap or for resources, a deadline passed, a client
-     * that broke the protocol. (A filter's rejection is the application's decision, a client that hung up its own.)
+     * Counts a handshake that failed: a deadline passed, a client that broke the protocol. (The group counts
+     * refusals at the connection cap or for resources, {@link #create}; a filter's rejection is the application's
+     * decision, a client that hung up its own.)
      */
     void countFailure(RdmaConnectException e, Ticket t) {
-        if (e.getCause() instanceof Refused r) {
-            (r.limit() == Refused.Limit.CONNECTIONS ? refusedMaxConnections : refusedNoResources).increment();
+        if (e.getCause() instanceof Refused) {
+            return; // counted by the group
         } else if (e.reason() == RdmaConnectException.Reason.TIMEOUT || (t != null && t.expired())) {
             handshakeDeadlines.increment();
         } else if (e.reason() == RdmaConnectException.Reason.PROTOCOL_ERROR || e.reason() == RdmaConnectException.Reason.VERSION_MISMATCH) {
@@ -258,9 +259,14 @@ final class Admission {
         }
     }
 
-    /** {@return the counters so far; {@code controlViolations} from the server's group} */
-    AdmissionCounters counters(long controlViolations) {
-        return new AdmissionCounters(refusedMaxConnections.sum(), refusedMaxPending.sum(), refusedPerSource.sum(),
-                refusedNoResources.sum(), handshakeDeadlines.sum(), badHandshakes.sum(), controlViolations, refusalsDropped.sum());
+    /** {@return the counters so far, with those the server's group keeps} */
+    AdmissionCounters counters(EndpointGroup group) {
+        return counters(group.refusals(Refused.Limit.CONNECTIONS), group.refusals(Refused.Limit.RESOURCES), group.controlViolations());
+    }
+
+    /** {@return the counters so far, with the group's given} */
+    AdmissionCounters counters(long refusedMaxConnections, long refusedNoResources, long controlViolations) {
+        return new AdmissionCounters(refusedMaxConnections, refusedMaxPending.sum(), refusedPerSource.sum(), refusedNoResources,
+                handshakeDeadlines.sum(), badHandshakes.sum(), controlViolations, refusalsDropped.sum());
     }
 }

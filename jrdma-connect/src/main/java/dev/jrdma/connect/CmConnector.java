@@ -344,7 +344,7 @@ final class CmConnector {
                 connCh = CmEventChannel.create();
                 id.migrate(connCh);
                 // the connection cap and a CQ with room first; a client the server cannot take is told why
-                ep = Admission.create(() -> Endpoint.createForCm(group, false), r -> rejectQuietly(id, reject(KIND_REJECT, r)), where);
+                ep = Admission.create(group, () -> Endpoint.createForCm(group, false), r -> rejectQuietly(id, reject(KIND_REJECT, r)), where);
                 RemoteBuffer export = ep.cmReserveExport(range);
                 ep.cmToInit(id.initQpAttr(QpState.INIT));
                 QpAttr rtr = id.initQpAttr(QpState.RTR);

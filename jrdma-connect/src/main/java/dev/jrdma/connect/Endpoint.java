@@ -363,7 +363,7 @@ public final class Endpoint implements AutoCloseable {
                 throw new RdmaConnectException(RdmaConnectException.Reason.REJECTED, "rejected the client at " + where + ": " + rejection);
             }
             // the connection cap and a CQ with room first; a client the server cannot take is told why
-            ep = Admission.create(() -> new Endpoint(group, false, s), why -> Handshake.writeReject(out, VERDICT_REJECT, why), where);
+            ep = Admission.create(group, () -> new Endpoint(group, false, s), why -> Handshake.writeReject(out, VERDICT_REJECT, why), where);
             ep.serverHandshake(hello, in, out, export, where);
             return ep;
         } catch (RdmaConnectException e) {

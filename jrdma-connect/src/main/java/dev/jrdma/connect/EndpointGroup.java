@@ -54,6 +54,8 @@ public final class EndpointGroup implements AutoCloseable {
     private int maxCqs;                       // the device's max_cq (tests lower it)
     private int maxEndpoints = Integer.MAX_VALUE; // a server's maxConnections
     private final java.util.concurrent.atomic.LongAdder controlViolations = new java.util.concurrent.atomic.LongAdder();
+    private final java.util.concurrent.atomic.LongAdder[] refusals = {
+            new java.util.concurrent.atomic.LongAdder(), new java.util.concurrent.atomic.LongAdder()}; // by Admission.Refused.Limit
     private final BufferPool pool;
     private final BufferPool messages;
     private final int gidIndex;
@@ -216,6 +218,16 @@ public final class EndpointGroup implements AutoCloseable {
     /** Tests: as if the device had room for only {@code n} completion queues. */
     synchronized void limitCompletionQueues(int n) {
         maxCqs = n;
+    }
+
+    /** A client refused before anything was made for it ({@link Admission#create}). */
+    void countRefusal(Admission.Refused.Limit limit) {
+        refusals[limit.ordinal()].increment();
+    }
+
+    /** {@return the clients refused at {@code limit} so far} */
+    long refusals(Admission.Refused.Limit limit) {
+        return refusals[limit.ordinal()].sum();
     }
 
     /** A peer broke the rules of its control channel (counted; see {@link #controlViolations()}). */

@@ -256,7 +256,7 @@ public final class ServerEndpoint implements AutoCloseable {
 
     /** {@return what this server refused or cut off so far: each kind of drop, counted} */
     public AdmissionCounters counters() {
-        return admission.counters(group.controlViolations());
+        return admission.counters(group);
     }
 
     /** Tests: the clock of the handshakes' deadlines (nanoseconds, as {@link System#nanoTime}). */

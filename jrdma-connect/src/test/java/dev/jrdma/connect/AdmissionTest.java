@@ -483,7 +483,7 @@ class AdmissionTest {
         assertTrue(!a.startRefusal());
         a.endRefusal();
         assertTrue(a.startRefusal());
-        AdmissionCounters c = a.counters(0);
+        AdmissionCounters c = a.counters(0, 0, 0);
         assertEquals(new AdmissionCounters(0, 1, 3, 0, 0, 0, 0, 1), c);
     }
 }
