@@ -332,9 +332,6 @@ final class CmConnector {
                     throw ex;
                 }
                 String why = Handshake.screen(filter, remote, h.user());
-                if (why == null && group.endpointCount() >= cfg.maxConnections()) {
-                    why = "the server holds its maximum of " + cfg.maxConnections() + " connections (maxConnections); try again later";
-                }
                 if (why != null) {
                     rejectQuietly(id, reject(KIND_REJECT, why));
                     throw new RdmaConnectException(RdmaConnectException.Reason.REJECTED, "rejected the client at " + where + ": " + why);
@@ -346,7 +343,8 @@ final class CmConnector {
                 }
                 connCh = CmEventChannel.create();
                 id.migrate(connCh);
-                ep = Endpoint.createForCm(group, false);
+                // the connection cap and a CQ with room first; a client the server cannot take is told why
+                ep = Admission.create(group, () -> Endpoint.createForCm(group, false), r -> rejectQuietly(id, reject(KIND_REJECT, r)), where);
                 RemoteBuffer export = ep.cmReserveExport(range);
                 ep.cmToInit(id.initQpAttr(QpState.INIT));
                 QpAttr rtr = id.initQpAttr(QpState.RTR);

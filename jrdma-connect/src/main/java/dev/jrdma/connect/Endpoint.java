@@ -209,11 +209,11 @@ public final class Endpoint implements AutoCloseable {
         this.credits = new CreditWindow(cfg.recvQueueDepth());
         this.inFlight = new InFlight<>(sqDepth);
         this.goodbye = new Goodbye(cfg.timeout());
-        group.reserve(this, cqEntries);
+        var cq = group.reserve(this, cqEntries); // the connection cap and a CQ with room, before anything is made
         QueuePair q = null;
         RegisteredBuffer rb = null;
         try {
-            q = group.pd().createQueuePair(QpInitAttr.builder(group.cq()).maxSendWr(sqDepth).maxRecvWr(recvSlots)
+            q = group.pd().createQueuePair(QpInitAttr.builder(cq).maxSendWr(sqDepth).maxRecvWr(recvSlots)
                     .maxInlineData(cfg.inlineSize()).build());
             rb = group.messagePool().allocate((long) recvSlots * cfg.messageSize());
         } catch (RuntimeException e) {
@@ -339,7 +339,8 @@ public final class Endpoint implements AutoCloseable {
 
     /**
      * Server side: the handshake of an accepted TCP connection, within one deadline. The client's HELLO is read and
-     * screened (filter, connection cap) before anything is made for it; whatever fails frees all of it.
+     * screened (filter, connection cap, room in a CQ: {@link Admission}) before anything is made for it; whatever fails
+     * frees all of it.
      */
     static Endpoint accept(EndpointGroup group, Socket s, ExportedRange export, ServerEndpoint.ConnectionFilter filter, long deadline)
             throws RdmaConnectException {
@@ -357,14 +358,12 @@ public final class Endpoint implements AutoCloseable {
             DataInputStream in = Handshake.input(s, deadline);
             Handshake.Hello hello = Handshake.readHello(in, out, where);
             String rejection = Handshake.screen(filter, (InetSocketAddress) s.getRemoteSocketAddress(), hello.privateData());
-            if (rejection == null && group.endpointCount() >= cfg.maxConnections()) {
-                rejection = "the server holds its maximum of " + cfg.maxConnections() + " connections (maxConnections); try again later";
-            }
             if (rejection != null) {
                 Handshake.writeReject(out, VERDICT_REJECT, rejection);
                 throw new RdmaConnectException(RdmaConnectException.Reason.REJECTED, "rejected the client at " + where + ": " + rejection);
             }
-            ep = new Endpoint(group, false, s);
+            // the connection cap and a CQ with room first; a client the server cannot take is told why
+            ep = Admission.create(group, () -> new Endpoint(group, false, s), why -> Handshake.writeReject(out, VERDICT_REJECT, why), where);
             ep.serverHandshake(hello, in, out, export, where);
             return ep;
         } catch (RdmaConnectException e) {
@@ -542,6 +541,17 @@ public final class Endpoint implements AutoCloseable {
     /** The peer went away without a goodbye. */
     void peerLost() {
         group.submit(() -> onPeerClosed(false));
+    }
+
+    /** The peer sent what its control channel does not carry (it is disconnected): the endpoint ends with PROTOCOL_ERROR. */
+    void controlViolation(String what) {
+        group.submit(() -> {
+            synchronized (this) {
+                breakWith(new RdmaException(RdmaException.Kind.PROTOCOL_ERROR, what));
+                notifyAll();
+            }
+            runAfterUnlock();
+        });
     }
 
     /** The peer acknowledged our goodbye (or can no longer). */

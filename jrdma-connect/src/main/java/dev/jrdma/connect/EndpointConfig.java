@@ -20,7 +20,8 @@ import java.util.Set;
  * @param inlineSize      messages up to this size are sent inline (copied into the work request)
  * @param messageSize     the largest message {@code send} accepts: the size of each receive buffer
  * @param slabSize        bytes per registered slab of the buffer pool (a power of two)
- * @param cqSize          completion queue capacity of an endpoint group (shared by its endpoints)
+ * @param cqSize          entries of each completion queue of an endpoint group (shared by its endpoints; the group
+ *                        makes another when none has room for a new endpoint)
  * @param pollMode        how the completion thread waits
  * @param timeout         how long connect, accept's handshake, and every operation may take before failing (default
  *                        10 s, or {@code -Djrdma.connect.timeoutMs}: e.g. on an emulated machine where set-up is slow)
@@ -34,11 +35,14 @@ import java.util.Set;
  *                        so a peer can only send messages; a side that exports memory must ask for the rights it grants
  * @param maxConnections  endpoints a server holds at once (accepted or waiting to be accepted); more are rejected
  * @param maxPendingHandshakes handshakes a server runs at once; more clients are rejected until one finishes
+ * @param maxPendingHandshakesPerSource handshakes a server runs at once for one source address; more connections from
+ *                        it are rejected until one finishes, so one host cannot take every handshake slot
  */
 public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineSize, int messageSize, long slabSize,
                              int cqSize, PollMode pollMode, Duration timeout, String device, InetAddress localAddress,
                              byte[] privateData, boolean retryConnect, ConnectionManager connectionManager,
-                             Set<Access> remoteAccess, int maxConnections, int maxPendingHandshakes) {
+                             Set<Access> remoteAccess, int maxConnections, int maxPendingHandshakes,
+                             int maxPendingHandshakesPerSource) {
     /** The most private data the TCP exchange carries, in bytes (rdma_cm carries at most 20 of the user's). */
     public static final int MAX_PRIVATE_DATA = 1024;
     /** The largest {@link #messageSize}, 2^30 bytes: also the most a peer may announce in a handshake. */
@@ -47,6 +51,8 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
     public static final int DEFAULT_MAX_CONNECTIONS = 1024;
     /** The default of {@link #maxPendingHandshakes}. */
     public static final int DEFAULT_MAX_PENDING_HANDSHAKES = 64;
+    /** The default of {@link #maxPendingHandshakesPerSource}. */
+    public static final int DEFAULT_MAX_PENDING_HANDSHAKES_PER_SOURCE = 8;
     /** The rights {@link #remoteAccess} may hold. */
     public static final Set<Access> REMOTE_RIGHTS = Set.copyOf(EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE, Access.REMOTE_ATOMIC));
 
@@ -102,6 +108,38 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
     }
 
     /**
+     * The settings with the server's caps, without the per-source one (its default:
+     * {@value #DEFAULT_MAX_PENDING_HANDSHAKES_PER_SOURCE} handshakes at once from one address, or fewer when
+     * {@code maxPendingHandshakes} is lower).
+     *
+     * @param sendQueueDepth       send work requests in flight per endpoint, 1..16384
+     * @param recvQueueDepth       receive buffers pre-posted per endpoint, 1..16384
+     * @param inlineSize           the inline threshold in bytes, 0..1024
+     * @param messageSize          each receive buffer's size in bytes, 1..2^30
+     * @param slabSize             bytes per slab of the buffer pool, a power of two of at least 4096
+     * @param cqSize               an endpoint group's completion queue capacity, at least 16
+     * @param pollMode             how the completion thread waits; null: {@link PollMode#EVENT}
+     * @param timeout              the set-up and operation timeout, positive
+     * @param device               device name, or null
+     * @param localAddress         local address of a client, or null
+     * @param privateData          private data for the peer, or null for none
+     * @param retryConnect         whether a refused connect is retried until the timeout
+     * @param connectionManager    TCP exchange or rdma_cm; null: {@link ConnectionManager#AUTO}
+     * @param remoteAccess         what a peer may do to this side's memory: a subset of {@link #REMOTE_RIGHTS}; null: none
+     * @param maxConnections       endpoints a server holds at once, at least 1
+     * @param maxPendingHandshakes handshakes a server runs at once, at least 1
+     * @throws IllegalArgumentException when a value is out of its range
+     */
+    public EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineSize, int messageSize, long slabSize,
+                          int cqSize, PollMode pollMode, Duration timeout, String device, InetAddress localAddress,
+                          byte[] privateData, boolean retryConnect, ConnectionManager connectionManager, Set<Access> remoteAccess,
+                          int maxConnections, int maxPendingHandshakes) {
+        this(sendQueueDepth, recvQueueDepth, inlineSize, messageSize, slabSize, cqSize, pollMode, timeout, device, localAddress,
+                privateData, retryConnect, connectionManager, remoteAccess, maxConnections, maxPendingHandshakes,
+                Math.min(DEFAULT_MAX_PENDING_HANDSHAKES_PER_SOURCE, Math.max(1, maxPendingHandshakes)));
+    }
+
+    /**
      * Checks every setting and fills in the defaults of the null ones (poll mode EVENT, connection manager AUTO, no
      * private data, no remote rights). The slab size is checked when a group's pool is made.
      *
@@ -123,6 +161,7 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
         if (privateData.length > MAX_PRIVATE_DATA) throw new IllegalArgumentException("private data is limited to " + MAX_PRIVATE_DATA + " bytes, not " + privateData.length);
         if (maxConnections < 1) throw new IllegalArgumentException("maxConnections must be at least 1, not " + maxConnections);
         if (maxPendingHandshakes < 1) throw new IllegalArgumentException("maxPendingHandshakes must be at least 1, not " + maxPendingHandshakes);
+        if (maxPendingHandshakesPerSource < 1) throw new IllegalArgumentException("maxPendingHandshakesPerSource must be at least 1, not " + maxPendingHandshakesPerSource);
         remoteAccess = remoteAccess == null || remoteAccess.isEmpty() ? Set.of() : Set.copyOf(EnumSet.copyOf(remoteAccess));
         for (Access a : remoteAccess) {
             if (!REMOTE_RIGHTS.contains(a)) throw new IllegalArgumentException("remoteAccess takes REMOTE_READ, REMOTE_WRITE and REMOTE_ATOMIC, not " + a);
@@ -132,7 +171,7 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
     /**
      * {@return the defaults: queue depths 64, inline 64 bytes, messages of 4096 bytes, 1 MiB slabs, a CQ of 4096,
      * EVENT polling, a 10 s timeout (or {@code -Djrdma.connect.timeoutMs}), the device that reaches the address, AUTO
-     * connection manager, no remote rights, 1024 connections and 64 handshakes at once}
+     * connection manager, no remote rights, 1024 connections, 64 handshakes at once and 8 at once from one address}
      */
     public static EndpointConfig defaults() {
         return builder().build();
@@ -151,6 +190,9 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
         b.localAddress = localAddress; b.privateData = privateData; b.retryConnect = retryConnect;
         b.connectionManager = connectionManager; b.remoteAccess = remoteAccess;
         b.maxConnections = maxConnections; b.maxPendingHandshakes = maxPendingHandshakes;
+        // the derived default stays derived: a later maxPendingHandshakes(n) moves it along
+        b.maxPendingHandshakesPerSource = maxPendingHandshakesPerSource == Math.min(DEFAULT_MAX_PENDING_HANDSHAKES_PER_SOURCE, maxPendingHandshakes)
+                ? -1 : maxPendingHandshakesPerSource;
         return b;
     }
 
@@ -173,6 +215,7 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
         private ConnectionManager connectionManager = ConnectionManager.AUTO;
         private Set<Access> remoteAccess = Set.of();
         private int maxConnections = DEFAULT_MAX_CONNECTIONS, maxPendingHandshakes = DEFAULT_MAX_PENDING_HANDSHAKES;
+        private int maxPendingHandshakesPerSource = -1; // default: DEFAULT_MAX_PENDING_HANDSHAKES_PER_SOURCE, at most maxPendingHandshakes
 
         private Builder() {}
 
@@ -310,6 +353,14 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
          * @return this builder
          */
         public Builder maxPendingHandshakes(int n) { maxPendingHandshakes = n; return this; }
+        /**
+         * Sets {@link EndpointConfig#maxPendingHandshakesPerSource()} (default
+         * {@value EndpointConfig#DEFAULT_MAX_PENDING_HANDSHAKES_PER_SOURCE}, or {@code maxPendingHandshakes} when that is lower).
+         *
+         * @param n handshakes a server runs at once for one source address, at least 1
+         * @return this builder
+         */
+        public Builder maxPendingHandshakesPerSource(int n) { maxPendingHandshakesPerSource = n; return this; }
 
         /**
          * {@return the settings}
@@ -319,7 +370,8 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
         public EndpointConfig build() {
             return new EndpointConfig(sendQueueDepth, recvQueueDepth, inlineSize, messageSize, slabSize, cqSize, pollMode,
                     timeout, device, localAddress, privateData, retryConnect, connectionManager, remoteAccess,
-                    maxConnections, maxPendingHandshakes);
+                    maxConnections, maxPendingHandshakes, maxPendingHandshakesPerSource > 0 ? maxPendingHandshakesPerSource
+                            : Math.min(DEFAULT_MAX_PENDING_HANDSHAKES_PER_SOURCE, Math.max(1, maxPendingHandshakes)));
         }
 
         /**

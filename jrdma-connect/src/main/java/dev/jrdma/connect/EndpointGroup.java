@@ -17,10 +17,16 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 
 /**
- * Endpoints that share a device, a protection domain, a buffer pool, one completion queue and one completion
+ * Endpoints that share a device, a protection domain, a buffer pool, a completion channel and one completion
  * thread. The thread sleeps on the completion channel ({@link PollMode#EVENT}: arm, poll, await the event, ack)
- * or spins on the CQ ({@link PollMode#BUSY}); it dispatches each completion to its endpoint, and fails operations
+ * or spins on the CQs ({@link PollMode#BUSY}); it dispatches each completion to its endpoint, and fails operations
  * that have waited longer than the timeout.
+ *
+ * <p>Completion queues: the group starts with one of {@link EndpointConfig#cqSize()} entries. An endpoint reserves
+ * what it can complete at once (its send and receive depths) in a CQ with room for it; when none has room the group
+ * makes another CQ on the same channel (up to the device's {@code max_cq}), so the number of endpoints is bounded by
+ * the server's {@link EndpointConfig#maxConnections()} and the device, not by one CQ's size. An endpoint the device
+ * cannot take is refused before anything is made for it ({@link Admission.Refused}).
  *
  * <p>Futures of operations complete on this thread: continuations must not block (use the asynchronous methods).
  */
@@ -37,7 +43,19 @@ public final class EndpointGroup implements AutoCloseable {
     private final DeviceAttr attr;
     private final ProtectionDomain pd;
     private final CompletionChannel channel;
-    private final CompletionQueue cq;
+    /** The CQs, read by the completion thread without a lock (a new array when a CQ is added). */
+    private volatile CompletionQueue[] cqs;
+    /** Each CQ and the entries reserved in it (guarded by this). */
+    private final java.util.ArrayList<Shard> shards = new java.util.ArrayList<>();
+    /** The CQ each endpoint reserved its entries in (guarded by this). */
+    private final java.util.IdentityHashMap<Endpoint, Shard> placed = new java.util.IdentityHashMap<>();
+    /** The QP number each registered endpoint is dispatched by (guarded by this). */
+    private final java.util.IdentityHashMap<Endpoint, Integer> qpNums = new java.util.IdentityHashMap<>();
+    private int maxCqs;                       // the device's max_cq (tests lower it)
+    private int maxEndpoints = Integer.MAX_VALUE; // a server's maxConnections
+    private final java.util.concurrent.atomic.LongAdder controlViolations = new java.util.concurrent.atomic.LongAdder();
+    private final java.util.concurrent.atomic.LongAdder[] refusals = {
+            new java.util.concurrent.atomic.LongAdder(), new java.util.concurrent.atomic.LongAdder()}; // by Admission.Refused.Limit
     private final BufferPool pool;
     private final BufferPool messages;
     private final int gidIndex;
@@ -46,8 +64,17 @@ public final class EndpointGroup implements AutoCloseable {
     private final java.util.ArrayList<Runnable> due = new java.util.ArrayList<>(); // completion thread only
     private final Thread thread;
     private volatile boolean running = true;
-    private int cqReserved;
     private volatile boolean exportsWithWindows;
+
+    /** A CQ of the group and the entries its endpoints reserved in it. */
+    private static final class Shard {
+        final CompletionQueue cq;
+        int reserved;
+
+        Shard(CompletionQueue cq) {
+            this.cq = cq;
+        }
+    }
 
     private EndpointGroup(Device device, EndpointConfig config) {
         this.config = config;
@@ -57,7 +84,9 @@ public final class EndpointGroup implements AutoCloseable {
             attr = ctx.queryDevice();
             pd = ctx.allocPd();
             channel = ctx.createCompletionChannel();
-            cq = ctx.createCq(config.cqSize(), channel);
+            shards.add(new Shard(ctx.createCq(config.cqSize(), channel)));
+            cqs = new CompletionQueue[] {shards.get(0).cq};
+            maxCqs = attr.maxCq() > 0 ? attr.maxCq() : Integer.MAX_VALUE;
             // no slab carries a remote right: a peer reaches memory only through a window (or region) of its own
             EnumSet<Access> access = EnumSet.of(Access.LOCAL_WRITE);
             if (attr.supportsType2Windows()) access.add(Access.MW_BIND);
@@ -73,8 +102,9 @@ public final class EndpointGroup implements AutoCloseable {
     }
 
     /**
-     * Opens a group on a device: opens it, allocates a protection domain, a completion channel and CQ of
-     * {@link EndpointConfig#cqSize()} entries, the buffer pools, and starts the completion thread.
+     * Opens a group on a device: opens it, allocates a protection domain, a completion channel and a CQ of
+     * {@link EndpointConfig#cqSize()} entries (more are made as endpoints need them), the buffer pools, and starts
+     * the completion thread.
      *
      * @param device the device
      * @param config the settings of the group and of its endpoints
@@ -123,7 +153,10 @@ public final class EndpointGroup implements AutoCloseable {
      * RoCEv2 GID of an IPv4 address when there is one, else 0)}
      */
     public int gidIndex() { return gidIndex; }
-    CompletionQueue cq() { return cq; }
+    /** The group's first CQ (tests). */
+    CompletionQueue cq() { return cqs[0]; }
+    /** {@return how many completion queues the group has made} */
+    public int cqCount() { return cqs.length; }
     /** Type 2 windows for exports and grants; else a region per grant (devices without type 2 windows). */
     boolean exportsWithWindows() { return exportsWithWindows; }
     /** Tests: the path of devices without type 2 windows. */
@@ -133,12 +166,81 @@ public final class EndpointGroup implements AutoCloseable {
     Thread completionThread() { return thread; }
     boolean isOpen() { return running; }
 
-    synchronized void reserve(Endpoint ep, int entries) {
-        if (cqReserved + entries > cq.capacity()) {
-            throw new IllegalStateException("the group's completion queue (" + cq.capacity() + " entries) cannot take another endpoint needing "
-                    + entries + ": raise cqSize or use another group");
+    /**
+     * Admits an endpoint before anything is made for it: checks the endpoint cap (a server's
+     * {@link EndpointConfig#maxConnections()}) and reserves {@code entries} in a CQ with room for them, made now when
+     * none has room.
+     *
+     * @return the CQ the endpoint's QP completes into
+     * @throws Admission.Refused when the cap is reached or the device cannot take another CQ (nothing is taken then)
+     * @throws dev.jrdma.verbs.VerbsException when the device fails to make a CQ
+     */
+    synchronized CompletionQueue reserve(Endpoint ep, int entries) {
+        if (!running) throw new IllegalStateException("the endpoint group of " + device.name() + " is closed");
+        if (placed.size() >= maxEndpoints) {
+            throw new Admission.Refused(Admission.Refused.Limit.CONNECTIONS, "the server holds its maximum of " + maxEndpoints
+                    + " connections (maxConnections); try again later");
         }
-        cqReserved += entries;
+        Shard room = null;
+        for (Shard s : shards) {
+            if (s.cq.capacity() - s.reserved >= entries) {
+                room = s;
+                break;
+            }
+        }
+        if (room == null) {
+            if (entries > attr.maxCqe() && attr.maxCqe() > 0) {
+                throw new Admission.Refused(Admission.Refused.Limit.RESOURCES, "an endpoint needs " + entries
+                        + " completion queue entries, more than the device's " + attr.maxCqe() + " per completion queue (max_cqe)");
+            }
+            if (shards.size() >= maxCqs) {
+                throw new Admission.Refused(Admission.Refused.Limit.RESOURCES, "the device has no room for another completion queue ("
+                        + shards.size() + " in use of its " + maxCqs + ", max_cq; " + placed.size() + " endpoints); try again later");
+            }
+            room = new Shard(ctx.createCq(Math.max(config.cqSize(), entries), channel));
+            shards.add(room);
+            CompletionQueue[] more = java.util.Arrays.copyOf(cqs, cqs.length + 1);
+            more[more.length - 1] = room.cq;
+            cqs = more;
+            channel.wakeup(); // the completion thread arms the new CQ now, not after its next sleep
+            LOG.log(System.Logger.Level.DEBUG, () -> "group of " + device.name() + ": completion queue " + shards.size() + " for " + (placed.size() + 1) + " endpoints");
+        }
+        room.reserved += entries;
+        placed.put(ep, room);
+        return room.cq;
+    }
+
+    /** Servers: at most {@code n} endpoints (its {@link EndpointConfig#maxConnections()}), checked in {@link #reserve}. */
+    synchronized void limitEndpoints(int n) {
+        maxEndpoints = n;
+    }
+
+    /** Tests: as if the device had room for only {@code n} completion queues. */
+    synchronized void limitCompletionQueues(int n) {
+        maxCqs = n;
+    }
+
+    /** A client refused before anything was made for it ({@link Admission#create}). */
+    void countRefusal(Admission.Refused.Limit limit) {
+        refusals[limit.ordinal()].increment();
+    }
+
+    /** {@return the clients refused at {@code limit} so far} */
+    long refusals(Admission.Refused.Limit limit) {
+        return refusals[limit.ordinal()].sum();
+    }
+
+    /** A peer broke the rules of its control channel (counted; see {@link #controlViolations()}). */
+    void countControlViolation() {
+        controlViolations.increment();
+    }
+
+    /**
+     * {@return how many peers of this group's endpoints were disconnected for sending what the control channel does
+     * not carry (bytes other than a goodbye and its acknowledgement, or more than its budget)}
+     */
+    public long controlViolations() {
+        return controlViolations.sum();
     }
 
     /** Endpoints of this group that exist (connected, or in their handshake). */
@@ -146,13 +248,17 @@ public final class EndpointGroup implements AutoCloseable {
         return endpoints.size();
     }
 
-    void register(Endpoint ep) {
+    synchronized void register(Endpoint ep) {
         endpoints.put(ep.qpNum(), ep);
+        qpNums.put(ep, ep.qpNum());
     }
 
+    /** Releases what {@link #reserve} and {@link #register} took for {@code ep} (also for one whose QP was never made). */
     synchronized void unregister(Endpoint ep, int entries) {
-        endpoints.remove(ep.qpNum(), ep);
-        cqReserved -= entries;
+        Shard s = placed.remove(ep);
+        Integer qpn = qpNums.remove(ep);
+        if (qpn != null) endpoints.remove(qpn, ep);
+        if (s != null) s.reserved -= entries;
     }
 
     /** Runs a task on the completion thread after it next drains the CQ. */
@@ -166,9 +272,8 @@ public final class EndpointGroup implements AutoCloseable {
         int idle = 0;
         while (running) {
             try {
-                int n = cq.poll(wcs);
-                if (n > 0) {
-                    dispatch(wcs, n);
+                CompletionQueue[] all = cqs;
+                if (pollAll(all, wcs) > 0) {
                     idle = 0;
                     continue;
                 }
@@ -187,12 +292,8 @@ public final class EndpointGroup implements AutoCloseable {
                     }
                     continue;
                 }
-                cq.requestNotify(false);
-                n = cq.poll(wcs);
-                if (n > 0) {
-                    dispatch(wcs, n);
-                    continue;
-                }
+                for (CompletionQueue cq : all) cq.requestNotify(false);
+                if (pollAll(all, wcs) > 0) continue;
                 if (!tasks.isEmpty()) continue;
                 CompletionQueue ready = channel.awaitEvent(EVENT_WAIT);
                 if (ready != null) ready.ackEvents(1);
@@ -209,6 +310,19 @@ public final class EndpointGroup implements AutoCloseable {
         }
     }
 
+    /** Polls each CQ once (round robin: a busy CQ does not starve the others) and dispatches; returns how many. */
+    private int pollAll(CompletionQueue[] all, WorkCompletion[] wcs) {
+        int total = 0;
+        for (CompletionQueue cq : all) {
+            int n = cq.poll(wcs);
+            if (n > 0) {
+                dispatch(wcs, n);
+                total += n;
+            }
+        }
+        return total;
+    }
+
     /**
      * Runs the queued tasks after the completions that reached the CQ before them: a peer's goodbye (a task from the
      * control channel) is sent only after its last messages were acknowledged, so their receive completions are
@@ -220,11 +334,15 @@ public final class EndpointGroup implements AutoCloseable {
         while ((t = tasks.poll()) != null) due.add(t);
         if (due.isEmpty()) return;
         try {
-            int n;
+            boolean more;
             do {
-                n = cq.poll(wcs);
-                dispatch(wcs, n);
-            } while (n == wcs.length);
+                more = false;
+                for (CompletionQueue cq : cqs) {
+                    int n = cq.poll(wcs);
+                    dispatch(wcs, n);
+                    more |= n == wcs.length;
+                }
+            } while (more);
             for (int i = 0; i < due.size(); i++) runSafely(due.get(i));
         } finally {
             due.clear();

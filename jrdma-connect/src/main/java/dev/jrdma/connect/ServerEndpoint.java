@@ -17,9 +17,12 @@ import java.time.Duration;
  *
  * <p>From the first {@code accept} on (TCP exchange or rdma_cm), a thread takes connections as they come and runs
  * each handshake on a thread of its own, within one deadline ({@link EndpointConfig#timeout()}): a slow or
- * stalling client delays nobody else. At most {@link EndpointConfig#maxPendingHandshakes()} run at once and the
- * server holds at most {@link EndpointConfig#maxConnections()} endpoints; clients beyond either are rejected with
- * a reason that says which. Endpoints that finished their handshake wait for {@code accept} in arrival order.
+ * stalling client delays nobody else. At most {@link EndpointConfig#maxPendingHandshakes()} run at once, at most
+ * {@link EndpointConfig#maxPendingHandshakesPerSource()} for one source address, and the server holds at most
+ * {@link EndpointConfig#maxConnections()} endpoints, checked before anything is made for a client; clients beyond
+ * any of them, or that the device has no room for, are rejected with a reason that says which. Every refusal, every
+ * handshake cut off at its deadline and every peer disconnected for junk on its control channel is counted
+ * ({@link #counters()}). Endpoints that finished their handshake wait for {@code accept} in arrival order.
  */
 public final class ServerEndpoint implements AutoCloseable {
     private static final System.Logger LOG = System.getLogger(ServerEndpoint.class.getName());
@@ -45,7 +48,7 @@ public final class ServerEndpoint implements AutoCloseable {
     private volatile ConnectionFilter filter;
     private volatile RdmaConnectException lastFailure;
     private final java.util.concurrent.LinkedBlockingQueue<Endpoint> ready = new java.util.concurrent.LinkedBlockingQueue<>();
-    private final java.util.concurrent.atomic.AtomicInteger handshakes = new java.util.concurrent.atomic.AtomicInteger();
+    private final Admission admission;
     private Thread acceptor;
     private volatile boolean closed;
 
@@ -54,6 +57,8 @@ public final class ServerEndpoint implements AutoCloseable {
         this.cm = cm;
         this.group = group;
         this.cfg = cfg;
+        this.admission = new Admission(cfg, System::nanoTime);
+        group.limitEndpoints(cfg.maxConnections());
     }
 
     /**
@@ -233,7 +238,8 @@ public final class ServerEndpoint implements AutoCloseable {
             }
             startAcceptor();
             try {
-                Endpoint ep = ready.poll(left, java.util.concurrent.TimeUnit.MILLISECONDS);
+                // in slices: a server closed meanwhile ends the wait at once, not at the timeout
+                Endpoint ep = ready.poll(Math.min(left, SWEEP_MS), java.util.concurrent.TimeUnit.MILLISECONDS);
                 if (ep != null) return ep;
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
@@ -243,10 +249,28 @@ public final class ServerEndpoint implements AutoCloseable {
         }
     }
 
-    /** Handshakes in progress (tests, diagnostics). */
-    int pendingHandshakes() {
-        return handshakes.get();
+    /** {@return the handshakes in progress} */
+    public int pendingHandshakes() {
+        return admission.pending();
     }
+
+    /** {@return what this server refused or cut off so far: each kind of drop, counted} */
+    public AdmissionCounters counters() {
+        return admission.counters(group);
+    }
+
+    /** Tests: the clock of the handshakes' deadlines (nanoseconds, as {@link System#nanoTime}). */
+    void clock(java.util.function.LongSupplier nanoTime) {
+        admission.clock(nanoTime);
+    }
+
+    /** Disconnects the handshakes past their deadline (the acceptor does it every {@value #SWEEP_MS} ms; tests). */
+    int sweepDeadlines() {
+        return admission.sweep();
+    }
+
+    /** How often the TCP acceptor looks for handshakes past their deadline while no connection comes. */
+    private static final int SWEEP_MS = 100;
 
     private synchronized void startAcceptor() {
         if (acceptor == null && !closed) {
@@ -255,11 +279,18 @@ public final class ServerEndpoint implements AutoCloseable {
     }
 
     private void acceptLoop() {
+        try {
+            listener.setSoTimeout(SWEEP_MS);
+        } catch (IOException ignored) {
+            // the handshakes' own reads still keep the deadline
+        }
         while (!closed) {
             Socket s;
             try {
+                admission.sweep();
                 s = listener.accept();
-                s.setTcpNoDelay(true);
+            } catch (SocketTimeoutException e) {
+                continue;
             } catch (IOException e) {
                 if (!closed) {
                     lastFailure = new RdmaConnectException(RdmaConnectException.Reason.ADDRESS_ERROR, "accept on " + localAddress() + " failed: " + e.getMessage(), e);
@@ -269,14 +300,23 @@ public final class ServerEndpoint implements AutoCloseable {
                 }
                 return;
             }
-            if (handshakes.incrementAndGet() > cfg.maxPendingHandshakes()) {
-                handshakes.decrementAndGet();
-                String reason = "the server has " + cfg.maxPendingHandshakes() + " handshakes in progress (maxPendingHandshakes); try again later";
-                Thread.ofVirtual().name("jrdma-refuse").start(() -> refuse(s, reason));
+            try {
+                s.setTcpNoDelay(true);
+            } catch (IOException e) {
+                Handshake.closeQuietly(s); // already gone
+                continue;
+            }
+            Admission.Ticket t = admission.enter(s.getInetAddress(), s);
+            if (t.refusal() != null) {
+                if (admission.startRefusal()) {
+                    Thread.ofVirtual().name("jrdma-refuse").start(() -> refuse(s, t.refusal()));
+                } else {
+                    Handshake.closeQuietly(s); // a flood: counted, not told
+                }
                 continue;
             }
             long deadline = System.nanoTime() + cfg.timeout().toNanos();
-            Thread.ofVirtual().name("jrdma-handshake-" + s.getRemoteSocketAddress()).start(() -> handshake(s, deadline));
+            Thread.ofVirtual().name("jrdma-handshake-" + s.getRemoteSocketAddress()).start(() -> handshake(s, deadline, t));
         }
     }
 
@@ -298,19 +338,20 @@ public final class ServerEndpoint implements AutoCloseable {
                 return;
             }
             if (req == null) continue;
-            if (handshakes.incrementAndGet() > cfg.maxPendingHandshakes()) {
-                handshakes.decrementAndGet();
-                String reason = "the server has " + cfg.maxPendingHandshakes() + " handshakes in progress (maxPendingHandshakes); try again later";
-                lastFailure = new RdmaConnectException(RdmaConnectException.Reason.REJECTED, "rejected " + req.id().remoteAddress() + ": " + reason);
+            java.net.InetSocketAddress from = req.id().remoteAddress();
+            // rdma_cm keeps its own deadline (the handshake waits for the client's confirmation until it): not swept
+            Admission.Ticket t = admission.enter(from == null ? java.net.InetAddress.getLoopbackAddress() : from.getAddress(), null);
+            if (t.refusal() != null) {
+                lastFailure = new RdmaConnectException(RdmaConnectException.Reason.REJECTED, "rejected " + from + ": " + t.refusal());
                 LOG.log(System.Logger.Level.INFO, lastFailure.getMessage());
-                cm.refuse(req, reason);
+                cm.refuse(req, t.refusal());
                 continue;
             }
             long deadline = System.nanoTime() + cfg.timeout().toNanos();
             // a platform thread: the handshake blocks in native calls (poll on its event channel), which would pin a
             // virtual thread's carrier for as long as a stalling client makes it wait
             Thread.ofPlatform().daemon().name("jrdma-cm-handshake-" + req.id().remoteAddress())
-                    .start(() -> handshake(() -> cm.handshake(group, req, export, filter, deadline), String.valueOf(req.id().remoteAddress())));
+                    .start(() -> handshake(() -> cm.handshake(group, req, export, filter, deadline), String.valueOf(from), t));
         }
     }
 
@@ -319,22 +360,28 @@ public final class ServerEndpoint implements AutoCloseable {
         Endpoint run() throws RdmaConnectException;
     }
 
-    private void handshake(Socket s, long deadline) {
-        handshake(() -> Endpoint.accept(group, s, export, filter, deadline), String.valueOf(s.getRemoteSocketAddress()));
+    private void handshake(Socket s, long deadline, Admission.Ticket t) {
+        handshake(() -> Endpoint.accept(group, s, export, filter, deadline), String.valueOf(s.getRemoteSocketAddress()), t);
     }
 
-    private void handshake(Handshaker h, String client) {
+    private void handshake(Handshaker h, String client, Admission.Ticket t) {
         Endpoint ep = null;
         try {
             ep = h.run();
         } catch (RdmaConnectException e) {
+            if (t.expired() && e.reason() != RdmaConnectException.Reason.TIMEOUT) {
+                // disconnected by the sweep: its read failed on the closed socket
+                e = new RdmaConnectException(RdmaConnectException.Reason.TIMEOUT, "the client at " + client
+                        + " did not complete its handshake within " + cfg.timeout().toMillis() + " ms: disconnected", e);
+            }
+            admission.countFailure(e, t);
             lastFailure = e;
             LOG.log(System.Logger.Level.INFO, "handshake failed: " + e.getMessage());
         } catch (RuntimeException | Error e) {
             lastFailure = new RdmaConnectException(RdmaConnectException.Reason.DEVICE_ERROR, "handshake with " + client + " failed: " + e, e);
             LOG.log(System.Logger.Level.WARNING, "handshake failed", e);
         } finally {
-            handshakes.decrementAndGet(); // before the endpoint is handed out: accept's caller sees it counted no more
+            t.close(); // before the endpoint is handed out: accept's caller sees it counted no more
         }
         if (ep == null) return;
         ready.add(ep);
@@ -361,6 +408,7 @@ public final class ServerEndpoint implements AutoCloseable {
             // the client sees the connection end
         } finally {
             Handshake.closeQuietly(s);
+            admission.endRefusal();
         }
     }
 

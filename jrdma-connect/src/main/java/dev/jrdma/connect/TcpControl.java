@@ -6,8 +6,16 @@ import java.io.InputStream;
 import java.net.Socket;
 import java.net.SocketAddress;
 
-/** The out-of-band TCP connection kept after the handshake: 'B' goodbye, 'A' acknowledgement, end of stream = gone. */
+/**
+ * The out-of-band TCP connection kept after the handshake: 'B' goodbye, 'A' acknowledgement, end of stream = gone.
+ * That is all it carries, so it has a budget: a peer that sends any other byte, or more than {@link #BUDGET} bytes in
+ * the connection's life, is disconnected, its endpoint ends with PROTOCOL_ERROR, and its group counts it
+ * ({@link EndpointGroup#controlViolations()}): junk cannot keep a thread of this side reading.
+ */
 final class TcpControl implements Control {
+    /** The most bytes a peer may send on the control channel: a goodbye and its acknowledgement need two. */
+    static final int BUDGET = 8;
+
     private final Socket socket;
     private final DataOutputStream out;
 
@@ -65,22 +73,43 @@ final class TcpControl implements Control {
 
     private void monitor(Endpoint ep) {
         boolean bye = false;
+        String violation = null;
         try {
             InputStream in = socket.getInputStream();
-            int b;
-            while ((b = in.read()) >= 0) {
-                if (b == Endpoint.BYE && !bye) {
-                    bye = true;
-                    ep.peerBye();
-                } else if (b == Endpoint.BYE_ACK) {
-                    ep.peerAcked();
+            byte[] buf = new byte[BUDGET + 1];
+            int total = 0, n;
+            read:
+            while ((n = in.read(buf)) > 0) {
+                total += n;
+                for (int i = 0; i < n; i++) {
+                    int b = buf[i] & 0xFF;
+                    if (b == Endpoint.BYE) {
+                        if (!bye) ep.peerBye();
+                        bye = true;
+                    } else if (b == Endpoint.BYE_ACK) {
+                        ep.peerAcked();
+                    } else {
+                        violation = String.format("sent 0x%02x on the control channel, which carries only a goodbye and its acknowledgement", b);
+                        break read;
+                    }
+                }
+                if (total > BUDGET) {
+                    violation = "sent " + total + " bytes on the control channel, more than its budget of " + BUDGET;
+                    break;
                 }
             }
         } catch (IOException e) {
             // connection lost
         }
+        if (violation != null) {
+            close(); // disconnected: nothing more is read from it
+            ep.group().countControlViolation();
+            String what = "the peer at " + remoteAddress() + " " + violation + ": disconnected";
+            System.getLogger(TcpControl.class.getName()).log(System.Logger.Level.WARNING, what);
+            ep.controlViolation(what);
+        }
         ep.peerAcked();
-        if (!bye) ep.peerLost();
+        if (!bye && violation == null) ep.peerLost();
     }
 
     @Override

@@ -191,6 +191,7 @@ class HandshakeFuzzTest {
             long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
             while (server.pendingHandshakes() > 0 && System.nanoTime() < end) Thread.sleep(10);
             assertEquals(0, server.pendingHandshakes());
+            assertEquals(3, server.counters().badHandshakes(), server.counters().toString());
             try (Endpoint client = Endpoint.connect(TestSupport.HOST, server.port(), cfg); Endpoint served = accepting.get(30, TimeUnit.SECONDS)) {
                 client.sendSync(new byte[] {7});
                 assertEquals(7, served.receive(Duration.ofSeconds(5)).bytes()[0]);

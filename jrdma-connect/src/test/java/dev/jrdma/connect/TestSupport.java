@@ -73,7 +73,11 @@ final class TestSupport {
         return new Endpoint[] {client, accepted.get(wait.toMillis() + 5_000, java.util.concurrent.TimeUnit.MILLISECONDS)};
     }
 
-    /** {@code server.accept(timeout)} on another thread: the endpoint of the next client that completes its handshake. */
+    /**
+     * {@code server.accept(timeout)} on another thread: the endpoint of the next client that completes its handshake.
+     * A thread of its own (not the common pool, one thread on a 2-core machine): an accept left waiting by a failed
+     * test does not hold up the next test's.
+     */
     static java.util.concurrent.CompletableFuture<Endpoint> acceptAsync(ServerEndpoint server, java.time.Duration timeout) {
         return java.util.concurrent.CompletableFuture.supplyAsync(() -> {
             try {
@@ -81,7 +85,7 @@ final class TestSupport {
             } catch (RdmaConnectException e) {
                 throw new RuntimeException(e);
             }
-        });
+        }, r -> Thread.ofVirtual().name("test-accept").start(r));
     }
 
     /**
