@@ -10,6 +10,8 @@ import java.util.concurrent.locks.LockSupport;
  * <li>{@code lock HOST PORT LOCAL_ADDR ITERATIONS}: connect from LOCAL_ADDR, then ITERATIONS times: take the lock on
  *     the server's exported word 0, read the counter (word 1) by RDMA READ, add one, write it back, unlock.</li>
  * <li>{@code halt HOST PORT LOCAL_ADDR}: connect, say "ready", then die without closing anything.</li>
+ * <li>{@code echo HOST PORT LOCAL_ADDR}: connect, send "hello", wait for its echo, print {@code ECHO <microseconds from
+ *     the connect's start to the echo>}, then wait to be killed (the test ends it with SIGTERM or SIGKILL).</li>
  * </ul>
  */
 public final class ChildMain {
@@ -50,6 +52,15 @@ public final class ChildMain {
                 ep.sendSync("ready".getBytes());
                 ep.receive(Duration.ofSeconds(10));
                 Runtime.getRuntime().halt(3); // no close, no goodbye
+            }
+            case "echo" -> {
+                long start = System.nanoTime();
+                Endpoint ep = Endpoint.connect(host, port, cfg);
+                ep.sendSync("hello".getBytes());
+                String echo = ep.receive(Duration.ofSeconds(10)).text();
+                System.out.println("ECHO " + (System.nanoTime() - start) / 1000 + " " + echo);
+                System.out.flush();
+                Thread.sleep(60_000); // until killed, holding the endpoint open as a running client does
             }
             default -> throw new IllegalArgumentException(mode);
         }
