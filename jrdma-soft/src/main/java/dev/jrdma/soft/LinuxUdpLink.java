@@ -34,7 +34,17 @@ import java.util.concurrent.atomic.AtomicInteger;
 final class LinuxUdpLink implements Link {
     private static final int AF_INET = 2, AF_INET6 = 10, SOCK_DGRAM = 2, SOCK_NONBLOCK = 0x800, SOCK_CLOEXEC = 0x80000;
     private static final int SOL_SOCKET = 1, SO_SNDBUF = 7, SO_RCVBUF = 8;
-    private static final int IPPROTO_UDP = 17, UDP_NO_CHECK6_RX = 102;
+    private static final int IPPROTO_UDP = 17, UDP_NO_CHECK6_RX = 102, UDP_SEGMENT = 103;
+    private static final int EINVAL = 22, EIO = 5, ENOPROTOOPT = 92;
+    /**
+     * What one generic-segmentation send may carry: the kernel's UDP_MAX_SEGMENTS (64 before Linux 6.8) and a total
+     * under the largest UDP payload.
+     */
+    private static final int GSO_SEGMENTS = 64, GSO_BYTES = 65_000;
+    /** CMSG_SPACE(sizeof(u16)) and CMSG_LEN(sizeof(u16)) on LP64: the UDP_SEGMENT control message. */
+    private static final int CMSG_U16 = 24, CMSG_U16_LEN = 18;
+    /** {@code -Djrdma.soft.gso=off} sends every packet as its own datagram (auto: one send per run of equal-size packets). */
+    static final boolean GSO_WANTED = !"off".equals(System.getProperty("jrdma.soft.gso", "auto").trim());
     private static final int IPPROTO_IP = 0, IP_TOS = 1, IPPROTO_IPV6 = 41, IPV6_FLOWINFO_SEND = 33, IPV6_TCLASS = 67;
     private static final int MSG_DONTWAIT = 0x40, MSG_TRUNC = 0x20;
     private static final int EAGAIN = 11, EINTR = 4, ENOBUFS = 105, EFD_NONBLOCK = 0x800, EFD_CLOEXEC = 0x80000;
@@ -64,6 +74,10 @@ final class LinuxUdpLink implements Link {
     /** The 1 that {@link #wakeup} adds to the eventfd (made once: a same-host doorbell wakes the link per burst). */
     private final MemorySegment wakeOne;
     private final ThreadLocal<Scratch> scratch = ThreadLocal.withInitial(Scratch::new);
+    /** Whether batches go out with UDP generic segmentation (off for good once the kernel refuses it). */
+    private volatile boolean gso = GSO_WANTED;
+    /** Messages sent with UDP generic segmentation (tests, reports). */
+    private final java.util.concurrent.atomic.AtomicLong gsoSends = new java.util.concurrent.atomic.AtomicLong();
 
     /** What one thread's sends and single receives use. */
     private static final class Scratch {
@@ -79,8 +93,12 @@ final class LinuxUdpLink implements Link {
         int nextDestination;
         /** The header and iovec of a send with control messages. */
         final MemorySegment message = arena.allocate(MSGHDR, 8), iovec = arena.allocate(IOVEC, 8);
-        /** The message headers and iovecs of a {@code sendmmsg}, made on the thread's first one. */
-        MemorySegment batchHeaders, batchIovecs;
+        /**
+         * The message headers, iovecs and control messages of a {@code sendmmsg}, made on the thread's first one; how
+         * many packets each message carries.
+         */
+        MemorySegment batchHeaders, batchIovecs, batchControls;
+        final int[] batchPackets = new int[TxBatch.CAPACITY];
 
         /** The slot of {@code to} in {@link #encoded} and {@link #controls}, made on first use. */
         int destination(InetSocketAddress to, int family) throws IOException {
@@ -347,7 +365,13 @@ final class LinuxUdpLink implements Link {
         return true;
     }
 
-    /** One {@code sendmmsg} for the whole batch, each packet with {@code to}'s address and control messages. */
+    /**
+     * One {@code sendmmsg} for the whole batch, each packet with {@code to}'s address and control messages. With UDP
+     * generic segmentation (Linux 4.18+), a run of packets of one size (and a shorter last one) is one message of
+     * several iovecs with a {@code UDP_SEGMENT} control message: the kernel takes it through the stack as one datagram
+     * and cuts it into the packets at the end (at the receiving socket, over loopback or a veth), so a window of
+     * packets costs one pass through the stack, not one each. The receiver sees the same datagrams either way (rxe too).
+     */
     @Override
     public int send(TxBatch batch, int from, int n, InetSocketAddress to) throws IOException {
         if (n == 1) {
@@ -359,33 +383,76 @@ final class LinuxUdpLink implements Link {
                 b.clear();
             }
         }
+        boolean segment = gso;
+        int r = sendBatch(batch, from, n, to, segment);
+        if (r == -EINVAL || r == -EIO || r == -ENOPROTOOPT) {
+            if (!segment) throw new IOException("sendmmsg " + to + " from " + name + ": errno " + (-r));
+            gso = false; // this kernel, socket or path takes no UDP_SEGMENT: single datagrams from now on
+            System.getLogger("dev.jrdma.soft").log(System.Logger.Level.INFO, "soft device " + name + ": UDP segmentation refused (errno "
+                    + (-r) + "): one datagram per packet");
+            r = sendBatch(batch, from, n, to, false);
+            if (r < 0) throw new IOException("sendmmsg " + to + " from " + name + ": errno " + (-r));
+        }
+        return r;
+    }
+
+    /** Sends packets {@code from..from+n-1}; returns how many left, or minus the errno of a failure that is not a full buffer. */
+    private int sendBatch(TxBatch batch, int from, int n, InetSocketAddress to, boolean segment) throws IOException {
         Scratch s = scratch.get();
         int slot = s.destination(to, family);
         MemorySegment sa = s.encoded[slot], control = s.controls[slot];
         if (s.batchHeaders == null) {
             s.batchHeaders = s.arena.allocate((long) MMSGHDR * TxBatch.CAPACITY, 8);
             s.batchIovecs = s.arena.allocate((long) IOVEC * TxBatch.CAPACITY, 8);
+            s.batchControls = s.arena.allocate((long) (CMSG_U16 + CMSG_INT) * TxBatch.CAPACITY, 8);
         }
-        MemorySegment h = s.batchHeaders, iov = s.batchIovecs;
+        MemorySegment h = s.batchHeaders, iov = s.batchIovecs, controls = s.batchControls;
         long nameAt = sa.address(), iovBase = iov.address(), controlAt = control == null ? 0 : control.address();
         int nameLen = (int) sa.byteSize();
         long controlLen = control == null ? 0 : control.byteSize();
         for (int i = 0; i < n; i++) {
-            long v = (long) i * IOVEC, at = (long) i * MMSGHDR;
+            long v = (long) i * IOVEC;
             iov.set(ValueLayout.JAVA_LONG, v, batch.segments[from + i].address());
             iov.set(ValueLayout.JAVA_LONG, v + 8, batch.lengths[from + i]);
+        }
+        int messages = 0;
+        for (int i = 0; i < n; ) {
+            int size = batch.lengths[from + i], k = 1;
+            if (segment) {
+                long bytes = size;
+                while (i + k < n && k < GSO_SEGMENTS && batch.lengths[from + i + k] == size && bytes + size <= GSO_BYTES) {
+                    bytes += size;
+                    k++;
+                }
+                int last = i + k < n ? batch.lengths[from + i + k] : Integer.MAX_VALUE;
+                if (last < size && k < GSO_SEGMENTS && bytes + last <= GSO_BYTES) k++; // a shorter last segment rides along
+            }
+            long at = (long) messages * MMSGHDR;
             h.set(ValueLayout.JAVA_LONG, at + MSG_NAME, nameAt);
             h.set(ValueLayout.JAVA_INT, at + MSG_NAMELEN, nameLen);
-            h.set(ValueLayout.JAVA_LONG, at + MSG_IOV, iovBase + v);
-            h.set(ValueLayout.JAVA_LONG, at + MSG_IOVLEN, 1);
-            h.set(ValueLayout.JAVA_LONG, at + MSG_CONTROL, controlAt);
-            h.set(ValueLayout.JAVA_LONG, at + MSG_CONTROLLEN, controlLen);
+            h.set(ValueLayout.JAVA_LONG, at + MSG_IOV, iovBase + (long) i * IOVEC);
+            h.set(ValueLayout.JAVA_LONG, at + MSG_IOVLEN, k);
+            if (k > 1) {
+                long c = (long) messages * (CMSG_U16 + CMSG_INT);
+                controls.set(ValueLayout.JAVA_LONG, c, CMSG_U16_LEN);
+                controls.set(ValueLayout.JAVA_INT, c + 8, IPPROTO_UDP);
+                controls.set(ValueLayout.JAVA_INT, c + 12, UDP_SEGMENT);
+                controls.set(ValueLayout.JAVA_SHORT, c + 16, (short) size);
+                if (control != null) MemorySegment.copy(control, 0, controls, c + CMSG_U16, CMSG_INT);
+                h.set(ValueLayout.JAVA_LONG, at + MSG_CONTROL, controls.address() + c);
+                h.set(ValueLayout.JAVA_LONG, at + MSG_CONTROLLEN, CMSG_U16 + controlLen);
+            } else {
+                h.set(ValueLayout.JAVA_LONG, at + MSG_CONTROL, controlAt);
+                h.set(ValueLayout.JAVA_LONG, at + MSG_CONTROLLEN, controlLen);
+            }
             h.set(ValueLayout.JAVA_INT, at + MSG_FLAGS, 0);
+            s.batchPackets[messages++] = k;
+            i += k;
         }
         enter();
         int r, error = 0;
         try {
-            r = (int) Native.SENDMMSG.invokeExact(fd, h, n, MSG_DONTWAIT);
+            r = (int) Native.SENDMMSG.invokeExact(fd, h, messages, MSG_DONTWAIT);
             if (r < 0) error = lastErrno();
         } catch (Throwable t) {
             throw new IOException("sendmmsg failed", t);
@@ -396,10 +463,21 @@ final class LinuxUdpLink implements Link {
         if (r < 0) {
             int e = error;
             if (e == EAGAIN || e == ENOBUFS || e == EINTR) return 0;
-            throw new IOException("sendmmsg " + to + " from " + name + ": errno " + e);
+            return -e;
         }
-        return r;
+        int packets = 0;
+        for (int m = 0; m < r; m++) {
+            packets += s.batchPackets[m];
+            if (s.batchPackets[m] > 1) gsoSends.incrementAndGet();
+        }
+        return packets;
     }
+
+    /** Messages this link sent with UDP generic segmentation (tests, reports); 0 when it is off. */
+    long gsoSends() { return gsoSends.get(); }
+
+    /** Whether batches go out with UDP generic segmentation now. */
+    boolean segments() { return gso; }
 
     /** One {@code recvfrom} (links that wrap this one receive one datagram at a time). */
     @Override

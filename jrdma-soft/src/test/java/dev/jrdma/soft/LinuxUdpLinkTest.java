@@ -99,6 +99,49 @@ class LinuxUdpLinkTest {
     }
 
     /**
+     * A window of packets of one size (and a shorter last one), as a QP sends a large message: each run leaves as one
+     * segmented send (UDP_SEGMENT) and arrives as the same datagrams, whole and in order; runs longer than one send may
+     * carry (64 KB) are cut into several.
+     */
+    @Test
+    void aRunOfEqualPacketsLeavesAsOneSegmentedSendAndArrivesAsTheSameDatagrams() throws IOException {
+        try (LinuxUdpLink a = open("127.0.0.63"); LinuxUdpLink b = open("127.0.0.64")) {
+            InetSocketAddress toB = new InetSocketAddress("127.0.0.64", port(b));
+            for (int size : new int[] {1100, 4000}) {
+                TxBatch batch = new TxBatch();
+                int n = TxBatch.CAPACITY;
+                for (int i = 0; i < n; i++) {
+                    ByteBuffer slot = batch.slot(i);
+                    int len = i == n - 1 ? 300 : size; // the message's last packet is shorter
+                    for (int k = 0; k < len; k++) slot.put(k, (byte) (i * 13 + k + size));
+                    batch.lengths[i] = len;
+                }
+                long gso0 = a.gsoSends();
+                int sent = 0;
+                long deadline = System.nanoTime() + 5_000_000_000L;
+                while (sent < n && System.nanoTime() < deadline) sent += a.send(batch, sent, n - sent, toB);
+                assertEquals(n, sent);
+                if (LinuxUdpLink.GSO_WANTED) {
+                    assertTrue(a.segments(), "this kernel takes UDP_SEGMENT");
+                    long sends = a.gsoSends() - gso0;
+                    // 32 x 1,100 B: one send; 31 x 4,000 B + 300 B: 16 + 16 (each under 65,000 bytes)
+                    assertEquals(size == 1100 ? 1 : 2, sends, "segmented sends for " + size + " B packets");
+                }
+                RxBatch rx = new RxBatch();
+                int got = 0;
+                while (got < n && System.nanoTime() < deadline) {
+                    int k = b.receive(rx);
+                    for (int j = 0; j < k; j++, got++) {
+                        assertEquals(batch.lengths[got], rx.lengths[j], "packet " + got + " of size " + size);
+                        for (int x = 0; x < rx.lengths[j]; x++) assertEquals((byte) (got * 13 + x + size), rx.buffers[j].get(x), "packet " + got + " byte " + x);
+                    }
+                }
+                assertEquals(n, got, "every packet arrived as its own datagram");
+            }
+        }
+    }
+
+    /**
      * A doorbell rung after close must not write into a descriptor number the process has handed out again: the files
      * opened right after the close take the lowest free numbers, the link's socket's and eventfd's among them (their
      * names are made before: the first temporary file opens the JDK's random source for good).
