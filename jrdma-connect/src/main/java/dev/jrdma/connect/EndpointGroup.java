@@ -134,11 +134,28 @@ public final class EndpointGroup implements AutoCloseable {
     boolean isOpen() { return running; }
 
     synchronized void reserve(Endpoint ep, int entries) {
-        if (cqReserved + entries > cq.capacity()) {
-            throw new IllegalStateException("the group's completion queue (" + cq.capacity() + " entries) cannot take another endpoint needing "
-                    + entries + ": raise cqSize or use another group");
+        int needed = cqReserved + entries;
+        if (needed > cq.capacity()) grow(needed);
+        if (needed > cq.capacity()) {
+            throw new IllegalStateException("the group's completion queue (" + cq.capacity() + " entries, the device's most is "
+                    + attr.maxCqe() + ") cannot take another endpoint needing " + entries + ": use another group");
         }
-        cqReserved += entries;
+        cqReserved = needed;
+    }
+
+    /**
+     * Grows the CQ (doubling, at most to the device's {@code max_cqe}) so that a server takes connections up to its
+     * {@link EndpointConfig#maxConnections()} rather than only as many as {@link EndpointConfig#cqSize()} holds.
+     * Resizing while the completion thread polls is safe: the provider locks the CQ for both.
+     */
+    private void grow(int needed) {
+        int target = (int) Math.min(attr.maxCqe(), Math.max(needed, 2L * cq.capacity()));
+        if (target < needed) return;
+        try {
+            cq.resize(target);
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.DEBUG, "resizing the completion queue to " + target + " failed: " + e);
+        }
     }
 
     /** Endpoints of this group that exist (connected, or in their handshake). */
