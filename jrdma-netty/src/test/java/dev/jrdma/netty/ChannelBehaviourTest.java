@@ -360,4 +360,29 @@ class ChannelBehaviourTest {
             server.close().sync();
         }
     }
+
+    /**
+     * Netty's SocketShutdownOutputBySelfTest#testShutdownOutputAfterClosed with a jrdma server (the testsuite's
+     * peer is a java.net.ServerSocket): after the close, shutting either direction down fails as a closed channel.
+     */
+    @Test
+    void shutdownAfterCloseFailsWithClosedChannelException() throws Exception {
+        Channel server = server(new ChannelInboundHandlerAdapter() {
+            @Override
+            public boolean isSharable() {
+                return true;
+            }
+        }, true, false);
+        try {
+            RdmaChannel client = (RdmaChannel) client(server, new ChannelInboundHandlerAdapter());
+            assertTrue(client.isActive());
+            client.close().sync();
+            ChannelFuture input = client.shutdownInput().await();
+            assertInstanceOf(java.nio.channels.ClosedChannelException.class, input.cause());
+            ChannelFuture output = client.shutdownOutput().await();
+            assertInstanceOf(java.nio.channels.ClosedChannelException.class, output.cause());
+        } finally {
+            server.close().sync();
+        }
+    }
 }
