@@ -34,12 +34,12 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.nio.ByteBuffer;
-import java.nio.channels.WritableByteChannel;
 import java.nio.channels.AlreadyConnectedException;
 import java.nio.channels.ClosedChannelException;
-import java.nio.channels.NotYetConnectedException;
 import java.nio.channels.ConnectionPendingException;
+import java.nio.channels.NotYetConnectedException;
 import java.nio.channels.UnsupportedAddressTypeException;
+import java.nio.channels.WritableByteChannel;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -59,7 +59,8 @@ import java.util.function.BiConsumer;
  *
  * <p><b>Set-up</b> is jrdma-connect's: the TCP exchange, or rdma_cm when the {@link RdmaChannelOption#ENDPOINT_CONFIG}
  * selects it (or the device is native and the connection manager is AUTO). It blocks, so it runs on a thread of
- * its own; {@code CONNECT_TIMEOUT_MILLIS} fails the promise with a {@link ConnectTimeoutException}.
+ * its own; {@code CONNECT_TIMEOUT_MILLIS} fails the promise with a {@link ConnectTimeoutException}, and cancelling
+ * the promise closes the channel.
  *
  * <p><b>Writes</b> are cut into messages of at most the peer's message size. A buffer from the channel's own
  * allocator ({@code ctx.alloc()}, {@code channel.alloc()}: direct buffers over the connection's registered memory)
@@ -67,13 +68,16 @@ import java.util.function.BiConsumer;
  * another allocator's) is copied once into this channel's registered send ring and sent from there, several small
  * ones gathered into one message. At most as many sends are in flight as the ring has slots, and only while the
  * peer has credits (free receive buffers): the rest waits in the outbound buffer, so Netty's write water marks turn
- * the channel unwritable when the peer or the link falls behind.
+ * the channel unwritable when the peer or the link falls behind. A {@link FileRegion} is read into the send ring.
+ * A send refused because the peer closed fails the write with an {@link IOException}, as a socket's does.
  *
- * <p><b>Reads</b> take one message at a time from the endpoint while the pipeline wants to read (auto-read or
- * {@code read()}): a message not taken holds the peer's credit, so a reader that stops reading stops its writer.
+ * <p><b>Reads</b> are a socket channel's: pieces of received messages of at most the RecvByteBufAllocator's guess,
+ * while the pipeline wants to read (auto-read or {@code read()}) and the allocator's handle says to go on: a
+ * message not taken holds the peer's credit, so a reader that stops reading stops its writer.
  *
  * <p><b>Half-close</b>: {@code shutdownOutput()} sends an empty message (Netty never sends one as data); the
- * peer's input ends there ({@code ChannelInputShutdownEvent} with {@code ALLOW_HALF_CLOSURE}, else it closes).
+ * peer's input ends there, or at its close ({@code ChannelInputShutdownEvent} with {@code ALLOW_HALF_CLOSURE},
+ * else the channel closes).
  * <b>Close</b> is the endpoint's graceful close, on a closer thread (it waits for sends in flight and the peer's
  * goodbye). <b>Errors</b> reach {@code exceptionCaught} as {@link RdmaChannelException} with the completion status.
  */

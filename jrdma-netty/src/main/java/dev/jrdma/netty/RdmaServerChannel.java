@@ -174,7 +174,7 @@ public class RdmaServerChannel extends AbstractServerChannel implements ServerSo
      */
     private void deliverAccepted() {
         if (!open) {
-            for (RdmaChannel child; (child = accepted.poll()) != null; ) RdmaChannel.CLOSER.execute(child.unsafe()::closeForcibly);
+            closeUnread();
             return;
         }
         if (!readPending || accepted.isEmpty()) return;
@@ -196,7 +196,11 @@ public class RdmaServerChannel extends AbstractServerChannel implements ServerSo
     protected void doClose() {
         open = false;
         if (children.get() == 0) closeServer();
-        // connections accepted but never read: closed with the server channel, as a listening socket's backlog is
+        closeUnread();
+    }
+
+    /** Connections accepted but never read close with the server channel, as a listening socket's backlog does. */
+    private void closeUnread() {
         for (RdmaChannel child; (child = accepted.poll()) != null; ) RdmaChannel.CLOSER.execute(child.unsafe()::closeForcibly);
     }
 
