@@ -20,7 +20,8 @@ import java.util.Set;
  * @param inlineSize      messages up to this size are sent inline (copied into the work request)
  * @param messageSize     the largest message {@code send} accepts: the size of each receive buffer
  * @param slabSize        bytes per registered slab of the buffer pool (a power of two)
- * @param cqSize          completion queue capacity of an endpoint group (shared by its endpoints)
+ * @param cqSize          initial completion queue capacity of an endpoint group (shared by its endpoints; it grows as
+ *                        endpoints need more, up to the device's {@code max_cqe})
  * @param pollMode        how the completion thread waits
  * @param timeout         how long connect, accept's handshake, and every operation may take before failing (default
  *                        10 s, or {@code -Djrdma.connect.timeoutMs}: e.g. on an emulated machine where set-up is slow)

@@ -74,7 +74,8 @@ public final class EndpointGroup implements AutoCloseable {
 
     /**
      * Opens a group on a device: opens it, allocates a protection domain, a completion channel and CQ of
-     * {@link EndpointConfig#cqSize()} entries, the buffer pools, and starts the completion thread.
+     * {@link EndpointConfig#cqSize()} entries (it grows as endpoints need more), the buffer pools, and starts the
+     * completion thread.
      *
      * @param device the device
      * @param config the settings of the group and of its endpoints
