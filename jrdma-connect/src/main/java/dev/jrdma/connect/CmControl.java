@@ -28,6 +28,11 @@ final class CmControl implements Control {
         return remote;
     }
 
+    @Override
+    public SocketAddress localAddress() {
+        return id.localAddress();
+    }
+
     private synchronized void disconnect() {
         if (disconnected || closed) return;
         disconnected = true;

@@ -9,6 +9,8 @@ import java.net.SocketAddress;
 interface Control {
     SocketAddress remoteAddress();
 
+    SocketAddress localAddress();
+
     /** Tells the peer this side closes. Never throws. */
     void bye();
 

@@ -625,6 +625,12 @@ public final class Endpoint implements AutoCloseable {
         return control != null ? control.remoteAddress() : socket != null ? socket.getRemoteSocketAddress() : null;
     }
 
+    /** {@return this side's address (of the TCP exchange or the rdma_cm id), or null when unknown} */
+    public SocketAddress localAddress() {
+        Control control = goodbye.control();
+        return control != null ? control.localAddress() : socket != null ? socket.getLocalSocketAddress() : null;
+    }
+
     /** {@return the registered memory of this endpoint's group, for buffers of zero-copy and one-sided operations} */
     public BufferPool pool() {
         return group.pool();

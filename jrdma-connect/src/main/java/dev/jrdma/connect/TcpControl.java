@@ -32,6 +32,11 @@ final class TcpControl implements Control {
         return socket.getRemoteSocketAddress();
     }
 
+    @Override
+    public SocketAddress localAddress() {
+        return socket.getLocalSocketAddress();
+    }
+
     private synchronized void write(int b) {
         try {
             out.writeByte(b);

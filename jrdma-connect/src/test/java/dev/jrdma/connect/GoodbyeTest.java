@@ -25,6 +25,11 @@ class GoodbyeTest {
         }
 
         @Override
+        public SocketAddress localAddress() {
+            return new InetSocketAddress("127.0.0.1", 2);
+        }
+
+        @Override
         public void bye() {
             said.add("bye");
         }

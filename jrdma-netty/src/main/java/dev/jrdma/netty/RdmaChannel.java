@@ -16,15 +16,18 @@ import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.ConnectTimeoutException;
 import io.netty.channel.EventLoop;
+import io.netty.channel.FileRegion;
 import io.netty.channel.IoEvent;
 import io.netty.channel.IoEventLoop;
 import io.netty.channel.IoRegistration;
+import io.netty.channel.RecvByteBufAllocator;
 import io.netty.channel.SingleThreadEventLoop;
 import io.netty.channel.socket.ChannelInputShutdownEvent;
 import io.netty.channel.socket.ChannelInputShutdownReadComplete;
-import io.netty.channel.socket.DuplexChannel;
+import io.netty.channel.socket.SocketChannel;
 import io.netty.util.concurrent.Future;
 
+import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.net.ConnectException;
 import java.net.InetAddress;
@@ -32,8 +35,11 @@ import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.AlreadyConnectedException;
+import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ConnectionPendingException;
+import java.nio.channels.NotYetConnectedException;
 import java.nio.channels.UnsupportedAddressTypeException;
+import java.nio.channels.WritableByteChannel;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -53,7 +59,8 @@ import java.util.function.BiConsumer;
  *
  * <p><b>Set-up</b> is jrdma-connect's: the TCP exchange, or rdma_cm when the {@link RdmaChannelOption#ENDPOINT_CONFIG}
  * selects it (or the device is native and the connection manager is AUTO). It blocks, so it runs on a thread of
- * its own; {@code CONNECT_TIMEOUT_MILLIS} fails the promise with a {@link ConnectTimeoutException}.
+ * its own; {@code CONNECT_TIMEOUT_MILLIS} fails the promise with a {@link ConnectTimeoutException}, and cancelling
+ * the promise closes the channel.
  *
  * <p><b>Writes</b> are cut into messages of at most the peer's message size. A buffer from the channel's own
  * allocator ({@code ctx.alloc()}, {@code channel.alloc()}: direct buffers over the connection's registered memory)
@@ -61,21 +68,23 @@ import java.util.function.BiConsumer;
  * another allocator's) is copied once into this channel's registered send ring and sent from there, several small
  * ones gathered into one message. At most as many sends are in flight as the ring has slots, and only while the
  * peer has credits (free receive buffers): the rest waits in the outbound buffer, so Netty's write water marks turn
- * the channel unwritable when the peer or the link falls behind.
+ * the channel unwritable when the peer or the link falls behind. A {@link FileRegion} is read into the send ring.
+ * A send refused because the peer closed fails the write with an {@link IOException}, as a socket's does.
  *
- * <p><b>Reads</b> take one message at a time from the endpoint while the pipeline wants to read (auto-read or
- * {@code read()}): a message not taken holds the peer's credit, so a reader that stops reading stops its writer.
+ * <p><b>Reads</b> are a socket channel's: pieces of received messages of at most the RecvByteBufAllocator's guess,
+ * while the pipeline wants to read (auto-read or {@code read()}) and the allocator's handle says to go on: a
+ * message not taken holds the peer's credit, so a reader that stops reading stops its writer.
  *
  * <p><b>Half-close</b>: {@code shutdownOutput()} sends an empty message (Netty never sends one as data); the
- * peer's input ends there ({@code ChannelInputShutdownEvent} with {@code ALLOW_HALF_CLOSURE}, else it closes).
+ * peer's input ends there, or at its close ({@code ChannelInputShutdownEvent} with {@code ALLOW_HALF_CLOSURE},
+ * else the channel closes).
  * <b>Close</b> is the endpoint's graceful close, on a closer thread (it waits for sends in flight and the peer's
  * goodbye). <b>Errors</b> reach {@code exceptionCaught} as {@link RdmaChannelException} with the completion status.
  */
-public class RdmaChannel extends AbstractChannel implements DuplexChannel {
+public class RdmaChannel extends AbstractChannel implements SocketChannel {
+    /** At most 16 reads before channelReadComplete, unless the RecvByteBufAllocator says otherwise. */
     private static final ChannelMetadata METADATA = new ChannelMetadata(false, 16);
     private static final byte[] END_OF_OUTPUT = new byte[0];
-    /** Messages delivered per read before the pipeline sees channelReadComplete. */
-    private static final int READ_BATCH = 16;
     /** Send-queue entries left to the endpoint for its credit-only messages. */
     private static final int CONTROL_SENDS = 2;
     /** Largest slot of the send ring (and so the largest message this side sends). */
@@ -107,13 +116,20 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
     private IoRegistration registration;
 
     // reading (event loop), with the flag the completion thread sets
-    private boolean readRequested;
+    private boolean readPending;
+    /** The next message, taken from the endpoint (its callback registered once: {@link #receiveWatched}). */
     private CompletableFuture<Message> pendingReceive;
+    private boolean receiveWatched;
+    /** A message the pipeline has read only part of (reads are sized by the RecvByteBufAllocator), and how far. */
+    private byte[] partial;
+    private int partialOffset;
     private final AtomicBoolean readScheduled = new AtomicBoolean();
     private final Runnable readTask = this::readNow;
     private final BiConsumer<Message, Throwable> onReceived = (m, t) -> scheduleRead();
 
     // writing: completions are counted on the completion thread, reclaimed on the event loop
+    private final SlotChannel slotChannel = new SlotChannel();
+    private boolean sendFailureHandled;
     private final AtomicInteger sendsCompleted = new AtomicInteger();
     private volatile RdmaException sendFailure;
     private final AtomicBoolean writeScheduled = new AtomicBoolean();
@@ -142,7 +158,6 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
         super(parent);
         this.config = newConfig();
         config.setEndpointConfig(parent.config().getEndpointConfig());
-        this.local = parent.localAddress();
         attach(ep);
     }
 
@@ -161,7 +176,10 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
         this.inFlight = new ByteBuf[slots];
         if (config.getAllocator() instanceof RegisteredByteBufAllocator a) a.attach(ep.pool());
         if (ep.remoteAddress() instanceof InetSocketAddress r) this.remote = r;
-        if (local == null) {
+        // the address and port of the connection's set-up (its TCP exchange or rdma_cm id), as a socket's
+        if (ep.localAddress() instanceof InetSocketAddress l) {
+            local = l;
+        } else if (local == null) {
             InetAddress a = cfg.localAddress();
             local = new InetSocketAddress(a != null ? a : InetAddress.getLoopbackAddress(), 0);
         }
@@ -231,6 +249,7 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
     @Override
     protected void doRegister(ChannelPromise promise) {
         registerWith(eventLoop(), (RdmaUnsafe) unsafe(), promise, r -> registration = r);
+        if (endpoint != null) scheduleRead(); // an accepted connection: watch for the end of its input from the start
     }
 
     /** Registers with an RDMA I/O handler when the loop has one; any other single-threaded loop needs nothing. */
@@ -271,7 +290,7 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
     protected void doClose() {
         open = false;
         ChannelPromise p = connectPromise;
-        if (p != null) p.tryFailure(new java.nio.channels.ClosedChannelException());
+        if (p != null) p.tryFailure(new ClosedChannelException());
         Endpoint ep = endpoint;
         try {
             if (ep != null) ep.close();
@@ -284,11 +303,23 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
 
     // ---- reading --------------------------------------------------------------------------------------------
 
+    /** A read asked for before the channel is connected stays pending: it is done once it is. */
     @Override
     protected void doBeginRead() {
-        if (inputShutdown || endpoint == null) return;
-        readRequested = true;
-        scheduleRead();
+        if (inputShutdown) return;
+        readPending = true;
+        if (endpoint != null) scheduleRead();
+    }
+
+    /** Auto-read was turned off: a read it had asked for is no longer wanted (as NIO's {@code clearReadPending}). */
+    void clearReadPending() {
+        if (!isRegistered()) {
+            readPending = false;
+            return;
+        }
+        EventLoop loop = eventLoop();
+        if (loop.inEventLoop()) readPending = false;
+        else loop.execute(() -> readPending = false);
     }
 
     private void scheduleRead() {
@@ -301,54 +332,138 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
         }
     }
 
+    /**
+     * One read operation, as a socket channel's: reads of at most the RecvByteBufAllocator's guess each (a message
+     * is cut into such pieces without a copy), while its handle says to go on (auto-read still on, fewer reads than
+     * its maximum, more already received), then channelReadComplete. Whether or not a read is pending, the end of
+     * the peer's output (its shutdown or close) is noticed once everything before it was read, as epoll notices
+     * RDHUP.
+     */
     private void readNow() {
         readScheduled.set(false);
         Endpoint ep = endpoint;
-        if (!open || ep == null || inputShutdown || !readRequested) return;
-        int delivered = 0;
-        while (delivered < READ_BATCH) {
-            CompletableFuture<Message> f = pendingReceive != null ? pendingReceive : ep.receive();
-            if (!f.isDone()) {
-                if (pendingReceive != f) {
-                    pendingReceive = f;
-                    f.whenComplete(onReceived);
+        if (!open || ep == null || inputShutdown) return;
+        if (!readPending) {
+            watchInputEnd(ep);
+            return;
+        }
+        RecvByteBufAllocator.Handle handle = unsafe().recvBufAllocHandle();
+        handle.reset(config);
+        boolean delivered = false;
+        do {
+            if (partial == null && !takeMessage(ep)) {
+                if (delivered) {
+                    handle.readComplete();
+                    pipeline().fireChannelReadComplete();
                 }
-                break;
-            }
-            pendingReceive = null;
-            Message m;
-            try {
-                m = f.join();
-            } catch (CompletionException | CancellationException e) {
-                endBatch(delivered);
-                receiveFailed(e.getCause() != null ? e.getCause() : e);
+                if (open && !inputShutdown) takeInputEnd(ep);
                 return;
             }
-            if (m.length() == 0 && !m.isWriteWithImmediate()) {
-                endBatch(delivered);
-                peerShutdownOutput();
-                return;
-            }
-            delivered++;
-            ByteBuf buf = Unpooled.wrappedBuffer(m.bytes());
+            int guess = Math.max(1, handle.guess());
+            int n = Math.min(partial.length - partialOffset, guess);
+            ByteBuf buf = Unpooled.wrappedBuffer(partial, partialOffset, n);
+            partialOffset += n;
+            if (partialOffset == partial.length) partial = null;
+            handle.attemptedBytesRead(guess);
+            handle.lastBytesRead(n);
+            handle.incMessagesRead(1);
+            readPending = false;
+            delivered = true;
             pipeline().fireChannelRead(buf);
             if (!open || inputShutdown) break;
-        }
-        endBatch(delivered);
-        if (delivered == READ_BATCH) scheduleRead(); // more may be waiting; auto-read asks again via doBeginRead
+        } while (continueReading(handle, ep));
+        handle.readComplete();
+        pipeline().fireChannelReadComplete();
+        if (open && !inputShutdown && !readPending) watchInputEnd(ep);
     }
 
-    private void endBatch(int delivered) {
-        if (delivered == 0) return;
-        readRequested = false;
-        pipeline().fireChannelReadComplete();
+    private boolean continueReading(RecvByteBufAllocator.Handle handle, Endpoint ep) {
+        if (handle instanceof RecvByteBufAllocator.ExtendedHandle extended) {
+            return extended.continueReading(() -> partial != null || nextReceive(ep).isDone());
+        }
+        return handle.continueReading();
+    }
+
+    /** The endpoint's next message, asked for once. */
+    private CompletableFuture<Message> nextReceive(Endpoint ep) {
+        if (pendingReceive == null) {
+            pendingReceive = ep.receive();
+            receiveWatched = false;
+        }
+        return pendingReceive;
+    }
+
+    /**
+     * Makes the next message with data the {@link #partial} one; false when none has arrived yet (a callback reads
+     * again when it does) or the input ended (the message that ends it stays next, for {@link #takeInputEnd}).
+     */
+    private boolean takeMessage(Endpoint ep) {
+        while (true) {
+            CompletableFuture<Message> f = nextReceive(ep);
+            if (!f.isDone()) {
+                watch(f);
+                return false;
+            }
+            if (f.isCompletedExceptionally()) return false;
+            Message m = f.join();
+            if (m.length() == 0) {
+                if (!m.isWriteWithImmediate()) return false; // the peer's end of output
+                pendingReceive = null;                       // a write with immediate carries nothing for Netty
+                continue;
+            }
+            pendingReceive = null;
+            partial = m.bytes();
+            partialOffset = 0;
+            return true;
+        }
+    }
+
+    private void watch(CompletableFuture<Message> f) {
+        if (!receiveWatched) {
+            receiveWatched = true;
+            f.whenComplete(onReceived);
+        }
+    }
+
+    /** Without a read pending: acts on the end of the peer's output when nothing is left before it. */
+    private void watchInputEnd(Endpoint ep) {
+        if (partial != null) return;
+        CompletableFuture<Message> f = nextReceive(ep);
+        if (!f.isDone()) watch(f);
+        else takeInputEnd(ep);
+    }
+
+    /** Acts on the next message if it ends the input: the peer's end-of-output message, its close, or a failure. */
+    private void takeInputEnd(Endpoint ep) {
+        CompletableFuture<Message> f = nextReceive(ep);
+        if (!f.isDone()) {
+            watch(f);
+            return;
+        }
+        if (f.isCompletedExceptionally()) {
+            pendingReceive = null;
+            Throwable t;
+            try {
+                f.join();
+                return;
+            } catch (CompletionException | CancellationException e) {
+                t = e.getCause() != null ? e.getCause() : e;
+            }
+            receiveFailed(t);
+            return;
+        }
+        Message m = f.getNow(null);
+        if (m.length() == 0 && !m.isWriteWithImmediate()) {
+            pendingReceive = null;
+            inputEnded();
+        }
     }
 
     private void receiveFailed(Throwable cause) {
         if (cause instanceof RdmaException e) {
             switch (e.kind()) {
-                case PEER_CLOSED -> { closeNow(); return; }  // end of stream
-                case CLOSED -> { return; }                             // our own close
+                case PEER_CLOSED -> { inputEnded(); return; }  // end of stream
+                case CLOSED -> { return; }                    // our own close
                 default -> { }
             }
             fail(new RdmaChannelException("receive on " + this, e));
@@ -357,8 +472,12 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
         }
     }
 
-    /** The peer sent the end-of-output message: our input is done. */
-    private void peerShutdownOutput() {
+    /**
+     * The peer shut its output down or closed: with {@code ALLOW_HALF_CLOSURE} our input ends ({@code
+     * ChannelInputShutdownEvent}, then {@code ChannelInputShutdownReadComplete}: everything before it was read), and
+     * the channel stays open for writing (a write to a peer that closed fails as a socket's does); else it closes.
+     */
+    private void inputEnded() {
         if (config.isAllowHalfClosure()) {
             inputShutdown = true;
             pipeline().fireUserEventTriggered(ChannelInputShutdownEvent.INSTANCE);
@@ -385,26 +504,34 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
 
     @Override
     protected Object filterOutboundMessage(Object msg) {
-        if (msg instanceof ByteBuf) return msg;
-        throw new UnsupportedOperationException("a jrdma channel writes ByteBufs, not " + msg.getClass().getName());
+        if (msg instanceof ByteBuf || msg instanceof FileRegion) return msg;
+        throw new UnsupportedOperationException("a jrdma channel writes ByteBufs and FileRegions, not " + msg.getClass().getName());
     }
 
+    /**
+     * Sends what was flushed while the ring has slots and the peer credits. A send the endpoint refuses (the peer
+     * closed, or the connection broke) fails the write with an {@link IOException}, as a socket's write to a closed
+     * peer does: Netty then closes the channel, or with {@code AUTO_CLOSE} off only shuts its output down.
+     */
     @Override
-    protected void doWrite(ChannelOutboundBuffer in) {
+    protected void doWrite(ChannelOutboundBuffer in) throws IOException {
         Endpoint ep = endpoint;
         reclaimSends();
         while (true) {
             if (!skipEmpty(in)) return;
             if (inFlightCount == inFlight.length) return; // a send completion flushes again
             if (ep.sendCredits() <= 0) {             // the peer has no free receive buffer: look again shortly
+                if (!ep.isConnected()) throw writeRefused(null);
                 awaitCredits();
                 return;
             }
-            ByteBuf head = (ByteBuf) in.current();
-            int sent = sendInPlace(ep, head);
-            if (sent < 0) return;
+            Object head = in.current();
+            if (head instanceof FileRegion region) {
+                sendFileRegion(ep, in, region);
+                continue;
+            }
+            int sent = sendInPlace(ep, (ByteBuf) head);
             if (sent == 0) sent = sendCopy(ep, in);
-            if (sent < 0) return;
             // only now, with the send posted, do the writes' promises complete: a listener that closes the channel
             // (HTTP's Connection: close) starts the endpoint's close on the closer thread, which then waits for this send
             in.removeBytes(sent);
@@ -412,12 +539,52 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
     }
 
     /**
-     * Sends the head of the outbound buffer from its own registered memory, up to one message, holding the buffer
-     * until the send completes. Returns the bytes sent, 0 when the head is not such a buffer (it is copied instead),
-     * or -1 when the endpoint refused the send (it closes or broke: the bytes stay queued, and the close fails
-     * their promises).
+     * Reads the next part of a file region (at most a slot) into the send ring and sends it: the region's file is
+     * read once, into registered memory, and the adapter sends from there.
      */
-    private int sendInPlace(Endpoint ep, ByteBuf head) {
+    private void sendFileRegion(Endpoint ep, ChannelOutboundBuffer in, FileRegion region) throws IOException {
+        int slot = ring.take();
+        long read;
+        try {
+            slotChannel.begin(ring.view(slot, ring.slotSize()));
+            read = region.transferTo(slotChannel, region.transferred());
+        } catch (IOException | RuntimeException e) {
+            ring.untake();
+            throw e;
+        }
+        if (read <= 0) {
+            ring.untake();
+            throw new IOException("file region " + region + " gave no bytes at " + region.transferred() + " of " + region.count());
+        }
+        CompletableFuture<Void> send = ep.send(ring.memory(), ring.offset(slot), (int) read);
+        pushInFlight(null);
+        send.whenComplete(onSent);
+        if (send.isCompletedExceptionally()) throw writeRefused(send);
+        bytesCopied += read;
+        in.progress(read);
+        if (region.transferred() >= region.count()) in.remove();
+    }
+
+    /** A send the endpoint refused at once, as the IOException a socket's write to a closed peer throws. */
+    private IOException writeRefused(CompletableFuture<Void> send) {
+        Throwable cause = null;
+        if (send != null) {
+            try {
+                send.getNow(null);
+            } catch (CompletionException | CancellationException e) {
+                cause = e.getCause() != null ? e.getCause() : e;
+            }
+        }
+        sendFailureHandled = true; // this failure is the write's: the send's completion reports nothing more
+        return new IOException("cannot send on " + this + ": " + (cause != null ? cause.getMessage() : "the connection is closed"), cause);
+    }
+
+    /**
+     * Sends the head of the outbound buffer from its own registered memory, up to one message, holding the buffer
+     * until the send completes. Returns the bytes sent, or 0 when the head is not such a buffer (it is copied
+     * instead); throws when the endpoint refused the send (the peer closed, or the connection broke).
+     */
+    private int sendInPlace(Endpoint ep, ByteBuf head) throws IOException {
         int n = Math.min(head.readableBytes(), ring.slotSize());
         if (n < IN_PLACE_MIN) return 0;
         RegisteredBuffer memory = registeredMemory(head, ep.pool());
@@ -425,7 +592,7 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
         long offset = offsetIn(memory, head, n);
         if (offset < 0 || offset + n > memory.length()) return 0; // not inside that memory (cannot happen for a view)
         CompletableFuture<Void> send = ep.send(memory, offset, n);
-        if (send.isCompletedExceptionally()) return -1;
+        if (send.isCompletedExceptionally()) throw writeRefused(send);
         pushInFlight(head.retain()); // the outbound buffer releases its reference when the bytes leave it
         bytesSentInPlace += n;
         send.whenComplete(onSent);
@@ -451,9 +618,9 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
 
     /**
      * Gathers as many flushed buffers as fit into one ring slot (headers, body and trailers of a response travel
-     * as one RDMA send, as a socket's gathering write would send them) and sends it; -1 as {@link #sendInPlace}.
+     * as one RDMA send, as a socket's gathering write would send them) and sends it; throws as {@link #sendInPlace}.
      */
-    private int sendCopy(Endpoint ep, ChannelOutboundBuffer in) {
+    private int sendCopy(Endpoint ep, ChannelOutboundBuffer in) throws IOException {
         int slot = ring.take();
         gather.begin(ring.view(slot, ring.slotSize()), ep.pool());
         try {
@@ -465,7 +632,7 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
         CompletableFuture<Void> send = ep.send(ring.memory(), ring.offset(slot), filled);
         pushInFlight(null);
         send.whenComplete(onSent);
-        if (send.isCompletedExceptionally()) return -1;
+        if (send.isCompletedExceptionally()) throw writeRefused(send);
         bytesCopied += filled;
         return filled;
     }
@@ -521,7 +688,7 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
 
         @Override
         public boolean processMessage(Object msg) {
-            ByteBuf buf = (ByteBuf) msg;
+            if (!(msg instanceof ByteBuf buf)) return false; // a FileRegion goes alone
             if (filled > 0 && buf.readableBytes() >= IN_PLACE_MIN && registeredMemory(buf, pool) != null) return false;
             int n = Math.min(buf.readableBytes(), view.capacity() - filled);
             if (n > 0) {
@@ -533,14 +700,43 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
         }
     }
 
-    /** Drops empty buffers at the head of the outbound buffer; false when nothing is left to write. */
+    /** Drops empty buffers and regions at the head of the outbound buffer; false when nothing is left to write. */
     private static boolean skipEmpty(ChannelOutboundBuffer in) {
         Object msg;
         while ((msg = in.current()) != null) {
-            if (((ByteBuf) msg).isReadable()) return true;
+            if (msg instanceof ByteBuf buf ? buf.isReadable() : ((FileRegion) msg).transferred() < ((FileRegion) msg).count()) return true;
             in.remove();
         }
         return false;
+    }
+
+    /** What a file region transfers into: the send slot being filled (the region's file is read straight into it). */
+    private static final class SlotChannel implements WritableByteChannel {
+        private ByteBuffer slot;
+
+        void begin(ByteBuffer view) {
+            slot = view;
+        }
+
+        @Override
+        public int write(ByteBuffer src) {
+            int n = Math.min(src.remaining(), slot.remaining());
+            if (n == 0) return 0;
+            int limit = src.limit();
+            src.limit(src.position() + n);
+            slot.put(src);
+            src.limit(limit);
+            return n;
+        }
+
+        @Override
+        public boolean isOpen() {
+            return true;
+        }
+
+        @Override
+        public void close() {
+        }
     }
 
     private void awaitCredits() {
@@ -576,11 +772,16 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
         if (!open) return;
         RdmaException f = sendFailure;
         if (f != null) {
-            if (f.kind() == RdmaException.Kind.PEER_CLOSED || f.kind() == RdmaException.Kind.CLOSED) closeNow();
-            else fail(new RdmaChannelException("send on " + this, f));
+            if (sendFailureHandled) return;
+            sendFailureHandled = true;
+            if (f.kind() == RdmaException.Kind.PEER_CLOSED || f.kind() == RdmaException.Kind.CLOSED) {
+                // the peer closed with our sends in flight: as a socket's write to a closed peer
+                ((RdmaUnsafe) unsafe()).writeFailed(new IOException("the peer of " + this + " closed: " + f.getMessage(), f));
+            } else {
+                fail(new RdmaChannelException("send on " + this, f));
+            }
             return;
         }
-        reclaimSends();
         ((RdmaUnsafe) unsafe()).flushNow();
     }
 
@@ -592,10 +793,11 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
     // ---- half-close -----------------------------------------------------------------------------------------
 
     @Override
-    protected void doShutdownOutput() {
+    protected void doShutdownOutput() throws NotYetConnectedException {
         Endpoint ep = endpoint;
+        if (ep == null) throw new NotYetConnectedException();
         outputShutdown = true;
-        if (ep != null) ep.send(END_OF_OUTPUT);
+        ep.send(END_OF_OUTPUT);
     }
 
     @Override
@@ -636,8 +838,14 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
     public ChannelFuture shutdownInput(ChannelPromise promise) {
         EventLoop loop = eventLoop();
         Runnable r = () -> {
-            inputShutdown = true;
-            promise.setSuccess();
+            if (!open) {
+                promise.setFailure(new ClosedChannelException());
+            } else if (endpoint == null) {
+                promise.setFailure(new NotYetConnectedException());
+            } else {
+                inputShutdown = true;
+                promise.setSuccess();
+            }
         };
         if (loop.inEventLoop()) r.run();
         else loop.execute(r);
@@ -669,7 +877,7 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
     final class RdmaUnsafe extends AbstractUnsafe implements RdmaIoHandle {
         @Override
         public void connect(SocketAddress remoteAddress, SocketAddress localAddress, ChannelPromise promise) {
-            if (!promise.setUncancellable() || !ensureOpen(promise)) return;
+            if (promise.isDone() || !ensureOpen(promise)) return;
             if (endpoint != null) {
                 promise.setFailure(new AlreadyConnectedException());
                 return;
@@ -688,6 +896,14 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
             }
             connectPromise = promise;
             remote = r;
+            // a cancelled connect closes the channel; the set-up thread's endpoint, if it still comes, is closed then
+            promise.addListener(f -> {
+                if (f.isCancelled()) {
+                    if (connectTimeout != null) connectTimeout.cancel(false);
+                    connectPromise = null;
+                    close(voidPromise());
+                }
+            });
             int ms = config.getConnectTimeoutMillis();
             if (ms > 0) {
                 connectTimeout = eventLoop().schedule(() -> {
@@ -735,7 +951,12 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
             attach(ep);
             boolean promiseSet = p.trySuccess();
             pipeline().fireChannelActive();
-            if (!promiseSet) close(voidPromise());
+            if (!promiseSet) {
+                close(voidPromise());
+                return;
+            }
+            scheduleRead(); // a read asked for while connecting, or the end of input to watch for
+
         }
 
         private Throwable connectFailure(Throwable t) {
@@ -758,6 +979,11 @@ public class RdmaChannel extends AbstractChannel implements DuplexChannel {
 
         void flushNow() {
             flush0();
+        }
+
+        /** A write failed after it was posted: closes the channel, or with {@code AUTO_CLOSE} off shuts its output. */
+        void writeFailed(IOException cause) {
+            handleWriteError(cause);
         }
 
         @Override

@@ -1,19 +1,35 @@
 package dev.jrdma.netty;
 
 import dev.jrdma.connect.EndpointConfig;
-import io.netty.channel.Channel;
+import io.netty.buffer.ByteBufAllocator;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.DefaultChannelConfig;
+import io.netty.channel.MessageSizeEstimator;
+import io.netty.channel.RecvByteBufAllocator;
+import io.netty.channel.WriteBufferWaterMark;
+import io.netty.channel.socket.SocketChannelConfig;
 
 import java.util.Map;
 import java.util.Objects;
 
 /**
- * Settings of a jrdma channel: Netty's (water marks, auto-read, connect timeout, allocator) plus
- * {@link RdmaChannelOption#ENDPOINT_CONFIG} and {@link ChannelOption#ALLOW_HALF_CLOSURE}. {@code TCP_NODELAY} and
- * {@code SO_KEEPALIVE} are accepted and have nothing to change.
+ * Settings of a jrdma channel: Netty's (water marks, auto-read, auto-close, connect timeout, allocators),
+ * {@link RdmaChannelOption#ENDPOINT_CONFIG} and {@link ChannelOption#ALLOW_HALF_CLOSURE}, and the socket options of
+ * {@link SocketChannelConfig}, so that a program written for {@code SocketChannel}s configures this channel too.
+ *
+ * <p>The socket options that have nothing to act on over RDMA are accepted, read back as set, and change nothing:
+ * <ul>
+ *   <li>{@code TCP_NODELAY}: an RDMA send leaves at once; it always reads back true.</li>
+ *   <li>{@code SO_KEEPALIVE}: a lost peer is detected by the connection itself (retries, then an error).</li>
+ *   <li>{@code SO_LINGER}: a close is always graceful: it waits for the sends in flight and the peer's goodbye,
+ *       bounded by the endpoint's timeout, on a thread of its own.</li>
+ *   <li>{@code IP_TOS}, {@code SO_REUSEADDR}, performance preferences.</li>
+ *   <li>{@code SO_SNDBUF} and {@code SO_RCVBUF} read back what the connection has: send queue depth, and receive
+ *       queue depth (the peer's credits), times the message size; setting them changes nothing (set
+ *       {@link RdmaChannelOption#ENDPOINT_CONFIG} instead).</li>
+ * </ul>
  */
-public final class RdmaChannelConfig extends DefaultChannelConfig {
+public final class RdmaChannelConfig extends DefaultChannelConfig implements SocketChannelConfig {
     /**
      * What a channel uses unless told otherwise: 16 KiB messages (a Netty write is cut into messages of at most
      * the peer's size), 32 receive buffers (the peer's credits) and 32 sends in flight: 1 MiB of registered memory
@@ -22,11 +38,17 @@ public final class RdmaChannelConfig extends DefaultChannelConfig {
     public static final EndpointConfig DEFAULT_ENDPOINT_CONFIG = EndpointConfig.builder()
             .messageSize(16 * 1024).recvQueueDepth(32).sendQueueDepth(32).build();
 
+    private final RdmaChannel channel;
     private volatile EndpointConfig endpointConfig = DEFAULT_ENDPOINT_CONFIG;
     private volatile boolean allowHalfClosure;
+    private volatile boolean keepAlive;
+    private volatile int soLinger = -1;
+    private volatile int trafficClass;
+    private volatile boolean reuseAddress;
 
-    RdmaChannelConfig(Channel channel) {
+    RdmaChannelConfig(RdmaChannel channel) {
         super(channel);
+        this.channel = channel;
     }
 
     /**
@@ -49,9 +71,10 @@ public final class RdmaChannelConfig extends DefaultChannelConfig {
     }
 
     /**
-     * {@return whether the peer's shutdown of its output only shuts this channel's input
+     * {@return whether the peer's shutdown of its output (or its close) only shuts this channel's input
      * ({@link ChannelOption#ALLOW_HALF_CLOSURE}) rather than closing the channel}
      */
+    @Override
     public boolean isAllowHalfClosure() {
         return allowHalfClosure;
     }
@@ -62,22 +85,188 @@ public final class RdmaChannelConfig extends DefaultChannelConfig {
      * @param allow true to keep the channel open for writing when the peer shuts its output
      * @return this
      */
+    @Override
     public RdmaChannelConfig setAllowHalfClosure(boolean allow) {
         this.allowHalfClosure = allow;
         return this;
     }
 
+    /** {@return true: an RDMA send leaves at once (there is no Nagle to turn off)} */
+    @Override
+    public boolean isTcpNoDelay() {
+        return true;
+    }
+
+    /** Accepted and without effect: an RDMA send leaves at once. */
+    @Override
+    public RdmaChannelConfig setTcpNoDelay(boolean tcpNoDelay) {
+        return this;
+    }
+
+    /** {@return the value set with {@link #setSoLinger} (-1 unless set); a close is always graceful} */
+    @Override
+    public int getSoLinger() {
+        return soLinger;
+    }
+
+    /** Kept and without effect: a close always waits for the sends in flight, bounded by the endpoint's timeout. */
+    @Override
+    public RdmaChannelConfig setSoLinger(int soLinger) {
+        this.soLinger = soLinger;
+        return this;
+    }
+
+    /** {@return the bytes this side can have in flight: send queue depth times message size} */
+    @Override
+    public int getSendBufferSize() {
+        EndpointConfig c = endpointConfig;
+        return (int) Math.min(Integer.MAX_VALUE, (long) c.sendQueueDepth() * c.messageSize());
+    }
+
+    /** Accepted and without effect: the send queue depth of {@link RdmaChannelOption#ENDPOINT_CONFIG} sets it. */
+    @Override
+    public RdmaChannelConfig setSendBufferSize(int sendBufferSize) {
+        return this;
+    }
+
+    /** {@return the bytes the peer can send before this side reads: receive queue depth times message size} */
+    @Override
+    public int getReceiveBufferSize() {
+        EndpointConfig c = endpointConfig;
+        return (int) Math.min(Integer.MAX_VALUE, (long) c.recvQueueDepth() * c.messageSize());
+    }
+
+    /** Accepted and without effect: the receive queue depth of {@link RdmaChannelOption#ENDPOINT_CONFIG} sets it. */
+    @Override
+    public RdmaChannelConfig setReceiveBufferSize(int receiveBufferSize) {
+        return this;
+    }
+
+    /** {@return the value set with {@link #setKeepAlive}} */
+    @Override
+    public boolean isKeepAlive() {
+        return keepAlive;
+    }
+
+    /** Kept and without effect: the connection detects a lost peer itself (retries, then an error). */
+    @Override
+    public RdmaChannelConfig setKeepAlive(boolean keepAlive) {
+        this.keepAlive = keepAlive;
+        return this;
+    }
+
+    /** {@return the value set with {@link #setTrafficClass}} */
+    @Override
+    public int getTrafficClass() {
+        return trafficClass;
+    }
+
+    /** Kept and without effect. */
+    @Override
+    public RdmaChannelConfig setTrafficClass(int trafficClass) {
+        this.trafficClass = trafficClass;
+        return this;
+    }
+
+    /** {@return the value set with {@link #setReuseAddress}} */
+    @Override
+    public boolean isReuseAddress() {
+        return reuseAddress;
+    }
+
+    /** Kept and without effect. */
+    @Override
+    public RdmaChannelConfig setReuseAddress(boolean reuseAddress) {
+        this.reuseAddress = reuseAddress;
+        return this;
+    }
+
+    /** Accepted and without effect. */
+    @Override
+    public RdmaChannelConfig setPerformancePreferences(int connectionTime, int latency, int bandwidth) {
+        return this;
+    }
+
+    @Override
+    public RdmaChannelConfig setConnectTimeoutMillis(int connectTimeoutMillis) {
+        super.setConnectTimeoutMillis(connectTimeoutMillis);
+        return this;
+    }
+
+    @Override
+    @Deprecated
+    public RdmaChannelConfig setMaxMessagesPerRead(int maxMessagesPerRead) {
+        super.setMaxMessagesPerRead(maxMessagesPerRead);
+        return this;
+    }
+
+    @Override
+    public RdmaChannelConfig setWriteSpinCount(int writeSpinCount) {
+        super.setWriteSpinCount(writeSpinCount);
+        return this;
+    }
+
+    @Override
+    public RdmaChannelConfig setAllocator(ByteBufAllocator allocator) {
+        super.setAllocator(allocator);
+        return this;
+    }
+
+    @Override
+    public RdmaChannelConfig setRecvByteBufAllocator(RecvByteBufAllocator allocator) {
+        super.setRecvByteBufAllocator(allocator);
+        return this;
+    }
+
+    @Override
+    public RdmaChannelConfig setAutoRead(boolean autoRead) {
+        super.setAutoRead(autoRead);
+        return this;
+    }
+
+    @Override
+    public RdmaChannelConfig setAutoClose(boolean autoClose) {
+        super.setAutoClose(autoClose);
+        return this;
+    }
+
+    @Override
+    public RdmaChannelConfig setMessageSizeEstimator(MessageSizeEstimator estimator) {
+        super.setMessageSizeEstimator(estimator);
+        return this;
+    }
+
+    @Override
+    public RdmaChannelConfig setWriteBufferWaterMark(WriteBufferWaterMark writeBufferWaterMark) {
+        super.setWriteBufferWaterMark(writeBufferWaterMark);
+        return this;
+    }
+
+    /** Auto-read turned off: a read requested by auto-read is no longer wanted. */
+    @Override
+    protected void autoReadCleared() {
+        channel.clearReadPending();
+    }
+
     @Override
     public Map<ChannelOption<?>, Object> getOptions() {
-        return getOptions(super.getOptions(), RdmaChannelOption.ENDPOINT_CONFIG, ChannelOption.ALLOW_HALF_CLOSURE);
+        return getOptions(super.getOptions(), RdmaChannelOption.ENDPOINT_CONFIG, ChannelOption.ALLOW_HALF_CLOSURE,
+                ChannelOption.TCP_NODELAY, ChannelOption.SO_KEEPALIVE, ChannelOption.SO_LINGER, ChannelOption.SO_SNDBUF,
+                ChannelOption.SO_RCVBUF, ChannelOption.IP_TOS, ChannelOption.SO_REUSEADDR);
     }
 
     @Override
     @SuppressWarnings("unchecked")
     public <T> T getOption(ChannelOption<T> option) {
         if (option == RdmaChannelOption.ENDPOINT_CONFIG) return (T) endpointConfig;
-        if (option == ChannelOption.ALLOW_HALF_CLOSURE) return (T) Boolean.valueOf(allowHalfClosure);
-        if (option == ChannelOption.TCP_NODELAY) return (T) Boolean.TRUE;
+        if (option == ChannelOption.ALLOW_HALF_CLOSURE) return (T) Boolean.valueOf(isAllowHalfClosure());
+        if (option == ChannelOption.TCP_NODELAY) return (T) Boolean.valueOf(isTcpNoDelay());
+        if (option == ChannelOption.SO_KEEPALIVE) return (T) Boolean.valueOf(isKeepAlive());
+        if (option == ChannelOption.SO_LINGER) return (T) Integer.valueOf(getSoLinger());
+        if (option == ChannelOption.SO_SNDBUF) return (T) Integer.valueOf(getSendBufferSize());
+        if (option == ChannelOption.SO_RCVBUF) return (T) Integer.valueOf(getReceiveBufferSize());
+        if (option == ChannelOption.IP_TOS) return (T) Integer.valueOf(getTrafficClass());
+        if (option == ChannelOption.SO_REUSEADDR) return (T) Boolean.valueOf(isReuseAddress());
         return super.getOption(option);
     }
 
@@ -88,9 +277,20 @@ public final class RdmaChannelConfig extends DefaultChannelConfig {
             setEndpointConfig((EndpointConfig) value);
         } else if (option == ChannelOption.ALLOW_HALF_CLOSURE) {
             setAllowHalfClosure((Boolean) value);
-        } else if (option == ChannelOption.TCP_NODELAY || option == ChannelOption.SO_KEEPALIVE) {
-            // socket programs (gRPC among them) set these: an RDMA send goes out at once, and a lost peer is
-            // detected by the connection itself, so both hold already
+        } else if (option == ChannelOption.TCP_NODELAY) {
+            setTcpNoDelay((Boolean) value);
+        } else if (option == ChannelOption.SO_KEEPALIVE) {
+            setKeepAlive((Boolean) value);
+        } else if (option == ChannelOption.SO_LINGER) {
+            setSoLinger((Integer) value);
+        } else if (option == ChannelOption.SO_SNDBUF) {
+            setSendBufferSize((Integer) value);
+        } else if (option == ChannelOption.SO_RCVBUF) {
+            setReceiveBufferSize((Integer) value);
+        } else if (option == ChannelOption.IP_TOS) {
+            setTrafficClass((Integer) value);
+        } else if (option == ChannelOption.SO_REUSEADDR) {
+            setReuseAddress((Boolean) value);
         } else {
             return super.setOption(option, value);
         }

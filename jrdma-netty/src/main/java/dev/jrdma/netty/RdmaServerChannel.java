@@ -9,11 +9,14 @@ import io.netty.channel.EventLoop;
 import io.netty.channel.IoEvent;
 import io.netty.channel.IoEventLoop;
 import io.netty.channel.IoRegistration;
+import io.netty.channel.RecvByteBufAllocator;
 import io.netty.channel.SingleThreadEventLoop;
+import io.netty.channel.socket.ServerSocketChannel;
 
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.time.Duration;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -25,16 +28,21 @@ import java.util.concurrent.atomic.AtomicInteger;
  * }</pre>
  * Binding opens a jrdma {@link ServerEndpoint} (the device that serves the address; TCP exchange or rdma_cm as its
  * {@link RdmaChannelOption#ENDPOINT_CONFIG} says). An acceptor thread runs the handshakes and hands each
- * connection to the pipeline as an {@link RdmaChannel}. Accepted channels share the server's device, buffer pool
- * and completion thread; closing the server channel stops accepting and keeps them open (the device closes with
- * the last of them).
+ * connection to the pipeline as an {@link RdmaChannel} when the channel reads (auto-read, or {@code read()}): a
+ * server channel that does not read leaves its accepted connections waiting, as a socket's backlog does. Accepted
+ * channels share the server's device, buffer pool and completion thread; closing the server channel stops
+ * accepting and keeps them open (the device closes with the last of them).
  */
-public class RdmaServerChannel extends AbstractServerChannel {
+public class RdmaServerChannel extends AbstractServerChannel implements ServerSocketChannel {
     private static final System.Logger LOG = System.getLogger(RdmaServerChannel.class.getName());
     /** How often the acceptor looks whether the channel was closed. */
     private static final Duration ACCEPT_SLICE = Duration.ofMillis(200);
 
-    private final RdmaChannelConfig config = new RdmaChannelConfig(this);
+    private final RdmaServerChannelConfig config = new RdmaServerChannelConfig(this);
+    /** Connections accepted and not yet read into the pipeline (the acceptor adds, the event loop takes). */
+    private final ConcurrentLinkedQueue<RdmaChannel> accepted = new ConcurrentLinkedQueue<>();
+    private final Runnable deliverTask = this::deliverAccepted;
+    private boolean readPending;
     private volatile ServerEndpoint server;
     private volatile boolean open = true;
     private volatile InetSocketAddress local;
@@ -54,7 +62,7 @@ public class RdmaServerChannel extends AbstractServerChannel {
     }
 
     @Override
-    public RdmaChannelConfig config() {
+    public RdmaServerChannelConfig config() {
         return config;
     }
 
@@ -71,6 +79,12 @@ public class RdmaServerChannel extends AbstractServerChannel {
     @Override
     public InetSocketAddress localAddress() {
         return (InetSocketAddress) super.localAddress();
+    }
+
+    /** {@return null: a server channel has no peer} */
+    @Override
+    public InetSocketAddress remoteAddress() {
+        return null;
     }
 
     @Override
@@ -134,16 +148,11 @@ public class RdmaServerChannel extends AbstractServerChannel {
                 childClosed();
                 continue;
             }
+            accepted.add(child);
             try {
-                eventLoop().execute(() -> {
-                    if (!open) {
-                        child.close();
-                        return;
-                    }
-                    pipeline().fireChannelRead(child);
-                    pipeline().fireChannelReadComplete();
-                });
+                eventLoop().execute(deliverTask);
             } catch (RejectedExecutionException e) {
+                accepted.remove(child);
                 RdmaChannel.CLOSER.execute(() -> {
                     ep.close();
                     childClosed();
@@ -155,13 +164,44 @@ public class RdmaServerChannel extends AbstractServerChannel {
 
     @Override
     protected void doBeginRead() {
-        // the acceptor hands connections over as they complete their handshake
+        readPending = true;
+        deliverAccepted();
+    }
+
+    /**
+     * A read of the server channel: the connections accepted so far, as many as the RecvByteBufAllocator's handle
+     * allows (auto-read still on, fewer than its maximum per read), then channelReadComplete.
+     */
+    private void deliverAccepted() {
+        if (!open) {
+            closeUnread();
+            return;
+        }
+        if (!readPending || accepted.isEmpty()) return;
+        RecvByteBufAllocator.Handle handle = unsafe().recvBufAllocHandle();
+        handle.reset(config);
+        RdmaChannel child;
+        do {
+            child = accepted.poll();
+            if (child == null) break;
+            readPending = false;
+            handle.incMessagesRead(1);
+            pipeline().fireChannelRead(child);
+        } while (open && handle.continueReading());
+        handle.readComplete();
+        pipeline().fireChannelReadComplete();
     }
 
     @Override
     protected void doClose() {
         open = false;
         if (children.get() == 0) closeServer();
+        closeUnread();
+    }
+
+    /** Connections accepted but never read close with the server channel, as a listening socket's backlog does. */
+    private void closeUnread() {
+        for (RdmaChannel child; (child = accepted.poll()) != null; ) RdmaChannel.CLOSER.execute(child.unsafe()::closeForcibly);
     }
 
     /** An accepted channel closed: the last one closes the device of a closed server channel. */

@@ -42,6 +42,12 @@ final class SendRing implements AutoCloseable {
         return slot;
     }
 
+    /** Gives back the slot {@link #take} just returned, unsent. */
+    void untake() {
+        next = next == 0 ? views.length - 1 : next - 1;
+        inUse--;
+    }
+
     /** The oldest {@code n} slots are free again. */
     void release(int n) {
         inUse -= n;

@@ -315,4 +315,74 @@ class ChannelBehaviourTest {
             server.close().sync();
         }
     }
+
+    /**
+     * Netty's SocketChannelNotYetConnectedTest#readMustBePendingUntilChannelIsActive with a jrdma server (the
+     * testsuite's own case needs a NIO server): a read asked for before the channel is connected, with auto-read
+     * off, is done once it is, and delivers what the server wrote on activation.
+     */
+    @Test
+    void aReadBeforeConnectIsDoneOnceConnected() throws Exception {
+        Channel server = new ServerBootstrap().group(group).channel(RdmaServerChannel.class)
+                .childHandler(new ChannelInboundHandlerAdapter() {
+                    @Override
+                    public void channelActive(ChannelHandlerContext ctx) {
+                        ctx.writeAndFlush(Unpooled.copyInt(42));
+                    }
+                }).bind(NettyTestSupport.host(), 0).sync().channel();
+        LinkedBlockingQueue<Integer> received = new LinkedBlockingQueue<>();
+        AtomicInteger activeAtRead = new AtomicInteger(-1);
+        Channel client = new Bootstrap().group(group).channel(RdmaChannel.class)
+                .option(ChannelOption.AUTO_READ, false)
+                .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, NettyTestSupport.connectTimeoutMillis())
+                .handler(new ChannelInboundHandlerAdapter() {
+                    @Override
+                    public void handlerAdded(ChannelHandlerContext ctx) {
+                        activeAtRead.set(ctx.channel().isActive() ? 1 : 0);
+                        ctx.read();
+                    }
+
+                    @Override
+                    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                        ByteBuf buf = (ByteBuf) msg;
+                        try {
+                            received.add(buf.readInt());
+                        } finally {
+                            buf.release();
+                        }
+                    }
+                }).connect(server.localAddress()).sync().channel();
+        try {
+            assertEquals(0, activeAtRead.get(), "the read must have been asked for before the channel was active");
+            assertEquals(42, received.poll(NettyTestSupport.patienceSeconds(), TimeUnit.SECONDS));
+        } finally {
+            client.close().sync();
+            server.close().sync();
+        }
+    }
+
+    /**
+     * Netty's SocketShutdownOutputBySelfTest#testShutdownOutputAfterClosed with a jrdma server (the testsuite's
+     * peer is a java.net.ServerSocket): after the close, shutting either direction down fails as a closed channel.
+     */
+    @Test
+    void shutdownAfterCloseFailsWithClosedChannelException() throws Exception {
+        Channel server = server(new ChannelInboundHandlerAdapter() {
+            @Override
+            public boolean isSharable() {
+                return true;
+            }
+        }, true, false);
+        try {
+            RdmaChannel client = (RdmaChannel) client(server, new ChannelInboundHandlerAdapter());
+            assertTrue(client.isActive());
+            client.close().sync();
+            ChannelFuture input = client.shutdownInput().await();
+            assertInstanceOf(java.nio.channels.ClosedChannelException.class, input.cause());
+            ChannelFuture output = client.shutdownOutput().await();
+            assertInstanceOf(java.nio.channels.ClosedChannelException.class, output.cause());
+        } finally {
+            server.close().sync();
+        }
+    }
 }

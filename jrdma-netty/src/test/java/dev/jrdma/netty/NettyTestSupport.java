@@ -8,13 +8,20 @@ import io.netty.channel.nio.NioIoHandler;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 
-/** Settings shared by the tests: the software device on loopback with a UDP port of its own, no RNR retries. */
-final class NettyTestSupport {
+/**
+ * Settings shared by the tests: the software device on loopback with a UDP port of its own, no RNR retries. Public
+ * for the runs of Netty's testsuite ({@code dev.jrdma.netty.testsuite}).
+ */
+public final class NettyTestSupport {
     private NettyTestSupport() {}
 
     static {
         // flow control (credits) must keep a sender from ever meeting an empty receive queue
         System.setProperty("jrdma.connect.rnrRetry", "0");
+    }
+
+    /** Applies the settings above (they apply when the class loads). */
+    public static void init() {
     }
 
     /** Where the tests listen: loopback, or the address given with -Djrdma.netty.test.host (rxe0's in the guest). */
@@ -23,7 +30,7 @@ final class NettyTestSupport {
     }
 
     /** Netty's connect timeout for the tests' clients: 30 s, or above the endpoint's own where the run raised that. */
-    static int connectTimeoutMillis() {
+    public static int connectTimeoutMillis() {
         return (int) Math.max(30_000, 2 * RdmaChannelConfig.DEFAULT_ENDPOINT_CONFIG.timeout().toMillis());
     }
 
