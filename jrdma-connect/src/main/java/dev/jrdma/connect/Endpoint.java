@@ -300,6 +300,30 @@ public final class Endpoint implements AutoCloseable {
         }
         if (cm) return CmConnector.connect(host, port, cfg, group, range);
         long deadline = System.nanoTime() + cfg.timeout().toNanos();
+        // a server that runs as many handshakes as it allows (in all, or for this host) says so and to try again later:
+        // a burst of connects from one host (a pool opening 100 connections) waits its turn within the timeout, as a
+        // TCP backlog would make it, instead of failing; the server's limits still bound what it holds at once
+        for (long backoffNanos = 1_000_000; ; backoffNanos = Math.min(backoffNanos * 2, 50_000_000)) {
+            try {
+                return connectOnce(host, port, cfg, group, range, deadline);
+            } catch (RdmaConnectException e) {
+                long wait = backoffNanos / 2 + java.util.concurrent.ThreadLocalRandom.current().nextLong(backoffNanos / 2 + 1);
+                if (!isHandshakeLimit(e) || System.nanoTime() + wait - deadline >= 0) throw e;
+                java.util.concurrent.locks.LockSupport.parkNanos(wait);
+                if (Thread.currentThread().isInterrupted()) throw e;
+            }
+        }
+    }
+
+    /** A REJECT for a handshake limit of the server ({@link Admission}: its reasons name the setting). */
+    private static boolean isHandshakeLimit(RdmaConnectException e) {
+        String m = e.getMessage();
+        return e.reason() == RdmaConnectException.Reason.REJECTED && m != null
+                && (m.contains("(maxPendingHandshakes)") || m.contains("(maxPendingHandshakesPerSource)"));
+    }
+
+    private static Endpoint connectOnce(String host, int port, EndpointConfig cfg, EndpointGroup group, ExportedRange range, long deadline)
+            throws RdmaConnectException {
         Socket s = Handshake.openSocket(host, port, cfg, deadline);
         boolean ownsGroup = group == null;
         Endpoint ep = null;

@@ -146,14 +146,54 @@ class ServerLimitsTest {
             });
             CompletableFuture<Long> trickler = trickle(server, 200);
             assertTrue(waitFor(() -> server.pendingHandshakes() == 1));
-            RdmaConnectException e = assertThrows(RdmaConnectException.class, () -> Endpoint.connect(TestSupport.HOST, server.port(), cfg));
+            // the client waits for its turn within its own timeout (shorter than the trickler's hold), then gives up
+            // with the server's reason
+            EndpointConfig impatient = TestSupport.config().timeout(Duration.ofMillis(500)).build();
+            long t0 = System.nanoTime();
+            RdmaConnectException e = assertThrows(RdmaConnectException.class, () -> Endpoint.connect(TestSupport.HOST, server.port(), impatient));
+            long waitedMs = (System.nanoTime() - t0) / 1_000_000;
             assertEquals(RdmaConnectException.Reason.REJECTED, e.reason(), e.getMessage());
             assertTrue(e.getMessage().contains("maxPendingHandshakes"), e.getMessage());
+            assertTrue(waitedMs >= 250, "the client retried within its timeout before giving up: " + waitedMs + " ms");
+            assertTrue(server.counters().refusedMaxPendingHandshakes() >= 2, "refused more than once: " + server.counters());
             trickler.get(20, TimeUnit.SECONDS);
             // the slot is free again
             Endpoint[] pair = TestSupport.connectAndAccept(server, cfg);
             pair[0].close();
             pair[1].close();
+        }
+    }
+
+    /**
+     * A burst of connects from one host (a pool opening its connections) larger than the server's handshake limit for
+     * one source: the server refuses the surplus with its reason, the clients wait their turn within their timeout, and
+     * every connection is made.
+     */
+    @Test
+    void aBurstFromOneHostOverTheHandshakeLimitWaitsItsTurn() throws Exception {
+        EndpointConfig cfg = TestSupport.config().maxPendingHandshakesPerSource(2).build();
+        int clients = 12;
+        try (ServerEndpoint server = ServerEndpoint.bind(TestSupport.server(), cfg)) {
+            List<CompletableFuture<Endpoint>> connecting = new ArrayList<>();
+            java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(clients);
+            List<Endpoint> all = new ArrayList<>();
+            try {
+                for (int i = 0; i < clients; i++) {
+                    connecting.add(CompletableFuture.supplyAsync(() -> {
+                        try {
+                            return Endpoint.connect(TestSupport.HOST, server.port(), cfg);
+                        } catch (RdmaConnectException e) {
+                            throw new java.util.concurrent.CompletionException(e);
+                        }
+                    }, pool));
+                }
+                for (int i = 0; i < clients; i++) all.add(server.accept(Duration.ofSeconds(30)));
+                for (CompletableFuture<Endpoint> f : connecting) all.add(f.get(30, TimeUnit.SECONDS));
+                for (Endpoint ep : all) assertTrue(ep.isConnected());
+            } finally {
+                for (Endpoint ep : all) ep.close();
+                pool.shutdownNow();
+            }
         }
     }
 
