@@ -22,9 +22,15 @@ final class LogLimiter {
 
     /** Logs {@code message} as a warning, unless one went out less than an interval ago (then it is only counted). */
     void warn(String message) {
+        warn(message, null);
+    }
+
+    /** {@link #warn(String)} with the failure that caused it (its stack trace goes out with the message). */
+    void warn(String message, Throwable cause) {
         if (!due()) return;
         long n = held.getAndSet(0);
-        log.log(System.Logger.Level.WARNING, n == 0 ? message : message + " (" + n + " more like it held back)");
+        String m = n == 0 ? message : message + " (" + n + " more like it held back)";
+        if (cause == null) log.log(System.Logger.Level.WARNING, m); else log.log(System.Logger.Level.WARNING, m, cause);
     }
 
     /** Whether a message may go out now; counts it as held back when not. */

@@ -96,6 +96,11 @@ final class ProgressEngine {
      * 1) on a loaded machine timed out in a test (jrdma-connect's CreditBoundTest, once, at load average 15).
      */
     private final boolean deferAcks;
+    /**
+     * The warnings of failures that can repeat on every packet or drive (a link that throws, a packet whose handling
+     * throws): one a second at most, with the count held back; each failure is counted in {@code rx_dropped} as well.
+     */
+    private final LogLimiter failures;
     /** When an application thread last polled a CQ of this device ({@link Clock} time). */
     private volatile long lastPollNanos;
     /** The receive thread is (about to be) parked off the link because a thread polled recently. */
@@ -118,6 +123,7 @@ final class ProgressEngine {
         this.counters = counters;
         this.device = device;
         this.deferAcks = deferAcks;
+        this.failures = new LogLimiter(System.getLogger("dev.jrdma.soft"), clock, 1_000_000_000L);
         this.pollRx = new Receiver(1, new OwedAcks(counters, device));
         this.threadRx = new Receiver(2, new OwedAcks(counters, device));
         this.lastPollNanos = clock.nanoTime() - POLL_QUIET_NANOS;
@@ -180,7 +186,7 @@ final class ProgressEngine {
                 counters.add(Counter.RX_DROPPED);
             } catch (RuntimeException | Error e) {
                 counters.add(Counter.RX_DROPPED);
-                System.getLogger("dev.jrdma.soft").log(System.Logger.Level.WARNING, "soft device " + device + ": receive loop failed", e);
+                failures.warn("soft device " + device + ": receive loop failed", e);
             }
         }
     }
@@ -304,7 +310,7 @@ final class ProgressEngine {
                 } catch (IOException | RuntimeException | Error e) {
                     // a failing link must not throw into an application's poll: counted, the next drive tries again
                     counters.add(Counter.RX_DROPPED);
-                    if (!(e instanceof IOException)) System.getLogger("dev.jrdma.soft").log(System.Logger.Level.WARNING, "soft device " + device + ": receiving failed", e);
+                    if (!(e instanceof IOException)) failures.warn("soft device " + device + ": receiving failed", e);
                     break;
                 }
                 n += handleBatch(r, r);
@@ -341,7 +347,7 @@ final class ProgressEngine {
             } catch (RuntimeException | Error e) {
                 // never let one packet stop the device, nor throw into an application's poll
                 counters.add(Counter.RX_DROPPED);
-                System.getLogger("dev.jrdma.soft").log(System.Logger.Level.WARNING, "soft device " + device + ": packet handling failed", e);
+                failures.warn("soft device " + device + ": packet handling failed", e);
             }
             r.inHand.lazySet(0);
         }
@@ -362,7 +368,7 @@ final class ProgressEngine {
         try {
             if (handler.handle(r, batch.sources[i], batch.takerViews[i], batch.segments[i], batch.lengths[i], true)) counters.add(Counter.RX_TAKEOVER_REPEATS);
         } catch (RuntimeException | Error e) {
-            System.getLogger("dev.jrdma.soft").log(System.Logger.Level.WARNING, "soft device " + device + ": packet handling failed", e);
+            failures.warn("soft device " + device + ": packet handling failed", e);
         }
     }
 
