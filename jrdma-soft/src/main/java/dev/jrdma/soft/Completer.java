@@ -129,8 +129,12 @@ final class Completer {
      */
     private State checkPsn() {
         boolean plainAck = pkt.opcode() == ACKNOWLEDGE.code() && Aeth.type(pkt.aethSyndrome()) == Aeth.TYPE_ACK;
-        int low = plainAck ? Psn.add(oldestUnacked, -1) : oldestUnacked;
-        if (!Psn.inWindow(psn, low, Psn.diff(qp.requester.sentEnd, low))) return drop(Counter.RX_RESPONSE_OUT_OF_WINDOW);
+        int low = plainAck ? Psn.add(oldestUnacked, -1) : oldestUnacked, end = qp.requester.sentEnd;
+        if (!Psn.inWindow(psn, low, Psn.diff(end, low))) {
+            // no responder sends a PSN far from the requests it was sent: a forger sweeping the PSN space does
+            if (Psn.diff(psn, low) < -ForgeryWatch.FAR || Psn.diff(psn, end) > ForgeryWatch.FAR) qp.suspect();
+            return drop(Counter.RX_RESPONSE_OUT_OF_WINDOW);
+        }
         return State.CHECK_ACK;
     }
 
@@ -139,18 +143,44 @@ final class Completer {
         return State.DROP;
     }
 
-    /** Which kind of response this is. */
+    /**
+     * Which kind of response this is, and whether it answers a request of that kind that is in flight, before it is
+     * allowed to acknowledge anything (a READ response or a NAK implicitly acknowledges every PSN before its own, so a
+     * response that fits no request must not get that far): a READ response only inside an outstanding READ, an atomic
+     * ACK only at an atomic's PSN, a plain ACK never inside an unfinished READ (a responder acknowledges a READ with its
+     * responses, never at a PSN in their middle), a NAK only at a PSN a request went out with; while the QP is
+     * {@link SoftQp#guarded} a NAK only at the oldest unacknowledged PSN ({@link ForgeryWatch}).
+     */
     private State checkAck() {
         int op = pkt.opcode();
-        if (op == ATOMIC_ACKNOWLEDGE.code()) return State.ATOMIC_RESPONSE;
-        if (op != ACKNOWLEDGE.code()) return State.READ_RESPONSE;
+        SendWqe w = holding(psn);
+        if (op == ATOMIC_ACKNOWLEDGE.code()) {
+            return w != null && w.op.isAtomic() && w.firstPsn == psn ? State.ATOMIC_RESPONSE : drop(Counter.RX_RESPONSE_IGNORED);
+        }
+        if (op != ACKNOWLEDGE.code()) return w != null && w.op == WrOpcode.RDMA_READ ? State.READ_RESPONSE : drop(Counter.RX_RESPONSE_IGNORED);
         int syn = pkt.aethSyndrome();
-        return switch (Aeth.type(syn)) {
-            case Aeth.TYPE_ACK -> State.ACK;
-            case Aeth.TYPE_RNR_NAK -> State.RNR_NAK;
-            case Aeth.TYPE_NAK -> Aeth.value(syn) == Aeth.NAK_PSN_SEQUENCE_ERROR ? State.SEQUENCE_NAK : State.FATAL_NAK;
-            default -> drop(Counter.RX_RESPONSE_IGNORED); // reserved syndrome
-        };
+        int type = Aeth.type(syn);
+        if (type == Aeth.TYPE_ACK) {
+            if (w != null && w.op == WrOpcode.RDMA_READ && w.progress != Progress.DONE && psn != w.lastPsn) return drop(Counter.RX_RESPONSE_IGNORED);
+            return State.ACK;
+        }
+        if (type != Aeth.TYPE_RNR_NAK && type != Aeth.TYPE_NAK) return drop(Counter.RX_RESPONSE_IGNORED); // reserved syndrome
+        // a NAK names the request it refuses: for a READ, the PSN its last request went out with (not one of its responses')
+        if (w == null || (w.op == WrOpcode.RDMA_READ && Psn.diff(psn, w.firstPsn) != w.readAskedAt)) return drop(Counter.RX_RESPONSE_IGNORED);
+        if (psn != oldestUnacked && qp.guarded()) return drop(Counter.RX_RESPONSE_IGNORED);
+        if (type == Aeth.TYPE_RNR_NAK) return State.RNR_NAK;
+        return Aeth.value(syn) == Aeth.NAK_PSN_SEQUENCE_ERROR ? State.SEQUENCE_NAK : State.FATAL_NAK;
+    }
+
+    /** The started, not completed WQE (not a local operation) that {@code psn} belongs to; null when none. */
+    private SendWqe holding(int psn) {
+        int end = sq.next != sq.tail ? sq.next + 1 : sq.next;
+        for (int i = sq.head; i != end; i++) {
+            SendWqe w = sq.at(i);
+            if (w.progress == Progress.POSTED) return null;
+            if (!w.local && holds(w, psn)) return w;
+        }
+        return null;
     }
 
     /** An ACK covers every request up to its PSN (ACKs are coalesced: one may cover many WQEs). */

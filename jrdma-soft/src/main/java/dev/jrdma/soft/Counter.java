@@ -23,6 +23,16 @@ enum Counter {
     RX_QP_NOT_READY("rx_qp_not_ready"),
     /** A packet for a connected QP from an address other than its peer's. */
     RX_WRONG_SOURCE("rx_wrong_source"),
+    /**
+     * A packet for a connected QP from its peer's address but another UDP source port than the one the peer's first
+     * valid packet came from ({@code -Djrdma.soft.checkSourcePort}, on by default).
+     */
+    RX_WRONG_SOURCE_PORT("rx_wrong_source_port"),
+    /**
+     * Bursts of forgery-like packets at one QP (PSNs far outside its window, wrong source ports): each raised the
+     * jrdma-specific asynchronous event QP_FORGERY_SUSPECTED ({@link ForgeryWatch}).
+     */
+    RX_FORGERY_BURSTS("rx_forgery_bursts"),
     RX_BAD_PKEY("rx_bad_pkey"),
     /** A datagram whose Q_Key is not its UD QP's (IBA 10.2.5: dropped unanswered). */
     RX_BAD_QKEY("rx_bad_qkey"),

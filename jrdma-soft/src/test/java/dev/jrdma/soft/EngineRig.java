@@ -172,10 +172,15 @@ final class EngineRig implements AutoCloseable {
     }
 
     boolean feedFrom(Pkt p, Inet4Address from) {
+        return feedFrom(p, from, PORT);
+    }
+
+    /** Feeds a packet as if it came from {@code from}, UDP source port {@code srcPort}. */
+    boolean feedFrom(Pkt p, Inet4Address from, int srcPort) {
         RocePacket rp = new RocePacket();
         assertEquals(RocePacket.OK, rp.wrap(p.buf, 0, p.len));
         Bth.setDestQp(p.buf, 0, qp.qpNum());
-        return qp.receive(rp, MemorySegment.ofBuffer(p.buf), IpAddress.of(from), PORT);
+        return qp.receive(rp, MemorySegment.ofBuffer(p.buf), IpAddress.of(from), srcPort);
     }
 
     long count(Counter c) {
