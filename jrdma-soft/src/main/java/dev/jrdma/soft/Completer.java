@@ -64,6 +64,16 @@ final class Completer {
     private int timeoutsInARow;
     /** When the oldest outstanding request times out; 0 when nothing is armed. */
     volatile long retryDeadline;
+    /** The wait {@link #retryDeadline} was armed with (how late a firing is, is measured against it). */
+    private long retryPeriod;
+    /**
+     * A firing of the timer more than its own period late (the device's timer thread was kept off the CPU: a starved
+     * host, not a silent peer) resends without counting a retry, at most this many times in a row without progress:
+     * so a peer that is gone is still reported, at most this many periods later (see {@link #onRetryTimeout}).
+     */
+    static final int MAX_LATE_FORGIVEN = 3;
+    /** Late firings forgiven since the last progress. */
+    private int lateForgiven;
 
     // the packet being processed
     private RocePacket pkt;
@@ -84,12 +94,14 @@ final class Completer {
         rnrLeft = qp.rnrRetry;
         goBackStarted = false;
         timeoutsInARow = 0;
+        lateForgiven = 0;
     }
 
     void reset() {
         readRetryActive = false;
         goBackStarted = false;
         timeoutsInARow = 0;
+        lateForgiven = 0;
         retryDeadline = 0;
     }
 
@@ -405,6 +417,8 @@ final class Completer {
             rnrLeft = qp.rnrRetry;
             goBackStarted = false;
             timeoutsInARow = 0;
+            lateForgiven = 0;
+            retryPeriod = qp.timeoutNanos;
             retryDeadline = oldestUnacked != qp.requester.nextPsn && qp.timeoutNanos > 0 ? qp.clock().nanoTime() + qp.timeoutNanos : 0;
         }
     }
@@ -414,6 +428,7 @@ final class Completer {
     /** A request went out: start the timer unless it runs already. */
     void armRetryTimer() {
         if (retryDeadline == 0 && qp.timeoutNanos > 0) {
+            retryPeriod = qp.timeoutNanos;
             retryDeadline = qp.clock().nanoTime() + qp.timeoutNanos;
             qp.timer().wake(retryDeadline);
         }
@@ -421,7 +436,10 @@ final class Completer {
 
     /** A go-back started: a full wait from now (backed off after timeouts in a row). */
     void restartRetryTimer() {
-        if (qp.timeoutNanos > 0) retryDeadline = qp.clock().nanoTime() + backedOffTimeout();
+        if (qp.timeoutNanos > 0) {
+            retryPeriod = backedOffTimeout();
+            retryDeadline = qp.clock().nanoTime() + retryPeriod;
+        }
     }
 
     /** The QP's timeout doubled once per timeout in a row, at most {@link #MAX_BACKOFF_NANOS} (or the timeout, if longer). */
@@ -431,8 +449,16 @@ final class Completer {
         return Math.min(t, cap);
     }
 
-    /** The oldest outstanding request timed out: resend from it, or fail it after retry_cnt retries. */
-    void onRetryTimeout() {
+    /**
+     * The oldest outstanding request timed out at {@code now} (the device drove its receive path first, so an ACK
+     * that was waiting there has been handled): resend from it, or fail it after retry_cnt retries. A firing more than
+     * its own period after its deadline says the device itself was kept off the CPU, not that the peer was silent: it
+     * resends but counts no retry and does not back off ({@code retry_timer_late}), at most {@link #MAX_LATE_FORGIVEN}
+     * times in a row without progress. A peer that is gone is then reported after the usual retry_cnt + 1 timeouts
+     * plus at most {@link #MAX_LATE_FORGIVEN} periods of the back-off ({@link #backedOffTimeout}), on top of the time
+     * the device's threads waited for a CPU.
+     */
+    void onRetryTimeout(long now) {
         if (oldestUnacked == qp.requester.nextPsn) {
             retryDeadline = 0;
             return;
@@ -440,6 +466,15 @@ final class Completer {
         SendWqe w = firstPending();
         if (w == null) {
             retryDeadline = 0;
+            return;
+        }
+        if (now - retryDeadline > retryPeriod && lateForgiven < MAX_LATE_FORGIVEN) {
+            lateForgiven++;
+            qp.count(Counter.RETRY_TIMER_LATE);
+            readRetryActive = false;
+            goBackStarted = true;
+            qp.requester.retry(oldestUnacked); // a full wait from now, not backed off further
+            qp.requester.run();
             return;
         }
         if (retryLeft == 0) {

@@ -80,6 +80,11 @@ enum Counter {
     TX_SHM_PACKETS("tx_shm_packets"),
     TX_ERRORS("tx_errors"),
     RETRANSMITS("retransmits"),
+    /**
+     * Retransmission timeouts that fired more than their own period late (the device was starved of CPU): the request
+     * is resent but no retry is counted (at most {@link Completer#MAX_LATE_FORGIVEN} in a row without progress).
+     */
+    RETRY_TIMER_LATE("retry_timer_late"),
     RNR_NAKS_RECEIVED("rnr_naks_received");
 
     final String label;

@@ -789,7 +789,7 @@ final class SoftQp extends Resource implements QueuePair {
             if (retry != 0 && now - retry >= 0) {
                 beginTx();
                 try {
-                    completer.onRetryTimeout();
+                    completer.onRetryTimeout(now);
                 } finally {
                     endTx();
                 }
