@@ -64,6 +64,16 @@ final class Completer {
     private int timeoutsInARow;
     /** When the oldest outstanding request times out; 0 when nothing is armed. */
     volatile long retryDeadline;
+    /** The wait {@link #retryDeadline} was armed with (how late a firing is, is measured against it). */
+    private long retryPeriod;
+    /**
+     * A firing of the timer more than its own period late (the device's timer thread was kept off the CPU: a starved
+     * host, not a silent peer) resends without counting a retry, at most this many times in a row without progress:
+     * so a peer that is gone is still reported, at most this many periods later (see {@link #onRetryTimeout}).
+     */
+    static final int MAX_LATE_FORGIVEN = 3;
+    /** Late firings forgiven since the last progress. */
+    private int lateForgiven;
 
     // the packet being processed
     private RocePacket pkt;
@@ -84,12 +94,14 @@ final class Completer {
         rnrLeft = qp.rnrRetry;
         goBackStarted = false;
         timeoutsInARow = 0;
+        lateForgiven = 0;
     }
 
     void reset() {
         readRetryActive = false;
         goBackStarted = false;
         timeoutsInARow = 0;
+        lateForgiven = 0;
         retryDeadline = 0;
     }
 
@@ -129,8 +141,12 @@ final class Completer {
      */
     private State checkPsn() {
         boolean plainAck = pkt.opcode() == ACKNOWLEDGE.code() && Aeth.type(pkt.aethSyndrome()) == Aeth.TYPE_ACK;
-        int low = plainAck ? Psn.add(oldestUnacked, -1) : oldestUnacked;
-        if (!Psn.inWindow(psn, low, Psn.diff(qp.requester.sentEnd, low))) return drop(Counter.RX_RESPONSE_OUT_OF_WINDOW);
+        int low = plainAck ? Psn.add(oldestUnacked, -1) : oldestUnacked, end = qp.requester.sentEnd;
+        if (!Psn.inWindow(psn, low, Psn.diff(end, low))) {
+            // no responder sends a PSN far from the requests it was sent: a forger sweeping the PSN space does
+            if (Psn.diff(psn, low) < -ForgeryWatch.FAR || Psn.diff(psn, end) > ForgeryWatch.FAR) qp.suspect();
+            return drop(Counter.RX_RESPONSE_OUT_OF_WINDOW);
+        }
         return State.CHECK_ACK;
     }
 
@@ -139,18 +155,44 @@ final class Completer {
         return State.DROP;
     }
 
-    /** Which kind of response this is. */
+    /**
+     * Which kind of response this is, and whether it answers a request of that kind that is in flight, before it is
+     * allowed to acknowledge anything (a READ response or a NAK implicitly acknowledges every PSN before its own, so a
+     * response that fits no request must not get that far): a READ response only inside an outstanding READ, an atomic
+     * ACK only at an atomic's PSN, a plain ACK never inside an unfinished READ (a responder acknowledges a READ with its
+     * responses, never at a PSN in their middle), a NAK only at a PSN a request went out with; while the QP is
+     * {@link SoftQp#guarded} a NAK only at the oldest unacknowledged PSN ({@link ForgeryWatch}).
+     */
     private State checkAck() {
         int op = pkt.opcode();
-        if (op == ATOMIC_ACKNOWLEDGE.code()) return State.ATOMIC_RESPONSE;
-        if (op != ACKNOWLEDGE.code()) return State.READ_RESPONSE;
+        SendWqe w = holding(psn);
+        if (op == ATOMIC_ACKNOWLEDGE.code()) {
+            return w != null && w.op.isAtomic() && w.firstPsn == psn ? State.ATOMIC_RESPONSE : drop(Counter.RX_RESPONSE_IGNORED);
+        }
+        if (op != ACKNOWLEDGE.code()) return w != null && w.op == WrOpcode.RDMA_READ ? State.READ_RESPONSE : drop(Counter.RX_RESPONSE_IGNORED);
         int syn = pkt.aethSyndrome();
-        return switch (Aeth.type(syn)) {
-            case Aeth.TYPE_ACK -> State.ACK;
-            case Aeth.TYPE_RNR_NAK -> State.RNR_NAK;
-            case Aeth.TYPE_NAK -> Aeth.value(syn) == Aeth.NAK_PSN_SEQUENCE_ERROR ? State.SEQUENCE_NAK : State.FATAL_NAK;
-            default -> drop(Counter.RX_RESPONSE_IGNORED); // reserved syndrome
-        };
+        int type = Aeth.type(syn);
+        if (type == Aeth.TYPE_ACK) {
+            if (w != null && w.op == WrOpcode.RDMA_READ && w.progress != Progress.DONE && psn != w.lastPsn) return drop(Counter.RX_RESPONSE_IGNORED);
+            return State.ACK;
+        }
+        if (type != Aeth.TYPE_RNR_NAK && type != Aeth.TYPE_NAK) return drop(Counter.RX_RESPONSE_IGNORED); // reserved syndrome
+        // a NAK names the request it refuses: for a READ, the PSN its last request went out with (not one of its responses')
+        if (w == null || (w.op == WrOpcode.RDMA_READ && Psn.diff(psn, w.firstPsn) != w.readAskedAt)) return drop(Counter.RX_RESPONSE_IGNORED);
+        if (psn != oldestUnacked && qp.guarded()) return drop(Counter.RX_RESPONSE_IGNORED);
+        if (type == Aeth.TYPE_RNR_NAK) return State.RNR_NAK;
+        return Aeth.value(syn) == Aeth.NAK_PSN_SEQUENCE_ERROR ? State.SEQUENCE_NAK : State.FATAL_NAK;
+    }
+
+    /** The started, not completed WQE (not a local operation) that {@code psn} belongs to; null when none. */
+    private SendWqe holding(int psn) {
+        int end = sq.next != sq.tail ? sq.next + 1 : sq.next;
+        for (int i = sq.head; i != end; i++) {
+            SendWqe w = sq.at(i);
+            if (w.progress == Progress.POSTED) return null;
+            if (!w.local && holds(w, psn)) return w;
+        }
+        return null;
     }
 
     /** An ACK covers every request up to its PSN (ACKs are coalesced: one may cover many WQEs). */
@@ -375,6 +417,8 @@ final class Completer {
             rnrLeft = qp.rnrRetry;
             goBackStarted = false;
             timeoutsInARow = 0;
+            lateForgiven = 0;
+            retryPeriod = qp.timeoutNanos;
             retryDeadline = oldestUnacked != qp.requester.nextPsn && qp.timeoutNanos > 0 ? qp.clock().nanoTime() + qp.timeoutNanos : 0;
         }
     }
@@ -384,6 +428,7 @@ final class Completer {
     /** A request went out: start the timer unless it runs already. */
     void armRetryTimer() {
         if (retryDeadline == 0 && qp.timeoutNanos > 0) {
+            retryPeriod = qp.timeoutNanos;
             retryDeadline = qp.clock().nanoTime() + qp.timeoutNanos;
             qp.timer().wake(retryDeadline);
         }
@@ -391,7 +436,10 @@ final class Completer {
 
     /** A go-back started: a full wait from now (backed off after timeouts in a row). */
     void restartRetryTimer() {
-        if (qp.timeoutNanos > 0) retryDeadline = qp.clock().nanoTime() + backedOffTimeout();
+        if (qp.timeoutNanos > 0) {
+            retryPeriod = backedOffTimeout();
+            retryDeadline = qp.clock().nanoTime() + retryPeriod;
+        }
     }
 
     /** The QP's timeout doubled once per timeout in a row, at most {@link #MAX_BACKOFF_NANOS} (or the timeout, if longer). */
@@ -401,8 +449,16 @@ final class Completer {
         return Math.min(t, cap);
     }
 
-    /** The oldest outstanding request timed out: resend from it, or fail it after retry_cnt retries. */
-    void onRetryTimeout() {
+    /**
+     * The oldest outstanding request timed out at {@code now} (the device drove its receive path first, so an ACK
+     * that was waiting there has been handled): resend from it, or fail it after retry_cnt retries. A firing more than
+     * its own period after its deadline says the device itself was kept off the CPU, not that the peer was silent: it
+     * resends but counts no retry and does not back off ({@code retry_timer_late}), at most {@link #MAX_LATE_FORGIVEN}
+     * times in a row without progress. A peer that is gone is then reported after the usual retry_cnt + 1 timeouts
+     * plus at most {@link #MAX_LATE_FORGIVEN} periods of the back-off ({@link #backedOffTimeout}), on top of the time
+     * the device's threads waited for a CPU.
+     */
+    void onRetryTimeout(long now) {
         if (oldestUnacked == qp.requester.nextPsn) {
             retryDeadline = 0;
             return;
@@ -410,6 +466,15 @@ final class Completer {
         SendWqe w = firstPending();
         if (w == null) {
             retryDeadline = 0;
+            return;
+        }
+        if (now - retryDeadline > retryPeriod && lateForgiven < MAX_LATE_FORGIVEN) {
+            lateForgiven++;
+            qp.count(Counter.RETRY_TIMER_LATE);
+            readRetryActive = false;
+            goBackStarted = true;
+            qp.requester.retry(oldestUnacked); // a full wait from now, not backed off further
+            qp.requester.run();
             return;
         }
         if (retryLeft == 0) {

@@ -23,6 +23,16 @@ enum Counter {
     RX_QP_NOT_READY("rx_qp_not_ready"),
     /** A packet for a connected QP from an address other than its peer's. */
     RX_WRONG_SOURCE("rx_wrong_source"),
+    /**
+     * A packet for a connected QP from its peer's address but another UDP source port than the one the peer's first
+     * valid packet came from ({@code -Djrdma.soft.checkSourcePort}, on by default).
+     */
+    RX_WRONG_SOURCE_PORT("rx_wrong_source_port"),
+    /**
+     * Bursts of forgery-like packets at one QP (PSNs far outside its window, wrong source ports): each raised the
+     * jrdma-specific asynchronous event QP_FORGERY_SUSPECTED ({@link ForgeryWatch}).
+     */
+    RX_FORGERY_BURSTS("rx_forgery_bursts"),
     RX_BAD_PKEY("rx_bad_pkey"),
     /** A datagram whose Q_Key is not its UD QP's (IBA 10.2.5: dropped unanswered). */
     RX_BAD_QKEY("rx_bad_qkey"),
@@ -76,6 +86,11 @@ enum Counter {
     TX_SHM_PACKETS("tx_shm_packets"),
     TX_ERRORS("tx_errors"),
     RETRANSMITS("retransmits"),
+    /**
+     * Retransmission timeouts that fired more than their own period late (the device was starved of CPU): the request
+     * is resent but no retry is counted (at most {@link Completer#MAX_LATE_FORGIVEN} in a row without progress).
+     */
+    RETRY_TIMER_LATE("retry_timer_late"),
     RNR_NAKS_RECEIVED("rnr_naks_received");
 
     final String label;

@@ -170,6 +170,16 @@ final class ProgressEngine {
         if (rxSteppedBack) LockSupport.unpark(receiveThread);
     }
 
+    /**
+     * The device's timer is about to time a request out at {@code now}: handle what the link holds first, on the timer
+     * thread, as a polling thread would (an ACK waiting there is not a lost ACK). Does nothing when another thread
+     * drives the device at this moment.
+     */
+    void driveForTimer(long now) {
+        if (link == null) return;
+        drive(pollRx, POLL_BUDGET, now);
+    }
+
     // ---- the receive thread ---------------------------------------------------------------------------
 
     private void receiveLoop() {

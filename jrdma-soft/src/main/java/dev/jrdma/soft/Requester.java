@@ -197,6 +197,7 @@ final class Requester {
         if (w.op == WrOpcode.RDMA_READ) {
             long off = (long) k * mtu, end = Math.min(w.total, (long) readChunkEnd(w, k) * mtu);
             len = RocePacket.writeBth(b, 0, RDMA_READ_REQUEST.code(), false, PKEY, destQpn, true, psn, 0);
+            w.readAskedAt = k;
             Reth.write(b, Bth.BYTES, w.remoteAddr + off, w.rkey, end - off);
         } else if (w.op.isAtomic()) {
             boolean cas = w.op == WrOpcode.ATOMIC_CMP_AND_SWP;

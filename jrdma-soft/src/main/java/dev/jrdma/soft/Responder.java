@@ -170,6 +170,7 @@ final class Responder {
 
     private State checkPsn() {
         int d = Psn.diff(psn, expectedPsn);
+        if (d > ForgeryWatch.FAR || d < -ForgeryWatch.FAR) qp.suspect(); // no requester's window reaches that far: a PSN sweep
         if (d > 0) return State.ERR_PSN_SEQUENCE;
         if (d < 0) return State.DUPLICATE;
         nakSent = false;

@@ -23,6 +23,8 @@ final class SendWqe extends Wqe {
     Progress progress;
     /** PSNs of its first and last packet, the number of packets, the next packet to (re)send, READ response packets received. */
     int firstPsn, lastPsn, npkts, nextPkt, readRecv;
+    /** A READ: the packet its last request asked from (the PSN a NAK of that request names is {@code firstPsn + readAskedAt}). */
+    int readAskedAt;
 
     SendWqe(int maxSge) {
         super(maxSge);

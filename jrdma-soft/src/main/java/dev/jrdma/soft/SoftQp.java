@@ -52,6 +52,15 @@ final class SoftQp extends Resource implements QueuePair {
     static final boolean TRACE = Boolean.getBoolean("jrdma.soft.trace");
     private static final System.Logger LOG = System.getLogger("dev.jrdma.soft");
     private static final long MIN_TIMEOUT_NANOS = 2_000_000;
+    /**
+     * {@code -Djrdma.soft.checkSourcePort=false} turns off the per-QP check of the peer's UDP source port (on by
+     * default). The port is learned from the first packet of the peer that moves the connection on (an in-sequence
+     * request, a response that acknowledges progress) and fixed until RESET or a new address: a jrdma peer sends every
+     * packet from its device's port; rxe from one port per QP (rxe_qp.c: a hash of the QP numbers and flow label,
+     * set with the address); NICs likewise per QP for ECMP. Turn it off for a peer that changes a live QP's source port
+     * (mlx5dv_modify_qp_udp_sport allows that in RTS).
+     */
+    static final boolean CHECK_SOURCE_PORT = !"false".equals(System.getProperty("jrdma.soft.checkSourcePort"));
 
     private final SoftPd pd;
     private final Transport tr;
@@ -76,6 +85,10 @@ final class SoftQp extends Resource implements QueuePair {
     private InetSocketAddress remote;
     /** The peer's address: the only source a connected QP takes packets from, and the destination its ICRCs cover. */
     IpAddress remoteAddr;
+    /** The UDP source port the peer's packets come from, learned from its first valid packet; -1 until then. */
+    int peerPort = -1;
+    /** Bursts of forgery-like packets ({@link ForgeryWatch}). */
+    final ForgeryWatch watch = new ForgeryWatch();
 
     // where the engines build the next packet (used under the monitor only): slot 0 of the batch, or, while a batch is
     // open (beginTx), its next free slot; an engine reads these anew for each packet it builds
@@ -216,6 +229,7 @@ final class SoftQp extends Resource implements QueuePair {
                 ah = a.ah().copy();
                 remote = newRemote;
                 remoteAddr = newRemoteAddr;
+                peerPort = -1; // a new path: the peer's port is learned again
                 tr.expectPeer(newRemote);
             }
             if (a.has(QpAttrMask.PATH_MTU)) {
@@ -296,6 +310,8 @@ final class SoftQp extends Resource implements QueuePair {
     }
 
     private void reset() {
+        peerPort = -1;
+        watch.reset();
         sq.clear();
         rq.clear();
         requester.reset();
@@ -584,17 +600,29 @@ final class SoftQp extends Resource implements QueuePair {
                 return datagram.receive(p, seg, src, tr.local);
             }
             if (!src.equals(remoteAddr)) return drop(Counter.RX_WRONG_SOURCE); // a connected QP hears only its peer
+            boolean learn = peerPort < 0;
+            if (!learn && srcPort != peerPort && CHECK_SOURCE_PORT) {
+                suspect();
+                return drop(Counter.RX_WRONG_SOURCE_PORT); // the peer's address, not its port: a forger on its host
+            }
+            boolean progressed;
             if (p.has(REQ)) {
                 if (s == QpState.RTR && !commEstablished) { // the first packet in RTR establishes communication (IBA 11.6.3.1)
                     commEstablished = true;
                     pd.context().raise(AsyncEventType.COMM_EST, this);
                 }
+                int before = responder.expectedPsn;
                 responder.receive(p, seg);
+                progressed = responder.expectedPsn != before;
             } else {
                 if (s == QpState.RTR) return drop(Counter.RX_QP_NOT_READY);
+                int before = completer.oldestUnacked;
                 completer.receive(p, seg);
+                progressed = completer.oldestUnacked != before;
                 if (sqdNotify) checkDrained();
             }
+            // learned only from a packet that moved the connection on: a stray or forged one (out of window) teaches nothing
+            if (learn && progressed) peerPort = srcPort;
             return true;
         }
     }
@@ -651,6 +679,16 @@ final class SoftQp extends Resource implements QueuePair {
 
     void count(Counter c) {
         tr.counters.add(c);
+    }
+
+    /** A packet no peer of this connection sends (see {@link ForgeryWatch}): a burst of them raises QP_FORGERY_SUSPECTED. */
+    void suspect() {
+        if (watch.suspect(clock().nanoTime(), tr.counters)) pd.context().raise(AsyncEventType.QP_FORGERY_SUSPECTED, this);
+    }
+
+    /** Whether a burst of forgery-like packets came lately: then only a NAK of the oldest unacknowledged PSN is obeyed. */
+    boolean guarded() {
+        return watch.guarded(clock().nanoTime());
     }
 
     /** Sends the coalesced ACK the responder owes (the driving thread, end of a burst). */
@@ -752,7 +790,7 @@ final class SoftQp extends Resource implements QueuePair {
             if (retry != 0 && now - retry >= 0) {
                 beginTx();
                 try {
-                    completer.onRetryTimeout();
+                    completer.onRetryTimeout(now);
                 } finally {
                     endTx();
                 }

@@ -27,6 +27,15 @@ final class SoftTimer {
     private volatile boolean closed;
     /** When the thread looks next ({@link Clock} time); a deadline before it must wake the thread. */
     private volatile long nextLook;
+    /**
+     * Drives the device's receive path ({@link ProgressEngine#driveForTimer}): run once per scan before the first
+     * deadline that has passed fires, so that an ACK waiting in the socket or ring, which the receive thread has not
+     * been scheduled to take, is handled before its request is timed out (on a loaded host the receive thread can be
+     * off the CPU for hundreds of milliseconds).
+     */
+    private volatile Runnable beforeFiring = () -> {};
+    /** The receive path was driven in this scan (the scanning thread's only). */
+    private boolean drivenThisScan;
 
     private SoftTimer(Clock clock, String name, boolean threaded) {
         this.clock = clock;
@@ -41,6 +50,9 @@ final class SoftTimer {
     static SoftTimer manual(Clock clock) { return new SoftTimer(clock, "manual", false); }
 
     Clock clock() { return clock; }
+
+    /** What to run before the first deadline of a scan fires (the transport: drive the receive path). */
+    void beforeFiring(Runnable drive) { beforeFiring = drive; }
 
     synchronized void register(SoftQp qp) {
         SoftQp[] a = Arrays.copyOf(qps, qps.length + 1);
@@ -97,15 +109,29 @@ final class SoftTimer {
      */
     int runDue() {
         long now = clock.nanoTime();
+        drivenThisScan = false;
         int armed = 0;
         for (SoftQp q : qps) if (fire(q, now) != 0) armed++;
         return armed;
     }
 
-    /** Fires {@code q}'s deadline if it has passed; returns the deadline it has afterwards (0 = none). */
-    private static long fire(SoftQp q, long now) {
+    /**
+     * Fires {@code q}'s deadline if it has passed (after driving the receive path once per scan: what it handles may
+     * move the deadline); returns the deadline it has afterwards (0 = none).
+     */
+    private long fire(SoftQp q, long now) {
         long d = q.nextDeadline();
         if (d == 0 || now - d < 0) return d;
+        if (!drivenThisScan) {
+            drivenThisScan = true;
+            try {
+                beforeFiring.run();
+            } catch (RuntimeException | Error e) {
+                LOG.log(System.Logger.Level.WARNING, "soft device timer " + name + ": driving the receive path failed", e);
+            }
+            d = q.nextDeadline();
+            if (d == 0 || now - d < 0) return d;
+        }
         try {
             q.onTimer(now);
         } catch (RuntimeException | Error e) { // a bug in one QP must not stop the timer of every other
@@ -116,6 +142,7 @@ final class SoftTimer {
 
     /** Fires what is due and returns when to look next: the earliest armed deadline, or {@code now + IDLE_NANOS}. */
     private long fireDue(long now) {
+        drivenThisScan = false;
         long next = now + IDLE_NANOS;
         for (SoftQp q : qps) {
             long d = fire(q, now);

@@ -36,7 +36,7 @@ final class Transport {
     private final DeviceRegistry registry;
     private final Clock clock;
 
-    /** The socket; null for a detached transport. */
+    /** The socket; null for a detached transport (or a test's inbound link). */
     private final Link link;
     /** Where a detached transport's packets go (tests); null for a socket. */
     private final PacketTap tap;
@@ -64,10 +64,18 @@ final class Transport {
      * manual timer (the test calls {@code timer.runDue()}).
      */
     static Transport detached(InetAddress address, int port, Clock clock, PacketTap tap) {
-        return new Transport(address, port, clock, tap);
+        return new Transport(address, port, clock, tap, null);
     }
 
-    private Transport(InetAddress address, int port, Clock clock, PacketTap tap) {
+    /**
+     * {@link #detached}, receiving from {@code inbound} (tests: packets waiting in a link that only the driving
+     * threads take out: a polling thread, or the timer before it times a request out); sending still goes to the tap.
+     */
+    static Transport detached(InetAddress address, int port, Clock clock, PacketTap tap, Link inbound) {
+        return new Transport(address, port, clock, tap, inbound);
+    }
+
+    private Transport(InetAddress address, int port, Clock clock, PacketTap tap, Link inbound) {
         this.registry = null;
         this.local = IpAddress.of(address);
         this.port = port;
@@ -76,9 +84,10 @@ final class Transport {
         this.tap = tap;
         this.timer = SoftTimer.manual(clock);
         this.activeMtu = LinkFactory.configuredMtu(address);
-        this.link = null;
+        this.link = inbound;
         this.turns = new ReplyTurns(counters, key);
-        this.progress = newEngine(); // never started: nothing here receives
+        this.progress = newEngine(); // never started: the test drives it (or nothing receives, without a link)
+        timer.beforeFiring(() -> progress.driveForTimer(clock.nanoTime()));
     }
 
     /** Opens the transport of {@code address} and {@code port} for {@code registry} ({@link DeviceRegistry#acquire}). */
@@ -98,6 +107,7 @@ final class Transport {
         this.link = wrap.apply(ShmLink.around(LinkFactory.openLink(local.inet, port), local, port, counters));
         this.turns = new ReplyTurns(counters, key);
         this.progress = newEngine();
+        timer.beforeFiring(() -> progress.driveForTimer(clock.nanoTime()));
         progress.start();
     }
 

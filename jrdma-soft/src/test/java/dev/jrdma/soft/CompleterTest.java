@@ -304,4 +304,89 @@ class CompleterTest {
             Fixture.assertFilled(local.segment(), 2048, 952, 3);
         }
     }
+
+    /**
+     * Issue 24 §5: a timer that fires more than its own period late (the device was off the CPU) resends but uses no
+     * retry. With retry_cnt 1 on main the late firing used the only retry, and the next timeout failed the WRITE.
+     */
+    @Test
+    void aTimerFiringLaterThanItsPeriodUsesNoRetry() {
+        EngineRig.Opts o = new EngineRig.Opts();
+        o.retryCnt = 1; // timeout 14: 67.1 ms
+        try (EngineRig rig = new EngineRig(o)) {
+            MemoryRegion src = rig.mrAll(64);
+            rig.qp.postSend(write(src, 1, 8));
+            assertEquals(MY_PSN, rig.one().psn());
+            rig.clock.advanceMillis(67.2 + 67.2); // fired a whole period after its deadline: a starved timer
+            rig.tick();
+            assertEquals(MY_PSN, rig.one().psn(), "resent");
+            assertEquals(1, rig.count(Counter.RETRY_TIMER_LATE));
+            rig.clock.advanceMillis(67.2); // a timeout on time, and not backed off after the late one: the one retry
+            rig.tick();
+            assertEquals(MY_PSN, rig.one().psn(), "the late firing used the retry");
+            rig.assertNoCompletion();
+            rig.clock.advanceMillis(134.3);
+            rig.tick();
+            assertEquals(WcStatus.RETRY_EXC_ERR, rig.poll().status);
+        }
+    }
+
+    /** Issue 24 §5: an ACK waiting in the link when the timer fires (the receive thread was not scheduled) completes the request. */
+    @Test
+    void anAckWaitingInTheLinkWhenTheTimerFiresCompletesTheRequest() {
+        EngineRig.InboundLink link = new EngineRig.InboundLink();
+        try (EngineRig rig = new EngineRig(new EngineRig.Opts(), link)) {
+            MemoryRegion src = rig.mrAll(64);
+            rig.qp.postSend(write(src, 1, 8));
+            assertEquals(MY_PSN, rig.one().psn());
+            link.arrive(ack(MY_PSN), rig.qp.qpNum()); // nobody drives the device: it waits
+            rig.clock.advanceMillis(67.2);
+            rig.tick();
+            assertEquals(0, link.waiting(), "the timer drove the receive path first");
+            WorkCompletion wc = rig.poll();
+            assertEquals(1, wc.wrId);
+            assertEquals(WcStatus.SUCCESS, wc.status);
+            assertTrue(rig.drain().isEmpty(), "nothing resent");
+            assertEquals(0, rig.count(Counter.RETRANSMITS));
+            assertEquals(0, rig.qp.completer.retryDeadline);
+        }
+    }
+
+    /**
+     * Issue 24 §5: a peer that is gone still ends in RETRY_EXC_ERR on a starved host, within the stated bound: the
+     * back-off schedule of retry_cnt + 1 timeouts, plus at most {@link Completer#MAX_LATE_FORGIVEN} periods (each at
+     * most max(1 s, the timeout)), plus the time the timer waited for a CPU (here: it runs every 300 ms).
+     */
+    @Test
+    void aDeadPeerStillEndsInRetryExcErrWithinTheStatedBound() {
+        EngineRig.Opts o = new EngineRig.Opts();
+        o.retryCnt = 7;
+        for (double step : new double[] {1, 300}) { // a timer on time; a timer that gets the CPU every 300 ms
+            try (EngineRig rig = new EngineRig(o)) {
+                MemoryRegion src = rig.mrAll(64);
+                rig.qp.postSend(write(src, 1, 8));
+                rig.drain();
+                long t0 = rig.clock.nanoTime();
+                int firings = 0;
+                while (rig.qp.state() == QpState.RTS) {
+                    rig.clock.advanceMillis(step);
+                    rig.tick();
+                    if (!rig.drain().isEmpty() || rig.qp.state() != QpState.RTS) firings++;
+                    assertTrue(firings <= o.retryCnt + 1 + Completer.MAX_LATE_FORGIVEN, "firings " + firings);
+                }
+                double elapsedMs = (rig.clock.nanoTime() - t0) / 1e6;
+                assertEquals(WcStatus.RETRY_EXC_ERR, rig.poll().status);
+                double schedule = 0, wait = rig.qp.timeoutNanos / 1e6;
+                for (int i = 0; i <= o.retryCnt; i++, wait = Math.min(wait * 2, 1000)) schedule += wait;
+                double bound = schedule + Completer.MAX_LATE_FORGIVEN * Math.max(1000, rig.qp.timeoutNanos / 1e6) + firings * step;
+                System.out.printf("timer every %.0f ms: RETRY_EXC_ERR after %.0f ms, %d firings (%d late); schedule %.0f ms, bound %.0f ms%n",
+                        step, elapsedMs, firings, rig.count(Counter.RETRY_TIMER_LATE), schedule, bound);
+                assertTrue(elapsedMs <= bound, elapsedMs + " ms > bound " + bound);
+                if (step == 1) {
+                    assertEquals(0, rig.count(Counter.RETRY_TIMER_LATE), "a timer on time forgives nothing");
+                    assertEquals(o.retryCnt + 1, firings);
+                }
+            }
+        }
+    }
 }

@@ -62,12 +62,20 @@ final class EngineRig implements AutoCloseable {
     }
 
     EngineRig(Opts o) {
+        this(o, null);
+    }
+
+    /**
+     * A rig whose device also receives from {@code inbound}: packets put there ({@link InboundLink#arrive}) wait, as
+     * in a socket, until a driving thread takes them (the timer does before it times a request out).
+     */
+    EngineRig(Opts o, InboundLink inbound) {
         transport = Transport.detached(LOCAL, PORT, clock, (b, len, to) -> {
             assertEquals(PEER, to.getAddress(), "packets go to the peer's address");
             ByteBuffer copy = ByteBuffer.allocate(len);
             copy.put(0, b, 0, len);
             sent.add(copy);
-        });
+        }, inbound);
         ctx = new SoftContext(new SoftDevice("soft@test", LOCAL, PORT), transport);
         pd = (SoftPd) ctx.allocPd();
         cq = (SoftCq) ctx.createCq(256, null);
@@ -172,10 +180,44 @@ final class EngineRig implements AutoCloseable {
     }
 
     boolean feedFrom(Pkt p, Inet4Address from) {
+        return feedFrom(p, from, PORT);
+    }
+
+    /** Feeds a packet as if it came from {@code from}, UDP source port {@code srcPort}. */
+    boolean feedFrom(Pkt p, Inet4Address from, int srcPort) {
         RocePacket rp = new RocePacket();
         assertEquals(RocePacket.OK, rp.wrap(p.buf, 0, p.len));
         Bth.setDestQp(p.buf, 0, qp.qpNum());
-        return qp.receive(rp, MemorySegment.ofBuffer(p.buf), IpAddress.of(from), PORT);
+        return qp.receive(rp, MemorySegment.ofBuffer(p.buf), IpAddress.of(from), srcPort);
+    }
+
+    /** A link holding datagrams the test put there, taken out by whichever thread drives the device. */
+    static final class InboundLink implements Link {
+        private final java.util.ArrayDeque<ByteBuffer> waiting = new java.util.ArrayDeque<>();
+        private final java.net.InetSocketAddress from = new java.net.InetSocketAddress(PEER, PORT);
+
+        /** Puts the peer's packet {@code p} (addressed to {@code qpn}, its ICRC computed) in the link. */
+        void arrive(Pkt p, int qpn) {
+            Bth.setDestQp(p.buf, 0, qpn);
+            new dev.jrdma.soft.wire.Icrc().generate(p.buf, 0, p.len, PEER.hashCode(), LOCAL.hashCode(), PORT, PORT);
+            waiting.add(p.buf.slice(0, p.len));
+        }
+
+        int waiting() { return waiting.size(); }
+
+        @Override public boolean send(ByteBuffer b, java.net.InetSocketAddress to) { return true; }
+
+        @Override
+        public java.net.InetSocketAddress receive(ByteBuffer b) {
+            ByteBuffer d = waiting.poll();
+            if (d == null) return null;
+            b.put(d);
+            return from;
+        }
+
+        @Override public void await() {}
+        @Override public void wakeup() {}
+        @Override public void close() {}
     }
 
     long count(Counter c) {

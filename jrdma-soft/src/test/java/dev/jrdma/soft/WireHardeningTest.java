@@ -146,6 +146,35 @@ class WireHardeningTest {
         }
     }
 
+    /**
+     * Issue 21 §6 over real sockets: a forger on the peer's host (its address, any other port: the peer's own port is
+     * bound by the peer) is dropped by the port check once the QP has heard its peer, and counted by name.
+     */
+    @Test
+    void overTheSocketAForgedPacketFromThePeersAddressButAnotherPortIsDropped() throws Exception {
+        try (Fixture.Pair p = Fixture.pair(); java.nio.channels.DatagramChannel ch = java.nio.channels.DatagramChannel.open(java.net.StandardProtocolFamily.INET)) {
+            MemoryRegion src = p.a.mrAll(64), dst = p.b.mrAll(64);
+            p.a.qp.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 0, 8).remote(dst.address() + 32, dst.rkey()));
+            assertEquals(WcStatus.SUCCESS, Fixture.poll(p.a.cq).status); // b has heard a: it knows a's port now
+            ch.bind(new java.net.InetSocketAddress(Fixture.A, 0));
+            int srcPort = ((java.net.InetSocketAddress) ch.getLocalAddress()).getPort();
+            long before = p.b.ctx.counters().get("rx_wrong_source_port");
+            java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(128);
+            int expected = ((SoftQp) p.b.qp).responder.expectedPsn; // the forger guessed the PSN, not the port
+            int len = RocePacket.writeBth(b, 0, Opcode.RDMA_WRITE_ONLY.code(), false, dev.jrdma.soft.wire.Bth.DEFAULT_PKEY, p.b.qp.qpNum(), true, expected, 8);
+            dev.jrdma.soft.wire.Reth.write(b, dev.jrdma.soft.wire.Bth.BYTES, dst.address(), dst.rkey(), 8);
+            for (int i = 0; i < 8; i++) b.put(dev.jrdma.soft.wire.Bth.BYTES + dev.jrdma.soft.wire.Reth.BYTES + i, (byte) 0x5A);
+            new dev.jrdma.soft.wire.Icrc().generate(b, 0, len, Fixture.A.hashCode(), Fixture.B.hashCode(), srcPort, Fixture.PORT);
+            ch.send(b.slice(0, len), new java.net.InetSocketAddress(Fixture.B, Fixture.PORT));
+            long end = System.nanoTime() + 5_000_000_000L;
+            while (p.b.ctx.counters().get("rx_wrong_source_port") == before && System.nanoTime() < end) Thread.sleep(1);
+            assertEquals(before + 1, p.b.ctx.counters().get("rx_wrong_source_port"));
+            for (long i = 0; i < 8; i++) assertEquals(0, dst.segment().get(ValueLayout.JAVA_BYTE, i), "the forged WRITE executed");
+            p.a.qp.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 0, 8).remote(dst.address(), dst.rkey()));
+            assertEquals(WcStatus.SUCCESS, Fixture.poll(p.a.cq).status, "the QP is unharmed");
+        }
+    }
+
     @Test
     void theResourceRingWrapsPast2To31And2To32RequestsAndAtomicsRunOnce() {
         for (long skip : new long[] {Integer.MAX_VALUE - 2L, (1L << 32) - 2}) {

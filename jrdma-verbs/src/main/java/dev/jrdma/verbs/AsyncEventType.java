@@ -69,7 +69,15 @@ public enum AsyncEventType {
     /** {@code IBV_EVENT_GID_CHANGE}: the port's GID table changed (an address was added or removed on RoCE). */
     GID_CHANGE(18, Scope.PORT),
     /** {@code IBV_EVENT_WQ_FATAL}: a work queue ({@code struct ibv_wq}, not used by jrdma) failed. */
-    WQ_FATAL(19, Scope.WQ);
+    WQ_FATAL(19, Scope.WQ),
+    /**
+     * jrdma-specific (no libibverbs value; the software device raises it, a native device never does): a connected QP
+     * received a burst of packets that no peer of its connection sends: PSNs far outside its window, or packets from
+     * another UDP source port than its peer's. Someone is forging packets for this QP (sweeping PSNs to find its
+     * window). The QP stays up: the forgeries were dropped and counted, and for a while it obeys a NAK only when it
+     * names the oldest unacknowledged PSN. Informational; the code lies outside the {@code ibv_event_type} range.
+     */
+    QP_FORGERY_SUSPECTED(0x1_0000, Scope.QP);
 
     /** What an event of this kind is about. */
     public enum Scope {
