@@ -161,7 +161,7 @@ final class CmQps implements AutoCloseable {
                 qp.modify(id.initQpAttr(QpState.INIT));
                 if (ud) {
                     toRtsUd(qp);
-                    if (udLatency) qp.postRecv(new RecvWorkRequest().wrId(0).buffer(mr, recvOffset, RdmaBench.UD_GRH + 4));
+                    if (udLatency) qp.postRecv(new RecvWorkRequest().wrId(0).buffer(mr, recvOffset, BenchResources.UD_GRH + 4));
                 } else {
                     qp.modify(id.initQpAttr(QpState.RTR).minRnrTimer(MIN_RNR_TIMER));
                     qp.modify(id.initQpAttr(QpState.RTS));
@@ -171,7 +171,7 @@ final class CmQps implements AutoCloseable {
                     WorkCompletion wc = awaitCompletion(recvCq, wcs, "the client's QP number (UD)");
                     if (!wc.isSuccess() || !wc.hasImm()) throw new BenchException("rdma_cm UD: the client's first message is not its QP number: " + wc);
                     int qkey = id.initQpAttr(QpState.INIT).qkey();
-                    AddressHandle ah = qp.pd().createAddressHandleFromWc(wc, mr.segment().asSlice(recvOffset, RdmaBench.UD_GRH), id.portNum());
+                    AddressHandle ah = qp.pd().createAddressHandleFromWc(wc, mr.segment().asSlice(recvOffset, BenchResources.UD_GRH), id.portNum());
                     peers[i] = new UdPeer(ah, wc.immData, qkey);
                 }
             }

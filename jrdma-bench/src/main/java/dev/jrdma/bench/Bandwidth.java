@@ -1,0 +1,153 @@
+package dev.jrdma.bench;
+
+import dev.jrdma.verbs.PreparedSend;
+import dev.jrdma.verbs.RecvWorkRequest;
+import dev.jrdma.verbs.SendWorkRequest;
+import dev.jrdma.verbs.WrOpcode;
+
+import java.util.Arrays;
+
+/**
+ * The bandwidth tests, write_bw, send_bw, read_bw and atomic_bw (perftest's {@code write_bw.c}, {@code send_bw.c},
+ * {@code read_bw.c}, {@code atomic_bw.c}): the client keeps -t requests outstanding per QP; a send_bw server
+ * counts receives, the others are passive.
+ */
+final class Bandwidth {
+    /** wr_id bit of a QP's last request: its completion retires all of the QP's requests still outstanding. */
+    private static final long LAST_OF_QP = 1L << 32;
+
+    private final BenchResources resources;
+    private final Progress progress;
+
+    Bandwidth(BenchResources resources, Progress progress) {
+        this.resources = resources;
+        this.progress = progress;
+    }
+
+    /** run_iter_bw: keep tx-depth operations outstanding per QP; each QP does -n operations (or runs for -D seconds). */
+    BwResult client(int size, long iters, int durationSec) {
+        BenchResources r = resources;
+        PerfOptions o = r.options;
+        PerfTest test = r.test;
+        boolean timed = durationSec > 0;
+        long itersPerQp = timed ? Long.MAX_VALUE : iters;
+        long total = timed ? Long.MAX_VALUE : itersPerQp * o.numQp;
+        boolean record = !timed && total <= 10_000_000L;
+        long[] tposted = record ? new long[(int) total] : null, tcompleted = record ? new long[(int) total] : null;
+        int stampEvery = BwResult.postStep(total); // the post times the peak reads, no more (a clock read can be a system call)
+        int tx = r.qps[0].cap().maxSendWr() > 0 ? Math.min(o.effectiveTxDepth(), r.qps[0].cap().maxSendWr()) : o.effectiveTxDepth();
+        // perftest's CQ moderation: only every cq_mod-th request of a QP (and its last) is signalled, and that
+        // completion retires the unsignalled ones before it; with -D every request is signalled (the run stops anywhere)
+        int mod = timed ? 1 : Math.max(1, Math.min(BenchResources.CQ_MOD, tx));
+        // each request prepared once (checked and written into the provider's format), posted again and again
+        PreparedSend[] wr = new PreparedSend[o.numQp], quiet = new PreparedSend[o.numQp];
+        for (int q = 0; q < o.numQp; q++) {
+            wr[q] = r.qps[q].prepareSend(request(q, size).signaled(true));
+            quiet[q] = r.qps[q].prepareSend(request(q, size).signaled(false));
+        }
+        int[] outstanding = new int[o.numQp];
+        long[] postedPerQp = new long[o.numQp];
+        long posted = 0, completed = 0;
+        long start = System.nanoTime(), end = timed ? start + durationSec * 1_000_000_000L : Long.MAX_VALUE;
+        long lastDone = start;
+        boolean stop = false;
+        Stall stall = new Stall(r, test.id() + " completions");
+        while (true) {
+            if (!stop && timed && System.nanoTime() >= end) stop = true;
+            boolean more = false;
+            if (!stop) {
+                for (int q = 0; q < o.numQp; q++) {
+                    while (outstanding[q] < tx && postedPerQp[q] < itersPerQp) {
+                        long k = postedPerQp[q] + 1;
+                        boolean last = k == itersPerQp;
+                        boolean signalled = mod == 1 || k % mod == 0 || last;
+                        if (record && posted % stampEvery == 0) tposted[(int) posted] = System.nanoTime();
+                        if (signalled) wr[q].post(last ? q | LAST_OF_QP : q); else quiet[q].post();
+                        outstanding[q]++;
+                        postedPerQp[q]++;
+                        posted++;
+                    }
+                    if (postedPerQp[q] < itersPerQp) more = true;
+                }
+            }
+            if (completed >= posted && (stop || !more)) break;
+            int n = r.sendCq.poll(r.done, r.done.capacity());
+            if (n == 0) {
+                stall.idle();
+                continue;
+            }
+            long now = System.nanoTime();
+            for (int k = 0; k < n; k++) {
+                r.check(k);
+                int q = (int) (r.done.wrId(k) & ~LAST_OF_QP);
+                int retired = (r.done.wrId(k) & LAST_OF_QP) != 0 ? outstanding[q] : mod; // this one and the unsignalled before it
+                outstanding[q] -= retired;
+                for (int j = 0; j < retired; j++) {
+                    if (record) tcompleted[(int) completed] = now;
+                    completed++;
+                }
+            }
+            lastDone = now;
+            stall.progress();
+            if ((completed & 0xfff) < n && progress.enabled()) progress.update(String.format(" %s %d bytes: %d%s", test.id(), size, completed, timed ? " ops" : "/" + total));
+        }
+        long elapsed = lastDone - start;
+        double best = record ? BwResult.bestNsPerMsg(tposted, tcompleted, (int) completed, BenchResources.CQ_MOD) : 0;
+        return BwResult.of(size, completed, elapsed, best);
+    }
+
+    /** One QP's bandwidth request (signalled or not is the caller's). */
+    private SendWorkRequest request(int q, int size) {
+        BenchResources r = resources;
+        SendWorkRequest w = new SendWorkRequest().wrId(q);
+        return switch (r.test.verb) {
+            case WRITE -> r.dataRequest(w.opcode(WrOpcode.RDMA_WRITE).buffer(r.mr, r.localOffset(q), size).remote(r.rem[q].vaddr(), r.rem[q].rkey()), q, size);
+            case READ -> w.opcode(WrOpcode.RDMA_READ).buffer(r.mr, r.localOffset(q), size).remote(r.rem[q].vaddr(), r.rem[q].rkey());
+            case ATOMIC -> w.opcode(WrOpcode.ATOMIC_FETCH_AND_ADD).buffer(r.mr, r.localOffset(q), 8).atomic(r.rem[q].vaddr(), r.rem[q].rkey(), 1, 0);
+            case SEND -> r.dataRequest(w.opcode(WrOpcode.SEND).buffer(r.mr, r.localOffset(q), size), q, size);
+            default -> throw new IllegalStateException();
+        };
+    }
+
+    /** run_iter_bw_server: receive -n messages per QP (or until the client stops, with -D), reposting receives. */
+    BwResult sendServer(int size) {
+        BenchResources r = resources;
+        PerfOptions o = r.options;
+        boolean timed = o.durationSec > 0;
+        long perQp = timed ? Long.MAX_VALUE : o.effectiveIters();
+        long total = timed ? Long.MAX_VALUE : perQp * o.numQp;
+        long[] postedPerQp = new long[o.numQp];
+        Arrays.fill(postedPerQp, r.postedRecvs);
+        RecvWorkRequest[] rwr = new RecvWorkRequest[o.numQp];
+        for (int q = 0; q < o.numQp; q++) rwr[q] = r.recvRequest(q, size);
+        // the clock starts now, right after the handshake that lets the client send: completions that queued up
+        // before the first poll must not shrink the measured time
+        long received = 0, start = System.nanoTime(), first = 0, lastAt = start;
+        Stall stall = new Stall(r, "the client's sends (" + r.test.id() + ", " + size + " bytes)");
+        long quietNs = 500_000_000L;
+        while (received < total) {
+            int n = r.recvCq.poll(r.done, r.done.capacity());
+            if (n == 0) {
+                if (timed && received > 0 && System.nanoTime() - first > o.durationSec * 1_000_000_000L
+                        && System.nanoTime() - lastAt > quietNs) break;
+                stall.idle();
+                continue;
+            }
+            long now = System.nanoTime();
+            if (received == 0) first = now;
+            for (int k = 0; k < n; k++) {
+                r.check(k);
+                int q = (int) r.done.wrId(k);
+                if (postedPerQp[q] < perQp) {
+                    r.qps[q].postRecv(rwr[q]);
+                    postedPerQp[q]++;
+                }
+            }
+            received += n;
+            lastAt = now;
+            stall.progress();
+            if ((received & 0xfff) < n && progress.enabled()) progress.update(String.format(" %s %d bytes: received %d", r.test.id(), size, received));
+        }
+        return BwResult.of(size, received, lastAt - start, 0);
+    }
+}
