@@ -32,13 +32,13 @@ final class Bandwidth {
         boolean timed = durationSec > 0;
         long itersPerQp = timed ? Long.MAX_VALUE : iters;
         long total = timed ? Long.MAX_VALUE : itersPerQp * o.numQp;
-        boolean record = !timed && total <= 10_000_000L;
+        boolean record = !timed && !o.noPeak && total <= 10_000_000L; // -N: no peak, no time stamps
         long[] tposted = record ? new long[(int) total] : null, tcompleted = record ? new long[(int) total] : null;
         int stampEvery = BwResult.postStep(total); // the post times the peak reads, no more (a clock read can be a system call)
         int tx = r.qps[0].cap().maxSendWr() > 0 ? Math.min(o.effectiveTxDepth(), r.qps[0].cap().maxSendWr()) : o.effectiveTxDepth();
         // perftest's CQ moderation: only every cq_mod-th request of a QP (and its last) is signalled, and that
         // completion retires the unsignalled ones before it; with -D every request is signalled (the run stops anywhere)
-        int mod = timed ? 1 : Math.max(1, Math.min(BenchResources.CQ_MOD, tx));
+        int mod = timed ? 1 : Math.max(1, Math.min(o.cqMod > 0 ? o.cqMod : BenchResources.CQ_MOD, tx));
         // each request prepared once (checked and written into the provider's format), posted again and again
         PreparedSend[] wr = new PreparedSend[o.numQp], quiet = new PreparedSend[o.numQp];
         for (int q = 0; q < o.numQp; q++) {
@@ -92,8 +92,9 @@ final class Bandwidth {
             if ((completed & 0xfff) < n && progress.enabled()) progress.update(String.format(" %s %d bytes: %d%s", test.id(), size, completed, timed ? " ops" : "/" + total));
         }
         long elapsed = lastDone - start;
-        double best = record ? BwResult.bestNsPerMsg(tposted, tcompleted, (int) completed, BenchResources.CQ_MOD) : 0;
-        return BwResult.of(size, completed, elapsed, best);
+        double best = record ? BwResult.bestNsPerMsg(tposted, tcompleted, (int) completed, mod) : 0;
+        BwResult result = BwResult.of(size, completed, elapsed, best);
+        return o.noPeak ? result.withoutPeak() : result;
     }
 
     /** One QP's bandwidth request (signalled or not is the caller's). */
@@ -103,7 +104,7 @@ final class Bandwidth {
         return switch (r.test.verb) {
             case WRITE -> r.dataRequest(w.opcode(WrOpcode.RDMA_WRITE).buffer(r.mr, r.localOffset(q), size).remote(r.rem[q].vaddr(), r.rem[q].rkey()), q, size);
             case READ -> w.opcode(WrOpcode.RDMA_READ).buffer(r.mr, r.localOffset(q), size).remote(r.rem[q].vaddr(), r.rem[q].rkey());
-            case ATOMIC -> w.opcode(WrOpcode.ATOMIC_FETCH_AND_ADD).buffer(r.mr, r.localOffset(q), 8).atomic(r.rem[q].vaddr(), r.rem[q].rkey(), 1, 0);
+            case ATOMIC -> r.atomicRequest(w, q);
             case SEND -> r.dataRequest(w.opcode(WrOpcode.SEND).buffer(r.mr, r.localOffset(q), size), q, size);
             default -> throw new IllegalStateException();
         };

@@ -27,6 +27,7 @@ import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.Verbs;
 import dev.jrdma.verbs.VerbsException;
 import dev.jrdma.verbs.WorkCompletion;
+import dev.jrdma.verbs.WrOpcode;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -109,6 +110,9 @@ final class BenchResources implements AutoCloseable {
         if (o.ibPort < 1 || o.ibPort > da.physPortCnt())
             throw new BenchException("device " + deviceName + " has " + da.physPortCnt() + " port(s); -i " + o.ibPort + " does not exist");
         port = ctx.queryPort(o.ibPort);
+        if (o.forceLink != null && !o.forceLink.equals(port.linkLayer().ibvName()))
+            throw new BenchException("--force-link " + o.forceLink + ", but port " + o.ibPort + " of " + deviceName + " is " + port.linkLayer().ibvName()
+                    + " (jrdma cannot change a port's link layer)");
         boolean needGid = o.gidIndex >= 0 || port.linkLayer() == LinkLayer.ETHERNET;
         if (needGid) {
             gidIndex = o.gidIndex >= 0 ? o.gidIndex : bestGidIndex();
@@ -117,8 +121,10 @@ final class BenchResources implements AutoCloseable {
                     + " is empty: pick one that 'jrdma devinfo -v -d " + deviceName + "' lists (-x N)");
         }
         if (test.verb == PerfTest.Verb.READ || test.verb == PerfTest.Verb.ATOMIC)
-            outReads = Math.max(1, Math.min(16, da.maxQpRdAtom()));
+            outReads = Math.max(1, Math.min(o.outReads > 0 ? o.outReads : 16, da.maxQpRdAtom()));
         mtu = port.activeMtu();
+        // -m, at most the port's active MTU (perftest's set_mtu: a larger one becomes the active one)
+        if (o.mtu > 0 && o.mtu < mtu.bytes) mtu = Mtu.of(Integer.numberOfTrailingZeros(o.mtu) - 7);
         int maxSize = 0;
         for (int s : o.runSizes()) maxSize = Math.max(maxSize, s);
         // a UD message is at most the MTU (4096 at most), and its receive starts 40 bytes early for the GRH
@@ -129,7 +135,7 @@ final class BenchResources implements AutoCloseable {
         mr = pd.registerMemory(buf, EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC));
         int tx = Math.min(o.effectiveTxDepth(), Math.max(1, da.maxQpWr()));
         int sendWr = test.verb == PerfTest.Verb.SEND && test.latency ? Math.min(CQ_MOD, Math.max(1, da.maxQpWr())) : tx;
-        rxDepth = ud && !test.latency ? (int) Math.min(o.effectiveIters(), UD_MAX_RX) : RX_DEPTH;
+        rxDepth = o.rxDepth > 0 ? o.rxDepth : ud && !test.latency ? (int) Math.min(o.effectiveIters(), UD_MAX_RX) : RX_DEPTH;
         int recvWr = test.verb == PerfTest.Verb.SEND ? Math.min(rxDepth, Math.max(1, da.maxQpWr())) : 1;
         if (o.events) channel = ctx.createCompletionChannel();
         sendCq = ctx.createCq(Math.max(16, sendWr * o.numQp + 16), channel);
@@ -175,7 +181,7 @@ final class BenchResources implements AutoCloseable {
 
     /** RESET to INIT: an RC QP gets every access right the tests need, a UD QP perftest's Q_Key. */
     private void initQp(QueuePair q) {
-        QpAttr a = new QpAttr().state(QpState.INIT).pkeyIndex(0).port(options.ibPort);
+        QpAttr a = new QpAttr().state(QpState.INIT).pkeyIndex(options.pkeyIndex).port(options.ibPort);
         if (ud) a.qkey(UD_QKEY);
         else a.access(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC);
         q.modify(a);
@@ -193,10 +199,15 @@ final class BenchResources implements AutoCloseable {
     /** INIT to RTR to RTS towards the peer's QP {@code rem[i]} (UD: state changes and an address handle). */
     void connectQp(int i) {
         Dest r = rem[i];
-        AhAttr ah = new AhAttr().dlid(r.lid()).portNum(options.ibPort);
+        // perftest's address vector: --dlid over the peer's LID, -S; with a GID, hop limit 255 and --tclass (-L is
+        // for raw Ethernet QPs only); --flow_label in the GRH too
+        AhAttr ah = new AhAttr().dlid(options.dlid > 0 ? options.dlid : r.lid()).portNum(options.ibPort);
+        ah.sl = options.sl;
         if (gid != null) {
             if (r.gid() == null || r.gid().isZero()) throw new BenchException("the peer sent no GID; use -x on both sides");
             ah.global(r.gid(), gidIndex).hopLimit(0xFF);
+            ah.trafficClass = options.trafficClass;
+            ah.flowLabel = options.flowLabel;
         }
         if (ud) {
             // a UD QP has no peer: RTR and RTS are state changes; the sends name the peer through an address handle
@@ -245,6 +256,13 @@ final class BenchResources implements AutoCloseable {
         return w;
     }
 
+    /** QP {@code q}'s atomic (-A: fetch-and-add of 1, or compare-and-swap of 0 with 1, as perftest) into its local area. */
+    SendWorkRequest atomicRequest(SendWorkRequest w, int q) {
+        boolean swap = options.atomicType == PerfOptions.AtomicType.CMP_AND_SWAP;
+        return w.opcode(swap ? WrOpcode.ATOMIC_CMP_AND_SWP : WrOpcode.ATOMIC_FETCH_AND_ADD).buffer(mr, localOffset(q), 8)
+                .atomic(rem[q].vaddr(), rem[q].rkey(), swap ? 0 : 1, swap ? 1 : 0);
+    }
+
     /** A receive of QP {@code q}: in the area the peer targets; on UD 40 bytes earlier and longer, for the GRH. */
     RecvWorkRequest recvRequest(int q, int size) {
         return new RecvWorkRequest().wrId(q).buffer(mr, remoteAreaOffset(q) + (ud ? CACHE_LINE - UD_GRH : 0), size + (ud ? UD_GRH : 0));
@@ -278,6 +296,13 @@ final class BenchResources implements AutoCloseable {
 
     @Override
     public void close() {
+        if (options.waitDestroySec > 0 && ctx != null) {
+            try { // --wait_destroy: as perftest, the resources stay a while (e.g. for counters to be read)
+                Thread.sleep(options.waitDestroySec * 1000L);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
         if (ctx != null && Boolean.getBoolean("jrdma.perf.counters")) printCounters();
         if (cm != null) cm.close();
         if (ctx != null) ctx.close();   // closes PD, MR, QPs and CQs first

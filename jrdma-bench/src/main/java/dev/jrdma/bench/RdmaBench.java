@@ -7,6 +7,7 @@ import java.io.PrintStream;
 import java.net.Socket;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 
 /**
  * perftest's RC tests on any jrdma device, speaking perftest's out-of-band protocol, so either end may be perftest.
@@ -126,7 +127,7 @@ public final class RdmaBench implements AutoCloseable {
         r.rem = new Dest[o.numQp];
         boolean server = !w.isClient();
         if (o.rdmaCm) connectThroughRdmaCm(w);
-        RunHeader.print(out, r);
+        if (o.output == null) RunHeader.print(out, r);
         Dest[] my = r.my;
         List<LatencyResult> lat = new ArrayList<>();
         List<BwResult> bw = new ArrayList<>();
@@ -138,7 +139,7 @@ public final class RdmaBench implements AutoCloseable {
                 for (int i = 0; i < o.numQp; i++) r.rem[i] = w.handshake(my[i]);
                 if (!o.rdmaCm) for (int i = 0; i < o.numQp; i++) r.connectQp(i);
                 for (int i = 0; i < o.numQp; i++) w.handshake(my[i]);
-                RunHeader.printAddresses(out, r);
+                if (o.output == null) RunHeader.printAddresses(out, r);
                 w.handshake(my[0]);
                 if (test.latency) {
                     if (server && test != PerfTest.WRITE_LAT) {
@@ -149,18 +150,18 @@ public final class RdmaBench implements AutoCloseable {
                         cpu.stop();
                         return new RunResult(test, r.deviceName, lat, bw, null, cpu.cpuNs(), cpu.wallNs());
                     }
-                    out.println(Report.latHeader());
+                    printColumns(Report.latHeader());
                     cpu.start();
                     for (int size : r.sizes()) {
                         LatencyResult result = test == PerfTest.WRITE_LAT
                                 ? new PingPongLatency(r, progress).writeLat(size, server, o.effectiveIters())
                                 : new RoundTripLatency(r, progress).run(size, o.effectiveIters(), o.durationSec);
                         progress.clear();
-                        out.println(Report.latLine(result));
+                        printLine(result);
                         lat.add(result);
                     }
                     cpu.stop();
-                    out.println(Report.RESULT_LINE);
+                    printColumns(Report.RESULT_LINE);
                     // perftest's ib_write_lat ends without the closing handshake: it just exits
                     if (test == PerfTest.WRITE_LAT) w.close(); else w.closeConnection(my[0]);
                 } else if (server) {
@@ -169,24 +170,24 @@ public final class RdmaBench implements AutoCloseable {
                     waitForPeer(w, () -> w.handshake(my[0]));
                     cpu.stop();
                     remote = w.bwReports(new BwResult(0, 0, 0, 0, 0));
-                    out.println(Report.bwHeader(o.reportGbits));
-                    out.println(Report.bwLine(remote, o.reportGbits));
-                    out.println(Report.RESULT_LINE);
+                    printColumns(Report.bwHeader(o.reportGbits));
+                    printLine(remote);
+                    printColumns(Report.RESULT_LINE);
                     w.closeConnection(my[0]);
                 } else {
                     new WarmUp(r, progress, out).withPeer(r.sizes().getFirst());
-                    out.println(Report.bwHeader(o.reportGbits));
+                    printColumns(Report.bwHeader(o.reportGbits));
                     cpu.start();
                     Bandwidth loop = new Bandwidth(r, progress);
                     BwResult last = null;
                     for (int size : r.sizes()) {
                         last = loop.client(size, o.effectiveIters(), o.durationSec);
                         progress.clear();
-                        out.println(Report.bwLine(last, o.reportGbits));
+                        printLine(last);
                         bw.add(last);
                     }
                     cpu.stop();
-                    out.println(Report.RESULT_LINE);
+                    printColumns(Report.RESULT_LINE);
                     w.handshake(my[0]);
                     w.bwReports(last);
                     w.closeConnection(my[0]);
@@ -197,8 +198,8 @@ public final class RdmaBench implements AutoCloseable {
                 if (!o.rdmaCm) for (int i = 0; i < o.numQp; i++) r.connectQp(i);
                 w.handshake(my[0]);
                 for (int i = 0; i < o.numQp; i++) w.handshake(my[i]);
-                RunHeader.printAddresses(out, r);
-                out.println(test.latency ? Report.latHeader() : Report.bwHeader(o.reportGbits));
+                if (o.output == null) RunHeader.printAddresses(out, r);
+                printColumns(test.latency ? Report.latHeader() : Report.bwHeader(o.reportGbits));
                 long cpuNs = 0, wallNs = 0;
                 for (int size : r.sizes()) {
                     boolean receiver = test.latency || server;
@@ -208,13 +209,13 @@ public final class RdmaBench implements AutoCloseable {
                     if (test.latency) {
                         LatencyResult result = new PingPongLatency(r, progress).sendLat(size, server, o.effectiveIters());
                         progress.clear();
-                        out.println(Report.latLine(result));
+                        printLine(result);
                         lat.add(result);
                     } else {
                         Bandwidth loop = new Bandwidth(r, progress);
                         BwResult result = server ? loop.sendServer(size) : loop.client(size, o.effectiveIters(), o.durationSec);
                         progress.clear();
-                        out.println(Report.bwLine(result, o.reportGbits));
+                        printLine(result);
                         bw.add(result);
                     }
                     cpu.stop();
@@ -222,13 +223,30 @@ public final class RdmaBench implements AutoCloseable {
                     wallNs += cpu.wallNs();
                     if (!test.latency && o.all) w.handshake(my[0]);
                 }
-                out.println(Report.RESULT_LINE);
+                printColumns(Report.RESULT_LINE);
                 w.closeConnection(my[0]);
                 return new RunResult(test, r.deviceName, lat, bw, null, cpuNs, wallNs);
             }
             default -> throw new IllegalStateException(test.toString());
         }
         return new RunResult(test, r.deviceName, lat, bw, remote, cpu.cpuNs(), cpu.wallNs());
+    }
+
+    /** The report's frame (column headers, dashed lines): none with --output, which prints the figures alone. */
+    private void printColumns(String text) {
+        if (o.output == null) out.println(text);
+    }
+
+    /** A latency line, or with --output latency the average alone (perftest's "%lf"). */
+    private void printLine(LatencyResult r) {
+        out.println(o.output == PerfOptions.Output.LATENCY ? String.format(Locale.ROOT, "%f", r.tAvg()) : Report.latLine(r));
+    }
+
+    /** A bandwidth line, or with --output the average bandwidth or the message rate alone (perftest's "%lf"). */
+    private void printLine(BwResult r) {
+        if (o.output == PerfOptions.Output.BANDWIDTH) out.println(String.format(Locale.ROOT, "%f", r.bwAvg(o.reportGbits)));
+        else if (o.output == PerfOptions.Output.MESSAGE_RATE) out.println(String.format(Locale.ROOT, "%f", r.msgRateMpps()));
+        else out.println(Report.bwLine(r, o.reportGbits));
     }
 
     /** A wait on the peer's next message while it runs: as long as the run may take, but not for ever. */

@@ -25,7 +25,7 @@ final class RoundTripLatency {
         PerfTest test = r.test;
         SendWorkRequest request = new SendWorkRequest().signaled(true).wrId(1);
         if (test.verb == PerfTest.Verb.READ) request.opcode(WrOpcode.RDMA_READ).buffer(r.mr, r.localOffset(0), size).remote(r.rem[0].vaddr(), r.rem[0].rkey());
-        else request.opcode(WrOpcode.ATOMIC_FETCH_AND_ADD).buffer(r.mr, r.localOffset(0), 8).atomic(r.rem[0].vaddr(), r.rem[0].rkey(), 1, 0);
+        else r.atomicRequest(request, 0);
         PreparedSend wr = r.qps[0].prepareSend(request);
         Stall stall = new Stall(r, test.id() + " completion");
         if (durationSec > 0) {
