@@ -13,7 +13,9 @@ final class RunHeader {
         PerfOptions o = r.options;
         PerfTest test = r.test;
         out.println(Report.RESULT_LINE);
-        out.println("                    " + test.title());
+        // perftest names the atomic operation -A chose in the title
+        String title = test.verb == PerfTest.Verb.ATOMIC ? test.title().replace("FETCH_AND_ADD", o.atomicType.name()) : test.title();
+        out.println("                    " + title);
         out.printf(" Device         : %s%n", r.deviceName);
         if (o.events) out.printf(" Test with events. Using %s's completion channel%n", r.deviceName);
         out.printf(" Number of qps   : %d\t\tTransport type : IB%n", o.numQp);
