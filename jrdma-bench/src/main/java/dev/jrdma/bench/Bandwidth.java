@@ -38,7 +38,9 @@ final class Bandwidth {
         int tx = r.qps[0].cap().maxSendWr() > 0 ? Math.min(o.effectiveTxDepth(), r.qps[0].cap().maxSendWr()) : o.effectiveTxDepth();
         // perftest's CQ moderation: only every cq_mod-th request of a QP (and its last) is signalled, and that
         // completion retires the unsignalled ones before it; with -D every request is signalled (the run stops anywhere)
-        int mod = timed ? 1 : Math.max(1, Math.min(o.cqMod > 0 ? o.cqMod : BenchResources.CQ_MOD, tx));
+        // -l: requests go in lists of postList, and the moderation defaults to the list's size (perftest's rule)
+        int list = o.postList;
+        int mod = timed ? 1 : Math.max(1, Math.min(o.cqMod > 0 ? o.cqMod : list > 1 ? list : BenchResources.CQ_MOD, tx));
         // each request prepared once (checked and written into the provider's format), posted again and again
         PreparedSend[] wr = new PreparedSend[o.numQp], quiet = new PreparedSend[o.numQp];
         for (int q = 0; q < o.numQp; q++) {
@@ -57,15 +59,19 @@ final class Bandwidth {
             boolean more = false;
             if (!stop) {
                 for (int q = 0; q < o.numQp; q++) {
-                    while (outstanding[q] < tx && postedPerQp[q] < itersPerQp) {
-                        long k = postedPerQp[q] + 1;
-                        boolean last = k == itersPerQp;
-                        boolean signalled = mod == 1 || k % mod == 0 || last;
-                        if (record && posted % stampEvery == 0) tposted[(int) posted] = System.nanoTime();
-                        if (signalled) wr[q].post(last ? q | LAST_OF_QP : q); else quiet[q].post();
-                        outstanding[q]++;
-                        postedPerQp[q]++;
-                        posted++;
+                    // a list is posted whole, when the queue has room for all of it (jrdma posts its requests one
+                    // call each: the packets are the same, the doorbells are not)
+                    while (outstanding[q] + list <= tx && postedPerQp[q] < itersPerQp) {
+                        for (int j = 0; j < list && postedPerQp[q] < itersPerQp; j++) {
+                            long k = postedPerQp[q] + 1;
+                            boolean last = k == itersPerQp;
+                            boolean signalled = mod == 1 || k % mod == 0 || last;
+                            if (record && posted % stampEvery == 0) tposted[(int) posted] = System.nanoTime();
+                            if (signalled) wr[q].post(last ? q | LAST_OF_QP : q); else quiet[q].post();
+                            outstanding[q]++;
+                            postedPerQp[q]++;
+                            posted++;
+                        }
                     }
                     if (postedPerQp[q] < itersPerQp) more = true;
                 }

@@ -104,6 +104,21 @@ public final class PerfOptions {
     /** --force-link: the link layer the port must have ("InfiniBand" or "Ethernet"), or null. */
     public String forceLink;
 
+    /** -H: print every latency sample, sorted (perftest's histogram), before the report line. */
+    public boolean histogram;
+    /** -U: print every latency sample in the order measured, before the report line. */
+    public boolean unsorted;
+    /** --cpu_util: with -D, the machine's CPU utilization during the run, as a column of the report. */
+    public boolean cpuUtil;
+    /** --latency_gap: microseconds to wait before each post of a latency test. */
+    public int latencyGapUs;
+    /** -l: bandwidth requests posted in lists of this many (1: one at a time); -Q defaults to it. */
+    public int postList = 1;
+    /** -w: the run fails when its average bandwidth (in the report's unit) is below this; -1 for no limit. */
+    public double limitBw = -1;
+    /** -y: the run fails when its message rate (Mpps) is below this; -1 for no limit. */
+    public double limitMsgRate = -1;
+
     /** perftest's -A: the atomic operation. */
     public enum AtomicType {
         /** Fetch and add (perftest's default). */
@@ -322,6 +337,13 @@ public final class PerfOptions {
             case "events" -> events = true;
             case "rdma_cm" -> rdmaCm = true;
             case "noPeak" -> noPeak = true;
+            case "report-histogrm" -> histogram = true;
+            case "report-unsorted" -> unsorted = true;
+            case "cpu_util" -> cpuUtil = true;
+            case "latency_gap" -> latencyGapUs = intIn(flag, value, 0, 10_000_000);
+            case "post_list" -> postList = intIn(flag, value, 1, 16384);
+            case "limit_bw" -> limitBw = positive(flag, value);
+            case "limit_msgrate" -> limitMsgRate = positive(flag, value);
             case "CPU-freq" -> { /* perftest's "ignore CPU frequency warnings": nothing to ignore here */ }
             case "perform_warm_up" -> { /* jrdma perf always warms up (see the README's warm-ups) */ }
             case "use_old_post_send" -> { /* jrdma posts through one path, ibv_post_send's */ }
@@ -400,6 +422,19 @@ public final class PerfOptions {
     }
 
     void validate() {
+        if (test != null && test.isSocket() && (histogram || unsorted || cpuUtil || latencyGapUs > 0 || postList > 1 || limitBw >= 0 || limitMsgRate >= 0))
+            throw new IllegalArgumentException("-H, -U, --cpu_util, --latency_gap, -l, -w and -y are for the RDMA tests, not " + test.id());
+        if (test != null && !test.latency && (histogram || unsorted || latencyGapUs > 0))
+            throw new IllegalArgumentException((latencyGapUs > 0 ? "--latency_gap" : histogram ? "-H" : "-U") + " is for latency tests (as perftest)");
+        if (test != null && test.latency && (postList > 1 || limitBw >= 0 || limitMsgRate >= 0))
+            throw new IllegalArgumentException((postList > 1 ? "-l" : limitBw >= 0 ? "-w" : "-y") + " is for bandwidth tests (as perftest)");
+        if (cpuUtil && durationSec == 0) throw new IllegalArgumentException("--cpu_util is valid only with -D (as perftest)");
+        if ((histogram || unsorted) && durationSec > 0) throw new IllegalArgumentException("-H and -U report the samples of an -n run, not -D");
+        if (postList > 1 && durationSec == 0 && effectiveIters() % postList != 0)
+            throw new IllegalArgumentException("-n " + effectiveIters() + " must be a multiple of the post list size -l " + postList + " (as perftest)");
+        if (postList > 1 && cqMod > 0 && postList % cqMod != 0)
+            throw new IllegalArgumentException("-l " + postList + " must be a multiple of -Q " + cqMod + " (as perftest)");
+        if (postList > effectiveTxDepth()) throw new IllegalArgumentException("-l " + postList + " is larger than the send queue (-t " + effectiveTxDepth() + ")");
         if (test != null && test.isSocket() && (mtu > 0 || sl > 0 || trafficClass > 0 || flowLabel > 0 || outReads > 0 || rxDepth > 0
                 || cqMod > 0 || noPeak || pkeyIndex > 0 || dlid > 0 || atomicType != AtomicType.FETCH_AND_ADD || forceLink != null || output != null))
             throw new IllegalArgumentException("-m, -S, --tclass, --flow_label, -o, -r, -Q, -N, --pkey_index, --dlid, -A, --force-link and --output are for the RDMA tests, not " + test.id());
@@ -434,6 +469,16 @@ public final class PerfOptions {
         if (test != null && test.isUdp() && size > MAX_UDP_SIZE)
             throw new IllegalArgumentException("-s " + size + " does not fit in one UDP datagram (at most " + MAX_UDP_SIZE + " bytes)");
         if (test != null && test.isUdp() && numQp > 1) throw new IllegalArgumentException("-q is for the RDMA bandwidth tests; the UDP tests use one socket");
+    }
+
+    private static double positive(String flag, String v) {
+        try {
+            double d = Double.parseDouble(v);
+            if (d >= 0 && Double.isFinite(d)) return d;
+        } catch (NumberFormatException e) {
+            // the message below
+        }
+        throw new IllegalArgumentException(flag + " wants a number of 0 or more, not '" + v + "'");
     }
 
     private static String need(String[] args, int i, String flag) {

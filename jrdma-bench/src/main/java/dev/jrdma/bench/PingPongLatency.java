@@ -24,6 +24,13 @@ final class PingPongLatency {
         this.progress = progress;
     }
 
+    /** --latency_gap: spins {@code gapUs} microseconds (perftest waits so before each post). */
+    static void gap(int gapUs) {
+        if (gapUs <= 0) return;
+        long until = System.nanoTime() + gapUs * 1000L;
+        while (System.nanoTime() < until) Thread.onSpinWait();
+    }
+
     /** A post time per iteration: a latency test times each one. */
     static long[] timestamps(long iters) {
         if (iters > 50_000_000L) throw new BenchException("-n " + iters + " is too many iterations to time each one (at most 50000000); use -D");
@@ -54,6 +61,7 @@ final class PingPongLatency {
                 stall.progress();
             }
             if (scnt < iters) {
+                gap(r.options.latencyGapUs);
                 tposted[(int) scnt] = System.nanoTime();
                 BYTE.setVolatile(r.buf, post, (byte) ++scnt);
                 wr.post();
@@ -66,6 +74,7 @@ final class PingPongLatency {
             }
             if ((scnt & 0x3ff) == 0 && progress.enabled()) progress.update(String.format(" %s %d bytes: %d/%d", test.id(), size, scnt, iters));
         }
+        r.lastPostTimes = tposted;
         return LatencyResult.fromPostTimes(size, tposted, (int) iters, test.rttFactor());
     }
 
@@ -107,6 +116,7 @@ final class PingPongLatency {
                     ccnt += c;
                     if (c == 0) stall.idle();
                 }
+                gap(r.options.latencyGapUs);
                 tposted[(int) scnt] = System.nanoTime();
                 scnt++;
                 wr.post();
@@ -120,6 +130,7 @@ final class PingPongLatency {
             ccnt += c;
             if (c == 0) drain.idle(); else drain.progress();
         }
+        r.lastPostTimes = tposted;
         return LatencyResult.fromPostTimes(size, tposted, (int) iters, test.rttFactor());
     }
 }

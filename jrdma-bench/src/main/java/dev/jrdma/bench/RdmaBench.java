@@ -25,6 +25,10 @@ public final class RdmaBench implements AutoCloseable {
     private final PrintStream out;
     private final Progress progress;
     private final BenchResources resources;
+    /** --cpu_util: the machine's CPU utilization during the last measured loop, in percent. */
+    private double cpuUtilPct;
+    /** -w/-y: why the run failed its limit, or null. */
+    private String belowLimit;
 
     private RdmaBench(PerfOptions o, PrintStream out) {
         this.o = o;
@@ -153,9 +157,11 @@ public final class RdmaBench implements AutoCloseable {
                     printColumns(Report.latHeader());
                     cpu.start();
                     for (int size : r.sizes()) {
+                        SystemCpu before = SystemCpu.sample();
                         LatencyResult result = test == PerfTest.WRITE_LAT
                                 ? new PingPongLatency(r, progress).writeLat(size, server, o.effectiveIters())
                                 : new RoundTripLatency(r, progress).run(size, o.effectiveIters(), o.durationSec);
+                        cpuUtilPct = SystemCpu.sample().utilSince(before);
                         progress.clear();
                         printLine(result);
                         lat.add(result);
@@ -181,7 +187,10 @@ public final class RdmaBench implements AutoCloseable {
                     Bandwidth loop = new Bandwidth(r, progress);
                     BwResult last = null;
                     for (int size : r.sizes()) {
+                        SystemCpu before = SystemCpu.sample();
                         last = loop.client(size, o.effectiveIters(), o.durationSec);
+                        cpuUtilPct = SystemCpu.sample().utilSince(before);
+                        checkLimits(last);
                         progress.clear();
                         printLine(last);
                         bw.add(last);
@@ -213,7 +222,10 @@ public final class RdmaBench implements AutoCloseable {
                         lat.add(result);
                     } else {
                         Bandwidth loop = new Bandwidth(r, progress);
+                        SystemCpu before = SystemCpu.sample();
                         BwResult result = server ? loop.sendServer(size) : loop.client(size, o.effectiveIters(), o.durationSec);
+                        cpuUtilPct = SystemCpu.sample().utilSince(before);
+                        checkLimits(result);
                         progress.clear();
                         printLine(result);
                         bw.add(result);
@@ -225,28 +237,53 @@ public final class RdmaBench implements AutoCloseable {
                 }
                 printColumns(Report.RESULT_LINE);
                 w.closeConnection(my[0]);
+                if (belowLimit != null) throw new BenchException(belowLimit);
                 return new RunResult(test, r.deviceName, lat, bw, null, cpuNs, wallNs);
             }
             default -> throw new IllegalStateException(test.toString());
         }
+        if (belowLimit != null) throw new BenchException(belowLimit);
         return new RunResult(test, r.deviceName, lat, bw, remote, cpu.cpuNs(), cpu.wallNs());
     }
 
     /** The report's frame (column headers, dashed lines): none with --output, which prints the figures alone. */
     private void printColumns(String text) {
-        if (o.output == null) out.println(text);
+        if (o.output != null) return;
+        // --cpu_util: perftest's header gains a CPU_Util[%] column
+        out.println(o.cpuUtil && !text.endsWith(Report.RESULT_LINE) ? text + "    CPU_Util[%]" : text);
     }
 
-    /** A latency line, or with --output latency the average alone (perftest's "%lf"). */
+    /**
+     * A latency line, or with --output latency the average alone (perftest's "%lf"); -U and -H print the samples
+     * first, then the column headers again, as perftest.
+     */
     private void printLine(LatencyResult r) {
-        out.println(o.output == PerfOptions.Output.LATENCY ? String.format(Locale.ROOT, "%f", r.tAvg()) : Report.latLine(r));
+        if ((o.unsorted || o.histogram) && resources.lastPostTimes != null && o.durationSec == 0) {
+            LatencySamples.print(out, resources.lastPostTimes, (int) r.iters(), test.rttFactor(), o.unsorted, o.histogram);
+            if (o.output == null) out.println(Report.LAT_HEADER);
+        }
+        out.println(o.output == PerfOptions.Output.LATENCY ? String.format(Locale.ROOT, "%f", r.tAvg()) : Report.latLine(r) + cpuColumn());
     }
 
     /** A bandwidth line, or with --output the average bandwidth or the message rate alone (perftest's "%lf"). */
     private void printLine(BwResult r) {
         if (o.output == PerfOptions.Output.BANDWIDTH) out.println(String.format(Locale.ROOT, "%f", r.bwAvg(o.reportGbits)));
         else if (o.output == PerfOptions.Output.MESSAGE_RATE) out.println(String.format(Locale.ROOT, "%f", r.msgRateMpps()));
-        else out.println(Report.bwLine(r, o.reportGbits));
+        else out.println(Report.bwLine(r, o.reportGbits) + cpuColumn());
+    }
+
+    /** --cpu_util: the value column perftest appends (REPORT_EXT_CPU_UTIL), or nothing. */
+    private String cpuColumn() {
+        return o.cpuUtil ? String.format(Locale.ROOT, "\t    %-3.2f", cpuUtilPct) : "";
+    }
+
+    /**
+     * -w and -y: a result below a limit fails the run (after the peer has been told the run is over), with
+     * perftest's messages. (perftest checks -y only when -w is given too; jrdma checks each limit given.)
+     */
+    private void checkLimits(BwResult r) {
+        if (o.limitBw >= 0 && r.bwAvg(o.reportGbits) < o.limitBw) belowLimit = "Error: BW result is below bw limit (" + r.bwAvg(o.reportGbits) + " < " + o.limitBw + ")";
+        else if (o.limitMsgRate >= 0 && r.msgRateMpps() < o.limitMsgRate) belowLimit = "Error: Msg rate  is below msg_rate limit (" + r.msgRateMpps() + " < " + o.limitMsgRate + ")";
     }
 
     /** A wait on the peer's next message while it runs: as long as the run may take, but not for ever. */

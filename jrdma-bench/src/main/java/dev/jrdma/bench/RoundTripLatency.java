@@ -35,6 +35,7 @@ final class RoundTripLatency {
             long count = 0;
             long prev = System.nanoTime();
             while (prev < end) {
+                PingPongLatency.gap(r.options.latencyGapUs);
                 wr.post();
                 while (r.sendCq.poll(r.done, 1) == 0) stall.idle();
                 r.check(0);
@@ -50,6 +51,7 @@ final class RoundTripLatency {
         }
         long[] tposted = PingPongLatency.timestamps(iters);
         for (long i = 0; i < iters; i++) {
+            PingPongLatency.gap(r.options.latencyGapUs);
             tposted[(int) i] = System.nanoTime();
             wr.post();
             while (r.sendCq.poll(r.done, 1) == 0) stall.idle();
@@ -57,6 +59,7 @@ final class RoundTripLatency {
             stall.progress();
             if ((i & 0x3ff) == 0 && progress.enabled()) progress.update(String.format(" %s %d bytes: %d/%d", test.id(), size, i, iters));
         }
+        r.lastPostTimes = tposted;
         return LatencyResult.fromPostTimes(size, tposted, (int) iters, test.rttFactor());
     }
 }

@@ -21,6 +21,7 @@ final class RunHeader {
         out.printf(" Number of qps   : %d\t\tTransport type : IB%n", o.numQp);
         out.printf(" Connection type : %s\t\tUsing SRQ      : OFF%n", o.connection);
         out.printf(" TX depth        : %d%n", o.effectiveTxDepth());
+        if (o.postList > 1) out.printf(" Post List       : %d%n", o.postList);
         out.printf(" Mtu             : %d[B]%n", r.mtu.bytes);
         out.printf(" Link type       : %s%n", r.port.linkLayer().ibvName());
         if (r.gid != null) out.printf(" GID index       : %d%n", r.gidIndex);

@@ -3,6 +3,7 @@ package dev.jrdma.bench;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
+import java.util.List;
 import java.util.Locale;
 
 import static dev.jrdma.bench.SoftRdmaBenchTest.pair;
@@ -106,5 +107,87 @@ class SoftPerftestFlagsTest {
         var out = new java.io.ByteArrayOutputStream();
         assertEquals(0, Perf.run(new String[] {"-V"}, new java.io.PrintStream(out), System.err));
         assertEquals("Version: " + PerftestWire.VERSION, out.toString().strip());
+    }
+
+    @Test
+    @Timeout(90)
+    void postLists() throws Exception {
+        var o = pair("write_bw", "-n", "320", "-s", "512", "-l", "8");
+        assertTrue(o.clientOut().contains(" Post List       : 8"), o.clientOut());
+        assertEquals(320, o.client().bandwidth().getFirst().iters(), o.clientOut());
+        var s = pair("send_bw", "-n", "200", "-s", "256", "-l", "4", "-Q", "2");
+        assertEquals(200, s.server().bandwidth().getFirst().iters(), s.serverOut());
+        assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse("write_bw", "-n", "100", "-l", "8"), "-n a multiple of -l");
+        assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse("write_bw", "-n", "96", "-l", "8", "-Q", "3"), "-l a multiple of -Q");
+    }
+
+    @Test
+    @Timeout(90)
+    void samplesUnsortedAndSorted() throws Exception {
+        var o = pair("read_lat", "-n", "50", "-U", "-H");
+        String out = o.clientOut();
+        // -U: 49 intervals in order; -H: 47 sorted (the 2 largest dropped), each under "#, usec"
+        int first = out.indexOf("#, usec\n"), second = out.indexOf("#, usec\n", first + 1);
+        assertTrue(first >= 0 && second > first, out);
+        List<Double> unsorted = values(out.substring(first, second)), sorted = values(out.substring(second));
+        assertEquals(49, unsorted.size(), out);
+        assertEquals(47, sorted.size(), out);
+        for (int i = 1; i < sorted.size(); i++) assertTrue(sorted.get(i - 1) <= sorted.get(i), out);
+        LatencyResult r = o.client().latency().getFirst();
+        assertEquals(r.tMin(), sorted.getFirst(), r.tMin() * 1e-5 + 1e-6, "the sorted list starts at t_min");
+        assertTrue(out.indexOf(Report.latLine(r)) > second, "the report line comes after the samples");
+    }
+
+    private static List<Double> values(String block) {
+        List<Double> v = new java.util.ArrayList<>();
+        for (String line : block.split("\n")) {
+            var m = java.util.regex.Pattern.compile("^(\\d+), (\\S+)$").matcher(line);
+            if (m.matches()) v.add(Double.parseDouble(m.group(2)));
+        }
+        return v;
+    }
+
+    @Test
+    void cStyleG() {
+        assertEquals("1.5", LatencySamples.cG(1.5));
+        assertEquals("12.3457", LatencySamples.cG(12.345678));
+        assertEquals("1.23457e+06", LatencySamples.cG(1234567.0));
+        assertEquals("0.0001", LatencySamples.cG(0.0001));
+        assertEquals("1e-05", LatencySamples.cG(0.00001));
+        assertEquals("100000", LatencySamples.cG(100000.0));
+    }
+
+    @Test
+    @Timeout(90)
+    void latencyGapSpacesThePosts() throws Exception {
+        // 2000 usec between posts: every interval between posts is at least that, so t_min is at least 1000 (half of it)
+        var o = pair("write_lat", "-n", "20", "--latency_gap", "2000");
+        assertTrue(o.client().latency().getFirst().tMin() >= 1000, o.clientOut());
+        var r = pair("atomic_lat", "-n", "20", "--latency_gap=2000");
+        assertTrue(r.client().latency().getFirst().tMin() >= 2000, r.clientOut());
+    }
+
+    @Test
+    @Timeout(90)
+    void limitsFailTheRunBelowThem() throws Exception {
+        int port = Loopback.freePort();
+        PerfOptions s = PerfOptions.parse("write_bw", "-d", SoftRdmaBenchTest.SERVER_DEV, "-p", "" + port, "-n", "100", "-s", "1024", "--accept-timeout", "20");
+        PerfOptions c = PerfOptions.parse("write_bw", "-d", SoftRdmaBenchTest.CLIENT_DEV, "-p", "" + port, "-n", "100", "-s", "1024", "-w", "1000000", "127.0.0.1");
+        var failed = assertThrows(AssertionError.class, () -> Loopback.run(out -> RdmaBench.run(s, out), out -> RdmaBench.run(c, out), 60));
+        assertTrue(failed.getMessage().contains("Error: BW result is below bw limit"), failed.getMessage());
+        var ok = pair("write_bw", "-n", "100", "-s", "1024", "-w", "0", "-y", "0");
+        assertEquals(100, ok.client().bandwidth().getFirst().iters(), ok.clientOut());
+    }
+
+    @Test
+    @Timeout(90)
+    void cpuUtilIsAColumnOfATimedRun() throws Exception {
+        var o = pair("write_bw", "-D", "1", "-s", "4096", "--cpu_util");
+        assertTrue(o.clientOut().contains(Report.BW_HEADER + "    CPU_Util[%]"), o.clientOut());
+        var m = java.util.regex.Pattern.compile("\t    ([0-9.]+)\n").matcher(o.clientOut());
+        assertTrue(m.find(), o.clientOut());
+        double util = Double.parseDouble(m.group(1));
+        assertTrue(util > 0 && util <= 100, o.clientOut());
+        assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse("write_bw", "--cpu_util"), "without -D");
     }
 }
