@@ -78,6 +78,8 @@ final class BenchResources implements AutoCloseable {
     String deviceName;
     /** Receives a send test keeps posted per QP. */
     private int rxDepth = RX_DEPTH;
+    /** The length of the last -D latency run, in nanoseconds. */
+    long lastDurationNs;
     /** The post times of the last latency run (-H, -U print them), or null. */
     long[] lastPostTimes;
     /** The receives each QP has posted for the current size. */

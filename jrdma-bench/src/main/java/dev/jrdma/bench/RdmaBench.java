@@ -154,7 +154,8 @@ public final class RdmaBench implements AutoCloseable {
                         cpu.stop();
                         return new RunResult(test, r.deviceName, lat, bw, null, cpu.cpuNs(), cpu.wallNs());
                     }
-                    printColumns(Report.latHeader());
+                    // a -D run reports perftest's duration columns: the average and the transactions per second
+                    printColumns(o.durationSec > 0 ? Report.RESULT_LINE + "\n" + Report.LAT_DUR_HEADER : Report.latHeader());
                     cpu.start();
                     for (int size : r.sizes()) {
                         SystemCpu before = SystemCpu.sample();
@@ -261,6 +262,14 @@ public final class RdmaBench implements AutoCloseable {
         if ((o.unsorted || o.histogram) && resources.lastPostTimes != null && o.durationSec == 0) {
             LatencySamples.print(out, resources.lastPostTimes, (int) r.iters(), test.rttFactor(), o.unsorted, o.histogram);
             if (o.output == null) out.println(Report.LAT_HEADER);
+        }
+        if (o.durationSec > 0 && resources.lastDurationNs > 0) {
+            // perftest's print_report_lat_duration: the run's time over its iterations, and the iterations per second
+            double latency = resources.lastDurationNs / 1000.0 / test.rttFactor() / r.iters();
+            double tps = r.iters() / (resources.lastDurationNs / 1e9);
+            out.println(o.output == PerfOptions.Output.LATENCY ? String.format(Locale.ROOT, "%f", latency)
+                    : String.format(Locale.ROOT, " %-7d       %d            %-7.2f        %-7.2f", r.size(), r.iters(), latency, tps) + cpuColumn());
+            return;
         }
         out.println(o.output == PerfOptions.Output.LATENCY ? String.format(Locale.ROOT, "%f", r.tAvg()) : Report.latLine(r) + cpuColumn());
     }

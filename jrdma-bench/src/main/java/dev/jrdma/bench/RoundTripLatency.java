@@ -47,6 +47,7 @@ final class RoundTripLatency {
                 count++;
                 if ((count & 0x3ff) == 0 && progress.enabled()) progress.update(String.format(" %s %d bytes: %d iterations", test.id(), size, count));
             }
+            r.lastDurationNs = prev - (end - durationSec * 1_000_000_000L);
             return LatencyResult.fromDeltas(size, count, d, n, test.rttFactor());
         }
         long[] tposted = PingPongLatency.timestamps(iters);

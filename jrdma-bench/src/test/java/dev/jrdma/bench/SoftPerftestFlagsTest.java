@@ -190,4 +190,35 @@ class SoftPerftestFlagsTest {
         assertTrue(util > 0 && util <= 100, o.clientOut());
         assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse("write_bw", "--cpu_util"), "without -D");
     }
+
+    @Test
+    @Timeout(120)
+    void durations() throws Exception {
+        var bw = pair("send_bw", "-D", "1", "-s", "1024");
+        assertTrue(bw.clientOut().contains(" Duration        : 1[s]"), bw.clientOut());
+        long sent = bw.client().bandwidth().getFirst().iters(), received = bw.server().bandwidth().getFirst().iters();
+        assertTrue(sent > 0 && received > 0 && received <= sent, sent + " sent, " + received + " received");
+        // read_lat -D: perftest's duration columns, t_avg and transactions per second
+        var lat = pair("read_lat", "-D", "1");
+        String out = lat.clientOut();
+        assertTrue(out.contains(Report.LAT_DUR_HEADER), out);
+        var m = java.util.regex.Pattern.compile("\\n 2 +(\\d+) +([0-9.]+) +([0-9.]+)").matcher(out);
+        assertTrue(m.find(), out);
+        long iters = Long.parseLong(m.group(1));
+        double avgUs = Double.parseDouble(m.group(2)), tps = Double.parseDouble(m.group(3));
+        assertEquals(lat.client().latency().getFirst().iters(), iters);
+        assertEquals(1e6 / avgUs, tps, tps * 0.05, "tps and t_avg describe the same run");
+    }
+
+    @Test
+    @Timeout(120)
+    void allSizesAndGbits() throws Exception {
+        var o = pair("write_bw", "-a", "-n", "10", "--report_gbits");
+        assertEquals(23, o.client().bandwidth().size(), o.clientOut());
+        assertEquals(1 << 23, o.client().bandwidth().getLast().size());
+        assertTrue(o.clientOut().contains(Report.BW_HEADER_G), o.clientOut());
+        var ud = pair("send_lat", "-a", "-n", "5", "-c", "UD");
+        assertEquals(List.of(2L, 4L, 8L, 16L, 32L, 64L, 128L, 256L, 512L, 1024L, 2048L, 4096L),
+                ud.client().latency().stream().map(LatencyResult::size).toList(), "UD: -a stops at the MTU\n" + ud.clientOut());
+    }
 }
