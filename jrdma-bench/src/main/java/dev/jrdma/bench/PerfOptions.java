@@ -104,6 +104,8 @@ public final class PerfOptions {
     /** --force-link: the link layer the port must have ("InfiniBand" or "Ethernet"), or null. */
     public String forceLink;
 
+    /** -b: both sides send at once (write_bw, read_bw, atomic_bw); each prints the sum of both reports. */
+    public boolean bidirectional;
     /** -H: print every latency sample, sorted (perftest's histogram), before the report line. */
     public boolean histogram;
     /** -U: print every latency sample in the order measured, before the report line. */
@@ -337,6 +339,7 @@ public final class PerfOptions {
             case "events" -> events = true;
             case "rdma_cm" -> rdmaCm = true;
             case "noPeak" -> noPeak = true;
+            case "bidirectional" -> bidirectional = true;
             case "report-histogrm" -> histogram = true;
             case "report-unsorted" -> unsorted = true;
             case "cpu_util" -> cpuUtil = true;
@@ -428,6 +431,10 @@ public final class PerfOptions {
             throw new IllegalArgumentException((latencyGapUs > 0 ? "--latency_gap" : histogram ? "-H" : "-U") + " is for latency tests (as perftest)");
         if (test != null && test.latency && (postList > 1 || limitBw >= 0 || limitMsgRate >= 0))
             throw new IllegalArgumentException((postList > 1 ? "-l" : limitBw >= 0 ? "-w" : "-y") + " is for bandwidth tests (as perftest)");
+        if (bidirectional && test != null && test.latency) throw new IllegalArgumentException("-b: bidirectional is only available in bandwidth tests (as perftest)");
+        if (bidirectional && test != null && (test.isSocket() || test == PerfTest.SEND_BW))
+            throw new IllegalArgumentException("-b (perftest's --bidirectional) is not supported by jrdma perf on " + test.id()
+                    + " yet: it runs write_bw, read_bw and atomic_bw both ways (issue 22)");
         if (cpuUtil && durationSec == 0) throw new IllegalArgumentException("--cpu_util is valid only with -D (as perftest)");
         if ((histogram || unsorted) && durationSec > 0) throw new IllegalArgumentException("-H and -U report the samples of an -n run, not -D");
         if (postList > 1 && durationSec == 0 && effectiveIters() % postList != 0)

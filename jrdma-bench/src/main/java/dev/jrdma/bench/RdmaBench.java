@@ -171,6 +171,31 @@ public final class RdmaBench implements AutoCloseable {
                     printColumns(Report.RESULT_LINE);
                     // perftest's ib_write_lat ends without the closing handshake: it just exits
                     if (test == PerfTest.WRITE_LAT) w.close(); else w.closeConnection(my[0]);
+                } else if (o.bidirectional) {
+                    // -b (perftest's duplex): both sides run the loop at once; per size a handshake before and after
+                    // it, then the two reports are exchanged and each side prints their sum
+                    new WarmUp(r, progress, out).withPeer(r.sizes().getFirst());
+                    printColumns(Report.bwHeader(o.reportGbits));
+                    cpu.start();
+                    Bandwidth loop = new Bandwidth(r, progress);
+                    for (int size : r.sizes()) {
+                        w.handshake(my[0]);
+                        SystemCpu before = SystemCpu.sample();
+                        BwResult mine = loop.client(size, o.effectiveIters(), o.durationSec);
+                        cpuUtilPct = SystemCpu.sample().utilSince(before);
+                        w.handshake(my[0]);
+                        BwResult peer = w.bwReports(mine);
+                        BwResult both = new BwResult(mine.size(), mine.iters(), mine.bwPeakMBs() + peer.bwPeakMBs(),
+                                mine.bwAvgMBs() + peer.bwAvgMBs(), mine.msgRateMpps() + peer.msgRateMpps());
+                        checkLimits(both);
+                        progress.clear();
+                        printLine(both);
+                        bw.add(mine);
+                        remote = peer;
+                    }
+                    cpu.stop();
+                    printColumns(Report.RESULT_LINE);
+                    w.closeConnection(my[0]);
                 } else if (server) {
                     out.println(" (passive side: the client measures; its report follows)");
                     cpu.start();

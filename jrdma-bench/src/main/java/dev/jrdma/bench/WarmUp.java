@@ -38,7 +38,7 @@ final class WarmUp {
         boolean server = o.isServer();
         boolean active = switch (r.test) {
             case WRITE_LAT, SEND_LAT -> true;
-            case WRITE_BW, READ_BW, ATOMIC_BW -> false; // their client warms up on the connection (withPeer)
+            case WRITE_BW, READ_BW, ATOMIC_BW -> false; // their client (with -b both sides) warms up on the connection (withPeer)
             default -> !server; // the read/atomic latency servers and the bandwidth servers do not run the loop
         };
         if (n <= 0 || !active) return;

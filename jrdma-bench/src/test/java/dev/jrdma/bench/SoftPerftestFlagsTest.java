@@ -221,4 +221,23 @@ class SoftPerftestFlagsTest {
         assertEquals(List.of(2L, 4L, 8L, 16L, 32L, 64L, 128L, 256L, 512L, 1024L, 2048L, 4096L),
                 ud.client().latency().stream().map(LatencyResult::size).toList(), "UD: -a stops at the MTU\n" + ud.clientOut());
     }
+
+    @Test
+    @Timeout(120)
+    void bidirectional() throws Exception {
+        for (String test : List.of("write_bw", "read_bw")) {
+            var o = pair(test, "-b", "-n", "200", "-s", "4096");
+            BwResult client = o.client().bandwidth().getFirst(), server = o.server().bandwidth().getFirst();
+            assertEquals(200, client.iters(), o.clientOut());
+            assertEquals(200, server.iters(), "the server ran its own loop:\n" + o.serverOut());
+            assertEquals(server, o.client().remote(), "each side received the other's report");
+            // each prints the sum of both reports
+            String sum = Report.bwLine(new BwResult(4096, 200, client.bwPeakMBs() + server.bwPeakMBs(), client.bwAvgMBs() + server.bwAvgMBs(),
+                    client.msgRateMpps() + server.msgRateMpps()), false);
+            assertTrue(o.clientOut().contains(sum), sum + "\n" + o.clientOut());
+            assertTrue(o.serverOut().contains(sum), sum + "\n" + o.serverOut());
+        }
+        var e = assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse("send_lat", "-b"));
+        assertTrue(e.getMessage().contains("bandwidth"), e.getMessage());
+    }
 }
