@@ -11,6 +11,7 @@ import dev.jrdma.verbs.Context;
 import dev.jrdma.verbs.Device;
 import dev.jrdma.verbs.DeviceAttr;
 import dev.jrdma.verbs.Gid;
+import dev.jrdma.verbs.GidEntry;
 import dev.jrdma.verbs.LinkLayer;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.Mtu;
@@ -193,6 +194,13 @@ final class BenchResources implements AutoCloseable {
 
     /** perftest's choice without -x on RoCE: a RoCE v2 GID (IPv4-mapped first), else index 0; the soft device's own GID. */
     private int bestGidIndex() {
+        if (options.ipv6) {
+            // --ipv6: the first RoCE v2 GID that is an IPv6 address (not an IPv4-mapped one)
+            for (GidEntry g : ctx.gidTable(options.ibPort))
+                if (!g.gid().isZero() && !g.gid().isIpv4Mapped() && (g.type() == null || g.isRoceV2())) return g.index();
+            throw new BenchException("--ipv6: port " + options.ibPort + " of " + deviceName + " has no IPv6 GID ('jrdma devinfo -v -d "
+                    + deviceName + "' lists its GIDs)");
+        }
         try {
             return ctx.defaultGidIndex(options.ibPort);
         } catch (RuntimeException e) {

@@ -106,6 +106,12 @@ public final class PerfOptions {
 
     /** -b: both sides send at once (write_bw, read_bw, atomic_bw); each prints the sum of both reports. */
     public boolean bidirectional;
+    /** --report-both: with -b, each side's report after their sum. */
+    public boolean reportBoth;
+    /** --dont_xchg_versions: skip the exchange of versions, page and cache line sizes and MTUs (both sides must). */
+    public boolean dontXchgVersions;
+    /** --ipv6: without -x, the device's IPv6 GID instead of its IPv4 one. */
+    public boolean ipv6;
     /** -H: print every latency sample, sorted (perftest's histogram), before the report line. */
     public boolean histogram;
     /** -U: print every latency sample in the order measured, before the report line. */
@@ -340,6 +346,9 @@ public final class PerfOptions {
             case "rdma_cm" -> rdmaCm = true;
             case "noPeak" -> noPeak = true;
             case "bidirectional" -> bidirectional = true;
+            case "report-both" -> reportBoth = true;
+            case "dont_xchg_versions" -> dontXchgVersions = true;
+            case "ipv6" -> ipv6 = true;
             case "report-histogrm" -> histogram = true;
             case "report-unsorted" -> unsorted = true;
             case "cpu_util" -> cpuUtil = true;

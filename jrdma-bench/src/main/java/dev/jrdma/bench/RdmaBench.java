@@ -123,9 +123,11 @@ public final class RdmaBench implements AutoCloseable {
     private RunResult run(PerftestWire w) {
         BenchResources r = resources;
         new WarmUp(r, progress, out).selfConnected();
-        w.versions();
-        w.sysData(BenchResources.CYCLE_BUFFER, BenchResources.CACHE_LINE);
-        r.mtu = Mtu.of(w.mtu(r.mtu.code));
+        if (!o.dontXchgVersions) { // --dont_xchg_versions: each side keeps its own sizes and MTU (perftest's rule)
+            w.versions();
+            w.sysData(BenchResources.CYCLE_BUFFER, BenchResources.CACHE_LINE);
+            r.mtu = Mtu.of(w.mtu(r.mtu.code));
+        }
         if (r.ud && !o.all && o.effectiveSize() > r.mtu.bytes)
             out.printf(" UD message size : %d bytes is above the UD MTU, %d-byte messages are sent (as perftest)%n", o.effectiveSize(), r.mtu.bytes);
         r.rem = new Dest[o.numQp];
@@ -192,6 +194,15 @@ public final class RdmaBench implements AutoCloseable {
                         printLine(both);
                         bw.add(mine);
                         remote = peer;
+                        if (o.reportBoth && o.output == null) {
+                            // perftest's --report-both: the local and the remote report after their sum
+                            out.print(Report.RESULT_LINE + "\n\n Local results: \n" + Report.RESULT_LINE + "\n");
+                            printColumns((o.reportGbits ? Report.BW_HEADER_G : Report.BW_HEADER));
+                            printLine(mine);
+                            out.print(Report.RESULT_LINE + "\n\n Remote results: \n" + Report.RESULT_LINE + "\n");
+                            printColumns((o.reportGbits ? Report.BW_HEADER_G : Report.BW_HEADER));
+                            printLine(peer);
+                        }
                     }
                     cpu.stop();
                     printColumns(Report.RESULT_LINE);

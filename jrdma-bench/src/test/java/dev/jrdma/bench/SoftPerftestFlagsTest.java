@@ -240,4 +240,38 @@ class SoftPerftestFlagsTest {
         var e = assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse("send_lat", "-b"));
         assertTrue(e.getMessage().contains("bandwidth"), e.getMessage());
     }
+
+    @Test
+    @Timeout(90)
+    void reportBoth() throws Exception {
+        var o = pair("write_bw", "-b", "--report-both", "-n", "100", "-s", "1024");
+        BwResult mine = o.client().bandwidth().getFirst(), peer = o.client().remote();
+        String out = o.clientOut();
+        int local = out.indexOf(" Local results: "), remote = out.indexOf(" Remote results: ");
+        assertTrue(local > 0 && remote > local, out);
+        assertTrue(out.indexOf(Report.bwLine(mine, false)) > local && out.indexOf(Report.bwLine(mine, false)) < remote, out);
+        assertTrue(out.indexOf(Report.bwLine(peer, false)) > remote, out);
+    }
+
+    @Test
+    @Timeout(90)
+    void withoutTheVersionExchange() throws Exception {
+        // both sides skip versions, sizes and MTUs; each keeps its own MTU (-m 1024 on both here)
+        var o = pair("send_lat", "-n", "100", "--dont_xchg_versions", "-m", "1024");
+        assertEquals(100, o.client().latency().getFirst().iters(), o.clientOut());
+        assertTrue(o.serverOut().contains(" Mtu             : 1024[B]"), o.serverOut());
+    }
+
+    @Test
+    @Timeout(90)
+    void ipv6Gid() throws Exception {
+        int port = Loopback.freePort();
+        PerfOptions s = PerfOptions.parse("read_lat", "-d", "soft@[::1]", "-p", "" + port, "-n", "50", "--ipv6", "--accept-timeout", "20");
+        PerfOptions c = PerfOptions.parse("read_lat", "-d", "soft@[::1]", "-p", "" + port, "-n", "50", "--ipv6", "::1");
+        var o = Loopback.run(out -> RdmaBench.run(s, out), out -> RdmaBench.run(c, out), 60);
+        assertTrue(o.clientOut().contains(" GID: 00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:01"), o.clientOut());
+        var e = assertThrows(BenchException.class, () -> RdmaBench.run(PerfOptions.parse("send_lat", "-d", SoftRdmaBenchTest.CLIENT_DEV,
+                "--ipv6", "127.0.0.1"), new java.io.PrintStream(new java.io.ByteArrayOutputStream())));
+        assertTrue(e.getMessage().contains("--ipv6") && e.getMessage().contains("no IPv6 GID"), e.getMessage());
+    }
 }
