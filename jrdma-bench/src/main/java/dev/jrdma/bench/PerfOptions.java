@@ -110,6 +110,8 @@ public final class PerfOptions {
     public boolean reportBoth;
     /** --dont_xchg_versions: skip the exchange of versions, page and cache line sizes and MTUs (both sides must). */
     public boolean dontXchgVersions;
+    /** -W: the port counters to report after each result (perftest's comma-separated sysfs names), or null. */
+    public String reportCounters;
     /** --ipv6: without -x, the device's IPv6 GID instead of its IPv4 one. */
     public boolean ipv6;
     /** -H: print every latency sample, sorted (perftest's histogram), before the report line. */
@@ -349,6 +351,7 @@ public final class PerfOptions {
             case "report-both" -> reportBoth = true;
             case "dont_xchg_versions" -> dontXchgVersions = true;
             case "ipv6" -> ipv6 = true;
+            case "report-counters" -> reportCounters = value;
             case "report-histogrm" -> histogram = true;
             case "report-unsorted" -> unsorted = true;
             case "cpu_util" -> cpuUtil = true;

@@ -27,6 +27,8 @@ public final class RdmaBench implements AutoCloseable {
     private final BenchResources resources;
     /** --cpu_util: the machine's CPU utilization during the last measured loop, in percent. */
     private double cpuUtilPct;
+    /** -W: the counters printed after each report line, or null. */
+    private PortCounters counters;
     /** -w/-y: why the run failed its limit, or null. */
     private String belowLimit;
 
@@ -56,6 +58,7 @@ public final class RdmaBench implements AutoCloseable {
         try (RdmaBench b = new RdmaBench(o, out)) {
             if (o.rdmaCm) return b.runOverRdmaCm();
             b.resources.open(o.device);
+            b.openCounters();
             if (o.isServer()) {
                 out.println("\n************************************\n* Waiting for client to connect... *\n************************************");
                 out.flush();
@@ -83,6 +86,7 @@ public final class RdmaBench implements AutoCloseable {
             if (o.device != null && !o.device.equals(link.deviceName()))
                 throw new BenchException("-d " + o.device + ", but rdma_cm reaches the peer through " + link.deviceName() + " (drop -d, or use that device's address)");
             resources.open(link.deviceName());
+            openCounters();
             return run(w);
         }
     }
@@ -110,6 +114,11 @@ public final class RdmaBench implements AutoCloseable {
             }
         }
         w.handshake(r.my[0]);
+    }
+
+    /** -W: the counters, read once now (an unknown name fails before any connection). */
+    private void openCounters() {
+        if (o.reportCounters != null) counters = PortCounters.open(o.reportCounters, resources.ctx, resources.deviceName, o.ibPort);
     }
 
     @Override
@@ -305,9 +314,11 @@ public final class RdmaBench implements AutoCloseable {
             double tps = r.iters() / (resources.lastDurationNs / 1e9);
             out.println(o.output == PerfOptions.Output.LATENCY ? String.format(Locale.ROOT, "%f", latency)
                     : String.format(Locale.ROOT, " %-7d       %d            %-7.2f        %-7.2f", r.size(), r.iters(), latency, tps) + cpuColumn());
+            if (counters != null) counters.print(out);
             return;
         }
         out.println(o.output == PerfOptions.Output.LATENCY ? String.format(Locale.ROOT, "%f", r.tAvg()) : Report.latLine(r) + cpuColumn());
+        if (counters != null) counters.print(out);
     }
 
     /** A bandwidth line, or with --output the average bandwidth or the message rate alone (perftest's "%lf"). */
@@ -315,6 +326,7 @@ public final class RdmaBench implements AutoCloseable {
         if (o.output == PerfOptions.Output.BANDWIDTH) out.println(String.format(Locale.ROOT, "%f", r.bwAvg(o.reportGbits)));
         else if (o.output == PerfOptions.Output.MESSAGE_RATE) out.println(String.format(Locale.ROOT, "%f", r.msgRateMpps()));
         else out.println(Report.bwLine(r, o.reportGbits) + cpuColumn());
+        if (counters != null) counters.print(out);
     }
 
     /** --cpu_util: the value column perftest appends (REPORT_EXT_CPU_UTIL), or nothing. */

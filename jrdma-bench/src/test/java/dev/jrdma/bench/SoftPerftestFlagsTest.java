@@ -274,4 +274,17 @@ class SoftPerftestFlagsTest {
                 "--ipv6", "127.0.0.1"), new java.io.PrintStream(new java.io.ByteArrayOutputStream())));
         assertTrue(e.getMessage().contains("--ipv6") && e.getMessage().contains("no IPv6 GID"), e.getMessage());
     }
+
+    @Test
+    @Timeout(90)
+    void counters() throws Exception {
+        // the soft device's own counters: 300 writes of 1 KiB leave as 300 packets at least (an MTU of 1024 or more)
+        var o = pair("write_bw", "-n", "300", "-s", "1024", "-W", "counters/tx_packets,rx_packets");
+        var m = java.util.regex.Pattern.compile("\tcounters/tx_packets=(\\d+)\n\trx_packets=(\\d+)\n").matcher(o.clientOut());
+        assertTrue(m.find(), o.clientOut());
+        assertTrue(Long.parseLong(m.group(1)) >= 300, o.clientOut());
+        var e = assertThrows(BenchException.class, () -> RdmaBench.run(PerfOptions.parse("write_bw", "-d", SoftRdmaBenchTest.CLIENT_DEV,
+                "-W", "counters/no_such_counter", "-p", "" + Loopback.freePort(), "--timeout", "2", "127.0.0.1"), new java.io.PrintStream(new java.io.ByteArrayOutputStream())));
+        assertTrue(e.getMessage().startsWith("-W: ") && e.getMessage().contains("no_such_counter") && e.getMessage().contains("tx_packets"), e.getMessage());
+    }
 }
