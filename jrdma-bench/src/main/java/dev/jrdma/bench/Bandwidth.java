@@ -125,6 +125,7 @@ final class Bandwidth {
         long total = timed ? Long.MAX_VALUE : perQp * o.numQp;
         long[] postedPerQp = new long[o.numQp];
         Arrays.fill(postedPerQp, r.postedRecvs);
+        int[] consumed = new int[o.numQp];
         RecvWorkRequest[] rwr = new RecvWorkRequest[o.numQp];
         for (int q = 0; q < o.numQp; q++) rwr[q] = r.recvRequest(q, size);
         // the clock starts now, right after the handshake that lets the client send: completions that queued up
@@ -145,9 +146,13 @@ final class Bandwidth {
             for (int k = 0; k < n; k++) {
                 r.check(k);
                 int q = (int) r.done.wrId(k);
-                if (postedPerQp[q] < perQp) {
-                    r.qps[q].postRecv(rwr[q]);
-                    postedPerQp[q]++;
+                // --recv_post_list: the used receives go back in lists of that many (perftest's recv_post_list)
+                if (++consumed[q] >= o.recvPostList || postedPerQp[q] + consumed[q] >= perQp) {
+                    for (int j = 0; j < consumed[q] && postedPerQp[q] < perQp; j++) {
+                        r.qps[q].postRecv(rwr[q]);
+                        postedPerQp[q]++;
+                    }
+                    consumed[q] = 0;
                 }
             }
             received += n;

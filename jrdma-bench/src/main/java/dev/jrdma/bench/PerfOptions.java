@@ -110,6 +110,8 @@ public final class PerfOptions {
     public boolean reportBoth;
     /** --dont_xchg_versions: skip the exchange of versions, page and cache line sizes and MTUs (both sides must). */
     public boolean dontXchgVersions;
+    /** --recv_post_list: a send_bw receiver reposts its receives in lists of this many (1: each at once). */
+    public int recvPostList = 1;
     /** -W: the port counters to report after each result (perftest's comma-separated sysfs names), or null. */
     public String reportCounters;
     /** --ipv6: without -x, the device's IPv6 GID instead of its IPv4 one. */
@@ -352,6 +354,7 @@ public final class PerfOptions {
             case "dont_xchg_versions" -> dontXchgVersions = true;
             case "ipv6" -> ipv6 = true;
             case "report-counters" -> reportCounters = value;
+            case "recv_post_list" -> recvPostList = intIn(flag, value, 1, 16384);
             case "report-histogrm" -> histogram = true;
             case "report-unsorted" -> unsorted = true;
             case "cpu_util" -> cpuUtil = true;
@@ -447,6 +450,11 @@ public final class PerfOptions {
         if (bidirectional && test != null && (test.isSocket() || test == PerfTest.SEND_BW))
             throw new IllegalArgumentException("-b (perftest's --bidirectional) is not supported by jrdma perf on " + test.id()
                     + " yet: it runs write_bw, read_bw and atomic_bw both ways (issue 22)");
+        if (recvPostList > 1 && test != null && test.latency) throw new IllegalArgumentException("--recv_post_list is for bandwidth tests (as perftest)");
+        if (recvPostList > 1 && durationSec == 0 && effectiveIters() % recvPostList != 0)
+            throw new IllegalArgumentException("-n " + effectiveIters() + " must be a multiple of --recv_post_list " + recvPostList + " (as perftest)");
+        if (recvPostList > (rxDepth > 0 ? rxDepth : 512))
+            throw new IllegalArgumentException("--recv_post_list " + recvPostList + " is more than the receives posted (-r " + (rxDepth > 0 ? rxDepth : 512) + ")");
         if (cpuUtil && durationSec == 0) throw new IllegalArgumentException("--cpu_util is valid only with -D (as perftest)");
         if ((histogram || unsorted) && durationSec > 0) throw new IllegalArgumentException("-H and -U report the samples of an -n run, not -D");
         if (postList > 1 && durationSec == 0 && effectiveIters() % postList != 0)

@@ -52,6 +52,10 @@ class SoftPerftestFlagsTest {
         var o = pair("send_bw", "-n", "400", "-s", "64", "-r", "8");
         assertEquals(400, o.server().bandwidth().getFirst().iters(), o.serverOut());
         assertEquals(400, o.client().bandwidth().getFirst().iters(), o.clientOut());
+        // --recv_post_list 4: the used receives go back four at a time; still every send finds one
+        var l = pair("send_bw", "-n", "400", "-s", "64", "-r", "16", "--recv_post_list", "4");
+        assertEquals(400, l.server().bandwidth().getFirst().iters(), l.serverOut());
+        assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse("send_bw", "-r", "8", "--recv_post_list", "16"));
     }
 
     @Test
