@@ -226,7 +226,7 @@ final class BenchResources implements AutoCloseable {
             // (perftest makes one on both sides of a latency test and on the client of a bandwidth test)
             qps[i].modify(new QpAttr().state(QpState.RTR));
             qps[i].modify(new QpAttr().state(QpState.RTS).sqPsn(my[i].psn()));
-            if (test.latency || !options.isServer() || warmingUp) useAddressHandle(i, pd.createAddressHandle(ah), r.qpn(), UD_QKEY);
+            if (test.latency || options.bandwidthSender() || warmingUp) useAddressHandle(i, pd.createAddressHandle(ah), r.qpn(), UD_QKEY);
             return;
         }
         qps[i].modify(new QpAttr().state(QpState.RTR).ah(ah).pathMtu(mtu).destQpNum(r.qpn()).rqPsn(r.psn())

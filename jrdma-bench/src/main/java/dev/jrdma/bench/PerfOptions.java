@@ -110,6 +110,8 @@ public final class PerfOptions {
     public boolean reportBoth;
     /** --dont_xchg_versions: skip the exchange of versions, page and cache line sizes and MTUs (both sides must). */
     public boolean dontXchgVersions;
+    /** --reversed: the bandwidth test's traffic goes from the server (no host) to the client. */
+    public boolean reversed;
     /** --recv_post_list: a send_bw receiver reposts its receives in lists of this many (1: each at once). */
     public int recvPostList = 1;
     /** -W: the port counters to report after each result (perftest's comma-separated sysfs names), or null. */
@@ -162,6 +164,14 @@ public final class PerfOptions {
 
     /** Options of no test, with perftest's defaults; {@link #parse} is how a command line becomes options. */
     public PerfOptions() {
+    }
+
+    /**
+     * {@return whether this side sends in a bandwidth test: the client, or with --reversed the server (perftest swaps its
+     * machine roles; the exchange keeps its TCP roles)}
+     */
+    public boolean bandwidthSender() {
+        return isServer() == reversed;
     }
 
     /** {@return whether this side is the server: no host was given} */
@@ -354,6 +364,7 @@ public final class PerfOptions {
             case "dont_xchg_versions" -> dontXchgVersions = true;
             case "ipv6" -> ipv6 = true;
             case "report-counters" -> reportCounters = value;
+            case "reversed" -> reversed = true;
             case "recv_post_list" -> recvPostList = intIn(flag, value, 1, 16384);
             case "report-histogrm" -> histogram = true;
             case "report-unsorted" -> unsorted = true;
@@ -450,6 +461,9 @@ public final class PerfOptions {
         if (bidirectional && test != null && (test.isSocket() || test == PerfTest.SEND_BW))
             throw new IllegalArgumentException("-b (perftest's --bidirectional) is not supported by jrdma perf on " + test.id()
                     + " yet: it runs write_bw, read_bw and atomic_bw both ways (issue 22)");
+        if (reversed && test != null && (test.latency || test.isSocket()))
+            throw new IllegalArgumentException("--reversed reverses a bandwidth test's traffic (as perftest): not " + test.id());
+        if (reversed && bidirectional) throw new IllegalArgumentException("--reversed and -b: -b already sends both ways");
         if (recvPostList > 1 && test != null && test.latency) throw new IllegalArgumentException("--recv_post_list is for bandwidth tests (as perftest)");
         if (recvPostList > 1 && durationSec == 0 && effectiveIters() % recvPostList != 0)
             throw new IllegalArgumentException("-n " + effectiveIters() + " must be a multiple of --recv_post_list " + recvPostList + " (as perftest)");

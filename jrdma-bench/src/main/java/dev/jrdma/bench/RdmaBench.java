@@ -216,8 +216,8 @@ public final class RdmaBench implements AutoCloseable {
                     cpu.stop();
                     printColumns(Report.RESULT_LINE);
                     w.closeConnection(my[0]);
-                } else if (server) {
-                    out.println(" (passive side: the client measures; its report follows)");
+                } else if (!o.bandwidthSender()) {
+                    out.println(" (passive side: the " + (o.reversed ? "server" : "client") + " measures; its report follows)");
                     cpu.start();
                     waitForPeer(w, () -> w.handshake(my[0]));
                     cpu.stop();
@@ -257,7 +257,7 @@ public final class RdmaBench implements AutoCloseable {
                 printColumns(test.latency ? Report.latHeader() : Report.bwHeader(o.reportGbits));
                 long cpuNs = 0, wallNs = 0;
                 for (int size : r.sizes()) {
-                    boolean receiver = test.latency || server;
+                    boolean receiver = test.latency || !o.bandwidthSender();
                     if (receiver) r.postInitialRecvs(size, test.latency || o.durationSec == 0 ? o.effectiveIters() : Long.MAX_VALUE);
                     w.handshake(my[0]);
                     cpu.start();
@@ -269,7 +269,7 @@ public final class RdmaBench implements AutoCloseable {
                     } else {
                         Bandwidth loop = new Bandwidth(r, progress);
                         SystemCpu before = SystemCpu.sample();
-                        BwResult result = server ? loop.sendServer(size) : loop.client(size, o.effectiveIters(), o.durationSec);
+                        BwResult result = !o.bandwidthSender() ? loop.sendServer(size) : loop.client(size, o.effectiveIters(), o.durationSec);
                         cpuUtilPct = SystemCpu.sample().utilSince(before);
                         checkLimits(result);
                         progress.clear();

@@ -39,7 +39,8 @@ final class WarmUp {
         boolean active = switch (r.test) {
             case WRITE_LAT, SEND_LAT -> true;
             case WRITE_BW, READ_BW, ATOMIC_BW -> false; // their client (with -b both sides) warms up on the connection (withPeer)
-            default -> !server; // the read/atomic latency servers and the bandwidth servers do not run the loop
+            case SEND_BW -> o.bandwidthSender(); // its receiver counts receives
+            default -> !server; // the read/atomic latency servers do not run the loop
         };
         if (n <= 0 || !active) return;
         int size = r.sizes().getFirst();

@@ -291,4 +291,20 @@ class SoftPerftestFlagsTest {
                 "-W", "counters/no_such_counter", "-p", "" + Loopback.freePort(), "--timeout", "2", "127.0.0.1"), new java.io.PrintStream(new java.io.ByteArrayOutputStream())));
         assertTrue(e.getMessage().startsWith("-W: ") && e.getMessage().contains("no_such_counter") && e.getMessage().contains("tx_packets"), e.getMessage());
     }
+
+    @Test
+    @Timeout(120)
+    void reversedTraffic() throws Exception {
+        // the server writes and measures; the client is passive and prints the server's report
+        var w = pair("write_bw", "--reversed", "-n", "200", "-s", "4096");
+        assertEquals(200, w.server().bandwidth().getFirst().iters(), w.serverOut());
+        assertTrue(w.client().bandwidth().isEmpty(), w.clientOut());
+        assertEquals(200, w.client().remote().iters(), w.clientOut());
+        // send_bw: the server sends, the client counts the receives
+        var s = pair("send_bw", "--reversed", "-n", "200", "-s", "1024");
+        assertEquals(200, s.client().bandwidth().getFirst().iters(), s.clientOut());
+        assertEquals(200, s.server().bandwidth().getFirst().iters(), s.serverOut());
+        var ud = pair("send_bw", "--reversed", "-c", "UD", "-n", "100", "-s", "512");
+        assertEquals(100, ud.client().bandwidth().getFirst().iters(), ud.clientOut());
+    }
 }
