@@ -116,6 +116,57 @@ final class Bandwidth {
         };
     }
 
+    /**
+     * run_iter_bi (send_bw -b): sends -n messages per QP, -t outstanding, every one signalled, while receiving the
+     * peer's -n per QP and reposting receives, on one thread; the result is this side's sends.
+     */
+    BwResult sendBoth(int size, long iters) {
+        BenchResources r = resources;
+        PerfOptions o = r.options;
+        long total = iters * o.numQp;
+        int tx = r.qps[0].cap().maxSendWr() > 0 ? Math.min(o.effectiveTxDepth(), r.qps[0].cap().maxSendWr()) : o.effectiveTxDepth();
+        PreparedSend[] wr = new PreparedSend[o.numQp];
+        RecvWorkRequest[] rwr = new RecvWorkRequest[o.numQp];
+        for (int q = 0; q < o.numQp; q++) {
+            wr[q] = r.qps[q].prepareSend(request(q, size).signaled(true));
+            rwr[q] = r.recvRequest(q, size);
+        }
+        int[] outstanding = new int[o.numQp];
+        long[] sentPerQp = new long[o.numQp], recvPostedPerQp = new long[o.numQp];
+        java.util.Arrays.fill(recvPostedPerQp, r.postedRecvs);
+        long completed = 0, received = 0;
+        long start = System.nanoTime(), lastDone = start;
+        Stall stall = new Stall(r, r.test.id() + " -b completions");
+        while (completed < total || received < total) {
+            for (int q = 0; q < o.numQp; q++) {
+                while (outstanding[q] < tx && sentPerQp[q] < iters) {
+                    wr[q].post(q);
+                    outstanding[q]++;
+                    sentPerQp[q]++;
+                }
+            }
+            int n = r.sendCq.poll(r.done, r.done.capacity());
+            for (int k = 0; k < n; k++) {
+                r.check(k);
+                outstanding[(int) r.done.wrId(k)]--;
+            }
+            completed += n;
+            if (n > 0) lastDone = System.nanoTime();
+            int m = r.recvCq.poll(r.done, r.done.capacity());
+            for (int k = 0; k < m; k++) {
+                r.check(k);
+                int q = (int) r.done.wrId(k);
+                if (recvPostedPerQp[q] < iters) {
+                    r.qps[q].postRecv(rwr[q]);
+                    recvPostedPerQp[q]++;
+                }
+            }
+            received += m;
+            if (n + m == 0) stall.idle(); else stall.progress();
+        }
+        return BwResult.of(size, completed, lastDone - start, 0);
+    }
+
     /** run_iter_bw_server: receive -n messages per QP (or until the client stops, with -D), reposting receives. */
     BwResult sendServer(int size) {
         BenchResources r = resources;

@@ -171,7 +171,7 @@ public final class PerfOptions {
      * machine roles; the exchange keeps its TCP roles)}
      */
     public boolean bandwidthSender() {
-        return isServer() == reversed;
+        return bidirectional || isServer() == reversed;
     }
 
     /** {@return whether this side is the server: no host was given} */
@@ -458,9 +458,10 @@ public final class PerfOptions {
         if (test != null && test.latency && (postList > 1 || limitBw >= 0 || limitMsgRate >= 0))
             throw new IllegalArgumentException((postList > 1 ? "-l" : limitBw >= 0 ? "-w" : "-y") + " is for bandwidth tests (as perftest)");
         if (bidirectional && test != null && test.latency) throw new IllegalArgumentException("-b: bidirectional is only available in bandwidth tests (as perftest)");
-        if (bidirectional && test != null && (test.isSocket() || test == PerfTest.SEND_BW))
-            throw new IllegalArgumentException("-b (perftest's --bidirectional) is not supported by jrdma perf on " + test.id()
-                    + " yet: it runs write_bw, read_bw and atomic_bw both ways (issue 22)");
+        if (bidirectional && test != null && test.isSocket())
+            throw new IllegalArgumentException("-b (perftest's --bidirectional) is for the RDMA bandwidth tests, not " + test.id());
+        if (bidirectional && test == PerfTest.SEND_BW && durationSec > 0)
+            throw new IllegalArgumentException("-b with -D on send_bw is not supported by jrdma perf yet (issue 22): use -n");
         if (reversed && test != null && (test.latency || test.isSocket()))
             throw new IllegalArgumentException("--reversed reverses a bandwidth test's traffic (as perftest): not " + test.id());
         if (reversed && bidirectional) throw new IllegalArgumentException("--reversed and -b: -b already sends both ways");

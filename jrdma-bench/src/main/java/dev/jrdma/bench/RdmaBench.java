@@ -256,8 +256,9 @@ public final class RdmaBench implements AutoCloseable {
                 if (o.output == null) RunHeader.printAddresses(out, r);
                 printColumns(test.latency ? Report.latHeader() : Report.bwHeader(o.reportGbits));
                 long cpuNs = 0, wallNs = 0;
+                BwResult remoteOfSend = null;
                 for (int size : r.sizes()) {
-                    boolean receiver = test.latency || !o.bandwidthSender();
+                    boolean receiver = test.latency || !o.bandwidthSender() || o.bidirectional;
                     if (receiver) r.postInitialRecvs(size, test.latency || o.durationSec == 0 ? o.effectiveIters() : Long.MAX_VALUE);
                     w.handshake(my[0]);
                     cpu.start();
@@ -269,12 +270,27 @@ public final class RdmaBench implements AutoCloseable {
                     } else {
                         Bandwidth loop = new Bandwidth(r, progress);
                         SystemCpu before = SystemCpu.sample();
-                        BwResult result = !o.bandwidthSender() ? loop.sendServer(size) : loop.client(size, o.effectiveIters(), o.durationSec);
-                        cpuUtilPct = SystemCpu.sample().utilSince(before);
-                        checkLimits(result);
-                        progress.clear();
-                        printLine(result);
-                        bw.add(result);
+                        if (o.bidirectional) {
+                            // perftest's send_bw -b: both sides send and receive at once, then exchange their reports
+                            // and each prints the sum
+                            BwResult mine = loop.sendBoth(size, o.effectiveIters());
+                            cpuUtilPct = SystemCpu.sample().utilSince(before);
+                            BwResult peer = w.bwReports(mine);
+                            BwResult both = new BwResult(mine.size(), mine.iters(), mine.bwPeakMBs() + peer.bwPeakMBs(),
+                                    mine.bwAvgMBs() + peer.bwAvgMBs(), mine.msgRateMpps() + peer.msgRateMpps());
+                            checkLimits(both);
+                            progress.clear();
+                            printLine(both);
+                            bw.add(mine);
+                            remoteOfSend = peer;
+                        } else {
+                            BwResult result = !o.bandwidthSender() ? loop.sendServer(size) : loop.client(size, o.effectiveIters(), o.durationSec);
+                            cpuUtilPct = SystemCpu.sample().utilSince(before);
+                            checkLimits(result);
+                            progress.clear();
+                            printLine(result);
+                            bw.add(result);
+                        }
                     }
                     cpu.stop();
                     cpuNs += cpu.cpuNs();
@@ -284,7 +300,7 @@ public final class RdmaBench implements AutoCloseable {
                 printColumns(Report.RESULT_LINE);
                 w.closeConnection(my[0]);
                 if (belowLimit != null) throw new BenchException(belowLimit);
-                return new RunResult(test, r.deviceName, lat, bw, null, cpuNs, wallNs);
+                return new RunResult(test, r.deviceName, lat, bw, remoteOfSend, cpuNs, wallNs);
             }
             default -> throw new IllegalStateException(test.toString());
         }

@@ -229,7 +229,7 @@ class SoftPerftestFlagsTest {
     @Test
     @Timeout(120)
     void bidirectional() throws Exception {
-        for (String test : List.of("write_bw", "read_bw")) {
+        for (String test : List.of("write_bw", "read_bw", "send_bw")) {
             var o = pair(test, "-b", "-n", "200", "-s", "4096");
             BwResult client = o.client().bandwidth().getFirst(), server = o.server().bandwidth().getFirst();
             assertEquals(200, client.iters(), o.clientOut());
