@@ -108,10 +108,10 @@ final class Bandwidth {
         BenchResources r = resources;
         SendWorkRequest w = new SendWorkRequest().wrId(q);
         return switch (r.test.verb) {
-            case WRITE -> r.dataRequest(w.opcode(WrOpcode.RDMA_WRITE).buffer(r.mr, r.localOffset(q), size).remote(r.rem[q].vaddr(), r.rem[q].rkey()), q, size);
-            case READ -> w.opcode(WrOpcode.RDMA_READ).buffer(r.mr, r.localOffset(q), size).remote(r.rem[q].vaddr(), r.rem[q].rkey());
+            case WRITE -> r.dataRequest(w.opcode(WrOpcode.RDMA_WRITE).buffer(r.mr(q), r.localOffset(q), size).remote(r.rem[q].vaddr(), r.rem[q].rkey()), q, size);
+            case READ -> w.opcode(WrOpcode.RDMA_READ).buffer(r.mr(q), r.localOffset(q), size).remote(r.rem[q].vaddr(), r.rem[q].rkey());
             case ATOMIC -> r.atomicRequest(w, q);
-            case SEND -> r.dataRequest(w.opcode(WrOpcode.SEND).buffer(r.mr, r.localOffset(q), size), q, size);
+            case SEND -> r.dataRequest(w.opcode(WrOpcode.SEND).buffer(r.mr(q), r.localOffset(q), size), q, size);
             default -> throw new IllegalStateException();
         };
     }

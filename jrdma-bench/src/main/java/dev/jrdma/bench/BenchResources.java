@@ -66,7 +66,9 @@ final class BenchResources implements AutoCloseable {
     ProtectionDomain pd;
     private Arena arena;
     MemorySegment buf;
+    /** The buffer's memory region; with --mr_per_qp one per QP (each QP's requests and key use its own). */
     MemoryRegion mr;
+    private MemoryRegion[] mrPerQp;
     CompletionQueue sendCq, recvCq;
     QueuePair[] qps;
     private long areaSize;
@@ -135,9 +137,16 @@ final class BenchResources implements AutoCloseable {
         // a UD message is at most the MTU (4096 at most), and its receive starts 40 bytes early for the GRH
         areaSize = ud ? Math.max(Math.min(maxSize, mtu.bytes) + CACHE_LINE, CYCLE_BUFFER) : Math.max(maxSize, CYCLE_BUFFER);
         arena = Arena.ofShared();
-        buf = arena.allocate(2L * o.numQp * areaSize, CYCLE_BUFFER);
+        buf = o.mmapFile != null ? mapFile(2L * o.numQp * areaSize) : arena.allocate(2L * o.numQp * areaSize, CYCLE_BUFFER);
         pd = ctx.allocPd();
-        mr = pd.registerMemory(buf, EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC));
+        EnumSet<Access> access = EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC);
+        mr = pd.registerMemory(buf, access);
+        if (o.mrPerQp) {
+            // --mr_per_qp: a region (and key) of its own for each QP; QP i's two areas are not adjacent (i*B and
+            // (numQp+i)*B), so each region covers the whole buffer and QP i uses only its own
+            mrPerQp = new MemoryRegion[o.numQp];
+            for (int i = 0; i < o.numQp; i++) mrPerQp[i] = pd.registerMemory(buf, access);
+        }
         int tx = Math.min(o.effectiveTxDepth(), Math.max(1, da.maxQpWr()));
         int sendWr = test.verb == PerfTest.Verb.SEND && test.latency ? Math.min(CQ_MOD, Math.max(1, da.maxQpWr())) : tx;
         rxDepth = o.rxDepth > 0 ? o.rxDepth : ud && !test.latency ? (int) Math.min(o.effectiveIters(), UD_MAX_RX) : RX_DEPTH;
@@ -156,8 +165,21 @@ final class BenchResources implements AutoCloseable {
         for (int i = 0; i < o.numQp; i++) {
             qps[i] = createQp(attr);
             initQp(qps[i]);
-            my[i] = new Dest(port.lid(), outReads, qps[i].qpNum(), rnd.nextInt() & 0xffffff, mr.rkey(),
-                    mr.address() + (o.numQp + i) * areaSize, gid, 0);
+            my[i] = new Dest(port.lid(), outReads, qps[i].qpNum(), rnd.nextInt() & 0xffffff, mr(i).rkey(),
+                    mr(i).address() + (o.numQp + i) * areaSize, gid, 0);
+        }
+    }
+
+    /** --mmap FILE (--mmap-offset N): the buffer is that file's bytes from N on, mapped shared, as perftest's. */
+    private MemorySegment mapFile(long bytes) {
+        java.nio.file.Path file = java.nio.file.Path.of(options.mmapFile);
+        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.READ,
+                java.nio.file.StandardOpenOption.WRITE)) {
+            if (ch.size() < options.mmapOffset + bytes)
+                throw new BenchException("--mmap " + file + ": " + ch.size() + " bytes, the run needs " + bytes + " from offset " + options.mmapOffset);
+            return ch.map(java.nio.channels.FileChannel.MapMode.READ_WRITE, options.mmapOffset, bytes, arena);
+        } catch (java.io.IOException e) {
+            throw new BenchException("--mmap " + file + ": " + e.getMessage(), e);
         }
     }
 
@@ -268,16 +290,21 @@ final class BenchResources implements AutoCloseable {
         return w;
     }
 
+    /** {@return the memory region QP {@code q} uses: its own with --mr_per_qp, else the one of the buffer} */
+    MemoryRegion mr(int q) {
+        return mrPerQp != null ? mrPerQp[q] : mr;
+    }
+
     /** QP {@code q}'s atomic (-A: fetch-and-add of 1, or compare-and-swap of 0 with 1, as perftest) into its local area. */
     SendWorkRequest atomicRequest(SendWorkRequest w, int q) {
         boolean swap = options.atomicType == PerfOptions.AtomicType.CMP_AND_SWAP;
-        return w.opcode(swap ? WrOpcode.ATOMIC_CMP_AND_SWP : WrOpcode.ATOMIC_FETCH_AND_ADD).buffer(mr, localOffset(q), 8)
+        return w.opcode(swap ? WrOpcode.ATOMIC_CMP_AND_SWP : WrOpcode.ATOMIC_FETCH_AND_ADD).buffer(mr(q), localOffset(q), 8)
                 .atomic(rem[q].vaddr(), rem[q].rkey(), swap ? 0 : 1, swap ? 1 : 0);
     }
 
     /** A receive of QP {@code q}: in the area the peer targets; on UD 40 bytes earlier and longer, for the GRH. */
     RecvWorkRequest recvRequest(int q, int size) {
-        return new RecvWorkRequest().wrId(q).buffer(mr, remoteAreaOffset(q) + (ud ? CACHE_LINE - UD_GRH : 0), size + (ud ? UD_GRH : 0));
+        return new RecvWorkRequest().wrId(q).buffer(mr(q), remoteAreaOffset(q) + (ud ? CACHE_LINE - UD_GRH : 0), size + (ud ? UD_GRH : 0));
     }
 
     /** Posts the receives a send test starts with: {@code need} (the iterations), at most the receive queue's depth. */

@@ -110,6 +110,12 @@ public final class PerfOptions {
     public boolean reportBoth;
     /** --dont_xchg_versions: skip the exchange of versions, page and cache line sizes and MTUs (both sides must). */
     public boolean dontXchgVersions;
+    /** --mr_per_qp: a memory region for each QP. */
+    public boolean mrPerQp;
+    /** --mmap: the file whose mapping is the buffer, or null for memory of the JVM's own. */
+    public String mmapFile;
+    /** --mmap-offset: where in the --mmap file the buffer starts. */
+    public long mmapOffset;
     /** --reversed: the bandwidth test's traffic goes from the server (no host) to the client. */
     public boolean reversed;
     /** --recv_post_list: a send_bw receiver reposts its receives in lists of this many (1: each at once). */
@@ -365,6 +371,9 @@ public final class PerfOptions {
             case "ipv6" -> ipv6 = true;
             case "report-counters" -> reportCounters = value;
             case "reversed" -> reversed = true;
+            case "mr_per_qp" -> mrPerQp = true;
+            case "mmap" -> mmapFile = value;
+            case "mmap-offset" -> mmapOffset = sizeIn(flag, value, 0, Long.MAX_VALUE / 2);
             case "recv_post_list" -> recvPostList = intIn(flag, value, 1, 16384);
             case "report-histogrm" -> histogram = true;
             case "report-unsorted" -> unsorted = true;
@@ -465,6 +474,7 @@ public final class PerfOptions {
         if (reversed && test != null && (test.latency || test.isSocket()))
             throw new IllegalArgumentException("--reversed reverses a bandwidth test's traffic (as perftest): not " + test.id());
         if (reversed && bidirectional) throw new IllegalArgumentException("--reversed and -b: -b already sends both ways");
+        if (mmapOffset > 0 && mmapFile == null) throw new IllegalArgumentException("--mmap-offset needs --mmap FILE");
         if (recvPostList > 1 && test != null && test.latency) throw new IllegalArgumentException("--recv_post_list is for bandwidth tests (as perftest)");
         if (recvPostList > 1 && durationSec == 0 && effectiveIters() % recvPostList != 0)
             throw new IllegalArgumentException("-n " + effectiveIters() + " must be a multiple of --recv_post_list " + recvPostList + " (as perftest)");

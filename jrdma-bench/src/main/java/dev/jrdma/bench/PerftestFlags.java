@@ -172,7 +172,7 @@ final class PerftestFlags {
         refuse("SRQs are not used by jrdma perf's send tests yet", "use-srq");
         String notYet = "not implemented by jrdma perf yet (issue 22)";
         refuse(notYet, "run_infinitely", "margin", "out_json", "out_json_file",
-                "comm_rdma_cm", "retry_count", "mmap", "mmap-offset", "mr_per_qp");
+                "comm_rdma_cm", "retry_count");
     }
 
     /** {@return the option of a short letter, or null} */

@@ -44,7 +44,7 @@ final class PingPongLatency {
         long[] tposted = timestamps(iters);
         QueuePair qp = r.qps[0];
         long post = r.localOffset(0) + size - 1, poll = r.remoteAreaOffset(0) + size - 1;
-        PreparedSend wr = qp.prepareSend(r.dataRequest(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).buffer(r.mr, r.localOffset(0), size)
+        PreparedSend wr = qp.prepareSend(r.dataRequest(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).buffer(r.mr(0), r.localOffset(0), size)
                 .remote(r.rem[0].vaddr(), r.rem[0].rkey()).signaled(true).wrId(1), 0, size));
         long scnt = 0, rcnt = 0, ccnt = 0;
         Stall stall = new Stall(r, "the peer's RDMA write (" + test.id() + ", " + size + " bytes)");
@@ -84,7 +84,7 @@ final class PingPongLatency {
         PerfTest test = r.test;
         long[] tposted = timestamps(iters);
         QueuePair qp = r.qps[0];
-        PreparedSend wr = qp.prepareSend(r.dataRequest(new SendWorkRequest().opcode(WrOpcode.SEND).buffer(r.mr, r.localOffset(0), size).signaled(true).wrId(1), 0, size));
+        PreparedSend wr = qp.prepareSend(r.dataRequest(new SendWorkRequest().opcode(WrOpcode.SEND).buffer(r.mr(0), r.localOffset(0), size).signaled(true).wrId(1), 0, size));
         RecvWorkRequest rwr = r.recvRequest(0, size);
         int maxOutstanding = Math.max(1, qp.cap().maxSendWr());
         long scnt = 0, rcnt = 0, ccnt = 0, posted = r.postedRecvs;

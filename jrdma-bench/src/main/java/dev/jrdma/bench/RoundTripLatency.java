@@ -24,7 +24,7 @@ final class RoundTripLatency {
         BenchResources r = resources;
         PerfTest test = r.test;
         SendWorkRequest request = new SendWorkRequest().signaled(true).wrId(1);
-        if (test.verb == PerfTest.Verb.READ) request.opcode(WrOpcode.RDMA_READ).buffer(r.mr, r.localOffset(0), size).remote(r.rem[0].vaddr(), r.rem[0].rkey());
+        if (test.verb == PerfTest.Verb.READ) request.opcode(WrOpcode.RDMA_READ).buffer(r.mr(0), r.localOffset(0), size).remote(r.rem[0].vaddr(), r.rem[0].rkey());
         else r.atomicRequest(request, 0);
         PreparedSend wr = r.qps[0].prepareSend(request);
         Stall stall = new Stall(r, test.id() + " completion");

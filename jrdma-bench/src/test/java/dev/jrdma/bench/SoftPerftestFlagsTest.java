@@ -307,4 +307,40 @@ class SoftPerftestFlagsTest {
         var ud = pair("send_bw", "--reversed", "-c", "UD", "-n", "100", "-s", "512");
         assertEquals(100, ud.client().bandwidth().getFirst().iters(), ud.clientOut());
     }
+
+    @Test
+    @Timeout(90)
+    void memoryRegionPerQp() throws Exception {
+        var o = pair("write_bw", "-q", "2", "-n", "100", "-s", "1024", "--mr_per_qp");
+        assertEquals(200, o.client().bandwidth().getFirst().iters(), o.clientOut());
+        var m = java.util.regex.Pattern.compile(" local address: .* RKey (0x[0-9a-f]+) ").matcher(o.clientOut());
+        java.util.Set<String> keys = new java.util.HashSet<>();
+        while (m.find()) keys.add(m.group(1));
+        assertEquals(2, keys.size(), "each QP advertises its own region's key:\n" + o.clientOut());
+    }
+
+    @Test
+    @Timeout(90)
+    void bufferInAMappedFile(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        // the client's file holds 0x5a where its QP's local area is; after write_bw the server's file has it in the
+        // area the client writes (QP 0's remote area: one 4 KiB area further, from the 4096-byte offset given)
+        java.nio.file.Path cf = dir.resolve("client"), sf = dir.resolve("server");
+        byte[] pattern = new byte[4096 + 8192];
+        java.util.Arrays.fill(pattern, (byte) 0x5a);
+        java.nio.file.Files.write(cf, pattern);
+        java.nio.file.Files.write(sf, new byte[4096 + 8192]);
+        int port = Loopback.freePort();
+        PerfOptions s = PerfOptions.parse("write_bw", "-d", SoftRdmaBenchTest.SERVER_DEV, "-p", "" + port, "-n", "50", "-s", "4096",
+                "--mmap", sf.toString(), "--mmap-offset", "4096", "--accept-timeout", "20");
+        PerfOptions c = PerfOptions.parse("write_bw", "-d", SoftRdmaBenchTest.CLIENT_DEV, "-p", "" + port, "-n", "50", "-s", "4096",
+                "--mmap", cf.toString(), "--mmap-offset=4096", "127.0.0.1");
+        var o = Loopback.run(out -> RdmaBench.run(s, out), out -> RdmaBench.run(c, out), 60);
+        assertEquals(50, o.client().bandwidth().getFirst().iters(), o.clientOut());
+        byte[] server = java.nio.file.Files.readAllBytes(sf);
+        for (int i = 0; i < 4096; i++) assertEquals(0, server[i], "before the offset: untouched");
+        for (int i = 8192; i < 12288; i++) assertEquals((byte) 0x5a, server[i], "the written area, at " + i);
+        var e = assertThrows(BenchException.class, () -> RdmaBench.run(PerfOptions.parse("write_bw", "-d", SoftRdmaBenchTest.CLIENT_DEV, "-s", "4096",
+                "--mmap", sf.toString(), "--mmap-offset", "8192", "127.0.0.1"), new java.io.PrintStream(new java.io.ByteArrayOutputStream())));
+        assertTrue(e.getMessage().startsWith("--mmap "), e.getMessage());
+    }
 }
