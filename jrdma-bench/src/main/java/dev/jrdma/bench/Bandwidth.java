@@ -52,6 +52,9 @@ final class Bandwidth {
         long posted = 0, completed = 0;
         long start = System.nanoTime(), end = timed ? start + durationSec * 1_000_000_000L : Long.MAX_VALUE;
         long lastDone = start;
+        // -D: perftest counts only between its margins (-f, default a quarter of -D): from start+margin to end-margin
+        long marginNs = timed ? o.effectiveMargin() * 1_000_000_000L : 0;
+        long sampleFrom = start + marginNs, sampleTo = end - marginNs, sampled = 0;
         boolean stop = false;
         Stall stall = new Stall(r, test.id() + " completions");
         while (true) {
@@ -92,11 +95,13 @@ final class Bandwidth {
                     if (record) tcompleted[(int) completed] = now;
                     completed++;
                 }
+                if (marginNs > 0 && now >= sampleFrom && now < sampleTo) sampled += retired;
             }
             lastDone = now;
             stall.progress();
             if ((completed & 0xfff) < n && progress.enabled()) progress.update(String.format(" %s %d bytes: %d%s", test.id(), size, completed, timed ? " ops" : "/" + total));
         }
+        if (marginNs > 0) return BwResult.of(size, sampled, sampleTo - sampleFrom, 0);
         long elapsed = lastDone - start;
         double best = record ? BwResult.bestNsPerMsg(tposted, tcompleted, (int) completed, mod) : 0;
         BwResult result = BwResult.of(size, completed, elapsed, best);

@@ -110,6 +110,14 @@ public final class PerfOptions {
     public boolean reportBoth;
     /** --dont_xchg_versions: skip the exchange of versions, page and cache line sizes and MTUs (both sides must). */
     public boolean dontXchgVersions;
+    /** -f: seconds at each end of a -D run that are not measured, or -1 for perftest's default (a quarter of -D). */
+    public int margin = -1;
+
+    /** {@return the margin of a -D run in seconds: -f, else a quarter of -D (rounded down), as perftest} */
+    public int effectiveMargin() {
+        return margin >= 0 ? margin : durationSec / 4;
+    }
+
     /** --mr_per_qp: a memory region for each QP. */
     public boolean mrPerQp;
     /** --mmap: the file whose mapping is the buffer, or null for memory of the JVM's own. */
@@ -371,6 +379,7 @@ public final class PerfOptions {
             case "ipv6" -> ipv6 = true;
             case "report-counters" -> reportCounters = value;
             case "reversed" -> reversed = true;
+            case "margin" -> margin = intIn(flag, value, 0, 86400);
             case "mr_per_qp" -> mrPerQp = true;
             case "mmap" -> mmapFile = value;
             case "mmap-offset" -> mmapOffset = sizeIn(flag, value, 0, Long.MAX_VALUE / 2);
@@ -474,6 +483,8 @@ public final class PerfOptions {
         if (reversed && test != null && (test.latency || test.isSocket()))
             throw new IllegalArgumentException("--reversed reverses a bandwidth test's traffic (as perftest): not " + test.id());
         if (reversed && bidirectional) throw new IllegalArgumentException("--reversed and -b: -b already sends both ways");
+        if (durationSec > 0 && durationSec <= 2 * effectiveMargin())
+            throw new IllegalArgumentException("-D " + durationSec + " must be longer than twice the margin -f " + effectiveMargin() + " (as perftest: DURATION > 2*MARGIN)");
         if (mmapOffset > 0 && mmapFile == null) throw new IllegalArgumentException("--mmap-offset needs --mmap FILE");
         if (recvPostList > 1 && test != null && test.latency) throw new IllegalArgumentException("--recv_post_list is for bandwidth tests (as perftest)");
         if (recvPostList > 1 && durationSec == 0 && effectiveIters() % recvPostList != 0)

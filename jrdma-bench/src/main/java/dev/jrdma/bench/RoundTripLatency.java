@@ -34,6 +34,9 @@ final class RoundTripLatency {
             int n = 0;
             long count = 0;
             long prev = System.nanoTime();
+            // perftest's margins (-f, default a quarter of -D): only the operations between them count
+            long marginNs = r.options.effectiveMargin() * 1_000_000_000L;
+            long sampleFrom = prev + marginNs, sampleTo = end - marginNs;
             while (prev < end) {
                 PingPongLatency.gap(r.options.latencyGapUs);
                 wr.post();
@@ -41,13 +44,14 @@ final class RoundTripLatency {
                 r.check(0);
                 stall.progress();
                 long now = System.nanoTime();
-                if (n == d.length && d.length < 50_000_000) d = Arrays.copyOf(d, d.length * 2);
-                if (n < d.length) d[n++] = now - prev;
+                boolean sample = prev >= sampleFrom && now < sampleTo;
+                if (sample && n == d.length && d.length < 50_000_000) d = Arrays.copyOf(d, d.length * 2);
+                if (sample && n < d.length) d[n++] = now - prev;
                 prev = now;
-                count++;
+                if (sample) count++;
                 if ((count & 0x3ff) == 0 && progress.enabled()) progress.update(String.format(" %s %d bytes: %d iterations", test.id(), size, count));
             }
-            r.lastDurationNs = prev - (end - durationSec * 1_000_000_000L);
+            r.lastDurationNs = marginNs > 0 ? sampleTo - sampleFrom : prev - (end - durationSec * 1_000_000_000L);
             return LatencyResult.fromDeltas(size, count, d, n, test.rttFactor());
         }
         long[] tposted = PingPongLatency.timestamps(iters);

@@ -343,4 +343,22 @@ class SoftPerftestFlagsTest {
                 "--mmap", sf.toString(), "--mmap-offset", "8192", "127.0.0.1"), new java.io.PrintStream(new java.io.ByteArrayOutputStream())));
         assertTrue(e.getMessage().startsWith("--mmap "), e.getMessage());
     }
+
+    @Test
+    @Timeout(90)
+    void marginsOfATimedRun() throws Exception {
+        // -D 3 -f 1: the latency run measures the middle second: its iterations times its average is about 1 s
+        var o = pair("read_lat", "-D", "3", "-f", "1");
+        var m = java.util.regex.Pattern.compile("\\n 2 +(\\d+) +([0-9.]+) +([0-9.]+)").matcher(o.clientOut());
+        assertTrue(m.find(), o.clientOut());
+        double measuredUs = Long.parseLong(m.group(1)) * Double.parseDouble(m.group(2));
+        assertEquals(1e6, measuredUs, 0.1e6, "the window between the margins:\n" + o.clientOut());
+        // write_bw -D 3 -f 1: the rate of the middle second; the operations counted are fewer than all that completed
+        var bw = pair("write_bw", "-D", "3", "-f", "1", "-s", "4096");
+        BwResult r = bw.client().bandwidth().getFirst();
+        assertTrue(r.iters() > 0, bw.clientOut());
+        assertEquals(r.iters() / 1.0 / 1e6, r.msgRateMpps(), r.msgRateMpps() * 0.02, "iterations over the 1 s window:\n" + bw.clientOut());
+        assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse("write_bw", "-D", "2", "-f", "1"), "DURATION > 2*MARGIN");
+        assertEquals(1, PerfOptions.parse("write_bw", "-D", "4").effectiveMargin(), "perftest's default: a quarter of -D");
+    }
 }
