@@ -29,14 +29,15 @@ CM_HOST=${CM_HOST:-10.99.0.1}
 TESTS=("$@")
 # perftest's modes: by default (CI) four cases in which every mode is part of a latency and of a bandwidth case
 # (8 pairs: ~3 min under TCG); MODES=full runs each mode on its own (11 cases, 22 pairs), MODES=none none.
-# MODES=flags: perftest's traffic-changing flags (issue 22), each in one case, both directions (25 cases, 50 pairs):
+# MODES=flags: perftest's traffic-changing flags (issue 22), each in one case, both directions (27 cases, 54 pairs):
 # -m on both sides, -Q/-r, -o, -A CMP_AND_SWAP, -l, -N, -S/--tclass, -H/-U, -q, -D, --report_gbits, -b, --report-both, --dont_xchg_versions, --recv_post_list, --reversed.
 FLAG_CASES=("write_bw -m 1024 -s 4096" "send_bw -m 512 -s 2048" "send_bw -Q 5 -r 32 -s 1024" "read_bw -o 1 -s 4096"
             "atomic_lat -A CMP_AND_SWAP" "atomic_bw -A CMP_AND_SWAP" "write_bw -l 4 -s 1024" "write_bw -N -s 1024"
             "send_lat -S 0 --tclass 32" "read_lat -H -U" "write_bw -q 2 -s 1024" "write_bw -D 2 -s 4096"
             "read_lat -D 2" "send_bw --report_gbits -s 4096" "write_lat -s 1024 -m 1024" "write_bw -b -s 4096" "read_bw -b -s 4096"
             "atomic_bw -b --report-both" "send_lat --dont_xchg_versions" "send_bw --recv_post_list 4 -r 16 -s 1024"
-            "write_bw --reversed -s 4096" "send_bw --reversed -s 1024" "send_bw -b -s 1024" "write_bw -q 2 --mr_per_qp -s 1024" "write_bw -D 3 -f 1 -s 4096")
+            "write_bw --reversed -s 4096" "send_bw --reversed -s 1024" "send_bw -b -s 1024" "write_bw -q 2 --mr_per_qp -s 1024" "write_bw -D 3 -f 1 -s 4096"
+            "send_lat -z" "write_bw -z -s 4096")
 case "${MODES:-ci}" in
   flags) MODE_CASES=("${FLAG_CASES[@]}") ;;
   full) MODE_CASES=("send_lat -c UD" "send_bw -c UD" "send_lat -e" "send_bw -e" "write_lat -I 64" "send_bw -I 256 -s 256"
@@ -109,9 +110,9 @@ run_pair() {  # $1 case (test and flags), $2 direction: perftest-server | jrdma-
   slog="$LOG_DIR/$tag.$dir.server.log"; clog="$LOG_DIR/$tag.$dir.client.log"
   rm -f "$clog.note"
   local flags=(-d "$DEV" -x "$GIDX" -n "$n" -p "$port" "${extra[@]}")
-  # -R: the exchange is an rdma_cm connection to rxe0's address; nothing listens on TCP
+  # -R and -z: the exchange is an rdma_cm connection to rxe0's address; nothing listens on TCP
   local host=127.0.0.1 wait=wait_listen
-  case " ${extra[*]} " in *" -R "*) host=$CM_HOST; wait=wait_cm_listen ;; esac
+  case " ${extra[*]} " in *" -R "*|*" -z "*) host=$CM_HOST; wait=wait_cm_listen ;; esac
   if [ "$dir" = perftest-server ]; then
     # (a jrdma client retries while nothing listens: a short wait is enough). The limits are generous: on a loaded
     # build machine a JVM under TCG has taken over 2 minutes to start.

@@ -68,6 +68,8 @@ public final class PerfOptions {
     public boolean events;
     /** -I: send and write messages up to this size go inline (-1: not given, 0 = none, perftest's default on an unknown device). */
     public int inlineSize = -1;
+    /** -z: the exchange runs over an rdma_cm connection; the QPs connect as without it (perftest's -z). */
+    public boolean rdmaCmExchange;
     /** -R: the QPs are connected through rdma_cm, and the exchange runs over an rdma_cm connection (perftest's -R). */
     public boolean rdmaCm;
 
@@ -372,6 +374,7 @@ public final class PerfOptions {
             case "busy-poll" -> busyPoll = true;
             case "events" -> events = true;
             case "rdma_cm" -> rdmaCm = true;
+            case "comm_rdma_cm" -> rdmaCmExchange = true;
             case "noPeak" -> noPeak = true;
             case "bidirectional" -> bidirectional = true;
             case "report-both" -> reportBoth = true;
@@ -512,9 +515,9 @@ public final class PerfOptions {
         if (test != null && output != null && (output == Output.LATENCY) != test.latency)
             throw new IllegalArgumentException("--output " + output.name().toLowerCase(Locale.ROOT) + " does not fit " + test.id()
                     + (test.latency ? ": a latency test reports latency" : ": a bandwidth test reports bandwidth or message_rate"));
-        if (test != null && test.isSocket() && (events || rdmaCm || inlineSize >= 0 || connection != Connection.RC))
+        if (test != null && test.isSocket() && (events || rdmaCm || rdmaCmExchange || inlineSize >= 0 || connection != Connection.RC))
             throw new IllegalArgumentException("-c, -e, -I and -R are for the RDMA tests, not " + test.id());
-        if (compare && (events || rdmaCm || inlineSize >= 0 || connection != Connection.RC))
+        if (compare && (events || rdmaCm || rdmaCmExchange || inlineSize >= 0 || connection != Connection.RC))
             throw new IllegalArgumentException("compare runs its series with perftest's defaults: -c, -e, -I and -R do not apply");
         if (connection == Connection.UD && test != null && test.verb != PerfTest.Verb.SEND)
             throw new IllegalArgumentException("UD QPs send messages only: -c UD works with send_lat and send_bw (as perftest)");

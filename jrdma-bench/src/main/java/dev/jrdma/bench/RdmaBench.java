@@ -56,7 +56,7 @@ public final class RdmaBench implements AutoCloseable {
         if (o.durationSec > 0 && (o.test == PerfTest.SEND_LAT || o.test == PerfTest.WRITE_LAT))
             throw new BenchException("-D is supported by the bandwidth tests, read_lat and atomic_lat; use -n for " + o.test.id());
         try (RdmaBench b = new RdmaBench(o, out)) {
-            if (o.rdmaCm) return b.runOverRdmaCm();
+            if (o.rdmaCm || o.rdmaCmExchange) return b.runOverRdmaCm();
             b.resources.open(o.device);
             b.openCounters();
             if (o.isServer()) {
@@ -76,7 +76,7 @@ public final class RdmaBench implements AutoCloseable {
      * has no rdma_cm: -R on it is refused with a message (its TCP exchange interoperates with perftest).
      */
     private RunResult runOverRdmaCm() {
-        CmLink.checkAvailable(o.device);
+        CmLink.checkAvailable(o.device, o.rdmaCm ? "-R" : "-z");
         CmLink link = o.isServer() ? CmLink.accept(o.tcpPort, o.acceptTimeoutSec, () -> {
             out.println("\n************************************\n* Waiting for client to connect... *\n************************************");
             out.println(" (rdma_cm: listening on port " + o.tcpPort + ")");

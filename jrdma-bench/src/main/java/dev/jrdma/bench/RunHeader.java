@@ -28,7 +28,7 @@ final class RunHeader {
         if (test.verb == PerfTest.Verb.READ || test.verb == PerfTest.Verb.ATOMIC) out.printf(" Outstand reads  : %d%n", r.outReads);
         else out.printf(" Max inline data : %d[B]%n", r.inline);
         out.printf(" rdma_cm QPs\t : %s%n", o.rdmaCm ? "ON" : "OFF");
-        out.printf(" Data ex. method : %s%n", o.rdmaCm ? "rdma_cm" : "Ethernet");
+        out.printf(" Data ex. method : %s%n", o.rdmaCm || o.rdmaCmExchange ? "rdma_cm" : "Ethernet");
         if (o.durationSec > 0) out.printf(" Duration        : %d[s]%n", o.durationSec);
         else out.printf(" Iterations      : %d%n", o.effectiveIters());
         out.println(Report.RESULT_LINE);
