@@ -99,12 +99,12 @@ public final class RdmaBench implements AutoCloseable {
         BenchResources r = resources;
         int rr = test.verb == PerfTest.Verb.READ || test.verb == PerfTest.Verb.ATOMIC ? r.outReads : 0;
         boolean server = !w.isClient();
-        if (server) r.cm = CmQps.listen(o.tcpPort, r.qps, r.ud, rr, o.timeoutSec);
+        if (server) r.cm = CmQps.listen(o.tcpPort, r.qps, r.ud, rr, o.timeoutSec, o.retryCount);
         w.handshake(r.my[0]);
         if (server) {
             r.cm.accept(r.deviceName, r.mr, r.localOffset(0), r.ud && test.latency, r.recvCq, r.wcs);
         } else {
-            r.cm = CmQps.connect(o.host, o.tcpPort, r.qps, r.ud, rr, o.timeoutSec, r.deviceName);
+            r.cm = CmQps.connect(o.host, o.tcpPort, r.qps, r.ud, rr, o.timeoutSec, r.deviceName, o.retryCount);
             if (r.ud && test.latency) r.cm.announceUdQpNumbers(r.mr, r.localOffset(0), r.sendCq, r.wcs);
         }
         if (r.ud) {
