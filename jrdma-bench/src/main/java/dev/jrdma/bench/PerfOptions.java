@@ -68,6 +68,10 @@ public final class PerfOptions {
     public boolean events;
     /** -I: send and write messages up to this size go inline (-1: not given, 0 = none, perftest's default on an unknown device). */
     public int inlineSize = -1;
+    /** --out_json: the report also goes to a file, in perftest's JSON-like form. */
+    public boolean outJson;
+    /** --out_json_file: that file (default perftest_out.json in the working directory). */
+    public String outJsonFile;
     /** --retry_count: the retry count of -R's rdma_cm connections (default 7, perftest's DEF_RETRY_COUNT). */
     public int retryCount = 7;
     /** -z: the exchange runs over an rdma_cm connection; the QPs connect as without it (perftest's -z). */
@@ -377,6 +381,8 @@ public final class PerfOptions {
             case "events" -> events = true;
             case "rdma_cm" -> rdmaCm = true;
             case "comm_rdma_cm" -> rdmaCmExchange = true;
+            case "out_json" -> outJson = true;
+            case "out_json_file" -> outJsonFile = value;
             case "retry_count" -> retryCount = intIn(flag, value, 0, 7);
             case "noPeak" -> noPeak = true;
             case "bidirectional" -> bidirectional = true;

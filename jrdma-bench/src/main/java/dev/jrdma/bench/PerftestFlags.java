@@ -171,7 +171,7 @@ final class PerftestFlags {
         refuse("-T sets the TOS of rdma_cm's connections; jrdma's rdma_cm QPs do not set it (use --tclass for the GRH's traffic class)", "tos");
         refuse("SRQs are not used by jrdma perf's send tests yet", "use-srq");
         String notYet = "not implemented by jrdma perf yet (issue 22)";
-        refuse(notYet, "run_infinitely", "out_json", "out_json_file");
+        refuse(notYet, "run_infinitely");
     }
 
     /** {@return the option of a short letter, or null} */

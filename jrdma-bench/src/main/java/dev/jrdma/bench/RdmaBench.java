@@ -331,10 +331,12 @@ public final class RdmaBench implements AutoCloseable {
             out.println(o.output == PerfOptions.Output.LATENCY ? String.format(Locale.ROOT, "%f", latency)
                     : String.format(Locale.ROOT, " %-7d       %d            %-7.2f        %-7.2f", r.size(), r.iters(), latency, tps) + cpuColumn());
             if (counters != null) counters.print(out);
+            if (o.outJson) JsonReport.latency(resources, r, latency, tps, cpuUtilPct);
             return;
         }
         out.println(o.output == PerfOptions.Output.LATENCY ? String.format(Locale.ROOT, "%f", r.tAvg()) : Report.latLine(r) + cpuColumn());
         if (counters != null) counters.print(out);
+        if (o.outJson) JsonReport.latency(resources, r, 0, 0, cpuUtilPct);
     }
 
     /** A bandwidth line, or with --output the average bandwidth or the message rate alone (perftest's "%lf"). */
@@ -343,6 +345,7 @@ public final class RdmaBench implements AutoCloseable {
         else if (o.output == PerfOptions.Output.MESSAGE_RATE) out.println(String.format(Locale.ROOT, "%f", r.msgRateMpps()));
         else out.println(Report.bwLine(r, o.reportGbits) + cpuColumn());
         if (counters != null) counters.print(out);
+        if (o.outJson) JsonReport.bandwidth(resources, r, cpuUtilPct);
     }
 
     /** --cpu_util: the value column perftest appends (REPORT_EXT_CPU_UTIL), or nothing. */

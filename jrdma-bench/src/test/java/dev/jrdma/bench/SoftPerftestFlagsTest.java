@@ -361,4 +361,22 @@ class SoftPerftestFlagsTest {
         assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse("write_bw", "-D", "2", "-f", "1"), "DURATION > 2*MARGIN");
         assertEquals(1, PerfOptions.parse("write_bw", "-D", "4").effectiveMargin(), "perftest's default: a quarter of -D");
     }
+
+    @Test
+    @Timeout(90)
+    void jsonReport(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        java.nio.file.Path json = dir.resolve("out.json");
+        var o = pair("write_bw", "-n", "200", "-s", "4096", "--out_json", "--out_json_file=" + json);
+        BwResult r = o.client().bandwidth().getFirst();
+        String text = java.nio.file.Files.readString(json); // the server wrote it too (the client's report), the client last
+        assertTrue(text.startsWith("{\ntest_info: {\ntest: RDMA_Write_BW_Test,\n"), text);
+        assertTrue(text.contains("Number_of_qps: 1,\nTransport_type: IB,\nConnection_type: RC,\n"), text);
+        assertTrue(text.contains("CQ_Moderation: 100,\nMtu: 4096,\nLink_type: Ethernet,\n"), text);
+        assertTrue(text.contains(String.format(Locale.ROOT, "results: {\nMsgSize: 4096,\nn_iterations: 200,\nBW_peak: %.2f,\nBW_average: %.2f,\nMsgRate: %.6f,\n},\n}\n",
+                r.bwPeakMBs(), r.bwAvgMBs(), r.msgRateMpps())), text);
+        java.nio.file.Path lat = dir.resolve("lat.json");
+        var l = pair("send_lat", "-n", "100", "--out_json", "--out_json_file", lat.toString());
+        String lt = java.nio.file.Files.readString(lat);
+        assertTrue(lt.contains("test: Send_Latency_Test,\n") && lt.contains("n_iterations: 100,\nt_min: "), lt);
+    }
 }
