@@ -152,8 +152,11 @@ final class BenchResources implements AutoCloseable {
         rxDepth = o.rxDepth > 0 ? o.rxDepth : ud && !test.latency ? (int) Math.min(o.effectiveIters(), UD_MAX_RX) : RX_DEPTH;
         int recvWr = test.verb == PerfTest.Verb.SEND ? Math.min(rxDepth, Math.max(1, da.maxQpWr())) : 1;
         if (o.events) channel = ctx.createCompletionChannel();
-        sendCq = ctx.createCq(Math.max(16, sendWr * o.numQp + 16), channel);
-        recvCq = ctx.createCq(Math.max(16, recvWr * o.numQp + 16), channel);
+        // -X: the completion vector the CQs signal their events on (perftest's eq_num)
+        if (o.compVector >= Math.max(1, ctx.numCompVectors()))
+            throw new BenchException("-X " + o.compVector + ": " + deviceName + " has " + ctx.numCompVectors() + " completion vector(s), 0.." + (ctx.numCompVectors() - 1));
+        sendCq = ctx.createCq(Math.max(16, sendWr * o.numQp + 16), channel, o.compVector);
+        recvCq = ctx.createCq(Math.max(16, recvWr * o.numQp + 16), channel, o.compVector);
         qps = new QueuePair[o.numQp];
         my = new Dest[o.numQp];
         ahs = new AddressHandle[o.numQp];

@@ -68,6 +68,8 @@ public final class PerfOptions {
     public boolean events;
     /** -I: send and write messages up to this size go inline (-1: not given, 0 = none, perftest's default on an unknown device). */
     public int inlineSize = -1;
+    /** -X: the completion vector of the CQs (perftest's eq_num), 0 by default. */
+    public int compVector;
     /** --out_json: the report also goes to a file, in perftest's JSON-like form. */
     public boolean outJson;
     /** --out_json_file: that file (default perftest_out.json in the working directory). */
@@ -382,6 +384,7 @@ public final class PerfOptions {
             case "rdma_cm" -> rdmaCm = true;
             case "comm_rdma_cm" -> rdmaCmExchange = true;
             case "out_json" -> outJson = true;
+            case "vector" -> compVector = intIn(flag, value, 0, 2048);
             case "out_json_file" -> outJsonFile = value;
             case "retry_count" -> retryCount = intIn(flag, value, 0, 7);
             case "noPeak" -> noPeak = true;

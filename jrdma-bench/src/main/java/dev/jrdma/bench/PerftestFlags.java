@@ -167,7 +167,6 @@ final class PerftestFlags {
         refuse("the JVM reads no CPU cycle counter (perftest reads the TSC); jrdma reports microseconds from System.nanoTime",
                 "report-cycles");
         refuse("the JVM's memory (Arena) cannot be placed on huge pages on request", "use_hugepages");
-        refuse("jrdma's CQs take no completion vector (the soft device has one)", "vector");
         refuse("-T sets the TOS of rdma_cm's connections; jrdma's rdma_cm QPs do not set it (use --tclass for the GRH's traffic class)", "tos");
         refuse("SRQs are not used by jrdma perf's send tests yet", "use-srq");
         String notYet = "not implemented by jrdma perf yet (issue 22)";

@@ -379,4 +379,14 @@ class SoftPerftestFlagsTest {
         String lt = java.nio.file.Files.readString(lat);
         assertTrue(lt.contains("test: Send_Latency_Test,\n") && lt.contains("n_iterations: 100,\nt_min: "), lt);
     }
+
+    @Test
+    @Timeout(90)
+    void completionVector() throws Exception {
+        var o = pair("send_lat", "-e", "-X", "0", "-n", "100");
+        assertEquals(100, o.client().latency().getFirst().iters(), o.clientOut());
+        var e = assertThrows(BenchException.class, () -> RdmaBench.run(PerfOptions.parse("send_lat", "-d", SoftRdmaBenchTest.CLIENT_DEV,
+                "-X", "5", "127.0.0.1"), new java.io.PrintStream(new java.io.ByteArrayOutputStream())));
+        assertTrue(e.getMessage().startsWith("-X 5: ") && e.getMessage().contains("completion vector"), e.getMessage());
+    }
 }
