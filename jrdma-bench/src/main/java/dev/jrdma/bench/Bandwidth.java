@@ -162,7 +162,7 @@ final class Bandwidth {
                 r.check(k);
                 int q = (int) r.done.wrId(k);
                 if (recvPostedPerQp[q] < iters) {
-                    r.qps[q].postRecv(rwr[q]);
+                    r.postRecv(q, rwr[q]);
                     recvPostedPerQp[q]++;
                 }
             }
@@ -205,7 +205,7 @@ final class Bandwidth {
                 // --recv_post_list: the used receives go back in lists of that many (perftest's recv_post_list)
                 if (++consumed[q] >= o.recvPostList || postedPerQp[q] + consumed[q] >= perQp) {
                     for (int j = 0; j < consumed[q] && postedPerQp[q] < perQp; j++) {
-                        r.qps[q].postRecv(rwr[q]);
+                        r.postRecv(q, rwr[q]);
                         postedPerQp[q]++;
                     }
                     consumed[q] = 0;

@@ -25,6 +25,8 @@ import dev.jrdma.verbs.QueuePair;
 import dev.jrdma.verbs.RecvWorkRequest;
 import dev.jrdma.verbs.SendFlag;
 import dev.jrdma.verbs.SendWorkRequest;
+import dev.jrdma.verbs.SharedReceiveQueue;
+import dev.jrdma.verbs.SrqAttr;
 import dev.jrdma.verbs.Verbs;
 import dev.jrdma.verbs.VerbsException;
 import dev.jrdma.verbs.WorkCompletion;
@@ -85,6 +87,8 @@ final class BenchResources implements AutoCloseable {
     long lastDurationNs;
     /** The post times of the last latency run (-H, -U print them), or null. */
     long[] lastPostTimes;
+    /** --use-srq: the send tests' shared receive queue, or null. */
+    SharedReceiveQueue srq;
     /** The receives each QP has posted for the current size. */
     int postedRecvs;
     /** -e: the completion channel both CQs report to; null when the loops spin. */
@@ -163,8 +167,19 @@ final class BenchResources implements AutoCloseable {
         remQpn = new int[o.numQp];
         remQkey = new int[o.numQp];
         SecureRandom rnd = new SecureRandom();
-        QpInitAttr attr = QpInitAttr.builder(sendCq).type(ud ? QpType.UD : QpType.RC).recvCq(recvCq)
-                .maxSendWr(sendWr).maxRecvWr(recvWr).maxInlineData(inline).build();
+        QpInitAttr.Builder qpAttr = QpInitAttr.builder(sendCq).type(ud ? QpType.UD : QpType.RC).recvCq(recvCq)
+                .maxSendWr(sendWr).maxRecvWr(recvWr).maxInlineData(inline);
+        if (o.useSrq && test.verb == PerfTest.Verb.SEND) {
+            // --use-srq: the QPs receive from one shared queue of -r receives (perftest: rx-depth is the SRQ's max_wr)
+            // (the soft device makes SRQs but reports max_srq 0, so the attributes only bound the depth when they give one)
+            try {
+                srq = pd.createSrq(new SrqAttr(da.maxSrqWr() > 0 ? Math.min(rxDepth, da.maxSrqWr()) : rxDepth, 1, 0));
+            } catch (VerbsException e) {
+                throw new BenchException("--use-srq: " + deviceName + " cannot make a shared receive queue: " + e.getMessage(), e);
+            }
+            qpAttr.srq(srq);
+        }
+        QpInitAttr attr = qpAttr.build();
         for (int i = 0; i < o.numQp; i++) {
             qps[i] = createQp(attr);
             initQp(qps[i]);
@@ -312,13 +327,20 @@ final class BenchResources implements AutoCloseable {
 
     /** Posts the receives a send test starts with: {@code need} (the iterations), at most the receive queue's depth. */
     void postInitialRecvs(int size, long need) {
-        int per = (int) Math.min(qps[0].cap().maxRecvWr() > 0 ? qps[0].cap().maxRecvWr() : rxDepth, need);
-        per = Math.min(per, rxDepth);
+        int per = (int) Math.min(srq == null && qps[0].cap().maxRecvWr() > 0 ? qps[0].cap().maxRecvWr() : rxDepth, need);
+        // with an SRQ the QPs share its -r receives; each QP's group of receives (its wr_id) gets an equal part
+        per = Math.min(per, srq != null ? Math.max(1, rxDepth / options.numQp) : rxDepth);
         for (int q = 0; q < options.numQp; q++) {
             RecvWorkRequest rwr = recvRequest(q, size);
-            for (int k = 0; k < per; k++) qps[q].postRecv(rwr);
+            for (int k = 0; k < per; k++) postRecv(q, rwr);
         }
         postedRecvs = per;
+    }
+
+    /** Posts a receive of QP {@code q}'s group: to the QP, or with --use-srq to the shared queue. */
+    void postRecv(int q, RecvWorkRequest rwr) {
+        if (srq != null) srq.postRecv(rwr);
+        else qps[q].postRecv(rwr);
     }
 
     /** Completion {@code k} of the last poll into {@link #done}: success, or the run stops with its status. */

@@ -39,7 +39,7 @@ final class JsonReport {
         if (o.events) sb.append("Test with events: Using_").append(r.deviceName).append("_comp0,\n");
         sb.append("Dual_port: OFF,\nDevice: \"").append(r.deviceName).append("\",\n");
         sb.append("Number_of_qps: ").append(o.numQp).append(",\nTransport_type: IB,\n");
-        sb.append("Connection_type: ").append(o.connection).append(",\nUsing_SRQ: OFF,\n");
+        sb.append("Connection_type: ").append(o.connection).append(",\nUsing_SRQ: ").append(r.srq != null ? "ON" : "OFF").append(",\n");
         sb.append(" PCIe_relax_order: Unsupported,\n");
         sb.append("ibv_wr_API: OFF,\n"); // jrdma posts with ibv_post_send, perftest's old post send
         if (o.bandwidthSender() || o.test.latency) sb.append("TX_depth : ").append(o.effectiveTxDepth()).append(",\n");

@@ -68,6 +68,8 @@ public final class PerfOptions {
     public boolean events;
     /** -I: send and write messages up to this size go inline (-1: not given, 0 = none, perftest's default on an unknown device). */
     public int inlineSize = -1;
+    /** --use-srq: the send tests' QPs receive from a shared receive queue of -r receives. */
+    public boolean useSrq;
     /** -X: the completion vector of the CQs (perftest's eq_num), 0 by default. */
     public int compVector;
     /** --out_json: the report also goes to a file, in perftest's JSON-like form. */
@@ -384,6 +386,7 @@ public final class PerfOptions {
             case "rdma_cm" -> rdmaCm = true;
             case "comm_rdma_cm" -> rdmaCmExchange = true;
             case "out_json" -> outJson = true;
+            case "use-srq" -> useSrq = true;
             case "vector" -> compVector = intIn(flag, value, 0, 2048);
             case "out_json_file" -> outJsonFile = value;
             case "retry_count" -> retryCount = intIn(flag, value, 0, 7);
@@ -500,6 +503,7 @@ public final class PerfOptions {
         if (reversed && bidirectional) throw new IllegalArgumentException("--reversed and -b: -b already sends both ways");
         if (durationSec > 0 && durationSec <= 2 * effectiveMargin())
             throw new IllegalArgumentException("-D " + durationSec + " must be longer than twice the margin -f " + effectiveMargin() + " (as perftest: DURATION > 2*MARGIN)");
+        if (useSrq && test != null && test.verb != PerfTest.Verb.SEND) throw new IllegalArgumentException("--use-srq is for the send tests (their receives)");
         if (mmapOffset > 0 && mmapFile == null) throw new IllegalArgumentException("--mmap-offset needs --mmap FILE");
         if (recvPostList > 1 && test != null && test.latency) throw new IllegalArgumentException("--recv_post_list is for bandwidth tests (as perftest)");
         if (recvPostList > 1 && durationSec == 0 && effectiveIters() % recvPostList != 0)

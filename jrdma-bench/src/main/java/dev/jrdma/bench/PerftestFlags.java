@@ -168,7 +168,6 @@ final class PerftestFlags {
                 "report-cycles");
         refuse("the JVM's memory (Arena) cannot be placed on huge pages on request", "use_hugepages");
         refuse("-T sets the TOS of rdma_cm's connections; jrdma's rdma_cm QPs do not set it (use --tclass for the GRH's traffic class)", "tos");
-        refuse("SRQs are not used by jrdma perf's send tests yet", "use-srq");
         String notYet = "not implemented by jrdma perf yet (issue 22)";
         refuse(notYet, "run_infinitely");
     }

@@ -105,7 +105,7 @@ final class PingPongLatency {
                 stall.progress();
                 rcnt++;
                 if (posted < iters) {
-                    qp.postRecv(rwr);
+                    r.postRecv(0, rwr);
                     posted++;
                 }
             }

@@ -19,7 +19,7 @@ final class RunHeader {
         out.printf(" Device         : %s%n", r.deviceName);
         if (o.events) out.printf(" Test with events. Using %s's completion channel%n", r.deviceName);
         out.printf(" Number of qps   : %d\t\tTransport type : IB%n", o.numQp);
-        out.printf(" Connection type : %s\t\tUsing SRQ      : OFF%n", o.connection);
+        out.printf(" Connection type : %s\t\tUsing SRQ      : %s%n", o.connection, r.srq != null ? "ON" : "OFF");
         out.printf(" TX depth        : %d%n", o.effectiveTxDepth());
         if (o.postList > 1) out.printf(" Post List       : %d%n", o.postList);
         out.printf(" Mtu             : %d[B]%n", r.mtu.bytes);

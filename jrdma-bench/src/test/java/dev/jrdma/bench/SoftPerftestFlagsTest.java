@@ -389,4 +389,15 @@ class SoftPerftestFlagsTest {
                 "-X", "5", "127.0.0.1"), new java.io.PrintStream(new java.io.ByteArrayOutputStream())));
         assertTrue(e.getMessage().startsWith("-X 5: ") && e.getMessage().contains("completion vector"), e.getMessage());
     }
+
+    @Test
+    @Timeout(90)
+    void sharedReceiveQueue() throws Exception {
+        var o = pair("send_bw", "--use-srq", "-q", "2", "-r", "64", "-n", "300", "-s", "1024");
+        assertTrue(o.serverOut().contains("Using SRQ      : ON"), o.serverOut());
+        assertEquals(600, o.server().bandwidth().getFirst().iters(), o.serverOut());
+        var l = pair("send_lat", "--use-srq", "-n", "100");
+        assertEquals(100, l.client().latency().getFirst().iters(), l.clientOut());
+        assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse("write_bw", "--use-srq"));
+    }
 }
