@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # perftest interop, inside the Soft-RoCE guest: for each test X, perftest's ib_X server with a
 # 'jrdma perf X' client, then a 'jrdma perf X' server with an ib_X client, on rxe0, GID index 1.
-# Then perftest's modes (-c UD, -e, -I, -R) in latency and bandwidth cases, both directions, -n MODE_ITERS (see MODES).
+# Then perftest's modes (-c UD, -e, -I, -R) in latency and bandwidth cases, both directions, -n MODE_ITERS (see MODES);
+# MODES=flags runs perftest's traffic-changing flags instead (-m, -Q, -r, -o, -A, -l, -N, -S, --tclass, -H, -U, -q, -D, ...).
 #
 #   ./jrdma --help >/dev/null                     # build on the host first (the guest's / is read-only)
 #   vm/run-in-guest --timeout 1200 -- jrdma-bench/src/test/guest/perftest-interop.sh ['TEST [FLAGS]'...]
 #
 # A case is a test with optional flags, e.g. 'send_lat -c UD' (quoted: one argument); without arguments every
 # plain test and every mode case runs.
-# Environment: ITERS (default 100), MODE_ITERS (20), MODES (ci | full | none), DEV (rxe0), GIDX (1), BASE_PORT (18600), LOG_DIR (jrdma-bench/target/interop),
+# Environment: ITERS (default 100), MODE_ITERS (20), MODES (ci | full | flags | none), DEV (rxe0), GIDX (1), BASE_PORT (18600), LOG_DIR (jrdma-bench/target/interop),
 # CM_HOST (10.99.0.1: the address an -R client connects to; rdma_cm needs rxe0's IP, not 127.0.0.1),
 # JRDMA (the command that runs the CLI; default: java on jrdma-cli's built class path, i.e. ./jrdma without its rebuild).
 # Exit status: 0 when every pair passed, 1 when one failed, 2 when this is not a machine with perftest and DEV.
@@ -27,8 +28,18 @@ MODE_ITERS=${MODE_ITERS:-20}
 CM_HOST=${CM_HOST:-10.99.0.1}
 TESTS=("$@")
 # perftest's modes: by default (CI) four cases in which every mode is part of a latency and of a bandwidth case
-# (8 pairs: ~3 min under TCG); MODES=full runs each mode on its own (11 cases, 22 pairs), MODES=none none
+# (8 pairs: ~3 min under TCG); MODES=full runs each mode on its own (11 cases, 22 pairs), MODES=none none.
+# MODES=flags: perftest's traffic-changing flags (issue 22), each in one case, both directions (28 cases, 56 pairs):
+# -m on both sides, -Q/-r, -o, -A CMP_AND_SWAP, -l, -N, -S/--tclass, -H/-U, -q, -D, --report_gbits, -b, --report-both, --dont_xchg_versions, --recv_post_list, --reversed.
+FLAG_CASES=("write_bw -m 1024 -s 4096" "send_bw -m 512 -s 2048" "send_bw -Q 5 -r 32 -s 1024" "read_bw -o 1 -s 4096"
+            "atomic_lat -A CMP_AND_SWAP" "atomic_bw -A CMP_AND_SWAP" "write_bw -l 4 -s 1024" "write_bw -N -s 1024"
+            "send_lat -S 0 --tclass 32" "read_lat -H -U" "write_bw -q 2 -s 1024" "write_bw -D 2 -s 4096"
+            "read_lat -D 2" "send_bw --report_gbits -s 4096" "write_lat -s 1024 -m 1024" "write_bw -b -s 4096" "read_bw -b -s 4096"
+            "atomic_bw -b --report-both" "send_lat --dont_xchg_versions" "send_bw --recv_post_list 4 -r 16 -s 1024"
+            "write_bw --reversed -s 4096" "send_bw --reversed -s 1024" "send_bw -b -s 1024" "write_bw -q 2 --mr_per_qp -s 1024" "write_bw -D 3 -f 1 -s 4096"
+            "send_lat -z" "write_bw -z -s 4096" "send_bw --use-srq -q 2 -s 1024")
 case "${MODES:-ci}" in
+  flags) MODE_CASES=("${FLAG_CASES[@]}") ;;
   full) MODE_CASES=("send_lat -c UD" "send_bw -c UD" "send_lat -e" "send_bw -e" "write_lat -I 64" "send_bw -I 256 -s 256"
                     "send_lat -R" "write_bw -R" "read_lat -R" "send_lat -c UD -R" "send_bw -c UD -R") ;;
   none) MODE_CASES=() ;;
@@ -99,9 +110,9 @@ run_pair() {  # $1 case (test and flags), $2 direction: perftest-server | jrdma-
   slog="$LOG_DIR/$tag.$dir.server.log"; clog="$LOG_DIR/$tag.$dir.client.log"
   rm -f "$clog.note"
   local flags=(-d "$DEV" -x "$GIDX" -n "$n" -p "$port" "${extra[@]}")
-  # -R: the exchange is an rdma_cm connection to rxe0's address; nothing listens on TCP
+  # -R and -z: the exchange is an rdma_cm connection to rxe0's address; nothing listens on TCP
   local host=127.0.0.1 wait=wait_listen
-  case " ${extra[*]} " in *" -R "*) host=$CM_HOST; wait=wait_cm_listen ;; esac
+  case " ${extra[*]} " in *" -R "*|*" -z "*) host=$CM_HOST; wait=wait_cm_listen ;; esac
   if [ "$dir" = perftest-server ]; then
     # (a jrdma client retries while nothing listens: a short wait is enough). The limits are generous: on a loaded
     # build machine a JVM under TCG has taken over 2 minutes to start.

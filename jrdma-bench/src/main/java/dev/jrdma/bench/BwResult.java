@@ -88,4 +88,9 @@ public record BwResult(long size, long iters, double bwPeakMBs, double bwAvgMBs,
     public double bwAvg(boolean gbits) {
         return gbits ? bwAvgMBs * MB / GBIT : bwAvgMBs;
     }
+
+    /** {@return these figures with no peak (0), as perftest reports with -N} */
+    public BwResult withoutPeak() {
+        return new BwResult(size, iters, 0, bwAvgMBs, msgRateMpps);
+    }
 }

@@ -64,14 +64,19 @@ final class CmLink implements PerftestWire.Link {
 
     /** Refuses -R where rdma_cm cannot work: no librdmacm, or a device (-d) that is not a kernel RDMA device. */
     static void checkAvailable(String device) {
+        checkAvailable(device, "-R");
+    }
+
+    /** As {@link #checkAvailable(String)}, naming {@code flag} (-R or -z) in the refusal. */
+    static void checkAvailable(String device, String flag) {
         if (device != null) {
             String provider = Verbs.device(device).provider();
             if (!provider.equals("native"))
-                throw new BenchException("-R connects through rdma_cm (librdmacm), which only kernel RDMA devices have: " + device
-                        + " is a " + provider + " device; drop -R (its TCP exchange works with perftest too)");
+                throw new BenchException(flag + " connects through rdma_cm (librdmacm), which only kernel RDMA devices have: " + device
+                        + " is a " + provider + " device; drop " + flag + " (its TCP exchange works with perftest too)");
         }
         CmEventChannel.unavailableReason().ifPresent(why -> {
-            throw new BenchException("-R needs librdmacm: " + why);
+            throw new BenchException(flag + " needs librdmacm: " + why);
         });
     }
 

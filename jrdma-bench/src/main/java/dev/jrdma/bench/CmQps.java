@@ -43,12 +43,15 @@ final class CmQps implements AutoCloseable {
     private final QueuePair[] qps;
     private final boolean ud, client;
     private final int responderResources, timeoutSec;
+    /** The connections' retry count (perftest's --retry_count, default 7). */
+    private final int retryCount;
     private final CmId[] ids;
     private CmId listener;
     private final UdPeer[] peers;
     private boolean closed;
 
-    private CmQps(QueuePair[] qps, boolean ud, boolean client, int responderResources, int timeoutSec) throws CmException {
+    private CmQps(QueuePair[] qps, boolean ud, boolean client, int responderResources, int timeoutSec, int retryCount) throws CmException {
+        this.retryCount = retryCount;
         this.events = CmEventChannel.create();
         this.qps = qps;
         this.ud = ud;
@@ -60,10 +63,10 @@ final class CmQps implements AutoCloseable {
     }
 
     /** Server, step 1: listens on the port (before the exchange tells the client to connect). */
-    static CmQps listen(int port, QueuePair[] qps, boolean ud, int responderResources, int timeoutSec) {
+    static CmQps listen(int port, QueuePair[] qps, boolean ud, int responderResources, int timeoutSec, int retryCount) {
         CmQps c = null;
         try {
-            c = new CmQps(qps, ud, false, responderResources, timeoutSec);
+            c = new CmQps(qps, ud, false, responderResources, timeoutSec, retryCount);
             c.listener = CmId.create(c.events, ud ? PortSpace.UDP : PortSpace.TCP);
             c.listener.bind(new InetSocketAddress(InetAddress.getByAddress(new byte[4]), port)); // 0.0.0.0, as perftest (AF_INET)
             c.listener.listen(qps.length);
@@ -75,10 +78,10 @@ final class CmQps implements AutoCloseable {
     }
 
     /** Client: connects every QP to the server's port, in order. */
-    static CmQps connect(String host, int port, QueuePair[] qps, boolean ud, int responderResources, int timeoutSec, String device) {
+    static CmQps connect(String host, int port, QueuePair[] qps, boolean ud, int responderResources, int timeoutSec, String device, int retryCount) {
         CmQps c = null;
         try {
-            c = new CmQps(qps, ud, true, responderResources, timeoutSec);
+            c = new CmQps(qps, ud, true, responderResources, timeoutSec, retryCount);
             InetSocketAddress server = new InetSocketAddress(InetAddress.getByName(host), port);
             for (int i = 0; i < qps.length; i++) c.connectOne(i, server, device);
             return c;
@@ -161,7 +164,7 @@ final class CmQps implements AutoCloseable {
                 qp.modify(id.initQpAttr(QpState.INIT));
                 if (ud) {
                     toRtsUd(qp);
-                    if (udLatency) qp.postRecv(new RecvWorkRequest().wrId(0).buffer(mr, recvOffset, RdmaBench.UD_GRH + 4));
+                    if (udLatency) qp.postRecv(new RecvWorkRequest().wrId(0).buffer(mr, recvOffset, BenchResources.UD_GRH + 4));
                 } else {
                     qp.modify(id.initQpAttr(QpState.RTR).minRnrTimer(MIN_RNR_TIMER));
                     qp.modify(id.initQpAttr(QpState.RTS));
@@ -171,7 +174,7 @@ final class CmQps implements AutoCloseable {
                     WorkCompletion wc = awaitCompletion(recvCq, wcs, "the client's QP number (UD)");
                     if (!wc.isSuccess() || !wc.hasImm()) throw new BenchException("rdma_cm UD: the client's first message is not its QP number: " + wc);
                     int qkey = id.initQpAttr(QpState.INIT).qkey();
-                    AddressHandle ah = qp.pd().createAddressHandleFromWc(wc, mr.segment().asSlice(recvOffset, RdmaBench.UD_GRH), id.portNum());
+                    AddressHandle ah = qp.pd().createAddressHandleFromWc(wc, mr.segment().asSlice(recvOffset, BenchResources.UD_GRH), id.portNum());
                     peers[i] = new UdPeer(ah, wc.immData, qkey);
                 }
             }
@@ -189,7 +192,7 @@ final class CmQps implements AutoCloseable {
 
     private ConnParam param(QueuePair qp) {
         return new ConnParam().qpNum(qp.qpNum()).responderResources(responderResources).initiatorDepth(responderResources)
-                .retryCount(7).rnrRetryCount(7);
+                .retryCount(retryCount).rnrRetryCount(7);
     }
 
     /** A UD QP needs only the states after INIT (rdma_cm gave INIT its port, P_Key index and Q_Key). */

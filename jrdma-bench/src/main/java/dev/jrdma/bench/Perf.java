@@ -36,6 +36,11 @@ public final class Perf {
             err.println("(jrdma perf --help lists the tests and flags)");
             return 2;
         }
+        if (o.version) {
+            // perftest's -V: "Version: " and the version its exchange announces
+            out.println("Version: " + PerftestWire.VERSION);
+            return 0;
+        }
         if (o.help) {
             out.print(PerfOptions.usage());
             return 0;

@@ -68,8 +68,114 @@ public final class PerfOptions {
     public boolean events;
     /** -I: send and write messages up to this size go inline (-1: not given, 0 = none, perftest's default on an unknown device). */
     public int inlineSize = -1;
+    /** --use-srq: the send tests' QPs receive from a shared receive queue of -r receives. */
+    public boolean useSrq;
+    /** -X: the completion vector of the CQs (perftest's eq_num), 0 by default. */
+    public int compVector;
+    /** --out_json: the report also goes to a file, in perftest's JSON-like form. */
+    public boolean outJson;
+    /** --out_json_file: that file (default perftest_out.json in the working directory). */
+    public String outJsonFile;
+    /** --retry_count: the retry count of -R's rdma_cm connections (default 7, perftest's DEF_RETRY_COUNT). */
+    public int retryCount = 7;
+    /** -z: the exchange runs over an rdma_cm connection; the QPs connect as without it (perftest's -z). */
+    public boolean rdmaCmExchange;
     /** -R: the QPs are connected through rdma_cm, and the exchange runs over an rdma_cm connection (perftest's -R). */
     public boolean rdmaCm;
+
+    /** -V/--version: print the version (the one the exchange announces) and run nothing. */
+    public boolean version;
+    /** -m: the path MTU in bytes (256..4096), or 0 for the port's active MTU; at most the port's (as perftest). */
+    public int mtu;
+    /** -S: the service level of the address vector (0..15). */
+    public int sl;
+    /** -L: the hop limit; perftest uses it on raw Ethernet QPs only (its RC and UD address vectors use 255), and so does jrdma. */
+    public int hopLimit = 64;
+    /** --tclass: the GRH's traffic class (0..255). */
+    public int trafficClass;
+    /** --flow_label: the GRH's flow label (20 bits). */
+    public int flowLabel;
+    /** -o: outstanding reads and atomics, or -1 for the device's maximum (at most 16). */
+    public int outReads = -1;
+    /** -r: the receives a send test keeps posted per QP, or -1 for perftest's 512. */
+    public int rxDepth = -1;
+    /** -Q: signal every N-th request of a bandwidth test, or -1 for perftest's 100 (at most -t). */
+    public int cqMod = -1;
+    /** -N: report no peak bandwidth (0). */
+    public boolean noPeak;
+    /** --pkey_index: the QPs' P_Key index. */
+    public int pkeyIndex;
+    /** --dlid: the destination LID to use instead of the peer's (0: the peer's). */
+    public int dlid;
+    /** --wait_destroy: seconds to wait before the resources are destroyed. */
+    public int waitDestroySec;
+    /** -A: the atomic operation of atomic_lat and atomic_bw. */
+    public AtomicType atomicType = AtomicType.FETCH_AND_ADD;
+    /** --output: print only that figure (perftest's verbosity output), or null for the report. */
+    public Output output;
+    /** --force-link: the link layer the port must have ("InfiniBand" or "Ethernet"), or null. */
+    public String forceLink;
+
+    /** -b: both sides send at once (write_bw, read_bw, atomic_bw); each prints the sum of both reports. */
+    public boolean bidirectional;
+    /** --report-both: with -b, each side's report after their sum. */
+    public boolean reportBoth;
+    /** --dont_xchg_versions: skip the exchange of versions, page and cache line sizes and MTUs (both sides must). */
+    public boolean dontXchgVersions;
+    /** -f: seconds at each end of a -D run that are not measured, or -1 for perftest's default (a quarter of -D). */
+    public int margin = -1;
+
+    /** {@return the margin of a -D run in seconds: -f, else a quarter of -D (rounded down), as perftest} */
+    public int effectiveMargin() {
+        return margin >= 0 ? margin : durationSec / 4;
+    }
+
+    /** --mr_per_qp: a memory region for each QP. */
+    public boolean mrPerQp;
+    /** --mmap: the file whose mapping is the buffer, or null for memory of the JVM's own. */
+    public String mmapFile;
+    /** --mmap-offset: where in the --mmap file the buffer starts. */
+    public long mmapOffset;
+    /** --reversed: the bandwidth test's traffic goes from the server (no host) to the client. */
+    public boolean reversed;
+    /** --recv_post_list: a send_bw receiver reposts its receives in lists of this many (1: each at once). */
+    public int recvPostList = 1;
+    /** -W: the port counters to report after each result (perftest's comma-separated sysfs names), or null. */
+    public String reportCounters;
+    /** --ipv6: without -x, the device's IPv6 GID instead of its IPv4 one. */
+    public boolean ipv6;
+    /** -H: print every latency sample, sorted (perftest's histogram), before the report line. */
+    public boolean histogram;
+    /** -U: print every latency sample in the order measured, before the report line. */
+    public boolean unsorted;
+    /** --cpu_util: with -D, the machine's CPU utilization during the run, as a column of the report. */
+    public boolean cpuUtil;
+    /** --latency_gap: microseconds to wait before each post of a latency test. */
+    public int latencyGapUs;
+    /** -l: bandwidth requests posted in lists of this many (1: one at a time); -Q defaults to it. */
+    public int postList = 1;
+    /** -w: the run fails when its average bandwidth (in the report's unit) is below this; -1 for no limit. */
+    public double limitBw = -1;
+    /** -y: the run fails when its message rate (Mpps) is below this; -1 for no limit. */
+    public double limitMsgRate = -1;
+
+    /** perftest's -A: the atomic operation. */
+    public enum AtomicType {
+        /** Fetch and add (perftest's default). */
+        FETCH_AND_ADD,
+        /** Compare and swap. */
+        CMP_AND_SWAP
+    }
+
+    /** perftest's --output: the one figure printed instead of the report. */
+    public enum Output {
+        /** The average bandwidth (bandwidth tests). */
+        BANDWIDTH,
+        /** The message rate in Mpps (bandwidth tests). */
+        MESSAGE_RATE,
+        /** The average latency in usec (latency tests). */
+        LATENCY
+    }
 
     /** The QP types perftest's -c names that jrdma perf runs. */
     public enum Connection {
@@ -84,6 +190,14 @@ public final class PerfOptions {
 
     /** Options of no test, with perftest's defaults; {@link #parse} is how a command line becomes options. */
     public PerfOptions() {
+    }
+
+    /**
+     * {@return whether this side sends in a bandwidth test: the client, or with --reversed the server (perftest swaps its
+     * machine roles; the exchange keeps its TCP roles)}
+     */
+    public boolean bandwidthSender() {
+        return bidirectional || isServer() == reversed;
     }
 
     /** {@return whether this side is the server: no host was given} */
@@ -169,6 +283,22 @@ public final class PerfOptions {
                   -I, --inline_size N     post send/write messages of up to N bytes inline (default 0; at most 912, 884 on UD)
                   -R, --rdma_cm           connect the QPs through rdma_cm, and exchange the parameters over an rdma_cm
                                           connection on port -p, as perftest's -R (native devices only)
+                  -m, --mtu BYTES         path MTU 256..4096 (default: the port's active MTU, also the largest)
+                  -S, --sl N              service level (default 0)
+                  -o, --outs N            outstanding reads/atomics (default: the device's maximum, at most 16)
+                  -r, --rx-depth N        receives kept posted by the send tests (default 512)
+                  -Q, --cq-mod N          bandwidth: signal one request in N (default 100)
+                  -N, --noPeak            bandwidth: no peak (printed as 0)
+                  -A, --atomic_type T     FETCH_AND_ADD (default) or CMP_AND_SWAP
+                  -L, --hop_limit N       accepted; as perftest, RC and UD send with hop limit 255
+                  -F, --CPU-freq          accepted (no CPU-frequency warning to silence)
+                  -V, --version           the version the exchange announces
+                      --output UNIT       bandwidth | message_rate | latency: that figure alone
+                      --tclass N          GRH traffic class      --flow_label N   GRH flow label
+                      --pkey_index N      P_Key index            --dlid LID       destination LID instead of the peer's
+                      --wait_destroy S    wait S seconds before destroying the resources
+                      --force-link IB|Ethernet  refuse to run when the port's link layer differs
+                      (every other perftest flag is refused with its reason; jrdma-bench/README.md has the table)
                       --busy-poll         tcp_lat: spin on a non-blocking socket (no blocking read, no wakeups)
                       --report_gbits      bandwidth in Gb/sec instead of MB/sec
                       --timeout SEC       connect timeout and longest wait without progress (default 10)
@@ -196,51 +326,44 @@ public final class PerfOptions {
     public static PerfOptions parse(String... args) {
         PerfOptions o = new PerfOptions();
         List<String> positional = new ArrayList<>();
-        for (int i = 0; i < args.length; i++) {
-            String a = args[i];
-            String flag = a, value = null;
-            if (a.startsWith("--") && a.contains("=")) {
-                flag = a.substring(0, a.indexOf('='));
-                value = a.substring(a.indexOf('=') + 1);
-            }
-            switch (flag) {
-                case "-h", "--help" -> o.help = true;
-                case "-a", "--all" -> o.all = true;
-                case "--report_gbits", "--report-gbits" -> o.reportGbits = true;
-                case "--quiet" -> o.quiet = true;
-                case "--busy-poll" -> o.busyPoll = true;
-                case "-e", "--events" -> o.events = true;
-                case "-R", "--rdma_cm", "--rdma-cm" -> o.rdmaCm = true;
-                case "-c", "--connection" -> o.connection = connection(value != null ? value : need(args, ++i, flag));
-                case "-I", "--inline_size", "--inline-size" -> o.inlineSize = intIn(flag, value != null ? value : need(args, ++i, flag), 0, MAX_INLINE);
-                case "-F", "--CPU-freq" -> { /* perftest's "ignore CPU frequency warnings": nothing to ignore here */ }
-                case "-d", "--ib-dev" -> o.device = value != null ? value : need(args, ++i, flag);
-                case "-i", "--ib-port" -> o.ibPort = intIn(flag, value != null ? value : need(args, ++i, flag), 1, 255);
-                case "-x", "--gid-index" -> o.gidIndex = intIn(flag, value != null ? value : need(args, ++i, flag), 0, 65535);
-                case "-s", "--size" -> o.size = (int) sizeIn(flag, value != null ? value : need(args, ++i, flag), 1, MAX_SIZE);
-                case "-n", "--iters" -> o.iters = sizeIn(flag, value != null ? value : need(args, ++i, flag), 1, 1L << 40);
-                case "-D", "--duration" -> o.durationSec = intIn(flag, value != null ? value : need(args, ++i, flag), 1, 86400);
-                case "-p", "--port" -> o.tcpPort = intIn(flag, value != null ? value : need(args, ++i, flag), 1, 65535);
-                case "-t", "--tx-depth" -> o.txDepth = intIn(flag, value != null ? value : need(args, ++i, flag), 1, 16384);
-                case "-q", "--qp" -> o.numQp = intIn(flag, value != null ? value : need(args, ++i, flag), 1, 64);
-                case "-u", "--qp-timeout" -> o.qpTimeout = intIn(flag, value != null ? value : need(args, ++i, flag), 1, 31);
-                case "--accept-timeout" -> o.acceptTimeoutSec = intIn(flag, value != null ? value : need(args, ++i, flag), 1, 86400);
-                case "--timeout" -> o.timeoutSec = intIn(flag, value != null ? value : need(args, ++i, flag), 1, 3600);
-                case "--html" -> o.html = value != null ? value : need(args, ++i, flag);
-                case "--sizes" -> {
-                    List<Integer> s = new ArrayList<>();
-                    for (String part : (value != null ? value : need(args, ++i, flag)).split(","))
-                        if (!part.isBlank()) s.add((int) sizeIn(flag, part.trim(), 1, MAX_SIZE));
-                    if (s.isEmpty()) throw new IllegalArgumentException("--sizes needs at least one size, e.g. --sizes 2,64,4096");
-                    o.sizes = s;
+        java.util.ArrayDeque<String> rest = new java.util.ArrayDeque<>(List.of(args));
+        while (!rest.isEmpty()) {
+            String a = rest.poll();
+            PerftestFlags.Option opt;
+            String written, value = null;
+            if (a.startsWith("--") && a.length() > 2) {
+                String name = a.substring(2);
+                int eq = name.indexOf('=');
+                if (eq >= 0) {
+                    value = name.substring(eq + 1);
+                    name = name.substring(0, eq);
                 }
-                default -> {
-                    if (a.startsWith("-") && a.length() > 1) throw new IllegalArgumentException("unknown flag '" + a + "' (jrdma perf --help lists them)");
-                    positional.add(a);
+                opt = PerftestFlags.byName(name);
+                written = "--" + name;
+                if (opt == null) throw new IllegalArgumentException("unknown flag '" + a + "' (jrdma perf --help lists them)");
+                if (!opt.hasArg() && value != null) throw new IllegalArgumentException(written + " takes no value");
+            } else if (a.startsWith("-") && a.length() > 1) {
+                // getopt: letters may be bundled (-aF), and a letter's value may follow it directly (-s64)
+                opt = PerftestFlags.byLetter(a.charAt(1));
+                written = a.substring(0, 2);
+                if (opt == null) throw new IllegalArgumentException("unknown flag '" + a + "' (jrdma perf --help lists them)");
+                if (a.length() > 2) {
+                    if (opt.hasArg()) value = a.substring(2);
+                    else rest.push("-" + a.substring(2));
                 }
+            } else {
+                positional.add(a);
+                continue;
             }
+            String refusal = PerftestFlags.refusal(opt);
+            if (refusal != null) throw new IllegalArgumentException(written + " (perftest's " + opt.display() + ") is not supported by jrdma perf: " + refusal);
+            if (opt.hasArg() && value == null) {
+                if (rest.isEmpty()) throw new IllegalArgumentException(written + " needs a value");
+                value = rest.poll();
+            }
+            o.apply(opt.name(), written, value);
         }
-        if (o.help) return o;
+        if (o.help || o.version) return o;
         if (positional.isEmpty()) throw new IllegalArgumentException("which test? e.g. 'jrdma perf send_lat' (server) and 'jrdma perf send_lat HOST' (client)");
         String t = positional.get(0);
         if (t.equalsIgnoreCase("compare")) o.compare = true; else o.test = PerfTest.parse(t);
@@ -248,6 +371,101 @@ public final class PerfOptions {
         if (positional.size() == 2) o.host = positional.get(1);
         o.validate();
         return o;
+    }
+
+    /** One option, by its canonical (perftest) long name; {@code flag} is how the command line wrote it. */
+    private void apply(String name, String flag, String value) {
+        switch (name) {
+            case "help" -> help = true;
+            case "version" -> version = true;
+            case "all" -> all = true;
+            case "report_gbits" -> reportGbits = true;
+            case "quiet" -> quiet = true;
+            case "busy-poll" -> busyPoll = true;
+            case "events" -> events = true;
+            case "rdma_cm" -> rdmaCm = true;
+            case "comm_rdma_cm" -> rdmaCmExchange = true;
+            case "out_json" -> outJson = true;
+            case "use-srq" -> useSrq = true;
+            case "vector" -> compVector = intIn(flag, value, 0, 2048);
+            case "out_json_file" -> outJsonFile = value;
+            case "retry_count" -> retryCount = intIn(flag, value, 0, 7);
+            case "noPeak" -> noPeak = true;
+            case "bidirectional" -> bidirectional = true;
+            case "report-both" -> reportBoth = true;
+            case "dont_xchg_versions" -> dontXchgVersions = true;
+            case "ipv6" -> ipv6 = true;
+            case "report-counters" -> reportCounters = value;
+            case "reversed" -> reversed = true;
+            case "margin" -> margin = intIn(flag, value, 0, 86400);
+            case "mr_per_qp" -> mrPerQp = true;
+            case "mmap" -> mmapFile = value;
+            case "mmap-offset" -> mmapOffset = sizeIn(flag, value, 0, Long.MAX_VALUE / 2);
+            case "recv_post_list" -> recvPostList = intIn(flag, value, 1, 16384);
+            case "report-histogrm" -> histogram = true;
+            case "report-unsorted" -> unsorted = true;
+            case "cpu_util" -> cpuUtil = true;
+            case "latency_gap" -> latencyGapUs = intIn(flag, value, 0, 10_000_000);
+            case "post_list" -> postList = intIn(flag, value, 1, 16384);
+            case "limit_bw" -> limitBw = positive(flag, value);
+            case "limit_msgrate" -> limitMsgRate = positive(flag, value);
+            case "CPU-freq" -> { /* perftest's "ignore CPU frequency warnings": nothing to ignore here */ }
+            case "perform_warm_up" -> { /* jrdma perf always warms up (see the README's warm-ups) */ }
+            case "use_old_post_send" -> { /* jrdma posts through one path, ibv_post_send's */ }
+            case "hop_limit" -> hopLimit = intIn(flag, value, 0, 255);
+            case "connection" -> connection = connection(value);
+            case "inline_size" -> inlineSize = intIn(flag, value, 0, MAX_INLINE);
+            case "ib-dev" -> device = value;
+            case "ib-port" -> ibPort = intIn(flag, value, 1, 255);
+            case "gid-index" -> gidIndex = intIn(flag, value, 0, 65535);
+            case "size" -> size = (int) sizeIn(flag, value, 1, MAX_SIZE);
+            case "iters" -> iters = sizeIn(flag, value, 1, 1L << 40);
+            case "duration" -> durationSec = intIn(flag, value, 1, 86400);
+            case "port" -> tcpPort = intIn(flag, value, 1, 65535);
+            case "tx-depth" -> txDepth = intIn(flag, value, 1, 16384);
+            case "qp" -> numQp = intIn(flag, value, 1, 64);
+            case "qp-timeout" -> qpTimeout = intIn(flag, value, 1, 31);
+            case "mtu" -> {
+                mtu = intIn(flag, value, 256, 4096);
+                if (Integer.bitCount(mtu) != 1) throw new IllegalArgumentException(flag + " " + value + ": choose the MTU from 256, 512, 1024, 2048, 4096");
+            }
+            case "sl" -> sl = intIn(flag, value, 0, 15);
+            case "tclass" -> trafficClass = intIn(flag, value, 0, 255);
+            case "flow_label" -> flowLabel = intIn(flag, value, 0, 0xfffff);
+            case "outs" -> outReads = intIn(flag, value, 1, 65535);
+            case "rx-depth" -> rxDepth = intIn(flag, value, 1, 16384);
+            case "cq-mod" -> cqMod = intIn(flag, value, 1, 1024);
+            case "pkey_index" -> pkeyIndex = intIn(flag, value, 0, 65535);
+            case "dlid" -> dlid = intIn(flag, value, 1, 0xffff);
+            case "wait_destroy" -> waitDestroySec = intIn(flag, value, 0, 3600);
+            case "atomic_type" -> atomicType = switch (value) {
+                case "FETCH_AND_ADD" -> AtomicType.FETCH_AND_ADD;
+                case "CMP_AND_SWAP" -> AtomicType.CMP_AND_SWAP;
+                default -> throw new IllegalArgumentException(flag + " wants CMP_AND_SWAP or FETCH_AND_ADD, not '" + value + "'");
+            };
+            case "output" -> output = switch (value) {
+                case "bandwidth" -> Output.BANDWIDTH;
+                case "message_rate" -> Output.MESSAGE_RATE;
+                case "latency" -> Output.LATENCY;
+                default -> throw new IllegalArgumentException(flag + " wants bandwidth, message_rate or latency, not '" + value + "'");
+            };
+            case "force-link" -> forceLink = switch (value.toUpperCase(Locale.ROOT)) {
+                case "IB" -> "InfiniBand";
+                case "ETHERNET" -> "Ethernet";
+                default -> throw new IllegalArgumentException(flag + " wants IB or Ethernet, not '" + value + "'");
+            };
+            case "accept-timeout" -> acceptTimeoutSec = intIn(flag, value, 1, 86400);
+            case "timeout" -> timeoutSec = intIn(flag, value, 1, 3600);
+            case "html" -> html = value;
+            case "sizes" -> {
+                List<Integer> s = new ArrayList<>();
+                for (String part : value.split(","))
+                    if (!part.isBlank()) s.add((int) sizeIn(flag, part.trim(), 1, MAX_SIZE));
+                if (s.isEmpty()) throw new IllegalArgumentException("--sizes needs at least one size, e.g. --sizes 2,64,4096");
+                sizes = s;
+            }
+            default -> throw new IllegalStateException("no handling for --" + name);
+        }
     }
 
     private static Connection connection(String v) {
@@ -269,9 +487,53 @@ public final class PerfOptions {
     }
 
     void validate() {
-        if (test != null && test.isSocket() && (events || rdmaCm || inlineSize >= 0 || connection != Connection.RC))
+        if (test != null && test.isSocket() && (histogram || unsorted || cpuUtil || latencyGapUs > 0 || postList > 1 || limitBw >= 0 || limitMsgRate >= 0))
+            throw new IllegalArgumentException("-H, -U, --cpu_util, --latency_gap, -l, -w and -y are for the RDMA tests, not " + test.id());
+        if (test != null && !test.latency && (histogram || unsorted || latencyGapUs > 0))
+            throw new IllegalArgumentException((latencyGapUs > 0 ? "--latency_gap" : histogram ? "-H" : "-U") + " is for latency tests (as perftest)");
+        if (test != null && test.latency && (postList > 1 || limitBw >= 0 || limitMsgRate >= 0))
+            throw new IllegalArgumentException((postList > 1 ? "-l" : limitBw >= 0 ? "-w" : "-y") + " is for bandwidth tests (as perftest)");
+        if (bidirectional && test != null && test.latency) throw new IllegalArgumentException("-b: bidirectional is only available in bandwidth tests (as perftest)");
+        if (bidirectional && test != null && test.isSocket())
+            throw new IllegalArgumentException("-b (perftest's --bidirectional) is for the RDMA bandwidth tests, not " + test.id());
+        if (bidirectional && test == PerfTest.SEND_BW && durationSec > 0)
+            throw new IllegalArgumentException("-b with -D on send_bw is not supported by jrdma perf yet (issue 22): use -n");
+        if (reversed && test != null && (test.latency || test.isSocket()))
+            throw new IllegalArgumentException("--reversed reverses a bandwidth test's traffic (as perftest): not " + test.id());
+        if (reversed && bidirectional) throw new IllegalArgumentException("--reversed and -b: -b already sends both ways");
+        if (durationSec > 0 && durationSec <= 2 * effectiveMargin())
+            throw new IllegalArgumentException("-D " + durationSec + " must be longer than twice the margin -f " + effectiveMargin() + " (as perftest: DURATION > 2*MARGIN)");
+        if (useSrq && test != null && test.verb != PerfTest.Verb.SEND) throw new IllegalArgumentException("--use-srq is for the send tests (their receives)");
+        if (mmapOffset > 0 && mmapFile == null) throw new IllegalArgumentException("--mmap-offset needs --mmap FILE");
+        if (recvPostList > 1 && test != null && test.latency) throw new IllegalArgumentException("--recv_post_list is for bandwidth tests (as perftest)");
+        if (recvPostList > 1 && durationSec == 0 && effectiveIters() % recvPostList != 0)
+            throw new IllegalArgumentException("-n " + effectiveIters() + " must be a multiple of --recv_post_list " + recvPostList + " (as perftest)");
+        if (recvPostList > (rxDepth > 0 ? rxDepth : 512))
+            throw new IllegalArgumentException("--recv_post_list " + recvPostList + " is more than the receives posted (-r " + (rxDepth > 0 ? rxDepth : 512) + ")");
+        if (cpuUtil && durationSec == 0) throw new IllegalArgumentException("--cpu_util is valid only with -D (as perftest)");
+        if ((histogram || unsorted) && durationSec > 0) throw new IllegalArgumentException("-H and -U report the samples of an -n run, not -D");
+        if (postList > 1 && durationSec == 0 && effectiveIters() % postList != 0)
+            throw new IllegalArgumentException("-n " + effectiveIters() + " must be a multiple of the post list size -l " + postList + " (as perftest)");
+        if (postList > 1 && cqMod > 0 && postList % cqMod != 0)
+            throw new IllegalArgumentException("-l " + postList + " must be a multiple of -Q " + cqMod + " (as perftest)");
+        if (postList > effectiveTxDepth()) throw new IllegalArgumentException("-l " + postList + " is larger than the send queue (-t " + effectiveTxDepth() + ")");
+        if (test != null && test.isSocket() && (mtu > 0 || sl > 0 || trafficClass > 0 || flowLabel > 0 || outReads > 0 || rxDepth > 0
+                || cqMod > 0 || noPeak || pkeyIndex > 0 || dlid > 0 || atomicType != AtomicType.FETCH_AND_ADD || forceLink != null || output != null))
+            throw new IllegalArgumentException("-m, -S, --tclass, --flow_label, -o, -r, -Q, -N, --pkey_index, --dlid, -A, --force-link and --output are for the RDMA tests, not " + test.id());
+        if (test != null && outReads > 0 && test.verb != PerfTest.Verb.READ && test.verb != PerfTest.Verb.ATOMIC)
+            throw new IllegalArgumentException("-o (outstanding reads) applies to the read and atomic tests only (as perftest)");
+        if (test != null && rxDepth > 1 && test.verb != PerfTest.Verb.SEND)
+            throw new IllegalArgumentException("-r: on RDMA verbs the receive depth can only be 1 (as perftest); it is for the send tests");
+        if (test != null && atomicType != AtomicType.FETCH_AND_ADD && test.verb != PerfTest.Verb.ATOMIC)
+            throw new IllegalArgumentException("-A changes the atomic operation: it applies to atomic_lat and atomic_bw only (as perftest)");
+        if (test != null && (noPeak || cqMod > 0) && test.latency)
+            throw new IllegalArgumentException((noPeak ? "-N" : "-Q") + " is for bandwidth tests (as perftest)");
+        if (test != null && output != null && (output == Output.LATENCY) != test.latency)
+            throw new IllegalArgumentException("--output " + output.name().toLowerCase(Locale.ROOT) + " does not fit " + test.id()
+                    + (test.latency ? ": a latency test reports latency" : ": a bandwidth test reports bandwidth or message_rate"));
+        if (test != null && test.isSocket() && (events || rdmaCm || rdmaCmExchange || inlineSize >= 0 || connection != Connection.RC))
             throw new IllegalArgumentException("-c, -e, -I and -R are for the RDMA tests, not " + test.id());
-        if (compare && (events || rdmaCm || inlineSize >= 0 || connection != Connection.RC))
+        if (compare && (events || rdmaCm || rdmaCmExchange || inlineSize >= 0 || connection != Connection.RC))
             throw new IllegalArgumentException("compare runs its series with perftest's defaults: -c, -e, -I and -R do not apply");
         if (connection == Connection.UD && test != null && test.verb != PerfTest.Verb.SEND)
             throw new IllegalArgumentException("UD QPs send messages only: -c UD works with send_lat and send_bw (as perftest)");
@@ -289,6 +551,16 @@ public final class PerfOptions {
         if (test != null && test.isUdp() && size > MAX_UDP_SIZE)
             throw new IllegalArgumentException("-s " + size + " does not fit in one UDP datagram (at most " + MAX_UDP_SIZE + " bytes)");
         if (test != null && test.isUdp() && numQp > 1) throw new IllegalArgumentException("-q is for the RDMA bandwidth tests; the UDP tests use one socket");
+    }
+
+    private static double positive(String flag, String v) {
+        try {
+            double d = Double.parseDouble(v);
+            if (d >= 0 && Double.isFinite(d)) return d;
+        } catch (NumberFormatException e) {
+            // the message below
+        }
+        throw new IllegalArgumentException(flag + " wants a number of 0 or more, not '" + v + "'");
     }
 
     private static String need(String[] args, int i, String flag) {

@@ -10,6 +10,8 @@ public final class Report {
     public static final String RESULT_LINE = "---------------------------------------------------------------------------------------";
     /** The column headers of a latency report (perftest's {@code RESULT_FMT_LAT}). */
     public static final String LAT_HEADER = " #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] ";
+    /** The column headers of a latency report of a -D run (perftest's {@code RESULT_FMT_LAT_DUR}). */
+    public static final String LAT_DUR_HEADER = " #bytes        #iterations       t_avg[usec]    tps average";
     /** The column headers of a bandwidth report in MB/sec (perftest's {@code RESULT_FMT}). */
     public static final String BW_HEADER = " #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]";
     /** The column headers of a bandwidth report in Gb/sec (perftest's {@code RESULT_FMT_G}, for {@code --report_gbits}). */

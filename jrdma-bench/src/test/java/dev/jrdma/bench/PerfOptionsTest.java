@@ -136,4 +136,30 @@ class PerfOptionsTest {
         assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse("compare", "-R"));
         assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse("send_lat", "-I", "913"));
     }
+
+    @Test
+    void perftestsValuesAndDefaultsOfTheNewFlags() {
+        PerfOptions d = PerfOptions.parse("write_bw");
+        assertEquals(7, d.retryCount, "perftest's DEF_RETRY_COUNT");
+        assertEquals(-1, d.margin);
+        assertEquals(1, d.postList);
+        assertEquals(64, d.hopLimit, "perftest's DEF_HOP_LIMIT");
+        assertEquals(PerfOptions.AtomicType.FETCH_AND_ADD, PerfOptions.parse("atomic_bw").atomicType);
+        PerfOptions o = PerfOptions.parse("read_bw", "--retry_count=3", "-m", "2048", "-o", "2", "-Q", "4", "-N", "-S", "5", "--tclass", "96");
+        assertEquals(3, o.retryCount);
+        assertEquals(2048, o.mtu);
+        assertEquals(2, o.outReads);
+        assertEquals(4, o.cqMod);
+        assertTrue(o.noPeak);
+        assertEquals(5, o.sl);
+        assertEquals(96, o.trafficClass);
+        assertMessage("choose the MTU", "send_lat", "-m", "1000");
+        assertMessage("outside", "send_lat", "-S", "16");
+        assertMessage("-o (outstanding reads) applies", "write_bw", "-o", "2");
+        assertMessage("-r: on RDMA verbs", "write_bw", "-r", "8");
+        assertMessage("-A changes the atomic operation", "read_bw", "-A", "CMP_AND_SWAP");
+        assertMessage("wants CMP_AND_SWAP or FETCH_AND_ADD", "atomic_bw", "-A", "SWAP");
+        assertMessage("--output latency does not fit write_bw", "write_bw", "--output", "latency");
+        assertMessage("-N is for bandwidth tests", "send_lat", "-N");
+    }
 }

@@ -66,6 +66,8 @@ public final class DevinfoCommand implements Callable<Integer> {
             out.printf("\tvendor_id:\t\t\t0x%04x%n", a.vendorId());
             out.printf("\tvendor_part_id:\t\t\t%d%n", a.vendorPartId());
             out.printf("\thw_ver:\t\t\t\t0x%X%n", a.hwVer());
+            String board = boardId(d.name());
+            if (board != null) out.printf("\tboard_id:\t\t\t%s%n", board);
             out.printf("\tphys_port_cnt:\t\t\t%d%n", a.physPortCnt());
             if (verbose) {
                 out.printf("\tmax_mr_size:\t\t\t0x%x%n", a.maxMrSize());
@@ -104,8 +106,7 @@ public final class DevinfoCommand implements Callable<Integer> {
                 }
                 out.printf("\tmax_pkeys:\t\t\t%d%n", a.maxPkeys());
                 out.printf("\tlocal_ca_ack_delay:\t\t%d%n", a.localCaAckDelay());
-                // the extended attributes (ODP, timestamps, TSO, RSS, packet pacing, tag matching) need
-                // ibv_query_device_ex, which jrdma does not call yet (docs/api-backlog.md)
+                printExtended(out, Extended.of(a));
                 out.printf("\tnum_comp_vectors:\t\t%d%n", ctx.numCompVectors());
             }
             for (int p = 1; p <= a.physPortCnt(); p++) {
@@ -141,6 +142,95 @@ public final class DevinfoCommand implements Callable<Integer> {
                 out.println();
             }
         }
+    }
+
+    /** The sysfs board_id of a kernel device (ibv_devinfo prints it when it can read it), or null. */
+    static String boardId(String device) {
+        try {
+            java.nio.file.Path p = java.nio.file.Path.of("/sys/class/infiniband", device, "board_id");
+            if (!java.nio.file.Files.isReadable(p)) return null;
+            String v = java.nio.file.Files.readString(p).strip();
+            return v.isEmpty() ? null : v;
+        } catch (java.io.IOException | RuntimeException e) {
+            return null;
+        }
+    }
+
+    /**
+     * What ibv_devinfo -v prints from ibv_query_device_ex beyond the base attributes. jrdma's providers report none of
+     * them: the software device has none of these features (no ODP, timestamps, TSO, RSS, pacing, tag matching, CQ
+     * moderation or device memory), and the native provider does not call ibv_query_device_ex yet
+     * (docs/api-backlog.md), so its values print as ibv_devinfo prints a device without the feature.
+     *
+     * @param odpGeneral       general ODP capability bits ({@code odp_caps.general_caps})
+     * @param odpRc            RC ODP bits   @param odpUc UC ODP bits   @param odpUd UD ODP bits   @param odpXrc XRC ODP bits
+     * @param timestampMask    {@code completion_timestamp_mask}, 0 when unsupported
+     * @param coreClockKhz     {@code hca_core_clock} in kHz, 0 when unsupported
+     * @param rawPacketCaps    {@code raw_packet_caps}
+     * @param capFlagsEx       {@code device_cap_flags_ex} (its low 32 bits are device_cap_flags)
+     * @param maxTso           {@code tso_caps.max_tso}
+     * @param maxWqTypeRq      {@code max_wq_type_rq}
+     * @param maxDmSize        {@code max_dm_size}
+     */
+    record Extended(long odpGeneral, int odpRc, int odpUc, int odpUd, int odpXrc, long timestampMask, long coreClockKhz,
+                    int rawPacketCaps, long capFlagsEx, int maxTso, int maxWqTypeRq, long maxDmSize) {
+        /** {@return the extended attributes of a device whose provider reports none: each feature absent} */
+        static Extended of(DeviceAttr a) {
+            return new Extended(0, 0, 0, 0, 0, 0, 0, 0, a.deviceCapFlags() & 0xffffffffL, 0, 0, 0);
+        }
+    }
+
+    /** The part of ibv_devinfo -v that comes from ibv_query_device_ex, in its order and formats. */
+    static void printExtended(PrintStream out, Extended x) {
+        out.printf("\tgeneral_odp_caps:%n");
+        if ((x.odpGeneral() & 1) != 0) out.printf("\t\t\t\t\tODP_SUPPORT%n");
+        if ((x.odpGeneral() & 2) != 0) out.printf("\t\t\t\t\tODP_SUPPORT_IMPLICIT%n");
+        if ((x.odpGeneral() & ~3L) != 0) out.printf("\t\t\t\t\tUnknown flags: 0x%X%n", x.odpGeneral() & ~3L);
+        printOdpTransport(out, "rc_odp_caps", x.odpRc());
+        printOdpTransport(out, "uc_odp_caps", x.odpUc());
+        printOdpTransport(out, "ud_odp_caps", x.odpUd());
+        printOdpTransport(out, "xrc_odp_caps", x.odpXrc());
+        if (x.timestampMask() != 0) out.printf("\tcompletion timestamp_mask:\t\t\t0x%016x%n", x.timestampMask());
+        else out.printf("\tcompletion_timestamp_mask not supported%n");
+        if (x.coreClockKhz() != 0) out.printf("\thca_core_clock:\t\t\t%dkHZ%n", x.coreClockKhz());
+        else out.printf("\tcore clock not supported%n");
+        if (x.rawPacketCaps() != 0) {
+            out.printf("\traw packet caps:%n");
+            if ((x.rawPacketCaps() & 1) != 0) out.printf("\t\t\t\t\tC-VLAN stripping offload%n");
+            if ((x.rawPacketCaps() & 2) != 0) out.printf("\t\t\t\t\tScatter FCS offload%n");
+            if ((x.rawPacketCaps() & 4) != 0) out.printf("\t\t\t\t\tIP csum offload%n");
+            if ((x.rawPacketCaps() & 8) != 0) out.printf("\t\t\t\t\tDelay drop%n");
+        }
+        out.printf("\tdevice_cap_flags_ex:\t\t0x%X%n", x.capFlagsEx());
+        long ex = x.capFlagsEx() & 0xffffffff00000000L;
+        if ((ex & (1L << 34)) != 0) out.printf("\t\t\t\t\tRAW_SCATTER_FCS%n");
+        if ((ex & (1L << 36)) != 0) out.printf("\t\t\t\t\tPCI_WRITE_END_PADDING%n");
+        if ((ex & ~((1L << 34) | (1L << 36))) != 0) out.printf("\t\t\t\t\tUnknown flags: 0x%X%n", ex & ~((1L << 34) | (1L << 36)));
+        out.printf("\ttso_caps:%n");
+        out.printf("\tmax_tso:\t\t\t%d%n", x.maxTso());
+        out.printf("\trss_caps:%n");
+        out.printf("\t\tmax_rwq_indirection_tables:\t\t\t%d%n", 0);
+        out.printf("\t\tmax_rwq_indirection_table_size:\t\t\t%d%n", 0);
+        out.printf("\t\trx_hash_function:\t\t\t\t0x%x%n", 0);
+        out.printf("\t\trx_hash_fields_mask:\t\t\t\t0x%X%n", 0);
+        out.printf("\tmax_wq_type_rq:\t\t\t%d%n", x.maxWqTypeRq());
+        out.printf("\tpacket_pacing_caps:%n");
+        out.printf("\t\tqp_rate_limit_min:\t%dkbps%n", 0);
+        out.printf("\t\tqp_rate_limit_max:\t%dkbps%n", 0);
+        out.printf("\ttag matching not supported%n");
+        // no CQ moderation caps: ibv_devinfo prints nothing for them then
+        if (x.maxDmSize() != 0) out.printf("\tmaximum available device memory:\t%dBytes%n%n", x.maxDmSize());
+    }
+
+    private static void printOdpTransport(PrintStream out, String name, int caps) {
+        out.printf("\t%s:%n", name);
+        if (caps == 0) {
+            out.printf("\t\t\t\t\tNO SUPPORT%n");
+            return;
+        }
+        String[] names = {"SUPPORT_SEND", "SUPPORT_RECV", "SUPPORT_WRITE", "SUPPORT_READ", "SUPPORT_ATOMIC", "SUPPORT_SRQ"};
+        for (int bit = 0; bit < names.length; bit++) if ((caps & (1 << bit)) != 0) out.printf("\t\t\t\t\t%s%n", names[bit]);
+        if ((caps & ~0x3f) != 0) out.printf("\t\t\t\t\tUnknown flags: 0x%X%n", caps & ~0x3f);
     }
 
     /** ibv_devinfo's names of the device_cap_flags bits ({@code enum ibv_device_cap_flags}), one per line. */

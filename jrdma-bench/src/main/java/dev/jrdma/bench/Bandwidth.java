@@ -1,0 +1,221 @@
+package dev.jrdma.bench;
+
+import dev.jrdma.verbs.PreparedSend;
+import dev.jrdma.verbs.RecvWorkRequest;
+import dev.jrdma.verbs.SendWorkRequest;
+import dev.jrdma.verbs.WrOpcode;
+
+import java.util.Arrays;
+
+/**
+ * The bandwidth tests, write_bw, send_bw, read_bw and atomic_bw (perftest's {@code write_bw.c}, {@code send_bw.c},
+ * {@code read_bw.c}, {@code atomic_bw.c}): the client keeps -t requests outstanding per QP; a send_bw server
+ * counts receives, the others are passive.
+ */
+final class Bandwidth {
+    /** wr_id bit of a QP's last request: its completion retires all of the QP's requests still outstanding. */
+    private static final long LAST_OF_QP = 1L << 32;
+
+    private final BenchResources resources;
+    private final Progress progress;
+
+    Bandwidth(BenchResources resources, Progress progress) {
+        this.resources = resources;
+        this.progress = progress;
+    }
+
+    /** run_iter_bw: keep tx-depth operations outstanding per QP; each QP does -n operations (or runs for -D seconds). */
+    BwResult client(int size, long iters, int durationSec) {
+        BenchResources r = resources;
+        PerfOptions o = r.options;
+        PerfTest test = r.test;
+        boolean timed = durationSec > 0;
+        long itersPerQp = timed ? Long.MAX_VALUE : iters;
+        long total = timed ? Long.MAX_VALUE : itersPerQp * o.numQp;
+        boolean record = !timed && !o.noPeak && total <= 10_000_000L; // -N: no peak, no time stamps
+        long[] tposted = record ? new long[(int) total] : null, tcompleted = record ? new long[(int) total] : null;
+        int stampEvery = BwResult.postStep(total); // the post times the peak reads, no more (a clock read can be a system call)
+        int tx = r.qps[0].cap().maxSendWr() > 0 ? Math.min(o.effectiveTxDepth(), r.qps[0].cap().maxSendWr()) : o.effectiveTxDepth();
+        // perftest's CQ moderation: only every cq_mod-th request of a QP (and its last) is signalled, and that
+        // completion retires the unsignalled ones before it; with -D every request is signalled (the run stops anywhere)
+        // -l: requests go in lists of postList, and the moderation defaults to the list's size (perftest's rule)
+        int list = o.postList;
+        int mod = timed ? 1 : Math.max(1, Math.min(o.cqMod > 0 ? o.cqMod : list > 1 ? list : BenchResources.CQ_MOD, tx));
+        // each request prepared once (checked and written into the provider's format), posted again and again
+        PreparedSend[] wr = new PreparedSend[o.numQp], quiet = new PreparedSend[o.numQp];
+        for (int q = 0; q < o.numQp; q++) {
+            wr[q] = r.qps[q].prepareSend(request(q, size).signaled(true));
+            quiet[q] = r.qps[q].prepareSend(request(q, size).signaled(false));
+        }
+        int[] outstanding = new int[o.numQp];
+        long[] postedPerQp = new long[o.numQp];
+        long posted = 0, completed = 0;
+        long start = System.nanoTime(), end = timed ? start + durationSec * 1_000_000_000L : Long.MAX_VALUE;
+        long lastDone = start;
+        // -D: perftest counts only between its margins (-f, default a quarter of -D): from start+margin to end-margin
+        long marginNs = timed ? o.effectiveMargin() * 1_000_000_000L : 0;
+        long sampleFrom = start + marginNs, sampleTo = end - marginNs, sampled = 0;
+        boolean stop = false;
+        Stall stall = new Stall(r, test.id() + " completions");
+        while (true) {
+            if (!stop && timed && System.nanoTime() >= end) stop = true;
+            boolean more = false;
+            if (!stop) {
+                for (int q = 0; q < o.numQp; q++) {
+                    // a list is posted whole, when the queue has room for all of it (jrdma posts its requests one
+                    // call each: the packets are the same, the doorbells are not)
+                    while (outstanding[q] + list <= tx && postedPerQp[q] < itersPerQp) {
+                        for (int j = 0; j < list && postedPerQp[q] < itersPerQp; j++) {
+                            long k = postedPerQp[q] + 1;
+                            boolean last = k == itersPerQp;
+                            boolean signalled = mod == 1 || k % mod == 0 || last;
+                            if (record && posted % stampEvery == 0) tposted[(int) posted] = System.nanoTime();
+                            if (signalled) wr[q].post(last ? q | LAST_OF_QP : q); else quiet[q].post();
+                            outstanding[q]++;
+                            postedPerQp[q]++;
+                            posted++;
+                        }
+                    }
+                    if (postedPerQp[q] < itersPerQp) more = true;
+                }
+            }
+            if (completed >= posted && (stop || !more)) break;
+            int n = r.sendCq.poll(r.done, r.done.capacity());
+            if (n == 0) {
+                stall.idle();
+                continue;
+            }
+            long now = System.nanoTime();
+            for (int k = 0; k < n; k++) {
+                r.check(k);
+                int q = (int) (r.done.wrId(k) & ~LAST_OF_QP);
+                int retired = (r.done.wrId(k) & LAST_OF_QP) != 0 ? outstanding[q] : mod; // this one and the unsignalled before it
+                outstanding[q] -= retired;
+                for (int j = 0; j < retired; j++) {
+                    if (record) tcompleted[(int) completed] = now;
+                    completed++;
+                }
+                if (marginNs > 0 && now >= sampleFrom && now < sampleTo) sampled += retired;
+            }
+            lastDone = now;
+            stall.progress();
+            if ((completed & 0xfff) < n && progress.enabled()) progress.update(String.format(" %s %d bytes: %d%s", test.id(), size, completed, timed ? " ops" : "/" + total));
+        }
+        if (marginNs > 0) return BwResult.of(size, sampled, sampleTo - sampleFrom, 0);
+        long elapsed = lastDone - start;
+        double best = record ? BwResult.bestNsPerMsg(tposted, tcompleted, (int) completed, mod) : 0;
+        BwResult result = BwResult.of(size, completed, elapsed, best);
+        return o.noPeak ? result.withoutPeak() : result;
+    }
+
+    /** One QP's bandwidth request (signalled or not is the caller's). */
+    private SendWorkRequest request(int q, int size) {
+        BenchResources r = resources;
+        SendWorkRequest w = new SendWorkRequest().wrId(q);
+        return switch (r.test.verb) {
+            case WRITE -> r.dataRequest(w.opcode(WrOpcode.RDMA_WRITE).buffer(r.mr(q), r.localOffset(q), size).remote(r.rem[q].vaddr(), r.rem[q].rkey()), q, size);
+            case READ -> w.opcode(WrOpcode.RDMA_READ).buffer(r.mr(q), r.localOffset(q), size).remote(r.rem[q].vaddr(), r.rem[q].rkey());
+            case ATOMIC -> r.atomicRequest(w, q);
+            case SEND -> r.dataRequest(w.opcode(WrOpcode.SEND).buffer(r.mr(q), r.localOffset(q), size), q, size);
+            default -> throw new IllegalStateException();
+        };
+    }
+
+    /**
+     * run_iter_bi (send_bw -b): sends -n messages per QP, -t outstanding, every one signalled, while receiving the
+     * peer's -n per QP and reposting receives, on one thread; the result is this side's sends.
+     */
+    BwResult sendBoth(int size, long iters) {
+        BenchResources r = resources;
+        PerfOptions o = r.options;
+        long total = iters * o.numQp;
+        int tx = r.qps[0].cap().maxSendWr() > 0 ? Math.min(o.effectiveTxDepth(), r.qps[0].cap().maxSendWr()) : o.effectiveTxDepth();
+        PreparedSend[] wr = new PreparedSend[o.numQp];
+        RecvWorkRequest[] rwr = new RecvWorkRequest[o.numQp];
+        for (int q = 0; q < o.numQp; q++) {
+            wr[q] = r.qps[q].prepareSend(request(q, size).signaled(true));
+            rwr[q] = r.recvRequest(q, size);
+        }
+        int[] outstanding = new int[o.numQp];
+        long[] sentPerQp = new long[o.numQp], recvPostedPerQp = new long[o.numQp];
+        java.util.Arrays.fill(recvPostedPerQp, r.postedRecvs);
+        long completed = 0, received = 0;
+        long start = System.nanoTime(), lastDone = start;
+        Stall stall = new Stall(r, r.test.id() + " -b completions");
+        while (completed < total || received < total) {
+            for (int q = 0; q < o.numQp; q++) {
+                while (outstanding[q] < tx && sentPerQp[q] < iters) {
+                    wr[q].post(q);
+                    outstanding[q]++;
+                    sentPerQp[q]++;
+                }
+            }
+            int n = r.sendCq.poll(r.done, r.done.capacity());
+            for (int k = 0; k < n; k++) {
+                r.check(k);
+                outstanding[(int) r.done.wrId(k)]--;
+            }
+            completed += n;
+            if (n > 0) lastDone = System.nanoTime();
+            int m = r.recvCq.poll(r.done, r.done.capacity());
+            for (int k = 0; k < m; k++) {
+                r.check(k);
+                int q = (int) r.done.wrId(k);
+                if (recvPostedPerQp[q] < iters) {
+                    r.postRecv(q, rwr[q]);
+                    recvPostedPerQp[q]++;
+                }
+            }
+            received += m;
+            if (n + m == 0) stall.idle(); else stall.progress();
+        }
+        return BwResult.of(size, completed, lastDone - start, 0);
+    }
+
+    /** run_iter_bw_server: receive -n messages per QP (or until the client stops, with -D), reposting receives. */
+    BwResult sendServer(int size) {
+        BenchResources r = resources;
+        PerfOptions o = r.options;
+        boolean timed = o.durationSec > 0;
+        long perQp = timed ? Long.MAX_VALUE : o.effectiveIters();
+        long total = timed ? Long.MAX_VALUE : perQp * o.numQp;
+        long[] postedPerQp = new long[o.numQp];
+        Arrays.fill(postedPerQp, r.postedRecvs);
+        int[] consumed = new int[o.numQp];
+        RecvWorkRequest[] rwr = new RecvWorkRequest[o.numQp];
+        for (int q = 0; q < o.numQp; q++) rwr[q] = r.recvRequest(q, size);
+        // the clock starts now, right after the handshake that lets the client send: completions that queued up
+        // before the first poll must not shrink the measured time
+        long received = 0, start = System.nanoTime(), first = 0, lastAt = start;
+        Stall stall = new Stall(r, "the client's sends (" + r.test.id() + ", " + size + " bytes)");
+        long quietNs = 500_000_000L;
+        while (received < total) {
+            int n = r.recvCq.poll(r.done, r.done.capacity());
+            if (n == 0) {
+                if (timed && received > 0 && System.nanoTime() - first > o.durationSec * 1_000_000_000L
+                        && System.nanoTime() - lastAt > quietNs) break;
+                stall.idle();
+                continue;
+            }
+            long now = System.nanoTime();
+            if (received == 0) first = now;
+            for (int k = 0; k < n; k++) {
+                r.check(k);
+                int q = (int) r.done.wrId(k);
+                // --recv_post_list: the used receives go back in lists of that many (perftest's recv_post_list)
+                if (++consumed[q] >= o.recvPostList || postedPerQp[q] + consumed[q] >= perQp) {
+                    for (int j = 0; j < consumed[q] && postedPerQp[q] < perQp; j++) {
+                        r.postRecv(q, rwr[q]);
+                        postedPerQp[q]++;
+                    }
+                    consumed[q] = 0;
+                }
+            }
+            received += n;
+            lastAt = now;
+            stall.progress();
+            if ((received & 0xfff) < n && progress.enabled()) progress.update(String.format(" %s %d bytes: received %d", r.test.id(), size, received));
+        }
+        return BwResult.of(size, received, lastAt - start, 0);
+    }
+}

@@ -1,0 +1,77 @@
+package dev.jrdma.bench;
+
+import dev.jrdma.verbs.CompletionQueue;
+
+import java.time.Duration;
+
+/**
+ * One wait of a test loop on completions or on the peer's data: spins (or with -e blocks on the completion channel)
+ * and ends the run with a {@link BenchException} when nothing has progressed for --timeout seconds (2 s at most in
+ * the warm-up, where the peer waits for us).
+ */
+final class Stall {
+    /** The longest a warm-up waits without progress: the peer waits for us meanwhile. */
+    private static final long WARMUP_STALL_NS = 2_000_000_000L;
+
+    private final BenchResources resources;
+    private final String what;
+    private final long limitNs;
+    private long lastProgress = System.nanoTime();
+    private int spins;
+    private boolean armed;
+
+    /**
+     * @param resources the run's CQs and completion channel
+     * @param what      what is awaited, for the message when it stalls
+     */
+    Stall(BenchResources resources, String what) {
+        this.resources = resources;
+        this.what = what;
+        this.limitNs = resources.warmingUp ? Math.min(resources.stallNs, WARMUP_STALL_NS) : resources.stallNs;
+    }
+
+    void progress() {
+        lastProgress = System.nanoTime();
+    }
+
+    /**
+     * Nothing was in the CQ(s): spin (the default), or with -e wait on the completion channel. The first call
+     * arms both CQs and returns, so the caller polls once more before blocking (a completion that came between
+     * its poll and the arming raises no event); the next one blocks until an event (acknowledged at once) or the
+     * stall limit.
+     */
+    void idle() {
+        if (resources.channel == null) {
+            spin();
+            return;
+        }
+        if (!armed) {
+            resources.sendCq.requestNotify(false);
+            if (resources.recvCq != resources.sendCq) resources.recvCq.requestNotify(false);
+            armed = true;
+            return;
+        }
+        long left = limitNs - (System.nanoTime() - lastProgress);
+        if (left > 0) {
+            CompletionQueue cq = resources.channel.awaitEvent(Duration.ofNanos(left));
+            if (cq != null) cq.ackEvents(1);
+        }
+        armed = false;
+        if (System.nanoTime() - lastProgress > limitNs) stalled();
+    }
+
+    void spin() {
+        // spin as perftest does, on every device: a software device makes progress on the polling thread itself
+        Thread.onSpinWait();
+        if ((++spins & 0x3ff) == 0) {
+            long now = System.nanoTime();
+            if (now - lastProgress > limitNs) stalled();
+        }
+    }
+
+    private void stalled() {
+        throw new BenchException("no progress for " + limitNs / 1_000_000_000L + " s while waiting for " + what
+                + ": the peer stopped, or its packets do not arrive (same -x/GID type on both sides? UDP 4791 open?"
+                + (resources.ud ? " UD drops a message that finds no receive posted" : "") + ")");
+    }
+}
