@@ -186,6 +186,7 @@ public final class RdmaBench implements AutoCloseable {
 
     // ------------------------------------------------------------------ resources
 
+    @SuppressWarnings("MustBeClosedChecker") // the arena is a field, closed by close()
     private void open(String device) {
         Device dev = device == null ? Verbs.defaultDevice() : Verbs.device(device);
         deviceName = dev.name();
