@@ -367,10 +367,10 @@ public final class RdmaBench implements AutoCloseable {
      * The client of write_bw, read_bw and atomic_bw runs its loop against the server before the timed run, as
      * perftest's {@code --perform_warm_up} does: the server is passive (it only waits for the closing handshake), so
      * the extra requests change nothing there but let the server's JVM compile its receive path too, which the warm-up
-     * on QPs connected to themselves could not (64 B writes over the rings averaged 0.3 Mpps in a 300,000-message run
-     * that began cold against 4.3 Mpps once warm). Runs rounds of min(-n, 20000) requests for {@link PerfOptions#BW_WARMUP_NS},
-     * or {@code -Djrdma.perf.warmup=N} requests once (0 = none), then waits for this JVM's JIT to settle, which also
-     * leaves the server's compiler a quiet moment to finish.
+     * on QPs connected to themselves could not (the figures: jrdma-bench/README.md, "Warm-ups"). Runs rounds of
+     * min(-n, 20000) requests for {@link PerfOptions#BW_WARMUP_NS}, or {@code -Djrdma.perf.warmup=N} requests once
+     * (0 = none), then waits for this JVM's JIT to settle, which also leaves the server's compiler a quiet moment to
+     * finish.
      */
     private void warmUpWithPeer(int size) {
         Long asked = Long.getLong("jrdma.perf.warmup");
