@@ -175,6 +175,7 @@ final class CmLink implements PerftestWire.Link {
         return ctx.device().name();
     }
 
+    @SuppressWarnings("MustBeClosedChecker") // the arena is a field, closed by close()
     private void setUp(String device) {
         if (device == null) throw new BenchException("rdma_cm bound the connection to no RDMA device");
         ctx = Verbs.device(device).open();

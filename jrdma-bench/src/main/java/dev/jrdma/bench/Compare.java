@@ -31,10 +31,9 @@ public final class Compare {
     public static final List<Integer> DEFAULT_SIZES = List.of(2, 64, 1024, 4096, 65536);
     /**
      * Iterations of the unreported run before each latency point (of the same series and size, at least -n): both JVMs
-     * then have compiled the point's own path, peer included. The latency tests' warm-up on QPs connected to
-     * themselves does not reach all of it: over the same-host rings the first real round trips deoptimized the send and
-     * receive paths, and their recompilation on 2 CPUs that both pollers kept busy left a 64 B send_lat at 1.2-3 us
-     * t_typical and 0.5-1 ms at 99% over 20,000 iterations (0.7 us and 2 us over 200,000).
+     * then have compiled the point's own path, peer included. The latency tests' warm-up on QPs connected to themselves
+     * does not reach all of it: over the same-host rings the first real round trips deoptimized the send and receive
+     * paths, and their recompilation ran inside the timed loop (the figures: jrdma-bench/README.md, "Warm-ups").
      */
     static final long LATENCY_WARMUP_ITERS = 20_000;
     /** The floor's bandwidth is measured with datagrams of this size (a page, the soft device's loopback MTU). */

@@ -154,9 +154,10 @@ class ObjectsTest {
     void registrationRejectsHeapAndClosedSegments() {
         try (Context ctx = Pair.device().open(); ProtectionDomain pd = ctx.allocPd()) {
             assertThrows(VerbsException.class, () -> pd.registerMemory(MemorySegment.ofArray(new byte[64]), Access.LOCAL_WRITE));
-            Arena arena = Arena.ofShared();
-            MemorySegment seg = arena.allocate(4096);
-            arena.close();
+            MemorySegment seg;
+            try (Arena arena = Arena.ofShared()) {
+                seg = arena.allocate(4096);
+            }
             assertThrows(VerbsException.class, () -> pd.registerMemory(seg, Access.LOCAL_WRITE));
             try (Arena ok = Arena.ofShared()) {
                 // REMOTE_WRITE without LOCAL_WRITE is refused as libibverbs does

@@ -162,6 +162,7 @@ public final class BufferPool implements AutoCloseable {
     }
 
     private MemoryRegion register(long size) {
+        @SuppressWarnings("MustBeClosedChecker") // its Registration owns it (closed on release or close); here on failure
         Arena arena = Arena.ofShared();
         try {
             MemorySegment seg = arena.allocate(size, 4096);

@@ -297,10 +297,11 @@ class DeviceTest {
                 PostException unreg = assertThrows(PostException.class, () -> r.a.postSend(bad));
                 assertTrue(unreg.getMessage().contains("not inside a live memory region"), unreg.getMessage());
             }
-            Arena shortLived = Arena.ofShared();
-            MemoryRegion doomed = r.pd.registerMemory(shortLived.allocate(4096, 4096), Access.LOCAL_WRITE);
+            MemoryRegion doomed;
+            try (Arena shortLived = Arena.ofShared()) { // the user's bug: the arena closed while registered
+                doomed = r.pd.registerMemory(shortLived.allocate(4096, 4096), Access.LOCAL_WRITE);
+            }
             RecvWorkRequest drw = new RecvWorkRequest().buffer(doomed, 0, 64);
-            shortLived.close(); // the user's bug: the arena closed while registered
             PostException deadMr = assertThrows(PostException.class, () -> r.b.postRecv(drw));
             assertTrue(deadMr.getMessage().contains("no longer alive"), deadMr.getMessage());
             doomed.close();
@@ -327,16 +328,18 @@ class DeviceTest {
             }
 
             // inline data is copied at each post, from a region that must still be open with its memory alive
-            Arena shortLived = Arena.ofShared();
-            MemorySegment seg = shortLived.allocate(4096, 4096);
-            MemoryRegion doomed = r.pd.registerMemory(seg, Access.LOCAL_WRITE);
-            PreparedSend fromDoomed = r.a.prepareSend(new SendWorkRequest().wrId(7).opcode(WrOpcode.RDMA_WRITE).signaled(true)
-                    .flag(SendFlag.INLINE, true).buffer(doomed, 0, 16).remote(r.mrB.address(), r.mrB.rkey()));
-            PreparedSend gathersDoomed = r.a.prepareSend(new SendWorkRequest().wrId(8).opcode(WrOpcode.RDMA_WRITE).signaled(true)
-                    .buffer(doomed, 0, 16).remote(r.mrB.address(), r.mrB.rkey()));
-            fromDoomed.post();
-            assertEquals(7, r.awaitOk(r.cqA).wrId);
-            shortLived.close(); // the user's bug: the arena closed while registered
+            MemoryRegion doomed;
+            PreparedSend fromDoomed, gathersDoomed;
+            try (Arena shortLived = Arena.ofShared()) { // the user's bug: the arena closed while registered
+                MemorySegment seg = shortLived.allocate(4096, 4096);
+                doomed = r.pd.registerMemory(seg, Access.LOCAL_WRITE);
+                fromDoomed = r.a.prepareSend(new SendWorkRequest().wrId(7).opcode(WrOpcode.RDMA_WRITE).signaled(true)
+                        .flag(SendFlag.INLINE, true).buffer(doomed, 0, 16).remote(r.mrB.address(), r.mrB.rkey()));
+                gathersDoomed = r.a.prepareSend(new SendWorkRequest().wrId(8).opcode(WrOpcode.RDMA_WRITE).signaled(true)
+                        .buffer(doomed, 0, 16).remote(r.mrB.address(), r.mrB.rkey()));
+                fromDoomed.post();
+                assertEquals(7, r.awaitOk(r.cqA).wrId);
+            }
             PostException dead = assertThrows(PostException.class, fromDoomed::post);
             assertTrue(dead.getMessage().contains("no longer alive"), dead.getMessage());
             dead = assertThrows(PostException.class, gathersDoomed::post);

@@ -35,6 +35,7 @@ class NullProviderTest {
     static NullProvider np;
 
     @BeforeAll
+    @SuppressWarnings("MustBeClosedChecker") // the arena is a field, closed by free() after all tests
     static void open() throws Exception {
         Assumptions.assumeTrue(NullProvider.available(DIR), "skipped: -Djrdma.skipLayoutTest is set and no null provider was built");
         arena = Arena.ofShared();

@@ -24,11 +24,10 @@ import java.lang.foreign.ValueLayout;
  * Timeout), not the most: each timeout in a row without progress doubles the next wait, up to
  * {@link #MAX_BACKOFF_NANOS} (or the QP's timeout when that is longer), and progress starts again from the QP's
  * timeout. The responder of a software device is a thread of an ordinary process: on a loaded host the scheduler can
- * keep it off the CPU for longer than timeout x (retry_cnt + 1) (measured on the 2-core build machine at a load of
- * 14-20: a sleeping thread woken 300 ms late, a peer silent for 0.6-1.4 s), and with a fixed wait perftest's timeout
- * 14 and retry_cnt 7 gave up after 0.54 s over UDP and over the same-host rings alike, while TCP, which backs off,
- * carried on. With the back-off that peer has about 5 s; a peer that is gone still ends in RETRY_EXC_ERR after
- * retry_cnt + 1 timeouts, later than with fixed waits.
+ * keep it off the CPU for longer than timeout x (retry_cnt + 1), and with a fixed wait perftest's timeout 14 and
+ * retry_cnt 7 gave up after 0.54 s over UDP and over the same-host rings alike, while TCP, which backs off, carried on
+ * (the traces: jrdma-bench/README.md, "The RETRY_EXC_ERR under load"). With the back-off that peer has about 5 s; a
+ * peer that is gone still ends in RETRY_EXC_ERR after retry_cnt + 1 timeouts, later than with fixed waits.
  */
 final class Completer {
     /** The steps of {@link #receive}. */

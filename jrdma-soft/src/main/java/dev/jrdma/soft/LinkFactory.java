@@ -43,8 +43,8 @@ final class LinkFactory {
      * ({@link UdpLink}). {@code jrdma.soft.udp}: {@code auto} (the default: libc where available, i.e. on Linux with
      * native access enabled for this module), {@code libc} (an error where it is not) or {@code nio}. IPv6 needs libc
      * to talk to rxe or a RoCE NIC: they send a zero UDP checksum, which only a socket with {@code UDP_NO_CHECK6_RX}
-     * accepts, and NIO cannot set it. Over IPv4 libc is faster (64 B send_lat 7.2-8.7 us against NIO's 8.9-10.4, with
-     * udp_lat at 3.1-3.8, session 8) and allocates nothing per packet either ({@code LinuxUdpLinkTest}).
+     * accepts, and NIO cannot set it. Over IPv4 libc is faster (jrdma-bench/README.md, "Measured on this machine") and
+     * allocates nothing per packet either ({@code LinuxUdpLinkTest}).
      */
     static Link openUdp(InetAddress address, int port) throws IOException {
         String impl = System.getProperty("jrdma.soft.udp", "auto").trim();

@@ -57,9 +57,8 @@ final class ProgressEngine {
     /**
      * How long a thread descheduled inside the link's receive call keeps the link: the packets it is taking are older
      * than any a taker would receive, so a takeover then reorders them (a PSN gap at their QPs). Long enough for most
-     * stalls under emulation, far below a retransmission timeout. In the guest ({@code read-bw-probe.sh}, 100 READs of
-     * 64 KiB from rxe): READ re-requests per run 0-60 (mean 18) with the 1 ms of {@link #POLL_QUIET_NANOS}, 0-30 (mean
-     * 7.5, 0 in 7 of 12 runs) with this.
+     * stalls under emulation, far below a retransmission timeout. The guest runs that chose it: jrdma-soft/README.md,
+     * "Interoperating with kernel Soft-RoCE".
      */
     static final long RECEIVE_STALL_NANOS = 10_000_000;
     /** {@link #doWork}'s answer when the receive thread should block in the link until a packet may be waiting. */
@@ -91,9 +90,10 @@ final class ProgressEngine {
     /**
      * {@code -Djrdma.soft.deferAcks=true}: a polling thread's coalesced ACKs wait for its next post on the QP (or its
      * next drive, or the receive thread after {@link #POLL_QUIET_NANOS}), so that a ping-pong's ACK and answer leave in
-     * one system call (send_lat 64 B about 25% faster on the libc link). Off by default: an ACK then depends on the
-     * application thread being scheduled again soon, and a peer with a short retransmission timeout (2 ms, retry_cnt
-     * 1) on a loaded machine timed out in a test (jrdma-connect's CreditBoundTest, once, at load average 15).
+     * one system call (measured: jrdma-bench/README.md, "Measured on this machine"). Off by default: an ACK then
+     * depends on the application thread being scheduled again soon, and a peer with a short retransmission timeout
+     * (2 ms, retry_cnt 1) on a loaded machine timed out in a test (jrdma-connect's CreditBoundTest, once, at load
+     * average 15).
      */
     private final boolean deferAcks;
     /**

@@ -145,6 +145,7 @@ final class ShmRingFile implements AutoCloseable {
         Path target = pathFor(address, port);
         retire(target);
         Path tmp = DIR.resolve(target.getFileName() + "." + HexFormat.of().toHexDigits(RANDOM.nextLong()) + ".tmp");
+        @SuppressWarnings("MustBeClosedChecker") // the returned ShmRingFile owns it; closed here when none is returned
         Arena arena = Arena.ofShared();
         boolean done = false;
         try (FileChannel ch = FileChannel.open(tmp, EnumSet.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE),
@@ -205,6 +206,7 @@ final class ShmRingFile implements AutoCloseable {
     static ShmRingFile openPeer(IpAddress address, int port) {
         if (!available()) return null;
         Path p = pathFor(address, port);
+        @SuppressWarnings("MustBeClosedChecker") // the returned ShmRingFile owns it; closed here when none is returned
         Arena arena = Arena.ofShared();
         boolean done = false;
         try {

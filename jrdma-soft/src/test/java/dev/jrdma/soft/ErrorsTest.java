@@ -153,16 +153,18 @@ class ErrorsTest {
     @Test
     void closedArenaGivesAnErrorCompletionNotACrash() {
         try (Pair p = pair()) {
-            Arena arena = Arena.ofShared();
-            MemoryRegion src = p.a.pd.registerMemory(arena.allocate(64), Access.LOCAL_WRITE);
-            arena.close();
+            MemoryRegion src;
+            try (Arena arena = Arena.ofShared()) { // closed while the region is still registered
+                src = p.a.pd.registerMemory(arena.allocate(64), Access.LOCAL_WRITE);
+            }
             p.a.qp.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.SEND).signaled(true).buffer(src, 0, 64));
             assertEquals(WcStatus.LOC_PROT_ERR, poll(p.a.cq).status);
         }
         try (Pair p = pair()) { // the target's arena goes away
-            Arena arena = Arena.ofShared();
-            MemoryRegion dst = p.b.pd.registerMemory(arena.allocate(64), Access.LOCAL_WRITE, Access.REMOTE_WRITE);
-            arena.close();
+            MemoryRegion dst;
+            try (Arena arena = Arena.ofShared()) {
+                dst = p.b.pd.registerMemory(arena.allocate(64), Access.LOCAL_WRITE, Access.REMOTE_WRITE);
+            }
             MemoryRegion src = p.a.mrAll(64);
             p.a.qp.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 0, 64).remote(dst.address(), dst.rkey()));
             WorkCompletion c = poll(p.a.cq);

@@ -47,6 +47,7 @@ public class NullProviderBench {
     final WorkCompletion[] wcs = WorkCompletion.array(16);
 
     @Setup(Level.Trial)
+    @SuppressWarnings("MustBeClosedChecker") // the arena is a field, closed by the trial's @TearDown
     public void setup() throws Exception {
         arena = Arena.ofShared();
         np = NullProvider.open(NullProvider.build(Path.of("target", "nullverbs")), arena.allocate(4096, 4096));

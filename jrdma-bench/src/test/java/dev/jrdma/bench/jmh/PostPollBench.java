@@ -47,6 +47,7 @@ public class PostPollBench {
     final WorkCompletion[] wcs = WorkCompletion.array(16);
 
     @Setup(Level.Trial)
+    @SuppressWarnings("MustBeClosedChecker") // the arena is a field, closed by the trial's @TearDown
     public void setup() {
         a = Verbs.device("soft@127.0.0.51").open();
         b = Verbs.device("soft@127.0.0.52").open();
