@@ -112,6 +112,7 @@ final class BenchResources implements AutoCloseable {
     }
 
     /** Opens {@code device} (null: the first one) and makes the buffer, the CQs and the QPs, in INIT. */
+    @SuppressWarnings("MustBeClosedChecker") // the arena is a field, closed by close()
     void open(String device) {
         PerfOptions o = options;
         Device dev = device == null ? Verbs.defaultDevice() : Verbs.device(device);
