@@ -241,7 +241,10 @@ final class SoftQp extends Resource implements QueuePair {
             if (a.has(QpAttrMask.MIN_RNR_TIMER)) minRnrTimer = a.minRnrTimer();
             if (a.has(QpAttrMask.MAX_QP_RD_ATOMIC)) maxRdAtomic = a.maxRdAtomic();
             if (a.has(QpAttrMask.MAX_DEST_RD_ATOMIC)) maxDestRdAtomic = a.maxDestRdAtomic();
-            if (a.has(QpAttrMask.PACKET_AUTH_KEY)) auth = new PacketAuth(a.packetAuthKey()); // before RTR: no packet is taken unchecked
+            if (a.has(QpAttrMask.PACKET_AUTH_KEY)) { // before RTR: no packet is taken unchecked
+                auth = new PacketAuth(a.packetAuthKey());
+                tr.counters.add(Counter.QPS_PACKET_AUTH);
+            }
 
             QpState cur = state;
             switch (next) {
