@@ -59,11 +59,7 @@ final class Handshake {
     }
 
     /** A client's HELLO; {@code authPublicKey}: its X25519 key when it offers packet authentication, else null. */
-    record Hello(int version, ConnParams params, int credits, int messageSize, long exportLength, byte[] privateData, byte[] authPublicKey) {
-        Hello(ConnParams params, int credits, int messageSize, long exportLength, byte[] privateData) {
-            this(Endpoint.HANDSHAKE_MIN_VERSION, params, credits, messageSize, exportLength, privateData, null);
-        }
-    }
+    record Hello(int version, ConnParams params, int credits, int messageSize, long exportLength, byte[] privateData, byte[] authPublicKey) {}
 
     /** A server's ACCEPT; {@code authPublicKey}: its X25519 key when packet authentication is on, else null. */
     record Reply(ConnParams params, int credits, int messageSize, long exportLength, byte[] privateData, byte[] authPublicKey) {}
