@@ -28,6 +28,20 @@ final class PacketAuth {
 
     private final long k0, k1;
 
+    /**
+     * {@code -Djrdma.soft.packetAuthKey=<32 hex digits>}: a key every RC QP of this process takes in INIT->RTR when its
+     * modify brings none, so that programs that never negotiate (e.g. {@code jrdma perf} between two jrdma processes)
+     * run in the authenticated mode; both ends must be given the same key. Null when unset.
+     */
+    static final byte[] PRESHARED = preshared(System.getProperty("jrdma.soft.packetAuthKey"));
+
+    private static byte[] preshared(String hex) {
+        if (hex == null || hex.isEmpty()) return null;
+        byte[] key = java.util.HexFormat.of().parseHex(hex);
+        if (key.length != 16) throw new IllegalArgumentException("-Djrdma.soft.packetAuthKey takes 16 bytes (32 hex digits), not " + key.length);
+        return key;
+    }
+
     PacketAuth(byte[] key16) {
         ByteBuffer k = ByteBuffer.wrap(key16).order(ByteOrder.LITTLE_ENDIAN);
         this.k0 = k.getLong(0);

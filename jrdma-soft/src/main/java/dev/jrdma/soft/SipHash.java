@@ -32,12 +32,20 @@ final class SipHash {
     private static long hash(long k0, long k1, int words, long w0, long w1, long w2, ByteBuffer b, int off, int len) {
         long v0 = 0x736f6d6570736575L ^ k0, v1 = 0x646f72616e646f6dL ^ k1;
         long v2 = 0x6c7967656e657261L ^ k0, v3 = 0x7465646279746573L ^ k1;
+        for (int k = 0; k < words; k++) {
+            long m = k == 0 ? w0 : k == 1 ? w1 : w2;
+            v3 ^= m;
+            for (int r = 0; r < 2; r++) {
+                v0 += v1; v1 = Long.rotateLeft(v1, 13); v1 ^= v0; v0 = Long.rotateLeft(v0, 32);
+                v2 += v3; v3 = Long.rotateLeft(v3, 16); v3 ^= v2;
+                v0 += v3; v3 = Long.rotateLeft(v3, 21); v3 ^= v0;
+                v2 += v1; v1 = Long.rotateLeft(v1, 17); v1 ^= v2; v2 = Long.rotateLeft(v2, 32);
+            }
+            v0 ^= m;
+        }
         int end = off + (len & ~7);
-        for (int i = -words; ; i++) {
-            long m;
-            if (i < 0) m = i == -3 ? w0 : i == -2 ? w1 : w2;
-            else if (off + 8 * i < end) m = (long) LE_LONG.get(b, off + 8 * i);
-            else break;
+        for (int i = off; i < end; i += 8) { // the hot loop: the packet, 8 bytes a step
+            long m = (long) LE_LONG.get(b, i);
             v3 ^= m;
             for (int r = 0; r < 2; r++) {
                 v0 += v1; v1 = Long.rotateLeft(v1, 13); v1 ^= v0; v0 = Long.rotateLeft(v0, 32);

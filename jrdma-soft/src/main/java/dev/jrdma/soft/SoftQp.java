@@ -251,6 +251,10 @@ final class SoftQp extends Resource implements QueuePair {
                 case RESET -> reset();
                 case ERR -> toErr();
                 case RTR -> {
+                    if (cur == QpState.INIT && auth == null && PacketAuth.PRESHARED != null && type == QpType.RC) { // -Djrdma.soft.packetAuthKey
+                        auth = new PacketAuth(PacketAuth.PRESHARED);
+                        tr.counters.add(Counter.QPS_PACKET_AUTH);
+                    }
                     if (cur == QpState.INIT) responder.start(rqPsnAttr, maxDestRdAtomic);
                     commEstablished = false;
                     state = next;
