@@ -207,6 +207,22 @@ class AuthenticatedModeTest {
         }
     }
 
+    /**
+     * {@code -Djrdma.soft.packetAuthKey} (for programs that never negotiate, e.g. jrdma perf): every RC QP of the
+     * process takes it in INIT->RTR. A child JVM with the property connects two devices with no key in any modify.
+     */
+    @Test
+    void aPresharedKeyPropertyPutsEveryRcQpOfTheProcessInTheMode() throws Exception {
+        assertNull(PacketAuth.PRESHARED, "this JVM runs without the property");
+        String javaBin = java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java").toString();
+        Process child = new ProcessBuilder(javaBin, "--enable-native-access=ALL-UNNAMED", "-Djrdma.soft.packetAuthKey=" + java.util.HexFormat.of().formatHex(KEY),
+                "-cp", System.getProperty("java.class.path"), PresharedKeyMain.class.getName()).redirectErrorStream(true).start();
+        String out = new String(child.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        assertTrue(child.waitFor(60, java.util.concurrent.TimeUnit.SECONDS));
+        assertEquals(0, child.exitValue(), out);
+        assertTrue(out.contains("qps_packet_auth=2 rx_bad_mac=0 OK"), out);
+    }
+
     /** Two devices over UDP: with the same key they talk; a peer without it is not heard, and its requests time out. */
     @Test
     void overTheSocketOnlyThePeerWithTheKeyIsHeard() throws Exception {
