@@ -60,7 +60,8 @@ import java.util.function.Consumer;
  */
 public final class Endpoint implements AutoCloseable {
     static final int HANDSHAKE_MAGIC = 0x4A52444D; // "JRDM"
-    static final int HANDSHAKE_VERSION = 1;
+    /** The handshake version this side speaks (2: with the offer of packet authentication), and the oldest it still reads. */
+    static final int HANDSHAKE_VERSION = 2, HANDSHAKE_MIN_VERSION = 1;
     static final int VERDICT_ACCEPT = 0, VERDICT_REJECT = 1, VERDICT_VERSION = 2;
     static final int READY = 'R', BYE = 'B', BYE_ACK = 'A';
     /** Receives posted beyond the data credits, for credit-only messages. */
@@ -168,6 +169,8 @@ public final class Endpoint implements AutoCloseable {
     private final RecvWorkRequest rwr = new RecvWorkRequest(1);
 
     private ConnParams local, remote;
+    /** Whether the handshake put this connection's QP in the authenticated mode ({@link #packetAuthenticated()}). */
+    private volatile boolean packetAuthenticated;
     private int peerMessageSize;
     private byte[] peerPrivateData = new byte[0];
     private RemoteBuffer peerExport;
@@ -324,6 +327,18 @@ public final class Endpoint implements AutoCloseable {
 
     private static Endpoint connectOnce(String host, int port, EndpointConfig cfg, EndpointGroup group, ExportedRange range, long deadline)
             throws RdmaConnectException {
+        try {
+            return connectTcp(host, port, cfg, group, range, deadline, true);
+        } catch (Handshake.VersionRefused e) {
+            // a server of handshake version 1 (an older jrdma) refuses the version that offers packet authentication:
+            // again, plain (version 1); a server of another version still refuses, and says so
+            LOG.log(System.Logger.Level.DEBUG, "connecting to " + host + ":" + port + " again without packet authentication: " + e.getMessage());
+            return connectTcp(host, port, cfg, group, range, deadline, false);
+        }
+    }
+
+    private static Endpoint connectTcp(String host, int port, EndpointConfig cfg, EndpointGroup group, ExportedRange range, long deadline,
+                                       boolean mayOfferAuth) throws RdmaConnectException {
         Socket s = Handshake.openSocket(host, port, cfg, deadline);
         boolean ownsGroup = group == null;
         Endpoint ep = null;
@@ -337,7 +352,7 @@ public final class Endpoint implements AutoCloseable {
                 }
             }
             ep = new Endpoint(group, ownsGroup, s);
-            ep.clientHandshake(host + ":" + port, range, deadline);
+            ep.clientHandshake(host + ":" + port, range, deadline, mayOfferAuth);
             return ep;
         } catch (RdmaConnectException e) {
             cleanupFailed(ep, group, ownsGroup, s);
@@ -494,22 +509,38 @@ public final class Endpoint implements AutoCloseable {
         return QpSetup.rdAtomic(group.deviceAttr());
     }
 
-    private void clientHandshake(String where, ExportedRange range, long deadline) throws RdmaConnectException {
+    private void clientHandshake(String where, ExportedRange range, long deadline, boolean mayOfferAuth) throws RdmaConnectException {
         RemoteBuffer export = reserveExport(range);
         local = QpSetup.localParams(group, qp, export);
         toInit(0, EndpointGroup.PORT);
+        PacketAuthAgreement agreement = mayOfferAuth && PacketAuthAgreement.possible(cfg, group) ? new PacketAuthAgreement() : null;
+        byte[] offered = agreement == null ? null : agreement.publicKey;
         try {
             DataOutputStream out = new DataOutputStream(socket.getOutputStream());
             DataInputStream in = Handshake.input(socket, deadline);
-            Handshake.writeHello(out, local, cfg.recvQueueDepth(), cfg.messageSize(), export == null ? 0 : export.length(), cfg.privateData());
-            Handshake.Reply reply = Handshake.readReply(in, where);
+            // the HELLO in one write: a server of version 1 answers a HELLO of version 2 from its first six bytes and closes;
+            // a HELLO still arriving then would meet its reset (a lost write) instead of its refusal being read
+            java.io.ByteArrayOutputStream hello = new java.io.ByteArrayOutputStream(Handshake.MAX_HELLO);
+            Handshake.writeHello(new DataOutputStream(hello), local, cfg.recvQueueDepth(), cfg.messageSize(), export == null ? 0 : export.length(),
+                    cfg.privateData(), offered);
+            hello.writeTo(out);
+            out.flush();
+            Handshake.Reply reply = Handshake.readReply(in, where, offered == null ? HANDSHAKE_MIN_VERSION : HANDSHAKE_VERSION);
             applyPeer(reply.params(), reply.credits(), reply.messageSize(), reply.privateData(), exported(reply.params(), reply.exportLength()));
-            QpSetup.toRtr(qp, group, local, remote);
+            byte[] key = null;
+            if (reply.authPublicKey() != null) { // the server took the offer (it never turns the mode on unasked: version 1 has no room for it)
+                key = agreement.key(reply.authPublicKey(), local.qpNum(), remote.qpNum(), offered, reply.authPublicKey());
+            }
+            QpSetup.toRtr(qp, group, local, remote, key);
+            packetAuthenticated = key != null;
             QpSetup.toRts(qp, group, local);
             bindExport();
             out.writeByte(READY);
             out.flush();
             goodbye.attach(new TcpControl(socket, out, cfg.timeout()));
+        } catch (Handshake.VersionRefused e) {
+            if (offered != null) throw e; // the caller tries again without the offer
+            throw new RdmaConnectException(e.reason(), e.getMessage(), e);
         } catch (RdmaConnectException e) {
             throw e;
         } catch (IOException e) {
@@ -530,11 +561,17 @@ public final class Endpoint implements AutoCloseable {
             RemoteBuffer export = reserveExport(range);
             local = QpSetup.localParams(group, qp, export);
             toInit(0, EndpointGroup.PORT);
-            QpSetup.toRtr(qp, group, local, remote);
+            // the client offered packet authentication and this side may: agree the key, tell the client in ACCEPT
+            PacketAuthAgreement agreement = hello.authPublicKey() != null && PacketAuthAgreement.possible(cfg, group) ? new PacketAuthAgreement() : null;
+            byte[] key = agreement == null ? null
+                    : agreement.key(hello.authPublicKey(), remote.qpNum(), local.qpNum(), hello.authPublicKey(), agreement.publicKey);
+            QpSetup.toRtr(qp, group, local, remote, key);
+            packetAuthenticated = key != null;
             // RTS before ACCEPT: the export's window must be bound before the client can use it (nothing is sent before READY)
             QpSetup.toRts(qp, group, local);
             bindExport();
-            Handshake.writeAccept(out, local, cfg.recvQueueDepth(), cfg.messageSize(), export == null ? 0 : export.length(), cfg.privateData());
+            Handshake.writeAccept(out, hello.version(), local, cfg.recvQueueDepth(), cfg.messageSize(), export == null ? 0 : export.length(),
+                    cfg.privateData(), agreement == null ? null : agreement.publicKey);
             int ready = in.read();
             if (ready < 0) throw new EOFException();
             if (ready != READY) throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR, "the client at " + where + " sent 0x" + Integer.toHexString(ready) + " instead of READY");
@@ -613,6 +650,17 @@ public final class Endpoint implements AutoCloseable {
     /** {@return this side's connection parameters, as sent to the peer} */
     public ConnParams localParams() {
         return local;
+    }
+
+    /**
+     * {@return whether this connection runs in the authenticated mode: every packet of its QP carries a MAC under a key
+     * the two sides agreed in the TCP handshake (X25519), and a packet without the right one is dropped by the device
+     * ({@code rx_bad_mac}). On when both sides' devices support it ({@code Context.supportsPacketAuth()}, the software
+     * device) and both configs allow it ({@link EndpointConfig#packetAuth()}); plain RoCEv2 otherwise, and always over
+     * rdma_cm}
+     */
+    public boolean packetAuthenticated() {
+        return packetAuthenticated;
     }
 
     /** {@return the peer's connection parameters, as it sent them} */

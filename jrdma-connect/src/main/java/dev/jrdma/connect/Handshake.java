@@ -21,15 +21,22 @@ import java.time.Duration;
  *
  * <pre>
  * client -> server  HELLO  "JRDM" u16 version, ConnParams, u32 credits, u32 messageSize, u64 exportLength, u16 n, private data[n]
+ *                          [version 2: u8 flags, bit 0: packet authentication offered; then its X25519 public key, 32 bytes]
  * server -> client  REPLY  "JRDM" u16 version, u8 verdict:
  *                          0 ACCEPT  ConnParams, u32 credits, u32 messageSize, u64 exportLength, u16 n, private data[n]
- *                          1 REJECT  UTF reason
+ *                                    [version 2: u8 flags, bit 0: packet authentication on; then the server's public key]
+ *                          1 REJECT  UTF reason (written as version 1: every version reads it)
  *                          2 VERSION UTF reason (the server speaks another version)
  * client -> server  READY  'R'  (the client's QP is in RTS; the server moves its QP RTR -> RTS)
  * afterwards        'B' from either side: goodbye (graceful close); end of stream without it: the peer is gone
  * </pre>
  * The server's QP reaches RTR only once it has the client's parameters, and RTS only once the client has the
  * server's (READY); the client's QP reaches RTR/RTS only once it has the server's.
+ *
+ * <p>Versions: a server reads HELLO of version 1 and 2 and answers in the client's; a client sends version 2 only
+ * when it offers packet authentication ({@link PacketAuthAgreement}), so a server of version 1 (an older jrdma) still
+ * takes every client that does not, and one that does falls back to version 1 (plain) when such a server refuses its
+ * version ({@link Endpoint}).
  */
 final class Handshake {
     private static final System.Logger LOG = System.getLogger(Handshake.class.getName());
@@ -37,11 +44,25 @@ final class Handshake {
     private Handshake() {}
 
     /** The largest HELLO: header, parameters, settings and the most private data. */
-    static final int MAX_HELLO = 4 + 2 + ConnParams.SIZE + 4 + 4 + 8 + 2 + EndpointConfig.MAX_PRIVATE_DATA;
+    static final int MAX_HELLO = 4 + 2 + ConnParams.SIZE + 4 + 4 + 8 + 2 + EndpointConfig.MAX_PRIVATE_DATA + Handshake.MAX_EXTENSION;
 
-    record Hello(ConnParams params, int credits, int messageSize, long exportLength, byte[] privateData) {}
+    /** The largest extension of version 2: flags and a public key. */
+    static final int MAX_EXTENSION = 1 + PacketAuthAgreement.PUBLIC_KEY_BYTES;
+    /** Bit 0 of version 2's flags: packet authentication offered (HELLO) or on (ACCEPT); a public key follows. */
+    static final int FLAG_PACKET_AUTH = 1;
 
-    record Reply(ConnParams params, int credits, int messageSize, long exportLength, byte[] privateData) {}
+    /** The server answered VERSION: it does not read the HELLO's version (one of version 1 refuses version 2). */
+    static final class VersionRefused extends RdmaConnectException {
+        VersionRefused(String message) {
+            super(Reason.VERSION_MISMATCH, message);
+        }
+    }
+
+    /** A client's HELLO; {@code authPublicKey}: its X25519 key when it offers packet authentication, else null. */
+    record Hello(int version, ConnParams params, int credits, int messageSize, long exportLength, byte[] privateData, byte[] authPublicKey) {}
+
+    /** A server's ACCEPT; {@code authPublicKey}: its X25519 key when packet authentication is on, else null. */
+    record Reply(ConnParams params, int credits, int messageSize, long exportLength, byte[] privateData, byte[] authPublicKey) {}
 
     static Socket openSocket(String host, int port, EndpointConfig cfg, long deadline) throws RdmaConnectException {
         String where = host + ":" + port;
@@ -157,24 +178,55 @@ final class Handshake {
         }
     }
 
+    /** A HELLO of version 1: no offer of packet authentication (what every jrdma server reads). */
     static void writeHello(DataOutputStream out, ConnParams p, int credits, int messageSize, long exportLength, byte[] priv) throws IOException {
+        writeHello(out, p, credits, messageSize, exportLength, priv, null);
+    }
+
+    /** A HELLO: of version 2 offering packet authentication with {@code authPublicKey}, or of version 1 when it is null. */
+    static void writeHello(DataOutputStream out, ConnParams p, int credits, int messageSize, long exportLength, byte[] priv, byte[] authPublicKey)
+            throws IOException {
         out.writeInt(Endpoint.HANDSHAKE_MAGIC);
-        out.writeShort(Endpoint.HANDSHAKE_VERSION);
+        out.writeShort(authPublicKey == null ? Endpoint.HANDSHAKE_MIN_VERSION : Endpoint.HANDSHAKE_VERSION);
         writeBody(out, p, credits, messageSize, exportLength, priv);
+        if (authPublicKey != null) writeExtension(out, authPublicKey);
         out.flush();
     }
 
+    /** An ACCEPT of version 1 (plain). */
     static void writeAccept(DataOutputStream out, ConnParams p, int credits, int messageSize, long exportLength, byte[] priv) throws IOException {
+        writeAccept(out, Endpoint.HANDSHAKE_MIN_VERSION, p, credits, messageSize, exportLength, priv, null);
+    }
+
+    /** An ACCEPT in the client's {@code version}; from version 2 it says whether packet authentication is on ({@code authPublicKey} not null). */
+    static void writeAccept(DataOutputStream out, int version, ConnParams p, int credits, int messageSize, long exportLength, byte[] priv,
+                            byte[] authPublicKey) throws IOException {
         out.writeInt(Endpoint.HANDSHAKE_MAGIC);
-        out.writeShort(Endpoint.HANDSHAKE_VERSION);
+        out.writeShort(version);
         out.writeByte(Endpoint.VERDICT_ACCEPT);
         writeBody(out, p, credits, messageSize, exportLength, priv);
+        if (version >= 2) writeExtension(out, authPublicKey);
         out.flush();
+    }
+
+    private static void writeExtension(DataOutputStream out, byte[] authPublicKey) throws IOException {
+        out.writeByte(authPublicKey == null ? 0 : FLAG_PACKET_AUTH);
+        if (authPublicKey != null) out.write(authPublicKey);
+    }
+
+    /** Version 2's extension: the peer's public key when its flags have {@link #FLAG_PACKET_AUTH}, else null (other bits: later versions'). */
+    private static byte[] readExtension(DataInputStream in) throws IOException {
+        int flags = in.readUnsignedByte();
+        if ((flags & FLAG_PACKET_AUTH) == 0) return null;
+        byte[] key = new byte[PacketAuthAgreement.PUBLIC_KEY_BYTES];
+        in.readFully(key);
+        return key;
     }
 
     static void writeReject(DataOutputStream out, int verdict, String reason) throws IOException {
         out.writeInt(Endpoint.HANDSHAKE_MAGIC);
-        out.writeShort(Endpoint.HANDSHAKE_VERSION);
+        // a refusal reads the same in every version: version 1's header, so that a client of version 1 reads the reason
+        out.writeShort(verdict == Endpoint.VERDICT_VERSION ? Endpoint.HANDSHAKE_VERSION : Endpoint.HANDSHAKE_MIN_VERSION);
         out.writeByte(verdict);
         out.writeUTF(reason.length() > 1000 ? reason.substring(0, 1000) : reason);
         out.flush();
@@ -197,9 +249,9 @@ final class Handshake {
                     String.format("the client at %s is not a jrdma endpoint (its first bytes are 0x%08x, expected \"JRDM\")", where, magic));
         }
         int version = in.readUnsignedShort();
-        if (version != Endpoint.HANDSHAKE_VERSION) {
-            String reason = "version mismatch: the client speaks handshake version " + version + ", this server version "
-                    + Endpoint.HANDSHAKE_VERSION + " (run the same jrdma version on both sides)";
+        if (version < Endpoint.HANDSHAKE_MIN_VERSION || version > Endpoint.HANDSHAKE_VERSION) {
+            String reason = "version mismatch: the client speaks handshake version " + version + ", this server versions "
+                    + Endpoint.HANDSHAKE_MIN_VERSION + " to " + Endpoint.HANDSHAKE_VERSION + " (run the same jrdma version on both sides)";
             try {
                 writeReject(out, Endpoint.VERDICT_VERSION, reason);
             } catch (IOException ignored) {
@@ -212,6 +264,7 @@ final class Handshake {
         int messageSize = in.readInt();
         long exportLength = in.readLong();
         byte[] priv = readPrivate(in);
+        byte[] authPublicKey = version >= 2 ? readExtension(in) : null;
         String invalid = invalidBody(credits, messageSize, exportLength, "client at " + where);
         if (invalid != null) {
             // a clear answer, not a silent hang-up: the client learns which setting was refused
@@ -222,10 +275,16 @@ final class Handshake {
             }
             throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR, invalid);
         }
-        return new Hello(p, credits, messageSize, exportLength, priv);
+        return new Hello(version, p, credits, messageSize, exportLength, priv, authPublicKey);
     }
 
+    /** Reads the answer to a HELLO of version 1. */
     static Reply readReply(DataInputStream in, String where) throws IOException {
+        return readReply(in, where, Endpoint.HANDSHAKE_MIN_VERSION);
+    }
+
+    /** Reads the answer to a HELLO of version {@code sent}: an ACCEPT must be of that version. */
+    static Reply readReply(DataInputStream in, String where, int sent) throws IOException {
         int magic = in.readInt();
         if (magic != Endpoint.HANDSHAKE_MAGIC) {
             throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR,
@@ -233,15 +292,13 @@ final class Handshake {
         }
         int version = in.readUnsignedShort();
         int verdict = in.readUnsignedByte();
-        if (verdict == Endpoint.VERDICT_VERSION) {
-            throw new RdmaConnectException(RdmaConnectException.Reason.VERSION_MISMATCH, "the server at " + where + " refused the connection: " + in.readUTF());
-        }
-        if (version != Endpoint.HANDSHAKE_VERSION) {
-            throw new RdmaConnectException(RdmaConnectException.Reason.VERSION_MISMATCH, "version mismatch: the server at " + where
-                    + " speaks handshake version " + version + ", this client version " + Endpoint.HANDSHAKE_VERSION + " (run the same jrdma version on both sides)");
-        }
-        if (verdict == Endpoint.VERDICT_REJECT) {
+        if (verdict == Endpoint.VERDICT_VERSION) throw new VersionRefused("the server at " + where + " refused the connection: " + in.readUTF());
+        if (verdict == Endpoint.VERDICT_REJECT && version >= Endpoint.HANDSHAKE_MIN_VERSION && version <= Endpoint.HANDSHAKE_VERSION) {
             throw new RdmaConnectException(RdmaConnectException.Reason.REJECTED, "the server at " + where + " rejected the connection: " + in.readUTF());
+        }
+        if (version != sent) {
+            throw new RdmaConnectException(RdmaConnectException.Reason.VERSION_MISMATCH, "version mismatch: the server at " + where
+                    + " speaks handshake version " + version + ", this client version " + sent + " (run the same jrdma version on both sides)");
         }
         if (verdict != Endpoint.VERDICT_ACCEPT) {
             throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR, "the server at " + where + " answered with unknown verdict " + verdict);
@@ -251,9 +308,10 @@ final class Handshake {
         int messageSize = in.readInt();
         long exportLength = in.readLong();
         byte[] priv = readPrivate(in);
+        byte[] authPublicKey = version >= 2 ? readExtension(in) : null;
         String invalid = invalidBody(credits, messageSize, exportLength, "server at " + where);
         if (invalid != null) throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR, invalid);
-        return new Reply(p, credits, messageSize, exportLength, priv);
+        return new Reply(p, credits, messageSize, exportLength, priv, authPublicKey);
     }
 
     private static byte[] readPrivate(DataInputStream in) throws IOException {

@@ -59,11 +59,18 @@ final class QpSetup {
 
     /** INIT to RTR: towards the peer's QP (its GID when it has one), the smaller of both MTUs, expecting its first PSN. */
     static void toRtr(QueuePair qp, EndpointGroup group, ConnParams local, ConnParams remote) {
+        toRtr(qp, group, local, remote, null);
+    }
+
+    /** {@link #toRtr(QueuePair, EndpointGroup, ConnParams, ConnParams)}, in the authenticated mode with {@code packetKey} when it is not null. */
+    static void toRtr(QueuePair qp, EndpointGroup group, ConnParams local, ConnParams remote, byte[] packetKey) {
         AhAttr ah = new AhAttr().dlid(remote.lid()).portNum(EndpointGroup.PORT);
         if (!remote.gid().isZero()) ah.global(remote.gid(), group.gidIndex()).hopLimit(HOP_LIMIT);
         Mtu mtu = local.mtu().min(remote.mtu());
-        qp.modify(new QpAttr().state(QpState.RTR).ah(ah).pathMtu(mtu).destQpNum(remote.qpNum()).rqPsn(remote.psn())
-                .maxDestRdAtomic(rdAtomic(group.deviceAttr())).minRnrTimer(MIN_RNR_TIMER));
+        QpAttr rtr = new QpAttr().state(QpState.RTR).ah(ah).pathMtu(mtu).destQpNum(remote.qpNum()).rqPsn(remote.psn())
+                .maxDestRdAtomic(rdAtomic(group.deviceAttr())).minRnrTimer(MIN_RNR_TIMER);
+        if (packetKey != null) rtr.packetAuthKey(packetKey);
+        qp.modify(rtr);
     }
 
     /** RTR to RTS: sending from this side's first PSN. */

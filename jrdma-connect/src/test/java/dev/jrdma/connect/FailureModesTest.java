@@ -88,7 +88,7 @@ class FailureModesTest {
                 try (Socket s = fake.accept()) {
                     DataOutputStream out = new DataOutputStream(s.getOutputStream());
                     out.writeInt(Endpoint.HANDSHAKE_MAGIC);
-                    out.writeShort(2);
+                    out.writeShort(99);
                     out.writeByte(Endpoint.VERDICT_ACCEPT);
                     out.flush();
                     s.getInputStream().transferTo(java.io.OutputStream.nullOutputStream()); // until the client closes
@@ -96,7 +96,7 @@ class FailureModesTest {
                     // test side
                 }
             });
-            connectFails("127.0.0.1", fake.getLocalPort(), cfg(), RdmaConnectException.Reason.VERSION_MISMATCH, "speaks handshake version 2");
+            connectFails("127.0.0.1", fake.getLocalPort(), cfg(), RdmaConnectException.Reason.VERSION_MISMATCH, "speaks handshake version 99");
         }
     }
 

@@ -51,6 +51,19 @@ class HandshakeFuzzTest {
         return b.toByteArray();
     }
 
+    /** A HELLO of version 2, offering packet authentication, and an ACCEPT of version 2 taking it. */
+    private static byte[] helloV2() throws IOException {
+        ByteArrayOutputStream b = new ByteArrayOutputStream();
+        Handshake.writeHello(new DataOutputStream(b), P, 8, 4096, 64, new byte[] {4}, new byte[PacketAuthAgreement.PUBLIC_KEY_BYTES]);
+        return b.toByteArray();
+    }
+
+    private static byte[] acceptV2() throws IOException {
+        ByteArrayOutputStream b = new ByteArrayOutputStream();
+        Handshake.writeAccept(new DataOutputStream(b), 2, P, 16, 65536, 0, new byte[] {1, 2, 3}, new byte[PacketAuthAgreement.PUBLIC_KEY_BYTES]);
+        return b.toByteArray();
+    }
+
     private static byte[] accept() throws IOException {
         ByteArrayOutputStream b = new ByteArrayOutputStream();
         Handshake.writeAccept(new DataOutputStream(b), P, 16, 65536, 0, new byte[] {1, 2, 3});
@@ -130,18 +143,22 @@ class HandshakeFuzzTest {
         byte[] hello = hello(new byte[] {9, 8, 7}), accept = accept(), reject = reject(), params = java.util.Arrays.copyOfRange(hello, 6, 6 + ConnParams.SIZE);
         byte[] cm = CmConnector.hello(TestSupport.config().privateData(new byte[] {5, 6}).build(), new RemoteBuffer(0x1000, 0x1234, 64));
         byte[] rb = new RemoteBuffer(0x1000, 0x1234, 64).toBytes();
+        byte[] hello2 = helloV2(), accept2 = acceptV2();
         int accepted = 0;
         long t0 = System.nanoTime();
         for (int i = 0; i < INPUTS; i++) {
-            byte[] h = mutate(rnd, hello);
+            byte[] h = mutate(rnd, rnd.nextBoolean() ? hello : hello2);
             expectValueOrIoException("Handshake.readHello", h, () -> {
                 Handshake.Hello x = Handshake.readHello(in(h), new DataOutputStream(new ByteArrayOutputStream()), "fuzz");
                 checkParams(x.params());
                 checkBody(x.credits(), x.messageSize(), x.exportLength(), x.privateData());
+                assertTrue(x.authPublicKey() == null || x.authPublicKey().length == PacketAuthAgreement.PUBLIC_KEY_BYTES);
             });
-            byte[] r = mutate(rnd, rnd.nextBoolean() ? accept : reject);
+            int pick = rnd.nextInt(3);
+            byte[] r = mutate(rnd, pick == 0 ? accept : pick == 1 ? accept2 : reject);
             expectValueOrIoException("Handshake.readReply", r, () -> {
-                Handshake.Reply x = Handshake.readReply(in(r), "fuzz");
+                Handshake.Reply x = Handshake.readReply(in(r), "fuzz", pick == 1 ? 2 : 1);
+                assertTrue(x.authPublicKey() == null || x.authPublicKey().length == PacketAuthAgreement.PUBLIC_KEY_BYTES);
                 checkParams(x.params());
                 checkBody(x.credits(), x.messageSize(), x.exportLength(), x.privateData());
             });

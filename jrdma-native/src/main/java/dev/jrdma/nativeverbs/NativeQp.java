@@ -255,6 +255,11 @@ final class NativeQp extends NativeResource implements QueuePair {
         checkOpen("ibv_modify_qp");
         QpState cur = state();
         QpState next = QpStateMachine.check(type, cur, attr);
+        if (attr.has(QpAttrMask.PACKET_AUTH_KEY)) {
+            throw new VerbsException("ibv_modify_qp", VerbsException.EOPNOTSUPP, "a kernel or hardware RDMA device (" + what()
+                    + ") cannot authenticate packets: packetAuthKey is jrdma's own mode between software devices"
+                    + " (Context.supportsPacketAuth() is false here); leave it out for plain RoCEv2");
+        }
         int mask = attr.maskBits();
         int rc;
         int errno;

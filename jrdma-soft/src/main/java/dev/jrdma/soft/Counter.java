@@ -18,6 +18,13 @@ enum Counter {
      */
     RX_ICRC_IPV4_ID_RECOVERED("rx_icrc_ipv4_id_recovered"),
     RX_MALFORMED("rx_malformed"),
+    /**
+     * A packet for a QP in the authenticated mode ({@code QpAttr.packetAuthKey}) whose tag is wrong or missing: a
+     * forgery, or a peer without the key. Dropped before anything else looks at it ({@link PacketAuth}).
+     */
+    RX_BAD_MAC("rx_bad_mac"),
+    /** QPs moved to RTR in the authenticated mode (with {@code QpAttr.packetAuthKey}): the mode was negotiated. */
+    QPS_PACKET_AUTH("qps_packet_auth"),
     RX_UNKNOWN_QP("rx_unknown_qp"),
     /** A packet for a QP that takes none in its state (RESET, INIT, ERR; a response before RTS). */
     RX_QP_NOT_READY("rx_qp_not_ready"),

@@ -1,5 +1,6 @@
 package dev.jrdma.soft;
 
+import dev.jrdma.soft.wire.Bth;
 import dev.jrdma.soft.wire.Icrc;
 import dev.jrdma.soft.wire.Opcode;
 import dev.jrdma.soft.wire.RocePacket;
@@ -49,9 +50,15 @@ final class PacketDispatch implements ProgressEngine.PacketHandler {
         } else if (!r.icrc.verifyIpv6(buf, 0, len, src.hi, src.lo, local.hi, local.lo, srcPort, port)) {
             return drop(Counter.RX_BAD_ICRC, repeat); // over IPv6 the whole ICRC is checked: nothing in it is the kernel's choice
         }
+        if (len < Bth.BYTES + Icrc.BYTES) return drop(Counter.RX_MALFORMED, repeat);
+        SoftQp qp = qps.get(Bth.destQp(buf, 0));
+        PacketAuth auth = qp == null ? null : qp.auth;
+        if (auth != null) { // the authenticated mode: the tag first, before the headers, PSN or memory are looked at
+            if (!auth.verify(buf, len, qp.destQpn, src)) return drop(Counter.RX_BAD_MAC, repeat);
+            len -= PacketAuth.TAG_BYTES; // the packet as it was signed: its ICRC's place now holds the tag's first bytes, checked above
+        }
         if (r.pkt.wrap(buf, 0, len) != RocePacket.OK) return drop(Counter.RX_MALFORMED, repeat);
         if (repeat && !Opcode.isRc(r.pkt.opcode())) return false; // UD and UC have no duplicate detection
-        SoftQp qp = qps.get(r.pkt.destQp());
         if (qp == null) return drop(Counter.RX_UNKNOWN_QP, repeat);
         qp.receive(r.pkt, seg, src, srcPort);
         return true;

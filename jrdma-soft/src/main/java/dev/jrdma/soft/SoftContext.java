@@ -281,6 +281,12 @@ public final class SoftContext extends Resource implements Context {
         return java.util.Collections.unmodifiableMap(m);
     }
 
+    /** The software device authenticates packets between jrdma peers ({@link PacketAuth}). */
+    @Override
+    public boolean supportsPacketAuth() {
+        return true;
+    }
+
     /** The device's link: e.g. "udp 127.0.0.1:4791 (libc) + same-host ring /dev/shm/jrdma-soft-... (to 127.0.0.2:4791 over shm)". */
     @Override
     public String linkDescription() {

@@ -89,6 +89,11 @@ final class SoftQp extends Resource implements QueuePair {
     int peerPort = -1;
     /** Bursts of forgery-like packets ({@link ForgeryWatch}). */
     final ForgeryWatch watch = new ForgeryWatch();
+    /**
+     * The authenticated mode's key ({@code QpAttr.packetAuthKey}, set in INIT->RTR, forgotten in RESET), or null:
+     * then every packet sent carries a tag and every packet received is checked ({@link PacketDispatch}) first.
+     */
+    volatile PacketAuth auth;
 
     // where the engines build the next packet (used under the monitor only): slot 0 of the batch, or, while a batch is
     // open (beginTx), its next free slot; an engine reads these anew for each packet it builds
@@ -250,12 +255,20 @@ final class SoftQp extends Resource implements QueuePair {
             if (a.has(QpAttrMask.MIN_RNR_TIMER)) minRnrTimer = a.minRnrTimer();
             if (a.has(QpAttrMask.MAX_QP_RD_ATOMIC)) maxRdAtomic = a.maxRdAtomic();
             if (a.has(QpAttrMask.MAX_DEST_RD_ATOMIC)) maxDestRdAtomic = a.maxDestRdAtomic();
+            if (a.has(QpAttrMask.PACKET_AUTH_KEY)) { // before RTR: no packet is taken unchecked
+                auth = new PacketAuth(a.packetAuthKey());
+                tr.counters.add(Counter.QPS_PACKET_AUTH);
+            }
 
             QpState cur = state;
             switch (next) {
                 case RESET -> reset();
                 case ERR -> toErr();
                 case RTR -> {
+                    if (cur == QpState.INIT && auth == null && PacketAuth.PRESHARED != null && type == QpType.RC) { // -Djrdma.soft.packetAuthKey
+                        auth = new PacketAuth(PacketAuth.PRESHARED);
+                        tr.counters.add(Counter.QPS_PACKET_AUTH);
+                    }
                     if (cur == QpState.INIT) responder.start(rqPsnAttr, maxDestRdAtomic);
                     commEstablished = false;
                     state = next;
@@ -317,6 +330,7 @@ final class SoftQp extends Resource implements QueuePair {
         requester.reset();
         completer.reset();
         responder.reset();
+        auth = null;
         state = QpState.RESET;
     }
 
@@ -719,6 +733,8 @@ final class SoftQp extends Resource implements QueuePair {
      */
     void transmitTo(int len, IpAddress toAddr, InetSocketAddress to) {
         IpAddress me = tr.local;
+        PacketAuth key = auth;
+        if (key != null) len = key.sign(tx, len, qpn, me);
         if (me.isIpv4()) icrc.generate(tx, 0, len, me.ipv4(), toAddr.ipv4(), tr.port, tr.port);
         else icrc.generateIpv6(tx, 0, len, me.hi, me.lo, toAddr.hi, toAddr.lo, tr.port, tr.port);
         if (txDepth == 0) {

@@ -79,6 +79,22 @@ class AllocationTest {
         }
     }
 
+    /** The authenticated mode over UDP: every packet signed and verified ({@link PacketAuth}), still nothing allocated. */
+    @Test
+    void steadyStateInTheAuthenticatedModeAllocatesNothingPerMessage() {
+        try (Pair p = ShmLinkTest.pairOn("127.0.0.45", "127.0.0.46", "off", "off")) {
+            Opts keyed = new Opts();
+            keyed.authKey = AuthenticatedModeTest.KEY.clone();
+            for (Side s : new Side[] {p.a, p.b}) s.qp.modify(new dev.jrdma.verbs.QpAttr().state(dev.jrdma.verbs.QpState.RESET));
+            connect(p.a, p.b, keyed, 100, 5000);
+            connect(p.b, p.a, keyed, 5000, 100);
+            assertNotNull(((SoftQp) p.a.qp).auth);
+            assertNotNull(((SoftQp) p.b.qp).auth);
+            check(p);
+            assertEquals(0, p.a.ctx.counters().get("rx_bad_mac") + p.b.ctx.counters().get("rx_bad_mac"));
+        }
+    }
+
     private static void check(Pair p) {
         {
             MemoryRegion a = p.a.mrAll(8192), b = p.b.mrAll(8192);

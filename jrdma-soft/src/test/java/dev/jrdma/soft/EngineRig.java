@@ -55,7 +55,15 @@ final class EngineRig implements AutoCloseable {
         Mtu mtu = Mtu.MTU_1024;
         int timeout = 14, retryCnt = 7, rnrRetry = 7, minRnrTimer = 1, maxRdAtomic = 4, maxDestRdAtomic = 4;
         EnumSet<Access> access = EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC);
+        /** The authenticated mode's key ({@code QpAttr.packetAuthKey}), or null for plain RoCEv2. */
+        byte[] authKey;
     }
+
+    /** The peer's side of the authenticated mode (the same key), or null: what signs {@link #feedWire} packets and checks {@link #drain}ed ones. */
+    final PacketAuth peerAuth;
+    /** The device's receive checks ({@link #feedWire}): ICRC, then the MAC of a QP with a key, then headers. */
+    private final PacketDispatch dispatch;
+    private final Receiver receiver;
 
     EngineRig() {
         this(new Opts());
@@ -81,8 +89,13 @@ final class EngineRig implements AutoCloseable {
         cq = (SoftCq) ctx.createCq(256, null);
         qp = (SoftQp) pd.createQueuePair(QpInitAttr.builder(cq).maxSendWr(64).maxRecvWr(64).maxSendSge(4).maxRecvSge(4).build());
         qp.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(1).access(o.access));
-        qp.modify(new QpAttr().state(QpState.RTR).ah(new AhAttr().global(Gid.fromInetAddress(PEER), 0)).pathMtu(o.mtu)
-                .destQpNum(PEER_QPN).rqPsn(PEER_PSN).maxDestRdAtomic(o.maxDestRdAtomic).minRnrTimer(o.minRnrTimer));
+        QpAttr rtr = new QpAttr().state(QpState.RTR).ah(new AhAttr().global(Gid.fromInetAddress(PEER), 0)).pathMtu(o.mtu)
+                .destQpNum(PEER_QPN).rqPsn(PEER_PSN).maxDestRdAtomic(o.maxDestRdAtomic).minRnrTimer(o.minRnrTimer);
+        if (o.authKey != null) rtr.packetAuthKey(o.authKey);
+        qp.modify(rtr);
+        peerAuth = o.authKey == null ? null : new PacketAuth(o.authKey);
+        dispatch = new PacketDispatch(IpAddress.of(LOCAL), PORT, transport.qps, transport.counters);
+        receiver = new Receiver(1, new OwedAcks(transport.counters, transport.key));
         qp.modify(new QpAttr().state(QpState.RTS).timeout(o.timeout).retryCnt(o.retryCnt).rnrRetry(o.rnrRetry)
                 .sqPsn(MY_PSN).maxRdAtomic(o.maxRdAtomic));
     }
@@ -220,6 +233,19 @@ final class EngineRig implements AutoCloseable {
         @Override public void close() {}
     }
 
+    /**
+     * Feeds a packet from the peer's address as the device receives one: with its ICRC, through the device's checks
+     * ({@link PacketDispatch}), signed by {@code signer} first when not null (the peer's key: {@link #peerAuth}; a
+     * forger has none). Returns whether it reached the QP.
+     */
+    boolean feedWire(Pkt p, PacketAuth signer) {
+        Bth.setDestQp(p.buf, 0, qp.qpNum());
+        int len = p.len;
+        if (signer != null) len = signer.sign(p.buf, len, PEER_QPN, IpAddress.of(PEER));
+        new dev.jrdma.soft.wire.Icrc().generate(p.buf, 0, len, IpAddress.of(PEER).ipv4(), IpAddress.of(LOCAL).ipv4(), PORT, PORT);
+        return dispatch.handle(receiver, new java.net.InetSocketAddress(PEER, PORT), p.buf, MemorySegment.ofBuffer(p.buf), len, false);
+    }
+
     long count(Counter c) {
         return transport.counters.get(c);
     }
@@ -236,7 +262,12 @@ final class EngineRig implements AutoCloseable {
         List<RocePacket> out = new ArrayList<>();
         for (ByteBuffer b : sent) {
             RocePacket p = new RocePacket();
-            assertEquals(RocePacket.OK, p.wrap(b, 0, b.capacity()));
+            int len = b.capacity();
+            if (peerAuth != null) { // what the peer checks: every packet sent carries the tag
+                assertTrue(peerAuth.verify(b, len, qp.qpNum(), IpAddress.of(LOCAL)), "a packet sent in the authenticated mode carries the right tag");
+                len -= PacketAuth.TAG_BYTES;
+            }
+            assertEquals(RocePacket.OK, p.wrap(b, 0, len));
             assertEquals(PEER_QPN, p.destQp());
             out.add(p);
         }

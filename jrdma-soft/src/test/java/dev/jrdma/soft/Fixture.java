@@ -128,6 +128,8 @@ final class Fixture {
         boolean sameDevice;
         /** The devices of the two sides (null: {@link #devA()} and {@link #devB()}). */
         Device devA, devB;
+        /** The authenticated mode's key of both QPs ({@code QpAttr.packetAuthKey}), or null for plain RoCEv2. */
+        byte[] authKey;
     }
 
     static final class Pair implements AutoCloseable {
@@ -158,8 +160,10 @@ final class Fixture {
 
     static void connect(Side me, Side peer, Opts o, int myPsn, int peerPsn) {
         me.qp.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(1).access(o.access));
-        me.qp.modify(new QpAttr().state(QpState.RTR).ah(new AhAttr().global(((SoftContext) peer.ctx).device().gid(), me.ctx.defaultGidIndex(1))).pathMtu(o.mtu)
-                .destQpNum(peer.qp.qpNum()).rqPsn(peerPsn).maxDestRdAtomic(o.maxDestRdAtomic).minRnrTimer(o.minRnrTimer));
+        QpAttr rtr = new QpAttr().state(QpState.RTR).ah(new AhAttr().global(((SoftContext) peer.ctx).device().gid(), me.ctx.defaultGidIndex(1))).pathMtu(o.mtu)
+                .destQpNum(peer.qp.qpNum()).rqPsn(peerPsn).maxDestRdAtomic(o.maxDestRdAtomic).minRnrTimer(o.minRnrTimer);
+        if (o.authKey != null) rtr.packetAuthKey(o.authKey);
+        me.qp.modify(rtr);
         me.qp.modify(new QpAttr().state(QpState.RTS).timeout(o.timeout).retryCnt(o.retryCnt).rnrRetry(o.rnrRetry)
                 .sqPsn(myPsn).maxRdAtomic(o.maxRdAtomic));
     }

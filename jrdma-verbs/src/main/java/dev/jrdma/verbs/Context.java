@@ -107,6 +107,16 @@ public interface Context extends AutoCloseable {
     }
 
     /**
+     * Whether QPs of this device take {@link QpAttr#packetAuthKey(byte[])}: jrdma's authenticated mode, a MAC on every
+     * packet between two jrdma software devices. Kernel and hardware devices (rxe, NICs) cannot: they speak plain RoCEv2.
+     *
+     * @return true for the software device
+     */
+    default boolean supportsPacketAuth() {
+        return false;
+    }
+
+    /**
      * What carries the device's packets, for people ({@code jrdma devinfo}): for the software device its UDP socket,
      * and its same-host ring with the peers it reaches through rings now; empty for a kernel device.
      *

@@ -20,6 +20,7 @@ public final class QpAttr {
             minRnrTimer, destQpNum;
     private boolean enSqdAsyncNotify, sqDraining;
     private int pathMigState, altPkeyIndex, altPort, altTimeout, rateLimit;
+    private byte[] packetAuthKey;
     private Mtu pathMtu;
     private AhAttr ah, altAh;
     private QpCap cap;
@@ -212,6 +213,22 @@ public final class QpAttr {
      */
     public QpAttr rateLimit(int kbps) { rateLimit = kbps; return set(QpAttrMask.RATE_LIMIT); }
     /**
+     * jrdma's authenticated mode ({@link QpAttrMask#PACKET_AUTH_KEY}, no verbs equivalent): a 128-bit key shared with
+     * the peer QP only; every packet the QP sends then carries a MAC under it and every packet it receives must carry
+     * a right one, or it is dropped and counted before anything else looks at it. Both ends must set the same key, in
+     * the move INIT->RTR of an RC QP (before the QP takes any packet); a move to RESET forgets it. Only providers with
+     * {@link Context#supportsPacketAuth()} take it; jrdma-connect agrees the key in its handshake.
+     *
+     * @param key16 the key, 16 bytes (copied; never reported by {@link QueuePair#query()})
+     * @return this
+     * @throws IllegalArgumentException when the key is not 16 bytes
+     */
+    public QpAttr packetAuthKey(byte[] key16) {
+        if (key16 == null || key16.length != 16) throw new IllegalArgumentException("a packet authentication key is 16 bytes, got " + (key16 == null ? "null" : key16.length));
+        packetAuthKey = key16.clone();
+        return set(QpAttrMask.PACKET_AUTH_KEY);
+    }
+    /**
      * Set by {@link QueuePair#query()}: whether the QP is in SQD and still draining its send queue ({@code sq_draining};
      * no mask bit).
      *
@@ -281,6 +298,8 @@ public final class QpAttr {
     public int altPort() { return altPort; }
     /** {@return the alternate path's local ACK timeout exponent ({@code alt_timeout})} */
     public int altTimeout() { return altTimeout; }
+    /** {@return a copy of the key of {@link #packetAuthKey(byte[])}, or null when unset} */
+    public byte[] packetAuthKey() { return packetAuthKey == null ? null : packetAuthKey.clone(); }
     /** {@return the send rate limit in kbit/s ({@code rate_limit}); 0 for none} */
     public int rateLimit() { return rateLimit; }
 
@@ -312,6 +331,7 @@ public final class QpAttr {
                 case ALT_PATH -> "{ah=" + altAh + ", pkeyIndex=" + altPkeyIndex + ", port=" + altPort + ", timeout=" + altTimeout + "}";
                 case PATH_MIG_STATE -> pathMigState;
                 case RATE_LIMIT -> rateLimit;
+                case PACKET_AUTH_KEY -> "(set)"; // a secret: never printed
                 default -> "?";
             }).append(", ");
         }

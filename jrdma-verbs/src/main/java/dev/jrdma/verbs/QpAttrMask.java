@@ -45,7 +45,13 @@ public enum QpAttrMask {
     /** {@code IBV_QP_DEST_QPN}: {@link QpAttr#destQpNum(int)}. */
     DEST_QPN(20),
     /** {@code IBV_QP_RATE_LIMIT}: a packet pacing rate (no setter). */
-    RATE_LIMIT(25);
+    RATE_LIMIT(25),
+    /**
+     * jrdma's own, no {@code IBV_QP_*} attribute: the per-connection key of {@link QpAttr#packetAuthKey(byte[])}, a MAC
+     * on every packet between two jrdma software devices. Providers that cannot ({@link Context#supportsPacketAuth()}
+     * is false: the kernel/hardware one) refuse a modify that carries it; its bit is one the kernel does not define.
+     */
+    PACKET_AUTH_KEY(30);
 
     /** The {@code IBV_QP_*} bit of this attribute in {@code ibv_modify_qp}'s {@code attr_mask}. */
     public final int bit;

@@ -43,7 +43,7 @@ public final class QpStateMachine {
                 case RTR -> type == QpType.UD ? new Transition(NONE, EnumSet.of(PKEY_INDEX, QKEY))
                         : new Transition(rc ? EnumSet.of(AV, PATH_MTU, DEST_QPN, RQ_PSN, MAX_DEST_RD_ATOMIC, MIN_RNR_TIMER)
                                 : EnumSet.of(AV, PATH_MTU, DEST_QPN, RQ_PSN),
-                        EnumSet.of(ALT_PATH, ACCESS_FLAGS, PKEY_INDEX));
+                        rc ? EnumSet.of(ALT_PATH, ACCESS_FLAGS, PKEY_INDEX, PACKET_AUTH_KEY) : EnumSet.of(ALT_PATH, ACCESS_FLAGS, PKEY_INDEX));
                 default -> null;
             };
             case RTR -> next == QpState.RTS
