@@ -5,8 +5,8 @@
 module dev.jrdma.bench {
     requires transitive dev.jrdma.verbs;
     requires jdk.management;
-    requires dev.jrdma.connect;                    // jrdma perf -R: rdma_cm
-    requires dev.jrdma.netty;                      // jrdma netty-bench
+    requires dev.jrdma.connect; // jrdma perf -R: rdma_cm
+    requires dev.jrdma.netty; // jrdma netty-bench
     requires io.netty.transport.classes.epoll;
 
     exports dev.jrdma.bench;

@@ -10,5 +10,6 @@ module dev.jrdma.cli {
     requires dev.jrdma.bench;
     requires info.picocli;
 
-    opens dev.jrdma.cli to info.picocli;
+    opens dev.jrdma.cli to
+            info.picocli;
 }

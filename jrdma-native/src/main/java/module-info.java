@@ -8,5 +8,6 @@
 module dev.jrdma.nativeverbs {
     requires dev.jrdma.verbs;
 
-    provides dev.jrdma.verbs.spi.VerbsProvider with dev.jrdma.nativeverbs.NativeVerbsProvider;
+    provides dev.jrdma.verbs.spi.VerbsProvider with
+            dev.jrdma.nativeverbs.NativeVerbsProvider;
 }

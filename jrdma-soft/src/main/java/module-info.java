@@ -7,5 +7,6 @@
 module dev.jrdma.soft {
     requires dev.jrdma.verbs;
 
-    provides dev.jrdma.verbs.spi.VerbsProvider with dev.jrdma.soft.SoftProvider;
+    provides dev.jrdma.verbs.spi.VerbsProvider with
+            dev.jrdma.soft.SoftProvider;
 }

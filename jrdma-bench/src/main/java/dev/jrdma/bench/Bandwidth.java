@@ -4,7 +4,6 @@ import dev.jrdma.verbs.PreparedSend;
 import dev.jrdma.verbs.RecvWorkRequest;
 import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.util.Arrays;
 
 /**
@@ -34,13 +33,18 @@ final class Bandwidth {
         long total = timed ? Long.MAX_VALUE : itersPerQp * o.numQp;
         boolean record = !timed && !o.noPeak && total <= 10_000_000L; // -N: no peak, no time stamps
         long[] tposted = record ? new long[(int) total] : null, tcompleted = record ? new long[(int) total] : null;
-        int stampEvery = BwResult.postStep(total); // the post times the peak reads, no more (a clock read can be a system call)
-        int tx = r.qps[0].cap().maxSendWr() > 0 ? Math.min(o.effectiveTxDepth(), r.qps[0].cap().maxSendWr()) : o.effectiveTxDepth();
+        int stampEvery =
+                BwResult.postStep(total); // the post times the peak reads, no more (a clock read can be a system call)
+        int tx = r.qps[0].cap().maxSendWr() > 0
+                ? Math.min(o.effectiveTxDepth(), r.qps[0].cap().maxSendWr())
+                : o.effectiveTxDepth();
         // perftest's CQ moderation: only every cq_mod-th request of a QP (and its last) is signalled, and that
-        // completion retires the unsignalled ones before it; with -D every request is signalled (the run stops anywhere)
+        // completion retires the unsignalled ones before it; with -D every request is signalled (the run stops
+        // anywhere)
         // -l: requests go in lists of postList, and the moderation defaults to the list's size (perftest's rule)
         int list = o.postList;
-        int mod = timed ? 1 : Math.max(1, Math.min(o.cqMod > 0 ? o.cqMod : list > 1 ? list : BenchResources.CQ_MOD, tx));
+        int mod =
+                timed ? 1 : Math.max(1, Math.min(o.cqMod > 0 ? o.cqMod : list > 1 ? list : BenchResources.CQ_MOD, tx));
         // each request prepared once (checked and written into the provider's format), posted again and again
         PreparedSend[] wr = new PreparedSend[o.numQp], quiet = new PreparedSend[o.numQp];
         for (int q = 0; q < o.numQp; q++) {
@@ -70,7 +74,8 @@ final class Bandwidth {
                             boolean last = k == itersPerQp;
                             boolean signalled = mod == 1 || k % mod == 0 || last;
                             if (record && posted % stampEvery == 0) tposted[(int) posted] = System.nanoTime();
-                            if (signalled) wr[q].post(last ? q | LAST_OF_QP : q); else quiet[q].post();
+                            if (signalled) wr[q].post(last ? q | LAST_OF_QP : q);
+                            else quiet[q].post();
                             outstanding[q]++;
                             postedPerQp[q]++;
                             posted++;
@@ -89,7 +94,9 @@ final class Bandwidth {
             for (int k = 0; k < n; k++) {
                 r.check(k);
                 int q = (int) (r.done.wrId(k) & ~LAST_OF_QP);
-                int retired = (r.done.wrId(k) & LAST_OF_QP) != 0 ? outstanding[q] : mod; // this one and the unsignalled before it
+                int retired = (r.done.wrId(k) & LAST_OF_QP) != 0
+                        ? outstanding[q]
+                        : mod; // this one and the unsignalled before it
                 outstanding[q] -= retired;
                 for (int j = 0; j < retired; j++) {
                     if (record) tcompleted[(int) completed] = now;
@@ -99,7 +106,9 @@ final class Bandwidth {
             }
             lastDone = now;
             stall.progress();
-            if ((completed & 0xfff) < n && progress.enabled()) progress.update(String.format(" %s %d bytes: %d%s", test.id(), size, completed, timed ? " ops" : "/" + total));
+            if ((completed & 0xfff) < n && progress.enabled())
+                progress.update(
+                        String.format(" %s %d bytes: %d%s", test.id(), size, completed, timed ? " ops" : "/" + total));
         }
         if (marginNs > 0) return BwResult.of(size, sampled, sampleTo - sampleFrom, 0);
         long elapsed = lastDone - start;
@@ -113,8 +122,17 @@ final class Bandwidth {
         BenchResources r = resources;
         SendWorkRequest w = new SendWorkRequest().wrId(q);
         return switch (r.test.verb) {
-            case WRITE -> r.dataRequest(w.opcode(WrOpcode.RDMA_WRITE).buffer(r.mr(q), r.localOffset(q), size).remote(r.rem[q].vaddr(), r.rem[q].rkey()), q, size);
-            case READ -> w.opcode(WrOpcode.RDMA_READ).buffer(r.mr(q), r.localOffset(q), size).remote(r.rem[q].vaddr(), r.rem[q].rkey());
+            case WRITE ->
+                r.dataRequest(
+                        w.opcode(WrOpcode.RDMA_WRITE)
+                                .buffer(r.mr(q), r.localOffset(q), size)
+                                .remote(r.rem[q].vaddr(), r.rem[q].rkey()),
+                        q,
+                        size);
+            case READ ->
+                w.opcode(WrOpcode.RDMA_READ)
+                        .buffer(r.mr(q), r.localOffset(q), size)
+                        .remote(r.rem[q].vaddr(), r.rem[q].rkey());
             case ATOMIC -> r.atomicRequest(w, q);
             case SEND -> r.dataRequest(w.opcode(WrOpcode.SEND).buffer(r.mr(q), r.localOffset(q), size), q, size);
             default -> throw new IllegalStateException();
@@ -129,7 +147,9 @@ final class Bandwidth {
         BenchResources r = resources;
         PerfOptions o = r.options;
         long total = iters * o.numQp;
-        int tx = r.qps[0].cap().maxSendWr() > 0 ? Math.min(o.effectiveTxDepth(), r.qps[0].cap().maxSendWr()) : o.effectiveTxDepth();
+        int tx = r.qps[0].cap().maxSendWr() > 0
+                ? Math.min(o.effectiveTxDepth(), r.qps[0].cap().maxSendWr())
+                : o.effectiveTxDepth();
         PreparedSend[] wr = new PreparedSend[o.numQp];
         RecvWorkRequest[] rwr = new RecvWorkRequest[o.numQp];
         for (int q = 0; q < o.numQp; q++) {
@@ -167,7 +187,8 @@ final class Bandwidth {
                 }
             }
             received += m;
-            if (n + m == 0) stall.idle(); else stall.progress();
+            if (n + m == 0) stall.idle();
+            else stall.progress();
         }
         return BwResult.of(size, completed, lastDone - start, 0);
     }
@@ -192,7 +213,9 @@ final class Bandwidth {
         while (received < total) {
             int n = r.recvCq.poll(r.done, r.done.capacity());
             if (n == 0) {
-                if (timed && received > 0 && System.nanoTime() - first > o.durationSec * 1_000_000_000L
+                if (timed
+                        && received > 0
+                        && System.nanoTime() - first > o.durationSec * 1_000_000_000L
                         && System.nanoTime() - lastAt > quietNs) break;
                 stall.idle();
                 continue;
@@ -214,7 +237,8 @@ final class Bandwidth {
             received += n;
             lastAt = now;
             stall.progress();
-            if ((received & 0xfff) < n && progress.enabled()) progress.update(String.format(" %s %d bytes: received %d", r.test.id(), size, received));
+            if ((received & 0xfff) < n && progress.enabled())
+                progress.update(String.format(" %s %d bytes: received %d", r.test.id(), size, received));
         }
         return BwResult.of(size, received, lastAt - start, 0);
     }

@@ -31,7 +31,6 @@ import dev.jrdma.verbs.Verbs;
 import dev.jrdma.verbs.VerbsException;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.security.SecureRandom;
@@ -70,6 +69,7 @@ final class BenchResources implements AutoCloseable {
     MemorySegment buf;
     /** The buffer's memory region; with --mr_per_qp one per QP (each QP's requests and key use its own). */
     MemoryRegion mr;
+
     private MemoryRegion[] mrPerQp;
     CompletionQueue sendCq, recvCq;
     QueuePair[] qps;
@@ -97,6 +97,7 @@ final class BenchResources implements AutoCloseable {
     CmQps cm;
     /** UD: the address handle, QPN and Q_Key each QP sends to (set when the QPs connect). */
     private AddressHandle[] ahs;
+
     private int[] remQpn, remQkey;
     /** Completions of the set-up. */
     final WorkCompletion[] wcs = WorkCompletion.array(64);
@@ -120,17 +121,19 @@ final class BenchResources implements AutoCloseable {
         ctx = dev.open();
         DeviceAttr da = ctx.queryDevice();
         if (o.ibPort < 1 || o.ibPort > da.physPortCnt())
-            throw new BenchException("device " + deviceName + " has " + da.physPortCnt() + " port(s); -i " + o.ibPort + " does not exist");
+            throw new BenchException("device " + deviceName + " has " + da.physPortCnt() + " port(s); -i " + o.ibPort
+                    + " does not exist");
         port = ctx.queryPort(o.ibPort);
         if (o.forceLink != null && !o.forceLink.equals(port.linkLayer().ibvName()))
-            throw new BenchException("--force-link " + o.forceLink + ", but port " + o.ibPort + " of " + deviceName + " is " + port.linkLayer().ibvName()
-                    + " (jrdma cannot change a port's link layer)");
+            throw new BenchException("--force-link " + o.forceLink + ", but port " + o.ibPort + " of " + deviceName
+                    + " is " + port.linkLayer().ibvName() + " (jrdma cannot change a port's link layer)");
         boolean needGid = o.gidIndex >= 0 || port.linkLayer() == LinkLayer.ETHERNET;
         if (needGid) {
             gidIndex = o.gidIndex >= 0 ? o.gidIndex : bestGidIndex();
             gid = ctx.queryGid(o.ibPort, gidIndex);
-            if (gid.isZero()) throw new BenchException("GID index " + gidIndex + " of " + deviceName + " port " + o.ibPort
-                    + " is empty: pick one that 'jrdma devinfo -v -d " + deviceName + "' lists (-x N)");
+            if (gid.isZero())
+                throw new BenchException("GID index " + gidIndex + " of " + deviceName + " port " + o.ibPort
+                        + " is empty: pick one that 'jrdma devinfo -v -d " + deviceName + "' lists (-x N)");
         }
         if (test.verb == PerfTest.Verb.READ || test.verb == PerfTest.Verb.ATOMIC)
             outReads = Math.max(1, Math.min(o.outReads > 0 ? o.outReads : 16, da.maxQpRdAtom()));
@@ -140,11 +143,16 @@ final class BenchResources implements AutoCloseable {
         int maxSize = 0;
         for (int s : o.runSizes()) maxSize = Math.max(maxSize, s);
         // a UD message is at most the MTU (4096 at most), and its receive starts 40 bytes early for the GRH
-        areaSize = ud ? Math.max(Math.min(maxSize, mtu.bytes) + CACHE_LINE, CYCLE_BUFFER) : Math.max(maxSize, CYCLE_BUFFER);
+        areaSize = ud
+                ? Math.max(Math.min(maxSize, mtu.bytes) + CACHE_LINE, CYCLE_BUFFER)
+                : Math.max(maxSize, CYCLE_BUFFER);
         arena = Arena.ofShared();
-        buf = o.mmapFile != null ? mapFile(2L * o.numQp * areaSize) : arena.allocate(2L * o.numQp * areaSize, CYCLE_BUFFER);
+        buf = o.mmapFile != null
+                ? mapFile(2L * o.numQp * areaSize)
+                : arena.allocate(2L * o.numQp * areaSize, CYCLE_BUFFER);
         pd = ctx.allocPd();
-        EnumSet<Access> access = EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC);
+        EnumSet<Access> access =
+                EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC);
         mr = pd.registerMemory(buf, access);
         if (o.mrPerQp) {
             // --mr_per_qp: a region (and key) of its own for each QP; QP i's two areas are not adjacent (i*B and
@@ -154,12 +162,15 @@ final class BenchResources implements AutoCloseable {
         }
         int tx = Math.min(o.effectiveTxDepth(), Math.max(1, da.maxQpWr()));
         int sendWr = test.verb == PerfTest.Verb.SEND && test.latency ? Math.min(CQ_MOD, Math.max(1, da.maxQpWr())) : tx;
-        rxDepth = o.rxDepth > 0 ? o.rxDepth : ud && !test.latency ? (int) Math.min(o.effectiveIters(), UD_MAX_RX) : RX_DEPTH;
+        rxDepth = o.rxDepth > 0
+                ? o.rxDepth
+                : ud && !test.latency ? (int) Math.min(o.effectiveIters(), UD_MAX_RX) : RX_DEPTH;
         int recvWr = test.verb == PerfTest.Verb.SEND ? Math.min(rxDepth, Math.max(1, da.maxQpWr())) : 1;
         if (o.events) channel = ctx.createCompletionChannel();
         // -X: the completion vector the CQs signal their events on (perftest's eq_num)
         if (o.compVector >= Math.max(1, ctx.numCompVectors()))
-            throw new BenchException("-X " + o.compVector + ": " + deviceName + " has " + ctx.numCompVectors() + " completion vector(s), 0.." + (ctx.numCompVectors() - 1));
+            throw new BenchException("-X " + o.compVector + ": " + deviceName + " has " + ctx.numCompVectors()
+                    + " completion vector(s), 0.." + (ctx.numCompVectors() - 1));
         sendCq = ctx.createCq(Math.max(16, sendWr * o.numQp + 16), channel, o.compVector);
         recvCq = ctx.createCq(Math.max(16, recvWr * o.numQp + 16), channel, o.compVector);
         qps = new QueuePair[o.numQp];
@@ -168,15 +179,21 @@ final class BenchResources implements AutoCloseable {
         remQpn = new int[o.numQp];
         remQkey = new int[o.numQp];
         SecureRandom rnd = new SecureRandom();
-        QpInitAttr.Builder qpAttr = QpInitAttr.builder(sendCq).type(ud ? QpType.UD : QpType.RC).recvCq(recvCq)
-                .maxSendWr(sendWr).maxRecvWr(recvWr).maxInlineData(inline);
+        QpInitAttr.Builder qpAttr = QpInitAttr.builder(sendCq)
+                .type(ud ? QpType.UD : QpType.RC)
+                .recvCq(recvCq)
+                .maxSendWr(sendWr)
+                .maxRecvWr(recvWr)
+                .maxInlineData(inline);
         if (o.useSrq && test.verb == PerfTest.Verb.SEND) {
             // --use-srq: the QPs receive from one shared queue of -r receives (perftest: rx-depth is the SRQ's max_wr)
-            // (the soft device makes SRQs but reports max_srq 0, so the attributes only bound the depth when they give one)
+            // (the soft device makes SRQs but reports max_srq 0, so the attributes only bound the depth when they give
+            // one)
             try {
                 srq = pd.createSrq(new SrqAttr(da.maxSrqWr() > 0 ? Math.min(rxDepth, da.maxSrqWr()) : rxDepth, 1, 0));
             } catch (VerbsException e) {
-                throw new BenchException("--use-srq: " + deviceName + " cannot make a shared receive queue: " + e.getMessage(), e);
+                throw new BenchException(
+                        "--use-srq: " + deviceName + " cannot make a shared receive queue: " + e.getMessage(), e);
             }
             qpAttr.srq(srq);
         }
@@ -184,18 +201,26 @@ final class BenchResources implements AutoCloseable {
         for (int i = 0; i < o.numQp; i++) {
             qps[i] = createQp(attr);
             initQp(qps[i]);
-            my[i] = new Dest(port.lid(), outReads, qps[i].qpNum(), rnd.nextInt() & 0xffffff, mr(i).rkey(),
-                    mr(i).address() + (o.numQp + i) * areaSize, gid, 0);
+            my[i] = new Dest(
+                    port.lid(),
+                    outReads,
+                    qps[i].qpNum(),
+                    rnd.nextInt() & 0xffffff,
+                    mr(i).rkey(),
+                    mr(i).address() + (o.numQp + i) * areaSize,
+                    gid,
+                    0);
         }
     }
 
     /** --mmap FILE (--mmap-offset N): the buffer is that file's bytes from N on, mapped shared, as perftest's. */
     private MemorySegment mapFile(long bytes) {
         java.nio.file.Path file = java.nio.file.Path.of(options.mmapFile);
-        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(file, java.nio.file.StandardOpenOption.READ,
-                java.nio.file.StandardOpenOption.WRITE)) {
+        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(
+                file, java.nio.file.StandardOpenOption.READ, java.nio.file.StandardOpenOption.WRITE)) {
             if (ch.size() < options.mmapOffset + bytes)
-                throw new BenchException("--mmap " + file + ": " + ch.size() + " bytes, the run needs " + bytes + " from offset " + options.mmapOffset);
+                throw new BenchException("--mmap " + file + ": " + ch.size() + " bytes, the run needs " + bytes
+                        + " from offset " + options.mmapOffset);
             return ch.map(java.nio.channels.FileChannel.MapMode.READ_WRITE, options.mmapOffset, bytes, arena);
         } catch (java.io.IOException e) {
             throw new BenchException("--mmap " + file + ": " + e.getMessage(), e);
@@ -207,8 +232,10 @@ final class BenchResources implements AutoCloseable {
             return pd.createQueuePair(attr);
         } catch (VerbsException e) {
             if (inline == 0) throw e;
-            throw new BenchException("device " + deviceName + " cannot make a QP with " + inline + " bytes of inline data (-I "
-                    + options.inlineSize + "): " + e.getMessage() + "; try a smaller -I", e);
+            throw new BenchException(
+                    "device " + deviceName + " cannot make a QP with " + inline + " bytes of inline data (-I "
+                            + options.inlineSize + "): " + e.getMessage() + "; try a smaller -I",
+                    e);
         }
     }
 
@@ -238,9 +265,10 @@ final class BenchResources implements AutoCloseable {
         if (options.ipv6) {
             // --ipv6: the first RoCE v2 GID that is an IPv6 address (not an IPv4-mapped one)
             for (GidEntry g : ctx.gidTable(options.ibPort))
-                if (!g.gid().isZero() && !g.gid().isIpv4Mapped() && (g.type() == null || g.isRoceV2())) return g.index();
-            throw new BenchException("--ipv6: port " + options.ibPort + " of " + deviceName + " has no IPv6 GID ('jrdma devinfo -v -d "
-                    + deviceName + "' lists its GIDs)");
+                if (!g.gid().isZero() && !g.gid().isIpv4Mapped() && (g.type() == null || g.isRoceV2()))
+                    return g.index();
+            throw new BenchException("--ipv6: port " + options.ibPort + " of " + deviceName
+                    + " has no IPv6 GID ('jrdma devinfo -v -d " + deviceName + "' lists its GIDs)");
         }
         try {
             return ctx.defaultGidIndex(options.ibPort);
@@ -257,7 +285,8 @@ final class BenchResources implements AutoCloseable {
         AhAttr ah = new AhAttr().dlid(options.dlid > 0 ? options.dlid : r.lid()).portNum(options.ibPort);
         ah.sl = options.sl;
         if (gid != null) {
-            if (r.gid() == null || r.gid().isZero()) throw new BenchException("the peer sent no GID; use -x on both sides");
+            if (r.gid() == null || r.gid().isZero())
+                throw new BenchException("the peer sent no GID; use -x on both sides");
             ah.global(r.gid(), gidIndex).hopLimit(0xFF);
             ah.trafficClass = options.trafficClass;
             ah.flowLabel = options.flowLabel;
@@ -267,12 +296,24 @@ final class BenchResources implements AutoCloseable {
             // (perftest makes one on both sides of a latency test and on the client of a bandwidth test)
             qps[i].modify(new QpAttr().state(QpState.RTR));
             qps[i].modify(new QpAttr().state(QpState.RTS).sqPsn(my[i].psn()));
-            if (test.latency || options.bandwidthSender() || warmingUp) useAddressHandle(i, pd.createAddressHandle(ah), r.qpn(), UD_QKEY);
+            if (test.latency || options.bandwidthSender() || warmingUp)
+                useAddressHandle(i, pd.createAddressHandle(ah), r.qpn(), UD_QKEY);
             return;
         }
-        qps[i].modify(new QpAttr().state(QpState.RTR).ah(ah).pathMtu(mtu).destQpNum(r.qpn()).rqPsn(r.psn())
-                .maxDestRdAtomic(outReads).minRnrTimer(12));
-        qps[i].modify(new QpAttr().state(QpState.RTS).timeout(options.qpTimeout).retryCnt(7).rnrRetry(7).sqPsn(my[i].psn())
+        qps[i].modify(new QpAttr()
+                .state(QpState.RTR)
+                .ah(ah)
+                .pathMtu(mtu)
+                .destQpNum(r.qpn())
+                .rqPsn(r.psn())
+                .maxDestRdAtomic(outReads)
+                .minRnrTimer(12));
+        qps[i].modify(new QpAttr()
+                .state(QpState.RTS)
+                .timeout(options.qpTimeout)
+                .retryCnt(7)
+                .rnrRetry(7)
+                .sqPsn(my[i].psn())
                 .maxRdAtomic(Math.max(1, Math.min(outReads, Math.max(1, r.outReads())))));
     }
 
@@ -297,8 +338,8 @@ final class BenchResources implements AutoCloseable {
             if (ahs[i] != null) ahs[i].close();
             ahs[i] = null;
         }
-        while (sendCq.poll(wcs, wcs.length) > 0) { } // a QP reset leaves its completions in the CQ
-        while (recvCq.poll(wcs, wcs.length) > 0) { }
+        while (sendCq.poll(wcs, wcs.length) > 0) {} // a QP reset leaves its completions in the CQ
+        while (recvCq.poll(wcs, wcs.length) > 0) {}
         buf.fill((byte) 0);
     }
 
@@ -317,18 +358,22 @@ final class BenchResources implements AutoCloseable {
     /** QP {@code q}'s atomic (-A: fetch-and-add of 1, or compare-and-swap of 0 with 1, as perftest) into its local area. */
     SendWorkRequest atomicRequest(SendWorkRequest w, int q) {
         boolean swap = options.atomicType == PerfOptions.AtomicType.CMP_AND_SWAP;
-        return w.opcode(swap ? WrOpcode.ATOMIC_CMP_AND_SWP : WrOpcode.ATOMIC_FETCH_AND_ADD).buffer(mr(q), localOffset(q), 8)
+        return w.opcode(swap ? WrOpcode.ATOMIC_CMP_AND_SWP : WrOpcode.ATOMIC_FETCH_AND_ADD)
+                .buffer(mr(q), localOffset(q), 8)
                 .atomic(rem[q].vaddr(), rem[q].rkey(), swap ? 0 : 1, swap ? 1 : 0);
     }
 
     /** A receive of QP {@code q}: in the area the peer targets; on UD 40 bytes earlier and longer, for the GRH. */
     RecvWorkRequest recvRequest(int q, int size) {
-        return new RecvWorkRequest().wrId(q).buffer(mr(q), remoteAreaOffset(q) + (ud ? CACHE_LINE - UD_GRH : 0), size + (ud ? UD_GRH : 0));
+        return new RecvWorkRequest()
+                .wrId(q)
+                .buffer(mr(q), remoteAreaOffset(q) + (ud ? CACHE_LINE - UD_GRH : 0), size + (ud ? UD_GRH : 0));
     }
 
     /** Posts the receives a send test starts with: {@code need} (the iterations), at most the receive queue's depth. */
     void postInitialRecvs(int size, long need) {
-        int per = (int) Math.min(srq == null && qps[0].cap().maxRecvWr() > 0 ? qps[0].cap().maxRecvWr() : rxDepth, need);
+        int per = (int) Math.min(
+                srq == null && qps[0].cap().maxRecvWr() > 0 ? qps[0].cap().maxRecvWr() : rxDepth, need);
         // with an SRQ the QPs share its -r receives; each QP's group of receives (its wr_id) gets an equal part
         per = Math.min(per, srq != null ? Math.max(1, rxDepth / options.numQp) : rxDepth);
         for (int q = 0; q < options.numQp; q++) {
@@ -370,7 +415,7 @@ final class BenchResources implements AutoCloseable {
         }
         if (ctx != null && Boolean.getBoolean("jrdma.perf.counters")) printCounters();
         if (cm != null) cm.close();
-        if (ctx != null) ctx.close();   // closes PD, MR, QPs and CQs first
+        if (ctx != null) ctx.close(); // closes PD, MR, QPs and CQs first
         if (arena != null) arena.close();
     }
 
@@ -378,7 +423,9 @@ final class BenchResources implements AutoCloseable {
     private void printCounters() {
         try {
             StringBuilder sb = new StringBuilder("counters of " + deviceName + ":");
-            ctx.counters().forEach((k, v) -> { if (v != 0) sb.append(' ').append(k).append('=').append(v); });
+            ctx.counters().forEach((k, v) -> {
+                if (v != 0) sb.append(' ').append(k).append('=').append(v);
+            });
             System.err.println(sb);
         } catch (RuntimeException e) {
             System.err.println("counters of " + deviceName + ": unavailable (" + e.getMessage() + ")");

@@ -22,7 +22,6 @@ import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.Verbs;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.io.EOFException;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -44,6 +43,7 @@ import java.time.Duration;
 final class CmLink implements PerftestWire.Link {
     /** perftest's wr_id of the exchange messages (SYNC_SPEC_ID). */
     private static final int SYNC_WR_ID = 5;
+
     private static final int MAX_MESSAGE = PerftestWire.BINARY_KEY_SIZE, SEND_AT = 0, RECV_AT = 64;
 
     private final CmEventChannel events;
@@ -72,8 +72,10 @@ final class CmLink implements PerftestWire.Link {
         if (device != null) {
             String provider = Verbs.device(device).provider();
             if (!provider.equals("native"))
-                throw new BenchException(flag + " connects through rdma_cm (librdmacm), which only kernel RDMA devices have: " + device
-                        + " is a " + provider + " device; drop " + flag + " (its TCP exchange works with perftest too)");
+                throw new BenchException(
+                        flag + " connects through rdma_cm (librdmacm), which only kernel RDMA devices have: " + device
+                                + " is a " + provider + " device; drop " + flag
+                                + " (its TCP exchange works with perftest too)");
         }
         CmEventChannel.unavailableReason().ifPresent(why -> {
             throw new BenchException(flag + " needs librdmacm: " + why);
@@ -99,8 +101,9 @@ final class CmLink implements PerftestWire.Link {
                 last = answer.toString();
                 CmSteps.pause(200);
             }
-            throw new BenchException("no rdma_cm server answered on " + host + ":" + port + " within " + timeoutSec + " s (last: " + last
-                    + "): is the server running with -R, on the same -p, on an address rdma_cm reaches (an RDMA device's IP)?");
+            throw new BenchException(
+                    "no rdma_cm server answered on " + host + ":" + port + " within " + timeoutSec + " s (last: " + last
+                            + "): is the server running with -R, on the same -p, on an address rdma_cm reaches (an RDMA device's IP)?");
         } catch (CmException e) {
             if (l != null) l.close();
             throw new BenchException("rdma_cm connection to " + host + ":" + port + " failed: " + e.getMessage(), e);
@@ -119,9 +122,15 @@ final class CmLink implements PerftestWire.Link {
         qp.modify(new QpAttr().state(QpState.RESET));
         qp.modify(id.initQpAttr(QpState.INIT));
         postRecv();
-        id.connect(new ConnParam().qpNum(qp.qpNum()).responderResources(0).initiatorDepth(0).retryCount(7).rnrRetryCount(7));
+        id.connect(new ConnParam()
+                .qpNum(qp.qpNum())
+                .responderResources(0)
+                .initiatorDepth(0)
+                .retryCount(7)
+                .rnrRetryCount(7));
         CmEvent e = events.next(Math.max(1, (deadline - System.nanoTime()) / 1_000_000));
-        if (e == null) throw new BenchException("the rdma_cm server at " + server + " did not answer the connection request");
+        if (e == null)
+            throw new BenchException("the rdma_cm server at " + server + " did not answer the connection request");
         switch (e.type()) {
             case CONNECT_RESPONSE -> {
                 toRts(id);
@@ -144,26 +153,38 @@ final class CmLink implements PerftestWire.Link {
         try {
             l = new CmLink();
             l.listener = CmId.create(l.events, PortSpace.TCP);
-            l.listener.bind(new InetSocketAddress(InetAddress.getByAddress(new byte[4]), port)); // 0.0.0.0, as perftest (AF_INET)
+            l.listener.bind(new InetSocketAddress(
+                    InetAddress.getByAddress(new byte[4]), port)); // 0.0.0.0, as perftest (AF_INET)
             l.listener.listen(1);
             listening.run();
-            long deadline = acceptTimeoutSec == 0 ? Long.MAX_VALUE : System.nanoTime() + acceptTimeoutSec * 1_000_000_000L;
+            long deadline =
+                    acceptTimeoutSec == 0 ? Long.MAX_VALUE : System.nanoTime() + acceptTimeoutSec * 1_000_000_000L;
             CmEvent req;
             while ((req = l.events.next(1000)) == null) {
-                if (System.nanoTime() > deadline) throw new BenchException("no rdma_cm client connected to port " + port + " within " + acceptTimeoutSec + " s");
+                if (System.nanoTime() > deadline)
+                    throw new BenchException(
+                            "no rdma_cm client connected to port " + port + " within " + acceptTimeoutSec + " s");
             }
-            if (req.type() != CmEventType.CONNECT_REQUEST) throw new BenchException("unexpected rdma_cm event while listening on port " + port + ": " + req);
+            if (req.type() != CmEventType.CONNECT_REQUEST)
+                throw new BenchException("unexpected rdma_cm event while listening on port " + port + ": " + req);
             l.id = req.id();
             l.setUp(l.id.deviceName());
             l.toRts(l.id);
             l.postRecv();
-            l.id.accept(new ConnParam().qpNum(l.qp.qpNum()).responderResources(0).initiatorDepth(0).retryCount(7).rnrRetryCount(7));
+            l.id.accept(new ConnParam()
+                    .qpNum(l.qp.qpNum())
+                    .responderResources(0)
+                    .initiatorDepth(0)
+                    .retryCount(7)
+                    .rnrRetryCount(7));
             l.listener.close(); // the test QPs' rdma_cm listener binds this port next
             l.listener = null;
             return l;
         } catch (CmException | UnknownHostException e) {
             if (l != null) l.close();
-            throw new BenchException("rdma_cm on port " + port + " failed: " + e.getMessage() + " (another server on this port? use -p)", e);
+            throw new BenchException(
+                    "rdma_cm on port " + port + " failed: " + e.getMessage() + " (another server on this port? use -p)",
+                    e);
         } catch (RuntimeException e) {
             if (l != null) l.close();
             throw e;
@@ -185,7 +206,11 @@ final class CmLink implements PerftestWire.Link {
         completions = ctx.createCompletionChannel();
         sendCq = ctx.createCq(4, completions);
         recvCq = ctx.createCq(4, completions);
-        qp = pd.createQueuePair(QpInitAttr.builder(sendCq).recvCq(recvCq).maxSendWr(1).maxRecvWr(1).build());
+        qp = pd.createQueuePair(QpInitAttr.builder(sendCq)
+                .recvCq(recvCq)
+                .maxSendWr(1)
+                .maxRecvWr(1)
+                .build());
     }
 
     /** INIT (again: with the rights the connection grants), RTR and RTS with the attributes rdma_cm computed. */
@@ -201,9 +226,15 @@ final class CmLink implements PerftestWire.Link {
 
     @Override
     public void write(byte[] b) throws IOException {
-        if (b.length > MAX_MESSAGE) throw new IllegalArgumentException(b.length + " bytes do not fit perftest's " + MAX_MESSAGE + "-byte receive");
+        if (b.length > MAX_MESSAGE)
+            throw new IllegalArgumentException(
+                    b.length + " bytes do not fit perftest's " + MAX_MESSAGE + "-byte receive");
         MemorySegment.copy(b, 0, mr.segment(), ValueLayout.JAVA_BYTE, SEND_AT, b.length);
-        qp.postSend(new SendWorkRequest().wrId(SYNC_WR_ID).opcode(WrOpcode.SEND).buffer(mr, SEND_AT, b.length).signaled(true));
+        qp.postSend(new SendWorkRequest()
+                .wrId(SYNC_WR_ID)
+                .opcode(WrOpcode.SEND)
+                .buffer(mr, SEND_AT, b.length)
+                .signaled(true));
         WorkCompletion done = await(sendCq, Math.max(readTimeoutMs, 60_000));
         if (!done.isSuccess()) throw new EOFException("the rdma_cm connection failed: " + done.explain());
     }
@@ -212,7 +243,9 @@ final class CmLink implements PerftestWire.Link {
     public void readFully(byte[] b) throws IOException {
         WorkCompletion got = await(recvCq, readTimeoutMs);
         if (!got.isSuccess()) throw new EOFException("the rdma_cm connection closed: " + got.explain());
-        if (got.byteLen < b.length) throw new IOException("the peer sent " + got.byteLen + " bytes where perftest's exchange sends " + b.length);
+        if (got.byteLen < b.length)
+            throw new IOException(
+                    "the peer sent " + got.byteLen + " bytes where perftest's exchange sends " + b.length);
         MemorySegment.copy(mr.segment(), ValueLayout.JAVA_BYTE, RECV_AT, b, 0, b.length);
         postRecv();
     }

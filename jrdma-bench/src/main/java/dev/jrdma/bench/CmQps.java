@@ -10,7 +10,6 @@ import dev.jrdma.cm.PortSpace;
 import dev.jrdma.verbs.AddressHandle;
 import dev.jrdma.verbs.CompletionQueue;
 import dev.jrdma.verbs.MemoryRegion;
-import dev.jrdma.verbs.ProtectionDomain;
 import dev.jrdma.verbs.QpAttr;
 import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.QueuePair;
@@ -18,7 +17,6 @@ import dev.jrdma.verbs.RecvWorkRequest;
 import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
@@ -45,12 +43,14 @@ final class CmQps implements AutoCloseable {
     private final int responderResources, timeoutSec;
     /** The connections' retry count (perftest's --retry_count, default 7). */
     private final int retryCount;
+
     private final CmId[] ids;
     private CmId listener;
     private final UdPeer[] peers;
     private boolean closed;
 
-    private CmQps(QueuePair[] qps, boolean ud, boolean client, int responderResources, int timeoutSec, int retryCount) throws CmException {
+    private CmQps(QueuePair[] qps, boolean ud, boolean client, int responderResources, int timeoutSec, int retryCount)
+            throws CmException {
         this.retryCount = retryCount;
         this.events = CmEventChannel.create();
         this.qps = qps;
@@ -68,17 +68,27 @@ final class CmQps implements AutoCloseable {
         try {
             c = new CmQps(qps, ud, false, responderResources, timeoutSec, retryCount);
             c.listener = CmId.create(c.events, ud ? PortSpace.UDP : PortSpace.TCP);
-            c.listener.bind(new InetSocketAddress(InetAddress.getByAddress(new byte[4]), port)); // 0.0.0.0, as perftest (AF_INET)
+            c.listener.bind(new InetSocketAddress(
+                    InetAddress.getByAddress(new byte[4]), port)); // 0.0.0.0, as perftest (AF_INET)
             c.listener.listen(qps.length);
             return c;
         } catch (CmException | UnknownHostException e) {
             if (c != null) c.close();
-            throw new BenchException("rdma_cm: cannot listen for the test's QPs on port " + port + ": " + e.getMessage(), e);
+            throw new BenchException(
+                    "rdma_cm: cannot listen for the test's QPs on port " + port + ": " + e.getMessage(), e);
         }
     }
 
     /** Client: connects every QP to the server's port, in order. */
-    static CmQps connect(String host, int port, QueuePair[] qps, boolean ud, int responderResources, int timeoutSec, String device, int retryCount) {
+    static CmQps connect(
+            String host,
+            int port,
+            QueuePair[] qps,
+            boolean ud,
+            int responderResources,
+            int timeoutSec,
+            String device,
+            int retryCount) {
         CmQps c = null;
         try {
             c = new CmQps(qps, ud, true, responderResources, timeoutSec, retryCount);
@@ -111,7 +121,8 @@ final class CmQps implements AutoCloseable {
             if (ud) toRtsUd(qp);
             id.connect(param(qp));
             CmEvent e = events.next(Duration.ofSeconds(timeoutSec));
-            if (e == null) throw new BenchException("rdma_cm: the server at " + server + " did not answer the request of QP " + i);
+            if (e == null)
+                throw new BenchException("rdma_cm: the server at " + server + " did not answer the request of QP " + i);
             switch (e.type()) {
                 case CONNECT_RESPONSE -> {
                     qp.modify(id.initQpAttr(QpState.INIT)); // again: with the rights the server's answer grants
@@ -130,7 +141,8 @@ final class CmQps implements AutoCloseable {
             }
             CmSteps.pause(100);
         }
-        throw new BenchException("rdma_cm: the server did not accept QP " + i + " within " + timeoutSec + " s (last: " + last + ")");
+        throw new BenchException(
+                "rdma_cm: the server did not accept QP " + i + " within " + timeoutSec + " s (last: " + last + ")");
     }
 
     /**
@@ -140,10 +152,16 @@ final class CmQps implements AutoCloseable {
     void announceUdQpNumbers(MemoryRegion mr, long offset, CompletionQueue sendCq, WorkCompletion[] wcs) {
         for (int i = 0; i < qps.length; i++) {
             UdPeer p = peers[i];
-            qps[i].postSend(new SendWorkRequest().opcode(WrOpcode.SEND_WITH_IMM).immData(qps[i].qpNum()).buffer(mr, offset, 4)
-                    .ud(p.ah(), p.qpn(), p.qkey()).signaled(true).wrId(0));
+            qps[i].postSend(new SendWorkRequest()
+                    .opcode(WrOpcode.SEND_WITH_IMM)
+                    .immData(qps[i].qpNum())
+                    .buffer(mr, offset, 4)
+                    .ud(p.ah(), p.qpn(), p.qkey())
+                    .signaled(true)
+                    .wrId(0));
             WorkCompletion wc = awaitCompletion(sendCq, wcs, "the send of QP " + i + "'s number");
-            if (!wc.isSuccess()) throw new BenchException("rdma_cm UD: sending QP " + i + "'s number failed: " + wc.explain());
+            if (!wc.isSuccess())
+                throw new BenchException("rdma_cm UD: sending QP " + i + "'s number failed: " + wc.explain());
         }
     }
 
@@ -151,12 +169,21 @@ final class CmQps implements AutoCloseable {
      * Server, step 2: accepts one request per QP. UD latency: a receive of 44 bytes (GRH + the client's QP number)
      * is posted at {@code recvOffset} before each accept, and the client's SEND with immediate gives the peer.
      */
-    void accept(String device, MemoryRegion mr, long recvOffset, boolean udLatency, CompletionQueue recvCq, WorkCompletion[] wcs) {
+    void accept(
+            String device,
+            MemoryRegion mr,
+            long recvOffset,
+            boolean udLatency,
+            CompletionQueue recvCq,
+            WorkCompletion[] wcs) {
         try {
             for (int i = 0; i < qps.length; i++) {
                 CmEvent req = events.next(Duration.ofSeconds(timeoutSec));
-                if (req == null) throw new BenchException("rdma_cm: the client did not connect QP " + i + " within " + timeoutSec + " s");
-                if (req.type() != CmEventType.CONNECT_REQUEST) throw new BenchException("rdma_cm: unexpected event while accepting QP " + i + ": " + req);
+                if (req == null)
+                    throw new BenchException(
+                            "rdma_cm: the client did not connect QP " + i + " within " + timeoutSec + " s");
+                if (req.type() != CmEventType.CONNECT_REQUEST)
+                    throw new BenchException("rdma_cm: unexpected event while accepting QP " + i + ": " + req);
                 CmId id = ids[i] = req.id();
                 checkDevice(id, device);
                 QueuePair qp = qps[i];
@@ -164,7 +191,8 @@ final class CmQps implements AutoCloseable {
                 qp.modify(id.initQpAttr(QpState.INIT));
                 if (ud) {
                     toRtsUd(qp);
-                    if (udLatency) qp.postRecv(new RecvWorkRequest().wrId(0).buffer(mr, recvOffset, BenchResources.UD_GRH + 4));
+                    if (udLatency)
+                        qp.postRecv(new RecvWorkRequest().wrId(0).buffer(mr, recvOffset, BenchResources.UD_GRH + 4));
                 } else {
                     qp.modify(id.initQpAttr(QpState.RTR).minRnrTimer(MIN_RNR_TIMER));
                     qp.modify(id.initQpAttr(QpState.RTS));
@@ -172,9 +200,12 @@ final class CmQps implements AutoCloseable {
                 id.accept(param(qp));
                 if (ud && udLatency) {
                     WorkCompletion wc = awaitCompletion(recvCq, wcs, "the client's QP number (UD)");
-                    if (!wc.isSuccess() || !wc.hasImm()) throw new BenchException("rdma_cm UD: the client's first message is not its QP number: " + wc);
+                    if (!wc.isSuccess() || !wc.hasImm())
+                        throw new BenchException("rdma_cm UD: the client's first message is not its QP number: " + wc);
                     int qkey = id.initQpAttr(QpState.INIT).qkey();
-                    AddressHandle ah = qp.pd().createAddressHandleFromWc(wc, mr.segment().asSlice(recvOffset, BenchResources.UD_GRH), id.portNum());
+                    AddressHandle ah = qp.pd()
+                            .createAddressHandleFromWc(
+                                    wc, mr.segment().asSlice(recvOffset, BenchResources.UD_GRH), id.portNum());
                     peers[i] = new UdPeer(ah, wc.immData, qkey);
                 }
             }
@@ -191,8 +222,12 @@ final class CmQps implements AutoCloseable {
     }
 
     private ConnParam param(QueuePair qp) {
-        return new ConnParam().qpNum(qp.qpNum()).responderResources(responderResources).initiatorDepth(responderResources)
-                .retryCount(retryCount).rnrRetryCount(7);
+        return new ConnParam()
+                .qpNum(qp.qpNum())
+                .responderResources(responderResources)
+                .initiatorDepth(responderResources)
+                .retryCount(retryCount)
+                .rnrRetryCount(7);
     }
 
     /** A UD QP needs only the states after INIT (rdma_cm gave INIT its port, P_Key index and Q_Key). */
@@ -204,13 +239,15 @@ final class CmQps implements AutoCloseable {
     private void checkDevice(CmId id, String device) throws CmException {
         String d = id.deviceName();
         if (!device.equals(d))
-            throw new BenchException("rdma_cm put the test's connection on device " + d + ", the exchange's on " + device);
+            throw new BenchException(
+                    "rdma_cm put the test's connection on device " + d + ", the exchange's on " + device);
     }
 
     private WorkCompletion awaitCompletion(CompletionQueue cq, WorkCompletion[] wcs, String what) {
         long deadline = System.nanoTime() + timeoutSec * 1_000_000_000L;
         while (cq.poll(wcs, 1) == 0) {
-            if (System.nanoTime() > deadline) throw new BenchException("rdma_cm: no completion within " + timeoutSec + " s for " + what);
+            if (System.nanoTime() > deadline)
+                throw new BenchException("rdma_cm: no completion within " + timeoutSec + " s for " + what);
             Thread.onSpinWait();
         }
         return wcs[0];

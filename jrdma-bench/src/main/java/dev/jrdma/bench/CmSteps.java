@@ -5,7 +5,6 @@ import dev.jrdma.cm.CmEventChannel;
 import dev.jrdma.cm.CmEventType;
 import dev.jrdma.cm.CmException;
 import dev.jrdma.cm.CmId;
-
 import java.net.InetSocketAddress;
 import java.time.Duration;
 

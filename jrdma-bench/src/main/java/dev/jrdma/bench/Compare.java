@@ -96,7 +96,8 @@ public final class Compare {
     }
 
     /** The latency series, in the table's column order. */
-    public static final List<Series> LAT_SERIES = List.of(Series.UDP_LAT, Series.TCP_LAT, Series.TCP_LAT_BUSY_POLL, Series.SEND_LAT, Series.WRITE_LAT);
+    public static final List<Series> LAT_SERIES =
+            List.of(Series.UDP_LAT, Series.TCP_LAT, Series.TCP_LAT_BUSY_POLL, Series.SEND_LAT, Series.WRITE_LAT);
     /** The bandwidth series, in the table's column order. */
     public static final List<Series> BW_SERIES = List.of(Series.UDP_BW, Series.TCP_BW, Series.SEND_BW, Series.WRITE_BW);
 
@@ -122,7 +123,13 @@ public final class Compare {
      * @param points      the measured points of each series, in size order
      * @param notMeasured one line per point that failed: series, size and why
      */
-    public record Result(String device, String host, long iters, List<Integer> sizes, Map<Series, List<Point>> points, List<String> notMeasured) {
+    public record Result(
+            String device,
+            String host,
+            long iters,
+            List<Integer> sizes,
+            Map<Series, List<Point>> points,
+            List<String> notMeasured) {
         /**
          * A result in which every point was measured.
          *
@@ -182,16 +189,19 @@ public final class Compare {
         for (Series t : order) for (int size : sizes) if (t.runsAt(size)) total++;
         try (Socket ctl = PerftestWire.connect(o.host, o.tcpPort, o.timeoutSec)) {
             ctl.setSoTimeout(o.timeoutSec * 1000);
-            BufferedReader in = new BufferedReader(new InputStreamReader(ctl.getInputStream(), StandardCharsets.US_ASCII));
+            BufferedReader in =
+                    new BufferedReader(new InputStreamReader(ctl.getInputStream(), StandardCharsets.US_ASCII));
             OutputStream cout = ctl.getOutputStream();
-            out.printf("compare with %s: %s, sizes %s (UDP up to %d), %d iterations each%n", o.host,
-                    order.stream().map(Series::label).toList(), sizes, PerfOptions.MAX_UDP_SIZE, iters);
+            out.printf(
+                    "compare with %s: %s, sizes %s (UDP up to %d), %d iterations each%n",
+                    o.host, order.stream().map(Series::label).toList(), sizes, PerfOptions.MAX_UDP_SIZE, iters);
             for (Series t : order) {
                 for (int size : sizes) {
                     if (!t.runsAt(size)) continue;
                     progress.update(String.format(" compare: %s %d bytes (%d/%d)", t.label(), size, done + 1, total));
                     if (!progress.enabled()) out.printf(" %s %d bytes ...%n", t.label(), size);
-                    if (t.test.latency && PerfOptions.warmUps()) runPoint(in, ctl, cout, o, t, size, Math.max(iters, LATENCY_WARMUP_ITERS), 0);
+                    if (t.test.latency && PerfOptions.warmUps())
+                        runPoint(in, ctl, cout, o, t, size, Math.max(iters, LATENCY_WARMUP_ITERS), 0);
                     PointRun run = runPoint(in, ctl, cout, o, t, size, iters, o.durationSec);
                     RunResult rr = run.result();
                     String failure = run.failure(), res = run.serverLine();
@@ -204,9 +214,15 @@ public final class Compare {
                     }
                     if (!t.test.isSocket()) device = rr.device();
                     String[] f = res.split(" ");
-                    double serverCpu = Long.parseLong(f[2]) <= 0 ? 0 : 100.0 * Long.parseLong(f[1]) / Long.parseLong(f[2]);
-                    Point p = new Point(t, size, rr.latency().isEmpty() ? null : rr.latency().getFirst(),
-                            rr.bandwidth().isEmpty() ? null : rr.bandwidth().getFirst(), rr.cpuPercent(), serverCpu);
+                    double serverCpu =
+                            Long.parseLong(f[2]) <= 0 ? 0 : 100.0 * Long.parseLong(f[1]) / Long.parseLong(f[2]);
+                    Point p = new Point(
+                            t,
+                            size,
+                            rr.latency().isEmpty() ? null : rr.latency().getFirst(),
+                            rr.bandwidth().isEmpty() ? null : rr.bandwidth().getFirst(),
+                            rr.cpuPercent(),
+                            serverCpu);
                     points.computeIfAbsent(t, k -> new ArrayList<>()).add(p);
                 }
             }
@@ -216,7 +232,9 @@ public final class Compare {
         } finally {
             progress.clear();
         }
-        if (points.isEmpty()) throw new BenchException("compare with " + o.host + ": no point could be measured; the first failure: " + notMeasured.getFirst());
+        if (points.isEmpty())
+            throw new BenchException("compare with " + o.host + ": no point could be measured; the first failure: "
+                    + notMeasured.getFirst());
         return new Result(device, o.host, iters, sizes, points, List.copyOf(notMeasured));
     }
 
@@ -224,8 +242,16 @@ public final class Compare {
     private record PointRun(RunResult result, String failure, String serverLine) {}
 
     /** Asks the server to run its side of one point, runs this side, and reads the server's answer. */
-    private static PointRun runPoint(BufferedReader in, Socket ctl, OutputStream cout, PerfOptions o, Series t, int size,
-                                     long iters, int durationSec) throws IOException {
+    private static PointRun runPoint(
+            BufferedReader in,
+            Socket ctl,
+            OutputStream cout,
+            PerfOptions o,
+            Series t,
+            int size,
+            long iters,
+            int durationSec)
+            throws IOException {
         send(cout, "RUN " + t.id() + " " + size + " " + iters + " " + durationSec);
         String ready = readLine(in, ctl, o.timeoutSec * 1000 + 30_000, "READY");
         if (!ready.startsWith("READY")) throw new BenchException("compare server: " + ready);
@@ -237,7 +263,7 @@ public final class Compare {
         try {
             rr = runQuiet(r);
         } catch (BenchException | dev.jrdma.verbs.VerbsException e) {
-            failure = e.getMessage();   // one point lost (a stalled peer, an overloaded machine): the others still count
+            failure = e.getMessage(); // one point lost (a stalled peer, an overloaded machine): the others still count
         }
         String res = readLine(in, ctl, (int) Math.min(Integer.MAX_VALUE, o.timeoutSec * 1000L + 600_000L), "RESULT");
         if (failure == null && !res.startsWith("RESULT")) failure = "server: " + res;
@@ -283,7 +309,8 @@ public final class Compare {
         } catch (java.net.SocketTimeoutException e) {
             throw new BenchException("compare: no " + what + " from the server within " + timeoutMs / 1000 + " s");
         }
-        if (l == null) throw new BenchException("compare: the server closed the control connection (it failed? see its output)");
+        if (l == null)
+            throw new BenchException("compare: the server closed the control connection (it failed? see its output)");
         return l;
     }
 
@@ -302,7 +329,8 @@ public final class Compare {
         out.printf("compare server: waiting on TCP port %d (runs use port %d)%n", o.tcpPort, o.tcpPort + 1);
         try (Socket ctl = PerftestWire.accept(o.tcpPort, 0)) {
             ctl.setSoTimeout(0);
-            BufferedReader in = new BufferedReader(new InputStreamReader(ctl.getInputStream(), StandardCharsets.US_ASCII));
+            BufferedReader in =
+                    new BufferedReader(new InputStreamReader(ctl.getInputStream(), StandardCharsets.US_ASCII));
             OutputStream cout = ctl.getOutputStream();
             String line;
             while ((line = in.readLine()) != null) {
@@ -374,7 +402,15 @@ public final class Compare {
      * @param lowerIsBetter true for latency and CPU, false for throughput and rate
      * @param floorName     {@code udp_lat} or {@code udp_bw}, or null when the row has no ratio row
      */
-    public record Row(String label, double udp, double tcp, double tcpBusy, double send, double write, boolean lowerIsBetter, String floorName) {
+    public record Row(
+            String label,
+            double udp,
+            double tcp,
+            double tcpBusy,
+            double send,
+            double write,
+            boolean lowerIsBetter,
+            String floorName) {
         /** {@return the five values in {@link Compare#COLUMNS} order} */
         public double[] values() {
             return new double[] {udp, tcp, tcpBusy, send, write};
@@ -394,7 +430,8 @@ public final class Compare {
         public double gain() {
             double best = best(send, write), bestTcp = best(tcp, tcpBusy);
             if (Double.isNaN(best) || Double.isNaN(bestTcp)) return Double.NaN;
-            if (lowerIsBetter && best == 0) return bestTcp == 0 ? 1 : Double.POSITIVE_INFINITY;   // e.g. a passive server's CPU
+            if (lowerIsBetter && best == 0)
+                return bestTcp == 0 ? 1 : Double.POSITIVE_INFINITY; // e.g. a passive server's CPU
             if (bestTcp == 0) return lowerIsBetter ? 0 : Double.POSITIVE_INFINITY;
             return lowerIsBetter ? bestTcp / best : best / bestTcp;
         }
@@ -430,24 +467,68 @@ public final class Compare {
         int small = pick(r.sizes(), 64, false), big = pick(r.sizes(), 65536, true), floorBw = floorBwSize(r);
         String bigLabel = big + " B" + (floorBw != big ? " (UDP: " + floorBw + " B)" : "");
         List<Row> rows = new ArrayList<>();
-        rows.add(new Row("latency t_typical [usec], " + small + " B", lat(r, Series.UDP_LAT, small, false), lat(r, Series.TCP_LAT, small, false),
-                lat(r, Series.TCP_LAT_BUSY_POLL, small, false), lat(r, Series.SEND_LAT, small, false), lat(r, Series.WRITE_LAT, small, false), true, "udp_lat"));
-        rows.add(new Row("latency 99% [usec], " + small + " B", lat(r, Series.UDP_LAT, small, true), lat(r, Series.TCP_LAT, small, true),
-                lat(r, Series.TCP_LAT_BUSY_POLL, small, true), lat(r, Series.SEND_LAT, small, true), lat(r, Series.WRITE_LAT, small, true), true, "udp_lat"));
-        rows.add(new Row("throughput BW average [MB/sec], " + bigLabel, bw(r, Series.UDP_BW, floorBw, false), bw(r, Series.TCP_BW, big, false),
-                Double.NaN, bw(r, Series.SEND_BW, big, false), bw(r, Series.WRITE_BW, big, false), false, "udp_bw"));
-        rows.add(new Row("message rate [Mpps], " + small + " B", bw(r, Series.UDP_BW, small, true), bw(r, Series.TCP_BW, small, true),
-                Double.NaN, bw(r, Series.SEND_BW, small, true), bw(r, Series.WRITE_BW, small, true), false, "udp_bw"));
-        rows.add(new Row("CPU client [% of a core], bw " + bigLabel, cpu(r, Series.UDP_BW, floorBw, false), cpu(r, Series.TCP_BW, big, false),
-                Double.NaN, cpu(r, Series.SEND_BW, big, false), cpu(r, Series.WRITE_BW, big, false), true, null));
-        rows.add(new Row("CPU server [% of a core], bw " + bigLabel, cpu(r, Series.UDP_BW, floorBw, true), cpu(r, Series.TCP_BW, big, true),
-                Double.NaN, cpu(r, Series.SEND_BW, big, true), cpu(r, Series.WRITE_BW, big, true), true, null));
+        rows.add(new Row(
+                "latency t_typical [usec], " + small + " B",
+                lat(r, Series.UDP_LAT, small, false),
+                lat(r, Series.TCP_LAT, small, false),
+                lat(r, Series.TCP_LAT_BUSY_POLL, small, false),
+                lat(r, Series.SEND_LAT, small, false),
+                lat(r, Series.WRITE_LAT, small, false),
+                true,
+                "udp_lat"));
+        rows.add(new Row(
+                "latency 99% [usec], " + small + " B",
+                lat(r, Series.UDP_LAT, small, true),
+                lat(r, Series.TCP_LAT, small, true),
+                lat(r, Series.TCP_LAT_BUSY_POLL, small, true),
+                lat(r, Series.SEND_LAT, small, true),
+                lat(r, Series.WRITE_LAT, small, true),
+                true,
+                "udp_lat"));
+        rows.add(new Row(
+                "throughput BW average [MB/sec], " + bigLabel,
+                bw(r, Series.UDP_BW, floorBw, false),
+                bw(r, Series.TCP_BW, big, false),
+                Double.NaN,
+                bw(r, Series.SEND_BW, big, false),
+                bw(r, Series.WRITE_BW, big, false),
+                false,
+                "udp_bw"));
+        rows.add(new Row(
+                "message rate [Mpps], " + small + " B",
+                bw(r, Series.UDP_BW, small, true),
+                bw(r, Series.TCP_BW, small, true),
+                Double.NaN,
+                bw(r, Series.SEND_BW, small, true),
+                bw(r, Series.WRITE_BW, small, true),
+                false,
+                "udp_bw"));
+        rows.add(new Row(
+                "CPU client [% of a core], bw " + bigLabel,
+                cpu(r, Series.UDP_BW, floorBw, false),
+                cpu(r, Series.TCP_BW, big, false),
+                Double.NaN,
+                cpu(r, Series.SEND_BW, big, false),
+                cpu(r, Series.WRITE_BW, big, false),
+                true,
+                null));
+        rows.add(new Row(
+                "CPU server [% of a core], bw " + bigLabel,
+                cpu(r, Series.UDP_BW, floorBw, true),
+                cpu(r, Series.TCP_BW, big, true),
+                Double.NaN,
+                cpu(r, Series.SEND_BW, big, true),
+                cpu(r, Series.WRITE_BW, big, true),
+                true,
+                null));
         return rows;
     }
 
     private static double lat(Result r, Series t, int size, boolean p99) {
         Point p = r.point(t, size);
-        return p == null || p.lat() == null ? Double.NaN : p99 ? p.lat().p99() : p.lat().tTypical();
+        return p == null || p.lat() == null
+                ? Double.NaN
+                : p99 ? p.lat().p99() : p.lat().tTypical();
     }
 
     private static double bw(Result r, Series t, int size, boolean rate) {
@@ -483,23 +564,60 @@ public final class Compare {
     public static String table(Result r) {
         StringBuilder sb = new StringBuilder();
         String fmt = "%-" + labelWidth(r) + "s %10s %10s %14s %10s %11s %11s%n";
-        sb.append(String.format(Locale.ROOT, fmt, "metric", COLUMNS.get(0), COLUMNS.get(1), COLUMNS.get(2), COLUMNS.get(3), COLUMNS.get(4), "RDMA gain"));
+        sb.append(String.format(
+                Locale.ROOT,
+                fmt,
+                "metric",
+                COLUMNS.get(0),
+                COLUMNS.get(1),
+                COLUMNS.get(2),
+                COLUMNS.get(3),
+                COLUMNS.get(4),
+                "RDMA gain"));
         for (Row row : rows(r)) {
             double[] v = row.values();
-            sb.append(String.format(Locale.ROOT, fmt, row.label(), num(v[0]), num(v[1]), num(v[2]), num(v[3]), num(v[4]), ratio(row.gain())));
+            sb.append(String.format(
+                    Locale.ROOT,
+                    fmt,
+                    row.label(),
+                    num(v[0]),
+                    num(v[1]),
+                    num(v[2]),
+                    num(v[3]),
+                    num(v[4]),
+                    ratio(row.gain())));
             if (row.floorName() != null)
-                sb.append(String.format(Locale.ROOT, fmt, "  × " + row.floorName(), ratio(row.overFloor(v[0])), ratio(row.overFloor(v[1])),
-                        ratio(row.overFloor(v[2])), ratio(row.overFloor(v[3])), ratio(row.overFloor(v[4])), ""));
+                sb.append(String.format(
+                        Locale.ROOT,
+                        fmt,
+                        "  × " + row.floorName(),
+                        ratio(row.overFloor(v[0])),
+                        ratio(row.overFloor(v[1])),
+                        ratio(row.overFloor(v[2])),
+                        ratio(row.overFloor(v[3])),
+                        ratio(row.overFloor(v[4])),
+                        ""));
         }
-        sb.append("× udp_lat, × udp_bw: the figure over the UDP floor of this run (raw Java UDP datagrams, busy-polled; latency: 1 = as\n"
-                + "fast as the floor, lower is better; throughput and rate: 1 = the floor's, higher is better).\n");
-        sb.append("RDMA gain: best RDMA column against the better TCP column, >1 means RDMA is better (lower latency/CPU, higher throughput/rate).\n");
-        for (String m : r.notMeasured()) sb.append("Not measured in this run: ").append(m).append('\n');
-        sb.append("RDMA device: ").append(r.device()).append("; ").append(r.iters()).append(" iterations per point; latency is half a round trip.\n");
+        sb.append(
+                "× udp_lat, × udp_bw: the figure over the UDP floor of this run (raw Java UDP datagrams, busy-polled; latency: 1 = as\n"
+                        + "fast as the floor, lower is better; throughput and rate: 1 = the floor's, higher is better).\n");
+        sb.append(
+                "RDMA gain: best RDMA column against the better TCP column, >1 means RDMA is better (lower latency/CPU, higher throughput/rate).\n");
+        for (String m : r.notMeasured())
+            sb.append("Not measured in this run: ").append(m).append('\n');
+        sb.append("RDMA device: ")
+                .append(r.device())
+                .append("; ")
+                .append(r.iters())
+                .append(" iterations per point; latency is half a round trip.\n");
         if (PerfOptions.warmUps())
-            sb.append(String.format(Locale.ROOT, "Warm-ups (not reported): a run of %d iterations before each latency point, %.0f s of the test's traffic before each bandwidth point.%n",
-                    Math.max(r.iters(), LATENCY_WARMUP_ITERS), PerfOptions.BW_WARMUP_NS / 1e9));
-        sb.append("Reproduce: 'jrdma perf compare [-d DEV]' (server) and 'jrdma perf compare [-d DEV] [-n ITERS] HOST' (client).\n");
+            sb.append(String.format(
+                    Locale.ROOT,
+                    "Warm-ups (not reported): a run of %d iterations before each latency point, %.0f s of the test's traffic before each bandwidth point.%n",
+                    Math.max(r.iters(), LATENCY_WARMUP_ITERS),
+                    PerfOptions.BW_WARMUP_NS / 1e9));
+        sb.append(
+                "Reproduce: 'jrdma perf compare [-d DEV]' (server) and 'jrdma perf compare [-d DEV] [-n ITERS] HOST' (client).\n");
         return sb.toString();
     }
 

@@ -7,8 +7,7 @@ public final class CpuMeter {
     private long cpu0, wall0, cpuNs, wallNs;
 
     /** A meter that has measured nothing yet: call {@link #start()}. */
-    public CpuMeter() {
-    }
+    public CpuMeter() {}
 
     /**
      * {@return the CPU time this process used so far (all threads, user and system), in nanoseconds; 0 when the
@@ -22,7 +21,11 @@ public final class CpuMeter {
             }
         } catch (RuntimeException | LinkageError ignored) {
         }
-        return ProcessHandle.current().info().totalCpuDuration().map(java.time.Duration::toNanos).orElse(0L);
+        return ProcessHandle.current()
+                .info()
+                .totalCpuDuration()
+                .map(java.time.Duration::toNanos)
+                .orElse(0L);
     }
 
     /**
@@ -48,10 +51,14 @@ public final class CpuMeter {
     }
 
     /** {@return the process CPU time of the phase, in nanoseconds} */
-    public long cpuNs() { return cpuNs; }
+    public long cpuNs() {
+        return cpuNs;
+    }
 
     /** {@return the wall-clock time of the phase, in nanoseconds} */
-    public long wallNs() { return wallNs; }
+    public long wallNs() {
+        return wallNs;
+    }
 
     /** {@return the CPU use in percent of one core (100: one core busy all the time; more with several threads)} */
     public double percent() {

@@ -39,21 +39,39 @@ final class JsonReport {
         if (o.events) sb.append("Test with events: Using_").append(r.deviceName).append("_comp0,\n");
         sb.append("Dual_port: OFF,\nDevice: \"").append(r.deviceName).append("\",\n");
         sb.append("Number_of_qps: ").append(o.numQp).append(",\nTransport_type: IB,\n");
-        sb.append("Connection_type: ").append(o.connection).append(",\nUsing_SRQ: ").append(r.srq != null ? "ON" : "OFF").append(",\n");
+        sb.append("Connection_type: ")
+                .append(o.connection)
+                .append(",\nUsing_SRQ: ")
+                .append(r.srq != null ? "ON" : "OFF")
+                .append(",\n");
         sb.append(" PCIe_relax_order: Unsupported,\n");
         sb.append("ibv_wr_API: OFF,\n"); // jrdma posts with ibv_post_send, perftest's old post send
-        if (o.bandwidthSender() || o.test.latency) sb.append("TX_depth : ").append(o.effectiveTxDepth()).append(",\n");
+        if (o.bandwidthSender() || o.test.latency)
+            sb.append("TX_depth : ").append(o.effectiveTxDepth()).append(",\n");
         if (o.postList > 1) sb.append("Post_List: ").append(o.postList).append(",\n");
-        if (o.recvPostList > 1) sb.append("Recv_Post_List: ").append(o.recvPostList).append(",\n");
+        if (o.recvPostList > 1)
+            sb.append("Recv_Post_List: ").append(o.recvPostList).append(",\n");
         if (t.verb == PerfTest.Verb.SEND && (!o.bandwidthSender() || o.bidirectional))
-            sb.append("RX_depth: ").append(o.rxDepth > 0 ? o.rxDepth : BenchResources.RX_DEPTH).append(",\n");
-        if (!t.latency) sb.append("CQ_Moderation: ").append(o.cqMod > 0 ? o.cqMod : o.postList > 1 ? o.postList : BenchResources.CQ_MOD).append(",\n");
-        sb.append("Mtu: ").append(r.mtu.bytes).append(",\nLink_type: ").append(r.port.linkLayer().ibvName().equals("InfiniBand") ? "IB" : "Ethernet").append(",\n");
+            sb.append("RX_depth: ")
+                    .append(o.rxDepth > 0 ? o.rxDepth : BenchResources.RX_DEPTH)
+                    .append(",\n");
+        if (!t.latency)
+            sb.append("CQ_Moderation: ")
+                    .append(o.cqMod > 0 ? o.cqMod : o.postList > 1 ? o.postList : BenchResources.CQ_MOD)
+                    .append(",\n");
+        sb.append("Mtu: ")
+                .append(r.mtu.bytes)
+                .append(",\nLink_type: ")
+                .append(r.port.linkLayer().ibvName().equals("InfiniBand") ? "IB" : "Ethernet")
+                .append(",\n");
         if (o.gidIndex >= 0) sb.append("GID_index: ").append(o.gidIndex).append(",\n");
-        if (t.verb != PerfTest.Verb.READ && t.verb != PerfTest.Verb.ATOMIC) sb.append("Max_inline_data: ").append(r.inline).append(",\n");
+        if (t.verb != PerfTest.Verb.READ && t.verb != PerfTest.Verb.ATOMIC)
+            sb.append("Max_inline_data: ").append(r.inline).append(",\n");
         else sb.append("Outstand_reads: ").append(r.outReads).append(",\n");
         sb.append("rdma_cm_QPs: ").append(o.rdmaCm ? "ON" : "OFF").append(",\n");
-        sb.append("Data_ex_method: ").append(o.rdmaCm || o.rdmaCmExchange ? "rdma_cm" : "Ethernet").append(",\n");
+        sb.append("Data_ex_method: ")
+                .append(o.rdmaCm || o.rdmaCmExchange ? "rdma_cm" : "Ethernet")
+                .append(",\n");
         return sb.append("},\n").toString();
     }
 
@@ -61,13 +79,22 @@ final class JsonReport {
     static void bandwidth(BenchResources r, BwResult b, double cpuUtil) {
         PerfOptions o = r.options;
         String results;
-        if (o.output == PerfOptions.Output.BANDWIDTH) results = String.format(Locale.ROOT, "bw_avg: %f,\n", b.bwAvg(o.reportGbits));
-        else if (o.output == PerfOptions.Output.MESSAGE_RATE) results = String.format(Locale.ROOT, "msgRate_avg: %f,\n", b.msgRateMpps());
+        if (o.output == PerfOptions.Output.BANDWIDTH)
+            results = String.format(Locale.ROOT, "bw_avg: %f,\n", b.bwAvg(o.reportGbits));
+        else if (o.output == PerfOptions.Output.MESSAGE_RATE)
+            results = String.format(Locale.ROOT, "msgRate_avg: %f,\n", b.msgRateMpps());
         else {
             boolean ext = o.reportGbits && b.bwAvg(true) < 0.1;
-            results = String.format(Locale.ROOT, ext ? "MsgSize: %d,\nn_iterations: %d,\nBW_peak: %.6f,\nBW_average: %.6f,\nMsgRate: %.6f,\n"
-                    : "MsgSize: %d,\nn_iterations: %d,\nBW_peak: %.2f,\nBW_average: %.2f,\nMsgRate: %.6f,\n",
-                    b.size(), b.iters(), b.bwPeak(o.reportGbits), b.bwAvg(o.reportGbits), b.msgRateMpps());
+            results = String.format(
+                    Locale.ROOT,
+                    ext
+                            ? "MsgSize: %d,\nn_iterations: %d,\nBW_peak: %.6f,\nBW_average: %.6f,\nMsgRate: %.6f,\n"
+                            : "MsgSize: %d,\nn_iterations: %d,\nBW_peak: %.2f,\nBW_average: %.2f,\nMsgRate: %.6f,\n",
+                    b.size(),
+                    b.iters(),
+                    b.bwPeak(o.reportGbits),
+                    b.bwAvg(o.reportGbits),
+                    b.msgRateMpps());
             if (o.cpuUtil) results += String.format(Locale.ROOT, "CPU_util: %.2f,\n", cpuUtil);
         }
         write(r, results);
@@ -78,14 +105,31 @@ final class JsonReport {
         PerfOptions o = r.options;
         String results;
         if (o.durationSec > 0) {
-            results = o.output == PerfOptions.Output.LATENCY ? String.format(Locale.ROOT, "t_avg: %f\n", durationAvg)
-                    : String.format(Locale.ROOT, "MsgSize: %d,\nn_iterations: %d,\nt_avg: %.2f,\ntps_average: %.2f,\n", l.size(), l.iters(), durationAvg, tps);
+            results = o.output == PerfOptions.Output.LATENCY
+                    ? String.format(Locale.ROOT, "t_avg: %f\n", durationAvg)
+                    : String.format(
+                            Locale.ROOT,
+                            "MsgSize: %d,\nn_iterations: %d,\nt_avg: %.2f,\ntps_average: %.2f,\n",
+                            l.size(),
+                            l.iters(),
+                            durationAvg,
+                            tps);
         } else if (o.output == PerfOptions.Output.LATENCY) {
             results = String.format(Locale.ROOT, "avg_lat: %f,\n", l.tAvg());
         } else {
-            results = String.format(Locale.ROOT, "MsgSize: %d,\nn_iterations: %d,\nt_min: %.2f,\nt_max: %.2f,\nt_typical: %.2f,\nt_avg: %.2f,\n"
-                    + "t_stdev: %.2f,\npercentile_99: %.2f,\npercentile_99.9: %.2f,\n", l.size(), l.iters(), l.tMin(), l.tMax(), l.tTypical(),
-                    l.tAvg(), l.tStdev(), l.p99(), l.p999());
+            results = String.format(
+                    Locale.ROOT,
+                    "MsgSize: %d,\nn_iterations: %d,\nt_min: %.2f,\nt_max: %.2f,\nt_typical: %.2f,\nt_avg: %.2f,\n"
+                            + "t_stdev: %.2f,\npercentile_99: %.2f,\npercentile_99.9: %.2f,\n",
+                    l.size(),
+                    l.iters(),
+                    l.tMin(),
+                    l.tMax(),
+                    l.tTypical(),
+                    l.tAvg(),
+                    l.tStdev(),
+                    l.p99(),
+                    l.p999());
         }
         if (o.cpuUtil && o.output == null) results += String.format(Locale.ROOT, "CPU_util: %.2f,\n", cpuUtil);
         write(r, results);

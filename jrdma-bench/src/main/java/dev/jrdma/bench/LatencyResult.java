@@ -17,8 +17,16 @@ import java.util.Arrays;
  * @param p99      the 99th percentile, in microseconds
  * @param p999     the 99.9th percentile, in microseconds
  */
-public record LatencyResult(long size, long iters, double tMin, double tMax, double tTypical, double tAvg, double tStdev,
-                            double p99, double p999) {
+public record LatencyResult(
+        long size,
+        long iters,
+        double tMin,
+        double tMax,
+        double tTypical,
+        double tAvg,
+        double tStdev,
+        double p99,
+        double p999) {
     static final int LAT_MEASURE_TAIL = 2;
 
     /**
@@ -32,7 +40,8 @@ public record LatencyResult(long size, long iters, double tMin, double tMax, dou
      * @throws IllegalArgumentException when {@code n} is below 5
      */
     public static LatencyResult fromPostTimes(long size, long[] tposted, int n, int rttFactor) {
-        if (n < 2 + LAT_MEASURE_TAIL + 1) throw new IllegalArgumentException("need at least 5 iterations for a latency report, got " + n);
+        if (n < 2 + LAT_MEASURE_TAIL + 1)
+            throw new IllegalArgumentException("need at least 5 iterations for a latency report, got " + n);
         long[] delta = new long[n - 1];
         for (int i = 0; i < n - 1; i++) delta[i] = tposted[i + 1] - tposted[i];
         return fromDeltas(size, n, delta, delta.length, rttFactor);
@@ -50,11 +59,12 @@ public record LatencyResult(long size, long iters, double tMin, double tMax, dou
      * @throws IllegalArgumentException when {@code count} is below 4
      */
     public static LatencyResult fromDeltas(long size, long iters, long[] deltas, int count, int rttFactor) {
-        if (count < LAT_MEASURE_TAIL + 2) throw new IllegalArgumentException("need at least " + (LAT_MEASURE_TAIL + 2) + " samples, got " + count);
+        if (count < LAT_MEASURE_TAIL + 2)
+            throw new IllegalArgumentException("need at least " + (LAT_MEASURE_TAIL + 2) + " samples, got " + count);
         long[] delta = Arrays.copyOf(deltas, count);
         Arrays.sort(delta);
         int m = count - LAT_MEASURE_TAIL;
-        double q = 1000.0 * rttFactor;   // ns -> usec, and the half round trip
+        double q = 1000.0 * rttFactor; // ns -> usec, and the half round trip
         double median = ((m - 1) % 2 != 0) ? (delta[m / 2] + delta[m / 2 - 1]) / 2.0 : delta[m / 2];
         double sum = 0;
         for (int i = 0; i < m; i++) sum += delta[i] / q;
@@ -65,7 +75,15 @@ public record LatencyResult(long size, long iters, double tMin, double tMax, dou
             var += d * d;
         }
         int i99 = (int) Math.ceil(m * 0.99), i999 = (int) Math.ceil(m * 0.999);
-        return new LatencyResult(size, iters, delta[0] / q, delta[m] / q, median / q, avg, Math.sqrt(var / m),
-                delta[Math.min(i99, count - 1)] / q, delta[Math.min(i999, count - 1)] / q);
+        return new LatencyResult(
+                size,
+                iters,
+                delta[0] / q,
+                delta[m] / q,
+                median / q,
+                avg,
+                Math.sqrt(var / m),
+                delta[Math.min(i99, count - 1)] / q,
+                delta[Math.min(i999, count - 1)] / q);
     }
 }

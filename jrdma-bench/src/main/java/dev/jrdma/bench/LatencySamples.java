@@ -27,7 +27,8 @@ final class LatencySamples {
 
     private static void lines(PrintStream out, double[] v, int count) {
         StringBuilder sb = new StringBuilder("#, usec\n");
-        for (int i = 0; i < count; i++) sb.append(i + 1).append(", ").append(cG(v[i])).append('\n');
+        for (int i = 0; i < count; i++)
+            sb.append(i + 1).append(", ").append(cG(v[i])).append('\n');
         out.print(sb);
     }
 

@@ -1,7 +1,6 @@
 package dev.jrdma.bench;
 
 import dev.jrdma.verbs.VerbsException;
-
 import java.io.IOException;
 import java.io.PrintStream;
 

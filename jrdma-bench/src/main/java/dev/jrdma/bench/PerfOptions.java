@@ -189,8 +189,7 @@ public final class PerfOptions {
     public static final int MAX_INLINE = 912, MAX_INLINE_UD = 884;
 
     /** Options of no test, with perftest's defaults; {@link #parse} is how a command line becomes options. */
-    public PerfOptions() {
-    }
+    public PerfOptions() {}
 
     /**
      * {@return whether this side sends in a bandwidth test: the client, or with --reversed the server (perftest swaps its
@@ -340,13 +339,15 @@ public final class PerfOptions {
                 }
                 opt = PerftestFlags.byName(name);
                 written = "--" + name;
-                if (opt == null) throw new IllegalArgumentException("unknown flag '" + a + "' (jrdma perf --help lists them)");
+                if (opt == null)
+                    throw new IllegalArgumentException("unknown flag '" + a + "' (jrdma perf --help lists them)");
                 if (!opt.hasArg() && value != null) throw new IllegalArgumentException(written + " takes no value");
             } else if (a.startsWith("-") && a.length() > 1) {
                 // getopt: letters may be bundled (-aF), and a letter's value may follow it directly (-s64)
                 opt = PerftestFlags.byLetter(a.charAt(1));
                 written = a.substring(0, 2);
-                if (opt == null) throw new IllegalArgumentException("unknown flag '" + a + "' (jrdma perf --help lists them)");
+                if (opt == null)
+                    throw new IllegalArgumentException("unknown flag '" + a + "' (jrdma perf --help lists them)");
                 if (a.length() > 2) {
                     if (opt.hasArg()) value = a.substring(2);
                     else rest.push("-" + a.substring(2));
@@ -356,7 +357,9 @@ public final class PerfOptions {
                 continue;
             }
             String refusal = PerftestFlags.refusal(opt);
-            if (refusal != null) throw new IllegalArgumentException(written + " (perftest's " + opt.display() + ") is not supported by jrdma perf: " + refusal);
+            if (refusal != null)
+                throw new IllegalArgumentException(
+                        written + " (perftest's " + opt.display() + ") is not supported by jrdma perf: " + refusal);
             if (opt.hasArg() && value == null) {
                 if (rest.isEmpty()) throw new IllegalArgumentException(written + " needs a value");
                 value = rest.poll();
@@ -364,10 +367,15 @@ public final class PerfOptions {
             o.apply(opt.name(), written, value);
         }
         if (o.help || o.version) return o;
-        if (positional.isEmpty()) throw new IllegalArgumentException("which test? e.g. 'jrdma perf send_lat' (server) and 'jrdma perf send_lat HOST' (client)");
+        if (positional.isEmpty())
+            throw new IllegalArgumentException(
+                    "which test? e.g. 'jrdma perf send_lat' (server) and 'jrdma perf send_lat HOST' (client)");
         String t = positional.get(0);
-        if (t.equalsIgnoreCase("compare")) o.compare = true; else o.test = PerfTest.parse(t);
-        if (positional.size() > 2) throw new IllegalArgumentException("too many arguments: " + positional.subList(1, positional.size()) + " (one HOST at most)");
+        if (t.equalsIgnoreCase("compare")) o.compare = true;
+        else o.test = PerfTest.parse(t);
+        if (positional.size() > 2)
+            throw new IllegalArgumentException(
+                    "too many arguments: " + positional.subList(1, positional.size()) + " (one HOST at most)");
         if (positional.size() == 2) o.host = positional.get(1);
         o.validate();
         return o;
@@ -409,9 +417,15 @@ public final class PerfOptions {
             case "post_list" -> postList = intIn(flag, value, 1, 16384);
             case "limit_bw" -> limitBw = positive(flag, value);
             case "limit_msgrate" -> limitMsgRate = positive(flag, value);
-            case "CPU-freq" -> { /* perftest's "ignore CPU frequency warnings": nothing to ignore here */ }
-            case "perform_warm_up" -> { /* jrdma perf always warms up (see the README's warm-ups) */ }
-            case "use_old_post_send" -> { /* jrdma posts through one path, ibv_post_send's */ }
+            case "CPU-freq" -> {
+                /* perftest's "ignore CPU frequency warnings": nothing to ignore here */
+            }
+            case "perform_warm_up" -> {
+                /* jrdma perf always warms up (see the README's warm-ups) */
+            }
+            case "use_old_post_send" -> {
+                /* jrdma posts through one path, ibv_post_send's */
+            }
             case "hop_limit" -> hopLimit = intIn(flag, value, 0, 255);
             case "connection" -> connection = connection(value);
             case "inline_size" -> inlineSize = intIn(flag, value, 0, MAX_INLINE);
@@ -427,7 +441,9 @@ public final class PerfOptions {
             case "qp-timeout" -> qpTimeout = intIn(flag, value, 1, 31);
             case "mtu" -> {
                 mtu = intIn(flag, value, 256, 4096);
-                if (Integer.bitCount(mtu) != 1) throw new IllegalArgumentException(flag + " " + value + ": choose the MTU from 256, 512, 1024, 2048, 4096");
+                if (Integer.bitCount(mtu) != 1)
+                    throw new IllegalArgumentException(
+                            flag + " " + value + ": choose the MTU from 256, 512, 1024, 2048, 4096");
             }
             case "sl" -> sl = intIn(flag, value, 0, 15);
             case "tclass" -> trafficClass = intIn(flag, value, 0, 255);
@@ -438,22 +454,29 @@ public final class PerfOptions {
             case "pkey_index" -> pkeyIndex = intIn(flag, value, 0, 65535);
             case "dlid" -> dlid = intIn(flag, value, 1, 0xffff);
             case "wait_destroy" -> waitDestroySec = intIn(flag, value, 0, 3600);
-            case "atomic_type" -> atomicType = switch (value) {
-                case "FETCH_AND_ADD" -> AtomicType.FETCH_AND_ADD;
-                case "CMP_AND_SWAP" -> AtomicType.CMP_AND_SWAP;
-                default -> throw new IllegalArgumentException(flag + " wants CMP_AND_SWAP or FETCH_AND_ADD, not '" + value + "'");
-            };
-            case "output" -> output = switch (value) {
-                case "bandwidth" -> Output.BANDWIDTH;
-                case "message_rate" -> Output.MESSAGE_RATE;
-                case "latency" -> Output.LATENCY;
-                default -> throw new IllegalArgumentException(flag + " wants bandwidth, message_rate or latency, not '" + value + "'");
-            };
-            case "force-link" -> forceLink = switch (value.toUpperCase(Locale.ROOT)) {
-                case "IB" -> "InfiniBand";
-                case "ETHERNET" -> "Ethernet";
-                default -> throw new IllegalArgumentException(flag + " wants IB or Ethernet, not '" + value + "'");
-            };
+            case "atomic_type" ->
+                atomicType = switch (value) {
+                    case "FETCH_AND_ADD" -> AtomicType.FETCH_AND_ADD;
+                    case "CMP_AND_SWAP" -> AtomicType.CMP_AND_SWAP;
+                    default ->
+                        throw new IllegalArgumentException(
+                                flag + " wants CMP_AND_SWAP or FETCH_AND_ADD, not '" + value + "'");
+                };
+            case "output" ->
+                output = switch (value) {
+                    case "bandwidth" -> Output.BANDWIDTH;
+                    case "message_rate" -> Output.MESSAGE_RATE;
+                    case "latency" -> Output.LATENCY;
+                    default ->
+                        throw new IllegalArgumentException(
+                                flag + " wants bandwidth, message_rate or latency, not '" + value + "'");
+                };
+            case "force-link" ->
+                forceLink = switch (value.toUpperCase(Locale.ROOT)) {
+                    case "IB" -> "InfiniBand";
+                    case "ETHERNET" -> "Ethernet";
+                    default -> throw new IllegalArgumentException(flag + " wants IB or Ethernet, not '" + value + "'");
+                };
             case "accept-timeout" -> acceptTimeoutSec = intIn(flag, value, 1, 86400);
             case "timeout" -> timeoutSec = intIn(flag, value, 1, 3600);
             case "html" -> html = value;
@@ -461,7 +484,8 @@ public final class PerfOptions {
                 List<Integer> s = new ArrayList<>();
                 for (String part : value.split(","))
                     if (!part.isBlank()) s.add((int) sizeIn(flag, part.trim(), 1, MAX_SIZE));
-                if (s.isEmpty()) throw new IllegalArgumentException("--sizes needs at least one size, e.g. --sizes 2,64,4096");
+                if (s.isEmpty())
+                    throw new IllegalArgumentException("--sizes needs at least one size, e.g. --sizes 2,64,4096");
                 sizes = s;
             }
             default -> throw new IllegalStateException("no handling for --" + name);
@@ -472,7 +496,8 @@ public final class PerfOptions {
         return switch (v.toUpperCase(Locale.ROOT)) {
             case "RC" -> Connection.RC;
             case "UD" -> Connection.UD;
-            case "UC", "XRC", "DC", "SRD", "RAWETH" -> throw new IllegalArgumentException("-c " + v + ": jrdma perf runs RC and UD QPs only");
+            case "UC", "XRC", "DC", "SRD", "RAWETH" ->
+                throw new IllegalArgumentException("-c " + v + ": jrdma perf runs RC and UD QPs only");
             default -> throw new IllegalArgumentException("-c wants RC or UD, not '" + v + "'");
         };
     }
@@ -482,75 +507,136 @@ public final class PerfOptions {
      * reads and atomics}
      */
     public int effectiveInline() {
-        if (inlineSize <= 0 || test == null || (test.verb != PerfTest.Verb.SEND && test.verb != PerfTest.Verb.WRITE)) return 0;
+        if (inlineSize <= 0 || test == null || (test.verb != PerfTest.Verb.SEND && test.verb != PerfTest.Verb.WRITE))
+            return 0;
         return connection == Connection.UD ? Math.min(inlineSize, MAX_INLINE_UD) : inlineSize;
     }
 
     void validate() {
-        if (test != null && test.isSocket() && (histogram || unsorted || cpuUtil || latencyGapUs > 0 || postList > 1 || limitBw >= 0 || limitMsgRate >= 0))
-            throw new IllegalArgumentException("-H, -U, --cpu_util, --latency_gap, -l, -w and -y are for the RDMA tests, not " + test.id());
+        if (test != null
+                && test.isSocket()
+                && (histogram
+                        || unsorted
+                        || cpuUtil
+                        || latencyGapUs > 0
+                        || postList > 1
+                        || limitBw >= 0
+                        || limitMsgRate >= 0))
+            throw new IllegalArgumentException(
+                    "-H, -U, --cpu_util, --latency_gap, -l, -w and -y are for the RDMA tests, not " + test.id());
         if (test != null && !test.latency && (histogram || unsorted || latencyGapUs > 0))
-            throw new IllegalArgumentException((latencyGapUs > 0 ? "--latency_gap" : histogram ? "-H" : "-U") + " is for latency tests (as perftest)");
+            throw new IllegalArgumentException((latencyGapUs > 0 ? "--latency_gap" : histogram ? "-H" : "-U")
+                    + " is for latency tests (as perftest)");
         if (test != null && test.latency && (postList > 1 || limitBw >= 0 || limitMsgRate >= 0))
-            throw new IllegalArgumentException((postList > 1 ? "-l" : limitBw >= 0 ? "-w" : "-y") + " is for bandwidth tests (as perftest)");
-        if (bidirectional && test != null && test.latency) throw new IllegalArgumentException("-b: bidirectional is only available in bandwidth tests (as perftest)");
+            throw new IllegalArgumentException(
+                    (postList > 1 ? "-l" : limitBw >= 0 ? "-w" : "-y") + " is for bandwidth tests (as perftest)");
+        if (bidirectional && test != null && test.latency)
+            throw new IllegalArgumentException("-b: bidirectional is only available in bandwidth tests (as perftest)");
         if (bidirectional && test != null && test.isSocket())
-            throw new IllegalArgumentException("-b (perftest's --bidirectional) is for the RDMA bandwidth tests, not " + test.id());
+            throw new IllegalArgumentException(
+                    "-b (perftest's --bidirectional) is for the RDMA bandwidth tests, not " + test.id());
         if (bidirectional && test == PerfTest.SEND_BW && durationSec > 0)
-            throw new IllegalArgumentException("-b with -D on send_bw is not supported by jrdma perf yet (issue 22): use -n");
+            throw new IllegalArgumentException(
+                    "-b with -D on send_bw is not supported by jrdma perf yet (issue 22): use -n");
         if (reversed && test != null && (test.latency || test.isSocket()))
-            throw new IllegalArgumentException("--reversed reverses a bandwidth test's traffic (as perftest): not " + test.id());
-        if (reversed && bidirectional) throw new IllegalArgumentException("--reversed and -b: -b already sends both ways");
+            throw new IllegalArgumentException(
+                    "--reversed reverses a bandwidth test's traffic (as perftest): not " + test.id());
+        if (reversed && bidirectional)
+            throw new IllegalArgumentException("--reversed and -b: -b already sends both ways");
         if (durationSec > 0 && durationSec <= 2 * effectiveMargin())
-            throw new IllegalArgumentException("-D " + durationSec + " must be longer than twice the margin -f " + effectiveMargin() + " (as perftest: DURATION > 2*MARGIN)");
-        if (useSrq && test != null && test.verb != PerfTest.Verb.SEND) throw new IllegalArgumentException("--use-srq is for the send tests (their receives)");
+            throw new IllegalArgumentException("-D " + durationSec + " must be longer than twice the margin -f "
+                    + effectiveMargin() + " (as perftest: DURATION > 2*MARGIN)");
+        if (useSrq && test != null && test.verb != PerfTest.Verb.SEND)
+            throw new IllegalArgumentException("--use-srq is for the send tests (their receives)");
         if (mmapOffset > 0 && mmapFile == null) throw new IllegalArgumentException("--mmap-offset needs --mmap FILE");
-        if (recvPostList > 1 && test != null && test.latency) throw new IllegalArgumentException("--recv_post_list is for bandwidth tests (as perftest)");
+        if (recvPostList > 1 && test != null && test.latency)
+            throw new IllegalArgumentException("--recv_post_list is for bandwidth tests (as perftest)");
         if (recvPostList > 1 && durationSec == 0 && effectiveIters() % recvPostList != 0)
-            throw new IllegalArgumentException("-n " + effectiveIters() + " must be a multiple of --recv_post_list " + recvPostList + " (as perftest)");
+            throw new IllegalArgumentException("-n " + effectiveIters() + " must be a multiple of --recv_post_list "
+                    + recvPostList + " (as perftest)");
         if (recvPostList > (rxDepth > 0 ? rxDepth : 512))
-            throw new IllegalArgumentException("--recv_post_list " + recvPostList + " is more than the receives posted (-r " + (rxDepth > 0 ? rxDepth : 512) + ")");
-        if (cpuUtil && durationSec == 0) throw new IllegalArgumentException("--cpu_util is valid only with -D (as perftest)");
-        if ((histogram || unsorted) && durationSec > 0) throw new IllegalArgumentException("-H and -U report the samples of an -n run, not -D");
+            throw new IllegalArgumentException("--recv_post_list " + recvPostList
+                    + " is more than the receives posted (-r " + (rxDepth > 0 ? rxDepth : 512) + ")");
+        if (cpuUtil && durationSec == 0)
+            throw new IllegalArgumentException("--cpu_util is valid only with -D (as perftest)");
+        if ((histogram || unsorted) && durationSec > 0)
+            throw new IllegalArgumentException("-H and -U report the samples of an -n run, not -D");
         if (postList > 1 && durationSec == 0 && effectiveIters() % postList != 0)
-            throw new IllegalArgumentException("-n " + effectiveIters() + " must be a multiple of the post list size -l " + postList + " (as perftest)");
+            throw new IllegalArgumentException("-n " + effectiveIters()
+                    + " must be a multiple of the post list size -l " + postList + " (as perftest)");
         if (postList > 1 && cqMod > 0 && postList % cqMod != 0)
-            throw new IllegalArgumentException("-l " + postList + " must be a multiple of -Q " + cqMod + " (as perftest)");
-        if (postList > effectiveTxDepth()) throw new IllegalArgumentException("-l " + postList + " is larger than the send queue (-t " + effectiveTxDepth() + ")");
-        if (test != null && test.isSocket() && (mtu > 0 || sl > 0 || trafficClass > 0 || flowLabel > 0 || outReads > 0 || rxDepth > 0
-                || cqMod > 0 || noPeak || pkeyIndex > 0 || dlid > 0 || atomicType != AtomicType.FETCH_AND_ADD || forceLink != null || output != null))
-            throw new IllegalArgumentException("-m, -S, --tclass, --flow_label, -o, -r, -Q, -N, --pkey_index, --dlid, -A, --force-link and --output are for the RDMA tests, not " + test.id());
+            throw new IllegalArgumentException(
+                    "-l " + postList + " must be a multiple of -Q " + cqMod + " (as perftest)");
+        if (postList > effectiveTxDepth())
+            throw new IllegalArgumentException(
+                    "-l " + postList + " is larger than the send queue (-t " + effectiveTxDepth() + ")");
+        if (test != null
+                && test.isSocket()
+                && (mtu > 0
+                        || sl > 0
+                        || trafficClass > 0
+                        || flowLabel > 0
+                        || outReads > 0
+                        || rxDepth > 0
+                        || cqMod > 0
+                        || noPeak
+                        || pkeyIndex > 0
+                        || dlid > 0
+                        || atomicType != AtomicType.FETCH_AND_ADD
+                        || forceLink != null
+                        || output != null))
+            throw new IllegalArgumentException(
+                    "-m, -S, --tclass, --flow_label, -o, -r, -Q, -N, --pkey_index, --dlid, -A, --force-link and --output are for the RDMA tests, not "
+                            + test.id());
         if (test != null && outReads > 0 && test.verb != PerfTest.Verb.READ && test.verb != PerfTest.Verb.ATOMIC)
-            throw new IllegalArgumentException("-o (outstanding reads) applies to the read and atomic tests only (as perftest)");
+            throw new IllegalArgumentException(
+                    "-o (outstanding reads) applies to the read and atomic tests only (as perftest)");
         if (test != null && rxDepth > 1 && test.verb != PerfTest.Verb.SEND)
-            throw new IllegalArgumentException("-r: on RDMA verbs the receive depth can only be 1 (as perftest); it is for the send tests");
+            throw new IllegalArgumentException(
+                    "-r: on RDMA verbs the receive depth can only be 1 (as perftest); it is for the send tests");
         if (test != null && atomicType != AtomicType.FETCH_AND_ADD && test.verb != PerfTest.Verb.ATOMIC)
-            throw new IllegalArgumentException("-A changes the atomic operation: it applies to atomic_lat and atomic_bw only (as perftest)");
+            throw new IllegalArgumentException(
+                    "-A changes the atomic operation: it applies to atomic_lat and atomic_bw only (as perftest)");
         if (test != null && (noPeak || cqMod > 0) && test.latency)
             throw new IllegalArgumentException((noPeak ? "-N" : "-Q") + " is for bandwidth tests (as perftest)");
         if (test != null && output != null && (output == Output.LATENCY) != test.latency)
-            throw new IllegalArgumentException("--output " + output.name().toLowerCase(Locale.ROOT) + " does not fit " + test.id()
-                    + (test.latency ? ": a latency test reports latency" : ": a bandwidth test reports bandwidth or message_rate"));
-        if (test != null && test.isSocket() && (events || rdmaCm || rdmaCmExchange || inlineSize >= 0 || connection != Connection.RC))
+            throw new IllegalArgumentException(
+                    "--output " + output.name().toLowerCase(Locale.ROOT) + " does not fit " + test.id()
+                            + (test.latency
+                                    ? ": a latency test reports latency"
+                                    : ": a bandwidth test reports bandwidth or message_rate"));
+        if (test != null
+                && test.isSocket()
+                && (events || rdmaCm || rdmaCmExchange || inlineSize >= 0 || connection != Connection.RC))
             throw new IllegalArgumentException("-c, -e, -I and -R are for the RDMA tests, not " + test.id());
         if (compare && (events || rdmaCm || rdmaCmExchange || inlineSize >= 0 || connection != Connection.RC))
-            throw new IllegalArgumentException("compare runs its series with perftest's defaults: -c, -e, -I and -R do not apply");
+            throw new IllegalArgumentException(
+                    "compare runs its series with perftest's defaults: -c, -e, -I and -R do not apply");
         if (connection == Connection.UD && test != null && test.verb != PerfTest.Verb.SEND)
-            throw new IllegalArgumentException("UD QPs send messages only: -c UD works with send_lat and send_bw (as perftest)");
-        if (events && durationSec > 0) throw new IllegalArgumentException("-e and -D cannot be combined (perftest refuses it too)");
+            throw new IllegalArgumentException(
+                    "UD QPs send messages only: -c UD works with send_lat and send_bw (as perftest)");
+        if (events && durationSec > 0)
+            throw new IllegalArgumentException("-e and -D cannot be combined (perftest refuses it too)");
         if (test != null && inlineSize > 0 && test.verb != PerfTest.Verb.SEND && test.verb != PerfTest.Verb.WRITE)
-            throw new IllegalArgumentException("-I applies to the send and write tests: " + test.id() + " posts nothing inline");
-        if (all && durationSec > 0) throw new IllegalArgumentException("-a and -D cannot be combined (perftest refuses it too)");
-        if (test != null && test.latency && numQp > 1) throw new IllegalArgumentException("latency tests use one QP; -q is for bandwidth tests");
+            throw new IllegalArgumentException(
+                    "-I applies to the send and write tests: " + test.id() + " posts nothing inline");
+        if (all && durationSec > 0)
+            throw new IllegalArgumentException("-a and -D cannot be combined (perftest refuses it too)");
+        if (test != null && test.latency && numQp > 1)
+            throw new IllegalArgumentException("latency tests use one QP; -q is for bandwidth tests");
         if (test != null && test.latency && durationSec == 0 && effectiveIters() < 5)
-            throw new IllegalArgumentException("-n must be at least 5 for a latency test (the report drops the 2 largest samples)");
+            throw new IllegalArgumentException(
+                    "-n must be at least 5 for a latency test (the report drops the 2 largest samples)");
         if (test != null && test.verb == PerfTest.Verb.ATOMIC && size > 0 && size != 8)
             throw new IllegalArgumentException("atomic operations are 8 bytes; -s " + size + " does not apply");
         if (busyPoll && test != PerfTest.TCP_LAT)
-            throw new IllegalArgumentException("--busy-poll is a tcp_lat variant (udp_lat and udp_bw always busy-poll; compare runs tcp_lat both ways)");
+            throw new IllegalArgumentException(
+                    "--busy-poll is a tcp_lat variant (udp_lat and udp_bw always busy-poll; compare runs tcp_lat both ways)");
         if (test != null && test.isUdp() && size > MAX_UDP_SIZE)
-            throw new IllegalArgumentException("-s " + size + " does not fit in one UDP datagram (at most " + MAX_UDP_SIZE + " bytes)");
-        if (test != null && test.isUdp() && numQp > 1) throw new IllegalArgumentException("-q is for the RDMA bandwidth tests; the UDP tests use one socket");
+            throw new IllegalArgumentException(
+                    "-s " + size + " does not fit in one UDP datagram (at most " + MAX_UDP_SIZE + " bytes)");
+        if (test != null && test.isUdp() && numQp > 1)
+            throw new IllegalArgumentException("-q is for the RDMA bandwidth tests; the UDP tests use one socket");
     }
 
     private static double positive(String flag, String v) {
@@ -576,9 +662,16 @@ public final class PerfOptions {
     static long sizeIn(String flag, String v, long lo, long hi) {
         String t = v.trim().toUpperCase(Locale.ROOT);
         long mult = 1;
-        if (t.endsWith("K")) { mult = 1L << 10; t = t.substring(0, t.length() - 1); }
-        else if (t.endsWith("M")) { mult = 1L << 20; t = t.substring(0, t.length() - 1); }
-        else if (t.endsWith("G")) { mult = 1L << 30; t = t.substring(0, t.length() - 1); }
+        if (t.endsWith("K")) {
+            mult = 1L << 10;
+            t = t.substring(0, t.length() - 1);
+        } else if (t.endsWith("M")) {
+            mult = 1L << 20;
+            t = t.substring(0, t.length() - 1);
+        } else if (t.endsWith("G")) {
+            mult = 1L << 30;
+            t = t.substring(0, t.length() - 1);
+        }
         long n;
         try {
             n = Math.multiplyExact(Long.parseLong(t), mult);

@@ -112,7 +112,8 @@ public enum PerfTest {
         String t = s.toLowerCase(Locale.ROOT).replace('-', '_');
         if (t.startsWith("ib_")) t = t.substring(3);
         for (PerfTest p : values()) if (p.id().equals(t)) return p;
-        throw new IllegalArgumentException("unknown test '" + s + "': use one of send_lat, write_lat, read_lat, atomic_lat, "
-                + "send_bw, write_bw, read_bw, atomic_bw, tcp_lat, tcp_bw, udp_lat, udp_bw, compare");
+        throw new IllegalArgumentException(
+                "unknown test '" + s + "': use one of send_lat, write_lat, read_lat, atomic_lat, "
+                        + "send_bw, write_bw, read_bw, atomic_bw, tcp_lat, tcp_bw, udp_lat, udp_bw, compare");
     }
 }

@@ -100,7 +100,8 @@ final class PerftestFlags {
         option('v', "mac_fwd", false);
         option((char) 0, "use_rss", false);
         option('W', "report-counters", true);
-        for (String n : List.of("force-link", "remote_mac", "local_mac", "remote_ip", "local_ip", "remote_port", "local_port"))
+        for (String n :
+                List.of("force-link", "remote_mac", "local_mac", "remote_ip", "local_ip", "remote_port", "local_port"))
             option((char) 0, n, true);
         option((char) 0, "run_infinitely", false);
         option((char) 0, "report_gbits", false);
@@ -110,16 +111,28 @@ final class PerftestFlags {
         option((char) 0, "pkey_index", true);
         option((char) 0, "inline_recv", true);
         option((char) 0, "tcp", false);
-        for (String n : List.of("burst_size", "typical_pkt_size", "rate_limit", "rate_limit_type", "rate_units", "output"))
+        for (String n :
+                List.of("burst_size", "typical_pkt_size", "rate_limit", "rate_limit_type", "rate_units", "output"))
             option((char) 0, n, true);
         option((char) 0, "cpu_util", false);
         option((char) 0, "out_json", false);
         for (String n : List.of("out_json_file", "latency_gap", "flow_label", "retry_count")) option((char) 0, n, true);
         option((char) 0, "dont_xchg_versions", false);
-        for (String n : List.of("use_cuda", "use_cuda_bus_id", "use_rocm", "mmap", "mmap-offset")) option((char) 0, n, true);
-        for (String n : List.of("ipv6", "raw_ipv6", "report-per-port", "odp", "use_hugepages", "use_old_post_send", "promiscuous",
-                "sniffer", "raw_mcast", "mr_per_qp")) option((char) 0, n, false);
-        for (String n : List.of("dlid", "tclass", "wait_destroy", "flows", "flows_burst", "reply_every")) option((char) 0, n, true);
+        for (String n : List.of("use_cuda", "use_cuda_bus_id", "use_rocm", "mmap", "mmap-offset"))
+            option((char) 0, n, true);
+        for (String n : List.of(
+                "ipv6",
+                "raw_ipv6",
+                "report-per-port",
+                "odp",
+                "use_hugepages",
+                "use_old_post_send",
+                "promiscuous",
+                "sniffer",
+                "raw_mcast",
+                "mr_per_qp")) option((char) 0, n, false);
+        for (String n : List.of("dlid", "tclass", "wait_destroy", "flows", "flows_burst", "reply_every"))
+            option((char) 0, n, true);
         option((char) 0, "perform_warm_up", false);
         option((char) 0, "vlan_en", false);
         option((char) 0, "vlan_pcp", true);
@@ -127,8 +140,14 @@ final class PerftestFlags {
         option((char) 0, "aes_xts", false);
         option((char) 0, "encrypt_on_tx", false);
         option((char) 0, "sig_before", false);
-        for (String n : List.of("aes_block_size", "kek_path", "credentials_path", "data_enc_keys_number", "data_enc_key_app_path",
-                "log_dci_streams", "log_active_dci_streams")) option((char) 0, n, true);
+        for (String n : List.of(
+                "aes_block_size",
+                "kek_path",
+                "credentials_path",
+                "data_enc_keys_number",
+                "data_enc_key_app_path",
+                "log_dci_streams",
+                "log_active_dci_streams")) option((char) 0, n, true);
         option((char) 0, "disable_pcie_relaxed", false);
         option((char) 0, "use_ooo", false);
 
@@ -143,31 +162,83 @@ final class PerftestFlags {
         ALIASES.put("inline-size", "inline_size");
         ALIASES.put("rdma-cm", "rdma_cm");
         ALIASES.put("report-histogram", "report-histogrm"); // usage() spells it so; long_options[] does not
-        ALIASES.put("com_rdma_cm", "comm_rdma_cm");         // ditto
+        ALIASES.put("com_rdma_cm", "comm_rdma_cm"); // ditto
 
-        String rawEth = "a raw_ethernet_* option (Ethernet frames on a raw packet QP); jrdma perf runs the ib_* tests only";
-        refuse(rawEth, "source_mac", "dest_mac", "dest_ip", "source_ip", "dest_port", "source_port", "ethertype", "server", "client",
-                "mac_fwd", "use_rss", "remote_mac", "local_mac", "remote_ip", "local_ip", "remote_port", "local_port", "tcp",
-                "raw_ipv6", "promiscuous", "sniffer", "raw_mcast", "flows", "flows_burst", "reply_every", "vlan_en", "vlan_pcp");
-        refuse("GPU memory (GPUDirect RDMA) needs a NIC and a GPU driver that share it; jrdma registers host memory only",
-                "use_cuda", "use_cuda_bus_id", "use_rocm");
-        refuse("an mlx5 hardware feature (crypto engine); no jrdma device has it",
-                "aes_xts", "encrypt_on_tx", "sig_before", "aes_block_size", "kek_path", "credentials_path",
-                "data_enc_keys_number", "data_enc_key_app_path");
-        refuse("DC transport (mlx5 DC initiator streams); jrdma runs RC and UD QPs", "log_dci_streams", "log_active_dci_streams");
-        refuse("PCIe relaxed ordering is a setting of a PCIe NIC's memory registration; jrdma's devices have none", "disable_pcie_relaxed");
+        String rawEth =
+                "a raw_ethernet_* option (Ethernet frames on a raw packet QP); jrdma perf runs the ib_* tests only";
+        refuse(
+                rawEth,
+                "source_mac",
+                "dest_mac",
+                "dest_ip",
+                "source_ip",
+                "dest_port",
+                "source_port",
+                "ethertype",
+                "server",
+                "client",
+                "mac_fwd",
+                "use_rss",
+                "remote_mac",
+                "local_mac",
+                "remote_ip",
+                "local_ip",
+                "remote_port",
+                "local_port",
+                "tcp",
+                "raw_ipv6",
+                "promiscuous",
+                "sniffer",
+                "raw_mcast",
+                "flows",
+                "flows_burst",
+                "reply_every",
+                "vlan_en",
+                "vlan_pcp");
+        refuse(
+                "GPU memory (GPUDirect RDMA) needs a NIC and a GPU driver that share it; jrdma registers host memory only",
+                "use_cuda",
+                "use_cuda_bus_id",
+                "use_rocm");
+        refuse(
+                "an mlx5 hardware feature (crypto engine); no jrdma device has it",
+                "aes_xts",
+                "encrypt_on_tx",
+                "sig_before",
+                "aes_block_size",
+                "kek_path",
+                "credentials_path",
+                "data_enc_keys_number",
+                "data_enc_key_app_path");
+        refuse(
+                "DC transport (mlx5 DC initiator streams); jrdma runs RC and UD QPs",
+                "log_dci_streams",
+                "log_active_dci_streams");
+        refuse(
+                "PCIe relaxed ordering is a setting of a PCIe NIC's memory registration; jrdma's devices have none",
+                "disable_pcie_relaxed");
         refuse("out-of-order data placement is an mlx5 QP attribute; no jrdma device has it", "use_ooo");
         refuse("on-demand paging needs a NIC that faults pages in itself; jrdma registers pinned memory", "odp");
         refuse("inline receive (scatter to CQE) is an mlx5 hardware feature; no jrdma device has it", "inline_recv");
-        refuse("the hardware rate limiter (and its packet-pacing units) needs a NIC that paces; jrdma perf has no software limiter yet",
-                "burst_size", "typical_pkt_size", "rate_limit", "rate_limit_type", "rate_units");
-        refuse("dual-port mode needs a device with two active ports; the soft device has one and jrdma perf runs one port",
-                "dualport", "report-per-port");
+        refuse(
+                "the hardware rate limiter (and its packet-pacing units) needs a NIC that paces; jrdma perf has no software limiter yet",
+                "burst_size",
+                "typical_pkt_size",
+                "rate_limit",
+                "rate_limit_type",
+                "rate_units");
+        refuse(
+                "dual-port mode needs a device with two active ports; the soft device has one and jrdma perf runs one port",
+                "dualport",
+                "report-per-port");
         refuse("multicast groups: jrdma's devices do not attach UD QPs to multicast groups", "mcg", "MGID");
-        refuse("the JVM reads no CPU cycle counter (perftest reads the TSC); jrdma reports microseconds from System.nanoTime",
+        refuse(
+                "the JVM reads no CPU cycle counter (perftest reads the TSC); jrdma reports microseconds from System.nanoTime",
                 "report-cycles");
         refuse("the JVM's memory (Arena) cannot be placed on huge pages on request", "use_hugepages");
-        refuse("-T sets the TOS of rdma_cm's connections; jrdma's rdma_cm QPs do not set it (use --tclass for the GRH's traffic class)", "tos");
+        refuse(
+                "-T sets the TOS of rdma_cm's connections; jrdma's rdma_cm QPs do not set it (use --tclass for the GRH's traffic class)",
+                "tos");
         String notYet = "not implemented by jrdma perf yet (issue 22)";
         refuse(notYet, "run_infinitely");
     }
@@ -191,7 +262,8 @@ final class PerftestFlags {
         List<Option> hits = new ArrayList<>();
         for (Option c : BY_NAME.values()) if (c.name.startsWith(name)) hits.add(c);
         for (Map.Entry<String, String> a : ALIASES.entrySet())
-            if (a.getKey().startsWith(name) && !hits.contains(BY_NAME.get(a.getValue()))) hits.add(BY_NAME.get(a.getValue()));
+            if (a.getKey().startsWith(name) && !hits.contains(BY_NAME.get(a.getValue())))
+                hits.add(BY_NAME.get(a.getValue()));
         if (hits.size() == 1) return hits.getFirst();
         if (hits.size() > 1) {
             List<String> names = new ArrayList<>();

@@ -1,7 +1,6 @@
 package dev.jrdma.bench;
 
 import dev.jrdma.verbs.Gid;
-
 import java.io.DataInputStream;
 import java.io.EOFException;
 import java.io.IOException;
@@ -80,7 +79,12 @@ public final class PerftestWire implements AutoCloseable {
      */
     public static byte[] encodeBinary(Dest d) {
         ByteBuffer b = ByteBuffer.allocate(BINARY_KEY_SIZE); // big-endian
-        b.putInt(0, d.lid()).putInt(4, d.outReads()).putInt(8, d.qpn()).putInt(12, d.psn()).putInt(16, d.rkey()).putLong(24, d.vaddr());
+        b.putInt(0, d.lid())
+                .putInt(4, d.outReads())
+                .putInt(8, d.qpn())
+                .putInt(12, d.psn())
+                .putInt(16, d.rkey())
+                .putLong(24, d.vaddr());
         if (d.gid() != null) for (int i = 0; i < 16; i++) b.put(32 + i, d.gid().get(i));
         b.putInt(48, d.srqn()).putInt(52, d.gid() == null ? -1 : 0);
         return b.array();
@@ -95,7 +99,8 @@ public final class PerftestWire implements AutoCloseable {
      * @throws BenchException when {@code msg} is shorter than {@value #BINARY_KEY_SIZE} bytes
      */
     public static Dest decodeBinary(byte[] msg, boolean withGid) {
-        if (msg.length < BINARY_KEY_SIZE) throw new BenchException("the peer's key message has " + msg.length + " bytes, not " + BINARY_KEY_SIZE);
+        if (msg.length < BINARY_KEY_SIZE)
+            throw new BenchException("the peer's key message has " + msg.length + " bytes, not " + BINARY_KEY_SIZE);
         ByteBuffer b = ByteBuffer.wrap(msg);
         Gid gid = null;
         if (withGid) {
@@ -103,7 +108,15 @@ public final class PerftestWire implements AutoCloseable {
             b.get(32, raw);
             gid = Gid.of(raw);
         }
-        return new Dest(b.getInt(0), b.getInt(4), b.getInt(8) & 0xffffff, b.getInt(12) & 0xffffff, b.getInt(16), b.getLong(24), gid, b.getInt(48));
+        return new Dest(
+                b.getInt(0),
+                b.getInt(4),
+                b.getInt(8) & 0xffffff,
+                b.getInt(12) & 0xffffff,
+                b.getInt(16),
+                b.getLong(24),
+                gid,
+                b.getInt(48));
     }
 
     /**
@@ -113,14 +126,22 @@ public final class PerftestWire implements AutoCloseable {
      * @return {@value #KEY_MSG_SIZE} bytes without a GID, {@value #KEY_MSG_SIZE_GID} with one
      */
     public static byte[] encode(Dest d) {
-        StringBuilder sb = new StringBuilder(String.format(Locale.ROOT, "%04x:%04x:%06x:%06x:%08x:%016x:",
-                d.lid() & 0xffff, d.outReads() & 0xffff, d.qpn() & 0xffffff, d.psn() & 0xffffff, d.rkey(), d.vaddr()));
+        StringBuilder sb = new StringBuilder(String.format(
+                Locale.ROOT,
+                "%04x:%04x:%06x:%06x:%08x:%016x:",
+                d.lid() & 0xffff,
+                d.outReads() & 0xffff,
+                d.qpn() & 0xffffff,
+                d.psn() & 0xffffff,
+                d.rkey(),
+                d.vaddr()));
         int size;
         if (d.gid() == null) {
             sb.append(String.format(Locale.ROOT, "%08x", d.srqn()));
             size = KEY_MSG_SIZE;
         } else {
-            for (int i = 0; i < 16; i++) sb.append(String.format(Locale.ROOT, "%02x:", d.gid().get(i) & 0xff));
+            for (int i = 0; i < 16; i++)
+                sb.append(String.format(Locale.ROOT, "%02x:", d.gid().get(i) & 0xff));
             sb.append(String.format(Locale.ROOT, "%08x:", d.srqn()));
             size = KEY_MSG_SIZE_GID;
         }
@@ -146,10 +167,15 @@ public final class PerftestWire implements AutoCloseable {
         String s = new String(msg, 0, len, StandardCharsets.US_ASCII);
         String[] f = s.split(":", -1);
         int need = withGid ? 6 + 16 + 1 : 7;
-        if (f.length < need) throw new BenchException("cannot parse the peer's key message <" + s + ">: " + f.length + " fields, "
-                + need + " expected" + (withGid ? " (the peer may run without a GID: use the same -x on both sides)" : ""));
+        if (f.length < need)
+            throw new BenchException(
+                    "cannot parse the peer's key message <" + s + ">: " + f.length + " fields, " + need + " expected"
+                            + (withGid ? " (the peer may run without a GID: use the same -x on both sides)" : ""));
         try {
-            int lid = Integer.parseInt(f[0], 16), out = Integer.parseInt(f[1], 16), qpn = Integer.parseInt(f[2], 16), psn = Integer.parseInt(f[3], 16);
+            int lid = Integer.parseInt(f[0], 16),
+                    out = Integer.parseInt(f[1], 16),
+                    qpn = Integer.parseInt(f[2], 16),
+                    psn = Integer.parseInt(f[3], 16);
             int rkey = Integer.parseUnsignedInt(f[4], 16);
             long vaddr = Long.parseUnsignedLong(f[5], 16);
             Gid gid = null;
@@ -182,23 +208,27 @@ public final class PerftestWire implements AutoCloseable {
             this.out = s.getOutputStream();
         }
 
-        @Override public void write(byte[] b) throws IOException {
+        @Override
+        public void write(byte[] b) throws IOException {
             out.write(b);
             out.flush();
         }
 
-        @Override public void readFully(byte[] b) throws IOException {
+        @Override
+        public void readFully(byte[] b) throws IOException {
             in.readFully(b);
         }
 
-        @Override public void readTimeout(int ms) {
+        @Override
+        public void readTimeout(int ms) {
             try {
                 socket.setSoTimeout(ms);
             } catch (IOException ignored) {
             }
         }
 
-        @Override public int readTimeout() {
+        @Override
+        public int readTimeout() {
             try {
                 return socket.getSoTimeout();
             } catch (IOException e) {
@@ -206,11 +236,13 @@ public final class PerftestWire implements AutoCloseable {
             }
         }
 
-        @Override public boolean binaryKeys() {
+        @Override
+        public boolean binaryKeys() {
             return false;
         }
 
-        @Override public void close() {
+        @Override
+        public void close() {
             closeQuietly(socket);
         }
     }
@@ -304,9 +336,10 @@ public final class PerftestWire implements AutoCloseable {
                 break;
             }
         }
-        throw new BenchException("cannot reach " + host + ":" + port + " within " + timeoutSec + " s"
-                + (last == null ? "" : " (" + last.getMessage() + ")")
-                + ": is the server running ('jrdma perf TEST' or perftest's ib_TEST without a host), is -p the same on both sides, is a firewall in the way?");
+        throw new BenchException(
+                "cannot reach " + host + ":" + port + " within " + timeoutSec + " s"
+                        + (last == null ? "" : " (" + last.getMessage() + ")")
+                        + ": is the server running ('jrdma perf TEST' or perftest's ib_TEST without a host), is -p the same on both sides, is a firewall in the way?");
     }
 
     /**
@@ -355,7 +388,9 @@ public final class PerftestWire implements AutoCloseable {
         } catch (SocketTimeoutException e) {
             throw new BenchException("no client connected to port " + port + " within " + acceptTimeoutSec + " s");
         } catch (IOException e) {
-            throw new BenchException("cannot listen on TCP port " + port + ": " + e.getMessage() + " (another server running? use -p)", e);
+            throw new BenchException(
+                    "cannot listen on TCP port " + port + ": " + e.getMessage() + " (another server running? use -p)",
+                    e);
         }
     }
 
@@ -417,7 +452,8 @@ public final class PerftestWire implements AutoCloseable {
             throw new BenchException("the peer closed the connection while exchanging " + what
                     + ": it probably failed; see its output (same test and flags on both sides? -x on both sides?)");
         } catch (IOException e) {
-            throw new BenchException("out-of-band connection failed while exchanging " + what + ": " + e.getMessage(), e);
+            throw new BenchException(
+                    "out-of-band connection failed while exchanging " + what + ": " + e.getMessage(), e);
         }
     }
 
@@ -440,7 +476,9 @@ public final class PerftestWire implements AutoCloseable {
             throw new BenchException("the peer did not send a perftest version string (got '" + printable(rem)
                     + "'): is it a perftest/jrdma perf server on this port?");
         }
-        if (rv < 5.70) throw new BenchException("the peer runs perftest " + remoteVersion + ": versions older than 5.70 are not compatible (upgrade perftest)");
+        if (rv < 5.70)
+            throw new BenchException("the peer runs perftest " + remoteVersion
+                    + ": versions older than 5.70 are not compatible (upgrade perftest)");
         return remoteVersion;
     }
 
@@ -457,7 +495,10 @@ public final class PerftestWire implements AutoCloseable {
     public int[] sysData(int cycleBuffer, int cacheLine) {
         byte[] a = exchange(ByteBuffer.allocate(4).putInt(cycleBuffer).array(), 4, "page size");
         byte[] b = exchange(ByteBuffer.allocate(4).putInt(cacheLine).array(), 4, "cache line size");
-        return new int[] {Math.max(cycleBuffer, ByteBuffer.wrap(a).getInt()), Math.max(cacheLine, ByteBuffer.wrap(b).getInt())};
+        return new int[] {
+            Math.max(cycleBuffer, ByteBuffer.wrap(a).getInt()),
+            Math.max(cacheLine, ByteBuffer.wrap(b).getInt())
+        };
     }
 
     /**
@@ -490,7 +531,9 @@ public final class PerftestWire implements AutoCloseable {
      * @throws BenchException when the exchange fails or the peer's key message cannot be parsed
      */
     public Dest handshake(Dest mine) {
-        if (link.binaryKeys()) return decodeBinary(exchange(encodeBinary(mine), BINARY_KEY_SIZE, "QP keys (handshake)"), mine.gid() != null);
+        if (link.binaryKeys())
+            return decodeBinary(
+                    exchange(encodeBinary(mine), BINARY_KEY_SIZE, "QP keys (handshake)"), mine.gid() != null);
         byte[] msg = encode(mine);
         return decode(exchange(msg, msg.length, "QP keys (handshake)"), mine.gid() != null);
     }
@@ -505,11 +548,21 @@ public final class PerftestWire implements AutoCloseable {
      *                        connection fails; the message says which and what to check
      */
     public BwResult bwReports(BwResult mine) {
-        long size = ByteBuffer.wrap(exchange(ByteBuffer.allocate(8).putLong(mine.size()).array(), 8, "report size")).getLong();
-        long iters = ByteBuffer.wrap(exchange(ByteBuffer.allocate(8).putLong(mine.iters()).array(), 8, "report iterations")).getLong();
-        double peak = ByteBuffer.wrap(exchange(ByteBuffer.allocate(8).putDouble(mine.bwPeakMBs()).array(), 8, "report peak")).getDouble();
-        double avg = ByteBuffer.wrap(exchange(ByteBuffer.allocate(8).putDouble(mine.bwAvgMBs()).array(), 8, "report average")).getDouble();
-        double rate = ByteBuffer.wrap(exchange(ByteBuffer.allocate(8).putDouble(mine.msgRateMpps()).array(), 8, "report rate")).getDouble();
+        long size = ByteBuffer.wrap(
+                        exchange(ByteBuffer.allocate(8).putLong(mine.size()).array(), 8, "report size"))
+                .getLong();
+        long iters = ByteBuffer.wrap(
+                        exchange(ByteBuffer.allocate(8).putLong(mine.iters()).array(), 8, "report iterations"))
+                .getLong();
+        double peak = ByteBuffer.wrap(exchange(
+                        ByteBuffer.allocate(8).putDouble(mine.bwPeakMBs()).array(), 8, "report peak"))
+                .getDouble();
+        double avg = ByteBuffer.wrap(exchange(
+                        ByteBuffer.allocate(8).putDouble(mine.bwAvgMBs()).array(), 8, "report average"))
+                .getDouble();
+        double rate = ByteBuffer.wrap(exchange(
+                        ByteBuffer.allocate(8).putDouble(mine.msgRateMpps()).array(), 8, "report rate"))
+                .getDouble();
         return new BwResult(size, iters, peak, avg, rate);
     }
 
@@ -557,7 +610,11 @@ public final class PerftestWire implements AutoCloseable {
 
     static String printable(byte[] b) {
         StringBuilder sb = new StringBuilder();
-        for (byte x : b) sb.append(x >= 0x20 && x < 0x7f ? String.valueOf((char) x) : "\\x" + HexFormat.of().toHexDigits(x));
+        for (byte x : b)
+            sb.append(
+                    x >= 0x20 && x < 0x7f
+                            ? String.valueOf((char) x)
+                            : "\\x" + HexFormat.of().toHexDigits(x));
         return sb.toString();
     }
 }

@@ -5,9 +5,8 @@ import dev.jrdma.verbs.QueuePair;
 import dev.jrdma.verbs.RecvWorkRequest;
 import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.WrOpcode;
-
-import java.lang.invoke.VarHandle;
 import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
 
 /**
  * The ping-pong latency tests, write_lat and send_lat (perftest's {@code write_lat.c} and {@code send_lat.c}): each
@@ -33,7 +32,9 @@ final class PingPongLatency {
 
     /** A post time per iteration: a latency test times each one. */
     static long[] timestamps(long iters) {
-        if (iters > 50_000_000L) throw new BenchException("-n " + iters + " is too many iterations to time each one (at most 50000000); use -D");
+        if (iters > 50_000_000L)
+            throw new BenchException(
+                    "-n " + iters + " is too many iterations to time each one (at most 50000000); use -D");
         return new long[(int) iters];
     }
 
@@ -44,15 +45,23 @@ final class PingPongLatency {
         long[] tposted = timestamps(iters);
         QueuePair qp = r.qps[0];
         long post = r.localOffset(0) + size - 1, poll = r.remoteAreaOffset(0) + size - 1;
-        PreparedSend wr = qp.prepareSend(r.dataRequest(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).buffer(r.mr(0), r.localOffset(0), size)
-                .remote(r.rem[0].vaddr(), r.rem[0].rkey()).signaled(true).wrId(1), 0, size));
+        PreparedSend wr = qp.prepareSend(r.dataRequest(
+                new SendWorkRequest()
+                        .opcode(WrOpcode.RDMA_WRITE)
+                        .buffer(r.mr(0), r.localOffset(0), size)
+                        .remote(r.rem[0].vaddr(), r.rem[0].rkey())
+                        .signaled(true)
+                        .wrId(1),
+                0,
+                size));
         long scnt = 0, rcnt = 0, ccnt = 0;
         Stall stall = new Stall(r, "the peer's RDMA write (" + test.id() + ", " + size + " bytes)");
         while (scnt < iters || ccnt < iters || rcnt < iters) {
             if (rcnt < iters && !(scnt < 1 && server)) {
                 rcnt++;
                 byte want = (byte) rcnt;
-                // poll(wcs, 0) takes no completion: on a software device it handles the packets that arrived (the peer's
+                // poll(wcs, 0) takes no completion: on a software device it handles the packets that arrived (the
+                // peer's
                 // WRITE) on this thread, as UCX's worker progress; on hardware it is a no-op
                 while ((byte) BYTE.getVolatile(r.buf, poll) != want) {
                     r.sendCq.poll(r.wcs, 0);
@@ -72,7 +81,8 @@ final class PingPongLatency {
                 r.check(0);
                 ccnt += n;
             }
-            if ((scnt & 0x3ff) == 0 && progress.enabled()) progress.update(String.format(" %s %d bytes: %d/%d", test.id(), size, scnt, iters));
+            if ((scnt & 0x3ff) == 0 && progress.enabled())
+                progress.update(String.format(" %s %d bytes: %d/%d", test.id(), size, scnt, iters));
         }
         r.lastPostTimes = tposted;
         return LatencyResult.fromPostTimes(size, tposted, (int) iters, test.rttFactor());
@@ -84,7 +94,14 @@ final class PingPongLatency {
         PerfTest test = r.test;
         long[] tposted = timestamps(iters);
         QueuePair qp = r.qps[0];
-        PreparedSend wr = qp.prepareSend(r.dataRequest(new SendWorkRequest().opcode(WrOpcode.SEND).buffer(r.mr(0), r.localOffset(0), size).signaled(true).wrId(1), 0, size));
+        PreparedSend wr = qp.prepareSend(r.dataRequest(
+                new SendWorkRequest()
+                        .opcode(WrOpcode.SEND)
+                        .buffer(r.mr(0), r.localOffset(0), size)
+                        .signaled(true)
+                        .wrId(1),
+                0,
+                size));
         RecvWorkRequest rwr = r.recvRequest(0, size);
         int maxOutstanding = Math.max(1, qp.cap().maxSendWr());
         long scnt = 0, rcnt = 0, ccnt = 0, posted = r.postedRecvs;
@@ -121,14 +138,16 @@ final class PingPongLatency {
                 scnt++;
                 wr.post();
             }
-            if ((scnt & 0x3ff) == 0 && progress.enabled()) progress.update(String.format(" %s %d bytes: %d/%d", test.id(), size, scnt, iters));
+            if ((scnt & 0x3ff) == 0 && progress.enabled())
+                progress.update(String.format(" %s %d bytes: %d/%d", test.id(), size, scnt, iters));
         }
         Stall drain = new Stall(r, "the last send completions");
         while (ccnt < scnt) {
             int c = r.sendCq.poll(r.done, r.done.capacity());
             for (int k = 0; k < c; k++) r.check(k);
             ccnt += c;
-            if (c == 0) drain.idle(); else drain.progress();
+            if (c == 0) drain.idle();
+            else drain.progress();
         }
         r.lastPostTimes = tposted;
         return LatencyResult.fromPostTimes(size, tposted, (int) iters, test.rttFactor());

@@ -1,7 +1,6 @@
 package dev.jrdma.bench;
 
 import dev.jrdma.verbs.Context;
-
 import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -34,8 +33,10 @@ final class PortCounters {
             String key = name.substring(name.lastIndexOf('/') + 1);
             if (Files.isReadable(sysfs)) c.files.add(sysfs);
             else if (own.containsKey(name) || own.containsKey(key)) c.files.add(null);
-            else throw new BenchException("-W: " + device + " port " + port + " has no counter '" + name + "' (no " + sysfs
-                    + (own.isEmpty() ? ")" : "; its own counters: " + String.join(", ", own.keySet()) + ")"));
+            else
+                throw new BenchException("-W: " + device + " port " + port + " has no counter '" + name + "' (no "
+                        + sysfs
+                        + (own.isEmpty() ? ")" : "; its own counters: " + String.join(", ", own.keySet()) + ")"));
             c.names.add(name);
         }
         c.last = c.read();
@@ -66,7 +67,12 @@ final class PortCounters {
     void print(PrintStream out) {
         long[] now = read();
         StringBuilder sb = new StringBuilder();
-        for (int i = 0; i < now.length; i++) sb.append('\t').append(names.get(i)).append('=').append(now[i] - last[i]).append('\n');
+        for (int i = 0; i < now.length; i++)
+            sb.append('\t')
+                    .append(names.get(i))
+                    .append('=')
+                    .append(now[i] - last[i])
+                    .append('\n');
         last = now;
         out.println(sb);
     }

@@ -2,7 +2,6 @@ package dev.jrdma.bench;
 
 import dev.jrdma.bench.PerftestWire.Dest;
 import dev.jrdma.verbs.Mtu;
-
 import java.io.PrintStream;
 import java.net.Socket;
 import java.util.ArrayList;
@@ -54,17 +53,22 @@ public final class RdmaBench implements AutoCloseable {
     public static RunResult run(PerfOptions o, PrintStream out) {
         if (o.test.isTcp()) throw new IllegalArgumentException(o.test.id() + " is a TCP test");
         if (o.durationSec > 0 && (o.test == PerfTest.SEND_LAT || o.test == PerfTest.WRITE_LAT))
-            throw new BenchException("-D is supported by the bandwidth tests, read_lat and atomic_lat; use -n for " + o.test.id());
+            throw new BenchException(
+                    "-D is supported by the bandwidth tests, read_lat and atomic_lat; use -n for " + o.test.id());
         try (RdmaBench b = new RdmaBench(o, out)) {
             if (o.rdmaCm || o.rdmaCmExchange) return b.runOverRdmaCm();
             b.resources.open(o.device);
             b.openCounters();
             if (o.isServer()) {
-                out.println("\n************************************\n* Waiting for client to connect... *\n************************************");
+                out.println(
+                        "\n************************************\n* Waiting for client to connect... *\n************************************");
                 out.flush();
             }
-            Socket s = o.isServer() ? PerftestWire.accept(o.tcpPort, o.acceptTimeoutSec) : PerftestWire.connect(o.host, o.tcpPort, o.timeoutSec);
-            try (PerftestWire w = o.isServer() ? PerftestWire.server(s, o.timeoutSec) : PerftestWire.client(s, o.timeoutSec)) {
+            Socket s = o.isServer()
+                    ? PerftestWire.accept(o.tcpPort, o.acceptTimeoutSec)
+                    : PerftestWire.connect(o.host, o.tcpPort, o.timeoutSec);
+            try (PerftestWire w =
+                    o.isServer() ? PerftestWire.server(s, o.timeoutSec) : PerftestWire.client(s, o.timeoutSec)) {
                 return b.run(w);
             }
         }
@@ -77,14 +81,18 @@ public final class RdmaBench implements AutoCloseable {
      */
     private RunResult runOverRdmaCm() {
         CmLink.checkAvailable(o.device, o.rdmaCm ? "-R" : "-z");
-        CmLink link = o.isServer() ? CmLink.accept(o.tcpPort, o.acceptTimeoutSec, () -> {
-            out.println("\n************************************\n* Waiting for client to connect... *\n************************************");
-            out.println(" (rdma_cm: listening on port " + o.tcpPort + ")");
-            out.flush();
-        }) : CmLink.connect(o.host, o.tcpPort, o.timeoutSec);
+        CmLink link = o.isServer()
+                ? CmLink.accept(o.tcpPort, o.acceptTimeoutSec, () -> {
+                    out.println(
+                            "\n************************************\n* Waiting for client to connect... *\n************************************");
+                    out.println(" (rdma_cm: listening on port " + o.tcpPort + ")");
+                    out.flush();
+                })
+                : CmLink.connect(o.host, o.tcpPort, o.timeoutSec);
         try (PerftestWire w = PerftestWire.over(link, !o.isServer(), o.timeoutSec)) {
             if (o.device != null && !o.device.equals(link.deviceName()))
-                throw new BenchException("-d " + o.device + ", but rdma_cm reaches the peer through " + link.deviceName() + " (drop -d, or use that device's address)");
+                throw new BenchException("-d " + o.device + ", but rdma_cm reaches the peer through "
+                        + link.deviceName() + " (drop -d, or use that device's address)");
             resources.open(link.deviceName());
             openCounters();
             return run(w);
@@ -118,7 +126,8 @@ public final class RdmaBench implements AutoCloseable {
 
     /** -W: the counters, read once now (an unknown name fails before any connection). */
     private void openCounters() {
-        if (o.reportCounters != null) counters = PortCounters.open(o.reportCounters, resources.ctx, resources.deviceName, o.ibPort);
+        if (o.reportCounters != null)
+            counters = PortCounters.open(o.reportCounters, resources.ctx, resources.deviceName, o.ibPort);
     }
 
     @Override
@@ -138,7 +147,9 @@ public final class RdmaBench implements AutoCloseable {
             r.mtu = Mtu.of(w.mtu(r.mtu.code));
         }
         if (r.ud && !o.all && o.effectiveSize() > r.mtu.bytes)
-            out.printf(" UD message size : %d bytes is above the UD MTU, %d-byte messages are sent (as perftest)%n", o.effectiveSize(), r.mtu.bytes);
+            out.printf(
+                    " UD message size : %d bytes is above the UD MTU, %d-byte messages are sent (as perftest)%n",
+                    o.effectiveSize(), r.mtu.bytes);
         r.rem = new Dest[o.numQp];
         boolean server = !w.isClient();
         if (o.rdmaCm) connectThroughRdmaCm(w);
@@ -166,7 +177,8 @@ public final class RdmaBench implements AutoCloseable {
                         return new RunResult(test, r.deviceName, lat, bw, null, cpu.cpuNs(), cpu.wallNs());
                     }
                     // a -D run reports perftest's duration columns: the average and the transactions per second
-                    printColumns(o.durationSec > 0 ? Report.RESULT_LINE + "\n" + Report.LAT_DUR_HEADER : Report.latHeader());
+                    printColumns(
+                            o.durationSec > 0 ? Report.RESULT_LINE + "\n" + Report.LAT_DUR_HEADER : Report.latHeader());
                     cpu.start();
                     for (int size : r.sizes()) {
                         SystemCpu before = SystemCpu.sample();
@@ -181,7 +193,8 @@ public final class RdmaBench implements AutoCloseable {
                     cpu.stop();
                     printColumns(Report.RESULT_LINE);
                     // perftest's ib_write_lat ends without the closing handshake: it just exits
-                    if (test == PerfTest.WRITE_LAT) w.close(); else w.closeConnection(my[0]);
+                    if (test == PerfTest.WRITE_LAT) w.close();
+                    else w.closeConnection(my[0]);
                 } else if (o.bidirectional) {
                     // -b (perftest's duplex): both sides run the loop at once; per size a handshake before and after
                     // it, then the two reports are exchanged and each side prints their sum
@@ -196,8 +209,12 @@ public final class RdmaBench implements AutoCloseable {
                         cpuUtilPct = SystemCpu.sample().utilSince(before);
                         w.handshake(my[0]);
                         BwResult peer = w.bwReports(mine);
-                        BwResult both = new BwResult(mine.size(), mine.iters(), mine.bwPeakMBs() + peer.bwPeakMBs(),
-                                mine.bwAvgMBs() + peer.bwAvgMBs(), mine.msgRateMpps() + peer.msgRateMpps());
+                        BwResult both = new BwResult(
+                                mine.size(),
+                                mine.iters(),
+                                mine.bwPeakMBs() + peer.bwPeakMBs(),
+                                mine.bwAvgMBs() + peer.bwAvgMBs(),
+                                mine.msgRateMpps() + peer.msgRateMpps());
                         checkLimits(both);
                         progress.clear();
                         printLine(both);
@@ -217,7 +234,8 @@ public final class RdmaBench implements AutoCloseable {
                     printColumns(Report.RESULT_LINE);
                     w.closeConnection(my[0]);
                 } else if (!o.bandwidthSender()) {
-                    out.println(" (passive side: the " + (o.reversed ? "server" : "client") + " measures; its report follows)");
+                    out.println(" (passive side: the " + (o.reversed ? "server" : "client")
+                            + " measures; its report follows)");
                     cpu.start();
                     waitForPeer(w, () -> w.handshake(my[0]));
                     cpu.stop();
@@ -259,11 +277,14 @@ public final class RdmaBench implements AutoCloseable {
                 BwResult remoteOfSend = null;
                 for (int size : r.sizes()) {
                     boolean receiver = test.latency || !o.bandwidthSender() || o.bidirectional;
-                    if (receiver) r.postInitialRecvs(size, test.latency || o.durationSec == 0 ? o.effectiveIters() : Long.MAX_VALUE);
+                    if (receiver)
+                        r.postInitialRecvs(
+                                size, test.latency || o.durationSec == 0 ? o.effectiveIters() : Long.MAX_VALUE);
                     w.handshake(my[0]);
                     cpu.start();
                     if (test.latency) {
-                        LatencyResult result = new PingPongLatency(r, progress).sendLat(size, server, o.effectiveIters());
+                        LatencyResult result =
+                                new PingPongLatency(r, progress).sendLat(size, server, o.effectiveIters());
                         progress.clear();
                         printLine(result);
                         lat.add(result);
@@ -276,15 +297,21 @@ public final class RdmaBench implements AutoCloseable {
                             BwResult mine = loop.sendBoth(size, o.effectiveIters());
                             cpuUtilPct = SystemCpu.sample().utilSince(before);
                             BwResult peer = w.bwReports(mine);
-                            BwResult both = new BwResult(mine.size(), mine.iters(), mine.bwPeakMBs() + peer.bwPeakMBs(),
-                                    mine.bwAvgMBs() + peer.bwAvgMBs(), mine.msgRateMpps() + peer.msgRateMpps());
+                            BwResult both = new BwResult(
+                                    mine.size(),
+                                    mine.iters(),
+                                    mine.bwPeakMBs() + peer.bwPeakMBs(),
+                                    mine.bwAvgMBs() + peer.bwAvgMBs(),
+                                    mine.msgRateMpps() + peer.msgRateMpps());
                             checkLimits(both);
                             progress.clear();
                             printLine(both);
                             bw.add(mine);
                             remoteOfSend = peer;
                         } else {
-                            BwResult result = !o.bandwidthSender() ? loop.sendServer(size) : loop.client(size, o.effectiveIters(), o.durationSec);
+                            BwResult result = !o.bandwidthSender()
+                                    ? loop.sendServer(size)
+                                    : loop.client(size, o.effectiveIters(), o.durationSec);
                             cpuUtilPct = SystemCpu.sample().utilSince(before);
                             checkLimits(result);
                             progress.clear();
@@ -321,28 +348,43 @@ public final class RdmaBench implements AutoCloseable {
      */
     private void printLine(LatencyResult r) {
         if ((o.unsorted || o.histogram) && resources.lastPostTimes != null && o.durationSec == 0) {
-            LatencySamples.print(out, resources.lastPostTimes, (int) r.iters(), test.rttFactor(), o.unsorted, o.histogram);
+            LatencySamples.print(
+                    out, resources.lastPostTimes, (int) r.iters(), test.rttFactor(), o.unsorted, o.histogram);
             if (o.output == null) out.println(Report.LAT_HEADER);
         }
         if (o.durationSec > 0 && resources.lastDurationNs > 0) {
             // perftest's print_report_lat_duration: the run's time over its iterations, and the iterations per second
             double latency = resources.lastDurationNs / 1000.0 / test.rttFactor() / r.iters();
             double tps = r.iters() / (resources.lastDurationNs / 1e9);
-            out.println(o.output == PerfOptions.Output.LATENCY ? String.format(Locale.ROOT, "%f", latency)
-                    : String.format(Locale.ROOT, " %-7d       %d            %-7.2f        %-7.2f", r.size(), r.iters(), latency, tps) + cpuColumn());
+            out.println(
+                    o.output == PerfOptions.Output.LATENCY
+                            ? String.format(Locale.ROOT, "%f", latency)
+                            : String.format(
+                                            Locale.ROOT,
+                                            " %-7d       %d            %-7.2f        %-7.2f",
+                                            r.size(),
+                                            r.iters(),
+                                            latency,
+                                            tps)
+                                    + cpuColumn());
             if (counters != null) counters.print(out);
             if (o.outJson) JsonReport.latency(resources, r, latency, tps, cpuUtilPct);
             return;
         }
-        out.println(o.output == PerfOptions.Output.LATENCY ? String.format(Locale.ROOT, "%f", r.tAvg()) : Report.latLine(r) + cpuColumn());
+        out.println(
+                o.output == PerfOptions.Output.LATENCY
+                        ? String.format(Locale.ROOT, "%f", r.tAvg())
+                        : Report.latLine(r) + cpuColumn());
         if (counters != null) counters.print(out);
         if (o.outJson) JsonReport.latency(resources, r, 0, 0, cpuUtilPct);
     }
 
     /** A bandwidth line, or with --output the average bandwidth or the message rate alone (perftest's "%lf"). */
     private void printLine(BwResult r) {
-        if (o.output == PerfOptions.Output.BANDWIDTH) out.println(String.format(Locale.ROOT, "%f", r.bwAvg(o.reportGbits)));
-        else if (o.output == PerfOptions.Output.MESSAGE_RATE) out.println(String.format(Locale.ROOT, "%f", r.msgRateMpps()));
+        if (o.output == PerfOptions.Output.BANDWIDTH)
+            out.println(String.format(Locale.ROOT, "%f", r.bwAvg(o.reportGbits)));
+        else if (o.output == PerfOptions.Output.MESSAGE_RATE)
+            out.println(String.format(Locale.ROOT, "%f", r.msgRateMpps()));
         else out.println(Report.bwLine(r, o.reportGbits) + cpuColumn());
         if (counters != null) counters.print(out);
         if (o.outJson) JsonReport.bandwidth(resources, r, cpuUtilPct);
@@ -358,8 +400,10 @@ public final class RdmaBench implements AutoCloseable {
      * perftest's messages. (perftest checks -y only when -w is given too; jrdma checks each limit given.)
      */
     private void checkLimits(BwResult r) {
-        if (o.limitBw >= 0 && r.bwAvg(o.reportGbits) < o.limitBw) belowLimit = "Error: BW result is below bw limit (" + r.bwAvg(o.reportGbits) + " < " + o.limitBw + ")";
-        else if (o.limitMsgRate >= 0 && r.msgRateMpps() < o.limitMsgRate) belowLimit = "Error: Msg rate  is below msg_rate limit (" + r.msgRateMpps() + " < " + o.limitMsgRate + ")";
+        if (o.limitBw >= 0 && r.bwAvg(o.reportGbits) < o.limitBw)
+            belowLimit = "Error: BW result is below bw limit (" + r.bwAvg(o.reportGbits) + " < " + o.limitBw + ")";
+        else if (o.limitMsgRate >= 0 && r.msgRateMpps() < o.limitMsgRate)
+            belowLimit = "Error: Msg rate  is below msg_rate limit (" + r.msgRateMpps() + " < " + o.limitMsgRate + ")";
     }
 
     /** A wait on the peer's next message while it runs: as long as the run may take, but not for ever. */

@@ -3,7 +3,6 @@ package dev.jrdma.bench;
 import dev.jrdma.verbs.PreparedSend;
 import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.util.Arrays;
 
 /**
@@ -24,7 +23,10 @@ final class RoundTripLatency {
         BenchResources r = resources;
         PerfTest test = r.test;
         SendWorkRequest request = new SendWorkRequest().signaled(true).wrId(1);
-        if (test.verb == PerfTest.Verb.READ) request.opcode(WrOpcode.RDMA_READ).buffer(r.mr(0), r.localOffset(0), size).remote(r.rem[0].vaddr(), r.rem[0].rkey());
+        if (test.verb == PerfTest.Verb.READ)
+            request.opcode(WrOpcode.RDMA_READ)
+                    .buffer(r.mr(0), r.localOffset(0), size)
+                    .remote(r.rem[0].vaddr(), r.rem[0].rkey());
         else r.atomicRequest(request, 0);
         PreparedSend wr = r.qps[0].prepareSend(request);
         Stall stall = new Stall(r, test.id() + " completion");
@@ -49,7 +51,8 @@ final class RoundTripLatency {
                 if (sample && n < d.length) d[n++] = now - prev;
                 prev = now;
                 if (sample) count++;
-                if ((count & 0x3ff) == 0 && progress.enabled()) progress.update(String.format(" %s %d bytes: %d iterations", test.id(), size, count));
+                if ((count & 0x3ff) == 0 && progress.enabled())
+                    progress.update(String.format(" %s %d bytes: %d iterations", test.id(), size, count));
             }
             r.lastDurationNs = marginNs > 0 ? sampleTo - sampleFrom : prev - (end - durationSec * 1_000_000_000L);
             return LatencyResult.fromDeltas(size, count, d, n, test.rttFactor());
@@ -62,7 +65,8 @@ final class RoundTripLatency {
             while (r.sendCq.poll(r.done, 1) == 0) stall.idle();
             r.check(0);
             stall.progress();
-            if ((i & 0x3ff) == 0 && progress.enabled()) progress.update(String.format(" %s %d bytes: %d/%d", test.id(), size, i, iters));
+            if ((i & 0x3ff) == 0 && progress.enabled())
+                progress.update(String.format(" %s %d bytes: %d/%d", test.id(), size, i, iters));
         }
         r.lastPostTimes = tposted;
         return LatencyResult.fromPostTimes(size, tposted, (int) iters, test.rttFactor());

@@ -1,7 +1,6 @@
 package dev.jrdma.bench;
 
 import dev.jrdma.bench.PerftestWire.Dest;
-
 import java.io.PrintStream;
 
 /** The lines perftest prints before the results of an RDMA test: the run's settings, then each QP's address. */
@@ -14,7 +13,9 @@ final class RunHeader {
         PerfTest test = r.test;
         out.println(Report.RESULT_LINE);
         // perftest names the atomic operation -A chose in the title
-        String title = test.verb == PerfTest.Verb.ATOMIC ? test.title().replace("FETCH_AND_ADD", o.atomicType.name()) : test.title();
+        String title = test.verb == PerfTest.Verb.ATOMIC
+                ? test.title().replace("FETCH_AND_ADD", o.atomicType.name())
+                : test.title();
         out.println("                    " + title);
         out.printf(" Device         : %s%n", r.deviceName);
         if (o.events) out.printf(" Test with events. Using %s's completion channel%n", r.deviceName);
@@ -25,7 +26,8 @@ final class RunHeader {
         out.printf(" Mtu             : %d[B]%n", r.mtu.bytes);
         out.printf(" Link type       : %s%n", r.port.linkLayer().ibvName());
         if (r.gid != null) out.printf(" GID index       : %d%n", r.gidIndex);
-        if (test.verb == PerfTest.Verb.READ || test.verb == PerfTest.Verb.ATOMIC) out.printf(" Outstand reads  : %d%n", r.outReads);
+        if (test.verb == PerfTest.Verb.READ || test.verb == PerfTest.Verb.ATOMIC)
+            out.printf(" Outstand reads  : %d%n", r.outReads);
         else out.printf(" Max inline data : %d[B]%n", r.inline);
         out.printf(" rdma_cm QPs\t : %s%n", o.rdmaCm ? "ON" : "OFF");
         out.printf(" Data ex. method : %s%n", o.rdmaCm || o.rdmaCmExchange ? "rdma_cm" : "Ethernet");
@@ -41,10 +43,13 @@ final class RunHeader {
     }
 
     private static void printAddress(PrintStream out, String side, Dest d) {
-        out.printf(" %s address: LID %#06x QPN %#06x PSN %#06x RKey %#08x VAddr %#016x%n", side, d.lid(), d.qpn(), d.psn(), d.rkey(), d.vaddr());
+        out.printf(
+                " %s address: LID %#06x QPN %#06x PSN %#06x RKey %#08x VAddr %#016x%n",
+                side, d.lid(), d.qpn(), d.psn(), d.rkey(), d.vaddr());
         if (d.gid() != null) {
             StringBuilder sb = new StringBuilder(" GID: ");
-            for (int i = 0; i < 16; i++) sb.append(i > 0 ? ":" : "").append(String.format("%02d", d.gid().get(i) & 0xff));
+            for (int i = 0; i < 16; i++)
+                sb.append(i > 0 ? ":" : "").append(String.format("%02d", d.gid().get(i) & 0xff));
             out.println(sb);
         }
     }

@@ -14,8 +14,14 @@ import java.util.List;
  * @param cpuNs     CPU time this process used during the measured phase, in nanoseconds
  * @param wallNs    the measured phase's wall-clock time, in nanoseconds
  */
-public record RunResult(PerfTest test, String device, List<LatencyResult> latency, List<BwResult> bandwidth, BwResult remote,
-                        long cpuNs, long wallNs) {
+public record RunResult(
+        PerfTest test,
+        String device,
+        List<LatencyResult> latency,
+        List<BwResult> bandwidth,
+        BwResult remote,
+        long cpuNs,
+        long wallNs) {
     /** Copies the lists. */
     public RunResult {
         latency = List.copyOf(latency);

@@ -1,7 +1,6 @@
 package dev.jrdma.bench;
 
 import dev.jrdma.verbs.CompletionQueue;
-
 import java.time.Duration;
 
 /**

@@ -17,11 +17,13 @@ final class SystemCpu {
 
     static SystemCpu sample() {
         try {
-            String[] f = Files.readAllLines(Path.of("/proc/stat")).getFirst().trim().split("\\s+");
+            String[] f =
+                    Files.readAllLines(Path.of("/proc/stat")).getFirst().trim().split("\\s+");
             long busy = 0, idle = 0;
             for (int i = 1; i < f.length && i <= 8; i++) {
                 long v = Long.parseLong(f[i]);
-                if (i == 4 || i == 5) idle += v; else busy += v; // idle, iowait
+                if (i == 4 || i == 5) idle += v;
+                else busy += v; // idle, iowait
             }
             return new SystemCpu(busy, idle);
         } catch (Exception e) {

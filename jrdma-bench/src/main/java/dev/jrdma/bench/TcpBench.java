@@ -51,7 +51,10 @@ public final class TcpBench {
             s.setSoTimeout(o.timeoutSec * 1000 + o.durationSec * 1000);
             return clientOn(new StreamChan(s), o, out);
         } catch (SocketTimeoutException e) {
-            throw new BenchException("no data from the server for " + o.timeoutSec + " s: it stopped or the network dropped (tcp test with " + o.host + ")", e);
+            throw new BenchException(
+                    "no data from the server for " + o.timeoutSec
+                            + " s: it stopped or the network dropped (tcp test with " + o.host + ")",
+                    e);
         } catch (IOException e) {
             throw new BenchException("TCP test with " + o.host + ":" + o.tcpPort + " failed: " + e.getMessage(), e);
         }
@@ -72,15 +75,29 @@ public final class TcpBench {
         try {
             if (!test.latency && PerfOptions.warmUps()) {
                 int size = o.runSizes().getFirst();
-                writeFully(ch, ByteBuffer.allocate(20).putInt(size).putLong(PerfOptions.WARM_UP_RUN).putLong(PerfOptions.BW_WARMUP_NS / 1_000_000).flip());
-                BwResult w = bwClient(ch, ch.allocate(size), size, Long.MAX_VALUE, PerfOptions.BW_WARMUP_NS, dog, progress);
+                writeFully(
+                        ch,
+                        ByteBuffer.allocate(20)
+                                .putInt(size)
+                                .putLong(PerfOptions.WARM_UP_RUN)
+                                .putLong(PerfOptions.BW_WARMUP_NS / 1_000_000)
+                                .flip());
+                BwResult w =
+                        bwClient(ch, ch.allocate(size), size, Long.MAX_VALUE, PerfOptions.BW_WARMUP_NS, dog, progress);
                 progress.clear();
-                if (!o.quiet) out.printf(" Warm-up         : %d messages, %.1f ms%n", w.iters(), PerfOptions.BW_WARMUP_NS / 1e6);
+                if (!o.quiet)
+                    out.printf(" Warm-up         : %d messages, %.1f ms%n", w.iters(), PerfOptions.BW_WARMUP_NS / 1e6);
             }
             out.println(test.latency ? Report.latHeader() : Report.bwHeader(o.reportGbits));
             for (int size : o.runSizes()) {
                 long iters = o.durationSec > 0 ? -1 : o.effectiveIters();
-                writeFully(ch, ByteBuffer.allocate(20).putInt(size).putLong(iters).putLong(o.durationSec * 1000L).flip());
+                writeFully(
+                        ch,
+                        ByteBuffer.allocate(20)
+                                .putInt(size)
+                                .putLong(iters)
+                                .putLong(o.durationSec * 1000L)
+                                .flip());
                 ByteBuffer msg = ch.allocate(size);
                 CpuMeter cpu = new CpuMeter().start();
                 if (test.latency) {
@@ -89,7 +106,14 @@ public final class TcpBench {
                     out.println(Report.latLine(r));
                     lat.add(r);
                 } else {
-                    BwResult r = bwClient(ch, msg, size, o.durationSec > 0 ? Long.MAX_VALUE : o.effectiveIters(), o.durationSec * 1_000_000_000L, dog, progress);
+                    BwResult r = bwClient(
+                            ch,
+                            msg,
+                            size,
+                            o.durationSec > 0 ? Long.MAX_VALUE : o.effectiveIters(),
+                            o.durationSec * 1_000_000_000L,
+                            dog,
+                            progress);
                     progress.clear();
                     out.println(Report.bwLine(r, o.reportGbits));
                     bw.add(r);
@@ -98,7 +122,8 @@ public final class TcpBench {
                 cpuNs += cpu.cpuNs();
                 wallNs += cpu.wallNs();
             }
-            writeFully(ch, ByteBuffer.allocate(20).putInt(0).putLong(0).putLong(0).flip());
+            writeFully(
+                    ch, ByteBuffer.allocate(20).putInt(0).putLong(0).putLong(0).flip());
         } finally {
             dog.close();
         }
@@ -106,7 +131,8 @@ public final class TcpBench {
         return new RunResult(test, o.busyPoll ? "tcp busy-poll" : "tcp", lat, bw, null, cpuNs, wallNs);
     }
 
-    private static LatencyResult latClient(Chan ch, ByteBuffer msg, int size, PerfOptions o, Watchdog dog, Progress progress) throws IOException {
+    private static LatencyResult latClient(
+            Chan ch, ByteBuffer msg, int size, PerfOptions o, Watchdog dog, Progress progress) throws IOException {
         boolean timed = o.durationSec > 0;
         long iters = timed ? Long.MAX_VALUE : o.effectiveIters();
         long end = timed ? System.nanoTime() + o.durationSec * 1_000_000_000L : Long.MAX_VALUE;
@@ -119,7 +145,10 @@ public final class TcpBench {
             if (timed) {
                 if (now >= end) break;
                 if (count > 0) {
-                    if (n == t.length && t.length < 50_000_000) { t = Arrays.copyOf(t, t.length * 2); deltas = t; }
+                    if (n == t.length && t.length < 50_000_000) {
+                        t = Arrays.copyOf(t, t.length * 2);
+                        deltas = t;
+                    }
                     if (n < t.length) t[n++] = now - prev;
                 }
                 prev = now;
@@ -129,16 +158,18 @@ public final class TcpBench {
             msg.clear();
             msg.put(0, (byte) 0);
             byte stamp = (byte) count;
-            if (size > 1) msg.put(size - 1, stamp);   // the echo must bring it back: the server returns the bytes it read
+            if (size > 1) msg.put(size - 1, stamp); // the echo must bring it back: the server returns the bytes it read
             writeFully(ch, msg);
             msg.clear();
             readFully(ch, msg);
             if (size > 1 && msg.get(size - 1) != stamp)
-                throw new BenchException("tcp_lat: the echo of message " + count + " ends with 0x" + Integer.toHexString(msg.get(size - 1) & 0xff)
-                        + ", not the 0x" + Integer.toHexString(stamp & 0xff) + " sent");
+                throw new BenchException("tcp_lat: the echo of message " + count + " ends with 0x"
+                        + Integer.toHexString(msg.get(size - 1) & 0xff) + ", not the 0x"
+                        + Integer.toHexString(stamp & 0xff) + " sent");
             dog.progress();
             count++;
-            if ((count & 0x3ff) == 0 && progress.enabled()) progress.update(String.format(" tcp_lat %d bytes: %d%s", size, count, timed ? "" : "/" + iters));
+            if ((count & 0x3ff) == 0 && progress.enabled())
+                progress.update(String.format(" tcp_lat %d bytes: %d%s", size, count, timed ? "" : "/" + iters));
         }
         finishRun(ch, msg);
         if (timed) return LatencyResult.fromDeltas(size, count, deltas, n, 2);
@@ -146,7 +177,9 @@ public final class TcpBench {
     }
 
     /** Streams {@code iters} messages, or for {@code durationNs} when that is above 0. */
-    private static BwResult bwClient(Chan ch, ByteBuffer msg, int size, long iters, long durationNs, Watchdog dog, Progress progress) throws IOException {
+    private static BwResult bwClient(
+            Chan ch, ByteBuffer msg, int size, long iters, long durationNs, Watchdog dog, Progress progress)
+            throws IOException {
         boolean timed = durationNs > 0;
         long start = System.nanoTime(), end = timed ? start + durationNs : Long.MAX_VALUE;
         long count = 0;
@@ -157,11 +190,14 @@ public final class TcpBench {
             writeFully(ch, msg);
             dog.progress();
             count++;
-            if ((count & 0xfff) == 0) progress.update(String.format(" tcp_bw %d bytes: %d%s", size, count, timed ? "" : "/" + iters));
+            if ((count & 0xfff) == 0)
+                progress.update(String.format(" tcp_bw %d bytes: %d%s", size, count, timed ? "" : "/" + iters));
         }
         ServerFigures f = finishRun(ch, msg);
         long elapsed = System.nanoTime() - start;
-        if (f.messages() != count) throw new BenchException("tcp_bw: the server counted " + f.messages() + " messages, the client sent " + count);
+        if (f.messages() != count)
+            throw new BenchException(
+                    "tcp_bw: the server counted " + f.messages() + " messages, the client sent " + count);
         double avgBps = size * (double) count / (elapsed / 1e9);
         double peak = Math.max(avgBps, f.peakBytesPerSec());
         double bestNsPerMsg = peak <= 0 ? 0 : size / peak * 1e9;
@@ -183,7 +219,8 @@ public final class TcpBench {
 
     static RunResult server(PerfOptions o, PrintStream out) {
         printHeader(out, o, "server");
-        out.println("\n************************************\n* Waiting for client to connect... *\n************************************");
+        out.println(
+                "\n************************************\n* Waiting for client to connect... *\n************************************");
         try (Socket s = PerftestWire.accept(o.tcpPort, o.acceptTimeoutSec, o.busyPoll)) {
             s.setTcpNoDelay(true);
             s.setSoTimeout(o.timeoutSec * 1000);
@@ -203,14 +240,19 @@ public final class TcpBench {
             hdr.flip();
             byte[] magic = new byte[8];
             hdr.get(magic);
-            if (!Arrays.equals(magic, MAGIC)) throw new BenchException("the client is not a 'jrdma perf tcp_*' client (is it an RDMA test? run the same test on both sides)");
+            if (!Arrays.equals(magic, MAGIC))
+                throw new BenchException(
+                        "the client is not a 'jrdma perf tcp_*' client (is it an RDMA test? run the same test on both sides)");
             int mode = hdr.getInt();
             boolean latency = mode != MODE_BW, busyPoll = mode == MODE_LAT_BUSY_POLL;
             PerfTest test = latency ? PerfTest.TCP_LAT : PerfTest.TCP_BW;
-            if (o.test != test) throw new BenchException("the client runs " + test.id() + ", this server " + o.test.id() + ": run the same test on both sides");
+            if (o.test != test)
+                throw new BenchException("the client runs " + test.id() + ", this server " + o.test.id()
+                        + ": run the same test on both sides");
             if (o.busyPoll != busyPoll)
-                throw new BenchException("the client runs tcp_lat " + (busyPoll ? "with" : "without") + " --busy-poll, this server "
-                        + (o.busyPoll ? "with" : "without") + ": give both sides the same flags");
+                throw new BenchException(
+                        "the client runs tcp_lat " + (busyPoll ? "with" : "without") + " --busy-poll, this server "
+                                + (o.busyPoll ? "with" : "without") + ": give both sides the same flags");
             if (busyPoll) {
                 ch = new SpinChan(ch.socket, o.timeoutSec * 1000);
                 dog.close();
@@ -222,14 +264,15 @@ public final class TcpBench {
             long cpuNs = 0, wallNs = 0;
             while (true) {
                 ByteBuffer run = ByteBuffer.allocate(20);
-                dog.idle();   // between runs the client may take its time
+                dog.idle(); // between runs the client may take its time
                 readFully(ch, run);
                 run.flip();
                 int size = run.getInt();
                 boolean warmUp = run.getLong() == PerfOptions.WARM_UP_RUN;
                 long durMs = run.getLong();
                 if (size <= 0) break;
-                if (size > PerfOptions.MAX_SIZE) throw new BenchException("client asked for " + size + " bytes, more than " + PerfOptions.MAX_SIZE);
+                if (size > PerfOptions.MAX_SIZE)
+                    throw new BenchException("client asked for " + size + " bytes, more than " + PerfOptions.MAX_SIZE);
                 dog.armed(durMs);
                 ByteBuffer msg = ch.allocate(size);
                 CpuMeter cpu = new CpuMeter().start();
@@ -243,7 +286,10 @@ public final class TcpBench {
                     long now = System.nanoTime();
                     dog.progress();
                     if (msg.get(0) == END) break;
-                    if (count == 0) { first = now; winStart = now; }
+                    if (count == 0) {
+                        first = now;
+                        winStart = now;
+                    }
                     if (latency) {
                         msg.flip();
                         writeFully(ch, msg);
@@ -261,7 +307,13 @@ public final class TcpBench {
                     count++;
                 }
                 cpu.stop();
-                ByteBuffer f = ByteBuffer.allocate(40).putLong(count).putLong(last - first).putDouble(peak).putLong(cpu.cpuNs()).putLong(cpu.wallNs()).flip();
+                ByteBuffer f = ByteBuffer.allocate(40)
+                        .putLong(count)
+                        .putLong(last - first)
+                        .putDouble(peak)
+                        .putLong(cpu.cpuNs())
+                        .putLong(cpu.wallNs())
+                        .flip();
                 writeFully(ch, f);
                 if (warmUp) continue;
                 cpuNs += cpu.cpuNs();
@@ -318,7 +370,8 @@ public final class TcpBench {
         abstract ByteBuffer allocate(int size);
 
         static BenchException closedMidRun() {
-            return new BenchException("the peer closed the TCP connection in the middle of a run (it failed? see its output)");
+            return new BenchException(
+                    "the peer closed the TCP connection in the middle of a run (it failed? see its output)");
         }
     }
 
@@ -394,7 +447,9 @@ public final class TcpBench {
         SpinChan(Socket s, int timeoutMs) throws IOException {
             super(s);
             sc = s.getChannel();
-            if (sc == null) throw new IllegalStateException("busy-poll needs a channel socket (PerftestWire.connect/accept withChannel)");
+            if (sc == null)
+                throw new IllegalStateException(
+                        "busy-poll needs a channel socket (PerftestWire.connect/accept withChannel)");
             sc.configureBlocking(false);
             timeout(timeoutMs);
         }
@@ -433,7 +488,9 @@ public final class TcpBench {
         private long checkIdle(long idleSince, String what) throws SocketTimeoutException {
             long now = System.nanoTime();
             if (idleSince == 0) return now;
-            if (now - idleSince > timeoutNs) throw new SocketTimeoutException("busy-poll " + what + ": no progress for " + timeoutNs / 1_000_000 + " ms");
+            if (now - idleSince > timeoutNs)
+                throw new SocketTimeoutException(
+                        "busy-poll " + what + ": no progress for " + timeoutNs / 1_000_000 + " ms");
             return idleSince;
         }
 
@@ -483,5 +540,4 @@ public final class TcpBench {
         @Override
         public void close() {}
     }
-
 }

@@ -71,7 +71,7 @@ public final class UdpBench {
 
     static RunResult client(PerfOptions o, PrintStream out) {
         try (Socket ctl = PerftestWire.connect(o.host, o.tcpPort, o.timeoutSec);
-             DatagramChannel udp = DatagramChannel.open()) {
+                DatagramChannel udp = DatagramChannel.open()) {
             ctl.setTcpNoDelay(true);
             ctl.setSoTimeout(o.timeoutSec * 1000);
             DataInputStream in = new DataInputStream(ctl.getInputStream());
@@ -85,18 +85,24 @@ public final class UdpBench {
             udp.configureBlocking(false);
             return clientRuns(o, out, udp, in, cout);
         } catch (SocketTimeoutException e) {
-            throw new BenchException("no answer from the server for " + o.timeoutSec + " s on the control connection: it stopped, or it is not a '"
-                    + o.test.id() + "' server (run the same test on both sides)", e);
+            throw new BenchException(
+                    "no answer from the server for " + o.timeoutSec
+                            + " s on the control connection: it stopped, or it is not a '" + o.test.id()
+                            + "' server (run the same test on both sides)",
+                    e);
         } catch (PortUnreachableException e) {
             throw new BenchException("the server's UDP port is closed (it stopped? see its output)", e);
         } catch (java.io.EOFException e) {
-            throw new BenchException("the server closed the control connection (it failed, or runs another test: see its output)", e);
+            throw new BenchException(
+                    "the server closed the control connection (it failed, or runs another test: see its output)", e);
         } catch (IOException e) {
             throw new BenchException("UDP test with " + o.host + ":" + o.tcpPort + " failed: " + e.getMessage(), e);
         }
     }
 
-    private static RunResult clientRuns(PerfOptions o, PrintStream out, DatagramChannel udp, DataInputStream in, DataOutputStream cout) throws IOException {
+    private static RunResult clientRuns(
+            PerfOptions o, PrintStream out, DatagramChannel udp, DataInputStream in, DataOutputStream cout)
+            throws IOException {
         PerfTest test = o.test;
         Progress progress = Progress.forTerminal(out, o.quiet);
         printHeader(out, o, "client");
@@ -110,17 +116,27 @@ public final class UdpBench {
             drain(udp, d.rx);
             ServerFigures w = endRun(in, cout, stream(udp, d, Long.MAX_VALUE, PerfOptions.BW_WARMUP_NS, o, progress));
             progress.clear();
-            if (!o.quiet) out.printf(" Warm-up         : %d datagrams arrived, %.1f ms%n", w.received(), PerfOptions.BW_WARMUP_NS / 1e6);
+            if (!o.quiet)
+                out.printf(
+                        " Warm-up         : %d datagrams arrived, %.1f ms%n",
+                        w.received(), PerfOptions.BW_WARMUP_NS / 1e6);
         }
         out.println(test.latency ? Report.latHeader() : Report.bwHeader(o.reportGbits));
         for (int size : o.runSizes()) {
             startRun(in, cout, size, o.durationSec > 0 ? -1 : o.effectiveIters(), o.durationSec * 1000L);
             Datagrams d = new Datagrams(size);
-            drain(udp, d.rx);   // late echoes of an earlier run
+            drain(udp, d.rx); // late echoes of an earlier run
             CpuMeter cpu = new CpuMeter().start();
             long start = System.nanoTime();
-            Sent sent = test.latency ? pingPong(udp, d, o, progress)
-                    : stream(udp, d, o.durationSec > 0 ? Long.MAX_VALUE : o.effectiveIters(), o.durationSec * 1_000_000_000L, o, progress);
+            Sent sent = test.latency
+                    ? pingPong(udp, d, o, progress)
+                    : stream(
+                            udp,
+                            d,
+                            o.durationSec > 0 ? Long.MAX_VALUE : o.effectiveIters(),
+                            o.durationSec * 1_000_000_000L,
+                            o,
+                            progress);
             ServerFigures f = endRun(in, cout, sent);
             long elapsed = System.nanoTime() - start;
             cpu.stop();
@@ -129,7 +145,8 @@ public final class UdpBench {
                 LatencyResult r = LatencyResult.fromPostTimes(size, sent.postTimes, (int) sent.count, 2);
                 out.println(Report.latLine(r));
                 if (sent.resent > 0)
-                    out.printf(" (%d pings resent after %d ms without an echo: the datagram or its echo was dropped; those samples include the wait)%n",
+                    out.printf(
+                            " (%d pings resent after %d ms without an echo: the datagram or its echo was dropped; those samples include the wait)%n",
                             sent.resent, RESEND_NS / 1_000_000);
                 lat.add(r);
             } else {
@@ -137,7 +154,8 @@ public final class UdpBench {
                 BwResult r = BwResult.of(size, f.received(), elapsed, peak > 0 ? size / peak * 1e9 : 0);
                 out.println(Report.bwLine(r, o.reportGbits));
                 if (f.received() < sent.count)
-                    out.printf(" (%d of %d datagrams sent arrived, %d were dropped: the receiver fell behind; #iterations, BW and MsgRate count what arrived)%n",
+                    out.printf(
+                            " (%d of %d datagrams sent arrived, %d were dropped: the receiver fell behind; #iterations, BW and MsgRate count what arrived)%n",
                             f.received(), sent.count, sent.count - f.received());
                 bw.add(r);
             }
@@ -153,7 +171,8 @@ public final class UdpBench {
     }
 
     /** Sends a run header and waits for the server's ready byte. */
-    private static void startRun(DataInputStream in, DataOutputStream cout, int size, long iters, long durationMs) throws IOException {
+    private static void startRun(DataInputStream in, DataOutputStream cout, int size, long iters, long durationMs)
+            throws IOException {
         cout.writeInt(size);
         cout.writeLong(iters);
         cout.writeLong(durationMs);
@@ -172,7 +191,8 @@ public final class UdpBench {
     private record Sent(long count, long[] postTimes, long resent) {}
 
     /** udp_lat's client: one datagram out, spin until its echo is back, as tcp_lat; post times as perftest keeps them. */
-    private static Sent pingPong(DatagramChannel udp, Datagrams d, PerfOptions o, Progress progress) throws IOException {
+    private static Sent pingPong(DatagramChannel udp, Datagrams d, PerfOptions o, Progress progress)
+            throws IOException {
         boolean timed = o.durationSec > 0;
         long iters = timed ? Long.MAX_VALUE : o.effectiveIters();
         long end = timed ? System.nanoTime() + o.durationSec * 1_000_000_000L : Long.MAX_VALUE;
@@ -196,11 +216,13 @@ public final class UdpBench {
                 int n = udp.read(d.rx);
                 if (n > 0) {
                     if (n == d.size && d.seqOf(d.rx) == d.seqBits(count)) break;
-                    continue;   // the echo of a resent ping, or a stray datagram
+                    continue; // the echo of a resent ping, or a stray datagram
                 }
                 if ((++empty & 0x3ff) == 0) {
                     long now2 = System.nanoTime();
-                    if (now2 - now > timeoutNs) throw new BenchException("no echo from the server for " + o.timeoutSec + " s (udp_lat " + d.size + " bytes, ping " + count + ")");
+                    if (now2 - now > timeoutNs)
+                        throw new BenchException("no echo from the server for " + o.timeoutSec + " s (udp_lat " + d.size
+                                + " bytes, ping " + count + ")");
                     if (now2 > nextResend) {
                         send(udp, d.tx, timeoutNs);
                         resent++;
@@ -210,13 +232,16 @@ public final class UdpBench {
             }
             if (count % SAMPLE == 0) d.check("the echo of ping ", count);
             count++;
-            if ((count & 0x3ff) == 0 && progress.enabled()) progress.update(String.format(" udp_lat %d bytes: %d%s", d.size, count, timed ? "" : "/" + iters));
+            if ((count & 0x3ff) == 0 && progress.enabled())
+                progress.update(String.format(" udp_lat %d bytes: %d%s", d.size, count, timed ? "" : "/" + iters));
         }
         return new Sent(count, t, resent);
     }
 
     /** udp_bw's client: {@code iters} datagrams (or for {@code durationNs} when above 0) as fast as the socket takes them. */
-    private static Sent stream(DatagramChannel udp, Datagrams d, long iters, long durationNs, PerfOptions o, Progress progress) throws IOException {
+    private static Sent stream(
+            DatagramChannel udp, Datagrams d, long iters, long durationNs, PerfOptions o, Progress progress)
+            throws IOException {
         boolean timed = durationNs > 0;
         long end = timed ? System.nanoTime() + durationNs : Long.MAX_VALUE;
         long timeoutNs = o.timeoutSec * 1_000_000_000L;
@@ -226,7 +251,8 @@ public final class UdpBench {
             d.stamp(count);
             send(udp, d.tx, timeoutNs);
             count++;
-            if ((count & 0xfff) == 0 && progress.enabled()) progress.update(String.format(" udp_bw %d bytes: %d%s", d.size, count, timed ? "" : "/" + iters));
+            if ((count & 0xfff) == 0 && progress.enabled())
+                progress.update(String.format(" udp_bw %d bytes: %d%s", d.size, count, timed ? "" : "/" + iters));
         }
         return new Sent(count, null, 0);
     }
@@ -240,33 +266,41 @@ public final class UdpBench {
             if ((++empty & 0x3ff) == 0) {
                 long now = System.nanoTime();
                 if (since == 0) since = now;
-                else if (now - since > timeoutNs) throw new BenchException("the UDP socket took no datagram for " + timeoutNs / 1_000_000_000L + " s");
+                else if (now - since > timeoutNs)
+                    throw new BenchException(
+                            "the UDP socket took no datagram for " + timeoutNs / 1_000_000_000L + " s");
             }
         }
     }
 
     private static void drain(DatagramChannel udp, ByteBuffer rx) throws IOException {
-        do rx.clear(); while (udp.read(rx) > 0);
+        do rx.clear();
+        while (udp.read(rx) > 0);
     }
 
     // ------------------------------------------------------------------ server
 
     static RunResult server(PerfOptions o, PrintStream out) {
         printHeader(out, o, "server");
-        out.println("\n************************************\n* Waiting for client to connect... *\n************************************");
+        out.println(
+                "\n************************************\n* Waiting for client to connect... *\n************************************");
         try (Socket ctl = PerftestWire.accept(o.tcpPort, o.acceptTimeoutSec, true);
-             DatagramChannel udp = DatagramChannel.open()) {
+                DatagramChannel udp = DatagramChannel.open()) {
             ctl.setTcpNoDelay(true);
             ctl.setSoTimeout(o.timeoutSec * 1000);
             DataInputStream in = new DataInputStream(ctl.getInputStream());
             DataOutputStream cout = new DataOutputStream(ctl.getOutputStream());
             byte[] magic = new byte[MAGIC.length];
             in.readFully(magic);
-            if (!Arrays.equals(magic, MAGIC)) throw new BenchException("the client is not a 'jrdma perf udp_*' client (is it another test? run the same test on both sides)");
+            if (!Arrays.equals(magic, MAGIC))
+                throw new BenchException(
+                        "the client is not a 'jrdma perf udp_*' client (is it another test? run the same test on both sides)");
             int mode = in.readInt();
             int clientPort = in.readInt();
             PerfTest test = mode == MODE_LAT ? PerfTest.UDP_LAT : PerfTest.UDP_BW;
-            if (o.test != test) throw new BenchException("the client runs " + test.id() + ", this server " + o.test.id() + ": run the same test on both sides");
+            if (o.test != test)
+                throw new BenchException("the client runs " + test.id() + ", this server " + o.test.id()
+                        + ": run the same test on both sides");
             openDatagrams(udp, ctl);
             udp.connect(new InetSocketAddress(ctl.getInetAddress(), clientPort));
             udp.configureBlocking(false);
@@ -274,18 +308,28 @@ public final class UdpBench {
             cout.flush();
             return serverRuns(o, out, test, udp, ctl, in, cout);
         } catch (SocketTimeoutException e) {
-            throw new BenchException("no data from the client for too long on the control connection: it stopped or the network dropped", e);
+            throw new BenchException(
+                    "no data from the client for too long on the control connection: it stopped or the network dropped",
+                    e);
         } catch (PortUnreachableException e) {
             throw new BenchException("the client's UDP port is closed (it stopped? see its output)", e);
         } catch (java.io.EOFException e) {
-            throw new BenchException("the client closed the control connection in the middle of a run (it failed? see its output)", e);
+            throw new BenchException(
+                    "the client closed the control connection in the middle of a run (it failed? see its output)", e);
         } catch (IOException e) {
             throw new BenchException("UDP server on port " + o.tcpPort + " failed: " + e.getMessage(), e);
         }
     }
 
-    private static RunResult serverRuns(PerfOptions o, PrintStream out, PerfTest test, DatagramChannel udp, Socket ctl,
-                                        DataInputStream in, DataOutputStream cout) throws IOException {
+    private static RunResult serverRuns(
+            PerfOptions o,
+            PrintStream out,
+            PerfTest test,
+            DatagramChannel udp,
+            Socket ctl,
+            DataInputStream in,
+            DataOutputStream cout)
+            throws IOException {
         out.println(test.latency ? Report.latHeader() : Report.bwHeader(o.reportGbits));
         List<LatencyResult> lat = new ArrayList<>();
         List<BwResult> bw = new ArrayList<>();
@@ -293,12 +337,13 @@ public final class UdpBench {
         SocketChannel control = ctl.getChannel();
         ByteBuffer endMsg = ByteBuffer.allocate(8);
         while (true) {
-            ctl.setSoTimeout(Math.max(o.timeoutSec * 1000, 600_000));   // between runs the client may take its time
+            ctl.setSoTimeout(Math.max(o.timeoutSec * 1000, 600_000)); // between runs the client may take its time
             int size = in.readInt();
             boolean warmUp = in.readLong() == PerfOptions.WARM_UP_RUN;
             in.readLong();
             if (size <= 0) break;
-            if (size > PerfOptions.MAX_UDP_SIZE) throw new BenchException("client asked for " + size + " bytes, more than a UDP datagram holds");
+            if (size > PerfOptions.MAX_UDP_SIZE)
+                throw new BenchException("client asked for " + size + " bytes, more than a UDP datagram holds");
             ctl.setSoTimeout(o.timeoutSec * 1000);
             Datagrams d = new Datagrams(size);
             drain(udp, d.rx);
@@ -318,20 +363,24 @@ public final class UdpBench {
                 d.rx.clear();
                 int got = udp.read(d.rx);
                 if (got <= 0) {
-                    if (ended) break;   // END came and the socket is drained
+                    if (ended) break; // END came and the socket is drained
                     if ((++empty & 0xff) == 0) {
                         if (control.read(endMsg) < 0) throw new java.io.EOFException();
                         ended = !endMsg.hasRemaining();
                         if (System.nanoTime() - idleSince > timeoutNs)
-                            throw new BenchException("no datagram from the client for " + o.timeoutSec + " s (" + test.id() + " " + size + " bytes)");
+                            throw new BenchException("no datagram from the client for " + o.timeoutSec + " s ("
+                                    + test.id() + " " + size + " bytes)");
                     }
                     continue;
                 }
                 long now = System.nanoTime();
                 idleSince = now;
-                if (got != size) continue;   // a late datagram of an earlier run
+                if (got != size) continue; // a late datagram of an earlier run
                 if (count % SAMPLE == 0) d.check("datagram ", count);
-                if (count == 0) { first = now; winStart = now; }
+                if (count == 0) {
+                    first = now;
+                    winStart = now;
+                }
                 if (test.latency) {
                     d.rx.flip();
                     send(udp, d.rx, timeoutNs);
@@ -369,7 +418,10 @@ public final class UdpBench {
             } else {
                 BwResult r = BwResult.of(size, count, last - first, peak > 0 ? size / peak * 1e9 : 0);
                 out.println(Report.bwLine(r, o.reportGbits));
-                if (count < sent) out.printf(" (%d of %d datagrams arrived, %d were dropped: this side fell behind)%n", count, sent, sent - count);
+                if (count < sent)
+                    out.printf(
+                            " (%d of %d datagrams arrived, %d were dropped: this side fell behind)%n",
+                            count, sent, sent - count);
                 bw.add(r);
             }
         }
@@ -405,6 +457,7 @@ public final class UdpBench {
         final int size;
         /** How many leading bytes carry the sequence number. */
         final int seqBytes;
+
         final ByteBuffer tx, rx;
         private final ByteBuffer txPattern, rxPattern;
 
@@ -441,8 +494,9 @@ public final class UdpBench {
         void check(String what, long n) {
             int at = rxPattern.mismatch(txPattern);
             if (at >= 0)
-                throw new BenchException(what + n + " differs from what was sent at byte " + (seqBytes + at) + " of " + size
-                        + ": 0x" + Integer.toHexString(rx.get(seqBytes + at) & 0xff) + " instead of 0x" + Integer.toHexString(pattern(seqBytes + at) & 0xff));
+                throw new BenchException(what + n + " differs from what was sent at byte " + (seqBytes + at) + " of "
+                        + size + ": 0x" + Integer.toHexString(rx.get(seqBytes + at) & 0xff) + " instead of 0x"
+                        + Integer.toHexString(pattern(seqBytes + at) & 0xff));
         }
     }
 }

@@ -1,7 +1,6 @@
 package dev.jrdma.bench;
 
 import dev.jrdma.bench.PerftestWire.Dest;
-
 import java.io.PrintStream;
 import java.lang.management.ManagementFactory;
 
@@ -38,7 +37,8 @@ final class WarmUp {
         boolean server = o.isServer();
         boolean active = switch (r.test) {
             case WRITE_LAT, SEND_LAT -> true;
-            case WRITE_BW, READ_BW, ATOMIC_BW -> false; // their client (with -b both sides) warms up on the connection (withPeer)
+            case WRITE_BW, READ_BW, ATOMIC_BW ->
+                false; // their client (with -b both sides) warms up on the connection (withPeer)
             case SEND_BW -> o.bandwidthSender(); // its receiver counts receives
             default -> !server; // the read/atomic latency servers do not run the loop
         };
@@ -61,7 +61,11 @@ final class WarmUp {
                 case READ_LAT, ATOMIC_LAT -> new RoundTripLatency(r, progress).run(size, n, 0);
                 case SEND_BW -> {
                     r.postInitialRecvs(size, n);
-                    new Bandwidth(r, progress).client(size, Math.min(n, r.postedRecvs), 0); // no receiver reposts: at most the receives posted
+                    new Bandwidth(r, progress)
+                            .client(
+                                    size,
+                                    Math.min(n, r.postedRecvs),
+                                    0); // no receiver reposts: at most the receives posted
                 }
                 default -> new Bandwidth(r, progress).client(size, n, 0);
             }
@@ -100,7 +104,10 @@ final class WarmUp {
         } finally {
             progress.clear();
         }
-        if (!o.quiet) out.printf(" Warm-up         : %d iterations with the peer, %.1f ms%n", n * o.numQp, (System.nanoTime() - t0) / 1e6);
+        if (!o.quiet)
+            out.printf(
+                    " Warm-up         : %d iterations with the peer, %.1f ms%n",
+                    n * o.numQp, (System.nanoTime() - t0) / 1e6);
     }
 
     /**
@@ -141,9 +148,12 @@ final class WarmUp {
     /** {@code jcmd PID Compiler.queue} from inside: the compilations in progress and queued, or null where unavailable. */
     private static String compilerQueue() {
         try {
-            return (String) ManagementFactory.getPlatformMBeanServer().invoke(
-                    new javax.management.ObjectName("com.sun.management:type=DiagnosticCommand"), "compilerQueue",
-                    new Object[] {null}, new String[] {String[].class.getName()});
+            return (String) ManagementFactory.getPlatformMBeanServer()
+                    .invoke(
+                            new javax.management.ObjectName("com.sun.management:type=DiagnosticCommand"),
+                            "compilerQueue",
+                            new Object[] {null},
+                            new String[] {String[].class.getName()});
         } catch (Exception | LinkageError e) {
             return null;
         }

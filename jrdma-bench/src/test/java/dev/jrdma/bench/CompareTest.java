@@ -1,15 +1,14 @@
 package dev.jrdma.bench;
 
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-import org.junit.jupiter.api.io.TempDir;
+import static org.junit.jupiter.api.Assertions.*;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
-
-import static org.junit.jupiter.api.Assertions.*;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 class CompareTest {
     @Test
@@ -17,17 +16,34 @@ class CompareTest {
     void compareWritesTableAndHtmlWithBothSeries(@TempDir Path dir) throws Exception {
         int port = Loopback.freePort();
         Path html = dir.resolve("cmp.html");
-        PerfOptions so = PerfOptions.parse("compare", "-d", SoftRdmaBenchTest.SERVER_DEV, "-p", "" + port, "--timeout", "10");
-        PerfOptions co = PerfOptions.parse("compare", "-d", SoftRdmaBenchTest.CLIENT_DEV, "-p", "" + port, "--timeout", "10",
-                "--sizes", "64,4096", "-n", "100", "--html", html.toString(), "127.0.0.1");
-        var o = Loopback.run(out -> Compare.server(so, out), out -> {
-            try {
-                Compare.clientAndReport(co, out);
-                return 0;
-            } catch (Exception e) {
-                throw new RuntimeException(e);
-            }
-        }, 170);
+        PerfOptions so =
+                PerfOptions.parse("compare", "-d", SoftRdmaBenchTest.SERVER_DEV, "-p", "" + port, "--timeout", "10");
+        PerfOptions co = PerfOptions.parse(
+                "compare",
+                "-d",
+                SoftRdmaBenchTest.CLIENT_DEV,
+                "-p",
+                "" + port,
+                "--timeout",
+                "10",
+                "--sizes",
+                "64,4096",
+                "-n",
+                "100",
+                "--html",
+                html.toString(),
+                "127.0.0.1");
+        var o = Loopback.run(
+                out -> Compare.server(so, out),
+                out -> {
+                    try {
+                        Compare.clientAndReport(co, out);
+                        return 0;
+                    } catch (Exception e) {
+                        throw new RuntimeException(e);
+                    }
+                },
+                170);
         assertEquals(0, o.server());
         String text = o.clientOut();
         assertTrue(text.contains("latency t_typical [usec], 64 B"), text);
@@ -42,11 +58,22 @@ class CompareTest {
         String page = Files.readString(html);
         assertTrue(page.startsWith("<!DOCTYPE html>"));
         assertTrue(page.contains("&#215; udp_lat") && page.contains("&#215; udp_bw"));
-        for (String series : List.of("udp_lat", "tcp_lat", "tcp_lat_busy_poll", "send_lat", "write_lat", "udp_bw", "tcp_bw", "send_bw", "write_bw"))
-            assertTrue(page.contains("data-name=\"" + series + "\""), series + " missing");
+        for (String series : List.of(
+                "udp_lat",
+                "tcp_lat",
+                "tcp_lat_busy_poll",
+                "send_lat",
+                "write_lat",
+                "udp_bw",
+                "tcp_bw",
+                "send_bw",
+                "write_bw")) assertTrue(page.contains("data-name=\"" + series + "\""), series + " missing");
         assertTrue(page.contains("<svg"));
         assertFalse(page.contains("<script"), "self-contained, no scripts");
-        assertFalse(page.contains("http://") && page.replace("http://www.w3.org/2000/svg", "").contains("http://"), "no external links");
+        assertFalse(
+                page.contains("http://")
+                        && page.replace("http://www.w3.org/2000/svg", "").contains("http://"),
+                "no external links");
     }
 
     @Test
@@ -55,15 +82,28 @@ class CompareTest {
         int port = Loopback.freePort();
         // the server has no such RDMA device: every RDMA point fails, the socket points are measured
         PerfOptions so = PerfOptions.parse("compare", "-d", "nosuchdev0", "-p", "" + port, "--timeout", "3");
-        PerfOptions co = PerfOptions.parse("compare", "-d", SoftRdmaBenchTest.CLIENT_DEV, "-p", "" + port, "--timeout", "3",
-                "--sizes", "64", "-n", "50", "127.0.0.1");
+        PerfOptions co = PerfOptions.parse(
+                "compare",
+                "-d",
+                SoftRdmaBenchTest.CLIENT_DEV,
+                "-p",
+                "" + port,
+                "--timeout",
+                "3",
+                "--sizes",
+                "64",
+                "-n",
+                "50",
+                "127.0.0.1");
         Loopback.Outcome<Object> o = Loopback.run(out -> Compare.server(so, out), out -> Compare.client(co, out), 110);
         Compare.Result r = (Compare.Result) o.client();
         assertNotNull(r.point(Compare.Series.UDP_LAT, 64), o.clientOut());
         assertNotNull(r.point(Compare.Series.TCP_LAT_BUSY_POLL, 64), o.clientOut());
         assertNull(r.point(Compare.Series.SEND_LAT, 64));
         assertEquals(4, r.notMeasured().size(), r.notMeasured().toString());
-        assertTrue(r.notMeasured().getFirst().startsWith("send_lat 64 B ("), r.notMeasured().toString());
+        assertTrue(
+                r.notMeasured().getFirst().startsWith("send_lat 64 B ("),
+                r.notMeasured().toString());
         String t = Compare.table(r);
         assertTrue(t.contains("Not measured in this run: write_bw 64 B"), t);
         assertTrue(HtmlReport.render(r).contains("Not measured in this run: send_bw 64 B"));
@@ -75,19 +115,27 @@ class CompareTest {
         var tcpLat = new LatencyResult(64, 100, 10, 90, 20, 20, 1, 50, 80);
         var p1 = new Compare.Point(Compare.Series.TCP_LAT, 64, tcpLat, null, 50, 40);
         var p2 = new Compare.Point(Compare.Series.SEND_LAT, 64, lat, null, 60, 30);
-        var r = new Compare.Result("soft@x", "h", 100, List.of(64), Map.of(Compare.Series.TCP_LAT, List.of(p1), Compare.Series.SEND_LAT, List.of(p2)));
+        var r = new Compare.Result(
+                "soft@x",
+                "h",
+                100,
+                List.of(64),
+                Map.of(Compare.Series.TCP_LAT, List.of(p1), Compare.Series.SEND_LAT, List.of(p2)));
         var rows = Compare.rows(r);
-        assertEquals(10.0, rows.getFirst().gain(), 1e-9);          // 20 us TCP vs 2 us RDMA
-        assertEquals(10.0, rows.get(1).gain(), 1e-9);              // 99%: 50 vs 5
-        assertTrue(Double.isNaN(rows.get(2).gain()));              // no bandwidth measured
-        assertTrue(Double.isNaN(rows.getFirst().overFloor(2)));    // no floor measured: no ratio
-        assertEquals(Double.POSITIVE_INFINITY, new Compare.Row("cpu", Double.NaN, 50, Double.NaN, 0, Double.NaN, true, null).gain());   // a passive server at 0%
+        assertEquals(10.0, rows.getFirst().gain(), 1e-9); // 20 us TCP vs 2 us RDMA
+        assertEquals(10.0, rows.get(1).gain(), 1e-9); // 99%: 50 vs 5
+        assertTrue(Double.isNaN(rows.get(2).gain())); // no bandwidth measured
+        assertTrue(Double.isNaN(rows.getFirst().overFloor(2))); // no floor measured: no ratio
+        assertEquals(
+                Double.POSITIVE_INFINITY,
+                new Compare.Row("cpu", Double.NaN, 50, Double.NaN, 0, Double.NaN, true, null)
+                        .gain()); // a passive server at 0%
         assertEquals("inf", Compare.num(Double.POSITIVE_INFINITY));
         String t = Compare.table(r);
         assertTrue(t.contains("10.00"), t);
         String page = HtmlReport.render(r);
         assertTrue(page.contains("data-name=\"tcp_lat\"") && page.contains("data-name=\"send_lat\""));
-        assertTrue(page.contains("no data measured"));             // the bandwidth chart
+        assertTrue(page.contains("no data measured")); // the bandwidth chart
     }
 
     @Test
@@ -103,21 +151,31 @@ class CompareTest {
         Map<Compare.Series, List<Compare.Point>> pts = new java.util.LinkedHashMap<>();
         pts.put(Compare.Series.UDP_LAT, List.of(new Compare.Point(Compare.Series.UDP_LAT, 64, udp, null, 100, 100)));
         pts.put(Compare.Series.TCP_LAT, List.of(new Compare.Point(Compare.Series.TCP_LAT, 64, tcp, null, 100, 100)));
-        pts.put(Compare.Series.TCP_LAT_BUSY_POLL, List.of(new Compare.Point(Compare.Series.TCP_LAT_BUSY_POLL, 64, busy, null, 100, 100)));
-        pts.put(Compare.Series.WRITE_LAT, List.of(new Compare.Point(Compare.Series.WRITE_LAT, 64, write, null, 100, 100)));
-        pts.put(Compare.Series.UDP_BW, List.of(new Compare.Point(Compare.Series.UDP_BW, 64, null, udpBw64, 100, 90),
-                new Compare.Point(Compare.Series.UDP_BW, 4096, null, udpBw4k, 100, 90)));
-        pts.put(Compare.Series.WRITE_BW, List.of(new Compare.Point(Compare.Series.WRITE_BW, 64, null, writeBw64, 100, 0),
-                new Compare.Point(Compare.Series.WRITE_BW, 65536, null, writeBw, 100, 0)));
+        pts.put(
+                Compare.Series.TCP_LAT_BUSY_POLL,
+                List.of(new Compare.Point(Compare.Series.TCP_LAT_BUSY_POLL, 64, busy, null, 100, 100)));
+        pts.put(
+                Compare.Series.WRITE_LAT,
+                List.of(new Compare.Point(Compare.Series.WRITE_LAT, 64, write, null, 100, 100)));
+        pts.put(
+                Compare.Series.UDP_BW,
+                List.of(
+                        new Compare.Point(Compare.Series.UDP_BW, 64, null, udpBw64, 100, 90),
+                        new Compare.Point(Compare.Series.UDP_BW, 4096, null, udpBw4k, 100, 90)));
+        pts.put(
+                Compare.Series.WRITE_BW,
+                List.of(
+                        new Compare.Point(Compare.Series.WRITE_BW, 64, null, writeBw64, 100, 0),
+                        new Compare.Point(Compare.Series.WRITE_BW, 65536, null, writeBw, 100, 0)));
         var r = new Compare.Result("soft@x", "h", 100, List.of(64, 4096, 65536), pts);
         var rows = Compare.rows(r);
         Compare.Row latRow = rows.getFirst();
-        assertEquals(1.25, latRow.overFloor(latRow.write()), 1e-9);   // 5 us over the floor's 4 us
+        assertEquals(1.25, latRow.overFloor(latRow.write()), 1e-9); // 5 us over the floor's 4 us
         assertEquals(4.0, latRow.overFloor(latRow.tcp()), 1e-9);
-        assertEquals(12.0 / 5, latRow.gain(), 1e-9);                   // against the better TCP variant (busy-poll)
+        assertEquals(12.0 / 5, latRow.gain(), 1e-9); // against the better TCP variant (busy-poll)
         Compare.Row bwRow = rows.get(2);
         assertTrue(bwRow.label().contains("65536 B (UDP: 4096 B)"), bwRow.label());
-        assertEquals(1000, bwRow.udp(), 1e-9);                        // the 4 KiB datagrams, not the 64 B ones
+        assertEquals(1000, bwRow.udp(), 1e-9); // the 4 KiB datagrams, not the 64 B ones
         assertEquals(0.7, bwRow.overFloor(bwRow.write()), 1e-9);
         Compare.Row rate = rows.get(3);
         assertEquals(0.8, rate.overFloor(rate.write()), 1e-9);

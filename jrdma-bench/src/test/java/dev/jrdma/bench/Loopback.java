@@ -24,9 +24,11 @@ final class Loopback {
 
     record Outcome<T>(T server, T client, String serverOut, String clientOut) {}
 
-    static <T> Outcome<T> run(Function<PrintStream, T> server, Function<PrintStream, T> client, int timeoutSec) throws Exception {
+    static <T> Outcome<T> run(Function<PrintStream, T> server, Function<PrintStream, T> client, int timeoutSec)
+            throws Exception {
         ByteArrayOutputStream so = new ByteArrayOutputStream(), co = new ByteArrayOutputStream();
-        PrintStream sps = new PrintStream(so, true, StandardCharsets.UTF_8), cps = new PrintStream(co, true, StandardCharsets.UTF_8);
+        PrintStream sps = new PrintStream(so, true, StandardCharsets.UTF_8),
+                cps = new PrintStream(co, true, StandardCharsets.UTF_8);
         // own threads: the common pool has one worker on a 2-core machine, and both sides block
         java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(2, r -> {
             Thread t = new Thread(r, "loopback");

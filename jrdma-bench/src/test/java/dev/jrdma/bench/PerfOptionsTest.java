@@ -1,15 +1,30 @@
 package dev.jrdma.bench;
 
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.*;
 
 import java.util.List;
-
-import static org.junit.jupiter.api.Assertions.*;
+import org.junit.jupiter.api.Test;
 
 class PerfOptionsTest {
     @Test
     void perftestFlags() {
-        PerfOptions o = PerfOptions.parse("write_lat", "-d", "rxe0", "-i", "1", "-x", "1", "-s", "64", "-n", "500", "-p", "20000", "-t", "4", "10.0.0.1");
+        PerfOptions o = PerfOptions.parse(
+                "write_lat",
+                "-d",
+                "rxe0",
+                "-i",
+                "1",
+                "-x",
+                "1",
+                "-s",
+                "64",
+                "-n",
+                "500",
+                "-p",
+                "20000",
+                "-t",
+                "4",
+                "10.0.0.1");
         assertEquals(PerfTest.WRITE_LAT, o.test);
         assertEquals("rxe0", o.device);
         assertEquals(1, o.ibPort);
@@ -53,7 +68,8 @@ class PerfOptionsTest {
         assertEquals(3, o.durationSec);
         assertEquals(23, PerfOptions.parse("read_bw", "-a").runSizes().size());
         assertEquals(2, (int) PerfOptions.parse("read_bw", "-a").runSizes().getFirst());
-        assertEquals(1 << 23, (int) PerfOptions.parse("read_bw", "-a").runSizes().getLast());
+        assertEquals(
+                1 << 23, (int) PerfOptions.parse("read_bw", "-a").runSizes().getLast());
         assertNotNull(o);
         assertEquals(List.of(8), PerfOptions.parse("atomic_lat", "-a").runSizes());
         assertEquals(List.of(2, 64, 4096), PerfOptions.parse("compare", "--sizes", "2,64,4k").sizes);
@@ -93,7 +109,8 @@ class PerfOptionsTest {
         assertEquals(32768, lat.runSizes().getLast());
         assertEquals(1000, lat.effectiveIters());
         assertTrue(PerfOptions.parse("tcp_lat", "--busy-poll").busyPoll);
-        assertTrue(PerfOptions.usage().contains("udp_lat") && PerfOptions.usage().contains("--busy-poll"));
+        assertTrue(
+                PerfOptions.usage().contains("udp_lat") && PerfOptions.usage().contains("--busy-poll"));
     }
 
     private static void assertMessage(String part, String... args) {
@@ -105,7 +122,12 @@ class PerfOptionsTest {
     void cliExitCodes() {
         var err = new java.io.ByteArrayOutputStream();
         var out = new java.io.ByteArrayOutputStream();
-        assertEquals(2, Perf.run(new String[] {"send_lat", "--bogus"}, new java.io.PrintStream(out), new java.io.PrintStream(err)));
+        assertEquals(
+                2,
+                Perf.run(
+                        new String[] {"send_lat", "--bogus"},
+                        new java.io.PrintStream(out),
+                        new java.io.PrintStream(err)));
         assertTrue(err.toString().contains("unknown flag '--bogus'"));
         assertEquals(0, Perf.run(new String[] {"--help"}, new java.io.PrintStream(out), new java.io.PrintStream(err)));
         assertTrue(out.toString().contains("--report_gbits"));
@@ -120,7 +142,8 @@ class PerfOptionsTest {
         assertEquals(64, o.effectiveInline());
         assertEquals(PerfOptions.Connection.RC, PerfOptions.parse("write_lat").connection);
         assertEquals(0, PerfOptions.parse("write_lat").effectiveInline());
-        assertEquals(884, PerfOptions.parse("send_lat", "-c", "ud", "-I", "912").effectiveInline(), "perftest's UD maximum");
+        assertEquals(
+                884, PerfOptions.parse("send_lat", "-c", "ud", "-I", "912").effectiveInline(), "perftest's UD maximum");
         assertEquals(912, PerfOptions.parse("send_lat", "--inline_size=912").effectiveInline());
         assertTrue(PerfOptions.parse("read_lat", "--rdma_cm").rdmaCm);
     }
@@ -145,7 +168,8 @@ class PerfOptionsTest {
         assertEquals(1, d.postList);
         assertEquals(64, d.hopLimit, "perftest's DEF_HOP_LIMIT");
         assertEquals(PerfOptions.AtomicType.FETCH_AND_ADD, PerfOptions.parse("atomic_bw").atomicType);
-        PerfOptions o = PerfOptions.parse("read_bw", "--retry_count=3", "-m", "2048", "-o", "2", "-Q", "4", "-N", "-S", "5", "--tclass", "96");
+        PerfOptions o = PerfOptions.parse(
+                "read_bw", "--retry_count=3", "-m", "2048", "-o", "2", "-Q", "4", "-N", "-S", "5", "--tclass", "96");
         assertEquals(3, o.retryCount);
         assertEquals(2048, o.mtu);
         assertEquals(2, o.outReads);

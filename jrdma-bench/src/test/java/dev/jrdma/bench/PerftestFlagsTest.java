@@ -1,6 +1,6 @@
 package dev.jrdma.bench;
 
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.*;
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -9,8 +9,7 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
-
-import static org.junit.jupiter.api.Assertions.*;
+import org.junit.jupiter.api.Test;
 
 /**
  * Every option of perftest 4.5's ib_* tools (the list read from its source, in perftest-4.5-flags.tsv) is accepted by
@@ -23,7 +22,9 @@ class PerftestFlagsTest {
         List<Row> rows = new ArrayList<>();
         try (var in = PerftestFlagsTest.class.getResourceAsStream("/perftest-4.5-flags.tsv")) {
             assertNotNull(in, "perftest-4.5-flags.tsv on the test class path");
-            for (String line : new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8)).lines().toList()) {
+            for (String line : new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8))
+                    .lines()
+                    .toList()) {
                 if (line.isBlank() || line.startsWith("#")) continue;
                 String[] f = line.split("\t");
                 assertEquals(5, f.length, line);
@@ -57,7 +58,8 @@ class PerftestFlagsTest {
                 spellings.add(SoftRdmaBenchTest.concat(base, new String[] {"--" + r.name + "=" + r.example}));
                 if (!r.letter.equals("-")) {
                     spellings.add(SoftRdmaBenchTest.concat(base, new String[] {r.letter, r.example}));
-                    spellings.add(SoftRdmaBenchTest.concat(base, new String[] {r.letter + r.example})); // getopt: the value attached
+                    spellings.add(SoftRdmaBenchTest.concat(
+                            base, new String[] {r.letter + r.example})); // getopt: the value attached
                 }
             } else {
                 spellings.add(SoftRdmaBenchTest.concat(base, new String[] {"--" + r.name}));
@@ -70,17 +72,22 @@ class PerftestFlagsTest {
                 String written = flagArg.startsWith("--") ? flagArg.split("=")[0] : flagArg.substring(0, 2);
                 String why = outcome(args);
                 if (i == 0) first = why;
-                else if ((first == null) != (why == null)) problems.add(String.join(" ", args) + ": spellings disagree: " + first + " / " + why);
+                else if ((first == null) != (why == null))
+                    problems.add(String.join(" ", args) + ": spellings disagree: " + first + " / " + why);
                 if (why == null) continue;
                 if (why.contains("unknown flag")) problems.add(String.join(" ", args) + ": " + why);
-                else if (!why.contains(written)) problems.add(String.join(" ", args) + ": the refusal does not name " + written + ": " + why);
+                else if (!why.contains(written))
+                    problems.add(String.join(" ", args) + ": the refusal does not name " + written + ": " + why);
                 else if (!why.contains("not supported by jrdma perf: ") || why.endsWith(": "))
                     problems.add(String.join(" ", args) + ": refused without the reason: " + why);
             }
-            if (first == null) accepted++; else refused++;
+            if (first == null) accepted++;
+            else refused++;
             // what the parser does is what the table (and the README generated from it) says
             boolean tableRefuses = PerftestFlags.refusal(PerftestFlags.byName(r.name)) != null;
-            if (tableRefuses != (first != null)) problems.add("--" + r.name + ": the table says " + (tableRefuses ? "refused" : "accepted") + ", the parser: " + first);
+            if (tableRefuses != (first != null))
+                problems.add("--" + r.name + ": the table says " + (tableRefuses ? "refused" : "accepted")
+                        + ", the parser: " + first);
         }
         assertTrue(problems.isEmpty(), String.join("\n", problems));
         assertEquals(rows.size(), accepted + refused);
@@ -100,7 +107,9 @@ class PerftestFlagsTest {
         }
         Set<String> jrdmaOwn = Set.of("busy-poll", "quiet", "timeout", "accept-timeout", "sizes", "html");
         for (PerftestFlags.Option o : PerftestFlags.all())
-            assertTrue(listed.contains(o.name()) || jrdmaOwn.contains(o.name()), o.name() + " is in the code but not in perftest's list");
+            assertTrue(
+                    listed.contains(o.name()) || jrdmaOwn.contains(o.name()),
+                    o.name() + " is in the code but not in perftest's list");
     }
 
     @Test

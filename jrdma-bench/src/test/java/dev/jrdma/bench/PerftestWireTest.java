@@ -1,9 +1,8 @@
 package dev.jrdma.bench;
 
-import dev.jrdma.verbs.Gid;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
+import static org.junit.jupiter.api.Assertions.*;
 
+import dev.jrdma.verbs.Gid;
 import java.io.DataInputStream;
 import java.io.OutputStream;
 import java.net.ServerSocket;
@@ -13,8 +12,8 @@ import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-
-import static org.junit.jupiter.api.Assertions.*;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 class PerftestWireTest {
     static final String NO_GID = "0000:0001:000011:abcdef:000001f1:00007f5694265000:00000000";
@@ -51,8 +50,10 @@ class PerftestWireTest {
         var d = new PerftestWire.Dest(0x1234, 16, 0xd2, 0x0519a8, 0xdeadbeef, 0x557a1b2c3000L, gid, 0);
         byte[] m = PerftestWire.encodeBinary(d);
         assertEquals(56, m.length);
-        assertEquals("00001234" + "00000010" + "000000d2" + "000519a8" + "deadbeef" + "00000000" + "0000557a1b2c3000"
-                + "00000000000000000000ffff0a630001" + "00000000" + "00000000", java.util.HexFormat.of().formatHex(m));
+        assertEquals(
+                "00001234" + "00000010" + "000000d2" + "000519a8" + "deadbeef" + "00000000" + "0000557a1b2c3000"
+                        + "00000000000000000000ffff0a630001" + "00000000" + "00000000",
+                java.util.HexFormat.of().formatHex(m));
         assertEquals(d, PerftestWire.decodeBinary(m, true));
         // without a GID: zeros there and gid_index -1; what perftest wrote decodes field by field
         byte[] noGid = PerftestWire.encodeBinary(new PerftestWire.Dest(0, 1, 0x11, 0x22, 0x33, 0x4000, null, 0));
@@ -67,7 +68,8 @@ class PerftestWireTest {
     @Test
     void decodesWhatPerftestWrites() {
         // as perftest's sprintf(KEY_PRINT_FMT_GID) would write it, with upper bits in every field
-        String s = "ffff:0004:ffffff:123456:deadbeef:ffffffffffffffff:fe:80:00:00:00:00:00:00:02:42:ac:ff:fe:11:00:02:0000abcd:";
+        String s =
+                "ffff:0004:ffffff:123456:deadbeef:ffffffffffffffff:fe:80:00:00:00:00:00:00:02:42:ac:ff:fe:11:00:02:0000abcd:";
         byte[] m = Arrays.copyOf(s.getBytes(StandardCharsets.US_ASCII), 108);
         var d = PerftestWire.decode(m, true);
         assertEquals(0xffff, d.lid());
@@ -83,7 +85,8 @@ class PerftestWireTest {
 
     @Test
     void garbageIsAClearError() {
-        var e = assertThrows(BenchException.class, () -> PerftestWire.decode("0000:0001".getBytes(StandardCharsets.US_ASCII), true));
+        var e = assertThrows(
+                BenchException.class, () -> PerftestWire.decode("0000:0001".getBytes(StandardCharsets.US_ASCII), true));
         assertTrue(e.getMessage().contains("-x"), e.getMessage());
     }
 
@@ -92,34 +95,50 @@ class PerftestWireTest {
     @Timeout(20)
     void exchangeAgainstAByteLevelPeer() throws Exception {
         try (ServerSocket ss = new ServerSocket(0)) {
-            CompletableFuture<byte[][]> peer = CompletableFuture.supplyAsync(() -> {
-                try (Socket s = ss.accept()) {
-                    DataInputStream in = new DataInputStream(s.getInputStream());
-                    OutputStream out = s.getOutputStream();
-                    byte[] ver = new byte[16];
-                    in.readFully(ver);                                   // server reads first
-                    out.write(Arrays.copyOf("6.06".getBytes(StandardCharsets.US_ASCII), 16));
-                    byte[] page = new byte[4], line = new byte[4], mtu = new byte[2], key = new byte[108], rep = new byte[8], done = new byte[5];
-                    in.readFully(page); out.write(ByteBuffer.allocate(4).putInt(8192).array());
-                    in.readFully(line); out.write(ByteBuffer.allocate(4).putInt(128).array());
-                    in.readFully(mtu); out.write(new byte[] {'3', 0});
-                    in.readFully(key);
-                    out.write(PerftestWire.encode(new PerftestWire.Dest(0, 1, 0x99, 0x1234, 0x55, 0x1000, Gid.parse("::ffff:10.99.0.2"), 0)));
-                    in.readFully(rep); out.write(new byte[8]);
-                    byte[] sizeRep = rep.clone();
-                    for (int i = 0; i < 4; i++) { in.readFully(rep); out.write(new byte[8]); }
-                    in.readFully(key); out.write(key);                  // close: handshake
-                    in.readFully(done);
-                    out.write("done\0".getBytes(StandardCharsets.US_ASCII));
-                    return new byte[][] {ver, page, line, mtu, sizeRep, done};
-                } catch (Exception e) {
-                    throw new RuntimeException(e);
-                }
-            }, java.util.concurrent.Executors.newSingleThreadExecutor());
+            CompletableFuture<byte[][]> peer = CompletableFuture.supplyAsync(
+                    () -> {
+                        try (Socket s = ss.accept()) {
+                            DataInputStream in = new DataInputStream(s.getInputStream());
+                            OutputStream out = s.getOutputStream();
+                            byte[] ver = new byte[16];
+                            in.readFully(ver); // server reads first
+                            out.write(Arrays.copyOf("6.06".getBytes(StandardCharsets.US_ASCII), 16));
+                            byte[] page = new byte[4],
+                                    line = new byte[4],
+                                    mtu = new byte[2],
+                                    key = new byte[108],
+                                    rep = new byte[8],
+                                    done = new byte[5];
+                            in.readFully(page);
+                            out.write(ByteBuffer.allocate(4).putInt(8192).array());
+                            in.readFully(line);
+                            out.write(ByteBuffer.allocate(4).putInt(128).array());
+                            in.readFully(mtu);
+                            out.write(new byte[] {'3', 0});
+                            in.readFully(key);
+                            out.write(PerftestWire.encode(new PerftestWire.Dest(
+                                    0, 1, 0x99, 0x1234, 0x55, 0x1000, Gid.parse("::ffff:10.99.0.2"), 0)));
+                            in.readFully(rep);
+                            out.write(new byte[8]);
+                            byte[] sizeRep = rep.clone();
+                            for (int i = 0; i < 4; i++) {
+                                in.readFully(rep);
+                                out.write(new byte[8]);
+                            }
+                            in.readFully(key);
+                            out.write(key); // close: handshake
+                            in.readFully(done);
+                            out.write("done\0".getBytes(StandardCharsets.US_ASCII));
+                            return new byte[][] {ver, page, line, mtu, sizeRep, done};
+                        } catch (Exception e) {
+                            throw new RuntimeException(e);
+                        }
+                    },
+                    java.util.concurrent.Executors.newSingleThreadExecutor());
             try (PerftestWire w = PerftestWire.client(PerftestWire.connect("127.0.0.1", ss.getLocalPort(), 5), 5)) {
                 assertEquals("6.06", w.versions());
                 assertArrayEquals(new int[] {8192, 128}, w.sysData(4096, 64));
-                assertEquals(3, w.mtu(4));                                 // the smaller of 1024 (3) and 2048 (4)
+                assertEquals(3, w.mtu(4)); // the smaller of 1024 (3) and 2048 (4)
                 var me = new PerftestWire.Dest(0, 1, 0x11, 0x22, 0x33, 0x4000, Gid.parse("::ffff:10.99.0.1"), 0);
                 var rem = w.handshake(me);
                 assertEquals(0x99, rem.qpn());
@@ -132,7 +151,7 @@ class PerftestWireTest {
             assertEquals(4096, ByteBuffer.wrap(seen[1]).getInt());
             assertEquals(64, ByteBuffer.wrap(seen[2]).getInt());
             assertArrayEquals(new byte[] {'4', 0}, seen[3]);
-            assertEquals(65536, ByteBuffer.wrap(seen[4]).getLong());   // 8-byte big-endian size
+            assertEquals(65536, ByteBuffer.wrap(seen[4]).getLong()); // 8-byte big-endian size
             assertEquals("done", PerftestWire.cString(seen[5]));
         }
     }
@@ -140,14 +159,16 @@ class PerftestWireTest {
     @Test
     void oldPerftestIsRefused() throws Exception {
         try (ServerSocket ss = new ServerSocket(0)) {
-            CompletableFuture.runAsync(() -> {
-                try (Socket s = ss.accept()) {
-                    s.getInputStream().readNBytes(16);
-                    s.getOutputStream().write(Arrays.copyOf("5.60".getBytes(StandardCharsets.US_ASCII), 16));
-                    s.getInputStream().read();
-                } catch (Exception ignored) {
-                }
-            }, java.util.concurrent.Executors.newSingleThreadExecutor());
+            CompletableFuture.runAsync(
+                    () -> {
+                        try (Socket s = ss.accept()) {
+                            s.getInputStream().readNBytes(16);
+                            s.getOutputStream().write(Arrays.copyOf("5.60".getBytes(StandardCharsets.US_ASCII), 16));
+                            s.getInputStream().read();
+                        } catch (Exception ignored) {
+                        }
+                    },
+                    java.util.concurrent.Executors.newSingleThreadExecutor());
             try (PerftestWire w = PerftestWire.client(PerftestWire.connect("127.0.0.1", ss.getLocalPort(), 5), 5)) {
                 var e = assertThrows(BenchException.class, w::versions);
                 assertTrue(e.getMessage().contains("5.70"), e.getMessage());

@@ -1,8 +1,8 @@
 package dev.jrdma.bench;
 
-import org.junit.jupiter.api.Test;
-
 import static org.junit.jupiter.api.Assertions.*;
+
+import org.junit.jupiter.api.Test;
 
 class ReportTest {
     /** 12 posts 2 us apart, 1 us apart...: deltas known, so every column is known. */
@@ -15,22 +15,24 @@ class ReportTest {
         LatencyResult r = LatencyResult.fromPostTimes(2, t, 12, 2);
         // sorted: 1..10, 50 (us); 2 tail dropped -> m = 9: 1..9; median of 9 = 5th = 5; /2 (half round trip)
         assertEquals(0.5, r.tMin(), 1e-9);
-        assertEquals(5.0, r.tMax(), 1e-9);          // delta[m] = 10 us / 2
+        assertEquals(5.0, r.tMax(), 1e-9); // delta[m] = 10 us / 2
         assertEquals(2.5, r.tTypical(), 1e-9);
-        assertEquals(2.5, r.tAvg(), 1e-9);          // mean of 1..9 = 5, /2
+        assertEquals(2.5, r.tAvg(), 1e-9); // mean of 1..9 = 5, /2
         assertEquals(Math.sqrt(60.0 / 9) / 2, r.tStdev(), 1e-9);
-        assertEquals(5.0, r.p99(), 1e-9);           // ceil(9*0.99) = 9 -> 10 us
+        assertEquals(5.0, r.p99(), 1e-9); // ceil(9*0.99) = 9 -> 10 us
         assertEquals(5.0, r.p999(), 1e-9);
         assertEquals(12, r.iters());
         String line = Report.latLine(r);
-        assertEquals(" 2       12          0.50           5.00         2.50     \t       2.50        \t1.29   \t\t5.00    \t\t5.00   ", line);
+        assertEquals(
+                " 2       12          0.50           5.00         2.50     \t       2.50        \t1.29   \t\t5.00    \t\t5.00   ",
+                line);
         // full round trip for read/atomic
         assertEquals(1.0, LatencyResult.fromPostTimes(2, t, 12, 1).tMin(), 1e-9);
     }
 
     @Test
     void evenCountMedianIsTheMeanOfTheMiddleTwo() {
-        long[] d = {1000, 2000, 3000, 4000, 90000, 95000};   // m = 4 -> (2+3)/2
+        long[] d = {1000, 2000, 3000, 4000, 90000, 95000}; // m = 4 -> (2+3)/2
         LatencyResult r = LatencyResult.fromDeltas(64, 7, d, d.length, 1);
         assertEquals(2.5, r.tTypical(), 1e-9);
     }
@@ -56,7 +58,7 @@ class ReportTest {
             completed[i] = i < 100 ? 1000L + i * 1000L : 100_000L + (i - 99) * 2000L;
         }
         double best = BwResult.bestNsPerMsg(posted, completed, 200, 100);
-        assertEquals(1000.0, best, 1e-9);   // the first 100: 1 us per message
+        assertEquals(1000.0, best, 1e-9); // the first 100: 1 us per message
     }
 
     @Test
@@ -72,7 +74,8 @@ class ReportTest {
             if (i % step == 0) sparse[i] = t; // what bwClient stamps
             completed[i] = t + 3000 + rnd.nextInt(4000);
         }
-        assertEquals(BwResult.bestNsPerMsg(posted, completed, n, 100), BwResult.bestNsPerMsg(sparse, completed, n, 100));
+        assertEquals(
+                BwResult.bestNsPerMsg(posted, completed, n, 100), BwResult.bestNsPerMsg(sparse, completed, n, 100));
         assertEquals(1, BwResult.postStep(1999));
     }
 }

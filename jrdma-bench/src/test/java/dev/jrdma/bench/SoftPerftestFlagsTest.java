@@ -1,13 +1,12 @@
 package dev.jrdma.bench;
 
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
+import static dev.jrdma.bench.SoftRdmaBenchTest.pair;
+import static org.junit.jupiter.api.Assertions.*;
 
 import java.util.List;
 import java.util.Locale;
-
-import static dev.jrdma.bench.SoftRdmaBenchTest.pair;
-import static org.junit.jupiter.api.Assertions.*;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * perftest's traffic-changing flags run on the software device, jrdma against jrdma on 127.0.0.31 and 127.0.0.32,
@@ -17,7 +16,8 @@ class SoftPerftestFlagsTest {
     @Test
     @Timeout(90)
     void mtuOnOneSideIsWhatBothUse() throws Exception {
-        // the client asks for 1024; the exchange gives both sides the smaller MTU (perftest's rule), over 4 KiB messages
+        // the client asks for 1024; the exchange gives both sides the smaller MTU (perftest's rule), over 4 KiB
+        // messages
         var o = pair("send_bw", "-n", "200", "-s", "4096", "-m", "1024");
         assertTrue(o.clientOut().contains(" Mtu             : 1024[B]"), o.clientOut());
         assertTrue(o.serverOut().contains(" Mtu             : 1024[B]"), o.serverOut());
@@ -40,7 +40,9 @@ class SoftPerftestFlagsTest {
         assertEquals(300, r.iters());
         assertEquals(0.0, r.bwPeakMBs(), "-N: perftest prints no peak (0)");
         assertTrue(r.bwAvgMBs() > 0, r.toString());
-        assertTrue(o.clientOut().contains(String.format(Locale.ROOT, " %-7.2f            %-7.2f", 0.0, r.bwAvgMBs())), o.clientOut());
+        assertTrue(
+                o.clientOut().contains(String.format(Locale.ROOT, " %-7.2f            %-7.2f", 0.0, r.bwAvgMBs())),
+                o.clientOut());
         var q = pair("send_bw", "-n", "300", "-s", "256", "-Q", "7");
         assertEquals(300, q.server().bandwidth().getFirst().iters(), q.serverOut());
     }
@@ -55,7 +57,9 @@ class SoftPerftestFlagsTest {
         // --recv_post_list 4: the used receives go back four at a time; still every send finds one
         var l = pair("send_bw", "-n", "400", "-s", "64", "-r", "16", "--recv_post_list", "4");
         assertEquals(400, l.server().bandwidth().getFirst().iters(), l.serverOut());
-        assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse("send_bw", "-r", "8", "--recv_post_list", "16"));
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> PerfOptions.parse("send_bw", "-r", "8", "--recv_post_list", "16"));
     }
 
     @Test
@@ -80,7 +84,20 @@ class SoftPerftestFlagsTest {
     @Timeout(90)
     void addressVectorFlags() throws Exception {
         // service level, traffic class, flow label and P_Key index 0 on both sides: the QPs connect and carry the run
-        var o = pair("send_lat", "-n", "100", "-S", "3", "--tclass", "32", "--flow_label", "5", "--pkey_index", "0", "-L", "32");
+        var o = pair(
+                "send_lat",
+                "-n",
+                "100",
+                "-S",
+                "3",
+                "--tclass",
+                "32",
+                "--flow_label",
+                "5",
+                "--pkey_index",
+                "0",
+                "-L",
+                "32");
         assertEquals(100, o.client().latency().getFirst().iters(), o.clientOut());
         assertEquals(100, o.server().latency().getFirst().iters(), o.serverOut());
     }
@@ -101,9 +118,16 @@ class SoftPerftestFlagsTest {
     @Test
     @Timeout(30)
     void forceLinkThatDiffersIsRefused() {
-        var e = assertThrows(BenchException.class, () -> RdmaBench.run(PerfOptions.parse("send_lat", "-d", SoftRdmaBenchTest.CLIENT_DEV,
-                "--force-link", "IB", "127.0.0.1"), new java.io.PrintStream(new java.io.ByteArrayOutputStream())));
-        assertTrue(e.getMessage().contains("--force-link InfiniBand") && e.getMessage().contains("Ethernet"), e.getMessage());
+        var e = assertThrows(
+                BenchException.class,
+                () -> RdmaBench.run(
+                        PerfOptions.parse(
+                                "send_lat", "-d", SoftRdmaBenchTest.CLIENT_DEV, "--force-link", "IB", "127.0.0.1"),
+                        new java.io.PrintStream(new java.io.ByteArrayOutputStream())));
+        assertTrue(
+                e.getMessage().contains("--force-link InfiniBand")
+                        && e.getMessage().contains("Ethernet"),
+                e.getMessage());
     }
 
     @Test
@@ -121,8 +145,14 @@ class SoftPerftestFlagsTest {
         assertEquals(320, o.client().bandwidth().getFirst().iters(), o.clientOut());
         var s = pair("send_bw", "-n", "200", "-s", "256", "-l", "4", "-Q", "2");
         assertEquals(200, s.server().bandwidth().getFirst().iters(), s.serverOut());
-        assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse("write_bw", "-n", "100", "-l", "8"), "-n a multiple of -l");
-        assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse("write_bw", "-n", "96", "-l", "8", "-Q", "3"), "-l a multiple of -Q");
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> PerfOptions.parse("write_bw", "-n", "100", "-l", "8"),
+                "-n a multiple of -l");
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> PerfOptions.parse("write_bw", "-n", "96", "-l", "8", "-Q", "3"),
+                "-l a multiple of -Q");
     }
 
     @Test
@@ -164,7 +194,8 @@ class SoftPerftestFlagsTest {
     @Test
     @Timeout(90)
     void latencyGapSpacesThePosts() throws Exception {
-        // 2000 usec between posts: every interval between posts is at least that, so t_min is at least 1000 (half of it)
+        // 2000 usec between posts: every interval between posts is at least that, so t_min is at least 1000 (half of
+        // it)
         var o = pair("write_lat", "-n", "20", "--latency_gap", "2000");
         assertTrue(o.client().latency().getFirst().tMin() >= 1000, o.clientOut());
         var r = pair("atomic_lat", "-n", "20", "--latency_gap=2000");
@@ -175,9 +206,34 @@ class SoftPerftestFlagsTest {
     @Timeout(90)
     void limitsFailTheRunBelowThem() throws Exception {
         int port = Loopback.freePort();
-        PerfOptions s = PerfOptions.parse("write_bw", "-d", SoftRdmaBenchTest.SERVER_DEV, "-p", "" + port, "-n", "100", "-s", "1024", "--accept-timeout", "20");
-        PerfOptions c = PerfOptions.parse("write_bw", "-d", SoftRdmaBenchTest.CLIENT_DEV, "-p", "" + port, "-n", "100", "-s", "1024", "-w", "1000000", "127.0.0.1");
-        var failed = assertThrows(AssertionError.class, () -> Loopback.run(out -> RdmaBench.run(s, out), out -> RdmaBench.run(c, out), 60));
+        PerfOptions s = PerfOptions.parse(
+                "write_bw",
+                "-d",
+                SoftRdmaBenchTest.SERVER_DEV,
+                "-p",
+                "" + port,
+                "-n",
+                "100",
+                "-s",
+                "1024",
+                "--accept-timeout",
+                "20");
+        PerfOptions c = PerfOptions.parse(
+                "write_bw",
+                "-d",
+                SoftRdmaBenchTest.CLIENT_DEV,
+                "-p",
+                "" + port,
+                "-n",
+                "100",
+                "-s",
+                "1024",
+                "-w",
+                "1000000",
+                "127.0.0.1");
+        var failed = assertThrows(
+                AssertionError.class,
+                () -> Loopback.run(out -> RdmaBench.run(s, out), out -> RdmaBench.run(c, out), 60));
         assertTrue(failed.getMessage().contains("Error: BW result is below bw limit"), failed.getMessage());
         var ok = pair("write_bw", "-n", "100", "-s", "1024", "-w", "0", "-y", "0");
         assertEquals(100, ok.client().bandwidth().getFirst().iters(), ok.clientOut());
@@ -200,13 +256,15 @@ class SoftPerftestFlagsTest {
     void durations() throws Exception {
         var bw = pair("send_bw", "-D", "1", "-s", "1024");
         assertTrue(bw.clientOut().contains(" Duration        : 1[s]"), bw.clientOut());
-        long sent = bw.client().bandwidth().getFirst().iters(), received = bw.server().bandwidth().getFirst().iters();
+        long sent = bw.client().bandwidth().getFirst().iters(),
+                received = bw.server().bandwidth().getFirst().iters();
         assertTrue(sent > 0 && received > 0 && received <= sent, sent + " sent, " + received + " received");
         // read_lat -D: perftest's duration columns, t_avg and transactions per second
         var lat = pair("read_lat", "-D", "1");
         String out = lat.clientOut();
         assertTrue(out.contains(Report.LAT_DUR_HEADER), out);
-        var m = java.util.regex.Pattern.compile("\\n 2 +(\\d+) +([0-9.]+) +([0-9.]+)").matcher(out);
+        var m = java.util.regex.Pattern.compile("\\n 2 +(\\d+) +([0-9.]+) +([0-9.]+)")
+                .matcher(out);
         assertTrue(m.find(), out);
         long iters = Long.parseLong(m.group(1));
         double avgUs = Double.parseDouble(m.group(2)), tps = Double.parseDouble(m.group(3));
@@ -222,8 +280,10 @@ class SoftPerftestFlagsTest {
         assertEquals(1 << 23, o.client().bandwidth().getLast().size());
         assertTrue(o.clientOut().contains(Report.BW_HEADER_G), o.clientOut());
         var ud = pair("send_lat", "-a", "-n", "5", "-c", "UD");
-        assertEquals(List.of(2L, 4L, 8L, 16L, 32L, 64L, 128L, 256L, 512L, 1024L, 2048L, 4096L),
-                ud.client().latency().stream().map(LatencyResult::size).toList(), "UD: -a stops at the MTU\n" + ud.clientOut());
+        assertEquals(
+                List.of(2L, 4L, 8L, 16L, 32L, 64L, 128L, 256L, 512L, 1024L, 2048L, 4096L),
+                ud.client().latency().stream().map(LatencyResult::size).toList(),
+                "UD: -a stops at the MTU\n" + ud.clientOut());
     }
 
     @Test
@@ -231,13 +291,20 @@ class SoftPerftestFlagsTest {
     void bidirectional() throws Exception {
         for (String test : List.of("write_bw", "read_bw", "send_bw")) {
             var o = pair(test, "-b", "-n", "200", "-s", "4096");
-            BwResult client = o.client().bandwidth().getFirst(), server = o.server().bandwidth().getFirst();
+            BwResult client = o.client().bandwidth().getFirst(),
+                    server = o.server().bandwidth().getFirst();
             assertEquals(200, client.iters(), o.clientOut());
             assertEquals(200, server.iters(), "the server ran its own loop:\n" + o.serverOut());
             assertEquals(server, o.client().remote(), "each side received the other's report");
             // each prints the sum of both reports
-            String sum = Report.bwLine(new BwResult(4096, 200, client.bwPeakMBs() + server.bwPeakMBs(), client.bwAvgMBs() + server.bwAvgMBs(),
-                    client.msgRateMpps() + server.msgRateMpps()), false);
+            String sum = Report.bwLine(
+                    new BwResult(
+                            4096,
+                            200,
+                            client.bwPeakMBs() + server.bwPeakMBs(),
+                            client.bwAvgMBs() + server.bwAvgMBs(),
+                            client.msgRateMpps() + server.msgRateMpps()),
+                    false);
             assertTrue(o.clientOut().contains(sum), sum + "\n" + o.clientOut());
             assertTrue(o.serverOut().contains(sum), sum + "\n" + o.serverOut());
         }
@@ -253,7 +320,9 @@ class SoftPerftestFlagsTest {
         String out = o.clientOut();
         int local = out.indexOf(" Local results: "), remote = out.indexOf(" Remote results: ");
         assertTrue(local > 0 && remote > local, out);
-        assertTrue(out.indexOf(Report.bwLine(mine, false)) > local && out.indexOf(Report.bwLine(mine, false)) < remote, out);
+        assertTrue(
+                out.indexOf(Report.bwLine(mine, false)) > local && out.indexOf(Report.bwLine(mine, false)) < remote,
+                out);
         assertTrue(out.indexOf(Report.bwLine(peer, false)) > remote, out);
     }
 
@@ -270,12 +339,16 @@ class SoftPerftestFlagsTest {
     @Timeout(90)
     void ipv6Gid() throws Exception {
         int port = Loopback.freePort();
-        PerfOptions s = PerfOptions.parse("read_lat", "-d", "soft@[::1]", "-p", "" + port, "-n", "50", "--ipv6", "--accept-timeout", "20");
+        PerfOptions s = PerfOptions.parse(
+                "read_lat", "-d", "soft@[::1]", "-p", "" + port, "-n", "50", "--ipv6", "--accept-timeout", "20");
         PerfOptions c = PerfOptions.parse("read_lat", "-d", "soft@[::1]", "-p", "" + port, "-n", "50", "--ipv6", "::1");
         var o = Loopback.run(out -> RdmaBench.run(s, out), out -> RdmaBench.run(c, out), 60);
         assertTrue(o.clientOut().contains(" GID: 00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:01"), o.clientOut());
-        var e = assertThrows(BenchException.class, () -> RdmaBench.run(PerfOptions.parse("send_lat", "-d", SoftRdmaBenchTest.CLIENT_DEV,
-                "--ipv6", "127.0.0.1"), new java.io.PrintStream(new java.io.ByteArrayOutputStream())));
+        var e = assertThrows(
+                BenchException.class,
+                () -> RdmaBench.run(
+                        PerfOptions.parse("send_lat", "-d", SoftRdmaBenchTest.CLIENT_DEV, "--ipv6", "127.0.0.1"),
+                        new java.io.PrintStream(new java.io.ByteArrayOutputStream())));
         assertTrue(e.getMessage().contains("--ipv6") && e.getMessage().contains("no IPv6 GID"), e.getMessage());
     }
 
@@ -284,12 +357,30 @@ class SoftPerftestFlagsTest {
     void counters() throws Exception {
         // the soft device's own counters: 300 writes of 1 KiB leave as 300 packets at least (an MTU of 1024 or more)
         var o = pair("write_bw", "-n", "300", "-s", "1024", "-W", "counters/tx_packets,rx_packets");
-        var m = java.util.regex.Pattern.compile("\tcounters/tx_packets=(\\d+)\n\trx_packets=(\\d+)\n").matcher(o.clientOut());
+        var m = java.util.regex.Pattern.compile("\tcounters/tx_packets=(\\d+)\n\trx_packets=(\\d+)\n")
+                .matcher(o.clientOut());
         assertTrue(m.find(), o.clientOut());
         assertTrue(Long.parseLong(m.group(1)) >= 300, o.clientOut());
-        var e = assertThrows(BenchException.class, () -> RdmaBench.run(PerfOptions.parse("write_bw", "-d", SoftRdmaBenchTest.CLIENT_DEV,
-                "-W", "counters/no_such_counter", "-p", "" + Loopback.freePort(), "--timeout", "2", "127.0.0.1"), new java.io.PrintStream(new java.io.ByteArrayOutputStream())));
-        assertTrue(e.getMessage().startsWith("-W: ") && e.getMessage().contains("no_such_counter") && e.getMessage().contains("tx_packets"), e.getMessage());
+        var e = assertThrows(
+                BenchException.class,
+                () -> RdmaBench.run(
+                        PerfOptions.parse(
+                                "write_bw",
+                                "-d",
+                                SoftRdmaBenchTest.CLIENT_DEV,
+                                "-W",
+                                "counters/no_such_counter",
+                                "-p",
+                                "" + Loopback.freePort(),
+                                "--timeout",
+                                "2",
+                                "127.0.0.1"),
+                        new java.io.PrintStream(new java.io.ByteArrayOutputStream())));
+        assertTrue(
+                e.getMessage().startsWith("-W: ")
+                        && e.getMessage().contains("no_such_counter")
+                        && e.getMessage().contains("tx_packets"),
+                e.getMessage());
     }
 
     @Test
@@ -313,7 +404,8 @@ class SoftPerftestFlagsTest {
     void memoryRegionPerQp() throws Exception {
         var o = pair("write_bw", "-q", "2", "-n", "100", "-s", "1024", "--mr_per_qp");
         assertEquals(200, o.client().bandwidth().getFirst().iters(), o.clientOut());
-        var m = java.util.regex.Pattern.compile(" local address: .* RKey (0x[0-9a-f]+) ").matcher(o.clientOut());
+        var m = java.util.regex.Pattern.compile(" local address: .* RKey (0x[0-9a-f]+) ")
+                .matcher(o.clientOut());
         java.util.Set<String> keys = new java.util.HashSet<>();
         while (m.find()) keys.add(m.group(1));
         assertEquals(2, keys.size(), "each QP advertises its own region's key:\n" + o.clientOut());
@@ -330,17 +422,56 @@ class SoftPerftestFlagsTest {
         java.nio.file.Files.write(cf, pattern);
         java.nio.file.Files.write(sf, new byte[4096 + 8192]);
         int port = Loopback.freePort();
-        PerfOptions s = PerfOptions.parse("write_bw", "-d", SoftRdmaBenchTest.SERVER_DEV, "-p", "" + port, "-n", "50", "-s", "4096",
-                "--mmap", sf.toString(), "--mmap-offset", "4096", "--accept-timeout", "20");
-        PerfOptions c = PerfOptions.parse("write_bw", "-d", SoftRdmaBenchTest.CLIENT_DEV, "-p", "" + port, "-n", "50", "-s", "4096",
-                "--mmap", cf.toString(), "--mmap-offset=4096", "127.0.0.1");
+        PerfOptions s = PerfOptions.parse(
+                "write_bw",
+                "-d",
+                SoftRdmaBenchTest.SERVER_DEV,
+                "-p",
+                "" + port,
+                "-n",
+                "50",
+                "-s",
+                "4096",
+                "--mmap",
+                sf.toString(),
+                "--mmap-offset",
+                "4096",
+                "--accept-timeout",
+                "20");
+        PerfOptions c = PerfOptions.parse(
+                "write_bw",
+                "-d",
+                SoftRdmaBenchTest.CLIENT_DEV,
+                "-p",
+                "" + port,
+                "-n",
+                "50",
+                "-s",
+                "4096",
+                "--mmap",
+                cf.toString(),
+                "--mmap-offset=4096",
+                "127.0.0.1");
         var o = Loopback.run(out -> RdmaBench.run(s, out), out -> RdmaBench.run(c, out), 60);
         assertEquals(50, o.client().bandwidth().getFirst().iters(), o.clientOut());
         byte[] server = java.nio.file.Files.readAllBytes(sf);
         for (int i = 0; i < 4096; i++) assertEquals(0, server[i], "before the offset: untouched");
         for (int i = 8192; i < 12288; i++) assertEquals((byte) 0x5a, server[i], "the written area, at " + i);
-        var e = assertThrows(BenchException.class, () -> RdmaBench.run(PerfOptions.parse("write_bw", "-d", SoftRdmaBenchTest.CLIENT_DEV, "-s", "4096",
-                "--mmap", sf.toString(), "--mmap-offset", "8192", "127.0.0.1"), new java.io.PrintStream(new java.io.ByteArrayOutputStream())));
+        var e = assertThrows(
+                BenchException.class,
+                () -> RdmaBench.run(
+                        PerfOptions.parse(
+                                "write_bw",
+                                "-d",
+                                SoftRdmaBenchTest.CLIENT_DEV,
+                                "-s",
+                                "4096",
+                                "--mmap",
+                                sf.toString(),
+                                "--mmap-offset",
+                                "8192",
+                                "127.0.0.1"),
+                        new java.io.PrintStream(new java.io.ByteArrayOutputStream())));
         assertTrue(e.getMessage().startsWith("--mmap "), e.getMessage());
     }
 
@@ -349,7 +480,8 @@ class SoftPerftestFlagsTest {
     void marginsOfATimedRun() throws Exception {
         // -D 3 -f 1: the latency run measures the middle second: its iterations times its average is about 1 s
         var o = pair("read_lat", "-D", "3", "-f", "1");
-        var m = java.util.regex.Pattern.compile("\\n 2 +(\\d+) +([0-9.]+) +([0-9.]+)").matcher(o.clientOut());
+        var m = java.util.regex.Pattern.compile("\\n 2 +(\\d+) +([0-9.]+) +([0-9.]+)")
+                .matcher(o.clientOut());
         assertTrue(m.find(), o.clientOut());
         double measuredUs = Long.parseLong(m.group(1)) * Double.parseDouble(m.group(2));
         assertEquals(1e6, measuredUs, 0.1e6, "the window between the margins:\n" + o.clientOut());
@@ -357,9 +489,17 @@ class SoftPerftestFlagsTest {
         var bw = pair("write_bw", "-D", "3", "-f", "1", "-s", "4096");
         BwResult r = bw.client().bandwidth().getFirst();
         assertTrue(r.iters() > 0, bw.clientOut());
-        assertEquals(r.iters() / 1.0 / 1e6, r.msgRateMpps(), r.msgRateMpps() * 0.02, "iterations over the 1 s window:\n" + bw.clientOut());
-        assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse("write_bw", "-D", "2", "-f", "1"), "DURATION > 2*MARGIN");
-        assertEquals(1, PerfOptions.parse("write_bw", "-D", "4").effectiveMargin(), "perftest's default: a quarter of -D");
+        assertEquals(
+                r.iters() / 1.0 / 1e6,
+                r.msgRateMpps(),
+                r.msgRateMpps() * 0.02,
+                "iterations over the 1 s window:\n" + bw.clientOut());
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> PerfOptions.parse("write_bw", "-D", "2", "-f", "1"),
+                "DURATION > 2*MARGIN");
+        assertEquals(
+                1, PerfOptions.parse("write_bw", "-D", "4").effectiveMargin(), "perftest's default: a quarter of -D");
     }
 
     @Test
@@ -368,12 +508,19 @@ class SoftPerftestFlagsTest {
         java.nio.file.Path json = dir.resolve("out.json");
         var o = pair("write_bw", "-n", "200", "-s", "4096", "--out_json", "--out_json_file=" + json);
         BwResult r = o.client().bandwidth().getFirst();
-        String text = java.nio.file.Files.readString(json); // the server wrote it too (the client's report), the client last
+        String text =
+                java.nio.file.Files.readString(json); // the server wrote it too (the client's report), the client last
         assertTrue(text.startsWith("{\ntest_info: {\ntest: RDMA_Write_BW_Test,\n"), text);
         assertTrue(text.contains("Number_of_qps: 1,\nTransport_type: IB,\nConnection_type: RC,\n"), text);
         assertTrue(text.contains("CQ_Moderation: 100,\nMtu: 4096,\nLink_type: Ethernet,\n"), text);
-        assertTrue(text.contains(String.format(Locale.ROOT, "results: {\nMsgSize: 4096,\nn_iterations: 200,\nBW_peak: %.2f,\nBW_average: %.2f,\nMsgRate: %.6f,\n},\n}\n",
-                r.bwPeakMBs(), r.bwAvgMBs(), r.msgRateMpps())), text);
+        assertTrue(
+                text.contains(String.format(
+                        Locale.ROOT,
+                        "results: {\nMsgSize: 4096,\nn_iterations: 200,\nBW_peak: %.2f,\nBW_average: %.2f,\nMsgRate: %.6f,\n},\n}\n",
+                        r.bwPeakMBs(),
+                        r.bwAvgMBs(),
+                        r.msgRateMpps())),
+                text);
         java.nio.file.Path lat = dir.resolve("lat.json");
         var l = pair("send_lat", "-n", "100", "--out_json", "--out_json_file", lat.toString());
         String lt = java.nio.file.Files.readString(lat);
@@ -385,8 +532,11 @@ class SoftPerftestFlagsTest {
     void completionVector() throws Exception {
         var o = pair("send_lat", "-e", "-X", "0", "-n", "100");
         assertEquals(100, o.client().latency().getFirst().iters(), o.clientOut());
-        var e = assertThrows(BenchException.class, () -> RdmaBench.run(PerfOptions.parse("send_lat", "-d", SoftRdmaBenchTest.CLIENT_DEV,
-                "-X", "5", "127.0.0.1"), new java.io.PrintStream(new java.io.ByteArrayOutputStream())));
+        var e = assertThrows(
+                BenchException.class,
+                () -> RdmaBench.run(
+                        PerfOptions.parse("send_lat", "-d", SoftRdmaBenchTest.CLIENT_DEV, "-X", "5", "127.0.0.1"),
+                        new java.io.PrintStream(new java.io.ByteArrayOutputStream())));
         assertTrue(e.getMessage().startsWith("-X 5: ") && e.getMessage().contains("completion vector"), e.getMessage());
     }
 

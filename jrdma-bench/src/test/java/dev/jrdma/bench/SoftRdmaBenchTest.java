@@ -1,11 +1,11 @@
 package dev.jrdma.bench;
 
+import static org.junit.jupiter.api.Assertions.*;
+
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
-
-import static org.junit.jupiter.api.Assertions.*;
 
 /** jrdma against jrdma on the software device, server and client in this JVM, 127.0.0.31 and 127.0.0.32. */
 class SoftRdmaBenchTest {
@@ -14,8 +14,12 @@ class SoftRdmaBenchTest {
     static Loopback.Outcome<RunResult> pair(String test, String... flags) throws Exception {
         int port = Loopback.freePort();
         String[] common = flags;
-        PerfOptions s = PerfOptions.parse(concat(new String[] {test, "-d", SERVER_DEV, "-p", "" + port, "--timeout", "10", "--accept-timeout", "20"}, common));
-        PerfOptions c = PerfOptions.parse(concat(new String[] {test, "-d", CLIENT_DEV, "-p", "" + port, "--timeout", "10"}, concat(common, new String[] {"127.0.0.1"})));
+        PerfOptions s = PerfOptions.parse(concat(
+                new String[] {test, "-d", SERVER_DEV, "-p", "" + port, "--timeout", "10", "--accept-timeout", "20"},
+                common));
+        PerfOptions c = PerfOptions.parse(concat(
+                new String[] {test, "-d", CLIENT_DEV, "-p", "" + port, "--timeout", "10"},
+                concat(common, new String[] {"127.0.0.1"})));
         return Loopback.run(out -> RdmaBench.run(s, out), out -> RdmaBench.run(c, out), 60);
     }
 
@@ -35,7 +39,8 @@ class SoftRdmaBenchTest {
         assertTrue(r.tMin() > 0 && r.tMin() <= r.tTypical() && r.tTypical() <= r.tMax(), r.toString());
         assertTrue(o.clientOut().contains(Report.LAT_HEADER), o.clientOut());
         assertTrue(o.clientOut().contains(" " + (test.equals("atomic_lat") ? 8 : 2) + "       200 "), o.clientOut());
-        if (test.equals("write_lat") || test.equals("send_lat")) assertEquals(1, o.server().latency().size(), o.serverOut());
+        if (test.equals("write_lat") || test.equals("send_lat"))
+            assertEquals(1, o.server().latency().size(), o.serverOut());
         // the loop ran on the client's QPs connected to themselves before the exchange, then the real run started fresh
         assertTrue(o.clientOut().contains(" Warm-up         : 200 iterations"), o.clientOut());
     }
@@ -55,11 +60,15 @@ class SoftRdmaBenchTest {
             assertEquals(300, o.server().bandwidth().getFirst().iters(), o.serverOut());
         } else {
             // a passive server: the client warms up against it for 2 s in rounds of min(-n, 20000), then the timed run
-            var m = java.util.regex.Pattern.compile(" Warm-up         : ([0-9]+) iterations with the peer").matcher(o.clientOut());
+            var m = java.util.regex.Pattern.compile(" Warm-up         : ([0-9]+) iterations with the peer")
+                    .matcher(o.clientOut());
             assertTrue(m.find(), o.clientOut());
             long warm = Long.parseLong(m.group(1));
             assertTrue(warm >= 300 && warm % 300 == 0, o.clientOut());
-            assertEquals(300, o.server().remote().iters(), "the passive server prints the client's report:\n" + o.serverOut());
+            assertEquals(
+                    300,
+                    o.server().remote().iters(),
+                    "the passive server prints the client's report:\n" + o.serverOut());
         }
     }
 
@@ -100,9 +109,11 @@ class SoftRdmaBenchTest {
     void completionEvents(String test) throws Exception {
         var o = pair(test, "-e", "-n", "200", "-s", "1024");
         assertTrue(o.clientOut().contains("Test with events"), o.clientOut());
-        if (test.endsWith("_lat")) assertEquals(200, o.client().latency().getFirst().iters(), o.clientOut());
+        if (test.endsWith("_lat"))
+            assertEquals(200, o.client().latency().getFirst().iters(), o.clientOut());
         else assertEquals(200, o.client().bandwidth().getFirst().iters(), o.clientOut());
-        if (test.equals("send_bw")) assertEquals(200, o.server().bandwidth().getFirst().iters(), o.serverOut());
+        if (test.equals("send_bw"))
+            assertEquals(200, o.server().bandwidth().getFirst().iters(), o.serverOut());
     }
 
     @Test
@@ -119,17 +130,21 @@ class SoftRdmaBenchTest {
     void inlineSends(String test) throws Exception {
         var o = pair(test, "-I", "128", "-n", "200", "-s", "64");
         assertTrue(o.clientOut().contains("Max inline data : 128[B]"), o.clientOut());
-        if (test.endsWith("_lat")) assertEquals(200, o.client().latency().getFirst().iters(), o.clientOut());
+        if (test.endsWith("_lat"))
+            assertEquals(200, o.client().latency().getFirst().iters(), o.clientOut());
         else assertEquals(200, o.client().bandwidth().getFirst().iters(), o.clientOut());
-        if (test.equals("send_bw")) assertEquals(200, o.server().bandwidth().getFirst().iters(), o.serverOut());
+        if (test.equals("send_bw"))
+            assertEquals(200, o.server().bandwidth().getFirst().iters(), o.serverOut());
     }
 
     @Test
     @Timeout(60)
     void inlineAbovePerftestsMaximumIsABadFlag() {
         var err = new java.io.ByteArrayOutputStream();
-        int rc = Perf.run(new String[] {"send_lat", "-I", "2000", "-d", CLIENT_DEV, "127.0.0.1"},
-                new java.io.PrintStream(new java.io.ByteArrayOutputStream()), new java.io.PrintStream(err));
+        int rc = Perf.run(
+                new String[] {"send_lat", "-I", "2000", "-d", CLIENT_DEV, "127.0.0.1"},
+                new java.io.PrintStream(new java.io.ByteArrayOutputStream()),
+                new java.io.PrintStream(err));
         assertEquals(2, rc);
         assertTrue(err.toString().contains("-I 2000 is outside 0..912"), err.toString());
     }
@@ -139,14 +154,21 @@ class SoftRdmaBenchTest {
     void rdmaCmOnTheSoftwareDeviceIsRefusedWithAReason() {
         // the software device has no rdma_cm (librdmacm drives kernel devices): -R says so instead of running
         // something else; both sides fail at once, before any connection is attempted
-        for (String[] args : new String[][] {{"send_lat", "-R", "-d", CLIENT_DEV, "127.0.0.1"}, {"write_bw", "-R", "-d", SERVER_DEV},
-                {"send_lat", "-z", "-d", CLIENT_DEV, "127.0.0.1"}}) {
+        for (String[] args : new String[][] {
+            {"send_lat", "-R", "-d", CLIENT_DEV, "127.0.0.1"},
+            {"write_bw", "-R", "-d", SERVER_DEV},
+            {"send_lat", "-z", "-d", CLIENT_DEV, "127.0.0.1"}
+        }) {
             var err = new java.io.ByteArrayOutputStream();
             long t0 = System.nanoTime();
-            int rc = Perf.run(args, new java.io.PrintStream(new java.io.ByteArrayOutputStream()), new java.io.PrintStream(err));
+            int rc = Perf.run(
+                    args, new java.io.PrintStream(new java.io.ByteArrayOutputStream()), new java.io.PrintStream(err));
             assertEquals(1, rc, err.toString());
             String flag = args[1]; // -z (the exchange over rdma_cm, regular QPs) is refused the same way, naming itself
-            assertTrue(err.toString().contains(flag + " connects through rdma_cm") && err.toString().contains("drop " + flag), err.toString());
+            assertTrue(
+                    err.toString().contains(flag + " connects through rdma_cm")
+                            && err.toString().contains("drop " + flag),
+                    err.toString());
             assertTrue((System.nanoTime() - t0) / 1e9 < 5);
         }
     }
@@ -170,13 +192,22 @@ class SoftRdmaBenchTest {
     void overIpv6(String test) throws Exception {
         String dev = "soft@[::1]"; // on the build's free port (jrdma.soft.port=0)
         int port = Loopback.freePort();
-        PerfOptions s = PerfOptions.parse(test, "-d", dev, "-p", "" + port, "-n", "200", "--timeout", "10", "--accept-timeout", "20");
+        PerfOptions s = PerfOptions.parse(
+                test, "-d", dev, "-p", "" + port, "-n", "200", "--timeout", "10", "--accept-timeout", "20");
         PerfOptions c = PerfOptions.parse(test, "-d", dev, "-p", "" + port, "-n", "200", "--timeout", "10", "::1");
         var o = Loopback.run(out -> RdmaBench.run(s, out), out -> RdmaBench.run(c, out), 60);
-        assertEquals(200, test.endsWith("_bw") ? o.client().bandwidth().getFirst().iters() : o.client().latency().getFirst().iters(), o.clientOut());
-        String gid = " GID: 00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:01"; // perftest prints the GID's bytes in decimal
+        assertEquals(
+                200,
+                test.endsWith("_bw")
+                        ? o.client().bandwidth().getFirst().iters()
+                        : o.client().latency().getFirst().iters(),
+                o.clientOut());
+        String gid =
+                " GID: 00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:01"; // perftest prints the GID's bytes in decimal
         assertTrue(o.clientOut().contains(gid), "the GIDs exchanged are ::1:\n" + o.clientOut());
-        assertTrue(o.clientOut().contains(" GID index       : 1"), "the device's own GID, after ::ffff:127.0.0.1:\n" + o.clientOut());
+        assertTrue(
+                o.clientOut().contains(" GID index       : 1"),
+                "the device's own GID, after ::ffff:127.0.0.1:\n" + o.clientOut());
     }
 
     @Test
@@ -195,14 +226,18 @@ class SoftRdmaBenchTest {
         int closed = Loopback.freePort();
         var err = new java.io.ByteArrayOutputStream();
         long t0 = System.nanoTime();
-        int rc = Perf.run(new String[] {"write_lat", "-d", CLIENT_DEV, "-p", "" + closed, "--timeout", "2", "127.0.0.1"},
-                new java.io.PrintStream(new java.io.ByteArrayOutputStream()), new java.io.PrintStream(err));
+        int rc = Perf.run(
+                new String[] {"write_lat", "-d", CLIENT_DEV, "-p", "" + closed, "--timeout", "2", "127.0.0.1"},
+                new java.io.PrintStream(new java.io.ByteArrayOutputStream()),
+                new java.io.PrintStream(err));
         double secs = (System.nanoTime() - t0) / 1e9;
         assertEquals(1, rc);
         assertTrue(err.toString().contains("cannot reach 127.0.0.1:" + closed + " within 2 s"), err.toString());
         assertTrue(secs < 8, "took " + secs + " s");
-        int rc2 = Perf.run(new String[] {"tcp_lat", "-p", "" + closed, "--timeout", "2", "no-such-host.invalid"},
-                new java.io.PrintStream(new java.io.ByteArrayOutputStream()), new java.io.PrintStream(err));
+        int rc2 = Perf.run(
+                new String[] {"tcp_lat", "-p", "" + closed, "--timeout", "2", "no-such-host.invalid"},
+                new java.io.PrintStream(new java.io.ByteArrayOutputStream()),
+                new java.io.PrintStream(err));
         assertEquals(1, rc2);
         assertTrue(err.toString().contains("unknown host"), err.toString());
     }
@@ -220,8 +255,12 @@ class SoftRdmaBenchTest {
             });
             var err = new java.io.ByteArrayOutputStream();
             long t0 = System.nanoTime();
-            int rc = Perf.run(new String[] {"send_lat", "-d", CLIENT_DEV, "-p", "" + ss.getLocalPort(), "--timeout", "2", "127.0.0.1"},
-                    new java.io.PrintStream(new java.io.ByteArrayOutputStream()), new java.io.PrintStream(err));
+            int rc = Perf.run(
+                    new String[] {
+                        "send_lat", "-d", CLIENT_DEV, "-p", "" + ss.getLocalPort(), "--timeout", "2", "127.0.0.1"
+                    },
+                    new java.io.PrintStream(new java.io.ByteArrayOutputStream()),
+                    new java.io.PrintStream(err));
             assertEquals(1, rc);
             assertTrue(err.toString().contains("sent nothing for 2 s"), err.toString());
             assertTrue((System.nanoTime() - t0) / 1e9 < 10);

@@ -1,9 +1,9 @@
 package dev.jrdma.bench;
 
+import static org.junit.jupiter.api.Assertions.*;
+
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-
-import static org.junit.jupiter.api.Assertions.*;
 
 class TcpBenchTest {
     static Loopback.Outcome<RunResult> pair(String... flags) throws Exception {
@@ -57,7 +57,9 @@ class TcpBenchTest {
                 return e.getMessage();
             }
         });
-        assertThrows(BenchException.class, () -> TcpBench.run(co, new java.io.PrintStream(new java.io.ByteArrayOutputStream())));
+        assertThrows(
+                BenchException.class,
+                () -> TcpBench.run(co, new java.io.PrintStream(new java.io.ByteArrayOutputStream())));
         assertTrue(s.get(20, java.util.concurrent.TimeUnit.SECONDS).contains("same flags"));
     }
 
@@ -71,7 +73,8 @@ class TcpBenchTest {
         assertEquals(2000, o.server().bandwidth().getFirst().iters());
         assertTrue(o.clientOut().contains(Report.BW_HEADER));
         // the 2 s warm-up ran on the connection first; the server counted it, reported only the timed run
-        assertTrue(o.clientOut().matches("(?s).* Warm-up         : [1-9][0-9]* messages, 2000.0 ms\n.*"), o.clientOut());
+        assertTrue(
+                o.clientOut().matches("(?s).* Warm-up         : [1-9][0-9]* messages, 2000.0 ms\n.*"), o.clientOut());
         assertEquals(1, o.server().bandwidth().size(), o.serverOut());
     }
 
@@ -91,16 +94,20 @@ class TcpBenchTest {
         PerfOptions so = PerfOptions.parse("tcp_bw", "-p", "" + port, "--accept-timeout", "10");
         PerfOptions co = PerfOptions.parse("tcp_lat", "-p", "" + port, "--timeout", "3", "127.0.0.1");
         var ex = java.util.concurrent.Executors.newSingleThreadExecutor();
-        var s = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
-            try {
-                TcpBench.run(so, new java.io.PrintStream(new java.io.ByteArrayOutputStream()));
-                return "ok";
-            } catch (BenchException e) {
-                return e.getMessage();
-            }
-        }, ex);
+        var s = java.util.concurrent.CompletableFuture.supplyAsync(
+                () -> {
+                    try {
+                        TcpBench.run(so, new java.io.PrintStream(new java.io.ByteArrayOutputStream()));
+                        return "ok";
+                    } catch (BenchException e) {
+                        return e.getMessage();
+                    }
+                },
+                ex);
         ex.shutdown();
-        assertThrows(BenchException.class, () -> TcpBench.run(co, new java.io.PrintStream(new java.io.ByteArrayOutputStream())));
+        assertThrows(
+                BenchException.class,
+                () -> TcpBench.run(co, new java.io.PrintStream(new java.io.ByteArrayOutputStream())));
         assertTrue(s.get(20, java.util.concurrent.TimeUnit.SECONDS).contains("same test"));
     }
 }

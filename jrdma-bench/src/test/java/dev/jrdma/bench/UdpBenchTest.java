@@ -1,7 +1,6 @@
 package dev.jrdma.bench;
 
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
+import static org.junit.jupiter.api.Assertions.*;
 
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
@@ -16,8 +15,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-
-import static org.junit.jupiter.api.Assertions.*;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /** The UDP floor between two threads on loopback: real sockets, real datagrams, the payload checked on both sides. */
 class UdpBenchTest {
@@ -52,7 +51,7 @@ class UdpBenchTest {
         List<Long> sizes = new ArrayList<>();
         for (LatencyResult r : o.client().latency()) sizes.add(r.size());
         List<Long> want = new ArrayList<>();
-        for (int i = 1; i <= 15; i++) want.add(1L << i);   // 2 .. 32768: 65536 does not fit in a datagram
+        for (int i = 1; i <= 15; i++) want.add(1L << i); // 2 .. 32768: 65536 does not fit in a datagram
         assertEquals(want, sizes);
     }
 
@@ -60,7 +59,8 @@ class UdpBenchTest {
     @Timeout(60)
     void streamCountsWhatArrivedAt4KiBByDefault() throws Exception {
         var o = pair("udp_bw", "-n", "3000");
-        BwResult c = o.client().bandwidth().getFirst(), s = o.server().bandwidth().getFirst();
+        BwResult c = o.client().bandwidth().getFirst(),
+                s = o.server().bandwidth().getFirst();
         assertEquals(4096, c.size());
         assertEquals(s.iters(), c.iters(), "the client reports the datagrams the server received");
         assertTrue(c.iters() > 0 && c.iters() <= 3000, c.toString());
@@ -69,7 +69,9 @@ class UdpBenchTest {
         assertTrue(o.clientOut().contains(Report.BW_HEADER), o.clientOut());
         assertTrue(o.clientOut().contains(Report.bwLine(c, false)), o.clientOut());
         // the 2 s warm-up ran first; only the timed run is reported, on both sides
-        assertTrue(o.clientOut().matches("(?s).* Warm-up         : [0-9]+ datagrams arrived, 2000.0 ms\n.*"), o.clientOut());
+        assertTrue(
+                o.clientOut().matches("(?s).* Warm-up         : [0-9]+ datagrams arrived, 2000.0 ms\n.*"),
+                o.clientOut());
         assertEquals(1, o.server().bandwidth().size(), o.serverOut());
         assertEquals(1, o.client().bandwidth().size(), o.clientOut());
     }
@@ -90,7 +92,8 @@ class UdpBenchTest {
         try (ServerSocket ss = new ServerSocket(0, 1, java.net.InetAddress.getByName("127.0.0.1"))) {
             // a server that speaks the protocol but flips the last byte of every echo
             CompletableFuture<Void> liar = CompletableFuture.runAsync(() -> {
-                try (Socket ctl = ss.accept(); DatagramChannel udp = DatagramChannel.open()) {
+                try (Socket ctl = ss.accept();
+                        DatagramChannel udp = DatagramChannel.open()) {
                     DataInputStream in = new DataInputStream(ctl.getInputStream());
                     DataOutputStream out = new DataOutputStream(ctl.getOutputStream());
                     in.readFully(new byte[8]);
@@ -117,8 +120,10 @@ class UdpBenchTest {
                     throw new RuntimeException(e);
                 }
             });
-            PerfOptions co = PerfOptions.parse("udp_lat", "-s", "64", "-n", "100", "-p", "" + ss.getLocalPort(), "--timeout", "5", "127.0.0.1");
-            BenchException e = assertThrows(BenchException.class, () -> UdpBench.run(co, new PrintStream(new ByteArrayOutputStream())));
+            PerfOptions co = PerfOptions.parse(
+                    "udp_lat", "-s", "64", "-n", "100", "-p", "" + ss.getLocalPort(), "--timeout", "5", "127.0.0.1");
+            BenchException e = assertThrows(
+                    BenchException.class, () -> UdpBench.run(co, new PrintStream(new ByteArrayOutputStream())));
             assertTrue(e.getMessage().contains("differs from what was sent at byte 63"), e.getMessage());
             liar.get(10, TimeUnit.SECONDS);
         }

@@ -3,9 +3,6 @@ package dev.jrdma.cli;
 import dev.jrdma.examples.FirstRdmaApp;
 import dev.jrdma.verbs.Device;
 import dev.jrdma.verbs.Verbs;
-import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
-
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -15,24 +12,36 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /**
  * {@code jrdma demo}: the first RDMA application, both sides as two processes on the default device.
  * On the software device each process gets its own loopback address (127.0.0.1 and 127.0.0.2), as two hosts would.
  */
-@Command(name = "demo", description = "Run the first RDMA application: a server and a client process, every step printed with its result and timing.")
+@Command(
+        name = "demo",
+        description =
+                "Run the first RDMA application: a server and a client process, every step printed with its result and timing.")
 public final class DemoCommand implements Callable<Integer> {
     /** The {@code jrdma demo} subcommand; picocli creates it and sets its options from the command line. */
-    public DemoCommand() {
-    }
+    public DemoCommand() {}
 
-    @Option(names = {"-d", "--ib-dev"}, paramLabel = "DEV", description = "Device for both sides (default: the default device).")
+    @Option(
+            names = {"-d", "--ib-dev"},
+            paramLabel = "DEV",
+            description = "Device for both sides (default: the default device).")
     String deviceName;
 
-    @Option(names = {"-p", "--port"}, description = "TCP port of the out-of-band exchange (default: a free one).")
+    @Option(
+            names = {"-p", "--port"},
+            description = "TCP port of the out-of-band exchange (default: a free one).")
     int port;
 
-    @Option(names = "--timeout", description = "Seconds before the demo gives up (default: ${DEFAULT-VALUE}).", defaultValue = "120")
+    @Option(
+            names = "--timeout",
+            description = "Seconds before the demo gives up (default: ${DEFAULT-VALUE}).",
+            defaultValue = "120")
     int timeoutSeconds;
 
     @Override
@@ -48,7 +57,9 @@ public final class DemoCommand implements Callable<Integer> {
                 port = s.getLocalPort();
             }
         }
-        System.out.printf("jrdma demo: server on %s, client on %s, out-of-band exchange over TCP 127.0.0.1:%d%n%n", serverDev, clientDev, port);
+        System.out.printf(
+                "jrdma demo: server on %s, client on %s, out-of-band exchange over TCP 127.0.0.1:%d%n%n",
+                serverDev, clientDev, port);
         Side server = start("server", "server", "--port", Integer.toString(port), "--device", serverDev);
         Side client = start("client", "client", "127.0.0.1", "--port", Integer.toString(port), "--device", clientDev);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutSeconds);
@@ -63,8 +74,10 @@ public final class DemoCommand implements Callable<Integer> {
         server.output.join(5000);
         client.output.join(5000);
         int s = server.process.exitValue(), c = client.process.exitValue();
-        System.out.println(s == 0 && c == 0 ? "\njrdma demo: both sides completed every step"
-                : "\njrdma demo: FAILED (server exit " + s + ", client exit " + c + ")");
+        System.out.println(
+                s == 0 && c == 0
+                        ? "\njrdma demo: both sides completed every step"
+                        : "\njrdma demo: FAILED (server exit " + s + ", client exit " + c + ")");
         System.out.print(timingNote(serverDev, clientDev));
         return s != 0 ? s : c;
     }
@@ -93,29 +106,41 @@ public final class DemoCommand implements Callable<Integer> {
         String java = ProcessHandle.current().info().command().orElse("java");
         Module module = main.getModule();
         if (module.isNamed()) {
-            return new ArrayList<>(List.of(java, "--enable-native-access=" + NATIVE_MODULES,
-                    "--module-path", System.getProperty("jdk.module.path"), "-m", module.getName() + "/" + main.getName()));
+            return new ArrayList<>(List.of(
+                    java,
+                    "--enable-native-access=" + NATIVE_MODULES,
+                    "--module-path",
+                    System.getProperty("jdk.module.path"),
+                    "-m",
+                    module.getName() + "/" + main.getName()));
         }
-        return new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED",
-                "-cp", System.getProperty("java.class.path"), main.getName()));
+        return new ArrayList<>(List.of(
+                java,
+                "--enable-native-access=ALL-UNNAMED",
+                "-cp",
+                System.getProperty("java.class.path"),
+                main.getName()));
     }
 
     private static Side start(String tag, String... args) throws IOException {
         List<String> cmd = javaCommand(FirstRdmaApp.class);
         cmd.addAll(List.of(args));
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
-        Thread pump = new Thread(() -> {
-            try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-                String line;
-                while ((line = r.readLine()) != null) {
-                    synchronized (System.out) {
-                        System.out.printf("%-8s %s%n", "[" + tag + "]", line);
+        Thread pump = new Thread(
+                () -> {
+                    try (BufferedReader r =
+                            new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+                        String line;
+                        while ((line = r.readLine()) != null) {
+                            synchronized (System.out) {
+                                System.out.printf("%-8s %s%n", "[" + tag + "]", line);
+                            }
+                        }
+                    } catch (IOException ignored) {
+                        // the process ended
                     }
-                }
-            } catch (IOException ignored) {
-                // the process ended
-            }
-        }, "demo-" + tag);
+                },
+                "demo-" + tag);
         pump.setDaemon(true);
         pump.start();
         return new Side(p, pump);

@@ -3,21 +3,21 @@ package dev.jrdma.cli;
 import dev.jrdma.verbs.Device;
 import dev.jrdma.verbs.Verbs;
 import dev.jrdma.verbs.spi.VerbsProvider;
-import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
-
 import java.io.PrintStream;
 import java.util.List;
 import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /** {@code jrdma devices}: what {@code ibv_devices} prints, for every provider. */
 @Command(name = "devices", description = "List RDMA devices of every provider (like ibv_devices).")
 public final class DevicesCommand implements Callable<Integer> {
     /** The {@code jrdma devices} subcommand; picocli creates it and sets its options from the command line. */
-    public DevicesCommand() {
-    }
+    public DevicesCommand() {}
 
-    @Option(names = "--provider", description = "Also show which provider serves each device and why a provider lists none.")
+    @Option(
+            names = "--provider",
+            description = "Also show which provider serves each device and why a provider lists none.")
     boolean showProvider;
 
     @Override
@@ -35,7 +35,9 @@ public final class DevicesCommand implements Callable<Integer> {
                 out.printf("    %-16s\t%s%s%n", d.name(), d.nodeGuidString(), showProvider ? "\t" + p.name() : "");
             }
             if (showProvider && devices.isEmpty()) {
-                out.printf("    (%s provider: %s)%n", p.name(), p.unavailableReason().orElse("no devices"));
+                out.printf(
+                        "    (%s provider: %s)%n",
+                        p.name(), p.unavailableReason().orElse("no devices"));
             }
         }
     }

@@ -6,30 +6,38 @@ import dev.jrdma.verbs.DeviceAttr;
 import dev.jrdma.verbs.GidEntry;
 import dev.jrdma.verbs.PortAttr;
 import dev.jrdma.verbs.Verbs;
-import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
-
 import java.io.PrintStream;
 import java.util.List;
 import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /** {@code jrdma devinfo}: what {@code ibv_devinfo} prints, for every provider's devices. */
 @Command(name = "devinfo", description = "Show device and port attributes (like ibv_devinfo).")
 public final class DevinfoCommand implements Callable<Integer> {
     /** The {@code jrdma devinfo} subcommand; picocli creates it and sets its options from the command line. */
-    public DevinfoCommand() {
-    }
+    public DevinfoCommand() {}
 
-    @Option(names = {"-d", "--ib-dev"}, paramLabel = "DEV", description = "Only this device (default: all).")
+    @Option(
+            names = {"-d", "--ib-dev"},
+            paramLabel = "DEV",
+            description = "Only this device (default: all).")
     String deviceName;
 
-    @Option(names = {"-i", "--ib-port"}, paramLabel = "PORT", description = "Only this port (default: all).")
+    @Option(
+            names = {"-i", "--ib-port"},
+            paramLabel = "PORT",
+            description = "Only this port (default: all).")
     int port;
 
-    @Option(names = {"-v", "--verbose"}, description = "Print all the attributes and the GID table.")
+    @Option(
+            names = {"-v", "--verbose"},
+            description = "Print all the attributes and the GID table.")
     boolean verbose;
 
-    @Option(names = {"-l", "--list"}, description = "Only list the device names.")
+    @Option(
+            names = {"-l", "--list"},
+            description = "Only list the device names.")
     boolean list;
 
     @Override
@@ -59,7 +67,10 @@ public final class DevinfoCommand implements Callable<Integer> {
             DeviceAttr a = ctx.queryDevice();
             out.printf("hca_id:\t%s%n", d.name());
             out.printf("\ttransport:\t\t\t%s (%d)%n", transportName(d), d.transportType().code);
-            if (!ctx.linkDescription().isEmpty()) out.printf("\tlink:\t\t\t\t%s%n", ctx.linkDescription()); // the software device's socket and same-host ring
+            if (!ctx.linkDescription().isEmpty())
+                out.printf(
+                        "\tlink:\t\t\t\t%s%n",
+                        ctx.linkDescription()); // the software device's socket and same-host ring
             if (!a.fwVer().isEmpty()) out.printf("\tfw_ver:\t\t\t\t%s%n", a.fwVer());
             out.printf("\tnode_guid:\t\t\t%s%n", guid(a.nodeGuid()));
             out.printf("\tsys_image_guid:\t\t\t%s%n", guid(a.sysImageGuid()));
@@ -87,7 +98,9 @@ public final class DevinfoCommand implements Callable<Integer> {
                 out.printf("\tmax_res_rd_atom:\t\t%d%n", a.maxResRdAtom());
                 out.printf("\tmax_qp_init_rd_atom:\t\t%d%n", a.maxQpInitRdAtom());
                 out.printf("\tmax_ee_init_rd_atom:\t\t%d%n", a.maxEeInitRdAtom());
-                out.printf("\tatomic_cap:\t\t\t%s (%d)%n", a.atomicCap().ibvName(), a.atomicCap().ordinal());
+                out.printf(
+                        "\tatomic_cap:\t\t\t%s (%d)%n",
+                        a.atomicCap().ibvName(), a.atomicCap().ordinal());
                 out.printf("\tmax_ee:\t\t\t\t%d%n", a.maxEe());
                 out.printf("\tmax_rdd:\t\t\t%d%n", a.maxRdd());
                 out.printf("\tmax_mw:\t\t\t\t%d%n", a.maxMw());
@@ -136,7 +149,9 @@ public final class DevinfoCommand implements Callable<Integer> {
                     out.printf("\t\t\tactive_speed:\t\t%s%n", speed(pa.activeSpeed()));
                     out.printf("\t\t\tphys_state:\t\t%s (%d)%n", pa.physStateName(), pa.physState());
                     for (GidEntry g : ctx.gidTable(p)) {
-                        out.printf("\t\t\tGID[%3d]:\t\t%s%s%n", g.index(), ipv6Text(g.gid().toByteArray()), g.type() == null ? "" : ", " + g.type());
+                        out.printf(
+                                "\t\t\tGID[%3d]:\t\t%s%s%n",
+                                g.index(), ipv6Text(g.gid().toByteArray()), g.type() == null ? "" : ", " + g.type());
                     }
                 }
                 out.println();
@@ -172,8 +187,19 @@ public final class DevinfoCommand implements Callable<Integer> {
      * @param maxWqTypeRq      {@code max_wq_type_rq}
      * @param maxDmSize        {@code max_dm_size}
      */
-    record Extended(long odpGeneral, int odpRc, int odpUc, int odpUd, int odpXrc, long timestampMask, long coreClockKhz,
-                    int rawPacketCaps, long capFlagsEx, int maxTso, int maxWqTypeRq, long maxDmSize) {
+    record Extended(
+            long odpGeneral,
+            int odpRc,
+            int odpUc,
+            int odpUd,
+            int odpXrc,
+            long timestampMask,
+            long coreClockKhz,
+            int rawPacketCaps,
+            long capFlagsEx,
+            int maxTso,
+            int maxWqTypeRq,
+            long maxDmSize) {
         /** {@return the extended attributes of a device whose provider reports none: each feature absent} */
         static Extended of(DeviceAttr a) {
             return new Extended(0, 0, 0, 0, 0, 0, 0, 0, a.deviceCapFlags() & 0xffffffffL, 0, 0, 0);
@@ -205,7 +231,8 @@ public final class DevinfoCommand implements Callable<Integer> {
         long ex = x.capFlagsEx() & 0xffffffff00000000L;
         if ((ex & (1L << 34)) != 0) out.printf("\t\t\t\t\tRAW_SCATTER_FCS%n");
         if ((ex & (1L << 36)) != 0) out.printf("\t\t\t\t\tPCI_WRITE_END_PADDING%n");
-        if ((ex & ~((1L << 34) | (1L << 36))) != 0) out.printf("\t\t\t\t\tUnknown flags: 0x%X%n", ex & ~((1L << 34) | (1L << 36)));
+        if ((ex & ~((1L << 34) | (1L << 36))) != 0)
+            out.printf("\t\t\t\t\tUnknown flags: 0x%X%n", ex & ~((1L << 34) | (1L << 36)));
         out.printf("\ttso_caps:%n");
         out.printf("\tmax_tso:\t\t\t%d%n", x.maxTso());
         out.printf("\trss_caps:%n");
@@ -228,8 +255,11 @@ public final class DevinfoCommand implements Callable<Integer> {
             out.printf("\t\t\t\t\tNO SUPPORT%n");
             return;
         }
-        String[] names = {"SUPPORT_SEND", "SUPPORT_RECV", "SUPPORT_WRITE", "SUPPORT_READ", "SUPPORT_ATOMIC", "SUPPORT_SRQ"};
-        for (int bit = 0; bit < names.length; bit++) if ((caps & (1 << bit)) != 0) out.printf("\t\t\t\t\t%s%n", names[bit]);
+        String[] names = {
+            "SUPPORT_SEND", "SUPPORT_RECV", "SUPPORT_WRITE", "SUPPORT_READ", "SUPPORT_ATOMIC", "SUPPORT_SRQ"
+        };
+        for (int bit = 0; bit < names.length; bit++)
+            if ((caps & (1 << bit)) != 0) out.printf("\t\t\t\t\t%s%n", names[bit]);
         if ((caps & ~0x3f) != 0) out.printf("\t\t\t\t\tUnknown flags: 0x%X%n", caps & ~0x3f);
     }
 
@@ -237,12 +267,32 @@ public final class DevinfoCommand implements Callable<Integer> {
     private static final String[] CAP_FLAG_NAMES = new String[32];
 
     static {
-        String[][] names = {{"0", "RESIZE_MAX_WR"}, {"1", "BAD_PKEY_CNTR"}, {"2", "BAD_QKEY_CNTR"}, {"3", "RAW_MULTI"},
-                {"4", "AUTO_PATH_MIG"}, {"5", "CHANGE_PHY_PORT"}, {"6", "UD_AV_PORT_ENFORCE"}, {"7", "CURR_QP_STATE_MOD"},
-                {"8", "SHUTDOWN_PORT"}, {"9", "INIT_TYPE"}, {"10", "PORT_ACTIVE_EVENT"}, {"11", "SYS_IMAGE_GUID"},
-                {"12", "RC_RNR_NAK_GEN"}, {"13", "SRQ_RESIZE"}, {"14", "N_NOTIFY_CQ"}, {"17", "MEM_WINDOW"},
-                {"18", "UD_IP_CSUM"}, {"20", "XRC"}, {"21", "MEM_MGT_EXTENSIONS"}, {"23", "MEM_WINDOW_TYPE_2A"},
-                {"24", "MEM_WINDOW_TYPE_2B"}, {"25", "RC_IP_CSUM"}, {"26", "RAW_IP_CSUM"}, {"29", "MANAGED_FLOW_STEERING"}};
+        String[][] names = {
+            {"0", "RESIZE_MAX_WR"},
+            {"1", "BAD_PKEY_CNTR"},
+            {"2", "BAD_QKEY_CNTR"},
+            {"3", "RAW_MULTI"},
+            {"4", "AUTO_PATH_MIG"},
+            {"5", "CHANGE_PHY_PORT"},
+            {"6", "UD_AV_PORT_ENFORCE"},
+            {"7", "CURR_QP_STATE_MOD"},
+            {"8", "SHUTDOWN_PORT"},
+            {"9", "INIT_TYPE"},
+            {"10", "PORT_ACTIVE_EVENT"},
+            {"11", "SYS_IMAGE_GUID"},
+            {"12", "RC_RNR_NAK_GEN"},
+            {"13", "SRQ_RESIZE"},
+            {"14", "N_NOTIFY_CQ"},
+            {"17", "MEM_WINDOW"},
+            {"18", "UD_IP_CSUM"},
+            {"20", "XRC"},
+            {"21", "MEM_MGT_EXTENSIONS"},
+            {"23", "MEM_WINDOW_TYPE_2A"},
+            {"24", "MEM_WINDOW_TYPE_2B"},
+            {"25", "RC_IP_CSUM"},
+            {"26", "RAW_IP_CSUM"},
+            {"29", "MANAGED_FLOW_STEERING"}
+        };
         for (String[] n : names) CAP_FLAG_NAMES[Integer.parseInt(n[0])] = n[1];
     }
 
@@ -277,10 +327,16 @@ public final class DevinfoCommand implements Callable<Integer> {
         for (int i = 0; i < 8; i++) w[i] = ((a[2 * i] & 0xFF) << 8) | (a[2 * i + 1] & 0xFF);
         int bestBase = -1, bestLen = 0;
         for (int i = 0; i < 8; ) {
-            if (w[i] != 0) { i++; continue; }
+            if (w[i] != 0) {
+                i++;
+                continue;
+            }
             int j = i;
             while (j < 8 && w[j] == 0) j++;
-            if (j - i > bestLen) { bestBase = i; bestLen = j - i; }
+            if (j - i > bestLen) {
+                bestBase = i;
+                bestLen = j - i;
+            }
             i = j;
         }
         if (bestLen < 2) bestBase = -1;
@@ -291,8 +347,16 @@ public final class DevinfoCommand implements Callable<Integer> {
                 continue;
             }
             if (i != 0) sb.append(':');
-            if (i == 6 && bestBase == 0 && (bestLen == 6 || (bestLen == 7 && w[7] != 1) || (bestLen == 5 && w[5] == 0xFFFF))) {
-                sb.append(a[12] & 0xFF).append('.').append(a[13] & 0xFF).append('.').append(a[14] & 0xFF).append('.').append(a[15] & 0xFF);
+            if (i == 6
+                    && bestBase == 0
+                    && (bestLen == 6 || (bestLen == 7 && w[7] != 1) || (bestLen == 5 && w[5] == 0xFFFF))) {
+                sb.append(a[12] & 0xFF)
+                        .append('.')
+                        .append(a[13] & 0xFF)
+                        .append('.')
+                        .append(a[14] & 0xFF)
+                        .append('.')
+                        .append(a[15] & 0xFF);
                 return sb.toString();
             }
             sb.append(Integer.toHexString(w[i]));

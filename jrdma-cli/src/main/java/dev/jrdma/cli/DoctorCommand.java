@@ -3,31 +3,38 @@ package dev.jrdma.cli;
 import dev.jrdma.bench.doctor.Check;
 import dev.jrdma.bench.doctor.Doctor;
 import dev.jrdma.bench.doctor.Verdict;
-import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
-
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
 
 /** {@code jrdma doctor}: is this machine ready for RDMA? Each check with a verdict and the fix. */
-@Command(name = "doctor", mixinStandardHelpOptions = true,
-        description = {"Check the RDMA environment: NICs (lspci), kernel modules (modinfo), /dev/infiniband, libibverbs and its providers,",
-                "ports and GIDs, the memlock limit, fork safety, port error counters and ECN on RoCE. Each check says OK, WARN, FAIL or INFO and what to do.",
-                "Exit status: 0, or 1 when a check FAILs."})
+@Command(
+        name = "doctor",
+        mixinStandardHelpOptions = true,
+        description = {
+            "Check the RDMA environment: NICs (lspci), kernel modules (modinfo), /dev/infiniband, libibverbs and its providers,",
+            "ports and GIDs, the memlock limit, fork safety, port error counters and ECN on RoCE. Each check says OK, WARN, FAIL or INFO and what to do.",
+            "Exit status: 0, or 1 when a check FAILs."
+        })
 public final class DoctorCommand implements Callable<Integer> {
     /** The {@code jrdma doctor} subcommand; picocli creates it and sets its options from the command line. */
-    public DoctorCommand() {
-    }
+    public DoctorCommand() {}
 
     @Option(names = "--json", description = "Machine-readable output.")
     boolean json;
 
-    @Option(names = {"-v", "--verbose"}, description = "Show the details of every check, not only of those that need attention.")
+    @Option(
+            names = {"-v", "--verbose"},
+            description = "Show the details of every check, not only of those that need attention.")
     boolean verbose;
 
-    @Option(names = "--root", paramLabel = "DIR", description = "Read /sys, /proc, /dev, /lib, /usr, /etc under DIR instead of / (a copied or fake tree).")
+    @Option(
+            names = "--root",
+            paramLabel = "DIR",
+            description = "Read /sys, /proc, /dev, /lib, /usr, /etc under DIR instead of / (a copied or fake tree).")
     Path root;
 
     @Override

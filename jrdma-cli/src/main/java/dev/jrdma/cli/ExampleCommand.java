@@ -5,26 +5,28 @@ import dev.jrdma.examples.ExampleOptions;
 import dev.jrdma.examples.GrpcExample;
 import dev.jrdma.examples.KvExample;
 import dev.jrdma.examples.LockExample;
-import picocli.CommandLine.Command;
-import picocli.CommandLine.Option;
-import picocli.CommandLine.Parameters;
-
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
 
 /**
  * {@code jrdma example echo|kv|lock}: the jrdma-connect examples, both sides here by default (on the software
  * device each side gets its own loopback address), or one side per host with {@code --server} / {@code --connect HOST}.
  */
-@Command(name = "example", mixinStandardHelpOptions = true, description = {
-        "Run an example built on jrdma-connect: echo (send/receive), kv (key-value lookup by one-sided RDMA READ),",
-        "lock (a distributed lock with compare-and-swap), grpc (gRPC-java over jrdma's Netty transport: unary and",
-        "server-streaming calls). Both sides run here unless --server or --connect is given."})
+@Command(
+        name = "example",
+        mixinStandardHelpOptions = true,
+        description = {
+            "Run an example built on jrdma-connect: echo (send/receive), kv (key-value lookup by one-sided RDMA READ),",
+            "lock (a distributed lock with compare-and-swap), grpc (gRPC-java over jrdma's Netty transport: unary and",
+            "server-streaming calls). Both sides run here unless --server or --connect is given."
+        })
 public final class ExampleCommand implements Callable<Integer> {
     /** The {@code jrdma example} subcommand; picocli creates it and sets its options from the command line. */
-    public ExampleCommand() {
-    }
+    public ExampleCommand() {}
 
     @Parameters(index = "0", paramLabel = "NAME", description = "echo, kv, lock or grpc")
     String name;
@@ -35,25 +37,44 @@ public final class ExampleCommand implements Callable<Integer> {
     @Option(names = "--connect", paramLabel = "HOST", description = "Run only the client side, connecting to HOST.")
     String connect;
 
-    @Option(names = {"-p", "--port"}, description = "TCP port (default: 18611 echo, 18612 kv, 18613 lock, 18614 grpc; a free one when both sides run here).")
+    @Option(
+            names = {"-p", "--port"},
+            description =
+                    "TCP port (default: 18611 echo, 18612 kv, 18613 lock, 18614 grpc; a free one when both sides run here).")
     Integer port;
 
-    @Option(names = "--bind", paramLabel = "ADDR", description = "Server: the address to listen on (and whose device to use).")
+    @Option(
+            names = "--bind",
+            paramLabel = "ADDR",
+            description = "Server: the address to listen on (and whose device to use).")
     String bind;
 
-    @Option(names = "--local", paramLabel = "ADDR", description = "Client: the local address to connect from (and whose device to use).")
+    @Option(
+            names = "--local",
+            paramLabel = "ADDR",
+            description = "Client: the local address to connect from (and whose device to use).")
     String local;
 
-    @Option(names = {"-d", "--ib-dev"}, paramLabel = "DEV", description = "Device (default: the one that reaches the address).")
+    @Option(
+            names = {"-d", "--ib-dev"},
+            paramLabel = "DEV",
+            description = "Device (default: the one that reaches the address).")
     String device;
 
-    @Option(names = {"-n", "--count"}, description = "echo: messages; kv: table entries; lock: increments per client; grpc: unary calls.")
+    @Option(
+            names = {"-n", "--count"},
+            description = "echo: messages; kv: table entries; lock: increments per client; grpc: unary calls.")
     Integer count;
 
-    @Option(names = "--clients", description = "lock: number of clients (server: how many to wait for); echo/kv server: clients to serve.")
+    @Option(
+            names = "--clients",
+            description = "lock: number of clients (server: how many to wait for); echo/kv server: clients to serve.")
     Integer clients;
 
-    @Option(names = "--timeout", description = "Seconds before connect/accept/any operation gives up (default: ${DEFAULT-VALUE}).", defaultValue = "30")
+    @Option(
+            names = "--timeout",
+            description = "Seconds before connect/accept/any operation gives up (default: ${DEFAULT-VALUE}).",
+            defaultValue = "30")
     int timeout;
 
     @Override
@@ -75,7 +96,8 @@ public final class ExampleCommand implements Callable<Integer> {
             case "kv" -> KvExample.run(ExampleOptions.parse(a, KvExample.DEFAULT_PORT), System.out);
             case "lock" -> LockExample.run(ExampleOptions.parse(a, LockExample.DEFAULT_PORT), System.out);
             case "grpc" -> GrpcExample.run(ExampleOptions.parse(a, GrpcExample.DEFAULT_PORT), System.out);
-            default -> throw new IllegalArgumentException("no example named '" + name + "': use echo, kv, lock or grpc");
+            default ->
+                throw new IllegalArgumentException("no example named '" + name + "': use echo, kv, lock or grpc");
         };
     }
 }

@@ -4,13 +4,25 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
 /** The {@code jrdma} command: one entry point for diagnostics, the first RDMA application and benchmarks. */
-@Command(name = "jrdma", mixinStandardHelpOptions = true, version = "jrdma 0.1.0",
+@Command(
+        name = "jrdma",
+        mixinStandardHelpOptions = true,
+        version = "jrdma 0.1.0",
         description = "RDMA for Java: devices, diagnostics, the first RDMA application, benchmarks.",
-        subcommands = {DevicesCommand.class, DevinfoCommand.class, DemoCommand.class, DoctorCommand.class, PerfCommand.class, ExampleCommand.class, RpingCommand.class, NettyBenchCommand.class, CommandLine.HelpCommand.class})
+        subcommands = {
+            DevicesCommand.class,
+            DevinfoCommand.class,
+            DemoCommand.class,
+            DoctorCommand.class,
+            PerfCommand.class,
+            ExampleCommand.class,
+            RpingCommand.class,
+            NettyBenchCommand.class,
+            CommandLine.HelpCommand.class
+        })
 public final class Jrdma implements Runnable {
     /** The top-level command; picocli creates it ({@link #commandLine()}). */
-    public Jrdma() {
-    }
+    public Jrdma() {}
 
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;

@@ -1,15 +1,14 @@
 package dev.jrdma.cli;
 
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.Callable;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /** The jrdma command as a user runs it, on the software device. */
 class CliTest {
@@ -46,8 +45,13 @@ class CliTest {
         assertTrue(r.out.contains("PORT_ACTIVE (4)"), r.out);
         assertTrue(r.out.contains("link_layer:\t\tEthernet"), r.out);
         // what carries the soft device's packets: its UDP socket, and the ring its peers on this host send into
-        assertTrue(r.out.matches("(?s).*\tlink:\t+udp 127\\.0\\.0\\.1:\\d+ \\((nio|libc)\\)( \\+ same-host ring /dev/shm/jrdma-soft-\\S+)?\n.*"), r.out);
-        assertTrue(r.out.contains("GID[  0]:\t\t::ffff:127.0.0.1"), "GID of 127.0.0.1, as ibv_devinfo (inet_ntop) writes it: " + r.out);
+        assertTrue(
+                r.out.matches(
+                        "(?s).*\tlink:\t+udp 127\\.0\\.0\\.1:\\d+ \\((nio|libc)\\)( \\+ same-host ring /dev/shm/jrdma-soft-\\S+)?\n.*"),
+                r.out);
+        assertTrue(
+                r.out.contains("GID[  0]:\t\t::ffff:127.0.0.1"),
+                "GID of 127.0.0.1, as ibv_devinfo (inet_ntop) writes it: " + r.out);
     }
 
     @Test
@@ -83,8 +87,17 @@ class CliTest {
     void demoRunsEveryStepInTwoProcesses() throws Exception {
         Run r = run("demo", "--timeout", "150");
         assertEquals(0, r.exit, r.out);
-        for (String step : new String[]{"Send/Receive", "RDMA Write with immediate", "RDMA Read", "chain of work requests",
-                "fetch-and-add", "compare-and-swap", "memory window", "recover", "wrong rkey"}) {
+        for (String step : new String[] {
+            "Send/Receive",
+            "RDMA Write with immediate",
+            "RDMA Read",
+            "chain of work requests",
+            "fetch-and-add",
+            "compare-and-swap",
+            "memory window",
+            "recover",
+            "wrong rkey"
+        }) {
             assertTrue(r.out.contains("[client]") && r.out.contains(step), "missing step '" + step + "' in\n" + r.out);
         }
         assertTrue(r.out.contains("IBV_WC_REM_ACCESS_ERR"), r.out);
@@ -93,6 +106,8 @@ class CliTest {
         // the summary points at the measurement instead of letting step times pass for speed
         assertTrue(r.out.contains("not how fast RDMA is"), r.out);
         assertTrue(r.out.contains("jrdma perf compare -d ") && r.out.contains(" 127.0.0.1\n"), r.out);
-        org.junit.jupiter.api.Assertions.assertFalse(r.out.toLowerCase(java.util.Locale.ROOT).matches("(?s).*\\b(faster|slower)\\b.*"), "no speed claim that was not measured: " + r.out);
+        org.junit.jupiter.api.Assertions.assertFalse(
+                r.out.toLowerCase(java.util.Locale.ROOT).matches("(?s).*\\b(faster|slower)\\b.*"),
+                "no speed claim that was not measured: " + r.out);
     }
 }

@@ -1,7 +1,6 @@
 package dev.jrdma.cli;
 
 import dev.jrdma.verbs.Verbs;
-
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
@@ -21,21 +20,52 @@ public final class DevinfoCompareMain {
     static final Map<String, String> EXPECTED = new LinkedHashMap<>();
 
     static {
-        String ex = "from ibv_query_device_ex (extended attributes), which jrdma does not call yet (docs/api-backlog.md): "
-                + "jrdma prints them as ibv_devinfo prints a device without the feature";
-        for (String f : new String[]{"general_odp_caps", "rc_odp_caps", "uc_odp_caps", "ud_odp_caps", "xrc_odp_caps",
-                "completion_timestamp_mask not supported", "completion timestamp_mask", "hca_core_clock", "core clock not supported",
-                "device_cap_flags_ex", "tso_caps", "max_tso", "supported_qp", "rss_caps", "max_rwq_indirection_tables",
-                "max_rwq_indirection_table_size", "rx_hash_function", "rx_hash_fields_mask", "max_wq_type_rq", "packet_pacing_caps",
-                "qp_rate_limit_min", "qp_rate_limit_max", "tag matching not supported", "max_rndv_hdr_size", "max_num_tags", "max_ops", "flags", "raw packet caps",
-                "cq moderation caps", "max_cq_count", "max_cq_period", "maximum available device memory"}) {
+        String ex =
+                "from ibv_query_device_ex (extended attributes), which jrdma does not call yet (docs/api-backlog.md): "
+                        + "jrdma prints them as ibv_devinfo prints a device without the feature";
+        for (String f : new String[] {
+            "general_odp_caps",
+            "rc_odp_caps",
+            "uc_odp_caps",
+            "ud_odp_caps",
+            "xrc_odp_caps",
+            "completion_timestamp_mask not supported",
+            "completion timestamp_mask",
+            "hca_core_clock",
+            "core clock not supported",
+            "device_cap_flags_ex",
+            "tso_caps",
+            "max_tso",
+            "supported_qp",
+            "rss_caps",
+            "max_rwq_indirection_tables",
+            "max_rwq_indirection_table_size",
+            "rx_hash_function",
+            "rx_hash_fields_mask",
+            "max_wq_type_rq",
+            "packet_pacing_caps",
+            "qp_rate_limit_min",
+            "qp_rate_limit_max",
+            "tag matching not supported",
+            "max_rndv_hdr_size",
+            "max_num_tags",
+            "max_ops",
+            "flags",
+            "raw packet caps",
+            "cq moderation caps",
+            "max_cq_count",
+            "max_cq_period",
+            "maximum available device memory"
+        }) {
             EXPECTED.put("device/" + f, ex);
         }
     }
 
     public static void main(String[] args) throws Exception {
         String dev = args.length > 0 ? args[0] : "rxe0";
-        Process p = new ProcessBuilder("ibv_devinfo", "-v", "-d", dev).redirectErrorStream(true).start();
+        Process p = new ProcessBuilder("ibv_devinfo", "-v", "-d", dev)
+                .redirectErrorStream(true)
+                .start();
         String ibv = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
             System.out.println("ibv_devinfo -v -d " + dev + " failed:\n" + ibv);
@@ -45,8 +75,11 @@ public final class DevinfoCompareMain {
         DevinfoCommand.print(new PrintStream(buf, true, StandardCharsets.UTF_8), Verbs.device(dev), 0, true);
         String jrdma = buf.toString(StandardCharsets.UTF_8);
         List<String> unexpected = compare(parse(ibv), parse(jrdma), System.out);
-        System.out.println(unexpected.isEmpty() ? "devinfo: jrdma devinfo -v matches ibv_devinfo -v on " + dev + " (apart from the expected differences above)"
-                : unexpected.size() + " unexpected difference(s):\n  " + String.join("\n  ", unexpected));
+        System.out.println(
+                unexpected.isEmpty()
+                        ? "devinfo: jrdma devinfo -v matches ibv_devinfo -v on " + dev
+                                + " (apart from the expected differences above)"
+                        : unexpected.size() + " unexpected difference(s):\n  " + String.join("\n  ", unexpected));
         System.exit(unexpected.isEmpty() ? 0 : 1);
     }
 
@@ -87,12 +120,16 @@ public final class DevinfoCompareMain {
             String k = e.getKey();
             if (!jrdma.containsKey(k)) {
                 String why = EXPECTED.get(k);
-                out.println((why != null ? "expected: " : "UNEXPECTED: ") + k + " missing (ibv_devinfo: '" + e.getValue() + "')" + (why != null ? ": " + why : ""));
-                if (why == null) unexpected.add(k + " missing"); else expected++;
+                out.println((why != null ? "expected: " : "UNEXPECTED: ") + k + " missing (ibv_devinfo: '"
+                        + e.getValue() + "')" + (why != null ? ": " + why : ""));
+                if (why == null) unexpected.add(k + " missing");
+                else expected++;
             } else if (!jrdma.get(k).equals(e.getValue())) {
                 String why = EXPECTED.get(k);
-                out.println((why != null ? "expected: " : "UNEXPECTED: ") + k + ": ibv_devinfo '" + e.getValue() + "', jrdma '" + jrdma.get(k) + "'" + (why != null ? ": " + why : ""));
-                if (why == null) unexpected.add(k + " differs"); else expected++;
+                out.println((why != null ? "expected: " : "UNEXPECTED: ") + k + ": ibv_devinfo '" + e.getValue()
+                        + "', jrdma '" + jrdma.get(k) + "'" + (why != null ? ": " + why : ""));
+                if (why == null) unexpected.add(k + " differs");
+                else expected++;
             } else {
                 same++;
             }
@@ -100,11 +137,14 @@ public final class DevinfoCompareMain {
         for (String k : jrdma.keySet()) {
             if (!ibv.containsKey(k)) {
                 String why = EXPECTED.get(k);
-                out.println((why != null ? "expected: " : "UNEXPECTED: ") + k + " printed by jrdma only ('" + jrdma.get(k) + "')" + (why != null ? ": " + why : ""));
-                if (why == null) unexpected.add(k + " extra"); else expected++;
+                out.println((why != null ? "expected: " : "UNEXPECTED: ") + k + " printed by jrdma only ('"
+                        + jrdma.get(k) + "')" + (why != null ? ": " + why : ""));
+                if (why == null) unexpected.add(k + " extra");
+                else expected++;
             }
         }
-        out.println(same + " fields equal, " + expected + " expected differences, " + unexpected.size() + " unexpected");
+        out.println(
+                same + " fields equal, " + expected + " expected differences, " + unexpected.size() + " unexpected");
         return unexpected;
     }
 }

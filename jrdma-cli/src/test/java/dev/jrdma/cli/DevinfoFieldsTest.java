@@ -1,14 +1,13 @@
 package dev.jrdma.cli;
 
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.*;
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
-
-import static org.junit.jupiter.api.Assertions.*;
+import org.junit.jupiter.api.Test;
 
 /**
  * {@code jrdma devinfo -v} on the software device prints every line ibv_devinfo -v prints (the list in
@@ -22,7 +21,9 @@ class DevinfoFieldsTest {
         List<Field> l = new ArrayList<>();
         try (var in = DevinfoFieldsTest.class.getResourceAsStream("/ibv-devinfo-v-fields.txt")) {
             assertNotNull(in);
-            for (String line : new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8)).lines().toList()) {
+            for (String line : new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8))
+                    .lines()
+                    .toList()) {
                 if (line.isBlank() || line.startsWith("#")) continue;
                 String[] f = line.split("\t");
                 boolean cond = f[1].startsWith("?");
@@ -66,27 +67,45 @@ class DevinfoFieldsTest {
     @Test
     void theSoftDevicesMissingFeaturesReadAsIbvDevinfoPrintsThem() throws Exception {
         String out = CliTest.run("devinfo", "-d", "soft_lo", "-v").out();
-        assertTrue(out.contains("\tgeneral_odp_caps:\n\trc_odp_caps:\n\t\t\t\t\tNO SUPPORT\n\tuc_odp_caps:\n\t\t\t\t\tNO SUPPORT\n"), out);
+        assertTrue(
+                out.contains(
+                        "\tgeneral_odp_caps:\n\trc_odp_caps:\n\t\t\t\t\tNO SUPPORT\n\tuc_odp_caps:\n\t\t\t\t\tNO SUPPORT\n"),
+                out);
         assertTrue(out.contains("\tcompletion_timestamp_mask not supported\n\tcore clock not supported\n"), out);
         assertTrue(out.contains("\ttso_caps:\n\tmax_tso:\t\t\t0\n\trss_caps:\n"), out);
         assertTrue(out.contains("\t\tqp_rate_limit_max:\t0kbps\n\ttag matching not supported\n"), out);
         // device_cap_flags_ex carries device_cap_flags in its low 32 bits, in %PRIX64
-        var m = java.util.regex.Pattern.compile("\tdevice_cap_flags:\t\t0x([0-9a-f]{8})\n").matcher(out);
+        var m = java.util.regex.Pattern.compile("\tdevice_cap_flags:\t\t0x([0-9a-f]{8})\n")
+                .matcher(out);
         assertTrue(m.find(), out);
         long flags = Long.parseLong(m.group(1), 16);
-        assertTrue(out.contains("\tdevice_cap_flags_ex:\t\t0x" + Long.toHexString(flags).toUpperCase(java.util.Locale.ROOT) + "\n"), out);
+        assertTrue(
+                out.contains("\tdevice_cap_flags_ex:\t\t0x"
+                        + Long.toHexString(flags).toUpperCase(java.util.Locale.ROOT) + "\n"),
+                out);
     }
 
     @Test
     void extendedFeaturesPrintInIbvDevinfosFormats() {
         var buf = new java.io.ByteArrayOutputStream();
         var ps = new java.io.PrintStream(buf, true, StandardCharsets.UTF_8);
-        DevinfoCommand.printExtended(ps, new DevinfoCommand.Extended(3, 0x3f, 0, 1 | 2, 0, 0xffffffffffffL, 156250, 2,
-                (1L << 34) | 0x1234, 65536, 0, 1 << 20));
+        DevinfoCommand.printExtended(
+                ps,
+                new DevinfoCommand.Extended(
+                        3, 0x3f, 0, 1 | 2, 0, 0xffffffffffffL, 156250, 2, (1L << 34) | 0x1234, 65536, 0, 1 << 20));
         String out = buf.toString(StandardCharsets.UTF_8);
-        assertTrue(out.startsWith("\tgeneral_odp_caps:\n\t\t\t\t\tODP_SUPPORT\n\t\t\t\t\tODP_SUPPORT_IMPLICIT\n\trc_odp_caps:\n\t\t\t\t\tSUPPORT_SEND\n"), out);
-        assertTrue(out.contains("\t\t\t\t\tSUPPORT_SRQ\n\tuc_odp_caps:\n\t\t\t\t\tNO SUPPORT\n\tud_odp_caps:\n\t\t\t\t\tSUPPORT_SEND\n\t\t\t\t\tSUPPORT_RECV\n"), out);
-        assertTrue(out.contains("\tcompletion timestamp_mask:\t\t\t0x0000ffffffffffff\n\thca_core_clock:\t\t\t156250kHZ\n"), out);
+        assertTrue(
+                out.startsWith(
+                        "\tgeneral_odp_caps:\n\t\t\t\t\tODP_SUPPORT\n\t\t\t\t\tODP_SUPPORT_IMPLICIT\n\trc_odp_caps:\n\t\t\t\t\tSUPPORT_SEND\n"),
+                out);
+        assertTrue(
+                out.contains(
+                        "\t\t\t\t\tSUPPORT_SRQ\n\tuc_odp_caps:\n\t\t\t\t\tNO SUPPORT\n\tud_odp_caps:\n\t\t\t\t\tSUPPORT_SEND\n\t\t\t\t\tSUPPORT_RECV\n"),
+                out);
+        assertTrue(
+                out.contains(
+                        "\tcompletion timestamp_mask:\t\t\t0x0000ffffffffffff\n\thca_core_clock:\t\t\t156250kHZ\n"),
+                out);
         assertTrue(out.contains("\traw packet caps:\n\t\t\t\t\tScatter FCS offload\n"), out);
         assertTrue(out.contains("\tdevice_cap_flags_ex:\t\t0x400001234\n\t\t\t\t\tRAW_SCATTER_FCS\n"), out);
         assertTrue(out.endsWith("\tmaximum available device memory:\t1048576Bytes\n\n"), out);

@@ -1,6 +1,7 @@
 package dev.jrdma.cli;
 
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
@@ -8,16 +9,16 @@ import java.net.InetAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
 
 /** jrdma devinfo's formats that must match ibv_devinfo's, and the field-by-field comparison the guest runs. */
 class DevinfoFormatTest {
 
     private static String text(String addr) throws Exception {
-        return DevinfoCommand.ipv6Text(InetAddress.getByName(addr).getAddress().length == 16
-                ? InetAddress.getByName(addr).getAddress() : mapped(InetAddress.getByName(addr).getAddress()));
+        return DevinfoCommand.ipv6Text(
+                InetAddress.getByName(addr).getAddress().length == 16
+                        ? InetAddress.getByName(addr).getAddress()
+                        : mapped(InetAddress.getByName(addr).getAddress()));
     }
 
     private static byte[] mapped(byte[] v4) {
@@ -41,18 +42,26 @@ class DevinfoFormatTest {
 
     @Test
     void comparisonListsEveryDifferenceAndKnowsTheExpectedOnes() {
-        String ibv = "hca_id:\trxe0\n\tfw_ver:\t\t\t\t0.0.0\n\tdevice_cap_flags:\t\t0x00000006\n\t\t\t\t\tBAD_PKEY_CNTR\n\t\t\t\t\tBAD_QKEY_CNTR\n"
-                + "\trc_odp_caps:\n\t\t\t\t\tNO SUPPORT\n\tcore clock not supported\n\t\tport:\t1\n\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n"
-                + "\t\t\tGID[  1]:\t\t::ffff:10.99.0.1, RoCE v2\n";
+        String ibv =
+                "hca_id:\trxe0\n\tfw_ver:\t\t\t\t0.0.0\n\tdevice_cap_flags:\t\t0x00000006\n\t\t\t\t\tBAD_PKEY_CNTR\n\t\t\t\t\tBAD_QKEY_CNTR\n"
+                        + "\trc_odp_caps:\n\t\t\t\t\tNO SUPPORT\n\tcore clock not supported\n\t\tport:\t1\n\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n"
+                        + "\t\t\tGID[  1]:\t\t::ffff:10.99.0.1, RoCE v2\n";
         Map<String, String> parsed = DevinfoCompareMain.parse(ibv);
         assertEquals("0x00000006 BAD_PKEY_CNTR BAD_QKEY_CNTR", parsed.get("device/device_cap_flags"));
         assertEquals("::ffff:10.99.0.1, RoCE v2", parsed.get("port 1/GID[  1]"));
         assertEquals("PORT_ACTIVE (4)", parsed.get("port 1/state"));
-        String jrdma = "hca_id:\trxe0\n\tfw_ver:\t\t\t\t0.0.1\n\tdevice_cap_flags:\t\t0x00000006\n\t\t\t\t\tBAD_PKEY_CNTR\n\t\t\t\t\tBAD_QKEY_CNTR\n"
-                + "\t\tport:\t1\n\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n\t\t\tGID[  1]:\t\t::ffff:10.99.0.1, RoCE v2\n\t\t\textra:\t1\n";
+        String jrdma =
+                "hca_id:\trxe0\n\tfw_ver:\t\t\t\t0.0.1\n\tdevice_cap_flags:\t\t0x00000006\n\t\t\t\t\tBAD_PKEY_CNTR\n\t\t\t\t\tBAD_QKEY_CNTR\n"
+                        + "\t\tport:\t1\n\t\t\tstate:\t\t\tPORT_ACTIVE (4)\n\t\t\tGID[  1]:\t\t::ffff:10.99.0.1, RoCE v2\n\t\t\textra:\t1\n";
         ByteArrayOutputStream out = new ByteArrayOutputStream();
-        List<String> unexpected = DevinfoCompareMain.compare(parsed, DevinfoCompareMain.parse(jrdma), new PrintStream(out, true, StandardCharsets.UTF_8));
-        assertEquals(List.of("device/fw_ver differs", "port 1/extra extra"), unexpected, out.toString(StandardCharsets.UTF_8));
-        assertTrue(out.toString(StandardCharsets.UTF_8).contains("expected: device/rc_odp_caps missing"), out.toString(StandardCharsets.UTF_8));
+        List<String> unexpected = DevinfoCompareMain.compare(
+                parsed, DevinfoCompareMain.parse(jrdma), new PrintStream(out, true, StandardCharsets.UTF_8));
+        assertEquals(
+                List.of("device/fw_ver differs", "port 1/extra extra"),
+                unexpected,
+                out.toString(StandardCharsets.UTF_8));
+        assertTrue(
+                out.toString(StandardCharsets.UTF_8).contains("expected: device/rc_odp_caps missing"),
+                out.toString(StandardCharsets.UTF_8));
     }
 }

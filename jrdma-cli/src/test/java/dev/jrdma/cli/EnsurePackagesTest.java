@@ -1,6 +1,8 @@
 package dev.jrdma.cli;
 
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -9,10 +11,7 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
 
 /**
  * bin/ensure-packages, the set-up step of ./jrdma and bin/test: what it decides when packages are missing. Nothing is
@@ -22,7 +21,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class EnsurePackagesTest {
     record Result(int exit, String err) {}
 
-    static final Path SCRIPT = Path.of("..", "bin", "ensure-packages").toAbsolutePath().normalize();
+    static final Path SCRIPT =
+            Path.of("..", "bin", "ensure-packages").toAbsolutePath().normalize();
 
     static Result run(Map<String, String> env, String... args) throws IOException, InterruptedException {
         ProcessBuilder pb = new ProcessBuilder(new java.util.ArrayList<>(List.of(SCRIPT.toString())));
@@ -41,7 +41,8 @@ class EnsurePackagesTest {
         assertTrue(Files.isExecutable(SCRIPT), SCRIPT.toString());
         Result r = run(Map.of(), "--list");
         assertEquals(0, r.exit, r.err);
-        assertEquals(List.of("maven", "gcc", "libc6-dev", "libibverbs-dev", "librdmacm-dev", "ibverbs-providers", "tcpdump"),
+        assertEquals(
+                List.of("maven", "gcc", "libc6-dev", "libibverbs-dev", "librdmacm-dev", "ibverbs-providers", "tcpdump"),
                 r.err.lines().toList());
     }
 
@@ -55,11 +56,17 @@ class EnsurePackagesTest {
 
     @Test
     void asRootWithAptItInstallsExactlyWhatIsMissing() throws Exception {
-        Result r = run(Map.of("JRDMA_SETUP_MISSING", "libibverbs-dev librdmacm-dev", "JRDMA_SETUP_UID", "0",
-                "JRDMA_SETUP_DRY_RUN", "1"));
+        Result r = run(Map.of(
+                "JRDMA_SETUP_MISSING",
+                "libibverbs-dev librdmacm-dev",
+                "JRDMA_SETUP_UID",
+                "0",
+                "JRDMA_SETUP_DRY_RUN",
+                "1"));
         assertEquals(0, r.exit, r.err);
         assertTrue(r.err.contains("dry run: apt-get update"), r.err);
-        assertTrue(r.err.contains("apt-get install -y -qq --no-install-recommends libibverbs-dev librdmacm-dev\n"), r.err);
+        assertTrue(
+                r.err.contains("apt-get install -y -qq --no-install-recommends libibverbs-dev librdmacm-dev\n"), r.err);
     }
 
     @Test
@@ -71,10 +78,13 @@ class EnsurePackagesTest {
 
     @Test
     void notRootItSaysExactlyWhatToRunAndFails() throws Exception {
-        Result r = run(Map.of("JRDMA_SETUP_MISSING", "libibverbs-dev", "JRDMA_SETUP_UID", "1000",
-                "JRDMA_SETUP_DRY_RUN", "1"));
+        Result r = run(
+                Map.of("JRDMA_SETUP_MISSING", "libibverbs-dev", "JRDMA_SETUP_UID", "1000", "JRDMA_SETUP_DRY_RUN", "1"));
         assertEquals(1, r.exit, r.err);
-        assertTrue(r.err.contains("sudo sh -c 'apt-get update && apt-get install -y --no-install-recommends libibverbs-dev'"), r.err);
+        assertTrue(
+                r.err.contains(
+                        "sudo sh -c 'apt-get update && apt-get install -y --no-install-recommends libibverbs-dev'"),
+                r.err);
         assertFalse(r.err.contains("dry run"), "must not try to install: " + r.err);
     }
 

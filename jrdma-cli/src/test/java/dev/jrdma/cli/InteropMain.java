@@ -21,7 +21,6 @@ import dev.jrdma.verbs.WcOpcode;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintWriter;
@@ -70,34 +69,53 @@ public final class InteropMain {
     private int passed, failed;
     private final List<String> failures = new ArrayList<>();
 
-    private InteropMain(Context ctx, Arena arena, int gidIndex, int qpTimeout, Socket control, long timeoutNanos) throws Exception {
+    private InteropMain(Context ctx, Arena arena, int gidIndex, int qpTimeout, Socket control, long timeoutNanos)
+            throws Exception {
         this.ctx = ctx;
         this.timeoutNanos = timeoutNanos;
         in = new BufferedReader(new InputStreamReader(control.getInputStream(), StandardCharsets.US_ASCII));
         out = new PrintWriter(control.getOutputStream(), true, StandardCharsets.US_ASCII);
         pd = ctx.allocPd();
         cq = ctx.createCq(256, null);
-        qp = pd.createQueuePair(QpInitAttr.builder(cq).maxSendWr(64).maxRecvWr(64).build());
+        qp = pd.createQueuePair(
+                QpInitAttr.builder(cq).maxSendWr(64).maxRecvWr(64).build());
         mem = arena.allocate(MR_LEN, 4096);
-        mr = pd.registerMemory(mem, Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC, Access.MW_BIND);
+        mr = pd.registerMemory(
+                mem, Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC, Access.MW_BIND);
         Gid gid = ctx.queryGid(1, gidIndex);
         int psn = (int) (System.nanoTime() & 0xFFFFFF);
         out.println("QP " + qp.qpNum() + " " + psn + " " + gid + " " + mr.address() + " " + mr.rkey());
         String[] p = line("QP").split(" ");
         peerAddr = Long.parseLong(p[4]);
         peerRkey = Integer.parseInt(p[5]);
-        qp.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(1)
+        qp.modify(new QpAttr()
+                .state(QpState.INIT)
+                .pkeyIndex(0)
+                .port(1)
                 .access(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC));
-        qp.modify(new QpAttr().state(QpState.RTR).ah(new AhAttr().global(Gid.parse(p[3]), gidIndex).hopLimit(64))
-                .pathMtu(Mtu.MTU_1024).destQpNum(Integer.parseInt(p[1])).rqPsn(Integer.parseInt(p[2])).maxDestRdAtomic(16).minRnrTimer(12));
-        qp.modify(new QpAttr().state(QpState.RTS).timeout(qpTimeout).retryCnt(7).rnrRetry(7).sqPsn(psn).maxRdAtomic(16));
+        qp.modify(new QpAttr()
+                .state(QpState.RTR)
+                .ah(new AhAttr().global(Gid.parse(p[3]), gidIndex).hopLimit(64))
+                .pathMtu(Mtu.MTU_1024)
+                .destQpNum(Integer.parseInt(p[1]))
+                .rqPsn(Integer.parseInt(p[2]))
+                .maxDestRdAtomic(16)
+                .minRnrTimer(12));
+        qp.modify(new QpAttr()
+                .state(QpState.RTS)
+                .timeout(qpTimeout)
+                .retryCnt(7)
+                .rnrRetry(7)
+                .sqPsn(psn)
+                .maxRdAtomic(16));
         out.println("RTS");
         line("RTS");
     }
 
     private String line(String expect) throws Exception {
         String l = in.readLine();
-        if (l == null) throw new IllegalStateException("the peer closed the control connection (expected " + expect + ")");
+        if (l == null)
+            throw new IllegalStateException("the peer closed the control connection (expected " + expect + ")");
         if (!l.startsWith(expect)) throw new IllegalStateException("expected " + expect + " from the peer, got: " + l);
         return l;
     }
@@ -111,10 +129,19 @@ public final class InteropMain {
         return wc[0];
     }
 
-    private static byte pattern(int c, int i) { return (byte) (i * 31 + c * 7 + (i >>> 8)); }
+    private static byte pattern(int c, int i) {
+        return (byte) (i * 31 + c * 7 + (i >>> 8));
+    }
 
-    private static final WrOpcode[] OPS = {WrOpcode.SEND, WrOpcode.SEND_WITH_IMM, WrOpcode.RDMA_WRITE, WrOpcode.RDMA_WRITE_WITH_IMM,
-            WrOpcode.RDMA_READ, WrOpcode.ATOMIC_CMP_AND_SWP, WrOpcode.ATOMIC_FETCH_AND_ADD};
+    private static final WrOpcode[] OPS = {
+        WrOpcode.SEND,
+        WrOpcode.SEND_WITH_IMM,
+        WrOpcode.RDMA_WRITE,
+        WrOpcode.RDMA_WRITE_WITH_IMM,
+        WrOpcode.RDMA_READ,
+        WrOpcode.ATOMIC_CMP_AND_SWP,
+        WrOpcode.ATOMIC_FETCH_AND_ADD
+    };
     /**
      * Run after both sides were requesters for {@link #OPS}: a failed window bind or invalidation leaves a QP in ERR,
      * which would fail every later case of both directions.
@@ -144,10 +171,12 @@ public final class InteropMain {
                         System.out.println("PASS " + name);
                     } else {
                         failed++;
-                        String why = (err != null ? "requester: " + err + " " : "") + (peer.equals("OK") ? "" : "responder: " + peer);
+                        String why = (err != null ? "requester: " + err + " " : "")
+                                + (peer.equals("OK") ? "" : "responder: " + peer);
                         failures.add(name + ": " + why);
                         System.out.println("FAIL " + name + ": " + why);
-                        if (err != null && err.contains("no completion")) throw new IllegalStateException("stopped after " + name);
+                        if (err != null && err.contains("no completion"))
+                            throw new IllegalStateException("stopped after " + name);
                     }
                 }
             }
@@ -159,7 +188,8 @@ public final class InteropMain {
         out.println("CASE " + op + " " + size + " " + c);
         String[] go = line("GO").split(" ");
         int invRkey = Integer.parseInt(go[1]);
-        if (op == WrOpcode.SEND_WITH_INV && invRkey == 0) return "the responder bound no window to invalidate (not sent)";
+        if (op == WrOpcode.SEND_WITH_INV && invRkey == 0)
+            return "the responder bound no window to invalidate (not sent)";
         long local = 0, remote = peerAddr + AREA;
         for (int i = 0; i < size; i++) mem.set(ValueLayout.JAVA_BYTE, local + i, pattern(c, i));
         SendWorkRequest wr = new SendWorkRequest().wrId(c).opcode(op).signaled(true);
@@ -172,27 +202,32 @@ public final class InteropMain {
                 wr.invalidateRkey = invRkey;
             }
             case RDMA_WRITE -> wr.buffer(mr, local, size).remote(remote, peerRkey);
-            case RDMA_WRITE_WITH_IMM -> wr.buffer(mr, local, size).remote(remote, peerRkey).immData(0x5EED0000 + c);
+            case RDMA_WRITE_WITH_IMM ->
+                wr.buffer(mr, local, size).remote(remote, peerRkey).immData(0x5EED0000 + c);
             case RDMA_READ -> {
                 mem.asSlice(2L * AREA, Math.max(size, 1)).fill((byte) 0);
                 wr.buffer(mr, 2L * AREA, size).remote(peerAddr, peerRkey); // the peer filled its area 0 with pattern(c)
             }
-            case ATOMIC_CMP_AND_SWP -> wr.buffer(mr, 2L * AREA, 8).atomic(peerAddr + ATOMIC_OFF, peerRkey, before, before ^ 0x7777_0000_1111L);
+            case ATOMIC_CMP_AND_SWP ->
+                wr.buffer(mr, 2L * AREA, 8).atomic(peerAddr + ATOMIC_OFF, peerRkey, before, before ^ 0x7777_0000_1111L);
             case ATOMIC_FETCH_AND_ADD -> wr.buffer(mr, 2L * AREA, 8).atomic(peerAddr + ATOMIC_OFF, peerRkey, add, 0);
             default -> throw new IllegalArgumentException(op.toString());
         }
         qp.postSend(wr);
         WorkCompletion w = completion(op.toString());
         if (w.status != WcStatus.SUCCESS) return "completion " + w;
-        if (w.opcode != op.completionOpcode()) return "completion opcode " + w.opcode + ", expected " + op.completionOpcode();
+        if (w.opcode != op.completionOpcode())
+            return "completion opcode " + w.opcode + ", expected " + op.completionOpcode();
         if (op == WrOpcode.RDMA_READ) {
             if (w.byteLen != size && size != 0) return "READ completion byte_len " + w.byteLen;
             for (int i = 0; i < size; i++)
-                if (mem.get(ValueLayout.JAVA_BYTE, 2L * AREA + i) != pattern(c, i)) return "READ data differs at byte " + i;
+                if (mem.get(ValueLayout.JAVA_BYTE, 2L * AREA + i) != pattern(c, i))
+                    return "READ data differs at byte " + i;
         }
         if (op.isAtomic()) {
             long orig = mem.get(ValueLayout.JAVA_LONG, 2L * AREA);
-            if (orig != before) return "atomic returned 0x" + Long.toHexString(orig) + ", expected 0x" + Long.toHexString(before);
+            if (orig != before)
+                return "atomic returned 0x" + Long.toHexString(orig) + ", expected 0x" + Long.toHexString(before);
         }
         doneValue = op == WrOpcode.ATOMIC_CMP_AND_SWP ? before ^ 0x7777_0000_1111L : before + add;
         return null;
@@ -233,7 +268,10 @@ public final class InteropMain {
     private String respondOne(WrOpcode op, int size, int c, MemoryWindow mw) throws Exception {
         long before = 0x1000L * c + 5;
         mem.asSlice(AREA, AREA).fill((byte) 0);
-        boolean recv = op == WrOpcode.SEND || op == WrOpcode.SEND_WITH_IMM || op == WrOpcode.SEND_WITH_INV || op == WrOpcode.RDMA_WRITE_WITH_IMM;
+        boolean recv = op == WrOpcode.SEND
+                || op == WrOpcode.SEND_WITH_IMM
+                || op == WrOpcode.SEND_WITH_INV
+                || op == WrOpcode.RDMA_WRITE_WITH_IMM;
         if (recv) qp.postRecv(new RecvWorkRequest().wrId(c).buffer(mr, AREA, AREA));
         if (op == WrOpcode.RDMA_READ) for (int i = 0; i < size; i++) mem.set(ValueLayout.JAVA_BYTE, i, pattern(c, i));
         if (op.isAtomic()) mem.set(ValueLayout.JAVA_LONG, ATOMIC_OFF, before);
@@ -244,7 +282,11 @@ public final class InteropMain {
             // GO (the control exchange stays in step) and this case reports the failure
             try {
                 if (mw == null) throw new IllegalStateException("no type 2 memory window");
-                SendWorkRequest bind = new SendWorkRequest().wrId(-c).opcode(WrOpcode.BIND_MW).noBuffer().signaled(true);
+                SendWorkRequest bind = new SendWorkRequest()
+                        .wrId(-c)
+                        .opcode(WrOpcode.BIND_MW)
+                        .noBuffer()
+                        .signaled(true);
                 bind.bindMw = mw;
                 bind.bindRkey = (mw.rkey() & 0xFFFFFF00) | ((mw.rkey() + 1) & 0xFF); // a new key byte for each bind
                 bind.bindMr = mr;
@@ -275,22 +317,27 @@ public final class InteropMain {
             if (w.status != WcStatus.SUCCESS) return "receive completion " + w;
             WcOpcode want = op == WrOpcode.RDMA_WRITE_WITH_IMM ? WcOpcode.RECV_RDMA_WITH_IMM : WcOpcode.RECV;
             if (w.opcode != want) return "receive opcode " + w.opcode + ", expected " + want;
-            if (op != WrOpcode.RDMA_WRITE_WITH_IMM && w.byteLen != size) return "receive byte_len " + w.byteLen + ", expected " + size;
-            if ((op == WrOpcode.SEND_WITH_IMM || op == WrOpcode.RDMA_WRITE_WITH_IMM) && (!w.hasImm() || w.immData != 0x5EED0000 + c))
+            if (op != WrOpcode.RDMA_WRITE_WITH_IMM && w.byteLen != size)
+                return "receive byte_len " + w.byteLen + ", expected " + size;
+            if ((op == WrOpcode.SEND_WITH_IMM || op == WrOpcode.RDMA_WRITE_WITH_IMM)
+                    && (!w.hasImm() || w.immData != 0x5EED0000 + c))
                 return "immediate " + (w.hasImm() ? "0x" + Integer.toHexString(w.immData) : "missing");
             // Linux rxe reports the invalidation with the kernel's IB_WC_WITH_INVALIDATE bit (1 << 2), which
             // libibverbs calls IBV_WC_IP_CSUM_OK, next to the invalidated rkey: accept that spelling from rxe only
             boolean rxeInv = ctx.device().name().startsWith("rxe") && (w.wcFlags & WorkCompletion.IP_CSUM_OK) != 0;
             if (op == WrOpcode.SEND_WITH_INV && !(w.hasInv() || rxeInv)) {
-                return "invalidated rkey missing (wc_flags 0x" + Integer.toHexString(w.wcFlags) + "), expected 0x" + Integer.toHexString(invRkey);
+                return "invalidated rkey missing (wc_flags 0x" + Integer.toHexString(w.wcFlags) + "), expected 0x"
+                        + Integer.toHexString(invRkey);
             }
             if (op == WrOpcode.SEND_WITH_INV && w.immData != invRkey)
-                return "invalidated rkey 0x" + Integer.toHexString(w.immData) + ", expected 0x" + Integer.toHexString(invRkey);
+                return "invalidated rkey 0x" + Integer.toHexString(w.immData) + ", expected 0x"
+                        + Integer.toHexString(invRkey);
         }
         if (op != WrOpcode.RDMA_READ && !op.isAtomic()) {
             for (int i = 0; i < size; i++)
                 if (mem.get(ValueLayout.JAVA_BYTE, AREA + i) != pattern(c, i)) return "data differs at byte " + i;
-            if (size < AREA && mem.get(ValueLayout.JAVA_BYTE, AREA + size) != 0) return "a byte written past the message end";
+            if (size < AREA && mem.get(ValueLayout.JAVA_BYTE, AREA + size) != 0)
+                return "a byte written past the message end";
         }
         if (op.isAtomic()) {
             long want = Long.parseLong(done.substring(5).trim()), now = mem.get(ValueLayout.JAVA_LONG, ATOMIC_OFF);
@@ -323,19 +370,26 @@ public final class InteropMain {
                 case "--iters" -> iters = Integer.parseInt(args[++i]);
                 case "--timeout" -> timeoutSec = Integer.parseInt(args[++i]);
                 case "--qp-timeout" -> qpTimeout = Integer.parseInt(args[++i]);
-                case "--sizes" -> sizes = java.util.Arrays.stream(args[++i].split(",")).mapToInt(Integer::parseInt).toArray();
+                case "--sizes" ->
+                    sizes = java.util.Arrays.stream(args[++i].split(","))
+                            .mapToInt(Integer::parseInt)
+                            .toArray();
                 default -> host = args[i];
             }
         }
         if (dev == null) {
-            System.err.println("usage: InteropMain -d DEV [-x GID_INDEX] [-p TCP_PORT] [--sizes A,B,..] [--iters N] [--timeout SEC] [PEER_HOST]");
+            System.err.println(
+                    "usage: InteropMain -d DEV [-x GID_INDEX] [-p TCP_PORT] [--sizes A,B,..] [--iters N] [--timeout SEC] [PEER_HOST]");
             return 2;
         }
         boolean client = host != null;
         int rc;
-        try (Arena arena = Arena.ofShared(); Context ctx = Verbs.device(dev).open(); Socket control = connect(host, port, timeoutSec)) {
+        try (Arena arena = Arena.ofShared();
+                Context ctx = Verbs.device(dev).open();
+                Socket control = connect(host, port, timeoutSec)) {
             control.setSoTimeout(timeoutSec * 1000 * 4);
-            if (gidIndex < 0) gidIndex = ctx.defaultGidIndex(1); // as perftest without -x; the soft device: its own address's GID
+            if (gidIndex < 0)
+                gidIndex = ctx.defaultGidIndex(1); // as perftest without -x; the soft device: its own address's GID
             InteropMain m = new InteropMain(ctx, arena, gidIndex, qpTimeout, control, timeoutSec * 1_000_000_000L);
             String me = dev;
             try {
@@ -357,7 +411,9 @@ public final class InteropMain {
             }
             StringBuilder sb = new StringBuilder("counters of " + dev + ":");
             try {
-                for (Map.Entry<String, Long> e : ctx.counters().entrySet()) if (e.getValue() != 0) sb.append(' ').append(e.getKey()).append('=').append(e.getValue());
+                for (Map.Entry<String, Long> e : ctx.counters().entrySet())
+                    if (e.getValue() != 0)
+                        sb.append(' ').append(e.getKey()).append('=').append(e.getValue());
             } catch (RuntimeException e) {
                 sb.append(" unavailable (").append(e.getMessage()).append(')');
             }

@@ -3,7 +3,6 @@ package dev.jrdma.cli;
 import dev.jrdma.bench.Perf;
 import dev.jrdma.examples.FirstRdmaApp;
 import dev.jrdma.nativeverbs.RcPingPong;
-
 import java.io.BufferedReader;
 import java.io.FileOutputStream;
 import java.io.InputStreamReader;

@@ -1,8 +1,8 @@
 package dev.jrdma.cli;
 
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.File;
 import java.lang.module.FindException;
@@ -16,10 +16,9 @@ import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * The jars on the module path: the module descriptors resolve (no split packages, every {@code requires} met), both
@@ -29,6 +28,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class ModulePathTest {
     /** The two providers: bound as services, since nothing requires them. */
     static final List<String> PROVIDERS = List.of("dev.jrdma.soft", "dev.jrdma.nativeverbs");
+
     static String modulePath;
 
     /**
@@ -50,22 +50,30 @@ class ModulePathTest {
             } catch (FindException notAModule) {
                 continue; // --validate-modules below would report it if it mattered
             }
-            if (d.name().startsWith("org.junit") || d.name().startsWith("org.opentest4j") || d.name().startsWith("org.apiguardian")) continue;
+            if (d.name().startsWith("org.junit")
+                    || d.name().startsWith("org.opentest4j")
+                    || d.name().startsWith("org.apiguardian")) continue;
             if (d.name().startsWith("dev.jrdma.")) {
                 assertFalse(d.isAutomatic(), d.name() + " has no module-info: " + p);
                 ours.add(d.name());
             }
             entries.add(entry);
         }
-        assertTrue(ours.contains("dev.jrdma.cli") && ours.containsAll(PROVIDERS), "jrdma modules on the class path: " + ours);
+        assertTrue(
+                ours.contains("dev.jrdma.cli") && ours.containsAll(PROVIDERS),
+                "jrdma modules on the class path: " + ours);
         modulePath = String.join(File.pathSeparator, entries);
     }
 
     record Result(int exit, String out) {}
 
     static Result java(String... args) throws Exception {
-        List<String> cmd = new ArrayList<>(List.of(ProcessHandle.current().info().command().orElseThrow(),
-                "-Djrdma.soft.address=127.0.0.1", "-Djrdma.soft.port=0", "--module-path", modulePath));
+        List<String> cmd = new ArrayList<>(List.of(
+                ProcessHandle.current().info().command().orElseThrow(),
+                "-Djrdma.soft.address=127.0.0.1",
+                "-Djrdma.soft.port=0",
+                "--module-path",
+                modulePath));
         cmd.addAll(List.of(args));
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
@@ -79,11 +87,16 @@ class ModulePathTest {
 
     static Result jrdma(List<String> jvmArgs, String... args) throws Exception {
         List<String> cmd = new ArrayList<>(jvmArgs);
-        cmd.addAll(List.of("--enable-native-access=" + DemoCommand.NATIVE_MODULES, "-m", "dev.jrdma.cli/dev.jrdma.cli.Jrdma"));
+        cmd.addAll(List.of(
+                "--enable-native-access=" + DemoCommand.NATIVE_MODULES, "-m", "dev.jrdma.cli/dev.jrdma.cli.Jrdma"));
         cmd.addAll(List.of(args));
         Result r = java(cmd.toArray(String[]::new));
-        // jrdma's own modules must need no warning; a dependency's (Netty loading its epoll library) is not ours to grant
-        assertFalse(r.out.lines().anyMatch(l -> l.contains("has been called by dev.jrdma.") || l.contains("in an unnamed module")),
+        // jrdma's own modules must need no warning; a dependency's (Netty loading its epoll library) is not ours to
+        // grant
+        assertFalse(
+                r.out.lines()
+                        .anyMatch(
+                                l -> l.contains("has been called by dev.jrdma.") || l.contains("in an unnamed module")),
                 "native access must be granted by module name: " + r.out);
         return r;
     }

@@ -1,5 +1,13 @@
 package dev.jrdma.conformance;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.AsyncEvent;
 import dev.jrdma.verbs.AsyncEventDispatcher;
@@ -12,32 +20,24 @@ import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.Mtu;
 import dev.jrdma.verbs.QpAttr;
 import dev.jrdma.verbs.QpState;
+import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
-import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.WrOpcode;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-
 import java.time.Duration;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
-import static org.junit.jupiter.api.Assertions.assertNull;
-import static org.junit.jupiter.api.Assertions.assertSame;
-import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * Asynchronous events ({@code ibv_get_async_event}) arrive in the situations the spec and rxe raise them, about the
  * right object, in both forms (a blocking wait and a listener), and a completion channel can be woken.
  */
-@Timeout(180) // first in the suite's JVM: in the TCG guest its first test also pays for binding libibverbs (a minute under load)
+@Timeout(180) // first in the suite's JVM: in the TCG guest its first test also pays for binding libibverbs (a minute
+// under load)
 class AsyncEventsTest {
 
     /** Overruns {@code p.cqA} with signalled RDMA writes that nobody polls. */
@@ -45,8 +45,12 @@ class AsyncEventsTest {
         MemoryRegion ma = p.mrAll(4096), mb = p.mrAll(4096);
         int n = p.cqA.capacity() + 4;
         for (int i = 0; i < n; i++) {
-            p.a.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).wrId(i).buffer(ma, 0, 8)
-                    .remote(mb.address(), mb.rkey()).signaled(true));
+            p.a.postSend(new SendWorkRequest()
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .wrId(i)
+                    .buffer(ma, 0, 8)
+                    .remote(mb.address(), mb.rkey())
+                    .signaled(true));
         }
     }
 
@@ -138,8 +142,12 @@ class AsyncEventsTest {
         try (Pair p = new Pair().connect()) {
             MemoryRegion ma = p.mrAll(1 << 16), mb = p.mrAll(1 << 16);
             for (int i = 0; i < 8; i++) { // requests in flight when the QP moves to SQD
-                p.a.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).wrId(i).buffer(ma, 0, 1 << 16)
-                        .remote(mb.address(), mb.rkey()).signaled(true));
+                p.a.postSend(new SendWorkRequest()
+                        .opcode(WrOpcode.RDMA_WRITE)
+                        .wrId(i)
+                        .buffer(ma, 0, 1 << 16)
+                        .remote(mb.address(), mb.rkey())
+                        .signaled(true));
             }
             p.a.modify(new QpAttr().state(QpState.SQD).enSqdAsyncNotify(true));
             AsyncEvent e = next(p.ctx, Duration.ofSeconds(20));
@@ -149,8 +157,12 @@ class AsyncEventsTest {
             e.ack();
             // SQD started no new request (those not started wait); back in RTS every one completes, in order
             p.a.modify(new QpAttr().state(QpState.RTS));
-            p.a.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).wrId(8).buffer(ma, 0, 8)
-                    .remote(mb.address(), mb.rkey()).signaled(true));
+            p.a.postSend(new SendWorkRequest()
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .wrId(8)
+                    .buffer(ma, 0, 8)
+                    .remote(mb.address(), mb.rkey())
+                    .signaled(true));
             for (int i = 0; i <= 8; i++) {
                 WorkCompletion wc = Pair.one(p.cqA);
                 assertEquals(WcStatus.SUCCESS, wc.status, wc::toString);
@@ -163,8 +175,12 @@ class AsyncEventsTest {
     void responderRefusingAnRkeyRaisesAccessErrorAboutItsQp() {
         try (Pair p = new Pair().connect()) {
             MemoryRegion ma = p.mrAll(4096), mb = p.mrAll(4096);
-            p.a.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).wrId(1).buffer(ma, 0, 64)
-                    .remote(mb.address(), mb.rkey() ^ 0x40404000).signaled(true));
+            p.a.postSend(new SendWorkRequest()
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .wrId(1)
+                    .buffer(ma, 0, 64)
+                    .remote(mb.address(), mb.rkey() ^ 0x40404000)
+                    .signaled(true));
             assertEquals(WcStatus.REM_ACCESS_ERR, Pair.one(p.cqA).status);
             AsyncEvent e = next(p.ctx, Duration.ofSeconds(p.isRxe() ? 2 : 20));
             if (e == null && p.isRxe()) { // Linux 6.1's rxe moves the responder to ERR without an affiliated event
@@ -182,15 +198,23 @@ class AsyncEventsTest {
     void firstPacketInRtrRaisesCommEst() {
         try (Pair p = new Pair()) {
             Mtu mtu = Mtu.MTU_1024.min(p.ctx.queryPort(Pair.PORT).activeMtu());
-            for (var q : new dev.jrdma.verbs.QueuePair[]{p.a, p.b}) {
-                q.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(Pair.PORT).access(Access.LOCAL_WRITE, Access.REMOTE_WRITE));
+            for (var q : new dev.jrdma.verbs.QueuePair[] {p.a, p.b}) {
+                q.modify(new QpAttr()
+                        .state(QpState.INIT)
+                        .pkeyIndex(0)
+                        .port(Pair.PORT)
+                        .access(Access.LOCAL_WRITE, Access.REMOTE_WRITE));
             }
             p.rtr(p.a, p.b, mtu, 12, 0x100);
             p.rtr(p.b, p.a, mtu, 12, 0x200);
             p.rts(p.a, 7, 7, 0x200); // b stays in RTR: its first request establishes communication
             MemoryRegion ma = p.mrAll(4096), mb = p.mrAll(4096);
-            p.a.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).wrId(1).buffer(ma, 0, 64)
-                    .remote(mb.address(), mb.rkey()).signaled(true));
+            p.a.postSend(new SendWorkRequest()
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .wrId(1)
+                    .buffer(ma, 0, 64)
+                    .remote(mb.address(), mb.rkey())
+                    .signaled(true));
             assertEquals(WcStatus.SUCCESS, Pair.one(p.cqA).status);
             AsyncEvent e = next(p.ctx, Duration.ofSeconds(p.isRxe() ? 2 : 20));
             if (e == null && p.isRxe()) { // Linux 6.1's rxe raises no COMM_EST
@@ -210,7 +234,8 @@ class AsyncEventsTest {
             CompletionChannel ch = p.ctx.createCompletionChannel();
             CompletionQueue cq = p.ctx.createCq(16, ch);
             cq.requestNotify(false);
-            CompletableFuture<CompletionQueue> waiter = CompletableFuture.supplyAsync(() -> ch.awaitEvent(Duration.ofSeconds(30)));
+            CompletableFuture<CompletionQueue> waiter =
+                    CompletableFuture.supplyAsync(() -> ch.awaitEvent(Duration.ofSeconds(30)));
             Thread.sleep(200); // let it block
             assertFalse(waiter.isDone());
             long t0 = System.nanoTime();

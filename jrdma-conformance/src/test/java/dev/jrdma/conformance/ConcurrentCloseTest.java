@@ -1,5 +1,9 @@
 package dev.jrdma.conformance;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.ClosedException;
 import dev.jrdma.verbs.CompletionChannel;
@@ -11,9 +15,6 @@ import dev.jrdma.verbs.ProtectionDomain;
 import dev.jrdma.verbs.QpInitAttr;
 import dev.jrdma.verbs.QueuePair;
 import dev.jrdma.verbs.WorkCompletion;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
@@ -22,10 +23,8 @@ import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * Closing an object while other threads use it, and create children under it, ends every one of those threads in
@@ -33,7 +32,14 @@ import static org.junit.jupiter.api.Assertions.fail;
  */
 @Timeout(180)
 class ConcurrentCloseTest {
-    private enum Target { CQ, QP, MW, PD, CHANNEL, CONTEXT }
+    private enum Target {
+        CQ,
+        QP,
+        MW,
+        PD,
+        CHANNEL,
+        CONTEXT
+    }
 
     @Test
     void closeUnderConcurrentUseEndsInClosedException() throws Exception {
@@ -81,7 +87,9 @@ class ConcurrentCloseTest {
             switch (target) {
                 case CQ -> cq.close();
                 case QP -> qp.close();
-                case MW -> { if (mw != null) mw.close(); }
+                case MW -> {
+                    if (mw != null) mw.close();
+                }
                 case PD -> pd.close();
                 case CHANNEL -> ch.close();
                 case CONTEXT -> ctx.close();
@@ -92,13 +100,15 @@ class ConcurrentCloseTest {
                 t.join(20_000);
                 if (t.isAlive()) {
                     StringBuilder st = new StringBuilder();
-                    for (StackTraceElement e : t.getStackTrace()) st.append("\n  at ").append(e);
+                    for (StackTraceElement e : t.getStackTrace())
+                        st.append("\n  at ").append(e);
                     fail(target + ": thread " + t.getName() + " still runs 20 s after the context was closed:" + st);
                 }
             }
             assertEquals(loops.size(), ends.size());
             for (Throwable t : ends) {
-                if (!(t instanceof ClosedException)) throw new AssertionError(target + ": a thread ended in " + t + " instead of ClosedException", t);
+                if (!(t instanceof ClosedException))
+                    throw new AssertionError(target + ": a thread ended in " + t + " instead of ClosedException", t);
             }
         } finally {
             ctx.close();

@@ -1,5 +1,10 @@
 package dev.jrdma.conformance;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import dev.jrdma.verbs.ClosedException;
 import dev.jrdma.verbs.CompletionQueue;
 import dev.jrdma.verbs.MemoryRegion;
@@ -12,11 +17,6 @@ import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Issue 8 §5: closing a completion queue behaves the same on both providers. A CQ that queue pairs still use closes
@@ -33,33 +33,52 @@ class CqCloseTest {
             MemoryRegion ma = p.mrAll(4096), mb = p.mrAll(4096);
             // a third QP whose receive CQ is its own and whose send CQ is B's: closing the receive CQ closes it too
             CompletionQueue cqC = p.ctx.createCq(16, null);
-            QueuePair c = p.pd.createQueuePair(QpInitAttr.builder(p.cqB).recvCq(cqC).maxSendWr(4).maxRecvWr(4).maxSendSge(1).maxRecvSge(1).build());
+            QueuePair c = p.pd.createQueuePair(QpInitAttr.builder(p.cqB)
+                    .recvCq(cqC)
+                    .maxSendWr(4)
+                    .maxRecvWr(4)
+                    .maxSendSge(1)
+                    .maxRecvSge(1)
+                    .build());
             // completions pending on A's CQ: four signaled WRITEs, only the first polled
             SendWorkRequest wr = new SendWorkRequest();
             for (int i = 0; i < 4; i++) {
-                p.a.postSend(wr.opcode(WrOpcode.RDMA_WRITE).wrId(i).buffer(ma, 0, 64).remote(mb.address(), mb.rkey()).signaled(true));
+                p.a.postSend(wr.opcode(WrOpcode.RDMA_WRITE)
+                        .wrId(i)
+                        .buffer(ma, 0, 64)
+                        .remote(mb.address(), mb.rkey())
+                        .signaled(true));
             }
             WorkCompletion first = Pair.one(p.cqA);
             assertEquals(WcStatus.SUCCESS, first.status, first::toString);
             long end = System.nanoTime() + 2_000_000_000L;
-            while (mb.segment().get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0) != ma.segment().get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0)
+            while (mb.segment().get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0)
+                            != ma.segment().get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0)
                     && System.nanoTime() < end) Thread.onSpinWait();
 
             p.cqA.close();
             assertTrue(p.cqA.isClosed());
             assertTrue(p.a.isClosed(), "the QP that used the CQ is closed with it");
-            ClosedException poll = assertThrows(ClosedException.class, () -> p.cqA.poll(WorkCompletion.array(4)), "polling a closed CQ");
+            ClosedException poll = assertThrows(
+                    ClosedException.class, () -> p.cqA.poll(WorkCompletion.array(4)), "polling a closed CQ");
             assertTrue(poll.getMessage().contains("ibv_poll_cq"), poll.getMessage());
             assertThrows(ClosedException.class, () -> p.cqA.requestNotify(false));
-            ClosedException post = assertThrows(ClosedException.class,
-                    () -> p.a.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).wrId(9).buffer(ma, 0, 8).remote(mb.address(), mb.rkey())));
+            ClosedException post = assertThrows(
+                    ClosedException.class,
+                    () -> p.a.postSend(new SendWorkRequest()
+                            .opcode(WrOpcode.RDMA_WRITE)
+                            .wrId(9)
+                            .buffer(ma, 0, 8)
+                            .remote(mb.address(), mb.rkey())));
             assertTrue(post.getMessage().contains("ibv_post_send"), post.getMessage());
             p.cqA.close(); // idempotent
             p.a.close();
 
             cqC.close();
             assertTrue(c.isClosed(), "a QP whose receive CQ was closed is closed with it");
-            assertThrows(ClosedException.class, () -> c.postRecv(new RecvWorkRequest().wrId(1).buffer(mb, 0, 8)));
+            assertThrows(
+                    ClosedException.class,
+                    () -> c.postRecv(new RecvWorkRequest().wrId(1).buffer(mb, 0, 8)));
 
             // the others are untouched: B, its CQ and the protection domain work on
             assertFalse(p.b.isClosed());

@@ -1,5 +1,13 @@
 package dev.jrdma.conformance;
 
+import static dev.jrdma.conformance.Pair.assertFilled;
+import static dev.jrdma.conformance.Pair.fill;
+import static dev.jrdma.conformance.Pair.none;
+import static dev.jrdma.conformance.Pair.one;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import dev.jrdma.verbs.Completions;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.PostException;
@@ -11,22 +19,13 @@ import dev.jrdma.verbs.WcOpcode;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
+import java.lang.foreign.ValueLayout;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
-
-import java.lang.foreign.ValueLayout;
-
-import static dev.jrdma.conformance.Pair.assertFilled;
-import static dev.jrdma.conformance.Pair.fill;
-import static dev.jrdma.conformance.Pair.none;
-import static dev.jrdma.conformance.Pair.one;
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Every opcode end to end between two connected QPs of the device under test. */
 @Timeout(60)
@@ -57,7 +56,11 @@ class DataPathTest {
         int size = code == -1 ? mtu() - 1 : code == -2 ? mtu() : code == -3 ? mtu() + 1 : code;
         fill(ma.segment(), 0, size, 7);
         p.b.postRecv(new RecvWorkRequest().wrId(77).buffer(mb, 0, MIB + 16));
-        p.a.postSend(new SendWorkRequest().opcode(WrOpcode.SEND).wrId(11).buffer(ma, 0, size).signaled(true));
+        p.a.postSend(new SendWorkRequest()
+                .opcode(WrOpcode.SEND)
+                .wrId(11)
+                .buffer(ma, 0, size)
+                .signaled(true));
         WorkCompletion s = one(p.cqA);
         assertEquals(WcStatus.SUCCESS, s.status, s::toString);
         assertEquals(WcOpcode.SEND, s.opcode);
@@ -76,7 +79,11 @@ class DataPathTest {
     void sendWithImmediate() {
         p.b.postRecv(new RecvWorkRequest().wrId(1).buffer(mb, 0, 64));
         fill(ma.segment(), 0, 10, 3);
-        p.a.postSend(new SendWorkRequest().opcode(WrOpcode.SEND_WITH_IMM).immData(0xDEADBEEF).buffer(ma, 0, 10).signaled(true));
+        p.a.postSend(new SendWorkRequest()
+                .opcode(WrOpcode.SEND_WITH_IMM)
+                .immData(0xDEADBEEF)
+                .buffer(ma, 0, 10)
+                .signaled(true));
         assertEquals(WcStatus.SUCCESS, one(p.cqA).status);
         WorkCompletion r = one(p.cqB);
         assertEquals(WcOpcode.RECV, r.opcode);
@@ -91,8 +98,17 @@ class DataPathTest {
         Completions in = new Completions(4);
         p.b.postRecv(new RecvWorkRequest().wrId(21).buffer(mb, 0, 64));
         p.b.postRecv(new RecvWorkRequest().wrId(22).buffer(mb, 64, 64));
-        p.a.postSend(new SendWorkRequest().opcode(WrOpcode.SEND_WITH_IMM).wrId(11).immData(0xDEADBEEF).buffer(ma, 0, 10).signaled(true));
-        p.a.postSend(new SendWorkRequest().opcode(WrOpcode.SEND).wrId(12).buffer(ma, 0, 20).signaled(true));
+        p.a.postSend(new SendWorkRequest()
+                .opcode(WrOpcode.SEND_WITH_IMM)
+                .wrId(11)
+                .immData(0xDEADBEEF)
+                .buffer(ma, 0, 10)
+                .signaled(true));
+        p.a.postSend(new SendWorkRequest()
+                .opcode(WrOpcode.SEND)
+                .wrId(12)
+                .buffer(ma, 0, 20)
+                .signaled(true));
         WorkCompletion[] received = WorkCompletion.array(2);
         int got = 0;
         long deadline = System.nanoTime() + 20_000_000_000L;
@@ -133,8 +149,12 @@ class DataPathTest {
     void rdmaWrite(int code) {
         int size = code == -1 ? mtu() - 1 : code == -3 ? mtu() + 1 : code;
         fill(ma.segment(), 0, size, 9);
-        p.a.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).wrId(5).buffer(ma, 0, size)
-                .remote(mb.address() + 100, mb.rkey()).signaled(true));
+        p.a.postSend(new SendWorkRequest()
+                .opcode(WrOpcode.RDMA_WRITE)
+                .wrId(5)
+                .buffer(ma, 0, size)
+                .remote(mb.address() + 100, mb.rkey())
+                .signaled(true));
         WorkCompletion s = one(p.cqA);
         assertEquals(WcStatus.SUCCESS, s.status, s::toString);
         assertEquals(WcOpcode.RDMA_WRITE, s.opcode);
@@ -146,8 +166,12 @@ class DataPathTest {
     void rdmaWriteWithImmediateConsumesAReceive() {
         p.b.postRecv(new RecvWorkRequest().wrId(3).numSge(0));
         fill(ma.segment(), 0, 3000, 1);
-        p.a.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE_WITH_IMM).immData(42).buffer(ma, 0, 3000)
-                .remote(mb.address(), mb.rkey()).signaled(true));
+        p.a.postSend(new SendWorkRequest()
+                .opcode(WrOpcode.RDMA_WRITE_WITH_IMM)
+                .immData(42)
+                .buffer(ma, 0, 3000)
+                .remote(mb.address(), mb.rkey())
+                .signaled(true));
         assertEquals(WcStatus.SUCCESS, one(p.cqA).status);
         WorkCompletion r = one(p.cqB);
         assertEquals(WcStatus.SUCCESS, r.status, r::toString);
@@ -163,8 +187,12 @@ class DataPathTest {
     void rdmaRead(int code) {
         int size = code == -3 ? mtu() + 1 : code;
         fill(mb.segment(), 8, size, 5);
-        p.a.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_READ).wrId(9).buffer(ma, 16, size)
-                .remote(mb.address() + 8, mb.rkey()).signaled(true));
+        p.a.postSend(new SendWorkRequest()
+                .opcode(WrOpcode.RDMA_READ)
+                .wrId(9)
+                .buffer(ma, 16, size)
+                .remote(mb.address() + 8, mb.rkey())
+                .signaled(true));
         WorkCompletion s = one(p.cqA);
         assertEquals(WcStatus.SUCCESS, s.status, s::toString);
         assertEquals(WcOpcode.RDMA_READ, s.opcode);
@@ -175,8 +203,11 @@ class DataPathTest {
     @Test
     void atomics() {
         mb.segment().set(ValueLayout.JAVA_LONG, 64, 1000);
-        p.a.postSend(new SendWorkRequest().opcode(WrOpcode.ATOMIC_FETCH_AND_ADD).buffer(ma, 0, 8)
-                .atomic(mb.address() + 64, mb.rkey(), 5, 0).signaled(true));
+        p.a.postSend(new SendWorkRequest()
+                .opcode(WrOpcode.ATOMIC_FETCH_AND_ADD)
+                .buffer(ma, 0, 8)
+                .atomic(mb.address() + 64, mb.rkey(), 5, 0)
+                .signaled(true));
         WorkCompletion f = one(p.cqA);
         assertEquals(WcStatus.SUCCESS, f.status, f::toString);
         assertEquals(WcOpcode.FETCH_ADD, f.opcode);
@@ -185,14 +216,20 @@ class DataPathTest {
         assertEquals(1005, mb.segment().get(ValueLayout.JAVA_LONG, 64));
 
         // compare fails: nothing swapped, the current value returned
-        p.a.postSend(new SendWorkRequest().opcode(WrOpcode.ATOMIC_CMP_AND_SWP).buffer(ma, 8, 8)
-                .atomic(mb.address() + 64, mb.rkey(), 1, 77).signaled(true));
+        p.a.postSend(new SendWorkRequest()
+                .opcode(WrOpcode.ATOMIC_CMP_AND_SWP)
+                .buffer(ma, 8, 8)
+                .atomic(mb.address() + 64, mb.rkey(), 1, 77)
+                .signaled(true));
         assertEquals(WcOpcode.COMP_SWAP, one(p.cqA).opcode);
         assertEquals(1005, ma.segment().get(ValueLayout.JAVA_LONG, 8));
         assertEquals(1005, mb.segment().get(ValueLayout.JAVA_LONG, 64));
         // compare matches: swapped
-        p.a.postSend(new SendWorkRequest().opcode(WrOpcode.ATOMIC_CMP_AND_SWP).buffer(ma, 8, 8)
-                .atomic(mb.address() + 64, mb.rkey(), 1005, 77).signaled(true));
+        p.a.postSend(new SendWorkRequest()
+                .opcode(WrOpcode.ATOMIC_CMP_AND_SWP)
+                .buffer(ma, 8, 8)
+                .atomic(mb.address() + 64, mb.rkey(), 1005, 77)
+                .signaled(true));
         assertEquals(WcStatus.SUCCESS, one(p.cqA).status);
         assertEquals(1005, ma.segment().get(ValueLayout.JAVA_LONG, 8));
         assertEquals(77, mb.segment().get(ValueLayout.JAVA_LONG, 64));
@@ -203,7 +240,8 @@ class DataPathTest {
         fill(ma.segment(), 0, 100, 1);
         fill(ma.segment(), 1000, 200, 2);
         fill(ma.segment(), 5000, 3000, 3);
-        SendWorkRequest s = new SendWorkRequest(3).opcode(WrOpcode.SEND).signaled(true).numSge(3);
+        SendWorkRequest s =
+                new SendWorkRequest(3).opcode(WrOpcode.SEND).signaled(true).numSge(3);
         s.sge(0).set(ma, 0, 100);
         s.sge(1).set(ma, 1000, 200);
         s.sge(2).set(ma, 5000, 3000);
@@ -228,8 +266,12 @@ class DataPathTest {
         SendWorkRequest[] chain = new SendWorkRequest[5];
         for (int i = 0; i < chain.length; i++) {
             fill(ma.segment(), i * 100, 100, i);
-            chain[i] = new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).wrId(i).buffer(ma, i * 100, 100)
-                    .remote(mb.address() + i * 100, mb.rkey()).signaled(i == 2 || i == 4);
+            chain[i] = new SendWorkRequest()
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .wrId(i)
+                    .buffer(ma, i * 100, 100)
+                    .remote(mb.address() + i * 100, mb.rkey())
+                    .signaled(i == 2 || i == 4);
             if (i > 0) chain[i - 1].next = chain[i];
         }
         p.a.postSend(chain[0]);
@@ -242,30 +284,44 @@ class DataPathTest {
     @Test
     void aPreparedSendPostsItsSnapshotAgain() {
         // a chain of two writes, the second signalled, prepared once; changing the requests afterwards changes nothing
-        SendWorkRequest second = new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).wrId(2).buffer(ma, 100, 100)
-                .remote(mb.address() + 100, mb.rkey()).signaled(true);
-        SendWorkRequest first = new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).wrId(1).buffer(ma, 0, 100)
-                .remote(mb.address(), mb.rkey()).next(second);
+        SendWorkRequest second = new SendWorkRequest()
+                .opcode(WrOpcode.RDMA_WRITE)
+                .wrId(2)
+                .buffer(ma, 100, 100)
+                .remote(mb.address() + 100, mb.rkey())
+                .signaled(true);
+        SendWorkRequest first = new SendWorkRequest()
+                .opcode(WrOpcode.RDMA_WRITE)
+                .wrId(1)
+                .buffer(ma, 0, 100)
+                .remote(mb.address(), mb.rkey())
+                .next(second);
         PreparedSend ps = p.a.prepareSend(first);
         assertEquals(p.a, ps.qp());
         first.remote(mb.address() + 5000, mb.rkey());
         second.wrId(99).signaled(false);
         for (int round = 1; round <= 3; round++) {
             fill(ma.segment(), 0, 200, round);
-            if (round == 2) ps.post(50); else ps.post();
+            if (round == 2) ps.post(50);
+            else ps.post();
             assertEquals(2, one(p.cqA).wrId, "the second request keeps its prepared wr_id and flags");
             assertFilled(mb.segment(), 0, 200, round);
         }
         // post(wrId) names the first request's completion
-        SendWorkRequest alone = new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).wrId(3).buffer(ma, 0, 8)
-                .remote(mb.address(), mb.rkey()).signaled(true);
+        SendWorkRequest alone = new SendWorkRequest()
+                .opcode(WrOpcode.RDMA_WRITE)
+                .wrId(3)
+                .buffer(ma, 0, 8)
+                .remote(mb.address(), mb.rkey())
+                .signaled(true);
         PreparedSend single = p.a.prepareSend(alone);
         single.post(70);
         assertEquals(70, one(p.cqA).wrId);
         single.post();
         assertEquals(3, one(p.cqA).wrId, "post() keeps the prepared wr_id");
         none(p.cqA, 50);
-        PostException bind = assertThrows(PostException.class, () -> p.a.prepareSend(new SendWorkRequest().opcode(WrOpcode.BIND_MW)));
+        PostException bind = assertThrows(
+                PostException.class, () -> p.a.prepareSend(new SendWorkRequest().opcode(WrOpcode.BIND_MW)));
         assertTrue(bind.getMessage().contains("BIND_MW"), bind.getMessage());
     }
 
@@ -275,7 +331,8 @@ class DataPathTest {
         RecvWorkRequest r1 = new RecvWorkRequest().wrId(101).buffer(mb, 64, 64);
         r0.next = r1;
         p.b.postRecv(r0);
-        SendWorkRequest s = new SendWorkRequest().opcode(WrOpcode.SEND).buffer(ma, 0, 8).signaled(true);
+        SendWorkRequest s =
+                new SendWorkRequest().opcode(WrOpcode.SEND).buffer(ma, 0, 8).signaled(true);
         p.a.postSend(s);
         p.a.postSend(s.wrId(2));
         assertEquals(100, one(p.cqB).wrId);
@@ -290,7 +347,10 @@ class DataPathTest {
         org.junit.jupiter.api.Assumptions.assumeTrue(max > 0, "the device grants no inline data");
         Pair.fill(ma.segment(), 0, Math.min(max, 32), 4);
         p.b.postRecv(new RecvWorkRequest().buffer(mb, 0, 64));
-        SendWorkRequest s = new SendWorkRequest().opcode(WrOpcode.SEND).buffer(ma, 0, Math.min(max, 32)).signaled(true);
+        SendWorkRequest s = new SendWorkRequest()
+                .opcode(WrOpcode.SEND)
+                .buffer(ma, 0, Math.min(max, 32))
+                .signaled(true);
         s.flags.add(SendFlag.INLINE);
         s.sge(0).lkey = 0; // inline data is copied at post time: the key is not looked at
         p.a.postSend(s);

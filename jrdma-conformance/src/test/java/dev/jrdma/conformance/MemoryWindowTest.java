@@ -1,5 +1,10 @@
 package dev.jrdma.conformance;
 
+import static dev.jrdma.conformance.Pair.one;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.MemoryWindow;
@@ -9,15 +14,9 @@ import dev.jrdma.verbs.WcOpcode;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
+import java.util.EnumSet;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-
-import java.util.EnumSet;
-
-import static dev.jrdma.conformance.Pair.one;
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotEquals;
-import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /** Memory windows grant a peer part of a region and revoke it without re-registering. */
 @Timeout(60)
@@ -28,7 +27,11 @@ class MemoryWindowTest {
     }
 
     private static WcStatus read(Pair p, MemoryRegion local, long addr, int rkey, int len) {
-        p.a.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_READ).buffer(local, 0, len).remote(addr, rkey).signaled(true));
+        p.a.postSend(new SendWorkRequest()
+                .opcode(WrOpcode.RDMA_READ)
+                .buffer(local, 0, len)
+                .remote(addr, rkey)
+                .signaled(true));
         return one(p.cqA).status;
     }
 
@@ -39,7 +42,8 @@ class MemoryWindowTest {
             MemoryRegion target = windowed(p), local = p.mrAll(4096);
             Pair.fill(target.segment(), 1024, 256, 8);
             MemoryWindow mw = p.pd.allocMemoryWindow(MwType.TYPE_1);
-            int rkey = p.b.bindMemoryWindow(mw, 50, true, target, target.address() + 1024, 256, EnumSet.of(Access.REMOTE_READ));
+            int rkey = p.b.bindMemoryWindow(
+                    mw, 50, true, target, target.address() + 1024, 256, EnumSet.of(Access.REMOTE_READ));
             WorkCompletion bind = one(p.cqB);
             assertEquals(WcStatus.SUCCESS, bind.status, bind::toString);
             assertEquals(WcOpcode.BIND_MW, bind.opcode);
@@ -61,7 +65,8 @@ class MemoryWindowTest {
             assumeTrue(p.ctx.queryDevice().supportsMemoryWindows(), "device has no memory windows");
             MemoryRegion target = windowed(p), local = p.mrAll(4096);
             MemoryWindow mw = p.pd.allocMemoryWindow(MwType.TYPE_1);
-            int rkey = p.b.bindMemoryWindow(mw, 50, true, target, target.address(), 512, EnumSet.of(Access.REMOTE_READ));
+            int rkey =
+                    p.b.bindMemoryWindow(mw, 50, true, target, target.address(), 512, EnumSet.of(Access.REMOTE_READ));
             assertEquals(WcStatus.SUCCESS, one(p.cqB).status);
             assertEquals(WcStatus.SUCCESS, read(p, local, target.address(), rkey, 64));
             mw.close();
@@ -76,7 +81,11 @@ class MemoryWindowTest {
             MemoryRegion target = windowed(p), local = p.mrAll(4096);
             MemoryWindow mw = p.pd.allocMemoryWindow(MwType.TYPE_2);
             int rkey = (mw.rkey() & 0xFFFFFF00) | ((mw.rkey() + 1) & 0xFF);
-            SendWorkRequest bind = new SendWorkRequest().opcode(WrOpcode.BIND_MW).wrId(60).noBuffer().signaled(true);
+            SendWorkRequest bind = new SendWorkRequest()
+                    .opcode(WrOpcode.BIND_MW)
+                    .wrId(60)
+                    .noBuffer()
+                    .signaled(true);
             bind.bindMw = mw;
             bind.bindRkey = rkey;
             bind.bindMr = target;
@@ -88,20 +97,30 @@ class MemoryWindowTest {
             assertEquals(WcStatus.SUCCESS, wc.status, wc::toString);
             assertEquals(WcOpcode.BIND_MW, wc.opcode);
             Pair.fill(local.segment(), 0, 100, 2);
-            p.a.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).buffer(local, 0, 100)
-                    .remote(target.address() + 512, rkey).signaled(true));
+            p.a.postSend(new SendWorkRequest()
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .buffer(local, 0, 100)
+                    .remote(target.address() + 512, rkey)
+                    .signaled(true));
             assertEquals(WcStatus.SUCCESS, one(p.cqA).status);
             Pair.assertFilled(target.segment(), 512, 100, 2);
             // the window grants REMOTE_WRITE only: a read through it is refused... after which A's QP is in ERR,
             // so invalidate first and check the revocation instead
-            SendWorkRequest inv = new SendWorkRequest().opcode(WrOpcode.LOCAL_INV).wrId(61).noBuffer().signaled(true);
+            SendWorkRequest inv = new SendWorkRequest()
+                    .opcode(WrOpcode.LOCAL_INV)
+                    .wrId(61)
+                    .noBuffer()
+                    .signaled(true);
             inv.invalidateRkey = rkey;
             p.b.postSend(inv);
             WorkCompletion invWc = one(p.cqB);
             assertEquals(WcStatus.SUCCESS, invWc.status, invWc::toString);
             assertEquals(WcOpcode.LOCAL_INV, invWc.opcode);
-            p.a.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).buffer(local, 0, 100)
-                    .remote(target.address() + 512, rkey).signaled(true));
+            p.a.postSend(new SendWorkRequest()
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .buffer(local, 0, 100)
+                    .remote(target.address() + 512, rkey)
+                    .signaled(true));
             assertEquals(WcStatus.REM_ACCESS_ERR, one(p.cqA).status);
         }
     }

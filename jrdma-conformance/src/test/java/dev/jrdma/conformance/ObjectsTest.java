@@ -1,5 +1,12 @@
 package dev.jrdma.conformance;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.ClosedException;
 import dev.jrdma.verbs.CompletionChannel;
@@ -23,20 +30,12 @@ import dev.jrdma.verbs.VerbsException;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.List;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNull;
-import static org.junit.jupiter.api.Assertions.assertSame;
-import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /** Devices, ports, the QP state machine, completion channels and the close rules. */
 @Timeout(60)
@@ -44,7 +43,8 @@ class ObjectsTest {
 
     @Test
     void deviceAndPortAttributes() {
-        assertTrue(Verbs.devices().stream().anyMatch(d -> d.name().equals(Pair.device().name()))
+        assertTrue(Verbs.devices().stream()
+                        .anyMatch(d -> d.name().equals(Pair.device().name()))
                 || Pair.device().name().startsWith("soft@"));
         try (Context ctx = Pair.device().open()) {
             DeviceAttr a = ctx.queryDevice();
@@ -64,13 +64,20 @@ class ObjectsTest {
         try (Pair p = new Pair()) {
             VerbsException skip = assertThrows(VerbsException.class, () -> p.a.modify(new QpAttr().state(QpState.RTS)));
             assertTrue(skip.getMessage().contains("RESET") && skip.getMessage().contains("INIT"), skip.getMessage());
-            VerbsException missing = assertThrows(VerbsException.class, () -> p.a.modify(new QpAttr().state(QpState.INIT).port(1)));
-            assertTrue(missing.getMessage().contains("ACCESS_FLAGS") && missing.getMessage().contains("PKEY_INDEX"), missing.getMessage());
+            VerbsException missing = assertThrows(
+                    VerbsException.class,
+                    () -> p.a.modify(new QpAttr().state(QpState.INIT).port(1)));
+            assertTrue(
+                    missing.getMessage().contains("ACCESS_FLAGS")
+                            && missing.getMessage().contains("PKEY_INDEX"),
+                    missing.getMessage());
             assertEquals(QpState.RESET, p.a.state(), "a refused modify changes nothing");
             p.a.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(1).access(Access.REMOTE_WRITE));
             assertEquals(QpState.INIT, p.a.state());
             assertEquals(QpState.INIT, p.a.query().state());
-            VerbsException rtr = assertThrows(VerbsException.class, () -> p.a.modify(new QpAttr().state(QpState.RTR).destQpNum(p.b.qpNum())));
+            VerbsException rtr = assertThrows(
+                    VerbsException.class,
+                    () -> p.a.modify(new QpAttr().state(QpState.RTR).destQpNum(p.b.qpNum())));
             assertTrue(rtr.getMessage().contains("PATH_MTU"), rtr.getMessage());
         }
     }
@@ -79,8 +86,12 @@ class ObjectsTest {
     void postingBeforeRtsIsRefusedNotLost() {
         try (Pair p = new Pair()) {
             MemoryRegion m = p.mrAll(4096);
-            PostException e = assertThrows(PostException.class,
-                    () -> p.a.postSend(new SendWorkRequest().opcode(WrOpcode.SEND).buffer(m, 0, 8).signaled(true)));
+            PostException e = assertThrows(
+                    PostException.class,
+                    () -> p.a.postSend(new SendWorkRequest()
+                            .opcode(WrOpcode.SEND)
+                            .buffer(m, 0, 8)
+                            .signaled(true)));
             assertEquals(0, e.badIndex());
             assertThrows(PostException.class, () -> p.a.postRecv(new RecvWorkRequest().buffer(m, 0, 8)));
         }
@@ -91,7 +102,10 @@ class ObjectsTest {
         try (Pair p = new Pair().connect()) {
             MemoryRegion m = p.mrAll(4096);
             int max = p.a.cap().maxSendSge();
-            SendWorkRequest s = new SendWorkRequest(max + 1).opcode(WrOpcode.SEND).numSge(max + 1).signaled(true);
+            SendWorkRequest s = new SendWorkRequest(max + 1)
+                    .opcode(WrOpcode.SEND)
+                    .numSge(max + 1)
+                    .signaled(true);
             for (int i = 0; i <= max; i++) s.sge(i).set(m, i * 8L, 8);
             assertThrows(PostException.class, () -> p.a.postSend(s));
         }
@@ -138,7 +152,13 @@ class ObjectsTest {
             pd.close(); // closes the QP and the MR first
             assertTrue(qp.isClosed() && mr.isClosed() && pd.isClosed());
             assertFalse(cq.isClosed());
-            assertThrows(ClosedException.class, () -> qp.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(1).access(Access.LOCAL_WRITE)));
+            assertThrows(
+                    ClosedException.class,
+                    () -> qp.modify(new QpAttr()
+                            .state(QpState.INIT)
+                            .pkeyIndex(0)
+                            .port(1)
+                            .access(Access.LOCAL_WRITE)));
             assertThrows(ClosedException.class, () -> qp.postRecv(new RecvWorkRequest().buffer(mr, 0, 8)));
             assertThrows(ClosedException.class, () -> pd.registerMemory(arena.allocate(64), Access.LOCAL_WRITE));
             pd.close(); // idempotent
@@ -152,8 +172,11 @@ class ObjectsTest {
 
     @Test
     void registrationRejectsHeapAndClosedSegments() {
-        try (Context ctx = Pair.device().open(); ProtectionDomain pd = ctx.allocPd()) {
-            assertThrows(VerbsException.class, () -> pd.registerMemory(MemorySegment.ofArray(new byte[64]), Access.LOCAL_WRITE));
+        try (Context ctx = Pair.device().open();
+                ProtectionDomain pd = ctx.allocPd()) {
+            assertThrows(
+                    VerbsException.class,
+                    () -> pd.registerMemory(MemorySegment.ofArray(new byte[64]), Access.LOCAL_WRITE));
             MemorySegment seg;
             try (Arena arena = Arena.ofShared()) {
                 seg = arena.allocate(4096);

@@ -1,5 +1,8 @@
 package dev.jrdma.conformance;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.fail;
+
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.AhAttr;
 import dev.jrdma.verbs.CompletionQueue;
@@ -14,15 +17,11 @@ import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.QueuePair;
 import dev.jrdma.verbs.Verbs;
 import dev.jrdma.verbs.WorkCompletion;
-
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.EnumSet;
 import java.util.Set;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.fail;
 
 /**
  * Two RC queue pairs on the device under test, connected to each other: what every conformance test starts from.
@@ -52,8 +51,20 @@ final class Pair implements AutoCloseable {
         pd = ctx.allocPd();
         cqA = ctx.createCq(cqe, null);
         cqB = ctx.createCq(cqe, null);
-        a = pd.createQueuePair(tune.apply(QpInitAttr.builder(cqA).maxSendWr(64).maxRecvWr(64).maxSendSge(4).maxRecvSge(4).maxInlineData(64)).build());
-        b = pd.createQueuePair(tune.apply(QpInitAttr.builder(cqB).maxSendWr(64).maxRecvWr(64).maxSendSge(4).maxRecvSge(4).maxInlineData(64)).build());
+        a = pd.createQueuePair(tune.apply(QpInitAttr.builder(cqA)
+                        .maxSendWr(64)
+                        .maxRecvWr(64)
+                        .maxSendSge(4)
+                        .maxRecvSge(4)
+                        .maxInlineData(64))
+                .build());
+        b = pd.createQueuePair(tune.apply(QpInitAttr.builder(cqB)
+                        .maxSendWr(64)
+                        .maxRecvWr(64)
+                        .maxSendSge(4)
+                        .maxRecvSge(4)
+                        .maxInlineData(64))
+                .build());
         gidIndex = gidIndex(ctx);
     }
 
@@ -70,13 +81,18 @@ final class Pair implements AutoCloseable {
     }
 
     Pair connect() {
-        return connect(7, 7, 12, Mtu.MTU_1024, EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC));
+        return connect(
+                7,
+                7,
+                12,
+                Mtu.MTU_1024,
+                EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC));
     }
 
     /** Walks both QPs to RTS, each aimed at the other. */
     Pair connect(int retryCnt, int rnrRetry, int minRnrTimer, Mtu mtu, Set<Access> qpAccess) {
         Mtu pathMtu = mtu.min(ctx.queryPort(PORT).activeMtu());
-        for (QueuePair q : new QueuePair[]{a, b}) {
+        for (QueuePair q : new QueuePair[] {a, b}) {
             q.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(PORT).access(qpAccess));
         }
         rtr(a, b, pathMtu, minRnrTimer, 0x100);
@@ -89,12 +105,24 @@ final class Pair implements AutoCloseable {
     void rtr(QueuePair q, QueuePair peer, Mtu mtu, int minRnrTimer, int rqPsn) {
         AhAttr ah = new AhAttr().dlid(ctx.queryPort(PORT).lid()).portNum(PORT);
         ah.global(ctx.queryGid(PORT, gidIndex), gidIndex);
-        q.modify(new QpAttr().state(QpState.RTR).ah(ah).pathMtu(mtu).destQpNum(peer.qpNum()).rqPsn(rqPsn)
-                .maxDestRdAtomic(4).minRnrTimer(minRnrTimer));
+        q.modify(new QpAttr()
+                .state(QpState.RTR)
+                .ah(ah)
+                .pathMtu(mtu)
+                .destQpNum(peer.qpNum())
+                .rqPsn(rqPsn)
+                .maxDestRdAtomic(4)
+                .minRnrTimer(minRnrTimer));
     }
 
     void rts(QueuePair q, int retryCnt, int rnrRetry, int sqPsn) {
-        q.modify(new QpAttr().state(QpState.RTS).timeout(12).retryCnt(retryCnt).rnrRetry(rnrRetry).sqPsn(sqPsn).maxRdAtomic(4));
+        q.modify(new QpAttr()
+                .state(QpState.RTS)
+                .timeout(12)
+                .retryCnt(retryCnt)
+                .rnrRetry(rnrRetry)
+                .sqPsn(sqPsn)
+                .maxRdAtomic(4));
     }
 
     MemoryRegion mr(long size, Access... access) {
@@ -128,7 +156,8 @@ final class Pair implements AutoCloseable {
     }
 
     static void fill(MemorySegment seg, long offset, long len, int seed) {
-        for (long i = 0; i < len; i++) seg.set(java.lang.foreign.ValueLayout.JAVA_BYTE, offset + i, (byte) (seed + i * 31));
+        for (long i = 0; i < len; i++)
+            seg.set(java.lang.foreign.ValueLayout.JAVA_BYTE, offset + i, (byte) (seed + i * 31));
     }
 
     static void assertFilled(MemorySegment seg, long offset, long len, int seed) {

@@ -1,30 +1,29 @@
 package dev.jrdma.conformance;
 
-import dev.jrdma.verbs.Access;
-import dev.jrdma.verbs.CompletionChannel;
-import dev.jrdma.verbs.Mtu;
-import dev.jrdma.verbs.QpAttr;
-import dev.jrdma.verbs.QpAttrMask;
-import dev.jrdma.verbs.QpState;
-import dev.jrdma.verbs.CompletionQueue;
-import dev.jrdma.verbs.QpInitAttr;
-import dev.jrdma.verbs.QueuePair;
-import dev.jrdma.verbs.MemoryRegion;
-import dev.jrdma.verbs.SendWorkRequest;
-import dev.jrdma.verbs.VerbsException;
-import dev.jrdma.verbs.WcStatus;
-import dev.jrdma.verbs.WorkCompletion;
-import dev.jrdma.verbs.WrOpcode;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-
-import java.time.Duration;
-
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.jrdma.verbs.Access;
+import dev.jrdma.verbs.CompletionChannel;
+import dev.jrdma.verbs.CompletionQueue;
+import dev.jrdma.verbs.MemoryRegion;
+import dev.jrdma.verbs.Mtu;
+import dev.jrdma.verbs.QpAttr;
+import dev.jrdma.verbs.QpAttrMask;
+import dev.jrdma.verbs.QpInitAttr;
+import dev.jrdma.verbs.QpState;
+import dev.jrdma.verbs.QueuePair;
+import dev.jrdma.verbs.SendWorkRequest;
+import dev.jrdma.verbs.VerbsException;
+import dev.jrdma.verbs.WcStatus;
+import dev.jrdma.verbs.WorkCompletion;
+import dev.jrdma.verbs.WrOpcode;
+import java.time.Duration;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /** The queries and CQ controls beyond the basics: P_Keys, completion vectors, resizing a CQ with completions in it. */
 @Timeout(60)
@@ -42,18 +41,44 @@ class QueriesTest {
     /** ibv_query_qp returns every attribute of struct ibv_qp_attr, each with the value the modifies set. */
     @Test
     void queryQpReturnsEveryAttributeAsSet() {
-        try (Pair p = new Pair().connect(5, 6, 14, Mtu.MTU_1024, java.util.EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ))) {
+        try (Pair p = new Pair()
+                .connect(
+                        5,
+                        6,
+                        14,
+                        Mtu.MTU_1024,
+                        java.util.EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ))) {
             QpAttr q = p.a.query();
-            for (QpAttrMask m : new QpAttrMask[]{QpAttrMask.STATE, QpAttrMask.CUR_STATE, QpAttrMask.EN_SQD_ASYNC_NOTIFY, QpAttrMask.ACCESS_FLAGS,
-                    QpAttrMask.PKEY_INDEX, QpAttrMask.PORT, QpAttrMask.QKEY, QpAttrMask.AV, QpAttrMask.PATH_MTU, QpAttrMask.TIMEOUT,
-                    QpAttrMask.RETRY_CNT, QpAttrMask.RNR_RETRY, QpAttrMask.RQ_PSN, QpAttrMask.MAX_QP_RD_ATOMIC, QpAttrMask.ALT_PATH,
-                    QpAttrMask.MIN_RNR_TIMER, QpAttrMask.SQ_PSN, QpAttrMask.MAX_DEST_RD_ATOMIC, QpAttrMask.PATH_MIG_STATE, QpAttrMask.CAP,
-                    QpAttrMask.DEST_QPN}) {
+            for (QpAttrMask m : new QpAttrMask[] {
+                QpAttrMask.STATE,
+                QpAttrMask.CUR_STATE,
+                QpAttrMask.EN_SQD_ASYNC_NOTIFY,
+                QpAttrMask.ACCESS_FLAGS,
+                QpAttrMask.PKEY_INDEX,
+                QpAttrMask.PORT,
+                QpAttrMask.QKEY,
+                QpAttrMask.AV,
+                QpAttrMask.PATH_MTU,
+                QpAttrMask.TIMEOUT,
+                QpAttrMask.RETRY_CNT,
+                QpAttrMask.RNR_RETRY,
+                QpAttrMask.RQ_PSN,
+                QpAttrMask.MAX_QP_RD_ATOMIC,
+                QpAttrMask.ALT_PATH,
+                QpAttrMask.MIN_RNR_TIMER,
+                QpAttrMask.SQ_PSN,
+                QpAttrMask.MAX_DEST_RD_ATOMIC,
+                QpAttrMask.PATH_MIG_STATE,
+                QpAttrMask.CAP,
+                QpAttrMask.DEST_QPN
+            }) {
                 assertTrue(q.has(m), m + " missing from " + q);
             }
             assertEquals(QpState.RTS, q.state());
             assertEquals(QpState.RTS, q.curState());
-            assertEquals(java.util.EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_READ), java.util.EnumSet.copyOf(remoteOnly(q.access())));
+            assertEquals(
+                    java.util.EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_READ),
+                    java.util.EnumSet.copyOf(remoteOnly(q.access())));
             assertEquals(0, q.pkeyIndex());
             assertEquals(Pair.PORT, q.port());
             assertEquals(Mtu.MTU_1024.min(p.ctx.queryPort(Pair.PORT).activeMtu()), q.pathMtu());
@@ -70,7 +95,12 @@ class QueriesTest {
             assertEquals(p.ctx.queryGid(Pair.PORT, p.gidIndex), q.ah().dgid);
             assertEquals(p.gidIndex, q.ah().sgidIndex);
             assertEquals(Pair.PORT, q.ah().portNum);
-            assertTrue(q.cap().maxSendWr() >= 64 && q.cap().maxRecvWr() >= 64 && q.cap().maxSendSge() >= 4 && q.cap().maxRecvSge() >= 4, q.cap()::toString);
+            assertTrue(
+                    q.cap().maxSendWr() >= 64
+                            && q.cap().maxRecvWr() >= 64
+                            && q.cap().maxSendSge() >= 4
+                            && q.cap().maxRecvSge() >= 4,
+                    q.cap()::toString);
             assertFalse(q.enSqdAsyncNotify());
             assertFalse(q.sqDraining(), "not in SQD");
             assertEquals(QpAttr.MIG_MIGRATED, q.pathMigState(), "no alternate path was ever loaded");
@@ -89,7 +119,8 @@ class QueriesTest {
 
     private static java.util.Set<Access> remoteOnly(java.util.Set<Access> a) {
         java.util.EnumSet<Access> r = java.util.EnumSet.noneOf(Access.class);
-        for (Access x : a) if (x == Access.REMOTE_WRITE || x == Access.REMOTE_READ || x == Access.REMOTE_ATOMIC) r.add(x);
+        for (Access x : a)
+            if (x == Access.REMOTE_WRITE || x == Access.REMOTE_READ || x == Access.REMOTE_ATOMIC) r.add(x);
         return r;
     }
 
@@ -109,13 +140,26 @@ class QueriesTest {
         try (Pair p = new Pair()) {
             CompletionChannel ch = p.ctx.createCompletionChannel();
             CompletionQueue cq = p.ctx.createCq(4, ch);
-            QueuePair x = p.pd.createQueuePair(QpInitAttr.builder(cq).build()), y = p.pd.createQueuePair(QpInitAttr.builder(cq).build());
+            QueuePair x = p.pd.createQueuePair(QpInitAttr.builder(cq).build()),
+                    y = p.pd.createQueuePair(QpInitAttr.builder(cq).build());
             SrqTest.connect(p, x, y);
             MemoryRegion ma = p.mrAll(64), mb = p.mrAll(64);
             cq.requestNotify(false);
-            x.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).wrId(1).buffer(ma, 0, 8).remote(mb.address(), mb.rkey())); // unsignalled
-            x.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).wrId(2).buffer(ma, 0, 8).remote(mb.address(), mb.rkey()).signaled(true));
-            assertSame(cq, ch.awaitEvent(Duration.ofSeconds(20)), "no completion event"); // the completion is in the CQ now
+            x.postSend(new SendWorkRequest()
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .wrId(1)
+                    .buffer(ma, 0, 8)
+                    .remote(mb.address(), mb.rkey())); // unsignalled
+            x.postSend(new SendWorkRequest()
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .wrId(2)
+                    .buffer(ma, 0, 8)
+                    .remote(mb.address(), mb.rkey())
+                    .signaled(true));
+            assertSame(
+                    cq,
+                    ch.awaitEvent(Duration.ofSeconds(20)),
+                    "no completion event"); // the completion is in the CQ now
             cq.ackEvents(1);
             int before = cq.capacity();
             cq.resize(before * 8);

@@ -1,5 +1,12 @@
 package dev.jrdma.conformance;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.AsyncEvent;
 import dev.jrdma.verbs.AsyncEventType;
@@ -20,9 +27,6 @@ import dev.jrdma.verbs.WcOpcode;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -30,13 +34,8 @@ import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
-import static org.junit.jupiter.api.Assertions.assertSame;
-import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /** Shared receive queues: many QPs consume one pool of receives, each message lands once, the limit event fires. */
 @Timeout(120)
@@ -45,8 +44,12 @@ class SrqTest {
 
     /** Walks two fresh QPs of {@code p} to RTS, aimed at each other; RNR retries forever (an SRQ may run dry for a moment). */
     static void connect(Pair p, QueuePair x, QueuePair y) {
-        for (QueuePair q : new QueuePair[]{x, y}) {
-            q.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(Pair.PORT).access(EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE)));
+        for (QueuePair q : new QueuePair[] {x, y}) {
+            q.modify(new QpAttr()
+                    .state(QpState.INIT)
+                    .pkeyIndex(0)
+                    .port(Pair.PORT)
+                    .access(EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE)));
         }
         Mtu mtu = Mtu.MTU_1024.min(p.ctx.queryPort(Pair.PORT).activeMtu());
         p.rtr(x, y, mtu, 1, 0x300);
@@ -80,8 +83,15 @@ class SrqTest {
             List<QueuePair> senders = new ArrayList<>(), receivers = new ArrayList<>();
             Map<Integer, Integer> receiverIndex = new HashMap<>();
             for (int i = 0; i < qps; i++) {
-                QueuePair s = p.pd.createQueuePair(QpInitAttr.builder(sendCq).maxSendWr(64).maxInlineData(16).build());
-                QueuePair r = p.pd.createQueuePair(QpInitAttr.builder(sendCq).recvCq(recvCq).srq(srq).maxSendWr(4).build());
+                QueuePair s = p.pd.createQueuePair(QpInitAttr.builder(sendCq)
+                        .maxSendWr(64)
+                        .maxInlineData(16)
+                        .build());
+                QueuePair r = p.pd.createQueuePair(QpInitAttr.builder(sendCq)
+                        .recvCq(recvCq)
+                        .srq(srq)
+                        .maxSendWr(4)
+                        .build());
                 connect(p, s, r);
                 senders.add(s);
                 receivers.add(r);
@@ -102,8 +112,13 @@ class SrqTest {
                         sbuf.segment().set(ValueLayout.JAVA_INT, off, i);
                         sbuf.segment().set(ValueLayout.JAVA_INT, off + 4, sent[i]);
                         // inline: the buffer is rewritten for the next send at once
-                        senders.get(i).postSend(new SendWorkRequest().opcode(WrOpcode.SEND).wrId(i).buffer(sbuf, off, 8)
-                                .flag(dev.jrdma.verbs.SendFlag.INLINE, true).signaled(true));
+                        senders.get(i)
+                                .postSend(new SendWorkRequest()
+                                        .opcode(WrOpcode.SEND)
+                                        .wrId(i)
+                                        .buffer(sbuf, off, 8)
+                                        .flag(dev.jrdma.verbs.SendFlag.INLINE, true)
+                                        .signaled(true));
                         sent[i]++;
                         inFlight[i]++;
                     }
@@ -123,7 +138,10 @@ class SrqTest {
                     int from = rbuf.segment().get(ValueLayout.JAVA_INT, (long) slot * SLOT);
                     int seq = rbuf.segment().get(ValueLayout.JAVA_INT, (long) slot * SLOT + 4);
                     assertTrue(from >= 0 && from < qps && seq >= 0 && seq < perQp, "garbage in slot " + slot);
-                    assertEquals(from, receiverIndex.get(wc.qpNum), "message of sender " + from + " completed on another QP's receive");
+                    assertEquals(
+                            from,
+                            receiverIndex.get(wc.qpNum),
+                            "message of sender " + from + " completed on another QP's receive");
                     if (seen[from][seq]) fail("message " + seq + " of sender " + from + " received twice");
                     seen[from][seq] = true;
                     received++;
@@ -147,12 +165,18 @@ class SrqTest {
             srq.modifyLimit(8);
             assertEquals(8, srq.query().limit());
             for (int i = 0; i < 8; i++) { // 16 -> 8 left: not below the limit yet
-                s.postSend(new SendWorkRequest().opcode(WrOpcode.SEND).buffer(sbuf, 0, 8).signaled(true));
+                s.postSend(new SendWorkRequest()
+                        .opcode(WrOpcode.SEND)
+                        .buffer(sbuf, 0, 8)
+                        .signaled(true));
                 Pair.one(cq);
                 Pair.one(cq);
             }
             assertEquals(null, next(p, Duration.ofMillis(300)), "the limit fired while 8 receives were left");
-            s.postSend(new SendWorkRequest().opcode(WrOpcode.SEND).buffer(sbuf, 0, 8).signaled(true));
+            s.postSend(new SendWorkRequest()
+                    .opcode(WrOpcode.SEND)
+                    .buffer(sbuf, 0, 8)
+                    .signaled(true));
             Pair.one(cq);
             Pair.one(cq);
             AsyncEvent e = next(p, Duration.ofSeconds(20));
@@ -161,7 +185,10 @@ class SrqTest {
             assertSame(srq, e.sharedReceiveQueue());
             e.ack();
             assertEquals(0, srq.query().limit(), "the limit is disarmed once it fired");
-            s.postSend(new SendWorkRequest().opcode(WrOpcode.SEND).buffer(sbuf, 0, 8).signaled(true));
+            s.postSend(new SendWorkRequest()
+                    .opcode(WrOpcode.SEND)
+                    .buffer(sbuf, 0, 8)
+                    .signaled(true));
             Pair.one(cq);
             Pair.one(cq);
             assertEquals(null, next(p, Duration.ofMillis(300)), "a disarmed limit fired again");
@@ -192,7 +219,8 @@ class SrqTest {
             connect(p, s, r);
             r.modify(new QpAttr().state(QpState.ERR));
             AsyncEvent e = next(p, Duration.ofSeconds(p.isRxe() ? 2 : 20));
-            if (e == null && p.isRxe()) { // Linux 6.1's rxe raises no QP_LAST_WQE_REACHED when a QP on an SRQ is moved to ERR
+            if (e == null
+                    && p.isRxe()) { // Linux 6.1's rxe raises no QP_LAST_WQE_REACHED when a QP on an SRQ is moved to ERR
                 System.out.println("rxe deviation: no QP_LAST_WQE_REACHED");
                 return;
             }

@@ -1,5 +1,9 @@
 package dev.jrdma.conformance;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import dev.jrdma.verbs.AddressHandle;
 import dev.jrdma.verbs.AhAttr;
 import dev.jrdma.verbs.CompletionQueue;
@@ -20,15 +24,9 @@ import dev.jrdma.verbs.WcOpcode;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
+import java.lang.foreign.Arena;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** UD queue pairs and address handles: datagrams with Q_Keys, the 40-byte GRH area, answering the sender from its completion. */
 @Timeout(60)
@@ -47,15 +45,25 @@ class UdTest {
         final MemoryRegion bufA = mr(4096), bufB = mr(4096);
 
         UdPair() {
-            for (QueuePair q : new QueuePair[]{a, b}) {
-                q.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(Pair.PORT).qkey(QKEY));
+            for (QueuePair q : new QueuePair[] {a, b}) {
+                q.modify(new QpAttr()
+                        .state(QpState.INIT)
+                        .pkeyIndex(0)
+                        .port(Pair.PORT)
+                        .qkey(QKEY));
                 q.modify(new QpAttr().state(QpState.RTR));
                 q.modify(new QpAttr().state(QpState.RTS).sqPsn(0x123));
             }
         }
 
         private QueuePair ud(CompletionQueue cq) {
-            return pd.createQueuePair(QpInitAttr.builder(cq).type(QpType.UD).maxSendWr(16).maxRecvWr(16).maxSendSge(1).maxRecvSge(1).build());
+            return pd.createQueuePair(QpInitAttr.builder(cq)
+                    .type(QpType.UD)
+                    .maxSendWr(16)
+                    .maxRecvWr(16)
+                    .maxSendSge(1)
+                    .maxRecvSge(1)
+                    .build());
         }
 
         MemoryRegion mr(long size) {
@@ -63,7 +71,10 @@ class UdTest {
         }
 
         AddressHandle ahToSelf() {
-            return pd.createAddressHandle(new AhAttr().dlid(ctx.queryPort(Pair.PORT).lid()).portNum(Pair.PORT).global(gid, gidIndex));
+            return pd.createAddressHandle(new AhAttr()
+                    .dlid(ctx.queryPort(Pair.PORT).lid())
+                    .portNum(Pair.PORT)
+                    .global(gid, gidIndex));
         }
 
         @Override
@@ -79,8 +90,13 @@ class UdTest {
             AddressHandle ah = p.ahToSelf();
             p.b.postRecv(new RecvWorkRequest().wrId(5).buffer(p.bufB, 0, Grh.BYTES + PAYLOAD));
             Pair.fill(p.bufA.segment(), 0, PAYLOAD, 7);
-            p.a.postSend(new SendWorkRequest().opcode(WrOpcode.SEND_WITH_IMM).immData(0xCAFE).wrId(1).buffer(p.bufA, 0, PAYLOAD)
-                    .ud(ah, p.b.qpNum(), QKEY).signaled(true));
+            p.a.postSend(new SendWorkRequest()
+                    .opcode(WrOpcode.SEND_WITH_IMM)
+                    .immData(0xCAFE)
+                    .wrId(1)
+                    .buffer(p.bufA, 0, PAYLOAD)
+                    .ud(ah, p.b.qpNum(), QKEY)
+                    .signaled(true));
             WorkCompletion sent = Pair.one(p.cqA);
             assertEquals(WcStatus.SUCCESS, sent.status, sent::toString);
             assertEquals(WcOpcode.SEND, sent.opcode);
@@ -105,15 +121,23 @@ class UdTest {
             AddressHandle ah = p.ahToSelf();
             p.b.postRecv(new RecvWorkRequest().wrId(1).buffer(p.bufB, 0, Grh.BYTES + PAYLOAD));
             p.a.postRecv(new RecvWorkRequest().wrId(2).buffer(p.bufA, 1024, Grh.BYTES + PAYLOAD));
-            p.a.postSend(new SendWorkRequest().opcode(WrOpcode.SEND).buffer(p.bufA, 0, 8).ud(ah, p.b.qpNum(), QKEY).signaled(true));
+            p.a.postSend(new SendWorkRequest()
+                    .opcode(WrOpcode.SEND)
+                    .buffer(p.bufA, 0, 8)
+                    .ud(ah, p.b.qpNum(), QKEY)
+                    .signaled(true));
             Pair.one(p.cqA);
             WorkCompletion request = Pair.one(p.cqB);
             assertEquals(WcStatus.SUCCESS, request.status, request::toString);
-            try (AddressHandle back = p.pd.createAddressHandleFromWc(request, p.bufB.segment().asSlice(0, Grh.BYTES), Pair.PORT)) {
+            try (AddressHandle back =
+                    p.pd.createAddressHandleFromWc(request, p.bufB.segment().asSlice(0, Grh.BYTES), Pair.PORT)) {
                 assertEquals(p.gid, back.attr().dgid);
                 Pair.fill(p.bufB.segment(), 2048, 16, 3);
-                p.b.postSend(new SendWorkRequest().opcode(WrOpcode.SEND).buffer(p.bufB, 2048, 16)
-                        .ud(back, request.srcQp, QKEY).signaled(true));
+                p.b.postSend(new SendWorkRequest()
+                        .opcode(WrOpcode.SEND)
+                        .buffer(p.bufB, 2048, 16)
+                        .ud(back, request.srcQp, QKEY)
+                        .signaled(true));
                 assertEquals(WcStatus.SUCCESS, Pair.one(p.cqB).status);
                 WorkCompletion reply = Pair.one(p.cqA);
                 assertEquals(WcStatus.SUCCESS, reply.status, reply::toString);
@@ -130,10 +154,18 @@ class UdTest {
         try (UdPair p = new UdPair()) {
             AddressHandle ah = p.ahToSelf();
             p.b.postRecv(new RecvWorkRequest().wrId(9).buffer(p.bufB, 0, Grh.BYTES + PAYLOAD));
-            p.a.postSend(new SendWorkRequest().opcode(WrOpcode.SEND).buffer(p.bufA, 0, 8).ud(ah, p.b.qpNum(), QKEY + 1).signaled(true));
+            p.a.postSend(new SendWorkRequest()
+                    .opcode(WrOpcode.SEND)
+                    .buffer(p.bufA, 0, 8)
+                    .ud(ah, p.b.qpNum(), QKEY + 1)
+                    .signaled(true));
             assertEquals(WcStatus.SUCCESS, Pair.one(p.cqA).status, "UD has no ACK: the sender completes either way");
             Pair.none(p.cqB, 300);
-            p.a.postSend(new SendWorkRequest().opcode(WrOpcode.SEND).buffer(p.bufA, 0, 8).ud(ah, p.b.qpNum(), QKEY).signaled(true));
+            p.a.postSend(new SendWorkRequest()
+                    .opcode(WrOpcode.SEND)
+                    .buffer(p.bufA, 0, 8)
+                    .ud(ah, p.b.qpNum(), QKEY)
+                    .signaled(true));
             Pair.one(p.cqA);
             WorkCompletion wc = Pair.one(p.cqB);
             assertEquals(9, wc.wrId, "the right Q_Key lands in the receive the wrong one left alone");
@@ -147,12 +179,27 @@ class UdTest {
             AddressHandle ah = p.ahToSelf();
             int mtu = p.ctx.queryPort(Pair.PORT).activeMtu().bytes;
             MemoryRegion big = p.mr(mtu + 1);
-            assertThrows(PostException.class, () -> p.a.postSend(new SendWorkRequest().opcode(WrOpcode.SEND).buffer(big, 0, mtu + 1)
-                    .ud(ah, p.b.qpNum(), QKEY).signaled(true)));
-            assertThrows(PostException.class, () -> p.a.postSend(new SendWorkRequest().opcode(WrOpcode.SEND).buffer(p.bufA, 0, 8)
-                    .signaled(true)));
-            assertThrows(PostException.class, () -> p.a.postSend(new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).buffer(p.bufA, 0, 8)
-                    .ud(ah, p.b.qpNum(), QKEY).remote(0, 0).signaled(true)));
+            assertThrows(
+                    PostException.class,
+                    () -> p.a.postSend(new SendWorkRequest()
+                            .opcode(WrOpcode.SEND)
+                            .buffer(big, 0, mtu + 1)
+                            .ud(ah, p.b.qpNum(), QKEY)
+                            .signaled(true)));
+            assertThrows(
+                    PostException.class,
+                    () -> p.a.postSend(new SendWorkRequest()
+                            .opcode(WrOpcode.SEND)
+                            .buffer(p.bufA, 0, 8)
+                            .signaled(true)));
+            assertThrows(
+                    PostException.class,
+                    () -> p.a.postSend(new SendWorkRequest()
+                            .opcode(WrOpcode.RDMA_WRITE)
+                            .buffer(p.bufA, 0, 8)
+                            .ud(ah, p.b.qpNum(), QKEY)
+                            .remote(0, 0)
+                            .signaled(true)));
         }
     }
 }

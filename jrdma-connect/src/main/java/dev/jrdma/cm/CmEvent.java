@@ -25,9 +25,20 @@ import dev.jrdma.verbs.AhAttr;
  * @param ah for datagram ids: the address handle attributes that reach the peer, else null
  * @param qkey for datagram ids: the peer's Q_Key
  */
-public record CmEvent(CmEventType type, int status, CmId id, CmId listenId, byte[] privateData,
-                      int responderResources, int initiatorDepth, int retryCount, int rnrRetryCount, boolean srq,
-                      int qpNum, AhAttr ah, int qkey) {
+public record CmEvent(
+        CmEventType type,
+        int status,
+        CmId id,
+        CmId listenId,
+        byte[] privateData,
+        int responderResources,
+        int initiatorDepth,
+        int retryCount,
+        int rnrRetryCount,
+        boolean srq,
+        int qpNum,
+        AhAttr ah,
+        int qkey) {
 
     /** IB CM reject reason 28: the consumer (the peer's application) rejected, see its private data. */
     public static final int REJECT_CONSUMER_DEFINED = 28;
@@ -57,7 +68,8 @@ public record CmEvent(CmEventType type, int status, CmId id, CmId listenId, byte
 
     @Override
     public String toString() {
-        return type.cName() + " (" + statusText() + ")" + (privateData.length > 0 ? ", " + privateData.length + " B private data" : "")
+        return type.cName() + " (" + statusText() + ")"
+                + (privateData.length > 0 ? ", " + privateData.length + " B private data" : "")
                 + (qpNum != 0 ? ", peer QPN 0x" + Integer.toHexString(qpNum) : "");
     }
 }

@@ -1,16 +1,16 @@
 package dev.jrdma.cm;
 
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_SHORT;
+
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
-
-import static java.lang.foreign.ValueLayout.ADDRESS;
-import static java.lang.foreign.ValueLayout.JAVA_BYTE;
-import static java.lang.foreign.ValueLayout.JAVA_INT;
-import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
 /**
  * An rdma_cm event channel ({@code rdma_create_event_channel}): the events of the ids created on it (or migrated to
@@ -84,7 +84,8 @@ public final class CmEventChannel implements AutoCloseable {
             MemorySegment pfd = a.allocate(8, 4);
             pfd.set(JAVA_INT, 0, fd);
             pfd.set(JAVA_SHORT, 4, (short) 1); // POLLIN
-            int n = Librdmacm.call("poll", Librdmacm.POLL, pfd, 1L, (int) Math.max(0, Math.min(Integer.MAX_VALUE, timeoutMs)));
+            int n = Librdmacm.call(
+                    "poll", Librdmacm.POLL, pfd, 1L, (int) Math.max(0, Math.min(Integer.MAX_VALUE, timeoutMs)));
             if (n == 0) return null;
             MemorySegment out = a.allocate(ADDRESS);
             Librdmacm.call("rdma_get_cm_event", Librdmacm.GET_CM_EVENT, ptr, out);
@@ -104,18 +105,41 @@ public final class CmEventChannel implements AutoCloseable {
         MemorySegment param = ev.asSlice(Librdmacm.EV_PARAM, Librdmacm.UD_SIZE);
         MemorySegment pd = param.get(ADDRESS, Librdmacm.CP_PRIVATE_DATA);
         int len = Librdmacm.u8(param, Librdmacm.CP_PRIVATE_DATA_LEN);
-        byte[] priv = pd.equals(MemorySegment.NULL) || len == 0 ? new byte[0] : pd.reinterpret(len).toArray(JAVA_BYTE);
+        byte[] priv = pd.equals(MemorySegment.NULL) || len == 0
+                ? new byte[0]
+                : pd.reinterpret(len).toArray(JAVA_BYTE);
         int status = ev.get(JAVA_INT, Librdmacm.EV_STATUS);
         if (id != null && id.portSpace().isDatagram()) {
             boolean hasPeer = type == CmEventType.ESTABLISHED || type == CmEventType.MULTICAST_JOIN;
-            return new CmEvent(type, status, id, listen, priv, 0, 0, 0, 0, false, param.get(JAVA_INT, Librdmacm.UD_QP_NUM),
+            return new CmEvent(
+                    type,
+                    status,
+                    id,
+                    listen,
+                    priv,
+                    0,
+                    0,
+                    0,
+                    0,
+                    false,
+                    param.get(JAVA_INT, Librdmacm.UD_QP_NUM),
                     hasPeer ? Librdmacm.toAhAttr(param.asSlice(Librdmacm.UD_AH_ATTR, Librdmacm.AH_SIZE)) : null,
                     param.get(JAVA_INT, Librdmacm.UD_QKEY));
         }
-        return new CmEvent(type, status, id, listen, priv, Librdmacm.u8(param, Librdmacm.CP_RESPONDER_RESOURCES),
-                Librdmacm.u8(param, Librdmacm.CP_INITIATOR_DEPTH), Librdmacm.u8(param, Librdmacm.CP_RETRY_COUNT),
-                Librdmacm.u8(param, Librdmacm.CP_RNR_RETRY_COUNT), Librdmacm.u8(param, Librdmacm.CP_SRQ) != 0,
-                param.get(JAVA_INT, Librdmacm.CP_QP_NUM) & 0xFFFFFF, null, 0);
+        return new CmEvent(
+                type,
+                status,
+                id,
+                listen,
+                priv,
+                Librdmacm.u8(param, Librdmacm.CP_RESPONDER_RESOURCES),
+                Librdmacm.u8(param, Librdmacm.CP_INITIATOR_DEPTH),
+                Librdmacm.u8(param, Librdmacm.CP_RETRY_COUNT),
+                Librdmacm.u8(param, Librdmacm.CP_RNR_RETRY_COUNT),
+                Librdmacm.u8(param, Librdmacm.CP_SRQ) != 0,
+                param.get(JAVA_INT, Librdmacm.CP_QP_NUM) & 0xFFFFFF,
+                null,
+                0);
     }
 
     /** The Java id of a cm_id pointer; a connection request's new id gets one here (on the listener's channel). */
@@ -123,7 +147,12 @@ public final class CmEventChannel implements AutoCloseable {
         if (p.equals(MemorySegment.NULL)) return null;
         CmId known = ids.get(p.address());
         if (known != null) return known;
-        CmId fresh = new CmId(p, this, listener != null ? listener.portSpace() : PortSpace.of(p.reinterpret(Librdmacm.ID_SIZE).get(JAVA_INT, Librdmacm.ID_PS)));
+        CmId fresh = new CmId(
+                p,
+                this,
+                listener != null
+                        ? listener.portSpace()
+                        : PortSpace.of(p.reinterpret(Librdmacm.ID_SIZE).get(JAVA_INT, Librdmacm.ID_PS)));
         register(fresh);
         return fresh;
     }

@@ -59,7 +59,8 @@ public enum CmEventType {
      * @throws IllegalArgumentException when the code is not one this library knows
      */
     public static CmEventType of(int code) {
-        if (code < 0 || code >= BY_CODE.length) throw new IllegalArgumentException("unknown rdma_cm event type " + code);
+        if (code < 0 || code >= BY_CODE.length)
+            throw new IllegalArgumentException("unknown rdma_cm event type " + code);
         return BY_CODE[code];
     }
 }

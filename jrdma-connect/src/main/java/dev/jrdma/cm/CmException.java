@@ -14,7 +14,8 @@ public final class CmException extends Exception {
     }
 
     CmException(String call, int errno, String detail) {
-        super(call + " failed" + (errno != 0 ? " (" + errnoName(errno) + ")" : "") + (detail != null ? ": " + detail : ""));
+        super(call + " failed" + (errno != 0 ? " (" + errnoName(errno) + ")" : "")
+                + (detail != null ? ": " + detail : ""));
         this.call = call;
         this.errno = errno;
     }

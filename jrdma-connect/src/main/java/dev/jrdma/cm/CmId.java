@@ -1,15 +1,14 @@
 package dev.jrdma.cm;
 
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+
 import dev.jrdma.verbs.QpAttr;
 import dev.jrdma.verbs.QpState;
-
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.time.Duration;
-
-import static java.lang.foreign.ValueLayout.ADDRESS;
-import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 /**
  * An rdma_cm identifier ({@code struct rdma_cm_id}): the rdma_cm counterpart of a socket. A client resolves the
@@ -46,7 +45,8 @@ public final class CmId implements AutoCloseable {
         if (channel.isClosed()) throw new CmException("rdma_create_id", 0, "the event channel is closed");
         try (Arena a = Arena.ofConfined()) {
             MemorySegment out = a.allocate(ADDRESS);
-            Librdmacm.call("rdma_create_id", Librdmacm.CREATE_ID, channel.ptr, out, MemorySegment.NULL, portSpace.code());
+            Librdmacm.call(
+                    "rdma_create_id", Librdmacm.CREATE_ID, channel.ptr, out, MemorySegment.NULL, portSpace.code());
             CmId id = new CmId(out.get(ADDRESS, 0), channel, portSpace);
             channel.register(id);
             return id;
@@ -103,11 +103,18 @@ public final class CmId implements AutoCloseable {
      * @param timeout     how long resolution may take before ADDR_ERROR (at least 1 ms is passed)
      * @throws CmException when the id is closed (errno 0) or librdmacm refuses at once (e.g. ENETUNREACH, no RDMA device has a route)
      */
-    public void resolveAddress(InetSocketAddress source, InetSocketAddress destination, Duration timeout) throws CmException {
+    public void resolveAddress(InetSocketAddress source, InetSocketAddress destination, Duration timeout)
+            throws CmException {
         open("rdma_resolve_addr");
         try (Arena a = Arena.ofConfined()) {
             MemorySegment src = source == null ? MemorySegment.NULL : Librdmacm.sockaddr(a, source);
-            Librdmacm.call("rdma_resolve_addr", Librdmacm.RESOLVE_ADDR, ptr, src, Librdmacm.sockaddr(a, destination), millis(timeout));
+            Librdmacm.call(
+                    "rdma_resolve_addr",
+                    Librdmacm.RESOLVE_ADDR,
+                    ptr,
+                    src,
+                    Librdmacm.sockaddr(a, destination),
+                    millis(timeout));
         }
     }
 
@@ -163,7 +170,8 @@ public final class CmId implements AutoCloseable {
      */
     public void reject(byte[] privateData) throws CmException {
         open("rdma_reject");
-        if (privateData.length > ConnParam.MAX_PRIVATE_DATA) throw new IllegalArgumentException("private data of " + privateData.length + " bytes: at most 255");
+        if (privateData.length > ConnParam.MAX_PRIVATE_DATA)
+            throw new IllegalArgumentException("private data of " + privateData.length + " bytes: at most 255");
         try (Arena a = Arena.ofConfined()) {
             MemorySegment d = privateData.length == 0 ? MemorySegment.NULL : ConnParam.bytes(a, privateData);
             Librdmacm.call("rdma_reject", Librdmacm.REJECT, ptr, d, (byte) privateData.length);
@@ -275,6 +283,7 @@ public final class CmId implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "CmId{" + portSpace + ", local=" + localAddress() + ", remote=" + remoteAddress() + (closed ? ", closed" : "") + "}";
+        return "CmId{" + portSpace + ", local=" + localAddress() + ", remote=" + remoteAddress()
+                + (closed ? ", closed" : "") + "}";
     }
 }

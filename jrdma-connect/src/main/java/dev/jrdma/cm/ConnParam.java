@@ -1,11 +1,11 @@
 package dev.jrdma.cm;
 
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
-
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 
 /**
  * {@code struct rdma_conn_param}: what {@link CmId#connect} and {@link CmId#accept} send. jrdma creates its QPs
@@ -21,8 +21,7 @@ public final class ConnParam {
     private boolean flowControl = true, srq;
 
     /** Parameters with rping's defaults: private data empty, depths 1, retry counts 7, flow control on, QP number 0. */
-    public ConnParam() {
-    }
+    public ConnParam() {}
 
     /**
      * The private data the peer receives with the event. The IB CM carries at most 56 bytes in a connect (REQ),
@@ -34,7 +33,9 @@ public final class ConnParam {
      * @throws IllegalArgumentException when {@code data} is longer than {@link #MAX_PRIVATE_DATA}
      */
     public ConnParam privateData(byte[] data) {
-        if (data.length > MAX_PRIVATE_DATA) throw new IllegalArgumentException("private data of " + data.length + " bytes: at most " + MAX_PRIVATE_DATA);
+        if (data.length > MAX_PRIVATE_DATA)
+            throw new IllegalArgumentException(
+                    "private data of " + data.length + " bytes: at most " + MAX_PRIVATE_DATA);
         privateData = data.clone();
         return this;
     }
@@ -125,21 +126,37 @@ public final class ConnParam {
     }
 
     /** {@return a copy of the private data (empty when none)} */
-    public byte[] privateData() { return privateData.clone(); }
+    public byte[] privateData() {
+        return privateData.clone();
+    }
     /** {@return the responder resources, 0..255} */
-    public int responderResources() { return responderResources; }
+    public int responderResources() {
+        return responderResources;
+    }
     /** {@return the initiator depth, 0..255} */
-    public int initiatorDepth() { return initiatorDepth; }
+    public int initiatorDepth() {
+        return initiatorDepth;
+    }
     /** {@return whether end-to-end flow control is announced} */
-    public boolean flowControl() { return flowControl; }
+    public boolean flowControl() {
+        return flowControl;
+    }
     /** {@return the transport retry count, 0..7} */
-    public int retryCount() { return retryCount; }
+    public int retryCount() {
+        return retryCount;
+    }
     /** {@return the RNR retry count, 0..7 (7: forever)} */
-    public int rnrRetryCount() { return rnrRetryCount; }
+    public int rnrRetryCount() {
+        return rnrRetryCount;
+    }
     /** {@return whether the QP receives from a shared receive queue} */
-    public boolean srq() { return srq; }
+    public boolean srq() {
+        return srq;
+    }
     /** {@return the QP number (24 bits)} */
-    public int qpNum() { return qpNum; }
+    public int qpNum() {
+        return qpNum;
+    }
 
     /** The C struct, in {@code arena}. */
     MemorySegment toNative(Arena arena) {
@@ -174,7 +191,8 @@ public final class ConnParam {
 
     @Override
     public String toString() {
-        return "ConnParam{privateData=" + privateData.length + " B, responderResources=" + responderResources + ", initiatorDepth="
-                + initiatorDepth + ", retryCount=" + retryCount + ", rnrRetryCount=" + rnrRetryCount + ", srq=" + srq + ", qpNum=" + qpNum + "}";
+        return "ConnParam{privateData=" + privateData.length + " B, responderResources=" + responderResources
+                + ", initiatorDepth=" + initiatorDepth + ", retryCount=" + retryCount + ", rnrRetryCount="
+                + rnrRetryCount + ", srq=" + srq + ", qpNum=" + qpNum + "}";
     }
 }

@@ -1,11 +1,16 @@
 package dev.jrdma.cm;
 
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+import static java.lang.foreign.ValueLayout.JAVA_SHORT;
+
 import dev.jrdma.verbs.AhAttr;
 import dev.jrdma.verbs.Gid;
 import dev.jrdma.verbs.Mtu;
 import dev.jrdma.verbs.QpAttr;
 import dev.jrdma.verbs.QpState;
-
 import java.lang.foreign.AddressLayout;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -24,12 +29,6 @@ import java.net.UnknownHostException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 
-import static java.lang.foreign.ValueLayout.ADDRESS;
-import static java.lang.foreign.ValueLayout.JAVA_BYTE;
-import static java.lang.foreign.ValueLayout.JAVA_INT;
-import static java.lang.foreign.ValueLayout.JAVA_LONG;
-import static java.lang.foreign.ValueLayout.JAVA_SHORT;
-
 /**
  * librdmacm ({@code librdmacm.so.1}) through FFM: the function handles, the struct offsets and the conversions the
  * public classes of this package share. Struct offsets are those of rdma-core's {@code <rdma/rdma_cma.h>} on 64-bit
@@ -43,31 +42,93 @@ final class Librdmacm {
     // struct rdma_cm_event (80 bytes); param is a union of rdma_conn_param and rdma_ud_param
     static final long EV_ID = 0, EV_LISTEN_ID = 8, EV_EVENT = 16, EV_STATUS = 20, EV_PARAM = 24, EV_SIZE = 80;
     // struct rdma_conn_param (24 bytes)
-    static final long CP_PRIVATE_DATA = 0, CP_PRIVATE_DATA_LEN = 8, CP_RESPONDER_RESOURCES = 9, CP_INITIATOR_DEPTH = 10,
-            CP_FLOW_CONTROL = 11, CP_RETRY_COUNT = 12, CP_RNR_RETRY_COUNT = 13, CP_SRQ = 14, CP_QP_NUM = 16, CP_SIZE = 24;
+    static final long CP_PRIVATE_DATA = 0,
+            CP_PRIVATE_DATA_LEN = 8,
+            CP_RESPONDER_RESOURCES = 9,
+            CP_INITIATOR_DEPTH = 10,
+            CP_FLOW_CONTROL = 11,
+            CP_RETRY_COUNT = 12,
+            CP_RNR_RETRY_COUNT = 13,
+            CP_SRQ = 14,
+            CP_QP_NUM = 16,
+            CP_SIZE = 24;
     // struct rdma_ud_param (56 bytes): private data as in rdma_conn_param, then an ibv_ah_attr, the QPN and Q_Key
     static final long UD_AH_ATTR = 16, UD_QP_NUM = 48, UD_QKEY = 52, UD_SIZE = 56;
     // struct ibv_qp_attr (144 bytes) and ibv_ah_attr (32 bytes), see shared/notes/verbs-abi.md
-    static final long QA_STATE = 0, QA_PATH_MTU = 8, QA_QKEY = 16, QA_RQ_PSN = 20, QA_SQ_PSN = 24, QA_DEST_QPN = 28, QA_ACCESS = 32,
-            QA_AH = 56, QA_PKEY_INDEX = 120, QA_MAX_RD_ATOMIC = 126, QA_MAX_DEST_RD_ATOMIC = 127, QA_MIN_RNR_TIMER = 128,
-            QA_PORT = 129, QA_TIMEOUT = 130, QA_RETRY_CNT = 131, QA_RNR_RETRY = 132, QA_SIZE = 144;
-    static final long AH_DGID = 0, AH_FLOW_LABEL = 16, AH_SGID_INDEX = 20, AH_HOP_LIMIT = 21, AH_TRAFFIC_CLASS = 22,
-            AH_DLID = 24, AH_SL = 26, AH_SRC_PATH_BITS = 27, AH_STATIC_RATE = 28, AH_IS_GLOBAL = 29, AH_PORT = 30, AH_SIZE = 32;
+    static final long QA_STATE = 0,
+            QA_PATH_MTU = 8,
+            QA_QKEY = 16,
+            QA_RQ_PSN = 20,
+            QA_SQ_PSN = 24,
+            QA_DEST_QPN = 28,
+            QA_ACCESS = 32,
+            QA_AH = 56,
+            QA_PKEY_INDEX = 120,
+            QA_MAX_RD_ATOMIC = 126,
+            QA_MAX_DEST_RD_ATOMIC = 127,
+            QA_MIN_RNR_TIMER = 128,
+            QA_PORT = 129,
+            QA_TIMEOUT = 130,
+            QA_RETRY_CNT = 131,
+            QA_RNR_RETRY = 132,
+            QA_SIZE = 144;
+    static final long AH_DGID = 0,
+            AH_FLOW_LABEL = 16,
+            AH_SGID_INDEX = 20,
+            AH_HOP_LIMIT = 21,
+            AH_TRAFFIC_CLASS = 22,
+            AH_DLID = 24,
+            AH_SL = 26,
+            AH_SRC_PATH_BITS = 27,
+            AH_STATIC_RATE = 28,
+            AH_IS_GLOBAL = 29,
+            AH_PORT = 30,
+            AH_SIZE = 32;
     // enum ibv_qp_attr_mask
-    static final int M_STATE = 1, M_ACCESS = 1 << 3, M_PKEY = 1 << 4, M_PORT = 1 << 5, M_QKEY = 1 << 6, M_AV = 1 << 7,
-            M_PATH_MTU = 1 << 8, M_TIMEOUT = 1 << 9, M_RETRY_CNT = 1 << 10, M_RNR_RETRY = 1 << 11, M_RQ_PSN = 1 << 12,
-            M_MAX_QP_RD_ATOMIC = 1 << 13, M_MIN_RNR_TIMER = 1 << 15, M_SQ_PSN = 1 << 16, M_MAX_DEST_RD_ATOMIC = 1 << 17,
+    static final int M_STATE = 1,
+            M_ACCESS = 1 << 3,
+            M_PKEY = 1 << 4,
+            M_PORT = 1 << 5,
+            M_QKEY = 1 << 6,
+            M_AV = 1 << 7,
+            M_PATH_MTU = 1 << 8,
+            M_TIMEOUT = 1 << 9,
+            M_RETRY_CNT = 1 << 10,
+            M_RNR_RETRY = 1 << 11,
+            M_RQ_PSN = 1 << 12,
+            M_MAX_QP_RD_ATOMIC = 1 << 13,
+            M_MIN_RNR_TIMER = 1 << 15,
+            M_SQ_PSN = 1 << 16,
+            M_MAX_DEST_RD_ATOMIC = 1 << 17,
             M_DEST_QPN = 1 << 20;
 
     private static final Linker LINKER = Linker.nativeLinker();
     private static final StructLayout CALL_STATE = Linker.Option.captureStateLayout();
     private static final VarHandle ERRNO = CALL_STATE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
-    private static final AddressLayout PTR = ADDRESS.withTargetLayout(MemoryLayout.sequenceLayout(Long.MAX_VALUE, JAVA_BYTE));
+    private static final AddressLayout PTR =
+            ADDRESS.withTargetLayout(MemoryLayout.sequenceLayout(Long.MAX_VALUE, JAVA_BYTE));
 
     private static final String UNAVAILABLE;
-    static final MethodHandle CREATE_EVENT_CHANNEL, DESTROY_EVENT_CHANNEL, CREATE_ID, DESTROY_ID, RESOLVE_ADDR, RESOLVE_ROUTE,
-            BIND_ADDR, LISTEN, CONNECT, ACCEPT, REJECT, ESTABLISH, DISCONNECT, GET_CM_EVENT, ACK_CM_EVENT, INIT_QP_ATTR,
-            MIGRATE_ID, GET_SRC_PORT, GET_DEVICE_NAME, POLL;
+    static final MethodHandle CREATE_EVENT_CHANNEL,
+            DESTROY_EVENT_CHANNEL,
+            CREATE_ID,
+            DESTROY_ID,
+            RESOLVE_ADDR,
+            RESOLVE_ROUTE,
+            BIND_ADDR,
+            LISTEN,
+            CONNECT,
+            ACCEPT,
+            REJECT,
+            ESTABLISH,
+            DISCONNECT,
+            GET_CM_EVENT,
+            ACK_CM_EVENT,
+            INIT_QP_ATTR,
+            MIGRATE_ID,
+            GET_SRC_PORT,
+            GET_DEVICE_NAME,
+            POLL;
 
     static {
         String why = null;
@@ -97,15 +158,32 @@ final class Librdmacm {
             h[i++] = fn(cm, "rdma_get_src_port", FunctionDescriptor.of(JAVA_SHORT, ADDRESS));
             h[i++] = fn(ibv, "ibv_get_device_name", FunctionDescriptor.of(PTR, ADDRESS));
             h[i++] = fn(libc, "poll", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
-            if (!Files.exists(Path.of("/dev/infiniband/rdma_cm"))) why = "/dev/infiniband/rdma_cm does not exist (no rdma_ucm module, or no RDMA device)";
+            if (!Files.exists(Path.of("/dev/infiniband/rdma_cm")))
+                why = "/dev/infiniband/rdma_cm does not exist (no rdma_ucm module, or no RDMA device)";
         } catch (IllegalArgumentException | UnsatisfiedLinkError | IllegalCallerException e) {
             why = "librdmacm.so.1 cannot be loaded: " + e.getMessage() + " (install librdmacm1)";
         }
         UNAVAILABLE = why;
-        CREATE_EVENT_CHANNEL = h[0]; DESTROY_EVENT_CHANNEL = h[1]; CREATE_ID = h[2]; DESTROY_ID = h[3]; RESOLVE_ADDR = h[4];
-        RESOLVE_ROUTE = h[5]; BIND_ADDR = h[6]; LISTEN = h[7]; CONNECT = h[8]; ACCEPT = h[9]; REJECT = h[10]; ESTABLISH = h[11];
-        DISCONNECT = h[12]; GET_CM_EVENT = h[13]; ACK_CM_EVENT = h[14]; INIT_QP_ATTR = h[15]; MIGRATE_ID = h[16];
-        GET_SRC_PORT = h[17]; GET_DEVICE_NAME = h[18]; POLL = h[19];
+        CREATE_EVENT_CHANNEL = h[0];
+        DESTROY_EVENT_CHANNEL = h[1];
+        CREATE_ID = h[2];
+        DESTROY_ID = h[3];
+        RESOLVE_ADDR = h[4];
+        RESOLVE_ROUTE = h[5];
+        BIND_ADDR = h[6];
+        LISTEN = h[7];
+        CONNECT = h[8];
+        ACCEPT = h[9];
+        REJECT = h[10];
+        ESTABLISH = h[11];
+        DISCONNECT = h[12];
+        GET_CM_EVENT = h[13];
+        ACK_CM_EVENT = h[14];
+        INIT_QP_ATTR = h[15];
+        MIGRATE_ID = h[16];
+        GET_SRC_PORT = h[17];
+        GET_DEVICE_NAME = h[18];
+        POLL = h[19];
     }
 
     private static MethodHandle fn(SymbolLookup lib, String name, FunctionDescriptor fd) {
@@ -197,7 +275,9 @@ final class Librdmacm {
         if (family != 2 && family != 10) return null;
         int port = ((r.get(JAVA_BYTE, 2) & 0xFF) << 8) | (r.get(JAVA_BYTE, 3) & 0xFF);
         try {
-            byte[] b = family == 2 ? r.asSlice(4, 4).toArray(JAVA_BYTE) : r.asSlice(8, 16).toArray(JAVA_BYTE);
+            byte[] b = family == 2
+                    ? r.asSlice(4, 4).toArray(JAVA_BYTE)
+                    : r.asSlice(8, 16).toArray(JAVA_BYTE);
             return new InetSocketAddress(InetAddress.getByAddress(b), port);
         } catch (UnknownHostException e) {
             return InetSocketAddress.createUnresolved("?", port);

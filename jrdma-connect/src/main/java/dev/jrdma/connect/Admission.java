@@ -1,7 +1,6 @@
 package dev.jrdma.connect;
 
 import dev.jrdma.verbs.VerbsException;
-
 import java.io.Closeable;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -65,14 +64,18 @@ final class Admission {
      *
      * @throws RdmaConnectException REJECTED, its cause the {@link Refused} that says which limit
      */
-    static Endpoint create(EndpointGroup group, Supplier<Endpoint> make, Rejecter rejecter, String where) throws RdmaConnectException {
+    static Endpoint create(EndpointGroup group, Supplier<Endpoint> make, Rejecter rejecter, String where)
+            throws RdmaConnectException {
         Refused refused;
         try {
             return make.get();
         } catch (Refused r) {
             refused = r;
         } catch (VerbsException | IllegalStateException e) {
-            refused = new Refused(Refused.Limit.RESOURCES, "the server cannot set up another connection now (" + e.getMessage() + "); try again later", e);
+            refused = new Refused(
+                    Refused.Limit.RESOURCES,
+                    "the server cannot set up another connection now (" + e.getMessage() + "); try again later",
+                    e);
         }
         group.countRefusal(refused.limit());
         try {
@@ -80,7 +83,10 @@ final class Admission {
         } catch (IOException | RuntimeException ignored) {
             // the client is gone: it sees the connection end
         }
-        throw new RdmaConnectException(RdmaConnectException.Reason.REJECTED, "rejected the client at " + where + ": " + refused.getMessage(), refused);
+        throw new RdmaConnectException(
+                RdmaConnectException.Reason.REJECTED,
+                "rejected the client at " + where + ": " + refused.getMessage(),
+                refused);
     }
 
     /** A handshake admitted by {@link #enter}, or refused (then {@link #refusal()} says why). */
@@ -151,14 +157,21 @@ final class Admission {
         InetAddress source = sourceOf(address);
         if (pending.size() >= maxPending) {
             refusedMaxPending.increment();
-            return new Ticket(source, connection, 0, "the server has " + maxPending
-                    + " handshakes in progress (maxPendingHandshakes); try again later");
+            return new Ticket(
+                    source,
+                    connection,
+                    0,
+                    "the server has " + maxPending + " handshakes in progress (maxPendingHandshakes); try again later");
         }
         int fromSource = perSource.getOrDefault(source, 0);
         if (fromSource >= maxPerSource) {
             refusedPerSource.increment();
-            return new Ticket(source, connection, 0, describe(source) + " has " + fromSource
-                    + " handshakes in progress here (maxPendingHandshakesPerSource); try again later");
+            return new Ticket(
+                    source,
+                    connection,
+                    0,
+                    describe(source) + " has " + fromSource
+                            + " handshakes in progress here (maxPendingHandshakesPerSource); try again later");
         }
         perSource.put(source, fromSource + 1);
         Ticket t = new Ticket(source, connection, clock.getAsLong() + deadlineNanos, null);
@@ -214,8 +227,10 @@ final class Admission {
             }
         }
         for (Ticket t : late) {
-            LOG.log(System.Logger.Level.INFO, () -> "the handshake from " + describe(t.source) + " passed its deadline ("
-                    + deadlineNanos / 1_000_000 + " ms): disconnected");
+            LOG.log(
+                    System.Logger.Level.INFO,
+                    () -> "the handshake from " + describe(t.source) + " passed its deadline ("
+                            + deadlineNanos / 1_000_000 + " ms): disconnected");
             try {
                 t.connection.close();
             } catch (IOException | RuntimeException ignored) {
@@ -254,19 +269,30 @@ final class Admission {
             return; // counted by the group
         } else if (e.reason() == RdmaConnectException.Reason.TIMEOUT || (t != null && t.expired())) {
             handshakeDeadlines.increment();
-        } else if (e.reason() == RdmaConnectException.Reason.PROTOCOL_ERROR || e.reason() == RdmaConnectException.Reason.VERSION_MISMATCH) {
+        } else if (e.reason() == RdmaConnectException.Reason.PROTOCOL_ERROR
+                || e.reason() == RdmaConnectException.Reason.VERSION_MISMATCH) {
             badHandshakes.increment();
         }
     }
 
     /** {@return the counters so far, with those the server's group keeps} */
     AdmissionCounters counters(EndpointGroup group) {
-        return counters(group.refusals(Refused.Limit.CONNECTIONS), group.refusals(Refused.Limit.RESOURCES), group.controlViolations());
+        return counters(
+                group.refusals(Refused.Limit.CONNECTIONS),
+                group.refusals(Refused.Limit.RESOURCES),
+                group.controlViolations());
     }
 
     /** {@return the counters so far, with the group's given} */
     AdmissionCounters counters(long refusedMaxConnections, long refusedNoResources, long controlViolations) {
-        return new AdmissionCounters(refusedMaxConnections, refusedMaxPending.sum(), refusedPerSource.sum(), refusedNoResources,
-                handshakeDeadlines.sum(), badHandshakes.sum(), controlViolations, refusalsDropped.sum());
+        return new AdmissionCounters(
+                refusedMaxConnections,
+                refusedMaxPending.sum(),
+                refusedPerSource.sum(),
+                refusedNoResources,
+                handshakeDeadlines.sum(),
+                badHandshakes.sum(),
+                controlViolations,
+                refusalsDropped.sum());
     }
 }

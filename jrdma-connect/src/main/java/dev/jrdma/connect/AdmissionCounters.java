@@ -17,7 +17,12 @@ package dev.jrdma.connect;
  * @param refusalsDropped             connections closed without a reason because too many refusals were being told
  *                                    already (a flood)
  */
-public record AdmissionCounters(long refusedMaxConnections, long refusedMaxPendingHandshakes, long refusedPerSource,
-                                long refusedNoResources, long handshakeDeadlines, long badHandshakes, long controlViolations,
-                                long refusalsDropped) {
-}
+public record AdmissionCounters(
+        long refusedMaxConnections,
+        long refusedMaxPendingHandshakes,
+        long refusedPerSource,
+        long refusedNoResources,
+        long handshakeDeadlines,
+        long badHandshakes,
+        long controlViolations,
+        long refusalsDropped) {}

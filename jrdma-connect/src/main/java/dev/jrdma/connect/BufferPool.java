@@ -3,7 +3,6 @@ package dev.jrdma.connect;
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.ProtectionDomain;
-
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayDeque;
@@ -54,7 +53,8 @@ public final class BufferPool implements AutoCloseable {
      * @throws IllegalArgumentException when {@code slabSize} is not a power of two of at least 4096
      */
     public BufferPool(ProtectionDomain pd, long slabSize, Set<Access> access) {
-        if (slabSize < 4096 || Long.bitCount(slabSize) != 1) throw new IllegalArgumentException("slab size must be a power of two >= 4096, not " + slabSize);
+        if (slabSize < 4096 || Long.bitCount(slabSize) != 1)
+            throw new IllegalArgumentException("slab size must be a power of two >= 4096, not " + slabSize);
         this.pd = pd;
         this.slabSize = slabSize;
         this.access = EnumSet.copyOf(access);
@@ -142,7 +142,10 @@ public final class BufferPool implements AutoCloseable {
     synchronized MemoryRegion regionFor(long address, int rkey, long length) {
         for (Registration r : registrations) {
             MemoryRegion mr = r.region();
-            if (mr.rkey() == rkey && address >= mr.address() && length >= 0 && address - mr.address() <= mr.length() - length) return mr;
+            if (mr.rkey() == rkey
+                    && address >= mr.address()
+                    && length >= 0
+                    && address - mr.address() <= mr.length() - length) return mr;
         }
         return null;
     }
@@ -162,7 +165,8 @@ public final class BufferPool implements AutoCloseable {
     }
 
     private MemoryRegion register(long size) {
-        @SuppressWarnings("MustBeClosedChecker") // its Registration owns it (closed on release or close); here on failure
+        @SuppressWarnings(
+                "MustBeClosedChecker") // its Registration owns it (closed on release or close); here on failure
         Arena arena = Arena.ofShared();
         try {
             MemorySegment seg = arena.allocate(size, 4096);
@@ -208,9 +212,12 @@ public final class BufferPool implements AutoCloseable {
         } catch (RuntimeException e) {
             if (!mr.isClosed()) {
                 leaked += mr.length();
-                LOG.log(System.Logger.Level.WARNING, "deregistering " + mr + " failed; its " + mr.length()
-                        + " bytes are kept, never freed, because the device may still write into them ("
-                        + leaked + " bytes kept by this pool)", e);
+                LOG.log(
+                        System.Logger.Level.WARNING,
+                        "deregistering " + mr + " failed; its " + mr.length()
+                                + " bytes are kept, never freed, because the device may still write into them ("
+                                + leaked + " bytes kept by this pool)",
+                        e);
                 return;
             }
             // it was deregistered anyway (its protection domain was closed first, which closed it)

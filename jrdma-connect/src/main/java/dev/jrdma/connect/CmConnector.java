@@ -13,7 +13,6 @@ import dev.jrdma.verbs.QpAttr;
 import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.Verbs;
 import dev.jrdma.verbs.VerbsException;
-
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
@@ -41,13 +40,17 @@ final class CmConnector {
                 return false;
             case RDMA_CM:
                 if (CmEventChannel.unavailableReason().isPresent()) {
-                    throw new RdmaConnectException(RdmaConnectException.Reason.DEVICE_ERROR, "rdma_cm is not available: " + CmEventChannel.unavailableReason().get());
+                    throw new RdmaConnectException(
+                            RdmaConnectException.Reason.DEVICE_ERROR,
+                            "rdma_cm is not available: "
+                                    + CmEventChannel.unavailableReason().get());
                 }
                 return true;
             default:
                 try {
                     Device d = cfg.device() != null ? Verbs.device(cfg.device()) : Verbs.defaultDevice();
-                    return d.provider().equals("native") && CmEventChannel.unavailableReason().isEmpty();
+                    return d.provider().equals("native")
+                            && CmEventChannel.unavailableReason().isEmpty();
                 } catch (RuntimeException e) {
                     return false;
                 }
@@ -58,13 +61,17 @@ final class CmConnector {
         // export: this connection's own window (or region) over the exported range, or null
         byte[] user = cfg.privateData();
         if (user.length > MAX_USER) {
-            throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR,
-                    "rdma_cm carries at most " + MAX_USER + " bytes of private data, not " + user.length + " (the TCP exchange takes up to " + EndpointConfig.MAX_PRIVATE_DATA + ")");
+            throw new RdmaConnectException(
+                    RdmaConnectException.Reason.PROTOCOL_ERROR,
+                    "rdma_cm carries at most " + MAX_USER + " bytes of private data, not " + user.length
+                            + " (the TCP exchange takes up to " + EndpointConfig.MAX_PRIVATE_DATA + ")");
         }
         ByteBuffer b = ByteBuffer.allocate(HEADER + user.length);
         b.put((byte) 'J').put((byte) 'R').put((byte) VERSION).put((byte) KIND_HELLO);
         b.putShort((short) cfg.recvQueueDepth()).putInt(cfg.messageSize());
-        b.putLong(export == null ? 0 : export.address()).putInt(export == null ? 0 : export.rkey()).putLong(export == null ? 0 : export.length());
+        b.putLong(export == null ? 0 : export.address())
+                .putInt(export == null ? 0 : export.rkey())
+                .putLong(export == null ? 0 : export.length());
         b.put((byte) user.length).put(user);
         return b.array();
     }
@@ -73,7 +80,12 @@ final class CmConnector {
         byte[] r = reason.getBytes(StandardCharsets.UTF_8);
         int n = Math.min(r.length, 130);
         ByteBuffer b = ByteBuffer.allocate(5 + n);
-        b.put((byte) 'J').put((byte) 'R').put((byte) VERSION).put((byte) kind).put((byte) n).put(r, 0, n);
+        b.put((byte) 'J')
+                .put((byte) 'R')
+                .put((byte) VERSION)
+                .put((byte) kind)
+                .put((byte) n)
+                .put(r, 0, n);
         return b.array();
     }
 
@@ -81,13 +93,20 @@ final class CmConnector {
 
     static Hello parseHello(byte[] p, String who) throws RdmaConnectException {
         if (p.length < 4 || p[0] != 'J' || p[1] != 'R') {
-            throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR, "the " + who + " is not a jrdma endpoint (its rdma_cm private data does not start with \"JR\")");
+            throw new RdmaConnectException(
+                    RdmaConnectException.Reason.PROTOCOL_ERROR,
+                    "the " + who + " is not a jrdma endpoint (its rdma_cm private data does not start with \"JR\")");
         }
         if (p[2] != VERSION) {
-            throw new RdmaConnectException(RdmaConnectException.Reason.VERSION_MISMATCH, "version mismatch: the " + who + " speaks rdma_cm handshake version "
-                    + p[2] + ", this side version " + VERSION + " (run the same jrdma version on both sides)");
+            throw new RdmaConnectException(
+                    RdmaConnectException.Reason.VERSION_MISMATCH,
+                    "version mismatch: the " + who + " speaks rdma_cm handshake version " + p[2]
+                            + ", this side version " + VERSION + " (run the same jrdma version on both sides)");
         }
-        if (p.length < HEADER) throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR, "the " + who + " sent " + p.length + " bytes of private data, fewer than " + HEADER);
+        if (p.length < HEADER)
+            throw new RdmaConnectException(
+                    RdmaConnectException.Reason.PROTOCOL_ERROR,
+                    "the " + who + " sent " + p.length + " bytes of private data, fewer than " + HEADER);
         ByteBuffer b = ByteBuffer.wrap(p);
         b.position(4);
         int credits = Short.toUnsignedInt(b.getShort());
@@ -96,25 +115,43 @@ final class CmConnector {
         int rkey = b.getInt();
         long len = b.getLong();
         int n = Byte.toUnsignedInt(b.get());
-        if (credits < 1 || size < 1 || size > EndpointConfig.MAX_MESSAGE_SIZE || len < 0 || n > MAX_USER || HEADER + n > p.length) {
-            throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR, "the " + who + " sent invalid endpoint settings in its private data (credits " + credits
-                    + ", message size " + Integer.toUnsignedString(size) + " of 1.." + EndpointConfig.MAX_MESSAGE_SIZE + ", export length " + Long.toUnsignedString(len) + ")");
+        if (credits < 1
+                || size < 1
+                || size > EndpointConfig.MAX_MESSAGE_SIZE
+                || len < 0
+                || n > MAX_USER
+                || HEADER + n > p.length) {
+            throw new RdmaConnectException(
+                    RdmaConnectException.Reason.PROTOCOL_ERROR,
+                    "the " + who + " sent invalid endpoint settings in its private data (credits " + credits
+                            + ", message size " + Integer.toUnsignedString(size) + " of 1.."
+                            + EndpointConfig.MAX_MESSAGE_SIZE + ", export length " + Long.toUnsignedString(len) + ")");
         }
-        return new Hello(credits, size, len > 0 ? new RemoteBuffer(addr, rkey, len) : null, Arrays.copyOfRange(p, HEADER, HEADER + n));
+        return new Hello(
+                credits,
+                size,
+                len > 0 ? new RemoteBuffer(addr, rkey, len) : null,
+                Arrays.copyOfRange(p, HEADER, HEADER + n));
     }
 
-    private static CmEvent await(CmEventChannel ch, long deadline, String what, String where, java.time.Duration timeout) throws RdmaConnectException, CmException {
+    private static CmEvent await(
+            CmEventChannel ch, long deadline, String what, String where, java.time.Duration timeout)
+            throws RdmaConnectException, CmException {
         long left = (deadline - System.nanoTime()) / 1_000_000;
         CmEvent e = left > 0 ? ch.next(left) : null;
         if (e == null) {
-            throw new RdmaConnectException(RdmaConnectException.Reason.TIMEOUT, "timed out after " + timeout.toMillis() + " ms waiting for " + what + " from " + where);
+            throw new RdmaConnectException(
+                    RdmaConnectException.Reason.TIMEOUT,
+                    "timed out after " + timeout.toMillis() + " ms waiting for " + what + " from " + where);
         }
         return e;
     }
 
     private static RdmaConnectException translate(CmException e, String where) {
         RdmaConnectException.Reason r = switch (e.errno()) {
-            case 99, 98, 19, 101, 113, 22 -> RdmaConnectException.Reason.ADDRESS_ERROR; // EADDRNOTAVAIL, EADDRINUSE, ENODEV, ENETUNREACH, EHOSTUNREACH, EINVAL
+            case 99, 98, 19, 101, 113, 22 ->
+                RdmaConnectException.Reason
+                        .ADDRESS_ERROR; // EADDRNOTAVAIL, EADDRINUSE, ENODEV, ENETUNREACH, EHOSTUNREACH, EINVAL
             case 110 -> RdmaConnectException.Reason.TIMEOUT;
             case 111 -> RdmaConnectException.Reason.NOTHING_LISTENING;
             default -> RdmaConnectException.Reason.DEVICE_ERROR;
@@ -128,14 +165,18 @@ final class CmConnector {
 
     // ---- client ---------------------------------------------------------------------------------------------
 
-    static Endpoint connect(String host, int port, EndpointConfig cfg, EndpointGroup group, ExportedRange range) throws RdmaConnectException {
+    static Endpoint connect(String host, int port, EndpointConfig cfg, EndpointGroup group, ExportedRange range)
+            throws RdmaConnectException {
         long deadline = System.nanoTime() + cfg.timeout().toNanos();
         String where = host + ":" + port;
         InetAddress addr;
         try {
             addr = InetAddress.getByName(host);
         } catch (UnknownHostException e) {
-            throw new RdmaConnectException(RdmaConnectException.Reason.ADDRESS_ERROR, "cannot resolve host '" + host + "': check the name (or use an IP address)", e);
+            throw new RdmaConnectException(
+                    RdmaConnectException.Reason.ADDRESS_ERROR,
+                    "cannot resolve host '" + host + "': check the name (or use an IP address)",
+                    e);
         }
         hello(cfg, null); // checks the private data before anything is set up
         boolean ownsGroup = group == null;
@@ -145,25 +186,40 @@ final class CmConnector {
         try {
             ch = CmEventChannel.create();
             id = CmId.create(ch, PortSpace.TCP);
-            id.resolveAddress(cfg.localAddress() == null ? null : new InetSocketAddress(cfg.localAddress(), 0), new InetSocketAddress(addr, port), cfg.timeout());
+            id.resolveAddress(
+                    cfg.localAddress() == null ? null : new InetSocketAddress(cfg.localAddress(), 0),
+                    new InetSocketAddress(addr, port),
+                    cfg.timeout());
             CmEvent e = await(ch, deadline, "address resolution", where, cfg.timeout());
             if (e.type() != CmEventType.ADDR_RESOLVED) {
-                throw new RdmaConnectException(RdmaConnectException.Reason.ADDRESS_ERROR, "address resolution of " + where + " failed (" + e.type().cName() + ", "
-                        + status(e.status()) + "): no RDMA device here reaches that address; check the address, the routes and 'jrdma devices'");
+                throw new RdmaConnectException(
+                        RdmaConnectException.Reason.ADDRESS_ERROR,
+                        "address resolution of " + where + " failed ("
+                                + e.type().cName() + ", " + status(e.status())
+                                + "): no RDMA device here reaches that address; check the address, the routes and 'jrdma devices'");
             }
             id.resolveRoute(cfg.timeout());
             e = await(ch, deadline, "route resolution", where, cfg.timeout());
             if (e.type() != CmEventType.ROUTE_RESOLVED) {
-                throw new RdmaConnectException(RdmaConnectException.Reason.ADDRESS_ERROR, "route resolution to " + where + " failed (" + e.type().cName() + ", " + status(e.status()) + ")");
+                throw new RdmaConnectException(
+                        RdmaConnectException.Reason.ADDRESS_ERROR,
+                        "route resolution to " + where + " failed (" + e.type().cName() + ", " + status(e.status())
+                                + ")");
             }
             String devName = id.deviceName();
             try {
                 if (ownsGroup) group = EndpointGroup.open(Verbs.device(devName), cfg);
             } catch (RuntimeException ex) {
-                throw new RdmaConnectException(RdmaConnectException.Reason.DEVICE_ERROR, "cannot open " + devName + ", the device that reaches " + where + ": " + ex.getMessage(), ex);
+                throw new RdmaConnectException(
+                        RdmaConnectException.Reason.DEVICE_ERROR,
+                        "cannot open " + devName + ", the device that reaches " + where + ": " + ex.getMessage(),
+                        ex);
             }
             if (!group.device().name().equals(devName)) {
-                throw new RdmaConnectException(RdmaConnectException.Reason.DEVICE_ERROR, where + " is reached through " + devName + ", not the group's device " + group.device().name());
+                throw new RdmaConnectException(
+                        RdmaConnectException.Reason.DEVICE_ERROR,
+                        where + " is reached through " + devName + ", not the group's device "
+                                + group.device().name());
             }
             ep = Endpoint.createForCm(group, ownsGroup);
             RemoteBuffer export = ep.cmReserveExport(range);
@@ -171,13 +227,24 @@ final class CmConnector {
             id.connect(connParam(hello(cfg, export), ep));
             e = await(ch, deadline, "the server's answer", where, cfg.timeout());
             switch (e.type()) {
-                case CONNECT_RESPONSE -> { }
+                case CONNECT_RESPONSE -> {}
                 case REJECTED -> throw rejected(e, where);
-                case UNREACHABLE -> throw new RdmaConnectException(e.status() == -110 ? RdmaConnectException.Reason.TIMEOUT : RdmaConnectException.Reason.ADDRESS_ERROR,
-                        "the server at " + where + " is unreachable (" + status(e.status()) + "): no answer to the connection request");
-                case CONNECT_ERROR -> throw new RdmaConnectException(RdmaConnectException.Reason.PEER_GONE,
-                        "connecting to " + where + " failed (" + status(e.status()) + "): the server went away during the handshake");
-                default -> throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR, "unexpected " + e.type().cName() + " while connecting to " + where);
+                case UNREACHABLE ->
+                    throw new RdmaConnectException(
+                            e.status() == -110
+                                    ? RdmaConnectException.Reason.TIMEOUT
+                                    : RdmaConnectException.Reason.ADDRESS_ERROR,
+                            "the server at " + where + " is unreachable (" + status(e.status())
+                                    + "): no answer to the connection request");
+                case CONNECT_ERROR ->
+                    throw new RdmaConnectException(
+                            RdmaConnectException.Reason.PEER_GONE,
+                            "connecting to " + where + " failed (" + status(e.status())
+                                    + "): the server went away during the handshake");
+                default ->
+                    throw new RdmaConnectException(
+                            RdmaConnectException.Reason.PROTOCOL_ERROR,
+                            "unexpected " + e.type().cName() + " while connecting to " + where);
             }
             Hello h = parseHello(e.privateData(), "server at " + where);
             QpAttr rtr = id.initQpAttr(QpState.RTR);
@@ -187,7 +254,13 @@ final class CmConnector {
             ep.cmBindExport(); // before the server learns we are up
             id.establish();
             InetSocketAddress remote = id.remoteAddress();
-            ep.cmPeer(params(group, ep, export, rts, rtr, false), params(group, ep, h.export(), rts, rtr, true), h.credits(), h.messageSize(), h.user(), h.export());
+            ep.cmPeer(
+                    params(group, ep, export, rts, rtr, false),
+                    params(group, ep, h.export(), rts, rtr, true),
+                    h.credits(),
+                    h.messageSize(),
+                    h.user(),
+                    h.export());
             ep.cmStart(new CmControl(id, remote));
             return ep;
         } catch (RdmaConnectException ex) {
@@ -198,7 +271,10 @@ final class CmConnector {
             throw translate(ex, where);
         } catch (VerbsException | IllegalStateException ex) {
             abandon(ep, group, ownsGroup, id, ch);
-            throw new RdmaConnectException(RdmaConnectException.Reason.DEVICE_ERROR, "setting up the queue pair failed: " + ex.getMessage(), ex);
+            throw new RdmaConnectException(
+                    RdmaConnectException.Reason.DEVICE_ERROR,
+                    "setting up the queue pair failed: " + ex.getMessage(),
+                    ex);
         }
     }
 
@@ -206,7 +282,13 @@ final class CmConnector {
     private static ConnParam connParam(byte[] hello, Endpoint ep) {
         int rd = ep.rdAtomic();
         int rnr = QpSetup.rnrRetry();
-        return new ConnParam().privateData(hello).responderResources(rd).initiatorDepth(rd).retryCount(QpSetup.RETRY_COUNT).rnrRetryCount(rnr).qpNum(ep.qpNum());
+        return new ConnParam()
+                .privateData(hello)
+                .responderResources(rd)
+                .initiatorDepth(rd)
+                .retryCount(QpSetup.RETRY_COUNT)
+                .rnrRetryCount(rnr)
+                .qpNum(ep.qpNum());
     }
 
     private static RdmaConnectException rejected(CmEvent e, String where) {
@@ -214,22 +296,31 @@ final class CmConnector {
         if (p.length >= 5 && p[0] == 'J' && p[1] == 'R') {
             int n = Math.min(Byte.toUnsignedInt(p[4]), p.length - 5);
             String reason = new String(p, 5, n, StandardCharsets.UTF_8);
-            return new RdmaConnectException(p[3] == KIND_VERSION ? RdmaConnectException.Reason.VERSION_MISMATCH : RdmaConnectException.Reason.REJECTED,
+            return new RdmaConnectException(
+                    p[3] == KIND_VERSION
+                            ? RdmaConnectException.Reason.VERSION_MISMATCH
+                            : RdmaConnectException.Reason.REJECTED,
                     "the server at " + where + " rejected the connection: " + reason);
         }
         if (e.status() == REJ_INVALID_SERVICE_ID) {
-            return new RdmaConnectException(RdmaConnectException.Reason.NOTHING_LISTENING,
-                    "nothing is listening at " + where + " (rdma_cm: invalid service ID): start the server first, or check the host and port");
+            return new RdmaConnectException(
+                    RdmaConnectException.Reason.NOTHING_LISTENING,
+                    "nothing is listening at " + where
+                            + " (rdma_cm: invalid service ID): start the server first, or check the host and port");
         }
-        return new RdmaConnectException(RdmaConnectException.Reason.REJECTED, "the server at " + where + " rejected the connection (reason " + e.status() + ")");
+        return new RdmaConnectException(
+                RdmaConnectException.Reason.REJECTED,
+                "the server at " + where + " rejected the connection (reason " + e.status() + ")");
     }
 
-    private static ConnParams params(EndpointGroup g, Endpoint ep, RemoteBuffer export, QpAttr rts, QpAttr rtr, boolean remoteSide) {
+    private static ConnParams params(
+            EndpointGroup g, Endpoint ep, RemoteBuffer export, QpAttr rts, QpAttr rtr, boolean remoteSide) {
         long addr = export == null ? 0 : export.address();
         int rkey = export == null ? 0 : export.rkey();
         if (remoteSide) {
             Gid gid = rtr.ah() != null && rtr.ah().isGlobal ? rtr.ah().dgid : Gid.ZERO;
-            return new ConnParams(addr, rkey, rtr.destQpNum(), rtr.ah() == null ? 0 : rtr.ah().dlid, gid, rtr.rqPsn(), rtr.pathMtu());
+            return new ConnParams(
+                    addr, rkey, rtr.destQpNum(), rtr.ah() == null ? 0 : rtr.ah().dlid, gid, rtr.rqPsn(), rtr.pathMtu());
         }
         Gid gid = Gid.ZERO;
         try {
@@ -274,7 +365,9 @@ final class CmConnector {
                 id = CmId.create(ch, PortSpace.TCP);
                 id.bind(address);
                 id.listen(128);
-                int port = address.getPort() != 0 ? address.getPort() : id.localAddress().getPort();
+                int port = address.getPort() != 0
+                        ? address.getPort()
+                        : id.localAddress().getPort();
                 return new Listener(ch, id, new InetSocketAddress(address.getAddress(), port), id.deviceName());
             } catch (CmException e) {
                 if (id != null) id.close();
@@ -308,13 +401,26 @@ final class CmConnector {
          * Completes the handshake of connection request {@code req} within {@code deadline}: screens the client,
          * sets up its endpoint (RTS), accepts, and waits for the client's confirmation on a channel of its own.
          */
-        Endpoint handshake(EndpointGroup group, CmEvent req, ExportedRange range, ServerEndpoint.ConnectionFilter filter, long deadline)
+        Endpoint handshake(
+                EndpointGroup group,
+                CmEvent req,
+                ExportedRange range,
+                ServerEndpoint.ConnectionFilter filter,
+                long deadline)
                 throws RdmaConnectException {
-            return JfrEvents.recordSetup("server", true, String.valueOf(req.id().remoteAddress()),
+            return JfrEvents.recordSetup(
+                    "server",
+                    true,
+                    String.valueOf(req.id().remoteAddress()),
                     () -> setUp(group, req, range, filter, deadline));
         }
 
-        private Endpoint setUp(EndpointGroup group, CmEvent req, ExportedRange range, ServerEndpoint.ConnectionFilter filter, long deadline)
+        private Endpoint setUp(
+                EndpointGroup group,
+                CmEvent req,
+                ExportedRange range,
+                ServerEndpoint.ConnectionFilter filter,
+                long deadline)
                 throws RdmaConnectException {
             EndpointConfig cfg = group.config();
             CmId id = req.id();
@@ -327,38 +433,62 @@ final class CmConnector {
                 try {
                     h = parseHello(req.privateData(), "client at " + where);
                 } catch (RdmaConnectException ex) {
-                    byte[] r = reject(ex.reason() == RdmaConnectException.Reason.VERSION_MISMATCH ? KIND_VERSION : KIND_REJECT, ex.getMessage());
+                    byte[] r = reject(
+                            ex.reason() == RdmaConnectException.Reason.VERSION_MISMATCH ? KIND_VERSION : KIND_REJECT,
+                            ex.getMessage());
                     rejectQuietly(id, r);
                     throw ex;
                 }
                 String why = Handshake.screen(filter, remote, h.user());
                 if (why != null) {
                     rejectQuietly(id, reject(KIND_REJECT, why));
-                    throw new RdmaConnectException(RdmaConnectException.Reason.REJECTED, "rejected the client at " + where + ": " + why);
+                    throw new RdmaConnectException(
+                            RdmaConnectException.Reason.REJECTED, "rejected the client at " + where + ": " + why);
                 }
                 String devName = id.deviceName();
                 if (!group.device().name().equals(devName)) {
-                    rejectQuietly(id, reject(KIND_REJECT, "this server serves device " + group.device().name() + ", not " + devName));
-                    throw new RdmaConnectException(RdmaConnectException.Reason.DEVICE_ERROR, "the client at " + where + " came in through " + devName);
+                    rejectQuietly(
+                            id,
+                            reject(
+                                    KIND_REJECT,
+                                    "this server serves device "
+                                            + group.device().name() + ", not " + devName));
+                    throw new RdmaConnectException(
+                            RdmaConnectException.Reason.DEVICE_ERROR,
+                            "the client at " + where + " came in through " + devName);
                 }
                 connCh = CmEventChannel.create();
                 id.migrate(connCh);
                 // the connection cap and a CQ with room first; a client the server cannot take is told why
-                ep = Admission.create(group, () -> Endpoint.createForCm(group, false), r -> rejectQuietly(id, reject(KIND_REJECT, r)), where);
+                ep = Admission.create(
+                        group,
+                        () -> Endpoint.createForCm(group, false),
+                        r -> rejectQuietly(id, reject(KIND_REJECT, r)),
+                        where);
                 RemoteBuffer export = ep.cmReserveExport(range);
                 ep.cmToInit(id.initQpAttr(QpState.INIT));
                 QpAttr rtr = id.initQpAttr(QpState.RTR);
                 ep.cmModify(rtr);
-                // RTS before the accept, as librdmacm's own rdma_accept does: the export's window is bound before the client can use it
+                // RTS before the accept, as librdmacm's own rdma_accept does: the export's window is bound before the
+                // client can use it
                 QpAttr rts = id.initQpAttr(QpState.RTS);
                 ep.cmModify(rts);
                 ep.cmBindExport();
                 id.accept(connParam(hello(cfg, export), ep));
                 CmEvent e = await(connCh, deadline, "the client's confirmation", where, cfg.timeout());
                 if (e.type() != CmEventType.ESTABLISHED) {
-                    throw new RdmaConnectException(RdmaConnectException.Reason.PEER_GONE, "the client at " + where + " did not complete the handshake (" + e.type().cName() + ", " + status(e.status()) + ")");
+                    throw new RdmaConnectException(
+                            RdmaConnectException.Reason.PEER_GONE,
+                            "the client at " + where + " did not complete the handshake ("
+                                    + e.type().cName() + ", " + status(e.status()) + ")");
                 }
-                ep.cmPeer(params(group, ep, export, rts, rtr, false), params(group, ep, h.export(), rts, rtr, true), h.credits(), h.messageSize(), h.user(), h.export());
+                ep.cmPeer(
+                        params(group, ep, export, rts, rtr, false),
+                        params(group, ep, h.export(), rts, rtr, true),
+                        h.credits(),
+                        h.messageSize(),
+                        h.user(),
+                        h.export());
                 ep.cmStart(new CmControl(id, remote));
                 return ep;
             } catch (RdmaConnectException ex) {
@@ -369,7 +499,10 @@ final class CmConnector {
                 throw translate(ex, where);
             } catch (VerbsException | IllegalStateException ex) {
                 abandon(ep, null, false, id, connCh);
-                throw new RdmaConnectException(RdmaConnectException.Reason.DEVICE_ERROR, "setting up the queue pair failed: " + ex.getMessage(), ex);
+                throw new RdmaConnectException(
+                        RdmaConnectException.Reason.DEVICE_ERROR,
+                        "setting up the queue pair failed: " + ex.getMessage(),
+                        ex);
             }
         }
 

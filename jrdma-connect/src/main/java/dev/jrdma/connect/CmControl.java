@@ -4,7 +4,6 @@ import dev.jrdma.cm.CmEvent;
 import dev.jrdma.cm.CmEventType;
 import dev.jrdma.cm.CmException;
 import dev.jrdma.cm.CmId;
-
 import java.net.SocketAddress;
 
 /**
@@ -56,30 +55,34 @@ final class CmControl implements Control {
 
     @Override
     public void start(Endpoint ep) {
-        thread = Thread.ofPlatform().daemon().name("jrdma-cm-events-" + ep.qpNum()).start(() -> {
-            boolean told = false;
-            while (!closed) {
-                CmEvent e;
-                try {
-                    e = id.channel().next(100);
-                } catch (CmException ex) {
-                    if (!closed && !told) ep.peerLost();
-                    break;
-                }
-                if (e == null) continue;
-                if (e.type() == CmEventType.DISCONNECTED) {
-                    ep.peerAcked();
-                    if (!byeSent && !told) {
-                        told = true;
-                        if (e.status() == 0) ep.peerBye(); else ep.peerLost();
+        thread = Thread.ofPlatform()
+                .daemon()
+                .name("jrdma-cm-events-" + ep.qpNum())
+                .start(() -> {
+                    boolean told = false;
+                    while (!closed) {
+                        CmEvent e;
+                        try {
+                            e = id.channel().next(100);
+                        } catch (CmException ex) {
+                            if (!closed && !told) ep.peerLost();
+                            break;
+                        }
+                        if (e == null) continue;
+                        if (e.type() == CmEventType.DISCONNECTED) {
+                            ep.peerAcked();
+                            if (!byeSent && !told) {
+                                told = true;
+                                if (e.status() == 0) ep.peerBye();
+                                else ep.peerLost();
+                            }
+                        } else if (e.type() == CmEventType.DEVICE_REMOVAL && !told) {
+                            told = true;
+                            ep.peerAcked();
+                            ep.peerLost();
+                        }
                     }
-                } else if (e.type() == CmEventType.DEVICE_REMOVAL && !told) {
-                    told = true;
-                    ep.peerAcked();
-                    ep.peerLost();
-                }
-            }
-        });
+                });
     }
 
     @Override

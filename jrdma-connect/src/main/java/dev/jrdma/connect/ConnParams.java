@@ -2,7 +2,6 @@ package dev.jrdma.connect;
 
 import dev.jrdma.verbs.Gid;
 import dev.jrdma.verbs.Mtu;
-
 import java.io.DataInput;
 import java.io.DataOutput;
 import java.io.IOException;
@@ -39,8 +38,10 @@ public record ConnParams(long addr, int rkey, int qpNum, int lid, Gid gid, int p
      *                                  {@code mtu} is null
      */
     public ConnParams {
-        if ((qpNum & ~0xFFFFFF) != 0) throw new IllegalArgumentException("QP number 0x" + Integer.toHexString(qpNum) + " does not fit 24 bits");
-        if ((psn & ~0xFFFFFF) != 0) throw new IllegalArgumentException("PSN 0x" + Integer.toHexString(psn) + " does not fit 24 bits");
+        if ((qpNum & ~0xFFFFFF) != 0)
+            throw new IllegalArgumentException("QP number 0x" + Integer.toHexString(qpNum) + " does not fit 24 bits");
+        if ((psn & ~0xFFFFFF) != 0)
+            throw new IllegalArgumentException("PSN 0x" + Integer.toHexString(psn) + " does not fit 24 bits");
         if (lid < 0 || lid > 0xFFFF) throw new IllegalArgumentException("LID " + lid + " does not fit 16 bits");
         if (gid == null) gid = Gid.ZERO;
         if (mtu == null) throw new IllegalArgumentException("mtu is required");
@@ -78,14 +79,18 @@ public record ConnParams(long addr, int rkey, int qpNum, int lid, Gid gid, int p
     public static ConnParams readFrom(DataInput in) throws IOException {
         int magic = in.readInt();
         if (magic != MAGIC) {
-            throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR,
-                    String.format("the peer is not a jrdma program: connection parameters start with 0x%08x, expected 0x%08x (\"JRCP\")", magic, MAGIC));
+            throw new RdmaConnectException(
+                    RdmaConnectException.Reason.PROTOCOL_ERROR,
+                    String.format(
+                            "the peer is not a jrdma program: connection parameters start with 0x%08x, expected 0x%08x (\"JRCP\")",
+                            magic, MAGIC));
         }
         int version = in.readUnsignedShort();
         if (version != VERSION) {
-            throw new RdmaConnectException(RdmaConnectException.Reason.VERSION_MISMATCH,
-                    "version mismatch: the peer sends connection parameters version " + version + ", this side reads version " + VERSION
-                            + " (run the same jrdma version on both sides)");
+            throw new RdmaConnectException(
+                    RdmaConnectException.Reason.VERSION_MISMATCH,
+                    "version mismatch: the peer sends connection parameters version " + version
+                            + ", this side reads version " + VERSION + " (run the same jrdma version on both sides)");
         }
         long addr = in.readLong();
         int rkey = in.readInt();
@@ -95,7 +100,8 @@ public record ConnParams(long addr, int rkey, int qpNum, int lid, Gid gid, int p
         in.readFully(gid);
         int psn = in.readInt();
         int mtu = in.readUnsignedByte();
-        if ((qpn & ~0xFFFFFF) != 0) throw bad("QP number 0x" + Integer.toHexString(qpn) + ", which does not fit 24 bits");
+        if ((qpn & ~0xFFFFFF) != 0)
+            throw bad("QP number 0x" + Integer.toHexString(qpn) + ", which does not fit 24 bits");
         if (qpn == 0 || qpn == 1) throw bad("QP number " + qpn + ", which is reserved (QP0/QP1 are management QPs)");
         if ((psn & ~0xFFFFFF) != 0) throw bad("PSN 0x" + Integer.toHexString(psn) + ", which does not fit 24 bits");
         if (mtu < 1 || mtu > 5) throw bad("MTU code " + mtu + ", outside 1..5 (256..4096 bytes)");
@@ -103,11 +109,14 @@ public record ConnParams(long addr, int rkey, int qpNum, int lid, Gid gid, int p
     }
 
     private static RdmaConnectException bad(String what) {
-        return new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR, "invalid connection parameters: the peer sent " + what);
+        return new RdmaConnectException(
+                RdmaConnectException.Reason.PROTOCOL_ERROR, "invalid connection parameters: the peer sent " + what);
     }
 
     @Override
     public String toString() {
-        return String.format("addr=0x%x rkey=0x%08x qpn=0x%06x lid=%d gid=%s psn=0x%06x mtu=%s", addr, rkey, qpNum, lid, gid, psn, mtu);
+        return String.format(
+                "addr=0x%x rkey=0x%08x qpn=0x%06x lid=%d gid=%s psn=0x%06x mtu=%s",
+                addr, rkey, qpNum, lid, gid, psn, mtu);
     }
 }

@@ -13,9 +13,9 @@ final class CreditWindow {
 
     private final int granted;
     private final int updateThreshold;
-    private int sendCredits;    // the peer's free receive buffers for this side's messages
-    private int toReturn;       // buffers the application freed that the peer does not know of yet
-    private int peerCredits;    // what the peer may still send: credits granted or returned, not yet used
+    private int sendCredits; // the peer's free receive buffers for this side's messages
+    private int toReturn; // buffers the application freed that the peer does not know of yet
+    private int peerCredits; // what the peer may still send: credits granted or returned, not yet used
 
     /** A window that grants the peer {@code granted} credits (this side's receive queue depth for data). */
     CreditWindow(int granted) {
@@ -89,6 +89,7 @@ final class CreditWindow {
 
     @Override
     public String toString() {
-        return "CreditWindow[send " + sendCredits + ", to return " + toReturn + ", peer holds " + peerCredits + " of " + granted + "]";
+        return "CreditWindow[send " + sendCredits + ", to return " + toReturn + ", peer holds " + peerCredits + " of "
+                + granted + "]";
     }
 }

@@ -3,7 +3,6 @@ package dev.jrdma.connect;
 import dev.jrdma.verbs.Device;
 import dev.jrdma.verbs.Verbs;
 import dev.jrdma.verbs.spi.VerbsProvider;
-
 import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.util.Optional;

@@ -16,7 +16,6 @@ import dev.jrdma.verbs.WcOpcode;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.EOFException;
@@ -62,18 +61,37 @@ public final class Endpoint implements AutoCloseable {
     static final int HANDSHAKE_MAGIC = 0x4A52444D; // "JRDM"
     /** The handshake version this side speaks (2: with the offer of packet authentication), and the oldest it still reads. */
     static final int HANDSHAKE_VERSION = 2, HANDSHAKE_MIN_VERSION = 1;
+
     static final int VERDICT_ACCEPT = 0, VERDICT_REJECT = 1, VERDICT_VERSION = 2;
     static final int READY = 'R', BYE = 'B', BYE_ACK = 'A';
     /** Receives posted beyond the data credits, for credit-only messages. */
     static final int CTRL_EXTRA = 4;
+
     static final int TYPE_DATA = 0, TYPE_CREDIT = 1;
     private static final long RECV_TAG = 1L << 62;
     private static final System.Logger LOG = System.getLogger(Endpoint.class.getName());
     private static final SecureRandom KEYS = new SecureRandom();
 
-    private enum State { CONNECTING, CONNECTED, CLOSING, PEER_CLOSED, BROKEN, CLOSED }
+    private enum State {
+        CONNECTING,
+        CONNECTED,
+        CLOSING,
+        PEER_CLOSED,
+        BROKEN,
+        CLOSED
+    }
 
-    private enum Kind { SEND, WRITE, WRITE_IMM, READ, CAS, FAA, BIND, INVALIDATE, CREDIT }
+    private enum Kind {
+        SEND,
+        WRITE,
+        WRITE_IMM,
+        READ,
+        CAS,
+        FAA,
+        BIND,
+        INVALIDATE,
+        CREDIT
+    }
 
     /**
      * One operation, from submission to completion. Ops are reused (see {@link #newOp}): nothing may keep one after
@@ -83,11 +101,11 @@ public final class Endpoint implements AutoCloseable {
         Kind kind;
         CompletableFuture<Object> future; // null for the endpoint's own credit messages
         long deadline;
-        RemoteBuffer remote;      // the peer's memory of a one-sided or atomic operation (for its description)
+        RemoteBuffer remote; // the peer's memory of a one-sided or atomic operation (for its description)
         long remoteOffset;
-        Object result;            // what the future completes with, or
-        RdmaException error;      // what it fails with
-        RegisteredBuffer tmp;     // pool buffer to give back on completion
+        Object result; // what the future completes with, or
+        RdmaException error; // what it fails with
+        RegisteredBuffer tmp; // pool buffer to give back on completion
         long laddr;
         int llen, lkey;
         long raddr, compare, swap;
@@ -99,7 +117,7 @@ public final class Endpoint implements AutoCloseable {
         MemoryRegion bindRegion;
         Set<Access> bindAccess;
         long wrId;
-        boolean posted;           // handed to the device: it may use tmp until the WR's completion
+        boolean posted; // handed to the device: it may use tmp until the WR's completion
         JfrEvents.OperationEvent recorded; // a sampled operation's flight-recorder event, else null
 
         /** Makes a spare op a new operation: every field as a new one would have it. */
@@ -171,6 +189,7 @@ public final class Endpoint implements AutoCloseable {
     private ConnParams local, remote;
     /** Whether the handshake put this connection's QP in the authenticated mode ({@link #packetAuthenticated()}). */
     private volatile boolean packetAuthenticated;
+
     private int peerMessageSize;
     private byte[] peerPrivateData = new byte[0];
     private RemoteBuffer peerExport;
@@ -216,8 +235,12 @@ public final class Endpoint implements AutoCloseable {
         QueuePair q = null;
         RegisteredBuffer rb = null;
         try {
-            q = group.pd().createQueuePair(QpInitAttr.builder(cq).maxSendWr(sqDepth).maxRecvWr(recvSlots)
-                    .maxInlineData(cfg.inlineSize()).build());
+            q = group.pd()
+                    .createQueuePair(QpInitAttr.builder(cq)
+                            .maxSendWr(sqDepth)
+                            .maxRecvWr(recvSlots)
+                            .maxInlineData(cfg.inlineSize())
+                            .build());
             rb = group.messagePool().allocate((long) recvSlots * cfg.messageSize());
         } catch (RuntimeException e) {
             if (q != null) q.close();
@@ -291,14 +314,18 @@ public final class Endpoint implements AutoCloseable {
     public static Endpoint connect(String host, int port, EndpointConfig cfg, EndpointGroup group, RemoteBuffer export)
             throws RdmaConnectException {
         boolean cm = CmConnector.useCm(cfg);
-        return JfrEvents.recordSetup("client", cm, host + ":" + port, () -> connect(host, port, cfg, group, export, cm));
+        return JfrEvents.recordSetup(
+                "client", cm, host + ":" + port, () -> connect(host, port, cfg, group, export, cm));
     }
 
-    private static Endpoint connect(String host, int port, EndpointConfig cfg, EndpointGroup group, RemoteBuffer export, boolean cm)
+    private static Endpoint connect(
+            String host, int port, EndpointConfig cfg, EndpointGroup group, RemoteBuffer export, boolean cm)
             throws RdmaConnectException {
         ExportedRange range = null;
         if (export != null) {
-            if (group == null) throw new IllegalArgumentException("an export is a buffer of a group's pool: pass the group it was allocated from");
+            if (group == null)
+                throw new IllegalArgumentException(
+                        "an export is a buffer of a group's pool: pass the group it was allocated from");
             range = ExportedRange.of(group.pool(), export, cfg.remoteAccess(), group.config());
         }
         if (cm) return CmConnector.connect(host, port, cfg, group, range);
@@ -310,7 +337,8 @@ public final class Endpoint implements AutoCloseable {
             try {
                 return connectOnce(host, port, cfg, group, range, deadline);
             } catch (RdmaConnectException e) {
-                long wait = backoffNanos / 2 + java.util.concurrent.ThreadLocalRandom.current().nextLong(backoffNanos / 2 + 1);
+                long wait = backoffNanos / 2
+                        + java.util.concurrent.ThreadLocalRandom.current().nextLong(backoffNanos / 2 + 1);
                 if (!isHandshakeLimit(e) || System.nanoTime() + wait - deadline >= 0) throw e;
                 java.util.concurrent.locks.LockSupport.parkNanos(wait);
                 if (Thread.currentThread().isInterrupted()) throw e;
@@ -321,24 +349,35 @@ public final class Endpoint implements AutoCloseable {
     /** A REJECT for a handshake limit of the server ({@link Admission}: its reasons name the setting). */
     private static boolean isHandshakeLimit(RdmaConnectException e) {
         String m = e.getMessage();
-        return e.reason() == RdmaConnectException.Reason.REJECTED && m != null
+        return e.reason() == RdmaConnectException.Reason.REJECTED
+                && m != null
                 && (m.contains("(maxPendingHandshakes)") || m.contains("(maxPendingHandshakesPerSource)"));
     }
 
-    private static Endpoint connectOnce(String host, int port, EndpointConfig cfg, EndpointGroup group, ExportedRange range, long deadline)
+    private static Endpoint connectOnce(
+            String host, int port, EndpointConfig cfg, EndpointGroup group, ExportedRange range, long deadline)
             throws RdmaConnectException {
         try {
             return connectTcp(host, port, cfg, group, range, deadline, true);
         } catch (Handshake.VersionRefused e) {
             // a server of handshake version 1 (an older jrdma) refuses the version that offers packet authentication:
             // again, plain (version 1); a server of another version still refuses, and says so
-            LOG.log(System.Logger.Level.DEBUG, "connecting to " + host + ":" + port + " again without packet authentication: " + e.getMessage());
+            LOG.log(
+                    System.Logger.Level.DEBUG,
+                    "connecting to " + host + ":" + port + " again without packet authentication: " + e.getMessage());
             return connectTcp(host, port, cfg, group, range, deadline, false);
         }
     }
 
-    private static Endpoint connectTcp(String host, int port, EndpointConfig cfg, EndpointGroup group, ExportedRange range, long deadline,
-                                       boolean mayOfferAuth) throws RdmaConnectException {
+    private static Endpoint connectTcp(
+            String host,
+            int port,
+            EndpointConfig cfg,
+            EndpointGroup group,
+            ExportedRange range,
+            long deadline,
+            boolean mayOfferAuth)
+            throws RdmaConnectException {
         Socket s = Handshake.openSocket(host, port, cfg, deadline);
         boolean ownsGroup = group == null;
         Endpoint ep = null;
@@ -347,8 +386,11 @@ public final class Endpoint implements AutoCloseable {
                 try {
                     group = EndpointGroup.forLocalAddress(s.getLocalAddress(), cfg);
                 } catch (VerbsException | IllegalArgumentException | IllegalStateException e) {
-                    throw new RdmaConnectException(RdmaConnectException.Reason.DEVICE_ERROR,
-                            "no RDMA device for local address " + s.getLocalAddress().getHostAddress() + ": " + e.getMessage(), e);
+                    throw new RdmaConnectException(
+                            RdmaConnectException.Reason.DEVICE_ERROR,
+                            "no RDMA device for local address "
+                                    + s.getLocalAddress().getHostAddress() + ": " + e.getMessage(),
+                            e);
                 }
             }
             ep = new Endpoint(group, ownsGroup, s);
@@ -359,7 +401,8 @@ public final class Endpoint implements AutoCloseable {
             throw e;
         } catch (VerbsException | IllegalStateException e) {
             cleanupFailed(ep, group, ownsGroup, s);
-            throw new RdmaConnectException(RdmaConnectException.Reason.DEVICE_ERROR, "setting up the queue pair failed: " + e.getMessage(), e);
+            throw new RdmaConnectException(
+                    RdmaConnectException.Reason.DEVICE_ERROR, "setting up the queue pair failed: " + e.getMessage(), e);
         } catch (RuntimeException e) {
             cleanupFailed(ep, group, ownsGroup, s);
             throw e;
@@ -381,13 +424,18 @@ public final class Endpoint implements AutoCloseable {
      * screened (filter, connection cap, room in a CQ: {@link Admission}) before anything is made for it; whatever fails
      * frees all of it.
      */
-    static Endpoint accept(EndpointGroup group, Socket s, ExportedRange export, ServerEndpoint.ConnectionFilter filter, long deadline)
+    static Endpoint accept(
+            EndpointGroup group, Socket s, ExportedRange export, ServerEndpoint.ConnectionFilter filter, long deadline)
             throws RdmaConnectException {
-        return JfrEvents.recordSetup("server", false, String.valueOf(s.getRemoteSocketAddress()),
+        return JfrEvents.recordSetup(
+                "server",
+                false,
+                String.valueOf(s.getRemoteSocketAddress()),
                 () -> acceptTcp(group, s, export, filter, deadline));
     }
 
-    private static Endpoint acceptTcp(EndpointGroup group, Socket s, ExportedRange export, ServerEndpoint.ConnectionFilter filter, long deadline)
+    private static Endpoint acceptTcp(
+            EndpointGroup group, Socket s, ExportedRange export, ServerEndpoint.ConnectionFilter filter, long deadline)
             throws RdmaConnectException {
         String where = String.valueOf(s.getRemoteSocketAddress());
         EndpointConfig cfg = group.config();
@@ -396,13 +444,19 @@ public final class Endpoint implements AutoCloseable {
             DataOutputStream out = new DataOutputStream(s.getOutputStream());
             DataInputStream in = Handshake.input(s, deadline);
             Handshake.Hello hello = Handshake.readHello(in, out, where);
-            String rejection = Handshake.screen(filter, (InetSocketAddress) s.getRemoteSocketAddress(), hello.privateData());
+            String rejection =
+                    Handshake.screen(filter, (InetSocketAddress) s.getRemoteSocketAddress(), hello.privateData());
             if (rejection != null) {
                 Handshake.writeReject(out, VERDICT_REJECT, rejection);
-                throw new RdmaConnectException(RdmaConnectException.Reason.REJECTED, "rejected the client at " + where + ": " + rejection);
+                throw new RdmaConnectException(
+                        RdmaConnectException.Reason.REJECTED, "rejected the client at " + where + ": " + rejection);
             }
             // the connection cap and a CQ with room first; a client the server cannot take is told why
-            ep = Admission.create(group, () -> new Endpoint(group, false, s), why -> Handshake.writeReject(out, VERDICT_REJECT, why), where);
+            ep = Admission.create(
+                    group,
+                    () -> new Endpoint(group, false, s),
+                    why -> Handshake.writeReject(out, VERDICT_REJECT, why),
+                    where);
             ep.serverHandshake(hello, in, out, export, where);
             return ep;
         } catch (RdmaConnectException e) {
@@ -413,7 +467,8 @@ public final class Endpoint implements AutoCloseable {
             throw Handshake.translate(e, where, cfg.timeout(), "the client");
         } catch (VerbsException | IllegalStateException e) {
             cleanupFailed(ep, group, false, s);
-            throw new RdmaConnectException(RdmaConnectException.Reason.DEVICE_ERROR, "setting up the queue pair failed: " + e.getMessage(), e);
+            throw new RdmaConnectException(
+                    RdmaConnectException.Reason.DEVICE_ERROR, "setting up the queue pair failed: " + e.getMessage(), e);
         } catch (RuntimeException | Error e) {
             cleanupFailed(ep, group, false, s);
             throw e;
@@ -447,7 +502,13 @@ public final class Endpoint implements AutoCloseable {
     /** Binds the reserved window on this QP (now in RTS): from here on the peer can use the export. */
     private void bindExport() {
         if (exportWindow == null) return;
-        bindWindow(exportWindow, exportRange.region(), exportRange.address(), exportRange.length(), exportRange.rights(), exportRemote.rkey());
+        bindWindow(
+                exportWindow,
+                exportRange.region(),
+                exportRange.address(),
+                exportRange.length(),
+                exportRange.rights(),
+                exportRemote.rkey());
         localExport = WindowGrant.window(this, exportWindow, exportRemote);
         exportWindow = null;
     }
@@ -475,7 +536,13 @@ public final class Endpoint implements AutoCloseable {
         qp.modify(attr);
     }
 
-    void cmPeer(ConnParams localParams, ConnParams remoteParams, int peerCredits, int messageSize, byte[] priv, RemoteBuffer export) {
+    void cmPeer(
+            ConnParams localParams,
+            ConnParams remoteParams,
+            int peerCredits,
+            int messageSize,
+            byte[] priv,
+            RemoteBuffer export) {
         local = localParams;
         applyPeer(remoteParams, peerCredits, messageSize, priv, export);
     }
@@ -484,7 +551,8 @@ public final class Endpoint implements AutoCloseable {
      * What the peer announced in the handshake, whichever connection manager carried it: its QP and path, the
      * credits it grants, its receive buffers' size, its private data and what it exports to this side (or null).
      */
-    private void applyPeer(ConnParams params, int peerCredits, int messageSize, byte[] privateData, RemoteBuffer export) {
+    private void applyPeer(
+            ConnParams params, int peerCredits, int messageSize, byte[] privateData, RemoteBuffer export) {
         remote = params;
         peerMessageSize = messageSize;
         peerPrivateData = privateData;
@@ -509,27 +577,45 @@ public final class Endpoint implements AutoCloseable {
         return QpSetup.rdAtomic(group.deviceAttr());
     }
 
-    private void clientHandshake(String where, ExportedRange range, long deadline, boolean mayOfferAuth) throws RdmaConnectException {
+    private void clientHandshake(String where, ExportedRange range, long deadline, boolean mayOfferAuth)
+            throws RdmaConnectException {
         RemoteBuffer export = reserveExport(range);
         local = QpSetup.localParams(group, qp, export);
         toInit(0, EndpointGroup.PORT);
-        PacketAuthAgreement agreement = mayOfferAuth && PacketAuthAgreement.possible(cfg, group) ? new PacketAuthAgreement() : null;
+        PacketAuthAgreement agreement =
+                mayOfferAuth && PacketAuthAgreement.possible(cfg, group) ? new PacketAuthAgreement() : null;
         byte[] offered = agreement == null ? null : agreement.publicKey;
         try {
             DataOutputStream out = new DataOutputStream(socket.getOutputStream());
             DataInputStream in = Handshake.input(socket, deadline);
-            // the HELLO in one write: a server of version 1 answers a HELLO of version 2 from its first six bytes and closes;
+            // the HELLO in one write: a server of version 1 answers a HELLO of version 2 from its first six bytes and
+            // closes;
             // a HELLO still arriving then would meet its reset (a lost write) instead of its refusal being read
             java.io.ByteArrayOutputStream hello = new java.io.ByteArrayOutputStream(Handshake.MAX_HELLO);
-            Handshake.writeHello(new DataOutputStream(hello), local, cfg.recvQueueDepth(), cfg.messageSize(), export == null ? 0 : export.length(),
-                    cfg.privateData(), offered);
+            Handshake.writeHello(
+                    new DataOutputStream(hello),
+                    local,
+                    cfg.recvQueueDepth(),
+                    cfg.messageSize(),
+                    export == null ? 0 : export.length(),
+                    cfg.privateData(),
+                    offered);
             hello.writeTo(out);
             out.flush();
-            Handshake.Reply reply = Handshake.readReply(in, where, offered == null ? HANDSHAKE_MIN_VERSION : HANDSHAKE_VERSION);
-            applyPeer(reply.params(), reply.credits(), reply.messageSize(), reply.privateData(), exported(reply.params(), reply.exportLength()));
+            Handshake.Reply reply =
+                    Handshake.readReply(in, where, offered == null ? HANDSHAKE_MIN_VERSION : HANDSHAKE_VERSION);
+            applyPeer(
+                    reply.params(),
+                    reply.credits(),
+                    reply.messageSize(),
+                    reply.privateData(),
+                    exported(reply.params(), reply.exportLength()));
             byte[] key = null;
-            if (reply.authPublicKey() != null) { // the server took the offer (it never turns the mode on unasked: version 1 has no room for it)
-                key = agreement.key(reply.authPublicKey(), local.qpNum(), remote.qpNum(), offered, reply.authPublicKey());
+            if (reply.authPublicKey()
+                    != null) { // the server took the offer (it never turns the mode on unasked: version 1 has no room
+                // for it)
+                key = agreement.key(
+                        reply.authPublicKey(), local.qpNum(), remote.qpNum(), offered, reply.authPublicKey());
             }
             QpSetup.toRtr(qp, group, local, remote, key);
             packetAuthenticated = key != null;
@@ -554,27 +640,52 @@ public final class Endpoint implements AutoCloseable {
         return length > 0 ? new RemoteBuffer(params.addr(), params.rkey(), length) : null;
     }
 
-    private void serverHandshake(Handshake.Hello hello, DataInputStream in, DataOutputStream out, ExportedRange range, String where)
+    private void serverHandshake(
+            Handshake.Hello hello, DataInputStream in, DataOutputStream out, ExportedRange range, String where)
             throws RdmaConnectException {
         try {
-            applyPeer(hello.params(), hello.credits(), hello.messageSize(), hello.privateData(), exported(hello.params(), hello.exportLength()));
+            applyPeer(
+                    hello.params(),
+                    hello.credits(),
+                    hello.messageSize(),
+                    hello.privateData(),
+                    exported(hello.params(), hello.exportLength()));
             RemoteBuffer export = reserveExport(range);
             local = QpSetup.localParams(group, qp, export);
             toInit(0, EndpointGroup.PORT);
             // the client offered packet authentication and this side may: agree the key, tell the client in ACCEPT
-            PacketAuthAgreement agreement = hello.authPublicKey() != null && PacketAuthAgreement.possible(cfg, group) ? new PacketAuthAgreement() : null;
-            byte[] key = agreement == null ? null
-                    : agreement.key(hello.authPublicKey(), remote.qpNum(), local.qpNum(), hello.authPublicKey(), agreement.publicKey);
+            PacketAuthAgreement agreement = hello.authPublicKey() != null && PacketAuthAgreement.possible(cfg, group)
+                    ? new PacketAuthAgreement()
+                    : null;
+            byte[] key = agreement == null
+                    ? null
+                    : agreement.key(
+                            hello.authPublicKey(),
+                            remote.qpNum(),
+                            local.qpNum(),
+                            hello.authPublicKey(),
+                            agreement.publicKey);
             QpSetup.toRtr(qp, group, local, remote, key);
             packetAuthenticated = key != null;
-            // RTS before ACCEPT: the export's window must be bound before the client can use it (nothing is sent before READY)
+            // RTS before ACCEPT: the export's window must be bound before the client can use it (nothing is sent before
+            // READY)
             QpSetup.toRts(qp, group, local);
             bindExport();
-            Handshake.writeAccept(out, hello.version(), local, cfg.recvQueueDepth(), cfg.messageSize(), export == null ? 0 : export.length(),
-                    cfg.privateData(), agreement == null ? null : agreement.publicKey);
+            Handshake.writeAccept(
+                    out,
+                    hello.version(),
+                    local,
+                    cfg.recvQueueDepth(),
+                    cfg.messageSize(),
+                    export == null ? 0 : export.length(),
+                    cfg.privateData(),
+                    agreement == null ? null : agreement.publicKey);
             int ready = in.read();
             if (ready < 0) throw new EOFException();
-            if (ready != READY) throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR, "the client at " + where + " sent 0x" + Integer.toHexString(ready) + " instead of READY");
+            if (ready != READY)
+                throw new RdmaConnectException(
+                        RdmaConnectException.Reason.PROTOCOL_ERROR,
+                        "the client at " + where + " sent 0x" + Integer.toHexString(ready) + " instead of READY");
             goodbye.attach(new TcpControl(socket, out, cfg.timeout()));
         } catch (RdmaConnectException e) {
             throw e;
@@ -795,8 +906,9 @@ public final class Endpoint implements AutoCloseable {
 
     private void checkMessage(long len) {
         if (peerMessageSize > 0 && len > peerMessageSize) {
-            throw new IllegalArgumentException("a message of " + len + " bytes is larger than the peer's receive buffers (" + peerMessageSize
-                    + " bytes): raise messageSize on the peer, or use write");
+            throw new IllegalArgumentException(
+                    "a message of " + len + " bytes is larger than the peer's receive buffers (" + peerMessageSize
+                            + " bytes): raise messageSize on the peer, or use write");
         }
     }
 
@@ -872,7 +984,8 @@ public final class Endpoint implements AutoCloseable {
         } catch (TimeoutException e) {
             synchronized (this) {
                 if (waiters.remove(f)) {
-                    throw new RdmaException(RdmaException.Kind.TIMEOUT, "no message within " + timeout.toMillis() + " ms");
+                    throw new RdmaException(
+                            RdmaException.Kind.TIMEOUT, "no message within " + timeout.toMillis() + " ms");
                 }
             }
             return f.join();
@@ -914,7 +1027,8 @@ public final class Endpoint implements AutoCloseable {
      * @throws IndexOutOfBoundsException when a range is outside its buffer
      * @throws IllegalStateException     when {@code local} was given back to its pool
      */
-    public CompletableFuture<Void> write(RegisteredBuffer local, long localOffset, RemoteBuffer remote, long remoteOffset, int length) {
+    public CompletableFuture<Void> write(
+            RegisteredBuffer local, long localOffset, RemoteBuffer remote, long remoteOffset, int length) {
         Op op = oneSided(Kind.WRITE, "RDMA write", local, localOffset, remote, remoteOffset, length);
         op.inline = length <= inlineLimit;
         return submit(op);
@@ -936,7 +1050,13 @@ public final class Endpoint implements AutoCloseable {
      * @throws IndexOutOfBoundsException when a range is outside its buffer
      * @throws IllegalStateException     when {@code local} was given back to its pool
      */
-    public CompletableFuture<Void> writeWithImmediate(RegisteredBuffer local, long localOffset, RemoteBuffer remote, long remoteOffset, int length, int immediate) {
+    public CompletableFuture<Void> writeWithImmediate(
+            RegisteredBuffer local,
+            long localOffset,
+            RemoteBuffer remote,
+            long remoteOffset,
+            int length,
+            int immediate) {
         Op op = oneSided(Kind.WRITE_IMM, "RDMA write with immediate", local, localOffset, remote, remoteOffset, length);
         op.imm = immediate;
         op.inline = length <= inlineLimit;
@@ -956,7 +1076,8 @@ public final class Endpoint implements AutoCloseable {
      * @throws IndexOutOfBoundsException when a range is outside its buffer
      * @throws IllegalStateException     when {@code local} was given back to its pool
      */
-    public CompletableFuture<Void> read(RegisteredBuffer local, long localOffset, RemoteBuffer remote, long remoteOffset, int length) {
+    public CompletableFuture<Void> read(
+            RegisteredBuffer local, long localOffset, RemoteBuffer remote, long remoteOffset, int length) {
         Op op = oneSided(Kind.READ, "RDMA read", local, localOffset, remote, remoteOffset, length);
         return submit(op);
     }
@@ -1011,7 +1132,8 @@ public final class Endpoint implements AutoCloseable {
      * @throws IllegalStateException     when {@code local} was given back to its pool
      * @throws RdmaException             when the write fails or does not complete within the timeout
      */
-    public void writeSync(RegisteredBuffer local, long localOffset, RemoteBuffer remote, long remoteOffset, int length) {
+    public void writeSync(
+            RegisteredBuffer local, long localOffset, RemoteBuffer remote, long remoteOffset, int length) {
         await(write(local, localOffset, remote, remoteOffset, length));
     }
 
@@ -1063,7 +1185,14 @@ public final class Endpoint implements AutoCloseable {
     }
 
     /** {@code name}: the operation's name in the messages of the range checks (a constant: nothing built per call). */
-    private Op oneSided(Kind kind, String name, RegisteredBuffer local, long localOffset, RemoteBuffer remote, long remoteOffset, int length) {
+    private Op oneSided(
+            Kind kind,
+            String name,
+            RegisteredBuffer local,
+            long localOffset,
+            RemoteBuffer remote,
+            long remoteOffset,
+            int length) {
         local.checkRange(localOffset, length, name);
         remote.check(remoteOffset, length, name);
         Op op = newOp(kind);
@@ -1080,7 +1209,8 @@ public final class Endpoint implements AutoCloseable {
     private Op atomic(Kind kind, String name, RemoteBuffer remote, long offset) {
         remote.check(offset, 8, name);
         if (((remote.address() + offset) & 7) != 0) {
-            throw new IllegalArgumentException(name + " at " + remote + "+" + offset + ": the remote word must be 8-byte aligned");
+            throw new IllegalArgumentException(
+                    name + " at " + remote + "+" + offset + ": the remote word must be 8-byte aligned");
         }
         Op op = newOp(kind);
         op.remote = remote;
@@ -1146,7 +1276,8 @@ public final class Endpoint implements AutoCloseable {
     }
 
     /** Binds a type 2 window on this QP with {@code rkey} and waits for the bind; returns the rkey. */
-    private int bindWindow(MemoryWindow mw, MemoryRegion region, long address, long length, Set<Access> rights, int rkey) {
+    private int bindWindow(
+            MemoryWindow mw, MemoryRegion region, long address, long length, Set<Access> rights, int rkey) {
         Op op = newOp(Kind.BIND);
         op.mw = mw;
         op.bindRegion = region;
@@ -1186,7 +1317,10 @@ public final class Endpoint implements AutoCloseable {
      * steady state allocates only the future the public method returns.
      */
     private Op newOp(Kind kind) {
-        Op op = spareOp(kind, new CompletableFuture<>(), System.nanoTime() + cfg.timeout().toNanos());
+        Op op = spareOp(
+                kind,
+                new CompletableFuture<>(),
+                System.nanoTime() + cfg.timeout().toNanos());
         op.recorded = JfrEvents.sampleOperation();
         return op;
     }
@@ -1263,14 +1397,18 @@ public final class Endpoint implements AutoCloseable {
             }
             case CREDIT -> {
                 piggy = credits.toPiggyback();
-                swr.opcode(WrOpcode.SEND_WITH_IMM).immData((TYPE_CREDIT << 24) | piggy).noBuffer();
+                swr.opcode(WrOpcode.SEND_WITH_IMM)
+                        .immData((TYPE_CREDIT << 24) | piggy)
+                        .noBuffer();
             }
             case WRITE -> {
                 swr.opcode(WrOpcode.RDMA_WRITE).remote(op.raddr, op.rkey);
                 setSge(op);
             }
             case WRITE_IMM -> {
-                swr.opcode(WrOpcode.RDMA_WRITE_WITH_IMM).remote(op.raddr, op.rkey).immData(op.imm);
+                swr.opcode(WrOpcode.RDMA_WRITE_WITH_IMM)
+                        .remote(op.raddr, op.rkey)
+                        .immData(op.imm);
                 setSge(op);
             }
             case READ -> {
@@ -1333,7 +1471,8 @@ public final class Endpoint implements AutoCloseable {
     }
 
     private void pump() {
-        while (!pending.isEmpty() && (state == State.CONNECTED || state == State.CLOSING) && canPost(pending.peek())) doPost(pending.poll());
+        while (!pending.isEmpty() && (state == State.CONNECTED || state == State.CLOSING) && canPost(pending.peek()))
+            doPost(pending.poll());
     }
 
     /** Returns credits on a message of its own when none can ride on a send soon. Caller holds the lock. */
@@ -1345,7 +1484,9 @@ public final class Endpoint implements AutoCloseable {
 
     private void postRecv(int slot) {
         rwr.next(null).wrId(RECV_TAG | slot);
-        rwr.numSge(1).sge(0).set(recvBufs.address() + (long) slot * cfg.messageSize(), cfg.messageSize(), recvBufs.lkey());
+        rwr.numSge(1)
+                .sge(0)
+                .set(recvBufs.address() + (long) slot * cfg.messageSize(), cfg.messageSize(), recvBufs.lkey());
         qp.postRecv(rwr);
     }
 
@@ -1368,7 +1509,8 @@ public final class Endpoint implements AutoCloseable {
         int slot = (int) (wc.wrId & ~RECV_TAG);
         if (!wc.isSuccess()) {
             if (wc.status != WcStatus.WR_FLUSH_ERR || state == State.CONNECTED) {
-                breakWith(new RdmaException(RdmaException.Kind.COMPLETION_ERROR, "receive failed: " + wc.explain(), wc.status, null));
+                breakWith(new RdmaException(
+                        RdmaException.Kind.COMPLETION_ERROR, "receive failed: " + wc.explain(), wc.status, null));
             }
             return;
         }
@@ -1387,7 +1529,8 @@ public final class Endpoint implements AutoCloseable {
         }
         if (!takePeerCredit()) return;
         byte[] data = new byte[wc.byteLen];
-        MemorySegment.copy(recvBufs.segment(), ValueLayout.JAVA_BYTE, (long) slot * cfg.messageSize(), data, 0, wc.byteLen);
+        MemorySegment.copy(
+                recvBufs.segment(), ValueLayout.JAVA_BYTE, (long) slot * cfg.messageSize(), data, 0, wc.byteLen);
         repost(slot);
         deliver(new Message(data, false, 0));
     }
@@ -1399,9 +1542,12 @@ public final class Endpoint implements AutoCloseable {
      */
     private boolean takePeerCredit() {
         if (credits.arrived()) return true;
-        breakWith(new RdmaException(RdmaException.Kind.PROTOCOL_ERROR, "the peer at " + remoteAddress()
-                + " sent a message without a credit (it had used all " + cfg.recvQueueDepth() + " it was given): it ignores flow control;"
-                + " the connection is ended so that it cannot make this side hold more"));
+        breakWith(new RdmaException(
+                RdmaException.Kind.PROTOCOL_ERROR,
+                "the peer at " + remoteAddress()
+                        + " sent a message without a credit (it had used all " + cfg.recvQueueDepth()
+                        + " it was given): it ignores flow control;"
+                        + " the connection is ended so that it cannot make this side hold more"));
         return false;
     }
 
@@ -1416,7 +1562,11 @@ public final class Endpoint implements AutoCloseable {
             postRecv(slot);
         } catch (VerbsException e) {
             if (state == State.CONNECTED) {
-                breakWith(new RdmaException(RdmaException.Kind.POST_ERROR, "reposting a receive buffer failed: " + e.getMessage(), null, e));
+                breakWith(new RdmaException(
+                        RdmaException.Kind.POST_ERROR,
+                        "reposting a receive buffer failed: " + e.getMessage(),
+                        null,
+                        e));
             }
         }
     }
@@ -1474,7 +1624,8 @@ public final class Endpoint implements AutoCloseable {
             goodbye.acknowledge();
         }
         if (!wc.isSuccess()) {
-            RdmaException e = new RdmaException(RdmaException.Kind.COMPLETION_ERROR, op.what() + " failed: " + wc.explain(), wc.status, null);
+            RdmaException e = new RdmaException(
+                    RdmaException.Kind.COMPLETION_ERROR, op.what() + " failed: " + wc.explain(), wc.status, null);
             if ((wc.status == WcStatus.WR_FLUSH_ERR && failure != null) || state == State.PEER_CLOSED) {
                 failOp(op, derived(op, failure));
             } else {
@@ -1488,7 +1639,7 @@ public final class Endpoint implements AutoCloseable {
         switch (op.kind) {
             case CAS, FAA -> result = op.tmp.segment().get(ValueLayout.JAVA_LONG, 0);
             case BIND -> result = op.newRkey;
-            default -> { }
+            default -> {}
         }
         if (op.tmp != null) {
             op.tmp.close();
@@ -1518,7 +1669,8 @@ public final class Endpoint implements AutoCloseable {
                 if (now - op.deadline > 0) {
                     it.remove();
                     String why = op.needsCredit() && !credits.canSend()
-                            ? "the peer has not freed a receive buffer for " + cfg.timeout().toMillis() + " ms (it is not consuming messages: flow control)"
+                            ? "the peer has not freed a receive buffer for "
+                                    + cfg.timeout().toMillis() + " ms (it is not consuming messages: flow control)"
                             : "it could not be posted within " + cfg.timeout().toMillis() + " ms (send queue full)";
                     failOp(op, new RdmaException(RdmaException.Kind.TIMEOUT, op.what() + " timed out: " + why));
                 }
@@ -1530,8 +1682,11 @@ public final class Endpoint implements AutoCloseable {
             }
             if (expired != null) {
                 inFlight.remove(expired.wrId);
-                RdmaException e = new RdmaException(RdmaException.Kind.TIMEOUT, expired.what() + " timed out: no completion within "
-                        + cfg.timeout().toMillis() + " ms; the peer is unreachable or not responding (process gone, host down, or path broken)");
+                RdmaException e = new RdmaException(
+                        RdmaException.Kind.TIMEOUT,
+                        expired.what() + " timed out: no completion within "
+                                + cfg.timeout().toMillis()
+                                + " ms; the peer is unreachable or not responding (process gone, host down, or path broken)");
                 failOp(expired, e);
                 breakWith(e);
             }
@@ -1544,9 +1699,12 @@ public final class Endpoint implements AutoCloseable {
         synchronized (this) {
             if (state != State.CONNECTED && state != State.CLOSING) return;
             RdmaException e = graceful
-                    ? new RdmaException(RdmaException.Kind.PEER_CLOSED, "the peer at " + remoteAddress() + " closed the connection")
-                    : new RdmaException(RdmaException.Kind.PEER_GONE, "the peer at " + remoteAddress()
-                    + " is gone: its connection ended without a goodbye (process exited or crashed, or the network failed)");
+                    ? new RdmaException(
+                            RdmaException.Kind.PEER_CLOSED, "the peer at " + remoteAddress() + " closed the connection")
+                    : new RdmaException(
+                            RdmaException.Kind.PEER_GONE,
+                            "the peer at " + remoteAddress()
+                                    + " is gone: its connection ended without a goodbye (process exited or crashed, or the network failed)");
             failure = e;
             state = State.PEER_CLOSED;
             if (!graceful) JfrEvents.error(this, e);
@@ -1629,7 +1787,8 @@ public final class Endpoint implements AutoCloseable {
 
     /** No WR is at the device any more (or the QP is gone): the given-up operations' buffers go back. Caller holds the lock. */
     private void releaseHeld() {
-        for (int i = 0; i < heldUntilRetired.size(); i++) heldUntilRetired.get(i).close();
+        for (int i = 0; i < heldUntilRetired.size(); i++)
+            heldUntilRetired.get(i).close();
         heldUntilRetired.clear();
     }
 
@@ -1639,8 +1798,12 @@ public final class Endpoint implements AutoCloseable {
     }
 
     private RdmaException stateError(String what) {
-        if (failure != null) return new RdmaException(failure.kind(), what + " failed: " + failure.getMessage(), failure.status(), failure);
-        return new RdmaException(RdmaException.Kind.CLOSED, what + " failed: the endpoint is " + (state == State.CLOSED ? "closed" : "closing"));
+        if (failure != null)
+            return new RdmaException(
+                    failure.kind(), what + " failed: " + failure.getMessage(), failure.status(), failure);
+        return new RdmaException(
+                RdmaException.Kind.CLOSED,
+                what + " failed: the endpoint is " + (state == State.CLOSED ? "closed" : "closing"));
     }
 
     /**
@@ -1688,7 +1851,9 @@ public final class Endpoint implements AutoCloseable {
             // the completion thread fails the operation at its deadline; the margin only guards against a dead group
             return waitFor(f, TimeUnit.MILLISECONDS.toNanos(cfg.timeout().toMillis() + 2000));
         } catch (TimeoutException e) {
-            throw new RdmaException(RdmaException.Kind.TIMEOUT, "no result within " + cfg.timeout().toMillis() + " ms");
+            throw new RdmaException(
+                    RdmaException.Kind.TIMEOUT,
+                    "no result within " + cfg.timeout().toMillis() + " ms");
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new RdmaException(RdmaException.Kind.CLOSED, "interrupted");
@@ -1701,7 +1866,8 @@ public final class Endpoint implements AutoCloseable {
      * Waits for a future without running other tasks meanwhile: {@code CompletableFuture.get} on a ForkJoinPool
      * worker may run other queued tasks inside the wait (a lock holder could end up stuck under a lock waiter).
      */
-    private static <T> T waitFor(CompletableFuture<T> f, long nanos) throws InterruptedException, ExecutionException, TimeoutException {
+    private static <T> T waitFor(CompletableFuture<T> f, long nanos)
+            throws InterruptedException, ExecutionException, TimeoutException {
         if (!f.isDone()) {
             java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(1);
             f.whenComplete((r, e) -> done.countDown());
@@ -1740,8 +1906,11 @@ public final class Endpoint implements AutoCloseable {
             // the completion thread cannot wait for completions it would itself deliver
             boolean mayWait = !group.isCompletionThread();
             if (mayWait) {
-                Goodbye.await(this, System.nanoTime() + cfg.timeout().toNanos(),
-                        () -> !(state == State.CLOSING || state == State.PEER_CLOSED) || (inFlight.isEmpty() && pending.isEmpty()));
+                Goodbye.await(
+                        this,
+                        System.nanoTime() + cfg.timeout().toNanos(),
+                        () -> !(state == State.CLOSING || state == State.PEER_CLOSED)
+                                || (inFlight.isEmpty() && pending.isEmpty()));
             }
             control = goodbye.control();
             if (control != null) {
@@ -1780,8 +1949,10 @@ public final class Endpoint implements AutoCloseable {
         }
         if (!qp.isClosed()) {
             // the device may still write into them: kept (leaked) rather than handed to someone else
-            LOG.log(System.Logger.Level.WARNING, this + ": the QP could not be destroyed; its receive buffers and "
-                    + heldBuffers() + " buffers of given-up operations are kept out of the pool");
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    this + ": the QP could not be destroyed; its receive buffers and " + heldBuffers()
+                            + " buffers of given-up operations are kept out of the pool");
             return;
         }
         synchronized (this) {
@@ -1792,6 +1963,6 @@ public final class Endpoint implements AutoCloseable {
 
     @Override
     public String toString() {
-        return "Endpoint[QP 0x" + Integer.toHexString(qp.qpNum())  + " <-> " + remoteAddress() + ", " + state + "]";
+        return "Endpoint[QP 0x" + Integer.toHexString(qp.qpNum()) + " <-> " + remoteAddress() + ", " + state + "]";
     }
 }

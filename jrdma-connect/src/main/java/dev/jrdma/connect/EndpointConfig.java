@@ -1,7 +1,6 @@
 package dev.jrdma.connect;
 
 import dev.jrdma.verbs.Access;
-
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -45,11 +44,25 @@ import java.util.Set;
  *                        port, responses that must fit a request, forgery bursts) are on either way.
  *                        rdma_cm connections are always plain. See {@link Endpoint#packetAuthenticated()}
  */
-public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineSize, int messageSize, long slabSize,
-                             int cqSize, PollMode pollMode, Duration timeout, String device, InetAddress localAddress,
-                             byte[] privateData, boolean retryConnect, ConnectionManager connectionManager,
-                             Set<Access> remoteAccess, int maxConnections, int maxPendingHandshakes,
-                             int maxPendingHandshakesPerSource, boolean packetAuth) {
+public record EndpointConfig(
+        int sendQueueDepth,
+        int recvQueueDepth,
+        int inlineSize,
+        int messageSize,
+        long slabSize,
+        int cqSize,
+        PollMode pollMode,
+        Duration timeout,
+        String device,
+        InetAddress localAddress,
+        byte[] privateData,
+        boolean retryConnect,
+        ConnectionManager connectionManager,
+        Set<Access> remoteAccess,
+        int maxConnections,
+        int maxPendingHandshakes,
+        int maxPendingHandshakesPerSource,
+        boolean packetAuth) {
     /** The most private data the TCP exchange carries, in bytes (rdma_cm carries at most 20 of the user's). */
     public static final int MAX_PRIVATE_DATA = 1024;
     /** The largest {@link #messageSize}, 2^30 bytes: also the most a peer may announce in a handshake. */
@@ -61,7 +74,8 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
     /** The default of {@link #maxPendingHandshakesPerSource}. */
     public static final int DEFAULT_MAX_PENDING_HANDSHAKES_PER_SOURCE = 8;
     /** The rights {@link #remoteAccess} may hold. */
-    public static final Set<Access> REMOTE_RIGHTS = Set.copyOf(EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE, Access.REMOTE_ATOMIC));
+    public static final Set<Access> REMOTE_RIGHTS =
+            Set.copyOf(EnumSet.of(Access.REMOTE_READ, Access.REMOTE_WRITE, Access.REMOTE_ATOMIC));
 
     /**
      * The settings without remote rights (the constructor of the first release): a peer may only send messages.
@@ -81,11 +95,35 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
      * @param connectionManager TCP exchange or rdma_cm; null: {@link ConnectionManager#AUTO}
      * @throws IllegalArgumentException when a value is out of its range
      */
-    public EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineSize, int messageSize, long slabSize,
-                          int cqSize, PollMode pollMode, Duration timeout, String device, InetAddress localAddress,
-                          byte[] privateData, boolean retryConnect, ConnectionManager connectionManager) {
-        this(sendQueueDepth, recvQueueDepth, inlineSize, messageSize, slabSize, cqSize, pollMode, timeout, device, localAddress,
-                privateData, retryConnect, connectionManager, Set.of());
+    public EndpointConfig(
+            int sendQueueDepth,
+            int recvQueueDepth,
+            int inlineSize,
+            int messageSize,
+            long slabSize,
+            int cqSize,
+            PollMode pollMode,
+            Duration timeout,
+            String device,
+            InetAddress localAddress,
+            byte[] privateData,
+            boolean retryConnect,
+            ConnectionManager connectionManager) {
+        this(
+                sendQueueDepth,
+                recvQueueDepth,
+                inlineSize,
+                messageSize,
+                slabSize,
+                cqSize,
+                pollMode,
+                timeout,
+                device,
+                localAddress,
+                privateData,
+                retryConnect,
+                connectionManager,
+                Set.of());
     }
 
     /**
@@ -107,11 +145,38 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
      * @param remoteAccess      what a peer may do to this side's memory: a subset of {@link #REMOTE_RIGHTS}; null: none
      * @throws IllegalArgumentException when a value is out of its range
      */
-    public EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineSize, int messageSize, long slabSize,
-                          int cqSize, PollMode pollMode, Duration timeout, String device, InetAddress localAddress,
-                          byte[] privateData, boolean retryConnect, ConnectionManager connectionManager, Set<Access> remoteAccess) {
-        this(sendQueueDepth, recvQueueDepth, inlineSize, messageSize, slabSize, cqSize, pollMode, timeout, device, localAddress,
-                privateData, retryConnect, connectionManager, remoteAccess, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_PENDING_HANDSHAKES);
+    public EndpointConfig(
+            int sendQueueDepth,
+            int recvQueueDepth,
+            int inlineSize,
+            int messageSize,
+            long slabSize,
+            int cqSize,
+            PollMode pollMode,
+            Duration timeout,
+            String device,
+            InetAddress localAddress,
+            byte[] privateData,
+            boolean retryConnect,
+            ConnectionManager connectionManager,
+            Set<Access> remoteAccess) {
+        this(
+                sendQueueDepth,
+                recvQueueDepth,
+                inlineSize,
+                messageSize,
+                slabSize,
+                cqSize,
+                pollMode,
+                timeout,
+                device,
+                localAddress,
+                privateData,
+                retryConnect,
+                connectionManager,
+                remoteAccess,
+                DEFAULT_MAX_CONNECTIONS,
+                DEFAULT_MAX_PENDING_HANDSHAKES);
     }
 
     /**
@@ -137,12 +202,40 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
      * @param maxPendingHandshakes handshakes a server runs at once, at least 1
      * @throws IllegalArgumentException when a value is out of its range
      */
-    public EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineSize, int messageSize, long slabSize,
-                          int cqSize, PollMode pollMode, Duration timeout, String device, InetAddress localAddress,
-                          byte[] privateData, boolean retryConnect, ConnectionManager connectionManager, Set<Access> remoteAccess,
-                          int maxConnections, int maxPendingHandshakes) {
-        this(sendQueueDepth, recvQueueDepth, inlineSize, messageSize, slabSize, cqSize, pollMode, timeout, device, localAddress,
-                privateData, retryConnect, connectionManager, remoteAccess, maxConnections, maxPendingHandshakes,
+    public EndpointConfig(
+            int sendQueueDepth,
+            int recvQueueDepth,
+            int inlineSize,
+            int messageSize,
+            long slabSize,
+            int cqSize,
+            PollMode pollMode,
+            Duration timeout,
+            String device,
+            InetAddress localAddress,
+            byte[] privateData,
+            boolean retryConnect,
+            ConnectionManager connectionManager,
+            Set<Access> remoteAccess,
+            int maxConnections,
+            int maxPendingHandshakes) {
+        this(
+                sendQueueDepth,
+                recvQueueDepth,
+                inlineSize,
+                messageSize,
+                slabSize,
+                cqSize,
+                pollMode,
+                timeout,
+                device,
+                localAddress,
+                privateData,
+                retryConnect,
+                connectionManager,
+                remoteAccess,
+                maxConnections,
+                maxPendingHandshakes,
                 Math.min(DEFAULT_MAX_PENDING_HANDSHAKES_PER_SOURCE, Math.max(1, maxPendingHandshakes)));
     }
 
@@ -152,13 +245,43 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
      * @param maxPendingHandshakesPerSource handshakes a server runs at once for one source address, at least 1
      * @throws IllegalArgumentException when a value is out of its range
      */
-    public EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineSize, int messageSize, long slabSize,
-                          int cqSize, PollMode pollMode, Duration timeout, String device, InetAddress localAddress,
-                          byte[] privateData, boolean retryConnect, ConnectionManager connectionManager, Set<Access> remoteAccess,
-                          int maxConnections, int maxPendingHandshakes, int maxPendingHandshakesPerSource) {
-        this(sendQueueDepth, recvQueueDepth, inlineSize, messageSize, slabSize, cqSize, pollMode, timeout, device, localAddress,
-                privateData, retryConnect, connectionManager, remoteAccess, maxConnections, maxPendingHandshakes,
-                maxPendingHandshakesPerSource, false);
+    public EndpointConfig(
+            int sendQueueDepth,
+            int recvQueueDepth,
+            int inlineSize,
+            int messageSize,
+            long slabSize,
+            int cqSize,
+            PollMode pollMode,
+            Duration timeout,
+            String device,
+            InetAddress localAddress,
+            byte[] privateData,
+            boolean retryConnect,
+            ConnectionManager connectionManager,
+            Set<Access> remoteAccess,
+            int maxConnections,
+            int maxPendingHandshakes,
+            int maxPendingHandshakesPerSource) {
+        this(
+                sendQueueDepth,
+                recvQueueDepth,
+                inlineSize,
+                messageSize,
+                slabSize,
+                cqSize,
+                pollMode,
+                timeout,
+                device,
+                localAddress,
+                privateData,
+                retryConnect,
+                connectionManager,
+                remoteAccess,
+                maxConnections,
+                maxPendingHandshakes,
+                maxPendingHandshakesPerSource,
+                false);
     }
 
     /**
@@ -171,22 +294,36 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
      *                                  {@code remoteAccess} holds a right not in {@link #REMOTE_RIGHTS}
      */
     public EndpointConfig {
-        if (sendQueueDepth < 1 || sendQueueDepth > 16384) throw new IllegalArgumentException("sendQueueDepth must be 1..16384, not " + sendQueueDepth);
-        if (recvQueueDepth < 1 || recvQueueDepth > 16384) throw new IllegalArgumentException("recvQueueDepth must be 1..16384, not " + recvQueueDepth);
-        if (inlineSize < 0 || inlineSize > 1024) throw new IllegalArgumentException("inlineSize must be 0..1024, not " + inlineSize);
-        if (messageSize < 1 || messageSize > MAX_MESSAGE_SIZE) throw new IllegalArgumentException("messageSize must be 1..2^30, not " + messageSize);
+        if (sendQueueDepth < 1 || sendQueueDepth > 16384)
+            throw new IllegalArgumentException("sendQueueDepth must be 1..16384, not " + sendQueueDepth);
+        if (recvQueueDepth < 1 || recvQueueDepth > 16384)
+            throw new IllegalArgumentException("recvQueueDepth must be 1..16384, not " + recvQueueDepth);
+        if (inlineSize < 0 || inlineSize > 1024)
+            throw new IllegalArgumentException("inlineSize must be 0..1024, not " + inlineSize);
+        if (messageSize < 1 || messageSize > MAX_MESSAGE_SIZE)
+            throw new IllegalArgumentException("messageSize must be 1..2^30, not " + messageSize);
         if (cqSize < 16) throw new IllegalArgumentException("cqSize must be at least 16, not " + cqSize);
-        if (timeout == null || timeout.isNegative() || timeout.isZero()) throw new IllegalArgumentException("timeout must be positive");
+        if (timeout == null || timeout.isNegative() || timeout.isZero())
+            throw new IllegalArgumentException("timeout must be positive");
         if (pollMode == null) pollMode = PollMode.EVENT;
         if (connectionManager == null) connectionManager = ConnectionManager.AUTO;
         privateData = privateData == null ? new byte[0] : privateData.clone();
-        if (privateData.length > MAX_PRIVATE_DATA) throw new IllegalArgumentException("private data is limited to " + MAX_PRIVATE_DATA + " bytes, not " + privateData.length);
-        if (maxConnections < 1) throw new IllegalArgumentException("maxConnections must be at least 1, not " + maxConnections);
-        if (maxPendingHandshakes < 1) throw new IllegalArgumentException("maxPendingHandshakes must be at least 1, not " + maxPendingHandshakes);
-        if (maxPendingHandshakesPerSource < 1) throw new IllegalArgumentException("maxPendingHandshakesPerSource must be at least 1, not " + maxPendingHandshakesPerSource);
-        remoteAccess = remoteAccess == null || remoteAccess.isEmpty() ? Set.of() : Set.copyOf(EnumSet.copyOf(remoteAccess));
+        if (privateData.length > MAX_PRIVATE_DATA)
+            throw new IllegalArgumentException(
+                    "private data is limited to " + MAX_PRIVATE_DATA + " bytes, not " + privateData.length);
+        if (maxConnections < 1)
+            throw new IllegalArgumentException("maxConnections must be at least 1, not " + maxConnections);
+        if (maxPendingHandshakes < 1)
+            throw new IllegalArgumentException("maxPendingHandshakes must be at least 1, not " + maxPendingHandshakes);
+        if (maxPendingHandshakesPerSource < 1)
+            throw new IllegalArgumentException(
+                    "maxPendingHandshakesPerSource must be at least 1, not " + maxPendingHandshakesPerSource);
+        remoteAccess =
+                remoteAccess == null || remoteAccess.isEmpty() ? Set.of() : Set.copyOf(EnumSet.copyOf(remoteAccess));
         for (Access a : remoteAccess) {
-            if (!REMOTE_RIGHTS.contains(a)) throw new IllegalArgumentException("remoteAccess takes REMOTE_READ, REMOTE_WRITE and REMOTE_ATOMIC, not " + a);
+            if (!REMOTE_RIGHTS.contains(a))
+                throw new IllegalArgumentException(
+                        "remoteAccess takes REMOTE_READ, REMOTE_WRITE and REMOTE_ATOMIC, not " + a);
         }
     }
 
@@ -207,14 +344,28 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
     /** {@return a builder that starts from these settings} */
     public Builder toBuilder() {
         Builder b = new Builder();
-        b.sendQueueDepth = sendQueueDepth; b.recvQueueDepth = recvQueueDepth; b.inlineSize = inlineSize; b.messageSize = messageSize;
-        b.slabSize = slabSize; b.cqSize = cqSize; b.pollMode = pollMode; b.timeout = timeout; b.device = device;
-        b.localAddress = localAddress; b.privateData = privateData; b.retryConnect = retryConnect;
-        b.connectionManager = connectionManager; b.remoteAccess = remoteAccess;
-        b.maxConnections = maxConnections; b.maxPendingHandshakes = maxPendingHandshakes; b.packetAuth = packetAuth;
+        b.sendQueueDepth = sendQueueDepth;
+        b.recvQueueDepth = recvQueueDepth;
+        b.inlineSize = inlineSize;
+        b.messageSize = messageSize;
+        b.slabSize = slabSize;
+        b.cqSize = cqSize;
+        b.pollMode = pollMode;
+        b.timeout = timeout;
+        b.device = device;
+        b.localAddress = localAddress;
+        b.privateData = privateData;
+        b.retryConnect = retryConnect;
+        b.connectionManager = connectionManager;
+        b.remoteAccess = remoteAccess;
+        b.maxConnections = maxConnections;
+        b.maxPendingHandshakes = maxPendingHandshakes;
+        b.packetAuth = packetAuth;
         // the derived default stays derived: a later maxPendingHandshakes(n) moves it along
-        b.maxPendingHandshakesPerSource = maxPendingHandshakesPerSource == Math.min(DEFAULT_MAX_PENDING_HANDSHAKES_PER_SOURCE, maxPendingHandshakes)
-                ? -1 : maxPendingHandshakesPerSource;
+        b.maxPendingHandshakesPerSource = maxPendingHandshakesPerSource
+                        == Math.min(DEFAULT_MAX_PENDING_HANDSHAKES_PER_SOURCE, maxPendingHandshakes)
+                ? -1
+                : maxPendingHandshakesPerSource;
         return b;
     }
 
@@ -238,7 +389,8 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
         private ConnectionManager connectionManager = ConnectionManager.AUTO;
         private Set<Access> remoteAccess = Set.of();
         private int maxConnections = DEFAULT_MAX_CONNECTIONS, maxPendingHandshakes = DEFAULT_MAX_PENDING_HANDSHAKES;
-        private int maxPendingHandshakesPerSource = -1; // default: DEFAULT_MAX_PENDING_HANDSHAKES_PER_SOURCE, at most maxPendingHandshakes
+        private int maxPendingHandshakesPerSource =
+                -1; // default: DEFAULT_MAX_PENDING_HANDSHAKES_PER_SOURCE, at most maxPendingHandshakes
 
         private Builder() {}
 
@@ -248,70 +400,100 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
          * @param n send work requests in flight per endpoint, 1..16384 (checked by {@link #build})
          * @return this builder
          */
-        public Builder sendQueueDepth(int n) { sendQueueDepth = n; return this; }
+        public Builder sendQueueDepth(int n) {
+            sendQueueDepth = n;
+            return this;
+        }
         /**
          * Sets {@link EndpointConfig#recvQueueDepth()} (default 64).
          *
          * @param n receive buffers pre-posted per endpoint and credits granted to the peer, 1..16384
          * @return this builder
          */
-        public Builder recvQueueDepth(int n) { recvQueueDepth = n; return this; }
+        public Builder recvQueueDepth(int n) {
+            recvQueueDepth = n;
+            return this;
+        }
         /**
          * Sets {@link EndpointConfig#inlineSize()} (default 64).
          *
          * @param n bytes, 0..1024; the device's own limit applies too
          * @return this builder
          */
-        public Builder inlineSize(int n) { inlineSize = n; return this; }
+        public Builder inlineSize(int n) {
+            inlineSize = n;
+            return this;
+        }
         /**
          * Sets {@link EndpointConfig#messageSize()} (default 4096).
          *
          * @param n the size of each receive buffer in bytes, 1..2^30
          * @return this builder
          */
-        public Builder messageSize(int n) { messageSize = n; return this; }
+        public Builder messageSize(int n) {
+            messageSize = n;
+            return this;
+        }
         /**
          * Sets {@link EndpointConfig#slabSize()} (default 1 MiB).
          *
          * @param n bytes per slab, a power of two of at least 4096
          * @return this builder
          */
-        public Builder slabSize(long n) { slabSize = n; return this; }
+        public Builder slabSize(long n) {
+            slabSize = n;
+            return this;
+        }
         /**
          * Sets {@link EndpointConfig#cqSize()} (default 4096).
          *
          * @param n completion queue entries of a group, at least 16
          * @return this builder
          */
-        public Builder cqSize(int n) { cqSize = n; return this; }
+        public Builder cqSize(int n) {
+            cqSize = n;
+            return this;
+        }
         /**
          * Sets {@link EndpointConfig#pollMode()} (default {@link PollMode#EVENT}).
          *
          * @param m how the completion thread waits
          * @return this builder
          */
-        public Builder pollMode(PollMode m) { pollMode = m; return this; }
+        public Builder pollMode(PollMode m) {
+            pollMode = m;
+            return this;
+        }
         /**
          * Sets {@link EndpointConfig#timeout()} (default 10 s, or {@code -Djrdma.connect.timeoutMs} milliseconds).
          *
          * @param t how long set-up and each operation may take, positive
          * @return this builder
          */
-        public Builder timeout(Duration t) { timeout = t; return this; }
+        public Builder timeout(Duration t) {
+            timeout = t;
+            return this;
+        }
         /**
          * Sets {@link EndpointConfig#device()} (default null: the device that reaches the address).
          *
          * @param name a device name such as {@code rxe0} or {@code soft@127.0.0.1}, or null
          * @return this builder
          */
-        public Builder device(String name) { device = name; return this; }
+        public Builder device(String name) {
+            device = name;
+            return this;
+        }
         /**
          * Sets {@link EndpointConfig#localAddress()} (default null: the route decides).
          *
          * @param a the local address a client binds, or null
          * @return this builder
          */
-        public Builder localAddress(InetAddress a) { localAddress = a; return this; }
+        public Builder localAddress(InetAddress a) {
+            localAddress = a;
+            return this;
+        }
         /**
          * Sets {@link EndpointConfig#localAddress()} from a name or literal.
          *
@@ -333,49 +515,70 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
          * @param d up to {@link EndpointConfig#MAX_PRIVATE_DATA} bytes (20 over rdma_cm), copied by {@link #build}; null: none
          * @return this builder
          */
-        public Builder privateData(byte[] d) { privateData = d; return this; }
+        public Builder privateData(byte[] d) {
+            privateData = d;
+            return this;
+        }
         /**
          * Sets {@link EndpointConfig#retryConnect()} (default false).
          *
          * @param b whether a refused connect is retried until the timeout
          * @return this builder
          */
-        public Builder retryConnect(boolean b) { retryConnect = b; return this; }
+        public Builder retryConnect(boolean b) {
+            retryConnect = b;
+            return this;
+        }
         /**
          * Sets {@link EndpointConfig#connectionManager()} (default {@link ConnectionManager#AUTO}).
          *
          * @param m the TCP exchange, rdma_cm, or AUTO
          * @return this builder
          */
-        public Builder connectionManager(ConnectionManager m) { connectionManager = m; return this; }
+        public Builder connectionManager(ConnectionManager m) {
+            connectionManager = m;
+            return this;
+        }
         /**
          * Sets what a peer may do to this side's memory (none by default): see {@link EndpointConfig#remoteAccess()}.
          *
          * @param rights REMOTE_READ, REMOTE_WRITE and/or REMOTE_ATOMIC; none: a peer may only send messages
          * @return this builder
          */
-        public Builder remoteAccess(Access... rights) { remoteAccess = rights.length == 0 ? Set.of() : EnumSet.of(rights[0], rights); return this; }
+        public Builder remoteAccess(Access... rights) {
+            remoteAccess = rights.length == 0 ? Set.of() : EnumSet.of(rights[0], rights);
+            return this;
+        }
         /**
          * Sets what a peer may do to this side's memory: see {@link EndpointConfig#remoteAccess()}.
          *
          * @param rights a subset of {@link EndpointConfig#REMOTE_RIGHTS}; null or empty: none
          * @return this builder
          */
-        public Builder remoteAccess(Set<Access> rights) { remoteAccess = rights; return this; }
+        public Builder remoteAccess(Set<Access> rights) {
+            remoteAccess = rights;
+            return this;
+        }
         /**
          * Sets {@link EndpointConfig#maxConnections()} (default {@value EndpointConfig#DEFAULT_MAX_CONNECTIONS}).
          *
          * @param n endpoints a server holds at once, at least 1
          * @return this builder
          */
-        public Builder maxConnections(int n) { maxConnections = n; return this; }
+        public Builder maxConnections(int n) {
+            maxConnections = n;
+            return this;
+        }
         /**
          * Sets {@link EndpointConfig#maxPendingHandshakes()} (default {@value EndpointConfig#DEFAULT_MAX_PENDING_HANDSHAKES}).
          *
          * @param n handshakes a server runs at once, at least 1
          * @return this builder
          */
-        public Builder maxPendingHandshakes(int n) { maxPendingHandshakes = n; return this; }
+        public Builder maxPendingHandshakes(int n) {
+            maxPendingHandshakes = n;
+            return this;
+        }
         /**
          * Sets {@link EndpointConfig#maxPendingHandshakesPerSource()} (default
          * {@value EndpointConfig#DEFAULT_MAX_PENDING_HANDSHAKES_PER_SOURCE}, or {@code maxPendingHandshakes} when that is lower).
@@ -383,14 +586,20 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
          * @param n handshakes a server runs at once for one source address, at least 1
          * @return this builder
          */
-        public Builder maxPendingHandshakesPerSource(int n) { maxPendingHandshakesPerSource = n; return this; }
+        public Builder maxPendingHandshakesPerSource(int n) {
+            maxPendingHandshakesPerSource = n;
+            return this;
+        }
         /**
          * Sets {@link EndpointConfig#packetAuth()} (default false, or {@code -Djrdma.connect.packetAuth}).
          *
          * @param b whether to offer and take the authenticated mode
          * @return this builder
          */
-        public Builder packetAuth(boolean b) { packetAuth = b; return this; }
+        public Builder packetAuth(boolean b) {
+            packetAuth = b;
+            return this;
+        }
 
         /**
          * {@return the settings}
@@ -398,10 +607,27 @@ public record EndpointConfig(int sendQueueDepth, int recvQueueDepth, int inlineS
          * @throws IllegalArgumentException when a setting is out of its range (see {@link EndpointConfig})
          */
         public EndpointConfig build() {
-            return new EndpointConfig(sendQueueDepth, recvQueueDepth, inlineSize, messageSize, slabSize, cqSize, pollMode,
-                    timeout, device, localAddress, privateData, retryConnect, connectionManager, remoteAccess,
-                    maxConnections, maxPendingHandshakes, maxPendingHandshakesPerSource > 0 ? maxPendingHandshakesPerSource
-                            : Math.min(DEFAULT_MAX_PENDING_HANDSHAKES_PER_SOURCE, Math.max(1, maxPendingHandshakes)), packetAuth);
+            return new EndpointConfig(
+                    sendQueueDepth,
+                    recvQueueDepth,
+                    inlineSize,
+                    messageSize,
+                    slabSize,
+                    cqSize,
+                    pollMode,
+                    timeout,
+                    device,
+                    localAddress,
+                    privateData,
+                    retryConnect,
+                    connectionManager,
+                    remoteAccess,
+                    maxConnections,
+                    maxPendingHandshakes,
+                    maxPendingHandshakesPerSource > 0
+                            ? maxPendingHandshakesPerSource
+                            : Math.min(DEFAULT_MAX_PENDING_HANDSHAKES_PER_SOURCE, Math.max(1, maxPendingHandshakes)),
+                    packetAuth);
         }
 
         /**

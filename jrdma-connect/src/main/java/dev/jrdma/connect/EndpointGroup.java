@@ -8,7 +8,6 @@ import dev.jrdma.verbs.Device;
 import dev.jrdma.verbs.DeviceAttr;
 import dev.jrdma.verbs.ProtectionDomain;
 import dev.jrdma.verbs.WorkCompletion;
-
 import java.net.InetAddress;
 import java.time.Duration;
 import java.util.EnumSet;
@@ -51,11 +50,13 @@ public final class EndpointGroup implements AutoCloseable {
     private final java.util.IdentityHashMap<Endpoint, Shard> placed = new java.util.IdentityHashMap<>();
     /** The QP number each registered endpoint is dispatched by (guarded by this). */
     private final java.util.IdentityHashMap<Endpoint, Integer> qpNums = new java.util.IdentityHashMap<>();
-    private int maxCqs;                       // the device's max_cq (tests lower it)
+
+    private int maxCqs; // the device's max_cq (tests lower it)
     private int maxEndpoints = Integer.MAX_VALUE; // a server's maxConnections
     private final java.util.concurrent.atomic.LongAdder controlViolations = new java.util.concurrent.atomic.LongAdder();
     private final java.util.concurrent.atomic.LongAdder[] refusals = {
-            new java.util.concurrent.atomic.LongAdder(), new java.util.concurrent.atomic.LongAdder()}; // by Admission.Refused.Limit
+        new java.util.concurrent.atomic.LongAdder(), new java.util.concurrent.atomic.LongAdder()
+    }; // by Admission.Refused.Limit
     private final BufferPool pool;
     private final BufferPool messages;
     private final int gidIndex;
@@ -98,7 +99,10 @@ public final class EndpointGroup implements AutoCloseable {
             ctx.close();
             throw e;
         }
-        thread = Thread.ofPlatform().daemon().name("jrdma-completions-" + device.name()).start(this::loop);
+        thread = Thread.ofPlatform()
+                .daemon()
+                .name("jrdma-completions-" + device.name())
+                .start(this::loop);
     }
 
     /**
@@ -132,39 +136,71 @@ public final class EndpointGroup implements AutoCloseable {
     }
 
     /** {@return the settings the group and its endpoints use} */
-    public EndpointConfig config() { return config; }
+    public EndpointConfig config() {
+        return config;
+    }
     /** {@return the device the group opened} */
-    public Device device() { return device; }
+    public Device device() {
+        return device;
+    }
     /** {@return the group's open device context (closed with the group)} */
-    public Context context() { return ctx; }
+    public Context context() {
+        return ctx;
+    }
     /** {@return the device's attributes, queried once when the group opened} */
-    public DeviceAttr deviceAttr() { return attr; }
+    public DeviceAttr deviceAttr() {
+        return attr;
+    }
     /** {@return the protection domain of every QP, region and window of the group} */
-    public ProtectionDomain pd() { return pd; }
+    public ProtectionDomain pd() {
+        return pd;
+    }
     /**
      * {@return registered memory for the application's buffers} No peer can reach it until it is exported
      * ({@link ServerEndpoint#export}) or granted ({@link Endpoint#grant}) to that peer.
      */
-    public BufferPool pool() { return pool; }
+    public BufferPool pool() {
+        return pool;
+    }
     /** Receive slots, copies of sent messages, atomic results: local access only. */
-    BufferPool messagePool() { return messages; }
+    BufferPool messagePool() {
+        return messages;
+    }
     /**
      * {@return the index in port 1's GID table of the source GID the group's connections announce (on RoCE the
      * RoCEv2 GID of an IPv4 address when there is one, else 0)}
      */
-    public int gidIndex() { return gidIndex; }
+    public int gidIndex() {
+        return gidIndex;
+    }
     /** The group's first CQ (tests). */
-    CompletionQueue cq() { return cqs[0]; }
+    CompletionQueue cq() {
+        return cqs[0];
+    }
     /** {@return how many completion queues the group has made} */
-    public int cqCount() { return cqs.length; }
+    public int cqCount() {
+        return cqs.length;
+    }
     /** Type 2 windows for exports and grants; else a region per grant (devices without type 2 windows). */
-    boolean exportsWithWindows() { return exportsWithWindows; }
+    boolean exportsWithWindows() {
+        return exportsWithWindows;
+    }
     /** Tests: the path of devices without type 2 windows. */
-    void exportWithRegions() { exportsWithWindows = false; }
-    boolean isCompletionThread() { return Thread.currentThread() == thread; }
+    void exportWithRegions() {
+        exportsWithWindows = false;
+    }
+
+    boolean isCompletionThread() {
+        return Thread.currentThread() == thread;
+    }
     /** The thread that polls the group's completion queue and completes its endpoints' operations (tests). */
-    Thread completionThread() { return thread; }
-    boolean isOpen() { return running; }
+    Thread completionThread() {
+        return thread;
+    }
+
+    boolean isOpen() {
+        return running;
+    }
 
     /**
      * Admits an endpoint before anything is made for it: checks the endpoint cap (a server's
@@ -178,8 +214,10 @@ public final class EndpointGroup implements AutoCloseable {
     synchronized CompletionQueue reserve(Endpoint ep, int entries) {
         if (!running) throw new IllegalStateException("the endpoint group of " + device.name() + " is closed");
         if (placed.size() >= maxEndpoints) {
-            throw new Admission.Refused(Admission.Refused.Limit.CONNECTIONS, "the server holds its maximum of " + maxEndpoints
-                    + " connections (maxConnections); try again later");
+            throw new Admission.Refused(
+                    Admission.Refused.Limit.CONNECTIONS,
+                    "the server holds its maximum of " + maxEndpoints
+                            + " connections (maxConnections); try again later");
         }
         Shard room = null;
         for (Shard s : shards) {
@@ -190,12 +228,16 @@ public final class EndpointGroup implements AutoCloseable {
         }
         if (room == null) {
             if (entries > attr.maxCqe() && attr.maxCqe() > 0) {
-                throw new Admission.Refused(Admission.Refused.Limit.RESOURCES, "an endpoint needs " + entries
-                        + " completion queue entries, more than the device's " + attr.maxCqe() + " per completion queue (max_cqe)");
+                throw new Admission.Refused(
+                        Admission.Refused.Limit.RESOURCES,
+                        "an endpoint needs " + entries + " completion queue entries, more than the device's "
+                                + attr.maxCqe() + " per completion queue (max_cqe)");
             }
             if (shards.size() >= maxCqs) {
-                throw new Admission.Refused(Admission.Refused.Limit.RESOURCES, "the device has no room for another completion queue ("
-                        + shards.size() + " in use of its " + maxCqs + ", max_cq; " + placed.size() + " endpoints); try again later");
+                throw new Admission.Refused(
+                        Admission.Refused.Limit.RESOURCES,
+                        "the device has no room for another completion queue (" + shards.size() + " in use of its "
+                                + maxCqs + ", max_cq; " + placed.size() + " endpoints); try again later");
             }
             room = new Shard(ctx.createCq(Math.max(config.cqSize(), entries), channel));
             shards.add(room);
@@ -203,7 +245,10 @@ public final class EndpointGroup implements AutoCloseable {
             more[more.length - 1] = room.cq;
             cqs = more;
             channel.wakeup(); // the completion thread arms the new CQ now, not after its next sleep
-            LOG.log(System.Logger.Level.DEBUG, () -> "group of " + device.name() + ": completion queue " + shards.size() + " for " + (placed.size() + 1) + " endpoints");
+            LOG.log(
+                    System.Logger.Level.DEBUG,
+                    () -> "group of " + device.name() + ": completion queue " + shards.size() + " for "
+                            + (placed.size() + 1) + " endpoints");
         }
         room.reserved += entries;
         placed.put(ep, room);

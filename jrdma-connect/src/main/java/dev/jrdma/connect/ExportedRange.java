@@ -2,7 +2,6 @@ package dev.jrdma.connect;
 
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.MemoryRegion;
-
 import java.util.EnumSet;
 import java.util.Set;
 
@@ -21,7 +20,8 @@ record ExportedRange(MemoryRegion region, long address, long length, Set<Access>
         if (buffer.length() == 0) throw new IllegalArgumentException("an export must have at least one byte");
         MemoryRegion region = pool.regionFor(buffer.address(), buffer.rkey(), buffer.length());
         if (region == null) {
-            throw new IllegalArgumentException(buffer + " is not memory of this side's buffer pool: export a buffer allocated from pool()");
+            throw new IllegalArgumentException(
+                    buffer + " is not memory of this side's buffer pool: export a buffer allocated from pool()");
         }
         return new ExportedRange(region, buffer.address(), buffer.length(), checkRights(rights, cfg, "export"));
     }
@@ -29,13 +29,16 @@ record ExportedRange(MemoryRegion region, long address, long length, Set<Access>
     /** {@code rights} when the configuration allows them all, else an exception that says what to set. */
     static Set<Access> checkRights(Set<Access> rights, EndpointConfig cfg, String what) {
         if (rights.isEmpty()) {
-            throw new IllegalArgumentException(what + " without any right: give REMOTE_READ, REMOTE_WRITE and/or REMOTE_ATOMIC");
+            throw new IllegalArgumentException(
+                    what + " without any right: give REMOTE_READ, REMOTE_WRITE and/or REMOTE_ATOMIC");
         }
         EnumSet<Access> missing = EnumSet.copyOf(rights);
         missing.removeAll(cfg.remoteAccess());
         if (!missing.isEmpty()) {
-            throw new IllegalArgumentException(what + " with " + missing + ", which this side's queue pairs do not allow (they allow "
-                    + (cfg.remoteAccess().isEmpty() ? "no remote access" : cfg.remoteAccess()) + "): add them to EndpointConfig.remoteAccess");
+            throw new IllegalArgumentException(
+                    what + " with " + missing + ", which this side's queue pairs do not allow (they allow "
+                            + (cfg.remoteAccess().isEmpty() ? "no remote access" : cfg.remoteAccess())
+                            + "): add them to EndpointConfig.remoteAccess");
         }
         return rights;
     }

@@ -44,7 +44,8 @@ final class Handshake {
     private Handshake() {}
 
     /** The largest HELLO: header, parameters, settings and the most private data. */
-    static final int MAX_HELLO = 4 + 2 + ConnParams.SIZE + 4 + 4 + 8 + 2 + EndpointConfig.MAX_PRIVATE_DATA + Handshake.MAX_EXTENSION;
+    static final int MAX_HELLO =
+            4 + 2 + ConnParams.SIZE + 4 + 4 + 8 + 2 + EndpointConfig.MAX_PRIVATE_DATA + Handshake.MAX_EXTENSION;
 
     /** The largest extension of version 2: flags and a public key. */
     static final int MAX_EXTENSION = 1 + PacketAuthAgreement.PUBLIC_KEY_BYTES;
@@ -59,10 +60,23 @@ final class Handshake {
     }
 
     /** A client's HELLO; {@code authPublicKey}: its X25519 key when it offers packet authentication, else null. */
-    record Hello(int version, ConnParams params, int credits, int messageSize, long exportLength, byte[] privateData, byte[] authPublicKey) {}
+    record Hello(
+            int version,
+            ConnParams params,
+            int credits,
+            int messageSize,
+            long exportLength,
+            byte[] privateData,
+            byte[] authPublicKey) {}
 
     /** A server's ACCEPT; {@code authPublicKey}: its X25519 key when packet authentication is on, else null. */
-    record Reply(ConnParams params, int credits, int messageSize, long exportLength, byte[] privateData, byte[] authPublicKey) {}
+    record Reply(
+            ConnParams params,
+            int credits,
+            int messageSize,
+            long exportLength,
+            byte[] privateData,
+            byte[] authPublicKey) {}
 
     static Socket openSocket(String host, int port, EndpointConfig cfg, long deadline) throws RdmaConnectException {
         String where = host + ":" + port;
@@ -70,10 +84,14 @@ final class Handshake {
         try {
             addr = InetAddress.getByName(host);
         } catch (UnknownHostException e) {
-            throw new RdmaConnectException(RdmaConnectException.Reason.ADDRESS_ERROR,
-                    "cannot resolve host '" + host + "': check the name (or use an IP address)", e);
+            throw new RdmaConnectException(
+                    RdmaConnectException.Reason.ADDRESS_ERROR,
+                    "cannot resolve host '" + host + "': check the name (or use an IP address)",
+                    e);
         }
-        if (port < 1 || port > 65535) throw new RdmaConnectException(RdmaConnectException.Reason.ADDRESS_ERROR, "port " + port + " is outside 1..65535");
+        if (port < 1 || port > 65535)
+            throw new RdmaConnectException(
+                    RdmaConnectException.Reason.ADDRESS_ERROR, "port " + port + " is outside 1..65535");
         IOException last = null;
         while (true) {
             long left = (deadline - System.nanoTime()) / 1_000_000;
@@ -86,8 +104,12 @@ final class Handshake {
                         s.bind(new InetSocketAddress(cfg.localAddress(), 0));
                     } catch (BindException e) {
                         s.close();
-                        throw new RdmaConnectException(RdmaConnectException.Reason.ADDRESS_ERROR,
-                                "cannot bind local address " + cfg.localAddress().getHostAddress() + ": it is not an address of this host (" + e.getMessage() + ")", e);
+                        throw new RdmaConnectException(
+                                RdmaConnectException.Reason.ADDRESS_ERROR,
+                                "cannot bind local address "
+                                        + cfg.localAddress().getHostAddress() + ": it is not an address of this host ("
+                                        + e.getMessage() + ")",
+                                e);
                     }
                 }
                 s.connect(new InetSocketAddress(addr, port), (int) Math.max(1, left));
@@ -105,28 +127,47 @@ final class Handshake {
             }
         }
         if (last != null) throw translate(last, where, cfg.timeout(), "the server");
-        throw new RdmaConnectException(RdmaConnectException.Reason.TIMEOUT, "no connection to " + where + " within " + cfg.timeout().toMillis() + " ms");
+        throw new RdmaConnectException(
+                RdmaConnectException.Reason.TIMEOUT,
+                "no connection to " + where + " within " + cfg.timeout().toMillis() + " ms");
     }
 
     static RdmaConnectException translate(IOException e, String where, Duration timeout, String peer) {
         if (e instanceof RdmaConnectException r) return r;
         if (e instanceof SocketTimeoutException) {
-            return new RdmaConnectException(RdmaConnectException.Reason.TIMEOUT,
-                    "timed out after " + timeout.toMillis() + " ms: " + peer + " at " + where + " did not answer (host down, firewall, or a busy peer; raise the timeout if it is slow)", e);
+            return new RdmaConnectException(
+                    RdmaConnectException.Reason.TIMEOUT,
+                    "timed out after " + timeout.toMillis() + " ms: " + peer + " at " + where
+                            + " did not answer (host down, firewall, or a busy peer; raise the timeout if it is slow)",
+                    e);
         }
         if (e instanceof NoRouteToHostException) {
-            return new RdmaConnectException(RdmaConnectException.Reason.ADDRESS_ERROR, "no route to " + where + ": check the address and the network", e);
+            return new RdmaConnectException(
+                    RdmaConnectException.Reason.ADDRESS_ERROR,
+                    "no route to " + where + ": check the address and the network",
+                    e);
         }
         if (e instanceof ConnectException) {
-            return new RdmaConnectException(RdmaConnectException.Reason.NOTHING_LISTENING,
-                    "nothing is listening at " + where + " (connection refused): start the server first, or check the host and port", e);
+            return new RdmaConnectException(
+                    RdmaConnectException.Reason.NOTHING_LISTENING,
+                    "nothing is listening at " + where
+                            + " (connection refused): start the server first, or check the host and port",
+                    e);
         }
-        if (e instanceof EOFException || (e instanceof SocketException && e.getMessage() != null
-                && (e.getMessage().contains("reset") || e.getMessage().contains("Broken pipe") || e.getMessage().contains("closed")))) {
-            return new RdmaConnectException(RdmaConnectException.Reason.PEER_GONE,
-                    peer + " at " + where + " closed the connection during the handshake (it exited, crashed, or is not a jrdma endpoint)", e);
+        if (e instanceof EOFException
+                || (e instanceof SocketException
+                        && e.getMessage() != null
+                        && (e.getMessage().contains("reset")
+                                || e.getMessage().contains("Broken pipe")
+                                || e.getMessage().contains("closed")))) {
+            return new RdmaConnectException(
+                    RdmaConnectException.Reason.PEER_GONE,
+                    peer + " at " + where
+                            + " closed the connection during the handshake (it exited, crashed, or is not a jrdma endpoint)",
+                    e);
         }
-        return new RdmaConnectException(RdmaConnectException.Reason.ADDRESS_ERROR, "connection to " + where + " failed: " + e, e);
+        return new RdmaConnectException(
+                RdmaConnectException.Reason.ADDRESS_ERROR, "connection to " + where + " failed: " + e, e);
     }
 
     /**
@@ -173,18 +214,30 @@ final class Handshake {
         try {
             return filter.check(client, privateData);
         } catch (Throwable t) {
-            LOG.log(System.Logger.Level.WARNING, "the connection filter threw for " + client + "; the client is rejected", t);
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    "the connection filter threw for " + client + "; the client is rejected",
+                    t);
             return "the server's connection filter failed (" + t.getClass().getSimpleName() + ")";
         }
     }
 
     /** A HELLO of version 1: no offer of packet authentication (what every jrdma server reads). */
-    static void writeHello(DataOutputStream out, ConnParams p, int credits, int messageSize, long exportLength, byte[] priv) throws IOException {
+    static void writeHello(
+            DataOutputStream out, ConnParams p, int credits, int messageSize, long exportLength, byte[] priv)
+            throws IOException {
         writeHello(out, p, credits, messageSize, exportLength, priv, null);
     }
 
     /** A HELLO: of version 2 offering packet authentication with {@code authPublicKey}, or of version 1 when it is null. */
-    static void writeHello(DataOutputStream out, ConnParams p, int credits, int messageSize, long exportLength, byte[] priv, byte[] authPublicKey)
+    static void writeHello(
+            DataOutputStream out,
+            ConnParams p,
+            int credits,
+            int messageSize,
+            long exportLength,
+            byte[] priv,
+            byte[] authPublicKey)
             throws IOException {
         out.writeInt(Endpoint.HANDSHAKE_MAGIC);
         out.writeShort(authPublicKey == null ? Endpoint.HANDSHAKE_MIN_VERSION : Endpoint.HANDSHAKE_VERSION);
@@ -194,13 +247,23 @@ final class Handshake {
     }
 
     /** An ACCEPT of version 1 (plain). */
-    static void writeAccept(DataOutputStream out, ConnParams p, int credits, int messageSize, long exportLength, byte[] priv) throws IOException {
+    static void writeAccept(
+            DataOutputStream out, ConnParams p, int credits, int messageSize, long exportLength, byte[] priv)
+            throws IOException {
         writeAccept(out, Endpoint.HANDSHAKE_MIN_VERSION, p, credits, messageSize, exportLength, priv, null);
     }
 
     /** An ACCEPT in the client's {@code version}; from version 2 it says whether packet authentication is on ({@code authPublicKey} not null). */
-    static void writeAccept(DataOutputStream out, int version, ConnParams p, int credits, int messageSize, long exportLength, byte[] priv,
-                            byte[] authPublicKey) throws IOException {
+    static void writeAccept(
+            DataOutputStream out,
+            int version,
+            ConnParams p,
+            int credits,
+            int messageSize,
+            long exportLength,
+            byte[] priv,
+            byte[] authPublicKey)
+            throws IOException {
         out.writeInt(Endpoint.HANDSHAKE_MAGIC);
         out.writeShort(version);
         out.writeByte(Endpoint.VERDICT_ACCEPT);
@@ -226,13 +289,16 @@ final class Handshake {
     static void writeReject(DataOutputStream out, int verdict, String reason) throws IOException {
         out.writeInt(Endpoint.HANDSHAKE_MAGIC);
         // a refusal reads the same in every version: version 1's header, so that a client of version 1 reads the reason
-        out.writeShort(verdict == Endpoint.VERDICT_VERSION ? Endpoint.HANDSHAKE_VERSION : Endpoint.HANDSHAKE_MIN_VERSION);
+        out.writeShort(
+                verdict == Endpoint.VERDICT_VERSION ? Endpoint.HANDSHAKE_VERSION : Endpoint.HANDSHAKE_MIN_VERSION);
         out.writeByte(verdict);
         out.writeUTF(reason.length() > 1000 ? reason.substring(0, 1000) : reason);
         out.flush();
     }
 
-    private static void writeBody(DataOutputStream out, ConnParams p, int credits, int messageSize, long exportLength, byte[] priv) throws IOException {
+    private static void writeBody(
+            DataOutputStream out, ConnParams p, int credits, int messageSize, long exportLength, byte[] priv)
+            throws IOException {
         p.writeTo(out);
         out.writeInt(credits);
         out.writeInt(messageSize);
@@ -245,13 +311,17 @@ final class Handshake {
     static Hello readHello(DataInputStream in, DataOutputStream out, String where) throws IOException {
         int magic = in.readInt();
         if (magic != Endpoint.HANDSHAKE_MAGIC) {
-            throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR,
-                    String.format("the client at %s is not a jrdma endpoint (its first bytes are 0x%08x, expected \"JRDM\")", where, magic));
+            throw new RdmaConnectException(
+                    RdmaConnectException.Reason.PROTOCOL_ERROR,
+                    String.format(
+                            "the client at %s is not a jrdma endpoint (its first bytes are 0x%08x, expected \"JRDM\")",
+                            where, magic));
         }
         int version = in.readUnsignedShort();
         if (version < Endpoint.HANDSHAKE_MIN_VERSION || version > Endpoint.HANDSHAKE_VERSION) {
-            String reason = "version mismatch: the client speaks handshake version " + version + ", this server versions "
-                    + Endpoint.HANDSHAKE_MIN_VERSION + " to " + Endpoint.HANDSHAKE_VERSION + " (run the same jrdma version on both sides)";
+            String reason = "version mismatch: the client speaks handshake version " + version
+                    + ", this server versions " + Endpoint.HANDSHAKE_MIN_VERSION + " to " + Endpoint.HANDSHAKE_VERSION
+                    + " (run the same jrdma version on both sides)";
             try {
                 writeReject(out, Endpoint.VERDICT_VERSION, reason);
             } catch (IOException ignored) {
@@ -287,21 +357,33 @@ final class Handshake {
     static Reply readReply(DataInputStream in, String where, int sent) throws IOException {
         int magic = in.readInt();
         if (magic != Endpoint.HANDSHAKE_MAGIC) {
-            throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR,
-                    String.format("the server at %s is not a jrdma endpoint (it answered 0x%08x, expected \"JRDM\"): check the port", where, magic));
+            throw new RdmaConnectException(
+                    RdmaConnectException.Reason.PROTOCOL_ERROR,
+                    String.format(
+                            "the server at %s is not a jrdma endpoint (it answered 0x%08x, expected \"JRDM\"): check the port",
+                            where, magic));
         }
         int version = in.readUnsignedShort();
         int verdict = in.readUnsignedByte();
-        if (verdict == Endpoint.VERDICT_VERSION) throw new VersionRefused("the server at " + where + " refused the connection: " + in.readUTF());
-        if (verdict == Endpoint.VERDICT_REJECT && version >= Endpoint.HANDSHAKE_MIN_VERSION && version <= Endpoint.HANDSHAKE_VERSION) {
-            throw new RdmaConnectException(RdmaConnectException.Reason.REJECTED, "the server at " + where + " rejected the connection: " + in.readUTF());
+        if (verdict == Endpoint.VERDICT_VERSION)
+            throw new VersionRefused("the server at " + where + " refused the connection: " + in.readUTF());
+        if (verdict == Endpoint.VERDICT_REJECT
+                && version >= Endpoint.HANDSHAKE_MIN_VERSION
+                && version <= Endpoint.HANDSHAKE_VERSION) {
+            throw new RdmaConnectException(
+                    RdmaConnectException.Reason.REJECTED,
+                    "the server at " + where + " rejected the connection: " + in.readUTF());
         }
         if (version != sent) {
-            throw new RdmaConnectException(RdmaConnectException.Reason.VERSION_MISMATCH, "version mismatch: the server at " + where
-                    + " speaks handshake version " + version + ", this client version " + sent + " (run the same jrdma version on both sides)");
+            throw new RdmaConnectException(
+                    RdmaConnectException.Reason.VERSION_MISMATCH,
+                    "version mismatch: the server at " + where + " speaks handshake version " + version
+                            + ", this client version " + sent + " (run the same jrdma version on both sides)");
         }
         if (verdict != Endpoint.VERDICT_ACCEPT) {
-            throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR, "the server at " + where + " answered with unknown verdict " + verdict);
+            throw new RdmaConnectException(
+                    RdmaConnectException.Reason.PROTOCOL_ERROR,
+                    "the server at " + where + " answered with unknown verdict " + verdict);
         }
         ConnParams p = ConnParams.readFrom(in);
         int credits = in.readInt();
@@ -317,7 +399,9 @@ final class Handshake {
     private static byte[] readPrivate(DataInputStream in) throws IOException {
         int n = in.readUnsignedShort();
         if (n > EndpointConfig.MAX_PRIVATE_DATA) {
-            throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR, "the peer sent " + n + " bytes of private data, more than " + EndpointConfig.MAX_PRIVATE_DATA);
+            throw new RdmaConnectException(
+                    RdmaConnectException.Reason.PROTOCOL_ERROR,
+                    "the peer sent " + n + " bytes of private data, more than " + EndpointConfig.MAX_PRIVATE_DATA);
         }
         byte[] b = new byte[n];
         in.readFully(b);
@@ -330,9 +414,14 @@ final class Handshake {
      * buffer for its largest message) must never be made to allocate more than that by a forged HELLO.
      */
     static String invalidBody(int credits, int messageSize, long exportLength, String who) {
-        if (credits < 1 || credits > 16384 || messageSize < 1 || messageSize > EndpointConfig.MAX_MESSAGE_SIZE || exportLength < 0) {
+        if (credits < 1
+                || credits > 16384
+                || messageSize < 1
+                || messageSize > EndpointConfig.MAX_MESSAGE_SIZE
+                || exportLength < 0) {
             return "the " + who + " sent invalid endpoint settings (credits " + credits + " of 1..16384, message size "
-                    + Integer.toUnsignedString(messageSize) + " of 1.." + EndpointConfig.MAX_MESSAGE_SIZE + ", export length "
+                    + Integer.toUnsignedString(messageSize) + " of 1.." + EndpointConfig.MAX_MESSAGE_SIZE
+                    + ", export length "
                     + Long.toUnsignedString(exportLength) + ")";
         }
         return null;

@@ -1,5 +1,6 @@
 package dev.jrdma.connect;
 
+import java.util.concurrent.atomic.AtomicLong;
 import jdk.jfr.Category;
 import jdk.jfr.DataAmount;
 import jdk.jfr.Description;
@@ -8,8 +9,6 @@ import jdk.jfr.EventType;
 import jdk.jfr.Label;
 import jdk.jfr.Name;
 import jdk.jfr.StackTrace;
-
-import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The JDK Flight Recorder events of jrdma-connect, so RDMA shows up in the tools Java users already have (JMC,
@@ -23,36 +22,44 @@ import java.util.concurrent.atomic.AtomicLong;
  * when the operation is submitted and is committed when it completes or fails.
  */
 final class JfrEvents {
-    private JfrEvents() {
-    }
+    private JfrEvents() {}
 
     /** One in this many operations is recorded (when the Operation event is enabled). */
     private static volatile long operationSampling = Math.max(1, Long.getLong("jrdma.jfr.operationSampling", 1024));
+
     private static final AtomicLong OPERATIONS = new AtomicLong();
     private static final EventType OPERATION_TYPE = EventType.getEventType(OperationEvent.class);
 
     @Name("dev.jrdma.ConnectionSetup")
     @Label("RDMA Connection Set-up")
     @Category({"jrdma", "Connection"})
-    @Description("A connection's set-up, from the first step to both queue pairs in RTS, or to the failure that ended it")
+    @Description(
+            "A connection's set-up, from the first step to both queue pairs in RTS, or to the failure that ended it")
     @StackTrace(false)
     static final class SetupEvent extends Event {
         @Label("Role")
         @Description("client or server")
         String role;
+
         @Label("Method")
         @Description("how the queue pairs' parameters were exchanged: tcp (jrdma's out-of-band exchange) or rdma_cm")
         String method;
+
         @Label("Peer")
         String peer;
+
         @Label("Device")
         String device;
+
         @Label("Local QP Number")
         int localQpn;
+
         @Label("Remote QP Number")
         int remoteQpn;
+
         @Label("Succeeded")
         boolean succeeded;
+
         @Label("Failure")
         @Description("why the set-up failed (RdmaConnectException's reason and message); empty when it succeeded")
         String failure;
@@ -61,21 +68,27 @@ final class JfrEvents {
     @Name("dev.jrdma.ConnectionError")
     @Label("RDMA Connection Error")
     @Category({"jrdma", "Connection"})
-    @Description("An established connection ended by an error: a failed work completion, a timeout, a protocol violation, the peer gone, or a throwing handler")
+    @Description(
+            "An established connection ended by an error: a failed work completion, a timeout, a protocol violation, the peer gone, or a throwing handler")
     @StackTrace(false)
     static final class ErrorEvent extends Event {
         @Label("Peer")
         String peer;
+
         @Label("Device")
         String device;
+
         @Label("Local QP Number")
         int localQpn;
+
         @Label("Kind")
         @Description("RdmaException.Kind")
         String kind;
+
         @Label("Work Completion Status")
         @Description("the failed completion's status (ibv_wc_status name), empty when no completion was involved")
         String status;
+
         @Label("Message")
         String message;
     }
@@ -83,19 +96,24 @@ final class JfrEvents {
     @Name("dev.jrdma.Operation")
     @Label("RDMA Operation (sampled)")
     @Category({"jrdma", "Operation"})
-    @Description("One sampled operation of an endpoint, from its submission to its completion (-Djrdma.jfr.operationSampling: one in N)")
+    @Description(
+            "One sampled operation of an endpoint, from its submission to its completion (-Djrdma.jfr.operationSampling: one in N)")
     @StackTrace(false)
     static final class OperationEvent extends Event {
         @Label("Operation")
         @Description("SEND, WRITE, WRITE_IMM, READ, CAS, FAA, BIND or INVALIDATE")
         String operation;
+
         @Label("Bytes")
         @DataAmount
         long bytes;
+
         @Label("Local QP Number")
         int localQpn;
+
         @Label("Succeeded")
         boolean succeeded;
+
         @Label("Failure")
         String failure;
     }
@@ -110,7 +128,8 @@ final class JfrEvents {
      * Runs a connection set-up and records it as one {@code dev.jrdma.ConnectionSetup} event (when enabled): its
      * duration, and the endpoint it made or the failure that ended it (rethrown as it was).
      */
-    static Endpoint recordSetup(String role, boolean rdmaCm, String peer, SetupSteps steps) throws RdmaConnectException {
+    static Endpoint recordSetup(String role, boolean rdmaCm, String peer, SetupSteps steps)
+            throws RdmaConnectException {
         SetupEvent e = beginSetup();
         try {
             Endpoint ep = steps.run();
@@ -130,7 +149,8 @@ final class JfrEvents {
         return e;
     }
 
-    private static void endSetup(SetupEvent e, String role, boolean rdmaCm, String peer, Endpoint ep, Throwable failure) {
+    private static void endSetup(
+            SetupEvent e, String role, boolean rdmaCm, String peer, Endpoint ep, Throwable failure) {
         if (e == null) return;
         e.end();
         if (!e.shouldCommit()) return;

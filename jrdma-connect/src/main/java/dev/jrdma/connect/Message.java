@@ -61,6 +61,8 @@ public final class Message {
 
     @Override
     public String toString() {
-        return hasImmediate ? "Message[write with immediate 0x" + Integer.toHexString(immediate) + "]" : "Message[" + data.length + " bytes]";
+        return hasImmediate
+                ? "Message[write with immediate 0x" + Integer.toHexString(immediate) + "]"
+                : "Message[" + data.length + " bytes]";
     }
 }

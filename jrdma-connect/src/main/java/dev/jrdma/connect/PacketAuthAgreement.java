@@ -26,7 +26,9 @@ final class PacketAuthAgreement {
     static final int PUBLIC_KEY_BYTES = 32;
     /** The packet key's length. */
     static final int KEY_BYTES = 16;
-    private static final byte[] SALT = "jrdma packet authentication v1".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+
+    private static final byte[] SALT =
+            "jrdma packet authentication v1".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
 
     private final KeyPair pair;
     /** This side's public key as it goes on the wire. */
@@ -57,24 +59,31 @@ final class PacketAuthAgreement {
      * @return {@link #KEY_BYTES} bytes, the same on both sides
      * @throws RdmaConnectException (PROTOCOL_ERROR) when the peer's key is not one (e.g. a point of small order)
      */
-    byte[] key(byte[] peerPublic, int clientQpn, int serverQpn, byte[] clientPublic, byte[] serverPublic) throws RdmaConnectException {
+    byte[] key(byte[] peerPublic, int clientQpn, int serverQpn, byte[] clientPublic, byte[] serverPublic)
+            throws RdmaConnectException {
         try {
             KeyAgreement ka = KeyAgreement.getInstance("X25519");
             ka.init(pair.getPrivate());
-            ka.doPhase(KeyFactory.getInstance("X25519").generatePublic(new XECPublicKeySpec(NamedParameterSpec.X25519, decode(peerPublic))), true);
+            ka.doPhase(
+                    KeyFactory.getInstance("X25519")
+                            .generatePublic(new XECPublicKeySpec(NamedParameterSpec.X25519, decode(peerPublic))),
+                    true);
             byte[] secret = ka.generateSecret();
             Mac hmac = Mac.getInstance("HmacSHA256");
             hmac.init(new SecretKeySpec(SALT, "HmacSHA256")); // HKDF-Extract
             byte[] prk = hmac.doFinal(secret);
             hmac.init(new SecretKeySpec(prk, "HmacSHA256")); // HKDF-Expand, one block: info | 0x01
-            hmac.update(ByteBuffer.allocate(8).putInt(clientQpn).putInt(serverQpn).array());
+            hmac.update(
+                    ByteBuffer.allocate(8).putInt(clientQpn).putInt(serverQpn).array());
             hmac.update(clientPublic);
             hmac.update(serverPublic);
             hmac.update((byte) 1);
             return java.util.Arrays.copyOf(hmac.doFinal(), KEY_BYTES);
         } catch (GeneralSecurityException | RuntimeException e) {
-            throw new RdmaConnectException(RdmaConnectException.Reason.PROTOCOL_ERROR,
-                    "the peer's key for packet authentication is not a usable X25519 public key: " + e.getMessage(), e);
+            throw new RdmaConnectException(
+                    RdmaConnectException.Reason.PROTOCOL_ERROR,
+                    "the peer's key for packet authentication is not a usable X25519 public key: " + e.getMessage(),
+                    e);
         }
     }
 

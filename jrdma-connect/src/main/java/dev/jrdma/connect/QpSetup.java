@@ -8,7 +8,6 @@ import dev.jrdma.verbs.PortAttr;
 import dev.jrdma.verbs.QpAttr;
 import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.QueuePair;
-
 import java.security.SecureRandom;
 import java.util.Set;
 
@@ -31,6 +30,7 @@ final class QpSetup {
     static final int HOP_LIMIT = 64;
     /** The most READ/atomic requests in flight either way, whatever the device allows. */
     static final int MAX_RD_ATOMIC = 16;
+
     private static final SecureRandom PSNS = new SecureRandom();
 
     /** RNR retries (7: without end); credits keep a sender from meeting an empty receive queue, tests set 0 to prove it. */
@@ -48,13 +48,20 @@ final class QpSetup {
     static ConnParams localParams(EndpointGroup group, QueuePair qp, RemoteBuffer export) {
         PortAttr port = group.context().queryPort(EndpointGroup.PORT);
         int psn = PSNS.nextInt() & 0xFFFFFF;
-        return new ConnParams(export == null ? 0 : export.address(), export == null ? 0 : export.rkey(), qp.qpNum(), port.lid(),
-                group.context().queryGid(EndpointGroup.PORT, group.gidIndex()), psn, port.activeMtu());
+        return new ConnParams(
+                export == null ? 0 : export.address(),
+                export == null ? 0 : export.rkey(),
+                qp.qpNum(),
+                port.lid(),
+                group.context().queryGid(EndpointGroup.PORT, group.gidIndex()),
+                psn,
+                port.activeMtu());
     }
 
     /** RESET to INIT with only {@code rights} for the peer. */
     static void toInit(QueuePair qp, Set<Access> rights, int pkeyIndex, int port) {
-        qp.modify(new QpAttr().state(QpState.INIT).pkeyIndex(pkeyIndex).port(port).access(rights));
+        qp.modify(
+                new QpAttr().state(QpState.INIT).pkeyIndex(pkeyIndex).port(port).access(rights));
     }
 
     /** INIT to RTR: towards the peer's QP (its GID when it has one), the smaller of both MTUs, expecting its first PSN. */
@@ -67,15 +74,26 @@ final class QpSetup {
         AhAttr ah = new AhAttr().dlid(remote.lid()).portNum(EndpointGroup.PORT);
         if (!remote.gid().isZero()) ah.global(remote.gid(), group.gidIndex()).hopLimit(HOP_LIMIT);
         Mtu mtu = local.mtu().min(remote.mtu());
-        QpAttr rtr = new QpAttr().state(QpState.RTR).ah(ah).pathMtu(mtu).destQpNum(remote.qpNum()).rqPsn(remote.psn())
-                .maxDestRdAtomic(rdAtomic(group.deviceAttr())).minRnrTimer(MIN_RNR_TIMER);
+        QpAttr rtr = new QpAttr()
+                .state(QpState.RTR)
+                .ah(ah)
+                .pathMtu(mtu)
+                .destQpNum(remote.qpNum())
+                .rqPsn(remote.psn())
+                .maxDestRdAtomic(rdAtomic(group.deviceAttr()))
+                .minRnrTimer(MIN_RNR_TIMER);
         if (packetKey != null) rtr.packetAuthKey(packetKey);
         qp.modify(rtr);
     }
 
     /** RTR to RTS: sending from this side's first PSN. */
     static void toRts(QueuePair qp, EndpointGroup group, ConnParams local) {
-        qp.modify(new QpAttr().state(QpState.RTS).timeout(ACK_TIMEOUT).retryCnt(RETRY_COUNT).rnrRetry(rnrRetry())
-                .sqPsn(local.psn()).maxRdAtomic(rdAtomic(group.deviceAttr())));
+        qp.modify(new QpAttr()
+                .state(QpState.RTS)
+                .timeout(ACK_TIMEOUT)
+                .retryCnt(RETRY_COUNT)
+                .rnrRetry(rnrRetry())
+                .sqPsn(local.psn())
+                .maxRdAtomic(rdAtomic(group.deviceAttr())));
     }
 }

@@ -1,7 +1,6 @@
 package dev.jrdma.connect;
 
 import dev.jrdma.verbs.MemoryRegion;
-
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 
@@ -102,7 +101,8 @@ public final class RegisteredBuffer implements AutoCloseable {
     void checkRange(long off, long len, String op) {
         checkLive();
         if (off < 0 || len < 0 || off + len > length()) {
-            throw new IndexOutOfBoundsException(op + ": [" + off + ", " + (off + len) + ") is outside the local buffer of " + length() + " bytes");
+            throw new IndexOutOfBoundsException(
+                    op + ": [" + off + ", " + (off + len) + ") is outside the local buffer of " + length() + " bytes");
         }
     }
 
@@ -128,6 +128,7 @@ public final class RegisteredBuffer implements AutoCloseable {
 
     @Override
     public String toString() {
-        return String.format("RegisteredBuffer[0x%x, %d bytes, lkey 0x%08x, rkey 0x%08x]", address(), length(), lkey(), rkey());
+        return String.format(
+                "RegisteredBuffer[0x%x, %d bytes, lkey 0x%08x, rkey 0x%08x]", address(), length(), lkey(), rkey());
     }
 }

@@ -14,6 +14,7 @@ import java.util.HexFormat;
 public record RemoteBuffer(long address, int rkey, long length) {
     /** Encoded size: magic "RB", u64 address, u32 rkey, u64 length. */
     public static final int BYTES = 2 + 8 + 4 + 8;
+
     private static final short MAGIC = 0x5242; // "RB"
 
     /**
@@ -35,14 +36,20 @@ public record RemoteBuffer(long address, int rkey, long length) {
      */
     public RemoteBuffer slice(long offset, long len) {
         if (offset < 0 || len < 0 || offset + len > length) {
-            throw new IndexOutOfBoundsException("slice [" + offset + ", " + (offset + len) + ") outside the remote buffer of " + length + " bytes");
+            throw new IndexOutOfBoundsException(
+                    "slice [" + offset + ", " + (offset + len) + ") outside the remote buffer of " + length + " bytes");
         }
         return new RemoteBuffer(address + offset, rkey, len);
     }
 
     /** {@return the {@value #BYTES}-byte big-endian encoding, for {@link #fromBytes} on the peer} */
     public byte[] toBytes() {
-        return ByteBuffer.allocate(BYTES).putShort(MAGIC).putLong(address).putInt(rkey).putLong(length).array();
+        return ByteBuffer.allocate(BYTES)
+                .putShort(MAGIC)
+                .putLong(address)
+                .putInt(rkey)
+                .putLong(length)
+                .array();
     }
 
     /**
@@ -54,15 +61,19 @@ public record RemoteBuffer(long address, int rkey, long length) {
      *                                  negative length
      */
     public static RemoteBuffer fromBytes(byte[] b) {
-        if (b.length != BYTES) throw new IllegalArgumentException("a remote buffer is " + BYTES + " bytes, got " + b.length);
+        if (b.length != BYTES)
+            throw new IllegalArgumentException("a remote buffer is " + BYTES + " bytes, got " + b.length);
         ByteBuffer bb = ByteBuffer.wrap(b);
-        if (bb.getShort() != MAGIC) throw new IllegalArgumentException("not a remote buffer: " + HexFormat.of().formatHex(b));
+        if (bb.getShort() != MAGIC)
+            throw new IllegalArgumentException(
+                    "not a remote buffer: " + HexFormat.of().formatHex(b));
         return new RemoteBuffer(bb.getLong(), bb.getInt(), bb.getLong());
     }
 
     void check(long offset, long len, String op) {
         if (offset < 0 || len < 0 || offset + len > length) {
-            throw new IndexOutOfBoundsException(op + ": [" + offset + ", " + (offset + len) + ") is outside the remote buffer of " + length + " bytes");
+            throw new IndexOutOfBoundsException(op + ": [" + offset + ", " + (offset + len)
+                    + ") is outside the remote buffer of " + length + " bytes");
         }
     }
 

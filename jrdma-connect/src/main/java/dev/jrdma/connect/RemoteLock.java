@@ -119,10 +119,13 @@ public final class RemoteLock {
      *                                  {@link State#UNCERTAIN}
      */
     public synchronized boolean tryLock() {
-        if (state == State.HELD) throw new IllegalStateException("this lock is already held by this owner (not reentrant)");
+        if (state == State.HELD)
+            throw new IllegalStateException("this lock is already held by this owner (not reentrant)");
         if (state == State.UNCERTAIN) {
-            throw new IllegalStateException("an earlier compare-and-swap of this lock failed without an answer, so the word may hold this owner's id 0x"
-                    + Long.toHexString(owner) + ": call releaseIfHeld (through a working connection) before trying again");
+            throw new IllegalStateException(
+                    "an earlier compare-and-swap of this lock failed without an answer, so the word may hold this owner's id 0x"
+                            + Long.toHexString(owner)
+                            + ": call releaseIfHeld (through a working connection) before trying again");
         }
         long seen = compareAndSwap(endpoint, word, 0, owner);
         state = seen == 0 || seen == owner ? State.HELD : State.NOT_HELD;
@@ -144,7 +147,8 @@ public final class RemoteLock {
             if (tryLock()) return true;
             long left = deadline - System.nanoTime();
             if (left <= 0) return false;
-            long pause = Math.min(left, backoff / 2 + ThreadLocalRandom.current().nextLong(backoff / 2 + 1));
+            long pause =
+                    Math.min(left, backoff / 2 + ThreadLocalRandom.current().nextLong(backoff / 2 + 1));
             LockSupport.parkNanos(pause);
             backoff = Math.min(MAX_BACKOFF_NS, backoff * 2);
         }
@@ -171,11 +175,13 @@ public final class RemoteLock {
      *                                      state is {@link State#UNCERTAIN}
      */
     public synchronized void unlock() {
-        if (state != State.HELD) throw new IllegalMonitorStateException("unlock without holding the lock (state " + state + ")");
+        if (state != State.HELD)
+            throw new IllegalMonitorStateException("unlock without holding the lock (state " + state + ")");
         long seen = compareAndSwap(endpoint, word, owner, 0);
         state = State.NOT_HELD;
         if (seen != owner) {
-            throw new IllegalMonitorStateException(String.format("the lock word held 0x%x, not this owner's id 0x%x: someone else cleared or took it", seen, owner));
+            throw new IllegalMonitorStateException(String.format(
+                    "the lock word held 0x%x, not this owner's id 0x%x: someone else cleared or took it", seen, owner));
         }
     }
 

@@ -1,7 +1,6 @@
 package dev.jrdma.connect;
 
 import dev.jrdma.verbs.VerbsException;
-
 import java.io.IOException;
 import java.net.BindException;
 import java.net.InetSocketAddress;
@@ -40,14 +39,15 @@ public final class ServerEndpoint implements AutoCloseable {
         String check(InetSocketAddress client, byte[] privateData);
     }
 
-    private final ServerSocket listener;          // the TCP exchange, or
-    private final CmConnector.Listener cm;        // rdma_cm
+    private final ServerSocket listener; // the TCP exchange, or
+    private final CmConnector.Listener cm; // rdma_cm
     private final EndpointGroup group;
     private final EndpointConfig cfg;
     private volatile ExportedRange export;
     private volatile ConnectionFilter filter;
     private volatile RdmaConnectException lastFailure;
-    private final java.util.concurrent.LinkedBlockingQueue<Endpoint> ready = new java.util.concurrent.LinkedBlockingQueue<>();
+    private final java.util.concurrent.LinkedBlockingQueue<Endpoint> ready =
+            new java.util.concurrent.LinkedBlockingQueue<>();
     private final Admission admission;
     private Thread acceptor;
     private volatile boolean closed;
@@ -87,7 +87,8 @@ public final class ServerEndpoint implements AutoCloseable {
      */
     public static ServerEndpoint bind(InetSocketAddress address, EndpointConfig cfg) throws RdmaConnectException {
         if (address.isUnresolved()) {
-            throw new RdmaConnectException(RdmaConnectException.Reason.ADDRESS_ERROR, "cannot resolve host '" + address.getHostString() + "'");
+            throw new RdmaConnectException(
+                    RdmaConnectException.Reason.ADDRESS_ERROR, "cannot resolve host '" + address.getHostString() + "'");
         }
         if (CmConnector.useCm(cfg)) return bindCm(address, cfg);
         ServerSocket ss;
@@ -96,17 +97,24 @@ public final class ServerEndpoint implements AutoCloseable {
             ss.setReuseAddress(true);
             ss.bind(address, 128);
         } catch (BindException e) {
-            throw new RdmaConnectException(RdmaConnectException.Reason.ADDRESS_ERROR,
-                    "cannot listen on " + address + ": " + e.getMessage() + " (port in use, or not an address of this host)", e);
+            throw new RdmaConnectException(
+                    RdmaConnectException.Reason.ADDRESS_ERROR,
+                    "cannot listen on " + address + ": " + e.getMessage()
+                            + " (port in use, or not an address of this host)",
+                    e);
         } catch (IOException e) {
-            throw new RdmaConnectException(RdmaConnectException.Reason.ADDRESS_ERROR, "cannot listen on " + address + ": " + e, e);
+            throw new RdmaConnectException(
+                    RdmaConnectException.Reason.ADDRESS_ERROR, "cannot listen on " + address + ": " + e, e);
         }
         try {
             EndpointGroup g = EndpointGroup.forLocalAddress(address.getAddress(), cfg);
             return new ServerEndpoint(ss, null, g, cfg);
         } catch (VerbsException | IllegalArgumentException | IllegalStateException e) {
             closeQuietly(ss);
-            throw new RdmaConnectException(RdmaConnectException.Reason.DEVICE_ERROR, "no RDMA device for " + address.getAddress().getHostAddress() + ": " + e.getMessage(), e);
+            throw new RdmaConnectException(
+                    RdmaConnectException.Reason.DEVICE_ERROR,
+                    "no RDMA device for " + address.getAddress().getHostAddress() + ": " + e.getMessage(),
+                    e);
         } catch (RuntimeException e) {
             closeQuietly(ss);
             throw e;
@@ -116,12 +124,18 @@ public final class ServerEndpoint implements AutoCloseable {
     private static ServerEndpoint bindCm(InetSocketAddress address, EndpointConfig cfg) throws RdmaConnectException {
         CmConnector.Listener l = CmConnector.Listener.bind(address);
         try {
-            dev.jrdma.verbs.Device d = l.deviceName != null ? dev.jrdma.verbs.Verbs.device(l.deviceName)
-                    : cfg.device() != null ? dev.jrdma.verbs.Verbs.device(cfg.device()) : dev.jrdma.verbs.Verbs.defaultDevice();
+            dev.jrdma.verbs.Device d = l.deviceName != null
+                    ? dev.jrdma.verbs.Verbs.device(l.deviceName)
+                    : cfg.device() != null
+                            ? dev.jrdma.verbs.Verbs.device(cfg.device())
+                            : dev.jrdma.verbs.Verbs.defaultDevice();
             return new ServerEndpoint(null, l, EndpointGroup.open(d, cfg), cfg);
         } catch (RuntimeException e) {
             l.close();
-            throw new RdmaConnectException(RdmaConnectException.Reason.DEVICE_ERROR, "no RDMA device for " + address + ": " + e.getMessage(), e);
+            throw new RdmaConnectException(
+                    RdmaConnectException.Reason.DEVICE_ERROR,
+                    "no RDMA device for " + address + ": " + e.getMessage(),
+                    e);
         }
     }
 
@@ -230,9 +244,12 @@ public final class ServerEndpoint implements AutoCloseable {
         while (true) {
             long left = (deadline - System.nanoTime()) / 1_000_000;
             if (left <= 0) {
-                RdmaConnectException e = new RdmaConnectException(RdmaConnectException.Reason.TIMEOUT,
+                RdmaConnectException e = new RdmaConnectException(
+                        RdmaConnectException.Reason.TIMEOUT,
                         "no client connected to " + localAddress() + " within " + timeout.toMillis() + " ms"
-                                + (lastFailure == null ? "" : " (last failed attempt: " + lastFailure.getMessage() + ")"));
+                                + (lastFailure == null
+                                        ? ""
+                                        : " (last failed attempt: " + lastFailure.getMessage() + ")"));
                 if (lastFailure != null) e.addSuppressed(lastFailure);
                 throw e;
             }
@@ -243,9 +260,12 @@ public final class ServerEndpoint implements AutoCloseable {
                 if (ep != null) return ep;
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-                throw new RdmaConnectException(RdmaConnectException.Reason.TIMEOUT, "interrupted while accepting on " + localAddress());
+                throw new RdmaConnectException(
+                        RdmaConnectException.Reason.TIMEOUT, "interrupted while accepting on " + localAddress());
             }
-            if (closed) throw new RdmaConnectException(RdmaConnectException.Reason.ADDRESS_ERROR, "the server at " + localAddress() + " is closed");
+            if (closed)
+                throw new RdmaConnectException(
+                        RdmaConnectException.Reason.ADDRESS_ERROR, "the server at " + localAddress() + " is closed");
         }
     }
 
@@ -274,7 +294,10 @@ public final class ServerEndpoint implements AutoCloseable {
 
     private synchronized void startAcceptor() {
         if (acceptor == null && !closed) {
-            acceptor = Thread.ofPlatform().daemon().name("jrdma-acceptor-" + port()).start(cm != null ? this::cmAcceptLoop : this::acceptLoop);
+            acceptor = Thread.ofPlatform()
+                    .daemon()
+                    .name("jrdma-acceptor-" + port())
+                    .start(cm != null ? this::cmAcceptLoop : this::acceptLoop);
         }
     }
 
@@ -293,7 +316,10 @@ public final class ServerEndpoint implements AutoCloseable {
                 continue;
             } catch (IOException e) {
                 if (!closed) {
-                    lastFailure = new RdmaConnectException(RdmaConnectException.Reason.ADDRESS_ERROR, "accept on " + localAddress() + " failed: " + e.getMessage(), e);
+                    lastFailure = new RdmaConnectException(
+                            RdmaConnectException.Reason.ADDRESS_ERROR,
+                            "accept on " + localAddress() + " failed: " + e.getMessage(),
+                            e);
                     LOG.log(System.Logger.Level.WARNING, lastFailure.getMessage());
                     closeQuietly(listener);
                     closed = true;
@@ -316,7 +342,9 @@ public final class ServerEndpoint implements AutoCloseable {
                 continue;
             }
             long deadline = System.nanoTime() + cfg.timeout().toNanos();
-            Thread.ofVirtual().name("jrdma-handshake-" + s.getRemoteSocketAddress()).start(() -> handshake(s, deadline, t));
+            Thread.ofVirtual()
+                    .name("jrdma-handshake-" + s.getRemoteSocketAddress())
+                    .start(() -> handshake(s, deadline, t));
         }
     }
 
@@ -332,7 +360,9 @@ public final class ServerEndpoint implements AutoCloseable {
             } catch (RdmaConnectException e) {
                 if (!closed) {
                     lastFailure = e;
-                    LOG.log(System.Logger.Level.WARNING, "accepting on " + localAddress() + " stopped: " + e.getMessage());
+                    LOG.log(
+                            System.Logger.Level.WARNING,
+                            "accepting on " + localAddress() + " stopped: " + e.getMessage());
                     closed = true;
                 }
                 return;
@@ -340,9 +370,11 @@ public final class ServerEndpoint implements AutoCloseable {
             if (req == null) continue;
             java.net.InetSocketAddress from = req.id().remoteAddress();
             // rdma_cm keeps its own deadline (the handshake waits for the client's confirmation until it): not swept
-            Admission.Ticket t = admission.enter(from == null ? java.net.InetAddress.getLoopbackAddress() : from.getAddress(), null);
+            Admission.Ticket t =
+                    admission.enter(from == null ? java.net.InetAddress.getLoopbackAddress() : from.getAddress(), null);
             if (t.refusal() != null) {
-                lastFailure = new RdmaConnectException(RdmaConnectException.Reason.REJECTED, "rejected " + from + ": " + t.refusal());
+                lastFailure = new RdmaConnectException(
+                        RdmaConnectException.Reason.REJECTED, "rejected " + from + ": " + t.refusal());
                 LOG.log(System.Logger.Level.INFO, lastFailure.getMessage());
                 cm.refuse(req, t.refusal());
                 continue;
@@ -350,8 +382,11 @@ public final class ServerEndpoint implements AutoCloseable {
             long deadline = System.nanoTime() + cfg.timeout().toNanos();
             // a platform thread: the handshake blocks in native calls (poll on its event channel), which would pin a
             // virtual thread's carrier for as long as a stalling client makes it wait
-            Thread.ofPlatform().daemon().name("jrdma-cm-handshake-" + req.id().remoteAddress())
-                    .start(() -> handshake(() -> cm.handshake(group, req, export, filter, deadline), String.valueOf(from), t));
+            Thread.ofPlatform()
+                    .daemon()
+                    .name("jrdma-cm-handshake-" + req.id().remoteAddress())
+                    .start(() -> handshake(
+                            () -> cm.handshake(group, req, export, filter, deadline), String.valueOf(from), t));
         }
     }
 
@@ -361,7 +396,10 @@ public final class ServerEndpoint implements AutoCloseable {
     }
 
     private void handshake(Socket s, long deadline, Admission.Ticket t) {
-        handshake(() -> Endpoint.accept(group, s, export, filter, deadline), String.valueOf(s.getRemoteSocketAddress()), t);
+        handshake(
+                () -> Endpoint.accept(group, s, export, filter, deadline),
+                String.valueOf(s.getRemoteSocketAddress()),
+                t);
     }
 
     private void handshake(Handshaker h, String client, Admission.Ticket t) {
@@ -371,14 +409,18 @@ public final class ServerEndpoint implements AutoCloseable {
         } catch (RdmaConnectException e) {
             if (t.expired() && e.reason() != RdmaConnectException.Reason.TIMEOUT) {
                 // disconnected by the sweep: its read failed on the closed socket
-                e = new RdmaConnectException(RdmaConnectException.Reason.TIMEOUT, "the client at " + client
-                        + " did not complete its handshake within " + cfg.timeout().toMillis() + " ms: disconnected", e);
+                e = new RdmaConnectException(
+                        RdmaConnectException.Reason.TIMEOUT,
+                        "the client at " + client + " did not complete its handshake within "
+                                + cfg.timeout().toMillis() + " ms: disconnected",
+                        e);
             }
             admission.countFailure(e, t);
             lastFailure = e;
             LOG.log(System.Logger.Level.INFO, "handshake failed: " + e.getMessage());
         } catch (RuntimeException | Error e) {
-            lastFailure = new RdmaConnectException(RdmaConnectException.Reason.DEVICE_ERROR, "handshake with " + client + " failed: " + e, e);
+            lastFailure = new RdmaConnectException(
+                    RdmaConnectException.Reason.DEVICE_ERROR, "handshake with " + client + " failed: " + e, e);
             LOG.log(System.Logger.Level.WARNING, "handshake failed", e);
         } finally {
             t.close(); // before the endpoint is handed out: accept's caller sees it counted no more
@@ -394,7 +436,8 @@ public final class ServerEndpoint implements AutoCloseable {
      * bytes resets it, and the client would see the reset instead of the reason.
      */
     private void refuse(Socket s, String reason) {
-        lastFailure = new RdmaConnectException(RdmaConnectException.Reason.REJECTED, "rejected " + s.getRemoteSocketAddress() + ": " + reason);
+        lastFailure = new RdmaConnectException(
+                RdmaConnectException.Reason.REJECTED, "rejected " + s.getRemoteSocketAddress() + ": " + reason);
         LOG.log(System.Logger.Level.INFO, lastFailure.getMessage());
         try {
             Handshake.writeReject(new java.io.DataOutputStream(s.getOutputStream()), Endpoint.VERDICT_REJECT, reason);

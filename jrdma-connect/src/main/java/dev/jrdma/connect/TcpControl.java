@@ -94,7 +94,9 @@ final class TcpControl implements Control {
                     } else if (b == Endpoint.BYE_ACK) {
                         ep.peerAcked();
                     } else {
-                        violation = String.format("sent 0x%02x on the control channel, which carries only a goodbye and its acknowledgement", b);
+                        violation = String.format(
+                                "sent 0x%02x on the control channel, which carries only a goodbye and its acknowledgement",
+                                b);
                         break read;
                     }
                 }

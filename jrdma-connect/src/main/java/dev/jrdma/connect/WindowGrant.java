@@ -11,8 +11,8 @@ import dev.jrdma.verbs.MemoryWindow;
  */
 public final class WindowGrant implements AutoCloseable {
     private final Endpoint endpoint;
-    private final MemoryWindow mw;          // or
-    private final MemoryRegion region;      // a region of its own (devices without type 2 windows)
+    private final MemoryWindow mw; // or
+    private final MemoryRegion region; // a region of its own (devices without type 2 windows)
     private final RemoteBuffer remote;
     private boolean revoked;
 

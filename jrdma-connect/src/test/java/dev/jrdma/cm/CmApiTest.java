@@ -1,5 +1,13 @@
 package dev.jrdma.cm;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.AddressHandle;
 import dev.jrdma.verbs.CompletionQueue;
@@ -20,10 +28,6 @@ import dev.jrdma.verbs.WcOpcode;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
-import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -32,14 +36,9 @@ import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Arrays;
-
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotEquals;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
-import static org.junit.jupiter.api.Assertions.assertSame;
-import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * The public rdma_cm API end to end on a kernel RDMA device: both sides in this JVM, each with its own event
@@ -53,7 +52,9 @@ class CmApiTest {
     private static final String HOST = System.getProperty("jrdma.cm.test.host", "10.99.0.1");
 
     private static void assumeRdmaCm() {
-        Assumptions.assumeTrue(CmEventChannel.unavailableReason().isEmpty(), () -> "no rdma_cm here: " + CmEventChannel.unavailableReason().orElse(""));
+        Assumptions.assumeTrue(
+                CmEventChannel.unavailableReason().isEmpty(),
+                () -> "no rdma_cm here: " + CmEventChannel.unavailableReason().orElse(""));
     }
 
     @Test
@@ -94,7 +95,13 @@ class CmApiTest {
             ctx = Verbs.device(id.deviceName()).open();
             pd = ctx.allocPd();
             cq = ctx.createCq(16, null);
-            qp = pd.createQueuePair(QpInitAttr.builder(cq).type(type).maxSendWr(8).maxRecvWr(8).maxSendSge(1).maxRecvSge(1).build());
+            qp = pd.createQueuePair(QpInitAttr.builder(cq)
+                    .type(type)
+                    .maxSendWr(8)
+                    .maxRecvWr(8)
+                    .maxSendSge(1)
+                    .maxRecvSge(1)
+                    .build());
             mr = pd.registerMemory(arena.allocate(4096, 64), Access.LOCAL_WRITE);
         }
 
@@ -157,14 +164,20 @@ class CmApiTest {
     @Test
     void reliableConnectionWithPrivateDataBothWaysSendAndDisconnect() throws Exception {
         assumeRdmaCm();
-        try (Side server = new Side(); Side client = new Side(); CmId listener = listen(server, PortSpace.TCP);
-             CmId id = resolved(client, listener.localAddress(), PortSpace.TCP)) {
+        try (Side server = new Side();
+                Side client = new Side();
+                CmId listener = listen(server, PortSpace.TCP);
+                CmId id = resolved(client, listener.localAddress(), PortSpace.TCP)) {
             client.open(id, QpType.RC);
             QpAttr init = id.initQpAttr(QpState.INIT);
             assertEquals(QpState.INIT, init.state());
             assertTrue(init.has(QpAttrMask.PORT) && init.port() == id.portNum(), init::toString);
             client.qp.modify(init);
-            id.connect(new ConnParam().privateData(bytes("hello from jrdma")).qpNum(client.qp.qpNum()).initiatorDepth(1).responderResources(1));
+            id.connect(new ConnParam()
+                    .privateData(bytes("hello from jrdma"))
+                    .qpNum(client.qp.qpNum())
+                    .initiatorDepth(1)
+                    .responderResources(1));
 
             CmEvent req = server.expect(CmEventType.CONNECT_REQUEST);
             assertSame(listener, req.listenId());
@@ -175,7 +188,8 @@ class CmApiTest {
             assertEquals(1, req.initiatorDepth());
             assertEquals(id.localAddress(), conn.remoteAddress(), "the server sees the client's address");
             server.open(conn, QpType.RC);
-            for (QpState s : new QpState[]{QpState.INIT, QpState.RTR, QpState.RTS}) server.qp.modify(conn.initQpAttr(s));
+            for (QpState s : new QpState[] {QpState.INIT, QpState.RTR, QpState.RTS})
+                server.qp.modify(conn.initQpAttr(s));
             server.qp.postRecv(new RecvWorkRequest().wrId(7).buffer(server.mr, 0, 64));
             conn.accept(new ConnParam().privateData(bytes("welcome")).qpNum(server.qp.qpNum()));
 
@@ -185,12 +199,15 @@ class CmApiTest {
             QpAttr rtr = id.initQpAttr(QpState.RTR);
             assertEquals(server.qp.qpNum(), rtr.destQpNum(), "rdma_init_qp_attr(RTR) names the server's QP");
             assertNotNull(rtr.ah());
-            for (QpState s : new QpState[]{QpState.INIT, QpState.RTR, QpState.RTS}) client.qp.modify(id.initQpAttr(s));
+            for (QpState s : new QpState[] {QpState.INIT, QpState.RTR, QpState.RTS}) client.qp.modify(id.initQpAttr(s));
             id.establish();
             server.expect(CmEventType.ESTABLISHED);
 
             client.mr.segment().setString(0, "over rdma_cm");
-            client.qp.postSend(new SendWorkRequest().opcode(WrOpcode.SEND).buffer(client.mr, 0, 13).signaled(true));
+            client.qp.postSend(new SendWorkRequest()
+                    .opcode(WrOpcode.SEND)
+                    .buffer(client.mr, 0, 13)
+                    .signaled(true));
             assertEquals(WcOpcode.SEND, client.completion().opcode);
             WorkCompletion got = server.completion();
             assertEquals(7, got.wrId);
@@ -209,8 +226,10 @@ class CmApiTest {
     @Test
     void rejectionCarriesTheReasonAndPrivateData() throws Exception {
         assumeRdmaCm();
-        try (Side server = new Side(); Side client = new Side(); CmId listener = listen(server, PortSpace.TCP);
-             CmId id = resolved(client, listener.localAddress(), PortSpace.TCP)) {
+        try (Side server = new Side();
+                Side client = new Side();
+                CmId listener = listen(server, PortSpace.TCP);
+                CmId id = resolved(client, listener.localAddress(), PortSpace.TCP)) {
             client.open(id, QpType.RC);
             client.qp.modify(id.initQpAttr(QpState.INIT));
             id.connect(new ConnParam().qpNum(client.qp.qpNum()));
@@ -227,7 +246,8 @@ class CmApiTest {
     @Test
     void nothingListeningIsARejectionWithInvalidServiceId() throws Exception {
         assumeRdmaCm();
-        try (Side server = new Side(); Side client = new Side()) {
+        try (Side server = new Side();
+                Side client = new Side()) {
             int port;
             try (CmId probe = listen(server, PortSpace.TCP)) {
                 port = probe.localAddress().getPort(); // free now: nothing listens there once closed
@@ -247,9 +267,12 @@ class CmApiTest {
     @Test
     void addressNoDeviceReachesIsRefusedWithItsErrno() throws Exception {
         assumeRdmaCm();
-        try (Side client = new Side(); CmId id = CmId.create(client.channel, PortSpace.TCP)) {
-            CmException e = assertThrows(CmException.class,
-                    () -> id.resolveAddress(null, new InetSocketAddress(InetAddress.getByName("192.0.2.1"), 7), Duration.ofSeconds(2)));
+        try (Side client = new Side();
+                CmId id = CmId.create(client.channel, PortSpace.TCP)) {
+            CmException e = assertThrows(
+                    CmException.class,
+                    () -> id.resolveAddress(
+                            null, new InetSocketAddress(InetAddress.getByName("192.0.2.1"), 7), Duration.ofSeconds(2)));
             assertEquals("rdma_resolve_addr", e.call());
             assertTrue(e.errno() == 101 || e.errno() == 113 || e.errno() == 99, e::getMessage);
         }
@@ -258,8 +281,10 @@ class CmApiTest {
     @Test
     void datagramIdsHandOverQpnAndQkeyAndCarryADatagram() throws Exception {
         assumeRdmaCm();
-        try (Side server = new Side(); Side client = new Side(); CmId listener = listen(server, PortSpace.UDP);
-             CmId id = resolved(client, listener.localAddress(), PortSpace.UDP)) {
+        try (Side server = new Side();
+                Side client = new Side();
+                CmId listener = listen(server, PortSpace.UDP);
+                CmId id = resolved(client, listener.localAddress(), PortSpace.UDP)) {
             server.open(listener, QpType.UD);
             QpAttr serverInit = listener.initQpAttr(QpState.INIT);
             assertTrue(serverInit.has(QpAttrMask.QKEY), "a UD id's INIT attributes carry the Q_Key: " + serverInit);
@@ -279,7 +304,11 @@ class CmApiTest {
             assertNotNull(up.ah(), "a UD ESTABLISHED event carries the address handle attributes");
             try (AddressHandle ah = client.pd.createAddressHandle(up.ah())) {
                 client.mr.segment().setString(0, "datagram via rdma_cm");
-                client.qp.postSend(new SendWorkRequest().opcode(WrOpcode.SEND).buffer(client.mr, 0, 21).ud(ah, up.qpNum(), up.qkey()).signaled(true));
+                client.qp.postSend(new SendWorkRequest()
+                        .opcode(WrOpcode.SEND)
+                        .buffer(client.mr, 0, 21)
+                        .ud(ah, up.qpNum(), up.qkey())
+                        .signaled(true));
                 client.completion();
                 WorkCompletion wc = server.completion();
                 assertEquals(3, wc.wrId);

@@ -1,7 +1,8 @@
 package dev.jrdma.cm;
 
-import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -12,10 +13,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
 
 /**
  * Compiles a C program against {@code <rdma/rdma_cma.h>} that prints every offset, size and enum value
@@ -26,10 +25,14 @@ class CmLayoutTest {
 
     @Test
     void constantsMatchTheInstalledHeader() throws Exception {
-        Assumptions.assumeTrue(System.getProperty("jrdma.skipLayoutTest") == null, "skipped: -Djrdma.skipLayoutTest is set");
+        Assumptions.assumeTrue(
+                System.getProperty("jrdma.skipLayoutTest") == null, "skipped: -Djrdma.skipLayoutTest is set");
         Path gcc = which("gcc");
-        if (gcc == null) fail("gcc not found: this test compiles a C program against rdma/rdma_cma.h (apt-get install gcc librdmacm-dev, or -Djrdma.skipLayoutTest)");
-        if (!Files.exists(Path.of("/usr/include/rdma/rdma_cma.h"))) fail("/usr/include/rdma/rdma_cma.h not found: install librdmacm-dev (or -Djrdma.skipLayoutTest)");
+        if (gcc == null)
+            fail(
+                    "gcc not found: this test compiles a C program against rdma/rdma_cma.h (apt-get install gcc librdmacm-dev, or -Djrdma.skipLayoutTest)");
+        if (!Files.exists(Path.of("/usr/include/rdma/rdma_cma.h")))
+            fail("/usr/include/rdma/rdma_cma.h not found: install librdmacm-dev (or -Djrdma.skipLayoutTest)");
 
         Map<String, Long> expected = new LinkedHashMap<>();
         expected.put("offsetof(struct rdma_cm_id, verbs)", Librdmacm.ID_VERBS);
@@ -89,25 +92,47 @@ class CmLayoutTest {
         expected.put("offsetof(struct ibv_ah_attr, is_global)", Librdmacm.AH_IS_GLOBAL);
         expected.put("offsetof(struct ibv_ah_attr, port_num)", Librdmacm.AH_PORT);
         expected.put("sizeof(struct ibv_ah_attr)", Librdmacm.AH_SIZE);
-        String[][] masks = {{"IBV_QP_STATE", "M_STATE"}, {"IBV_QP_ACCESS_FLAGS", "M_ACCESS"}, {"IBV_QP_PKEY_INDEX", "M_PKEY"},
-                {"IBV_QP_PORT", "M_PORT"}, {"IBV_QP_QKEY", "M_QKEY"}, {"IBV_QP_AV", "M_AV"}, {"IBV_QP_PATH_MTU", "M_PATH_MTU"},
-                {"IBV_QP_TIMEOUT", "M_TIMEOUT"}, {"IBV_QP_RETRY_CNT", "M_RETRY_CNT"}, {"IBV_QP_RNR_RETRY", "M_RNR_RETRY"},
-                {"IBV_QP_RQ_PSN", "M_RQ_PSN"}, {"IBV_QP_MAX_QP_RD_ATOMIC", "M_MAX_QP_RD_ATOMIC"}, {"IBV_QP_MIN_RNR_TIMER", "M_MIN_RNR_TIMER"},
-                {"IBV_QP_SQ_PSN", "M_SQ_PSN"}, {"IBV_QP_MAX_DEST_RD_ATOMIC", "M_MAX_DEST_RD_ATOMIC"}, {"IBV_QP_DEST_QPN", "M_DEST_QPN"}};
-        for (String[] m : masks) expected.put("(long) " + m[0], (long) Librdmacm.class.getDeclaredField(m[1]).getInt(null));
+        String[][] masks = {
+            {"IBV_QP_STATE", "M_STATE"},
+            {"IBV_QP_ACCESS_FLAGS", "M_ACCESS"},
+            {"IBV_QP_PKEY_INDEX", "M_PKEY"},
+            {"IBV_QP_PORT", "M_PORT"},
+            {"IBV_QP_QKEY", "M_QKEY"},
+            {"IBV_QP_AV", "M_AV"},
+            {"IBV_QP_PATH_MTU", "M_PATH_MTU"},
+            {"IBV_QP_TIMEOUT", "M_TIMEOUT"},
+            {"IBV_QP_RETRY_CNT", "M_RETRY_CNT"},
+            {"IBV_QP_RNR_RETRY", "M_RNR_RETRY"},
+            {"IBV_QP_RQ_PSN", "M_RQ_PSN"},
+            {"IBV_QP_MAX_QP_RD_ATOMIC", "M_MAX_QP_RD_ATOMIC"},
+            {"IBV_QP_MIN_RNR_TIMER", "M_MIN_RNR_TIMER"},
+            {"IBV_QP_SQ_PSN", "M_SQ_PSN"},
+            {"IBV_QP_MAX_DEST_RD_ATOMIC", "M_MAX_DEST_RD_ATOMIC"},
+            {"IBV_QP_DEST_QPN", "M_DEST_QPN"}
+        };
+        for (String[] m : masks)
+            expected.put("(long) " + m[0], (long)
+                    Librdmacm.class.getDeclaredField(m[1]).getInt(null));
         for (PortSpace p : PortSpace.values()) expected.put("(long) RDMA_PS_" + p.name(), (long) p.code());
         // the events this header has (ADDRINFO_* came with newer librdmacm)
-        for (CmEventType t : CmEventType.values()) if (t.ordinal() <= CmEventType.TIMEWAIT_EXIT.ordinal()) expected.put("(long) " + t.cName(), (long) t.code());
+        for (CmEventType t : CmEventType.values())
+            if (t.ordinal() <= CmEventType.TIMEWAIT_EXIT.ordinal())
+                expected.put("(long) " + t.cName(), (long) t.code());
 
-        StringBuilder c = new StringBuilder("#include <stddef.h>\n#include <stdio.h>\n#include <rdma/rdma_cma.h>\nint main(void) {\n");
-        for (String e : expected.keySet()) c.append("  printf(\"%ld\\n\", (long) (").append(e).append("));\n");
+        StringBuilder c = new StringBuilder(
+                "#include <stddef.h>\n#include <stdio.h>\n#include <rdma/rdma_cma.h>\nint main(void) {\n");
+        for (String e : expected.keySet())
+            c.append("  printf(\"%ld\\n\", (long) (").append(e).append("));\n");
         c.append("  return 0;\n}\n");
         Path dir = Files.createTempDirectory("jrdma-cm-layout");
         Path src = dir.resolve("cm.c"), exe = dir.resolve("cm");
         Files.writeString(src, c);
         run(List.of(gcc.toString(), "-std=gnu11", "-o", exe.toString(), src.toString()));
         String[] printed = run(List.of(exe.toString())).trim().split("\n");
-        assertEquals(expected.size(), printed.length, "the C program printed " + printed.length + " values for " + expected.size() + " expressions");
+        assertEquals(
+                expected.size(),
+                printed.length,
+                "the C program printed " + printed.length + " values for " + expected.size() + " expressions");
         List<String> mismatches = new ArrayList<>();
         int i = 0;
         for (Map.Entry<String, Long> e : expected.entrySet()) {
@@ -115,7 +140,8 @@ class CmLayoutTest {
             if (c_ != e.getValue()) mismatches.add(e.getKey() + ": C " + c_ + ", Java " + e.getValue());
         }
         assertTrue(mismatches.isEmpty(), "differ from rdma/rdma_cma.h:\n" + String.join("\n", mismatches));
-        System.out.println("rdma_cm layout: " + expected.size() + " offsets, sizes and constants match rdma/rdma_cma.h");
+        System.out.println(
+                "rdma_cm layout: " + expected.size() + " offsets, sizes and constants match rdma/rdma_cma.h");
     }
 
     private static Path which(String exe) {

@@ -1,10 +1,12 @@
 package dev.jrdma.connect;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
 import dev.jrdma.verbs.Gid;
 import dev.jrdma.verbs.Mtu;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
@@ -19,11 +21,8 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * Issue 21 §3 and §4: a server's capacity is what it advertises, and one source cannot exhaust it. Each attack is a
@@ -63,7 +62,8 @@ class AdmissionTest {
         static byte[] hello(int n) throws IOException {
             java.io.ByteArrayOutputStream b = new java.io.ByteArrayOutputStream();
             // made-up parameters: a QP number, PSN and address nobody owns
-            ConnParams p = new ConnParams(0, 0, 0x100 + (n & 0xFFFF), 0, Gid.parse("::ffff:127.0.0.2"), (n * 7919) & 0xFFFFFF, Mtu.MTU_1024);
+            ConnParams p = new ConnParams(
+                    0, 0, 0x100 + (n & 0xFFFF), 0, Gid.parse("::ffff:127.0.0.2"), (n * 7919) & 0xFFFFFF, Mtu.MTU_1024);
             Handshake.writeHello(new DataOutputStream(b), p, 64, 4096, 0, new byte[0]);
             return b.toByteArray();
         }
@@ -79,7 +79,8 @@ class AdmissionTest {
                 } catch (RdmaConnectException e) {
                     return new Fake(s, e);
                 } catch (IOException e) {
-                    return new Fake(s, Handshake.translate(e, "the test's server", Duration.ofSeconds(30), "the server"));
+                    return new Fake(
+                            s, Handshake.translate(e, "the test's server", Duration.ofSeconds(30), "the server"));
                 }
                 s.getOutputStream().write(Endpoint.READY);
                 s.getOutputStream().flush();
@@ -130,21 +131,28 @@ class AdmissionTest {
      */
     @Test
     void fakeClientsDoNotExhaustTheCompletionQueue() throws Exception {
-        EndpointConfig cfg = EndpointConfig.builder().device(TestSupport.DEVICE).timeout(Duration.ofSeconds(20)).build();
+        EndpointConfig cfg = EndpointConfig.builder()
+                .device(TestSupport.DEVICE)
+                .timeout(Duration.ofSeconds(20))
+                .build();
         List<Fake> fakes = new ArrayList<>();
         try (ServerEndpoint server = ServerEndpoint.bind(TestSupport.server(), cfg)) {
-            CompletableFuture<Endpoint> first = TestSupport.acceptAsync(server, Duration.ofSeconds(120)); // starts the acceptor
+            CompletableFuture<Endpoint> first =
+                    TestSupport.acceptAsync(server, Duration.ofSeconds(120)); // starts the acceptor
             for (int i = 0; i < 40; i++) {
                 Fake f = Fake.connect(OTHER_HOST, server.port(), i);
                 fakes.add(f);
                 if (f.refused != null) fail("fake client " + i + " was not accepted: " + f.refused);
             }
-            assertTrue(server.group().cqCount() >= 2, "the group made another completion queue: " + server.group().cqCount());
+            assertTrue(
+                    server.group().cqCount() >= 2,
+                    "the group made another completion queue: " + server.group().cqCount());
             // the fakes wait to be accepted; a real client is still served
             List<Endpoint> served = new ArrayList<>();
             served.add(first.get(30, TimeUnit.SECONDS));
             for (int i = 1; i < 40; i++) served.add(server.accept(Duration.ofSeconds(30)));
-            try (Endpoint client = Endpoint.connect(TestSupport.HOST, server.port(), cfg); Endpoint real = server.accept(Duration.ofSeconds(30))) {
+            try (Endpoint client = Endpoint.connect(TestSupport.HOST, server.port(), cfg);
+                    Endpoint real = server.accept(Duration.ofSeconds(30))) {
                 client.sendSync(new byte[] {5});
                 assertEquals(5, real.receive(Duration.ofSeconds(10)).bytes()[0]);
             } finally {
@@ -166,7 +174,11 @@ class AdmissionTest {
     void theAdvertisedConnectionsAreRealThenRefusedWithTheLimit() throws Exception {
         int max = Integer.getInteger("jrdma.admission.connections", EndpointConfig.DEFAULT_MAX_CONNECTIONS);
         // the default queue depths, message size and CQ: what a server built with the defaults holds per connection
-        EndpointConfig cfg = EndpointConfig.builder().device(TestSupport.DEVICE).timeout(Duration.ofSeconds(30)).maxConnections(max).build();
+        EndpointConfig cfg = EndpointConfig.builder()
+                .device(TestSupport.DEVICE)
+                .timeout(Duration.ofSeconds(30))
+                .maxConnections(max)
+                .build();
         List<Fake> fakes = new ArrayList<>();
         List<Endpoint> served = new ArrayList<>();
         try (ServerEndpoint server = ServerEndpoint.bind(TestSupport.server(), cfg)) {
@@ -181,7 +193,9 @@ class AdmissionTest {
         }
     }
 
-    private static void fillThenRefuse(ServerEndpoint server, EndpointConfig cfg, int max, List<Fake> fakes, List<Endpoint> served) throws Exception {
+    private static void fillThenRefuse(
+            ServerEndpoint server, EndpointConfig cfg, int max, List<Fake> fakes, List<Endpoint> served)
+            throws Exception {
         Thread drainer = drain(server, served);
         Runtime rt = Runtime.getRuntime();
         System.gc();
@@ -194,29 +208,49 @@ class AdmissionTest {
             if (f.refused != null) fail("fake client " + i + " of " + (max - 1) + " was not accepted: " + f.refused);
         }
         long ms = (System.nanoTime() - t0) / 1_000_000;
-        assertTrue(ServerLimitsTest.waitFor(() -> { synchronized (served) { return served.size() == max - 1; } }));
+        assertTrue(ServerLimitsTest.waitFor(() -> {
+            synchronized (served) {
+                return served.size() == max - 1;
+            }
+        }));
         System.gc();
         long heap = rt.totalMemory() - rt.freeMemory() - heap0;
         long registered = server.group().messagePool().registeredBytes() - registered0;
-        System.out.printf("admission: %d fake connections in %d ms; per connection: %d bytes of registered memory (receive slots), "
+        System.out.printf(
+                "admission: %d fake connections in %d ms; per connection: %d bytes of registered memory (receive slots), "
                         + "about %d bytes of heap (QP, CQ share, endpoint, sockets, both ends in this JVM); %d CQs%n",
-                max - 1, ms, registered / (max - 1), heap / (max - 1), server.group().cqCount());
+                max - 1,
+                ms,
+                registered / (max - 1),
+                heap / (max - 1),
+                server.group().cqCount());
         Endpoint real;
         try (Endpoint client = Endpoint.connect(TestSupport.HOST, server.port(), cfg)) {
-            assertTrue(ServerLimitsTest.waitFor(() -> { synchronized (served) { return served.size() == max; } }));
+            assertTrue(ServerLimitsTest.waitFor(() -> {
+                synchronized (served) {
+                    return served.size() == max;
+                }
+            }));
             synchronized (served) {
                 real = served.get(max - 1);
             }
             client.sendSync(new byte[] {9});
             assertEquals(9, real.receive(Duration.ofSeconds(10)).bytes()[0]);
-            RdmaConnectException e = assertThrows(RdmaConnectException.class, () -> Endpoint.connect(TestSupport.HOST, server.port(), cfg));
+            RdmaConnectException e = assertThrows(
+                    RdmaConnectException.class, () -> Endpoint.connect(TestSupport.HOST, server.port(), cfg));
             assertEquals(RdmaConnectException.Reason.REJECTED, e.reason(), e.getMessage());
             assertTrue(e.getMessage().contains("maximum of " + max + " connections"), e.getMessage());
             Fake over = Fake.connect(OTHER_HOST, server.port(), max);
             over.close();
-            assertTrue(over.refused != null && over.refused.reason() == RdmaConnectException.Reason.REJECTED
-                    && over.refused.getMessage().contains("maxConnections"), String.valueOf(over.refused));
-            assertEquals(2, server.counters().refusedMaxConnections(), server.counters().toString());
+            assertTrue(
+                    over.refused != null
+                            && over.refused.reason() == RdmaConnectException.Reason.REJECTED
+                            && over.refused.getMessage().contains("maxConnections"),
+                    String.valueOf(over.refused));
+            assertEquals(
+                    2,
+                    server.counters().refusedMaxConnections(),
+                    server.counters().toString());
         }
         // the real client closed and a fake hangs up: once the application closes their endpoints there is room again
         real.close();
@@ -246,10 +280,14 @@ class AdmissionTest {
             Endpoint[] pair = TestSupport.connectAndAccept(server, cfg);
             try {
                 int buffersBefore = server.group().messagePool().inUse();
-                RdmaConnectException e = assertThrows(RdmaConnectException.class, () -> Endpoint.connect(TestSupport.HOST, server.port(), cfg));
+                RdmaConnectException e = assertThrows(
+                        RdmaConnectException.class, () -> Endpoint.connect(TestSupport.HOST, server.port(), cfg));
                 assertEquals(RdmaConnectException.Reason.REJECTED, e.reason(), e.getMessage());
                 assertTrue(e.getMessage().contains("completion queue"), e.getMessage());
-                assertEquals(1, server.counters().refusedNoResources(), server.counters().toString());
+                assertEquals(
+                        1,
+                        server.counters().refusedNoResources(),
+                        server.counters().toString());
                 assertEquals(1, server.group().endpointCount());
                 assertEquals(buffersBefore, server.group().messagePool().inUse());
             } finally {
@@ -271,7 +309,8 @@ class AdmissionTest {
         EndpointConfig cfg = clientCfg.toBuilder().pollMode(mode).build();
         List<Endpoint> all = new ArrayList<>();
         try (ServerEndpoint server = ServerEndpoint.bind(TestSupport.server(), cfg);
-             EndpointGroup clients = EndpointGroup.forLocalAddress(InetAddress.getByName(TestSupport.HOST), clientCfg)) {
+                EndpointGroup clients =
+                        EndpointGroup.forLocalAddress(InetAddress.getByName(TestSupport.HOST), clientCfg)) {
             try {
                 for (int i = 0; i < 4; i++) {
                     CompletableFuture<Endpoint> accepted = TestSupport.acceptAsync(server, Duration.ofSeconds(60));
@@ -284,9 +323,11 @@ class AdmissionTest {
                     for (int i = 0; i < all.size(); i += 2) {
                         Endpoint client = all.get(i), served = all.get(i + 1);
                         client.sendSync(new byte[] {(byte) i, (byte) round});
-                        assertEquals(round, served.receive(Duration.ofSeconds(10)).bytes()[1]);
+                        assertEquals(
+                                round, served.receive(Duration.ofSeconds(10)).bytes()[1]);
                         served.sendSync(new byte[] {(byte) round});
-                        assertEquals(round, client.receive(Duration.ofSeconds(10)).bytes()[0]);
+                        assertEquals(
+                                round, client.receive(Duration.ofSeconds(10)).bytes()[0]);
                     }
                 }
             } finally {
@@ -322,20 +363,28 @@ class AdmissionTest {
      */
     @Test
     void oneHostHoldingHandshakesOpenLocksNobodyElseOut() throws Exception {
-        EndpointConfig cfg = TestSupport.config().timeout(Duration.ofSeconds(60)).build(); // the slow ones outlast the test
+        EndpointConfig cfg =
+                TestSupport.config().timeout(Duration.ofSeconds(60)).build(); // the slow ones outlast the test
         int perSource = cfg.maxPendingHandshakesPerSource();
         List<Socket> slow = new ArrayList<>();
         try (ServerEndpoint server = ServerEndpoint.bind(TestSupport.server(), cfg)) {
             CompletableFuture<Endpoint> accepting = TestSupport.acceptAsync(server, Duration.ofSeconds(120));
             for (int i = 0; i < cfg.maxPendingHandshakes(); i++) slow.add(slowHandshake(OTHER_HOST, server.port()));
-            assertTrue(ServerLimitsTest.waitFor(() -> server.pendingHandshakes() + server.counters().refusedPerSource() == cfg.maxPendingHandshakes()),
+            assertTrue(
+                    ServerLimitsTest.waitFor(
+                            () -> server.pendingHandshakes() + server.counters().refusedPerSource()
+                                    == cfg.maxPendingHandshakes()),
                     () -> "pending " + server.pendingHandshakes() + ", " + server.counters());
-            try (Endpoint client = Endpoint.connect(TestSupport.HOST, server.port(), cfg); Endpoint served = accepting.get(30, TimeUnit.SECONDS)) {
+            try (Endpoint client = Endpoint.connect(TestSupport.HOST, server.port(), cfg);
+                    Endpoint served = accepting.get(30, TimeUnit.SECONDS)) {
                 client.sendSync(new byte[] {3});
                 assertEquals(3, served.receive(Duration.ofSeconds(10)).bytes()[0]);
             }
             assertEquals(perSource, server.pendingHandshakes(), "the slow host holds only its share");
-            assertEquals(cfg.maxPendingHandshakes() - perSource, server.counters().refusedPerSource(), server.counters().toString());
+            assertEquals(
+                    cfg.maxPendingHandshakes() - perSource,
+                    server.counters().refusedPerSource(),
+                    server.counters().toString());
             // the refused ones were told why
             int told = 0;
             for (Socket s : slow.subList(perSource, slow.size())) {
@@ -354,7 +403,8 @@ class AdmissionTest {
      */
     @Test
     void aHandshakePastItsDeadlineOnTheServersClockIsCutOffAndCounted() throws Exception {
-        EndpointConfig cfg = TestSupport.config().timeout(Duration.ofSeconds(60)).build();
+        EndpointConfig cfg =
+                TestSupport.config().timeout(Duration.ofSeconds(60)).build();
         AtomicLong now = new AtomicLong(1_000_000_000L);
         try (ServerEndpoint server = ServerEndpoint.bind(TestSupport.server(), cfg)) {
             server.clock(now::get);
@@ -375,8 +425,14 @@ class AdmissionTest {
                     // hung up
                 }
                 assertTrue(ServerLimitsTest.waitFor(() -> server.pendingHandshakes() == 0));
-                assertEquals(1, server.counters().handshakeDeadlines(), server.counters().toString());
-                assertEquals(RdmaConnectException.Reason.TIMEOUT, server.lastFailure().reason(), server.lastFailure().getMessage());
+                assertEquals(
+                        1,
+                        server.counters().handshakeDeadlines(),
+                        server.counters().toString());
+                assertEquals(
+                        RdmaConnectException.Reason.TIMEOUT,
+                        server.lastFailure().reason(),
+                        server.lastFailure().getMessage());
             }
         }
     }
@@ -392,7 +448,8 @@ class AdmissionTest {
         EndpointConfig cfg = TestSupport.config().build();
         try (ServerEndpoint server = ServerEndpoint.bind(TestSupport.server(), cfg)) {
             CompletableFuture<Endpoint> accepting = TestSupport.acceptAsync(server, Duration.ofSeconds(60));
-            try (Fake f = Fake.connect(OTHER_HOST, server.port(), 1); Endpoint served = accepting.get(30, TimeUnit.SECONDS)) {
+            try (Fake f = Fake.connect(OTHER_HOST, server.port(), 1);
+                    Endpoint served = accepting.get(30, TimeUnit.SECONDS)) {
                 assertEquals(null, f.refused);
                 OutputStream out = f.socket.getOutputStream();
                 byte[] junk = new byte[64 * 1024];
@@ -417,18 +474,23 @@ class AdmissionTest {
                 RdmaException e = assertThrows(RdmaException.class, () -> served.sendSync(new byte[] {1}));
                 assertEquals(RdmaException.Kind.PROTOCOL_ERROR, e.kind(), e.getMessage());
                 assertTrue(e.getMessage().contains("control channel"), e.getMessage());
-                assertEquals(1, server.counters().controlViolations(), server.counters().toString());
+                assertEquals(
+                        1,
+                        server.counters().controlViolations(),
+                        server.counters().toString());
             }
         }
     }
     /** An accept waiting when the server closes ends then (ADDRESS_ERROR, "closed"), not at its timeout. */
     @Test
     void anAcceptWaitingWhenTheServerClosesEndsThen() throws Exception {
-        ServerEndpoint server = ServerEndpoint.bind(TestSupport.server(), TestSupport.config().build());
+        ServerEndpoint server =
+                ServerEndpoint.bind(TestSupport.server(), TestSupport.config().build());
         CompletableFuture<Endpoint> accepting = TestSupport.acceptAsync(server, Duration.ofSeconds(600));
         Thread.sleep(200); // it waits
         server.close();
-        java.util.concurrent.ExecutionException e = assertThrows(java.util.concurrent.ExecutionException.class, () -> accepting.get(60, TimeUnit.SECONDS));
+        java.util.concurrent.ExecutionException e =
+                assertThrows(java.util.concurrent.ExecutionException.class, () -> accepting.get(60, TimeUnit.SECONDS));
         RdmaConnectException cause = (RdmaConnectException) e.getCause().getCause();
         assertEquals(RdmaConnectException.Reason.ADDRESS_ERROR, cause.reason(), cause.getMessage());
         assertTrue(cause.getMessage().contains("closed"), cause.getMessage());
@@ -440,7 +502,11 @@ class AdmissionTest {
      */
     @Test
     void admissionCountsPerSourceAndSweepsOnItsClock() throws Exception {
-        EndpointConfig cfg = TestSupport.config().timeout(Duration.ofSeconds(5)).maxPendingHandshakes(10).maxPendingHandshakesPerSource(3).build();
+        EndpointConfig cfg = TestSupport.config()
+                .timeout(Duration.ofSeconds(5))
+                .maxPendingHandshakes(10)
+                .maxPendingHandshakesPerSource(3)
+                .build();
         AtomicLong now = new AtomicLong();
         Admission a = new Admission(cfg, now::get);
         InetAddress one = InetAddress.getByName("127.0.0.2"), two = InetAddress.getByName("127.0.0.3");
@@ -452,10 +518,15 @@ class AdmissionTest {
             assertEquals(null, t.refusal());
             held.add(t);
         }
-        Admission.Ticket over = a.enter(one, () -> { });
-        assertTrue(over.refusal() != null && over.refusal().contains("127.0.0.2 has 3 handshakes in progress here (maxPendingHandshakesPerSource)"), over.refusal());
+        Admission.Ticket over = a.enter(one, () -> {});
+        assertTrue(
+                over.refusal() != null
+                        && over.refusal()
+                                .contains(
+                                        "127.0.0.2 has 3 handshakes in progress here (maxPendingHandshakesPerSource)"),
+                over.refusal());
         over.close(); // a refused ticket frees nothing
-        assertEquals(null, a.enter(two, () -> { }).refusal(), "another source is still admitted");
+        assertEquals(null, a.enter(two, () -> {}).refusal(), "another source is still admitted");
         held.remove(0).close();
         held.get(0).close();
         held.get(0).close(); // idempotent: frees one slot, not two
@@ -463,13 +534,22 @@ class AdmissionTest {
         assertEquals(null, a.enter(one, counted).refusal());
         assertTrue(a.enter(one, counted).refusal() != null);
         // IPv6: the addresses of one /64 are one source; another /64 is another
-        for (int i = 1; i <= 3; i++) assertEquals(null, a.enter(InetAddress.getByName("2001:db8:0:1::" + i), () -> { }).refusal());
-        assertTrue(a.enter(InetAddress.getByName("2001:db8:0:1:ffff::9"), () -> { }).refusal().contains("2001:db8:0:1:0:0:0:0/64"));
-        assertEquals(null, a.enter(InetAddress.getByName("2001:db8:0:2::1"), () -> { }).refusal());
-        assertEquals(null, a.enter(InetAddress.getByName("127.0.0.4"), () -> { }).refusal());
-        assertEquals(null, a.enter(InetAddress.getByName("127.0.0.5"), () -> { }).refusal());
+        for (int i = 1; i <= 3; i++)
+            assertEquals(
+                    null,
+                    a.enter(InetAddress.getByName("2001:db8:0:1::" + i), () -> {})
+                            .refusal());
+        assertTrue(a.enter(InetAddress.getByName("2001:db8:0:1:ffff::9"), () -> {})
+                .refusal()
+                .contains("2001:db8:0:1:0:0:0:0/64"));
+        assertEquals(
+                null,
+                a.enter(InetAddress.getByName("2001:db8:0:2::1"), () -> {}).refusal());
+        assertEquals(null, a.enter(InetAddress.getByName("127.0.0.4"), () -> {}).refusal());
+        assertEquals(null, a.enter(InetAddress.getByName("127.0.0.5"), () -> {}).refusal());
         assertEquals(10, a.pending());
-        assertTrue(a.enter(InetAddress.getByName("127.0.0.9"), () -> { }).refusal().contains("maxPendingHandshakes"));
+        assertTrue(
+                a.enter(InetAddress.getByName("127.0.0.9"), () -> {}).refusal().contains("maxPendingHandshakes"));
         // the deadline, on the clock: nothing before it, every one at it (once)
         now.addAndGet(cfg.timeout().toNanos() - 1);
         assertEquals(0, a.sweep());

@@ -1,5 +1,9 @@
 package dev.jrdma.connect;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.AddressHandle;
 import dev.jrdma.verbs.AhAttr;
@@ -14,18 +18,13 @@ import dev.jrdma.verbs.SharedReceiveQueue;
 import dev.jrdma.verbs.SrqAttr;
 import dev.jrdma.verbs.VerbsException;
 import dev.jrdma.verbs.WorkCompletion;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetAddress;
 import java.util.EnumSet;
 import java.util.Set;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * Issue 8 §5: a pool frees memory only after its region's deregistration succeeded. The protection domain here is
@@ -41,8 +40,9 @@ class BufferPoolTest {
 
     @Test
     void memoryWhoseDeregistrationFailsIsKeptAndCounted() throws Exception {
-        try (Context ctx = Devices.forLocalAddress(InetAddress.getByName(TestSupport.HOST), TestSupport.DEVICE).open();
-             ProtectionDomain real = ctx.allocPd()) {
+        try (Context ctx = Devices.forLocalAddress(InetAddress.getByName(TestSupport.HOST), TestSupport.DEVICE)
+                        .open();
+                ProtectionDomain real = ctx.allocPd()) {
             DeregFails pd = new DeregFails(real);
             BufferPool pool = new BufferPool(pd, 4096, EnumSet.of(Access.LOCAL_WRITE));
             RegisteredBuffer slice = pool.allocate(64);
@@ -79,35 +79,99 @@ class BufferPoolTest {
             this.real = real;
         }
 
-        @Override public Context context() { return real.context(); }
+        @Override
+        public Context context() {
+            return real.context();
+        }
 
         @Override
         public MemoryRegion registerMemory(MemorySegment segment, Set<Access> access) {
             MemoryRegion mr = real.registerMemory(segment, access);
             registered = mr;
             return new MemoryRegion() {
-                @Override public ProtectionDomain pd() { return DeregFails.this; }
-                @Override public MemorySegment segment() { return mr.segment(); }
-                @Override public long address() { return mr.address(); }
-                @Override public long length() { return mr.length(); }
-                @Override public int lkey() { return mr.lkey(); }
-                @Override public int rkey() { return mr.rkey(); }
-                @Override public Set<Access> access() { return mr.access(); }
-                @Override public boolean isClosed() { return mr.isClosed(); }
+                @Override
+                public ProtectionDomain pd() {
+                    return DeregFails.this;
+                }
+
+                @Override
+                public MemorySegment segment() {
+                    return mr.segment();
+                }
+
+                @Override
+                public long address() {
+                    return mr.address();
+                }
+
+                @Override
+                public long length() {
+                    return mr.length();
+                }
+
+                @Override
+                public int lkey() {
+                    return mr.lkey();
+                }
+
+                @Override
+                public int rkey() {
+                    return mr.rkey();
+                }
+
+                @Override
+                public Set<Access> access() {
+                    return mr.access();
+                }
+
+                @Override
+                public boolean isClosed() {
+                    return mr.isClosed();
+                }
 
                 @Override
                 public void close() {
-                    throw new VerbsException("ibv_dereg_mr", VerbsException.EBUSY, "a memory window is still bound to the region (the test's fault)");
+                    throw new VerbsException(
+                            "ibv_dereg_mr",
+                            VerbsException.EBUSY,
+                            "a memory window is still bound to the region (the test's fault)");
                 }
             };
         }
 
-        @Override public QueuePair createQueuePair(QpInitAttr attr) { return real.createQueuePair(attr); }
-        @Override public SharedReceiveQueue createSrq(SrqAttr attr) { return real.createSrq(attr); }
-        @Override public AddressHandle createAddressHandle(AhAttr attr) { return real.createAddressHandle(attr); }
-        @Override public AddressHandle createAddressHandleFromWc(WorkCompletion wc, MemorySegment grh, int port) { return real.createAddressHandleFromWc(wc, grh, port); }
-        @Override public MemoryWindow allocMemoryWindow(MwType type) { return real.allocMemoryWindow(type); }
-        @Override public boolean isClosed() { return real.isClosed(); }
-        @Override public void close() { real.close(); }
+        @Override
+        public QueuePair createQueuePair(QpInitAttr attr) {
+            return real.createQueuePair(attr);
+        }
+
+        @Override
+        public SharedReceiveQueue createSrq(SrqAttr attr) {
+            return real.createSrq(attr);
+        }
+
+        @Override
+        public AddressHandle createAddressHandle(AhAttr attr) {
+            return real.createAddressHandle(attr);
+        }
+
+        @Override
+        public AddressHandle createAddressHandleFromWc(WorkCompletion wc, MemorySegment grh, int port) {
+            return real.createAddressHandleFromWc(wc, grh, port);
+        }
+
+        @Override
+        public MemoryWindow allocMemoryWindow(MwType type) {
+            return real.allocMemoryWindow(type);
+        }
+
+        @Override
+        public boolean isClosed() {
+            return real.isClosed();
+        }
+
+        @Override
+        public void close() {
+            real.close();
+        }
     }
 }

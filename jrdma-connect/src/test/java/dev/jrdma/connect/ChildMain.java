@@ -19,12 +19,20 @@ public final class ChildMain {
         System.setProperty("jrdma.connect.rnrRetry", "0");
         String mode = args[0], host = args[1];
         int port = Integer.parseInt(args[2]);
-        EndpointConfig cfg = EndpointConfig.builder().localAddress(args[3]).timeout(Duration.ofSeconds(10)).retryConnect(true)
-                .slabSize(1 << 16).recvQueueDepth(4).sendQueueDepth(8).cqSize(256).build();
+        EndpointConfig cfg = EndpointConfig.builder()
+                .localAddress(args[3])
+                .timeout(Duration.ofSeconds(10))
+                .retryConnect(true)
+                .slabSize(1 << 16)
+                .recvQueueDepth(4)
+                .sendQueueDepth(8)
+                .cqSize(256)
+                .build();
         switch (mode) {
             case "lock" -> {
                 int iterations = Integer.parseInt(args[4]);
-                try (Endpoint ep = Endpoint.connect(host, port, cfg); RegisteredBuffer local = ep.pool().allocate(8)) {
+                try (Endpoint ep = Endpoint.connect(host, port, cfg);
+                        RegisteredBuffer local = ep.pool().allocate(8)) {
                     RemoteBuffer shared = ep.peerExport();
                     RemoteLock lock = new RemoteLock(ep, shared.slice(0, 8));
                     for (int i = 0; i < iterations; i++) {
@@ -40,8 +48,10 @@ public final class ChildMain {
                         }
                     }
                     ep.sendSync("done".getBytes());
-                    // the server's ack (everything arrived) comes once every child is done: wait as long as the test waits
-                    // for the slowest (the children start as separate JVMs, seconds apart on a loaded machine). With 10 s, a
+                    // the server's ack (everything arrived) comes once every child is done: wait as long as the test
+                    // waits
+                    // for the slowest (the children start as separate JVMs, seconds apart on a loaded machine). With 10
+                    // s, a
                     // child that finished more than 10 s before a sibling left early and the test's ack to it failed
                     ep.receive(Duration.ofSeconds(100));
                 }
@@ -68,9 +78,14 @@ public final class ChildMain {
 
     static Process start(String... args) throws java.io.IOException {
         String javaBin = ProcessHandle.current().info().command().orElse(System.getProperty("java.home") + "/bin/java");
-        java.util.List<String> cmd = new java.util.ArrayList<>(java.util.List.of(javaBin, "--enable-native-access=ALL-UNNAMED",
-                "-Djrdma.soft.port=" + dev.jrdma.soft.SoftProvider.configuredPort(), // this JVM's devices' port (tests: a free one)
-                "-cp", System.getProperty("java.class.path"), ChildMain.class.getName()));
+        java.util.List<String> cmd = new java.util.ArrayList<>(java.util.List.of(
+                javaBin,
+                "--enable-native-access=ALL-UNNAMED",
+                "-Djrdma.soft.port="
+                        + dev.jrdma.soft.SoftProvider.configuredPort(), // this JVM's devices' port (tests: a free one)
+                "-cp",
+                System.getProperty("java.class.path"),
+                ChildMain.class.getName()));
         cmd.addAll(java.util.List.of(args));
         return new ProcessBuilder(cmd).redirectErrorStream(true).start();
     }

@@ -1,23 +1,22 @@
 package dev.jrdma.connect;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import dev.jrdma.cm.CmEvent;
 import dev.jrdma.cm.CmEventChannel;
 import dev.jrdma.cm.CmEventType;
 import dev.jrdma.cm.CmId;
 import dev.jrdma.cm.ConnParam;
 import dev.jrdma.cm.PortSpace;
-import org.junit.jupiter.api.Assumptions;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
-import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * A server on rdma_cm under a client that stalls its handshake (it takes the server's answer and never confirms):
@@ -31,7 +30,9 @@ class CmServerTest {
     }
 
     private static EndpointConfig.Builder cmConfig() {
-        Assumptions.assumeTrue(TestSupport.DEVICE != null && CmEventChannel.unavailableReason().isEmpty(), "needs rdma_cm and a kernel RDMA device");
+        Assumptions.assumeTrue(
+                TestSupport.DEVICE != null && CmEventChannel.unavailableReason().isEmpty(),
+                "needs rdma_cm and a kernel RDMA device");
         // the stalled handshake lasts until this deadline: long enough that a serial acceptor could not hide it
         return TestSupport.config().connectionManager(ConnectionManager.RDMA_CM).timeout(Duration.ofSeconds(60));
     }
@@ -41,16 +42,20 @@ class CmServerTest {
         final CmEventChannel ch = CmEventChannel.create();
         final CmId id = CmId.create(ch, PortSpace.TCP);
 
-        StallingClient() throws Exception {
-        }
+        StallingClient() throws Exception {}
 
         CmEvent connect(EndpointConfig cfg, int port) throws Exception {
             id.resolveAddress(null, new InetSocketAddress(TestSupport.HOST, port), Duration.ofSeconds(30));
             assertEquals(CmEventType.ADDR_RESOLVED, next().type());
             id.resolveRoute(Duration.ofSeconds(30));
             assertEquals(CmEventType.ROUTE_RESOLVED, next().type());
-            id.connect(new ConnParam().privateData(CmConnector.hello(cfg, null)).qpNum(0x123).responderResources(1).initiatorDepth(1)
-                    .retryCount(7).rnrRetryCount(7));
+            id.connect(new ConnParam()
+                    .privateData(CmConnector.hello(cfg, null))
+                    .qpNum(0x123)
+                    .responderResources(1)
+                    .initiatorDepth(1)
+                    .retryCount(7)
+                    .rnrRetryCount(7));
             return next();
         }
 
@@ -79,14 +84,23 @@ class CmServerTest {
                 }
             });
             try (StallingClient stall = new StallingClient()) {
-                assertEquals(CmEventType.CONNECT_RESPONSE, stall.connect(cfg, server.port()).type(), "the server answered the request");
+                assertEquals(
+                        CmEventType.CONNECT_RESPONSE,
+                        stall.connect(cfg, server.port()).type(),
+                        "the server answered the request");
                 // the server now waits for the stalled client's confirmation until its deadline; a second client is
                 // set up meanwhile
                 try (Endpoint good = Endpoint.connect(TestSupport.HOST, server.port(), cfg)) {
                     Endpoint serverSide = accepted.get(120, java.util.concurrent.TimeUnit.SECONDS);
-                    assertEquals(1, server.pendingHandshakes(), "the stalled handshake is still in progress while the other client is served");
+                    assertEquals(
+                            1,
+                            server.pendingHandshakes(),
+                            "the stalled handshake is still in progress while the other client is served");
                     good.sendSync("after the stall".getBytes());
-                    assertEquals("after the stall", new String(serverSide.receive(Duration.ofSeconds(30)).bytes()));
+                    assertEquals(
+                            "after the stall",
+                            new String(
+                                    serverSide.receive(Duration.ofSeconds(30)).bytes()));
                     serverSide.close();
                 }
             }
@@ -105,8 +119,13 @@ class CmServerTest {
                 }
             });
             try (StallingClient stall = new StallingClient()) {
-                assertEquals(CmEventType.CONNECT_RESPONSE, stall.connect(cfg, server.port()).type());
-                RdmaConnectException e = assertThrows(RdmaConnectException.class, () -> Endpoint.connect(TestSupport.HOST, server.port(), cfg).close());
+                assertEquals(
+                        CmEventType.CONNECT_RESPONSE,
+                        stall.connect(cfg, server.port()).type());
+                RdmaConnectException e = assertThrows(
+                        RdmaConnectException.class,
+                        () -> Endpoint.connect(TestSupport.HOST, server.port(), cfg)
+                                .close());
                 assertEquals(RdmaConnectException.Reason.REJECTED, e.reason(), e::getMessage);
                 assertTrue(e.getMessage().contains("maxPendingHandshakes"), e.getMessage());
             }

@@ -1,18 +1,17 @@
 package dev.jrdma.connect;
 
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-
-import java.nio.charset.StandardCharsets;
-import java.time.Duration;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
-
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /** The completion thread serves every endpoint of a group: one endpoint's failure on it ends that endpoint only. */
 @Timeout(60)
@@ -42,7 +41,7 @@ class CompletionThreadTest {
                 }
             });
             try (Endpoint clientA = Endpoint.connect(TestSupport.HOST, server.port(), cfg);
-                 Endpoint serverA = first.get(10, TimeUnit.SECONDS)) {
+                    Endpoint serverA = first.get(10, TimeUnit.SECONDS)) {
                 CompletableFuture<Endpoint> second = CompletableFuture.supplyAsync(() -> {
                     try {
                         return accept(server);
@@ -51,7 +50,7 @@ class CompletionThreadTest {
                     }
                 });
                 try (Endpoint clientB = Endpoint.connect(TestSupport.HOST, server.port(), cfg);
-                     Endpoint serverB = second.get(10, TimeUnit.SECONDS)) {
+                        Endpoint serverB = second.get(10, TimeUnit.SECONDS)) {
                     assertTrue(serverA.group() == serverB.group(), "both on the server's one completion thread");
                     serverA.onReceive(m -> {
                         throw new HandlerBug("bug in the application's handler");

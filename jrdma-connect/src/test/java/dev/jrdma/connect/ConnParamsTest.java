@@ -1,23 +1,23 @@
 package dev.jrdma.connect;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import dev.jrdma.verbs.Gid;
 import dev.jrdma.verbs.Mtu;
-import org.junit.jupiter.api.Test;
-
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
 
 class ConnParamsTest {
-    private static final ConnParams P = new ConnParams(0x7f00_1234_5678L, 0xCAFE01, 0x11, 0, Gid.parse("::ffff:127.0.0.2"), 0xABCDEF, Mtu.MTU_1024);
+    private static final ConnParams P =
+            new ConnParams(0x7f00_1234_5678L, 0xCAFE01, 0x11, 0, Gid.parse("::ffff:127.0.0.2"), 0xABCDEF, Mtu.MTU_1024);
 
     private static byte[] encode(ConnParams p) throws IOException {
         ByteArrayOutputStream b = new ByteArrayOutputStream();
@@ -58,13 +58,19 @@ class ConnParamsTest {
     void rangesAreChecked() throws IOException {
         byte[] b = encode(P);
         ByteBuffer.wrap(b).putInt(18, 0x1000000); // QPN beyond 24 bits
-        assertTrue(assertThrows(RdmaConnectException.class, () -> decode(b)).getMessage().contains("24 bits"));
+        assertTrue(assertThrows(RdmaConnectException.class, () -> decode(b))
+                .getMessage()
+                .contains("24 bits"));
         byte[] c = encode(P);
         c[c.length - 1] = 9; // MTU code
-        assertTrue(assertThrows(RdmaConnectException.class, () -> decode(c)).getMessage().contains("MTU code 9"));
+        assertTrue(assertThrows(RdmaConnectException.class, () -> decode(c))
+                .getMessage()
+                .contains("MTU code 9"));
         byte[] d = encode(P);
         ByteBuffer.wrap(d).putInt(40, 0x2000000); // PSN
-        assertTrue(assertThrows(RdmaConnectException.class, () -> decode(d)).getMessage().contains("PSN"));
+        assertTrue(assertThrows(RdmaConnectException.class, () -> decode(d))
+                .getMessage()
+                .contains("PSN"));
         byte[] t = encode(P);
         assertThrows(java.io.EOFException.class, () -> decode(java.util.Arrays.copyOf(t, 20)));
     }

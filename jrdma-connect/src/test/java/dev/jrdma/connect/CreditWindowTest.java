@@ -1,10 +1,10 @@
 package dev.jrdma.connect;
 
-import org.junit.jupiter.api.Test;
-
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.Test;
 
 /** Credit flow control as a unit: what each side may send, and when credits go back. */
 class CreditWindowTest {

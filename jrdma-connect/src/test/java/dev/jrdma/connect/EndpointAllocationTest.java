@@ -1,15 +1,14 @@
 package dev.jrdma.connect;
 
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.management.ManagementFactory;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * The steady-state send path of an {@link Endpoint} allocates only the future that {@code send} returns (the public
@@ -25,7 +24,8 @@ class EndpointAllocationTest {
     }
 
     private static long allocated(Thread t) {
-        return ((com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean()).getThreadAllocatedBytes(t.threadId());
+        return ((com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean())
+                .getThreadAllocatedBytes(t.threadId());
     }
 
     /**
@@ -67,8 +67,10 @@ class EndpointAllocationTest {
             RegisteredBuffer buf = sender.pool().allocate(256);
             CompletableFuture<?>[] inFlight = new CompletableFuture<?>[WINDOW];
             sends(sender, buf, 10_000, inFlight); // warm up (JIT, spare operations, the pools' free lists)
-            // the handler may still be behind the last acknowledged sends: each window starts once every earlier message
-            // arrived, so that it counts its own (else up to the peer's credits of the warm-up count in the first window)
+            // the handler may still be behind the last acknowledged sends: each window starts once every earlier
+            // message
+            // arrived, so that it counts its own (else up to the peer's credits of the warm-up count in the first
+            // window)
             awaitReceived(received, 10_000);
             Thread completions = sender.group().completionThread();
             Thread peerCompletions = p.serverSide().group().completionThread();
@@ -76,30 +78,42 @@ class EndpointAllocationTest {
             // the best of a few windows: interpreted or freshly compiled code allocates on a loaded machine
             long best = Long.MAX_VALUE, bestCompletions = Long.MAX_VALUE, bestPeer = Long.MAX_VALUE;
             for (int window = 0; window < 4; window++) {
-                long me0 = allocated(Thread.currentThread()), c0 = allocated(completions), r0 = allocated(peerCompletions);
+                long me0 = allocated(Thread.currentThread()),
+                        c0 = allocated(completions),
+                        r0 = allocated(peerCompletions);
                 long got0 = received.get();
                 sends(sender, buf, n, inFlight);
                 long me = allocated(Thread.currentThread()) - me0, c = allocated(completions) - c0;
                 awaitReceived(received, got0 + n);
                 long r = allocated(peerCompletions) - r0;
-                System.out.printf("window %d: %d sends of 256 B: sending thread %.1f B/send, sender's completion thread %.1f B/send,"
-                        + " receiver's completion thread %.1f B/message%n", window, n, (double) me / n, (double) c / n, (double) r / n);
+                System.out.printf(
+                        "window %d: %d sends of 256 B: sending thread %.1f B/send, sender's completion thread %.1f B/send,"
+                                + " receiver's completion thread %.1f B/message%n",
+                        window, n, (double) me / n, (double) c / n, (double) r / n);
                 best = Math.min(best, me);
                 bestCompletions = Math.min(bestCompletions, c);
                 bestPeer = Math.min(bestPeer, r);
             }
-            // measured on this machine, 256-byte sends 4 in flight, best of 5 windows of 20,000 (the test takes 4 of 10,000): before the ops were
+            // measured on this machine, 256-byte sends 4 in flight, best of 5 windows of 20,000 (the test takes 4 of
+            // 10,000): before the ops were
             // reused and described lazily, 224 B per send on the sending thread (an Op, its description "send of 256
             // bytes" built per send, the future), 80-92 B on the sender's completion thread (a task and a list per
             // completion, plus its waits), 409-421 B per message on the receiver's; after, 24 B (the future alone: a
             // CompletableFuture is 24 bytes with compressed references), 30-48 B and 350-368 B
-            assertTrue(best <= 40L * n, "the sending thread allocated " + (double) best / n + " bytes per send (more than the future it returns)");
+            assertTrue(
+                    best <= 40L * n,
+                    "the sending thread allocated " + (double) best / n
+                            + " bytes per send (more than the future it returns)");
             // what is left on the completion thread is its wait for the next completion event (the event channel's
             // condition wait, per wake-up, not per operation): nothing per completion
-            assertTrue(bestCompletions <= 64L * n, "the sender's completion thread allocated " + (double) bestCompletions / n + " bytes per send");
+            assertTrue(
+                    bestCompletions <= 64L * n,
+                    "the sender's completion thread allocated " + (double) bestCompletions / n + " bytes per send");
             // the receiver allocates what the API hands out per message, its bytes (256 + 16) and the Message, and the
             // task that runs the handler; its credit updates back to the sender reuse their operations
-            assertTrue(bestPeer <= (256 + 16 + 112L) * n, "the receiver's completion thread allocated " + (double) bestPeer / n + " bytes per message");
+            assertTrue(
+                    bestPeer <= (256 + 16 + 112L) * n,
+                    "the receiver's completion thread allocated " + (double) bestPeer / n + " bytes per message");
             buf.close();
         }
     }

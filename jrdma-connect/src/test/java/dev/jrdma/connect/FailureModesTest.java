@@ -1,7 +1,8 @@
 package dev.jrdma.connect;
 
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
@@ -12,10 +13,8 @@ import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /** Every way connection set-up can fail ends within its timeout, with the right reason and a message that says so. */
 @Timeout(30)
@@ -26,7 +25,8 @@ class FailureModesTest {
         return TestSupport.config().timeout(T).build();
     }
 
-    private static RdmaConnectException connectFails(String host, int port, EndpointConfig cfg, RdmaConnectException.Reason reason, String text) {
+    private static RdmaConnectException connectFails(
+            String host, int port, EndpointConfig cfg, RdmaConnectException.Reason reason, String text) {
         long t0 = System.nanoTime();
         RdmaConnectException e = assertThrows(RdmaConnectException.class, () -> Endpoint.connect(host, port, cfg));
         long ms = (System.nanoTime() - t0) / 1_000_000;
@@ -44,14 +44,22 @@ class FailureModesTest {
 
     @Test
     void nothingListening() throws Exception {
-        connectFails("127.0.0.1", freePort(), cfg(), RdmaConnectException.Reason.NOTHING_LISTENING, "nothing is listening");
+        connectFails(
+                "127.0.0.1", freePort(), cfg(), RdmaConnectException.Reason.NOTHING_LISTENING, "nothing is listening");
     }
 
     @Test
     void nothingListeningWithRetryStillEndsAtTheTimeout() throws Exception {
         long t0 = System.nanoTime();
-        RdmaConnectException e = assertThrows(RdmaConnectException.class,
-                () -> Endpoint.connect("127.0.0.1", freePort(), TestSupport.config().timeout(Duration.ofMillis(700)).retryConnect(true).build()));
+        RdmaConnectException e = assertThrows(
+                RdmaConnectException.class,
+                () -> Endpoint.connect(
+                        "127.0.0.1",
+                        freePort(),
+                        TestSupport.config()
+                                .timeout(Duration.ofMillis(700))
+                                .retryConnect(true)
+                                .build()));
         long ms = (System.nanoTime() - t0) / 1_000_000;
         assertEquals(RdmaConnectException.Reason.NOTHING_LISTENING, e.reason(), e.getMessage());
         assertTrue(ms >= 600 && ms < 2000, "took " + ms + " ms");
@@ -62,7 +70,8 @@ class FailureModesTest {
         try (ServerSocket silent = new ServerSocket(0, 10, InetAddress.getLoopbackAddress())) {
             // the kernel completes the TCP connect from the backlog; nobody ever answers the handshake
             long t0 = System.nanoTime();
-            RdmaConnectException e = connectFails("127.0.0.1", silent.getLocalPort(), cfg(), RdmaConnectException.Reason.TIMEOUT, "did not answer");
+            RdmaConnectException e = connectFails(
+                    "127.0.0.1", silent.getLocalPort(), cfg(), RdmaConnectException.Reason.TIMEOUT, "did not answer");
             assertTrue((System.nanoTime() - t0) / 1_000_000 >= T.toMillis() - 100);
         }
     }
@@ -77,7 +86,12 @@ class FailureModesTest {
                     // test side
                 }
             });
-            connectFails("127.0.0.1", fake.getLocalPort(), cfg(), RdmaConnectException.Reason.PEER_GONE, "closed the connection during the handshake");
+            connectFails(
+                    "127.0.0.1",
+                    fake.getLocalPort(),
+                    cfg(),
+                    RdmaConnectException.Reason.PEER_GONE,
+                    "closed the connection during the handshake");
         }
     }
 
@@ -96,14 +110,20 @@ class FailureModesTest {
                     // test side
                 }
             });
-            connectFails("127.0.0.1", fake.getLocalPort(), cfg(), RdmaConnectException.Reason.VERSION_MISMATCH, "speaks handshake version 99");
+            connectFails(
+                    "127.0.0.1",
+                    fake.getLocalPort(),
+                    cfg(),
+                    RdmaConnectException.Reason.VERSION_MISMATCH,
+                    "speaks handshake version 99");
         }
     }
 
     @Test
     void clientOfAnotherVersionIsToldWhy() throws Exception {
         try (ServerEndpoint server = ServerEndpoint.bind(TestSupport.server(), cfg())) {
-            CompletableFuture<Void> accepting = CompletableFuture.runAsync(() -> assertThrows(RdmaConnectException.class, () -> server.accept(Duration.ofMillis(1200))));
+            CompletableFuture<Void> accepting = CompletableFuture.runAsync(
+                    () -> assertThrows(RdmaConnectException.class, () -> server.accept(Duration.ofMillis(1200))));
             try (Socket s = new Socket("127.0.0.1", server.port())) {
                 DataOutputStream out = new DataOutputStream(s.getOutputStream());
                 out.writeInt(Endpoint.HANDSHAKE_MAGIC);
@@ -116,7 +136,9 @@ class FailureModesTest {
                 assertTrue(in.readUTF().contains("client speaks handshake version 99"));
             }
             accepting.get();
-            assertEquals(RdmaConnectException.Reason.VERSION_MISMATCH, server.lastFailure().reason());
+            assertEquals(
+                    RdmaConnectException.Reason.VERSION_MISMATCH,
+                    server.lastFailure().reason());
         }
     }
 
@@ -131,25 +153,34 @@ class FailureModesTest {
                     // test side
                 }
             });
-            connectFails("127.0.0.1", fake.getLocalPort(), cfg(), RdmaConnectException.Reason.PROTOCOL_ERROR, "not a jrdma endpoint");
+            connectFails(
+                    "127.0.0.1",
+                    fake.getLocalPort(),
+                    cfg(),
+                    RdmaConnectException.Reason.PROTOCOL_ERROR,
+                    "not a jrdma endpoint");
         }
     }
 
     @Test
     void unknownHost() {
-        connectFails("no-such-host.invalid", 4000, cfg(), RdmaConnectException.Reason.ADDRESS_ERROR, "cannot resolve host");
+        connectFails(
+                "no-such-host.invalid", 4000, cfg(), RdmaConnectException.Reason.ADDRESS_ERROR, "cannot resolve host");
     }
 
     @Test
     void localAddressNotOnThisHost() throws Exception {
-        EndpointConfig c = TestSupport.config().timeout(T).localAddress("192.0.2.1").build();
-        connectFails("127.0.0.1", freePort(), c, RdmaConnectException.Reason.ADDRESS_ERROR, "not an address of this host");
+        EndpointConfig c =
+                TestSupport.config().timeout(T).localAddress("192.0.2.1").build();
+        connectFails(
+                "127.0.0.1", freePort(), c, RdmaConnectException.Reason.ADDRESS_ERROR, "not an address of this host");
     }
 
     @Test
     void rejectedByTheServer() throws Exception {
         try (ServerEndpoint server = ServerEndpoint.bind(TestSupport.server(), cfg())) {
-            server.filter((addr, priv) -> new String(priv, StandardCharsets.UTF_8).equals("let me in") ? null : "wrong password");
+            server.filter((addr, priv) ->
+                    new String(priv, StandardCharsets.UTF_8).equals("let me in") ? null : "wrong password");
             CompletableFuture<Endpoint> accepting = CompletableFuture.supplyAsync(() -> {
                 try {
                     return server.accept(Duration.ofSeconds(5));
@@ -157,11 +188,24 @@ class FailureModesTest {
                     throw new RuntimeException(e);
                 }
             });
-            connectFails("127.0.0.1", server.port(), TestSupport.config().timeout(T).privateData("guess".getBytes(StandardCharsets.UTF_8)).build(),
-                    RdmaConnectException.Reason.REJECTED, "rejected the connection: wrong password");
+            connectFails(
+                    "127.0.0.1",
+                    server.port(),
+                    TestSupport.config()
+                            .timeout(T)
+                            .privateData("guess".getBytes(StandardCharsets.UTF_8))
+                            .build(),
+                    RdmaConnectException.Reason.REJECTED,
+                    "rejected the connection: wrong password");
             // the server keeps accepting: the right private data gets in
-            try (Endpoint ok = Endpoint.connect("127.0.0.1", server.port(), TestSupport.config().timeout(T).privateData("let me in".getBytes(StandardCharsets.UTF_8)).build());
-                 Endpoint accepted = accepting.get()) {
+            try (Endpoint ok = Endpoint.connect(
+                            "127.0.0.1",
+                            server.port(),
+                            TestSupport.config()
+                                    .timeout(T)
+                                    .privateData("let me in".getBytes(StandardCharsets.UTF_8))
+                                    .build());
+                    Endpoint accepted = accepting.get()) {
                 assertEquals("let me in", new String(accepted.peerPrivateData(), StandardCharsets.UTF_8));
                 assertTrue(ok.isConnected());
             }
@@ -172,7 +216,8 @@ class FailureModesTest {
     void acceptWithoutClientTimesOut() throws Exception {
         try (ServerEndpoint server = ServerEndpoint.bind(TestSupport.server(), cfg())) {
             long t0 = System.nanoTime();
-            RdmaConnectException e = assertThrows(RdmaConnectException.class, () -> server.accept(Duration.ofMillis(300)));
+            RdmaConnectException e =
+                    assertThrows(RdmaConnectException.class, () -> server.accept(Duration.ofMillis(300)));
             assertEquals(RdmaConnectException.Reason.TIMEOUT, e.reason());
             assertTrue((System.nanoTime() - t0) / 1_000_000 < 1500);
         }
@@ -180,7 +225,8 @@ class FailureModesTest {
 
     @Test
     void listenOnForeignAddress() {
-        RdmaConnectException e = assertThrows(RdmaConnectException.class, () -> ServerEndpoint.bind(new InetSocketAddress("192.0.2.1", 0), cfg()));
+        RdmaConnectException e = assertThrows(
+                RdmaConnectException.class, () -> ServerEndpoint.bind(new InetSocketAddress("192.0.2.1", 0), cfg()));
         assertEquals(RdmaConnectException.Reason.ADDRESS_ERROR, e.reason());
     }
 }

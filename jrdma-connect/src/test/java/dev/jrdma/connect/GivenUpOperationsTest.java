@@ -1,14 +1,13 @@
 package dev.jrdma.connect;
 
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * An operation given up (its timeout passed) may still be at the device: its atomic result or READ response can
@@ -18,10 +17,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class GivenUpOperationsTest {
     @Test
     void anAtomicsResultBufferStaysOutOfThePoolUntilItsWorkRequestIsRetired() throws Exception {
-        try (TestSupport.Pair p = TestSupport.pair(TestSupport.configWithRights().build());
-             RegisteredBuffer word = p.serverSide().pool().allocate(64)) {
+        try (TestSupport.Pair p =
+                        TestSupport.pair(TestSupport.configWithRights().build());
+                RegisteredBuffer word = p.serverSide().pool().allocate(64)) {
             Endpoint c = p.clientSide();
-            RemoteBuffer granted = p.serverSide().grant(word, 0, 64, TestSupport.ALL_RIGHTS).remote();
+            RemoteBuffer granted =
+                    p.serverSide().grant(word, 0, 64, TestSupport.ALL_RIGHTS).remote();
             BufferPool results = c.group().messagePool();
             // hold the client's completion thread, so the atomic's completion is not seen before it is given up
             CountDownLatch release = TestSupport.holdCompletionThread(c);
@@ -32,7 +33,10 @@ class GivenUpOperationsTest {
             c.checkTimeouts(System.nanoTime() + TimeUnit.HOURS.toNanos(1));
             assertTrue(cas.isCompletedExceptionally(), "given up at its deadline");
             assertEquals(RdmaException.Kind.TIMEOUT, ((RdmaException) cas.exceptionNow()).kind());
-            assertEquals(before + 1, results.inUse(), "its work request is still at the device: the buffer must not go back yet");
+            assertEquals(
+                    before + 1,
+                    results.inUse(),
+                    "its work request is still at the device: the buffer must not go back yet");
             assertEquals(1, c.heldBuffers());
             release.countDown();
             // the completion (the result landed, or the flush after ERR) retires the work request: now it goes back

@@ -1,6 +1,8 @@
 package dev.jrdma.connect;
 
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
@@ -8,10 +10,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
 
 /** The close protocol as a unit: what goes over the control channel, once, and the drain and linger deadlines. */
 class GoodbyeTest {
@@ -40,12 +39,10 @@ class GoodbyeTest {
         }
 
         @Override
-        public void start(Endpoint ep) {
-        }
+        public void start(Endpoint ep) {}
 
         @Override
-        public void close() {
-        }
+        public void close() {}
     }
 
     @Test
@@ -112,13 +109,16 @@ class GoodbyeTest {
         synchronized (lock) {
             assertTrue(Goodbye.await(lock, System.nanoTime() + TimeUnit.SECONDS.toNanos(10), g::isPeerAcknowledged));
         }
-        assertTrue(System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(5), "woke on the acknowledgement, not at the deadline");
+        assertTrue(
+                System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(5),
+                "woke on the acknowledgement, not at the deadline");
         peer.join();
 
         Goodbye silent = new Goodbye(Duration.ofSeconds(3));
         t0 = System.nanoTime();
         synchronized (lock) {
-            assertFalse(Goodbye.await(lock, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(100), silent::isPeerAcknowledged));
+            assertFalse(Goodbye.await(
+                    lock, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(100), silent::isPeerAcknowledged));
         }
         assertTrue(System.nanoTime() - t0 >= TimeUnit.MILLISECONDS.toNanos(100));
     }

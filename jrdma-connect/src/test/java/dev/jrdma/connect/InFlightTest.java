@@ -1,18 +1,17 @@
 package dev.jrdma.connect;
 
-import org.junit.jupiter.api.Test;
-
-import java.util.ArrayList;
-import java.util.HashSet;
-import java.util.List;
-import java.util.Set;
-
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
 
 /** Operations in flight: an array slot per send-queue entry, found again from the work request id. */
 class InFlightTest {
@@ -41,7 +40,7 @@ class InFlightTest {
         InFlight<String> ops = new InFlight<>(1);
         long old = ops.add("timed out");
         assertEquals("timed out", ops.remove(old)); // given up (a timeout)
-        long current = ops.add("current");          // the same slot, another id
+        long current = ops.add("current"); // the same slot, another id
         assertFalse(old == current);
         assertNull(ops.remove(old), "the stale completion must not complete the operation now in the slot");
         assertEquals("current", ops.remove(current));

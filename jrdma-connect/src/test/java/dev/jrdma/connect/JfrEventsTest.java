@@ -1,22 +1,21 @@
 package dev.jrdma.connect;
 
-import dev.jrdma.verbs.WcStatus;
-import jdk.jfr.Recording;
-import jdk.jfr.consumer.RecordedEvent;
-import jdk.jfr.consumer.RecordingFile;
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.jrdma.verbs.WcStatus;
 import java.io.IOException;
 import java.net.ServerSocket;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import jdk.jfr.Recording;
+import jdk.jfr.consumer.RecordedEvent;
+import jdk.jfr.consumer.RecordingFile;
+import org.junit.jupiter.api.Test;
 
 /** The flight-recorder events: set-ups (good and failed), an endpoint ended by an error, sampled operations. */
 class JfrEventsTest {
@@ -34,16 +33,20 @@ class JfrEventsTest {
             rec.enable("dev.jrdma.ConnectionError");
             rec.enable("dev.jrdma.Operation");
             rec.start();
-            try (TestSupport.Pair p = TestSupport.pair(TestSupport.configWithRights().build())) {
+            try (TestSupport.Pair p =
+                    TestSupport.pair(TestSupport.configWithRights().build())) {
                 clientQpn = p.clientSide().qpNum();
                 serverQpn = p.serverSide().qpNum();
                 for (int i = 0; i < 3; i++) {
                     p.clientSide().sendSync(new byte[100 + i]);
-                    assertEquals(100 + i, p.serverSide().receive(Duration.ofSeconds(10)).length());
+                    assertEquals(
+                            100 + i,
+                            p.serverSide().receive(Duration.ofSeconds(10)).length());
                 }
                 RegisteredBuffer local = p.clientSide().pool().allocate(64);
                 RemoteBuffer forged = new RemoteBuffer(local.address(), local.rkey() ^ 0x5A5A00, 64);
-                RdmaException e = assertThrows(RdmaException.class, () -> p.clientSide().writeSync(local, 0, forged, 0, 8));
+                RdmaException e =
+                        assertThrows(RdmaException.class, () -> p.clientSide().writeSync(local, 0, forged, 0, 8));
                 assertEquals(WcStatus.REM_ACCESS_ERR, e.status());
             }
             // a set-up that fails: nobody listens on that port
@@ -51,8 +54,15 @@ class JfrEventsTest {
             try (ServerSocket s = new ServerSocket(0)) {
                 closedPort = s.getLocalPort();
             }
-            assertThrows(RdmaConnectException.class,
-                    () -> Endpoint.connect(TestSupport.HOST, closedPort, TestSupport.config().timeout(Duration.ofSeconds(2)).build()).close());
+            assertThrows(
+                    RdmaConnectException.class,
+                    () -> Endpoint.connect(
+                                    TestSupport.HOST,
+                                    closedPort,
+                                    TestSupport.config()
+                                            .timeout(Duration.ofSeconds(2))
+                                            .build())
+                            .close());
             rec.stop();
             rec.dump(file);
         } finally {
@@ -61,8 +71,10 @@ class JfrEventsTest {
         List<RecordedEvent> events = read(file);
 
         List<RecordedEvent> setUps = of(events, "dev.jrdma.ConnectionSetup");
-        RecordedEvent client = only(setUps, e -> e.getBoolean("succeeded") && e.getString("role").equals("client"));
-        RecordedEvent server = only(setUps, e -> e.getBoolean("succeeded") && e.getString("role").equals("server"));
+        RecordedEvent client = only(
+                setUps, e -> e.getBoolean("succeeded") && e.getString("role").equals("client"));
+        RecordedEvent server = only(
+                setUps, e -> e.getBoolean("succeeded") && e.getString("role").equals("server"));
         assertEquals("tcp", client.getString("method"));
         assertEquals(clientQpn, client.getInt("localQpn"));
         assertEquals(serverQpn, client.getInt("remoteQpn"));
@@ -79,8 +91,12 @@ class JfrEventsTest {
         assertEquals("REM_ACCESS_ERR", error.getString("status"));
 
         List<RecordedEvent> ops = of(events, "dev.jrdma.Operation");
-        List<RecordedEvent> sends = ops.stream().filter(e -> e.getString("operation").equals("SEND") && e.getInt("localQpn") == clientQpn).toList();
-        assertEquals(List.of(100L, 101L, 102L), sends.stream().map(e -> e.getLong("bytes")).sorted().toList());
+        List<RecordedEvent> sends = ops.stream()
+                .filter(e -> e.getString("operation").equals("SEND") && e.getInt("localQpn") == clientQpn)
+                .toList();
+        assertEquals(
+                List.of(100L, 101L, 102L),
+                sends.stream().map(e -> e.getLong("bytes")).sorted().toList());
         assertTrue(sends.stream().allMatch(e -> e.getBoolean("succeeded")));
         RecordedEvent write = only(ops, e -> e.getString("operation").equals("WRITE"));
         assertFalse(write.getBoolean("succeeded"));
@@ -109,7 +125,8 @@ class JfrEventsTest {
             JfrEvents.operationSampling(1024);
         }
         long sends = of(read(file), "dev.jrdma.Operation").stream()
-                .filter(e -> e.getString("operation").equals("SEND") && e.getInt("localQpn") == clientQpn).count();
+                .filter(e -> e.getString("operation").equals("SEND") && e.getInt("localQpn") == clientQpn)
+                .count();
         assertEquals(10, sends, "sends recorded of 40 at one in 4");
     }
 
@@ -122,7 +139,9 @@ class JfrEventsTest {
     }
 
     private static List<RecordedEvent> of(List<RecordedEvent> events, String name) {
-        return events.stream().filter(e -> e.getEventType().getName().equals(name)).toList();
+        return events.stream()
+                .filter(e -> e.getEventType().getName().equals(name))
+                .toList();
     }
 
     private static RecordedEvent only(List<RecordedEvent> events, java.util.function.Predicate<RecordedEvent> p) {

@@ -1,7 +1,10 @@
 package dev.jrdma.connect;
 
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -15,12 +18,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 @Timeout(60)
 class MessagingTest {
@@ -48,7 +47,8 @@ class MessagingTest {
             assertEquals("zero-copy", s.receive(T).text());
             assertArrayEquals(big, s.receive(T).bytes());
             assertEquals(0, s.receive(T).length());
-            IllegalArgumentException tooBig = assertThrows(IllegalArgumentException.class, () -> c.send(new byte[4097]));
+            IllegalArgumentException tooBig =
+                    assertThrows(IllegalArgumentException.class, () -> c.send(new byte[4097]));
             assertTrue(tooBig.getMessage().contains("larger than the peer's receive buffers"));
         }
     }
@@ -89,7 +89,11 @@ class MessagingTest {
     @Test
     void creditsKeepAFastSenderFromCausingRnr() throws Exception {
         // 4 receive buffers per side and no RNR retries at all: one RNR NAK would fail the connection
-        EndpointConfig cfg = TestSupport.config().recvQueueDepth(4).sendQueueDepth(32).messageSize(256).build();
+        EndpointConfig cfg = TestSupport.config()
+                .recvQueueDepth(4)
+                .sendQueueDepth(32)
+                .messageSize(256)
+                .build();
         try (TestSupport.Pair p = TestSupport.pair(cfg)) {
             Endpoint c = p.clientSide(), s = p.serverSide();
             int n = 2000;
@@ -98,10 +102,12 @@ class MessagingTest {
             int[] next = {0};
             s.onReceive(m -> {
                 int v = ByteBuffer.wrap(m.bytes()).getInt();
-                if (v != next[0]) received.completeExceptionally(new AssertionError("got " + v + ", expected " + next[0]));
+                if (v != next[0])
+                    received.completeExceptionally(new AssertionError("got " + v + ", expected " + next[0]));
                 if (++next[0] == n) received.complete(null);
             });
-            for (int i = 0; i < n; i++) sends.add(c.send(ByteBuffer.allocate(64).putInt(i).array()));
+            for (int i = 0; i < n; i++)
+                sends.add(c.send(ByteBuffer.allocate(64).putInt(i).array()));
             CompletableFuture.allOf(sends.toArray(CompletableFuture[]::new)).get(30, TimeUnit.SECONDS);
             received.get(30, TimeUnit.SECONDS);
             assertTrue(c.isConnected() && s.isConnected());
@@ -114,16 +120,22 @@ class MessagingTest {
 
     @Test
     void writesWithImmediateAreFlowControlledToo() throws Exception {
-        EndpointConfig cfg = TestSupport.configWithRights().recvQueueDepth(3).sendQueueDepth(32).build();
+        EndpointConfig cfg = TestSupport.configWithRights()
+                .recvQueueDepth(3)
+                .sendQueueDepth(32)
+                .build();
         try (TestSupport.Pair p = TestSupport.pair(cfg);
-             RegisteredBuffer target = p.serverSide().pool().allocate(64);
-             RegisteredBuffer local = p.clientSide().pool().allocate(64)) {
-            RemoteBuffer granted = p.serverSide().grant(target, 0, 64, TestSupport.ALL_RIGHTS).remote();
+                RegisteredBuffer target = p.serverSide().pool().allocate(64);
+                RegisteredBuffer local = p.clientSide().pool().allocate(64)) {
+            RemoteBuffer granted =
+                    p.serverSide().grant(target, 0, 64, TestSupport.ALL_RIGHTS).remote();
             int n = 500;
             CompletableFuture<Void> all = new CompletableFuture<>();
             int[] next = {0};
             p.serverSide().onReceive(m -> {
-                if (m.immediate() != next[0]) all.completeExceptionally(new AssertionError("immediate " + m.immediate() + ", expected " + next[0]));
+                if (m.immediate() != next[0])
+                    all.completeExceptionally(
+                            new AssertionError("immediate " + m.immediate() + ", expected " + next[0]));
                 if (++next[0] == n) all.complete(null);
             });
             for (int i = 0; i < n; i++) p.clientSide().writeWithImmediate(local, 0, granted, 0, 8, i);
@@ -136,7 +148,8 @@ class MessagingTest {
     void clientsCanShareAGroup() throws Exception {
         EndpointConfig cfg = TestSupport.config().build();
         try (ServerEndpoint server = ServerEndpoint.bind(TestSupport.server(), cfg);
-             EndpointGroup shared = EndpointGroup.forLocalAddress(java.net.InetAddress.getByName("127.0.0.1"), cfg)) {
+                EndpointGroup shared =
+                        EndpointGroup.forLocalAddress(java.net.InetAddress.getByName("127.0.0.1"), cfg)) {
             List<Endpoint> accepted = new ArrayList<>();
             List<Endpoint> clients = new ArrayList<>();
             for (int i = 0; i < 3; i++) {
@@ -152,26 +165,29 @@ class MessagingTest {
             }
             for (int i = 0; i < 3; i++) {
                 assertTrue(clients.get(i).group() == shared);
-                clients.get(i).sendSync(new byte[]{(byte) i});
+                clients.get(i).sendSync(new byte[] {(byte) i});
                 assertEquals(i, accepted.get(i).receive(T).bytes()[0]);
             }
             clients.getFirst().close();
             assertTrue(clients.get(1).isConnected(), "closing one endpoint leaves the shared group working");
-            clients.get(1).sendSync(new byte[]{9});
+            clients.get(1).sendSync(new byte[] {9});
             assertEquals(9, accepted.get(1).receive(T).bytes()[0]);
         }
     }
 
     @Test
     void aPeerThatDoesNotConsumeHoldsTheSenderBackUntilTheTimeout() throws Exception {
-        EndpointConfig cfg = TestSupport.config().recvQueueDepth(2).timeout(Duration.ofMillis(800)).build();
+        EndpointConfig cfg = TestSupport.config()
+                .recvQueueDepth(2)
+                .timeout(Duration.ofMillis(800))
+                .build();
         try (TestSupport.Pair p = TestSupport.pair(cfg)) {
             Endpoint c = p.clientSide(), s = p.serverSide();
-            c.sendSync(new byte[]{1});
-            c.sendSync(new byte[]{2});
+            c.sendSync(new byte[] {1});
+            c.sendSync(new byte[] {2});
             assertEquals(0, c.sendCredits());
             long t0 = System.nanoTime();
-            CompletableFuture<Void> third = c.send(new byte[]{3});
+            CompletableFuture<Void> third = c.send(new byte[] {3});
             Thread.sleep(100);
             assertFalse(third.isDone(), "a send beyond the peer's free buffers must wait, not cause RNR");
             RdmaException e = assertThrows(RdmaException.class, () -> c.await(third));
@@ -182,7 +198,7 @@ class MessagingTest {
             // once the receiver consumes, credits flow back and sending resumes
             assertEquals(1, s.receive(T).bytes()[0]);
             assertEquals(2, s.receive(T).bytes()[0]);
-            c.sendSync(new byte[]{4});
+            c.sendSync(new byte[] {4});
             assertEquals(4, s.receive(T).bytes()[0]);
         }
     }
@@ -203,9 +219,10 @@ class MessagingTest {
 
     @Test
     void busyPollMode() throws Exception {
-        try (TestSupport.Pair p = TestSupport.pair(TestSupport.config().pollMode(PollMode.BUSY).build())) {
+        try (TestSupport.Pair p =
+                TestSupport.pair(TestSupport.config().pollMode(PollMode.BUSY).build())) {
             for (int i = 0; i < 50; i++) {
-                p.clientSide().sendSync(new byte[]{(byte) i});
+                p.clientSide().sendSync(new byte[] {(byte) i});
                 assertEquals(i, p.serverSide().receive(T).bytes()[0]);
             }
         }
@@ -229,7 +246,8 @@ class MessagingTest {
                     accepted.add(a.get());
                 }
                 for (int i = 0; i < 4; i++) clients.get(i).send(("client " + i).getBytes(StandardCharsets.UTF_8));
-                for (int i = 0; i < 4; i++) assertEquals("client " + i, accepted.get(i).receive(T).text());
+                for (int i = 0; i < 4; i++)
+                    assertEquals("client " + i, accepted.get(i).receive(T).text());
                 // their receive slots come from the group's message pool, never from the application's pool
                 assertTrue(server.group().messagePool().slabCount() >= 1);
                 assertEquals(0, server.group().pool().slabCount());
@@ -242,7 +260,8 @@ class MessagingTest {
     @Test
     void bufferPoolSlicesSlabs() throws Exception {
         try (TestSupport.Pair p = TestSupport.pair(TestSupport.config().build())) {
-            BufferPool pool = new BufferPool(p.clientSide().group().pd(), 1 << 16, java.util.EnumSet.of(dev.jrdma.verbs.Access.LOCAL_WRITE));
+            BufferPool pool = new BufferPool(
+                    p.clientSide().group().pd(), 1 << 16, java.util.EnumSet.of(dev.jrdma.verbs.Access.LOCAL_WRITE));
             pool.allocate(64).close();
             int slabs = pool.slabCount();
             assertEquals(1, slabs);

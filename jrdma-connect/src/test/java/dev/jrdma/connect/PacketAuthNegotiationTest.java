@@ -44,17 +44,25 @@ class PacketAuthNegotiationTest {
             long before = qpsInTheMode(server.group());
             var accepted = TestSupport.acceptAsync(server, T.multipliedBy(2));
             try (Endpoint client = Endpoint.connect(TestSupport.HOST, server.port(), clientCfg);
-                 Endpoint serverSide = accepted.get(15, java.util.concurrent.TimeUnit.SECONDS)) {
+                    Endpoint serverSide = accepted.get(15, java.util.concurrent.TimeUnit.SECONDS)) {
                 talk(client, serverSide);
-                assertEquals(0, server.group().context().counters().getOrDefault("rx_bad_mac", 0L), "no packet of theirs was refused");
-                return new long[] {client.packetAuthenticated() ? 1 : 0, serverSide.packetAuthenticated() ? 1 : 0, qpsInTheMode(server.group()) - before};
+                assertEquals(
+                        0,
+                        server.group().context().counters().getOrDefault("rx_bad_mac", 0L),
+                        "no packet of theirs was refused");
+                return new long[] {
+                    client.packetAuthenticated() ? 1 : 0,
+                    serverSide.packetAuthenticated() ? 1 : 0,
+                    qpsInTheMode(server.group()) - before
+                };
             }
         }
     }
 
     /** Whether the device of {@link TestSupport#HOST} has the mode (the software device; not rxe). */
     private static boolean supported() {
-        try (EndpointGroup probe = EndpointGroup.forLocalAddress(InetAddress.getByName(TestSupport.HOST), TestSupport.config().build())) {
+        try (EndpointGroup probe = EndpointGroup.forLocalAddress(
+                InetAddress.getByName(TestSupport.HOST), TestSupport.config().build())) {
             return probe.context().supportsPacketAuth();
         } catch (java.net.UnknownHostException e) {
             throw new AssertionError(e);
@@ -63,24 +71,36 @@ class PacketAuthNegotiationTest {
 
     @Test
     void whenBothSidesSupportItTheModeIsOn() throws Exception {
-        assertFalse(TestSupport.config().build().packetAuth(), "off by default (opt-in: it costs a hash of every byte)");
+        assertFalse(
+                TestSupport.config().build().packetAuth(), "off by default (opt-in: it costs a hash of every byte)");
         EndpointConfig cfg = TestSupport.config().packetAuth(true).build();
         long[] r = connect(cfg, cfg);
         if (!supported()) { // rxe in the guest: plain RoCEv2, as before
             assertArrayEquals(new long[] {0, 0, 0}, r);
             return;
         }
-        assertArrayEquals(new long[] {1, 1, 2}, r, "both ends authenticated; both QPs (one device on loopback) moved into the mode");
+        assertArrayEquals(
+                new long[] {1, 1, 2},
+                r,
+                "both ends authenticated; both QPs (one device on loopback) moved into the mode");
     }
 
     @Test
     void aServerThatDoesNotAllowItGivesPlainMode() throws Exception {
-        assertArrayEquals(new long[] {0, 0, 0}, connect(TestSupport.config().packetAuth(false).build(), TestSupport.config().packetAuth(true).build()));
+        assertArrayEquals(
+                new long[] {0, 0, 0},
+                connect(
+                        TestSupport.config().packetAuth(false).build(),
+                        TestSupport.config().packetAuth(true).build()));
     }
 
     @Test
     void aClientThatDoesNotOfferItGetsPlainMode() throws Exception {
-        assertArrayEquals(new long[] {0, 0, 0}, connect(TestSupport.config().packetAuth(true).build(), TestSupport.config().packetAuth(false).build()));
+        assertArrayEquals(
+                new long[] {0, 0, 0},
+                connect(
+                        TestSupport.config().packetAuth(true).build(),
+                        TestSupport.config().packetAuth(false).build()));
     }
 
     /** A server of handshake version 1 (an older jrdma) refuses version 2: the client asks again with version 1, plain. */
@@ -100,34 +120,53 @@ class PacketAuthNegotiationTest {
                         out.writeInt(Endpoint.HANDSHAKE_MAGIC);
                         out.writeShort(1);
                         out.writeByte(Endpoint.VERDICT_VERSION);
-                        out.writeUTF("version mismatch: the client speaks handshake version " + v + ", this server version 1");
-                        out.flush(); // and closes with the rest of the HELLO unread, as Handshake.readHello of version 1 does (the
+                        out.writeUTF("version mismatch: the client speaks handshake version " + v
+                                + ", this server version 1");
+                        out.flush(); // and closes with the rest of the HELLO unread, as Handshake.readHello of
+                        // version 1 does (the
                         // reset comes after the refusal, which the client reads first: 300 of 300 on loopback)
                     } catch (java.io.IOException e) {
                         throw new java.io.UncheckedIOException(e);
                     }
                 }
             });
-            RdmaConnectException e = assertThrows(RdmaConnectException.class,
-                    () -> Endpoint.connect(TestSupport.HOST, fake.getLocalPort(), TestSupport.config().packetAuth(true).build()));
+            RdmaConnectException e = assertThrows(
+                    RdmaConnectException.class,
+                    () -> Endpoint.connect(
+                            TestSupport.HOST,
+                            fake.getLocalPort(),
+                            TestSupport.config().packetAuth(true).build()));
             server.get(30, java.util.concurrent.TimeUnit.SECONDS);
             assertEquals(RdmaConnectException.Reason.PEER_GONE, e.reason(), e.getMessage());
             assertEquals(1, (int) versions.getLast(), "the last HELLO is of version 1: " + versions);
-            assertEquals(supported() ? List.of(2, 1) : List.of(1), versions, "a device with the mode offers it first, then asks again without");
+            assertEquals(
+                    supported() ? List.of(2, 1) : List.of(1),
+                    versions,
+                    "a device with the mode offers it first, then asks again without");
         }
     }
 
     @Test
     void bothSidesDeriveOneKeyThatTheHandshakeDoesNotShow() throws Exception {
-        PacketAuthAgreement client = new PacketAuthAgreement(), server = new PacketAuthAgreement(), observer = new PacketAuthAgreement();
+        PacketAuthAgreement client = new PacketAuthAgreement(),
+                server = new PacketAuthAgreement(),
+                observer = new PacketAuthAgreement();
         byte[] c = client.key(server.publicKey, 0x12, 0x34, client.publicKey, server.publicKey);
         byte[] s = server.key(client.publicKey, 0x12, 0x34, client.publicKey, server.publicKey);
         assertEquals(PacketAuthAgreement.KEY_BYTES, c.length);
         assertArrayEquals(c, s);
-        assertFalse(java.util.Arrays.equals(c, client.key(server.publicKey, 0x12, 0x35, client.publicKey, server.publicKey)), "bound to the QP numbers");
-        assertFalse(java.util.Arrays.equals(c, observer.key(server.publicKey, 0x12, 0x34, client.publicKey, server.publicKey)), "another private key, another key");
-        RdmaConnectException e = assertThrows(RdmaConnectException.class,
-                () -> client.key(new byte[32], 0x12, 0x34, client.publicKey, new byte[32])); // u = 0: a point of small order
+        assertFalse(
+                java.util.Arrays.equals(
+                        c, client.key(server.publicKey, 0x12, 0x35, client.publicKey, server.publicKey)),
+                "bound to the QP numbers");
+        assertFalse(
+                java.util.Arrays.equals(
+                        c, observer.key(server.publicKey, 0x12, 0x34, client.publicKey, server.publicKey)),
+                "another private key, another key");
+        RdmaConnectException e = assertThrows(
+                RdmaConnectException.class,
+                () -> client.key(
+                        new byte[32], 0x12, 0x34, client.publicKey, new byte[32])); // u = 0: a point of small order
         assertEquals(RdmaConnectException.Reason.PROTOCOL_ERROR, e.reason());
     }
 }

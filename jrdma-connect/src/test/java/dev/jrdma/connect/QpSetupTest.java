@@ -1,20 +1,19 @@
 package dev.jrdma.connect;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.QpAttr;
 import dev.jrdma.verbs.QpInitAttr;
 import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.QueuePair;
-import org.junit.jupiter.api.Test;
-
 import java.net.InetAddress;
 import java.util.EnumSet;
 import java.util.Set;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertNotEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
 
 /** Set-up as a unit: two QPs of one device brought to RTS from each other's announced parameters. */
 class QpSetupTest {
@@ -26,8 +25,16 @@ class QpSetupTest {
     void bothQpsReachRtsTowardsEachOtherWithOnlyTheConfiguredRights() throws Exception {
         EndpointConfig cfg = TestSupport.config().build();
         try (EndpointGroup group = EndpointGroup.forLocalAddress(InetAddress.getByName(TestSupport.HOST), cfg);
-             QueuePair a = group.pd().createQueuePair(QpInitAttr.builder(group.cq()).maxSendWr(4).maxRecvWr(4).build());
-             QueuePair b = group.pd().createQueuePair(QpInitAttr.builder(group.cq()).maxSendWr(4).maxRecvWr(4).build())) {
+                QueuePair a = group.pd()
+                        .createQueuePair(QpInitAttr.builder(group.cq())
+                                .maxSendWr(4)
+                                .maxRecvWr(4)
+                                .build());
+                QueuePair b = group.pd()
+                        .createQueuePair(QpInitAttr.builder(group.cq())
+                                .maxSendWr(4)
+                                .maxRecvWr(4)
+                                .build())) {
             RemoteBuffer export = new RemoteBuffer(0x1000, 0x1234, 64);
             ConnParams pa = QpSetup.localParams(group, a, export), pb = QpSetup.localParams(group, b, null);
             assertEquals(a.qpNum(), pa.qpNum());
@@ -65,9 +72,14 @@ class QpSetupTest {
     void firstPsnsAreDrawnAtRandom() throws Exception {
         EndpointConfig cfg = TestSupport.config().build();
         try (EndpointGroup group = EndpointGroup.forLocalAddress(InetAddress.getByName(TestSupport.HOST), cfg);
-             QueuePair q = group.pd().createQueuePair(QpInitAttr.builder(group.cq()).maxSendWr(1).maxRecvWr(1).build())) {
+                QueuePair q = group.pd()
+                        .createQueuePair(QpInitAttr.builder(group.cq())
+                                .maxSendWr(1)
+                                .maxRecvWr(1)
+                                .build())) {
             Set<Integer> psns = new java.util.HashSet<>();
-            for (int i = 0; i < 8; i++) psns.add(QpSetup.localParams(group, q, null).psn());
+            for (int i = 0; i < 8; i++)
+                psns.add(QpSetup.localParams(group, q, null).psn());
             assertTrue(psns.size() > 1, "eight draws gave one PSN: " + psns);
             assertNotEquals(0, psns.stream().mapToInt(Integer::intValue).max().getAsInt());
         }

@@ -42,9 +42,13 @@ class RestartTest {
                     long micros = Long.parseLong(line.split(" ")[1]);
                     System.out.println("run " + run + ": connected and echoed in " + micros + " us");
                     if (run == 0) bound = Math.max(bound, 2 * micros);
-                    else assertTrue(micros < bound, "run " + run + ": the restarted client needed " + micros + " us (bound " + bound + ")");
+                    else
+                        assertTrue(
+                                micros < bound,
+                                "run " + run + ": the restarted client needed " + micros + " us (bound " + bound + ")");
                 } finally {
-                    if (run % 2 == 0) child.destroy(); else child.destroyForcibly(); // SIGTERM (shutdown hooks run), SIGKILL
+                    if (run % 2 == 0) child.destroy();
+                    else child.destroyForcibly(); // SIGTERM (shutdown hooks run), SIGKILL
                     assertTrue(child.waitFor(30, TimeUnit.SECONDS), "the child did not end");
                 }
             }

@@ -1,10 +1,12 @@
 package dev.jrdma.connect;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import dev.jrdma.verbs.Gid;
 import dev.jrdma.verbs.Mtu;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.Timeout;
-
 import java.io.ByteArrayOutputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
@@ -16,11 +18,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertThrows;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /**
  * A peer cannot make a server hold threads or slots without bound (issue 8, section 4): one deadline for the whole
@@ -83,16 +82,20 @@ class ServerLimitsTest {
             CompletableFuture<Long> trickler = trickle(server, 300);
             Thread.sleep(200);
             long t0 = System.nanoTime();
-            EndpointConfig patient = cfg.toBuilder().timeout(Duration.ofSeconds(10)).build();
-            try (Endpoint client = Endpoint.connect(TestSupport.HOST, server.port(), patient); Endpoint served = accepting.get(10, TimeUnit.SECONDS)) {
+            EndpointConfig patient =
+                    cfg.toBuilder().timeout(Duration.ofSeconds(10)).build();
+            try (Endpoint client = Endpoint.connect(TestSupport.HOST, server.port(), patient);
+                    Endpoint served = accepting.get(10, TimeUnit.SECONDS)) {
                 long ms = (System.nanoTime() - t0) / 1_000_000;
                 assertFalse(trickler.isDone(), "the trickling client was still in its handshake");
                 assertTrue(ms < 3000, "a normal client waited " + ms + " ms behind the trickling one");
-                client.sendSync(new byte[]{1});
+                client.sendSync(new byte[] {1});
                 assertEquals(1, served.receive(Duration.ofSeconds(3)).bytes()[0]);
             }
             long cutOff = trickler.get(30, TimeUnit.SECONDS);
-            assertTrue(cutOff >= 2900 && cutOff < 6000, "the trickling client was cut off after " + cutOff + " ms (deadline 3000 ms)");
+            assertTrue(
+                    cutOff >= 2900 && cutOff < 6000,
+                    "the trickling client was cut off after " + cutOff + " ms (deadline 3000 ms)");
             RdmaConnectException last = server.lastFailure();
             assertEquals(RdmaConnectException.Reason.TIMEOUT, last.reason(), last.getMessage());
             assertTrue(waitFor(() -> server.pendingHandshakes() == 0));
@@ -119,15 +122,20 @@ class ServerLimitsTest {
             });
             int buffersBefore = server.group().messagePool().inUse();
             for (int i = 0; i < 2; i++) {
-                RdmaConnectException e = assertThrows(RdmaConnectException.class, () -> Endpoint.connect(TestSupport.HOST, server.port(), cfg));
+                RdmaConnectException e = assertThrows(
+                        RdmaConnectException.class, () -> Endpoint.connect(TestSupport.HOST, server.port(), cfg));
                 assertEquals(RdmaConnectException.Reason.REJECTED, e.reason(), e.getMessage());
                 assertTrue(e.getMessage().contains("filter failed"), e.getMessage());
             }
             assertTrue(waitFor(() -> server.pendingHandshakes() == 0));
-            assertEquals(0, server.group().endpointCount(), "no endpoint, QP or receive slot was kept for the rejected clients");
+            assertEquals(
+                    0,
+                    server.group().endpointCount(),
+                    "no endpoint, QP or receive slot was kept for the rejected clients");
             assertEquals(buffersBefore, server.group().messagePool().inUse());
             // and the server goes on accepting
-            try (Endpoint client = Endpoint.connect(TestSupport.HOST, server.port(), cfg); Endpoint served = accepting.get(10, TimeUnit.SECONDS)) {
+            try (Endpoint client = Endpoint.connect(TestSupport.HOST, server.port(), cfg);
+                    Endpoint served = accepting.get(10, TimeUnit.SECONDS)) {
                 assertTrue(client.isConnected() && served.isConnected());
             }
         }
@@ -135,7 +143,10 @@ class ServerLimitsTest {
 
     @Test
     void handshakesInProgressAreCapped() throws Exception {
-        EndpointConfig cfg = TestSupport.config().timeout(Duration.ofSeconds(2)).maxPendingHandshakes(1).build();
+        EndpointConfig cfg = TestSupport.config()
+                .timeout(Duration.ofSeconds(2))
+                .maxPendingHandshakes(1)
+                .build();
         try (ServerEndpoint server = ServerEndpoint.bind(TestSupport.server(), cfg)) {
             CompletableFuture.runAsync(() -> {
                 try {
@@ -148,14 +159,18 @@ class ServerLimitsTest {
             assertTrue(waitFor(() -> server.pendingHandshakes() == 1));
             // the client waits for its turn within its own timeout (shorter than the trickler's hold), then gives up
             // with the server's reason
-            EndpointConfig impatient = TestSupport.config().timeout(Duration.ofMillis(500)).build();
+            EndpointConfig impatient =
+                    TestSupport.config().timeout(Duration.ofMillis(500)).build();
             long t0 = System.nanoTime();
-            RdmaConnectException e = assertThrows(RdmaConnectException.class, () -> Endpoint.connect(TestSupport.HOST, server.port(), impatient));
+            RdmaConnectException e = assertThrows(
+                    RdmaConnectException.class, () -> Endpoint.connect(TestSupport.HOST, server.port(), impatient));
             long waitedMs = (System.nanoTime() - t0) / 1_000_000;
             assertEquals(RdmaConnectException.Reason.REJECTED, e.reason(), e.getMessage());
             assertTrue(e.getMessage().contains("maxPendingHandshakes"), e.getMessage());
             assertTrue(waitedMs >= 250, "the client retried within its timeout before giving up: " + waitedMs + " ms");
-            assertTrue(server.counters().refusedMaxPendingHandshakes() >= 2, "refused more than once: " + server.counters());
+            assertTrue(
+                    server.counters().refusedMaxPendingHandshakes() >= 2,
+                    "refused more than once: " + server.counters());
             trickler.get(20, TimeUnit.SECONDS);
             // the slot is free again
             Endpoint[] pair = TestSupport.connectAndAccept(server, cfg);
@@ -171,7 +186,8 @@ class ServerLimitsTest {
      */
     @Test
     void aBurstFromOneHostOverTheHandshakeLimitWaitsItsTurn() throws Exception {
-        EndpointConfig cfg = TestSupport.config().maxPendingHandshakesPerSource(2).build();
+        EndpointConfig cfg =
+                TestSupport.config().maxPendingHandshakesPerSource(2).build();
         int clients = 12;
         try (ServerEndpoint server = ServerEndpoint.bind(TestSupport.server(), cfg)) {
             List<CompletableFuture<Endpoint>> connecting = new ArrayList<>();
@@ -179,13 +195,15 @@ class ServerLimitsTest {
             List<Endpoint> all = new ArrayList<>();
             try {
                 for (int i = 0; i < clients; i++) {
-                    connecting.add(CompletableFuture.supplyAsync(() -> {
-                        try {
-                            return Endpoint.connect(TestSupport.HOST, server.port(), cfg);
-                        } catch (RdmaConnectException e) {
-                            throw new java.util.concurrent.CompletionException(e);
-                        }
-                    }, pool));
+                    connecting.add(CompletableFuture.supplyAsync(
+                            () -> {
+                                try {
+                                    return Endpoint.connect(TestSupport.HOST, server.port(), cfg);
+                                } catch (RdmaConnectException e) {
+                                    throw new java.util.concurrent.CompletionException(e);
+                                }
+                            },
+                            pool));
                 }
                 for (int i = 0; i < clients; i++) all.add(server.accept(Duration.ofSeconds(30)));
                 for (CompletableFuture<Endpoint> f : connecting) all.add(f.get(30, TimeUnit.SECONDS));
@@ -204,7 +222,8 @@ class ServerLimitsTest {
             List<Endpoint> held = new ArrayList<>();
             try {
                 for (int i = 0; i < 2; i++) held.addAll(List.of(TestSupport.connectAndAccept(server, cfg)));
-                RdmaConnectException e = assertThrows(RdmaConnectException.class, () -> Endpoint.connect(TestSupport.HOST, server.port(), cfg));
+                RdmaConnectException e = assertThrows(
+                        RdmaConnectException.class, () -> Endpoint.connect(TestSupport.HOST, server.port(), cfg));
                 assertEquals(RdmaConnectException.Reason.REJECTED, e.reason(), e.getMessage());
                 assertTrue(e.getMessage().contains("maximum of 2 connections"), e.getMessage());
                 // one closes: there is room again

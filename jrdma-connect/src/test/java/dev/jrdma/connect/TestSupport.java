@@ -21,18 +21,28 @@ final class TestSupport {
     static final String DEVICE = System.getProperty("jrdma.connect.test.device");
 
     static EndpointConfig.Builder config() {
-        // 10 s on the host: a first handshake in a fresh JVM on a loaded 2-core machine (class loading, JIT) took more than
-        // 3 s (CreditBoundTest alone with 3 CPU hogs: 2 runs in 35 ended in 'handshake failed: timed out after 3000 ms');
-        // tests of a timeout set their own short one. Under the guest's emulation longer, and longer still where the run
+        // 10 s on the host: a first handshake in a fresh JVM on a loaded 2-core machine (class loading, JIT) took more
+        // than
+        // 3 s (CreditBoundTest alone with 3 CPU hogs: 2 runs in 35 ended in 'handshake failed: timed out after 3000
+        // ms');
+        // tests of a timeout set their own short one. Under the guest's emulation longer, and longer still where the
+        // run
         // says so (-Djrdma.connect.timeoutMs)
         long timeoutMs = Long.getLong("jrdma.connect.timeoutMs", DEVICE == null ? 10_000 : 20_000);
-        return EndpointConfig.builder().timeout(Duration.ofMillis(timeoutMs)).slabSize(1 << 16).sendQueueDepth(16)
-                .recvQueueDepth(8).cqSize(1024).device(DEVICE);
+        return EndpointConfig.builder()
+                .timeout(Duration.ofMillis(timeoutMs))
+                .slabSize(1 << 16)
+                .sendQueueDepth(16)
+                .recvQueueDepth(8)
+                .cqSize(1024)
+                .device(DEVICE);
     }
 
     /** Every remote right: for tests whose peers read, write and use atomics on exported or granted memory. */
     static final java.util.Set<dev.jrdma.verbs.Access> ALL_RIGHTS = java.util.EnumSet.of(
-            dev.jrdma.verbs.Access.REMOTE_READ, dev.jrdma.verbs.Access.REMOTE_WRITE, dev.jrdma.verbs.Access.REMOTE_ATOMIC);
+            dev.jrdma.verbs.Access.REMOTE_READ,
+            dev.jrdma.verbs.Access.REMOTE_WRITE,
+            dev.jrdma.verbs.Access.REMOTE_ATOMIC);
 
     /** {@link #config()} whose queue pairs allow every remote right. */
     static EndpointConfig.Builder configWithRights() {
@@ -66,11 +76,13 @@ final class TestSupport {
 
     /** A new connection to {@code server} (accepted while the client connects): the client's endpoint, then the server's. */
     static Endpoint[] connectAndAccept(ServerEndpoint server, EndpointConfig cfg) throws Exception {
-        // a handshake may take up to the configured timeout (a minute under the guest's emulation): wait longer than that
+        // a handshake may take up to the configured timeout (a minute under the guest's emulation): wait longer than
+        // that
         java.time.Duration wait = cfg.timeout().multipliedBy(2);
         var accepted = acceptAsync(server, wait);
         Endpoint client = Endpoint.connect(HOST, server.port(), cfg);
-        return new Endpoint[] {client, accepted.get(wait.toMillis() + 5_000, java.util.concurrent.TimeUnit.MILLISECONDS)};
+        return new Endpoint[] {client, accepted.get(wait.toMillis() + 5_000, java.util.concurrent.TimeUnit.MILLISECONDS)
+        };
     }
 
     /**
@@ -78,14 +90,17 @@ final class TestSupport {
      * A thread of its own (not the common pool, one thread on a 2-core machine): an accept left waiting by a failed
      * test does not hold up the next test's.
      */
-    static java.util.concurrent.CompletableFuture<Endpoint> acceptAsync(ServerEndpoint server, java.time.Duration timeout) {
-        return java.util.concurrent.CompletableFuture.supplyAsync(() -> {
-            try {
-                return server.accept(timeout);
-            } catch (RdmaConnectException e) {
-                throw new RuntimeException(e);
-            }
-        }, r -> Thread.ofVirtual().name("test-accept").start(r));
+    static java.util.concurrent.CompletableFuture<Endpoint> acceptAsync(
+            ServerEndpoint server, java.time.Duration timeout) {
+        return java.util.concurrent.CompletableFuture.supplyAsync(
+                () -> {
+                    try {
+                        return server.accept(timeout);
+                    } catch (RdmaConnectException e) {
+                        throw new RuntimeException(e);
+                    }
+                },
+                r -> Thread.ofVirtual().name("test-accept").start(r));
     }
 
     /**
@@ -93,7 +108,8 @@ final class TestSupport {
      * the device but the endpoint does not see them, as when an answer is late or lost.
      */
     static java.util.concurrent.CountDownLatch holdCompletionThread(Endpoint ep) throws InterruptedException {
-        java.util.concurrent.CountDownLatch held = new java.util.concurrent.CountDownLatch(1), release = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch held = new java.util.concurrent.CountDownLatch(1),
+                release = new java.util.concurrent.CountDownLatch(1);
         ep.group().submit(() -> {
             held.countDown();
             try {
@@ -102,7 +118,8 @@ final class TestSupport {
                 Thread.currentThread().interrupt();
             }
         });
-        if (!held.await(5, java.util.concurrent.TimeUnit.SECONDS)) throw new IllegalStateException("the completion thread did not take the task");
+        if (!held.await(5, java.util.concurrent.TimeUnit.SECONDS))
+            throw new IllegalStateException("the completion thread did not take the task");
         return release;
     }
 }

@@ -3,7 +3,6 @@ package dev.jrdma.examples;
 import dev.jrdma.verbs.CompletionChannel;
 import dev.jrdma.verbs.CompletionQueue;
 import dev.jrdma.verbs.WorkCompletion;
-
 import java.time.Duration;
 import java.util.concurrent.TimeoutException;
 

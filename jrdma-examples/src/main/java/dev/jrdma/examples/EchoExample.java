@@ -4,7 +4,6 @@ import dev.jrdma.connect.Endpoint;
 import dev.jrdma.connect.Message;
 import dev.jrdma.connect.RdmaException;
 import dev.jrdma.connect.ServerEndpoint;
-
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -48,8 +47,11 @@ public final class EchoExample {
         int count = o.count < 0 ? 1000 : Math.max(1, o.count);
         if (o.role == ExampleOptions.Role.CLIENT) return client(o, o.port, count, out);
         if (o.role == ExampleOptions.Role.BOTH) o.port = 0;
-        try (ServerEndpoint server = ServerEndpoint.bind(o.serverAddress(), o.config().build())) {
-            out.printf("echo server on %s (device %s)%n", server.localAddress(), server.group().device().name());
+        try (ServerEndpoint server =
+                ServerEndpoint.bind(o.serverAddress(), o.config().build())) {
+            out.printf(
+                    "echo server on %s (device %s)%n",
+                    server.localAddress(), server.group().device().name());
             if (o.role == ExampleOptions.Role.SERVER) {
                 int clients = o.clients < 0 ? 1 : o.clients;
                 for (int i = 0; i < clients; i++) serve(server, o.timeout, out);
@@ -86,8 +88,11 @@ public final class EchoExample {
     }
 
     private static int client(ExampleOptions o, int port, int count, PrintStream out) throws Exception {
-        try (Endpoint ep = o.config().localAddress(o.clientLocal(0)).retryConnect(true).connect(o.serverHost(), port)) {
-            out.printf("client: connected to %s from QP 0x%x (device %s)%n", ep.remoteAddress(), ep.qpNum(), ep.group().device().name());
+        try (Endpoint ep =
+                o.config().localAddress(o.clientLocal(0)).retryConnect(true).connect(o.serverHost(), port)) {
+            out.printf(
+                    "client: connected to %s from QP 0x%x (device %s)%n",
+                    ep.remoteAddress(), ep.qpNum(), ep.group().device().name());
             long[] rtt = new long[count];
             for (int i = 0; i < count; i++) {
                 byte[] msg = ("echo " + i).getBytes(StandardCharsets.UTF_8);
@@ -96,14 +101,17 @@ public final class EchoExample {
                 byte[] back = ep.receive(o.timeout).bytes();
                 rtt[i] = System.nanoTime() - t0;
                 if (!Arrays.equals(msg, back)) {
-                    out.printf("client: FAILED, message %d came back as \"%s\"%n", i, new String(back, StandardCharsets.UTF_8));
+                    out.printf(
+                            "client: FAILED, message %d came back as \"%s\"%n",
+                            i, new String(back, StandardCharsets.UTF_8));
                     return 1;
                 }
             }
             ep.sendSync("bye".getBytes(StandardCharsets.UTF_8));
             Arrays.sort(rtt);
-            out.printf("client: %d echoes ok; round trip min %.1f us, median %.1f us, 99%% %.1f us%n", count,
-                    rtt[0] / 1e3, rtt[count / 2] / 1e3, rtt[Math.min(count - 1, (int) (count * 0.99))] / 1e3);
+            out.printf(
+                    "client: %d echoes ok; round trip min %.1f us, median %.1f us, 99%% %.1f us%n",
+                    count, rtt[0] / 1e3, rtt[count / 2] / 1e3, rtt[Math.min(count - 1, (int) (count * 0.99))] / 1e3);
             return 0;
         }
     }

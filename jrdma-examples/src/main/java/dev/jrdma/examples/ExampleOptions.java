@@ -3,7 +3,6 @@ package dev.jrdma.examples;
 import dev.jrdma.connect.EndpointConfig;
 import dev.jrdma.verbs.Device;
 import dev.jrdma.verbs.Verbs;
-
 import java.net.InetSocketAddress;
 import java.time.Duration;
 
@@ -78,8 +77,10 @@ public final class ExampleOptions {
                 case "--timeout" -> o.timeout = Duration.ofSeconds(Long.parseLong(value(args, ++i, a)));
                 case "--count", "-n" -> o.count = Integer.parseInt(value(args, ++i, a));
                 case "--clients" -> o.clients = Integer.parseInt(value(args, ++i, a));
-                default -> throw new IllegalArgumentException("unknown option " + a
-                        + " (use --server | --connect HOST, --port P, --bind ADDR, --local ADDR, --device DEV, --timeout S, --count N, --clients N)");
+                default ->
+                    throw new IllegalArgumentException(
+                            "unknown option " + a
+                                    + " (use --server | --connect HOST, --port P, --bind ADDR, --local ADDR, --device DEV, --timeout S, --count N, --clients N)");
             }
         }
         return o;
@@ -162,7 +163,8 @@ public final class ExampleOptions {
      * @param task what to run
      * @return completes with the task's result or its exception
      */
-    public static <T> java.util.concurrent.CompletableFuture<T> background(String name, java.util.concurrent.Callable<T> task) {
+    public static <T> java.util.concurrent.CompletableFuture<T> background(
+            String name, java.util.concurrent.Callable<T> task) {
         java.util.concurrent.CompletableFuture<T> f = new java.util.concurrent.CompletableFuture<>();
         Thread.ofPlatform().name(name).daemon().start(() -> {
             try {

@@ -25,7 +25,6 @@ import dev.jrdma.verbs.WcOpcode;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
@@ -57,10 +56,19 @@ import java.util.concurrent.TimeoutException;
 public final class FirstRdmaApp implements AutoCloseable {
     /** The TCP port the server side listens on unless {@code --port} says otherwise. */
     public static final int DEFAULT_PORT = 18600;
+
     static final int BUF_SIZE = 4096;
     // Layout of each side's buffer: where each step puts its data.
-    static final int OFF_SEND = 0, OFF_RECV = 256, OFF_WRITE = 512, OFF_READ = 1024, OFF_CHAIN = 1536,
-            OFF_COUNTER = 2048, OFF_LOCK = 2056, OFF_ATOMIC_RESULT = 2064, OFF_WINDOW = 3072, WINDOW_LEN = 64;
+    static final int OFF_SEND = 0,
+            OFF_RECV = 256,
+            OFF_WRITE = 512,
+            OFF_READ = 1024,
+            OFF_CHAIN = 1536,
+            OFF_COUNTER = 2048,
+            OFF_LOCK = 2056,
+            OFF_ATOMIC_RESULT = 2064,
+            OFF_WINDOW = 3072,
+            WINDOW_LEN = 64;
     static final Duration STEP_TIMEOUT = Duration.ofSeconds(20);
     static final int PORT_NUM = 1;
     /** {@code run}'s GID index meaning "the device's default GID" ({@link Context#defaultGidIndex}). */
@@ -102,7 +110,8 @@ public final class FirstRdmaApp implements AutoCloseable {
      */
     public static void main(String[] args) throws Exception {
         if (args.length == 0 || !(args[0].equals("server") || args[0].equals("client"))) {
-            System.err.println("usage: FirstRdmaApp server [--port P] [--device DEV] [--gid-index N] | client HOST [--port P] [--device DEV] [--gid-index N]");
+            System.err.println(
+                    "usage: FirstRdmaApp server [--port P] [--device DEV] [--gid-index N] | client HOST [--port P] [--device DEV] [--gid-index N]");
             System.exit(2);
         }
         boolean isServer = args[0].equals("server");
@@ -157,16 +166,26 @@ public final class FirstRdmaApp implements AutoCloseable {
         ctx = dev.open();
         DeviceAttr attr = ctx.queryDevice();
         PortAttr pattr = ctx.queryPort(PORT_NUM);
-        if (sgidIndex != DEFAULT_GID && (sgidIndex < 0 || sgidIndex >= pattr.gidTblLen()
-                || ctx.queryGid(PORT_NUM, sgidIndex).isZero())) {
+        if (sgidIndex != DEFAULT_GID
+                && (sgidIndex < 0
+                        || sgidIndex >= pattr.gidTblLen()
+                        || ctx.queryGid(PORT_NUM, sgidIndex).isZero())) {
             throw new IllegalArgumentException("--gid-index " + sgidIndex + " is not a GID of " + dev.name()
                     + " (its table has " + pattr.gidTblLen() + " entries, this one "
                     + (sgidIndex < 0 || sgidIndex >= pattr.gidTblLen() ? "outside it" : "empty")
                     + "); jrdma devinfo -v -d " + dev.name() + " lists the GIDs");
         }
         gidIndex = sgidIndex == DEFAULT_GID ? pickGidIndex(ctx) : sgidIndex;
-        done("%s (%s provider), port %d %s, link %s, active MTU %s, GID[%d] %s", dev.name(), dev.provider(), PORT_NUM,
-                pattr.state().ibvName(), pattr.linkLayer().ibvName(), pattr.activeMtu(), gidIndex, ctx.queryGid(PORT_NUM, gidIndex));
+        done(
+                "%s (%s provider), port %d %s, link %s, active MTU %s, GID[%d] %s",
+                dev.name(),
+                dev.provider(),
+                PORT_NUM,
+                pattr.state().ibvName(),
+                pattr.linkLayer().ibvName(),
+                pattr.activeMtu(),
+                gidIndex,
+                ctx.queryGid(PORT_NUM, gidIndex));
 
         begin("allocate a protection domain");
         pd = ctx.allocPd();
@@ -174,10 +193,13 @@ public final class FirstRdmaApp implements AutoCloseable {
 
         begin("register a memory region");
         buf = arena.allocate(BUF_SIZE, 64);
-        EnumSet<Access> access = EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC);
+        EnumSet<Access> access =
+                EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC);
         if (attr.supportsMemoryWindows()) access.add(Access.MW_BIND);
         mr = pd.registerMemory(buf, access);
-        done("%d bytes at 0x%x, lkey 0x%08x, rkey 0x%08x, access %s", mr.length(), mr.address(), mr.lkey(), mr.rkey(), mr.access());
+        done(
+                "%d bytes at 0x%x, lkey 0x%08x, rkey 0x%08x, access %s",
+                mr.length(), mr.address(), mr.lkey(), mr.rkey(), mr.access());
 
         begin("create a completion channel and queue");
         channel = ctx.createCompletionChannel();
@@ -186,7 +208,11 @@ public final class FirstRdmaApp implements AutoCloseable {
         done("CQ holds %d completions; waits block on the channel", cq.capacity());
 
         begin("create an RC queue pair");
-        qp = pd.createQueuePair(QpInitAttr.builder(cq).maxSendWr(32).maxRecvWr(32).maxInlineData(64).build());
+        qp = pd.createQueuePair(QpInitAttr.builder(cq)
+                .maxSendWr(32)
+                .maxRecvWr(32)
+                .maxInlineData(64)
+                .build());
         done("QP number 0x%06x, state %s, caps %s", qp.qpNum(), qp.state(), qp.cap());
 
         begin(server ? "wait for the client (TCP " + port + ")" : "connect to the server over TCP");
@@ -243,15 +269,24 @@ public final class FirstRdmaApp implements AutoCloseable {
             barrier();
             WorkCompletion wc = expect(WcOpcode.RECV_RDMA_WITH_IMM, 3);
             check(wc.hasImm() && wc.immData == imm, "immediate data 0x%x, expected 0x%x", wc.immData, imm);
-            done("the client wrote %d bytes into my memory: \"%s\", immediate 0x%x", wc.byteLen, string(OFF_WRITE, wc.byteLen), wc.immData);
+            done(
+                    "the client wrote %d bytes into my memory: \"%s\", immediate 0x%x",
+                    wc.byteLen, string(OFF_WRITE, wc.byteLen), wc.immData);
         } else {
             int n = putString(OFF_SEND, "Written by the client with RDMA Write");
             barrier();
-            swr.opcode(WrOpcode.RDMA_WRITE_WITH_IMM).wrId(4).buffer(mr, OFF_SEND, n).remote(remote.addr() + OFF_WRITE, remote.rkey()).immData(imm).next(null);
+            swr.opcode(WrOpcode.RDMA_WRITE_WITH_IMM)
+                    .wrId(4)
+                    .buffer(mr, OFF_SEND, n)
+                    .remote(remote.addr() + OFF_WRITE, remote.rkey())
+                    .immData(imm)
+                    .next(null);
             signaled(true);
             qp.postSend(swr);
             expect(WcOpcode.RDMA_WRITE, 4);
-            done("wrote %d bytes to 0x%x (rkey 0x%08x) with immediate 0x%x", n, remote.addr() + OFF_WRITE, remote.rkey(), imm);
+            done(
+                    "wrote %d bytes to 0x%x (rkey 0x%08x) with immediate 0x%x",
+                    n, remote.addr() + OFF_WRITE, remote.rkey(), imm);
         }
         barrier();
     }
@@ -266,7 +301,11 @@ public final class FirstRdmaApp implements AutoCloseable {
             done("served %d bytes: no receive posted, no call made by this application", text.length());
         } else {
             barrier();
-            swr.opcode(WrOpcode.RDMA_READ).wrId(5).buffer(mr, OFF_READ, text.length()).remote(remote.addr() + OFF_READ, remote.rkey()).next(null);
+            swr.opcode(WrOpcode.RDMA_READ)
+                    .wrId(5)
+                    .buffer(mr, OFF_READ, text.length())
+                    .remote(remote.addr() + OFF_READ, remote.rkey())
+                    .next(null);
             signaled(true);
             qp.postSend(swr);
             WorkCompletion wc = expect(WcOpcode.RDMA_READ, 5);
@@ -293,12 +332,19 @@ public final class FirstRdmaApp implements AutoCloseable {
             for (int i = 0; i < parts.length; i++) {
                 int n = putString(OFF_SEND + off, parts[i]);
                 // Unsignaled: only the last request of the chain reports; its completion implies the others'.
-                chain[i] = new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).wrId(100 + i)
-                        .buffer(mr, OFF_SEND + off, n).remote(remote.addr() + OFF_CHAIN + off, remote.rkey());
+                chain[i] = new SendWorkRequest()
+                        .opcode(WrOpcode.RDMA_WRITE)
+                        .wrId(100 + i)
+                        .buffer(mr, OFF_SEND + off, n)
+                        .remote(remote.addr() + OFF_CHAIN + off, remote.rkey());
                 off += n;
             }
             buf.set(ValueLayout.JAVA_INT_UNALIGNED, OFF_SEND + 200, off);
-            chain[parts.length] = new SendWorkRequest().opcode(WrOpcode.SEND).wrId(7).buffer(mr, OFF_SEND + 200, 4).signaled(true);
+            chain[parts.length] = new SendWorkRequest()
+                    .opcode(WrOpcode.SEND)
+                    .wrId(7)
+                    .buffer(mr, OFF_SEND + 200, 4)
+                    .signaled(true);
             for (int i = 0; i < parts.length; i++) chain[i].next = chain[i + 1];
             barrier();
             qp.postSend(chain[0]);
@@ -322,8 +368,11 @@ public final class FirstRdmaApp implements AutoCloseable {
             barrier();
             StringBuilder olds = new StringBuilder();
             for (int i = 0; i < adds; i++) {
-                swr.opcode(WrOpcode.ATOMIC_FETCH_AND_ADD).wrId(8).buffer(mr, OFF_ATOMIC_RESULT, 8)
-                        .atomic(remote.addr() + OFF_COUNTER, remote.rkey(), 1, 0).next(null);
+                swr.opcode(WrOpcode.ATOMIC_FETCH_AND_ADD)
+                        .wrId(8)
+                        .buffer(mr, OFF_ATOMIC_RESULT, 8)
+                        .atomic(remote.addr() + OFF_COUNTER, remote.rkey(), 1, 0)
+                        .next(null);
                 signaled(true);
                 qp.postSend(swr);
                 expect(WcOpcode.FETCH_ADD, 8);
@@ -357,8 +406,11 @@ public final class FirstRdmaApp implements AutoCloseable {
     }
 
     private long cas(long expect, long swap) throws Exception {
-        swr.opcode(WrOpcode.ATOMIC_CMP_AND_SWP).wrId(9).buffer(mr, OFF_ATOMIC_RESULT, 8)
-                .atomic(remote.addr() + OFF_LOCK, remote.rkey(), expect, swap).next(null);
+        swr.opcode(WrOpcode.ATOMIC_CMP_AND_SWP)
+                .wrId(9)
+                .buffer(mr, OFF_ATOMIC_RESULT, 8)
+                .atomic(remote.addr() + OFF_LOCK, remote.rkey(), expect, swap)
+                .next(null);
         signaled(true);
         qp.postSend(swr);
         expect(WcOpcode.COMP_SWAP, 9);
@@ -373,7 +425,8 @@ public final class FirstRdmaApp implements AutoCloseable {
             MemoryWindow mw = pd.allocMemoryWindow(type);
             int rkey;
             if (type == MwType.TYPE_1) {
-                rkey = qp.bindMemoryWindow(mw, 10, true, mr, mr.address() + OFF_WINDOW, WINDOW_LEN, EnumSet.of(Access.REMOTE_READ));
+                rkey = qp.bindMemoryWindow(
+                        mw, 10, true, mr, mr.address() + OFF_WINDOW, WINDOW_LEN, EnumSet.of(Access.REMOTE_READ));
                 expect(WcOpcode.BIND_MW, 10);
             } else {
                 rkey = (mw.rkey() & 0xFFFFFF00) | ((mw.rkey() + 1) & 0xFF);
@@ -403,13 +456,21 @@ public final class FirstRdmaApp implements AutoCloseable {
                 qp.postSend(swr);
                 expect(WcOpcode.LOCAL_INV, 11);
             }
-            done("granted %d bytes at 0x%x under rkey 0x%08x, then revoked it", WINDOW_LEN, mr.address() + OFF_WINDOW, rkey);
+            done(
+                    "granted %d bytes at 0x%x under rkey 0x%08x, then revoked it",
+                    WINDOW_LEN, mr.address() + OFF_WINDOW, rkey);
             barrier(); // revoked
             barrier(); // the client saw the revocation
-            out.printf("        after refusing the access this QP is in %s (a responder error ends the connection)%n", qp.state());
+            out.printf(
+                    "        after refusing the access this QP is in %s (a responder error ends the connection)%n",
+                    qp.state());
         } else {
             int rkey = in.readInt();
-            swr.opcode(WrOpcode.RDMA_READ).wrId(12).buffer(mr, OFF_WINDOW, secret.length()).remote(remote.addr() + OFF_WINDOW, rkey).next(null);
+            swr.opcode(WrOpcode.RDMA_READ)
+                    .wrId(12)
+                    .buffer(mr, OFF_WINDOW, secret.length())
+                    .remote(remote.addr() + OFF_WINDOW, rkey)
+                    .next(null);
             signaled(true);
             qp.postSend(swr);
             expect(WcOpcode.RDMA_READ, 12);
@@ -421,7 +482,9 @@ public final class FirstRdmaApp implements AutoCloseable {
             qp.postSend(swr);
             WorkCompletion wc = completions.next(STEP_TIMEOUT);
             check(wc.status == WcStatus.REM_ACCESS_ERR, "access after revocation completed with %s", wc.status);
-            done("read \"%s\" under rkey 0x%08x; after revocation the same read fails: %s", got, rkey, wc.status.cName());
+            done(
+                    "read \"%s\" under rkey 0x%08x; after revocation the same read fails: %s",
+                    got, rkey, wc.status.cName());
             barrier();
         }
     }
@@ -431,17 +494,24 @@ public final class FirstRdmaApp implements AutoCloseable {
         if (server) {
             barrier();
             barrier();
-            done("refused the write (my QP is now %s); my memory is untouched: \"%s\"", qp.state(), string(OFF_WRITE, 10));
+            done(
+                    "refused the write (my QP is now %s); my memory is untouched: \"%s\"",
+                    qp.state(), string(OFF_WRITE, 10));
         } else {
             barrier();
             int n = putString(OFF_SEND, "must never arrive");
             int wrong = remote.rkey() ^ 0x5A5A00;
-            swr.opcode(WrOpcode.RDMA_WRITE).wrId(14).buffer(mr, OFF_SEND, n).remote(remote.addr() + OFF_WRITE, wrong).next(null);
+            swr.opcode(WrOpcode.RDMA_WRITE)
+                    .wrId(14)
+                    .buffer(mr, OFF_SEND, n)
+                    .remote(remote.addr() + OFF_WRITE, wrong)
+                    .next(null);
             signaled(true);
             qp.postSend(swr);
             WorkCompletion wc = completions.next(STEP_TIMEOUT);
             check(wc.status == WcStatus.REM_ACCESS_ERR, "the wrong rkey completed with %s", wc.status);
-            done("rkey 0x%08x instead of 0x%08x -> %s%n        %s%n        what to do: %s",
+            done(
+                    "rkey 0x%08x instead of 0x%08x -> %s%n        %s%n        what to do: %s",
                     wrong, remote.rkey(), wc.status.cName(), wc.status.explanation(), wc.status.remedy());
             barrier();
         }
@@ -454,7 +524,14 @@ public final class FirstRdmaApp implements AutoCloseable {
         if (qp.state() != QpState.RESET) qp.modify(new QpAttr().state(QpState.RESET));
         int psn = new SecureRandom().nextInt() & 0xFFFFFF;
         PortAttr port = ctx.queryPort(PORT_NUM);
-        local = new ConnParams(mr.address(), mr.rkey(), qp.qpNum(), port.lid(), ctx.queryGid(PORT_NUM, gidIndex), psn, port.activeMtu());
+        local = new ConnParams(
+                mr.address(),
+                mr.rkey(),
+                qp.qpNum(),
+                port.lid(),
+                ctx.queryGid(PORT_NUM, gidIndex),
+                psn,
+                port.activeMtu());
         // The client writes first, the server reads first: neither can block the other.
         if (server) {
             remote = ConnParams.readFrom(in);
@@ -465,13 +542,28 @@ public final class FirstRdmaApp implements AutoCloseable {
             ctl.flush();
             remote = ConnParams.readFrom(in);
         }
-        qp.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(PORT_NUM)
+        qp.modify(new QpAttr()
+                .state(QpState.INIT)
+                .pkeyIndex(0)
+                .port(PORT_NUM)
                 .access(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC));
         AhAttr ah = new AhAttr().dlid(remote.lid()).portNum(PORT_NUM);
         if (!remote.gid().isZero()) ah.global(remote.gid(), gidIndex).hopLimit(64);
-        qp.modify(new QpAttr().state(QpState.RTR).ah(ah).pathMtu(local.mtu().min(remote.mtu())).destQpNum(remote.qpNum())
-                .rqPsn(remote.psn()).maxDestRdAtomic(4).minRnrTimer(12));
-        qp.modify(new QpAttr().state(QpState.RTS).timeout(14).retryCnt(7).rnrRetry(7).sqPsn(local.psn()).maxRdAtomic(4));
+        qp.modify(new QpAttr()
+                .state(QpState.RTR)
+                .ah(ah)
+                .pathMtu(local.mtu().min(remote.mtu()))
+                .destQpNum(remote.qpNum())
+                .rqPsn(remote.psn())
+                .maxDestRdAtomic(4)
+                .minRnrTimer(12));
+        qp.modify(new QpAttr()
+                .state(QpState.RTS)
+                .timeout(14)
+                .retryCnt(7)
+                .rnrRetry(7)
+                .sqPsn(local.psn())
+                .maxRdAtomic(4));
         barrier(); // both QPs are in RTS before anyone sends
         done("local  %s%n        remote %s%n        QP state %s", local, remote, qp.state());
     }
@@ -502,7 +594,8 @@ public final class FirstRdmaApp implements AutoCloseable {
                 return s;
             } catch (IOException e) {
                 s.close();
-                if (System.nanoTime() > deadline) throw new IOException("no server at " + host + ":" + port + " within 30 s: " + e.getMessage(), e);
+                if (System.nanoTime() > deadline)
+                    throw new IOException("no server at " + host + ":" + port + " within 30 s: " + e.getMessage(), e);
                 Thread.sleep(100);
             }
         }
@@ -524,7 +617,8 @@ public final class FirstRdmaApp implements AutoCloseable {
 
     private void postRecv(long wrId, int offset, int length) {
         rwr.wrId(wrId).next(null);
-        if (length == 0) rwr.numSge(0); else rwr.buffer(mr, offset, length);
+        if (length == 0) rwr.numSge(0);
+        else rwr.buffer(mr, offset, length);
         qp.postRecv(rwr);
     }
 

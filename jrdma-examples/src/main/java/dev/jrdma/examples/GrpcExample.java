@@ -15,7 +15,6 @@ import io.grpc.stub.ClientCalls;
 import io.grpc.stub.ServerCalls;
 import io.grpc.stub.StreamObserver;
 import io.netty.channel.EventLoopGroup;
-
 import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -63,14 +62,19 @@ public final class GrpcExample {
     };
 
     /** One request, one answer. */
-    public static final MethodDescriptor<String, String> SAY_HELLO = method("SayHello", MethodDescriptor.MethodType.UNARY);
+    public static final MethodDescriptor<String, String> SAY_HELLO =
+            method("SayHello", MethodDescriptor.MethodType.UNARY);
     /** One request, {@code n} answers ("count:N:name"). */
-    public static final MethodDescriptor<String, String> COUNT = method("Count", MethodDescriptor.MethodType.SERVER_STREAMING);
+    public static final MethodDescriptor<String, String> COUNT =
+            method("Count", MethodDescriptor.MethodType.SERVER_STREAMING);
 
     private static MethodDescriptor<String, String> method(String name, MethodDescriptor.MethodType type) {
-        return MethodDescriptor.<String, String>newBuilder().setType(type)
+        return MethodDescriptor.<String, String>newBuilder()
+                .setType(type)
                 .setFullMethodName(MethodDescriptor.generateFullMethodName(SERVICE, name))
-                .setRequestMarshaller(UTF8).setResponseMarshaller(UTF8).build();
+                .setRequestMarshaller(UTF8)
+                .setResponseMarshaller(UTF8)
+                .build();
     }
 
     /**
@@ -100,10 +104,12 @@ public final class GrpcExample {
      * @return the started server
      * @throws IOException when the server cannot bind
      */
-    public static Server startServer(InetSocketAddress address, EventLoopGroup group, dev.jrdma.connect.EndpointConfig cfg) throws IOException {
+    public static Server startServer(
+            InetSocketAddress address, EventLoopGroup group, dev.jrdma.connect.EndpointConfig cfg) throws IOException {
         NettyServerBuilder b = NettyServerBuilder.forAddress(address)
-                .channelType(RdmaServerChannel.class)          // the one change from a TCP gRPC server ...
-                .bossEventLoopGroup(group).workerEventLoopGroup(group) // ... and its event loops
+                .channelType(RdmaServerChannel.class) // the one change from a TCP gRPC server ...
+                .bossEventLoopGroup(group)
+                .workerEventLoopGroup(group) // ... and its event loops
                 .addService(service());
         if (cfg != null) b.withOption(RdmaChannelOption.ENDPOINT_CONFIG, cfg);
         return b.build().start();
@@ -118,14 +124,17 @@ public final class GrpcExample {
      * @param cfg   the endpoint settings, or null for the channel's defaults
      * @return the channel; it connects on the first call
      */
-    public static ManagedChannel channel(String host, int port, EventLoopGroup group, dev.jrdma.connect.EndpointConfig cfg) {
+    public static ManagedChannel channel(
+            String host, int port, EventLoopGroup group, dev.jrdma.connect.EndpointConfig cfg) {
         NettyChannelBuilder b = NettyChannelBuilder.forAddress(host, port)
-                .channelType(RdmaChannel.class).eventLoopGroup(group)
+                .channelType(RdmaChannel.class)
+                .eventLoopGroup(group)
                 .usePlaintext();
         if (cfg != null) {
             b.withOption(RdmaChannelOption.ENDPOINT_CONFIG, cfg);
             // jrdma's set-up ends within the endpoint timeout with its own reason: Netty's timer only backs it up
-            b.withOption(io.netty.channel.ChannelOption.CONNECT_TIMEOUT_MILLIS, (int) Math.min(Integer.MAX_VALUE, cfg.timeout().toMillis() + 5000));
+            b.withOption(io.netty.channel.ChannelOption.CONNECT_TIMEOUT_MILLIS, (int)
+                    Math.min(Integer.MAX_VALUE, cfg.timeout().toMillis() + 5000));
         }
         return b.build();
     }
@@ -173,8 +182,10 @@ public final class GrpcExample {
         }
     }
 
-    private static int client(ExampleOptions o, String host, int port, int count, EventLoopGroup group, PrintStream out) throws Exception {
-        ManagedChannel ch = channel(host, port, group, o.config().localAddress(o.clientLocal(0)).build());
+    private static int client(ExampleOptions o, String host, int port, int count, EventLoopGroup group, PrintStream out)
+            throws Exception {
+        ManagedChannel ch = channel(
+                host, port, group, o.config().localAddress(o.clientLocal(0)).build());
         try {
             CallOptions call = CallOptions.DEFAULT.withDeadlineAfter(o.timeout.toMillis(), TimeUnit.MILLISECONDS);
             long[] rtt = new long[count];
@@ -188,8 +199,9 @@ public final class GrpcExample {
                 }
             }
             Arrays.sort(rtt);
-            out.printf("client: %d unary calls ok; latency min %.1f us, median %.1f us, 99%% %.1f us%n", count,
-                    rtt[0] / 1e3, rtt[count / 2] / 1e3, rtt[Math.min(count - 1, (int) (count * 0.99))] / 1e3);
+            out.printf(
+                    "client: %d unary calls ok; latency min %.1f us, median %.1f us, 99%% %.1f us%n",
+                    count, rtt[0] / 1e3, rtt[count / 2] / 1e3, rtt[Math.min(count - 1, (int) (count * 0.99))] / 1e3);
             List<String> streamed = new ArrayList<>();
             Iterator<String> it = ClientCalls.blockingServerStreamingCall(ch, COUNT, call, "5:stream");
             it.forEachRemaining(streamed::add);

@@ -6,7 +6,6 @@ import dev.jrdma.connect.RegisteredBuffer;
 import dev.jrdma.connect.RemoteBuffer;
 import dev.jrdma.connect.ServerEndpoint;
 import dev.jrdma.verbs.Access;
-
 import java.io.PrintStream;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -27,6 +26,7 @@ import java.util.concurrent.CompletableFuture;
 public final class KvExample {
     /** The TCP port the key-value server listens on unless {@code --port} says otherwise. */
     public static final int DEFAULT_PORT = 18612;
+
     static final int SLOT = 64, KEY_OFF = 8, KEY_MAX = 24, VALUE_OFF = 32, VALUE_MAX = 32, SLOTS = 4096;
 
     private KvExample() {} // only static entry points
@@ -55,13 +55,16 @@ public final class KvExample {
         if (o.role == ExampleOptions.Role.CLIENT) return client(o, o.port, entries, out);
         if (o.role == ExampleOptions.Role.BOTH) o.port = 0;
         // clients only read the table: the server's queue pairs allow RDMA READ and nothing else
-        try (ServerEndpoint server = ServerEndpoint.bind(o.serverAddress(), o.config().remoteAccess(Access.REMOTE_READ).build());
-             RegisteredBuffer table = server.pool().allocate((long) SLOTS * SLOT)) {
+        try (ServerEndpoint server = ServerEndpoint.bind(
+                        o.serverAddress(),
+                        o.config().remoteAccess(Access.REMOTE_READ).build());
+                RegisteredBuffer table = server.pool().allocate((long) SLOTS * SLOT)) {
             table.segment().fill((byte) 0);
             for (int i = 0; i < entries; i++) put(table.segment(), "key-" + i, "value-" + i);
             server.export(table.remote());
-            out.printf("kv server on %s (device %s): %d entries in %d slots at %s%n", server.localAddress(),
-                    server.group().device().name(), entries, SLOTS, table.remote());
+            out.printf(
+                    "kv server on %s (device %s): %d entries in %d slots at %s%n",
+                    server.localAddress(), server.group().device().name(), entries, SLOTS, table.remote());
             if (o.role == ExampleOptions.Role.SERVER) {
                 int clients = o.clients < 0 ? 1 : o.clients;
                 for (int i = 0; i < clients; i++) serve(server, o.timeout, out);
@@ -98,7 +101,8 @@ public final class KvExample {
 
     static void put(MemorySegment table, String k, String v) {
         byte[] key = k.getBytes(StandardCharsets.UTF_8), value = v.getBytes(StandardCharsets.UTF_8);
-        if (key.length > KEY_MAX || value.length > VALUE_MAX) throw new IllegalArgumentException("key or value too long");
+        if (key.length > KEY_MAX || value.length > VALUE_MAX)
+            throw new IllegalArgumentException("key or value too long");
         for (int i = 0, s = hash(key); i < SLOTS; i++, s = (s + 1) % SLOTS) {
             long base = (long) s * SLOT;
             if (table.get(ValueLayout.JAVA_BYTE, base) == 0) {
@@ -123,14 +127,18 @@ public final class KvExample {
             if (m.get(ValueLayout.JAVA_BYTE, 0) == 0) return null;
             int kl = m.get(ValueLayout.JAVA_BYTE, 1), vl = m.get(ValueLayout.JAVA_BYTE, 2);
             byte[] found = m.asSlice(KEY_OFF, kl).toArray(ValueLayout.JAVA_BYTE);
-            if (Arrays.equals(found, key)) return new String(m.asSlice(VALUE_OFF, vl).toArray(ValueLayout.JAVA_BYTE), StandardCharsets.UTF_8);
+            if (Arrays.equals(found, key))
+                return new String(m.asSlice(VALUE_OFF, vl).toArray(ValueLayout.JAVA_BYTE), StandardCharsets.UTF_8);
         }
         return null;
     }
 
     private static int client(ExampleOptions o, int port, int entries, PrintStream out) throws Exception {
-        try (Endpoint ep = o.config().localAddress(o.clientLocal(0)).retryConnect(true).connect(o.serverHost(), port);
-             RegisteredBuffer slot = ep.pool().allocate(SLOT)) {
+        try (Endpoint ep = o.config()
+                        .localAddress(o.clientLocal(0))
+                        .retryConnect(true)
+                        .connect(o.serverHost(), port);
+                RegisteredBuffer slot = ep.pool().allocate(SLOT)) {
             RemoteBuffer table = ep.peerExport();
             if (table == null) {
                 out.println("client: the server exported no table");
@@ -154,8 +162,13 @@ public final class KvExample {
                 out.println("client: FAILED, found a key that was never stored");
                 return 1;
             }
-            out.printf("client: %d lookups ok (%.2f RDMA reads each, %.1f us per lookup); key-%d -> %s; no-such-key -> not found%n",
-                    lookups, reads[0] / (double) (lookups + 1), us, entries - 1, get(ep, table, slot, "key-" + (entries - 1), reads));
+            out.printf(
+                    "client: %d lookups ok (%.2f RDMA reads each, %.1f us per lookup); key-%d -> %s; no-such-key -> not found%n",
+                    lookups,
+                    reads[0] / (double) (lookups + 1),
+                    us,
+                    entries - 1,
+                    get(ep, table, slot, "key-" + (entries - 1), reads));
             ep.sendSync("done".getBytes(StandardCharsets.UTF_8));
             return 0;
         }

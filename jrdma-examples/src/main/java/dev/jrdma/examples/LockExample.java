@@ -7,7 +7,6 @@ import dev.jrdma.connect.RemoteBuffer;
 import dev.jrdma.connect.RemoteLock;
 import dev.jrdma.connect.ServerEndpoint;
 import dev.jrdma.verbs.Access;
-
 import java.io.PrintStream;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
@@ -57,12 +56,16 @@ public final class LockExample {
         if (o.role == ExampleOptions.Role.CLIENT) return clients(o, o.port, clients, count, out);
         if (o.role == ExampleOptions.Role.BOTH) o.port = 0;
         // clients take the lock with compare-and-swap and update the counter with READ and WRITE
-        try (ServerEndpoint server = ServerEndpoint.bind(o.serverAddress(),
-                o.config().remoteAccess(Access.REMOTE_READ, Access.REMOTE_WRITE, Access.REMOTE_ATOMIC).build());
-             RegisteredBuffer words = server.pool().allocate(64)) {
+        try (ServerEndpoint server = ServerEndpoint.bind(
+                        o.serverAddress(),
+                        o.config()
+                                .remoteAccess(Access.REMOTE_READ, Access.REMOTE_WRITE, Access.REMOTE_ATOMIC)
+                                .build());
+                RegisteredBuffer words = server.pool().allocate(64)) {
             words.segment().fill((byte) 0);
             server.export(words.remote());
-            out.printf("lock server on %s (device %s): lock word at %s, counter 8 bytes after it%n",
+            out.printf(
+                    "lock server on %s (device %s): lock word at %s, counter 8 bytes after it%n",
                     server.localAddress(), server.group().device().name(), words.remote());
             CompletableFuture<Integer> local = o.role == ExampleOptions.Role.BOTH
                     ? ExampleOptions.background("lock-clients", () -> clients(o, server.port(), clients, count, out))
@@ -83,8 +86,13 @@ public final class LockExample {
             int rc = local.get();
             long counter = words.segment().get(ValueLayout.JAVA_LONG, 8);
             long expected = (long) clients * count;
-            out.printf("server: counter = %d, expected %d: %s%n", counter, expected,
-                    counter == expected ? "no update was lost, the lock kept the clients apart" : "FAILED, updates were lost");
+            out.printf(
+                    "server: counter = %d, expected %d: %s%n",
+                    counter,
+                    expected,
+                    counter == expected
+                            ? "no update was lost, the lock kept the clients apart"
+                            : "FAILED, updates were lost");
             return counter == expected ? rc : 1;
         }
     }
@@ -103,8 +111,11 @@ public final class LockExample {
     }
 
     private static void client(ExampleOptions o, int port, int id, int count, PrintStream out) throws Exception {
-        try (Endpoint ep = o.config().localAddress(o.clientLocal(id)).retryConnect(true).connect(o.serverHost(), port);
-             RegisteredBuffer local = ep.pool().allocate(8)) {
+        try (Endpoint ep = o.config()
+                        .localAddress(o.clientLocal(id))
+                        .retryConnect(true)
+                        .connect(o.serverHost(), port);
+                RegisteredBuffer local = ep.pool().allocate(8)) {
             RemoteBuffer shared = ep.peerExport();
             RemoteLock lock = new RemoteLock(ep, shared.slice(0, 8));
             long t0 = System.nanoTime();
@@ -112,14 +123,16 @@ public final class LockExample {
                 lock.lock();
                 try {
                     ep.readSync(local, 0, shared, 8, 8);
-                    local.segment().set(ValueLayout.JAVA_LONG, 0, local.segment().get(ValueLayout.JAVA_LONG, 0) + 1);
+                    local.segment()
+                            .set(ValueLayout.JAVA_LONG, 0, local.segment().get(ValueLayout.JAVA_LONG, 0) + 1);
                     ep.writeSync(local, 0, shared, 8, 8);
                 } finally {
                     lock.unlock();
                 }
             }
-            out.printf("client %d (%s): %d increments under the lock, %.1f us each%n", id, ep.group().device().name(), count,
-                    (System.nanoTime() - t0) / 1e3 / Math.max(1, count));
+            out.printf(
+                    "client %d (%s): %d increments under the lock, %.1f us each%n",
+                    id, ep.group().device().name(), count, (System.nanoTime() - t0) / 1e3 / Math.max(1, count));
             ep.sendSync("done".getBytes());
         }
     }

@@ -22,7 +22,6 @@ import dev.jrdma.verbs.WcOpcode;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.io.PrintStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -44,6 +43,7 @@ import java.time.Duration;
 public final class Rping {
     /** rping's default port. */
     public static final int DEFAULT_PORT = 7174;
+
     private static final int INFO_BYTES = 16;
     private static final Duration STEP_TIMEOUT = Duration.ofSeconds(30);
 
@@ -58,14 +58,17 @@ public final class Rping {
      * @param validate {@code -V}: check the data that came back
      * @param verbose  {@code -v}: print each ping's data
      */
-    public record Options(boolean server, String address, int port, int count, int size, boolean validate, boolean verbose) {
+    public record Options(
+            boolean server, String address, int port, int count, int size, boolean validate, boolean verbose) {
         /**
          * Checks the values as rping does.
          *
          * @throws IllegalArgumentException for a size outside 26..65535 or a negative count
          */
         public Options {
-            if (size < 26 || size > 65535) throw new IllegalArgumentException("-S " + size + ": the ping data size is 26 to 65535 bytes (as rping)");
+            if (size < 26 || size > 65535)
+                throw new IllegalArgumentException(
+                        "-S " + size + ": the ping data size is 26 to 65535 bytes (as rping)");
             if (count < 0) throw new IllegalArgumentException("-C " + count + " is negative");
         }
     }
@@ -132,7 +135,8 @@ public final class Rping {
             advertise(rdmaMr);
             if (awaitRecv() < 0) return failure("the server went away before writing back");
             if (opt.validate() && startMr.segment().mismatch(rdmaMr.segment()) >= 0) {
-                return failure("data mismatch in ping " + ping + ": wrote " + text(startMr) + ", read back " + text(rdmaMr));
+                return failure(
+                        "data mismatch in ping " + ping + ": wrote " + text(startMr) + ", read back " + text(rdmaMr));
             }
             if (opt.verbose()) out.println("ping data: " + text(rdmaMr));
         }
@@ -167,19 +171,25 @@ public final class Rping {
         setUp(id.deviceName());
         toRts(id);
         postRecv();
-        id.accept(new ConnParam().qpNum(qp.qpNum()).responderResources(Math.min(1, req.initiatorDepth())).initiatorDepth(Math.min(1, req.responderResources())));
+        id.accept(new ConnParam()
+                .qpNum(qp.qpNum())
+                .responderResources(Math.min(1, req.initiatorDepth()))
+                .initiatorDepth(Math.min(1, req.responderResources())));
         expect(CmEventType.ESTABLISHED, "the client's confirmation");
         while (true) {
             if (awaitRecv() < 0) break; // the client disconnected: done
             Advert source = advert();
-            if (source.size() > opt.size()) return failure("the client advertises " + source.size() + " bytes, more than this server's -S " + opt.size());
+            if (source.size() > opt.size())
+                return failure(
+                        "the client advertises " + source.size() + " bytes, more than this server's -S " + opt.size());
             rdma(WrOpcode.RDMA_READ, source, source.size());
             if (opt.verbose()) out.println("server ping data: " + text(rdmaMr));
             send(sendMr, INFO_BYTES); // go ahead
             if (awaitRecv() < 0) return failure("the client went away before advertising its sink buffer");
             Advert sink = advert();
             int len = (int) Math.min(strlen(rdmaMr.segment()) + 1, opt.size());
-            if (len > sink.size()) return failure("the client's sink buffer holds " + sink.size() + " bytes, the data " + len);
+            if (len > sink.size())
+                return failure("the client's sink buffer holds " + sink.size() + " bytes, the data " + len);
             rdma(WrOpcode.RDMA_WRITE, sink, len);
             send(sendMr, INFO_BYTES); // go ahead
         }
@@ -202,7 +212,12 @@ public final class Rping {
         ctx = Verbs.device(device).open();
         pd = ctx.allocPd();
         cq = ctx.createCq(32, null);
-        qp = pd.createQueuePair(QpInitAttr.builder(cq).maxSendWr(16).maxRecvWr(2).maxSendSge(1).maxRecvSge(1).build());
+        qp = pd.createQueuePair(QpInitAttr.builder(cq)
+                .maxSendWr(16)
+                .maxRecvWr(2)
+                .maxSendSge(1)
+                .maxRecvSge(1)
+                .build());
         recvMr = register(INFO_BYTES, Access.LOCAL_WRITE);
         sendMr = register(INFO_BYTES);
         rdmaMr = register(opt.size(), Access.LOCAL_WRITE, Access.REMOTE_READ, Access.REMOTE_WRITE);
@@ -232,12 +247,21 @@ public final class Rping {
     }
 
     private void send(MemoryRegion mr, int len) throws Exception {
-        qp.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.SEND).buffer(mr, 0, len).signaled(true));
+        qp.postSend(new SendWorkRequest()
+                .wrId(2)
+                .opcode(WrOpcode.SEND)
+                .buffer(mr, 0, len)
+                .signaled(true));
         awaitCompletion(WcOpcode.SEND);
     }
 
     private void rdma(WrOpcode op, Advert remote, int len) throws Exception {
-        qp.postSend(new SendWorkRequest().wrId(3).opcode(op).buffer(rdmaMr, 0, len).remote(remote.addr(), remote.rkey()).signaled(true));
+        qp.postSend(new SendWorkRequest()
+                .wrId(3)
+                .opcode(op)
+                .buffer(rdmaMr, 0, len)
+                .remote(remote.addr(), remote.rkey())
+                .signaled(true));
         awaitCompletion(op == WrOpcode.RDMA_READ ? WcOpcode.RDMA_READ : WcOpcode.RDMA_WRITE);
     }
 
@@ -246,7 +270,8 @@ public final class Rping {
         WorkCompletion wc = awaitCompletion(WcOpcode.RECV);
         if (wc == null) return -1;
         int len = wc.byteLen;
-        if (len != INFO_BYTES) throw new IllegalStateException("received " + len + " bytes, not rping's 16-byte advertisement");
+        if (len != INFO_BYTES)
+            throw new IllegalStateException("received " + len + " bytes, not rping's 16-byte advertisement");
         postRecv();
         return len;
     }
@@ -259,9 +284,13 @@ public final class Rping {
             if (n == 1) {
                 WorkCompletion wc = wcs[0];
                 if (wc.status == WcStatus.WR_FLUSH_ERR && disconnected) return null;
-                if (wc.status != WcStatus.SUCCESS) throw new IllegalStateException(wc.opcode + " completed with " + wc.status + ": " + wc.status.describe());
+                if (wc.status != WcStatus.SUCCESS)
+                    throw new IllegalStateException(
+                            wc.opcode + " completed with " + wc.status + ": " + wc.status.describe());
                 if (wc.opcode == op) return wc;
-                if (wc.opcode == WcOpcode.RECV) throw new IllegalStateException("an advertisement arrived while waiting for " + op + ": the peer does not follow rping's protocol");
+                if (wc.opcode == WcOpcode.RECV)
+                    throw new IllegalStateException("an advertisement arrived while waiting for " + op
+                            + ": the peer does not follow rping's protocol");
                 continue;
             }
             if (disconnected) return null;
@@ -284,7 +313,8 @@ public final class Rping {
 
     private CmEvent expect(CmEventType type, String what, Duration timeout) throws Exception {
         CmEvent e = channel.next(timeout);
-        if (e == null) throw new IllegalStateException("timed out after " + timeout.toSeconds() + " s waiting for " + what);
+        if (e == null)
+            throw new IllegalStateException("timed out after " + timeout.toSeconds() + " s waiting for " + what);
         if (e.type() != type) throw new IllegalStateException(what + ": expected " + type.cName() + ", got " + e);
         return e;
     }
@@ -342,7 +372,9 @@ public final class Rping {
                 case "-S" -> size = Integer.parseInt(args[++i]);
                 case "-V" -> validate = true;
                 case "-v" -> verbose = true;
-                default -> throw new IllegalArgumentException("unknown option " + args[i] + " (rping's -s|-c -a ADDR [-p PORT] [-C COUNT] [-S SIZE] [-V] [-v])");
+                default ->
+                    throw new IllegalArgumentException("unknown option " + args[i]
+                            + " (rping's -s|-c -a ADDR [-p PORT] [-C COUNT] [-S SIZE] [-V] [-v])");
             }
         }
         if (addr == null) throw new IllegalArgumentException("-a ADDR is required");

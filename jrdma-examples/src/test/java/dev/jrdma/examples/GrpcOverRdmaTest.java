@@ -1,5 +1,8 @@
 package dev.jrdma.examples;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
 import dev.jrdma.connect.EndpointConfig;
 import dev.jrdma.netty.RdmaChannelConfig;
 import dev.jrdma.netty.RdmaEventLoopGroup;
@@ -16,10 +19,6 @@ import io.grpc.stub.ClientCalls;
 import io.grpc.stub.ServerCalls;
 import io.grpc.stub.StreamObserver;
 import io.netty.channel.EventLoopGroup;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Test;
-
 import java.net.InetSocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -27,9 +26,9 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 
 /**
  * gRPC-java over jrdma: grpc-netty with {@code channelType(RdmaServerChannel/RdmaChannel)} and an
@@ -49,16 +48,22 @@ class GrpcOverRdmaTest {
      * run raised them ({@code -Djrdma.connect.timeoutMs}: the guest, a QEMU machine without KVM, where a cold JVM's
      * first rdma_cm set-up alone can take more than the default 10 s); {@code -Djrdma.netty.test.deadlineSeconds} sets it.
      */
-    private static final long DEADLINE_S = Long.getLong("jrdma.netty.test.deadlineSeconds",
+    private static final long DEADLINE_S = Long.getLong(
+            "jrdma.netty.test.deadlineSeconds",
             Math.max(20, 2 * RdmaChannelConfig.DEFAULT_ENDPOINT_CONFIG.timeout().toSeconds()));
+
     private static final MethodDescriptor<String, String> CHAT = MethodDescriptor.<String, String>newBuilder()
             .setType(MethodDescriptor.MethodType.BIDI_STREAMING)
             .setFullMethodName(MethodDescriptor.generateFullMethodName("jrdma.Chat", "Chat"))
-            .setRequestMarshaller(GrpcExample.UTF8).setResponseMarshaller(GrpcExample.UTF8).build();
+            .setRequestMarshaller(GrpcExample.UTF8)
+            .setResponseMarshaller(GrpcExample.UTF8)
+            .build();
     private static final MethodDescriptor<String, String> SLOW = MethodDescriptor.<String, String>newBuilder()
             .setType(MethodDescriptor.MethodType.UNARY)
             .setFullMethodName(MethodDescriptor.generateFullMethodName("jrdma.Chat", "Slow"))
-            .setRequestMarshaller(GrpcExample.UTF8).setResponseMarshaller(GrpcExample.UTF8).build();
+            .setRequestMarshaller(GrpcExample.UTF8)
+            .setResponseMarshaller(GrpcExample.UTF8)
+            .build();
 
     private static EventLoopGroup group;
     private static Server server;
@@ -68,7 +73,8 @@ class GrpcOverRdmaTest {
     static void start() throws Exception {
         group = new RdmaEventLoopGroup(2);
         EndpointConfig cfg = RdmaChannelConfig.DEFAULT_ENDPOINT_CONFIG.toBuilder()
-                .timeout(Duration.ofSeconds(Math.max(10, DEADLINE_S / 2))).build();
+                .timeout(Duration.ofSeconds(Math.max(10, DEADLINE_S / 2)))
+                .build();
         ServerServiceDefinition chat = ServerServiceDefinition.builder("jrdma.Chat")
                 .addMethod(CHAT, ServerCalls.asyncBidiStreamingCall(out -> new StreamObserver<String>() {
                     @Override
@@ -77,8 +83,7 @@ class GrpcOverRdmaTest {
                     }
 
                     @Override
-                    public void onError(Throwable t) {
-                    }
+                    public void onError(Throwable t) {}
 
                     @Override
                     public void onCompleted() {
@@ -95,10 +100,13 @@ class GrpcOverRdmaTest {
                 .build();
         server = NettyServerBuilder.forAddress(new InetSocketAddress(HOST, 0))
                 .channelType(dev.jrdma.netty.RdmaServerChannel.class)
-                .bossEventLoopGroup(group).workerEventLoopGroup(group)
+                .bossEventLoopGroup(group)
+                .workerEventLoopGroup(group)
                 .withOption(dev.jrdma.netty.RdmaChannelOption.ENDPOINT_CONFIG, cfg)
-                .addService(GrpcExample.service()).addService(chat)
-                .build().start();
+                .addService(GrpcExample.service())
+                .addService(chat)
+                .build()
+                .start();
         channel = GrpcExample.channel(HOST, server.getPort(), group, cfg);
     }
 
@@ -112,7 +120,8 @@ class GrpcOverRdmaTest {
             server.shutdown();
             server.awaitTermination(5, TimeUnit.SECONDS);
         }
-        if (group != null) group.shutdownGracefully(100, 2000, TimeUnit.MILLISECONDS).syncUninterruptibly();
+        if (group != null)
+            group.shutdownGracefully(100, 2000, TimeUnit.MILLISECONDS).syncUninterruptibly();
     }
 
     private static CallOptions call() {
@@ -122,7 +131,9 @@ class GrpcOverRdmaTest {
     @Test
     void unaryCalls() {
         for (int i = 0; i < 50; i++) {
-            assertEquals("hello rdma " + i, ClientCalls.blockingUnaryCall(channel, GrpcExample.SAY_HELLO, call(), "rdma " + i));
+            assertEquals(
+                    "hello rdma " + i,
+                    ClientCalls.blockingUnaryCall(channel, GrpcExample.SAY_HELLO, call(), "rdma " + i));
         }
     }
 
@@ -173,8 +184,10 @@ class GrpcOverRdmaTest {
 
     @Test
     void aDeadlineEndsACallTheServerDoesNotAnswerInTime() {
-        StatusRuntimeException e = assertThrows(StatusRuntimeException.class, () -> ClientCalls.blockingUnaryCall(channel, SLOW,
-                CallOptions.DEFAULT.withDeadlineAfter(300, TimeUnit.MILLISECONDS), "late"));
+        StatusRuntimeException e = assertThrows(
+                StatusRuntimeException.class,
+                () -> ClientCalls.blockingUnaryCall(
+                        channel, SLOW, CallOptions.DEFAULT.withDeadlineAfter(300, TimeUnit.MILLISECONDS), "late"));
         assertEquals(Status.Code.DEADLINE_EXCEEDED, e.getStatus().getCode());
         // and the connection still serves the next call
         assertEquals("hello again", ClientCalls.blockingUnaryCall(channel, GrpcExample.SAY_HELLO, call(), "again"));

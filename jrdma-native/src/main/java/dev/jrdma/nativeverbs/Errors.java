@@ -1,7 +1,6 @@
 package dev.jrdma.nativeverbs;
 
 import dev.jrdma.verbs.VerbsException;
-
 import java.lang.foreign.MemorySegment;
 
 /** Builds the exceptions of failed verbs: the verb, the errno, what to check. */
@@ -18,7 +17,8 @@ final class Errors {
     static VerbsException verb(String verb, int errno, String whatToCheck) {
         String hint = switch (errno) {
             case VerbsException.EOPNOTSUPP, VerbsException.ENOSYS -> "not supported by this device; " + whatToCheck;
-            case VerbsException.EPERM, VerbsException.EACCES -> "permission denied (run as a user allowed to use /dev/infiniband, or as root); " + whatToCheck;
+            case VerbsException.EPERM, VerbsException.EACCES ->
+                "permission denied (run as a user allowed to use /dev/infiniband, or as root); " + whatToCheck;
             default -> whatToCheck;
         };
         return new VerbsException(verb, errno, hint);

@@ -78,12 +78,15 @@ final class Ibv {
         private Fn() {}
 
         private static MethodHandle exported(String name, FunctionDescriptor fd, boolean errno) {
-            MemorySegment sym = Lib.LOOKUP.find(name).orElseThrow(() -> new UnsatisfiedLinkError(LIBRARY + " has no " + name));
+            MemorySegment sym =
+                    Lib.LOOKUP.find(name).orElseThrow(() -> new UnsatisfiedLinkError(LIBRARY + " has no " + name));
             return errno ? LINKER.downcallHandle(sym, fd, ERRNO_OPT) : LINKER.downcallHandle(sym, fd);
         }
 
         private static Optional<MethodHandle> optional(String name, FunctionDescriptor fd, boolean errno) {
-            return Lib.LOOKUP.find(name).map(sym -> errno ? LINKER.downcallHandle(sym, fd, ERRNO_OPT) : LINKER.downcallHandle(sym, fd));
+            return Lib.LOOKUP
+                    .find(name)
+                    .map(sym -> errno ? LINKER.downcallHandle(sym, fd, ERRNO_OPT) : LINKER.downcallHandle(sym, fd));
         }
 
         private static FunctionDescriptor fd(MemoryLayout ret, MemoryLayout... args) {
@@ -97,47 +100,63 @@ final class Ibv {
         static final MethodHandle OPEN_DEVICE = exported("ibv_open_device", fd(ADDRESS, ADDRESS), true);
         static final MethodHandle CLOSE_DEVICE = exported("ibv_close_device", fd(JAVA_INT, ADDRESS), true);
         static final MethodHandle QUERY_DEVICE = exported("ibv_query_device", fd(JAVA_INT, ADDRESS, ADDRESS), true);
-        static final MethodHandle QUERY_PORT = exported("ibv_query_port", fd(JAVA_INT, ADDRESS, JAVA_BYTE, ADDRESS), true);
-        static final MethodHandle QUERY_GID = exported("ibv_query_gid", fd(JAVA_INT, ADDRESS, JAVA_BYTE, JAVA_INT, ADDRESS), true);
+        static final MethodHandle QUERY_PORT =
+                exported("ibv_query_port", fd(JAVA_INT, ADDRESS, JAVA_BYTE, ADDRESS), true);
+        static final MethodHandle QUERY_GID =
+                exported("ibv_query_gid", fd(JAVA_INT, ADDRESS, JAVA_BYTE, JAVA_INT, ADDRESS), true);
         /** {@code _ibv_query_gid_ex(ctx, port, index, entry, flags, entry_size)}, rdma-core 32+. */
-        static final Optional<MethodHandle> QUERY_GID_EX = optional("_ibv_query_gid_ex",
-                fd(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG), true);
+        static final Optional<MethodHandle> QUERY_GID_EX = optional(
+                "_ibv_query_gid_ex", fd(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG), true);
+
         static final MethodHandle ALLOC_PD = exported("ibv_alloc_pd", fd(ADDRESS, ADDRESS), true);
         static final MethodHandle DEALLOC_PD = exported("ibv_dealloc_pd", fd(JAVA_INT, ADDRESS), true);
-        static final MethodHandle REG_MR = exported("ibv_reg_mr", fd(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT), true);
+        static final MethodHandle REG_MR =
+                exported("ibv_reg_mr", fd(ADDRESS, ADDRESS, ADDRESS, JAVA_LONG, JAVA_INT), true);
         static final MethodHandle DEREG_MR = exported("ibv_dereg_mr", fd(JAVA_INT, ADDRESS), true);
         static final MethodHandle CREATE_COMP_CHANNEL = exported("ibv_create_comp_channel", fd(ADDRESS, ADDRESS), true);
-        static final MethodHandle DESTROY_COMP_CHANNEL = exported("ibv_destroy_comp_channel", fd(JAVA_INT, ADDRESS), true);
-        static final MethodHandle CREATE_CQ = exported("ibv_create_cq", fd(ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT), true);
+        static final MethodHandle DESTROY_COMP_CHANNEL =
+                exported("ibv_destroy_comp_channel", fd(JAVA_INT, ADDRESS), true);
+        static final MethodHandle CREATE_CQ =
+                exported("ibv_create_cq", fd(ADDRESS, ADDRESS, JAVA_INT, ADDRESS, ADDRESS, JAVA_INT), true);
         static final MethodHandle DESTROY_CQ = exported("ibv_destroy_cq", fd(JAVA_INT, ADDRESS), true);
-        static final MethodHandle GET_CQ_EVENT = exported("ibv_get_cq_event", fd(JAVA_INT, ADDRESS, ADDRESS, ADDRESS), true);
+        static final MethodHandle GET_CQ_EVENT =
+                exported("ibv_get_cq_event", fd(JAVA_INT, ADDRESS, ADDRESS, ADDRESS), true);
         static final MethodHandle ACK_CQ_EVENTS = exported("ibv_ack_cq_events", fd(null, ADDRESS, JAVA_INT), false);
         static final MethodHandle CREATE_QP = exported("ibv_create_qp", fd(ADDRESS, ADDRESS, ADDRESS), true);
         static final MethodHandle DESTROY_QP = exported("ibv_destroy_qp", fd(JAVA_INT, ADDRESS), true);
         static final MethodHandle MODIFY_QP = exported("ibv_modify_qp", fd(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT), true);
-        static final MethodHandle QUERY_QP = exported("ibv_query_qp", fd(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS), true);
+        static final MethodHandle QUERY_QP =
+                exported("ibv_query_qp", fd(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT, ADDRESS), true);
 
         /** libc poll(2): (state, pollfd*, nfds, timeout ms) -> int. */
-        static final MethodHandle POLL = LINKER.downcallHandle(LINKER.defaultLookup().find("poll").orElseThrow(),
-                fd(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT), ERRNO_OPT);
+        static final MethodHandle POLL = LINKER.downcallHandle(
+                LINKER.defaultLookup().find("poll").orElseThrow(),
+                fd(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT),
+                ERRNO_OPT);
 
         // ---- inline verbs through ibv_context_ops: (fnptr, args...) ----
         // The hot four take their pointers as addresses (long): a MemorySegment argument costs a native-segment and
         // scope check per call (2.4 ns per post+poll pair here); the queues' gates keep what they point at alive.
         /** poll_cq(cq, num_entries, wc): hot path, no thread-state transition. */
-        static final MethodHandle OPS_POLL_CQ = LINKER.downcallHandle(fd(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG), Linker.Option.critical(false));
+        static final MethodHandle OPS_POLL_CQ =
+                LINKER.downcallHandle(fd(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG), Linker.Option.critical(false));
         /** post_send(qp, wr, bad_wr): hot path. */
-        static final MethodHandle OPS_POST_SEND = LINKER.downcallHandle(fd(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG), Linker.Option.critical(false));
+        static final MethodHandle OPS_POST_SEND =
+                LINKER.downcallHandle(fd(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG), Linker.Option.critical(false));
         /** post_srq_recv(srq, wr, bad_wr): hot path. */
-        static final MethodHandle OPS_POST_SRQ_RECV = LINKER.downcallHandle(fd(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG), Linker.Option.critical(false));
+        static final MethodHandle OPS_POST_SRQ_RECV =
+                LINKER.downcallHandle(fd(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG), Linker.Option.critical(false));
         /** post_recv(qp, wr, bad_wr): hot path. */
-        static final MethodHandle OPS_POST_RECV = LINKER.downcallHandle(fd(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG), Linker.Option.critical(false));
+        static final MethodHandle OPS_POST_RECV =
+                LINKER.downcallHandle(fd(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG), Linker.Option.critical(false));
         /** req_notify_cq(cq, solicited_only). */
-        static final MethodHandle OPS_REQ_NOTIFY_CQ = LINKER.downcallHandle(fd(JAVA_INT, ADDRESS, JAVA_INT), Linker.Option.critical(false));
+        static final MethodHandle OPS_REQ_NOTIFY_CQ =
+                LINKER.downcallHandle(fd(JAVA_INT, ADDRESS, JAVA_INT), Linker.Option.critical(false));
         /** alloc_mw(pd, type) with errno. */
         static final MethodHandle OPS_ALLOC_MW = LINKER.downcallHandle(fd(ADDRESS, ADDRESS, JAVA_INT), ERRNO_OPT);
         /** bind_mw(qp, mw, mw_bind). */
-        static final MethodHandle OPS_BIND_MW = LINKER.downcallHandle(fd(JAVA_INT, ADDRESS, ADDRESS, ADDRESS), ERRNO_OPT);
+        static final MethodHandle OPS_BIND_MW =
+                LINKER.downcallHandle(fd(JAVA_INT, ADDRESS, ADDRESS, ADDRESS), ERRNO_OPT);
         /** dealloc_mw(mw). */
         static final MethodHandle OPS_DEALLOC_MW = LINKER.downcallHandle(fd(JAVA_INT, ADDRESS), ERRNO_OPT);
     }
@@ -150,23 +169,29 @@ final class Ibv {
     static final class Extra {
         private Extra() {}
 
-        static final MethodHandle GET_ASYNC_EVENT = Fn.exported("ibv_get_async_event", Fn.fd(JAVA_INT, ADDRESS, ADDRESS), true);
+        static final MethodHandle GET_ASYNC_EVENT =
+                Fn.exported("ibv_get_async_event", Fn.fd(JAVA_INT, ADDRESS, ADDRESS), true);
         static final MethodHandle ACK_ASYNC_EVENT = Fn.exported("ibv_ack_async_event", Fn.fd(null, ADDRESS), false);
-        static final MethodHandle QUERY_PKEY = Fn.exported("ibv_query_pkey", Fn.fd(JAVA_INT, ADDRESS, JAVA_BYTE, JAVA_INT, ADDRESS), true);
+        static final MethodHandle QUERY_PKEY =
+                Fn.exported("ibv_query_pkey", Fn.fd(JAVA_INT, ADDRESS, JAVA_BYTE, JAVA_INT, ADDRESS), true);
         static final MethodHandle RESIZE_CQ = Fn.exported("ibv_resize_cq", Fn.fd(JAVA_INT, ADDRESS, JAVA_INT), true);
         static final MethodHandle CREATE_AH = Fn.exported("ibv_create_ah", Fn.fd(ADDRESS, ADDRESS, ADDRESS), true);
-        static final MethodHandle CREATE_AH_FROM_WC = Fn.exported("ibv_create_ah_from_wc", Fn.fd(ADDRESS, ADDRESS, ADDRESS, ADDRESS, JAVA_BYTE), true);
+        static final MethodHandle CREATE_AH_FROM_WC =
+                Fn.exported("ibv_create_ah_from_wc", Fn.fd(ADDRESS, ADDRESS, ADDRESS, ADDRESS, JAVA_BYTE), true);
         static final MethodHandle DESTROY_AH = Fn.exported("ibv_destroy_ah", Fn.fd(JAVA_INT, ADDRESS), true);
         static final MethodHandle CREATE_SRQ = Fn.exported("ibv_create_srq", Fn.fd(ADDRESS, ADDRESS, ADDRESS), true);
-        static final MethodHandle MODIFY_SRQ = Fn.exported("ibv_modify_srq", Fn.fd(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT), true);
+        static final MethodHandle MODIFY_SRQ =
+                Fn.exported("ibv_modify_srq", Fn.fd(JAVA_INT, ADDRESS, ADDRESS, JAVA_INT), true);
         static final MethodHandle QUERY_SRQ = Fn.exported("ibv_query_srq", Fn.fd(JAVA_INT, ADDRESS, ADDRESS), true);
         static final MethodHandle DESTROY_SRQ = Fn.exported("ibv_destroy_srq", Fn.fd(JAVA_INT, ADDRESS), true);
-
     }
 
     /** libc fcntl(2), variadic after the command: (fd, cmd, arg) -> int. */
-    private static final MethodHandle FCNTL = LINKER.downcallHandle(LINKER.defaultLookup().find("fcntl").orElseThrow(),
-            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT), Linker.Option.firstVariadicArg(2));
+    private static final MethodHandle FCNTL = LINKER.downcallHandle(
+            LINKER.defaultLookup().find("fcntl").orElseThrow(),
+            FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT, JAVA_INT),
+            Linker.Option.firstVariadicArg(2));
+
     private static final int F_GETFL = 3, F_SETFL = 4, O_NONBLOCK = 04000; // Linux
 
     /** Sets O_NONBLOCK on a file descriptor (best effort: a failure leaves it blocking). */
@@ -203,14 +228,18 @@ final class Ibv {
     private static final class Fd {
         private Fd() {}
 
-        static final MethodHandle EVENTFD = LINKER.downcallHandle(LINKER.defaultLookup().find("eventfd").orElseThrow(),
-                FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT), ERRNO_OPT);
-        static final MethodHandle READ = LINKER.downcallHandle(LINKER.defaultLookup().find("read").orElseThrow(),
+        static final MethodHandle EVENTFD = LINKER.downcallHandle(
+                LINKER.defaultLookup().find("eventfd").orElseThrow(),
+                FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_INT),
+                ERRNO_OPT);
+        static final MethodHandle READ = LINKER.downcallHandle(
+                LINKER.defaultLookup().find("read").orElseThrow(),
                 FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
-        static final MethodHandle WRITE = LINKER.downcallHandle(LINKER.defaultLookup().find("write").orElseThrow(),
+        static final MethodHandle WRITE = LINKER.downcallHandle(
+                LINKER.defaultLookup().find("write").orElseThrow(),
                 FunctionDescriptor.of(JAVA_LONG, JAVA_INT, ADDRESS, JAVA_LONG));
-        static final MethodHandle CLOSE = LINKER.downcallHandle(LINKER.defaultLookup().find("close").orElseThrow(),
-                FunctionDescriptor.of(JAVA_INT, JAVA_INT));
+        static final MethodHandle CLOSE = LINKER.downcallHandle(
+                LINKER.defaultLookup().find("close").orElseThrow(), FunctionDescriptor.of(JAVA_INT, JAVA_INT));
     }
 
     private static final int EFD_NONBLOCK = 04000, EFD_CLOEXEC = 02000000;
@@ -232,7 +261,8 @@ final class Ibv {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment one = a.allocate(JAVA_LONG);
             one.set(JAVA_LONG, 0, 1L);
-            long ignored = (long) Fd.WRITE.invokeExact(fd, one, 8L); // EAGAIN only when the counter is near 2^64: still signalled
+            long ignored = (long)
+                    Fd.WRITE.invokeExact(fd, one, 8L); // EAGAIN only when the counter is near 2^64: still signalled
         } catch (Throwable t) {
             throw rethrow(t);
         }

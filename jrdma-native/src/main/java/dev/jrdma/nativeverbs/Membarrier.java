@@ -21,6 +21,7 @@ final class Membarrier {
 
     /** The commands of {@code enum membarrier_cmd} (linux/membarrier.h). */
     private static final int CMD_QUERY = 0, CMD_PRIVATE_EXPEDITED = 1 << 3, CMD_REGISTER_PRIVATE_EXPEDITED = 1 << 4;
+
     private static final MethodHandle SYSCALL;
     private static final long NR;
     /** Whether {@link #fence} works in this process (registered, supported). */
@@ -34,16 +35,22 @@ final class Membarrier {
         };
         MethodHandle h = null;
         boolean ok = false;
-        if (nr > 0 && System.getProperty("os.name", "").startsWith("Linux")
+        if (nr > 0
+                && System.getProperty("os.name", "").startsWith("Linux")
                 && Boolean.parseBoolean(System.getProperty("jrdma.native.biasedGates", "true"))) {
             try {
                 Linker linker = Linker.nativeLinker();
-                // long syscall(long number, ...): the membarrier arguments (int cmd, unsigned flags, int cpu_id) are variadic
-                h = linker.downcallHandle(linker.defaultLookup().find("syscall").orElseThrow(),
-                        FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT), Linker.Option.firstVariadicArg(1));
+                // long syscall(long number, ...): the membarrier arguments (int cmd, unsigned flags, int cpu_id) are
+                // variadic
+                h = linker.downcallHandle(
+                        linker.defaultLookup().find("syscall").orElseThrow(),
+                        FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_INT, JAVA_INT),
+                        Linker.Option.firstVariadicArg(1));
                 long supported = (long) h.invokeExact(nr, CMD_QUERY, 0, 0);
                 int need = CMD_PRIVATE_EXPEDITED | CMD_REGISTER_PRIVATE_EXPEDITED;
-                ok = supported >= 0 && (supported & need) == need && (long) h.invokeExact(nr, CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+                ok = supported >= 0
+                        && (supported & need) == need
+                        && (long) h.invokeExact(nr, CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
             } catch (Throwable t) {
                 ok = false; // no libc syscall, or native access refused: the gates keep their compare-and-set
             }

@@ -11,7 +11,6 @@ import dev.jrdma.verbs.AhAttr;
 import dev.jrdma.verbs.ProtectionDomain;
 import dev.jrdma.verbs.VerbsException;
 import dev.jrdma.verbs.WorkCompletion;
-
 import java.lang.foreign.Arena;
 import java.lang.foreign.GroupLayout;
 import java.lang.foreign.MemorySegment;
@@ -36,8 +35,12 @@ final class NativeAh extends NativeResource implements AddressHandle {
             MemorySegment s = a.allocate(Layouts.AH_ATTR);
             write(attr, s);
             MemorySegment ah = (MemorySegment) Ibv.Extra.CREATE_AH.invokeExact(st, pd.pd, s);
-            if (ah.equals(MemorySegment.NULL)) throw Errors.verb("ibv_create_ah", Ibv.errno(st), "check " + attr
-                    + ": on RoCE the address must be global (is_global, the peer's GID) with a valid sgid_index of the port");
+            if (ah.equals(MemorySegment.NULL))
+                throw Errors.verb(
+                        "ibv_create_ah",
+                        Ibv.errno(st),
+                        "check " + attr
+                                + ": on RoCE the address must be global (is_global, the peer's GID) with a valid sgid_index of the port");
             return adopt(pd, ah, attr.copy(), st);
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
@@ -46,8 +49,11 @@ final class NativeAh extends NativeResource implements AddressHandle {
 
     /** ibv_create_ah_from_wc; the caller holds the PD's {@link #enter}. */
     static NativeAh fromWc(NativePd pd, WorkCompletion wc, MemorySegment grh, int port) {
-        if (grh == null || grh.byteSize() < 40) throw new VerbsException("ibv_create_ah_from_wc", VerbsException.EINVAL,
-                "the GRH area must be the receive buffer's first 40 bytes");
+        if (grh == null || grh.byteSize() < 40)
+            throw new VerbsException(
+                    "ibv_create_ah_from_wc",
+                    VerbsException.EINVAL,
+                    "the GRH area must be the receive buffer's first 40 bytes");
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.callState(a);
             GroupLayout L = Layouts.WC;
@@ -65,8 +71,11 @@ final class NativeAh extends NativeResource implements AddressHandle {
             MemorySegment g = a.allocate(40, 8);
             MemorySegment.copy(grh, 0, g, 0, 40);
             MemorySegment ah = (MemorySegment) Ibv.Extra.CREATE_AH_FROM_WC.invokeExact(st, pd.pd, w, g, (byte) port);
-            if (ah.equals(MemorySegment.NULL)) throw Errors.verb("ibv_create_ah_from_wc", Ibv.errno(st),
-                    "the completion must be a successful UD receive (with its GRH) on port " + port);
+            if (ah.equals(MemorySegment.NULL))
+                throw Errors.verb(
+                        "ibv_create_ah_from_wc",
+                        Ibv.errno(st),
+                        "the completion must be a successful UD receive (with its GRH) on port " + port);
             AhAttr attr = new AhAttr().portNum(port);
             attr.dlid = wc.slid;
             attr.sl = wc.sl;
@@ -117,7 +126,9 @@ final class NativeAh extends NativeResource implements AddressHandle {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.callState(a);
             int rc = (int) Ibv.Extra.DESTROY_AH.invokeExact(st, ah);
-            if (rc != 0) throw Errors.verb("ibv_destroy_ah", Errors.errno(rc, st), "UD sends may still name this address handle");
+            if (rc != 0)
+                throw Errors.verb(
+                        "ibv_destroy_ah", Errors.errno(rc, st), "UD sends may still name this address handle");
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
         }

@@ -10,7 +10,6 @@ import dev.jrdma.verbs.CompletionChannel;
 import dev.jrdma.verbs.CompletionQueue;
 import dev.jrdma.verbs.Context;
 import dev.jrdma.verbs.VerbsException;
-
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.time.Duration;
@@ -28,11 +27,13 @@ final class NativeChannel extends NativeResource implements CompletionChannel {
     private static final short POLLIN = 1;
     /** Longest single poll(2): a close by another thread waits for the slice in flight, then the waiter throws. */
     private static final int SLICE_MS = 100;
+
     final NativeContext context;
     final MemorySegment ch;
     final int fd;
     /** eventfd(2) that {@link #wakeup} signals; closed with the channel. */
     private final int wakeFd;
+
     final Set<NativeCq> cqs = ConcurrentHashMap.newKeySet();
     /**
      * Held from ibv_get_cq_event until the event is counted on its CQ, and by a CQ's destroy while it acks what it
@@ -41,11 +42,15 @@ final class NativeChannel extends NativeResource implements CompletionChannel {
     final Object eventLock = new Object();
 
     NativeChannel(NativeContext context, MemorySegment ch, int wakeFd) {
-        super(context, "completion channel fd " + ch.get(JAVA_INT, offset(Layouts.COMP_CHANNEL, "fd")) + " of " + context.device.name());
+        super(
+                context,
+                "completion channel fd " + ch.get(JAVA_INT, offset(Layouts.COMP_CHANNEL, "fd")) + " of "
+                        + context.device.name());
         this.context = context;
         this.ch = ch;
         this.fd = ch.get(JAVA_INT, offset(Layouts.COMP_CHANNEL, "fd"));
-        // non-blocking, as ibv_get_cq_event(3) suggests: a read never blocks under a lock when another thread took the event
+        // non-blocking, as ibv_get_cq_event(3) suggests: a read never blocks under a lock when another thread took the
+        // event
         Ibv.setNonBlocking(fd);
         this.wakeFd = wakeFd;
     }
@@ -109,7 +114,9 @@ final class NativeChannel extends NativeResource implements CompletionChannel {
                         }
                         long cqAddr = cqOut.get(ADDRESS, 0).address();
                         NativeCq cq = context.cqs.get(cqAddr);
-                        if (cq == null) continue; // cannot happen: a CQ's destroy removes it under eventLock after the kernel's last event
+                        if (cq == null)
+                            continue; // cannot happen: a CQ's destroy removes it under eventLock after the kernel's
+                        // last event
                         cq.eventReceived();
                         return cq;
                     }
@@ -130,7 +137,8 @@ final class NativeChannel extends NativeResource implements CompletionChannel {
             try {
                 cq.closeAndAwait();
             } catch (RuntimeException e) {
-                if (first == null) first = e; else first.addSuppressed(e);
+                if (first == null) first = e;
+                else first.addSuppressed(e);
             }
         }
         if (first != null) throw first;
@@ -142,7 +150,11 @@ final class NativeChannel extends NativeResource implements CompletionChannel {
             MemorySegment st = Ibv.callState(a);
             Ibv.closeFd(wakeFd);
             int rc = (int) Ibv.Fn.DESTROY_COMP_CHANNEL.invokeExact(st, ch);
-            if (rc != 0) throw Errors.verb("ibv_destroy_comp_channel", Errors.errno(rc, st), "CQs created outside jrdma may still use this channel");
+            if (rc != 0)
+                throw Errors.verb(
+                        "ibv_destroy_comp_channel",
+                        Errors.errno(rc, st),
+                        "CQs created outside jrdma may still use this channel");
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
         }

@@ -24,7 +24,6 @@ import dev.jrdma.verbs.PortAttr;
 import dev.jrdma.verbs.PortState;
 import dev.jrdma.verbs.ProtectionDomain;
 import dev.jrdma.verbs.VerbsException;
-
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -41,12 +40,19 @@ final class NativeContext extends NativeResource implements Context {
     final NativeDevice device;
     final MemorySegment ctx;
     /** Function pointers of ibv_context_ops (NULL when the provider lacks the verb). */
-    final MemorySegment opsPollCq, opsReqNotifyCq, opsPostSend, opsPostRecv, opsAllocMw, opsBindMw, opsDeallocMw,
+    final MemorySegment opsPollCq,
+            opsReqNotifyCq,
+            opsPostSend,
+            opsPostRecv,
+            opsAllocMw,
+            opsBindMw,
+            opsDeallocMw,
             opsPostSrqRecv;
     /** CQs by native address, to map ibv_get_cq_event's answer back to the Java object. */
     final ConcurrentHashMap<Long, NativeCq> cqs = new ConcurrentHashMap<>();
     /** QPs and SRQs by native address, to map ibv_get_async_event's element back to the Java object. */
     final ConcurrentHashMap<Long, NativeQp> qps = new ConcurrentHashMap<>();
+
     final ConcurrentHashMap<Long, NativeSrq> srqs = new ConcurrentHashMap<>();
     /**
      * Held from ibv_get_async_event until the event is registered on its QP, CQ or SRQ, and by their free while it
@@ -54,9 +60,11 @@ final class NativeContext extends NativeResource implements Context {
      * make ibv_destroy_qp/cq/srq wait for good.
      */
     final Object asyncLock = new Object();
+
     private final int asyncFd;
     /** Set once the async fd was made non-blocking (on the first wait: a context nobody waits on is left as it is). */
     private volatile boolean asyncFdNonBlocking;
+
     private volatile DeviceAttr attr;
 
     NativeContext(NativeDevice device, MemorySegment ctx) {
@@ -97,22 +105,53 @@ final class NativeContext extends NativeResource implements Context {
             MemorySegment st = Ibv.callState(a);
             MemorySegment s = a.allocate(Layouts.DEVICE_ATTR);
             int rc = (int) Ibv.Fn.QUERY_DEVICE.invokeExact(st, ctx, s);
-            if (rc != 0) throw Errors.verb("ibv_query_device", Errors.errno(rc, st), "check the device " + device.name() + " is still present (dmesg)");
+            if (rc != 0)
+                throw Errors.verb(
+                        "ibv_query_device",
+                        Errors.errno(rc, st),
+                        "check the device " + device.name() + " is still present (dmesg)");
             var L = Layouts.DEVICE_ATTR;
-            DeviceAttr d = new DeviceAttr(Ibv.cString(s, 0, 64),
+            DeviceAttr d = new DeviceAttr(
+                    Ibv.cString(s, 0, 64),
                     Long.reverseBytes(s.get(JAVA_LONG, offset(L, "node_guid"))),
                     Long.reverseBytes(s.get(JAVA_LONG, offset(L, "sys_image_guid"))),
-                    s.get(JAVA_LONG, offset(L, "max_mr_size")), s.get(JAVA_LONG, offset(L, "page_size_cap")),
-                    i(s, L, "vendor_id"), i(s, L, "vendor_part_id"), i(s, L, "hw_ver"), i(s, L, "max_qp"), i(s, L, "max_qp_wr"),
-                    i(s, L, "device_cap_flags"), i(s, L, "max_sge"), i(s, L, "max_sge_rd"), i(s, L, "max_cq"), i(s, L, "max_cqe"),
-                    i(s, L, "max_mr"), i(s, L, "max_pd"), i(s, L, "max_qp_rd_atom"), i(s, L, "max_ee_rd_atom"),
-                    i(s, L, "max_res_rd_atom"), i(s, L, "max_qp_init_rd_atom"), i(s, L, "max_ee_init_rd_atom"),
-                    AtomicCap.of(i(s, L, "atomic_cap")), i(s, L, "max_ee"), i(s, L, "max_rdd"), i(s, L, "max_mw"),
-                    i(s, L, "max_raw_ipv6_qp"), i(s, L, "max_raw_ethy_qp"), i(s, L, "max_mcast_grp"),
-                    i(s, L, "max_mcast_qp_attach"), i(s, L, "max_total_mcast_qp_attach"), i(s, L, "max_ah"),
-                    i(s, L, "max_fmr"), i(s, L, "max_map_per_fmr"), i(s, L, "max_srq"), i(s, L, "max_srq_wr"),
-                    i(s, L, "max_srq_sge"), Short.toUnsignedInt(s.get(JAVA_SHORT, offset(L, "max_pkeys"))),
-                    u8(s, L, "local_ca_ack_delay"), u8(s, L, "phys_port_cnt"));
+                    s.get(JAVA_LONG, offset(L, "max_mr_size")),
+                    s.get(JAVA_LONG, offset(L, "page_size_cap")),
+                    i(s, L, "vendor_id"),
+                    i(s, L, "vendor_part_id"),
+                    i(s, L, "hw_ver"),
+                    i(s, L, "max_qp"),
+                    i(s, L, "max_qp_wr"),
+                    i(s, L, "device_cap_flags"),
+                    i(s, L, "max_sge"),
+                    i(s, L, "max_sge_rd"),
+                    i(s, L, "max_cq"),
+                    i(s, L, "max_cqe"),
+                    i(s, L, "max_mr"),
+                    i(s, L, "max_pd"),
+                    i(s, L, "max_qp_rd_atom"),
+                    i(s, L, "max_ee_rd_atom"),
+                    i(s, L, "max_res_rd_atom"),
+                    i(s, L, "max_qp_init_rd_atom"),
+                    i(s, L, "max_ee_init_rd_atom"),
+                    AtomicCap.of(i(s, L, "atomic_cap")),
+                    i(s, L, "max_ee"),
+                    i(s, L, "max_rdd"),
+                    i(s, L, "max_mw"),
+                    i(s, L, "max_raw_ipv6_qp"),
+                    i(s, L, "max_raw_ethy_qp"),
+                    i(s, L, "max_mcast_grp"),
+                    i(s, L, "max_mcast_qp_attach"),
+                    i(s, L, "max_total_mcast_qp_attach"),
+                    i(s, L, "max_ah"),
+                    i(s, L, "max_fmr"),
+                    i(s, L, "max_map_per_fmr"),
+                    i(s, L, "max_srq"),
+                    i(s, L, "max_srq_wr"),
+                    i(s, L, "max_srq_sge"),
+                    Short.toUnsignedInt(s.get(JAVA_SHORT, offset(L, "max_pkeys"))),
+                    u8(s, L, "local_ca_ack_delay"),
+                    u8(s, L, "phys_port_cnt"));
             attr = d;
             return d;
         } catch (Throwable t) {
@@ -137,8 +176,10 @@ final class NativeContext extends NativeResource implements Context {
     private void checkPort(String verb, int port) {
         int n = attr().physPortCnt();
         if (port < 1 || port > n) {
-            throw new VerbsException(verb, VerbsException.EINVAL, "port " + port + " does not exist on " + device.name()
-                    + ": ports are numbered 1.." + n);
+            throw new VerbsException(
+                    verb,
+                    VerbsException.EINVAL,
+                    "port " + port + " does not exist on " + device.name() + ": ports are numbered 1.." + n);
         }
     }
 
@@ -151,14 +192,32 @@ final class NativeContext extends NativeResource implements Context {
             MemorySegment st = Ibv.callState(a);
             MemorySegment s = a.allocate(64, 8); // 52 bytes and room for a newer library's additions
             int rc = (int) Ibv.Fn.QUERY_PORT.invokeExact(st, ctx, (byte) port, s);
-            if (rc != 0) throw Errors.verb("ibv_query_port", Errors.errno(rc, st), "check port " + port + " of " + device.name());
+            if (rc != 0)
+                throw Errors.verb(
+                        "ibv_query_port", Errors.errno(rc, st), "check port " + port + " of " + device.name());
             var L = Layouts.PORT_ATTR;
-            return new PortAttr(PortState.of(i(s, L, "state")), mtu(i(s, L, "max_mtu")), mtu(i(s, L, "active_mtu")),
-                    i(s, L, "gid_tbl_len"), i(s, L, "port_cap_flags"), Integer.toUnsignedLong(i(s, L, "max_msg_sz")),
-                    i(s, L, "bad_pkey_cntr"), i(s, L, "qkey_viol_cntr"), u16(s, L, "pkey_tbl_len"), u16(s, L, "lid"),
-                    u16(s, L, "sm_lid"), u8(s, L, "lmc"), u8(s, L, "max_vl_num"), u8(s, L, "sm_sl"), u8(s, L, "subnet_timeout"),
-                    u8(s, L, "init_type_reply"), u8(s, L, "active_width"), u8(s, L, "active_speed"), u8(s, L, "phys_state"),
-                    LinkLayer.of(u8(s, L, "link_layer")), u16(s, L, "port_cap_flags2"));
+            return new PortAttr(
+                    PortState.of(i(s, L, "state")),
+                    mtu(i(s, L, "max_mtu")),
+                    mtu(i(s, L, "active_mtu")),
+                    i(s, L, "gid_tbl_len"),
+                    i(s, L, "port_cap_flags"),
+                    Integer.toUnsignedLong(i(s, L, "max_msg_sz")),
+                    i(s, L, "bad_pkey_cntr"),
+                    i(s, L, "qkey_viol_cntr"),
+                    u16(s, L, "pkey_tbl_len"),
+                    u16(s, L, "lid"),
+                    u16(s, L, "sm_lid"),
+                    u8(s, L, "lmc"),
+                    u8(s, L, "max_vl_num"),
+                    u8(s, L, "sm_sl"),
+                    u8(s, L, "subnet_timeout"),
+                    u8(s, L, "init_type_reply"),
+                    u8(s, L, "active_width"),
+                    u8(s, L, "active_speed"),
+                    u8(s, L, "phys_state"),
+                    LinkLayer.of(u8(s, L, "link_layer")),
+                    u16(s, L, "port_cap_flags2"));
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
         } finally {
@@ -179,8 +238,13 @@ final class NativeContext extends NativeResource implements Context {
             MemorySegment st = Ibv.callState(a);
             MemorySegment g = a.allocate(16, 8);
             int rc = (int) Ibv.Fn.QUERY_GID.invokeExact(st, ctx, (byte) port, index, g);
-            if (rc != 0) throw Errors.verb("ibv_query_gid", Errors.errno(rc, st), "GID index " + index + " of port " + port
-                    + " is out of range or unreadable: the table has gid_tbl_len entries (jrdma ports " + device.name() + ")");
+            if (rc != 0)
+                throw Errors.verb(
+                        "ibv_query_gid",
+                        Errors.errno(rc, st),
+                        "GID index " + index + " of port " + port
+                                + " is out of range or unreadable: the table has gid_tbl_len entries (jrdma ports "
+                                + device.name() + ")");
             return Gid.of(g.toArray(JAVA_BYTE));
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
@@ -195,8 +259,11 @@ final class NativeContext extends NativeResource implements Context {
         checkOpen("ibv_query_gid");
         int n = queryPort(port).gidTblLen();
         List<GidEntry> list = new ArrayList<>();
-        Path attrs = Path.of(device.ibdevPath().isEmpty() ? "/sys/class/infiniband/" + device.name() : device.ibdevPath(),
-                "ports", Integer.toString(port), "gid_attrs");
+        Path attrs = Path.of(
+                device.ibdevPath().isEmpty() ? "/sys/class/infiniband/" + device.name() : device.ibdevPath(),
+                "ports",
+                Integer.toString(port),
+                "gid_attrs");
         for (int i = 0; i < n; i++) {
             Gid g;
             try {
@@ -228,7 +295,8 @@ final class NativeContext extends NativeResource implements Context {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.callState(a);
             MemorySegment e = a.allocate(Layouts.GID_ENTRY);
-            int rc = (int) Ibv.Fn.QUERY_GID_EX.get().invokeExact(st, ctx, port, index, e, 0, Layouts.GID_ENTRY.byteSize());
+            int rc = (int)
+                    Ibv.Fn.QUERY_GID_EX.get().invokeExact(st, ctx, port, index, e, 0, Layouts.GID_ENTRY.byteSize());
             if (rc != 0) return null;
             return switch (e.get(JAVA_INT, offset(Layouts.GID_ENTRY, "gid_type"))) {
                 case 0 -> "IB";
@@ -249,7 +317,9 @@ final class NativeContext extends NativeResource implements Context {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.callState(a);
             MemorySegment pd = (MemorySegment) Ibv.Fn.ALLOC_PD.invokeExact(st, ctx);
-            if (pd.equals(MemorySegment.NULL)) throw Errors.verb("ibv_alloc_pd", Ibv.errno(st), "the device ran out of protection domains (max_pd) or memory");
+            if (pd.equals(MemorySegment.NULL))
+                throw Errors.verb(
+                        "ibv_alloc_pd", Ibv.errno(st), "the device ran out of protection domains (max_pd) or memory");
             try {
                 return new NativePd(this, pd.reinterpret(Layouts.PD.byteSize()));
             } catch (RuntimeException e) { // closed meanwhile: do not leak the native PD
@@ -269,7 +339,8 @@ final class NativeContext extends NativeResource implements Context {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.callState(a);
             MemorySegment ch = (MemorySegment) Ibv.Fn.CREATE_COMP_CHANNEL.invokeExact(st, ctx);
-            if (ch.equals(MemorySegment.NULL)) throw Errors.verb("ibv_create_comp_channel", Ibv.errno(st), "check the open file limit (ulimit -n)");
+            if (ch.equals(MemorySegment.NULL))
+                throw Errors.verb("ibv_create_comp_channel", Ibv.errno(st), "check the open file limit (ulimit -n)");
             int wakeFd = -1;
             try {
                 wakeFd = Ibv.eventFd("ibv_create_comp_channel");
@@ -295,8 +366,12 @@ final class NativeContext extends NativeResource implements Context {
             MemorySegment st = Ibv.callState(a);
             MemorySegment p = a.allocate(JAVA_SHORT);
             int rc = (int) Ibv.Extra.QUERY_PKEY.invokeExact(st, ctx, (byte) port, index, p);
-            if (rc != 0) throw Errors.verb("ibv_query_pkey", Errors.errno(rc, st), "P_Key index " + index + " of port " + port
-                    + " is out of range: the table has pkey_tbl_len entries (Context.queryPort)");
+            if (rc != 0)
+                throw Errors.verb(
+                        "ibv_query_pkey",
+                        Errors.errno(rc, st),
+                        "P_Key index " + index + " of port " + port
+                                + " is out of range: the table has pkey_tbl_len entries (Context.queryPort)");
             return Short.toUnsignedInt(Short.reverseBytes(p.get(JAVA_SHORT, 0))); // __be16
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
@@ -314,21 +389,30 @@ final class NativeContext extends NativeResource implements Context {
     @Override
     public CompletionQueue createCq(int cqe, CompletionChannel channel, int compVector) {
         checkOpen("ibv_create_cq");
-        if (cqe < 1) throw new VerbsException("ibv_create_cq", VerbsException.EINVAL, "cqe must be at least 1, not " + cqe);
+        if (cqe < 1)
+            throw new VerbsException("ibv_create_cq", VerbsException.EINVAL, "cqe must be at least 1, not " + cqe);
         int vectors = numCompVectors();
-        if (compVector < 0 || compVector >= vectors) throw new VerbsException("ibv_create_cq", VerbsException.EINVAL,
-                "comp_vector " + compVector + " outside 0.." + (vectors - 1) + " (num_comp_vectors of " + device.name() + ")");
+        if (compVector < 0 || compVector >= vectors)
+            throw new VerbsException(
+                    "ibv_create_cq",
+                    VerbsException.EINVAL,
+                    "comp_vector " + compVector + " outside 0.." + (vectors - 1) + " (num_comp_vectors of "
+                            + device.name() + ")");
         NativeChannel ch = null;
         if (channel != null) {
             if (!(channel instanceof NativeChannel nc) || nc.context != this) {
-                throw new VerbsException("ibv_create_cq", VerbsException.EINVAL, "the completion channel belongs to another context or provider");
+                throw new VerbsException(
+                        "ibv_create_cq",
+                        VerbsException.EINVAL,
+                        "the completion channel belongs to another context or provider");
             }
             nc.checkOpen("ibv_create_cq");
             ch = nc;
         }
         int max = attr().maxCqe();
         if (max > 0 && cqe > max) {
-            throw new VerbsException("ibv_create_cq", VerbsException.EINVAL, "cqe " + cqe + " exceeds the device's max_cqe " + max);
+            throw new VerbsException(
+                    "ibv_create_cq", VerbsException.EINVAL, "cqe " + cqe + " exceeds the device's max_cqe " + max);
         }
         enter("ibv_create_cq");
         try {
@@ -339,9 +423,13 @@ final class NativeContext extends NativeResource implements Context {
         }
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.callState(a);
-            MemorySegment chPtr = ch == null ? MemorySegment.NULL : ch.ch; // a local: a conditional argument would be typed Object
-            MemorySegment cq = (MemorySegment) Ibv.Fn.CREATE_CQ.invokeExact(st, ctx, cqe, MemorySegment.NULL, chPtr, compVector);
-            if (cq.equals(MemorySegment.NULL)) throw Errors.verb("ibv_create_cq", Ibv.errno(st), "check cqe against max_cqe and the memlock limit (ulimit -l)");
+            MemorySegment chPtr =
+                    ch == null ? MemorySegment.NULL : ch.ch; // a local: a conditional argument would be typed Object
+            MemorySegment cq =
+                    (MemorySegment) Ibv.Fn.CREATE_CQ.invokeExact(st, ctx, cqe, MemorySegment.NULL, chPtr, compVector);
+            if (cq.equals(MemorySegment.NULL))
+                throw Errors.verb(
+                        "ibv_create_cq", Ibv.errno(st), "check cqe against max_cqe and the memlock limit (ulimit -l)");
             NativeCq c;
             try {
                 c = new NativeCq(this, ch, cq.reinterpret(Layouts.CQ.byteSize()));
@@ -366,7 +454,9 @@ final class NativeContext extends NativeResource implements Context {
     private static final short POLLIN = 1;
     /** Longest single poll(2): a close by another thread waits for the slice in flight, then the waiter throws. */
     private static final int SLICE_MS = 100;
-    private static final long EVENT_ELEMENT = offset(Layouts.ASYNC_EVENT, "element"), EVENT_TYPE = offset(Layouts.ASYNC_EVENT, "event_type");
+
+    private static final long EVENT_ELEMENT = offset(Layouts.ASYNC_EVENT, "element"),
+            EVENT_TYPE = offset(Layouts.ASYNC_EVENT, "event_type");
 
     @Override
     public AsyncEvent awaitAsyncEvent(Duration timeout) {
@@ -467,7 +557,8 @@ final class NativeContext extends NativeResource implements Context {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.callState(a);
             int rc = (int) Ibv.Fn.CLOSE_DEVICE.invokeExact(st, ctx);
-            if (rc != 0) throw Errors.verb("ibv_close_device", Errors.errno(rc, st), "objects of this context may still exist");
+            if (rc != 0)
+                throw Errors.verb("ibv_close_device", Errors.errno(rc, st), "objects of this context may still exist");
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
         }

@@ -13,11 +13,9 @@ import dev.jrdma.verbs.VerbsException;
 import dev.jrdma.verbs.WcOpcode;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
-
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
-import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
@@ -28,12 +26,19 @@ import java.util.concurrent.ConcurrentHashMap;
 final class NativeCq extends NativeResource implements CompletionQueue {
     static final int BATCH = 32;
     static final long WC_SIZE = Layouts.WC.byteSize();
-    private static final long WR_ID = offset(Layouts.WC, "wr_id"), STATUS = offset(Layouts.WC, "status"),
-            OPCODE = offset(Layouts.WC, "opcode"), VENDOR_ERR = offset(Layouts.WC, "vendor_err"),
-            BYTE_LEN = offset(Layouts.WC, "byte_len"), IMM = offset(Layouts.WC, "imm_data"),
-            QP_NUM = offset(Layouts.WC, "qp_num"), SRC_QP = offset(Layouts.WC, "src_qp"),
-            WC_FLAGS = offset(Layouts.WC, "wc_flags"), PKEY = offset(Layouts.WC, "pkey_index"),
-            SLID = offset(Layouts.WC, "slid"), SL = offset(Layouts.WC, "sl"), DLID_BITS = offset(Layouts.WC, "dlid_path_bits");
+    private static final long WR_ID = offset(Layouts.WC, "wr_id"),
+            STATUS = offset(Layouts.WC, "status"),
+            OPCODE = offset(Layouts.WC, "opcode"),
+            VENDOR_ERR = offset(Layouts.WC, "vendor_err"),
+            BYTE_LEN = offset(Layouts.WC, "byte_len"),
+            IMM = offset(Layouts.WC, "imm_data"),
+            QP_NUM = offset(Layouts.WC, "qp_num"),
+            SRC_QP = offset(Layouts.WC, "src_qp"),
+            WC_FLAGS = offset(Layouts.WC, "wc_flags"),
+            PKEY = offset(Layouts.WC, "pkey_index"),
+            SLID = offset(Layouts.WC, "slid"),
+            SL = offset(Layouts.WC, "sl"),
+            DLID_BITS = offset(Layouts.WC, "dlid_path_bits");
 
     final NativeContext context;
     final NativeChannel channel;
@@ -47,6 +52,7 @@ final class NativeCq extends NativeResource implements CompletionQueue {
     private final QueueGate pollGate = new QueueGate();
     /** QPs whose send or receive queue completes here: closed before this CQ. */
     final Set<NativeQp> users = ConcurrentHashMap.newKeySet();
+
     private long eventsReceived, eventsAcked;
     /** Asynchronous events (CQ_ERR) about this CQ not yet acknowledged: acknowledged before ibv_destroy_cq. */
     final PendingAsyncEvents asyncEvents = new PendingAsyncEvents();
@@ -77,13 +83,20 @@ final class NativeCq extends NativeResource implements CompletionQueue {
 
     @Override
     public void resize(int cqe) {
-        if (cqe < 1) throw new VerbsException("ibv_resize_cq", VerbsException.EINVAL, "cqe must be at least 1, not " + cqe);
-        if (!pollGate.enter()) throw new ClosedException("ibv_resize_cq", what()); // no poll runs while the provider swaps the ring
+        if (cqe < 1)
+            throw new VerbsException("ibv_resize_cq", VerbsException.EINVAL, "cqe must be at least 1, not " + cqe);
+        if (!pollGate.enter())
+            throw new ClosedException("ibv_resize_cq", what()); // no poll runs while the provider swaps the ring
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.callState(a);
             int rc = (int) Ibv.Extra.RESIZE_CQ.invokeExact(st, cq, cqe);
-            if (rc != 0) throw Errors.verb("ibv_resize_cq", Errors.errno(rc, st), "resizing " + what() + " to " + cqe
-                    + " was refused: it must hold at least the completions in it now, and at most max_cqe " + context.attr().maxCqe());
+            if (rc != 0)
+                throw Errors.verb(
+                        "ibv_resize_cq",
+                        Errors.errno(rc, st),
+                        "resizing " + what() + " to " + cqe
+                                + " was refused: it must hold at least the completions in it now, and at most max_cqe "
+                                + context.attr().maxCqe());
             capacity = cq.get(JAVA_INT, offset(Layouts.CQ, "cqe"));
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
@@ -157,7 +170,11 @@ final class NativeCq extends NativeResource implements CompletionQueue {
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
         }
-        if (n < 0) throw new VerbsException("ibv_poll_cq", -n > 0 ? -n : VerbsException.EIO, "polling " + what() + " failed: check dmesg for device errors");
+        if (n < 0)
+            throw new VerbsException(
+                    "ibv_poll_cq",
+                    -n > 0 ? -n : VerbsException.EIO,
+                    "polling " + what() + " failed: check dmesg for device errors");
         return n;
     }
 
@@ -167,8 +184,20 @@ final class NativeCq extends NativeResource implements CompletionQueue {
      * offsets to that pairing, and LayoutConformanceTest holds Layouts to verbs.h.
      */
     static {
-        if (WC_SIZE != Completions.ENTRY_BYTES || WR_ID != 0 || STATUS != 8 || OPCODE != 12 || VENDOR_ERR != 16 || BYTE_LEN != 20 || IMM != 24 || QP_NUM != 28
-                || SRC_QP != 32 || WC_FLAGS != 36 || PKEY != 40 || SLID != 42 || SL != 44 || DLID_BITS != 45
+        if (WC_SIZE != Completions.ENTRY_BYTES
+                || WR_ID != 0
+                || STATUS != 8
+                || OPCODE != 12
+                || VENDOR_ERR != 16
+                || BYTE_LEN != 20
+                || IMM != 24
+                || QP_NUM != 28
+                || SRC_QP != 32
+                || WC_FLAGS != 36
+                || PKEY != 40
+                || SLID != 42
+                || SL != 44
+                || DLID_BITS != 45
                 || java.nio.ByteOrder.nativeOrder() != java.nio.ByteOrder.LITTLE_ENDIAN) {
             throw new ExceptionInInitializerError("struct ibv_wc is not laid out as NativeCq.read expects");
         }
@@ -177,8 +206,12 @@ final class NativeCq extends NativeResource implements CompletionQueue {
     private void read(long b, WorkCompletion w) {
         MemorySegment s = Ibv.NATIVE;
         b += wcs;
-        long wrId = s.get(JAVA_LONG, b), statusOpcode = s.get(JAVA_LONG, b + 8), errLen = s.get(JAVA_LONG, b + 16),
-                immQp = s.get(JAVA_LONG, b + 24), srcFlags = s.get(JAVA_LONG, b + 32), tail = s.get(JAVA_LONG, b + 40);
+        long wrId = s.get(JAVA_LONG, b),
+                statusOpcode = s.get(JAVA_LONG, b + 8),
+                errLen = s.get(JAVA_LONG, b + 16),
+                immQp = s.get(JAVA_LONG, b + 24),
+                srcFlags = s.get(JAVA_LONG, b + 32),
+                tail = s.get(JAVA_LONG, b + 40);
         w.wrId = wrId;
         int code = (int) statusOpcode;
         WcStatus st = code == 0 ? WcStatus.SUCCESS : WcStatus.of(code); // IBV_WC_SUCCESS is 0
@@ -205,7 +238,9 @@ final class NativeCq extends NativeResource implements CompletionQueue {
     @Override
     public void requestNotify(boolean solicitedOnly) {
         int rc;
-        if (!pollGate.enter()) throw new ClosedException("ibv_req_notify_cq", what()); // destroy shuts it: the CQ cannot be freed under the call
+        if (!pollGate.enter())
+            throw new ClosedException(
+                    "ibv_req_notify_cq", what()); // destroy shuts it: the CQ cannot be freed under the call
         try {
             checkOpen("ibv_req_notify_cq");
             rc = (int) Ibv.Fn.OPS_REQ_NOTIFY_CQ.invokeExact(fnNotify, cq, solicitedOnly ? 1 : 0);
@@ -224,8 +259,12 @@ final class NativeCq extends NativeResource implements CompletionQueue {
     @Override
     public void ackEvents(int n) {
         checkOpen("ibv_ack_cq_events");
-        if (n < 0) throw new VerbsException("ibv_ack_cq_events", VerbsException.EINVAL, "cannot acknowledge a negative number of events");
-        if (!pollGate.enter()) throw new ClosedException("ibv_ack_cq_events", what()); // destroy shuts it: the CQ cannot be freed under the call
+        if (n < 0)
+            throw new VerbsException(
+                    "ibv_ack_cq_events", VerbsException.EINVAL, "cannot acknowledge a negative number of events");
+        if (!pollGate.enter())
+            throw new ClosedException(
+                    "ibv_ack_cq_events", what()); // destroy shuts it: the CQ cannot be freed under the call
         try {
             checkOpen("ibv_ack_cq_events");
             int k;
@@ -255,7 +294,8 @@ final class NativeCq extends NativeResource implements CompletionQueue {
             try {
                 qp.closeAndAwait();
             } catch (RuntimeException e) {
-                if (first == null) first = e; else first.addSuppressed(e);
+                if (first == null) first = e;
+                else first.addSuppressed(e);
             }
         }
         if (first != null) throw first;
@@ -277,10 +317,13 @@ final class NativeCq extends NativeResource implements CompletionQueue {
             try (Arena a = Arena.ofConfined()) {
                 MemorySegment st = Ibv.callState(a);
                 int rc = (int) Ibv.Fn.DESTROY_CQ.invokeExact(st, cq);
-                if (rc != 0) throw Errors.verb("ibv_destroy_cq", Errors.errno(rc, st), "QPs created outside jrdma may still use this CQ");
+                if (rc != 0)
+                    throw Errors.verb(
+                            "ibv_destroy_cq", Errors.errno(rc, st), "QPs created outside jrdma may still use this CQ");
             } catch (Throwable t) {
                 RuntimeException r = Ibv.rethrow(t);
-                if (first == null) first = r; else first.addSuppressed(r);
+                if (first == null) first = r;
+                else first.addSuppressed(r);
             } finally {
                 context.cqs.remove(cq.address());
                 if (channel != null) channel.cqs.remove(this);

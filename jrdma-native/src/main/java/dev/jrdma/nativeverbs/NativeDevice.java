@@ -5,7 +5,6 @@ import dev.jrdma.verbs.Device;
 import dev.jrdma.verbs.NodeType;
 import dev.jrdma.verbs.TransportType;
 import dev.jrdma.verbs.VerbsException;
-
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -23,7 +22,8 @@ final class NativeDevice implements Device {
         this.dev = dev;
         this.name = Ibv.cString(dev, Layouts.offset(Layouts.DEVICE, "name"), 64);
         this.nodeType = NodeType.of(dev.get(ValueLayout.JAVA_INT, Layouts.offset(Layouts.DEVICE, "node_type")));
-        this.transportType = TransportType.of(dev.get(ValueLayout.JAVA_INT, Layouts.offset(Layouts.DEVICE, "transport_type")));
+        this.transportType =
+                TransportType.of(dev.get(ValueLayout.JAVA_INT, Layouts.offset(Layouts.DEVICE, "transport_type")));
         this.guid = Long.reverseBytes((long) Ibv.Fn.GET_DEVICE_GUID.invokeExact(dev));
     }
 
@@ -85,10 +85,13 @@ final class NativeDevice implements Device {
             throw Ibv.rethrow(t);
         }
         if (ctx.equals(MemorySegment.NULL)) {
-            throw new VerbsException("ibv_open_device", errno, "cannot open " + name + ": "
-                    + (errno == VerbsException.EACCES || errno == VerbsException.EPERM
-                    ? "no permission on /dev/infiniband/uverbs*: run as a user in the 'rdma' group or fix the device permissions"
-                    : "check the device exists (ibv_devices) and its driver is loaded (dmesg)"));
+            throw new VerbsException(
+                    "ibv_open_device",
+                    errno,
+                    "cannot open " + name + ": "
+                            + (errno == VerbsException.EACCES || errno == VerbsException.EPERM
+                                    ? "no permission on /dev/infiniband/uverbs*: run as a user in the 'rdma' group or fix the device permissions"
+                                    : "check the device exists (ibv_devices) and its driver is loaded (dmesg)"));
         }
         return new NativeContext(this, ctx.reinterpret(Layouts.CONTEXT.byteSize()));
     }

@@ -6,7 +6,6 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.ProtectionDomain;
-
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Collections;
@@ -26,7 +25,10 @@ final class NativeMr extends NativeResource implements MemoryRegion {
     private final Set<Access> access;
 
     NativeMr(NativePd pd, MemorySegment segment, MemorySegment mr, Set<Access> access) {
-        super(pd, "MR lkey 0x" + Integer.toHexString(mr.get(JAVA_INT, offset(Layouts.MR, "lkey"))) + " of " + pd.context.device.name());
+        super(
+                pd,
+                "MR lkey 0x" + Integer.toHexString(mr.get(JAVA_INT, offset(Layouts.MR, "lkey"))) + " of "
+                        + pd.context.device.name());
         this.pd = pd;
         this.segment = segment;
         this.mr = mr;
@@ -93,7 +95,11 @@ final class NativeMr extends NativeResource implements MemoryRegion {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.callState(a);
             int rc = (int) Ibv.Fn.DEREG_MR.invokeExact(st, mr);
-            if (rc != 0) throw Errors.verb("ibv_dereg_mr", Errors.errno(rc, st), "memory windows bound to this region must be closed first");
+            if (rc != 0)
+                throw Errors.verb(
+                        "ibv_dereg_mr",
+                        Errors.errno(rc, st),
+                        "memory windows bound to this region must be closed first");
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
         }
@@ -101,6 +107,7 @@ final class NativeMr extends NativeResource implements MemoryRegion {
 
     @Override
     public String toString() {
-        return what() + " [0x" + Long.toHexString(addr) + ", " + length + " bytes, rkey 0x" + Integer.toHexString(rkey) + "]";
+        return what() + " [0x" + Long.toHexString(addr) + ", " + length + " bytes, rkey 0x" + Integer.toHexString(rkey)
+                + "]";
     }
 }

@@ -6,7 +6,6 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 import dev.jrdma.verbs.MemoryWindow;
 import dev.jrdma.verbs.MwType;
 import dev.jrdma.verbs.ProtectionDomain;
-
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
@@ -18,6 +17,7 @@ final class NativeMw extends NativeResource implements MemoryWindow {
     private final MwType type;
     /** Type 2: the rkey of the last BIND_MW posted (the kernel does not update ibv_mw.rkey for those). */
     volatile int boundRkey;
+
     volatile boolean type2Posted;
     /** The region of the last bind (a region cannot be deregistered while windows are bound to it). */
     volatile NativeMr boundMr;
@@ -65,7 +65,9 @@ final class NativeMw extends NativeResource implements MemoryWindow {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.callState(a);
             int rc = (int) Ibv.Fn.OPS_DEALLOC_MW.invokeExact(pd.context.opsDeallocMw, st, mw);
-            if (rc != 0) throw Errors.verb("ibv_dealloc_mw", Errors.errno(rc, st), "the window may be in use by a posted work request");
+            if (rc != 0)
+                throw Errors.verb(
+                        "ibv_dealloc_mw", Errors.errno(rc, st), "the window may be in use by a posted work request");
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
         }

@@ -1,9 +1,8 @@
 package dev.jrdma.nativeverbs;
 
-import static dev.jrdma.nativeverbs.Layouts.offset;
-import static java.lang.foreign.ValueLayout.JAVA_INT;
-
 import dev.jrdma.verbs.Access;
+import dev.jrdma.verbs.AddressHandle;
+import dev.jrdma.verbs.AhAttr;
 import dev.jrdma.verbs.Context;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.MemoryWindow;
@@ -11,13 +10,10 @@ import dev.jrdma.verbs.MwType;
 import dev.jrdma.verbs.ProtectionDomain;
 import dev.jrdma.verbs.QpInitAttr;
 import dev.jrdma.verbs.QueuePair;
-import dev.jrdma.verbs.AddressHandle;
-import dev.jrdma.verbs.AhAttr;
-import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.SharedReceiveQueue;
 import dev.jrdma.verbs.SrqAttr;
 import dev.jrdma.verbs.VerbsException;
-
+import dev.jrdma.verbs.WorkCompletion;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
@@ -79,14 +75,21 @@ final class NativePd extends NativeResource implements ProtectionDomain {
         checkOpen("ibv_reg_mr");
         if (segment == null) throw new VerbsException("ibv_reg_mr", VerbsException.EINVAL, "segment is null");
         if (!segment.isNative()) {
-            throw new VerbsException("ibv_reg_mr", VerbsException.EINVAL, "a heap segment (from a Java array or heap ByteBuffer) cannot be "
-                    + "registered: the garbage collector moves it while the device would access it. Allocate native memory instead: "
-                    + "arena.allocate(size, 4096) or ByteBuffer.allocateDirect(size)");
+            throw new VerbsException(
+                    "ibv_reg_mr",
+                    VerbsException.EINVAL,
+                    "a heap segment (from a Java array or heap ByteBuffer) cannot be "
+                            + "registered: the garbage collector moves it while the device would access it. Allocate native memory instead: "
+                            + "arena.allocate(size, 4096) or ByteBuffer.allocateDirect(size)");
         }
         if (!segment.scope().isAlive()) {
-            throw new VerbsException("ibv_reg_mr", VerbsException.EINVAL, "the segment's arena is already closed: register memory of a live arena");
+            throw new VerbsException(
+                    "ibv_reg_mr",
+                    VerbsException.EINVAL,
+                    "the segment's arena is already closed: register memory of a live arena");
         }
-        if (segment.byteSize() == 0) throw new VerbsException("ibv_reg_mr", VerbsException.EINVAL, "the segment is empty (0 bytes)");
+        if (segment.byteSize() == 0)
+            throw new VerbsException("ibv_reg_mr", VerbsException.EINVAL, "the segment is empty (0 bytes)");
         Access.checkConsistent("ibv_reg_mr", access);
         int bits = Access.toBits(access);
         enter("ibv_reg_mr");
@@ -104,17 +107,20 @@ final class NativePd extends NativeResource implements ProtectionDomain {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.callState(a);
             // pass the raw address: the registration outlives this call and must not tie up the segment's scope
-            mr = (MemorySegment) Ibv.Fn.REG_MR.invokeExact(st, pd, MemorySegment.ofAddress(segment.address()), segment.byteSize(), bits);
+            mr = (MemorySegment) Ibv.Fn.REG_MR.invokeExact(
+                    st, pd, MemorySegment.ofAddress(segment.address()), segment.byteSize(), bits);
             errno = Ibv.errno(st);
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
         }
         if (mr.equals(MemorySegment.NULL)) {
             String hint = switch (errno) {
-                case VerbsException.ENOMEM, VerbsException.EAGAIN -> "cannot pin " + segment.byteSize() + " bytes: check the memlock limit "
-                        + "('ulimit -l'; raise it, e.g. 'ulimit -l unlimited' or memlock in /etc/security/limits.conf, or LimitMEMLOCK= for a systemd service)";
-                case VerbsException.EINVAL -> "check the access flags " + access + " (REMOTE_WRITE/REMOTE_ATOMIC need LOCAL_WRITE; MW_BIND, "
-                        + "ON_DEMAND and RELAXED_ORDERING need device support) and the length against max_mr_size";
+                case VerbsException.ENOMEM, VerbsException.EAGAIN ->
+                    "cannot pin " + segment.byteSize() + " bytes: check the memlock limit "
+                            + "('ulimit -l'; raise it, e.g. 'ulimit -l unlimited' or memlock in /etc/security/limits.conf, or LimitMEMLOCK= for a systemd service)";
+                case VerbsException.EINVAL ->
+                    "check the access flags " + access + " (REMOTE_WRITE/REMOTE_ATOMIC need LOCAL_WRITE; MW_BIND, "
+                            + "ON_DEMAND and RELAXED_ORDERING need device support) and the length against max_mr_size";
                 case VerbsException.EFAULT -> "the address range is not mapped memory";
                 default -> "check the memlock limit (ulimit -l) and the access flags " + access;
             };
@@ -123,7 +129,8 @@ final class NativePd extends NativeResource implements ProtectionDomain {
         MemorySegment mrs = mr.reinterpret(Layouts.MR.byteSize());
         NativeMr m;
         try {
-            m = new NativeMr(this, segment, mrs, access.isEmpty() ? EnumSet.noneOf(Access.class) : EnumSet.copyOf(access));
+            m = new NativeMr(
+                    this, segment, mrs, access.isEmpty() ? EnumSet.noneOf(Access.class) : EnumSet.copyOf(access));
         } catch (RuntimeException e) { // closed meanwhile: do not leak the registration
             deregQuietly(mrs);
             throw e;
@@ -189,10 +196,13 @@ final class NativePd extends NativeResource implements ProtectionDomain {
         if (type == null) throw new VerbsException("ibv_alloc_mw", VerbsException.EINVAL, "type is null");
         var attr = context.attr();
         if (context.opsAllocMw.equals(MemorySegment.NULL) || !attr.supportsMemoryWindows()) {
-            throw Errors.unsupported("ibv_alloc_mw", "memory windows (device " + context.device.name() + ", max_mw " + attr.maxMw() + ")");
+            throw Errors.unsupported(
+                    "ibv_alloc_mw",
+                    "memory windows (device " + context.device.name() + ", max_mw " + attr.maxMw() + ")");
         }
         if (type == MwType.TYPE_2 && !attr.supportsType2Windows()) {
-            throw Errors.unsupported("ibv_alloc_mw", "type 2 memory windows (device_cap_flags lacks MEM_WINDOW_TYPE_2A/2B)");
+            throw Errors.unsupported(
+                    "ibv_alloc_mw", "type 2 memory windows (device_cap_flags lacks MEM_WINDOW_TYPE_2A/2B)");
         }
         enter("ibv_alloc_mw");
         try (Arena a = Arena.ofConfined()) {
@@ -200,8 +210,12 @@ final class NativePd extends NativeResource implements ProtectionDomain {
             MemorySegment mw = (MemorySegment) Ibv.Fn.OPS_ALLOC_MW.invokeExact(context.opsAllocMw, st, pd, type.code);
             if (mw.equals(MemorySegment.NULL)) {
                 int errno = Ibv.errno(st);
-                throw Errors.verb("ibv_alloc_mw", errno, errno == VerbsException.EOPNOTSUPP || errno == VerbsException.ENOSYS
-                        ? "memory windows of " + type + " are not supported by this device" : "check max_mw of the device");
+                throw Errors.verb(
+                        "ibv_alloc_mw",
+                        errno,
+                        errno == VerbsException.EOPNOTSUPP || errno == VerbsException.ENOSYS
+                                ? "memory windows of " + type + " are not supported by this device"
+                                : "check max_mw of the device");
             }
             MemorySegment m = mw.reinterpret(Layouts.MW.byteSize());
             try {
@@ -222,7 +236,9 @@ final class NativePd extends NativeResource implements ProtectionDomain {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.callState(a);
             int rc = (int) Ibv.Fn.DEALLOC_PD.invokeExact(st, pd);
-            if (rc != 0) throw Errors.verb("ibv_dealloc_pd", Errors.errno(rc, st), "objects created outside jrdma may still use this PD");
+            if (rc != 0)
+                throw Errors.verb(
+                        "ibv_dealloc_pd", Errors.errno(rc, st), "objects created outside jrdma may still use this PD");
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
         }

@@ -2,7 +2,6 @@ package dev.jrdma.nativeverbs;
 
 import dev.jrdma.verbs.PreparedSend;
 import dev.jrdma.verbs.QueuePair;
-
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
@@ -17,14 +16,17 @@ import java.util.Arrays;
  */
 final class NativePreparedSend implements PreparedSend {
     private final NativeQp qp;
+
     @SuppressWarnings("unused") // keeps the memory alive: the hot path uses its address
     private final MemorySegment memory;
     /** The address of the first {@code ibv_send_wr}; the others follow it, then the SGEs. */
     final long wrs;
+
     final int count;
     private final long wrId;
     /** The regions the SGEs name (inline ones: hold), each once; most requests name one, kept apart from the array. */
     private NativeMr region;
+
     private NativeMr[] more = new NativeMr[0];
     /** UD: the address handles, each once (held during each post). */
     NativeAh[] ahs = new NativeAh[0];
@@ -41,7 +43,8 @@ final class NativePreparedSend implements PreparedSend {
 
     void addRegion(NativeMr m, boolean inlineData) {
         inline |= inlineData;
-        if (m == null || m == region || Arrays.asList(more).contains(m)) return; // an unknown lkey: the device refuses it
+        if (m == null || m == region || Arrays.asList(more).contains(m))
+            return; // an unknown lkey: the device refuses it
         if (region == null) region = m;
         else more = append(more, m);
     }

@@ -33,7 +33,6 @@ import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.Sge;
 import dev.jrdma.verbs.VerbsException;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.lang.foreign.Arena;
 import java.lang.foreign.GroupLayout;
 import java.lang.foreign.MemorySegment;
@@ -47,21 +46,40 @@ import java.util.Set;
 @SuppressWarnings("restricted") // FFM: this binding is what --enable-native-access is for
 final class NativeQp extends NativeResource implements QueuePair {
     private static final int MAX_BATCH = 64;
-    private static final long SWR = Layouts.SEND_WR.byteSize(), RWR = Layouts.RECV_WR.byteSize(), SGE = Layouts.SGE.byteSize();
+    private static final long SWR = Layouts.SEND_WR.byteSize(),
+            RWR = Layouts.RECV_WR.byteSize(),
+            SGE = Layouts.SGE.byteSize();
     private static final GroupLayout S = Layouts.SEND_WR;
-    private static final long S_WR_ID = offset(S, "wr_id"), S_NEXT = offset(S, "next"), S_SG_LIST = offset(S, "sg_list"),
-            S_NUM_SGE = offset(S, "num_sge"), S_OPCODE = offset(S, "opcode"), S_FLAGS = offset(S, "send_flags"),
-            S_IMM = offset(S, "imm_data"), S_INV = offset(S, "invalidate_rkey"),
-            S_RDMA_ADDR = offset(S, "wr.rdma.remote_addr"), S_RDMA_RKEY = offset(S, "wr.rdma.rkey"),
-            S_AT_ADDR = offset(S, "wr.atomic.remote_addr"), S_AT_CMP = offset(S, "wr.atomic.compare_add"),
-            S_AT_SWAP = offset(S, "wr.atomic.swap"), S_AT_RKEY = offset(S, "wr.atomic.rkey"),
-            S_BIND_MW = offset(S, "bind_mw.mw"), S_BIND_RKEY = offset(S, "bind_mw.rkey"),
-            S_BIND_MR = offset(S, "bind_mw.bind_info.mr"), S_BIND_ADDR = offset(S, "bind_mw.bind_info.addr"),
-            S_BIND_LEN = offset(S, "bind_mw.bind_info.length"), S_BIND_ACCESS = offset(S, "bind_mw.bind_info.mw_access_flags"),
-            S_UD_AH = offset(S, "wr.ud.ah"), S_UD_QPN = offset(S, "wr.ud.remote_qpn"), S_UD_QKEY = offset(S, "wr.ud.remote_qkey");
-    private static final long R_WR_ID = offset(Layouts.RECV_WR, "wr_id"), R_NEXT = offset(Layouts.RECV_WR, "next"),
-            R_SG_LIST = offset(Layouts.RECV_WR, "sg_list"), R_NUM_SGE = offset(Layouts.RECV_WR, "num_sge");
-    private static final long G_ADDR = offset(Layouts.SGE, "addr"), G_LEN = offset(Layouts.SGE, "length"), G_LKEY = offset(Layouts.SGE, "lkey");
+    private static final long S_WR_ID = offset(S, "wr_id"),
+            S_NEXT = offset(S, "next"),
+            S_SG_LIST = offset(S, "sg_list"),
+            S_NUM_SGE = offset(S, "num_sge"),
+            S_OPCODE = offset(S, "opcode"),
+            S_FLAGS = offset(S, "send_flags"),
+            S_IMM = offset(S, "imm_data"),
+            S_INV = offset(S, "invalidate_rkey"),
+            S_RDMA_ADDR = offset(S, "wr.rdma.remote_addr"),
+            S_RDMA_RKEY = offset(S, "wr.rdma.rkey"),
+            S_AT_ADDR = offset(S, "wr.atomic.remote_addr"),
+            S_AT_CMP = offset(S, "wr.atomic.compare_add"),
+            S_AT_SWAP = offset(S, "wr.atomic.swap"),
+            S_AT_RKEY = offset(S, "wr.atomic.rkey"),
+            S_BIND_MW = offset(S, "bind_mw.mw"),
+            S_BIND_RKEY = offset(S, "bind_mw.rkey"),
+            S_BIND_MR = offset(S, "bind_mw.bind_info.mr"),
+            S_BIND_ADDR = offset(S, "bind_mw.bind_info.addr"),
+            S_BIND_LEN = offset(S, "bind_mw.bind_info.length"),
+            S_BIND_ACCESS = offset(S, "bind_mw.bind_info.mw_access_flags"),
+            S_UD_AH = offset(S, "wr.ud.ah"),
+            S_UD_QPN = offset(S, "wr.ud.remote_qpn"),
+            S_UD_QKEY = offset(S, "wr.ud.remote_qkey");
+    private static final long R_WR_ID = offset(Layouts.RECV_WR, "wr_id"),
+            R_NEXT = offset(Layouts.RECV_WR, "next"),
+            R_SG_LIST = offset(Layouts.RECV_WR, "sg_list"),
+            R_NUM_SGE = offset(Layouts.RECV_WR, "num_sge");
+    private static final long G_ADDR = offset(Layouts.SGE, "addr"),
+            G_LEN = offset(Layouts.SGE, "length"),
+            G_LKEY = offset(Layouts.SGE, "lkey");
     private static final int INLINE_BIT = SendFlag.INLINE.bit;
 
     final NativePd pd;
@@ -75,6 +93,7 @@ final class NativeQp extends NativeResource implements QueuePair {
     private final MemorySegment sendWrs, sendSges, recvWrs, recvSges, badWr;
     /** Their addresses, for the hot paths (stores through {@link Ibv#NATIVE}, the downcalls), and the QP's. */
     private final long sendWrsAddr, sendSgesAddr, recvWrsAddr, recvSgesAddr, badWrAddr, qpAddr;
+
     private final int sendBatch, recvBatch, sendSgeStride, recvSgeStride;
     /** One poster at a time per queue (they fill the queue's native arrays); destroy shuts both first. */
     private final QueueGate sendGate = new QueueGate(), recvGate = new QueueGate();
@@ -84,6 +103,7 @@ final class NativeQp extends NativeResource implements QueuePair {
     private NativeMr lastSendMr, lastRecvMr;
     /** Windows and regions named by BIND_MW requests of the batch being posted, entered until it is posted (sendGate). */
     private final NativeResource[] held = new NativeResource[2 * MAX_BATCH];
+
     private int nHeld;
     /** The shared receive queue its receives come from, or null. */
     final NativeSrq srq;
@@ -97,7 +117,10 @@ final class NativeQp extends NativeResource implements QueuePair {
     }
 
     NativeQp(NativePd pd, MemorySegment qp, QpType type, NativeCq sendCq, NativeCq recvCq, QpCap cap, NativeSrq srq) {
-        super(pd, "QP 0x" + Integer.toHexString(qp.get(JAVA_INT, offset(Layouts.QP, "qp_num"))) + " of " + pd.context.device.name());
+        super(
+                pd,
+                "QP 0x" + Integer.toHexString(qp.get(JAVA_INT, offset(Layouts.QP, "qp_num"))) + " of "
+                        + pd.context.device.name());
         this.pd = pd;
         this.qp = qp;
         this.type = type;
@@ -127,8 +150,10 @@ final class NativeQp extends NativeResource implements QueuePair {
         badWrAddr = badWr.address();
         qpAddr = qp.address();
         // each slot's sg_list points at its own SGEs for good (a provider reads it only when num_sge > 0)
-        for (int i = 0; i < sendBatch; i++) sendWrs.set(JAVA_LONG, i * SWR + S_SG_LIST, sendSgesAddr + (long) i * sendSgeStride * SGE);
-        for (int i = 0; i < recvBatch; i++) recvWrs.set(JAVA_LONG, i * RWR + R_SG_LIST, recvSgesAddr + (long) i * recvSgeStride * SGE);
+        for (int i = 0; i < sendBatch; i++)
+            sendWrs.set(JAVA_LONG, i * SWR + S_SG_LIST, sendSgesAddr + (long) i * sendSgeStride * SGE);
+        for (int i = 0; i < recvBatch; i++)
+            recvWrs.set(JAVA_LONG, i * RWR + R_SG_LIST, recvSgesAddr + (long) i * recvSgeStride * SGE);
         sendCq.users.add(this);
         recvCq.users.add(this);
         this.srq = srq;
@@ -137,16 +162,24 @@ final class NativeQp extends NativeResource implements QueuePair {
     }
 
     static NativeQp create(NativePd pd, QpInitAttr attr) {
-        if (!(attr.sendCq() instanceof NativeCq scq) || !(attr.recvCq() instanceof NativeCq rcq)
-                || scq.context != pd.context || rcq.context != pd.context) {
-            throw new VerbsException("ibv_create_qp", VerbsException.EINVAL, "the completion queues must belong to the PD's context (" + pd.context.device.name() + ")");
+        if (!(attr.sendCq() instanceof NativeCq scq)
+                || !(attr.recvCq() instanceof NativeCq rcq)
+                || scq.context != pd.context
+                || rcq.context != pd.context) {
+            throw new VerbsException(
+                    "ibv_create_qp",
+                    VerbsException.EINVAL,
+                    "the completion queues must belong to the PD's context (" + pd.context.device.name() + ")");
         }
         QpCap c = attr.cap();
         var dev = pd.context.attr();
         NativeSrq srq = null;
         if (attr.srq() != null) {
             if (!(attr.srq() instanceof NativeSrq s) || s.pd != pd) {
-                throw new VerbsException("ibv_create_qp", VerbsException.EINVAL, "the shared receive queue must belong to the QP's protection domain");
+                throw new VerbsException(
+                        "ibv_create_qp",
+                        VerbsException.EINVAL,
+                        "the shared receive queue must belong to the QP's protection domain");
             }
             srq = s;
         }
@@ -158,7 +191,8 @@ final class NativeQp extends NativeResource implements QueuePair {
                 if (srq != null) srq.enter("ibv_create_qp");
                 try {
                     NativeQp q = create(pd, attr, scq, rcq, c, dev, srq);
-                    if (scq.isClosed() || rcq.isClosed()) { // a CQ began closing and may have missed this QP among its users
+                    if (scq.isClosed()
+                            || rcq.isClosed()) { // a CQ began closing and may have missed this QP among its users
                         q.close();
                         throw new ClosedException("ibv_create_qp", (scq.isClosed() ? scq : rcq).what());
                     }
@@ -178,7 +212,14 @@ final class NativeQp extends NativeResource implements QueuePair {
         }
     }
 
-    private static NativeQp create(NativePd pd, QpInitAttr attr, NativeCq scq, NativeCq rcq, QpCap c, dev.jrdma.verbs.DeviceAttr dev, NativeSrq srq) {
+    private static NativeQp create(
+            NativePd pd,
+            QpInitAttr attr,
+            NativeCq scq,
+            NativeCq rcq,
+            QpCap c,
+            dev.jrdma.verbs.DeviceAttr dev,
+            NativeSrq srq) {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.callState(a);
             MemorySegment ia = a.allocate(Layouts.QP_INIT_ATTR);
@@ -196,16 +237,25 @@ final class NativeQp extends NativeResource implements QueuePair {
             MemorySegment qp = (MemorySegment) Ibv.Fn.CREATE_QP.invokeExact(st, pd.pd, ia);
             if (qp.equals(MemorySegment.NULL)) {
                 int e = Ibv.errno(st);
-                throw Errors.verb("ibv_create_qp", e, "check the capacities " + c + " against the device's max_qp_wr " + dev.maxQpWr()
-                        + ", max_sge " + dev.maxSge() + " and its inline limit, the QP type " + attr.type()
-                        + (e == VerbsException.ENOMEM ? ", and the memlock limit (ulimit -l)" : ""));
+                throw Errors.verb(
+                        "ibv_create_qp",
+                        e,
+                        "check the capacities " + c + " against the device's max_qp_wr " + dev.maxQpWr()
+                                + ", max_sge " + dev.maxSge() + " and its inline limit, the QP type " + attr.type()
+                                + (e == VerbsException.ENOMEM ? ", and the memlock limit (ulimit -l)" : ""));
             }
-            QpCap got = new QpCap(ia.get(JAVA_INT, offset(L, "cap.max_send_wr")), ia.get(JAVA_INT, offset(L, "cap.max_recv_wr")),
-                    ia.get(JAVA_INT, offset(L, "cap.max_send_sge")), ia.get(JAVA_INT, offset(L, "cap.max_recv_sge")),
+            QpCap got = new QpCap(
+                    ia.get(JAVA_INT, offset(L, "cap.max_send_wr")),
+                    ia.get(JAVA_INT, offset(L, "cap.max_recv_wr")),
+                    ia.get(JAVA_INT, offset(L, "cap.max_send_sge")),
+                    ia.get(JAVA_INT, offset(L, "cap.max_recv_sge")),
                     ia.get(JAVA_INT, offset(L, "cap.max_inline_data")));
             // never report less than was asked for (some providers leave the request untouched)
-            got = new QpCap(Math.max(got.maxSendWr(), c.maxSendWr()), Math.max(got.maxRecvWr(), c.maxRecvWr()),
-                    Math.max(got.maxSendSge(), c.maxSendSge()), Math.max(got.maxRecvSge(), c.maxRecvSge()),
+            got = new QpCap(
+                    Math.max(got.maxSendWr(), c.maxSendWr()),
+                    Math.max(got.maxRecvWr(), c.maxRecvWr()),
+                    Math.max(got.maxSendSge(), c.maxSendSge()),
+                    Math.max(got.maxRecvSge(), c.maxRecvSge()),
                     Math.max(got.maxInlineData(), c.maxInlineData()));
             try {
                 return new NativeQp(pd, qp.reinterpret(Layouts.QP.byteSize()), attr.type(), scq, rcq, got, srq);
@@ -218,12 +268,35 @@ final class NativeQp extends NativeResource implements QueuePair {
         }
     }
 
-    @Override public ProtectionDomain pd() { return pd; }
-    @Override public QpType type() { return type; }
-    @Override public int qpNum() { return qpNum; }
-    @Override public CompletionQueue sendCq() { return sendCq; }
-    @Override public CompletionQueue recvCq() { return recvCq; }
-    @Override public QpCap cap() { return cap; }
+    @Override
+    public ProtectionDomain pd() {
+        return pd;
+    }
+
+    @Override
+    public QpType type() {
+        return type;
+    }
+
+    @Override
+    public int qpNum() {
+        return qpNum;
+    }
+
+    @Override
+    public CompletionQueue sendCq() {
+        return sendCq;
+    }
+
+    @Override
+    public CompletionQueue recvCq() {
+        return recvCq;
+    }
+
+    @Override
+    public QpCap cap() {
+        return cap;
+    }
 
     // ---------------------------------------------------------------- state
     @Override
@@ -256,9 +329,12 @@ final class NativeQp extends NativeResource implements QueuePair {
         QpState cur = state();
         QpState next = QpStateMachine.check(type, cur, attr);
         if (attr.has(QpAttrMask.PACKET_AUTH_KEY)) {
-            throw new VerbsException("ibv_modify_qp", VerbsException.EOPNOTSUPP, "a kernel or hardware RDMA device (" + what()
-                    + ") cannot authenticate packets: packetAuthKey is jrdma's own mode between software devices"
-                    + " (Context.supportsPacketAuth() is false here); leave it out for plain RoCEv2");
+            throw new VerbsException(
+                    "ibv_modify_qp",
+                    VerbsException.EOPNOTSUPP,
+                    "a kernel or hardware RDMA device (" + what()
+                            + ") cannot authenticate packets: packetAuthKey is jrdma's own mode between software devices"
+                            + " (Context.supportsPacketAuth() is false here); leave it out for plain RoCEv2");
         }
         int mask = attr.maskBits();
         int rc;
@@ -277,7 +353,8 @@ final class NativeQp extends NativeResource implements QueuePair {
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
         }
-        if (rc == 0 && type == QpType.UD && attr.has(QpAttrMask.PORT)) udMtu = pd.context.queryPort(attr.port()).activeMtu().bytes;
+        if (rc == 0 && type == QpType.UD && attr.has(QpAttrMask.PORT))
+            udMtu = pd.context.queryPort(attr.port()).activeMtu().bytes;
         if (rc != 0) {
             String hint = "moving " + what() + " " + cur + "->" + next + " with " + attr + " was refused: ";
             String general = "check the QP state (it is " + cur + ") and the attributes this transition requires; "
@@ -285,8 +362,10 @@ final class NativeQp extends NativeResource implements QueuePair {
                     + "vector must be global (is_global with the peer's GID) and sgid_index a valid GID of the port, "
                     + "max_rd_atomic/max_dest_rd_atomic within the device limits";
             hint += switch (errno) {
-                case 61 -> "ENODATA: the source GID index " + (attr.ah() == null ? "?" : attr.ah().sgidIndex)
-                        + " has no GID on this port (list them with Context.gidTable or ibv_devinfo -v); " + general;
+                case 61 ->
+                    "ENODATA: the source GID index " + (attr.ah() == null ? "?" : attr.ah().sgidIndex)
+                            + " has no GID on this port (list them with Context.gidTable or ibv_devinfo -v); "
+                            + general;
                 case VerbsException.ENOMEM -> "the device is out of resources";
                 default -> general;
             };
@@ -296,8 +375,10 @@ final class NativeQp extends NativeResource implements QueuePair {
 
     private static void write(QpAttr q, MemorySegment s) {
         GroupLayout L = Layouts.QP_ATTR;
-        if (q.has(QpAttrMask.STATE)) s.set(JAVA_INT, offset(L, "qp_state"), q.state().code());
-        if (q.has(QpAttrMask.CUR_STATE)) s.set(JAVA_INT, offset(L, "cur_qp_state"), q.curState().code());
+        if (q.has(QpAttrMask.STATE))
+            s.set(JAVA_INT, offset(L, "qp_state"), q.state().code());
+        if (q.has(QpAttrMask.CUR_STATE))
+            s.set(JAVA_INT, offset(L, "cur_qp_state"), q.curState().code());
         if (q.has(QpAttrMask.PATH_MTU)) s.set(JAVA_INT, offset(L, "path_mtu"), q.pathMtu().code);
         if (q.has(QpAttrMask.QKEY)) s.set(JAVA_INT, offset(L, "qkey"), q.qkey());
         if (q.has(QpAttrMask.RQ_PSN)) s.set(JAVA_INT, offset(L, "rq_psn"), q.rqPsn());
@@ -315,13 +396,15 @@ final class NativeQp extends NativeResource implements QueuePair {
         if (q.has(QpAttrMask.AV) && q.ah() != null) writeAh(q.ah(), s, "ah_attr.");
         if (q.has(QpAttrMask.PKEY_INDEX)) s.set(JAVA_SHORT, offset(L, "pkey_index"), (short) q.pkeyIndex());
         if (q.has(QpAttrMask.MAX_QP_RD_ATOMIC)) s.set(JAVA_BYTE, offset(L, "max_rd_atomic"), (byte) q.maxRdAtomic());
-        if (q.has(QpAttrMask.MAX_DEST_RD_ATOMIC)) s.set(JAVA_BYTE, offset(L, "max_dest_rd_atomic"), (byte) q.maxDestRdAtomic());
+        if (q.has(QpAttrMask.MAX_DEST_RD_ATOMIC))
+            s.set(JAVA_BYTE, offset(L, "max_dest_rd_atomic"), (byte) q.maxDestRdAtomic());
         if (q.has(QpAttrMask.MIN_RNR_TIMER)) s.set(JAVA_BYTE, offset(L, "min_rnr_timer"), (byte) q.minRnrTimer());
         if (q.has(QpAttrMask.PORT)) s.set(JAVA_BYTE, offset(L, "port_num"), (byte) q.port());
         if (q.has(QpAttrMask.TIMEOUT)) s.set(JAVA_BYTE, offset(L, "timeout"), (byte) q.timeout());
         if (q.has(QpAttrMask.RETRY_CNT)) s.set(JAVA_BYTE, offset(L, "retry_cnt"), (byte) q.retryCnt());
         if (q.has(QpAttrMask.RNR_RETRY)) s.set(JAVA_BYTE, offset(L, "rnr_retry"), (byte) q.rnrRetry());
-        if (q.has(QpAttrMask.EN_SQD_ASYNC_NOTIFY)) s.set(JAVA_BYTE, offset(L, "en_sqd_async_notify"), (byte) (q.enSqdAsyncNotify() ? 1 : 0));
+        if (q.has(QpAttrMask.EN_SQD_ASYNC_NOTIFY))
+            s.set(JAVA_BYTE, offset(L, "en_sqd_async_notify"), (byte) (q.enSqdAsyncNotify() ? 1 : 0));
         if (q.has(QpAttrMask.ALT_PATH) && q.altAh() != null) {
             writeAh(q.altAh(), s, "alt_ah_attr.");
             s.set(JAVA_SHORT, offset(L, "alt_pkey_index"), (short) q.altPkeyIndex());
@@ -347,12 +430,27 @@ final class NativeQp extends NativeResource implements QueuePair {
         s.set(JAVA_BYTE, offset(L, p + "port_num"), (byte) ah.portNum);
     }
 
-    private static final int QUERY_ALL = QpAttrMask.STATE.bit | QpAttrMask.CUR_STATE.bit | QpAttrMask.ACCESS_FLAGS.bit
-            | QpAttrMask.PKEY_INDEX.bit | QpAttrMask.PORT.bit | QpAttrMask.AV.bit | QpAttrMask.PATH_MTU.bit
-            | QpAttrMask.TIMEOUT.bit | QpAttrMask.RETRY_CNT.bit | QpAttrMask.RNR_RETRY.bit | QpAttrMask.RQ_PSN.bit
-            | QpAttrMask.MAX_QP_RD_ATOMIC.bit | QpAttrMask.MIN_RNR_TIMER.bit | QpAttrMask.SQ_PSN.bit
-            | QpAttrMask.MAX_DEST_RD_ATOMIC.bit | QpAttrMask.CAP.bit | QpAttrMask.DEST_QPN.bit | QpAttrMask.QKEY.bit
-            | QpAttrMask.EN_SQD_ASYNC_NOTIFY.bit | QpAttrMask.ALT_PATH.bit | QpAttrMask.PATH_MIG_STATE.bit;
+    private static final int QUERY_ALL = QpAttrMask.STATE.bit
+            | QpAttrMask.CUR_STATE.bit
+            | QpAttrMask.ACCESS_FLAGS.bit
+            | QpAttrMask.PKEY_INDEX.bit
+            | QpAttrMask.PORT.bit
+            | QpAttrMask.AV.bit
+            | QpAttrMask.PATH_MTU.bit
+            | QpAttrMask.TIMEOUT.bit
+            | QpAttrMask.RETRY_CNT.bit
+            | QpAttrMask.RNR_RETRY.bit
+            | QpAttrMask.RQ_PSN.bit
+            | QpAttrMask.MAX_QP_RD_ATOMIC.bit
+            | QpAttrMask.MIN_RNR_TIMER.bit
+            | QpAttrMask.SQ_PSN.bit
+            | QpAttrMask.MAX_DEST_RD_ATOMIC.bit
+            | QpAttrMask.CAP.bit
+            | QpAttrMask.DEST_QPN.bit
+            | QpAttrMask.QKEY.bit
+            | QpAttrMask.EN_SQD_ASYNC_NOTIFY.bit
+            | QpAttrMask.ALT_PATH.bit
+            | QpAttrMask.PATH_MIG_STATE.bit;
 
     @Override
     public QpAttr query() {
@@ -366,20 +464,33 @@ final class NativeQp extends NativeResource implements QueuePair {
             q.state(state).curState(state);
             int mtu = s.get(JAVA_INT, offset(L, "path_mtu"));
             if (mtu >= 1 && mtu <= 5) q.pathMtu(Mtu.of(mtu));
-            q.qkey(s.get(JAVA_INT, offset(L, "qkey"))).rqPsn(s.get(JAVA_INT, offset(L, "rq_psn")))
-                    .sqPsn(s.get(JAVA_INT, offset(L, "sq_psn"))).destQpNum(s.get(JAVA_INT, offset(L, "dest_qp_num")))
+            q.qkey(s.get(JAVA_INT, offset(L, "qkey")))
+                    .rqPsn(s.get(JAVA_INT, offset(L, "rq_psn")))
+                    .sqPsn(s.get(JAVA_INT, offset(L, "sq_psn")))
+                    .destQpNum(s.get(JAVA_INT, offset(L, "dest_qp_num")))
                     .access(Access.fromBits(s.get(JAVA_INT, offset(L, "qp_access_flags"))))
-                    .cap(new QpCap(s.get(JAVA_INT, offset(L, "cap.max_send_wr")), s.get(JAVA_INT, offset(L, "cap.max_recv_wr")),
-                            s.get(JAVA_INT, offset(L, "cap.max_send_sge")), s.get(JAVA_INT, offset(L, "cap.max_recv_sge")),
+                    .cap(new QpCap(
+                            s.get(JAVA_INT, offset(L, "cap.max_send_wr")),
+                            s.get(JAVA_INT, offset(L, "cap.max_recv_wr")),
+                            s.get(JAVA_INT, offset(L, "cap.max_send_sge")),
+                            s.get(JAVA_INT, offset(L, "cap.max_recv_sge")),
                             s.get(JAVA_INT, offset(L, "cap.max_inline_data"))))
                     .pkeyIndex(Short.toUnsignedInt(s.get(JAVA_SHORT, offset(L, "pkey_index"))))
-                    .maxRdAtomic(u8(s, "max_rd_atomic")).maxDestRdAtomic(u8(s, "max_dest_rd_atomic"))
-                    .minRnrTimer(u8(s, "min_rnr_timer")).port(u8(s, "port_num")).timeout(u8(s, "timeout"))
-                    .retryCnt(u8(s, "retry_cnt")).rnrRetry(u8(s, "rnr_retry"))
-                    .enSqdAsyncNotify(u8(s, "en_sqd_async_notify") != 0).sqDraining(u8(s, "sq_draining") != 0)
+                    .maxRdAtomic(u8(s, "max_rd_atomic"))
+                    .maxDestRdAtomic(u8(s, "max_dest_rd_atomic"))
+                    .minRnrTimer(u8(s, "min_rnr_timer"))
+                    .port(u8(s, "port_num"))
+                    .timeout(u8(s, "timeout"))
+                    .retryCnt(u8(s, "retry_cnt"))
+                    .rnrRetry(u8(s, "rnr_retry"))
+                    .enSqdAsyncNotify(u8(s, "en_sqd_async_notify") != 0)
+                    .sqDraining(u8(s, "sq_draining") != 0)
                     .pathMigState(s.get(JAVA_INT, offset(L, "path_mig_state")))
-                    .altPath(readAh(s, "alt_ah_attr."), Short.toUnsignedInt(s.get(JAVA_SHORT, offset(L, "alt_pkey_index"))),
-                            u8(s, "alt_port_num"), u8(s, "alt_timeout"));
+                    .altPath(
+                            readAh(s, "alt_ah_attr."),
+                            Short.toUnsignedInt(s.get(JAVA_SHORT, offset(L, "alt_pkey_index"))),
+                            u8(s, "alt_port_num"),
+                            u8(s, "alt_timeout"));
             q.ah(readAh(s, "ah_attr."));
             return q;
         }
@@ -411,11 +522,13 @@ final class NativeQp extends NativeResource implements QueuePair {
     // ---------------------------------------------------------------- data path
     @Override
     public void postSend(SendWorkRequest first) {
-        if (first == null) throw new PostException("ibv_post_send", VerbsException.EINVAL, 0, "the work request is null");
+        if (first == null)
+            throw new PostException("ibv_post_send", VerbsException.EINVAL, 0, "the work request is null");
         if (!sendGate.enter()) throw new ClosedException("ibv_post_send", what());
         try {
             checkOpen("ibv_post_send");
-            if (first.next == null) postOne(first); else postSendChain(first);
+            if (first.next == null) postOne(first);
+            else postSendChain(first);
         } finally {
             if (nHeld > 0) releaseHeld();
             sendGate.exit();
@@ -444,7 +557,11 @@ final class NativeQp extends NativeResource implements QueuePair {
                     throw new PostException("ibv_post_send", VerbsException.EINVAL, index, problem);
                 }
                 writeSend(sendWrsAddr + n * SWR, sendSgesAddr + (long) n * sendSgeStride * SGE, wr, flags);
-                if (n > 0) sendWrs.set(JAVA_LONG, (n - 1) * SWR + S_NEXT, sendWrsAddr + n * SWR); // the previous one is not the last
+                if (n > 0)
+                    sendWrs.set(
+                            JAVA_LONG,
+                            (n - 1) * SWR + S_NEXT,
+                            sendWrsAddr + n * SWR); // the previous one is not the last
                 n++;
                 index++;
                 wr = wr.next;
@@ -455,14 +572,20 @@ final class NativeQp extends NativeResource implements QueuePair {
 
     @Override
     public PreparedSend prepareSend(SendWorkRequest first) {
-        if (first == null) throw new PostException("ibv_post_send", VerbsException.EINVAL, 0, "the work request is null");
+        if (first == null)
+            throw new PostException("ibv_post_send", VerbsException.EINVAL, 0, "the work request is null");
         int n = 0, sges = 0;
         for (SendWorkRequest w = first; w != null; w = w.next) {
             n++;
             sges += w.numSge();
         }
-        if (n > sendBatch) throw new PostException("ibv_post_send", VerbsException.EINVAL, sendBatch, "a prepared chain is at most "
-                + sendBatch + " requests (min(max_send_wr, " + MAX_BATCH + ")): prepare shorter chains");
+        if (n > sendBatch)
+            throw new PostException(
+                    "ibv_post_send",
+                    VerbsException.EINVAL,
+                    sendBatch,
+                    "a prepared chain is at most " + sendBatch + " requests (min(max_send_wr, " + MAX_BATCH
+                            + ")): prepare shorter chains");
         if (!sendGate.enter()) throw new ClosedException("ibv_post_send", what());
         try {
             checkOpen("ibv_post_send");
@@ -496,8 +619,11 @@ final class NativeQp extends NativeResource implements QueuePair {
         if (!sendGate.enter()) throw new ClosedException("ibv_post_send", what());
         try {
             checkOpen("ibv_post_send");
-            if (!p.regionsUsable()) throw new PostException("ibv_post_send", VerbsException.EINVAL, 0, p.unusableRegion());
-            for (NativeAh ah : p.ahs) if (!hold(ah)) throw new PostException("ibv_post_send", VerbsException.EINVAL, 0, ah.what() + " is closed");
+            if (!p.regionsUsable())
+                throw new PostException("ibv_post_send", VerbsException.EINVAL, 0, p.unusableRegion());
+            for (NativeAh ah : p.ahs)
+                if (!hold(ah))
+                    throw new PostException("ibv_post_send", VerbsException.EINVAL, 0, ah.what() + " is closed");
             Ibv.NATIVE.set(JAVA_LONG, p.wrs + S_WR_ID, wrId);
             postSendAt(p.wrs, p.count, 0);
         } finally {
@@ -545,10 +671,13 @@ final class NativeQp extends NativeResource implements QueuePair {
 
     private String postHint(int e, boolean send) {
         return switch (e) {
-            case VerbsException.ENOMEM -> "the " + (send ? "send" : "receive") + " queue is full (max_" + (send ? "send" : "recv") + "_wr "
-                    + (send ? cap.maxSendWr() : cap.maxRecvWr()) + "): poll completions before posting more, or create the QP with a deeper queue";
-            case VerbsException.EINVAL -> "the provider refused the work request: check the QP state (" + (send ? "RTS" : "INIT or later")
-                    + " is needed), the opcode for a " + type + " QP, num_sge and the inline size";
+            case VerbsException.ENOMEM ->
+                "the " + (send ? "send" : "receive") + " queue is full (max_" + (send ? "send" : "recv") + "_wr "
+                        + (send ? cap.maxSendWr() : cap.maxRecvWr())
+                        + "): poll completions before posting more, or create the QP with a deeper queue";
+            case VerbsException.EINVAL ->
+                "the provider refused the work request: check the QP state (" + (send ? "RTS" : "INIT or later")
+                        + " is needed), the opcode for a " + type + " QP, num_sge and the inline size";
             default -> "the provider refused the work request";
         };
     }
@@ -558,7 +687,11 @@ final class NativeQp extends NativeResource implements QueuePair {
         WrOpcode op = wr.opcode;
         int ns = wr.numSge();
         // the common case, small enough to inline: RC, no inline data, no window, every SGE in the region used last
-        if (type == QpType.RC && op != null && op != WrOpcode.BIND_MW && (flags & INLINE_BIT) == 0 && ns <= maxSendSge
+        if (type == QpType.RC
+                && op != null
+                && op != WrOpcode.BIND_MW
+                && (flags & INLINE_BIT) == 0
+                && ns <= maxSendSge
                 && inLastRegion(wr, ns, lastSendMr)) return null;
         return validateSendFully(wr, flags);
     }
@@ -579,10 +712,13 @@ final class NativeQp extends NativeResource implements QueuePair {
             if (type == QpType.UD && op != WrOpcode.SEND && op != WrOpcode.SEND_WITH_IMM)
                 return "a UD QP only sends SEND and SEND_WITH_IMM";
             if (type == QpType.UD) {
-                if (!(wr.ah instanceof NativeAh ah) || ah.pd != pd) return "a UD send needs an address handle of this QP's PD (SendWorkRequest.ud)";
+                if (!(wr.ah instanceof NativeAh ah) || ah.pd != pd)
+                    return "a UD send needs an address handle of this QP's PD (SendWorkRequest.ud)";
                 if (!hold(ah)) return "the address handle is closed";
                 long total = wr.totalLength();
-                if (total > udMtu) return "a UD message of " + total + " bytes is larger than the port's MTU " + udMtu + ": a datagram is one packet";
+                if (total > udMtu)
+                    return "a UD message of " + total + " bytes is larger than the port's MTU " + udMtu
+                            + ": a datagram is one packet";
             }
             if (type == QpType.UC && (op == WrOpcode.RDMA_READ || op.isAtomic() || op == WrOpcode.BIND_MW))
                 return op + " is not allowed on a UC QP (RC only)";
@@ -590,8 +726,9 @@ final class NativeQp extends NativeResource implements QueuePair {
         boolean inline = (flags & INLINE_BIT) != 0;
         if (inline) {
             long total = wr.totalLength();
-            if (total > maxInline) return "inline data of " + total + " bytes exceeds the QP's max_inline_data " + maxInline
-                    + " (create the QP with maxInlineData(" + total + ") or send without INLINE)";
+            if (total > maxInline)
+                return "inline data of " + total + " bytes exceeds the QP's max_inline_data " + maxInline
+                        + " (create the QP with maxInlineData(" + total + ") or send without INLINE)";
         }
         for (int k = 0; k < ns; k++) {
             Sge g = wr.sge(k);
@@ -599,13 +736,17 @@ final class NativeQp extends NativeResource implements QueuePair {
             if (p != null) return "SGE " + k + ": " + p;
         }
         if (op == WrOpcode.BIND_MW) {
-            if (!(wr.bindMw instanceof NativeMw mw) || mw.pd != pd) return "BIND_MW needs a memory window of this QP's PD";
+            if (!(wr.bindMw instanceof NativeMw mw) || mw.pd != pd)
+                return "BIND_MW needs a memory window of this QP's PD";
             if (!hold(mw)) return "the memory window is closed";
-            if (mw.type() != MwType.TYPE_2) return "a type 1 window is bound with bindMemoryWindow, not with a BIND_MW work request";
+            if (mw.type() != MwType.TYPE_2)
+                return "a type 1 window is bound with bindMemoryWindow, not with a BIND_MW work request";
             if (wr.bindMr != null) {
-                if (!(wr.bindMr instanceof NativeMr mr) || mr.pd != pd) return "BIND_MW needs a memory region of this QP's PD";
+                if (!(wr.bindMr instanceof NativeMr mr) || mr.pd != pd)
+                    return "BIND_MW needs a memory region of this QP's PD";
                 if (!hold(mr)) return "the memory region is closed";
-                if (!mr.access().contains(Access.MW_BIND)) return "the memory region was registered without Access.MW_BIND";
+                if (!mr.access().contains(Access.MW_BIND))
+                    return "the memory region was registered without Access.MW_BIND";
                 if (!mr.covers(wr.bindAddr, wr.bindLength)) return "the bound range lies outside the memory region";
             }
         }
@@ -628,16 +769,22 @@ final class NativeQp extends NativeResource implements QueuePair {
     private String checkSge(Sge g, boolean inline, boolean send) {
         long len = Integer.toUnsignedLong(g.length);
         NativeMr byKey = pd.mrByLkey(g.lkey);
-        if (byKey != null && !byKey.segmentAlive()) return "its memory region's segment is no longer alive (its arena was closed)";
+        if (byKey != null && !byKey.segmentAlive())
+            return "its memory region's segment is no longer alive (its arena was closed)";
         if (byKey != null) {
-            if (send) lastSendMr = byKey; else lastRecvMr = byKey;
+            if (send) lastSendMr = byKey;
+            else lastRecvMr = byKey;
         }
         if (!inline || len == 0) return null;
         if (byKey != null && byKey.covers(g.addr, len)) return null;
         for (NativeMr m : pd.mrs()) {
-            if (m.covers(g.addr, len)) return m.segmentAlive() ? null : "its memory region's segment is no longer alive (its arena was closed)";
+            if (m.covers(g.addr, len))
+                return m.segmentAlive()
+                        ? null
+                        : "its memory region's segment is no longer alive (its arena was closed)";
         }
-        return "inline data at 0x" + Long.toHexString(g.addr) + " (" + len + " bytes) is not inside a live memory region of this PD: "
+        return "inline data at 0x" + Long.toHexString(g.addr) + " (" + len
+                + " bytes) is not inside a live memory region of this PD: "
                 + "jrdma only copies inline data from registered memory it can check";
     }
 
@@ -647,9 +794,15 @@ final class NativeQp extends NativeResource implements QueuePair {
      * check below holds the offsets to that pairing; LayoutConformanceTest holds Layouts to verbs.h.
      */
     static {
-        if (S_OPCODE != S_NUM_SGE + 4 || S_IMM != S_FLAGS + 4 || G_LKEY != G_LEN + 4 || S_NUM_SGE % 8 != 0
-                || S_FLAGS % 8 != 0 || G_LEN % 8 != 0 || java.nio.ByteOrder.nativeOrder() != java.nio.ByteOrder.LITTLE_ENDIAN) {
-            throw new ExceptionInInitializerError("struct ibv_send_wr/ibv_sge are not laid out as NativeQp.writeSend expects");
+        if (S_OPCODE != S_NUM_SGE + 4
+                || S_IMM != S_FLAGS + 4
+                || G_LKEY != G_LEN + 4
+                || S_NUM_SGE % 8 != 0
+                || S_FLAGS % 8 != 0
+                || G_LEN % 8 != 0
+                || java.nio.ByteOrder.nativeOrder() != java.nio.ByteOrder.LITTLE_ENDIAN) {
+            throw new ExceptionInInitializerError(
+                    "struct ibv_send_wr/ibv_sge are not laid out as NativeQp.writeSend expects");
         }
     }
 
@@ -701,7 +854,8 @@ final class NativeQp extends NativeResource implements QueuePair {
     private static void writeSendOther(long b, SendWorkRequest wr, WrOpcode op) {
         MemorySegment s = Ibv.NATIVE;
         switch (op) {
-            case SEND_WITH_IMM, RDMA_WRITE_WITH_IMM -> s.set(JAVA_INT, b + S_IMM, Integer.reverseBytes(wr.immData)); // __be32
+            case SEND_WITH_IMM, RDMA_WRITE_WITH_IMM ->
+                s.set(JAVA_INT, b + S_IMM, Integer.reverseBytes(wr.immData)); // __be32
             case SEND_WITH_INV, LOCAL_INV -> s.set(JAVA_INT, b + S_INV, wr.invalidateRkey);
             default -> s.set(JAVA_INT, b + S_IMM, 0);
         }
@@ -734,14 +888,20 @@ final class NativeQp extends NativeResource implements QueuePair {
                 mw.type2Posted = true;
                 mw.boundMr = mr;
             }
-            default -> { }
+            default -> {}
         }
     }
 
     @Override
     public void postRecv(RecvWorkRequest first) {
-        if (first == null) throw new PostException("ibv_post_recv", VerbsException.EINVAL, 0, "the work request is null");
-        if (srq != null) throw new PostException("ibv_post_recv", VerbsException.EINVAL, 0, what() + " takes its receives from a shared receive queue: post them there");
+        if (first == null)
+            throw new PostException("ibv_post_recv", VerbsException.EINVAL, 0, "the work request is null");
+        if (srq != null)
+            throw new PostException(
+                    "ibv_post_recv",
+                    VerbsException.EINVAL,
+                    0,
+                    what() + " takes its receives from a shared receive queue: post them there");
         if (!recvGate.enter()) throw new ClosedException("ibv_post_recv", what());
         try {
             checkOpen("ibv_post_recv");
@@ -756,7 +916,11 @@ final class NativeQp extends NativeResource implements QueuePair {
                         throw new PostException("ibv_post_recv", VerbsException.EINVAL, index, problem);
                     }
                     writeRecv(n, wr);
-                    if (n > 0) recvWrs.set(JAVA_LONG, (n - 1) * RWR + R_NEXT, recvWrsAddr + n * RWR); // the previous one is not the last
+                    if (n > 0)
+                        recvWrs.set(
+                                JAVA_LONG,
+                                (n - 1) * RWR + R_NEXT,
+                                recvWrsAddr + n * RWR); // the previous one is not the last
                     n++;
                     index++;
                     wr = wr.next;
@@ -812,33 +976,57 @@ final class NativeQp extends NativeResource implements QueuePair {
 
     // ---------------------------------------------------------------- memory windows type 1
     @Override
-    public int bindMemoryWindow(MemoryWindow window, long wrId, boolean signaled, MemoryRegion region, long addr, long length, Set<Access> access) {
+    public int bindMemoryWindow(
+            MemoryWindow window,
+            long wrId,
+            boolean signaled,
+            MemoryRegion region,
+            long addr,
+            long length,
+            Set<Access> access) {
         checkOpen("ibv_bind_mw");
-        if (!(window instanceof NativeMw mw)) throw new VerbsException("ibv_bind_mw", VerbsException.EINVAL, "not a memory window of the native provider");
+        if (!(window instanceof NativeMw mw))
+            throw new VerbsException(
+                    "ibv_bind_mw", VerbsException.EINVAL, "not a memory window of the native provider");
         mw.checkOpen("ibv_bind_mw");
         // the checks of libibverbs' inline ibv_bind_mw, in its order
         if (mw.type() != MwType.TYPE_1) {
-            throw new VerbsException("ibv_bind_mw", VerbsException.EINVAL, "only type 1 windows are bound with ibv_bind_mw; bind a type 2 window "
-                    + "with a BIND_MW send work request");
+            throw new VerbsException(
+                    "ibv_bind_mw",
+                    VerbsException.EINVAL,
+                    "only type 1 windows are bound with ibv_bind_mw; bind a type 2 window "
+                            + "with a BIND_MW send work request");
         }
         NativeMr mr = null;
         if (region != null) {
-            if (!(region instanceof NativeMr m)) throw new VerbsException("ibv_bind_mw", VerbsException.EINVAL, "not a memory region of the native provider");
+            if (!(region instanceof NativeMr m))
+                throw new VerbsException(
+                        "ibv_bind_mw", VerbsException.EINVAL, "not a memory region of the native provider");
             m.checkOpen("ibv_bind_mw");
             mr = m;
         }
         if (mr == null && (addr != 0 || length != 0)) {
-            throw new VerbsException("ibv_bind_mw", VerbsException.EINVAL, "without a memory region (an unbind) address and length must be 0");
+            throw new VerbsException(
+                    "ibv_bind_mw",
+                    VerbsException.EINVAL,
+                    "without a memory region (an unbind) address and length must be 0");
         }
         if (mr != null && mr.pd != mw.pd) {
-            throw new VerbsException("ibv_bind_mw", VerbsException.EPERM, "the memory region and the window belong to different protection domains");
+            throw new VerbsException(
+                    "ibv_bind_mw",
+                    VerbsException.EPERM,
+                    "the memory region and the window belong to different protection domains");
         }
         if (mr != null && !mr.access().contains(Access.MW_BIND)) {
-            throw new VerbsException("ibv_bind_mw", VerbsException.EINVAL, "the memory region was registered without Access.MW_BIND");
+            throw new VerbsException(
+                    "ibv_bind_mw", VerbsException.EINVAL, "the memory region was registered without Access.MW_BIND");
         }
         if (mr != null && !mr.covers(addr, length)) {
-            throw new VerbsException("ibv_bind_mw", VerbsException.EINVAL, "the range [0x" + Long.toHexString(addr) + ", +" + length
-                    + ") lies outside the memory region " + mr);
+            throw new VerbsException(
+                    "ibv_bind_mw",
+                    VerbsException.EINVAL,
+                    "the range [0x" + Long.toHexString(addr) + ", +" + length + ") lies outside the memory region "
+                            + mr);
         }
         MemorySegment fn = pd.context.opsBindMw;
         if (fn.equals(MemorySegment.NULL)) throw Errors.unsupported("ibv_bind_mw", "binding memory windows");
@@ -882,9 +1070,12 @@ final class NativeQp extends NativeResource implements QueuePair {
             if (mr != null) mr.exit();
         }
         if (rc != 0) {
-            throw Errors.verb("ibv_bind_mw", errno, errno == VerbsException.EOPNOTSUPP || errno == VerbsException.ENOSYS
-                    ? "type 1 memory windows are not supported by this device"
-                    : "check the QP is in RTS, the MR has MW_BIND and covers the range, and the access rights are within the MR's");
+            throw Errors.verb(
+                    "ibv_bind_mw",
+                    errno,
+                    errno == VerbsException.EOPNOTSUPP || errno == VerbsException.ENOSYS
+                            ? "type 1 memory windows are not supported by this device"
+                            : "check the QP is in RTS, the MR has MW_BIND and covers the range, and the access rights are within the MR's");
         }
         return rkey;
     }
@@ -902,7 +1093,9 @@ final class NativeQp extends NativeResource implements QueuePair {
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.callState(a);
             int rc = (int) Ibv.Fn.DESTROY_QP.invokeExact(st, qp);
-            if (rc != 0) throw Errors.verb("ibv_destroy_qp", Errors.errno(rc, st), "the QP may be attached to a multicast group");
+            if (rc != 0)
+                throw Errors.verb(
+                        "ibv_destroy_qp", Errors.errno(rc, st), "the QP may be attached to a multicast group");
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
         } finally {

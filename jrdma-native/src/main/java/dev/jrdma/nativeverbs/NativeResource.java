@@ -2,7 +2,6 @@ package dev.jrdma.nativeverbs;
 
 import dev.jrdma.verbs.ClosedException;
 import dev.jrdma.verbs.spi.Resource;
-
 import java.util.ArrayList;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -30,9 +29,11 @@ import java.util.concurrent.TimeUnit;
 abstract class NativeResource extends Resource {
     /** How long a close waits for another thread's close of a child or dependent before it gives up waiting. */
     private static final long AWAIT_SECONDS = 30;
+
     private final NativeResource nativeParent;
     /** Children constructed and not yet freed. */
     private final Set<NativeResource> live = ConcurrentHashMap.newKeySet();
+
     private final CountDownLatch gone = new CountDownLatch(1);
 
     NativeResource(Resource parent, String what) {
@@ -56,7 +57,8 @@ abstract class NativeResource extends Resource {
             try {
                 free();
             } catch (RuntimeException e) {
-                if (first == null) first = e; else first.addSuppressed(e);
+                if (first == null) first = e;
+                else first.addSuppressed(e);
             } finally {
                 exclusive().unlock();
             }
@@ -86,8 +88,7 @@ abstract class NativeResource extends Resource {
     }
 
     /** Closes objects that depend on this one without being its children (outside this object's lock). */
-    void releaseDependents() {
-    }
+    void releaseDependents() {}
 
     /** Frees the native object; no {@link #enter} is in flight and none can start. */
     protected abstract void free();

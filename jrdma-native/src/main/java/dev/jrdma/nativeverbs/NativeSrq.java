@@ -8,11 +8,10 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 import dev.jrdma.verbs.PostException;
 import dev.jrdma.verbs.ProtectionDomain;
 import dev.jrdma.verbs.RecvWorkRequest;
-import dev.jrdma.verbs.SharedReceiveQueue;
 import dev.jrdma.verbs.Sge;
+import dev.jrdma.verbs.SharedReceiveQueue;
 import dev.jrdma.verbs.SrqAttr;
 import dev.jrdma.verbs.VerbsException;
-
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -27,9 +26,13 @@ import java.util.concurrent.ConcurrentHashMap;
 final class NativeSrq extends NativeResource implements SharedReceiveQueue {
     private static final int MAX_BATCH = 64;
     private static final long RWR = Layouts.RECV_WR.byteSize(), SGE = Layouts.SGE.byteSize();
-    private static final long R_WR_ID = offset(Layouts.RECV_WR, "wr_id"), R_NEXT = offset(Layouts.RECV_WR, "next"),
-            R_SG_LIST = offset(Layouts.RECV_WR, "sg_list"), R_NUM_SGE = offset(Layouts.RECV_WR, "num_sge");
-    private static final long G_ADDR = offset(Layouts.SGE, "addr"), G_LEN = offset(Layouts.SGE, "length"), G_LKEY = offset(Layouts.SGE, "lkey");
+    private static final long R_WR_ID = offset(Layouts.RECV_WR, "wr_id"),
+            R_NEXT = offset(Layouts.RECV_WR, "next"),
+            R_SG_LIST = offset(Layouts.RECV_WR, "sg_list"),
+            R_NUM_SGE = offset(Layouts.RECV_WR, "num_sge");
+    private static final long G_ADDR = offset(Layouts.SGE, "addr"),
+            G_LEN = offset(Layouts.SGE, "length"),
+            G_LKEY = offset(Layouts.SGE, "lkey");
     private static final int SRQ_LIMIT = 1 << 1; // IBV_SRQ_LIMIT
 
     final NativePd pd;
@@ -64,10 +67,15 @@ final class NativeSrq extends NativeResource implements SharedReceiveQueue {
     /** ibv_create_srq; the caller holds the PD's {@link #enter}. */
     static NativeSrq create(NativePd pd, SrqAttr attr) {
         var dev = pd.context.attr();
-        if (dev.maxSrq() == 0) throw Errors.unsupported("ibv_create_srq", "shared receive queues (max_srq 0 on " + pd.context.device.name() + ")");
+        if (dev.maxSrq() == 0)
+            throw Errors.unsupported(
+                    "ibv_create_srq", "shared receive queues (max_srq 0 on " + pd.context.device.name() + ")");
         if (attr.maxWr() > dev.maxSrqWr() || attr.maxSge() > dev.maxSrqSge()) {
-            throw new VerbsException("ibv_create_srq", VerbsException.EINVAL, "max_wr " + attr.maxWr() + " / max_sge " + attr.maxSge()
-                    + " exceed the device's max_srq_wr " + dev.maxSrqWr() + " / max_srq_sge " + dev.maxSrqSge());
+            throw new VerbsException(
+                    "ibv_create_srq",
+                    VerbsException.EINVAL,
+                    "max_wr " + attr.maxWr() + " / max_sge " + attr.maxSge() + " exceed the device's max_srq_wr "
+                            + dev.maxSrqWr() + " / max_srq_sge " + dev.maxSrqSge());
         }
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.callState(a);
@@ -77,8 +85,12 @@ final class NativeSrq extends NativeResource implements SharedReceiveQueue {
             init.set(JAVA_INT, offset(L, "attr.max_sge"), attr.maxSge());
             init.set(JAVA_INT, offset(L, "attr.srq_limit"), attr.limit());
             MemorySegment s = (MemorySegment) Ibv.Extra.CREATE_SRQ.invokeExact(st, pd.pd, init);
-            if (s.equals(MemorySegment.NULL)) throw Errors.verb("ibv_create_srq", Ibv.errno(st), "check max_wr/max_sge against the device's max_srq_wr "
-                    + dev.maxSrqWr() + "/max_srq_sge " + dev.maxSrqSge() + " and the memlock limit (ulimit -l)");
+            if (s.equals(MemorySegment.NULL))
+                throw Errors.verb(
+                        "ibv_create_srq",
+                        Ibv.errno(st),
+                        "check max_wr/max_sge against the device's max_srq_wr " + dev.maxSrqWr() + "/max_srq_sge "
+                                + dev.maxSrqSge() + " and the memlock limit (ulimit -l)");
             int gotWr = Math.max(attr.maxWr(), init.get(JAVA_INT, offset(L, "attr.max_wr")));
             int gotSge = Math.max(attr.maxSge(), init.get(JAVA_INT, offset(L, "attr.max_sge")));
             try {
@@ -106,7 +118,9 @@ final class NativeSrq extends NativeResource implements SharedReceiveQueue {
             int rc = (int) Ibv.Extra.QUERY_SRQ.invokeExact(st, srq, attr);
             if (rc != 0) throw Errors.verb("ibv_query_srq", Errors.errno(rc, st), "check " + what() + " still exists");
             var L = Layouts.SRQ_ATTR;
-            return new SrqAttr(Math.max(1, attr.get(JAVA_INT, offset(L, "max_wr"))), Math.max(1, attr.get(JAVA_INT, offset(L, "max_sge"))),
+            return new SrqAttr(
+                    Math.max(1, attr.get(JAVA_INT, offset(L, "max_wr"))),
+                    Math.max(1, attr.get(JAVA_INT, offset(L, "max_sge"))),
                     attr.get(JAVA_INT, offset(L, "srq_limit")));
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
@@ -117,16 +131,23 @@ final class NativeSrq extends NativeResource implements SharedReceiveQueue {
 
     @Override
     public void modifyLimit(int limit) {
-        if (limit < 0 || limit > maxWr) throw new VerbsException("ibv_modify_srq", VerbsException.EINVAL,
-                "the limit must lie in 0.." + maxWr + " (the SRQ's max_wr), not " + limit);
+        if (limit < 0 || limit > maxWr)
+            throw new VerbsException(
+                    "ibv_modify_srq",
+                    VerbsException.EINVAL,
+                    "the limit must lie in 0.." + maxWr + " (the SRQ's max_wr), not " + limit);
         enter("ibv_modify_srq");
         try (Arena a = Arena.ofConfined()) {
             MemorySegment st = Ibv.callState(a);
             MemorySegment attr = a.allocate(Layouts.SRQ_ATTR);
             attr.set(JAVA_INT, offset(Layouts.SRQ_ATTR, "srq_limit"), limit);
             int rc = (int) Ibv.Extra.MODIFY_SRQ.invokeExact(st, srq, attr, SRQ_LIMIT);
-            if (rc != 0) throw Errors.verb("ibv_modify_srq", Errors.errno(rc, st), "arming the limit " + limit + " of " + what()
-                    + " was refused (some devices refuse a limit above the receives posted)");
+            if (rc != 0)
+                throw Errors.verb(
+                        "ibv_modify_srq",
+                        Errors.errno(rc, st),
+                        "arming the limit " + limit + " of " + what()
+                                + " was refused (some devices refuse a limit above the receives posted)");
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
         } finally {
@@ -136,7 +157,8 @@ final class NativeSrq extends NativeResource implements SharedReceiveQueue {
 
     @Override
     public void postRecv(RecvWorkRequest first) {
-        if (first == null) throw new PostException("ibv_post_srq_recv", VerbsException.EINVAL, 0, "the work request is null");
+        if (first == null)
+            throw new PostException("ibv_post_srq_recv", VerbsException.EINVAL, 0, "the work request is null");
         synchronized (recvLock) {
             checkOpen("ibv_post_srq_recv");
             RecvWorkRequest wr = first;
@@ -164,7 +186,8 @@ final class NativeSrq extends NativeResource implements SharedReceiveQueue {
         if (ns > maxSge) return "num_sge " + ns + " exceeds the SRQ's max_sge " + maxSge;
         for (int k = 0; k < ns; k++) {
             NativeMr byKey = pd.mrByLkey(wr.sge(k).lkey);
-            if (byKey != null && !byKey.segmentAlive()) return "SGE " + k + ": its memory region's segment is no longer alive (its arena was closed)";
+            if (byKey != null && !byKey.segmentAlive())
+                return "SGE " + k + ": its memory region's segment is no longer alive (its arena was closed)";
         }
         return null;
     }
@@ -198,9 +221,14 @@ final class NativeSrq extends NativeResource implements SharedReceiveQueue {
             long bad = badWr.get(JAVA_LONG, 0);
             int bi = bad >= wrsAddr && bad < wrsAddr + n * RWR ? (int) ((bad - wrsAddr) / RWR) : 0;
             int e = Math.abs(rc);
-            throw new PostException("ibv_post_srq_recv", e, batchStart + bi, e == VerbsException.ENOMEM
-                    ? "the shared receive queue is full (max_wr " + maxWr + "): wait for receives to complete before posting more"
-                    : "the provider refused the receive request");
+            throw new PostException(
+                    "ibv_post_srq_recv",
+                    e,
+                    batchStart + bi,
+                    e == VerbsException.ENOMEM
+                            ? "the shared receive queue is full (max_wr " + maxWr
+                                    + "): wait for receives to complete before posting more"
+                            : "the provider refused the receive request");
         }
     }
 
@@ -211,7 +239,8 @@ final class NativeSrq extends NativeResource implements SharedReceiveQueue {
             try {
                 qp.closeAndAwait();
             } catch (RuntimeException e) {
-                if (first == null) first = e; else first.addSuppressed(e);
+                if (first == null) first = e;
+                else first.addSuppressed(e);
             }
         }
         if (first != null) throw first;
@@ -224,7 +253,11 @@ final class NativeSrq extends NativeResource implements SharedReceiveQueue {
             try (Arena a = Arena.ofConfined()) {
                 MemorySegment st = Ibv.callState(a);
                 int rc = (int) Ibv.Extra.DESTROY_SRQ.invokeExact(st, srq);
-                if (rc != 0) throw Errors.verb("ibv_destroy_srq", Errors.errno(rc, st), "QPs created outside jrdma may still use this SRQ");
+                if (rc != 0)
+                    throw Errors.verb(
+                            "ibv_destroy_srq",
+                            Errors.errno(rc, st),
+                            "QPs created outside jrdma may still use this SRQ");
             } catch (Throwable t) {
                 throw Ibv.rethrow(t);
             } finally {

@@ -2,7 +2,6 @@ package dev.jrdma.nativeverbs;
 
 import dev.jrdma.verbs.Device;
 import dev.jrdma.verbs.spi.VerbsProvider;
-
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -55,7 +54,8 @@ public final class NativeVerbsProvider implements VerbsProvider {
         String why;
         try {
             if (!Ibv.Lib.available()) {
-                why = Ibv.Lib.ERROR + ": install the RDMA user-space libraries (Debian/Ubuntu: apt-get install libibverbs1 ibverbs-providers; "
+                why = Ibv.Lib.ERROR
+                        + ": install the RDMA user-space libraries (Debian/Ubuntu: apt-get install libibverbs1 ibverbs-providers; "
                         + "Fedora/RHEL: dnf install libibverbs rdma-core)";
             } else {
                 found = list();
@@ -102,10 +102,14 @@ public final class NativeVerbsProvider implements VerbsProvider {
             }
         }
         if (!kernelDevs.isEmpty()) {
-            return "the kernel has RDMA devices " + kernelDevs + " but libibverbs lists none: install the user-space provider "
+            return "the kernel has RDMA devices " + kernelDevs
+                    + " but libibverbs lists none: install the user-space provider "
                     + "drivers (Debian/Ubuntu: apt-get install ibverbs-providers) and check /dev/infiniband/uverbs* is readable";
         }
-        return "no RDMA devices" + (Files.isDirectory(sys) ? "" : " (the kernel has no InfiniBand support loaded: /sys/class/infiniband is missing)")
+        return "no RDMA devices"
+                + (Files.isDirectory(sys)
+                        ? ""
+                        : " (the kernel has no InfiniBand support loaded: /sys/class/infiniband is missing)")
                 + ": load the driver of your RDMA NIC, or create a Soft-RoCE device with 'modprobe rdma_rxe; "
                 + "rdma link add rxe0 type rxe netdev IFACE' (the software device 'soft' works without any)";
     }

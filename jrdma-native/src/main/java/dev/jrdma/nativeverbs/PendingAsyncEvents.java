@@ -2,7 +2,6 @@ package dev.jrdma.nativeverbs;
 
 import dev.jrdma.verbs.AsyncEvent;
 import dev.jrdma.verbs.AsyncEventType;
-
 import java.util.ArrayList;
 import java.util.List;
 

@@ -27,6 +27,7 @@ import java.lang.invoke.VarHandle;
 final class QueueGate {
     /** NEW: never entered; FREE/BUSY: the compare-and-set gate; BIASED: the owner's; REVOKING: being taken from it. */
     private static final int NEW = 0, FREE = 1, BUSY = 2, BIASED = 3, REVOKING = 4, SHUT = 5;
+
     private static final VarHandle STATE, INSIDE;
 
     static {
@@ -53,7 +54,8 @@ final class QueueGate {
     boolean enter() {
         if (owner == Thread.currentThread()) {
             INSIDE.setOpaque(this, 1);
-            if ((int) STATE.getOpaque(this) == BIASED) return true; // a revoker's fence orders the store above before this load
+            if ((int) STATE.getOpaque(this) == BIASED)
+                return true; // a revoker's fence orders the store above before this load
             INSIDE.setRelease(this, 0);
         }
         return STATE.compareAndSet(this, FREE, BUSY) || enterContended();
@@ -122,6 +124,7 @@ final class QueueGate {
 
     private static void pause(int spins) {
         // the holder may have been descheduled: give it the core now and then
-        if ((spins & 63) == 0) Thread.yield(); else Thread.onSpinWait();
+        if ((spins & 63) == 0) Thread.yield();
+        else Thread.onSpinWait();
     }
 }

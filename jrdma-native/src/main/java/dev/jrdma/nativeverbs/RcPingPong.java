@@ -21,7 +21,6 @@ import dev.jrdma.verbs.Verbs;
 import dev.jrdma.verbs.VerbsException;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -65,7 +64,8 @@ public final class RcPingPong {
      */
     public record Dest(int lid, int qpn, int psn, Gid gid) {
         byte[] wire() {
-            String s = String.format("%04x:%06x:%06x:%s", lid, qpn, psn, HexFormat.of().formatHex(gid.toByteArray()));
+            String s = String.format(
+                    "%04x:%06x:%06x:%s", lid, qpn, psn, HexFormat.of().formatHex(gid.toByteArray()));
             byte[] b = new byte[MSG_SIZE];
             byte[] t = s.getBytes(StandardCharsets.US_ASCII);
             System.arraycopy(t, 0, b, 0, Math.min(t.length, MSG_SIZE - 1));
@@ -76,16 +76,21 @@ public final class RcPingPong {
             int n = 0;
             while (n < msg.length && msg[n] != 0) n++;
             String[] p = new String(msg, 0, n, StandardCharsets.US_ASCII).split(":");
-            if (p.length != 4 || p[3].length() != 32) throw new IllegalArgumentException("not an rc_pingpong address message: '" + new String(msg, 0, n, StandardCharsets.US_ASCII) + "'");
-            return new Dest(Integer.parseInt(p[0], 16), Integer.parseInt(p[1], 16), Integer.parseInt(p[2], 16), Gid.of(HexFormat.of().parseHex(p[3])));
+            if (p.length != 4 || p[3].length() != 32)
+                throw new IllegalArgumentException("not an rc_pingpong address message: '"
+                        + new String(msg, 0, n, StandardCharsets.US_ASCII) + "'");
+            return new Dest(
+                    Integer.parseInt(p[0], 16),
+                    Integer.parseInt(p[1], 16),
+                    Integer.parseInt(p[2], 16),
+                    Gid.of(HexFormat.of().parseHex(p[3])));
         }
     }
 
     /** Options, named like rc_pingpong's. */
     public static final class Options {
         /** Options with rc_pingpong's defaults. */
-        public Options() {
-        }
+        public Options() {}
 
         /** -d: the device's name, or null for the default device. */
         public String device;
@@ -103,7 +108,7 @@ public final class RcPingPong {
         /** How long a client retries a refused TCP connection before it gives up, in milliseconds. */
         public long connectTimeoutMs = 30_000;
         /** Called once the server's TCP socket listens (a test starts the C client then). */
-        public Runnable onListening = () -> { };
+        public Runnable onListening = () -> {};
     }
 
     /**
@@ -115,11 +120,18 @@ public final class RcPingPong {
      */
     public record Result(long bytes, double seconds, int iters) {
         /** {@return the throughput in Mbit/sec (10^6 bits per second)} */
-        public double mbitPerSec() { return bytes * 8 / seconds / 1e6; }
+        public double mbitPerSec() {
+            return bytes * 8 / seconds / 1e6;
+        }
         /** {@return the microseconds per iteration} */
-        public double usecPerIter() { return seconds * 1e6 / iters; }
-        @Override public String toString() {
-            return String.format("%d bytes in %.2f seconds = %.2f Mbit/sec%n%d iters in %.2f seconds = %.2f usec/iter",
+        public double usecPerIter() {
+            return seconds * 1e6 / iters;
+        }
+
+        @Override
+        public String toString() {
+            return String.format(
+                    "%d bytes in %.2f seconds = %.2f Mbit/sec%n%d iters in %.2f seconds = %.2f usec/iter",
                     bytes, seconds, mbitPerSec(), iters, seconds, usecPerIter());
         }
     }
@@ -149,7 +161,8 @@ public final class RcPingPong {
                 case "-ud" -> o.ud = true;
                 default -> {
                     if (a.startsWith("-")) {
-                        System.err.println("usage: RcPingPong [-p port] [-d dev] [-i ib-port] [-s size] [-m mtu] [-r rx-depth] [-n iters] [-l sl] [-g gid-idx] [-ud] [server]");
+                        System.err.println(
+                                "usage: RcPingPong [-p port] [-d dev] [-i ib-port] [-s size] [-m mtu] [-r rx-depth] [-n iters] [-l sl] [-g gid-idx] [-ud] [server]");
                         System.exit(2);
                     }
                     o.server = a;
@@ -174,19 +187,34 @@ public final class RcPingPong {
      * @throws IllegalArgumentException when a UD message is larger than the port's MTU
      */
     public static Result run(Device dev, Options o) throws IOException {
-        try (Context ctx = dev.open(); Arena arena = Arena.ofShared()) {
+        try (Context ctx = dev.open();
+                Arena arena = Arena.ofShared()) {
             ProtectionDomain pd = ctx.allocPd();
             // ud_pingpong receives into the whole buffer (the GRH first) and sends from behind the GRH area
             int grh = o.ud ? Grh.BYTES : 0;
             if (o.ud && o.size > ctx.queryPort(o.ibPort).activeMtu().bytes)
-                throw new IllegalArgumentException("requested size " + o.size + " is larger than the port's MTU " + ctx.queryPort(o.ibPort).activeMtu().bytes);
+                throw new IllegalArgumentException("requested size " + o.size + " is larger than the port's MTU "
+                        + ctx.queryPort(o.ibPort).activeMtu().bytes);
             MemorySegment buf = arena.allocate(o.size + grh, 4096);
             MemoryRegion mr = pd.registerMemory(buf, Access.LOCAL_WRITE);
             CompletionQueue cq = ctx.createCq(o.rxDepth + 1, null);
-            QueuePair qp = pd.createQueuePair(QpInitAttr.builder(cq).type(o.ud ? QpType.UD : QpType.RC)
-                    .maxSendWr(1).maxRecvWr(o.rxDepth).build());
-            if (o.ud) qp.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(o.ibPort).qkey(UD_QKEY));
-            else qp.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(o.ibPort).access(java.util.EnumSet.noneOf(Access.class)));
+            QueuePair qp = pd.createQueuePair(QpInitAttr.builder(cq)
+                    .type(o.ud ? QpType.UD : QpType.RC)
+                    .maxSendWr(1)
+                    .maxRecvWr(o.rxDepth)
+                    .build());
+            if (o.ud)
+                qp.modify(new QpAttr()
+                        .state(QpState.INIT)
+                        .pkeyIndex(0)
+                        .port(o.ibPort)
+                        .qkey(UD_QKEY));
+            else
+                qp.modify(new QpAttr()
+                        .state(QpState.INIT)
+                        .pkeyIndex(0)
+                        .port(o.ibPort)
+                        .access(java.util.EnumSet.noneOf(Access.class)));
 
             RecvWorkRequest rwr = new RecvWorkRequest().wrId(RECV_WRID).buffer(mr, 0, o.size + grh);
             int routs = postRecvs(qp, rwr, o.rxDepth);
@@ -198,7 +226,11 @@ public final class RcPingPong {
             Dest rem = o.server == null ? serverExchange(qp, o, my) : clientExchange(o, my);
             if (o.server != null) connect(qp, o, my, rem);
 
-            SendWorkRequest swr = new SendWorkRequest().wrId(SEND_WRID).opcode(WrOpcode.SEND).signaled(true).buffer(mr, grh, o.size);
+            SendWorkRequest swr = new SendWorkRequest()
+                    .wrId(SEND_WRID)
+                    .opcode(WrOpcode.SEND)
+                    .signaled(true)
+                    .buffer(mr, grh, o.size);
             if (o.ud) swr.ud(pd.createAddressHandle(ahTo(rem, o)), rem.qpn(), UD_QKEY);
             WorkCompletion[] wcs = WorkCompletion.array(2);
             long start = System.nanoTime();
@@ -211,19 +243,23 @@ public final class RcPingPong {
             while (rcnt < o.iters || scnt < o.iters) {
                 int ne = cq.poll(wcs);
                 if (ne == 0) {
-                    if (System.currentTimeMillis() > deadline) throw new IllegalStateException("ping-pong stalled: sent " + scnt + ", received " + rcnt);
+                    if (System.currentTimeMillis() > deadline)
+                        throw new IllegalStateException("ping-pong stalled: sent " + scnt + ", received " + rcnt);
                     Thread.onSpinWait();
                     continue;
                 }
                 for (int i = 0; i < ne; i++) {
                     WorkCompletion wc = wcs[i];
-                    if (!wc.isSuccess()) throw new IllegalStateException("failed status " + wc.status + " for wr_id " + wc.wrId + ": " + wc.explain());
+                    if (!wc.isSuccess())
+                        throw new IllegalStateException(
+                                "failed status " + wc.status + " for wr_id " + wc.wrId + ": " + wc.explain());
                     if (wc.wrId == SEND_WRID) {
                         scnt++;
                     } else if (wc.wrId == RECV_WRID) {
                         if (--routs <= 1) {
                             routs += postRecvs(qp, rwr, o.rxDepth - routs);
-                            if (routs < o.rxDepth) throw new IllegalStateException("couldn't post receive (" + routs + ")");
+                            if (routs < o.rxDepth)
+                                throw new IllegalStateException("couldn't post receive (" + routs + ")");
                         }
                         rcnt++;
                     } else {
@@ -264,9 +300,21 @@ public final class RcPingPong {
             return;
         }
         AhAttr ah = ahTo(rem, o);
-        qp.modify(new QpAttr().state(QpState.RTR).pathMtu(o.mtu).destQpNum(rem.qpn()).rqPsn(rem.psn())
-                .maxDestRdAtomic(1).minRnrTimer(12).ah(ah));
-        qp.modify(new QpAttr().state(QpState.RTS).timeout(14).retryCnt(7).rnrRetry(7).sqPsn(my.psn()).maxRdAtomic(1));
+        qp.modify(new QpAttr()
+                .state(QpState.RTR)
+                .pathMtu(o.mtu)
+                .destQpNum(rem.qpn())
+                .rqPsn(rem.psn())
+                .maxDestRdAtomic(1)
+                .minRnrTimer(12)
+                .ah(ah));
+        qp.modify(new QpAttr()
+                .state(QpState.RTS)
+                .timeout(14)
+                .retryCnt(7)
+                .rnrRetry(7)
+                .sqPsn(my.psn())
+                .maxRdAtomic(1));
     }
 
     private static Dest clientExchange(Options o, Dest my) throws IOException {
@@ -279,13 +327,17 @@ public final class RcPingPong {
                 out.write(my.wire());
                 out.flush();
                 byte[] msg = in.readNBytes(MSG_SIZE);
-                if (msg.length != MSG_SIZE) throw new IOException("couldn't read remote address (" + msg.length + " bytes)");
+                if (msg.length != MSG_SIZE)
+                    throw new IOException("couldn't read remote address (" + msg.length + " bytes)");
                 out.write("done\0".getBytes(StandardCharsets.US_ASCII));
                 out.flush();
                 return Dest.parse(msg);
             } catch (java.net.ConnectException e) {
-                if (System.currentTimeMillis() > deadline) throw new VerbsException("rc_pingpong exchange", VerbsException.ECONNREFUSED,
-                        "couldn't connect to " + o.server + ":" + o.tcpPort + ": is the server running?");
+                if (System.currentTimeMillis() > deadline)
+                    throw new VerbsException(
+                            "rc_pingpong exchange",
+                            VerbsException.ECONNREFUSED,
+                            "couldn't connect to " + o.server + ":" + o.tcpPort + ": is the server running?");
                 try {
                     Thread.sleep(100);
                 } catch (InterruptedException ie) {
@@ -306,7 +358,8 @@ public final class RcPingPong {
                 InputStream in = s.getInputStream();
                 OutputStream out = s.getOutputStream();
                 byte[] msg = in.readNBytes(MSG_SIZE);
-                if (msg.length != MSG_SIZE) throw new IOException(msg.length + "/" + MSG_SIZE + ": couldn't read remote address");
+                if (msg.length != MSG_SIZE)
+                    throw new IOException(msg.length + "/" + MSG_SIZE + ": couldn't read remote address");
                 Dest rem = Dest.parse(msg);
                 connect(qp, o, my, rem);
                 out.write(my.wire());
@@ -317,5 +370,4 @@ public final class RcPingPong {
             }
         }
     }
-
 }

@@ -6,9 +6,7 @@ import dev.jrdma.verbs.RecvWorkRequest;
 import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.lang.management.ManagementFactory;
-
 import org.junit.jupiter.api.Test;
 
 /**
@@ -23,7 +21,11 @@ class AllocationTest {
             var mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
             int iters = Integer.getInteger("jrdma.alloc.iters", 100_000);
             int warm = Integer.getInteger("jrdma.alloc.warmup", Math.max(20_000, iters / 5));
-            SendWorkRequest s = new SendWorkRequest().wrId(1).opcode(WrOpcode.SEND).signaled(true).buffer(r.mrA, 0, 32);
+            SendWorkRequest s = new SendWorkRequest()
+                    .wrId(1)
+                    .opcode(WrOpcode.SEND)
+                    .signaled(true)
+                    .buffer(r.mrA, 0, 32);
             RecvWorkRequest rv = new RecvWorkRequest().wrId(2).buffer(r.mrB, 0, 64);
             WorkCompletion[] wcs = WorkCompletion.array(4);
             long t0 = System.nanoTime();
@@ -34,9 +36,17 @@ class AllocationTest {
             long after = mx.getCurrentThreadAllocatedBytes();
             long t2 = System.nanoTime();
             double perOp = (after - before) / (double) iters;
-            System.out.printf("allocation: %d bytes over %d iterations (post_recv + post_send + %d polls in all) = %.4f bytes/iteration; "
+            System.out.printf(
+                    "allocation: %d bytes over %d iterations (post_recv + post_send + %d polls in all) = %.4f bytes/iteration; "
                             + "warm-up %d iterations %.1f s, measured %.1f s (%.1f us/iteration)%n",
-                    after - before, iters, polls, perOp, warm, (t1 - t0) / 1e9, (t2 - t1) / 1e9, (t2 - t1) / 1e3 / iters);
+                    after - before,
+                    iters,
+                    polls,
+                    perOp,
+                    warm,
+                    (t1 - t0) / 1e9,
+                    (t2 - t1) / 1e9,
+                    (t2 - t1) / 1e3 / iters);
             assertTrue(perOp < 1.0, "the hot path allocated " + perOp + " bytes per iteration");
         }
     }
@@ -45,13 +55,18 @@ class AllocationTest {
     @Test
     void nullProviderPostAndPollAllocateNothing() throws Exception {
         java.nio.file.Path dir = java.nio.file.Path.of("target", "nullverbs");
-        org.junit.jupiter.api.Assumptions.assumeTrue(NullProvider.available(dir), "skipped: -Djrdma.skipLayoutTest is set and no null provider was built");
+        org.junit.jupiter.api.Assumptions.assumeTrue(
+                NullProvider.available(dir), "skipped: -Djrdma.skipLayoutTest is set and no null provider was built");
         try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) {
             NullProvider np = NullProvider.open(NullProvider.build(dir), arena.allocate(4096, 4096));
             try {
                 var mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
                 int iters = Integer.getInteger("jrdma.alloc.iters", 100_000);
-                SendWorkRequest s = new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(np.mr, 0, 32)
+                SendWorkRequest s = new SendWorkRequest()
+                        .wrId(1)
+                        .opcode(WrOpcode.RDMA_WRITE)
+                        .signaled(true)
+                        .buffer(np.mr, 0, 32)
                         .remote(np.mr.address(), np.mr.rkey());
                 RecvWorkRequest rv = new RecvWorkRequest().wrId(2).buffer(np.mr, 64, 64);
                 WorkCompletion[] wcs = WorkCompletion.array(4);
@@ -60,7 +75,9 @@ class AllocationTest {
                 nullLoop(np, s, rv, wcs, iters);
                 long after = mx.getCurrentThreadAllocatedBytes();
                 double perOp = (after - before) / (double) iters;
-                System.out.printf("allocation (null provider): %d bytes over %d iterations = %.4f bytes/iteration%n", after - before, iters, perOp);
+                System.out.printf(
+                        "allocation (null provider): %d bytes over %d iterations = %.4f bytes/iteration%n",
+                        after - before, iters, perOp);
                 assertTrue(perOp < 1.0, "the hot path allocated " + perOp + " bytes per iteration");
             } finally {
                 np.free();
@@ -72,7 +89,8 @@ class AllocationTest {
         for (int i = 0; i < n; i++) {
             np.qp.postRecv(rv);
             np.qp.postSend(s);
-            if (np.cq.poll(wcs, 4) != 1 || !wcs[0].isSuccess()) throw new AssertionError("the null provider's completion");
+            if (np.cq.poll(wcs, 4) != 1 || !wcs[0].isSuccess())
+                throw new AssertionError("the null provider's completion");
         }
     }
 

@@ -4,23 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
-import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.ClosedException;
-import dev.jrdma.verbs.CompletionChannel;
-import dev.jrdma.verbs.CompletionQueue;
-import dev.jrdma.verbs.Context;
-import dev.jrdma.verbs.MemoryWindow;
-import dev.jrdma.verbs.MwType;
-import dev.jrdma.verbs.ProtectionDomain;
-import dev.jrdma.verbs.QpInitAttr;
-import dev.jrdma.verbs.QueuePair;
-import dev.jrdma.verbs.WorkCompletion;
-
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -28,7 +13,6 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-
 import org.junit.jupiter.api.Test;
 
 /**

@@ -39,14 +39,12 @@ import dev.jrdma.verbs.WcOpcode;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.EnumSet;
-
 import org.junit.jupiter.api.Test;
 
 /** The native provider on a real device (rxe0 in the Soft-RoCE guest). Skips where there is none. */
@@ -56,13 +54,17 @@ class DeviceTest {
     @Test
     void deviceAttributesPortsAndGids() {
         Device dev = Rig.device();
-        assertTrue(Verbs.devices().contains(dev) || Verbs.devices().stream().anyMatch(d -> d.name().equals(dev.name())));
+        assertTrue(Verbs.devices().contains(dev)
+                || Verbs.devices().stream().anyMatch(d -> d.name().equals(dev.name())));
         try (Context ctx = dev.open()) {
             DeviceAttr a = ctx.queryDevice();
-            System.out.println(dev.name() + ": guid " + dev.nodeGuidString() + " " + dev.nodeType() + "/" + dev.transportType()
+            System.out.println(dev.name() + ": guid " + dev.nodeGuidString() + " " + dev.nodeType() + "/"
+                    + dev.transportType()
                     + " fw '" + a.fwVer() + "' vendor 0x" + Integer.toHexString(a.vendorId()) + " max_qp " + a.maxQp()
-                    + " max_qp_wr " + a.maxQpWr() + " max_sge " + a.maxSge() + " max_cqe " + a.maxCqe() + " max_mr " + a.maxMr()
-                    + " max_mw " + a.maxMw() + " atomic " + a.atomicCap() + " caps 0x" + Integer.toHexString(a.deviceCapFlags())
+                    + " max_qp_wr " + a.maxQpWr() + " max_sge " + a.maxSge() + " max_cqe " + a.maxCqe() + " max_mr "
+                    + a.maxMr()
+                    + " max_mw " + a.maxMw() + " atomic " + a.atomicCap() + " caps 0x"
+                    + Integer.toHexString(a.deviceCapFlags())
                     + " ports " + a.physPortCnt());
             assertTrue(a.physPortCnt() >= 1);
             assertTrue(a.maxQp() > 0 && a.maxQpWr() > 0 && a.maxSge() > 0 && a.maxCqe() > 0 && a.maxPd() > 0);
@@ -72,14 +74,18 @@ class DeviceTest {
             assertEquals(PortState.ACTIVE, p.state());
             assertTrue(p.gidTblLen() > 0);
             var table = ctx.gidTable(1);
-            table.forEach(e -> System.out.println("  GID[" + e.index() + "] " + e.gid() + " " + e.type() + " " + e.netdev()));
+            table.forEach(
+                    e -> System.out.println("  GID[" + e.index() + "] " + e.gid() + " " + e.type() + " " + e.netdev()));
             assertFalse(table.isEmpty());
             if (dev.name().startsWith("rxe")) {
                 assertEquals(dev.nodeGuid() != 0, true);
                 assertTrue(table.stream().anyMatch(GidEntry::isRoceV2), "rxe has RoCE v2 GIDs");
-                assertTrue(table.stream().anyMatch(e -> e.gid().isIpv4Mapped()), "an IPv4-mapped GID (the dummy0 address)");
+                assertTrue(
+                        table.stream().anyMatch(e -> e.gid().isIpv4Mapped()),
+                        "an IPv4-mapped GID (the dummy0 address)");
             }
-            assertEquals(table.getFirst().gid(), ctx.queryGid(1, table.getFirst().index()));
+            assertEquals(
+                    table.getFirst().gid(), ctx.queryGid(1, table.getFirst().index()));
             VerbsException bad = assertThrows(VerbsException.class, () -> ctx.queryPort(a.physPortCnt() + 1));
             assertTrue(bad.getMessage().contains("ibv_query_port"), bad.getMessage());
             assertThrows(VerbsException.class, () -> ctx.queryGid(1, p.gidTblLen() + 5));
@@ -88,7 +94,8 @@ class DeviceTest {
 
     @Test
     void lifecycleAndCloseRules() {
-        try (Context ctx = Rig.device().open(); Arena arena = Arena.ofShared()) {
+        try (Context ctx = Rig.device().open();
+                Arena arena = Arena.ofShared()) {
             ProtectionDomain pd = ctx.allocPd();
             MemoryRegion mr = pd.registerMemory(arena.allocate(4096, 4096), Access.LOCAL_WRITE, Access.REMOTE_READ);
             assertTrue(mr.lkey() != 0 || mr.rkey() != 0);
@@ -101,20 +108,27 @@ class DeviceTest {
             assertTrue(qp.qpNum() > 0);
 
             // heap segments and closed arenas are refused
-            VerbsException heap = assertThrows(VerbsException.class, () -> pd.registerMemory(MemorySegment.ofArray(new byte[64]), Access.LOCAL_WRITE));
+            VerbsException heap = assertThrows(
+                    VerbsException.class,
+                    () -> pd.registerMemory(MemorySegment.ofArray(new byte[64]), Access.LOCAL_WRITE));
             assertTrue(heap.getMessage().contains("heap"), heap.getMessage());
-            assertThrows(VerbsException.class, () -> pd.registerMemory(MemorySegment.ofBuffer(ByteBuffer.allocate(64)), Access.LOCAL_WRITE));
+            assertThrows(
+                    VerbsException.class,
+                    () -> pd.registerMemory(MemorySegment.ofBuffer(ByteBuffer.allocate(64)), Access.LOCAL_WRITE));
             MemorySegment dead;
             try (Arena tmp = Arena.ofConfined()) {
                 dead = tmp.allocate(64);
             }
-            VerbsException closedArena = assertThrows(VerbsException.class, () -> pd.registerMemory(dead, Access.LOCAL_WRITE));
+            VerbsException closedArena =
+                    assertThrows(VerbsException.class, () -> pd.registerMemory(dead, Access.LOCAL_WRITE));
             assertTrue(closedArena.getMessage().contains("arena"), closedArena.getMessage());
-            VerbsException flags = assertThrows(VerbsException.class, () -> pd.registerMemory(arena.allocate(64), Access.REMOTE_WRITE));
+            VerbsException flags = assertThrows(
+                    VerbsException.class, () -> pd.registerMemory(arena.allocate(64), Access.REMOTE_WRITE));
             assertTrue(flags.getMessage().contains("LOCAL_WRITE"));
 
             // a direct ByteBuffer is native memory
-            try (MemoryRegion direct = pd.registerMemory(MemorySegment.ofBuffer(ByteBuffer.allocateDirect(4096)), Access.LOCAL_WRITE)) {
+            try (MemoryRegion direct =
+                    pd.registerMemory(MemorySegment.ofBuffer(ByteBuffer.allocateDirect(4096)), Access.LOCAL_WRITE)) {
                 assertEquals(4096, direct.length());
             }
 
@@ -153,7 +167,9 @@ class DeviceTest {
             VerbsException skip = assertThrows(VerbsException.class, () -> a.modify(new QpAttr().state(QpState.RTS)));
             assertEquals(VerbsException.EINVAL, skip.errno());
             assertTrue(skip.getMessage().contains("RESET") && skip.getMessage().contains("INIT"), skip.getMessage());
-            VerbsException missing = assertThrows(VerbsException.class, () -> a.modify(new QpAttr().state(QpState.INIT).port(1)));
+            VerbsException missing = assertThrows(
+                    VerbsException.class,
+                    () -> a.modify(new QpAttr().state(QpState.INIT).port(1)));
             assertTrue(missing.getMessage().contains("PKEY_INDEX"), missing.getMessage());
 
             Rig.connect(ctx, a, b, 0x11, 0x22);
@@ -167,22 +183,32 @@ class DeviceTest {
             assertEquals(14, q.timeout());
             assertEquals(7, q.retryCnt());
             assertEquals(1, q.port());
-            assertTrue(q.access().containsAll(EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC)));
+            assertTrue(
+                    q.access().containsAll(EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC)));
             assertEquals(ctx.queryPort(1).activeMtu(), q.pathMtu());
 
             a.modify(new QpAttr().state(QpState.SQD));
             a.modify(new QpAttr().state(QpState.RTS));
             a.modify(new QpAttr().state(QpState.ERR));
             assertEquals(QpState.ERR, a.state());
-            VerbsException fromErr = assertThrows(VerbsException.class, () -> a.modify(new QpAttr().state(QpState.RTS)));
+            VerbsException fromErr =
+                    assertThrows(VerbsException.class, () -> a.modify(new QpAttr().state(QpState.RTS)));
             assertTrue(fromErr.getMessage().contains("ERR"), fromErr.getMessage());
             a.modify(new QpAttr().state(QpState.RESET));
             assertEquals(QpState.RESET, a.state());
             // the device's own check: a bad GID index passes the state machine but not ibv_modify_qp
             a.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(1).access(Access.REMOTE_WRITE));
             var ah = new dev.jrdma.verbs.AhAttr().portNum(1).global(ctx.queryGid(1, Rig.gidIndex(ctx)), 1000);
-            VerbsException dev = assertThrows(VerbsException.class, () -> a.modify(new QpAttr().state(QpState.RTR).ah(ah)
-                    .pathMtu(ctx.queryPort(1).activeMtu()).destQpNum(b.qpNum()).rqPsn(0).maxDestRdAtomic(1).minRnrTimer(12)));
+            VerbsException dev = assertThrows(
+                    VerbsException.class,
+                    () -> a.modify(new QpAttr()
+                            .state(QpState.RTR)
+                            .ah(ah)
+                            .pathMtu(ctx.queryPort(1).activeMtu())
+                            .destQpNum(b.qpNum())
+                            .rqPsn(0)
+                            .maxDestRdAtomic(1)
+                            .minRnrTimer(12)));
             System.out.println("device-refused modify: " + dev.getMessage());
             assertTrue(dev.getMessage().startsWith("ibv_modify_qp failed ("), dev.getMessage());
         }
@@ -212,7 +238,8 @@ class DeviceTest {
 
             // SEND_WITH_IMM: immData is host order on both sides
             r.b.postRecv(rv.wrId(101).buffer(r.mrB, 1024, 1024));
-            r.a.postSend(s.wrId(2).opcode(WrOpcode.SEND_WITH_IMM).immData(0x12345678).buffer(r.mrA, 0, 4));
+            r.a.postSend(
+                    s.wrId(2).opcode(WrOpcode.SEND_WITH_IMM).immData(0x12345678).buffer(r.mrA, 0, 4));
             r.awaitOk(r.cqA);
             rc = r.awaitOk(r.cqB);
             assertTrue(rc.hasImm());
@@ -221,16 +248,24 @@ class DeviceTest {
 
             // RDMA_WRITE, two SGEs gathered
             for (int i = 0; i < 64; i++) r.bufA.set(JAVA_BYTE, 2048 + i, (byte) i);
-            s.wrId(3).opcode(WrOpcode.RDMA_WRITE).remote(r.mrB.address() + 4096, r.mrB.rkey()).numSge(2);
+            s.wrId(3)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .remote(r.mrB.address() + 4096, r.mrB.rkey())
+                    .numSge(2);
             s.sge(0).set(r.mrA, 2048, 32);
             s.sge(1).set(r.mrA, 2048 + 32, 32);
             r.a.postSend(s);
             assertEquals(WcOpcode.RDMA_WRITE, r.awaitOk(r.cqA).opcode);
-            assertArrayEquals(r.bufA.asSlice(2048, 64).toArray(JAVA_BYTE), r.bufB.asSlice(4096, 64).toArray(JAVA_BYTE));
+            assertArrayEquals(
+                    r.bufA.asSlice(2048, 64).toArray(JAVA_BYTE),
+                    r.bufB.asSlice(4096, 64).toArray(JAVA_BYTE));
 
             // RDMA_WRITE_WITH_IMM consumes a receive and reports RECV_RDMA_WITH_IMM
             r.b.postRecv(rv.wrId(102).buffer(r.mrB, 1024, 16));
-            r.a.postSend(s.wrId(4).opcode(WrOpcode.RDMA_WRITE_WITH_IMM).immData(0xCAFEBABE).remote(r.mrB.address() + 5000, r.mrB.rkey())
+            r.a.postSend(s.wrId(4)
+                    .opcode(WrOpcode.RDMA_WRITE_WITH_IMM)
+                    .immData(0xCAFEBABE)
+                    .remote(r.mrB.address() + 5000, r.mrB.rkey())
                     .buffer(r.mrA, 0, hello.length));
             r.awaitOk(r.cqA);
             rc = r.awaitOk(r.cqB);
@@ -240,7 +275,10 @@ class DeviceTest {
 
             // RDMA_READ
             r.bufB.asSlice(6000, 8).set(JAVA_LONG, 0, 0x0123456789ABCDEFL);
-            r.a.postSend(s.wrId(5).opcode(WrOpcode.RDMA_READ).remote(r.mrB.address() + 6000, r.mrB.rkey()).buffer(r.mrA, 3000, 8));
+            r.a.postSend(s.wrId(5)
+                    .opcode(WrOpcode.RDMA_READ)
+                    .remote(r.mrB.address() + 6000, r.mrB.rkey())
+                    .buffer(r.mrA, 3000, 8));
             WorkCompletion rd = r.awaitOk(r.cqA);
             assertEquals(WcOpcode.RDMA_READ, rd.opcode);
             assertEquals(0x0123456789ABCDEFL, r.bufA.get(JAVA_LONG, 3000));
@@ -249,15 +287,24 @@ class DeviceTest {
             long target = r.mrB.address() + 7000 - (7000 % 8);
             long off = target - r.mrB.address();
             r.bufB.set(JAVA_LONG, off, 40);
-            r.a.postSend(s.wrId(6).opcode(WrOpcode.ATOMIC_FETCH_AND_ADD).atomic(target, r.mrB.rkey(), 2, 0).buffer(r.mrA, 3008, 8));
+            r.a.postSend(s.wrId(6)
+                    .opcode(WrOpcode.ATOMIC_FETCH_AND_ADD)
+                    .atomic(target, r.mrB.rkey(), 2, 0)
+                    .buffer(r.mrA, 3008, 8));
             assertEquals(WcOpcode.FETCH_ADD, r.awaitOk(r.cqA).opcode);
             assertEquals(40, r.bufA.get(JAVA_LONG, 3008), "fetch-and-add returns the old value");
             assertEquals(42, r.bufB.get(JAVA_LONG, off));
-            r.a.postSend(s.wrId(7).opcode(WrOpcode.ATOMIC_CMP_AND_SWP).atomic(target, r.mrB.rkey(), 42, 99).buffer(r.mrA, 3016, 8));
+            r.a.postSend(s.wrId(7)
+                    .opcode(WrOpcode.ATOMIC_CMP_AND_SWP)
+                    .atomic(target, r.mrB.rkey(), 42, 99)
+                    .buffer(r.mrA, 3016, 8));
             assertEquals(WcOpcode.COMP_SWAP, r.awaitOk(r.cqA).opcode);
             assertEquals(42, r.bufA.get(JAVA_LONG, 3016));
             assertEquals(99, r.bufB.get(JAVA_LONG, off));
-            r.a.postSend(s.wrId(8).opcode(WrOpcode.ATOMIC_CMP_AND_SWP).atomic(target, r.mrB.rkey(), 1, 5).buffer(r.mrA, 3024, 8));
+            r.a.postSend(s.wrId(8)
+                    .opcode(WrOpcode.ATOMIC_CMP_AND_SWP)
+                    .atomic(target, r.mrB.rkey(), 1, 5)
+                    .buffer(r.mrA, 3024, 8));
             r.awaitOk(r.cqA);
             assertEquals(99, r.bufB.get(JAVA_LONG, off), "no swap when compare differs");
 
@@ -273,8 +320,17 @@ class DeviceTest {
             s.flag(SendFlag.INLINE, false);
 
             // a chain of two WRs in one post
-            SendWorkRequest s2 = new SendWorkRequest().wrId(11).opcode(WrOpcode.RDMA_WRITE).signaled(true).remote(r.mrB.address(), r.mrB.rkey()).buffer(r.mrA, 0, 8);
-            s.wrId(10).opcode(WrOpcode.RDMA_WRITE).remote(r.mrB.address() + 8, r.mrB.rkey()).buffer(r.mrA, 0, 8).next(s2);
+            SendWorkRequest s2 = new SendWorkRequest()
+                    .wrId(11)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .signaled(true)
+                    .remote(r.mrB.address(), r.mrB.rkey())
+                    .buffer(r.mrA, 0, 8);
+            s.wrId(10)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .remote(r.mrB.address() + 8, r.mrB.rkey())
+                    .buffer(r.mrA, 0, 8)
+                    .next(s2);
             r.a.postSend(s);
             WorkCompletion[] two = r.await(r.cqA, 2);
             assertEquals(10, two[0].wrId);
@@ -287,12 +343,17 @@ class DeviceTest {
             PostException tooMany = assertThrows(PostException.class, () -> r.a.postSend(wide));
             assertTrue(tooMany.getMessage().contains("max_send_sge"), tooMany.getMessage());
             assertEquals(0, tooMany.badIndex());
-            PostException big = assertThrows(PostException.class, () -> r.a.postSend(new SendWorkRequest().opcode(WrOpcode.SEND)
-                    .flag(SendFlag.INLINE, true).buffer(r.mrA, 0, 4096)));
+            PostException big = assertThrows(
+                    PostException.class,
+                    () -> r.a.postSend(new SendWorkRequest()
+                            .opcode(WrOpcode.SEND)
+                            .flag(SendFlag.INLINE, true)
+                            .buffer(r.mrA, 0, 4096)));
             assertTrue(big.getMessage().contains("max_inline_data"), big.getMessage());
             try (Arena other = Arena.ofConfined()) {
                 MemorySegment loose = other.allocate(16);
-                SendWorkRequest bad = new SendWorkRequest().opcode(WrOpcode.SEND).flag(SendFlag.INLINE, true);
+                SendWorkRequest bad =
+                        new SendWorkRequest().opcode(WrOpcode.SEND).flag(SendFlag.INLINE, true);
                 bad.sge(0).set(loose.address(), 16, 0);
                 PostException unreg = assertThrows(PostException.class, () -> r.a.postSend(bad));
                 assertTrue(unreg.getMessage().contains("not inside a live memory region"), unreg.getMessage());
@@ -314,13 +375,18 @@ class DeviceTest {
         try (Rig r = new Rig(8192, 16, 1, 64)) {
             byte[] hello = "prepared".getBytes(StandardCharsets.US_ASCII);
             MemorySegment.copy(hello, 0, r.bufA, JAVA_BYTE, 0, hello.length);
-            SendWorkRequest s = new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE).signaled(true)
-                    .buffer(r.mrA, 0, hello.length).remote(r.mrB.address() + 512, r.mrB.rkey());
+            SendWorkRequest s = new SendWorkRequest()
+                    .wrId(1)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .signaled(true)
+                    .buffer(r.mrA, 0, hello.length)
+                    .remote(r.mrB.address() + 512, r.mrB.rkey());
             PreparedSend ps = r.a.prepareSend(s);
             s.remote(r.mrB.address(), r.mrB.rkey()); // changes nothing prepared
             for (int i = 0; i < 3; i++) {
                 r.bufB.asSlice(512, hello.length).fill((byte) 0);
-                if (i == 0) ps.post(); else ps.post(100 + i);
+                if (i == 0) ps.post();
+                else ps.post(100 + i);
                 WorkCompletion wc = r.awaitOk(r.cqA);
                 assertEquals(i == 0 ? 1 : 100 + i, wc.wrId);
                 assertEquals(WcOpcode.RDMA_WRITE, wc.opcode);
@@ -333,10 +399,19 @@ class DeviceTest {
             try (Arena shortLived = Arena.ofShared()) { // the user's bug: the arena closed while registered
                 MemorySegment seg = shortLived.allocate(4096, 4096);
                 doomed = r.pd.registerMemory(seg, Access.LOCAL_WRITE);
-                fromDoomed = r.a.prepareSend(new SendWorkRequest().wrId(7).opcode(WrOpcode.RDMA_WRITE).signaled(true)
-                        .flag(SendFlag.INLINE, true).buffer(doomed, 0, 16).remote(r.mrB.address(), r.mrB.rkey()));
-                gathersDoomed = r.a.prepareSend(new SendWorkRequest().wrId(8).opcode(WrOpcode.RDMA_WRITE).signaled(true)
-                        .buffer(doomed, 0, 16).remote(r.mrB.address(), r.mrB.rkey()));
+                fromDoomed = r.a.prepareSend(new SendWorkRequest()
+                        .wrId(7)
+                        .opcode(WrOpcode.RDMA_WRITE)
+                        .signaled(true)
+                        .flag(SendFlag.INLINE, true)
+                        .buffer(doomed, 0, 16)
+                        .remote(r.mrB.address(), r.mrB.rkey()));
+                gathersDoomed = r.a.prepareSend(new SendWorkRequest()
+                        .wrId(8)
+                        .opcode(WrOpcode.RDMA_WRITE)
+                        .signaled(true)
+                        .buffer(doomed, 0, 16)
+                        .remote(r.mrB.address(), r.mrB.rkey()));
                 fromDoomed.post();
                 assertEquals(7, r.awaitOk(r.cqA).wrId);
             }
@@ -360,8 +435,12 @@ class DeviceTest {
     @Test
     void wrongRkeyGivesRemoteAccessError() {
         try (Rig r = new Rig(4096, 16, 1, 0)) {
-            SendWorkRequest s = new SendWorkRequest().wrId(77).opcode(WrOpcode.RDMA_WRITE).signaled(true)
-                    .remote(r.mrB.address(), r.mrB.rkey() ^ 0x5a5a00).buffer(r.mrA, 0, 64);
+            SendWorkRequest s = new SendWorkRequest()
+                    .wrId(77)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .signaled(true)
+                    .remote(r.mrB.address(), r.mrB.rkey() ^ 0x5a5a00)
+                    .buffer(r.mrA, 0, 64);
             r.a.postSend(s);
             WorkCompletion wc = r.await(r.cqA, 1)[0];
             System.out.println("wrong rkey: " + wc + " -> " + wc.explain());
@@ -391,7 +470,11 @@ class DeviceTest {
                 } catch (InterruptedException e) {
                     return;
                 }
-                r.a.postSend(new SendWorkRequest().wrId(6).opcode(WrOpcode.SEND).signaled(true).buffer(r.mrA, 0, 64));
+                r.a.postSend(new SendWorkRequest()
+                        .wrId(6)
+                        .opcode(WrOpcode.SEND)
+                        .signaled(true)
+                        .buffer(r.mrA, 0, 64));
             });
             CompletionQueue ready = ch.awaitEvent(Duration.ofSeconds(20));
             assertNotNull(ready, "an event within 20 s");
@@ -411,7 +494,11 @@ class DeviceTest {
             }
             // an event received but not acked is acked by close (ibv_destroy_cq would wait for it forever)
             r.b.postRecv(new RecvWorkRequest().wrId(7).buffer(r.mrB, 0, 64));
-            r.a.postSend(new SendWorkRequest().wrId(8).opcode(WrOpcode.SEND).signaled(true).buffer(r.mrA, 0, 64));
+            r.a.postSend(new SendWorkRequest()
+                    .wrId(8)
+                    .opcode(WrOpcode.SEND)
+                    .signaled(true)
+                    .buffer(r.mrA, 0, 64));
             assertEquals(r.cqB, ch.awaitEvent(Duration.ofSeconds(20)));
             ch.close();
             assertTrue(r.cqA.isClosed() && r.cqB.isClosed() && r.a.isClosed());
@@ -422,9 +509,14 @@ class DeviceTest {
     void memoryWindows() {
         try (Rig r = new Rig(8192, 16, 1, 0)) {
             DeviceAttr attr = r.ctx.queryDevice();
-            System.out.println("memory windows: max_mw " + attr.maxMw() + " type1 " + attr.supportsMemoryWindows() + " type2 " + attr.supportsType2Windows());
-            MemoryRegion mwMr = r.pd.registerMemory(r.arena.allocate(8192, 4096), Access.LOCAL_WRITE, Access.REMOTE_WRITE,
-                    Access.REMOTE_READ, Access.MW_BIND);
+            System.out.println("memory windows: max_mw " + attr.maxMw() + " type1 " + attr.supportsMemoryWindows()
+                    + " type2 " + attr.supportsType2Windows());
+            MemoryRegion mwMr = r.pd.registerMemory(
+                    r.arena.allocate(8192, 4096),
+                    Access.LOCAL_WRITE,
+                    Access.REMOTE_WRITE,
+                    Access.REMOTE_READ,
+                    Access.MW_BIND);
             if (!attr.supportsMemoryWindows()) {
                 VerbsException e = assertThrows(VerbsException.class, () -> r.pd.allocMemoryWindow(MwType.TYPE_1));
                 assertEquals(VerbsException.EOPNOTSUPP, e.errno());
@@ -433,27 +525,42 @@ class DeviceTest {
             }
             // type 1: ibv_bind_mw, then the peer writes through the window's rkey
             try (MemoryWindow mw1 = r.pd.allocMemoryWindow(MwType.TYPE_1)) {
-                int rkey = r.b.bindMemoryWindow(mw1, 900, true, mwMr, mwMr.address() + 1024, 1024, EnumSet.of(Access.REMOTE_WRITE));
+                int rkey = r.b.bindMemoryWindow(
+                        mw1, 900, true, mwMr, mwMr.address() + 1024, 1024, EnumSet.of(Access.REMOTE_WRITE));
                 WorkCompletion bind = r.awaitOk(r.cqB);
                 assertEquals(WcOpcode.BIND_MW, bind.opcode);
                 assertEquals(rkey, mw1.rkey());
                 assertTrue(rkey != mwMr.rkey());
                 r.bufA.set(JAVA_LONG, 0, 0x1122334455667788L);
-                r.a.postSend(new SendWorkRequest().wrId(901).opcode(WrOpcode.RDMA_WRITE).signaled(true)
-                        .remote(mwMr.address() + 1024, rkey).buffer(r.mrA, 0, 8));
+                r.a.postSend(new SendWorkRequest()
+                        .wrId(901)
+                        .opcode(WrOpcode.RDMA_WRITE)
+                        .signaled(true)
+                        .remote(mwMr.address() + 1024, rkey)
+                        .buffer(r.mrA, 0, 8));
                 r.awaitOk(r.cqA);
                 assertEquals(0x1122334455667788L, mwMr.segment().get(JAVA_LONG, 1024));
                 // the window grants no REMOTE_READ: a read through it is a remote access error
                 // (rxe checks a window's range against its MR, not the window, so a range test would pass there)
-                r.a.postSend(new SendWorkRequest().wrId(902).opcode(WrOpcode.RDMA_READ).signaled(true)
-                        .remote(mwMr.address() + 1024, rkey).buffer(r.mrA, 0, 8));
+                r.a.postSend(new SendWorkRequest()
+                        .wrId(902)
+                        .opcode(WrOpcode.RDMA_READ)
+                        .signaled(true)
+                        .remote(mwMr.address() + 1024, rkey)
+                        .buffer(r.mrA, 0, 8));
                 assertEquals(WcStatus.REM_ACCESS_ERR, r.await(r.cqA, 1)[0].status);
                 // the inline wrapper's checks
-                VerbsException noMr = assertThrows(VerbsException.class, () -> r.b.bindMemoryWindow(mw1, 1, false, null, 8, 8, EnumSet.noneOf(Access.class)));
+                VerbsException noMr = assertThrows(
+                        VerbsException.class,
+                        () -> r.b.bindMemoryWindow(mw1, 1, false, null, 8, 8, EnumSet.noneOf(Access.class)));
                 assertEquals(VerbsException.EINVAL, noMr.errno());
                 try (ProtectionDomain pd2 = r.ctx.allocPd()) {
-                    MemoryRegion other = pd2.registerMemory(r.arena.allocate(4096, 4096), Access.LOCAL_WRITE, Access.MW_BIND);
-                    VerbsException perm = assertThrows(VerbsException.class, () -> r.b.bindMemoryWindow(mw1, 1, false, other, other.address(), 8, EnumSet.noneOf(Access.class)));
+                    MemoryRegion other =
+                            pd2.registerMemory(r.arena.allocate(4096, 4096), Access.LOCAL_WRITE, Access.MW_BIND);
+                    VerbsException perm = assertThrows(
+                            VerbsException.class,
+                            () -> r.b.bindMemoryWindow(
+                                    mw1, 1, false, other, other.address(), 8, EnumSet.noneOf(Access.class)));
                     assertEquals(VerbsException.EPERM, perm.errno());
                 }
             }
@@ -465,20 +572,31 @@ class DeviceTest {
         }
         // type 2 in a fresh rig (the one above went to ERR): bound with a BIND_MW work request
         try (Rig r = new Rig(8192, 16, 1, 0)) {
-            MemoryRegion mwMr = r.pd.registerMemory(r.arena.allocate(8192, 4096), Access.LOCAL_WRITE, Access.REMOTE_WRITE,
-                    Access.REMOTE_READ, Access.MW_BIND);
+            MemoryRegion mwMr = r.pd.registerMemory(
+                    r.arena.allocate(8192, 4096),
+                    Access.LOCAL_WRITE,
+                    Access.REMOTE_WRITE,
+                    Access.REMOTE_READ,
+                    Access.MW_BIND);
             // a window allocated before its region: closing the region closes the bound window first
             MemoryWindow early = r.pd.allocMemoryWindow(MwType.TYPE_1);
-            MemoryRegion late = r.pd.registerMemory(r.arena.allocate(4096, 4096), Access.LOCAL_WRITE, Access.REMOTE_READ, Access.MW_BIND);
+            MemoryRegion late = r.pd.registerMemory(
+                    r.arena.allocate(4096, 4096), Access.LOCAL_WRITE, Access.REMOTE_READ, Access.MW_BIND);
             r.b.bindMemoryWindow(early, 940, true, late, late.address(), 64, EnumSet.of(Access.REMOTE_READ));
             r.awaitOk(r.cqB);
             late.close();
             assertTrue(early.isClosed(), "closing a region closes the windows bound to it");
 
             MemoryWindow mw2 = r.pd.allocMemoryWindow(MwType.TYPE_2);
-            VerbsException viaVerb = assertThrows(VerbsException.class, () -> r.b.bindMemoryWindow(mw2, 1, true, mwMr, mwMr.address(), 8, EnumSet.noneOf(Access.class)));
+            VerbsException viaVerb = assertThrows(
+                    VerbsException.class,
+                    () -> r.b.bindMemoryWindow(mw2, 1, true, mwMr, mwMr.address(), 8, EnumSet.noneOf(Access.class)));
             assertEquals(VerbsException.EINVAL, viaVerb.errno());
-            SendWorkRequest bind = new SendWorkRequest().wrId(950).opcode(WrOpcode.BIND_MW).signaled(true).noBuffer();
+            SendWorkRequest bind = new SendWorkRequest()
+                    .wrId(950)
+                    .opcode(WrOpcode.BIND_MW)
+                    .signaled(true)
+                    .noBuffer();
             bind.bindMw = mw2;
             bind.bindMr = mwMr;
             bind.bindAddr = mwMr.address();
@@ -489,15 +607,29 @@ class DeviceTest {
             assertEquals(WcOpcode.BIND_MW, bc.opcode);
             int rkey = mw2.rkey();
             mwMr.segment().set(JAVA_LONG, 16, 0xABCDEF0012345678L);
-            r.a.postSend(new SendWorkRequest().wrId(951).opcode(WrOpcode.RDMA_READ).signaled(true).remote(mwMr.address() + 16, rkey).buffer(r.mrA, 0, 8));
+            r.a.postSend(new SendWorkRequest()
+                    .wrId(951)
+                    .opcode(WrOpcode.RDMA_READ)
+                    .signaled(true)
+                    .remote(mwMr.address() + 16, rkey)
+                    .buffer(r.mrA, 0, 8));
             r.awaitOk(r.cqA);
             assertEquals(0xABCDEF0012345678L, r.bufA.get(JAVA_LONG, 0));
             // invalidate it locally, then a read through it fails
-            SendWorkRequest inv = new SendWorkRequest().wrId(952).opcode(WrOpcode.LOCAL_INV).signaled(true).noBuffer();
+            SendWorkRequest inv = new SendWorkRequest()
+                    .wrId(952)
+                    .opcode(WrOpcode.LOCAL_INV)
+                    .signaled(true)
+                    .noBuffer();
             inv.invalidateRkey = rkey;
             r.b.postSend(inv);
             assertEquals(WcOpcode.LOCAL_INV, r.awaitOk(r.cqB).opcode);
-            r.a.postSend(new SendWorkRequest().wrId(953).opcode(WrOpcode.RDMA_READ).signaled(true).remote(mwMr.address() + 16, rkey).buffer(r.mrA, 0, 8));
+            r.a.postSend(new SendWorkRequest()
+                    .wrId(953)
+                    .opcode(WrOpcode.RDMA_READ)
+                    .signaled(true)
+                    .remote(mwMr.address() + 16, rkey)
+                    .buffer(r.mrA, 0, 8));
             assertEquals(WcStatus.REM_ACCESS_ERR, r.await(r.cqA, 1)[0].status);
             mw2.close();
             mw2.close();

@@ -14,7 +14,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
@@ -27,16 +26,22 @@ class LayoutConformanceTest {
 
     @Test
     void javaLayoutsMatchTheInstalledHeader() throws Exception {
-        Assumptions.assumeTrue(System.getProperty("jrdma.skipLayoutTest") == null, "skipped: -Djrdma.skipLayoutTest is set");
+        Assumptions.assumeTrue(
+                System.getProperty("jrdma.skipLayoutTest") == null, "skipped: -Djrdma.skipLayoutTest is set");
         Path gcc = which("gcc");
-        if (gcc == null) fail("gcc not found: the layout conformance test compiles a C program against infiniband/verbs.h. "
-                + "Install it (Debian/Ubuntu: apt-get install gcc libibverbs-dev) or run with -Djrdma.skipLayoutTest");
-        if (!Files.exists(Path.of("/usr/include/infiniband/verbs.h"))) fail("/usr/include/infiniband/verbs.h not found: "
-                + "install libibverbs-dev (Debian/Ubuntu: apt-get install libibverbs-dev; Fedora: dnf install rdma-core-devel) "
-                + "or run with -Djrdma.skipLayoutTest");
+        if (gcc == null)
+            fail(
+                    "gcc not found: the layout conformance test compiles a C program against infiniband/verbs.h. "
+                            + "Install it (Debian/Ubuntu: apt-get install gcc libibverbs-dev) or run with -Djrdma.skipLayoutTest");
+        if (!Files.exists(Path.of("/usr/include/infiniband/verbs.h")))
+            fail("/usr/include/infiniband/verbs.h not found: "
+                    + "install libibverbs-dev (Debian/Ubuntu: apt-get install libibverbs-dev; Fedora: dnf install rdma-core-devel) "
+                    + "or run with -Djrdma.skipLayoutTest");
 
-        StringBuilder c = new StringBuilder("#include <stddef.h>\n#include <stdio.h>\n#include <poll.h>\n#include <infiniband/verbs.h>\n")
-                .append("#define F(S, M) printf(\"%s %s %zu %zu\\n\", #S, #M, offsetof(struct S, M), sizeof(((struct S *)0)->M));\n")
+        StringBuilder c = new StringBuilder(
+                        "#include <stddef.h>\n#include <stdio.h>\n#include <poll.h>\n#include <infiniband/verbs.h>\n")
+                .append(
+                        "#define F(S, M) printf(\"%s %s %zu %zu\\n\", #S, #M, offsetof(struct S, M), sizeof(((struct S *)0)->M));\n")
                 .append("#define Z(S) printf(\"%s - 0 %zu\\n\", #S, sizeof(struct S));\n")
                 .append("int main(void) {\n");
         List<StructLayout> all = new ArrayList<>(Layouts.ALL);
@@ -45,10 +50,10 @@ class LayoutConformanceTest {
         for (StructLayout s : all) {
             String name = s.name().orElseThrow();
             c.append("  Z(").append(name).append(")\n");
-            expected.put(name + " -", new long[]{0, s.byteSize()});
+            expected.put(name + " -", new long[] {0, s.byteSize()});
             for (Layouts.Field f : Layouts.fields(s)) {
                 c.append("  F(").append(name).append(", ").append(f.path()).append(")\n");
-                expected.put(name + " " + f.path(), new long[]{f.offset(), f.size()});
+                expected.put(name + " " + f.path(), new long[] {f.offset(), f.size()});
             }
         }
         c.append("  return 0;\n}\n");
@@ -67,8 +72,8 @@ class LayoutConformanceTest {
             if (want == null) continue;
             long off = Long.parseLong(p[2]), size = Long.parseLong(p[3]);
             if (off != want[0] || size != want[1]) {
-                mismatches.add("struct " + p[0] + (p[1].equals("-") ? "" : "." + p[1]) + ": C offset " + off + " size " + size
-                        + ", Java offset " + want[0] + " size " + want[1]);
+                mismatches.add("struct " + p[0] + (p[1].equals("-") ? "" : "." + p[1]) + ": C offset " + off + " size "
+                        + size + ", Java offset " + want[0] + " size " + want[1]);
             }
             checked++;
         }

@@ -5,12 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.jrdma.verbs.Verbs;
 import dev.jrdma.verbs.spi.VerbsProvider;
-
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-
 import org.junit.jupiter.api.Test;
 
 /** Without libibverbs the provider loads, lists nothing and says what to install (checked in a child JVM). */
@@ -25,9 +23,15 @@ class MissingLibraryTest {
     @Test
     void missingLibraryIsExplained() throws Exception {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        Process proc = new ProcessBuilder(List.of(java, "--enable-native-access=ALL-UNNAMED",
-                "-Djrdma.native.library=libibverbs-that-is-not-there.so.1", "-cp", System.getProperty("java.class.path"),
-                MissingLibraryTest.class.getName())).redirectErrorStream(true).start();
+        Process proc = new ProcessBuilder(List.of(
+                        java,
+                        "--enable-native-access=ALL-UNNAMED",
+                        "-Djrdma.native.library=libibverbs-that-is-not-there.so.1",
+                        "-cp",
+                        System.getProperty("java.class.path"),
+                        MissingLibraryTest.class.getName()))
+                .redirectErrorStream(true)
+                .start();
         String out = new String(proc.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         assertTrue(proc.waitFor(60, TimeUnit.SECONDS));
         System.out.println(out);

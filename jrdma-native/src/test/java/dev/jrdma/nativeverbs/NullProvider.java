@@ -12,7 +12,6 @@ import dev.jrdma.verbs.ProtectionDomain;
 import dev.jrdma.verbs.QpCap;
 import dev.jrdma.verbs.QpType;
 import dev.jrdma.verbs.QueuePair;
-
 import java.io.IOException;
 import java.io.InputStream;
 import java.lang.foreign.Arena;
@@ -51,8 +50,18 @@ public final class NullProvider {
     private final MemorySegment cWr, ffmWc, ffmBad;
 
     /** What the library saw in the last work request posted (with {@code record} on). */
-    public record Seen(long wrId, int opcode, int numSge, int sendFlags, int chain, long addr, long remoteAddr, int length,
-                       int lkey, int rkey, int immData) {}
+    public record Seen(
+            long wrId,
+            int opcode,
+            int numSge,
+            int sendFlags,
+            int chain,
+            long addr,
+            long remoteAddr,
+            int length,
+            int lkey,
+            int rkey,
+            int immData) {}
 
     /** The last compiled library, one per JVM. */
     private static Path built;
@@ -64,20 +73,25 @@ public final class NullProvider {
     public static synchronized Path build(Path dir) throws IOException, InterruptedException {
         if (built != null) return built;
         Path prebuilt = dir.resolve("libnullverbs.so");
-        if (!onPath("gcc") && Files.exists(prebuilt)) return built = prebuilt; // the Soft-RoCE guest has no gcc: the host built it
+        if (!onPath("gcc") && Files.exists(prebuilt))
+            return built = prebuilt; // the Soft-RoCE guest has no gcc: the host built it
         if (!Files.exists(Path.of("/usr/include/infiniband/verbs.h")))
-            throw new IllegalStateException("/usr/include/infiniband/verbs.h not found: install libibverbs-dev (the null provider is built against it)");
+            throw new IllegalStateException(
+                    "/usr/include/infiniband/verbs.h not found: install libibverbs-dev (the null provider is built against it)");
         Files.createDirectories(dir);
         Path src = dir.resolve("nullverbs.c"), lib = dir.resolve("libnullverbs.so");
         try (InputStream in = NullProvider.class.getResourceAsStream("nullverbs.c")) {
             if (in == null) throw new IllegalStateException("nullverbs.c is not on the class path");
             Files.write(src, in.readAllBytes());
         }
-        Process p = new ProcessBuilder(List.of("gcc", "-O2", "-std=gnu11", "-shared", "-fPIC", "-Wall", "-o", lib.toString(), src.toString()))
-                .redirectErrorStream(true).start();
+        Process p = new ProcessBuilder(List.of(
+                        "gcc", "-O2", "-std=gnu11", "-shared", "-fPIC", "-Wall", "-o", lib.toString(), src.toString()))
+                .redirectErrorStream(true)
+                .start();
         String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
         if (!p.waitFor(120, TimeUnit.SECONDS) || p.exitValue() != 0)
-            throw new IllegalStateException("gcc failed to build the null provider (install gcc libibverbs-dev):\n" + out);
+            throw new IllegalStateException(
+                    "gcc failed to build the null provider (install gcc libibverbs-dev):\n" + out);
         return built = lib;
     }
 
@@ -86,11 +100,14 @@ public final class NullProvider {
      * no gcc) and no library was built into {@code dir} before.
      */
     public static boolean available(Path dir) {
-        return System.getProperty("jrdma.skipLayoutTest") == null || built != null || Files.exists(dir.resolve("libnullverbs.so"));
+        return System.getProperty("jrdma.skipLayoutTest") == null
+                || built != null
+                || Files.exists(dir.resolve("libnullverbs.so"));
     }
 
     private static boolean onPath(String exe) {
-        for (String d : System.getenv().getOrDefault("PATH", "/usr/bin:/bin").split(":")) if (Files.isExecutable(Path.of(d, exe))) return true;
+        for (String d : System.getenv().getOrDefault("PATH", "/usr/bin:/bin").split(":"))
+            if (Files.isExecutable(Path.of(d, exe))) return true;
         return false;
     }
 
@@ -101,38 +118,54 @@ public final class NullProvider {
 
     private NullProvider(SymbolLookup l, MemorySegment memory) {
         Linker k = Linker.nativeLinker();
-        FunctionDescriptor ptrOfDev = FunctionDescriptor.of(ADDRESS, ADDRESS), longOfDev = FunctionDescriptor.of(JAVA_LONG, ADDRESS);
+        FunctionDescriptor ptrOfDev = FunctionDescriptor.of(ADDRESS, ADDRESS),
+                longOfDev = FunctionDescriptor.of(JAVA_LONG, ADDRESS);
         try {
-            dev = (MemorySegment) k.downcallHandle(l.find("null_open").orElseThrow(), FunctionDescriptor.of(ADDRESS, JAVA_LONG, JAVA_LONG))
+            dev = (MemorySegment) k.downcallHandle(
+                            l.find("null_open").orElseThrow(), FunctionDescriptor.of(ADDRESS, JAVA_LONG, JAVA_LONG))
                     .invokeExact(memory.address(), memory.byteSize());
             if (dev.equals(MemorySegment.NULL)) throw new OutOfMemoryError("null_open");
-            MemorySegment ctxPtr = (MemorySegment) k.downcallHandle(l.find("null_context").orElseThrow(), ptrOfDev).invokeExact(dev);
-            MemorySegment pdPtr = (MemorySegment) k.downcallHandle(l.find("null_pd").orElseThrow(), ptrOfDev).invokeExact(dev);
-            MemorySegment cqPtr = (MemorySegment) k.downcallHandle(l.find("null_cq").orElseThrow(), ptrOfDev).invokeExact(dev);
-            MemorySegment qpPtr = (MemorySegment) k.downcallHandle(l.find("null_qp").orElseThrow(), ptrOfDev).invokeExact(dev);
-            MemorySegment mrPtr = (MemorySegment) k.downcallHandle(l.find("null_mr").orElseThrow(), ptrOfDev).invokeExact(dev);
-            cWr = ((MemorySegment) k.downcallHandle(l.find("null_c_wr").orElseThrow(), ptrOfDev).invokeExact(dev))
+            MemorySegment ctxPtr =
+                    (MemorySegment) k.downcallHandle(l.find("null_context").orElseThrow(), ptrOfDev)
+                            .invokeExact(dev);
+            MemorySegment pdPtr = (MemorySegment)
+                    k.downcallHandle(l.find("null_pd").orElseThrow(), ptrOfDev).invokeExact(dev);
+            MemorySegment cqPtr = (MemorySegment)
+                    k.downcallHandle(l.find("null_cq").orElseThrow(), ptrOfDev).invokeExact(dev);
+            MemorySegment qpPtr = (MemorySegment)
+                    k.downcallHandle(l.find("null_qp").orElseThrow(), ptrOfDev).invokeExact(dev);
+            MemorySegment mrPtr = (MemorySegment)
+                    k.downcallHandle(l.find("null_mr").orElseThrow(), ptrOfDev).invokeExact(dev);
+            cWr = ((MemorySegment) k.downcallHandle(l.find("null_c_wr").orElseThrow(), ptrOfDev)
+                            .invokeExact(dev))
                     .reinterpret(Layouts.SEND_WR.byteSize());
-            set = k.downcallHandle(l.find("null_set").orElseThrow(), FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, JAVA_INT));
+            set = k.downcallHandle(
+                    l.find("null_set").orElseThrow(), FunctionDescriptor.ofVoid(ADDRESS, JAVA_INT, JAVA_INT));
             posts = k.downcallHandle(l.find("null_posts").orElseThrow(), longOfDev);
             recvs = k.downcallHandle(l.find("null_recvs").orElseThrow(), longOfDev);
             polls = k.downcallHandle(l.find("null_polls").orElseThrow(), longOfDev);
             seenSend = k.downcallHandle(l.find("null_seen_send").orElseThrow(), ptrOfDev);
             seenRecv = k.downcallHandle(l.find("null_seen_recv").orElseThrow(), ptrOfDev);
-            cLoop = k.downcallHandle(l.find("null_c_loop").orElseThrow(), FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG));
+            cLoop = k.downcallHandle(
+                    l.find("null_c_loop").orElseThrow(), FunctionDescriptor.of(JAVA_LONG, ADDRESS, JAVA_LONG));
             close = k.downcallHandle(l.find("null_close").orElseThrow(), FunctionDescriptor.ofVoid(ADDRESS));
 
-            NativeContext c = new NativeContext(new NativeDevice("null0"), ctxPtr.reinterpret(Layouts.CONTEXT.byteSize()));
+            NativeContext c =
+                    new NativeContext(new NativeDevice("null0"), ctxPtr.reinterpret(Layouts.CONTEXT.byteSize()));
             NativePd p = new NativePd(c, pdPtr.reinterpret(Layouts.PD.byteSize()));
             NativeCq q = new NativeCq(c, null, cqPtr.reinterpret(Layouts.CQ.byteSize()));
-            NativeMr m = new NativeMr(p, memory, mrPtr.reinterpret(Layouts.MR.byteSize()),
+            NativeMr m = new NativeMr(
+                    p,
+                    memory,
+                    mrPtr.reinterpret(Layouts.MR.byteSize()),
                     EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ));
             p.addMr(m);
             context = c;
             pd = p;
             cq = q;
             mr = m;
-            qp = new NativeQp(p, qpPtr.reinterpret(Layouts.QP.byteSize()), QpType.RC, q, q, new QpCap(64, 64, 2, 2, 64));
+            qp = new NativeQp(
+                    p, qpPtr.reinterpret(Layouts.QP.byteSize()), QpType.RC, q, q, new QpCap(64, 64, 2, 2, 64));
             Arena a = Arena.global();
             ffmWc = a.allocate(Layouts.WC);
             ffmBad = a.allocate(ADDRESS);
@@ -187,9 +220,20 @@ public final class NullProvider {
         } catch (Throwable t) {
             throw Ibv.rethrow(t);
         }
-        // struct null_seen: u64 wr_id; int opcode, num_sge, send_flags, chain; u64 addr, remote_addr; u32 length, lkey, rkey, imm
-        return new Seen(s.get(JAVA_LONG, 0), s.get(JAVA_INT, 8), s.get(JAVA_INT, 12), s.get(JAVA_INT, 16), s.get(JAVA_INT, 20),
-                s.get(JAVA_LONG, 24), s.get(JAVA_LONG, 32), s.get(JAVA_INT, 40), s.get(JAVA_INT, 44), s.get(JAVA_INT, 48), s.get(JAVA_INT, 52));
+        // struct null_seen: u64 wr_id; int opcode, num_sge, send_flags, chain; u64 addr, remote_addr; u32 length, lkey,
+        // rkey, imm
+        return new Seen(
+                s.get(JAVA_LONG, 0),
+                s.get(JAVA_INT, 8),
+                s.get(JAVA_INT, 12),
+                s.get(JAVA_INT, 16),
+                s.get(JAVA_INT, 20),
+                s.get(JAVA_LONG, 24),
+                s.get(JAVA_LONG, 32),
+                s.get(JAVA_INT, 40),
+                s.get(JAVA_INT, 44),
+                s.get(JAVA_INT, 48),
+                s.get(JAVA_INT, 52));
     }
 
     /** C: n × (ibv_post_send of a prepared RDMA WRITE + ibv_poll_cq of one), in one downcall; the completions polled. */

@@ -14,11 +14,9 @@ import dev.jrdma.verbs.WcOpcode;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
-
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
@@ -37,7 +35,8 @@ class NullProviderTest {
     @BeforeAll
     @SuppressWarnings("MustBeClosedChecker") // the arena is a field, closed by free() after all tests
     static void open() throws Exception {
-        Assumptions.assumeTrue(NullProvider.available(DIR), "skipped: -Djrdma.skipLayoutTest is set and no null provider was built");
+        Assumptions.assumeTrue(
+                NullProvider.available(DIR), "skipped: -Djrdma.skipLayoutTest is set and no null provider was built");
         arena = Arena.ofShared();
         mem = arena.allocate(4096, 4096);
         np = NullProvider.open(NullProvider.build(DIR), mem);
@@ -53,8 +52,13 @@ class NullProviderTest {
     void postSendWritesTheWorkRequestTheProviderReads() {
         np.set(true, true);
         long before = np.posts();
-        SendWorkRequest wr = new SendWorkRequest().wrId(0xabcdefL).opcode(WrOpcode.RDMA_WRITE_WITH_IMM).buffer(np.mr, 128, 64)
-                .remote(np.mr.address() + 1024, np.mr.rkey()).immData(0x01020304).signaled(true);
+        SendWorkRequest wr = new SendWorkRequest()
+                .wrId(0xabcdefL)
+                .opcode(WrOpcode.RDMA_WRITE_WITH_IMM)
+                .buffer(np.mr, 128, 64)
+                .remote(np.mr.address() + 1024, np.mr.rkey())
+                .immData(0x01020304)
+                .signaled(true);
         np.qp.postSend(wr);
         assertEquals(before + 1, np.posts());
         NullProvider.Seen s = np.lastSend();
@@ -71,8 +75,16 @@ class NullProviderTest {
         assertEquals(Integer.reverseBytes(0x01020304), s.immData(), "imm_data is __be32 in ibv_send_wr");
 
         // a chain of three goes down in one call, linked by next
-        SendWorkRequest b = new SendWorkRequest().wrId(2).opcode(WrOpcode.RDMA_WRITE).buffer(np.mr, 0, 8).remote(np.mr.address(), np.mr.rkey());
-        SendWorkRequest c = new SendWorkRequest().wrId(3).opcode(WrOpcode.RDMA_WRITE).buffer(np.mr, 0, 8).remote(np.mr.address(), np.mr.rkey());
+        SendWorkRequest b = new SendWorkRequest()
+                .wrId(2)
+                .opcode(WrOpcode.RDMA_WRITE)
+                .buffer(np.mr, 0, 8)
+                .remote(np.mr.address(), np.mr.rkey());
+        SendWorkRequest c = new SendWorkRequest()
+                .wrId(3)
+                .opcode(WrOpcode.RDMA_WRITE)
+                .buffer(np.mr, 0, 8)
+                .remote(np.mr.address(), np.mr.rkey());
         wr.next = b;
         b.next = c;
         np.qp.postSend(wr);
@@ -85,13 +97,19 @@ class NullProviderTest {
     void aPreparedSendPostsItsSnapshotWithTheWrIdOfEachPost() {
         np.set(true, true);
         long before = np.posts();
-        SendWorkRequest wr = new SendWorkRequest().wrId(41).opcode(WrOpcode.RDMA_WRITE_WITH_IMM).buffer(np.mr, 64, 32)
-                .remote(np.mr.address() + 2048, np.mr.rkey()).immData(0x0a0b0c0d).signaled(true);
+        SendWorkRequest wr = new SendWorkRequest()
+                .wrId(41)
+                .opcode(WrOpcode.RDMA_WRITE_WITH_IMM)
+                .buffer(np.mr, 64, 32)
+                .remote(np.mr.address() + 2048, np.mr.rkey())
+                .immData(0x0a0b0c0d)
+                .signaled(true);
         PreparedSend ps = np.qp.prepareSend(wr);
         assertEquals(np.qp, ps.qp());
         wr.wrId(5).opcode(WrOpcode.SEND).buffer(np.mr, 0, 1).signaled(false); // changes nothing prepared
         for (long id : new long[] {0, 42, 43}) {
-            if (id == 0) ps.post(); else ps.post(id);
+            if (id == 0) ps.post();
+            else ps.post(id);
             NullProvider.Seen s = np.lastSend();
             assertEquals(id == 0 ? 41 : id, s.wrId());
             assertEquals(WrOpcode.RDMA_WRITE_WITH_IMM.code, s.opcode());
@@ -111,7 +129,12 @@ class NullProviderTest {
 
         // a chain goes down in one call; the first takes the wr_id of post(wrId), the others keep theirs
         SendWorkRequest b = new SendWorkRequest().wrId(2).opcode(WrOpcode.SEND).noBuffer();
-        SendWorkRequest a = new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE).buffer(np.mr, 0, 8).remote(np.mr.address(), np.mr.rkey()).next(b);
+        SendWorkRequest a = new SendWorkRequest()
+                .wrId(1)
+                .opcode(WrOpcode.RDMA_WRITE)
+                .buffer(np.mr, 0, 8)
+                .remote(np.mr.address(), np.mr.rkey())
+                .next(b);
         np.qp.prepareSend(a).post(9);
         assertEquals(2, np.lastSend().chain());
         assertEquals(9, np.lastSend().wrId());
@@ -121,7 +144,8 @@ class NullProviderTest {
         for (int i = 0; i < 8; i++) wide.sge(i).set(np.mr, 0, 1);
         PostException tooMany = assertThrows(PostException.class, () -> np.qp.prepareSend(wide));
         assertTrue(tooMany.getMessage().contains("max_send_sge"), tooMany.getMessage());
-        PostException bind = assertThrows(PostException.class, () -> np.qp.prepareSend(a.next(new SendWorkRequest().opcode(WrOpcode.BIND_MW))));
+        PostException bind = assertThrows(
+                PostException.class, () -> np.qp.prepareSend(a.next(new SendWorkRequest().opcode(WrOpcode.BIND_MW))));
         assertEquals(1, bind.badIndex());
         assertTrue(bind.getMessage().contains("BIND_MW"), bind.getMessage());
         assertEquals(before + 5, np.posts(), "a refused prepare posts nothing");

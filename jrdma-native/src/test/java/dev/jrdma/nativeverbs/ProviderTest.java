@@ -6,26 +6,29 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.jrdma.verbs.Verbs;
 import dev.jrdma.verbs.spi.VerbsProvider;
-
 import org.junit.jupiter.api.Test;
 
 /** Runs everywhere: the provider loads, never throws, and either lists devices or says why it lists none. */
 class ProviderTest {
     @Test
     void registeredAndNeverThrows() {
-        VerbsProvider p = Verbs.provider("native").orElseThrow(() -> new AssertionError("native provider not found by ServiceLoader"));
+        VerbsProvider p = Verbs.provider("native")
+                .orElseThrow(() -> new AssertionError("native provider not found by ServiceLoader"));
         assertEquals(100, p.priority());
         var devices = p.devices();
         if (devices.isEmpty()) {
             String why = p.unavailableReason().orElseThrow(() -> new AssertionError("no devices and no reason"));
             System.out.println("native provider lists nothing here: " + why);
-            assertTrue(why.contains("libibverbs1") || why.contains("rdma link add") || why.contains("ibverbs-providers"), why);
+            assertTrue(
+                    why.contains("libibverbs1") || why.contains("rdma link add") || why.contains("ibverbs-providers"),
+                    why);
         } else {
             assertFalse(p.unavailableReason().isPresent());
             devices.forEach(d -> {
                 assertEquals("native", d.provider());
                 assertFalse(d.name().isEmpty());
-                System.out.println("native device: " + d.name() + " " + d.nodeGuidString() + " " + d.nodeType() + " " + d.transportType());
+                System.out.println("native device: " + d.name() + " " + d.nodeGuidString() + " " + d.nodeType() + " "
+                        + d.transportType());
             });
         }
     }

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.jrdma.verbs.Device;
 import dev.jrdma.verbs.Gid;
-
 import java.io.File;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -13,7 +12,6 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
-
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -28,11 +26,16 @@ class RcPingPongTest {
     @Test
     void wireFormatMatchesRcPingpong() {
         byte[] g = new byte[16];
-        g[10] = (byte) 0xff; g[11] = (byte) 0xff; g[12] = 10; g[13] = 99; g[15] = 1;
+        g[10] = (byte) 0xff;
+        g[11] = (byte) 0xff;
+        g[12] = 10;
+        g[13] = 99;
+        g[15] = 1;
         var d = new RcPingPong.Dest(0, 0x11, 0xabcdef, Gid.of(g));
         byte[] w = d.wire();
         assertEquals(52, w.length);
-        assertEquals("0000:000011:abcdef:00000000000000000000ffff0a630001", new String(w, 0, 51, StandardCharsets.US_ASCII));
+        assertEquals(
+                "0000:000011:abcdef:00000000000000000000ffff0a630001", new String(w, 0, 51, StandardCharsets.US_ASCII));
         assertEquals(0, w[51]);
         assertEquals(d, RcPingPong.Dest.parse(w));
     }
@@ -57,8 +60,16 @@ class RcPingPongTest {
     }
 
     private static List<String> cmd(Path exe, Device dev, int port, String server, boolean ud) {
-        var c = new java.util.ArrayList<>(List.of(exe.toString(), "-d", dev.name(), "-g", Integer.getInteger("jrdma.pingpong.gid", 1).toString(),
-                "-n", Integer.toString(ITERS), "-p", Integer.toString(port)));
+        var c = new java.util.ArrayList<>(List.of(
+                exe.toString(),
+                "-d",
+                dev.name(),
+                "-g",
+                Integer.getInteger("jrdma.pingpong.gid", 1).toString(),
+                "-n",
+                Integer.toString(ITERS),
+                "-p",
+                Integer.toString(port)));
         if (ud) c.addAll(List.of("-s", Integer.toString(UD_SIZE)));
         if (server != null) c.add(server);
         return c;
@@ -69,9 +80,12 @@ class RcPingPongTest {
     void javaClientAgainstCServer(boolean ud) throws Exception {
         Device dev = Rig.device();
         Path exe = pingpong(ud);
-        Assumptions.assumeTrue(exe != null, "ibv_rc_pingpong / ibv_ud_pingpong not installed (apt-get install ibverbs-utils)");
+        Assumptions.assumeTrue(
+                exe != null, "ibv_rc_pingpong / ibv_ud_pingpong not installed (apt-get install ibverbs-utils)");
         int port = 18515 + (ud ? 17 : 7);
-        Process c = new ProcessBuilder(cmd(exe, dev, port, null, ud)).redirectErrorStream(true).start();
+        Process c = new ProcessBuilder(cmd(exe, dev, port, null, ud))
+                .redirectErrorStream(true)
+                .start();
         try {
             RcPingPong.Options o = options(dev, port, ud);
             o.server = "127.0.0.1";
@@ -92,7 +106,8 @@ class RcPingPongTest {
     void cClientAgainstJavaServer(boolean ud) throws Exception {
         Device dev = Rig.device();
         Path exe = pingpong(ud);
-        Assumptions.assumeTrue(exe != null, "ibv_rc_pingpong / ibv_ud_pingpong not installed (apt-get install ibverbs-utils)");
+        Assumptions.assumeTrue(
+                exe != null, "ibv_rc_pingpong / ibv_ud_pingpong not installed (apt-get install ibverbs-utils)");
         int port = 18515 + (ud ? 18 : 8);
         CountDownLatch listening = new CountDownLatch(1);
         RcPingPong.Options o = options(dev, port, ud);
@@ -100,7 +115,10 @@ class RcPingPongTest {
         Process[] c = new Process[1];
         Thread starter = Thread.ofPlatform().start(() -> {
             try {
-                if (listening.await(60, TimeUnit.SECONDS)) c[0] = new ProcessBuilder(cmd(exe, dev, port, "127.0.0.1", ud)).redirectErrorStream(true).start();
+                if (listening.await(60, TimeUnit.SECONDS))
+                    c[0] = new ProcessBuilder(cmd(exe, dev, port, "127.0.0.1", ud))
+                            .redirectErrorStream(true)
+                            .start();
             } catch (Exception e) {
                 throw new RuntimeException(e);
             }

@@ -23,11 +23,9 @@ import dev.jrdma.verbs.QueuePair;
 import dev.jrdma.verbs.Verbs;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.spi.VerbsProvider;
-
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.List;
-
 import org.junit.jupiter.api.Assumptions;
 
 /**
@@ -42,11 +40,15 @@ final class Rig implements AutoCloseable {
         VerbsProvider p = Verbs.provider("native").orElseThrow();
         String named = System.getProperty("jrdma.native.device");
         if (named != null && !named.isBlank()) {
-            return p.lookup(named).orElseThrow(() -> new AssertionError("jrdma.native.device=" + named + " but the native provider lists "
-                    + p.devices() + (p.unavailableReason().map(r -> " (" + r + ")").orElse(""))));
+            return p.lookup(named)
+                    .orElseThrow(() -> new AssertionError("jrdma.native.device=" + named
+                            + " but the native provider lists " + p.devices()
+                            + (p.unavailableReason().map(r -> " (" + r + ")").orElse(""))));
         }
         List<Device> d = p.devices();
-        Assumptions.assumeFalse(d.isEmpty(), () -> "no native RDMA device here: " + p.unavailableReason().orElse("?"));
+        Assumptions.assumeFalse(
+                d.isEmpty(),
+                () -> "no native RDMA device here: " + p.unavailableReason().orElse("?"));
         return d.getFirst();
     }
 
@@ -70,7 +72,6 @@ final class Rig implements AutoCloseable {
     final MemoryRegion mrA, mrB;
     final WorkCompletion[] wcs = WorkCompletion.array(16);
 
-
     Rig(int bufSize, int depth, int maxSge, int maxInline) {
         ctx = device().open();
         try {
@@ -78,11 +79,23 @@ final class Rig implements AutoCloseable {
             channel = ctx.createCompletionChannel();
             cqA = ctx.createCq(depth * 2 + 2, channel);
             cqB = ctx.createCq(depth * 2 + 2, channel);
-            a = pd.createQueuePair(QpInitAttr.builder(cqA).maxSendWr(depth).maxRecvWr(depth).maxSendSge(maxSge).maxRecvSge(maxSge).maxInlineData(maxInline).build());
-            b = pd.createQueuePair(QpInitAttr.builder(cqB).maxSendWr(depth).maxRecvWr(depth).maxSendSge(maxSge).maxRecvSge(maxSge).maxInlineData(maxInline).build());
+            a = pd.createQueuePair(QpInitAttr.builder(cqA)
+                    .maxSendWr(depth)
+                    .maxRecvWr(depth)
+                    .maxSendSge(maxSge)
+                    .maxRecvSge(maxSge)
+                    .maxInlineData(maxInline)
+                    .build());
+            b = pd.createQueuePair(QpInitAttr.builder(cqB)
+                    .maxSendWr(depth)
+                    .maxRecvWr(depth)
+                    .maxSendSge(maxSge)
+                    .maxRecvSge(maxSge)
+                    .maxInlineData(maxInline)
+                    .build());
             bufA = arena.allocate(bufSize, 4096);
             bufB = arena.allocate(bufSize, 4096);
-            var all = new Access[]{Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC};
+            var all = new Access[] {Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC};
             mrA = pd.registerMemory(bufA, all);
             mrB = pd.registerMemory(bufB, all);
             connect(ctx, a, b, 0x1000, 0x2000);
@@ -99,20 +112,41 @@ final class Rig implements AutoCloseable {
         int gidx = gidIndex(ctx);
         Mtu mtu = port.activeMtu();
         for (QueuePair q : List.of(a, b)) {
-            q.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(PORT)
+            q.modify(new QpAttr()
+                    .state(QpState.INIT)
+                    .pkeyIndex(0)
+                    .port(PORT)
                     .access(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC));
         }
         rtr(ctx, a, b.qpNum(), psnB, gidx, mtu, port);
         rtr(ctx, b, a.qpNum(), psnA, gidx, mtu, port);
-        a.modify(new QpAttr().state(QpState.RTS).timeout(14).retryCnt(7).rnrRetry(7).sqPsn(psnA).maxRdAtomic(1));
-        b.modify(new QpAttr().state(QpState.RTS).timeout(14).retryCnt(7).rnrRetry(7).sqPsn(psnB).maxRdAtomic(1));
+        a.modify(new QpAttr()
+                .state(QpState.RTS)
+                .timeout(14)
+                .retryCnt(7)
+                .rnrRetry(7)
+                .sqPsn(psnA)
+                .maxRdAtomic(1));
+        b.modify(new QpAttr()
+                .state(QpState.RTS)
+                .timeout(14)
+                .retryCnt(7)
+                .rnrRetry(7)
+                .sqPsn(psnB)
+                .maxRdAtomic(1));
     }
 
     private static void rtr(Context ctx, QueuePair q, int destQpn, int rqPsn, int gidx, Mtu mtu, PortAttr port) {
         AhAttr ah = new AhAttr().portNum(PORT).dlid(port.lid());
         if (gidx >= 0) ah.global(ctx.queryGid(PORT, gidx), gidx);
-        q.modify(new QpAttr().state(QpState.RTR).ah(ah).pathMtu(mtu).destQpNum(destQpn).rqPsn(rqPsn)
-                .maxDestRdAtomic(1).minRnrTimer(12));
+        q.modify(new QpAttr()
+                .state(QpState.RTR)
+                .ah(ah)
+                .pathMtu(mtu)
+                .destQpNum(destQpn)
+                .rqPsn(rqPsn)
+                .maxDestRdAtomic(1)
+                .minRnrTimer(12));
     }
 
     /** Polls until {@code n} completions arrived on {@code cq} (10 s at most); returns them in wcs[0..n). */

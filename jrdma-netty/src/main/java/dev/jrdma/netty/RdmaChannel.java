@@ -26,7 +26,6 @@ import io.netty.channel.socket.ChannelInputShutdownEvent;
 import io.netty.channel.socket.ChannelInputShutdownReadComplete;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.util.concurrent.Future;
-
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.net.ConnectException;
@@ -84,6 +83,7 @@ import java.util.function.BiConsumer;
 public class RdmaChannel extends AbstractChannel implements SocketChannel {
     /** At most 16 reads before channelReadComplete, unless the RecvByteBufAllocator says otherwise. */
     private static final ChannelMetadata METADATA = new ChannelMetadata(false, 16);
+
     private static final byte[] END_OF_OUTPUT = new byte[0];
     /** Send-queue entries left to the endpoint for its credit-only messages. */
     private static final int CONTROL_SENDS = 2;
@@ -100,7 +100,8 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
      * The blocking part of a close (the endpoint waits for in-flight work and the peer's goodbye) runs here. Platform
      * threads: rdma_cm and verbs calls block in native code, which would pin a virtual thread's carrier.
      */
-    static final Executor CLOSER = r -> Thread.ofPlatform().daemon().name("jrdma-netty-close").start(r);
+    static final Executor CLOSER =
+            r -> Thread.ofPlatform().daemon().name("jrdma-netty-close").start(r);
 
     private final RdmaChannelConfig config;
     private volatile Endpoint endpoint;
@@ -110,18 +111,22 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
     private SendRing ring;
     /** Sends in flight, oldest first: a registered buffer sent in place (held until it completes), or null for a ring slot. */
     private ByteBuf[] inFlight;
+
     private int inFlightHead, inFlightCount;
     /** Bytes copied into the send ring, and bytes sent from the application's registered buffers (event loop). */
     private long bytesCopied, bytesSentInPlace;
+
     private IoRegistration registration;
 
     // reading (event loop), with the flag the completion thread sets
     private boolean readPending;
     /** The next message, taken from the endpoint (its callback registered once: {@link #receiveWatched}). */
     private CompletableFuture<Message> pendingReceive;
+
     private boolean receiveWatched;
     /** A message the pipeline has read only part of (reads are sized by the RecvByteBufAllocator), and how far. */
     private byte[] partial;
+
     private int partialOffset;
     private final AtomicBoolean readScheduled = new AtomicBoolean();
     private final Runnable readTask = this::readNow;
@@ -238,7 +243,8 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
 
     @Override
     protected boolean isCompatible(EventLoop loop) {
-        return loop instanceof SingleThreadEventLoop || (loop instanceof IoEventLoop io && io.isCompatible(RdmaUnsafe.class));
+        return loop instanceof SingleThreadEventLoop
+                || (loop instanceof IoEventLoop io && io.isCompatible(RdmaUnsafe.class));
     }
 
     @Override
@@ -253,7 +259,11 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
     }
 
     /** Registers with an RDMA I/O handler when the loop has one; any other single-threaded loop needs nothing. */
-    static void registerWith(EventLoop loop, RdmaIoHandle handle, ChannelPromise promise, java.util.function.Consumer<IoRegistration> keep) {
+    static void registerWith(
+            EventLoop loop,
+            RdmaIoHandle handle,
+            ChannelPromise promise,
+            java.util.function.Consumer<IoRegistration> keep) {
         if (loop instanceof IoEventLoop io && io.isCompatible(handle.getClass())) {
             io.register(handle).addListener(f -> {
                 if (f.isSuccess()) {
@@ -379,7 +389,8 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
 
     private boolean continueReading(RecvByteBufAllocator.Handle handle, Endpoint ep) {
         if (handle instanceof RecvByteBufAllocator.ExtendedHandle extended) {
-            return extended.continueReading(() -> partial != null || nextReceive(ep).isDone());
+            return extended.continueReading(
+                    () -> partial != null || nextReceive(ep).isDone());
         }
         return handle.continueReading();
     }
@@ -408,7 +419,7 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
             Message m = f.join();
             if (m.length() == 0) {
                 if (!m.isWriteWithImmediate()) return false; // the peer's end of output
-                pendingReceive = null;                       // a write with immediate carries nothing for Netty
+                pendingReceive = null; // a write with immediate carries nothing for Netty
                 continue;
             }
             pendingReceive = null;
@@ -462,9 +473,14 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
     private void receiveFailed(Throwable cause) {
         if (cause instanceof RdmaException e) {
             switch (e.kind()) {
-                case PEER_CLOSED -> { inputEnded(); return; }  // end of stream
-                case CLOSED -> { return; }                    // our own close
-                default -> { }
+                case PEER_CLOSED -> {
+                    inputEnded();
+                    return;
+                } // end of stream
+                case CLOSED -> {
+                    return;
+                } // our own close
+                default -> {}
             }
             fail(new RdmaChannelException("receive on " + this, e));
         } else {
@@ -505,7 +521,8 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
     @Override
     protected Object filterOutboundMessage(Object msg) {
         if (msg instanceof ByteBuf || msg instanceof FileRegion) return msg;
-        throw new UnsupportedOperationException("a jrdma channel writes ByteBufs and FileRegions, not " + msg.getClass().getName());
+        throw new UnsupportedOperationException("a jrdma channel writes ByteBufs and FileRegions, not "
+                + msg.getClass().getName());
     }
 
     /**
@@ -520,7 +537,7 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
         while (true) {
             if (!skipEmpty(in)) return;
             if (inFlightCount == inFlight.length) return; // a send completion flushes again
-            if (ep.sendCredits() <= 0) {             // the peer has no free receive buffer: look again shortly
+            if (ep.sendCredits() <= 0) { // the peer has no free receive buffer: look again shortly
                 if (!ep.isConnected()) throw writeRefused(null);
                 awaitCredits();
                 return;
@@ -533,7 +550,8 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
             int sent = sendInPlace(ep, (ByteBuf) head);
             if (sent == 0) sent = sendCopy(ep, in);
             // only now, with the send posted, do the writes' promises complete: a listener that closes the channel
-            // (HTTP's Connection: close) starts the endpoint's close on the closer thread, which then waits for this send
+            // (HTTP's Connection: close) starts the endpoint's close on the closer thread, which then waits for this
+            // send
             in.removeBytes(sent);
         }
     }
@@ -554,7 +572,8 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
         }
         if (read <= 0) {
             ring.untake();
-            throw new IOException("file region " + region + " gave no bytes at " + region.transferred() + " of " + region.count());
+            throw new IOException(
+                    "file region " + region + " gave no bytes at " + region.transferred() + " of " + region.count());
         }
         CompletableFuture<Void> send = ep.send(ring.memory(), ring.offset(slot), (int) read);
         pushInFlight(null);
@@ -576,7 +595,9 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
             }
         }
         sendFailureHandled = true; // this failure is the write's: the send's completion reports nothing more
-        return new IOException("cannot send on " + this + ": " + (cause != null ? cause.getMessage() : "the connection is closed"), cause);
+        return new IOException(
+                "cannot send on " + this + ": " + (cause != null ? cause.getMessage() : "the connection is closed"),
+                cause);
     }
 
     /**
@@ -605,7 +626,8 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
      */
     private static long offsetIn(RegisteredBuffer memory, ByteBuf buf, int n) {
         if (buf instanceof RegisteredByteBuf) return buf.readerIndex();
-        return MemorySegment.ofBuffer(buf.nioBuffer(buf.readerIndex(), n)).address() - memory.segment().address();
+        return MemorySegment.ofBuffer(buf.nioBuffer(buf.readerIndex(), n)).address()
+                - memory.segment().address();
     }
 
     /** The registered memory of {@code pool} under {@code buf} (a {@link RegisteredByteBuf} or a view of one), or null. */
@@ -704,7 +726,9 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
     private static boolean skipEmpty(ChannelOutboundBuffer in) {
         Object msg;
         while ((msg = in.current()) != null) {
-            if (msg instanceof ByteBuf buf ? buf.isReadable() : ((FileRegion) msg).transferred() < ((FileRegion) msg).count()) return true;
+            if (msg instanceof ByteBuf buf
+                    ? buf.isReadable()
+                    : ((FileRegion) msg).transferred() < ((FileRegion) msg).count()) return true;
             in.remove();
         }
         return false;
@@ -735,8 +759,7 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
         }
 
         @Override
-        public void close() {
-        }
+        public void close() {}
     }
 
     private void awaitCredits() {
@@ -749,7 +772,9 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
     private void sent(Void ignored, Throwable t) {
         if (t != null && sendFailure == null) {
             Throwable c = t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
-            sendFailure = c instanceof RdmaException r ? r : new RdmaException(RdmaException.Kind.COMPLETION_ERROR, String.valueOf(c), null, c);
+            sendFailure = c instanceof RdmaException r
+                    ? r
+                    : new RdmaException(RdmaException.Kind.COMPLETION_ERROR, String.valueOf(c), null, c);
         }
         sendsCompleted.incrementAndGet();
         if (writeScheduled.compareAndSet(false, true)) {
@@ -776,7 +801,8 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
             sendFailureHandled = true;
             if (f.kind() == RdmaException.Kind.PEER_CLOSED || f.kind() == RdmaException.Kind.CLOSED) {
                 // the peer closed with our sends in flight: as a socket's write to a closed peer
-                ((RdmaUnsafe) unsafe()).writeFailed(new IOException("the peer of " + this + " closed: " + f.getMessage(), f));
+                ((RdmaUnsafe) unsafe())
+                        .writeFailed(new IOException("the peer of " + this + " closed: " + f.getMessage(), f));
             } else {
                 fail(new RdmaChannelException("send on " + this, f));
             }
@@ -859,17 +885,19 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
 
     @Override
     public ChannelFuture shutdown(ChannelPromise promise) {
-        shutdownOutput().addListener(f -> shutdownInput().addListener(g -> {
-            Throwable cause = f.cause() != null ? f.cause() : g.cause();
-            if (cause != null) promise.setFailure(cause);
-            else promise.setSuccess();
-        }));
+        shutdownOutput()
+                .addListener(f -> shutdownInput().addListener(g -> {
+                    Throwable cause = f.cause() != null ? f.cause() : g.cause();
+                    if (cause != null) promise.setFailure(cause);
+                    else promise.setSuccess();
+                }));
         return promise;
     }
 
     @Override
     public String toString() {
-        return "RdmaChannel[" + (remote != null ? remote : "unconnected") + (endpoint != null ? ", QP 0x" + Integer.toHexString(endpoint.qpNum()) : "") + "]";
+        return "RdmaChannel[" + (remote != null ? remote : "unconnected")
+                + (endpoint != null ? ", QP 0x" + Integer.toHexString(endpoint.qpNum()) : "") + "]";
     }
 
     // ---- what only the event loop does ----------------------------------------------------------------------
@@ -906,13 +934,19 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
             });
             int ms = config.getConnectTimeoutMillis();
             if (ms > 0) {
-                connectTimeout = eventLoop().schedule(() -> {
-                    ChannelPromise p = connectPromise;
-                    if (p != null && p.tryFailure(new ConnectTimeoutException("connection timed out after " + ms + " ms: " + r))) {
-                        connectPromise = null;
-                        close(voidPromise());
-                    }
-                }, ms, TimeUnit.MILLISECONDS);
+                connectTimeout = eventLoop()
+                        .schedule(
+                                () -> {
+                                    ChannelPromise p = connectPromise;
+                                    if (p != null
+                                            && p.tryFailure(new ConnectTimeoutException(
+                                                    "connection timed out after " + ms + " ms: " + r))) {
+                                        connectPromise = null;
+                                        close(voidPromise());
+                                    }
+                                },
+                                ms,
+                                TimeUnit.MILLISECONDS);
             }
             String host = r.isUnresolved() ? r.getHostString() : r.getAddress().getHostAddress();
             EndpointConfig c = cfg;
@@ -956,7 +990,6 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
                 return;
             }
             scheduleRead(); // a read asked for while connecting, or the end of input to watch for
-
         }
 
         private Throwable connectFailure(Throwable t) {

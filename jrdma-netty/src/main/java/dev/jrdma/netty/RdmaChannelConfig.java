@@ -8,7 +8,6 @@ import io.netty.channel.MessageSizeEstimator;
 import io.netty.channel.RecvByteBufAllocator;
 import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.socket.SocketChannelConfig;
-
 import java.util.Map;
 import java.util.Objects;
 
@@ -36,7 +35,10 @@ public final class RdmaChannelConfig extends DefaultChannelConfig implements Soc
      * per connection.
      */
     public static final EndpointConfig DEFAULT_ENDPOINT_CONFIG = EndpointConfig.builder()
-            .messageSize(16 * 1024).recvQueueDepth(32).sendQueueDepth(32).build();
+            .messageSize(16 * 1024)
+            .recvQueueDepth(32)
+            .sendQueueDepth(32)
+            .build();
 
     private final RdmaChannel channel;
     private volatile EndpointConfig endpointConfig = DEFAULT_ENDPOINT_CONFIG;
@@ -250,9 +252,17 @@ public final class RdmaChannelConfig extends DefaultChannelConfig implements Soc
 
     @Override
     public Map<ChannelOption<?>, Object> getOptions() {
-        return getOptions(super.getOptions(), RdmaChannelOption.ENDPOINT_CONFIG, ChannelOption.ALLOW_HALF_CLOSURE,
-                ChannelOption.TCP_NODELAY, ChannelOption.SO_KEEPALIVE, ChannelOption.SO_LINGER, ChannelOption.SO_SNDBUF,
-                ChannelOption.SO_RCVBUF, ChannelOption.IP_TOS, ChannelOption.SO_REUSEADDR);
+        return getOptions(
+                super.getOptions(),
+                RdmaChannelOption.ENDPOINT_CONFIG,
+                ChannelOption.ALLOW_HALF_CLOSURE,
+                ChannelOption.TCP_NODELAY,
+                ChannelOption.SO_KEEPALIVE,
+                ChannelOption.SO_LINGER,
+                ChannelOption.SO_SNDBUF,
+                ChannelOption.SO_RCVBUF,
+                ChannelOption.IP_TOS,
+                ChannelOption.SO_REUSEADDR);
     }
 
     @Override

@@ -23,7 +23,9 @@ public final class RdmaChannelException extends ChannelException {
 
     private static String explain(RdmaException e) {
         // the endpoint's message names the status already; say it in full when it does not
-        if (e.status() == null || e.getMessage() == null || e.getMessage().contains(e.status().describe())) return "";
+        if (e.status() == null
+                || e.getMessage() == null
+                || e.getMessage().contains(e.status().describe())) return "";
         return " [" + e.status().describe() + "]";
     }
 

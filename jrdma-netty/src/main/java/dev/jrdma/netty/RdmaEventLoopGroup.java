@@ -1,7 +1,6 @@
 package dev.jrdma.netty;
 
 import io.netty.channel.MultiThreadIoEventLoopGroup;
-
 import java.util.concurrent.ThreadFactory;
 
 /**

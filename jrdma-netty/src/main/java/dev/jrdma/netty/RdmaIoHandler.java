@@ -7,7 +7,6 @@ import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.IoOps;
 import io.netty.channel.IoRegistration;
 import io.netty.util.concurrent.ThreadAwareExecutor;
-
 import java.util.HashSet;
 import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -67,7 +66,8 @@ public final class RdmaIoHandler implements IoHandler {
     @Override
     public IoRegistration register(IoHandle handle) {
         if (!(handle instanceof RdmaIoHandle h)) {
-            throw new IllegalArgumentException("an RDMA event loop serves jrdma channels, not " + handle.getClass().getName());
+            throw new IllegalArgumentException("an RDMA event loop serves jrdma channels, not "
+                    + handle.getClass().getName());
         }
         if (!handles.add(h)) throw new IllegalStateException(handle + " is already registered");
         return new Registration(h);

@@ -12,7 +12,6 @@ import io.netty.channel.IoRegistration;
 import io.netty.channel.RecvByteBufAllocator;
 import io.netty.channel.SingleThreadEventLoop;
 import io.netty.channel.socket.ServerSocketChannel;
-
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.time.Duration;
@@ -41,6 +40,7 @@ public class RdmaServerChannel extends AbstractServerChannel implements ServerSo
     private final RdmaServerChannelConfig config = new RdmaServerChannelConfig(this);
     /** Connections accepted and not yet read into the pipeline (the acceptor adds, the event loop takes). */
     private final ConcurrentLinkedQueue<RdmaChannel> accepted = new ConcurrentLinkedQueue<>();
+
     private final Runnable deliverTask = this::deliverAccepted;
     private boolean readPending;
     private volatile ServerEndpoint server;
@@ -53,8 +53,7 @@ public class RdmaServerChannel extends AbstractServerChannel implements ServerSo
     /**
      * An unbound server channel; Netty's {@code ServerBootstrap} creates it from the class given to {@code channel(...)}.
      */
-    public RdmaServerChannel() {
-    }
+    public RdmaServerChannel() {}
 
     /** {@return the jrdma server endpoint that accepts the connections, or null before bind} */
     public ServerEndpoint serverEndpoint() {
@@ -94,7 +93,8 @@ public class RdmaServerChannel extends AbstractServerChannel implements ServerSo
 
     @Override
     protected boolean isCompatible(EventLoop loop) {
-        return loop instanceof SingleThreadEventLoop || (loop instanceof IoEventLoop io && io.isCompatible(ServerUnsafe.class));
+        return loop instanceof SingleThreadEventLoop
+                || (loop instanceof IoEventLoop io && io.isCompatible(ServerUnsafe.class));
     }
 
     @Override
@@ -122,7 +122,10 @@ public class RdmaServerChannel extends AbstractServerChannel implements ServerSo
         ServerEndpoint s = ServerEndpoint.bind(a, config.getEndpointConfig());
         local = s.localAddress();
         server = s;
-        Thread.ofPlatform().daemon().name("jrdma-netty-accept-" + local.getPort()).start(() -> acceptLoop(s));
+        Thread.ofPlatform()
+                .daemon()
+                .name("jrdma-netty-accept-" + local.getPort())
+                .start(() -> acceptLoop(s));
     }
 
     private void acceptLoop(ServerEndpoint s) {
@@ -132,7 +135,8 @@ public class RdmaServerChannel extends AbstractServerChannel implements ServerSo
                 ep = s.accept(ACCEPT_SLICE);
             } catch (RdmaConnectException e) {
                 if (e.reason() == RdmaConnectException.Reason.TIMEOUT) continue;
-                if (open) LOG.log(System.Logger.Level.WARNING, "accepting on " + local + " stopped: " + e.getMessage(), e);
+                if (open)
+                    LOG.log(System.Logger.Level.WARNING, "accepting on " + local + " stopped: " + e.getMessage(), e);
                 return;
             } catch (RuntimeException e) {
                 if (open) LOG.log(System.Logger.Level.WARNING, "accepting on " + local + " stopped: " + e, e);
@@ -201,7 +205,8 @@ public class RdmaServerChannel extends AbstractServerChannel implements ServerSo
 
     /** Connections accepted but never read close with the server channel, as a listening socket's backlog does. */
     private void closeUnread() {
-        for (RdmaChannel child; (child = accepted.poll()) != null; ) RdmaChannel.CLOSER.execute(child.unsafe()::closeForcibly);
+        for (RdmaChannel child; (child = accepted.poll()) != null; )
+            RdmaChannel.CLOSER.execute(child.unsafe()::closeForcibly);
     }
 
     /** An accepted channel closed: the last one closes the device of a closed server channel. */

@@ -9,7 +9,6 @@ import io.netty.channel.RecvByteBufAllocator;
 import io.netty.channel.ServerChannelRecvByteBufAllocator;
 import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.socket.ServerSocketChannelConfig;
-
 import java.util.Map;
 import java.util.Objects;
 
@@ -31,8 +30,9 @@ public final class RdmaServerChannelConfig extends DefaultChannelConfig implemen
     /** A server channel's {@code SO_BACKLOG} (its endpoint config's {@code maxPendingHandshakes}) unless set. */
     public static final int DEFAULT_BACKLOG = 128;
 
-    private volatile EndpointConfig endpointConfig =
-            RdmaChannelConfig.DEFAULT_ENDPOINT_CONFIG.toBuilder().maxPendingHandshakes(DEFAULT_BACKLOG).build();
+    private volatile EndpointConfig endpointConfig = RdmaChannelConfig.DEFAULT_ENDPOINT_CONFIG.toBuilder()
+            .maxPendingHandshakes(DEFAULT_BACKLOG)
+            .build();
     private volatile boolean reuseAddress;
 
     RdmaServerChannelConfig(RdmaServerChannel channel) {
@@ -72,7 +72,9 @@ public final class RdmaServerChannelConfig extends DefaultChannelConfig implemen
     @Override
     public RdmaServerChannelConfig setBacklog(int backlog) {
         if (backlog < 0) throw new IllegalArgumentException("backlog: " + backlog + " (expected: >= 0)");
-        endpointConfig = endpointConfig.toBuilder().maxPendingHandshakes(backlog == 0 ? DEFAULT_BACKLOG : backlog).build();
+        endpointConfig = endpointConfig.toBuilder()
+                .maxPendingHandshakes(backlog == 0 ? DEFAULT_BACKLOG : backlog)
+                .build();
         return this;
     }
 
@@ -173,8 +175,12 @@ public final class RdmaServerChannelConfig extends DefaultChannelConfig implemen
 
     @Override
     public Map<ChannelOption<?>, Object> getOptions() {
-        return getOptions(super.getOptions(), RdmaChannelOption.ENDPOINT_CONFIG, ChannelOption.SO_BACKLOG,
-                ChannelOption.SO_REUSEADDR, ChannelOption.SO_RCVBUF);
+        return getOptions(
+                super.getOptions(),
+                RdmaChannelOption.ENDPOINT_CONFIG,
+                ChannelOption.SO_BACKLOG,
+                ChannelOption.SO_REUSEADDR,
+                ChannelOption.SO_RCVBUF);
     }
 
     @Override

@@ -5,7 +5,6 @@ import dev.jrdma.connect.RegisteredBuffer;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.UnpooledDirectByteBuf;
 import io.netty.util.internal.CleanableDirectBuffer;
-
 import java.nio.ByteBuffer;
 
 /**

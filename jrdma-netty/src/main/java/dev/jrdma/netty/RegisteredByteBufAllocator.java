@@ -35,7 +35,9 @@ final class RegisteredByteBufAllocator implements ByteBufAllocator {
             return fallback.directBuffer(initialCapacity, maxCapacity); // Netty's own argument checks and messages
         }
         RegisteredByteBuf.Registered m = registered(initialCapacity);
-        return m == null ? fallback.directBuffer(initialCapacity, maxCapacity) : new RegisteredByteBuf(this, m, maxCapacity);
+        return m == null
+                ? fallback.directBuffer(initialCapacity, maxCapacity)
+                : new RegisteredByteBuf(this, m, maxCapacity);
     }
 
     /**
@@ -55,7 +57,8 @@ final class RegisteredByteBufAllocator implements ByteBufAllocator {
             RegisteredBuffer b = p.allocate(capacity);
             return new RegisteredByteBuf.Registered(p, b, b.byteBuffer());
         } catch (IllegalStateException | VerbsException e) {
-            return null; // the connection closed (its pool with it), or no slab could be registered: plain memory serves
+            return null; // the connection closed (its pool with it), or no slab could be registered: plain memory
+            // serves
         }
     }
 

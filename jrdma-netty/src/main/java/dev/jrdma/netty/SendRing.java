@@ -2,7 +2,6 @@ package dev.jrdma.netty;
 
 import dev.jrdma.connect.BufferPool;
 import dev.jrdma.connect.RegisteredBuffer;
-
 import java.nio.ByteBuffer;
 
 /**

@@ -1,5 +1,11 @@
 package dev.jrdma.netty;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import dev.jrdma.connect.RdmaException;
 import dev.jrdma.verbs.QpAttr;
 import dev.jrdma.verbs.QpState;
@@ -17,10 +23,6 @@ import io.netty.channel.ConnectTimeoutException;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.socket.ChannelInputShutdownEvent;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Test;
-
 import java.net.ConnectException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
@@ -31,12 +33,9 @@ import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertInstanceOf;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 
 /** Back-pressure, half-close, close, connect failures and completion errors of the channels. */
 class ChannelBehaviourTest {
@@ -56,42 +55,56 @@ class ChannelBehaviourTest {
         NettyTestSupport.shutdown(group);
     }
 
-    private static Channel server(ChannelInboundHandlerAdapter childHandler, boolean autoRead, boolean halfClosure) throws Exception {
-        return new ServerBootstrap().group(group).channel(RdmaServerChannel.class)
+    private static Channel server(ChannelInboundHandlerAdapter childHandler, boolean autoRead, boolean halfClosure)
+            throws Exception {
+        return new ServerBootstrap()
+                .group(group)
+                .channel(RdmaServerChannel.class)
                 .childOption(ChannelOption.AUTO_READ, autoRead)
                 .childOption(ChannelOption.ALLOW_HALF_CLOSURE, halfClosure)
-                .childHandler(childHandler).bind(NettyTestSupport.host(), 0).sync().channel();
+                .childHandler(childHandler)
+                .bind(NettyTestSupport.host(), 0)
+                .sync()
+                .channel();
     }
 
     private static Channel client(Channel server, ChannelInboundHandlerAdapter handler) throws Exception {
         int port = ((InetSocketAddress) server.localAddress()).getPort();
-        return new Bootstrap().group(group).channel(RdmaChannel.class)
+        return new Bootstrap()
+                .group(group)
+                .channel(RdmaChannel.class)
                 .option(ChannelOption.WRITE_BUFFER_WATER_MARK, new WriteBufferWaterMark(64 * 1024, 256 * 1024))
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, NettyTestSupport.connectTimeoutMillis())
-                .handler(handler).connect(NettyTestSupport.host(), port).sync().channel();
+                .handler(handler)
+                .connect(NettyTestSupport.host(), port)
+                .sync()
+                .channel();
     }
 
     @Test
     void aReaderThatStopsReadingMakesItsWriterUnwritableUntilItReadsAgain() throws Exception {
         AtomicLong received = new AtomicLong();
         CompletableFuture<Channel> serverSide = new CompletableFuture<>();
-        Channel server = server(new ChannelInboundHandlerAdapter() {
-            @Override
-            public void channelActive(ChannelHandlerContext ctx) {
-                serverSide.complete(ctx.channel());
-            }
+        Channel server = server(
+                new ChannelInboundHandlerAdapter() {
+                    @Override
+                    public void channelActive(ChannelHandlerContext ctx) {
+                        serverSide.complete(ctx.channel());
+                    }
 
-            @Override
-            public void channelRead(ChannelHandlerContext ctx, Object msg) {
-                received.addAndGet(((ByteBuf) msg).readableBytes());
-                ((ByteBuf) msg).release();
-            }
+                    @Override
+                    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                        received.addAndGet(((ByteBuf) msg).readableBytes());
+                        ((ByteBuf) msg).release();
+                    }
 
-            @Override
-            public boolean isSharable() {
-                return true;
-            }
-        }, false, false);
+                    @Override
+                    public boolean isSharable() {
+                        return true;
+                    }
+                },
+                false,
+                false);
         AtomicInteger unwritable = new AtomicInteger(), writable = new AtomicInteger();
         Channel client = client(server, new ChannelInboundHandlerAdapter() {
             @Override
@@ -134,29 +147,33 @@ class ChannelBehaviourTest {
     @Test
     void shutdownOutputIsAHalfCloseThePeerSeesAndCanStillAnswer() throws Exception {
         CountDownLatch inputShutdown = new CountDownLatch(1);
-        Channel server = server(new ChannelInboundHandlerAdapter() {
-            private final StringBuilder got = new StringBuilder();
+        Channel server = server(
+                new ChannelInboundHandlerAdapter() {
+                    private final StringBuilder got = new StringBuilder();
 
-            @Override
-            public void channelRead(ChannelHandlerContext ctx, Object msg) {
-                got.append(((ByteBuf) msg).toString(StandardCharsets.UTF_8));
-                ((ByteBuf) msg).release();
-            }
+                    @Override
+                    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                        got.append(((ByteBuf) msg).toString(StandardCharsets.UTF_8));
+                        ((ByteBuf) msg).release();
+                    }
 
-            @Override
-            public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
-                if (evt instanceof ChannelInputShutdownEvent) {
-                    inputShutdown.countDown();
-                    // the request is complete: answer on the still-open output, then close
-                    ctx.writeAndFlush(Unpooled.copiedBuffer("got " + got, StandardCharsets.UTF_8)).addListener(f -> ctx.close());
-                }
-            }
+                    @Override
+                    public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+                        if (evt instanceof ChannelInputShutdownEvent) {
+                            inputShutdown.countDown();
+                            // the request is complete: answer on the still-open output, then close
+                            ctx.writeAndFlush(Unpooled.copiedBuffer("got " + got, StandardCharsets.UTF_8))
+                                    .addListener(f -> ctx.close());
+                        }
+                    }
 
-            @Override
-            public boolean isSharable() {
-                return true;
-            }
-        }, true, true);
+                    @Override
+                    public boolean isSharable() {
+                        return true;
+                    }
+                },
+                true,
+                true);
         LinkedBlockingQueue<String> replies = new LinkedBlockingQueue<>();
         Channel client = client(server, new ChannelInboundHandlerAdapter() {
             @Override
@@ -166,7 +183,8 @@ class ChannelBehaviourTest {
             }
         });
         try {
-            client.writeAndFlush(Unpooled.copiedBuffer("request", StandardCharsets.UTF_8)).sync();
+            client.writeAndFlush(Unpooled.copiedBuffer("request", StandardCharsets.UTF_8))
+                    .sync();
             ((RdmaChannel) client).shutdownOutput().sync();
             assertTrue(((RdmaChannel) client).isOutputShutdown());
             assertTrue(inputShutdown.await(10, TimeUnit.SECONDS), "the server did not see the half-close");
@@ -182,22 +200,25 @@ class ChannelBehaviourTest {
     void closingOneSideEndsTheOther() throws Exception {
         CompletableFuture<Channel> serverSide = new CompletableFuture<>();
         CountDownLatch inactive = new CountDownLatch(1);
-        Channel server = server(new ChannelInboundHandlerAdapter() {
-            @Override
-            public void channelActive(ChannelHandlerContext ctx) {
-                serverSide.complete(ctx.channel());
-            }
+        Channel server = server(
+                new ChannelInboundHandlerAdapter() {
+                    @Override
+                    public void channelActive(ChannelHandlerContext ctx) {
+                        serverSide.complete(ctx.channel());
+                    }
 
-            @Override
-            public void channelInactive(ChannelHandlerContext ctx) {
-                inactive.countDown();
-            }
+                    @Override
+                    public void channelInactive(ChannelHandlerContext ctx) {
+                        inactive.countDown();
+                    }
 
-            @Override
-            public boolean isSharable() {
-                return true;
-            }
-        }, true, false);
+                    @Override
+                    public boolean isSharable() {
+                        return true;
+                    }
+                },
+                true,
+                false);
         Channel client = client(server, new ChannelInboundHandlerAdapter());
         try {
             Channel accepted = serverSide.get(10, TimeUnit.SECONDS);
@@ -208,7 +229,8 @@ class ChannelBehaviourTest {
             assertTrue(inactive.await(10, TimeUnit.SECONDS), "the server side did not become inactive");
             assertFalse(accepted.isOpen());
             // writing on a closed channel fails like any Netty channel
-            ChannelFuture w = client.writeAndFlush(Unpooled.wrappedBuffer(new byte[8])).await();
+            ChannelFuture w =
+                    client.writeAndFlush(Unpooled.wrappedBuffer(new byte[8])).await();
             assertFalse(w.isSuccess());
         } finally {
             server.close().sync();
@@ -218,22 +240,25 @@ class ChannelBehaviourTest {
     @Test
     void closingTheServerChannelKeepsAcceptedConnections() throws Exception {
         CompletableFuture<Channel> serverSide = new CompletableFuture<>();
-        Channel server = server(new ChannelInboundHandlerAdapter() {
-            @Override
-            public void channelActive(ChannelHandlerContext ctx) {
-                serverSide.complete(ctx.channel());
-            }
+        Channel server = server(
+                new ChannelInboundHandlerAdapter() {
+                    @Override
+                    public void channelActive(ChannelHandlerContext ctx) {
+                        serverSide.complete(ctx.channel());
+                    }
 
-            @Override
-            public void channelRead(ChannelHandlerContext ctx, Object msg) {
-                ctx.writeAndFlush(msg);
-            }
+                    @Override
+                    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                        ctx.writeAndFlush(msg);
+                    }
 
-            @Override
-            public boolean isSharable() {
-                return true;
-            }
-        }, true, false);
+                    @Override
+                    public boolean isSharable() {
+                        return true;
+                    }
+                },
+                true,
+                false);
         LinkedBlockingQueue<String> replies = new LinkedBlockingQueue<>();
         Channel client = client(server, new ChannelInboundHandlerAdapter() {
             @Override
@@ -245,7 +270,8 @@ class ChannelBehaviourTest {
         try {
             serverSide.get(10, TimeUnit.SECONDS);
             server.close().sync();
-            client.writeAndFlush(Unpooled.copiedBuffer("still here", StandardCharsets.UTF_8)).sync();
+            client.writeAndFlush(Unpooled.copiedBuffer("still here", StandardCharsets.UTF_8))
+                    .sync();
             assertEquals("still here", replies.poll(10, TimeUnit.SECONDS));
         } finally {
             client.close().sync();
@@ -255,19 +281,24 @@ class ChannelBehaviourTest {
     @Test
     void connectTimesOutAgainstAServerThatNeverAnswers() throws Exception {
         // the silent peer is a TCP listener: it stalls the TCP exchange; rdma_cm (native devices) would see a reject
-        org.junit.jupiter.api.Assumptions.assumeTrue(dev.jrdma.verbs.Verbs.defaultDevice().provider().equals("soft"),
+        org.junit.jupiter.api.Assumptions.assumeTrue(
+                dev.jrdma.verbs.Verbs.defaultDevice().provider().equals("soft"),
                 "a silent TCP listener stalls only the TCP exchange (software device); rdma_cm gets a reject from it");
         // a TCP listener that accepts and stays silent: the jrdma handshake never completes
         try (ServerSocket silent = new ServerSocket(0, 50, java.net.InetAddress.getByName(NettyTestSupport.host()))) {
             long t0 = System.nanoTime();
-            ChannelFuture f = new Bootstrap().group(group).channel(RdmaChannel.class)
+            ChannelFuture f = new Bootstrap()
+                    .group(group)
+                    .channel(RdmaChannel.class)
                     .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, 300)
-                    .handler(new ChannelInboundHandlerAdapter()).connect(NettyTestSupport.host(), silent.getLocalPort());
+                    .handler(new ChannelInboundHandlerAdapter())
+                    .connect(NettyTestSupport.host(), silent.getLocalPort());
             assertTrue(f.await(5, TimeUnit.SECONDS));
             long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
             assertInstanceOf(ConnectTimeoutException.class, f.cause());
             assertTrue(ms >= 250 && ms < 3000, "timed out after " + ms + " ms, expected about 300");
-            assertTrue(f.channel().closeFuture().await(5, TimeUnit.SECONDS), "a channel whose connect failed must close");
+            assertTrue(
+                    f.channel().closeFuture().await(5, TimeUnit.SECONDS), "a channel whose connect failed must close");
         }
     }
 
@@ -277,8 +308,11 @@ class ChannelBehaviourTest {
         try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getByName(NettyTestSupport.host()))) {
             port = s.getLocalPort();
         }
-        ChannelFuture f = new Bootstrap().group(group).channel(RdmaChannel.class)
-                .handler(new ChannelInboundHandlerAdapter()).connect(NettyTestSupport.host(), port);
+        ChannelFuture f = new Bootstrap()
+                .group(group)
+                .channel(RdmaChannel.class)
+                .handler(new ChannelInboundHandlerAdapter())
+                .connect(NettyTestSupport.host(), port);
         assertTrue(f.await(10, TimeUnit.SECONDS));
         ConnectException e = assertInstanceOf(ConnectException.class, f.cause());
         assertTrue(e.getMessage().contains(String.valueOf(port)), e.getMessage());
@@ -287,12 +321,15 @@ class ChannelBehaviourTest {
 
     @Test
     void aFailedCompletionReachesExceptionCaughtWithItsStatusAndExplanation() throws Exception {
-        Channel server = server(new ChannelInboundHandlerAdapter() {
-            @Override
-            public boolean isSharable() {
-                return true;
-            }
-        }, true, false);
+        Channel server = server(
+                new ChannelInboundHandlerAdapter() {
+                    @Override
+                    public boolean isSharable() {
+                        return true;
+                    }
+                },
+                true,
+                false);
         LinkedBlockingQueue<Throwable> errors = new LinkedBlockingQueue<>();
         Channel client = client(server, new ChannelInboundHandlerAdapter() {
             @Override
@@ -323,16 +360,23 @@ class ChannelBehaviourTest {
      */
     @Test
     void aReadBeforeConnectIsDoneOnceConnected() throws Exception {
-        Channel server = new ServerBootstrap().group(group).channel(RdmaServerChannel.class)
+        Channel server = new ServerBootstrap()
+                .group(group)
+                .channel(RdmaServerChannel.class)
                 .childHandler(new ChannelInboundHandlerAdapter() {
                     @Override
                     public void channelActive(ChannelHandlerContext ctx) {
                         ctx.writeAndFlush(Unpooled.copyInt(42));
                     }
-                }).bind(NettyTestSupport.host(), 0).sync().channel();
+                })
+                .bind(NettyTestSupport.host(), 0)
+                .sync()
+                .channel();
         LinkedBlockingQueue<Integer> received = new LinkedBlockingQueue<>();
         AtomicInteger activeAtRead = new AtomicInteger(-1);
-        Channel client = new Bootstrap().group(group).channel(RdmaChannel.class)
+        Channel client = new Bootstrap()
+                .group(group)
+                .channel(RdmaChannel.class)
                 .option(ChannelOption.AUTO_READ, false)
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, NettyTestSupport.connectTimeoutMillis())
                 .handler(new ChannelInboundHandlerAdapter() {
@@ -351,7 +395,10 @@ class ChannelBehaviourTest {
                             buf.release();
                         }
                     }
-                }).connect(server.localAddress()).sync().channel();
+                })
+                .connect(server.localAddress())
+                .sync()
+                .channel();
         try {
             assertEquals(0, activeAtRead.get(), "the read must have been asked for before the channel was active");
             assertEquals(42, received.poll(NettyTestSupport.patienceSeconds(), TimeUnit.SECONDS));
@@ -367,12 +414,15 @@ class ChannelBehaviourTest {
      */
     @Test
     void shutdownAfterCloseFailsWithClosedChannelException() throws Exception {
-        Channel server = server(new ChannelInboundHandlerAdapter() {
-            @Override
-            public boolean isSharable() {
-                return true;
-            }
-        }, true, false);
+        Channel server = server(
+                new ChannelInboundHandlerAdapter() {
+                    @Override
+                    public boolean isSharable() {
+                        return true;
+                    }
+                },
+                true,
+                false);
         try {
             RdmaChannel client = (RdmaChannel) client(server, new ChannelInboundHandlerAdapter());
             assertTrue(client.isActive());

@@ -1,5 +1,7 @@
 package dev.jrdma.netty;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
 import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
@@ -10,17 +12,14 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Test;
-
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 
 /**
  * A server that writes its last message and closes when the write's promise completes (HTTP's
@@ -47,13 +46,17 @@ class CloseAfterWriteTest {
     }
 
     /** A server whose accepted channels write "goodbye" at once and let {@code onWritten} close them. */
-    private static Channel server(BiConsumer<ChannelHandlerContext, io.netty.channel.ChannelFuture> onWritten) throws Exception {
-        return new ServerBootstrap().group(group).channel(RdmaServerChannel.class)
+    private static Channel server(BiConsumer<ChannelHandlerContext, io.netty.channel.ChannelFuture> onWritten)
+            throws Exception {
+        return new ServerBootstrap()
+                .group(group)
+                .channel(RdmaServerChannel.class)
                 .childHandler(new ChannelInboundHandlerAdapter() {
                     @Override
                     public void channelActive(ChannelHandlerContext ctx) {
                         // as HTTP's handler does: write, listen, and flush later (the listener runs inside the flush)
-                        io.netty.channel.ChannelFuture f = ctx.write(Unpooled.copiedBuffer("goodbye", StandardCharsets.US_ASCII));
+                        io.netty.channel.ChannelFuture f =
+                                ctx.write(Unpooled.copiedBuffer("goodbye", StandardCharsets.US_ASCII));
                         onWritten.accept(ctx, f);
                         ctx.flush();
                     }
@@ -62,7 +65,10 @@ class CloseAfterWriteTest {
                     public boolean isSharable() {
                         return true;
                     }
-                }).bind(NettyTestSupport.host(), 0).sync().channel();
+                })
+                .bind(NettyTestSupport.host(), 0)
+                .sync()
+                .channel();
     }
 
     /** Connects, and returns what the client read before its channel closed. */
@@ -70,7 +76,9 @@ class CloseAfterWriteTest {
         int port = ((InetSocketAddress) server.localAddress()).getPort();
         LinkedBlockingQueue<String> got = new LinkedBlockingQueue<>();
         StringBuilder text = new StringBuilder();
-        Channel client = new Bootstrap().group(group).channel(RdmaChannel.class)
+        Channel client = new Bootstrap()
+                .group(group)
+                .channel(RdmaChannel.class)
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, NettyTestSupport.connectTimeoutMillis())
                 .handler(new ChannelInboundHandlerAdapter() {
                     @Override
@@ -88,7 +96,10 @@ class CloseAfterWriteTest {
                     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
                         text.append("[").append(cause).append("]");
                     }
-                }).connect(NettyTestSupport.host(), port).sync().channel();
+                })
+                .connect(NettyTestSupport.host(), port)
+                .sync()
+                .channel();
         String s = got.poll(20, TimeUnit.SECONDS);
         client.close().sync();
         return s;
@@ -97,7 +108,8 @@ class CloseAfterWriteTest {
     @Test
     void aCloseThatOvertakesTheEventLoopStillSendsWhatWasWritten() throws Exception {
         // the worst case of the race, made certain: the endpoint closes the moment the write's promise completes
-        Channel server = server((ctx, f) -> f.addListener(done -> ((RdmaChannel) ctx.channel()).endpoint().close()));
+        Channel server = server((ctx, f) ->
+                f.addListener(done -> ((RdmaChannel) ctx.channel()).endpoint().close()));
         try {
             assertEquals("goodbye", readUntilClosed(server));
         } finally {

@@ -1,5 +1,9 @@
 package dev.jrdma.netty;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
@@ -12,18 +16,12 @@ import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
-import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
-import org.junit.jupiter.api.Test;
-
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
 
 /**
  * Netty's echo example (io.netty.example.echo: EchoServer with EchoServerHandler, EchoClient with a client
@@ -106,9 +104,16 @@ class EchoTest {
         }
     }
 
-    private static byte[] echo(EventLoopGroup boss, EventLoopGroup workers, Class<? extends io.netty.channel.ServerChannel> serverClass,
-                               Class<? extends Channel> clientClass, byte[] payload) throws Exception {
-        ServerBootstrap sb = new ServerBootstrap().group(boss, workers).channel(serverClass)
+    private static byte[] echo(
+            EventLoopGroup boss,
+            EventLoopGroup workers,
+            Class<? extends io.netty.channel.ServerChannel> serverClass,
+            Class<? extends Channel> clientClass,
+            byte[] payload)
+            throws Exception {
+        ServerBootstrap sb = new ServerBootstrap()
+                .group(boss, workers)
+                .channel(serverClass)
                 .childHandler(new ChannelInitializer<Channel>() {
                     @Override
                     protected void initChannel(Channel ch) {
@@ -119,7 +124,10 @@ class EchoTest {
         try {
             int port = ((java.net.InetSocketAddress) server.localAddress()).getPort();
             EchoClientHandler handler = new EchoClientHandler(payload);
-            Bootstrap b = new Bootstrap().group(workers).channel(clientClass).option(ChannelOption.TCP_NODELAY, true)
+            Bootstrap b = new Bootstrap()
+                    .group(workers)
+                    .channel(clientClass)
+                    .option(ChannelOption.TCP_NODELAY, true)
                     .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, NettyTestSupport.connectTimeoutMillis())
                     .handler(new ChannelInitializer<Channel>() {
                         @Override
@@ -180,7 +188,9 @@ class EchoTest {
     void manyClientsAtOnce() throws Exception {
         EventLoopGroup g = new RdmaEventLoopGroup(2);
         try {
-            ServerBootstrap sb = new ServerBootstrap().group(g).channel(RdmaServerChannel.class)
+            ServerBootstrap sb = new ServerBootstrap()
+                    .group(g)
+                    .channel(RdmaServerChannel.class)
                     .childHandler(new EchoServerHandler());
             Channel server = sb.bind(NettyTestSupport.host(), 0).sync().channel();
             int port = ((java.net.InetSocketAddress) server.localAddress()).getPort();
@@ -188,11 +198,19 @@ class EchoTest {
                 EchoClientHandler[] hs = new EchoClientHandler[4];
                 for (int i = 0; i < hs.length; i++) {
                     hs[i] = new EchoClientHandler(payload(20_000 + i));
-                    new Bootstrap().group(g).channel(RdmaChannel.class).handler(hs[i])
-                            .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, NettyTestSupport.connectTimeoutMillis()).connect(NettyTestSupport.host(), port).sync();
+                    new Bootstrap()
+                            .group(g)
+                            .channel(RdmaChannel.class)
+                            .handler(hs[i])
+                            .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, NettyTestSupport.connectTimeoutMillis())
+                            .connect(NettyTestSupport.host(), port)
+                            .sync();
                 }
                 for (int i = 0; i < hs.length; i++) {
-                    assertArrayEquals(payload(20_000 + i), hs[i].done.get(NettyTestSupport.patienceSeconds(), TimeUnit.SECONDS), "client " + i);
+                    assertArrayEquals(
+                            payload(20_000 + i),
+                            hs[i].done.get(NettyTestSupport.patienceSeconds(), TimeUnit.SECONDS),
+                            "client " + i);
                 }
             } finally {
                 server.close().sync();

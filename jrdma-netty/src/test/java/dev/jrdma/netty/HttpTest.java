@@ -1,5 +1,9 @@
 package dev.jrdma.netty;
 
+import static io.netty.handler.codec.http.HttpResponseStatus.OK;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+
 import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.Unpooled;
@@ -28,16 +32,11 @@ import io.netty.handler.codec.http.HttpServerCodec;
 import io.netty.handler.codec.http.HttpServerExpectContinueHandler;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
-import org.junit.jupiter.api.Test;
-
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
-
-import static io.netty.handler.codec.http.HttpResponseStatus.OK;
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
+import org.junit.jupiter.api.Test;
 
 /**
  * Netty's HTTP hello-world example (io.netty.example.http.helloworld: HttpHelloWorldServer, its initializer and
@@ -61,11 +60,16 @@ class HttpTest {
         protected void channelRead0(ChannelHandlerContext ctx, HttpObject msg) {
             if (msg instanceof HttpRequest req) {
                 boolean keepAlive = HttpUtil.isKeepAlive(req);
-                FullHttpResponse response = new DefaultFullHttpResponse(req.protocolVersion(), OK, Unpooled.wrappedBuffer(CONTENT));
-                response.headers().set(HttpHeaderNames.CONTENT_TYPE, HttpHeaderValues.TEXT_PLAIN)
-                        .setInt(HttpHeaderNames.CONTENT_LENGTH, response.content().readableBytes());
+                FullHttpResponse response =
+                        new DefaultFullHttpResponse(req.protocolVersion(), OK, Unpooled.wrappedBuffer(CONTENT));
+                response.headers()
+                        .set(HttpHeaderNames.CONTENT_TYPE, HttpHeaderValues.TEXT_PLAIN)
+                        .setInt(
+                                HttpHeaderNames.CONTENT_LENGTH,
+                                response.content().readableBytes());
                 if (keepAlive) {
-                    if (!req.protocolVersion().isKeepAliveDefault()) response.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.KEEP_ALIVE);
+                    if (!req.protocolVersion().isKeepAliveDefault())
+                        response.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.KEEP_ALIVE);
                 } else {
                     response.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
                 }
@@ -81,8 +85,12 @@ class HttpTest {
         }
     }
 
-    private static void helloWorld(EventLoopGroup group, Class<? extends ServerChannel> serverClass, Class<? extends Channel> clientClass) throws Exception {
-        Channel server = new ServerBootstrap().group(group).channel(serverClass)
+    private static void helloWorld(
+            EventLoopGroup group, Class<? extends ServerChannel> serverClass, Class<? extends Channel> clientClass)
+            throws Exception {
+        Channel server = new ServerBootstrap()
+                .group(group)
+                .channel(serverClass)
                 .childHandler(new ChannelInitializer<Channel>() {
                     @Override
                     protected void initChannel(Channel ch) {
@@ -91,34 +99,51 @@ class HttpTest {
                         p.addLast(new HttpServerExpectContinueHandler());
                         p.addLast(new HelloWorldHandler());
                     }
-                }).bind(NettyTestSupport.host(), 0).sync().channel();
+                })
+                .bind(NettyTestSupport.host(), 0)
+                .sync()
+                .channel();
         try {
             int port = ((InetSocketAddress) server.localAddress()).getPort();
             LinkedBlockingQueue<Object> responses = new LinkedBlockingQueue<>();
-            Channel client = new Bootstrap().group(group).channel(clientClass)
+            Channel client = new Bootstrap()
+                    .group(group)
+                    .channel(clientClass)
                     .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, NettyTestSupport.connectTimeoutMillis())
                     .handler(new ChannelInitializer<Channel>() {
                         @Override
                         protected void initChannel(Channel ch) {
-                            ch.pipeline().addLast(new HttpClientCodec(), new HttpObjectAggregator(1 << 20),
-                                    new SimpleChannelInboundHandler<FullHttpResponse>() {
-                                        @Override
-                                        protected void channelRead0(ChannelHandlerContext ctx, FullHttpResponse r) {
-                                            responses.add(new Object[] {r.status(), r.content().toString(StandardCharsets.US_ASCII),
-                                                    r.headers().get(HttpHeaderNames.CONNECTION)});
-                                        }
+                            ch.pipeline()
+                                    .addLast(
+                                            new HttpClientCodec(),
+                                            new HttpObjectAggregator(1 << 20),
+                                            new SimpleChannelInboundHandler<FullHttpResponse>() {
+                                                @Override
+                                                protected void channelRead0(
+                                                        ChannelHandlerContext ctx, FullHttpResponse r) {
+                                                    responses.add(new Object[] {
+                                                        r.status(),
+                                                        r.content().toString(StandardCharsets.US_ASCII),
+                                                        r.headers().get(HttpHeaderNames.CONNECTION)
+                                                    });
+                                                }
 
-                                        @Override
-                                        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-                                            responses.add(cause);
-                                        }
-                                    });
+                                                @Override
+                                                public void exceptionCaught(
+                                                        ChannelHandlerContext ctx, Throwable cause) {
+                                                    responses.add(cause);
+                                                }
+                                            });
                         }
-                    }).connect(NettyTestSupport.host(), port).sync().channel();
+                    })
+                    .connect(NettyTestSupport.host(), port)
+                    .sync()
+                    .channel();
             // keep-alive: three requests on one connection, then one that asks the server to close
             for (int i = 0; i < 4; i++) {
                 boolean last = i == 3;
-                DefaultFullHttpRequest req = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.GET, "/hello/" + i);
+                DefaultFullHttpRequest req =
+                        new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.GET, "/hello/" + i);
                 req.headers().set(HttpHeaderNames.HOST, NettyTestSupport.host());
                 if (last) req.headers().set(HttpHeaderNames.CONNECTION, HttpHeaderValues.CLOSE);
                 client.writeAndFlush(req).sync();
@@ -131,7 +156,10 @@ class HttpTest {
                 if (last) assertEquals("close", parts[2]);
             }
             // the server closed after the last response: the client sees the end of the stream
-            assertEquals(true, client.closeFuture().await(NettyTestSupport.patienceSeconds(), TimeUnit.SECONDS), "the server's close did not reach the client");
+            assertEquals(
+                    true,
+                    client.closeFuture().await(NettyTestSupport.patienceSeconds(), TimeUnit.SECONDS),
+                    "the server's close did not reach the client");
         } finally {
             server.close().sync();
         }

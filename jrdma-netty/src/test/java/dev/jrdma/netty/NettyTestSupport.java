@@ -4,7 +4,6 @@ import dev.jrdma.connect.EndpointConfig;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.nio.NioIoHandler;
-
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 
@@ -21,8 +20,7 @@ public final class NettyTestSupport {
     }
 
     /** Applies the settings above (they apply when the class loads). */
-    public static void init() {
-    }
+    public static void init() {}
 
     /** Where the tests listen: loopback, or the address given with -Djrdma.netty.test.host (rxe0's in the guest). */
     static String host() {
@@ -31,7 +29,8 @@ public final class NettyTestSupport {
 
     /** Netty's connect timeout for the tests' clients: 30 s, or above the endpoint's own where the run raised that. */
     public static int connectTimeoutMillis() {
-        return (int) Math.max(30_000, 2 * RdmaChannelConfig.DEFAULT_ENDPOINT_CONFIG.timeout().toMillis());
+        return (int) Math.max(
+                30_000, 2 * RdmaChannelConfig.DEFAULT_ENDPOINT_CONFIG.timeout().toMillis());
     }
 
     /**
@@ -40,7 +39,8 @@ public final class NettyTestSupport {
      * set-up alone can take more than the default 10 s).
      */
     static long patienceSeconds() {
-        return Math.max(30, 3 * RdmaChannelConfig.DEFAULT_ENDPOINT_CONFIG.timeout().toSeconds());
+        return Math.max(
+                30, 3 * RdmaChannelConfig.DEFAULT_ENDPOINT_CONFIG.timeout().toSeconds());
     }
 
     static EndpointConfig.Builder config() {
@@ -54,7 +54,8 @@ public final class NettyTestSupport {
 
     static void shutdown(EventLoopGroup... groups) {
         for (EventLoopGroup g : groups) {
-            if (g != null) g.shutdownGracefully(200, 3000, TimeUnit.MILLISECONDS).syncUninterruptibly();
+            if (g != null)
+                g.shutdownGracefully(200, 3000, TimeUnit.MILLISECONDS).syncUninterruptibly();
         }
     }
 }

@@ -1,5 +1,12 @@
 package dev.jrdma.netty;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
@@ -10,23 +17,15 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
-import org.junit.jupiter.api.Test;
-
 import java.io.ByteArrayOutputStream;
 import java.net.InetSocketAddress;
 import java.util.Random;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertInstanceOf;
-import static org.junit.jupiter.api.Assertions.assertNotNull;
-import static org.junit.jupiter.api.Assertions.assertNull;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
 
 /**
  * Writes of buffers from the channel's own allocator go out from their registered memory without a copy, held until
@@ -73,9 +72,16 @@ class ZeroCopyWriteTest {
     static void start() throws Exception {
         group = new RdmaEventLoopGroup(2);
         sink = new Sink();
-        server = new ServerBootstrap().group(group).channel(RdmaServerChannel.class)
-                .childOption(RdmaChannelOption.ENDPOINT_CONFIG, NettyTestSupport.config().build())
-                .childHandler(sink).bind(NettyTestSupport.host(), 0).sync().channel();
+        server = new ServerBootstrap()
+                .group(group)
+                .channel(RdmaServerChannel.class)
+                .childOption(
+                        RdmaChannelOption.ENDPOINT_CONFIG,
+                        NettyTestSupport.config().build())
+                .childHandler(sink)
+                .bind(NettyTestSupport.host(), 0)
+                .sync()
+                .channel();
     }
 
     @AfterAll
@@ -86,10 +92,17 @@ class ZeroCopyWriteTest {
 
     private static RdmaChannel connect() throws Exception {
         int port = ((InetSocketAddress) server.localAddress()).getPort();
-        return (RdmaChannel) new Bootstrap().group(group).channel(RdmaChannel.class)
-                .option(RdmaChannelOption.ENDPOINT_CONFIG, NettyTestSupport.config().build())
+        return (RdmaChannel) new Bootstrap()
+                .group(group)
+                .channel(RdmaChannel.class)
+                .option(
+                        RdmaChannelOption.ENDPOINT_CONFIG,
+                        NettyTestSupport.config().build())
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, NettyTestSupport.connectTimeoutMillis())
-                .handler(new ChannelInboundHandlerAdapter()).connect(NettyTestSupport.host(), port).sync().channel();
+                .handler(new ChannelInboundHandlerAdapter())
+                .connect(NettyTestSupport.host(), port)
+                .sync()
+                .channel();
     }
 
     private static <T> T onLoop(Channel ch, Callable<T> c) throws Exception {
@@ -105,7 +118,8 @@ class ZeroCopyWriteTest {
     /** A buffer of the channel's allocator filled with {@code data}; it must be registered memory of the connection. */
     private static ByteBuf registered(RdmaChannel ch, byte[] data) {
         ByteBuf b = ch.alloc().directBuffer(data.length).writeBytes(data);
-        RegisteredByteBuf r = assertInstanceOf(RegisteredByteBuf.class, b, "the channel's allocator gives registered buffers");
+        RegisteredByteBuf r =
+                assertInstanceOf(RegisteredByteBuf.class, b, "the channel's allocator gives registered buffers");
         assertNotNull(r.registeredIn(ch.endpoint().pool()), "the buffer is memory of the connection's pool");
         return b;
     }
@@ -114,7 +128,9 @@ class ZeroCopyWriteTest {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(NettyTestSupport.patienceSeconds());
         for (ByteBuf b : bufs) {
             while (b.refCnt() != 0) {
-                assertTrue(System.nanoTime() < deadline, "a buffer sent in place was not released after its send: refCnt " + b.refCnt());
+                assertTrue(
+                        System.nanoTime() < deadline,
+                        "a buffer sent in place was not released after its send: refCnt " + b.refCnt());
                 Thread.sleep(2);
             }
         }
@@ -136,7 +152,10 @@ class ZeroCopyWriteTest {
             awaitReleased(buf);
             assertEquals(0L, (long) onLoop(ch, ch::bytesCopied), "no byte was copied into the send ring");
             assertEquals(data.length, (long) onLoop(ch, ch::bytesSentInPlace));
-            assertEquals(poolInUse, (int) onLoop(ch, () -> ch.endpoint().pool().inUse()), "the buffer's memory went back to the pool");
+            assertEquals(
+                    poolInUse,
+                    (int) onLoop(ch, () -> ch.endpoint().pool().inUse()),
+                    "the buffer's memory went back to the pool");
         } finally {
             ch.close().sync();
         }
@@ -151,15 +170,21 @@ class ZeroCopyWriteTest {
             CompletableFuture<byte[]> arrived = sink.expect(data.length);
             ByteBuf buf = onLoop(ch, () -> {
                 ByteBuf b = ch.alloc().buffer(64); // grows twice or more while it is written: new memory each time
-                for (int off = 0; off < data.length; off += 1000) b.writeBytes(data, off, Math.min(1000, data.length - off));
-                assertNotNull(((RegisteredByteBuf) b).registeredIn(ch.endpoint().pool()), "grown within a slab: still registered");
+                for (int off = 0; off < data.length; off += 1000)
+                    b.writeBytes(data, off, Math.min(1000, data.length - off));
+                assertNotNull(
+                        ((RegisteredByteBuf) b).registeredIn(ch.endpoint().pool()),
+                        "grown within a slab: still registered");
                 ch.writeAndFlush(b);
                 return b;
             });
             assertArrayEquals(data, arrived.get(NettyTestSupport.patienceSeconds(), TimeUnit.SECONDS));
             awaitReleased(buf);
             assertEquals(data.length, (long) onLoop(ch, ch::bytesSentInPlace));
-            assertEquals(poolInUse, (int) onLoop(ch, () -> ch.endpoint().pool().inUse()), "every slice it held went back to the pool");
+            assertEquals(
+                    poolInUse,
+                    (int) onLoop(ch, () -> ch.endpoint().pool().inUse()),
+                    "every slice it held went back to the pool");
         } finally {
             ch.close().sync();
         }
@@ -169,14 +194,20 @@ class ZeroCopyWriteTest {
     void heapBuffersAreCopiedOnceAndMixedWritesArriveInOrder() throws Exception {
         RdmaChannel ch = connect();
         try {
-            byte[] smallHeap = random(100, 2), big = random(20_000, 3), heap = random(3_000, 4), sliced = random(2_000, 5),
+            byte[] smallHeap = random(100, 2),
+                    big = random(20_000, 3),
+                    heap = random(3_000, 4),
+                    sliced = random(2_000, 5),
                     smallRegistered = random(500, 6);
             ByteArrayOutputStream all = new ByteArrayOutputStream();
             for (byte[] part : new byte[][] {smallHeap, big, heap, sliced, smallRegistered}) all.writeBytes(part);
             CompletableFuture<byte[]> arrived = sink.expect(all.size());
             ByteBuf[] held = onLoop(ch, () -> {
                 ByteBuf bigBuf = registered(ch, big);
-                ByteBuf whole = registered(ch, random(4_000, 7)).writerIndex(0).writeBytes(sliced).writeZero(2_000);
+                ByteBuf whole = registered(ch, random(4_000, 7))
+                        .writerIndex(0)
+                        .writeBytes(sliced)
+                        .writeZero(2_000);
                 ByteBuf slice = whole.retainedSlice(0, sliced.length); // a view of registered memory: sent in place too
                 whole.release();
                 ByteBuf small = registered(ch, smallRegistered);
@@ -191,7 +222,8 @@ class ZeroCopyWriteTest {
             assertArrayEquals(all.toByteArray(), arrived.get(NettyTestSupport.patienceSeconds(), TimeUnit.SECONDS));
             awaitReleased(held);
             // in place: the 20,000-byte buffer (a full message and the rest) and the 2,000-byte slice; copied: the
-            // heap buffers, and the registered buffer below RdmaChannel.IN_PLACE_MIN (gathered, not a message of its own)
+            // heap buffers, and the registered buffer below RdmaChannel.IN_PLACE_MIN (gathered, not a message of its
+            // own)
             assertEquals(big.length + sliced.length, (long) onLoop(ch, ch::bytesSentInPlace));
             assertEquals(smallHeap.length + heap.length + smallRegistered.length, (long) onLoop(ch, ch::bytesCopied));
         } finally {
@@ -206,7 +238,8 @@ class ZeroCopyWriteTest {
         try {
             byte[] data = random(10_000, 8);
             ByteBuf foreign = onLoop(first, () -> registered(first, data));
-            assertNull(((RegisteredByteBuf) foreign).registeredIn(second.endpoint().pool()),
+            assertNull(
+                    ((RegisteredByteBuf) foreign).registeredIn(second.endpoint().pool()),
                     "each client connection has a protection domain and pool of its own");
             CompletableFuture<byte[]> arrived = sink.expect(data.length);
             onLoop(second, () -> second.writeAndFlush(foreign));

@@ -6,10 +6,8 @@ import dev.jrdma.soft.SendWqe.Progress;
 import dev.jrdma.soft.wire.Aeth;
 import dev.jrdma.soft.wire.Psn;
 import dev.jrdma.soft.wire.RocePacket;
-import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
@@ -32,7 +30,17 @@ import java.lang.foreign.ValueLayout;
 final class Completer {
     /** The steps of {@link #receive}. */
     enum State {
-        CHECK_PSN, CHECK_ACK, ACK, RNR_NAK, SEQUENCE_NAK, FATAL_NAK, READ_RESPONSE, ATOMIC_RESPONSE, COMPLETE, DROP, DONE
+        CHECK_PSN,
+        CHECK_ACK,
+        ACK,
+        RNR_NAK,
+        SEQUENCE_NAK,
+        FATAL_NAK,
+        READ_RESPONSE,
+        ATOMIC_RESPONSE,
+        COMPLETE,
+        DROP,
+        DONE
     }
 
     private final SoftQp qp;
@@ -40,6 +48,7 @@ final class Completer {
 
     /** The oldest PSN not yet acknowledged (rxe: {@code comp.psn}). */
     int oldestUnacked;
+
     private int retryLeft, rnrLeft;
     /**
      * A READ/atomic re-request (after a response gap or an implicit NAK) from {@link #readRetryPsn} is under way:
@@ -48,6 +57,7 @@ final class Completer {
      * would each trigger another replay: a storm.
      */
     private boolean readRetryActive;
+
     private int readRetryPsn;
     /**
      * A go-back from {@link #oldestUnacked} (a sequence NAK or a timeout) is under way and nothing was acknowledged
@@ -166,18 +176,25 @@ final class Completer {
         int op = pkt.opcode();
         SendWqe w = holding(psn);
         if (op == ATOMIC_ACKNOWLEDGE.code()) {
-            return w != null && w.op.isAtomic() && w.firstPsn == psn ? State.ATOMIC_RESPONSE : drop(Counter.RX_RESPONSE_IGNORED);
+            return w != null && w.op.isAtomic() && w.firstPsn == psn
+                    ? State.ATOMIC_RESPONSE
+                    : drop(Counter.RX_RESPONSE_IGNORED);
         }
-        if (op != ACKNOWLEDGE.code()) return w != null && w.op == WrOpcode.RDMA_READ ? State.READ_RESPONSE : drop(Counter.RX_RESPONSE_IGNORED);
+        if (op != ACKNOWLEDGE.code())
+            return w != null && w.op == WrOpcode.RDMA_READ ? State.READ_RESPONSE : drop(Counter.RX_RESPONSE_IGNORED);
         int syn = pkt.aethSyndrome();
         int type = Aeth.type(syn);
         if (type == Aeth.TYPE_ACK) {
-            if (w != null && w.op == WrOpcode.RDMA_READ && w.progress != Progress.DONE && psn != w.lastPsn) return drop(Counter.RX_RESPONSE_IGNORED);
+            if (w != null && w.op == WrOpcode.RDMA_READ && w.progress != Progress.DONE && psn != w.lastPsn)
+                return drop(Counter.RX_RESPONSE_IGNORED);
             return State.ACK;
         }
-        if (type != Aeth.TYPE_RNR_NAK && type != Aeth.TYPE_NAK) return drop(Counter.RX_RESPONSE_IGNORED); // reserved syndrome
-        // a NAK names the request it refuses: for a READ, the PSN its last request went out with (not one of its responses')
-        if (w == null || (w.op == WrOpcode.RDMA_READ && Psn.diff(psn, w.firstPsn) != w.readAskedAt)) return drop(Counter.RX_RESPONSE_IGNORED);
+        if (type != Aeth.TYPE_RNR_NAK && type != Aeth.TYPE_NAK)
+            return drop(Counter.RX_RESPONSE_IGNORED); // reserved syndrome
+        // a NAK names the request it refuses: for a READ, the PSN its last request went out with (not one of its
+        // responses')
+        if (w == null || (w.op == WrOpcode.RDMA_READ && Psn.diff(psn, w.firstPsn) != w.readAskedAt))
+            return drop(Counter.RX_RESPONSE_IGNORED);
         if (psn != oldestUnacked && qp.guarded()) return drop(Counter.RX_RESPONSE_IGNORED);
         if (type == Aeth.TYPE_RNR_NAK) return State.RNR_NAK;
         return Aeth.value(syn) == Aeth.NAK_PSN_SEQUENCE_ERROR ? State.SEQUENCE_NAK : State.FATAL_NAK;
@@ -256,12 +273,14 @@ final class Completer {
         if (!qp.sendsRequests()) return State.DONE;
         SendWqe w = firstPending();
         if (w == null || !holds(w, psn)) return drop(Counter.RX_RESPONSE_IGNORED); // names no request in flight
-        completeWithError(w, switch (Aeth.value(pkt.aethSyndrome())) {
-            case Aeth.NAK_INVALID_REQUEST -> WcStatus.REM_INV_REQ_ERR;
-            case Aeth.NAK_REMOTE_ACCESS_ERROR -> WcStatus.REM_ACCESS_ERR;
-            case Aeth.NAK_INVALID_RD_REQUEST -> WcStatus.REM_INV_RD_REQ_ERR;
-            default -> WcStatus.REM_OP_ERR;
-        });
+        completeWithError(
+                w,
+                switch (Aeth.value(pkt.aethSyndrome())) {
+                    case Aeth.NAK_INVALID_REQUEST -> WcStatus.REM_INV_REQ_ERR;
+                    case Aeth.NAK_REMOTE_ACCESS_ERROR -> WcStatus.REM_ACCESS_ERR;
+                    case Aeth.NAK_INVALID_RD_REQUEST -> WcStatus.REM_INV_RD_REQ_ERR;
+                    default -> WcStatus.REM_OP_ERR;
+                });
         return State.DONE;
     }
 
@@ -294,18 +313,22 @@ final class Completer {
         if (w == null || w.op != WrOpcode.RDMA_READ) return drop(Counter.RX_RESPONSE_IGNORED);
         int expected = Psn.add(w.firstPsn, w.readRecv);
         int d = Psn.diff(psn, expected);
-        if (d < 0) return drop(Counter.RX_RESPONSE_IGNORED);           // a duplicate
-        if (d > 0) {                                                    // a response was lost: ask again from it, once
+        if (d < 0) return drop(Counter.RX_RESPONSE_IGNORED); // a duplicate
+        if (d > 0) { // a response was lost: ask again from it, once
             retryRead(expected);
             return State.DONE;
         }
-        if (readRetryActive && psn == readRetryPsn) readRetryActive = false; // the replay has begun: later gaps are real
+        if (readRetryActive && psn == readRetryPsn)
+            readRetryActive = false; // the replay has begun: later gaps are real
         int mtu = qp.mtu;
         int k = w.readRecv;
         // each READ request asks for one chunk: the responder numbers its responses FIRST..LAST within the chunk
         boolean first = k == qp.requester.readChunkStart(k), last = k == qp.requester.readChunkEnd(w, k) - 1;
-        int want = first && last ? RDMA_READ_RESPONSE_ONLY.code() : first ? RDMA_READ_RESPONSE_FIRST.code()
-                : last ? RDMA_READ_RESPONSE_LAST.code() : RDMA_READ_RESPONSE_MIDDLE.code();
+        int want = first && last
+                ? RDMA_READ_RESPONSE_ONLY.code()
+                : first
+                        ? RDMA_READ_RESPONSE_FIRST.code()
+                        : last ? RDMA_READ_RESPONSE_LAST.code() : RDMA_READ_RESPONSE_MIDDLE.code();
         long off = (long) k * mtu;
         long plen = Math.min(mtu, w.total - off);
         if (pkt.opcode() != want || pkt.payloadLength() != plen) {
@@ -418,7 +441,9 @@ final class Completer {
             timeoutsInARow = 0;
             lateForgiven = 0;
             retryPeriod = qp.timeoutNanos;
-            retryDeadline = oldestUnacked != qp.requester.nextPsn && qp.timeoutNanos > 0 ? qp.clock().nanoTime() + qp.timeoutNanos : 0;
+            retryDeadline = oldestUnacked != qp.requester.nextPsn && qp.timeoutNanos > 0
+                    ? qp.clock().nanoTime() + qp.timeoutNanos
+                    : 0;
         }
     }
 

@@ -112,11 +112,17 @@ enum Counter {
     static final class Set {
         private final AtomicLongArray values = new AtomicLongArray(ALL.length);
 
-        void add(Counter c) { values.getAndIncrement(c.ordinal()); }
+        void add(Counter c) {
+            values.getAndIncrement(c.ordinal());
+        }
 
-        void add(Counter c, long n) { values.getAndAdd(c.ordinal(), n); }
+        void add(Counter c, long n) {
+            values.getAndAdd(c.ordinal(), n);
+        }
 
-        long get(Counter c) { return values.get(c.ordinal()); }
+        long get(Counter c) {
+            return values.get(c.ordinal());
+        }
 
         Map<String, Long> snapshot() {
             LinkedHashMap<String, Long> m = new LinkedHashMap<>();

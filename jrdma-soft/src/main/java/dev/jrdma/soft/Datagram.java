@@ -18,7 +18,6 @@ import dev.jrdma.verbs.WcOpcode;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -33,6 +32,7 @@ import java.nio.ByteOrder;
 final class Datagram {
     /** A Q_Key with the high bit set in a send WR means "use the QP's own Q_Key" (IBA 10.2.5, controlled Q_Keys). */
     private static final int CONTROLLED_QKEY_BIT = 0x8000_0000;
+
     private static final int HOP_LIMIT = 64, UDP = 17;
 
     private final SoftQp qp;
@@ -56,24 +56,58 @@ final class Datagram {
         int idx = 0;
         for (SendWorkRequest wr = first; wr != null; wr = wr.next, idx++) {
             if (qp.state() != QpState.RTS)
-                throw new PostException("ibv_post_send", VerbsException.EINVAL, idx, "the UD QP is in " + qp.state() + "; sends need RTS");
+                throw new PostException(
+                        "ibv_post_send",
+                        VerbsException.EINVAL,
+                        idx,
+                        "the UD QP is in " + qp.state() + "; sends need RTS");
             if (wr.opcode != WrOpcode.SEND && wr.opcode != WrOpcode.SEND_WITH_IMM)
-                throw new PostException("ibv_post_send", VerbsException.EINVAL, idx, "a UD QP only sends SEND and SEND_WITH_IMM, not " + wr.opcode);
+                throw new PostException(
+                        "ibv_post_send",
+                        VerbsException.EINVAL,
+                        idx,
+                        "a UD QP only sends SEND and SEND_WITH_IMM, not " + wr.opcode);
             if (!(wr.ah instanceof SoftAh ah) || ah.pd != qp.pd() || ah.isClosed())
-                throw new PostException("ibv_post_send", VerbsException.EINVAL, idx, "a UD send needs an open address handle of this QP's PD (SendWorkRequest.ud)");
+                throw new PostException(
+                        "ibv_post_send",
+                        VerbsException.EINVAL,
+                        idx,
+                        "a UD send needs an open address handle of this QP's PD (SendWorkRequest.ud)");
             if (wr.numSge() > qp.cap().maxSendSge())
-                throw new PostException("ibv_post_send", VerbsException.EINVAL, idx,
-                        "num_sge " + wr.numSge() + " is above the QP's max_send_sge " + qp.cap().maxSendSge());
+                throw new PostException(
+                        "ibv_post_send",
+                        VerbsException.EINVAL,
+                        idx,
+                        "num_sge " + wr.numSge() + " is above the QP's max_send_sge "
+                                + qp.cap().maxSendSge());
             long total = wr.totalLength();
             if (total > mtu())
-                throw new PostException("ibv_post_send", VerbsException.EINVAL, idx,
-                        "a UD message of " + total + " bytes is larger than the port's MTU " + mtu() + ": a datagram is one packet");
+                throw new PostException(
+                        "ibv_post_send",
+                        VerbsException.EINVAL,
+                        idx,
+                        "a UD message of " + total + " bytes is larger than the port's MTU " + mtu()
+                                + ": a datagram is one packet");
             if (wr.flags.contains(SendFlag.INLINE) && total > qp.cap().maxInlineData())
-                throw new PostException("ibv_post_send", VerbsException.EINVAL, idx,
-                        "inline data of " + total + " bytes is above the QP's max_inline_data " + qp.cap().maxInlineData());
+                throw new PostException(
+                        "ibv_post_send",
+                        VerbsException.EINVAL,
+                        idx,
+                        "inline data of " + total + " bytes is above the QP's max_inline_data "
+                                + qp.cap().maxInlineData());
             WcStatus status = send(wr, ah, (int) total);
             if (sigAll || wr.flags.contains(SendFlag.SIGNALED) || status != WcStatus.SUCCESS) {
-                qp.sendCq().push(wr.wrId, status, WcOpcode.SEND, status == WcStatus.SUCCESS ? (int) total : 0, 0, 0, qp.qpNum(), 0, false);
+                qp.sendCq()
+                        .push(
+                                wr.wrId,
+                                status,
+                                WcOpcode.SEND,
+                                status == WcStatus.SUCCESS ? (int) total : 0,
+                                0,
+                                0,
+                                qp.qpNum(),
+                                0,
+                                false);
             }
         }
     }
@@ -82,7 +116,8 @@ final class Datagram {
         ByteBuffer b = qp.tx;
         boolean imm = wr.opcode == WrOpcode.SEND_WITH_IMM;
         int opcode = imm ? Opcode.UD_SEND_ONLY_WITH_IMMEDIATE.code() : Opcode.UD_SEND_ONLY.code();
-        int len = RocePacket.writeBth(b, 0, opcode, wr.flags.contains(SendFlag.SOLICITED), Bth.DEFAULT_PKEY, wr.remoteQpn, false, psn, total);
+        int len = RocePacket.writeBth(
+                b, 0, opcode, wr.flags.contains(SendFlag.SOLICITED), Bth.DEFAULT_PKEY, wr.remoteQpn, false, psn, total);
         int qk = (wr.remoteQkey & CONTROLLED_QKEY_BIT) != 0 ? qp.qkey : wr.remoteQkey;
         Deth.write(b, Bth.BYTES, qk, qp.qpNum());
         if (imm) ImmDt.write(b, Bth.BYTES + Deth.BYTES, wr.immData);
@@ -109,8 +144,9 @@ final class Datagram {
     boolean receive(RocePacket p, MemorySegment seg, IpAddress src, IpAddress dst) {
         QpState s = qp.state();
         if (s != QpState.RTR && s != QpState.RTS) return drop(Counter.RX_QP_NOT_READY);
-        if (p.dethQkey() != qp.qkey) return drop(Counter.RX_BAD_QKEY); // IBA 10.2.5: a Q_Key violation drops the datagram, unanswered
-        if (!qp.takeReceive()) return drop(Counter.RX_NO_RECEIVE);     // no receive posted: UD drops, no RNR
+        if (p.dethQkey() != qp.qkey)
+            return drop(Counter.RX_BAD_QKEY); // IBA 10.2.5: a Q_Key violation drops the datagram, unanswered
+        if (!qp.takeReceive()) return drop(Counter.RX_NO_RECEIVE); // no receive posted: UD drops, no RNR
         RecvWqe r = rq.first();
         int plen = p.payloadLength();
         rq.head++;
@@ -121,8 +157,13 @@ final class Datagram {
         if (!r.scatter(grhSeg, 0, 0, Grh.BYTES) || (plen > 0 && !r.scatter(seg, p.payloadOffset(), Grh.BYTES, plen)))
             return complete(r, WcStatus.LOC_PROT_ERR, 0, 0, 0, p);
         boolean imm = (p.flags() & IMMDT) != 0;
-        return complete(r, WcStatus.SUCCESS, Grh.BYTES + plen, imm ? p.immediate() : 0,
-                WorkCompletion.WITH_GRH | (imm ? WorkCompletion.WITH_IMM : 0), p);
+        return complete(
+                r,
+                WcStatus.SUCCESS,
+                Grh.BYTES + plen,
+                imm ? p.immediate() : 0,
+                WorkCompletion.WITH_GRH | (imm ? WorkCompletion.WITH_IMM : 0),
+                p);
     }
 
     private boolean drop(Counter reason) {
@@ -131,7 +172,17 @@ final class Datagram {
     }
 
     private boolean complete(RecvWqe r, WcStatus status, int byteLen, int immData, int flags, RocePacket p) {
-        qp.recvCq().push(r.wrId, status, WcOpcode.RECV, byteLen, immData, flags, qp.qpNum(), p.dethSrcQp(), p.solicitedEvent());
+        qp.recvCq()
+                .push(
+                        r.wrId,
+                        status,
+                        WcOpcode.RECV,
+                        byteLen,
+                        immData,
+                        flags,
+                        qp.qpNum(),
+                        p.dethSrcQp(),
+                        p.solicitedEvent());
         return true;
     }
 
@@ -141,8 +192,8 @@ final class Datagram {
      */
     private void writeGrh6(IpAddress src, IpAddress dst, int roceLength) {
         ByteBuffer g = grh;
-        g.putInt(0, 6 << 28);                                // version 6, traffic class 0, flow label 0
-        g.putShort(4, (short) (8 + roceLength));             // payload length: UDP + RoCE
+        g.putInt(0, 6 << 28); // version 6, traffic class 0, flow label 0
+        g.putShort(4, (short) (8 + roceLength)); // payload length: UDP + RoCE
         g.put(6, (byte) UDP);
         g.put(7, (byte) HOP_LIMIT);
         g.putLong(8, src.hi).putLong(16, src.lo).putLong(24, dst.hi).putLong(32, dst.lo);
@@ -152,11 +203,11 @@ final class Datagram {
     private void writeGrh(int srcIp, int dstIp, int roceLength) {
         ByteBuffer g = grh;
         for (int i = 0; i < 20; i++) g.put(i, (byte) 0);
-        g.put(20, (byte) 0x45);                              // version 4, 5 words
-        g.put(21, (byte) 0);                                 // DSCP/ECN
-        g.putShort(22, (short) (20 + 8 + roceLength));       // IP + UDP + RoCE
-        g.putShort(24, (short) 0);                           // identification
-        g.putShort(26, (short) 0x4000);                      // don't fragment
+        g.put(20, (byte) 0x45); // version 4, 5 words
+        g.put(21, (byte) 0); // DSCP/ECN
+        g.putShort(22, (short) (20 + 8 + roceLength)); // IP + UDP + RoCE
+        g.putShort(24, (short) 0); // identification
+        g.putShort(26, (short) 0x4000); // don't fragment
         g.put(28, (byte) HOP_LIMIT);
         g.put(29, (byte) UDP);
         g.putShort(30, (short) 0);

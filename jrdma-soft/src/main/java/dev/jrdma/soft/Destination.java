@@ -1,7 +1,6 @@
 package dev.jrdma.soft;
 
 import dev.jrdma.verbs.AhAttr;
-
 import java.io.Serial;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;

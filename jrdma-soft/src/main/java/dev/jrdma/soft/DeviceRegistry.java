@@ -1,7 +1,6 @@
 package dev.jrdma.soft;
 
 import dev.jrdma.verbs.VerbsException;
-
 import java.io.IOException;
 import java.net.InetAddress;
 import java.util.HashMap;
@@ -29,13 +28,19 @@ final class DeviceRegistry {
         final Transport transport;
         int refs;
 
-        Held(Transport transport) { this.transport = transport; }
+        Held(Transport transport) {
+            this.transport = transport;
+        }
     }
 
-    DeviceRegistry(Clock clock) { this.clock = clock; }
+    DeviceRegistry(Clock clock) {
+        this.clock = clock;
+    }
 
     /** The name of a device's transport: address and port, e.g. "127.0.0.1:4791". */
-    static String key(IpAddress address, int port) { return address.literal() + ":" + port; }
+    static String key(IpAddress address, int port) {
+        return address.literal() + ":" + port;
+    }
 
     /**
      * The transport of {@code address} and {@code port}, opened now (its link wrapped by {@code wrap}: tests, a link
@@ -50,9 +55,13 @@ final class DeviceRegistry {
                 try {
                     h = new Held(Transport.open(this, address, port, wrap));
                 } catch (IOException e) {
-                    throw new VerbsException("ibv_open_device", VerbsException.EBUSY,
-                            "cannot bind UDP " + k + " for the soft device (" + e.getMessage() + "): another process (or kernel Soft-RoCE) "
-                                    + "holds the port, or the address is not local; pick another address (soft@127.0.0.2) or port (-Djrdma.soft.port)", e);
+                    throw new VerbsException(
+                            "ibv_open_device",
+                            VerbsException.EBUSY,
+                            "cannot bind UDP " + k + " for the soft device (" + e.getMessage()
+                                    + "): another process (or kernel Soft-RoCE) "
+                                    + "holds the port, or the address is not local; pick another address (soft@127.0.0.2) or port (-Djrdma.soft.port)",
+                            e);
                 }
                 open.put(k, h);
             }

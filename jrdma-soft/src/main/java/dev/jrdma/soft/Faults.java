@@ -20,9 +20,11 @@ import java.util.Locale;
  * @param delayNanos    a delay added to every packet (0: none)
  * @param reorderNanos  the longest a held-back packet waits
  */
-record Faults(long seed, double drop, double reorder, double duplicate, double corrupt, long delayNanos, long reorderNanos) {
+record Faults(
+        long seed, double drop, double reorder, double duplicate, double corrupt, long delayNanos, long reorderNanos) {
     /** The system property that applies faults to every soft device of the JVM (manual runs). */
     static final String PROPERTY = "jrdma.soft.faults";
+
     static final long DEFAULT_REORDER_NANOS = 1_000_000;
 
     Faults {
@@ -65,7 +67,8 @@ record Faults(long seed, double drop, double reorder, double duplicate, double c
             if (part.isBlank()) continue;
             int eq = part.indexOf('=');
             if (eq < 0) throw new IllegalArgumentException(PROPERTY + ": '" + part + "' is not key=value");
-            String key = part.substring(0, eq).trim().toLowerCase(Locale.ROOT), value = part.substring(eq + 1).trim();
+            String key = part.substring(0, eq).trim().toLowerCase(Locale.ROOT),
+                    value = part.substring(eq + 1).trim();
             try {
                 switch (key) {
                     case "seed" -> seed = Long.parseLong(value);
@@ -80,8 +83,9 @@ record Faults(long seed, double drop, double reorder, double duplicate, double c
                         drop = reorder = duplicate = p;
                         corrupt = p / 10;
                     }
-                    default -> throw new IllegalArgumentException(PROPERTY + ": unknown key '" + key
-                            + "' (seed, drop, reorder, duplicate, corrupt, delay, reorder-delay, loss)");
+                    default ->
+                        throw new IllegalArgumentException(PROPERTY + ": unknown key '" + key
+                                + "' (seed, drop, reorder, duplicate, corrupt, delay, reorder-delay, loss)");
                 }
             } catch (NumberFormatException e) {
                 throw new IllegalArgumentException(PROPERTY + ": '" + part + "': " + value + " is not a number", e);
@@ -92,9 +96,12 @@ record Faults(long seed, double drop, double reorder, double duplicate, double c
 
     private static long nanos(String v) {
         String s = v.toLowerCase(Locale.ROOT);
-        if (s.endsWith("ns")) return Long.parseLong(s.substring(0, s.length() - 2).trim());
-        if (s.endsWith("us")) return Long.parseLong(s.substring(0, s.length() - 2).trim()) * 1_000;
-        if (s.endsWith("ms")) return Long.parseLong(s.substring(0, s.length() - 2).trim()) * 1_000_000;
+        if (s.endsWith("ns"))
+            return Long.parseLong(s.substring(0, s.length() - 2).trim());
+        if (s.endsWith("us"))
+            return Long.parseLong(s.substring(0, s.length() - 2).trim()) * 1_000;
+        if (s.endsWith("ms"))
+            return Long.parseLong(s.substring(0, s.length() - 2).trim()) * 1_000_000;
         throw new NumberFormatException("a delay needs a unit: ns, us or ms");
     }
 }

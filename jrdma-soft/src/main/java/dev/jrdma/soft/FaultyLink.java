@@ -35,11 +35,16 @@ final class FaultyLink implements Link {
     private final DelayQueue<Held> held = new DelayQueue<>();
     private Thread sender;
     private volatile boolean closed;
-    private final AtomicReference<Throwable> receiveFailure = new AtomicReference<>(), sendFailure = new AtomicReference<>();
+    private final AtomicReference<Throwable> receiveFailure = new AtomicReference<>(),
+            sendFailure = new AtomicReference<>();
     private volatile BiConsumer<ByteBuffer, InetSocketAddress> tap;
 
-    final AtomicLong packets = new AtomicLong(), dropped = new AtomicLong(), reordered = new AtomicLong(),
-            duplicated = new AtomicLong(), corrupted = new AtomicLong(), delayed = new AtomicLong();
+    final AtomicLong packets = new AtomicLong(),
+            dropped = new AtomicLong(),
+            reordered = new AtomicLong(),
+            duplicated = new AtomicLong(),
+            corrupted = new AtomicLong(),
+            delayed = new AtomicLong();
 
     FaultyLink(Link inner, Faults faults, String name) {
         this.inner = inner;
@@ -48,19 +53,29 @@ final class FaultyLink implements Link {
         LOG.log(System.Logger.Level.INFO, "soft device " + name + ": injecting faults " + faults);
     }
 
-    Faults faults() { return faults; }
+    Faults faults() {
+        return faults;
+    }
 
     /** The link this one damages packets for. */
-    Link inner() { return inner; }
+    Link inner() {
+        return inner;
+    }
 
     /** Sees every packet offered to this link, before any damage (tests: valid packets to mutate). */
-    void tap(BiConsumer<ByteBuffer, InetSocketAddress> t) { tap = t; }
+    void tap(BiConsumer<ByteBuffer, InetSocketAddress> t) {
+        tap = t;
+    }
 
     /** The next {@link #receive} throws {@code t} (a RuntimeException or an Error). */
-    void failNextReceive(Throwable t) { receiveFailure.set(t); }
+    void failNextReceive(Throwable t) {
+        receiveFailure.set(t);
+    }
 
     /** The next {@link #send} throws {@code t} (a RuntimeException or an Error). */
-    void failNextSend(Throwable t) { sendFailure.set(t); }
+    void failNextSend(Throwable t) {
+        sendFailure.set(t);
+    }
 
     /** What the link did so far, for reports. */
     String summary() {
@@ -122,7 +137,9 @@ final class FaultyLink implements Link {
     }
 
     @Override
-    public void expectPeer(InetSocketAddress peer) { inner.expectPeer(peer); }
+    public void expectPeer(InetSocketAddress peer) {
+        inner.expectPeer(peer);
+    }
 
     @Override
     public void wakeup() {
@@ -210,7 +227,10 @@ final class FaultyLink implements Link {
         held.add(new Held(packet, to, System.nanoTime() + nanos));
         synchronized (this) {
             if (sender == null && !closed) {
-                sender = Thread.ofPlatform().daemon().name("jrdma-soft-faults-" + name).start(this::sendHeld);
+                sender = Thread.ofPlatform()
+                        .daemon()
+                        .name("jrdma-soft-faults-" + name)
+                        .start(this::sendHeld);
             }
         }
     }

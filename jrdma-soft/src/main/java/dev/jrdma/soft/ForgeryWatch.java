@@ -24,6 +24,7 @@ final class ForgeryWatch {
     static final int FAR = 1 << 16;
     /** Forgery-like packets within {@link #PERIOD_NANOS} that make a burst. */
     static final int BURST = 64;
+
     static final long PERIOD_NANOS = 1_000_000_000L;
     /** How long a QP stays guarded after the last burst. */
     static final long GUARD_NANOS = 60_000_000_000L;
@@ -32,6 +33,7 @@ final class ForgeryWatch {
     private int inPeriod;
     /** Guarded until this time (while {@link #guarded} is set). */
     private long guardEnd;
+
     private boolean guarded;
 
     /**

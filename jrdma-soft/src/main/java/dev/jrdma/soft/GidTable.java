@@ -1,7 +1,6 @@
 package dev.jrdma.soft;
 
 import dev.jrdma.verbs.Gid;
-
 import java.net.Inet4Address;
 import java.net.Inet6Address;
 import java.net.InetAddress;

@@ -1,7 +1,6 @@
 package dev.jrdma.soft;
 
 import dev.jrdma.verbs.Gid;
-
 import java.net.Inet4Address;
 import java.net.Inet6Address;
 import java.net.InetAddress;
@@ -29,7 +28,9 @@ final class IpAddress {
 
     /** The address of {@code a}; an IPv4-mapped IPv6 address is taken as the IPv4 address it maps. */
     static IpAddress of(InetAddress a) {
-        if (a instanceof Inet4Address v4) return new IpAddress(0, IPV4_MAPPED | (v4.hashCode() & 0xFFFF_FFFFL), v4); // hashCode(): the address as an int
+        if (a instanceof Inet4Address v4)
+            return new IpAddress(
+                    0, IPV4_MAPPED | (v4.hashCode() & 0xFFFF_FFFFL), v4); // hashCode(): the address as an int
         byte[] b = a.getAddress();
         long hi = getLong(b, 0), lo = getLong(b, 8);
         if (hi == 0 && (lo >>> 32) == 0xFFFFL) return of(toInet4((int) lo));
@@ -61,15 +62,23 @@ final class IpAddress {
         }
     }
 
-    boolean isIpv4() { return hi == 0 && (lo >>> 32) == 0xFFFFL; }
+    boolean isIpv4() {
+        return hi == 0 && (lo >>> 32) == 0xFFFFL;
+    }
 
     /** The IPv4 address as a big-endian int (for an IPv4 address only). */
-    int ipv4() { return (int) lo; }
+    int ipv4() {
+        return (int) lo;
+    }
 
     /** An IPv6 link-local address (fe80::/10): it needs a scope (an interface) to be sent to. */
-    boolean isLinkLocal() { return isLinkLocal(hi); }
+    boolean isLinkLocal() {
+        return isLinkLocal(hi);
+    }
 
-    private static boolean isLinkLocal(long hi) { return (hi >>> 54) == (0xFE80L >>> 6); }
+    private static boolean isLinkLocal(long hi) {
+        return (hi >>> 54) == (0xFE80L >>> 6);
+    }
 
     /** The GID of this address: {@code ::ffff:a.b.c.d} for IPv4, the address itself for IPv6. */
     Gid gid() {
@@ -119,7 +128,8 @@ final class IpAddress {
 
     private static Inet4Address toInet4(int v4) {
         try {
-            return (Inet4Address) InetAddress.getByAddress(new byte[] {(byte) (v4 >>> 24), (byte) (v4 >>> 16), (byte) (v4 >>> 8), (byte) v4});
+            return (Inet4Address) InetAddress.getByAddress(
+                    new byte[] {(byte) (v4 >>> 24), (byte) (v4 >>> 16), (byte) (v4 >>> 8), (byte) v4});
         } catch (UnknownHostException e) {
             throw new IllegalStateException(e);
         }

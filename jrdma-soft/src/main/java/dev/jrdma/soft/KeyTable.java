@@ -1,7 +1,6 @@
 package dev.jrdma.soft;
 
 import dev.jrdma.verbs.VerbsException;
-
 import java.util.random.RandomGenerator;
 
 /**
@@ -22,7 +21,9 @@ final class KeyTable {
     private final RandomIdTable<Object> owners;
     private final RandomGenerator random;
 
-    KeyTable() { this(RandomIdTable.SYSTEM_RANDOM); }
+    KeyTable() {
+        this(RandomIdTable.SYSTEM_RANDOM);
+    }
 
     /** A table drawing its indices and key parts from {@code random} (tests: a seeded source). */
     KeyTable(RandomGenerator random) {
@@ -33,12 +34,18 @@ final class KeyTable {
     /** Reserves a key index, drawn at random, for {@code owner} (an MR or MW): the upper 24 bits of its lkey/rkey. */
     synchronized int add(Object owner) {
         int index = owners.add(owner);
-        if (index < 0) throw new VerbsException("ibv_reg_mr", VerbsException.ENOMEM, "the soft device has " + MAX_KEYS + " MRs/MWs registered, its most: deregister some");
+        if (index < 0)
+            throw new VerbsException(
+                    "ibv_reg_mr",
+                    VerbsException.ENOMEM,
+                    "the soft device has " + MAX_KEYS + " MRs/MWs registered, its most: deregister some");
         return index;
     }
 
     /** {@code index} no longer names {@code owner}. */
-    synchronized void remove(int index, Object owner) { owners.remove(index, owner); }
+    synchronized void remove(int index, Object owner) {
+        owners.remove(index, owner);
+    }
 
     /** A new key for {@code index}: a random 8-bit key part, different from the last one used with this index. */
     synchronized int freshKey(int index) {
@@ -51,14 +58,22 @@ final class KeyTable {
     }
 
     /** An application chose {@code key} (a type 2 bind with its own key byte): the next fresh key differs from it. */
-    synchronized void noteKey(int key) { owners.setTag(key >>> 8, key & 0xFF); }
+    synchronized void noteKey(int key) {
+        owners.setTag(key >>> 8, key & 0xFF);
+    }
 
     /** The MR or MW a key names (by its index; the caller compares the whole key), or null. */
-    Object owner(int key) { return owners.get(key >>> 8); }
+    Object owner(int key) {
+        return owners.get(key >>> 8);
+    }
 
     /** How many slots {@link #ownerAt} has: a caller looking for an owner by other means walks them all. */
-    int slots() { return owners.capacity(); }
+    int slots() {
+        return owners.capacity();
+    }
 
     /** The owner in slot {@code slot}, or null (racy: an owner may come or go meanwhile). */
-    Object ownerAt(int slot) { return owners.valueAt(slot); }
+    Object ownerAt(int slot) {
+        return owners.valueAt(slot);
+    }
 }

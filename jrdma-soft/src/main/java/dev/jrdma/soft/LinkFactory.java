@@ -1,7 +1,6 @@
 package dev.jrdma.soft;
 
 import dev.jrdma.verbs.Mtu;
-
 import java.io.IOException;
 import java.net.Inet4Address;
 import java.net.InetAddress;
@@ -28,12 +27,15 @@ final class LinkFactory {
         if (!mode.equals("auto") && !mode.equals("udp") && !mode.equals("raw"))
             throw new IOException("jrdma.soft.ipv4.send='" + mode + "' is not auto, udp or raw");
         Link udp = openUdp(address, port);
-        if (!(address instanceof Inet4Address v4) || mode.equals("udp") || mode.equals("auto") && address.isLoopbackAddress()) return udp;
+        if (!(address instanceof Inet4Address v4)
+                || mode.equals("udp")
+                || mode.equals("auto") && address.isLoopbackAddress()) return udp;
         RawIpv4Link raw = RawIpv4Link.open(v4, port, udp);
         if (raw != null) return raw;
         if (mode.equals("raw")) {
             udp.close();
-            throw new IOException("jrdma.soft.ipv4.send=raw needs a raw socket (CAP_NET_RAW), which this process cannot open");
+            throw new IOException(
+                    "jrdma.soft.ipv4.send=raw needs a raw socket (CAP_NET_RAW), which this process cannot open");
         }
         return udp;
     }
@@ -49,9 +51,15 @@ final class LinkFactory {
     static Link openUdp(InetAddress address, int port) throws IOException {
         String impl = System.getProperty("jrdma.soft.udp", "auto").trim();
         switch (impl) {
-            case "nio" -> { return new UdpLink(address, port); }
-            case "libc" -> { return LinuxUdpLink.open(address, port); }
-            case "auto", "" -> { return LinuxUdpLink.AVAILABLE ? LinuxUdpLink.open(address, port) : new UdpLink(address, port); }
+            case "nio" -> {
+                return new UdpLink(address, port);
+            }
+            case "libc" -> {
+                return LinuxUdpLink.open(address, port);
+            }
+            case "auto", "" -> {
+                return LinuxUdpLink.AVAILABLE ? LinuxUdpLink.open(address, port) : new UdpLink(address, port);
+            }
             default -> throw new IOException("jrdma.soft.udp='" + impl + "' is not nio, libc or auto");
         }
     }
@@ -77,7 +85,8 @@ final class LinkFactory {
         try {
             NetworkInterface ni = NetworkInterface.getByInetAddress(address);
             // 127.0.0.2 and the like belong to the loopback interface without being listed on it
-            if (ni == null && address.isLoopbackAddress()) ni = NetworkInterface.getByInetAddress(InetAddress.getLoopbackAddress());
+            if (ni == null && address.isLoopbackAddress())
+                ni = NetworkInterface.getByInetAddress(InetAddress.getLoopbackAddress());
             return ni == null ? -1 : ni.getMTU();
         } catch (SocketException e) {
             return -1;
@@ -91,8 +100,11 @@ final class LinkFactory {
             try {
                 return Mtu.ofBytes(Integer.parseInt(s.trim()));
             } catch (IllegalArgumentException e) {
-                System.getLogger("dev.jrdma.soft").log(System.Logger.Level.WARNING,
-                        "-Djrdma.soft.mtu=" + s + " is not 256, 512, 1024, 2048 or 4096: the interface's MTU decides");
+                System.getLogger("dev.jrdma.soft")
+                        .log(
+                                System.Logger.Level.WARNING,
+                                "-Djrdma.soft.mtu=" + s
+                                        + " is not 256, 512, 1024, 2048 or 4096: the interface's MTU decides");
             }
         }
         int ifMtu = interfaceMtu(address);

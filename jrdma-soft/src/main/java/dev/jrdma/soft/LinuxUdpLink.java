@@ -44,7 +44,9 @@ final class LinuxUdpLink implements Link {
     /** CMSG_SPACE(sizeof(u16)) and CMSG_LEN(sizeof(u16)) on LP64: the UDP_SEGMENT control message. */
     private static final int CMSG_U16 = 24, CMSG_U16_LEN = 18;
     /** {@code -Djrdma.soft.gso=off} sends every packet as its own datagram (auto: one send per run of equal-size packets). */
-    static final boolean GSO_WANTED = !"off".equals(System.getProperty("jrdma.soft.gso", "auto").trim());
+    static final boolean GSO_WANTED =
+            !"off".equals(System.getProperty("jrdma.soft.gso", "auto").trim());
+
     private static final int IPPROTO_IP = 0, IP_TOS = 1, IPPROTO_IPV6 = 41, IPV6_FLOWINFO_SEND = 33, IPV6_TCLASS = 67;
     private static final int MSG_DONTWAIT = 0x40, MSG_TRUNC = 0x20;
     private static final int EAGAIN = 11, EINTR = 4, ENOBUFS = 105, EFD_NONBLOCK = 0x800, EFD_CLOEXEC = 0x80000;
@@ -57,22 +59,33 @@ final class LinuxUdpLink implements Link {
     private static final int CACHED = 8;
     /** struct iovec, struct msghdr and struct mmsghdr on LP64 Linux (x86-64, AArch64). */
     private static final int IOVEC = 16, MSGHDR = 56, MMSGHDR = 64;
-    private static final int MSG_NAME = 0, MSG_NAMELEN = 8, MSG_IOV = 16, MSG_IOVLEN = 24, MSG_CONTROL = 32, MSG_CONTROLLEN = 40,
-            MSG_FLAGS = 48, MSG_LEN = 56;
+
+    private static final int MSG_NAME = 0,
+            MSG_NAMELEN = 8,
+            MSG_IOV = 16,
+            MSG_IOVLEN = 24,
+            MSG_CONTROL = 32,
+            MSG_CONTROLLEN = 40,
+            MSG_FLAGS = 48,
+            MSG_LEN = 56;
     /** CMSG_SPACE(sizeof(int)) on LP64: a struct cmsghdr (len 8, level 4, type 4) and an int, padded to 8. */
     private static final int CMSG_INT = 24;
-    private static final ValueLayout.OfShort NET_SHORT = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+
+    private static final ValueLayout.OfShort NET_SHORT =
+            ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
     private static final ValueLayout.OfInt NET_INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 
     private final int fd, wakeFd, family;
     private final String name;
     /** Calls inside the socket now: {@link #close} waits for them before it closes the descriptor (never reused under a call). */
     private final AtomicInteger inside = new AtomicInteger();
+
     private volatile boolean closed;
     /** The receive thread's wait: the socket and the wake-up eventfd. */
     private final MemorySegment pollFds, wakeWord;
     /** The 1 that {@link #wakeup} adds to the eventfd (made once: a same-host doorbell wakes the link per burst). */
     private final MemorySegment wakeOne;
+
     private final ThreadLocal<Scratch> scratch = ThreadLocal.withInitial(Scratch::new);
     /** Whether batches go out with UDP generic segmentation (off for good once the kernel refuses it). */
     private volatile boolean gso = GSO_WANTED;
@@ -89,6 +102,7 @@ final class LinuxUdpLink implements Link {
          * InetSocketAddress every time.
          */
         final InetSocketAddress[] destinations = new InetSocketAddress[CACHED];
+
         final MemorySegment[] encoded = new MemorySegment[CACHED], controls = new MemorySegment[CACHED];
         int nextDestination;
         /** The header and iovec of a send with control messages. */
@@ -98,6 +112,7 @@ final class LinuxUdpLink implements Link {
          * many packets each message carries.
          */
         MemorySegment batchHeaders, batchIovecs, batchControls;
+
         final int[] batchPackets = new int[TxBatch.CAPACITY];
 
         /** The slot of {@code to} in {@link #encoded} and {@link #controls}, made on first use. */
@@ -109,7 +124,8 @@ final class LinuxUdpLink implements Link {
             nextDestination = (i + 1) % CACHED;
             MemorySegment sa = arena.allocate(SOCKADDR, 8);
             encoded[i] = sa.asSlice(0, encode(sa, to.getAddress(), to.getPort()));
-            if (family == AF_INET6) sa.set(NET_INT, 4, Destination.flowLabel(to)); // sin6_flowinfo (IPV6_FLOWINFO_SEND is on)
+            if (family == AF_INET6)
+                sa.set(NET_INT, 4, Destination.flowLabel(to)); // sin6_flowinfo (IPV6_FLOWINFO_SEND is on)
             int trafficClass = Destination.trafficClass(to);
             controls[i] = trafficClass != 0 ? trafficClassControl(trafficClass, family) : null;
             destinations[i] = to;
@@ -125,9 +141,11 @@ final class LinuxUdpLink implements Link {
             c.set(ValueLayout.JAVA_INT, 16, trafficClass);
             return c;
         }
+
         final SourceCache sources = new SourceCache();
         /** The last buffers passed and the native addresses of their element 0 (each QP passes its own transmit buffer every time). */
         final ByteBuffer[] buffers = new ByteBuffer[CACHED];
+
         final long[] bases = new long[CACHED];
         int nextSlot;
         /** Where a heap buffer's bytes go through (tests send and receive heap buffers). */
@@ -201,7 +219,9 @@ final class LinuxUdpLink implements Link {
             MemorySegment.copy(sa, ValueLayout.JAVA_BYTE, at + (fam == AF_INET ? 4 : 8), bytes, 0, bytes.length);
             InetAddress a;
             try {
-                a = fam == AF_INET ? InetAddress.getByAddress(bytes) : Inet6Address.getByAddress(null, bytes, sa.get(ValueLayout.JAVA_INT_UNALIGNED, at + 24));
+                a = fam == AF_INET
+                        ? InetAddress.getByAddress(bytes)
+                        : Inet6Address.getByAddress(null, bytes, sa.get(ValueLayout.JAVA_INT_UNALIGNED, at + 24));
             } catch (UnknownHostException e) {
                 throw new IOException(e);
             }
@@ -249,13 +269,25 @@ final class LinuxUdpLink implements Link {
                 ignored = (int) Native.SETSOCKOPT.invokeExact(state, fd, SOL_SOCKET, SO_SNDBUF, size, 4);
                 // rxe (and so RoCE NICs' peers) send RoCEv2 over IPv6 with a zero UDP checksum, which IPv6 forbids:
                 // without this option the kernel drops every such datagram before the socket sees it
-                if (family == AF_INET6 && (int) Native.SETSOCKOPT.invokeExact(state, fd, IPPROTO_UDP, UDP_NO_CHECK6_RX,
-                        a.allocateFrom(ValueLayout.JAVA_INT, 1), 4) < 0)
-                    throw new IOException("setsockopt(UDP_NO_CHECK6_RX): errno " + errno(state));
+                if (family == AF_INET6
+                        && (int) Native.SETSOCKOPT.invokeExact(
+                                        state,
+                                        fd,
+                                        IPPROTO_UDP,
+                                        UDP_NO_CHECK6_RX,
+                                        a.allocateFrom(ValueLayout.JAVA_INT, 1),
+                                        4)
+                                < 0) throw new IOException("setsockopt(UDP_NO_CHECK6_RX): errno " + errno(state));
                 // an address vector's flow label (Destination) rides in each send's sin6_flowinfo
-                if (family == AF_INET6 && (int) Native.SETSOCKOPT.invokeExact(state, fd, IPPROTO_IPV6, IPV6_FLOWINFO_SEND,
-                        a.allocateFrom(ValueLayout.JAVA_INT, 1), 4) < 0)
-                    throw new IOException("setsockopt(IPV6_FLOWINFO_SEND): errno " + errno(state));
+                if (family == AF_INET6
+                        && (int) Native.SETSOCKOPT.invokeExact(
+                                        state,
+                                        fd,
+                                        IPPROTO_IPV6,
+                                        IPV6_FLOWINFO_SEND,
+                                        a.allocateFrom(ValueLayout.JAVA_INT, 1),
+                                        4)
+                                < 0) throw new IOException("setsockopt(IPV6_FLOWINFO_SEND): errno " + errno(state));
                 MemorySegment sa = a.allocate(SOCKADDR, 8);
                 int len = encode(sa, address, port);
                 if ((int) Native.BIND.invokeExact(state, fd, sa, len) < 0)
@@ -388,8 +420,11 @@ final class LinuxUdpLink implements Link {
         if (r == -EINVAL || r == -EIO || r == -ENOPROTOOPT) {
             if (!segment) throw new IOException("sendmmsg " + to + " from " + name + ": errno " + (-r));
             gso = false; // this kernel, socket or path takes no UDP_SEGMENT: single datagrams from now on
-            System.getLogger("dev.jrdma.soft").log(System.Logger.Level.INFO, "soft device " + name + ": UDP segmentation refused (errno "
-                    + (-r) + "): one datagram per packet");
+            System.getLogger("dev.jrdma.soft")
+                    .log(
+                            System.Logger.Level.INFO,
+                            "soft device " + name + ": UDP segmentation refused (errno " + (-r)
+                                    + "): one datagram per packet");
             r = sendBatch(batch, from, n, to, false);
             if (r < 0) throw new IOException("sendmmsg " + to + " from " + name + ": errno " + (-r));
         }
@@ -420,12 +455,16 @@ final class LinuxUdpLink implements Link {
             int size = batch.lengths[from + i], k = 1;
             if (segment) {
                 long bytes = size;
-                while (i + k < n && k < GSO_SEGMENTS && batch.lengths[from + i + k] == size && bytes + size <= GSO_BYTES) {
+                while (i + k < n
+                        && k < GSO_SEGMENTS
+                        && batch.lengths[from + i + k] == size
+                        && bytes + size <= GSO_BYTES) {
                     bytes += size;
                     k++;
                 }
                 int last = i + k < n ? batch.lengths[from + i + k] : Integer.MAX_VALUE;
-                if (last < size && k < GSO_SEGMENTS && bytes + last <= GSO_BYTES) k++; // a shorter last segment rides along
+                if (last < size && k < GSO_SEGMENTS && bytes + last <= GSO_BYTES)
+                    k++; // a shorter last segment rides along
             }
             long at = (long) messages * MMSGHDR;
             h.set(ValueLayout.JAVA_LONG, at + MSG_NAME, nameAt);
@@ -474,10 +513,14 @@ final class LinuxUdpLink implements Link {
     }
 
     /** Messages this link sent with UDP generic segmentation (tests, reports); 0 when it is off. */
-    long gsoSends() { return gsoSends.get(); }
+    long gsoSends() {
+        return gsoSends.get();
+    }
 
     /** Whether batches go out with UDP generic segmentation now. */
-    boolean segments() { return gso; }
+    boolean segments() {
+        return gso;
+    }
 
     /** One {@code recvfrom} (links that wrap this one receive one datagram at a time). */
     @Override
@@ -521,7 +564,8 @@ final class LinuxUdpLink implements Link {
         if (batch.linkState instanceof BatchState known) st = known;
         else batch.linkState = st = new BatchState(batch);
         MemorySegment h = st.headers;
-        for (int i = 0; i < RxBatch.CAPACITY; i++) h.set(ValueLayout.JAVA_INT, (long) i * MMSGHDR + MSG_NAMELEN, SOCKADDR);
+        for (int i = 0; i < RxBatch.CAPACITY; i++)
+            h.set(ValueLayout.JAVA_INT, (long) i * MMSGHDR + MSG_NAMELEN, SOCKADDR);
         enter();
         int n, error = 0;
         try {
@@ -636,7 +680,20 @@ final class LinuxUdpLink implements Link {
         static final boolean AVAILABLE;
         static final StructLayout CALL_STATE = Linker.Option.captureStateLayout();
         static final VarHandle ERRNO = CALL_STATE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
-        static final MethodHandle SOCKET, SETSOCKOPT, BIND, SENDTO, RECVFROM, RECVMMSG, POLL, EVENTFD, READ, READ_QUIET, WRITE, CLOSE, SENDMSG, SENDMMSG,
+        static final MethodHandle SOCKET,
+                SETSOCKOPT,
+                BIND,
+                SENDTO,
+                RECVFROM,
+                RECVMMSG,
+                POLL,
+                EVENTFD,
+                READ,
+                READ_QUIET,
+                WRITE,
+                CLOSE,
+                SENDMSG,
+                SENDMMSG,
                 ERRNO_LOCATION;
         /** All of memory, to read errno at the address {@code __errno_location()} gives without making a segment per read. */
         static final MemorySegment EVERYWHERE;
@@ -650,7 +707,8 @@ final class LinuxUdpLink implements Link {
                 String os = System.getProperty("os.name", "").toLowerCase(java.util.Locale.ROOT);
                 String arch = System.getProperty("os.arch", "");
                 // the struct offsets above are LP64 Linux's; without native access every call would warn (or be denied)
-                if (os.contains("linux") && (arch.equals("amd64") || arch.equals("x86_64") || arch.equals("aarch64"))
+                if (os.contains("linux")
+                        && (arch.equals("amd64") || arch.equals("x86_64") || arch.equals("aarch64"))
                         && self.isNativeAccessEnabled()) {
                     Linker linker = Linker.nativeLinker();
                     var libc = linker.defaultLookup();
@@ -659,23 +717,39 @@ final class LinuxUdpLink implements Link {
                     // after a failure (lastErrno)
                     Linker.Option[] quick = {Linker.Option.critical(false)};
                     ValueLayout I = ValueLayout.JAVA_INT, L = ValueLayout.JAVA_LONG, P = ValueLayout.ADDRESS;
-                    h[0] = linker.downcallHandle(libc.find("socket").orElseThrow(), FunctionDescriptor.of(I, I, I, I), errno);
-                    h[1] = linker.downcallHandle(libc.find("setsockopt").orElseThrow(), FunctionDescriptor.of(I, I, I, I, P, I), errno);
-                    h[2] = linker.downcallHandle(libc.find("bind").orElseThrow(), FunctionDescriptor.of(I, I, P, I), errno);
+                    h[0] = linker.downcallHandle(
+                            libc.find("socket").orElseThrow(), FunctionDescriptor.of(I, I, I, I), errno);
+                    h[1] = linker.downcallHandle(
+                            libc.find("setsockopt").orElseThrow(), FunctionDescriptor.of(I, I, I, I, P, I), errno);
+                    h[2] = linker.downcallHandle(
+                            libc.find("bind").orElseThrow(), FunctionDescriptor.of(I, I, P, I), errno);
                     // the data pointer is passed as a long (a buffer's address): no segment made per packet
-                    h[3] = linker.downcallHandle(libc.find("sendto").orElseThrow(), FunctionDescriptor.of(L, I, L, L, I, P, I), quick);
-                    h[4] = linker.downcallHandle(libc.find("recvfrom").orElseThrow(), FunctionDescriptor.of(L, I, L, L, I, P, P), quick);
-                    h[5] = linker.downcallHandle(libc.find("recvmmsg").orElseThrow(), FunctionDescriptor.of(I, I, P, I, I, P), quick);
+                    h[3] = linker.downcallHandle(
+                            libc.find("sendto").orElseThrow(), FunctionDescriptor.of(L, I, L, L, I, P, I), quick);
+                    h[4] = linker.downcallHandle(
+                            libc.find("recvfrom").orElseThrow(), FunctionDescriptor.of(L, I, L, L, I, P, P), quick);
+                    h[5] = linker.downcallHandle(
+                            libc.find("recvmmsg").orElseThrow(), FunctionDescriptor.of(I, I, P, I, I, P), quick);
                     // blocking: a plain downcall (not critical), errno read after a failure (lastErrno)
                     h[6] = linker.downcallHandle(libc.find("poll").orElseThrow(), FunctionDescriptor.of(I, P, L, I));
-                    h[7] = linker.downcallHandle(libc.find("eventfd").orElseThrow(), FunctionDescriptor.of(I, I, I), errno);
-                    h[8] = linker.downcallHandle(libc.find("read").orElseThrow(), FunctionDescriptor.of(L, I, P, L), errno);
-                    h[9] = linker.downcallHandle(libc.find("write").orElseThrow(), FunctionDescriptor.of(L, I, P, L)); // its errno is not needed
+                    h[7] = linker.downcallHandle(
+                            libc.find("eventfd").orElseThrow(), FunctionDescriptor.of(I, I, I), errno);
+                    h[8] = linker.downcallHandle(
+                            libc.find("read").orElseThrow(), FunctionDescriptor.of(L, I, P, L), errno);
+                    h[9] = linker.downcallHandle(
+                            libc.find("write").orElseThrow(),
+                            FunctionDescriptor.of(L, I, P, L)); // its errno is not needed
                     h[10] = linker.downcallHandle(libc.find("close").orElseThrow(), FunctionDescriptor.of(I, I));
-                    h[11] = linker.downcallHandle(libc.find("sendmsg").orElseThrow(), FunctionDescriptor.of(L, I, P, I), quick);
-                    h[12] = linker.downcallHandle(libc.find("sendmmsg").orElseThrow(), FunctionDescriptor.of(I, I, P, I, I), quick);
-                    h[13] = linker.downcallHandle(libc.find("__errno_location").orElseThrow(), FunctionDescriptor.of(L), quick);
-                    h[14] = linker.downcallHandle(libc.find("read").orElseThrow(), FunctionDescriptor.of(L, I, P, L), quick); // the eventfd's reset: its errno is not needed
+                    h[11] = linker.downcallHandle(
+                            libc.find("sendmsg").orElseThrow(), FunctionDescriptor.of(L, I, P, I), quick);
+                    h[12] = linker.downcallHandle(
+                            libc.find("sendmmsg").orElseThrow(), FunctionDescriptor.of(I, I, P, I, I), quick);
+                    h[13] = linker.downcallHandle(
+                            libc.find("__errno_location").orElseThrow(), FunctionDescriptor.of(L), quick);
+                    h[14] = linker.downcallHandle(
+                            libc.find("read").orElseThrow(),
+                            FunctionDescriptor.of(L, I, P, L),
+                            quick); // the eventfd's reset: its errno is not needed
                     everywhere = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
                     ok = true;
                 }

@@ -30,7 +30,8 @@ final class LogLimiter {
         if (!due()) return;
         long n = held.getAndSet(0);
         String m = n == 0 ? message : message + " (" + n + " more like it held back)";
-        if (cause == null) log.log(System.Logger.Level.WARNING, m); else log.log(System.Logger.Level.WARNING, m, cause);
+        if (cause == null) log.log(System.Logger.Level.WARNING, m);
+        else log.log(System.Logger.Level.WARNING, m, cause);
     }
 
     /** Whether a message may go out now; counts it as held back when not. */
@@ -42,5 +43,7 @@ final class LogLimiter {
     }
 
     /** Messages held back since the last that went out. */
-    long held() { return held.get(); }
+    long held() {
+        return held.get();
+    }
 }

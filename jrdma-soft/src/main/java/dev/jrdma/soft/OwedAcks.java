@@ -14,6 +14,7 @@ final class OwedAcks {
      * thread sets it before it reads whether the receive thread blocks; see {@link ProgressEngine#awaitPackets}).
      */
     volatile boolean left;
+
     private final Counter.Set counters;
     private final String device;
 
@@ -51,9 +52,9 @@ final class OwedAcks {
         for (int i = 0; i < count; i++) {
             SoftQp qp = pending[i];
             pending[i] = null;
-            if (!qp.ackOwed()) continue;               // a post on the QP sent it
-            if (qp.ackDrive != drive) send(qp);        // owed since an earlier drive
-            else if (qp.ackKept != drive) {            // (a QP whose ACK a post sent and this drive owes again is listed twice)
+            if (!qp.ackOwed()) continue; // a post on the QP sent it
+            if (qp.ackDrive != drive) send(qp); // owed since an earlier drive
+            else if (qp.ackKept != drive) { // (a QP whose ACK a post sent and this drive owes again is listed twice)
                 qp.ackKept = drive;
                 pending[kept++] = qp;
             }
@@ -69,7 +70,11 @@ final class OwedAcks {
             qp.flushAck();
         } catch (RuntimeException | Error e) {
             counters.add(Counter.RX_DROPPED);
-            System.getLogger("dev.jrdma.soft").log(System.Logger.Level.WARNING, "soft device " + device + ": sending an ACK of " + qp + " failed", e);
+            System.getLogger("dev.jrdma.soft")
+                    .log(
+                            System.Logger.Level.WARNING,
+                            "soft device " + device + ": sending an ACK of " + qp + " failed",
+                            e);
         }
     }
 }

@@ -2,7 +2,6 @@ package dev.jrdma.soft;
 
 import dev.jrdma.soft.wire.Bth;
 import dev.jrdma.soft.wire.Icrc;
-
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteBuffer;
@@ -38,7 +37,9 @@ final class PacketAuth {
     private static byte[] preshared(String hex) {
         if (hex == null || hex.isEmpty()) return null;
         byte[] key = java.util.HexFormat.of().parseHex(hex);
-        if (key.length != 16) throw new IllegalArgumentException("-Djrdma.soft.packetAuthKey takes 16 bytes (32 hex digits), not " + key.length);
+        if (key.length != 16)
+            throw new IllegalArgumentException(
+                    "-Djrdma.soft.packetAuthKey takes 16 bytes (32 hex digits), not " + key.length);
         return key;
     }
 
@@ -67,7 +68,8 @@ final class PacketAuth {
     boolean verify(ByteBuffer b, int len, int srcQpn, IpAddress src) {
         int body = len - TAG_BYTES - Icrc.BYTES;
         if (body < Bth.BYTES) return false;
-        return (long) BE_LONG.get(b, body) == tag(b, body, srcQpn, src); // 64 bits compared at once: no byte-wise early exit to time
+        return (long) BE_LONG.get(b, body)
+                == tag(b, body, srcQpn, src); // 64 bits compared at once: no byte-wise early exit to time
     }
 
     private long tag(ByteBuffer b, int body, int srcQpn, IpAddress src) {

@@ -4,7 +4,6 @@ import dev.jrdma.soft.wire.Bth;
 import dev.jrdma.soft.wire.Icrc;
 import dev.jrdma.soft.wire.Opcode;
 import dev.jrdma.soft.wire.RocePacket;
-
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -34,13 +33,17 @@ final class PacketDispatch implements ProgressEngine.PacketHandler {
      * packet (UD and UC have no duplicate detection: the QP would get it twice).
      */
     @Override
-    public boolean handle(Receiver r, InetSocketAddress from, ByteBuffer buf, MemorySegment seg, int len, boolean repeat) {
-        if (len == RxBatch.DOORBELL) return false; // it woke the receive thread for the same-host ring: done (counted by the link)
+    public boolean handle(
+            Receiver r, InetSocketAddress from, ByteBuffer buf, MemorySegment seg, int len, boolean repeat) {
+        if (len == RxBatch.DOORBELL)
+            return false; // it woke the receive thread for the same-host ring: done (counted by the link)
         if (!repeat) counters.add(Counter.RX_PACKETS);
         if (len == RxBatch.TRUNCATED) return drop(Counter.RX_MALFORMED, repeat);
         IpAddress src = r.sender(from);
         int srcPort = from.getPort();
-        if (src.isIpv4() != local.isIpv4()) return drop(Counter.RX_MALFORMED, repeat); // a socket of one family hears no other; never trust that blindly
+        if (src.isIpv4() != local.isIpv4())
+            return drop(
+                    Counter.RX_MALFORMED, repeat); // a socket of one family hears no other; never trust that blindly
         if (src.isIpv4()) {
             // the IPv4 identification is not visible to a UDP socket: accept the packet if some identification makes
             // its ICRC right (16 of the 32 check bits remain; the kernel has checked the UDP checksum when one was set)
@@ -48,14 +51,17 @@ final class PacketDispatch implements ProgressEngine.PacketHandler {
             if (ipId == Icrc.NO_ID) return drop(Counter.RX_BAD_ICRC, repeat);
             if (ipId != 0 && !repeat) counters.add(Counter.RX_ICRC_IPV4_ID_RECOVERED);
         } else if (!r.icrc.verifyIpv6(buf, 0, len, src.hi, src.lo, local.hi, local.lo, srcPort, port)) {
-            return drop(Counter.RX_BAD_ICRC, repeat); // over IPv6 the whole ICRC is checked: nothing in it is the kernel's choice
+            return drop(
+                    Counter.RX_BAD_ICRC,
+                    repeat); // over IPv6 the whole ICRC is checked: nothing in it is the kernel's choice
         }
         if (len < Bth.BYTES + Icrc.BYTES) return drop(Counter.RX_MALFORMED, repeat);
         SoftQp qp = qps.get(Bth.destQp(buf, 0));
         PacketAuth auth = qp == null ? null : qp.auth;
         if (auth != null) { // the authenticated mode: the tag first, before the headers, PSN or memory are looked at
             if (!auth.verify(buf, len, qp.destQpn, src)) return drop(Counter.RX_BAD_MAC, repeat);
-            len -= PacketAuth.TAG_BYTES; // the packet as it was signed: its ICRC's place now holds the tag's first bytes, checked above
+            len -= PacketAuth.TAG_BYTES; // the packet as it was signed: its ICRC's place now holds the tag's first
+            // bytes, checked above
         }
         if (r.pkt.wrap(buf, 0, len) != RocePacket.OK) return drop(Counter.RX_MALFORMED, repeat);
         if (repeat && !Opcode.isRc(r.pkt.opcode())) return false; // UD and UC have no duplicate detection

@@ -70,6 +70,7 @@ final class ProgressEngine {
 
     /** The link; null for a detached device (tests that drive the engines by hand: then nothing here receives). */
     private final Link link;
+
     private final Clock clock;
     private final PacketHandler handler;
     private final ReplyTurns turns;
@@ -111,11 +112,19 @@ final class ProgressEngine {
      * reads this, the receive thread this before it reads that, so one of them sees the other).
      */
     private volatile boolean rxAwaiting;
+
     private volatile boolean running;
     /** The receive thread; never started for a detached device (it stands for the device's threads in checks). */
     final Thread receiveThread;
 
-    ProgressEngine(Link link, Clock clock, PacketHandler handler, ReplyTurns turns, Counter.Set counters, String device, boolean deferAcks) {
+    ProgressEngine(
+            Link link,
+            Clock clock,
+            PacketHandler handler,
+            ReplyTurns turns,
+            Counter.Set counters,
+            String device,
+            boolean deferAcks) {
         this.link = link;
         this.clock = clock;
         this.handler = handler;
@@ -128,11 +137,14 @@ final class ProgressEngine {
         this.threadRx = new Receiver(2, new OwedAcks(counters, device));
         this.lastPollNanos = clock.nanoTime() - POLL_QUIET_NANOS;
         this.running = link != null;
-        this.receiveThread = link == null ? Thread.ofPlatform().unstarted(() -> {})
+        this.receiveThread = link == null
+                ? Thread.ofPlatform().unstarted(() -> {})
                 : Thread.ofPlatform().daemon().name("jrdma-soft-rx-" + device).unstarted(this::receiveLoop);
     }
 
-    void start() { receiveThread.start(); }
+    void start() {
+        receiveThread.start();
+    }
 
     /** Ends the receive thread (waits up to 2 s for it); the caller closes the link afterwards. */
     void stop() {
@@ -222,7 +234,8 @@ final class ProgressEngine {
         // the poller that polled last may still be inside its drive (descheduled): drive takes over then
         int n = drive(threadRx, RX_BUDGET, now);
         if (n < 0) return HOLDER_BUSY_NANOS; // a poller holds the link, still making progress: look again shortly
-        if (n == RX_BUDGET || threadRx.turnsLeft) return 0; // more waiting, or READ responses to send: serve the link first
+        if (n == RX_BUDGET || threadRx.turnsLeft)
+            return 0; // more waiting, or READ responses to send: serve the link first
         // a thread that polled during this drive handles what comes next
         return running && now - lastPollNanos >= POLL_QUIET_NANOS ? AWAIT_LINK : 0;
     }
@@ -231,7 +244,9 @@ final class ProgressEngine {
     void awaitPackets() throws IOException {
         rxAwaiting = true;
         try {
-            if (pollRx.acks.left) { // a poller's drive left ACKs owed just now: send them first (that poller may hold them: not too eagerly)
+            if (pollRx.acks
+                    .left) { // a poller's drive left ACKs owed just now: send them first (that poller may hold them:
+                // not too eagerly)
                 LockSupport.parkNanos(this, ACKS_LEFT_NANOS);
                 return;
             }
@@ -326,8 +341,10 @@ final class ProgressEngine {
                 n += handleBatch(r, r);
                 if (got == 0 || batch.drained) break; // the link said it is empty: no call to find that out again
             }
-            // with jrdma.soft.deferAcks a polling application thread leaves the ACKs of this drive owed: its next post on
-            // the QP sends the ACK with the request, in one system call (a ping-pong's answer); a later drive sends them otherwise
+            // with jrdma.soft.deferAcks a polling application thread leaves the ACKs of this drive owed: its next post
+            // on
+            // the QP sends the ACK with the request, in one system call (a ping-pong's answer); a later drive sends
+            // them otherwise
             if (deferAcks && r == pollRx && n > 0) {
                 if (r.acks.sendOwedBefore(r.drives) && rxAwaiting) r.acks.sendAll();
             } else {
@@ -376,7 +393,8 @@ final class ProgressEngine {
         RxBatch batch = (h >>> 32 == pollRx.tag ? pollRx : threadRx).batch;
         int i = (int) h;
         try {
-            if (handler.handle(r, batch.sources[i], batch.takerViews[i], batch.segments[i], batch.lengths[i], true)) counters.add(Counter.RX_TAKEOVER_REPEATS);
+            if (handler.handle(r, batch.sources[i], batch.takerViews[i], batch.segments[i], batch.lengths[i], true))
+                counters.add(Counter.RX_TAKEOVER_REPEATS);
         } catch (RuntimeException | Error e) {
             failures.warn("soft device " + device + ": packet handling failed", e);
         }
@@ -403,7 +421,8 @@ final class ProgressEngine {
     void ackLater(SoftQp qp) {
         Receiver r = pollRx.owner == Thread.currentThread() ? pollRx : threadRx;
         r.acks.add(qp);
-        if (r == pollRx) qp.ackDrive = r.drives; else qp.ackRxDrive = r.drives;
+        if (r == pollRx) qp.ackDrive = r.drives;
+        else qp.ackRxDrive = r.drives;
     }
 
     /**
@@ -436,16 +455,26 @@ final class ProgressEngine {
     }
 
     /** A detached device's pass of READ-response turns (tests drive the engines by hand). */
-    boolean runTurns() { return turns.run(threadRx); }
+    boolean runTurns() {
+        return turns.run(threadRx);
+    }
 
     /** Packets handled so far by polling application threads (racy read; counters and tests). */
-    long rxByPoll() { return pollRx.handled; }
+    long rxByPoll() {
+        return pollRx.handled;
+    }
 
     /** Packets handled so far by the receive thread (racy read; counters and tests). */
-    long rxByThread() { return threadRx.handled; }
+    long rxByThread() {
+        return threadRx.handled;
+    }
 
     /** The receivers (tests: whose scratch a packet is handled with). */
-    Receiver pollReceiver() { return pollRx; }
+    Receiver pollReceiver() {
+        return pollRx;
+    }
 
-    Receiver threadReceiver() { return threadRx; }
+    Receiver threadReceiver() {
+        return threadRx;
+    }
 }

@@ -1,7 +1,6 @@
 package dev.jrdma.soft;
 
 import dev.jrdma.verbs.VerbsException;
-
 import java.util.random.RandomGenerator;
 
 /**
@@ -19,21 +18,33 @@ final class QpTable {
 
     private final RandomIdTable<SoftQp> qps;
 
-    QpTable() { this(RandomIdTable.SYSTEM_RANDOM); }
+    QpTable() {
+        this(RandomIdTable.SYSTEM_RANDOM);
+    }
 
     /** A table drawing its numbers from {@code random} (tests: a seeded source, for numbers the same in every run). */
-    QpTable(RandomGenerator random) { qps = new RandomIdTable<>(FIRST_QPN, LAST_QPN, MAX_QPS, random); }
+    QpTable(RandomGenerator random) {
+        qps = new RandomIdTable<>(FIRST_QPN, LAST_QPN, MAX_QPS, random);
+    }
 
     /** A free QP number, drawn at random, for {@code qp}, which it names from now on. */
     synchronized int add(SoftQp qp) {
         int qpn = qps.add(qp);
-        if (qpn < 0) throw new VerbsException("ibv_create_qp", VerbsException.ENOMEM, "the soft device has " + MAX_QPS + " QPs open, its most: close some");
+        if (qpn < 0)
+            throw new VerbsException(
+                    "ibv_create_qp",
+                    VerbsException.ENOMEM,
+                    "the soft device has " + MAX_QPS + " QPs open, its most: close some");
         return qpn;
     }
 
     /** {@code qpn} no longer names {@code qp} (nothing happens when it names another QP by now). */
-    synchronized void remove(int qpn, SoftQp qp) { qps.remove(qpn, qp); }
+    synchronized void remove(int qpn, SoftQp qp) {
+        qps.remove(qpn, qp);
+    }
 
     /** The QP {@code qpn} names, or null. */
-    SoftQp get(int qpn) { return qps.get(qpn); }
+    SoftQp get(int qpn) {
+        return qps.get(qpn);
+    }
 }

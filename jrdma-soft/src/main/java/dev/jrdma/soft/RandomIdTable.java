@@ -35,6 +35,7 @@ final class RandomIdTable<T> {
         final AtomicReferenceArray<T> values;
         /** Writers' data per slot ({@link #tag}): read and written under the caller's lock only. */
         final int[] tags;
+
         final int mask;
 
         Slots(int capacity) {
@@ -60,7 +61,8 @@ final class RandomIdTable<T> {
      * @param random where the numbers come from: {@link #SYSTEM_RANDOM}, or a seeded source (tests)
      */
     RandomIdTable(int first, int last, int limit, RandomGenerator random) {
-        if (first < 1 || last >= SPACE || last - first + 1 < 4 * MIN_STEP) throw new IllegalArgumentException(first + ".." + last);
+        if (first < 1 || last >= SPACE || last - first + 1 < 4 * MIN_STEP)
+            throw new IllegalArgumentException(first + ".." + last);
         this.first = first;
         this.last = last;
         this.limit = limit;
@@ -187,10 +189,14 @@ final class RandomIdTable<T> {
     }
 
     /** Entries now. */
-    int size() { return size; }
+    int size() {
+        return size;
+    }
 
     /** How many slots {@link #valueAt} has now: a caller looking for an object by other means walks them all. */
-    int capacity() { return slots.ids.length(); }
+    int capacity() {
+        return slots.ids.length();
+    }
 
     /** The object in slot {@code slot}, or null (racy: objects may come, go or move to a new generation meanwhile). */
     T valueAt(int slot) {

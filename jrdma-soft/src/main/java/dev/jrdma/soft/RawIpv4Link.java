@@ -1,7 +1,6 @@
 package dev.jrdma.soft;
 
 import dev.jrdma.soft.wire.Icrc;
-
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -75,7 +74,8 @@ final class RawIpv4Link implements Link {
 
     @Override
     public boolean send(ByteBuffer b, InetSocketAddress to) throws IOException {
-        if (!(to.getAddress() instanceof Inet4Address dst)) throw new IOException("an IPv4 raw link cannot send to " + to);
+        if (!(to.getAddress() instanceof Inet4Address dst))
+            throw new IOException("an IPv4 raw link cannot send to " + to);
         int n = b.remaining();
         if (n > Transport.RX_BUF) throw new IOException("packet of " + n + " bytes is larger than a datagram");
         sendLock.lock();
@@ -85,11 +85,21 @@ final class RawIpv4Link implements Link {
             ByteBuffer o = outBuf;
             int dstIp = dst.hashCode(), port = to.getPort();
             // IPv4 header: the kernel fills in the header checksum and total length of an IPPROTO_RAW packet
-            o.put(0, (byte) 0x45).put(1, (byte) Destination.trafficClass(to)).putShort(2, (short) (HDR + n)).putShort(4, (short) id)
-                    .putShort(6, (short) 0x4000).put(8, (byte) 64).put(9, (byte) 17).putShort(10, (short) 0)
-                    .putInt(12, srcIp).putInt(16, dstIp);
+            o.put(0, (byte) 0x45)
+                    .put(1, (byte) Destination.trafficClass(to))
+                    .putShort(2, (short) (HDR + n))
+                    .putShort(4, (short) id)
+                    .putShort(6, (short) 0x4000)
+                    .put(8, (byte) 64)
+                    .put(9, (byte) 17)
+                    .putShort(10, (short) 0)
+                    .putInt(12, srcIp)
+                    .putInt(16, dstIp);
             // UDP header
-            o.putShort(20, (short) srcPort).putShort(22, (short) port).putShort(24, (short) (8 + n)).putShort(26, (short) 0);
+            o.putShort(20, (short) srcPort)
+                    .putShort(22, (short) port)
+                    .putShort(24, (short) (8 + n))
+                    .putShort(26, (short) 0);
             o.put(HDR, b, b.position(), n);
             // the ICRC (last 4 bytes, least significant first) was computed for identification 0
             int at = HDR + n - Icrc.BYTES;
@@ -133,25 +143,39 @@ final class RawIpv4Link implements Link {
     }
 
     @Override
-    public InetSocketAddress receive(ByteBuffer b) throws IOException { return receiveSide.receive(b); }
+    public InetSocketAddress receive(ByteBuffer b) throws IOException {
+        return receiveSide.receive(b);
+    }
 
     @Override
-    public int receive(RxBatch batch) throws IOException { return receiveSide.receive(batch); }
+    public int receive(RxBatch batch) throws IOException {
+        return receiveSide.receive(batch);
+    }
 
     @Override
-    public void prepare(RxBatch batch) { receiveSide.prepare(batch); }
+    public void prepare(RxBatch batch) {
+        receiveSide.prepare(batch);
+    }
 
     @Override
-    public boolean readable() throws IOException { return receiveSide.readable(); }
+    public boolean readable() throws IOException {
+        return receiveSide.readable();
+    }
 
     @Override
-    public void await() throws IOException { receiveSide.await(); }
+    public void await() throws IOException {
+        receiveSide.await();
+    }
 
     @Override
-    public void wakeup() { receiveSide.wakeup(); }
+    public void wakeup() {
+        receiveSide.wakeup();
+    }
 
     @Override
-    public String toString() { return "raw IPv4 send, receive on " + receiveSide; }
+    public String toString() {
+        return "raw IPv4 send, receive on " + receiveSide;
+    }
 
     @Override
     public void close() {
@@ -181,16 +205,34 @@ final class RawIpv4Link implements Link {
             MethodHandle socket = null, sendto = null, close = null;
             boolean ok = false;
             try {
-                if (System.getProperty("os.name", "").toLowerCase(java.util.Locale.ROOT).contains("linux")) {
+                if (System.getProperty("os.name", "")
+                        .toLowerCase(java.util.Locale.ROOT)
+                        .contains("linux")) {
                     Linker linker = Linker.nativeLinker();
                     var libc = linker.defaultLookup();
                     Linker.Option errno = Linker.Option.captureCallState("errno");
-                    socket = linker.downcallHandle(libc.find("socket").orElseThrow(), FunctionDescriptor.of(ValueLayout.JAVA_INT,
-                            ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT), errno);
-                    sendto = linker.downcallHandle(libc.find("sendto").orElseThrow(), FunctionDescriptor.of(ValueLayout.JAVA_LONG,
-                            ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT,
-                            ValueLayout.ADDRESS, ValueLayout.JAVA_INT), errno);
-                    close = linker.downcallHandle(libc.find("close").orElseThrow(), FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
+                    socket = linker.downcallHandle(
+                            libc.find("socket").orElseThrow(),
+                            FunctionDescriptor.of(
+                                    ValueLayout.JAVA_INT,
+                                    ValueLayout.JAVA_INT,
+                                    ValueLayout.JAVA_INT,
+                                    ValueLayout.JAVA_INT),
+                            errno);
+                    sendto = linker.downcallHandle(
+                            libc.find("sendto").orElseThrow(),
+                            FunctionDescriptor.of(
+                                    ValueLayout.JAVA_LONG,
+                                    ValueLayout.JAVA_INT,
+                                    ValueLayout.ADDRESS,
+                                    ValueLayout.JAVA_LONG,
+                                    ValueLayout.JAVA_INT,
+                                    ValueLayout.ADDRESS,
+                                    ValueLayout.JAVA_INT),
+                            errno);
+                    close = linker.downcallHandle(
+                            libc.find("close").orElseThrow(),
+                            FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
                     ok = true;
                 }
             } catch (RuntimeException | Error e) {

@@ -2,7 +2,6 @@ package dev.jrdma.soft;
 
 import dev.jrdma.soft.wire.Icrc;
 import dev.jrdma.soft.wire.RocePacket;
-
 import java.net.InetSocketAddress;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -51,10 +50,12 @@ final class Receiver {
     Thread owner;
     /** Where bursts are received: preallocated slots, and the link's native message headers. */
     final RxBatch batch = new RxBatch();
+
     final Icrc icrc = new Icrc();
     final RocePacket pkt = new RocePacket();
     /** The sender of the last packet received and its address: the JDK hands back the same object while the sender stays the same. */
     private InetSocketAddress lastFrom;
+
     private IpAddress lastSender;
     /** The ACKs this receiver's drives owe. */
     final OwedAcks acks;
@@ -90,7 +91,8 @@ final class Receiver {
     /** A thread took the link over from this receiver's: the rest of the batch is the taker's ({@link #claim}). */
     void seal() {
         long v;
-        do v = cursor.get(); while (v >= 0 && !cursor.compareAndSet(v, v | Long.MIN_VALUE));
+        do v = cursor.get();
+        while (v >= 0 && !cursor.compareAndSet(v, v | Long.MIN_VALUE));
     }
 
     /** The address of {@code from}: made once per change of sender, so a steady stream from one peer allocates nothing. */

@@ -12,10 +12,27 @@ final class RecvQueue {
         mask = size - 1;
     }
 
-    RecvWqe at(int index) { return slots[index & mask]; }
-    RecvWqe first() { return slots[head & mask]; }
-    int capacity() { return slots.length; }
-    boolean isEmpty() { return head == tail; }
-    boolean isFull() { return tail - head == slots.length; }
-    void clear() { head = tail = 0; }
+    RecvWqe at(int index) {
+        return slots[index & mask];
+    }
+
+    RecvWqe first() {
+        return slots[head & mask];
+    }
+
+    int capacity() {
+        return slots.length;
+    }
+
+    boolean isEmpty() {
+        return head == tail;
+    }
+
+    boolean isFull() {
+        return tail - head == slots.length;
+    }
+
+    void clear() {
+        head = tail = 0;
+    }
 }

@@ -44,7 +44,11 @@ final class ReplyTurns {
                 qp.continueReplies();
             } catch (RuntimeException | Error e) {
                 counters.add(Counter.RX_DROPPED);
-                System.getLogger("dev.jrdma.soft").log(System.Logger.Level.WARNING, "soft device " + device + ": sending replies of " + qp + " failed", e);
+                System.getLogger("dev.jrdma.soft")
+                        .log(
+                                System.Logger.Level.WARNING,
+                                "soft device " + device + ": sending replies of " + qp + " failed",
+                                e);
             }
         }
         synchronized (lock) {

@@ -5,8 +5,8 @@ import static dev.jrdma.soft.wire.Opcode.*;
 import dev.jrdma.soft.SendWqe.Progress;
 import dev.jrdma.soft.wire.AtomicEth;
 import dev.jrdma.soft.wire.Bth;
-import dev.jrdma.soft.wire.ImmDt;
 import dev.jrdma.soft.wire.Ieth;
+import dev.jrdma.soft.wire.ImmDt;
 import dev.jrdma.soft.wire.Psn;
 import dev.jrdma.soft.wire.Reth;
 import dev.jrdma.soft.wire.RocePacket;
@@ -15,7 +15,6 @@ import dev.jrdma.verbs.MwType;
 import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.nio.ByteBuffer;
 
 /**
@@ -28,10 +27,22 @@ import java.nio.ByteBuffer;
 final class Requester {
     /** The steps of {@link #run}; the last five are where a run stops. */
     enum State {
-        NEXT_WQE, START_WQE, LOCAL_OPERATION, SEND_PACKET, ERROR,
-        QUEUE_EMPTY, WAIT_FENCE, WAIT_RD_ATOMIC, WAIT_PSN_SPACE, WAIT_WINDOW, WAIT_READ_RESPONSES, STOPPED;
+        NEXT_WQE,
+        START_WQE,
+        LOCAL_OPERATION,
+        SEND_PACKET,
+        ERROR,
+        QUEUE_EMPTY,
+        WAIT_FENCE,
+        WAIT_RD_ATOMIC,
+        WAIT_PSN_SPACE,
+        WAIT_WINDOW,
+        WAIT_READ_RESPONSES,
+        STOPPED;
 
-        boolean stops() { return ordinal() >= QUEUE_EMPTY.ordinal(); }
+        boolean stops() {
+            return ordinal() >= QUEUE_EMPTY.ordinal();
+        }
     }
 
     private static final int PKEY = Bth.DEFAULT_PKEY;
@@ -57,6 +68,7 @@ final class Requester {
     int window = 256, ackEvery = 64;
     /** An RNR NAK arrived: nothing is sent until {@link #rnrDeadline}, then everything from {@link #rnrPsn} again. */
     boolean rnrWait;
+
     private int rnrPsn;
     volatile long rnrDeadline;
 
@@ -111,7 +123,9 @@ final class Requester {
         if (sq.next == sq.tail) return State.QUEUE_EMPTY;
         wqe = sq.at(sq.next);
         if (wqe.progress != Progress.POSTED) return State.SEND_PACKET;
-        return qp.state() == QpState.SQD ? State.QUEUE_EMPTY : State.START_WQE; // SQD finishes what it started, starts nothing
+        return qp.state() == QpState.SQD
+                ? State.QUEUE_EMPTY
+                : State.START_WQE; // SQD finishes what it started, starts nothing
     }
 
     /** Gives a new WQE its PSNs, after the checks that may hold it back (fence, READ/atomic limit) or fail it. */
@@ -126,7 +140,8 @@ final class Requester {
         if (w.readOrAtomic && rdAtomicOut >= Math.max(1, qp.maxRdAtomic)) return State.WAIT_RD_ATOMIC;
         int mtu = qp.mtu;
         int npkts = w.op.isAtomic() ? 1 : (int) Math.max(1, (w.total + mtu - 1) / mtu);
-        if (Psn.diff(nextPsn, qp.completer.oldestUnacked) + (long) npkts > MAX_OUTSTANDING_PSNS) return State.WAIT_PSN_SPACE;
+        if (Psn.diff(nextPsn, qp.completer.oldestUnacked) + (long) npkts > MAX_OUTSTANDING_PSNS)
+            return State.WAIT_PSN_SPACE;
         if (w.readOrAtomic) rdAtomicOut++;
         w.firstPsn = nextPsn;
         w.npkts = npkts;
@@ -163,7 +178,8 @@ final class Requester {
             return State.NEXT_WQE;
         }
         if (w.op == WrOpcode.RDMA_READ && w.nextPkt > w.readRecv) return State.WAIT_READ_RESPONSES;
-        if (!w.op.isAtomic() && Psn.diff(Psn.add(w.firstPsn, w.nextPkt), qp.completer.oldestUnacked) >= window) return State.WAIT_WINDOW;
+        if (!w.op.isAtomic() && Psn.diff(Psn.add(w.firstPsn, w.nextPkt), qp.completer.oldestUnacked) >= window)
+            return State.WAIT_WINDOW;
         if (!send(w, w.nextPkt)) {
             error = WcStatus.LOC_PROT_ERR;
             return State.ERROR;
@@ -201,7 +217,8 @@ final class Requester {
             Reth.write(b, Bth.BYTES, w.remoteAddr + off, w.rkey, end - off);
         } else if (w.op.isAtomic()) {
             boolean cas = w.op == WrOpcode.ATOMIC_CMP_AND_SWP;
-            len = RocePacket.writeBth(b, 0, cas ? COMPARE_SWAP.code() : FETCH_ADD.code(), false, PKEY, destQpn, true, psn, 0);
+            len = RocePacket.writeBth(
+                    b, 0, cas ? COMPARE_SWAP.code() : FETCH_ADD.code(), false, PKEY, destQpn, true, psn, 0);
             AtomicEth.write(b, Bth.BYTES, w.remoteAddr, w.rkey, cas ? w.swap : w.compareAdd, cas ? w.compareAdd : 0);
         } else {
             long off = (long) k * mtu;
@@ -226,15 +243,28 @@ final class Requester {
     /** The opcode of a SEND/WRITE packet by its place in the message. */
     private static int opcode(WrOpcode op, boolean first, boolean last) {
         return switch (op) {
-            case SEND -> first && last ? SEND_ONLY.code() : first ? SEND_FIRST.code() : last ? SEND_LAST.code() : SEND_MIDDLE.code();
-            case SEND_WITH_IMM -> first && last ? SEND_ONLY_WITH_IMMEDIATE.code() : first ? SEND_FIRST.code()
-                    : last ? SEND_LAST_WITH_IMMEDIATE.code() : SEND_MIDDLE.code();
-            case SEND_WITH_INV -> first && last ? SEND_ONLY_WITH_INVALIDATE.code() : first ? SEND_FIRST.code()
-                    : last ? SEND_LAST_WITH_INVALIDATE.code() : SEND_MIDDLE.code();
-            case RDMA_WRITE -> first && last ? RDMA_WRITE_ONLY.code() : first ? RDMA_WRITE_FIRST.code()
-                    : last ? RDMA_WRITE_LAST.code() : RDMA_WRITE_MIDDLE.code();
-            case RDMA_WRITE_WITH_IMM -> first && last ? RDMA_WRITE_ONLY_WITH_IMMEDIATE.code() : first ? RDMA_WRITE_FIRST.code()
-                    : last ? RDMA_WRITE_LAST_WITH_IMMEDIATE.code() : RDMA_WRITE_MIDDLE.code();
+            case SEND ->
+                first && last
+                        ? SEND_ONLY.code()
+                        : first ? SEND_FIRST.code() : last ? SEND_LAST.code() : SEND_MIDDLE.code();
+            case SEND_WITH_IMM ->
+                first && last
+                        ? SEND_ONLY_WITH_IMMEDIATE.code()
+                        : first ? SEND_FIRST.code() : last ? SEND_LAST_WITH_IMMEDIATE.code() : SEND_MIDDLE.code();
+            case SEND_WITH_INV ->
+                first && last
+                        ? SEND_ONLY_WITH_INVALIDATE.code()
+                        : first ? SEND_FIRST.code() : last ? SEND_LAST_WITH_INVALIDATE.code() : SEND_MIDDLE.code();
+            case RDMA_WRITE ->
+                first && last
+                        ? RDMA_WRITE_ONLY.code()
+                        : first ? RDMA_WRITE_FIRST.code() : last ? RDMA_WRITE_LAST.code() : RDMA_WRITE_MIDDLE.code();
+            case RDMA_WRITE_WITH_IMM ->
+                first && last
+                        ? RDMA_WRITE_ONLY_WITH_IMMEDIATE.code()
+                        : first
+                                ? RDMA_WRITE_FIRST.code()
+                                : last ? RDMA_WRITE_LAST_WITH_IMMEDIATE.code() : RDMA_WRITE_MIDDLE.code();
             default -> throw new IllegalArgumentException(op + " is not sent as SEND/WRITE packets");
         };
     }
@@ -247,18 +277,20 @@ final class Requester {
         if (mw.isClosed() || mw.pd != pd) return WcStatus.MW_BIND_ERR;
         boolean type1 = mw.type == MwType.TYPE_1;
         if (!type1) {
-            if (mw.binding != null) return WcStatus.MW_BIND_ERR;       // a type 2 window must be invalidated first
+            if (mw.binding != null) return WcStatus.MW_BIND_ERR; // a type 2 window must be invalidated first
             if ((w.bindRkey >>> 8) != mw.keyIndex) return WcStatus.MW_BIND_ERR;
         }
         if (type1 && w.bindLen == 0) {
             mw.binding = null;
             return WcStatus.SUCCESS;
         }
-        if (mr.isClosed() || mr.pd != pd || (mr.accessBits & Access.MW_BIND.bit) == 0 || !mr.contains(w.bindAddr, w.bindLen))
-            return WcStatus.MW_BIND_ERR;
+        if (mr.isClosed()
+                || mr.pd != pd
+                || (mr.accessBits & Access.MW_BIND.bit) == 0
+                || !mr.contains(w.bindAddr, w.bindLen)) return WcStatus.MW_BIND_ERR;
         int acc = w.bindAccess & (Access.REMOTE_READ.bit | Access.REMOTE_WRITE.bit | Access.REMOTE_ATOMIC.bit);
-        if ((acc & (Access.REMOTE_WRITE.bit | Access.REMOTE_ATOMIC.bit)) != 0 && (mr.accessBits & Access.LOCAL_WRITE.bit) == 0)
-            return WcStatus.MW_BIND_ERR;
+        if ((acc & (Access.REMOTE_WRITE.bit | Access.REMOTE_ATOMIC.bit)) != 0
+                && (mr.accessBits & Access.LOCAL_WRITE.bit) == 0) return WcStatus.MW_BIND_ERR;
         mw.binding = new SoftMw.Binding(w.bindRkey, mr, w.bindAddr, w.bindLen, acc, type1 ? null : qp);
         mw.rkey = w.bindRkey;
         return WcStatus.SUCCESS;

@@ -13,7 +13,6 @@ import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.WcOpcode;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
-
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
@@ -30,13 +29,28 @@ import java.nio.ByteBuffer;
 final class Responder {
     /** The steps of {@link #receive}; the ERR_ states NAK the request. */
     enum State {
-        CHECK_PSN, CHECK_OP_SEQUENCE, CHECK_LENGTH, CHECK_RESOURCE, CHECK_RKEY,
-        EXECUTE, READ_REPLY, ATOMIC_REPLY, COMPLETE, ACKNOWLEDGE, DUPLICATE,
-        ERR_PSN_SEQUENCE, ERR_RNR, ERR_INVALID_REQUEST, ERR_REMOTE_ACCESS, ERR_REMOTE_OPERATIONAL, DONE
+        CHECK_PSN,
+        CHECK_OP_SEQUENCE,
+        CHECK_LENGTH,
+        CHECK_RESOURCE,
+        CHECK_RKEY,
+        EXECUTE,
+        READ_REPLY,
+        ATOMIC_REPLY,
+        COMPLETE,
+        ACKNOWLEDGE,
+        DUPLICATE,
+        ERR_PSN_SEQUENCE,
+        ERR_RNR,
+        ERR_INVALID_REQUEST,
+        ERR_REMOTE_ACCESS,
+        ERR_REMOTE_OPERATIONAL,
+        DONE
     }
 
     /** What kind of message the packet belongs to (and which one is in progress). */
     private static final int NONE = 0, SEND_MESSAGE = 1, WRITE_MESSAGE = 2, READ_REQUEST = 3, ATOMIC_REQUEST = 4;
+
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
     private static final int PKEY = Bth.DEFAULT_PKEY;
 
@@ -48,11 +62,14 @@ final class Responder {
         long off, length, orig;
         /** What the request asked for (a duplicate must ask for a part of it). */
         long va;
+
         int rkey;
         /** Reply packets {@code [sendFrom, sendTo)} are still to go out. */
         int sendFrom, sendTo;
 
-        boolean pending() { return valid && sendFrom < sendTo; }
+        boolean pending() {
+            return valid && sendFrom < sendTo;
+        }
     }
 
     private final SoftQp qp;
@@ -62,11 +79,13 @@ final class Responder {
     int expectedPsn, msn;
     /** The message in progress (a multi-packet SEND or WRITE), or NONE. */
     private int inProgress = NONE;
+
     private long recvOffset;
     private SoftMr writeMr;
     private long writeOff, writeRemain, writeTotal;
     /** A PSN sequence or RNR NAK was sent: later packets of the same burst are dropped without another NAK. */
     private boolean nakSent;
+
     private boolean ackQueued;
     private int ackPsn;
     private Resource[] resources = {new Resource()};
@@ -78,6 +97,7 @@ final class Responder {
     private boolean turnRequested;
     /** A PSN sequence or RNR NAK that waits for pending replies. */
     private boolean controlDeferred;
+
     private int deferredSyndrome, deferredPsn;
 
     // the packet being processed
@@ -86,9 +106,11 @@ final class Responder {
     private int psn, kind, flags;
     /** The region and offset an rkey check found. */
     private SoftMr targetMr;
+
     private long targetOff;
     /** For an error: whether the receive WQE in use completes, and with which status. */
     private RecvWqe errRecv;
+
     private WcStatus errRecvStatus;
     /** The last step before DONE of the last packet: how it was handled (tests and tracing). */
     State lastOutcome = State.DONE;
@@ -170,7 +192,8 @@ final class Responder {
 
     private State checkPsn() {
         int d = Psn.diff(psn, expectedPsn);
-        if (d > ForgeryWatch.FAR || d < -ForgeryWatch.FAR) qp.suspect(); // no requester's window reaches that far: a PSN sweep
+        if (d > ForgeryWatch.FAR || d < -ForgeryWatch.FAR)
+            qp.suspect(); // no requester's window reaches that far: a PSN sweep
         if (d > 0) return State.ERR_PSN_SEQUENCE;
         if (d < 0) return State.DUPLICATE;
         nakSent = false;
@@ -180,8 +203,11 @@ final class Responder {
     /** A SEND/WRITE continues the message in progress or starts a new one; READ/atomic start and end at once. */
     private State checkOpSequence() {
         int f = flags;
-        kind = (f & SEND) != 0 ? SEND_MESSAGE : (f & WRITE) != 0 ? WRITE_MESSAGE : (f & READ) != 0 ? READ_REQUEST
-                : (f & ATOMIC) != 0 ? ATOMIC_REQUEST : NONE;
+        kind = (f & SEND) != 0
+                ? SEND_MESSAGE
+                : (f & WRITE) != 0
+                        ? WRITE_MESSAGE
+                        : (f & READ) != 0 ? READ_REQUEST : (f & ATOMIC) != 0 ? ATOMIC_REQUEST : NONE;
         boolean start = (f & START) != 0;
         if (inProgress != NONE ? (kind != inProgress || start) : !start) return State.ERR_INVALID_REQUEST;
         return State.CHECK_LENGTH;
@@ -193,8 +219,9 @@ final class Responder {
             int plen = pkt.payloadLength();
             if ((flags & END) != 0 ? plen > qp.mtu : plen != qp.mtu) return State.ERR_INVALID_REQUEST;
         }
-        if ((kind == READ_REQUEST || (kind == WRITE_MESSAGE && (flags & START) != 0)) && pkt.rethLength() > SoftContext.MAX_MSG)
-            return State.ERR_INVALID_REQUEST;                                            // longer than the device's max_msg_sz
+        if ((kind == READ_REQUEST || (kind == WRITE_MESSAGE && (flags & START) != 0))
+                && pkt.rethLength() > SoftContext.MAX_MSG)
+            return State.ERR_INVALID_REQUEST; // longer than the device's max_msg_sz
         if (kind == SEND_MESSAGE && ((flags & START) != 0 ? 0 : recvOffset) + pkt.payloadLength() > SoftContext.MAX_MSG)
             return State.ERR_INVALID_REQUEST;
         if (kind == ATOMIC_REQUEST && (pkt.atomicVa() & 7) != 0) return State.ERR_INVALID_REQUEST;
@@ -210,7 +237,8 @@ final class Responder {
             }
             RecvWqe r = rq.first();
             if (r.localErr != null) return recvError(r, r.localErr, State.ERR_REMOTE_OPERATIONAL);
-            if (recvOffset + pkt.payloadLength() > r.total) return recvError(r, WcStatus.LOC_LEN_ERR, State.ERR_INVALID_REQUEST);
+            if (recvOffset + pkt.payloadLength() > r.total)
+                return recvError(r, WcStatus.LOC_LEN_ERR, State.ERR_INVALID_REQUEST);
         } else if (kind == WRITE_MESSAGE && (flags & IMMDT) != 0 && !qp.takeReceive()) {
             return State.ERR_RNR;
         }
@@ -223,18 +251,21 @@ final class Responder {
             case WRITE_MESSAGE -> {
                 if ((flags & START) == 0) return State.EXECUTE;
                 long dlen = pkt.rethLength();
-                if (!resolve(pkt.rethRkey(), pkt.rethVa(), dlen, Access.REMOTE_WRITE.bit)) return State.ERR_REMOTE_ACCESS;
+                if (!resolve(pkt.rethRkey(), pkt.rethVa(), dlen, Access.REMOTE_WRITE.bit))
+                    return State.ERR_REMOTE_ACCESS;
                 writeMr = targetMr;
                 writeOff = targetOff;
                 writeRemain = writeTotal = dlen;
             }
             case READ_REQUEST -> {
-                if (!resolve(pkt.rethRkey(), pkt.rethVa(), pkt.rethLength(), Access.REMOTE_READ.bit)) return State.ERR_REMOTE_ACCESS;
+                if (!resolve(pkt.rethRkey(), pkt.rethVa(), pkt.rethLength(), Access.REMOTE_READ.bit))
+                    return State.ERR_REMOTE_ACCESS;
             }
             case ATOMIC_REQUEST -> {
-                if (!resolve(pkt.atomicRkey(), pkt.atomicVa(), 8, Access.REMOTE_ATOMIC.bit)) return State.ERR_REMOTE_ACCESS;
+                if (!resolve(pkt.atomicRkey(), pkt.atomicVa(), 8, Access.REMOTE_ATOMIC.bit))
+                    return State.ERR_REMOTE_ACCESS;
             }
-            default -> { }
+            default -> {}
         }
         return State.EXECUTE;
     }
@@ -264,9 +295,15 @@ final class Responder {
                     writeRemain -= plen;
                 }
             }
-            case READ_REQUEST -> { return State.READ_REPLY; }
-            case ATOMIC_REQUEST -> { return State.ATOMIC_REPLY; }
-            default -> { return State.ERR_INVALID_REQUEST; }
+            case READ_REQUEST -> {
+                return State.READ_REPLY;
+            }
+            case ATOMIC_REQUEST -> {
+                return State.ATOMIC_REPLY;
+            }
+            default -> {
+                return State.ERR_INVALID_REQUEST;
+            }
         }
         if (!end) {
             inProgress = kind;
@@ -287,15 +324,35 @@ final class Responder {
                 imm = pkt.immediate();
             } else if ((flags & IETH) != 0) {
                 imm = pkt.invalidateRkey();
-                if (qp.invalidate(imm, true) != WcStatus.SUCCESS) return recvError(r, WcStatus.MW_BIND_ERR, State.ERR_INVALID_REQUEST);
+                if (qp.invalidate(imm, true) != WcStatus.SUCCESS)
+                    return recvError(r, WcStatus.MW_BIND_ERR, State.ERR_INVALID_REQUEST);
                 wcFlags = WorkCompletion.WITH_INV;
             }
             rq.head++;
-            qp.recvCq().push(r.wrId, WcStatus.SUCCESS, WcOpcode.RECV, (int) recvOffset, imm, wcFlags, qp.qpNum(), qp.destQpn, pkt.solicitedEvent());
+            qp.recvCq()
+                    .push(
+                            r.wrId,
+                            WcStatus.SUCCESS,
+                            WcOpcode.RECV,
+                            (int) recvOffset,
+                            imm,
+                            wcFlags,
+                            qp.qpNum(),
+                            qp.destQpn,
+                            pkt.solicitedEvent());
         } else {
             rq.head++;
-            qp.recvCq().push(r.wrId, WcStatus.SUCCESS, WcOpcode.RECV_RDMA_WITH_IMM, (int) writeTotal, pkt.immediate(),
-                    WorkCompletion.WITH_IMM, qp.qpNum(), qp.destQpn, pkt.solicitedEvent());
+            qp.recvCq()
+                    .push(
+                            r.wrId,
+                            WcStatus.SUCCESS,
+                            WcOpcode.RECV_RDMA_WITH_IMM,
+                            (int) writeTotal,
+                            pkt.immediate(),
+                            WorkCompletion.WITH_IMM,
+                            qp.qpNum(),
+                            qp.destQpn,
+                            pkt.solicitedEvent());
         }
         return State.ACKNOWLEDGE;
     }
@@ -341,7 +398,8 @@ final class Responder {
         try {
             if (targetMr.isClosed()) throw new IllegalStateException();
             if (pkt.opcode() == COMPARE_SWAP.code()) {
-                orig = (long) LONG.compareAndExchange(targetMr.seg, targetOff, pkt.atomicCompare(), pkt.atomicSwapAdd());
+                orig = (long)
+                        LONG.compareAndExchange(targetMr.seg, targetOff, pkt.atomicCompare(), pkt.atomicSwapAdd());
             } else {
                 orig = (long) LONG.getAndAdd(targetMr.seg, targetOff, pkt.atomicSwapAdd());
             }
@@ -379,7 +437,8 @@ final class Responder {
             if ((flags & READ) != 0 && !r.atomic && Psn.inWindow(psn, r.firstPsn, r.npkts)) {
                 int k = Psn.diff(psn, r.firstPsn);
                 long skip = (long) k * qp.mtu, asked = pkt.rethLength();
-                if (pkt.rethRkey() != r.rkey || pkt.rethVa() != r.va + skip || asked > r.length - skip) break; // not what was asked before
+                if (pkt.rethRkey() != r.rkey || pkt.rethVa() != r.va + skip || asked > r.length - skip)
+                    break; // not what was asked before
                 replay(r, k, k + packets(asked));
                 return State.DONE;
             }
@@ -389,7 +448,8 @@ final class Responder {
                 return State.DONE;
             }
         }
-        qp.count(Counter.RX_DUPLICATE_UNANSWERED); // too old to answer (the requester will time out), or not a duplicate at all
+        qp.count(Counter.RX_DUPLICATE_UNANSWERED); // too old to answer (the requester will time out), or not a
+        // duplicate at all
         return State.DONE;
     }
 
@@ -496,8 +556,11 @@ final class Responder {
         ByteBuffer b = qp.tx;
         int mtu = qp.mtu;
         boolean first = k == 0, last = k == r.npkts - 1;
-        int opc = first && last ? RDMA_READ_RESPONSE_ONLY.code() : first ? RDMA_READ_RESPONSE_FIRST.code()
-                : last ? RDMA_READ_RESPONSE_LAST.code() : RDMA_READ_RESPONSE_MIDDLE.code();
+        int opc = first && last
+                ? RDMA_READ_RESPONSE_ONLY.code()
+                : first
+                        ? RDMA_READ_RESPONSE_FIRST.code()
+                        : last ? RDMA_READ_RESPONSE_LAST.code() : RDMA_READ_RESPONSE_MIDDLE.code();
         long off = (long) k * mtu;
         int plen = (int) Math.min(mtu, r.length - off);
         int len = RocePacket.writeBth(b, 0, opc, false, PKEY, qp.destQpn, false, Psn.add(r.firstPsn, k), plen);
@@ -517,7 +580,9 @@ final class Responder {
     }
 
     /** Whether the receive loop owes this QP a turn (it asked and has not had it). */
-    boolean turnRequested() { return turnRequested; }
+    boolean turnRequested() {
+        return turnRequested;
+    }
 
     /** A PSN sequence or RNR NAK: at once, or after the replies ahead of it. */
     private void sendInOrder(int syndrome, int nakPsn) {
@@ -547,7 +612,8 @@ final class Responder {
         ackPsn = Psn.add(expectedPsn, -1);
         if (!ackQueued) {
             ackQueued = true;
-            if (qp.transport().driving()) qp.transport().ackLater(qp); else flushAck();
+            if (qp.transport().driving()) qp.transport().ackLater(qp);
+            else flushAck();
         } else {
             qp.transport().ackAgain(qp);
         }
@@ -580,14 +646,20 @@ final class Responder {
         Object o = qp.transport().keyOwner(rkey);
         SoftPd pd = qp.pd();
         if (o instanceof SoftMr mr) {
-            if (mr.key != rkey || mr.isClosed() || mr.pd != pd || (mr.accessBits & need) == 0 || !mr.contains(va, len)) return false;
+            if (mr.key != rkey || mr.isClosed() || mr.pd != pd || (mr.accessBits & need) == 0 || !mr.contains(va, len))
+                return false;
             targetMr = mr;
             targetOff = va - mr.addr;
             return true;
         }
         if (o instanceof SoftMw mw) {
             SoftMw.Binding b = mw.binding;
-            if (b == null || b.rkey() != rkey || mw.isClosed() || mw.pd != pd || (b.accessBits() & need) == 0 || b.mr().isClosed()) return false;
+            if (b == null
+                    || b.rkey() != rkey
+                    || mw.isClosed()
+                    || mw.pd != pd
+                    || (b.accessBits() & need) == 0
+                    || b.mr().isClosed()) return false;
             long rel = va - b.addr();
             if (rel < 0 || rel > b.len() || len > b.len() - rel) return false;
             if (mw.type == MwType.TYPE_2 && b.qp() != qp) return false;

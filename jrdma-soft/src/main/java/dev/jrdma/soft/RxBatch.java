@@ -26,12 +26,14 @@ final class RxBatch {
 
     /** The slots' memory, contiguous, page aligned; {@link LinuxUdpLink} points its iovecs at it. */
     final MemorySegment memory = Arena.ofAuto().allocate((long) SLOT * CAPACITY, 4096);
+
     final ByteBuffer[] buffers = new ByteBuffer[CAPACITY];
     /**
      * A second view of each slot, for the thread that takes the link over from a stalled one and handles again the
      * packet that one is in the middle of: handling moves a view's position and limit, so two threads never share one.
      */
     final ByteBuffer[] takerViews = new ByteBuffer[CAPACITY];
+
     final MemorySegment[] segments = new MemorySegment[CAPACITY];
     /** Bytes received in each slot, or {@link #TRUNCATED}. */
     final int[] lengths = new int[CAPACITY];

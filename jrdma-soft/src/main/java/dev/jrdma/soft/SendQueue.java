@@ -16,8 +16,19 @@ final class SendQueue {
         mask = size - 1;
     }
 
-    SendWqe at(int index) { return slots[index & mask]; }
-    int capacity() { return slots.length; }
-    boolean isFull() { return tail - head == slots.length; }
-    void clear() { head = next = tail = 0; }
+    SendWqe at(int index) {
+        return slots[index & mask];
+    }
+
+    int capacity() {
+        return slots.length;
+    }
+
+    boolean isFull() {
+        return tail - head == slots.length;
+    }
+
+    void clear() {
+        head = next = tail = 0;
+    }
 }

@@ -1,13 +1,16 @@
 package dev.jrdma.soft;
 
 import dev.jrdma.verbs.WrOpcode;
-
 import java.lang.foreign.MemorySegment;
 
 /** A send work request, copied at post time into a slot of the {@link SendQueue}; the requester and completer track its progress here. */
 final class SendWqe extends Wqe {
     /** Where a WQE stands: posted (not yet given PSNs), started (PSNs assigned, packets going out), done (ready to complete). */
-    enum Progress { POSTED, STARTED, DONE }
+    enum Progress {
+        POSTED,
+        STARTED,
+        DONE
+    }
 
     WrOpcode op;
     boolean signaled, fence, solicited, readOrAtomic, local;

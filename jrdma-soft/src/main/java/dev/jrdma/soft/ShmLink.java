@@ -58,24 +58,29 @@ final class ShmLink implements Link {
     static final long PROOF_TIMEOUT_NANOS = 1_000_000_000L;
     /** How often a watch thread checks that each device's own file is still in place and whole. */
     static final long OWN_CHECK_MILLIS = 1000;
+
     private static final ByteBuffer DOORBELL = ByteBuffer.allocateDirect(0);
 
     private final Link udp;
     /** This device's rings: replaced by a new file when the old one fails (truncated or replaced under the mapping). */
     private volatile ShmReceiver receiver;
+
     private final Clock clock;
     /** Tells once a second at most that the device's rings failed and were made again. */
     private final LogLimiter ringWarnings;
+
     private final IpAddress local;
     private final int port;
     private final Counter.Set counters;
     /** Sends the doorbells: its own socket, so that they leave whatever kind the data link is. */
     private final DatagramChannel doorbells;
+
     private final ConcurrentHashMap<InetSocketAddress, Route> routes = new ConcurrentHashMap<>();
     /** The route used last: QPs keep their peer's address object, so a stream to one peer finds it by identity. */
     private volatile Route last;
     /** When the UDP socket gets its next look while the rings are in use (racy between the two driving threads: any interleaving will do). */
     private long udpLookAt;
+
     private volatile boolean closed;
     /** The receive thread is in {@link #await} (or about to be). */
     private volatile boolean sleeping;
@@ -92,6 +97,7 @@ final class ShmLink implements Link {
         long fullSince;
         /** When the sender claimed its slot, and when it last sent its HELLO (racy: any value will do). */
         final long claimedAt;
+
         long helloAt;
 
         Route(InetSocketAddress to, ShmSender sender, long now) {
@@ -103,7 +109,14 @@ final class ShmLink implements Link {
         }
     }
 
-    private ShmLink(Link udp, ShmRingFile ring, IpAddress local, int port, Counter.Set counters, DatagramChannel doorbells, Clock clock) {
+    private ShmLink(
+            Link udp,
+            ShmRingFile ring,
+            IpAddress local,
+            int port,
+            Counter.Set counters,
+            DatagramChannel doorbells,
+            Clock clock) {
         this.udp = udp;
         this.clock = clock;
         this.ringWarnings = new LogLimiter(LOG, clock, 1_000_000_000L);
@@ -144,9 +157,12 @@ final class ShmLink implements Link {
         if (mode.equals("off")) {
             if (ShmRingFile.available()) {
                 try {
-                    ShmRingFile.retire(ShmRingFile.pathFor(local, port)); // a dead device's ring must not take our peers' packets
+                    ShmRingFile.retire(
+                            ShmRingFile.pathFor(local, port)); // a dead device's ring must not take our peers' packets
                 } catch (IOException e) {
-                    LOG.log(System.Logger.Level.DEBUG, "soft device " + local.literal() + ":" + port + ": " + e.getMessage());
+                    LOG.log(
+                            System.Logger.Level.DEBUG,
+                            "soft device " + local.literal() + ":" + port + ": " + e.getMessage());
                 }
             }
             return udp;
@@ -161,7 +177,8 @@ final class ShmLink implements Link {
                 }
             }
             ring = ShmRingFile.create(local, port);
-            bells = DatagramChannel.open(local.inet instanceof Inet4Address ? StandardProtocolFamily.INET : StandardProtocolFamily.INET6);
+            bells = DatagramChannel.open(
+                    local.inet instanceof Inet4Address ? StandardProtocolFamily.INET : StandardProtocolFamily.INET6);
             bells.configureBlocking(false);
             ShmLink link = new ShmLink(udp, ring, local, port, counters, bells, clock);
             Watch.add(link);
@@ -173,7 +190,10 @@ final class ShmLink implements Link {
                 udp.close();
                 throw new IOException("jrdma.soft.shm=on, but the same-host ring cannot be made: " + e.getMessage(), e);
             }
-            LOG.log(System.Logger.Level.INFO, "soft device " + local.literal() + ":" + port + ": no same-host ring (" + e.getMessage() + "), UDP only");
+            LOG.log(
+                    System.Logger.Level.INFO,
+                    "soft device " + local.literal() + ":" + port + ": no same-host ring (" + e.getMessage()
+                            + "), UDP only");
             return udp;
         }
     }
@@ -202,9 +222,10 @@ final class ShmLink implements Link {
                 }
                 case FULL -> {
                     if (peerStillServes(r, s)) return false;
-                    forget(r); // its receiver is gone: this packet and the next go over UDP until the peer has a ring again
+                    forget(r); // its receiver is gone: this packet and the next go over UDP until the peer has a ring
+                    // again
                 }
-                case TOO_LONG -> { }
+                case TOO_LONG -> {}
                 case GONE -> forget(r);
                 case UNPROVEN -> awaitProof(r, s);
             }
@@ -241,7 +262,8 @@ final class ShmLink implements Link {
         long now = clock.nanoTime();
         if (now - r.claimedAt > PROOF_TIMEOUT_NANOS) {
             counters.add(Counter.RX_SHM_UNPROVEN);
-            ringWarnings.warn("soft device " + local.literal() + ":" + port + ": " + r.to + " never answered from its port for its ring " + s.peer.path + ": UDP");
+            ringWarnings.warn("soft device " + local.literal() + ":" + port + ": " + r.to
+                    + " never answered from its port for its ring " + s.peer.path + ": UDP");
             sendOverUdpUntilRecheck(r);
         } else if (now - r.helloAt > PROOF_RESEND_NANOS) {
             r.helloAt = now;
@@ -285,7 +307,11 @@ final class ShmLink implements Link {
         }
         for (Route r : routes.values()) {
             ShmSender s = r.sender;
-            if (s != null && s.slot() == proof.slot && s.nonce == proof.nonce && s.start == proof.start && sameEndpoint(r.to, from)) {
+            if (s != null
+                    && s.slot() == proof.slot
+                    && s.nonce == proof.nonce
+                    && s.start == proof.start
+                    && sameEndpoint(r.to, from)) {
                 s.proven();
                 return;
             }
@@ -318,7 +344,10 @@ final class ShmLink implements Link {
                 s = ShmSender.claim(peer, local, port);
                 if (s == null) {
                     peer.close();
-                    LOG.log(System.Logger.Level.DEBUG, "soft device " + local.literal() + ":" + port + ": every slot of " + peer.path + " is taken: UDP to " + to);
+                    LOG.log(
+                            System.Logger.Level.DEBUG,
+                            "soft device " + local.literal() + ":" + port + ": every slot of " + peer.path
+                                    + " is taken: UDP to " + to);
                 }
             }
         }
@@ -433,7 +462,9 @@ final class ShmLink implements Link {
     }
 
     @Override
-    public void prepare(RxBatch batch) { udp.prepare(batch); }
+    public void prepare(RxBatch batch) {
+        udp.prepare(batch);
+    }
 
     @Override
     public boolean readable() throws IOException {
@@ -508,9 +539,13 @@ final class ShmLink implements Link {
             });
         }
 
-        static void add(ShmLink link) { LINKS.add(link); }
+        static void add(ShmLink link) {
+            LINKS.add(link);
+        }
 
-        static void remove(ShmLink link) { LINKS.remove(link); }
+        static void remove(ShmLink link) {
+            LINKS.remove(link);
+        }
     }
     /**
      * This device's rings failed under {@code failed} (their file was truncated: a fault on access; or replaced): a
@@ -526,7 +561,8 @@ final class ShmLink implements Link {
             String why = cause.getMessage() == null ? cause.toString() : cause.getMessage();
             try {
                 fresh = new ShmReceiver(ShmRingFile.create(local, port), counters);
-                ringWarnings.warn("soft device " + local.literal() + ":" + port + ": its same-host rings failed (" + why + "): made a new file");
+                ringWarnings.warn("soft device " + local.literal() + ":" + port + ": its same-host rings failed (" + why
+                        + "): made a new file");
             } catch (IOException | RuntimeException e) {
                 fresh = ShmReceiver.none(counters);
                 ringWarnings.warn("soft device " + local.literal() + ":" + port + ": its same-host rings failed (" + why
@@ -545,7 +581,9 @@ final class ShmLink implements Link {
     }
 
     @Override
-    public void wakeup() { udp.wakeup(); }
+    public void wakeup() {
+        udp.wakeup();
+    }
 
     /** The peers this device sends to through their rings now (devinfo, tests). */
     List<InetSocketAddress> shmPeers() {
@@ -555,22 +593,34 @@ final class ShmLink implements Link {
     }
 
     /** This device's ring file now (null when its rings failed and could not be made again). */
-    ShmRingFile ring() { return receiver.ring(); }
+    ShmRingFile ring() {
+        return receiver.ring();
+    }
 
     /** The receiving rings' positions (tests, reports). */
-    String describeRings() { return receiver.describe(); }
+    String describeRings() {
+        return receiver.describe();
+    }
 
     /** Whether packets to peers off this host leave through a raw IPv4 socket ({@link RawIpv4Link}). */
-    boolean sendsRawIpv4() { return udp instanceof RawIpv4Link; }
+    boolean sendsRawIpv4() {
+        return udp instanceof RawIpv4Link;
+    }
 
     @Override
     public String toString() {
         List<InetSocketAddress> peers = shmPeers();
         ShmRingFile ring = receiver.ring();
-        StringBuilder sb = new StringBuilder(udp.toString()).append(" + same-host ring ").append(ring == null ? "(failed: UDP only)" : ring.path);
+        StringBuilder sb = new StringBuilder(udp.toString())
+                .append(" + same-host ring ")
+                .append(ring == null ? "(failed: UDP only)" : ring.path);
         if (!peers.isEmpty()) {
             sb.append(" (to");
-            for (InetSocketAddress p : peers) sb.append(' ').append(IpAddress.of(p.getAddress()).literal()).append(':').append(p.getPort());
+            for (InetSocketAddress p : peers)
+                sb.append(' ')
+                        .append(IpAddress.of(p.getAddress()).literal())
+                        .append(':')
+                        .append(p.getPort());
             sb.append(" over shm)");
         }
         return sb.toString();

@@ -65,7 +65,9 @@ final class ShmReceiver {
     }
 
     /** The file of these rings; null for {@link #none}. */
-    ShmRingFile ring() { return ring; }
+    ShmRingFile ring() {
+        return ring;
+    }
 
     /** The slots some sender has claimed (the word is the senders': only the slot bits count). */
     private int claimed() {
@@ -79,15 +81,25 @@ final class ShmReceiver {
         for (int s = 0; s < SLOTS; s++) {
             if ((c & (1 << s)) == 0) continue;
             long h = heads.get(s * PAD);
-            sb.append("slot ").append(s).append(": owner ").append(Long.toHexString((long) LONG.getVolatile(seg, ShmRingFile.slot(s))))
-                    .append(" head ").append(h).append(" tail ").append((long) LONG.getVolatile(seg, ShmRingFile.slot(s) + ShmRingFile.S_TAIL))
-                    .append(" state ").append((long) LONG.getVolatile(seg, ShmRingFile.cell(s, h) + C_STATE)).append("; ");
+            sb.append("slot ")
+                    .append(s)
+                    .append(": owner ")
+                    .append(Long.toHexString((long) LONG.getVolatile(seg, ShmRingFile.slot(s))))
+                    .append(" head ")
+                    .append(h)
+                    .append(" tail ")
+                    .append((long) LONG.getVolatile(seg, ShmRingFile.slot(s) + ShmRingFile.S_TAIL))
+                    .append(" state ")
+                    .append((long) LONG.getVolatile(seg, ShmRingFile.cell(s, h) + C_STATE))
+                    .append("; ");
         }
         return sb.toString();
     }
 
     /** Whether some sender has ever claimed a slot. */
-    boolean hasSenders() { return claimed() != 0; }
+    boolean hasSenders() {
+        return claimed() != 0;
+    }
 
     /** Whether slot {@code s}'s owner now is the sender that proved its address (else its cells wait, untaken). */
     private boolean proven(int s) {
@@ -106,10 +118,13 @@ final class ShmReceiver {
         if (s < 0 || s >= SLOTS || from.getAddress() == null) return false;
         long base = ShmRingFile.slot(s);
         long owner = (long) LONG.getVolatile(seg, base + ShmRingFile.S_OWNER);
-        if (owner == 0 || owner == -1 || (long) LONG.getAcquire(seg, base + ShmRingFile.S_NONCE) != nonce
+        if (owner == 0
+                || owner == -1
+                || (long) LONG.getAcquire(seg, base + ShmRingFile.S_NONCE) != nonce
                 || seg.get(ValueLayout.JAVA_LONG, base + ShmRingFile.S_START) != start) return false;
         IpAddress a = IpAddress.of(from.getAddress());
-        if (seg.get(ValueLayout.JAVA_LONG, base + ShmRingFile.S_SOURCE_HI) != a.hi || seg.get(ValueLayout.JAVA_LONG, base + ShmRingFile.S_SOURCE_LO) != a.lo
+        if (seg.get(ValueLayout.JAVA_LONG, base + ShmRingFile.S_SOURCE_HI) != a.hi
+                || seg.get(ValueLayout.JAVA_LONG, base + ShmRingFile.S_SOURCE_LO) != a.lo
                 || seg.get(ValueLayout.JAVA_LONG, base + ShmRingFile.S_SOURCE_PORT) != from.getPort()) return false;
         if (provenOwners.get(s) == owner) return true; // a resent HELLO: answered again
         long h = heads.get(s * PAD);
@@ -212,7 +227,8 @@ final class ShmReceiver {
     private int copyOut(int s, long p, MemorySegment dst, long at, InetSocketAddress[] from, int index) {
         long cell = ShmRingFile.cell(s, p);
         int len = seg.get(ValueLayout.JAVA_INT, cell + C_LENGTH);
-        InetSocketAddress source = len >= 1 && len <= MAX_PACKET && at + len <= dst.byteSize() ? provenSources[s] : null;
+        InetSocketAddress source =
+                len >= 1 && len <= MAX_PACKET && at + len <= dst.byteSize() ? provenSources[s] : null;
         if (source == null) {
             counters.add(Counter.RX_SHM_BAD_CELL);
             len = -1;

@@ -64,6 +64,7 @@ final class ShmRingFile implements AutoCloseable {
     static final int CELLS = 1024;
     /** Bytes per cell: a header and the largest RoCEv2 packet of the 4096 MTU with every extension header. */
     static final int CELL = 4480;
+
     static final int CELL_HEADER = 48;
     /** The longest packet a cell holds; a longer one goes over UDP. */
     static final int MAX_PACKET = CELL - CELL_HEADER;
@@ -74,6 +75,7 @@ final class ShmRingFile implements AutoCloseable {
     static final long H_WAITING = 64;
     /** A bit per slot ever claimed: the receiver looks only at those. */
     static final long H_CLAIMED = 128;
+
     static final long HEADER = 4096;
     static final int STATE_OPEN = 1, STATE_CLOSED = 2;
 
@@ -81,6 +83,7 @@ final class ShmRingFile implements AutoCloseable {
     static final long S_OWNER = 0, S_TAIL = 64;
     /** The claiming sender's address and UDP port, a random nonce and the position it starts at ({@link ShmProof}). */
     static final long S_SOURCE_HI = 128, S_SOURCE_LO = 136, S_SOURCE_PORT = 144, S_NONCE = 152, S_START = 160;
+
     static final long SLOT_CONTROL = 4096;
     static final long SLOT_BYTES = SLOT_CONTROL + (long) CELLS * CELL;
     static final long FILE_BYTES = HEADER + SLOTS * SLOT_BYTES;
@@ -92,7 +95,8 @@ final class ShmRingFile implements AutoCloseable {
     static final VarHandle INT = ValueLayout.JAVA_INT.varHandle();
 
     private static final SecureRandom RANDOM = new SecureRandom();
-    private static final Set<PosixFilePermission> OWNER_ONLY = EnumSet.of(PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE);
+    private static final Set<PosixFilePermission> OWNER_ONLY =
+            EnumSet.of(PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE);
 
     final Path path;
     private final Arena arena;
@@ -102,6 +106,7 @@ final class ShmRingFile implements AutoCloseable {
     final ByteBuffer buffer;
     /** Whether this process created it (the receiver): closing it marks it closed and removes it. */
     private final boolean owner;
+
     private boolean closed;
 
     /**
@@ -120,13 +125,19 @@ final class ShmRingFile implements AutoCloseable {
     }
 
     /** Where the slot {@code s} begins. */
-    static long slot(int s) { return HEADER + s * SLOT_BYTES; }
+    static long slot(int s) {
+        return HEADER + s * SLOT_BYTES;
+    }
 
     /** Where the cell for position {@code position} of slot {@code s} begins. */
-    static long cell(int s, long position) { return slot(s) + SLOT_CONTROL + (position & (CELLS - 1)) * CELL; }
+    static long cell(int s, long position) {
+        return slot(s) + SLOT_CONTROL + (position & (CELLS - 1)) * CELL;
+    }
 
     /** Whether this host has a {@code /dev/shm} of the kind this needs (Linux), and who and where this process is. */
-    static boolean available() { return Host.ID != null; }
+    static boolean available() {
+        return Host.ID != null;
+    }
 
     /** The file of the device on {@code address:port} in this user's and network namespace's name space. */
     static Path pathFor(IpAddress address, int port) {
@@ -148,10 +159,13 @@ final class ShmRingFile implements AutoCloseable {
         @SuppressWarnings("MustBeClosedChecker") // the returned ShmRingFile owns it; closed here when none is returned
         Arena arena = Arena.ofShared();
         boolean done = false;
-        try (FileChannel ch = FileChannel.open(tmp, EnumSet.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE),
+        try (FileChannel ch = FileChannel.open(
+                tmp,
+                EnumSet.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE),
                 PosixFilePermissions.asFileAttribute(OWNER_ONLY))) {
             Files.setPosixFilePermissions(tmp, OWNER_ONLY); // whatever the umask did
-            MemorySegment seg = ch.map(FileChannel.MapMode.READ_WRITE, 0, FILE_BYTES, arena); // grows the file, sparse: zeros
+            MemorySegment seg =
+                    ch.map(FileChannel.MapMode.READ_WRITE, 0, FILE_BYTES, arena); // grows the file, sparse: zeros
             seg.set(ValueLayout.JAVA_INT, H_VERSION, VERSION);
             seg.set(ValueLayout.JAVA_INT, H_SLOTS, SLOTS);
             seg.set(ValueLayout.JAVA_INT, H_CELLS, CELLS);
@@ -160,7 +174,13 @@ final class ShmRingFile implements AutoCloseable {
             seg.set(ValueLayout.JAVA_INT, H_STATE, STATE_OPEN);
             LONG.setRelease(seg, H_MAGIC, MAGIC); // last: a sender that sees the magic sees the rest
             Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE);
-            ShmRingFile f = new ShmRingFile(target, arena, seg, true, Files.readAttributes(target, "fileKey", LinkOption.NOFOLLOW_LINKS).get("fileKey"));
+            ShmRingFile f = new ShmRingFile(
+                    target,
+                    arena,
+                    seg,
+                    true,
+                    Files.readAttributes(target, "fileKey", LinkOption.NOFOLLOW_LINKS)
+                            .get("fileKey"));
             done = true;
             Owned.add(f);
             return f;
@@ -189,7 +209,9 @@ final class ShmRingFile implements AutoCloseable {
         if (((Number) attrs.get("uid")).intValue() != Host.uid)
             throw new IOException(target + " belongs to another user (uid " + attrs.get("uid") + ")");
         if (Files.isRegularFile(target, LinkOption.NOFOLLOW_LINKS) && Files.size(target) == FILE_BYTES) {
-            try (Arena a = Arena.ofConfined(); FileChannel ch = FileChannel.open(target, StandardOpenOption.READ, StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS)) {
+            try (Arena a = Arena.ofConfined();
+                    FileChannel ch = FileChannel.open(
+                            target, StandardOpenOption.READ, StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS)) {
                 MemorySegment header = ch.map(FileChannel.MapMode.READ_WRITE, 0, HEADER, a);
                 INT.setVolatile(header, H_STATE, STATE_CLOSED);
             } catch (IOException e) {
@@ -212,12 +234,16 @@ final class ShmRingFile implements AutoCloseable {
         try {
             Object before = checkedKey(p);
             if (before == null) return null;
-            try (FileChannel ch = FileChannel.open(p, StandardOpenOption.READ, StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS)) {
+            try (FileChannel ch =
+                    FileChannel.open(p, StandardOpenOption.READ, StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS)) {
                 if (ch.size() != FILE_BYTES || !before.equals(checkedKey(p))) return null;
                 MemorySegment seg = ch.map(FileChannel.MapMode.READ_WRITE, 0, FILE_BYTES, arena);
-                if ((long) LONG.getAcquire(seg, H_MAGIC) != MAGIC || seg.get(ValueLayout.JAVA_INT, H_VERSION) != VERSION
-                        || seg.get(ValueLayout.JAVA_INT, H_SLOTS) != SLOTS || seg.get(ValueLayout.JAVA_INT, H_CELLS) != CELLS
-                        || seg.get(ValueLayout.JAVA_INT, H_CELL) != CELL || (int) INT.getVolatile(seg, H_STATE) != STATE_OPEN
+                if ((long) LONG.getAcquire(seg, H_MAGIC) != MAGIC
+                        || seg.get(ValueLayout.JAVA_INT, H_VERSION) != VERSION
+                        || seg.get(ValueLayout.JAVA_INT, H_SLOTS) != SLOTS
+                        || seg.get(ValueLayout.JAVA_INT, H_CELLS) != CELLS
+                        || seg.get(ValueLayout.JAVA_INT, H_CELL) != CELL
+                        || (int) INT.getVolatile(seg, H_STATE) != STATE_OPEN
                         || !alive(seg.get(ValueLayout.JAVA_LONG, H_PID))) return null;
                 done = true;
                 return new ShmRingFile(p, arena, seg, false, before);
@@ -232,7 +258,8 @@ final class ShmRingFile implements AutoCloseable {
     /** The file's identity (device and inode) when it is a regular file of this user with mode 0600, else null. */
     private static Object checkedKey(Path p) throws IOException {
         try {
-            Map<String, Object> a = Files.readAttributes(p, "unix:uid,mode,fileKey,isRegularFile", LinkOption.NOFOLLOW_LINKS);
+            Map<String, Object> a =
+                    Files.readAttributes(p, "unix:uid,mode,fileKey,isRegularFile", LinkOption.NOFOLLOW_LINKS);
             if (!(Boolean) a.get("isRegularFile")) return null;
             if (((Number) a.get("uid")).intValue() != Host.uid) return null;
             if ((((Number) a.get("mode")).intValue() & 0777) != 0600) return null;
@@ -330,7 +357,8 @@ final class ShmRingFile implements AutoCloseable {
     /** Removes the name while it still leads to this file. */
     private void removeName() {
         try {
-            if (key.equals(Files.readAttributes(path, "fileKey", LinkOption.NOFOLLOW_LINKS).get("fileKey"))) Files.delete(path);
+            if (key.equals(Files.readAttributes(path, "fileKey", LinkOption.NOFOLLOW_LINKS)
+                    .get("fileKey"))) Files.delete(path);
         } catch (IOException ignored) {
             // gone already, or replaced by a newer device's (ours was stale): not ours to remove
         }
@@ -357,9 +385,13 @@ final class ShmRingFile implements AutoCloseable {
             }));
         }
 
-        static void add(ShmRingFile f) { FILES.add(f); }
+        static void add(ShmRingFile f) {
+            FILES.add(f);
+        }
 
-        static void remove(ShmRingFile f) { FILES.remove(f); }
+        static void remove(ShmRingFile f) {
+            FILES.remove(f);
+        }
     }
 
     /** This process's user and network namespace, read once; {@link #ID} null where there is no /dev/shm or /proc. */
@@ -371,9 +403,13 @@ final class ShmRingFile implements AutoCloseable {
             String id = null;
             int u = -1;
             try {
-                if (Files.isDirectory(DIR) && System.getProperty("os.name", "").toLowerCase(java.util.Locale.ROOT).contains("linux")) {
+                if (Files.isDirectory(DIR)
+                        && System.getProperty("os.name", "")
+                                .toLowerCase(java.util.Locale.ROOT)
+                                .contains("linux")) {
                     u = ((Number) Files.getAttribute(Path.of("/proc/self"), "unix:uid")).intValue();
-                    String ns = Files.readSymbolicLink(Path.of("/proc/self/ns/net")).toString(); // net:[4026531833]
+                    String ns =
+                            Files.readSymbolicLink(Path.of("/proc/self/ns/net")).toString(); // net:[4026531833]
                     id = u + "-" + ns.replaceAll("[^0-9]", "");
                 }
             } catch (IOException | RuntimeException e) {

@@ -1,9 +1,9 @@
 package dev.jrdma.soft;
 
 import static dev.jrdma.soft.ShmRingFile.CELLS;
+import static dev.jrdma.soft.ShmRingFile.CELL_HEADER;
 import static dev.jrdma.soft.ShmRingFile.C_LENGTH;
 import static dev.jrdma.soft.ShmRingFile.C_STATE;
-import static dev.jrdma.soft.ShmRingFile.CELL_HEADER;
 import static dev.jrdma.soft.ShmRingFile.H_CLAIMED;
 import static dev.jrdma.soft.ShmRingFile.H_WAITING;
 import static dev.jrdma.soft.ShmRingFile.INT;
@@ -55,6 +55,7 @@ final class ShmSender implements AutoCloseable {
     final long start;
     /** The next position to write (this producer's own; the shared copy only tells a later owner of the slot). */
     private long tail;
+
     private boolean gone;
     /** The receiver answered the HELLO: the ring is its device's, and it takes this slot's cells as ours. */
     private volatile boolean proven;
@@ -71,12 +72,18 @@ final class ShmSender implements AutoCloseable {
         this.nonce = nonce;
     }
 
-    int slot() { return slot; }
+    int slot() {
+        return slot;
+    }
 
     /** The receiver's ACK for this claim came, from the peer's own port: cells go into the ring from now on. */
-    void proven() { proven = true; }
+    void proven() {
+        proven = true;
+    }
 
-    boolean isProven() { return proven; }
+    boolean isProven() {
+        return proven;
+    }
 
     /**
      * Claims a free slot of {@code peer} (or one whose owner process died) for the device on {@code source:sourcePort};
@@ -91,7 +98,8 @@ final class ShmSender implements AutoCloseable {
                 long owner = (long) LONG.getVolatile(seg, at);
                 boolean free = owner == 0 || pass == 1 && !ShmRingFile.alive(owner >>> 24);
                 if (!free || !LONG.compareAndSet(seg, at, owner, token)) continue;
-                // continue where the slot's last owner stopped; its position must name a free cell, else the slot is spoilt
+                // continue where the slot's last owner stopped; its position must name a free cell, else the slot is
+                // spoilt
                 long tail = (long) LONG.getVolatile(seg, ShmRingFile.slot(s) + S_TAIL);
                 long cell = ShmRingFile.cell(s, tail);
                 long lap = tail - (tail & (CELLS - 1)), state = (long) LONG.getVolatile(seg, cell + C_STATE);
@@ -144,7 +152,8 @@ final class ShmSender implements AutoCloseable {
         tail = t + 1;
         LONG.setRelease(seg, slotBase + S_TAIL, t + 1);
         b.position(b.limit());
-        if ((int) INT.getVolatile(seg, H_WAITING) != 0 && INT.compareAndSet(seg, H_WAITING, 1, 0)) return Result.SENT_WAKE;
+        if ((int) INT.getVolatile(seg, H_WAITING) != 0 && INT.compareAndSet(seg, H_WAITING, 1, 0))
+            return Result.SENT_WAKE;
         return Result.SENT;
     }
 
@@ -193,5 +202,7 @@ final class ShmSender implements AutoCloseable {
     }
 
     @Override
-    public String toString() { return "slot " + slot + " of " + peer.path; }
+    public String toString() {
+        return "slot " + slot + " of " + peer.path;
+    }
 }

@@ -2,9 +2,7 @@ package dev.jrdma.soft;
 
 import dev.jrdma.verbs.AddressHandle;
 import dev.jrdma.verbs.AhAttr;
-import dev.jrdma.verbs.VerbsException;
 import dev.jrdma.verbs.spi.Resource;
-
 import java.net.InetSocketAddress;
 
 /** An address handle of the software device: the peer's IP address (from its GID: IPv4-mapped or IPv6) and UDP port. */
@@ -13,6 +11,7 @@ final class SoftAh extends Resource implements AddressHandle {
     private final AhAttr attr;
     /** Where UD sends through this handle go (with the handle's IP header fields), and the destination address the ICRC covers. */
     final InetSocketAddress remote;
+
     final IpAddress remoteAddr;
 
     SoftAh(SoftPd pd, AhAttr attr, String verb) {
@@ -31,8 +30,15 @@ final class SoftAh extends Resource implements AddressHandle {
         this.remote = new Destination(peer.inet, pd.transport().port, attr);
     }
 
-    @Override public SoftPd pd() { return pd; }
-    @Override public AhAttr attr() { return attr.copy(); }
+    @Override
+    public SoftPd pd() {
+        return pd;
+    }
+
+    @Override
+    public AhAttr attr() {
+        return attr.copy();
+    }
 
     @Override
     protected void destroy() {}

@@ -5,7 +5,6 @@ import dev.jrdma.verbs.CompletionChannel;
 import dev.jrdma.verbs.CompletionQueue;
 import dev.jrdma.verbs.VerbsException;
 import dev.jrdma.verbs.spi.Resource;
-
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.concurrent.TimeUnit;
@@ -25,7 +24,10 @@ final class SoftChannel extends Resource implements CompletionChannel {
         this.ctx = ctx;
     }
 
-    @Override public SoftContext context() { return ctx; }
+    @Override
+    public SoftContext context() {
+        return ctx;
+    }
 
     void deliver(SoftCq cq) {
         lock.lock();
@@ -71,7 +73,9 @@ final class SoftChannel extends Resource implements CompletionChannel {
                     return null;
                 }
                 if (nanos <= 0) return null;
-                nanos = timeout == null ? (ready.await(1, TimeUnit.SECONDS) ? Long.MAX_VALUE : Long.MAX_VALUE) : ready.awaitNanos(nanos);
+                nanos = timeout == null
+                        ? (ready.await(1, TimeUnit.SECONDS) ? Long.MAX_VALUE : Long.MAX_VALUE)
+                        : ready.awaitNanos(nanos);
             }
             return events.pollFirst();
         } catch (InterruptedException e) {

@@ -18,7 +18,6 @@ import dev.jrdma.verbs.PortState;
 import dev.jrdma.verbs.ProtectionDomain;
 import dev.jrdma.verbs.VerbsException;
 import dev.jrdma.verbs.spi.Resource;
-
 import java.net.NetworkInterface;
 import java.net.SocketException;
 import java.time.Duration;
@@ -33,6 +32,7 @@ public final class SoftContext extends Resource implements Context {
     static final int MAX_QP_WR = 16384, MAX_SGE = 32, MAX_CQE = 1 << 20, MAX_RD_ATOMIC = 128, MAX_INLINE = 1024;
     /** max_msg_sz: 1 GiB, so a message at the smallest MTU (256) has at most 2^22 packets, a quarter of the PSN space. */
     static final long MAX_MSG = 1L << 30;
+
     static final long MAX_MR_SIZE = 1L << 32;
     /** The GID table's length, as rxe's (RXE_PORT_GID_TBL_LEN). */
     static final int GID_TABLE_LEN = 1024;
@@ -53,7 +53,10 @@ public final class SoftContext extends Resource implements Context {
         this.transport = transport;
     }
 
-    @Override public SoftDevice device() { return device; }
+    @Override
+    public SoftDevice device() {
+        return device;
+    }
 
     /** The active MTU of port 1: {@code -Djrdma.soft.mtu} (256..4096) when set, else as rxe sets it from the interface's MTU. */
     Mtu activeMtu() {
@@ -64,25 +67,81 @@ public final class SoftContext extends Resource implements Context {
     public DeviceAttr queryDevice() {
         checkOpen("ibv_query_device");
         int caps = DeviceAttr.CAP_MEM_WINDOW | DeviceAttr.CAP_MEM_WINDOW_TYPE_2B | DeviceAttr.CAP_RC_RNR_NAK_GEN;
-        return new DeviceAttr("jrdma-soft 0.1", device.nodeGuid(), device.nodeGuid(), MAX_MR_SIZE, 4096,
-                0, 0, 0, QpTable.MAX_QPS, MAX_QP_WR, caps,
-                MAX_SGE, MAX_SGE, 65536, MAX_CQE, KeyTable.MAX_KEYS, 65536,
-                MAX_RD_ATOMIC, 0, MAX_RD_ATOMIC * 1024, MAX_RD_ATOMIC, 0,
-                AtomicCap.HCA, 0, 0, KeyTable.MAX_KEYS, 0, 0,
-                0, 0, 0, 0, 0, 0,
-                0, 0, 0, 1, 15, 1);
+        return new DeviceAttr(
+                "jrdma-soft 0.1",
+                device.nodeGuid(),
+                device.nodeGuid(),
+                MAX_MR_SIZE,
+                4096,
+                0,
+                0,
+                0,
+                QpTable.MAX_QPS,
+                MAX_QP_WR,
+                caps,
+                MAX_SGE,
+                MAX_SGE,
+                65536,
+                MAX_CQE,
+                KeyTable.MAX_KEYS,
+                65536,
+                MAX_RD_ATOMIC,
+                0,
+                MAX_RD_ATOMIC * 1024,
+                MAX_RD_ATOMIC,
+                0,
+                AtomicCap.HCA,
+                0,
+                0,
+                KeyTable.MAX_KEYS,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                0,
+                1,
+                15,
+                1);
     }
 
     @Override
     public PortAttr queryPort(int port) {
         checkOpen("ibv_query_port");
         checkPort("ibv_query_port", port);
-        return new PortAttr(PortState.ACTIVE, Mtu.MTU_4096, activeMtu(), GID_TABLE_LEN, 0, MAX_MSG,
-                0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 1, 5, LinkLayer.ETHERNET, 0);
+        return new PortAttr(
+                PortState.ACTIVE,
+                Mtu.MTU_4096,
+                activeMtu(),
+                GID_TABLE_LEN,
+                0,
+                MAX_MSG,
+                0,
+                0,
+                1,
+                0,
+                0,
+                0,
+                1,
+                0,
+                0,
+                0,
+                1,
+                1,
+                5,
+                LinkLayer.ETHERNET,
+                0);
     }
 
     static void checkPort(String verb, int port) {
-        if (port != 1) throw new VerbsException(verb, VerbsException.EINVAL, "the soft device has one port, port 1; got port " + port);
+        if (port != 1)
+            throw new VerbsException(
+                    verb, VerbsException.EINVAL, "the soft device has one port, port 1; got port " + port);
     }
 
     /**
@@ -93,8 +152,11 @@ public final class SoftContext extends Resource implements Context {
     public Gid queryGid(int port, int index) {
         checkOpen("ibv_query_gid");
         checkPort("ibv_query_gid", port);
-        if (index < 0 || index >= GID_TABLE_LEN) throw new VerbsException("ibv_query_gid", VerbsException.EINVAL,
-                "GID index " + index + " outside 0.." + (GID_TABLE_LEN - 1));
+        if (index < 0 || index >= GID_TABLE_LEN)
+            throw new VerbsException(
+                    "ibv_query_gid",
+                    VerbsException.EINVAL,
+                    "GID index " + index + " outside 0.." + (GID_TABLE_LEN - 1));
         List<Gid> table = GidTable.of(transport.local);
         return index < table.size() ? table.get(index) : Gid.ZERO;
     }
@@ -139,22 +201,42 @@ public final class SoftContext extends Resource implements Context {
      * the soft devices on those addresses) and a peer of the same IP version.
      */
     IpAddress route(AhAttr av, String verb) {
-        if (av == null || !av.isGlobal || av.dgid == null || av.dgid.isZero()) throw new VerbsException(verb, VerbsException.EINVAL,
-                "the soft device routes by GID: set ah.global(peerGid, sgidIndex) with the peer's GID (::ffff:a.b.c.d for IPv4, its IPv6 address for IPv6)");
+        if (av == null || !av.isGlobal || av.dgid == null || av.dgid.isZero())
+            throw new VerbsException(
+                    verb,
+                    VerbsException.EINVAL,
+                    "the soft device routes by GID: set ah.global(peerGid, sgidIndex) with the peer's GID (::ffff:a.b.c.d for IPv4, its IPv6 address for IPv6)");
         if (av.sgidIndex != ownGidIndex && av.sgidIndex != ownGidIndex()) {
             Gid named = av.sgidIndex >= 0 && av.sgidIndex < GID_TABLE_LEN ? queryGid(1, av.sgidIndex) : Gid.ZERO;
-            throw new VerbsException(verb, VerbsException.EINVAL, "sgid_index " + av.sgidIndex + (named.isZero() ? " is not in the GID table" : " is "
-                    + named.toInetAddress().getHostAddress() + ", not this device's address") + ": " + device.name() + " sends from "
-                    + transport.local.literal() + " (GID index " + ownGidIndex + ")" + (named.isZero() ? "" : "; open soft@"
-                    + IpAddress.of(named.toInetAddress()).literal() + " to send from that GID"));
+            throw new VerbsException(
+                    verb,
+                    VerbsException.EINVAL,
+                    "sgid_index " + av.sgidIndex
+                            + (named.isZero()
+                                    ? " is not in the GID table"
+                                    : " is " + named.toInetAddress().getHostAddress() + ", not this device's address")
+                            + ": " + device.name() + " sends from "
+                            + transport.local.literal() + " (GID index " + ownGidIndex + ")"
+                            + (named.isZero()
+                                    ? ""
+                                    : "; open soft@"
+                                            + IpAddress.of(named.toInetAddress())
+                                                    .literal() + " to send from that GID"));
         }
         if ((av.trafficClass & ~0xFF) != 0 || (av.flowLabel & ~0xFFFFF) != 0 || (av.hopLimit & ~0xFF) != 0)
-            throw new VerbsException(verb, VerbsException.EINVAL, "traffic_class " + av.trafficClass + ", flow_label " + av.flowLabel
-                    + ", hop_limit " + av.hopLimit + ": they must fit 8, 20 and 8 bits, as the IP header's fields");
+            throw new VerbsException(
+                    verb,
+                    VerbsException.EINVAL,
+                    "traffic_class " + av.trafficClass + ", flow_label " + av.flowLabel + ", hop_limit " + av.hopLimit
+                            + ": they must fit 8, 20 and 8 bits, as the IP header's fields");
         IpAddress peer = IpAddress.ofGid(av.dgid, transport.local);
-        if (peer.isIpv4() != transport.local.isIpv4()) throw new VerbsException(verb, VerbsException.EINVAL,
-                "the peer's GID " + av.dgid + " is " + (peer.isIpv4() ? "IPv4" : "IPv6") + " but " + device.name() + " speaks "
-                        + (transport.local.isIpv4() ? "IPv4" : "IPv6") + ": use a soft device of the peer's IP version");
+        if (peer.isIpv4() != transport.local.isIpv4())
+            throw new VerbsException(
+                    verb,
+                    VerbsException.EINVAL,
+                    "the peer's GID " + av.dgid + " is " + (peer.isIpv4() ? "IPv4" : "IPv6") + " but " + device.name()
+                            + " speaks " + (transport.local.isIpv4() ? "IPv4" : "IPv6")
+                            + ": use a soft device of the peer's IP version");
         return peer;
     }
 
@@ -184,8 +266,11 @@ public final class SoftContext extends Resource implements Context {
     public int queryPkey(int port, int index) {
         checkOpen("ibv_query_pkey");
         checkPort("ibv_query_pkey", port);
-        if (index != 0) throw new VerbsException("ibv_query_pkey", VerbsException.EINVAL,
-                "the soft device has one P_Key (index 0, the default 0xFFFF); got index " + index);
+        if (index != 0)
+            throw new VerbsException(
+                    "ibv_query_pkey",
+                    VerbsException.EINVAL,
+                    "the soft device has one P_Key (index 0, the default 0xFFFF); got index " + index);
         return 0xFFFF;
     }
 
@@ -199,13 +284,18 @@ public final class SoftContext extends Resource implements Context {
     @Override
     public CompletionQueue createCq(int cqe, CompletionChannel channel, int compVector) {
         checkOpen("ibv_create_cq");
-        if (compVector != 0) throw new VerbsException("ibv_create_cq", VerbsException.EINVAL,
-                "comp_vector " + compVector + " outside 0..0 (the soft device has one completion vector)");
-        if (cqe < 1 || cqe > MAX_CQE) throw new VerbsException("ibv_create_cq", VerbsException.EINVAL, "cqe " + cqe + " outside 1.." + MAX_CQE);
+        if (compVector != 0)
+            throw new VerbsException(
+                    "ibv_create_cq",
+                    VerbsException.EINVAL,
+                    "comp_vector " + compVector + " outside 0..0 (the soft device has one completion vector)");
+        if (cqe < 1 || cqe > MAX_CQE)
+            throw new VerbsException("ibv_create_cq", VerbsException.EINVAL, "cqe " + cqe + " outside 1.." + MAX_CQE);
         SoftChannel ch = null;
         if (channel != null) {
             if (!(channel instanceof SoftChannel sc) || sc.context() != this)
-                throw new VerbsException("ibv_create_cq", VerbsException.EINVAL, "the completion channel belongs to another context");
+                throw new VerbsException(
+                        "ibv_create_cq", VerbsException.EINVAL, "the completion channel belongs to another context");
             sc.checkOpen("ibv_create_cq");
             ch = sc;
         }
@@ -268,8 +358,15 @@ public final class SoftContext extends Resource implements Context {
      */
     public Stats stats() {
         Counter.Set c = transport.counters;
-        return new Stats(c.get(Counter.RX_PACKETS), c.get(Counter.RX_BAD_ICRC), c.get(Counter.RX_MALFORMED), c.get(Counter.RX_UNKNOWN_QP),
-                c.get(Counter.RX_DROPPED), c.get(Counter.TX_PACKETS), c.get(Counter.TX_ERRORS), c.get(Counter.RETRANSMITS));
+        return new Stats(
+                c.get(Counter.RX_PACKETS),
+                c.get(Counter.RX_BAD_ICRC),
+                c.get(Counter.RX_MALFORMED),
+                c.get(Counter.RX_UNKNOWN_QP),
+                c.get(Counter.RX_DROPPED),
+                c.get(Counter.TX_PACKETS),
+                c.get(Counter.TX_ERRORS),
+                c.get(Counter.RETRANSMITS));
     }
 
     /** Every counter of the device's socket by name, drops included (see {@code Counter}). */
@@ -306,8 +403,15 @@ public final class SoftContext extends Resource implements Context {
      * @param txErrors    sends that failed
      * @param retransmits requests sent again (the requester's retry after a timeout or a NAK)
      */
-    public record Stats(long rxPackets, long rxBadIcrc, long rxMalformed, long rxUnknownQp, long rxDropped,
-                        long txPackets, long txErrors, long retransmits) {}
+    public record Stats(
+            long rxPackets,
+            long rxBadIcrc,
+            long rxMalformed,
+            long rxUnknownQp,
+            long rxDropped,
+            long txPackets,
+            long txErrors,
+            long retransmits) {}
 
     @Override
     protected void destroy() {

@@ -7,7 +7,6 @@ import dev.jrdma.verbs.WcOpcode;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.spi.Resource;
-
 import java.util.ArrayList;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -41,26 +40,43 @@ final class SoftCq extends Resource implements CompletionQueue {
         mask = cap - 1;
     }
 
-    @Override public SoftContext context() { return ctx; }
-    @Override public synchronized int capacity() { return ring.length; }
+    @Override
+    public SoftContext context() {
+        return ctx;
+    }
+
+    @Override
+    public synchronized int capacity() {
+        return ring.length;
+    }
 
     @Override
     public void resize(int cqe) {
         checkOpen("ibv_resize_cq");
-        if (cqe < 1 || cqe > SoftContext.MAX_CQE) throw new VerbsException("ibv_resize_cq", VerbsException.EINVAL, "cqe " + cqe + " outside 1.." + SoftContext.MAX_CQE);
+        if (cqe < 1 || cqe > SoftContext.MAX_CQE)
+            throw new VerbsException(
+                    "ibv_resize_cq", VerbsException.EINVAL, "cqe " + cqe + " outside 1.." + SoftContext.MAX_CQE);
         synchronized (this) {
-            if (cqe < count) throw new VerbsException("ibv_resize_cq", VerbsException.EINVAL,
-                    "cqe " + cqe + " is below the " + count + " completions the CQ holds: poll them first");
+            if (cqe < count)
+                throw new VerbsException(
+                        "ibv_resize_cq",
+                        VerbsException.EINVAL,
+                        "cqe " + cqe + " is below the " + count + " completions the CQ holds: poll them first");
             int cap = 1;
             while (cap < cqe) cap <<= 1;
             WorkCompletion[] bigger = WorkCompletion.array(cap);
-            for (int i = 0; i < count; i++) bigger[i].copyFrom(ring[(head + i) & mask]); // oldest first, as poll returns them
+            for (int i = 0; i < count; i++)
+                bigger[i].copyFrom(ring[(head + i) & mask]); // oldest first, as poll returns them
             ring = bigger;
             mask = cap - 1;
             head = 0;
         }
     }
-    @Override public SoftChannel channel() { return channel; }
+
+    @Override
+    public SoftChannel channel() {
+        return channel;
+    }
 
     @Override
     public int poll(WorkCompletion[] wcs) {
@@ -84,9 +100,13 @@ final class SoftCq extends Resource implements CompletionQueue {
             if (n == 0 && lost > 0) {
                 long l = lost;
                 lost = 0;
-                throw new VerbsException("ibv_poll_cq", VerbsException.ENOSPC, "completion queue overrun: " + l
-                        + " completion(s) were lost because the CQ (capacity " + ring.length + ") was full; create the CQ with at least "
-                        + "max_send_wr + max_recv_wr of the QPs that use it, and poll more often");
+                throw new VerbsException(
+                        "ibv_poll_cq",
+                        VerbsException.ENOSPC,
+                        "completion queue overrun: " + l
+                                + " completion(s) were lost because the CQ (capacity " + ring.length
+                                + ") was full; create the CQ with at least "
+                                + "max_send_wr + max_recv_wr of the QPs that use it, and poll more often");
             }
         }
         return n;
@@ -95,8 +115,11 @@ final class SoftCq extends Resource implements CompletionQueue {
     @Override
     public void requestNotify(boolean solicitedOnly) {
         checkOpen("ibv_req_notify_cq");
-        if (channel == null) throw new VerbsException("ibv_req_notify_cq", VerbsException.EINVAL,
-                "this CQ was created without a completion channel: pass one to createCq to get events");
+        if (channel == null)
+            throw new VerbsException(
+                    "ibv_req_notify_cq",
+                    VerbsException.EINVAL,
+                    "this CQ was created without a completion channel: pass one to createCq to get events");
         synchronized (this) {
             if (armed && !armedSolicitedOnly) return; // "next" already covers "solicited"
             armed = true;
@@ -113,12 +136,22 @@ final class SoftCq extends Resource implements CompletionQueue {
     }
 
     /** Adds a completion (called by QPs). Allocation-free. */
-    void push(long wrId, WcStatus status, WcOpcode opcode, int byteLen, int imm, int wcFlags, int qpNum, int srcQp, boolean solicited) {
+    void push(
+            long wrId,
+            WcStatus status,
+            WcOpcode opcode,
+            int byteLen,
+            int imm,
+            int wcFlags,
+            int qpNum,
+            int srcQp,
+            boolean solicited) {
         if (isClosed()) return;
         boolean event = false, overrun = false;
         synchronized (this) {
             if (count == ring.length) {
-                // rxe raises CQ_ERR for each completion it cannot post; one event per overrun (until a poll reports it) says the same
+                // rxe raises CQ_ERR for each completion it cannot post; one event per overrun (until a poll reports it)
+                // says the same
                 overrun = lost++ == 0;
             } else {
                 WorkCompletion wc = ring[(head + count) & mask];
@@ -147,10 +180,14 @@ final class SoftCq extends Resource implements CompletionQueue {
         if (overrun) ctx.raise(AsyncEventType.CQ_ERR, this);
     }
 
-    synchronized int size() { return count; }
+    synchronized int size() {
+        return count;
+    }
 
     /** Completions lost to an overrun and not yet reported. */
-    synchronized long lost() { return lost; }
+    synchronized long lost() {
+        return lost;
+    }
 
     /**
      * Closes the QPs that still complete into this CQ first, so none lives on without its CQ (libibverbs'
@@ -164,7 +201,8 @@ final class SoftCq extends Resource implements CompletionQueue {
             try {
                 qp.close();
             } catch (RuntimeException e) {
-                if (first == null) first = e; else first.addSuppressed(e);
+                if (first == null) first = e;
+                else first.addSuppressed(e);
             }
         }
         users.clear();

@@ -5,7 +5,6 @@ import dev.jrdma.verbs.Device;
 import dev.jrdma.verbs.Gid;
 import dev.jrdma.verbs.NodeType;
 import dev.jrdma.verbs.TransportType;
-
 import java.net.InetAddress;
 
 /** A software RoCEv2 device: one local IP address (IPv4 or IPv6) and UDP port. Opening it binds (or shares) its socket. */
@@ -26,28 +25,53 @@ public final class SoftDevice implements Device {
         this.name = name;
         this.address = IpAddress.of(address);
         this.port = port;
-        this.guid = 0x0200_0000_0000_0000L | ((long) port << 32) | (this.address.lo & 0xFFFF_FFFFL); // the IPv4 address, or the IPv6 one's last 32 bits
+        this.guid = 0x0200_0000_0000_0000L
+                | ((long) port << 32)
+                | (this.address.lo & 0xFFFF_FFFFL); // the IPv4 address, or the IPv6 one's last 32 bits
     }
 
-    @Override public String name() { return name; }
-    @Override public String provider() { return SoftProvider.NAME; }
-    @Override public long nodeGuid() { return guid; }
-    @Override public NodeType nodeType() { return NodeType.CA; }
-    @Override public TransportType transportType() { return TransportType.IB; }
+    @Override
+    public String name() {
+        return name;
+    }
+
+    @Override
+    public String provider() {
+        return SoftProvider.NAME;
+    }
+
+    @Override
+    public long nodeGuid() {
+        return guid;
+    }
+
+    @Override
+    public NodeType nodeType() {
+        return NodeType.CA;
+    }
+
+    @Override
+    public TransportType transportType() {
+        return TransportType.IB;
+    }
 
     /**
      * The local address the device's socket binds.
      *
      * @return an {@code Inet4Address}, or an {@code Inet6Address} (link-local ones with their scope)
      */
-    public InetAddress address() { return address.inet; }
+    public InetAddress address() {
+        return address.inet;
+    }
 
     /**
      * The UDP port of the device's socket (and of its peers).
      *
      * @return the port, 1..65535
      */
-    public int port() { return port; }
+    public int port() {
+        return port;
+    }
 
     /**
      * The GID of the device's address, the one it sends from: {@code ::ffff:a.b.c.d} for IPv4, the address for IPv6.
@@ -55,12 +79,18 @@ public final class SoftDevice implements Device {
      *
      * @return the device's own GID
      */
-    public Gid gid() { return address.gid(); }
+    public Gid gid() {
+        return address.gid();
+    }
 
     @Override
     public Context open() {
-        return new SoftContext(this, faults == null ? Transport.acquire(address.inet, port)
-                : Transport.acquire(address.inet, port, l -> new FaultyLink(l, faults, address.literal() + ":" + port)));
+        return new SoftContext(
+                this,
+                faults == null
+                        ? Transport.acquire(address.inet, port)
+                        : Transport.acquire(
+                                address.inet, port, l -> new FaultyLink(l, faults, address.literal() + ":" + port)));
     }
 
     /**
@@ -68,7 +98,8 @@ public final class SoftDevice implements Device {
      * not be open already without these faults: give each faulty device pair its own port.
      */
     static SoftDevice withFaults(InetAddress address, int port, Faults faults) {
-        return new SoftDevice("soft@" + IpAddress.of(address).literal() + ":" + port + "+faults", address, port, faults);
+        return new SoftDevice(
+                "soft@" + IpAddress.of(address).literal() + ":" + port + "+faults", address, port, faults);
     }
 
     @Override

@@ -3,7 +3,6 @@ package dev.jrdma.soft;
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.spi.Resource;
-
 import java.lang.foreign.MemorySegment;
 import java.util.Collections;
 import java.util.EnumSet;
@@ -26,19 +25,47 @@ final class SoftMr extends Resource implements MemoryRegion {
         this.seg = seg;
         this.addr = seg.address();
         this.len = seg.byteSize();
-        this.access = Collections.unmodifiableSet(access.isEmpty() ? EnumSet.noneOf(Access.class) : EnumSet.copyOf(access));
+        this.access =
+                Collections.unmodifiableSet(access.isEmpty() ? EnumSet.noneOf(Access.class) : EnumSet.copyOf(access));
         this.accessBits = Access.toBits(access);
         this.keyIndex = pd.transport().addKey(this);
         this.key = pd.transport().freshKey(keyIndex); // a random key byte: keys cannot be guessed from the index
     }
 
-    @Override public SoftPd pd() { return pd; }
-    @Override public MemorySegment segment() { return seg; }
-    @Override public long address() { return addr; }
-    @Override public long length() { return len; }
-    @Override public int lkey() { return key; }
-    @Override public int rkey() { return key; }
-    @Override public Set<Access> access() { return access; }
+    @Override
+    public SoftPd pd() {
+        return pd;
+    }
+
+    @Override
+    public MemorySegment segment() {
+        return seg;
+    }
+
+    @Override
+    public long address() {
+        return addr;
+    }
+
+    @Override
+    public long length() {
+        return len;
+    }
+
+    @Override
+    public int lkey() {
+        return key;
+    }
+
+    @Override
+    public int rkey() {
+        return key;
+    }
+
+    @Override
+    public Set<Access> access() {
+        return access;
+    }
 
     /** Whether {@code [a, a + n)} lies inside the region. */
     boolean contains(long a, long n) {
@@ -52,6 +79,7 @@ final class SoftMr extends Resource implements MemoryRegion {
 
     @Override
     public String toString() {
-        return "SoftMr[addr=0x" + Long.toHexString(addr) + ", len=" + len + ", key=0x" + Integer.toHexString(key) + ", access=" + access + "]";
+        return "SoftMr[addr=0x" + Long.toHexString(addr) + ", len=" + len + ", key=0x" + Integer.toHexString(key)
+                + ", access=" + access + "]";
     }
 }

@@ -28,15 +28,26 @@ final class SoftMw extends Resource implements MemoryWindow {
         this.rkey = pd.transport().freshKey(keyIndex);
     }
 
-    @Override public SoftPd pd() { return pd; }
-    @Override public MwType type() { return type; }
-    @Override public int rkey() {
+    @Override
+    public SoftPd pd() {
+        return pd;
+    }
+
+    @Override
+    public MwType type() {
+        return type;
+    }
+
+    @Override
+    public int rkey() {
         checkOpen("ibv_mw rkey");
         return rkey;
     }
 
     /** The next rkey: same index, a new random key byte (never the previous one); used by type 1 binds and type 2 binds that name no key. */
-    int nextRkey() { return pd.transport().freshKey(keyIndex); }
+    int nextRkey() {
+        return pd.transport().freshKey(keyIndex);
+    }
 
     @Override
     protected void destroy() {

@@ -1,6 +1,9 @@
 package dev.jrdma.soft;
 
 import dev.jrdma.verbs.Access;
+import dev.jrdma.verbs.AddressHandle;
+import dev.jrdma.verbs.AhAttr;
+import dev.jrdma.verbs.Grh;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.MemoryWindow;
 import dev.jrdma.verbs.MwType;
@@ -8,15 +11,11 @@ import dev.jrdma.verbs.ProtectionDomain;
 import dev.jrdma.verbs.QpInitAttr;
 import dev.jrdma.verbs.QpType;
 import dev.jrdma.verbs.QueuePair;
-import dev.jrdma.verbs.AddressHandle;
-import dev.jrdma.verbs.AhAttr;
-import dev.jrdma.verbs.Grh;
-import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.SharedReceiveQueue;
 import dev.jrdma.verbs.SrqAttr;
 import dev.jrdma.verbs.VerbsException;
+import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.spi.Resource;
-
 import java.lang.foreign.MemorySegment;
 import java.util.Set;
 
@@ -29,26 +28,47 @@ final class SoftPd extends Resource implements ProtectionDomain {
         this.ctx = ctx;
     }
 
-    @Override public SoftContext context() { return ctx; }
+    @Override
+    public SoftContext context() {
+        return ctx;
+    }
 
-    Transport transport() { return ctx.transport; }
+    Transport transport() {
+        return ctx.transport;
+    }
 
     @Override
     public MemoryRegion registerMemory(MemorySegment segment, Set<Access> access) {
         checkOpen("ibv_reg_mr");
         if (segment == null) throw new VerbsException("ibv_reg_mr", VerbsException.EINVAL, "segment is null");
-        if (!segment.isNative()) throw new VerbsException("ibv_reg_mr", VerbsException.EINVAL,
-                "the segment is on the Java heap; register native memory (Arena.allocate)");
-        if (!segment.scope().isAlive()) throw new VerbsException("ibv_reg_mr", VerbsException.EFAULT,
-                "the segment's arena is already closed: register memory from a live arena");
-        if (!segment.isAccessibleBy(ctx.transport.rxThread())) throw new VerbsException("ibv_reg_mr", VerbsException.EINVAL,
-                "the segment belongs to a confined arena, but the soft device reads and writes it from its own threads: "
-                        + "allocate it from Arena.ofShared(), Arena.ofAuto() or Arena.global()");
-        if (segment.byteSize() > SoftContext.MAX_MR_SIZE) throw new VerbsException("ibv_reg_mr", VerbsException.EINVAL,
-                "region of " + segment.byteSize() + " bytes is larger than the soft device's max_mr_size " + SoftContext.MAX_MR_SIZE);
+        if (!segment.isNative())
+            throw new VerbsException(
+                    "ibv_reg_mr",
+                    VerbsException.EINVAL,
+                    "the segment is on the Java heap; register native memory (Arena.allocate)");
+        if (!segment.scope().isAlive())
+            throw new VerbsException(
+                    "ibv_reg_mr",
+                    VerbsException.EFAULT,
+                    "the segment's arena is already closed: register memory from a live arena");
+        if (!segment.isAccessibleBy(ctx.transport.rxThread()))
+            throw new VerbsException(
+                    "ibv_reg_mr",
+                    VerbsException.EINVAL,
+                    "the segment belongs to a confined arena, but the soft device reads and writes it from its own threads: "
+                            + "allocate it from Arena.ofShared(), Arena.ofAuto() or Arena.global()");
+        if (segment.byteSize() > SoftContext.MAX_MR_SIZE)
+            throw new VerbsException(
+                    "ibv_reg_mr",
+                    VerbsException.EINVAL,
+                    "region of " + segment.byteSize() + " bytes is larger than the soft device's max_mr_size "
+                            + SoftContext.MAX_MR_SIZE);
         Access.checkConsistent("ibv_reg_mr", access);
-        if (access.contains(Access.ZERO_BASED) || access.contains(Access.ON_DEMAND)) throw new VerbsException("ibv_reg_mr",
-                VerbsException.EOPNOTSUPP, "the soft device supports neither ZERO_BASED nor ON_DEMAND regions: leave these flags out");
+        if (access.contains(Access.ZERO_BASED) || access.contains(Access.ON_DEMAND))
+            throw new VerbsException(
+                    "ibv_reg_mr",
+                    VerbsException.EOPNOTSUPP,
+                    "the soft device supports neither ZERO_BASED nor ON_DEMAND regions: leave these flags out");
         enter("ibv_reg_mr"); // a close waits for this creation, so it never sees the child half built
         try {
             return new SoftMr(this, segment, access);
@@ -60,8 +80,11 @@ final class SoftPd extends Resource implements ProtectionDomain {
     @Override
     public QueuePair createQueuePair(QpInitAttr attr) {
         checkOpen("ibv_create_qp");
-        if (attr.type() != QpType.RC && attr.type() != QpType.UD) throw new VerbsException("ibv_create_qp", VerbsException.EOPNOTSUPP,
-                "the soft device implements RC and UD queue pairs (asked for " + attr.type() + ")");
+        if (attr.type() != QpType.RC && attr.type() != QpType.UD)
+            throw new VerbsException(
+                    "ibv_create_qp",
+                    VerbsException.EOPNOTSUPP,
+                    "the soft device implements RC and UD queue pairs (asked for " + attr.type() + ")");
         enter("ibv_create_qp"); // a close waits for this creation, so it never sees the child half built
         try {
             return new SoftQp(this, attr);
@@ -97,10 +120,16 @@ final class SoftPd extends Resource implements ProtectionDomain {
     @Override
     public AddressHandle createAddressHandleFromWc(WorkCompletion wc, MemorySegment grh, int port) {
         checkOpen("ibv_create_ah_from_wc");
-        if (wc == null || !wc.isSuccess() || !wc.hasGrh()) throw new VerbsException("ibv_create_ah_from_wc", VerbsException.EINVAL,
-                "the completion must be a successful UD receive with its GRH (WITH_GRH)");
-        if (grh == null || grh.byteSize() < Grh.BYTES) throw new VerbsException("ibv_create_ah_from_wc", VerbsException.EINVAL,
-                "the GRH area must be the receive buffer's first 40 bytes");
+        if (wc == null || !wc.isSuccess() || !wc.hasGrh())
+            throw new VerbsException(
+                    "ibv_create_ah_from_wc",
+                    VerbsException.EINVAL,
+                    "the completion must be a successful UD receive with its GRH (WITH_GRH)");
+        if (grh == null || grh.byteSize() < Grh.BYTES)
+            throw new VerbsException(
+                    "ibv_create_ah_from_wc",
+                    VerbsException.EINVAL,
+                    "the GRH area must be the receive buffer's first 40 bytes");
         return createAddressHandle(new AhAttr().portNum(port).global(Grh.sourceGid(grh, 0), ctx.defaultGidIndex(port)));
     }
 
@@ -129,7 +158,8 @@ final class SoftPd extends Resource implements ProtectionDomain {
     SoftMr mrContaining(long addr, long len) {
         KeyTable keys = ctx.transport.keys;
         for (int i = 0, n = keys.slots(); i < n; i++) {
-            if (keys.ownerAt(i) instanceof SoftMr mr && mr.pd == this && !mr.isClosed() && mr.contains(addr, len)) return mr;
+            if (keys.ownerAt(i) instanceof SoftMr mr && mr.pd == this && !mr.isClosed() && mr.contains(addr, len))
+                return mr;
         }
         return null;
     }

@@ -3,7 +3,6 @@ package dev.jrdma.soft;
 import dev.jrdma.verbs.Device;
 import dev.jrdma.verbs.VerbsException;
 import dev.jrdma.verbs.spi.VerbsProvider;
-
 import java.net.Inet4Address;
 import java.net.Inet6Address;
 import java.net.InetAddress;
@@ -41,14 +40,17 @@ public final class SoftProvider implements VerbsProvider {
     private static final Map<String, SoftDevice> DEVICES = new ConcurrentHashMap<>();
 
     /** The provider, as {@code ServiceLoader} makes it; its devices are JVM-wide, not per instance. */
-    public SoftProvider() {
+    public SoftProvider() {}
+
+    @Override
+    public String name() {
+        return NAME;
     }
 
     @Override
-    public String name() { return NAME; }
-
-    @Override
-    public int priority() { return 0; }
+    public int priority() {
+        return 0;
+    }
 
     /** The system property that names the UDP port (env {@code JRDMA_SOFT_PORT} when it is unset). */
     public static final String PORT_PROPERTY = "jrdma.soft.port";
@@ -73,7 +75,10 @@ public final class SoftProvider implements VerbsProvider {
             if (v > 0 && v < 65536) return v;
         } catch (NumberFormatException ignored) {
         }
-        throw new VerbsException("soft provider", VerbsException.EINVAL, PORT_PROPERTY + "='" + p + "' is not a UDP port (1..65535, or 0 for a free one)");
+        throw new VerbsException(
+                "soft provider",
+                VerbsException.EINVAL,
+                PORT_PROPERTY + "='" + p + "' is not a UDP port (1..65535, or 0 for a free one)");
     }
 
     private static synchronized int chooseFreePort() {
@@ -82,7 +87,10 @@ public final class SoftProvider implements VerbsProvider {
             try (java.net.DatagramSocket probe = new java.net.DatagramSocket(0)) {
                 chosenPort = probe.getLocalPort();
             } catch (SocketException e) {
-                throw new VerbsException("soft provider", VerbsException.EBUSY, "no free UDP port for " + PORT_PROPERTY + "=0: " + e.getMessage());
+                throw new VerbsException(
+                        "soft provider",
+                        VerbsException.EBUSY,
+                        "no free UDP port for " + PORT_PROPERTY + "=0: " + e.getMessage());
             }
         }
         System.setProperty(PORT_PROPERTY, Integer.toString(chosenPort));
@@ -140,10 +148,14 @@ public final class SoftProvider implements VerbsProvider {
             if (rest.startsWith("[")) { // soft@[ipv6][:port]
                 int close = rest.indexOf(']');
                 if (close < 0 || close + 1 < rest.length() && rest.charAt(close + 1) != ':')
-                    throw new VerbsException("ibv_get_device_list", VerbsException.EINVAL, "'" + name + "' is not soft@[<ipv6>][:<port>]");
+                    throw new VerbsException(
+                            "ibv_get_device_list",
+                            VerbsException.EINVAL,
+                            "'" + name + "' is not soft@[<ipv6>][:<port>]");
                 addr = rest.substring(1, close);
                 if (close + 1 < rest.length()) portText = rest.substring(close + 2);
-            } else if (rest.indexOf(':') == rest.lastIndexOf(':')) { // soft@ipv4[:port]; more colons: a bare IPv6 literal
+            } else if (rest.indexOf(':')
+                    == rest.lastIndexOf(':')) { // soft@ipv4[:port]; more colons: a bare IPv6 literal
                 int colon = rest.indexOf(':');
                 if (colon > 0) {
                     addr = rest.substring(0, colon);
@@ -154,8 +166,11 @@ public final class SoftProvider implements VerbsProvider {
                 try {
                     port = Integer.parseInt(portText);
                 } catch (NumberFormatException e) {
-                    throw new VerbsException("ibv_get_device_list", VerbsException.EINVAL,
-                            "'" + name + "': the port after ':' is not a number (soft@<ipv4>[:<port>], soft@[<ipv6>][:<port>])");
+                    throw new VerbsException(
+                            "ibv_get_device_list",
+                            VerbsException.EINVAL,
+                            "'" + name
+                                    + "': the port after ':' is not a number (soft@<ipv4>[:<port>], soft@[<ipv6>][:<port>])");
                 }
             }
             return Optional.of(open(parseAddress(addr), port));
@@ -179,7 +194,8 @@ public final class SoftProvider implements VerbsProvider {
     }
 
     private static SoftDevice device(String name, InetAddress a, int port) {
-        return DEVICES.computeIfAbsent(name + "|" + IpAddress.of(a).literal() + ":" + port, k -> new SoftDevice(name, a, port));
+        return DEVICES.computeIfAbsent(
+                name + "|" + IpAddress.of(a).literal() + ":" + port, k -> new SoftDevice(name, a, port));
     }
 
     /** A link-local IPv6 address needs its interface to be bound and sent from: the one that holds it, when none is given. */
@@ -190,8 +206,11 @@ public final class SoftProvider implements VerbsProvider {
             if (ni != null) return Inet6Address.getByAddress(null, v6.getAddress(), ni);
         } catch (SocketException | java.net.UnknownHostException ignored) {
         }
-        throw new VerbsException("ibv_get_device_list", VerbsException.EINVAL, "the link-local address " + a.getHostAddress()
-                + " is on no interface here: name one, soft@[" + a.getHostAddress() + "%<ifname>]");
+        throw new VerbsException(
+                "ibv_get_device_list",
+                VerbsException.EINVAL,
+                "the link-local address " + a.getHostAddress() + " is on no interface here: name one, soft@["
+                        + a.getHostAddress() + "%<ifname>]");
     }
 
     /** An IPv4 or IPv6 literal (IPv6 link-local ones may carry {@code %<ifname>}); an IPv4-mapped IPv6 literal is its IPv4 address. */
@@ -200,7 +219,9 @@ public final class SoftProvider implements VerbsProvider {
             return IpAddress.of(InetAddress.ofLiteral(s)).inet;
         } catch (IllegalArgumentException ignored) {
         }
-        throw new VerbsException("ibv_get_device_list", VerbsException.EINVAL,
+        throw new VerbsException(
+                "ibv_get_device_list",
+                VerbsException.EINVAL,
                 "'" + s + "' is not an IP address literal of this host (e.g. 127.0.0.2, ::1, fe80::1%eth0)");
     }
 }

@@ -9,7 +9,6 @@ import dev.jrdma.soft.wire.RocePacket;
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.AhAttr;
 import dev.jrdma.verbs.AsyncEventType;
-import dev.jrdma.verbs.CompletionQueue;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.MemoryWindow;
 import dev.jrdma.verbs.Mtu;
@@ -32,7 +31,6 @@ import dev.jrdma.verbs.WcOpcode;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WrOpcode;
 import dev.jrdma.verbs.spi.Resource;
-
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
@@ -50,6 +48,7 @@ import java.util.Set;
 final class SoftQp extends Resource implements QueuePair {
     /** {@code -Djrdma.soft.trace=true} logs every engine step (System.Logger, DEBUG): slow, for debugging only. */
     static final boolean TRACE = Boolean.getBoolean("jrdma.soft.trace");
+
     private static final System.Logger LOG = System.getLogger("dev.jrdma.soft");
     private static final long MIN_TIMEOUT_NANOS = 2_000_000;
     /**
@@ -79,6 +78,7 @@ final class SoftQp extends Resource implements QueuePair {
     int destQpn, retryCnt, rnrRetry, minRnrTimer;
     /** The Q_Key (UD): what arriving datagrams must present. */
     int qkey;
+
     private int rqPsnAttr, sqPsnAttr, timeoutAttr;
     int maxRdAtomic = 1, maxDestRdAtomic = 1;
     long timeoutNanos;
@@ -106,6 +106,7 @@ final class SoftQp extends Resource implements QueuePair {
     long ackRxDrive = -1;
     /** Open batches (beginTx without its endTx yet), and where the packets of the batch go. */
     private int txDepth;
+
     private InetSocketAddress txTo;
     private final Icrc icrc = new Icrc();
 
@@ -113,6 +114,7 @@ final class SoftQp extends Resource implements QueuePair {
     private final RecvQueue rq;
     /** The shared receive queue its receives come from (then {@link #rq} holds only the one taken for the message in progress), or null. */
     final SoftSrq srq;
+
     private final QpType type;
     /** The UD transport of a UD QP (then the RC engines stay idle), or null. */
     final Datagram datagram;
@@ -122,6 +124,7 @@ final class SoftQp extends Resource implements QueuePair {
     private boolean enSqdAsyncNotify;
     /** COMM_EST was raised since the move to RTR. */
     private boolean commEstablished;
+
     final Requester requester;
     final Responder responder;
     final Completer completer;
@@ -143,10 +146,13 @@ final class SoftQp extends Resource implements QueuePair {
         QpCap c = attr.cap();
         int ns = pow2(Math.max(1, c.maxSendWr())), nr = pow2(Math.max(1, c.maxRecvWr()));
         int sges = Math.max(1, c.maxSendSge()), rsges = Math.max(1, c.maxRecvSge());
-        cap = srq == null ? new QpCap(ns, nr, sges, rsges, c.maxInlineData()) : new QpCap(ns, 0, sges, 0, c.maxInlineData());
+        cap = srq == null
+                ? new QpCap(ns, nr, sges, rsges, c.maxInlineData())
+                : new QpCap(ns, 0, sges, 0, c.maxInlineData());
         sigAll = attr.sqSigAll();
         sq = new SendQueue(ns, sges);
-        // on an SRQ the responder takes one receive at a time into this one-slot queue (rxe copies it into resp.srq_wqe)
+        // on an SRQ the responder takes one receive at a time into this one-slot queue (rxe copies it into
+        // resp.srq_wqe)
         rq = srq == null ? new RecvQueue(nr, rsges) : new RecvQueue(1, srq.maxSge());
         requester = new Requester(this, sq);
         responder = new Responder(this, rq);
@@ -165,23 +171,39 @@ final class SoftQp extends Resource implements QueuePair {
 
     private void validate(QpInitAttr attr) {
         if (!(attr.sendCq() instanceof SoftCq s) || !(attr.recvCq() instanceof SoftCq r))
-            throw new VerbsException("ibv_create_qp", VerbsException.EINVAL, "the completion queues are not soft device CQs");
+            throw new VerbsException(
+                    "ibv_create_qp", VerbsException.EINVAL, "the completion queues are not soft device CQs");
         if (s.context() != pd.context() || r.context() != pd.context())
-            throw new VerbsException("ibv_create_qp", VerbsException.EINVAL, "the completion queues belong to another context than the PD");
+            throw new VerbsException(
+                    "ibv_create_qp",
+                    VerbsException.EINVAL,
+                    "the completion queues belong to another context than the PD");
         s.checkOpen("ibv_create_qp");
         r.checkOpen("ibv_create_qp");
         if (attr.srq() != null) {
             if (!(attr.srq() instanceof SoftSrq q) || q.pd != pd)
-                throw new VerbsException("ibv_create_qp", VerbsException.EINVAL, "the shared receive queue must belong to the QP's protection domain");
+                throw new VerbsException(
+                        "ibv_create_qp",
+                        VerbsException.EINVAL,
+                        "the shared receive queue must belong to the QP's protection domain");
             q.checkOpen("ibv_create_qp");
         }
         QpCap c = attr.cap();
         if (c.maxSendWr() > SoftContext.MAX_QP_WR || c.maxRecvWr() > SoftContext.MAX_QP_WR)
-            throw new VerbsException("ibv_create_qp", VerbsException.EINVAL, "max_send_wr/max_recv_wr above the soft device's " + SoftContext.MAX_QP_WR);
+            throw new VerbsException(
+                    "ibv_create_qp",
+                    VerbsException.EINVAL,
+                    "max_send_wr/max_recv_wr above the soft device's " + SoftContext.MAX_QP_WR);
         if (c.maxSendSge() > SoftContext.MAX_SGE || c.maxRecvSge() > SoftContext.MAX_SGE)
-            throw new VerbsException("ibv_create_qp", VerbsException.EINVAL, "max_send_sge/max_recv_sge above the soft device's " + SoftContext.MAX_SGE);
+            throw new VerbsException(
+                    "ibv_create_qp",
+                    VerbsException.EINVAL,
+                    "max_send_sge/max_recv_sge above the soft device's " + SoftContext.MAX_SGE);
         if (c.maxInlineData() > SoftContext.MAX_INLINE)
-            throw new VerbsException("ibv_create_qp", VerbsException.EINVAL, "max_inline_data above the soft device's " + SoftContext.MAX_INLINE);
+            throw new VerbsException(
+                    "ibv_create_qp",
+                    VerbsException.EINVAL,
+                    "max_inline_data above the soft device's " + SoftContext.MAX_INLINE);
     }
 
     private static int pow2(int n) {
@@ -190,17 +212,52 @@ final class SoftQp extends Resource implements QueuePair {
         return p;
     }
 
-    @Override public SoftPd pd() { return pd; }
-    @Override public QpType type() { return type; }
-    @Override public int qpNum() { return qpn; }
-    @Override public QpState state() { return state; }
-    @Override public SoftCq sendCq() { return scq; }
-    @Override public SoftCq recvCq() { return rcq; }
-    @Override public QpCap cap() { return cap; }
+    @Override
+    public SoftPd pd() {
+        return pd;
+    }
 
-    Transport transport() { return tr; }
-    SoftTimer timer() { return tr.timer; }
-    Clock clock() { return tr.timer.clock(); }
+    @Override
+    public QpType type() {
+        return type;
+    }
+
+    @Override
+    public int qpNum() {
+        return qpn;
+    }
+
+    @Override
+    public QpState state() {
+        return state;
+    }
+
+    @Override
+    public SoftCq sendCq() {
+        return scq;
+    }
+
+    @Override
+    public SoftCq recvCq() {
+        return rcq;
+    }
+
+    @Override
+    public QpCap cap() {
+        return cap;
+    }
+
+    Transport transport() {
+        return tr;
+    }
+
+    SoftTimer timer() {
+        return tr.timer;
+    }
+
+    Clock clock() {
+        return tr.timer.clock();
+    }
 
     // =============================================================================================
     // modify / query
@@ -213,13 +270,21 @@ final class SoftQp extends Resource implements QueuePair {
             QpState next = QpStateMachine.check(type, state, a);
             if (a.has(QpAttrMask.PORT)) SoftContext.checkPort("ibv_modify_qp", a.port());
             if (a.has(QpAttrMask.PKEY_INDEX) && a.pkeyIndex() != 0)
-                throw new VerbsException("ibv_modify_qp", VerbsException.EINVAL, "the soft device has one P_Key (index 0); got pkey_index " + a.pkeyIndex());
+                throw new VerbsException(
+                        "ibv_modify_qp",
+                        VerbsException.EINVAL,
+                        "the soft device has one P_Key (index 0); got pkey_index " + a.pkeyIndex());
             range(a, QpAttrMask.TIMEOUT, a.timeout(), 31, "timeout");
             range(a, QpAttrMask.RETRY_CNT, a.retryCnt(), 7, "retry_cnt");
             range(a, QpAttrMask.RNR_RETRY, a.rnrRetry(), 7, "rnr_retry");
             range(a, QpAttrMask.MIN_RNR_TIMER, a.minRnrTimer(), 31, "min_rnr_timer");
             range(a, QpAttrMask.MAX_QP_RD_ATOMIC, a.maxRdAtomic(), SoftContext.MAX_RD_ATOMIC, "max_rd_atomic");
-            range(a, QpAttrMask.MAX_DEST_RD_ATOMIC, a.maxDestRdAtomic(), SoftContext.MAX_RD_ATOMIC, "max_dest_rd_atomic");
+            range(
+                    a,
+                    QpAttrMask.MAX_DEST_RD_ATOMIC,
+                    a.maxDestRdAtomic(),
+                    SoftContext.MAX_RD_ATOMIC,
+                    "max_dest_rd_atomic");
             InetSocketAddress newRemote = null;
             IpAddress newRemoteAddr = null;
             if (a.has(QpAttrMask.AV)) {
@@ -265,7 +330,10 @@ final class SoftQp extends Resource implements QueuePair {
                 case RESET -> reset();
                 case ERR -> toErr();
                 case RTR -> {
-                    if (cur == QpState.INIT && auth == null && PacketAuth.PRESHARED != null && type == QpType.RC) { // -Djrdma.soft.packetAuthKey
+                    if (cur == QpState.INIT
+                            && auth == null
+                            && PacketAuth.PRESHARED != null
+                            && type == QpType.RC) { // -Djrdma.soft.packetAuthKey
                         auth = new PacketAuth(PacketAuth.PRESHARED);
                         tr.counters.add(Counter.QPS_PACKET_AUTH);
                     }
@@ -303,12 +371,28 @@ final class SoftQp extends Resource implements QueuePair {
     public QpAttr query() {
         checkOpen("ibv_query_qp");
         synchronized (this) {
-            QpAttr a = new QpAttr().state(state).curState(state).access(accessSet).pkeyIndex(0).port(1)
-                    .pathMtu(pathMtu).timeout(timeoutAttr).retryCnt(retryCnt).rnrRetry(rnrRetry)
-                    .rqPsn(rqPsnAttr).sqPsn(sqPsnAttr).maxRdAtomic(maxRdAtomic).maxDestRdAtomic(maxDestRdAtomic)
-                    .minRnrTimer(minRnrTimer).destQpNum(destQpn).cap(cap).qkey(qkey)
-                    .enSqdAsyncNotify(enSqdAsyncNotify).sqDraining(state == QpState.SQD && !sqDrained())
-                    .pathMigState(QpAttr.MIG_MIGRATED).altPath(noPath(), 0, 0, 0); // no alternate path: what rxe reports
+            QpAttr a = new QpAttr()
+                    .state(state)
+                    .curState(state)
+                    .access(accessSet)
+                    .pkeyIndex(0)
+                    .port(1)
+                    .pathMtu(pathMtu)
+                    .timeout(timeoutAttr)
+                    .retryCnt(retryCnt)
+                    .rnrRetry(rnrRetry)
+                    .rqPsn(rqPsnAttr)
+                    .sqPsn(sqPsnAttr)
+                    .maxRdAtomic(maxRdAtomic)
+                    .maxDestRdAtomic(maxDestRdAtomic)
+                    .minRnrTimer(minRnrTimer)
+                    .destQpNum(destQpn)
+                    .cap(cap)
+                    .qkey(qkey)
+                    .enSqdAsyncNotify(enSqdAsyncNotify)
+                    .sqDraining(state == QpState.SQD && !sqDrained())
+                    .pathMigState(QpAttr.MIG_MIGRATED)
+                    .altPath(noPath(), 0, 0, 0); // no alternate path: what rxe reports
             a.ah(ah != null ? ah.copy() : noPath());
             return a;
         }
@@ -387,13 +471,23 @@ final class SoftQp extends Resource implements QueuePair {
                 for (SendWorkRequest wr = first; wr != null; wr = wr.next, idx++) {
                     QpState s = state;
                     if (s == QpState.RESET || s == QpState.INIT || s == QpState.RTR)
-                        throw new PostException("ibv_post_send", VerbsException.EINVAL, idx,
+                        throw new PostException(
+                                "ibv_post_send",
+                                VerbsException.EINVAL,
+                                idx,
                                 "the QP is in " + s + "; sends need RTS (walk it RESET->INIT->RTR->RTS)");
                     if (sq.isFull())
-                        throw new PostException("ibv_post_send", VerbsException.ENOMEM, idx,
-                                "the send queue is full (max_send_wr " + sq.capacity() + "): poll the send CQ before posting more");
+                        throw new PostException(
+                                "ibv_post_send",
+                                VerbsException.ENOMEM,
+                                idx,
+                                "the send queue is full (max_send_wr " + sq.capacity()
+                                        + "): poll the send CQ before posting more");
                     if (wr.numSge() > cap.maxSendSge())
-                        throw new PostException("ibv_post_send", VerbsException.EINVAL, idx,
+                        throw new PostException(
+                                "ibv_post_send",
+                                VerbsException.EINVAL,
+                                idx,
                                 "num_sge " + wr.numSge() + " is above the QP's max_send_sge " + cap.maxSendSge());
                     SendWqe w = sq.at(sq.tail);
                     fill(w, wr, idx);
@@ -401,7 +495,8 @@ final class SoftQp extends Resource implements QueuePair {
                 }
             } finally {
                 try {
-                    if (state == QpState.ERR) flushSq(); else requester.run();
+                    if (state == QpState.ERR) flushSq();
+                    else requester.run();
                 } finally {
                     endTx();
                 }
@@ -432,10 +527,17 @@ final class SoftQp extends Resource implements QueuePair {
         w.bindMr = null;
         if (op == WrOpcode.BIND_MW) {
             if (!(wr.bindMw instanceof SoftMw mw) || mw.type != MwType.TYPE_2)
-                throw new PostException("ibv_post_send", VerbsException.EINVAL, idx,
+                throw new PostException(
+                        "ibv_post_send",
+                        VerbsException.EINVAL,
+                        idx,
                         "BIND_MW work requests bind type 2 windows of this device; bind a type 1 window with QueuePair.bindMemoryWindow");
             if (!(wr.bindMr instanceof SoftMr mr))
-                throw new PostException("ibv_post_send", VerbsException.EINVAL, idx, "BIND_MW needs bindMr, a memory region of this device");
+                throw new PostException(
+                        "ibv_post_send",
+                        VerbsException.EINVAL,
+                        idx,
+                        "BIND_MW needs bindMr, a memory region of this device");
             w.bindMw = mw;
             w.bindMr = mr;
             // 0 = let the provider pick a new random key; MemoryWindow.rkey() is the key of the last bind posted
@@ -473,16 +575,23 @@ final class SoftQp extends Resource implements QueuePair {
         if (op.isAtomic() && w.localErr == null && total < 8) w.localErr = WcStatus.LOC_LEN_ERR;
         if (w.inline && !w.readOrAtomic) {
             if (total > cap.maxInlineData())
-                throw new PostException("ibv_post_send", VerbsException.EINVAL, idx,
+                throw new PostException(
+                        "ibv_post_send",
+                        VerbsException.EINVAL,
+                        idx,
                         "INLINE data of " + total + " bytes is above the QP's max_inline_data " + cap.maxInlineData());
-            if (w.inlineData == null && cap.maxInlineData() > 0) w.inlineData = MemorySegment.ofArray(new byte[cap.maxInlineData()]);
+            if (w.inlineData == null && cap.maxInlineData() > 0)
+                w.inlineData = MemorySegment.ofArray(new byte[cap.maxInlineData()]);
             long off = 0;
             for (int i = 0; i < n && w.localErr == null; i++) {
                 SoftMr mr = w.mr[i];
                 if (w.len[i] == 0) continue;
                 if (mr == null) mr = pd.mrContaining(w.addr[i], w.len[i]);
                 if (mr == null) {
-                    throw new PostException("ibv_post_send", VerbsException.EINVAL, idx,
+                    throw new PostException(
+                            "ibv_post_send",
+                            VerbsException.EINVAL,
+                            idx,
                             "INLINE data must lie in memory registered in this protection domain (the soft device cannot read raw addresses)");
                 }
                 try {
@@ -498,19 +607,34 @@ final class SoftQp extends Resource implements QueuePair {
     @Override
     public void postRecv(RecvWorkRequest first) {
         checkOpen("ibv_post_recv");
-        if (srq != null) throw new PostException("ibv_post_recv", VerbsException.EINVAL, 0,
-                "this QP takes its receives from a shared receive queue: post them there");
+        if (srq != null)
+            throw new PostException(
+                    "ibv_post_recv",
+                    VerbsException.EINVAL,
+                    0,
+                    "this QP takes its receives from a shared receive queue: post them there");
         synchronized (this) {
             try {
                 int idx = 0;
                 for (RecvWorkRequest wr = first; wr != null; wr = wr.next, idx++) {
                     if (state == QpState.RESET)
-                        throw new PostException("ibv_post_recv", VerbsException.EINVAL, idx, "the QP is in RESET; move it to INIT first");
+                        throw new PostException(
+                                "ibv_post_recv",
+                                VerbsException.EINVAL,
+                                idx,
+                                "the QP is in RESET; move it to INIT first");
                     if (rq.isFull())
-                        throw new PostException("ibv_post_recv", VerbsException.ENOMEM, idx,
-                                "the receive queue is full (max_recv_wr " + rq.capacity() + "): wait for receive completions before posting more");
+                        throw new PostException(
+                                "ibv_post_recv",
+                                VerbsException.ENOMEM,
+                                idx,
+                                "the receive queue is full (max_recv_wr " + rq.capacity()
+                                        + "): wait for receive completions before posting more");
                     if (wr.numSge() > cap.maxRecvSge())
-                        throw new PostException("ibv_post_recv", VerbsException.EINVAL, idx,
+                        throw new PostException(
+                                "ibv_post_recv",
+                                VerbsException.EINVAL,
+                                idx,
                                 "num_sge " + wr.numSge() + " is above the QP's max_recv_sge " + cap.maxRecvSge());
                     RecvWqe r = rq.at(rq.tail);
                     r.wrId = wr.wrId;
@@ -538,19 +662,32 @@ final class SoftQp extends Resource implements QueuePair {
     }
 
     @Override
-    public int bindMemoryWindow(MemoryWindow mw, long wrId, boolean signaled, MemoryRegion mr, long addr, long length, Set<Access> access) {
+    public int bindMemoryWindow(
+            MemoryWindow mw, long wrId, boolean signaled, MemoryRegion mr, long addr, long length, Set<Access> access) {
         checkOpen("ibv_bind_mw");
         if (!(mw instanceof SoftMw w1) || w1.type != MwType.TYPE_1)
-            throw new VerbsException("ibv_bind_mw", VerbsException.EINVAL, "bindMemoryWindow binds type 1 windows; bind type 2 windows with a BIND_MW work request");
+            throw new VerbsException(
+                    "ibv_bind_mw",
+                    VerbsException.EINVAL,
+                    "bindMemoryWindow binds type 1 windows; bind type 2 windows with a BIND_MW work request");
         if (!(mr instanceof SoftMr m))
-            throw new VerbsException("ibv_bind_mw", VerbsException.EINVAL, "the memory region is not a region of this device");
+            throw new VerbsException(
+                    "ibv_bind_mw", VerbsException.EINVAL, "the memory region is not a region of this device");
         w1.checkOpen("ibv_bind_mw");
-        if (w1.pd != pd) throw new VerbsException("ibv_bind_mw", VerbsException.EINVAL, "the window belongs to another protection domain than the QP");
+        if (w1.pd != pd)
+            throw new VerbsException(
+                    "ibv_bind_mw",
+                    VerbsException.EINVAL,
+                    "the window belongs to another protection domain than the QP");
         synchronized (this) {
             if (state != QpState.RTS && state != QpState.ERR)
-                throw new VerbsException("ibv_bind_mw", VerbsException.EINVAL, "the QP is in " + state + "; binds are posted on the send queue and need RTS");
+                throw new VerbsException(
+                        "ibv_bind_mw",
+                        VerbsException.EINVAL,
+                        "the QP is in " + state + "; binds are posted on the send queue and need RTS");
             if (sq.isFull())
-                throw new VerbsException("ibv_bind_mw", VerbsException.ENOMEM, "the send queue is full: poll the send CQ first");
+                throw new VerbsException(
+                        "ibv_bind_mw", VerbsException.ENOMEM, "the send queue is full: poll the send CQ first");
             int newRkey = w1.nextRkey();
             w1.rkey = newRkey;
             SendWqe w = sq.at(sq.tail);
@@ -570,7 +707,8 @@ final class SoftQp extends Resource implements QueuePair {
             w.bindAccess = Access.toBits(access);
             w.progress = Progress.POSTED;
             sq.tail++;
-            if (state == QpState.ERR) flushSq(); else requester.run();
+            if (state == QpState.ERR) flushSq();
+            else requester.run();
             return newRkey;
         }
     }
@@ -606,11 +744,13 @@ final class SoftQp extends Resource implements QueuePair {
     private boolean receiveLocked(RocePacket p, MemorySegment seg, IpAddress src, int srcPort) {
         {
             QpState s = state;
-            if (isClosed() || s == QpState.RESET || s == QpState.INIT || s == QpState.ERR) return drop(Counter.RX_QP_NOT_READY);
+            if (isClosed() || s == QpState.RESET || s == QpState.INIT || s == QpState.ERR)
+                return drop(Counter.RX_QP_NOT_READY);
             if ((p.pkey() & 0x7FFF) != 0x7FFF) return drop(Counter.RX_BAD_PKEY);
             // a datagram reaches only a UD QP, and a UD QP takes nothing else: an RC responder must never see a DETH
             if (datagram != null || p.has(Opcode.DETH)) {
-                if (datagram == null || !p.has(Opcode.DETH)) return drop(Counter.RX_MALFORMED); // an opcode of the other transport
+                if (datagram == null || !p.has(Opcode.DETH))
+                    return drop(Counter.RX_MALFORMED); // an opcode of the other transport
                 return datagram.receive(p, seg, src, tr.local);
             }
             if (!src.equals(remoteAddr)) return drop(Counter.RX_WRONG_SOURCE); // a connected QP hears only its peer
@@ -621,7 +761,8 @@ final class SoftQp extends Resource implements QueuePair {
             }
             boolean progressed;
             if (p.has(REQ)) {
-                if (s == QpState.RTR && !commEstablished) { // the first packet in RTR establishes communication (IBA 11.6.3.1)
+                if (s == QpState.RTR
+                        && !commEstablished) { // the first packet in RTR establishes communication (IBA 11.6.3.1)
                     commEstablished = true;
                     pd.context().raise(AsyncEventType.COMM_EST, this);
                 }
@@ -635,7 +776,8 @@ final class SoftQp extends Resource implements QueuePair {
                 progressed = completer.oldestUnacked != before;
                 if (sqdNotify) checkDrained();
             }
-            // learned only from a packet that moved the connection on: a stray or forged one (out of window) teaches nothing
+            // learned only from a packet that moved the connection on: a stray or forged one (out of window) teaches
+            // nothing
             if (learn && progressed) peerPort = srcPort;
             return true;
         }
@@ -670,18 +812,22 @@ final class SoftQp extends Resource implements QueuePair {
 
     /** The responder NAKed a request and moved the QP to ERR: the affiliated error of IBA 11.6.3.1 for the NAK's code. */
     void raiseResponderError(int nakCode) {
-        pd.context().raise(switch (nakCode) {
-            case dev.jrdma.soft.wire.Aeth.NAK_INVALID_REQUEST -> AsyncEventType.QP_REQ_ERR;
-            case dev.jrdma.soft.wire.Aeth.NAK_REMOTE_ACCESS_ERROR -> AsyncEventType.QP_ACCESS_ERR;
-            default -> AsyncEventType.QP_FATAL;
-        }, this);
+        pd.context()
+                .raise(
+                        switch (nakCode) {
+                            case dev.jrdma.soft.wire.Aeth.NAK_INVALID_REQUEST -> AsyncEventType.QP_REQ_ERR;
+                            case dev.jrdma.soft.wire.Aeth.NAK_REMOTE_ACCESS_ERROR -> AsyncEventType.QP_ACCESS_ERR;
+                            default -> AsyncEventType.QP_FATAL;
+                        },
+                        this);
     }
 
     /** The receive loop's turn to send more READ responses (see {@link Responder#sendReplies}). */
     void continueReplies() {
         synchronized (this) {
             QpState s = state;
-            if (isClosed() || s == QpState.RESET || s == QpState.INIT || s == QpState.ERR || !responder.turnRequested()) return;
+            if (isClosed() || s == QpState.RESET || s == QpState.INIT || s == QpState.ERR || !responder.turnRequested())
+                return;
             beginTx();
             try {
                 responder.sendReplies();
@@ -697,7 +843,8 @@ final class SoftQp extends Resource implements QueuePair {
 
     /** A packet no peer of this connection sends (see {@link ForgeryWatch}): a burst of them raises QP_FORGERY_SUSPECTED. */
     void suspect() {
-        if (watch.suspect(clock().nanoTime(), tr.counters)) pd.context().raise(AsyncEventType.QP_FORGERY_SUSPECTED, this);
+        if (watch.suspect(clock().nanoTime(), tr.counters))
+            pd.context().raise(AsyncEventType.QP_FORGERY_SUSPECTED, this);
     }
 
     /** Whether a burst of forgery-like packets came lately: then only a NAK of the oldest unacknowledged PSN is obeyed. */

@@ -3,13 +3,12 @@ package dev.jrdma.soft;
 import dev.jrdma.verbs.AsyncEventType;
 import dev.jrdma.verbs.PostException;
 import dev.jrdma.verbs.RecvWorkRequest;
-import dev.jrdma.verbs.SharedReceiveQueue;
 import dev.jrdma.verbs.Sge;
+import dev.jrdma.verbs.SharedReceiveQueue;
 import dev.jrdma.verbs.SrqAttr;
 import dev.jrdma.verbs.VerbsException;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.spi.Resource;
-
 import java.util.ArrayList;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -40,14 +39,23 @@ final class SoftSrq extends Resource implements SharedReceiveQueue {
     }
 
     static void check(SrqAttr attr) {
-        if (attr.maxWr() > SoftContext.MAX_QP_WR || attr.maxSge() > SoftContext.MAX_SGE) throw new VerbsException("ibv_create_srq",
-                VerbsException.EINVAL, "max_wr " + attr.maxWr() + " / max_sge " + attr.maxSge() + " above the soft device's "
-                        + SoftContext.MAX_QP_WR + " / " + SoftContext.MAX_SGE);
-        if (attr.limit() > attr.maxWr()) throw new VerbsException("ibv_create_srq", VerbsException.EINVAL,
-                "the limit " + attr.limit() + " is above max_wr " + attr.maxWr());
+        if (attr.maxWr() > SoftContext.MAX_QP_WR || attr.maxSge() > SoftContext.MAX_SGE)
+            throw new VerbsException(
+                    "ibv_create_srq",
+                    VerbsException.EINVAL,
+                    "max_wr " + attr.maxWr() + " / max_sge " + attr.maxSge() + " above the soft device's "
+                            + SoftContext.MAX_QP_WR + " / " + SoftContext.MAX_SGE);
+        if (attr.limit() > attr.maxWr())
+            throw new VerbsException(
+                    "ibv_create_srq",
+                    VerbsException.EINVAL,
+                    "the limit " + attr.limit() + " is above max_wr " + attr.maxWr());
     }
 
-    @Override public SoftPd pd() { return pd; }
+    @Override
+    public SoftPd pd() {
+        return pd;
+    }
 
     @Override
     public synchronized SrqAttr query() {
@@ -58,8 +66,11 @@ final class SoftSrq extends Resource implements SharedReceiveQueue {
     @Override
     public void modifyLimit(int newLimit) {
         checkOpen("ibv_modify_srq");
-        if (newLimit < 0 || newLimit > ring.capacity()) throw new VerbsException("ibv_modify_srq", VerbsException.EINVAL,
-                "the limit must lie in 0.." + ring.capacity() + " (the SRQ's max_wr), not " + newLimit);
+        if (newLimit < 0 || newLimit > ring.capacity())
+            throw new VerbsException(
+                    "ibv_modify_srq",
+                    VerbsException.EINVAL,
+                    "the limit must lie in 0.." + ring.capacity() + " (the SRQ's max_wr), not " + newLimit);
         synchronized (this) {
             limit = newLimit;
         }
@@ -71,10 +82,19 @@ final class SoftSrq extends Resource implements SharedReceiveQueue {
         synchronized (this) {
             int idx = 0;
             for (RecvWorkRequest wr = first; wr != null; wr = wr.next, idx++) {
-                if (ring.isFull()) throw new PostException("ibv_post_srq_recv", VerbsException.ENOMEM, idx,
-                        "the shared receive queue is full (max_wr " + ring.capacity() + "): wait for receives to complete before posting more");
-                if (wr.numSge() > maxSge) throw new PostException("ibv_post_srq_recv", VerbsException.EINVAL, idx,
-                        "num_sge " + wr.numSge() + " is above the SRQ's max_sge " + maxSge);
+                if (ring.isFull())
+                    throw new PostException(
+                            "ibv_post_srq_recv",
+                            VerbsException.ENOMEM,
+                            idx,
+                            "the shared receive queue is full (max_wr " + ring.capacity()
+                                    + "): wait for receives to complete before posting more");
+                if (wr.numSge() > maxSge)
+                    throw new PostException(
+                            "ibv_post_srq_recv",
+                            VerbsException.EINVAL,
+                            idx,
+                            "num_sge " + wr.numSge() + " is above the SRQ's max_sge " + maxSge);
                 RecvWqe r = ring.at(ring.tail);
                 r.wrId = wr.wrId;
                 r.localErr = null;

@@ -16,6 +16,7 @@ import java.util.concurrent.locks.LockSupport;
 final class SoftTimer {
     /** The shortest sleep between two looks: deadlines are honoured to about this (and the OS's timer slack). */
     private static final long MIN_SLEEP_NANOS = 100_000;
+
     private static final long IDLE_NANOS = 50_000_000;
     private static final System.Logger LOG = System.getLogger("dev.jrdma.soft");
 
@@ -44,22 +45,33 @@ final class SoftTimer {
     }
 
     /** A timer with its own daemon thread, started when the first QP registers. */
-    static SoftTimer threaded(Clock clock, String name) { return new SoftTimer(clock, name, true); }
+    static SoftTimer threaded(Clock clock, String name) {
+        return new SoftTimer(clock, name, true);
+    }
 
     /** A timer without a thread: deadlines fire when the owner calls {@link #runDue()}. */
-    static SoftTimer manual(Clock clock) { return new SoftTimer(clock, "manual", false); }
+    static SoftTimer manual(Clock clock) {
+        return new SoftTimer(clock, "manual", false);
+    }
 
-    Clock clock() { return clock; }
+    Clock clock() {
+        return clock;
+    }
 
     /** What to run before the first deadline of a scan fires (the transport: drive the receive path). */
-    void beforeFiring(Runnable drive) { beforeFiring = drive; }
+    void beforeFiring(Runnable drive) {
+        beforeFiring = drive;
+    }
 
     synchronized void register(SoftQp qp) {
         SoftQp[] a = Arrays.copyOf(qps, qps.length + 1);
         a[a.length - 1] = qp;
         qps = a;
         if (threaded && thread == null && !closed) {
-            thread = Thread.ofPlatform().daemon().name("jrdma-soft-timer-" + name).unstarted(this::loop);
+            thread = Thread.ofPlatform()
+                    .daemon()
+                    .name("jrdma-soft-timer-" + name)
+                    .unstarted(this::loop);
             thread.start();
         }
     }
@@ -127,7 +139,10 @@ final class SoftTimer {
             try {
                 beforeFiring.run();
             } catch (RuntimeException | Error e) {
-                LOG.log(System.Logger.Level.WARNING, "soft device timer " + name + ": driving the receive path failed", e);
+                LOG.log(
+                        System.Logger.Level.WARNING,
+                        "soft device timer " + name + ": driving the receive path failed",
+                        e);
             }
             d = q.nextDeadline();
             if (d == 0 || now - d < 0) return d;

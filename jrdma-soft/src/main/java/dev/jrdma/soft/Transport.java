@@ -1,7 +1,6 @@
 package dev.jrdma.soft;
 
 import dev.jrdma.verbs.Mtu;
-
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -29,11 +28,13 @@ final class Transport {
 
     /** The device's address (IPv4 or IPv6): what its socket binds and the source every ICRC it sends covers. */
     final IpAddress local;
+
     final int port;
     /** The name of this transport in the registry, threads and logs: address and port. */
     final String key;
     /** The registry that opened it; null for a detached transport. */
     private final DeviceRegistry registry;
+
     private final Clock clock;
 
     /** The socket; null for a detached transport (or a test's inbound link). */
@@ -44,11 +45,13 @@ final class Transport {
     final SoftTimer timer;
     /** Port 1's active MTU: {@code -Djrdma.soft.mtu} when set, else from the MTU of the address's interface ({@link LinkFactory#activeMtuFor}). */
     final Mtu activeMtu;
+
     final Counter.Set counters = new Counter.Set();
     final QpTable qps = new QpTable();
     final KeyTable keys = new KeyTable();
     /** QPs with READ responses left to send, served a turn per pass of the receive loop. */
     private final ReplyTurns turns;
+
     private final ProgressEngine progress;
 
     /** Receives what a detached transport sends (tests: the packets the engines produce). */
@@ -91,11 +94,13 @@ final class Transport {
     }
 
     /** Opens the transport of {@code address} and {@code port} for {@code registry} ({@link DeviceRegistry#acquire}). */
-    static Transport open(DeviceRegistry registry, InetAddress address, int port, UnaryOperator<Link> wrap) throws IOException {
+    static Transport open(DeviceRegistry registry, InetAddress address, int port, UnaryOperator<Link> wrap)
+            throws IOException {
         return new Transport(registry, address, port, wrap);
     }
 
-    private Transport(DeviceRegistry registry, InetAddress address, int port, UnaryOperator<Link> wrap) throws IOException {
+    private Transport(DeviceRegistry registry, InetAddress address, int port, UnaryOperator<Link> wrap)
+            throws IOException {
         this.registry = registry;
         this.local = IpAddress.of(address);
         this.port = port;
@@ -112,7 +117,13 @@ final class Transport {
     }
 
     private ProgressEngine newEngine() {
-        return new ProgressEngine(link, clock, new PacketDispatch(local, port, qps, counters), turns, counters, key,
+        return new ProgressEngine(
+                link,
+                clock,
+                new PacketDispatch(local, port, qps, counters),
+                turns,
+                counters,
+                key,
                 Boolean.getBoolean("jrdma.soft.deferAcks"));
     }
 
@@ -139,10 +150,14 @@ final class Transport {
     }
 
     /** What carries this device's packets (devinfo, tests): e.g. "udp 127.0.0.1:4791 (libc)". */
-    String linkName() { return link == null ? "detached" : link.toString(); }
+    String linkName() {
+        return link == null ? "detached" : link.toString();
+    }
 
     /** Whether this device sends through a raw socket that writes the IPv4 header ({@link RawIpv4Link}). */
-    boolean sendsRawIpv4() { return link instanceof RawIpv4Link || link instanceof ShmLink s && s.sendsRawIpv4(); }
+    boolean sendsRawIpv4() {
+        return link instanceof RawIpv4Link || link instanceof ShmLink s && s.sendsRawIpv4();
+    }
 
     /** The same-host link when this device has one (its peers on this host reach it through a ring), else null. */
     ShmLink shmLink() {
@@ -151,36 +166,58 @@ final class Transport {
     }
 
     /** The fault-injecting link when this transport has one (tests), else null. */
-    FaultyLink faultyLink() { return link instanceof FaultyLink f ? f : null; }
+    FaultyLink faultyLink() {
+        return link instanceof FaultyLink f ? f : null;
+    }
 
     /** The receive thread (never started for a detached transport: it stands for the device's threads in checks). */
-    Thread rxThread() { return progress.receiveThread; }
+    Thread rxThread() {
+        return progress.receiveThread;
+    }
 
     /** Whether the receive thread still runs (tests: no fault may end it). */
-    boolean rxThreadAlive() { return progress.receiveThread.isAlive(); }
+    boolean rxThreadAlive() {
+        return progress.receiveThread.isAlive();
+    }
 
     /** The progress engine (tests). */
-    ProgressEngine progress() { return progress; }
+    ProgressEngine progress() {
+        return progress;
+    }
 
     // ---- QP numbers and keys ---------------------------------------------------------------------------
 
-    int addQp(SoftQp qp) { return qps.add(qp); }
+    int addQp(SoftQp qp) {
+        return qps.add(qp);
+    }
 
-    void removeQp(int qpn, SoftQp qp) { qps.remove(qpn, qp); }
+    void removeQp(int qpn, SoftQp qp) {
+        qps.remove(qpn, qp);
+    }
 
     /** Reserves a key index for {@code owner} (the upper 24 bits of an lkey/rkey). */
-    int addKey(Object owner) { return keys.add(owner); }
+    int addKey(Object owner) {
+        return keys.add(owner);
+    }
 
-    void removeKey(int index, Object owner) { keys.remove(index, owner); }
+    void removeKey(int index, Object owner) {
+        keys.remove(index, owner);
+    }
 
     /** A new key for {@code index}: a random 8-bit key part, different from the last one used with this index. */
-    int freshKey(int index) { return keys.freshKey(index); }
+    int freshKey(int index) {
+        return keys.freshKey(index);
+    }
 
     /** An application chose {@code key} (a type 2 bind with its own key byte): the next fresh key differs from it. */
-    void noteKey(int key) { keys.noteKey(key); }
+    void noteKey(int key) {
+        keys.noteKey(key);
+    }
 
     /** The MR or MW a key names, or null. */
-    Object keyOwner(int key) { return keys.owner(key); }
+    Object keyOwner(int key) {
+        return keys.owner(key);
+    }
 
     // ---- sending -----------------------------------------------------------------------------------
 
@@ -237,7 +274,8 @@ final class Transport {
                     counters.add(Counter.TX_PACKETS);
                     return;
                 }
-                if (tries > 100) Thread.yield(); else Thread.onSpinWait();
+                if (tries > 100) Thread.yield();
+                else Thread.onSpinWait();
             }
             counters.add(Counter.TX_ERRORS);
         } catch (ClosedChannelException e) {
@@ -253,37 +291,59 @@ final class Transport {
     }
 
     /** Sends raw bytes (tests: malformed packets). */
-    void sendRaw(ByteBuffer b, InetSocketAddress to) throws IOException { link.send(b, to); }
+    void sendRaw(ByteBuffer b, InetSocketAddress to) throws IOException {
+        link.send(b, to);
+    }
 
     // ---- progress ---------------------------------------------------------------------------------------
 
     /** A CQ of this device is being polled: the polling thread handles what the link holds ({@link ProgressEngine#progressFromPoll}). */
-    void progressFromPoll() { progress.progressFromPoll(clock.nanoTime()); }
+    void progressFromPoll() {
+        progress.progressFromPoll(clock.nanoTime());
+    }
 
     /** A thread is about to block for a completion event of this device: the receive thread takes over now. */
-    void pollerWaits() { progress.pollerWaits(clock.nanoTime()); }
+    void pollerWaits() {
+        progress.pollerWaits(clock.nanoTime());
+    }
 
     /** Called by a QP (on a driving thread, see {@link #driving}) that owes its peer an ACK at the end of this burst. */
-    void ackLater(SoftQp qp) { progress.ackLater(qp); }
+    void ackLater(SoftQp qp) {
+        progress.ackLater(qp);
+    }
 
     /** A QP whose ACK is owed got another packet that asks for one ({@link ProgressEngine#ackAgain}). */
-    void ackAgain(SoftQp qp) { progress.ackAgain(qp); }
+    void ackAgain(SoftQp qp) {
+        progress.ackAgain(qp);
+    }
 
     /** Whether the calling thread is driving the device now (handling received packets): ACKs wait for the end of its burst. */
-    boolean driving() { return progress.driving(); }
+    boolean driving() {
+        return progress.driving();
+    }
 
     /** Runs {@code body} as the receive thread's drive runs its burst (tests): the ACKs it owes wait for the end. */
-    void driveForTest(Runnable body) { progress.driveForTest(body); }
+    void driveForTest(Runnable body) {
+        progress.driveForTest(body);
+    }
 
     /** A QP (under its lock) has more READ responses to send than one turn allows: it gets another turn. */
-    void requestTurn(SoftQp qp) { turns.request(qp); }
+    void requestTurn(SoftQp qp) {
+        turns.request(qp);
+    }
 
     /** A detached transport's pass of READ-response turns (tests drive the engines by hand). */
-    boolean runTurns() { return progress.runTurns(); }
+    boolean runTurns() {
+        return progress.runTurns();
+    }
 
     /** Packets handled so far by polling application threads (racy read; counters and tests). */
-    long rxByPoll() { return progress.rxByPoll(); }
+    long rxByPoll() {
+        return progress.rxByPoll();
+    }
 
     /** Packets handled so far by the receive thread (racy read; counters and tests). */
-    long rxByThread() { return progress.rxByThread(); }
+    long rxByThread() {
+        return progress.rxByThread();
+    }
 }

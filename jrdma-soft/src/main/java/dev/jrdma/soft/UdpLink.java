@@ -31,11 +31,13 @@ final class UdpLink implements Link {
      * one channel with a lock held across the system call).
      */
     private final Selector pollSelector;
+
     private final String name;
 
     /** A socket of the address's family (IPv4 or IPv6) bound to {@code address:port}. */
     UdpLink(InetAddress address, int port) throws IOException {
-        DatagramChannel c = DatagramChannel.open(address instanceof Inet4Address ? StandardProtocolFamily.INET : StandardProtocolFamily.INET6);
+        DatagramChannel c = DatagramChannel.open(
+                address instanceof Inet4Address ? StandardProtocolFamily.INET : StandardProtocolFamily.INET6);
         Selector s = null, ps = null;
         try {
             c.setOption(StandardSocketOptions.SO_RCVBUF, 4 << 20);
@@ -59,7 +61,9 @@ final class UdpLink implements Link {
     }
 
     @Override
-    public String toString() { return "udp " + name + " (nio)"; }
+    public String toString() {
+        return "udp " + name + " (nio)";
+    }
 
     /** One system call; false when the socket's send buffer is full. */
     @Override

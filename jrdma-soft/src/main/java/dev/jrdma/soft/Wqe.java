@@ -1,7 +1,6 @@
 package dev.jrdma.soft;
 
 import dev.jrdma.verbs.WcStatus;
-
 import java.lang.foreign.MemorySegment;
 
 /**

@@ -9,7 +9,6 @@ import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.lang.management.ManagementFactory;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -23,7 +22,8 @@ import org.junit.jupiter.api.Timeout;
 class AllocationTest {
 
     private static long allocated(Thread t) {
-        return ((com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean()).getThreadAllocatedBytes(t.threadId());
+        return ((com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean())
+                .getThreadAllocatedBytes(t.threadId());
     }
 
     /** What a failed round says: the completion, and both devices' counters and links. */
@@ -31,12 +31,21 @@ class AllocationTest {
         Transport ta = ((SoftContext) p.a.ctx).transport, tb = ((SoftContext) p.b.ctx).transport;
         return "round " + round + ": " + wc + "\n A " + ta.linkName() + " " + ta.counters.snapshot()
                 + (ta.shmLink() == null ? "" : " rings: " + ta.shmLink().describeRings())
-                + "\n B " + tb.linkName() + " " + tb.counters.snapshot() + (tb.shmLink() == null ? "" : " rings: " + tb.shmLink().describeRings());
+                + "\n B " + tb.linkName() + " " + tb.counters.snapshot()
+                + (tb.shmLink() == null ? "" : " rings: " + tb.shmLink().describeRings());
     }
 
     /** Ping-pong of SENDs (sizes 64 B and 3 KiB: one and three packets) plus WRITE and READ. */
-    private static void rounds(Pair p, int n, MemoryRegion a, MemoryRegion b, SendWorkRequest send, SendWorkRequest write, SendWorkRequest read,
-                               RecvWorkRequest recv, WorkCompletion[] wc) {
+    private static void rounds(
+            Pair p,
+            int n,
+            MemoryRegion a,
+            MemoryRegion b,
+            SendWorkRequest send,
+            SendWorkRequest write,
+            SendWorkRequest read,
+            RecvWorkRequest recv,
+            WorkCompletion[] wc) {
         for (int i = 0; i < n; i++) {
             p.b.qp.postRecv(recv);
             p.a.qp.postSend(send);
@@ -66,7 +75,9 @@ class AllocationTest {
         try (Pair p = ShmLinkTest.pairOn("127.0.0.41", "127.0.0.42", "auto", "auto")) {
             long shm0 = ((SoftContext) p.a.ctx).transport.counters.get(Counter.TX_SHM_PACKETS);
             check(p);
-            assertTrue(((SoftContext) p.a.ctx).transport.counters.get(Counter.TX_SHM_PACKETS) - shm0 > 5000, "the rounds went through the same-host rings");
+            assertTrue(
+                    ((SoftContext) p.a.ctx).transport.counters.get(Counter.TX_SHM_PACKETS) - shm0 > 5000,
+                    "the rounds went through the same-host rings");
         }
     }
 
@@ -85,26 +96,43 @@ class AllocationTest {
         try (Pair p = ShmLinkTest.pairOn("127.0.0.45", "127.0.0.46", "off", "off")) {
             Opts keyed = new Opts();
             keyed.authKey = AuthenticatedModeTest.KEY.clone();
-            for (Side s : new Side[] {p.a, p.b}) s.qp.modify(new dev.jrdma.verbs.QpAttr().state(dev.jrdma.verbs.QpState.RESET));
+            for (Side s : new Side[] {p.a, p.b})
+                s.qp.modify(new dev.jrdma.verbs.QpAttr().state(dev.jrdma.verbs.QpState.RESET));
             connect(p.a, p.b, keyed, 100, 5000);
             connect(p.b, p.a, keyed, 5000, 100);
             assertNotNull(((SoftQp) p.a.qp).auth);
             assertNotNull(((SoftQp) p.b.qp).auth);
             check(p);
-            assertEquals(0, p.a.ctx.counters().get("rx_bad_mac") + p.b.ctx.counters().get("rx_bad_mac"));
+            assertEquals(
+                    0, p.a.ctx.counters().get("rx_bad_mac") + p.b.ctx.counters().get("rx_bad_mac"));
         }
     }
 
     private static void check(Pair p) {
         {
             MemoryRegion a = p.a.mrAll(8192), b = p.b.mrAll(8192);
-            SendWorkRequest send = new SendWorkRequest().wrId(1).opcode(WrOpcode.SEND).signaled(true).buffer(a, 0, 3000);
-            SendWorkRequest write = new SendWorkRequest().wrId(2).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(a, 0, 2000).remote(b.address(), b.rkey());
-            SendWorkRequest read = new SendWorkRequest().wrId(3).opcode(WrOpcode.RDMA_READ).signaled(true).buffer(a, 4096, 2000).remote(b.address(), b.rkey());
+            SendWorkRequest send = new SendWorkRequest()
+                    .wrId(1)
+                    .opcode(WrOpcode.SEND)
+                    .signaled(true)
+                    .buffer(a, 0, 3000);
+            SendWorkRequest write = new SendWorkRequest()
+                    .wrId(2)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .signaled(true)
+                    .buffer(a, 0, 2000)
+                    .remote(b.address(), b.rkey());
+            SendWorkRequest read = new SendWorkRequest()
+                    .wrId(3)
+                    .opcode(WrOpcode.RDMA_READ)
+                    .signaled(true)
+                    .buffer(a, 4096, 2000)
+                    .remote(b.address(), b.rkey());
             RecvWorkRequest recv = new RecvWorkRequest().wrId(4).buffer(b, 4096, 4096);
             WorkCompletion[] wc = WorkCompletion.array(8);
             rounds(p, 10000, a, b, send, write, read, recv, wc); // warm up (JIT, caches)
-            Thread rxA = ((SoftContext) p.a.ctx).transport.rxThread(), rxB = ((SoftContext) p.b.ctx).transport.rxThread();
+            Thread rxA = ((SoftContext) p.a.ctx).transport.rxThread(),
+                    rxB = ((SoftContext) p.b.ctx).transport.rxThread();
             Transport ta = ((SoftContext) p.a.ctx).transport, tb = ((SoftContext) p.b.ctx).transport;
             long polledA = ta.rxByPoll(), polledB = tb.rxByPoll();
             long me0 = allocated(Thread.currentThread()), a0 = allocated(rxA), b0 = allocated(rxB);
@@ -113,10 +141,21 @@ class AllocationTest {
             rounds(p, n, a, b, send, write, read, recv, wc);
             long t = System.nanoTime() - t0;
             long me = allocated(Thread.currentThread()) - me0, ra = allocated(rxA) - a0, rb = allocated(rxB) - b0;
-            System.out.printf("%s: %d rounds (SEND 3000 B ping + WRITE 2000 B + READ 2000 B) in %.1f ms: %.1f us per round; allocated: poster %d B, rx %d B, rx %d B; rx_takeovers %d/%d%n",
-                    ta.linkName(), n, t / 1e6, t / 1e3 / n, me, ra, rb, ta.counters.get(Counter.RX_TAKEOVERS), tb.counters.get(Counter.RX_TAKEOVERS));
-            // this loop busy-polls A's CQ throughout (B's only for the SEND), so A's packets are handled on the polling thread
-            assertTrue(ta.rxByPoll() - polledA > n && tb.rxByPoll() - polledB > 0,
+            System.out.printf(
+                    "%s: %d rounds (SEND 3000 B ping + WRITE 2000 B + READ 2000 B) in %.1f ms: %.1f us per round; allocated: poster %d B, rx %d B, rx %d B; rx_takeovers %d/%d%n",
+                    ta.linkName(),
+                    n,
+                    t / 1e6,
+                    t / 1e3 / n,
+                    me,
+                    ra,
+                    rb,
+                    ta.counters.get(Counter.RX_TAKEOVERS),
+                    tb.counters.get(Counter.RX_TAKEOVERS));
+            // this loop busy-polls A's CQ throughout (B's only for the SEND), so A's packets are handled on the polling
+            // thread
+            assertTrue(
+                    ta.rxByPoll() - polledA > n && tb.rxByPoll() - polledB > 0,
                     "packets handled by polls: " + (ta.rxByPoll() - polledA) + " / " + (tb.rxByPoll() - polledB));
             // 5000 rounds = 20000 work requests and ~35000 packets: allow a few KiB of incidental noise in total
             assertTrue(me < 16 * 1024, "posting/polling thread allocated " + me + " bytes");

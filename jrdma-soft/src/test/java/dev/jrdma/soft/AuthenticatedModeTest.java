@@ -7,7 +7,6 @@ import dev.jrdma.soft.wire.Aeth;
 import dev.jrdma.soft.wire.Opcode;
 import dev.jrdma.soft.wire.Psn;
 import dev.jrdma.soft.wire.RocePacket;
-import dev.jrdma.verbs.AhAttr;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.QpAttr;
 import dev.jrdma.verbs.QpState;
@@ -19,7 +18,6 @@ import dev.jrdma.verbs.VerbsException;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.List;
@@ -44,7 +42,11 @@ class AuthenticatedModeTest {
     }
 
     private static SendWorkRequest send(MemoryRegion src, long wrId, int len) {
-        return new SendWorkRequest().wrId(wrId).opcode(WrOpcode.SEND).signaled(true).buffer(src, 0, len);
+        return new SendWorkRequest()
+                .wrId(wrId)
+                .opcode(WrOpcode.SEND)
+                .signaled(true)
+                .buffer(src, 0, len);
     }
 
     /** Nothing the forgeries could have changed did: no completion, no packet sent, the QP still in RTS. */
@@ -53,8 +55,13 @@ class AuthenticatedModeTest {
         rig.assertNoCompletion();
         assertTrue(rig.drain().isEmpty(), "no packet sent in answer");
         assertEquals(QpState.RTS, rig.qp.state());
-        assertEquals(0, rig.count(Counter.RX_RESPONSE_OUT_OF_WINDOW) + rig.count(Counter.RX_RESPONSE_IGNORED)
-                + rig.count(Counter.RX_OUT_OF_SEQUENCE) + rig.count(Counter.RX_DUPLICATE_REQUEST), "no forgery reached the transport");
+        assertEquals(
+                0,
+                rig.count(Counter.RX_RESPONSE_OUT_OF_WINDOW)
+                        + rig.count(Counter.RX_RESPONSE_IGNORED)
+                        + rig.count(Counter.RX_OUT_OF_SEQUENCE)
+                        + rig.count(Counter.RX_DUPLICATE_REQUEST),
+                "no forgery reached the transport");
     }
 
     @ParameterizedTest(name = "authenticated={0}")
@@ -65,7 +72,9 @@ class AuthenticatedModeTest {
             rig.qp.postSend(send(src, 1, 8)); // PSN 100
             rig.drain();
             long forged = 0;
-            for (int psn = 0; psn < 1 << 24; psn += 4096) { // the whole space coarsely, the window's neighbourhood one by one
+            for (int psn = 0;
+                    psn < 1 << 24;
+                    psn += 4096) { // the whole space coarsely, the window's neighbourhood one by one
                 rig.feedWire(nak(psn, Aeth.NAK_REMOTE_ACCESS_ERROR), null);
                 forged++;
             }
@@ -109,9 +118,18 @@ class AuthenticatedModeTest {
     void aForgedReadResponse(boolean authenticated) {
         try (EngineRig rig = rig(authenticated)) {
             MemoryRegion dst = rig.mrAll(64);
-            rig.qp.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.RDMA_READ).signaled(true).buffer(dst, 0, 8).remote(0x1000, 0x1234));
+            rig.qp.postSend(new SendWorkRequest()
+                    .wrId(2)
+                    .opcode(WrOpcode.RDMA_READ)
+                    .signaled(true)
+                    .buffer(dst, 0, 8)
+                    .remote(0x1000, 0x1234));
             rig.drain();
-            rig.feedWire(new Pkt(Opcode.RDMA_READ_RESPONSE_ONLY.code(), MY_PSN, false, 8).aeth(Aeth.ackSyndrome(Aeth.CREDITS_INVALID), 0).payload(8, 66), null);
+            rig.feedWire(
+                    new Pkt(Opcode.RDMA_READ_RESPONSE_ONLY.code(), MY_PSN, false, 8)
+                            .aeth(Aeth.ackSyndrome(Aeth.CREDITS_INVALID), 0)
+                            .payload(8, 66),
+                    null);
             MemorySegment mem = dst.segment();
             if (!authenticated) { // plain: the forger's bytes land in the reader's memory and the READ completes
                 assertEquals(WcStatus.SUCCESS, rig.poll().status);
@@ -119,8 +137,13 @@ class AuthenticatedModeTest {
                 return;
             }
             assertUntouched(rig, 1);
-            for (int i = 0; i < 8; i++) assertEquals(0, mem.get(ValueLayout.JAVA_BYTE, i), "the reader's memory is untouched");
-            rig.feedWire(new Pkt(Opcode.RDMA_READ_RESPONSE_ONLY.code(), MY_PSN, false, 8).aeth(Aeth.ackSyndrome(Aeth.CREDITS_INVALID), 0).payload(8, 5), rig.peerAuth);
+            for (int i = 0; i < 8; i++)
+                assertEquals(0, mem.get(ValueLayout.JAVA_BYTE, i), "the reader's memory is untouched");
+            rig.feedWire(
+                    new Pkt(Opcode.RDMA_READ_RESPONSE_ONLY.code(), MY_PSN, false, 8)
+                            .aeth(Aeth.ackSyndrome(Aeth.CREDITS_INVALID), 0)
+                            .payload(8, 5),
+                    rig.peerAuth);
             assertEquals(WcStatus.SUCCESS, rig.poll().status);
             assertEquals((byte) 5, mem.get(ValueLayout.JAVA_BYTE, 0));
         }
@@ -131,7 +154,11 @@ class AuthenticatedModeTest {
     void aWriteAtTheExactPsn(boolean authenticated) {
         try (EngineRig rig = rig(authenticated)) {
             MemoryRegion target = rig.mrAll(4096);
-            rig.feedWire(request(Opcode.RDMA_WRITE_ONLY, PEER_PSN, 64).reth(target.address(), target.rkey(), 64).payload(64, 9), null);
+            rig.feedWire(
+                    request(Opcode.RDMA_WRITE_ONLY, PEER_PSN, 64)
+                            .reth(target.address(), target.rkey(), 64)
+                            .payload(64, 9),
+                    null);
             MemorySegment mem = target.segment();
             if (!authenticated) { // plain: the forger writes the server's memory and is ACKed
                 assertEquals((byte) 9, mem.get(ValueLayout.JAVA_BYTE, 0));
@@ -141,7 +168,11 @@ class AuthenticatedModeTest {
             assertUntouched(rig, 1);
             for (int i = 0; i < 64; i++) assertEquals(0, mem.get(ValueLayout.JAVA_BYTE, i), "memory untouched");
             // the expected PSN did not move: the peer's own WRITE at that PSN is executed and ACKed
-            rig.feedWire(request(Opcode.RDMA_WRITE_ONLY, PEER_PSN, 64).reth(target.address(), target.rkey(), 64).payload(64, 1), rig.peerAuth);
+            rig.feedWire(
+                    request(Opcode.RDMA_WRITE_ONLY, PEER_PSN, 64)
+                            .reth(target.address(), target.rkey(), 64)
+                            .payload(64, 1),
+                    rig.peerAuth);
             assertEquals((byte) 1, mem.get(ValueLayout.JAVA_BYTE, 0));
             RocePacket acked = rig.one();
             assertEquals(Opcode.ACKNOWLEDGE.code(), acked.opcode());
@@ -156,7 +187,11 @@ class AuthenticatedModeTest {
             MemoryRegion target = rig.mrAll(4096);
             int forged = 0;
             for (int d = -1024; d < 1024; d++, forged++) {
-                rig.feedWire(request(Opcode.RDMA_WRITE_ONLY, Psn.add(PEER_PSN, d), 64).reth(target.address(), target.rkey(), 64).payload(64, 0x40 + (d & 0x3F)), null);
+                rig.feedWire(
+                        request(Opcode.RDMA_WRITE_ONLY, Psn.add(PEER_PSN, d), 64)
+                                .reth(target.address(), target.rkey(), 64)
+                                .payload(64, 0x40 + (d & 0x3F)),
+                        null);
             }
             boolean written = false;
             for (int i = 0; i < 64; i++) written |= target.segment().get(ValueLayout.JAVA_BYTE, i) != 0;
@@ -175,7 +210,11 @@ class AuthenticatedModeTest {
             MemoryRegion target = rig.mrAll(4096);
             byte[] other = KEY.clone();
             other[15] ^= 1;
-            rig.feedWire(request(Opcode.RDMA_WRITE_ONLY, PEER_PSN, 64).reth(target.address(), target.rkey(), 64).payload(64, 9), new PacketAuth(other));
+            rig.feedWire(
+                    request(Opcode.RDMA_WRITE_ONLY, PEER_PSN, 64)
+                            .reth(target.address(), target.rkey(), 64)
+                            .payload(64, 9),
+                    new PacketAuth(other));
             // the QP's own packet reflected back to it: signed by the right key, but as this QP's, not as its peer's
             rig.qp.postSend(send(rig.mrAll(64), 1, 8));
             List<java.nio.ByteBuffer> out = List.copyOf(rig.sent);
@@ -185,9 +224,22 @@ class AuthenticatedModeTest {
             PacketDispatch d = new PacketDispatch(IpAddress.of(LOCAL), PORT, rig.transport.qps, rig.transport.counters);
             dev.jrdma.soft.wire.Bth.setDestQp(reflected, 0, rig.qp.qpNum());
             int len = reflected.capacity();
-            new dev.jrdma.soft.wire.Icrc().generate(reflected, 0, len, IpAddress.of(PEER).ipv4(), IpAddress.of(LOCAL).ipv4(), PORT, PORT);
-            assertFalse(d.handle(new Receiver(3, new OwedAcks(rig.transport.counters, "test")), new java.net.InetSocketAddress(PEER, PORT),
-                    reflected, MemorySegment.ofBuffer(reflected), len, false));
+            new dev.jrdma.soft.wire.Icrc()
+                    .generate(
+                            reflected,
+                            0,
+                            len,
+                            IpAddress.of(PEER).ipv4(),
+                            IpAddress.of(LOCAL).ipv4(),
+                            PORT,
+                            PORT);
+            assertFalse(d.handle(
+                    new Receiver(3, new OwedAcks(rig.transport.counters, "test")),
+                    new java.net.InetSocketAddress(PEER, PORT),
+                    reflected,
+                    MemorySegment.ofBuffer(reflected),
+                    len,
+                    false));
             assertEquals(2, rig.count(Counter.RX_BAD_MAC));
             assertEquals(0, target.segment().get(ValueLayout.JAVA_BYTE, 0));
         }
@@ -201,9 +253,12 @@ class AuthenticatedModeTest {
             VerbsException e = assertThrows(VerbsException.class, () -> rig.qp.modify(new QpAttr().packetAuthKey(KEY)));
             assertTrue(e.getMessage().contains("PACKET_AUTH_KEY"), e.getMessage());
             assertFalse(new QpAttr().packetAuthKey(KEY).toString().contains("0f"), "the key is never printed");
-            QueuePair ud = rig.pd.createQueuePair(dev.jrdma.verbs.QpInitAttr.builder(rig.cq).type(QpType.UD).build());
+            QueuePair ud = rig.pd.createQueuePair(
+                    dev.jrdma.verbs.QpInitAttr.builder(rig.cq).type(QpType.UD).build());
             ud.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(1).qkey(1));
-            assertThrows(VerbsException.class, () -> ud.modify(new QpAttr().state(QpState.RTR).packetAuthKey(KEY)));
+            assertThrows(
+                    VerbsException.class,
+                    () -> ud.modify(new QpAttr().state(QpState.RTR).packetAuthKey(KEY)));
         }
     }
 
@@ -214,9 +269,17 @@ class AuthenticatedModeTest {
     @Test
     void aPresharedKeyPropertyPutsEveryRcQpOfTheProcessInTheMode() throws Exception {
         assertNull(PacketAuth.PRESHARED, "this JVM runs without the property");
-        String javaBin = java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        Process child = new ProcessBuilder(javaBin, "--enable-native-access=ALL-UNNAMED", "-Djrdma.soft.packetAuthKey=" + java.util.HexFormat.of().formatHex(KEY),
-                "-cp", System.getProperty("java.class.path"), PresharedKeyMain.class.getName()).redirectErrorStream(true).start();
+        String javaBin = java.nio.file.Path.of(System.getProperty("java.home"), "bin", "java")
+                .toString();
+        Process child = new ProcessBuilder(
+                        javaBin,
+                        "--enable-native-access=ALL-UNNAMED",
+                        "-Djrdma.soft.packetAuthKey=" + java.util.HexFormat.of().formatHex(KEY),
+                        "-cp",
+                        System.getProperty("java.class.path"),
+                        PresharedKeyMain.class.getName())
+                .redirectErrorStream(true)
+                .start();
         String out = new String(child.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
         assertTrue(child.waitFor(60, java.util.concurrent.TimeUnit.SECONDS));
         assertEquals(0, child.exitValue(), out);
@@ -236,22 +299,36 @@ class AuthenticatedModeTest {
             assertEquals(WcStatus.SUCCESS, got.status);
             assertEquals(3000, got.byteLen);
             Fixture.assertFilled(b.segment(), 0, 3000, 4);
-            p.a.qp.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.RDMA_READ).signaled(true).buffer(a, 4096, 3000).remote(b.address(), b.rkey()));
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(2)
+                    .opcode(WrOpcode.RDMA_READ)
+                    .signaled(true)
+                    .buffer(a, 4096, 3000)
+                    .remote(b.address(), b.rkey()));
             assertEquals(WcStatus.SUCCESS, Fixture.poll(p.a.cq).status);
             Fixture.assertFilled(a.segment(), 4096, 3000, 4);
-            assertEquals(0, p.a.ctx.counters().get("rx_bad_mac") + p.b.ctx.counters().get("rx_bad_mac"));
+            assertEquals(
+                    0, p.a.ctx.counters().get("rx_bad_mac") + p.b.ctx.counters().get("rx_bad_mac"));
         }
         Fixture.Opts keyed = new Fixture.Opts(), plain = new Fixture.Opts();
         keyed.authKey = KEY.clone();
         plain.timeout = 10;
         plain.retryCnt = 1;
-        try (Fixture.Side a = new Fixture.Side(Fixture.devA(), null, 64); Fixture.Side b = new Fixture.Side(Fixture.devB(), null, 64)) {
+        try (Fixture.Side a = new Fixture.Side(Fixture.devA(), null, 64);
+                Fixture.Side b = new Fixture.Side(Fixture.devB(), null, 64)) {
             Fixture.connect(a, b, keyed, 100, 5000);
             Fixture.connect(b, a, plain, 5000, 100);
             MemoryRegion mb = b.mrAll(64), ma = a.mrAll(64);
-            b.qp.postSend(new SendWorkRequest().wrId(3).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(mb, 0, 8).remote(ma.address(), ma.rkey()));
+            b.qp.postSend(new SendWorkRequest()
+                    .wrId(3)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .signaled(true)
+                    .buffer(mb, 0, 8)
+                    .remote(ma.address(), ma.rkey()));
             assertEquals(WcStatus.RETRY_EXC_ERR, Fixture.poll(b.cq, 10_000).status);
-            assertTrue(a.ctx.counters().get("rx_bad_mac") >= 2, "the first send and its retry dropped: " + a.ctx.counters());
+            assertTrue(
+                    a.ctx.counters().get("rx_bad_mac") >= 2,
+                    "the first send and its retry dropped: " + a.ctx.counters());
             assertEquals(0, ma.segment().get(ValueLayout.JAVA_BYTE, 0));
         }
     }

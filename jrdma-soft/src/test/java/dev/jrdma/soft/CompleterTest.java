@@ -12,7 +12,6 @@ import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.lang.foreign.ValueLayout;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -21,7 +20,12 @@ import org.junit.jupiter.api.Test;
 class CompleterTest {
 
     private static SendWorkRequest write(MemoryRegion src, long wrId, int len) {
-        return new SendWorkRequest().wrId(wrId).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 0, len).remote(0x1000, 0x1234);
+        return new SendWorkRequest()
+                .wrId(wrId)
+                .opcode(WrOpcode.RDMA_WRITE)
+                .signaled(true)
+                .buffer(src, 0, len)
+                .remote(0x1000, 0x1234);
     }
 
     @Test
@@ -70,7 +74,7 @@ class CompleterTest {
         try (EngineRig rig = new EngineRig()) {
             MemoryRegion src = rig.mrAll(4096);
             rig.qp.postSend(write(src, 1, 3000)); // PSNs 100..102
-            rig.qp.postSend(write(src, 2, 8));    // PSN 103
+            rig.qp.postSend(write(src, 2, 8)); // PSN 103
             assertEquals(4, rig.drain().size());
             long before = rig.count(Counter.RETRANSMITS);
             rig.feed(nak(MY_PSN + 1, Aeth.NAK_PSN_SEQUENCE_ERROR));
@@ -172,7 +176,7 @@ class CompleterTest {
     @Test
     void retryExhaustionAfterRetryCntTimeoutsEachWaitDoubled() {
         EngineRig.Opts o = new EngineRig.Opts();
-        o.timeout = 14;   // 4.096 us << 14 = 67.1 ms
+        o.timeout = 14; // 4.096 us << 14 = 67.1 ms
         o.retryCnt = 2;
         try (EngineRig rig = new EngineRig(o)) {
             MemoryRegion src = rig.mrAll(64);
@@ -186,7 +190,9 @@ class CompleterTest {
                 wait *= 2;
                 rig.clock.advanceMillis(wait / 2);
                 rig.tick();
-                assertTrue(rig.drain().isEmpty(), "the wait before timeout " + timeout + " is doubled: nothing sent half-way");
+                assertTrue(
+                        rig.drain().isEmpty(),
+                        "the wait before timeout " + timeout + " is doubled: nothing sent half-way");
                 rig.assertNoCompletion();
                 rig.clock.advanceMillis(wait / 2);
                 rig.tick();
@@ -194,7 +200,8 @@ class CompleterTest {
             }
             assertTrue(rig.drain().isEmpty());
             WorkCompletion wc = rig.poll();
-            assertEquals(WcStatus.RETRY_EXC_ERR, wc.status, "a peer that is gone still fails after retry_cnt + 1 timeouts");
+            assertEquals(
+                    WcStatus.RETRY_EXC_ERR, wc.status, "a peer that is gone still fails after retry_cnt + 1 timeouts");
             assertEquals(QpState.ERR, rig.qp.state());
         }
     }
@@ -242,7 +249,11 @@ class CompleterTest {
         o.rnrRetry = 1;
         try (EngineRig rig = new EngineRig(o)) {
             MemoryRegion src = rig.mrAll(64);
-            rig.qp.postSend(new SendWorkRequest().wrId(5).opcode(WrOpcode.SEND).signaled(true).buffer(src, 0, 8));
+            rig.qp.postSend(new SendWorkRequest()
+                    .wrId(5)
+                    .opcode(WrOpcode.SEND)
+                    .signaled(true)
+                    .buffer(src, 0, 8));
             rig.drain();
             rig.feed(rnrNak(MY_PSN, 14)); // 1.28 ms
             rig.clock.advanceMillis(1.2);
@@ -262,18 +273,34 @@ class CompleterTest {
     void atomicAndReadResponsesLandInTheLocalBuffers() {
         try (EngineRig rig = new EngineRig()) {
             MemoryRegion local = rig.mrAll(4096);
-            rig.qp.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.ATOMIC_FETCH_AND_ADD).signaled(true).buffer(local, 0, 8).atomic(0x2000, 0x99, 1, 0));
-            rig.qp.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.RDMA_READ).signaled(true).buffer(local, 1024, 1500).remote(0x3000, 0x99));
+            rig.qp.postSend(new SendWorkRequest()
+                    .wrId(1)
+                    .opcode(WrOpcode.ATOMIC_FETCH_AND_ADD)
+                    .signaled(true)
+                    .buffer(local, 0, 8)
+                    .atomic(0x2000, 0x99, 1, 0));
+            rig.qp.postSend(new SendWorkRequest()
+                    .wrId(2)
+                    .opcode(WrOpcode.RDMA_READ)
+                    .signaled(true)
+                    .buffer(local, 1024, 1500)
+                    .remote(0x3000, 0x99));
             List<RocePacket> out = rig.drain();
             assertEquals(2, out.size());
             assertEquals(Opcode.FETCH_ADD.code(), out.get(0).opcode());
             assertEquals(Opcode.RDMA_READ_REQUEST.code(), out.get(1).opcode());
-            rig.feed(new EngineRig.Pkt(Opcode.ATOMIC_ACKNOWLEDGE.code(), MY_PSN, false, 0).aeth(0x1F, 1).atomicAck(0xABCDEFL));
+            rig.feed(new EngineRig.Pkt(Opcode.ATOMIC_ACKNOWLEDGE.code(), MY_PSN, false, 0)
+                    .aeth(0x1F, 1)
+                    .atomicAck(0xABCDEFL));
             WorkCompletion wc = rig.poll();
             assertEquals(1, wc.wrId);
             assertEquals(0xABCDEFL, local.segment().get(ValueLayout.JAVA_LONG, 0));
-            rig.feed(new EngineRig.Pkt(Opcode.RDMA_READ_RESPONSE_FIRST.code(), MY_PSN + 1, false, 1024).aeth(0x1F, 2).payload(1024, 8));
-            rig.feed(new EngineRig.Pkt(Opcode.RDMA_READ_RESPONSE_LAST.code(), MY_PSN + 2, false, 476).aeth(0x1F, 2).payload(476, 9));
+            rig.feed(new EngineRig.Pkt(Opcode.RDMA_READ_RESPONSE_FIRST.code(), MY_PSN + 1, false, 1024)
+                    .aeth(0x1F, 2)
+                    .payload(1024, 8));
+            rig.feed(new EngineRig.Pkt(Opcode.RDMA_READ_RESPONSE_LAST.code(), MY_PSN + 2, false, 476)
+                    .aeth(0x1F, 2)
+                    .payload(476, 9));
             wc = rig.poll();
             assertEquals(2, wc.wrId);
             assertEquals(WcStatus.SUCCESS, wc.status);
@@ -286,19 +313,33 @@ class CompleterTest {
     void gapInReadResponsesAsksAgainFromTheGapOnce() {
         try (EngineRig rig = new EngineRig()) {
             MemoryRegion local = rig.mrAll(4096);
-            rig.qp.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.RDMA_READ).signaled(true).buffer(local, 0, 3000).remote(0x3000, 0x99));
+            rig.qp.postSend(new SendWorkRequest()
+                    .wrId(2)
+                    .opcode(WrOpcode.RDMA_READ)
+                    .signaled(true)
+                    .buffer(local, 0, 3000)
+                    .remote(0x3000, 0x99));
             rig.drain();
-            rig.feed(new EngineRig.Pkt(Opcode.RDMA_READ_RESPONSE_FIRST.code(), MY_PSN, false, 1024).aeth(0x1F, 2).payload(1024, 1));
-            rig.feed(new EngineRig.Pkt(Opcode.RDMA_READ_RESPONSE_LAST.code(), MY_PSN + 2, false, 952).aeth(0x1F, 2).payload(952, 3));
+            rig.feed(new EngineRig.Pkt(Opcode.RDMA_READ_RESPONSE_FIRST.code(), MY_PSN, false, 1024)
+                    .aeth(0x1F, 2)
+                    .payload(1024, 1));
+            rig.feed(new EngineRig.Pkt(Opcode.RDMA_READ_RESPONSE_LAST.code(), MY_PSN + 2, false, 952)
+                    .aeth(0x1F, 2)
+                    .payload(952, 3));
             RocePacket again = rig.one();
             assertEquals(Opcode.RDMA_READ_REQUEST.code(), again.opcode());
             assertEquals(MY_PSN + 1, again.psn());
             assertEquals(0x3000 + 1024, again.rethVa());
             assertEquals(3000 - 1024, again.rethLength());
-            rig.feed(new EngineRig.Pkt(Opcode.RDMA_READ_RESPONSE_LAST.code(), MY_PSN + 2, false, 952).aeth(0x1F, 2).payload(952, 3));
+            rig.feed(new EngineRig.Pkt(Opcode.RDMA_READ_RESPONSE_LAST.code(), MY_PSN + 2, false, 952)
+                    .aeth(0x1F, 2)
+                    .payload(952, 3));
             assertTrue(rig.drain().isEmpty(), "one re-request at a time: stale packets of the old burst ask nothing");
-            rig.feed(new EngineRig.Pkt(Opcode.RDMA_READ_RESPONSE_MIDDLE.code(), MY_PSN + 1, false, 1024).payload(1024, 2));
-            rig.feed(new EngineRig.Pkt(Opcode.RDMA_READ_RESPONSE_LAST.code(), MY_PSN + 2, false, 952).aeth(0x1F, 2).payload(952, 3));
+            rig.feed(new EngineRig.Pkt(Opcode.RDMA_READ_RESPONSE_MIDDLE.code(), MY_PSN + 1, false, 1024)
+                    .payload(1024, 2));
+            rig.feed(new EngineRig.Pkt(Opcode.RDMA_READ_RESPONSE_LAST.code(), MY_PSN + 2, false, 952)
+                    .aeth(0x1F, 2)
+                    .payload(952, 3));
             assertEquals(WcStatus.SUCCESS, rig.poll().status);
             Fixture.assertFilled(local.segment(), 1024, 1024, 2);
             Fixture.assertFilled(local.segment(), 2048, 952, 3);
@@ -378,8 +419,11 @@ class CompleterTest {
                 assertEquals(WcStatus.RETRY_EXC_ERR, rig.poll().status);
                 double schedule = 0, wait = rig.qp.timeoutNanos / 1e6;
                 for (int i = 0; i <= o.retryCnt; i++, wait = Math.min(wait * 2, 1000)) schedule += wait;
-                double bound = schedule + Completer.MAX_LATE_FORGIVEN * Math.max(1000, rig.qp.timeoutNanos / 1e6) + firings * step;
-                System.out.printf("timer every %.0f ms: RETRY_EXC_ERR after %.0f ms, %d firings (%d late); schedule %.0f ms, bound %.0f ms%n",
+                double bound = schedule
+                        + Completer.MAX_LATE_FORGIVEN * Math.max(1000, rig.qp.timeoutNanos / 1e6)
+                        + firings * step;
+                System.out.printf(
+                        "timer every %.0f ms: RETRY_EXC_ERR after %.0f ms, %d firings (%d late); schedule %.0f ms, bound %.0f ms%n",
                         step, elapsedMs, firings, rig.count(Counter.RETRY_TIMER_LATE), schedule, bound);
                 assertTrue(elapsedMs <= bound, elapsedMs + " ms > bound " + bound);
                 if (step == 1) {

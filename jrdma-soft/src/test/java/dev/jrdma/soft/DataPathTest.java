@@ -12,7 +12,6 @@ import dev.jrdma.verbs.WcOpcode;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.lang.foreign.ValueLayout;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -32,7 +31,11 @@ class DataPathTest {
             MemoryRegion src = p.a.mrAll(Math.max(size, 1)), dst = p.b.mrAll(Math.max(size, 1));
             fill(src.segment(), size, 7);
             p.b.qp.postRecv(new RecvWorkRequest().wrId(11).buffer(dst, 0, Math.max(size, 1)));
-            p.a.qp.postSend(new SendWorkRequest().wrId(22).opcode(WrOpcode.SEND).signaled(true).buffer(src, 0, size));
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(22)
+                    .opcode(WrOpcode.SEND)
+                    .signaled(true)
+                    .buffer(src, 0, size));
             WorkCompletion s = poll(p.a.cq, 20000);
             assertEquals(WcStatus.SUCCESS, s.status, s::toString);
             assertEquals(22, s.wrId);
@@ -56,13 +59,21 @@ class DataPathTest {
             int n = Math.max(size, 1);
             MemoryRegion local = p.a.mrAll(n), remote = p.b.mrAll(n), back = p.a.mrAll(n);
             fill(local.segment(), size, 3);
-            p.a.qp.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(local, 0, size)
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(1)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .signaled(true)
+                    .buffer(local, 0, size)
                     .remote(remote.address(), remote.rkey()));
             WorkCompletion w = poll(p.a.cq, 20000);
             assertEquals(WcStatus.SUCCESS, w.status, w::toString);
             assertEquals(WcOpcode.RDMA_WRITE, w.opcode);
             assertFilled(remote.segment(), 0, size, 3);
-            p.a.qp.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.RDMA_READ).signaled(true).buffer(back, 0, size)
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(2)
+                    .opcode(WrOpcode.RDMA_READ)
+                    .signaled(true)
+                    .buffer(back, 0, size)
                     .remote(remote.address(), remote.rkey()));
             WorkCompletion r = poll(p.a.cq, 20000);
             assertEquals(WcStatus.SUCCESS, r.status, r::toString);
@@ -81,7 +92,12 @@ class DataPathTest {
             fill(src.segment(), 3000, 1);
             p.b.qp.postRecv(new RecvWorkRequest().wrId(1).buffer(dst, 0, 4096));
             p.b.qp.postRecv(new RecvWorkRequest().wrId(2).buffer(rbuf, 0, 16));
-            p.a.qp.postSend(new SendWorkRequest().wrId(10).opcode(WrOpcode.SEND_WITH_IMM).immData(0xCAFEBABE).signaled(true).buffer(src, 0, 3000));
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(10)
+                    .opcode(WrOpcode.SEND_WITH_IMM)
+                    .immData(0xCAFEBABE)
+                    .signaled(true)
+                    .buffer(src, 0, 3000));
             WorkCompletion r = poll(p.b.cq);
             assertEquals(WcStatus.SUCCESS, r.status, r::toString);
             assertEquals(WcOpcode.RECV, r.opcode);
@@ -92,8 +108,13 @@ class DataPathTest {
             assertEquals(WcStatus.SUCCESS, poll(p.a.cq).status);
 
             fill(src.segment(), 2500, 9);
-            p.a.qp.postSend(new SendWorkRequest().wrId(11).opcode(WrOpcode.RDMA_WRITE_WITH_IMM).immData(77).signaled(true)
-                    .buffer(src, 0, 2500).remote(dst.address() + 100, dst.rkey()));
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(11)
+                    .opcode(WrOpcode.RDMA_WRITE_WITH_IMM)
+                    .immData(77)
+                    .signaled(true)
+                    .buffer(src, 0, 2500)
+                    .remote(dst.address() + 100, dst.rkey()));
             WorkCompletion wi = poll(p.b.cq);
             assertEquals(WcStatus.SUCCESS, wi.status, wi::toString);
             assertEquals(WcOpcode.RECV_RDMA_WITH_IMM, wi.opcode);
@@ -111,21 +132,33 @@ class DataPathTest {
         try (Pair p = pair()) {
             MemoryRegion remote = p.b.mrAll(64), local = p.a.mrAll(64);
             remote.segment().set(ValueLayout.JAVA_LONG, 8, 100L);
-            p.a.qp.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.ATOMIC_FETCH_AND_ADD).signaled(true)
-                    .buffer(local, 0, 8).atomic(remote.address() + 8, remote.rkey(), 5, 0));
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(1)
+                    .opcode(WrOpcode.ATOMIC_FETCH_AND_ADD)
+                    .signaled(true)
+                    .buffer(local, 0, 8)
+                    .atomic(remote.address() + 8, remote.rkey(), 5, 0));
             WorkCompletion c = poll(p.a.cq);
             assertEquals(WcStatus.SUCCESS, c.status, c::toString);
             assertEquals(WcOpcode.FETCH_ADD, c.opcode);
             assertEquals(100L, local.segment().get(ValueLayout.JAVA_LONG, 0));
             assertEquals(105L, remote.segment().get(ValueLayout.JAVA_LONG, 8));
             // compare and swap: fails (compare 1 != 105), then succeeds
-            p.a.qp.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.ATOMIC_CMP_AND_SWP).signaled(true)
-                    .buffer(local, 8, 8).atomic(remote.address() + 8, remote.rkey(), 1, 999));
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(2)
+                    .opcode(WrOpcode.ATOMIC_CMP_AND_SWP)
+                    .signaled(true)
+                    .buffer(local, 8, 8)
+                    .atomic(remote.address() + 8, remote.rkey(), 1, 999));
             assertEquals(WcOpcode.COMP_SWAP, poll(p.a.cq).opcode);
             assertEquals(105L, local.segment().get(ValueLayout.JAVA_LONG, 8));
             assertEquals(105L, remote.segment().get(ValueLayout.JAVA_LONG, 8));
-            p.a.qp.postSend(new SendWorkRequest().wrId(3).opcode(WrOpcode.ATOMIC_CMP_AND_SWP).signaled(true)
-                    .buffer(local, 16, 8).atomic(remote.address() + 8, remote.rkey(), 105, -1L));
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(3)
+                    .opcode(WrOpcode.ATOMIC_CMP_AND_SWP)
+                    .signaled(true)
+                    .buffer(local, 16, 8)
+                    .atomic(remote.address() + 8, remote.rkey(), 105, -1L));
             assertEquals(WcStatus.SUCCESS, poll(p.a.cq).status);
             assertEquals(105L, local.segment().get(ValueLayout.JAVA_LONG, 16));
             assertEquals(-1L, remote.segment().get(ValueLayout.JAVA_LONG, 8));
@@ -136,8 +169,12 @@ class DataPathTest {
     void misalignedAtomicIsAnInvalidRequest() {
         try (Pair p = pair()) {
             MemoryRegion remote = p.b.mrAll(64), local = p.a.mrAll(64);
-            p.a.qp.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.ATOMIC_FETCH_AND_ADD).signaled(true)
-                    .buffer(local, 0, 8).atomic(remote.address() + 4, remote.rkey(), 5, 0));
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(1)
+                    .opcode(WrOpcode.ATOMIC_FETCH_AND_ADD)
+                    .signaled(true)
+                    .buffer(local, 0, 8)
+                    .atomic(remote.address() + 4, remote.rkey(), 5, 0));
             assertEquals(WcStatus.REM_INV_REQ_ERR, poll(p.a.cq).status);
         }
     }
@@ -154,7 +191,8 @@ class DataPathTest {
             r.sge(1).set(dst, 4000, 2000);
             p.b.qp.postRecv(r);
             // send three pieces: [0,500) + [1000,2000) + [3000,4500) = 3000 bytes
-            SendWorkRequest s = new SendWorkRequest(3).wrId(1).opcode(WrOpcode.SEND).signaled(true);
+            SendWorkRequest s =
+                    new SendWorkRequest(3).wrId(1).opcode(WrOpcode.SEND).signaled(true);
             s.numSge(3);
             s.sge(0).set(src, 0, 500);
             s.sge(1).set(src, 1000, 1000);
@@ -167,14 +205,30 @@ class DataPathTest {
             int k = 0;
             for (int[] piece : new int[][] {{0, 500}, {1000, 1000}, {3000, 1500}})
                 for (int i = 0; i < piece[1]; i++) expect[k++] = (byte) ((piece[0] + i) * 31 + 5);
-            for (int i = 0; i < 1000; i++) assertEquals(expect[i], dst.segment().get(ValueLayout.JAVA_BYTE, i), "byte " + i);
-            for (int i = 0; i < 2000; i++) assertEquals(expect[1000 + i], dst.segment().get(ValueLayout.JAVA_BYTE, 4000 + i), "byte " + (1000 + i));
+            for (int i = 0; i < 1000; i++)
+                assertEquals(expect[i], dst.segment().get(ValueLayout.JAVA_BYTE, i), "byte " + i);
+            for (int i = 0; i < 2000; i++)
+                assertEquals(
+                        expect[1000 + i], dst.segment().get(ValueLayout.JAVA_BYTE, 4000 + i), "byte " + (1000 + i));
             assertEquals(WcStatus.SUCCESS, poll(p.a.cq).status);
 
             // a chain of three writes, only the last signalled: one completion, all three done
-            SendWorkRequest w1 = new SendWorkRequest().wrId(101).opcode(WrOpcode.RDMA_WRITE).buffer(src, 0, 100).remote(dst.address(), dst.rkey());
-            SendWorkRequest w2 = new SendWorkRequest().wrId(102).opcode(WrOpcode.RDMA_WRITE).buffer(src, 100, 2000).remote(dst.address() + 100, dst.rkey());
-            SendWorkRequest w3 = new SendWorkRequest().wrId(103).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 2100, 50).remote(dst.address() + 2100, dst.rkey());
+            SendWorkRequest w1 = new SendWorkRequest()
+                    .wrId(101)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .buffer(src, 0, 100)
+                    .remote(dst.address(), dst.rkey());
+            SendWorkRequest w2 = new SendWorkRequest()
+                    .wrId(102)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .buffer(src, 100, 2000)
+                    .remote(dst.address() + 100, dst.rkey());
+            SendWorkRequest w3 = new SendWorkRequest()
+                    .wrId(103)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .signaled(true)
+                    .buffer(src, 2100, 50)
+                    .remote(dst.address() + 2100, dst.rkey());
             w1.next(w2);
             w2.next(w3);
             dst.segment().fill((byte) 0);
@@ -188,11 +242,16 @@ class DataPathTest {
 
     @Test
     void inlineSendAndSqSigAll() {
-        try (Pair p = pair(o -> o.qpA = dev.jrdma.verbs.QpInitAttr.builder(null).maxInlineData(64).sqSigAll(true))) {
+        try (Pair p = pair(o -> o.qpA =
+                dev.jrdma.verbs.QpInitAttr.builder(null).maxInlineData(64).sqSigAll(true))) {
             MemoryRegion src = p.a.mrAll(64), dst = p.b.mrAll(64);
             fill(src.segment(), 64, 2);
             p.b.qp.postRecv(new RecvWorkRequest().wrId(1).buffer(dst, 0, 64));
-            SendWorkRequest s = new SendWorkRequest().wrId(5).opcode(WrOpcode.SEND).flag(SendFlag.INLINE, true).buffer(src, 0, 60);
+            SendWorkRequest s = new SendWorkRequest()
+                    .wrId(5)
+                    .opcode(WrOpcode.SEND)
+                    .flag(SendFlag.INLINE, true)
+                    .buffer(src, 0, 60);
             p.a.qp.postSend(s);
             src.segment().fill((byte) 0); // inline data was copied at post time
             WorkCompletion c = poll(p.a.cq); // not SIGNALED, but sq_sig_all
@@ -210,17 +269,32 @@ class DataPathTest {
             MemoryRegion other = p.a.mrAll(4096), src = p.a.mrAll(64), dst = p.b.mrAll(64);
             fill(src.segment(), 64, 6);
             p.b.qp.postRecv(new RecvWorkRequest().wrId(1).buffer(dst, 0, 64));
-            SendWorkRequest s = new SendWorkRequest().wrId(7).opcode(WrOpcode.SEND).signaled(true).flag(SendFlag.INLINE, true).buffer(src, 8, 40);
+            SendWorkRequest s = new SendWorkRequest()
+                    .wrId(7)
+                    .opcode(WrOpcode.SEND)
+                    .signaled(true)
+                    .flag(SendFlag.INLINE, true)
+                    .buffer(src, 8, 40);
             s.sge(0).lkey = 0;
             p.a.qp.postSend(s);
             assertEquals(WcStatus.SUCCESS, poll(p.a.cq).status);
             assertEquals(40, poll(p.b.cq).byteLen);
-            for (int i = 0; i < 40; i++) assertEquals(src.segment().get(ValueLayout.JAVA_BYTE, 8 + i), dst.segment().get(ValueLayout.JAVA_BYTE, i));
+            for (int i = 0; i < 40; i++)
+                assertEquals(
+                        src.segment().get(ValueLayout.JAVA_BYTE, 8 + i),
+                        dst.segment().get(ValueLayout.JAVA_BYTE, i));
             try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
                 java.lang.foreign.MemorySegment unregistered = arena.allocate(64);
-                SendWorkRequest outside = new SendWorkRequest().wrId(8).opcode(WrOpcode.SEND).signaled(true).flag(SendFlag.INLINE, true);
+                SendWorkRequest outside = new SendWorkRequest()
+                        .wrId(8)
+                        .opcode(WrOpcode.SEND)
+                        .signaled(true)
+                        .flag(SendFlag.INLINE, true);
                 outside.sge(0).set(unregistered.address(), 40, other.lkey());
-                assertThrows(dev.jrdma.verbs.PostException.class, () -> p.a.qp.postSend(outside), "memory in no region of the PD");
+                assertThrows(
+                        dev.jrdma.verbs.PostException.class,
+                        () -> p.a.qp.postSend(outside),
+                        "memory in no region of the PD");
             }
         }
     }
@@ -235,7 +309,8 @@ class DataPathTest {
             MemoryRegion src = p.a.mrAll(size), dst = p.b.mrAll((long) size * 8);
             fill(src.segment(), size, 4);
             RecvWorkRequest r = new RecvWorkRequest();
-            SendWorkRequest s = new SendWorkRequest().opcode(WrOpcode.SEND).signaled(true).buffer(src, 0, size);
+            SendWorkRequest s =
+                    new SendWorkRequest().opcode(WrOpcode.SEND).signaled(true).buffer(src, 0, size);
             int posted = 0, sent = 0, recvd = 0, sendDone = 0;
             for (int i = 0; i < 8; i++) p.b.qp.postRecv(r.wrId(posted++).buffer(dst, (long) (i % 8) * size, size));
             WorkCompletion[] wc = WorkCompletion.array(16);
@@ -273,9 +348,24 @@ class DataPathTest {
             MemoryRegion remote = p.b.mrAll(64 * 1024), local = p.a.mrAll(64 * 1024), rb = p.b.mrAll(64);
             fill(remote.segment(), 64 * 1024, 8);
             p.b.qp.postRecv(new RecvWorkRequest().wrId(9).buffer(rb, 0, 64));
-            SendWorkRequest r1 = new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_READ).signaled(true).buffer(local, 0, 32 * 1024).remote(remote.address(), remote.rkey());
-            SendWorkRequest r2 = new SendWorkRequest().wrId(2).opcode(WrOpcode.RDMA_READ).signaled(true).buffer(local, 32 * 1024, 32 * 1024).remote(remote.address() + 32 * 1024, remote.rkey());
-            SendWorkRequest s = new SendWorkRequest().wrId(3).opcode(WrOpcode.SEND).signaled(true).flag(SendFlag.FENCE, true).buffer(local, 0, 64);
+            SendWorkRequest r1 = new SendWorkRequest()
+                    .wrId(1)
+                    .opcode(WrOpcode.RDMA_READ)
+                    .signaled(true)
+                    .buffer(local, 0, 32 * 1024)
+                    .remote(remote.address(), remote.rkey());
+            SendWorkRequest r2 = new SendWorkRequest()
+                    .wrId(2)
+                    .opcode(WrOpcode.RDMA_READ)
+                    .signaled(true)
+                    .buffer(local, 32 * 1024, 32 * 1024)
+                    .remote(remote.address() + 32 * 1024, remote.rkey());
+            SendWorkRequest s = new SendWorkRequest()
+                    .wrId(3)
+                    .opcode(WrOpcode.SEND)
+                    .signaled(true)
+                    .flag(SendFlag.FENCE, true)
+                    .buffer(local, 0, 64);
             r1.next(r2);
             r2.next(s);
             p.a.qp.postSend(r1);

@@ -9,11 +9,9 @@ import dev.jrdma.soft.SoakTest.Memory;
 import dev.jrdma.soft.SoakTest.Plan;
 import dev.jrdma.soft.wire.RocePacket;
 import dev.jrdma.verbs.QpInitAttr;
-
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.Inet4Address;
-import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -142,7 +140,8 @@ class DeterministicSoakTest {
         }
 
         private void deliver(Packet pk) {
-            ByteBuffer buf = ByteBuffer.wrap(pk.bytes.clone()); // a duplicate must not see what the first copy's handling did
+            ByteBuffer buf =
+                    ByteBuffer.wrap(pk.bytes.clone()); // a duplicate must not see what the first copy's handling did
             RocePacket rp = new RocePacket();
             assertEquals(RocePacket.OK, rp.wrap(buf, 0, pk.bytes.length), "the devices send well-formed packets");
             SoftQp qp = qps.get(rp.destQp());
@@ -153,8 +152,14 @@ class DeterministicSoakTest {
     }
 
     /** What one run did: the ends, the memories and plans (for the atomics' check), the network's figures. */
-    record Outcome(List<End> ends, long[][] atomicWords, List<Plan[]> plans, Network net, long retransmissions,
-                   long simulatedNanos, boolean finished) {
+    record Outcome(
+            List<End> ends,
+            long[][] atomicWords,
+            List<Plan[]> plans,
+            Network net,
+            long retransmissions,
+            long simulatedNanos,
+            boolean finished) {
         String summary() {
             long ops = 0, bytes = 0, messages = 0;
             for (End e : ends) {
@@ -162,12 +167,26 @@ class DeterministicSoakTest {
                 bytes += e.bytes;
                 messages += e.received;
             }
-            StringBuilder s = new StringBuilder(String.format("p=%.2f: %d operations completed (%d messages received), %d bytes; %d packets sent, %d delivered, %d dropped, %d corrupted, %d reordered, %d duplicated; %d retransmissions; %.3f s of the devices' clock",
-                    net.p, ops, messages, bytes, net.sent, net.delivered, net.dropped, net.corrupted, net.reordered, net.duplicated, retransmissions, simulatedNanos / 1e9));
+            StringBuilder s = new StringBuilder(String.format(
+                    "p=%.2f: %d operations completed (%d messages received), %d bytes; %d packets sent, %d delivered, %d dropped, %d corrupted, %d reordered, %d duplicated; %d retransmissions; %.3f s of the devices' clock",
+                    net.p,
+                    ops,
+                    messages,
+                    bytes,
+                    net.sent,
+                    net.delivered,
+                    net.dropped,
+                    net.corrupted,
+                    net.reordered,
+                    net.duplicated,
+                    retransmissions,
+                    simulatedNanos / 1e9));
             for (int i = 0; i < ends.size(); i++) {
                 End e = ends.get(i);
                 if (e.exhaustedAt >= 0) {
-                    s.append(String.format("; end %d: RETRY_EXC_ERR at operation %d of %d, then %d sends and %d receives flushed", i, e.exhaustedAt, e.out.kind().length, e.flushedSends, e.flushedReceives));
+                    s.append(String.format(
+                            "; end %d: RETRY_EXC_ERR at operation %d of %d, then %d sends and %d receives flushed",
+                            i, e.exhaustedAt, e.out.kind().length, e.flushedSends, e.flushedReceives));
                 }
             }
             return s.toString();
@@ -187,7 +206,8 @@ class DeterministicSoakTest {
         ManualClock clock = new ManualClock();
         long start = clock.nanoTime();
         IpAddress ipA = IpAddress.of(A), ipB = IpAddress.of(B);
-        Transport ta = Transport.detached(A, PORT, clock, net.tapOf(ipA)), tb = Transport.detached(B, PORT, clock, net.tapOf(ipB));
+        Transport ta = Transport.detached(A, PORT, clock, net.tapOf(ipA)),
+                tb = Transport.detached(B, PORT, clock, net.tapOf(ipB));
         net.byAddress.put(ipA, ta);
         net.byAddress.put(ipB, tb);
         SoftDevice da = new SoftDevice("soft@127.0.0.1", A, PORT), db = new SoftDevice("soft@127.0.0.2", B, PORT);
@@ -241,11 +261,15 @@ class DeterministicSoakTest {
                 }
             }
             long retransmissions = ta.counters.get(Counter.RETRANSMITS) + tb.counters.get(Counter.RETRANSMITS);
-            // what the atomics' targets hold, read before the memory goes: [end] = {fetch-and-adds, compare-and-swaps} it received
+            // what the atomics' targets hold, read before the memory goes: [end] = {fetch-and-adds, compare-and-swaps}
+            // it received
             long[][] words = new long[ends.size()][];
             for (int i = 0; i < ends.size(); i++) {
                 Memory target = memories.get(i / 2)[1 - i % 2];
-                words[i] = new long[] {target.seg.get(ValueLayout.JAVA_LONG, Memory.FETCH_ADD_WORD), target.seg.get(ValueLayout.JAVA_LONG, Memory.CAS_WORD)};
+                words[i] = new long[] {
+                    target.seg.get(ValueLayout.JAVA_LONG, Memory.FETCH_ADD_WORD),
+                    target.seg.get(ValueLayout.JAVA_LONG, Memory.CAS_WORD)
+                };
             }
             return new Outcome(ends, words, plans, net, retransmissions, clock.nanoTime() - start, finished);
         } finally {
@@ -254,7 +278,10 @@ class DeterministicSoakTest {
     }
 
     private static Side side(SoftContext ctx) {
-        return new Side(ctx, QpInitAttr.builder(null).maxSendWr(SoakTest.SEND_WINDOW).maxRecvWr(SoakTest.RECVS), 2 * (SoakTest.SEND_WINDOW + SoakTest.RECVS));
+        return new Side(
+                ctx,
+                QpInitAttr.builder(null).maxSendWr(SoakTest.SEND_WINDOW).maxRecvWr(SoakTest.RECVS),
+                2 * (SoakTest.SEND_WINDOW + SoakTest.RECVS));
     }
 
     /** Each atomic at most once: a target counts no more than were posted to it, and no fewer than completed successfully. */
@@ -271,7 +298,8 @@ class DeterministicSoakTest {
                         posted++;
                         if (from.exhaustedAt < 0 || op < from.exhaustedAt) succeeded++;
                     }
-                    String what = k + " pair " + i + " direction " + dir + ": the target counts " + word + ", " + posted + " posted, " + succeeded + " completed";
+                    String what = k + " pair " + i + " direction " + dir + ": the target counts " + word + ", " + posted
+                            + " posted, " + succeeded + " completed";
                     if (exactlyOnce) assertEquals(pl[dir].count(k), word, what);
                     assertTrue(word <= posted && word >= succeeded, what);
                 }
@@ -288,7 +316,8 @@ class DeterministicSoakTest {
     @ValueSource(doubles = {0.01, 0.1, 0.3})
     void everyOpcodeArrivesWhenThisShareOfPacketsMeetsAFault(double total) {
         Outcome o = run(Network.sharing(total, SEED), false);
-        System.out.println("deterministic soak, seed " + SEED + ", " + PAIRS + " pairs, " + OPS + " operations per direction, " + total + " of the packets faulted: " + o.summary());
+        System.out.println("deterministic soak, seed " + SEED + ", " + PAIRS + " pairs, " + OPS
+                + " operations per direction, " + total + " of the packets faulted: " + o.summary());
         assertTrue(o.net.dropped > 0 && o.net.reordered > 0 && o.net.duplicated > 0, o::summary);
         assertTrue(o.finished && !o.anyExhausted(), o::summary);
         checkAtomics(o, true);
@@ -303,7 +332,8 @@ class DeterministicSoakTest {
     void everyOpcodeUnderSeededFaultsOnAClockTheTestOwns(double p) {
         boolean mayExhaust = p >= 0.3;
         Outcome o = run(p, SEED, mayExhaust);
-        System.out.println("deterministic soak, seed " + SEED + ", " + PAIRS + " pairs, " + OPS + " operations per direction: " + o.summary());
+        System.out.println("deterministic soak, seed " + SEED + ", " + PAIRS + " pairs, " + OPS
+                + " operations per direction: " + o.summary());
         assertTrue(o.net.dropped > 0 && o.net.reordered > 0 && o.net.duplicated > 0, o::summary);
         assertTrue(o.retransmissions > 0, "losses were repaired by retransmission");
         if (!mayExhaust) {
@@ -320,7 +350,10 @@ class DeterministicSoakTest {
             } else if (peer.exhaustedAt < 0) {
                 assertTrue(e.done(), "neither end of the pair gave up, so everything arrived: " + who);
             } else {
-                assertEquals(e.out.kind().length, e.completed, "its peer gave up, so only its own requests must all have completed: " + who);
+                assertEquals(
+                        e.out.kind().length,
+                        e.completed,
+                        "its peer gave up, so only its own requests must all have completed: " + who);
             }
         }
         checkAtomics(o, !o.anyExhausted());

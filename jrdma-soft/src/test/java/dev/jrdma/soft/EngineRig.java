@@ -19,7 +19,6 @@ import dev.jrdma.verbs.QpAttr;
 import dev.jrdma.verbs.QpInitAttr;
 import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.WorkCompletion;
-
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.Inet4Address;
@@ -63,6 +62,7 @@ final class EngineRig implements AutoCloseable {
     final PacketAuth peerAuth;
     /** The device's receive checks ({@link #feedWire}): ICRC, then the MAC of a QP with a key, then headers. */
     private final PacketDispatch dispatch;
+
     private final Receiver receiver;
 
     EngineRig() {
@@ -78,30 +78,53 @@ final class EngineRig implements AutoCloseable {
      * in a socket, until a driving thread takes them (the timer does before it times a request out).
      */
     EngineRig(Opts o, InboundLink inbound) {
-        transport = Transport.detached(LOCAL, PORT, clock, (b, len, to) -> {
-            assertEquals(PEER, to.getAddress(), "packets go to the peer's address");
-            ByteBuffer copy = ByteBuffer.allocate(len);
-            copy.put(0, b, 0, len);
-            sent.add(copy);
-        }, inbound);
+        transport = Transport.detached(
+                LOCAL,
+                PORT,
+                clock,
+                (b, len, to) -> {
+                    assertEquals(PEER, to.getAddress(), "packets go to the peer's address");
+                    ByteBuffer copy = ByteBuffer.allocate(len);
+                    copy.put(0, b, 0, len);
+                    sent.add(copy);
+                },
+                inbound);
         ctx = new SoftContext(new SoftDevice("soft@test", LOCAL, PORT), transport);
         pd = (SoftPd) ctx.allocPd();
         cq = (SoftCq) ctx.createCq(256, null);
-        qp = (SoftQp) pd.createQueuePair(QpInitAttr.builder(cq).maxSendWr(64).maxRecvWr(64).maxSendSge(4).maxRecvSge(4).build());
+        qp = (SoftQp) pd.createQueuePair(QpInitAttr.builder(cq)
+                .maxSendWr(64)
+                .maxRecvWr(64)
+                .maxSendSge(4)
+                .maxRecvSge(4)
+                .build());
         qp.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(1).access(o.access));
-        QpAttr rtr = new QpAttr().state(QpState.RTR).ah(new AhAttr().global(Gid.fromInetAddress(PEER), 0)).pathMtu(o.mtu)
-                .destQpNum(PEER_QPN).rqPsn(PEER_PSN).maxDestRdAtomic(o.maxDestRdAtomic).minRnrTimer(o.minRnrTimer);
+        QpAttr rtr = new QpAttr()
+                .state(QpState.RTR)
+                .ah(new AhAttr().global(Gid.fromInetAddress(PEER), 0))
+                .pathMtu(o.mtu)
+                .destQpNum(PEER_QPN)
+                .rqPsn(PEER_PSN)
+                .maxDestRdAtomic(o.maxDestRdAtomic)
+                .minRnrTimer(o.minRnrTimer);
         if (o.authKey != null) rtr.packetAuthKey(o.authKey);
         qp.modify(rtr);
         peerAuth = o.authKey == null ? null : new PacketAuth(o.authKey);
         dispatch = new PacketDispatch(IpAddress.of(LOCAL), PORT, transport.qps, transport.counters);
         receiver = new Receiver(1, new OwedAcks(transport.counters, transport.key));
-        qp.modify(new QpAttr().state(QpState.RTS).timeout(o.timeout).retryCnt(o.retryCnt).rnrRetry(o.rnrRetry)
-                .sqPsn(MY_PSN).maxRdAtomic(o.maxRdAtomic));
+        qp.modify(new QpAttr()
+                .state(QpState.RTS)
+                .timeout(o.timeout)
+                .retryCnt(o.retryCnt)
+                .rnrRetry(o.rnrRetry)
+                .sqPsn(MY_PSN)
+                .maxRdAtomic(o.maxRdAtomic));
     }
 
     MemoryRegion mr(long size, Access... access) {
-        return pd.registerMemory(arena.allocate(size, 8), access.length == 0 ? EnumSet.noneOf(Access.class) : EnumSet.of(access[0], access));
+        return pd.registerMemory(
+                arena.allocate(size, 8),
+                access.length == 0 ? EnumSet.noneOf(Access.class) : EnumSet.of(access[0], access));
     }
 
     /**
@@ -111,8 +134,11 @@ final class EngineRig implements AutoCloseable {
     MemoryRegion sparseMr(long size) {
         try {
             java.nio.file.Path f = java.nio.file.Files.createTempFile("jrdma-sparse", ".bin");
-            try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(f, java.nio.file.StandardOpenOption.READ,
-                    java.nio.file.StandardOpenOption.WRITE, java.nio.file.StandardOpenOption.DELETE_ON_CLOSE)) {
+            try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(
+                    f,
+                    java.nio.file.StandardOpenOption.READ,
+                    java.nio.file.StandardOpenOption.WRITE,
+                    java.nio.file.StandardOpenOption.DELETE_ON_CLOSE)) {
                 MemorySegment seg = ch.map(java.nio.channels.FileChannel.MapMode.READ_WRITE, 0, size, arena);
                 return pd.registerMemory(seg, EnumSet.of(Access.LOCAL_WRITE));
             }
@@ -122,7 +148,13 @@ final class EngineRig implements AutoCloseable {
     }
 
     MemoryRegion mrAll(long size) {
-        return mr(size, Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC, Access.MW_BIND);
+        return mr(
+                size,
+                Access.LOCAL_WRITE,
+                Access.REMOTE_WRITE,
+                Access.REMOTE_READ,
+                Access.REMOTE_ATOMIC,
+                Access.MW_BIND);
     }
 
     // ---- the peer's packets -------------------------------------------------------------------------------
@@ -216,9 +248,14 @@ final class EngineRig implements AutoCloseable {
             waiting.add(p.buf.slice(0, p.len));
         }
 
-        int waiting() { return waiting.size(); }
+        int waiting() {
+            return waiting.size();
+        }
 
-        @Override public boolean send(ByteBuffer b, java.net.InetSocketAddress to) { return true; }
+        @Override
+        public boolean send(ByteBuffer b, java.net.InetSocketAddress to) {
+            return true;
+        }
 
         @Override
         public java.net.InetSocketAddress receive(ByteBuffer b) {
@@ -228,9 +265,14 @@ final class EngineRig implements AutoCloseable {
             return from;
         }
 
-        @Override public void await() {}
-        @Override public void wakeup() {}
-        @Override public void close() {}
+        @Override
+        public void await() {}
+
+        @Override
+        public void wakeup() {}
+
+        @Override
+        public void close() {}
     }
 
     /**
@@ -242,8 +284,17 @@ final class EngineRig implements AutoCloseable {
         Bth.setDestQp(p.buf, 0, qp.qpNum());
         int len = p.len;
         if (signer != null) len = signer.sign(p.buf, len, PEER_QPN, IpAddress.of(PEER));
-        new dev.jrdma.soft.wire.Icrc().generate(p.buf, 0, len, IpAddress.of(PEER).ipv4(), IpAddress.of(LOCAL).ipv4(), PORT, PORT);
-        return dispatch.handle(receiver, new java.net.InetSocketAddress(PEER, PORT), p.buf, MemorySegment.ofBuffer(p.buf), len, false);
+        new dev.jrdma.soft.wire.Icrc()
+                .generate(
+                        p.buf,
+                        0,
+                        len,
+                        IpAddress.of(PEER).ipv4(),
+                        IpAddress.of(LOCAL).ipv4(),
+                        PORT,
+                        PORT);
+        return dispatch.handle(
+                receiver, new java.net.InetSocketAddress(PEER, PORT), p.buf, MemorySegment.ofBuffer(p.buf), len, false);
     }
 
     long count(Counter c) {
@@ -264,7 +315,9 @@ final class EngineRig implements AutoCloseable {
             RocePacket p = new RocePacket();
             int len = b.capacity();
             if (peerAuth != null) { // what the peer checks: every packet sent carries the tag
-                assertTrue(peerAuth.verify(b, len, qp.qpNum(), IpAddress.of(LOCAL)), "a packet sent in the authenticated mode carries the right tag");
+                assertTrue(
+                        peerAuth.verify(b, len, qp.qpNum(), IpAddress.of(LOCAL)),
+                        "a packet sent in the authenticated mode carries the right tag");
                 len -= PacketAuth.TAG_BYTES;
             }
             assertEquals(RocePacket.OK, p.wrap(b, 0, len));
@@ -284,7 +337,8 @@ final class EngineRig implements AutoCloseable {
 
     static String describe(List<RocePacket> l) {
         StringBuilder sb = new StringBuilder("[");
-        for (RocePacket p : l) sb.append(Opcode.of(p.opcode())).append('@').append(p.psn()).append(' ');
+        for (RocePacket p : l)
+            sb.append(Opcode.of(p.opcode())).append('@').append(p.psn()).append(' ');
         return sb.append(']').toString();
     }
 

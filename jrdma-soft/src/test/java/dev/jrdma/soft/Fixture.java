@@ -17,7 +17,6 @@ import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.QueuePair;
 import dev.jrdma.verbs.VerbsException;
 import dev.jrdma.verbs.WorkCompletion;
-
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.Inet4Address;
@@ -59,7 +58,9 @@ final class Fixture {
             int p = 20000 + (int) (Math.random() * 30000);
             Context[] cs = new Context[n];
             try {
-                for (int i = 0; i < n; i++) cs[i] = SoftDevice.withFaults(ip("127.0.0." + (i + 1)), p, faults).open();
+                for (int i = 0; i < n; i++)
+                    cs[i] = SoftDevice.withFaults(ip("127.0.0." + (i + 1)), p, faults)
+                            .open();
                 return cs;
             } catch (VerbsException e) {
                 for (Context c : cs) if (c != null) c.close();
@@ -76,8 +77,13 @@ final class Fixture {
         }
     }
 
-    static Device devA() { return SoftProvider.open(A, PORT); }
-    static Device devB() { return SoftProvider.open(B, PORT); }
+    static Device devA() {
+        return SoftProvider.open(A, PORT);
+    }
+
+    static Device devB() {
+        return SoftProvider.open(B, PORT);
+    }
 
     /** One side: context, PD, CQ (with channel), QP, and a shared arena for buffers. */
     static final class Side implements AutoCloseable {
@@ -98,17 +104,32 @@ final class Fixture {
             pd = ctx.allocPd();
             ch = ctx.createCompletionChannel();
             cq = ctx.createCq(cqe, ch);
-            qp = pd.createQueuePair(qpb == null ? QpInitAttr.builder(cq).maxSendWr(64).maxRecvWr(64).maxSendSge(4).maxRecvSge(4).maxInlineData(64).build()
-                    : qpb.sendCq(cq).recvCq(cq).build());
+            qp = pd.createQueuePair(
+                    qpb == null
+                            ? QpInitAttr.builder(cq)
+                                    .maxSendWr(64)
+                                    .maxRecvWr(64)
+                                    .maxSendSge(4)
+                                    .maxRecvSge(4)
+                                    .maxInlineData(64)
+                                    .build()
+                            : qpb.sendCq(cq).recvCq(cq).build());
         }
 
         MemoryRegion mr(long size, Access... access) {
             MemorySegment seg = arena.allocate(size, 8);
-            return pd.registerMemory(seg, access.length == 0 ? EnumSet.noneOf(Access.class) : EnumSet.of(access[0], access));
+            return pd.registerMemory(
+                    seg, access.length == 0 ? EnumSet.noneOf(Access.class) : EnumSet.of(access[0], access));
         }
 
         MemoryRegion mrAll(long size) {
-            return mr(size, Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC, Access.MW_BIND);
+            return mr(
+                    size,
+                    Access.LOCAL_WRITE,
+                    Access.REMOTE_WRITE,
+                    Access.REMOTE_READ,
+                    Access.REMOTE_ATOMIC,
+                    Access.MW_BIND);
         }
 
         @Override
@@ -150,7 +171,9 @@ final class Fixture {
         }
     }
 
-    static Pair pair() { return new Pair(new Opts()); }
+    static Pair pair() {
+        return new Pair(new Opts());
+    }
 
     static Pair pair(java.util.function.Consumer<Opts> c) {
         Opts o = new Opts();
@@ -160,12 +183,23 @@ final class Fixture {
 
     static void connect(Side me, Side peer, Opts o, int myPsn, int peerPsn) {
         me.qp.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(1).access(o.access));
-        QpAttr rtr = new QpAttr().state(QpState.RTR).ah(new AhAttr().global(((SoftContext) peer.ctx).device().gid(), me.ctx.defaultGidIndex(1))).pathMtu(o.mtu)
-                .destQpNum(peer.qp.qpNum()).rqPsn(peerPsn).maxDestRdAtomic(o.maxDestRdAtomic).minRnrTimer(o.minRnrTimer);
+        QpAttr rtr = new QpAttr()
+                .state(QpState.RTR)
+                .ah(new AhAttr().global(((SoftContext) peer.ctx).device().gid(), me.ctx.defaultGidIndex(1)))
+                .pathMtu(o.mtu)
+                .destQpNum(peer.qp.qpNum())
+                .rqPsn(peerPsn)
+                .maxDestRdAtomic(o.maxDestRdAtomic)
+                .minRnrTimer(o.minRnrTimer);
         if (o.authKey != null) rtr.packetAuthKey(o.authKey);
         me.qp.modify(rtr);
-        me.qp.modify(new QpAttr().state(QpState.RTS).timeout(o.timeout).retryCnt(o.retryCnt).rnrRetry(o.rnrRetry)
-                .sqPsn(myPsn).maxRdAtomic(o.maxRdAtomic));
+        me.qp.modify(new QpAttr()
+                .state(QpState.RTS)
+                .timeout(o.timeout)
+                .retryCnt(o.retryCnt)
+                .rnrRetry(o.rnrRetry)
+                .sqPsn(myPsn)
+                .maxRdAtomic(o.maxRdAtomic));
     }
 
     /** Polls one completion or fails after {@code ms}. */
@@ -174,14 +208,18 @@ final class Fixture {
         long end = System.nanoTime() + ms * 1_000_000;
         for (int spins = 0; System.nanoTime() < end; spins++) {
             if (cq.poll(wc) == 1) return wc[0];
-            // spin briefly, then nap: a test that spins flat out starves the kernel's loopback delivery on small machines
-            if (spins < 200) Thread.onSpinWait(); else java.util.concurrent.locks.LockSupport.parkNanos(50_000);
+            // spin briefly, then nap: a test that spins flat out starves the kernel's loopback delivery on small
+            // machines
+            if (spins < 200) Thread.onSpinWait();
+            else java.util.concurrent.locks.LockSupport.parkNanos(50_000);
         }
         fail("no completion within " + ms + " ms");
         return null;
     }
 
-    static WorkCompletion poll(CompletionQueue cq) { return poll(cq, 5000); }
+    static WorkCompletion poll(CompletionQueue cq) {
+        return poll(cq, 5000);
+    }
 
     /** Asserts no completion arrives within {@code ms}. */
     static void assertNoCompletion(CompletionQueue cq, long ms) throws InterruptedException {

@@ -15,7 +15,6 @@ import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.List;
@@ -31,7 +30,12 @@ class ForgeryTest {
     private static final int OTHER_PORT = 40_123;
 
     private static SendWorkRequest write(MemoryRegion src, long wrId, int len) {
-        return new SendWorkRequest().wrId(wrId).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 0, len).remote(0x1000, 0x1234);
+        return new SendWorkRequest()
+                .wrId(wrId)
+                .opcode(WrOpcode.RDMA_WRITE)
+                .signaled(true)
+                .buffer(src, 0, len)
+                .remote(0x1000, 0x1234);
     }
 
     /** The peer's first valid packet: a WRITE acknowledged (PSN MY_PSN), which teaches the QP the peer's port. */
@@ -63,13 +67,25 @@ class ForgeryTest {
         try (EngineRig rig = new EngineRig()) {
             MemoryRegion src = rig.mrAll(64), dst = rig.mrAll(64);
             firstExchange(rig, src);
-            rig.qp.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.RDMA_READ).signaled(true).buffer(dst, 0, 16).remote(0x2000, 0x99));
+            rig.qp.postSend(new SendWorkRequest()
+                    .wrId(2)
+                    .opcode(WrOpcode.RDMA_READ)
+                    .signaled(true)
+                    .buffer(dst, 0, 16)
+                    .remote(0x2000, 0x99));
             assertEquals(Opcode.RDMA_READ_REQUEST.code(), rig.one().opcode());
             int psn = MY_PSN + 1;
-            assertFalse(rig.feedFrom(new EngineRig.Pkt(Opcode.RDMA_READ_RESPONSE_ONLY.code(), psn, false, 16).aeth(0x1F, 0).payload(16, 66), PEER, OTHER_PORT));
+            assertFalse(rig.feedFrom(
+                    new EngineRig.Pkt(Opcode.RDMA_READ_RESPONSE_ONLY.code(), psn, false, 16)
+                            .aeth(0x1F, 0)
+                            .payload(16, 66),
+                    PEER,
+                    OTHER_PORT));
             for (long i = 0; i < 64; i++) assertEquals(0, dst.segment().get(ValueLayout.JAVA_BYTE, i), "byte " + i);
             rig.assertNoCompletion();
-            assertTrue(rig.feed(new EngineRig.Pkt(Opcode.RDMA_READ_RESPONSE_ONLY.code(), psn, false, 16).aeth(0x1F, 0).payload(16, 7)));
+            assertTrue(rig.feed(new EngineRig.Pkt(Opcode.RDMA_READ_RESPONSE_ONLY.code(), psn, false, 16)
+                    .aeth(0x1F, 0)
+                    .payload(16, 7)));
             WorkCompletion wc = rig.poll();
             assertEquals(WcStatus.SUCCESS, wc.status);
             Fixture.assertFilled(dst.segment(), 0, 16, 7);
@@ -80,15 +96,25 @@ class ForgeryTest {
     void aForgedWriteAtTheExpectedPsnFromAnotherPortIsNotExecutedAndThePeersIs() {
         try (EngineRig rig = new EngineRig()) {
             MemoryRegion buf = rig.mrAll(64);
-            assertTrue(rig.feed(request(Opcode.RDMA_WRITE_ONLY, PEER_PSN, 8).reth(buf.address(), buf.rkey(), 8).payload(8, 1)));
+            assertTrue(rig.feed(request(Opcode.RDMA_WRITE_ONLY, PEER_PSN, 8)
+                    .reth(buf.address(), buf.rkey(), 8)
+                    .payload(8, 1)));
             assertEquals(PORT, rig.qp.peerPort);
             rig.drain();
             // the forger guessed the PSN the responder expects next
-            assertFalse(rig.feedFrom(request(Opcode.RDMA_WRITE_ONLY, PEER_PSN + 1, 8).reth(buf.address() + 16, buf.rkey(), 8).payload(8, 99), PEER, OTHER_PORT));
-            for (long i = 16; i < 24; i++) assertEquals(0, buf.segment().get(ValueLayout.JAVA_BYTE, i), "the forged WRITE executed");
+            assertFalse(rig.feedFrom(
+                    request(Opcode.RDMA_WRITE_ONLY, PEER_PSN + 1, 8)
+                            .reth(buf.address() + 16, buf.rkey(), 8)
+                            .payload(8, 99),
+                    PEER,
+                    OTHER_PORT));
+            for (long i = 16; i < 24; i++)
+                assertEquals(0, buf.segment().get(ValueLayout.JAVA_BYTE, i), "the forged WRITE executed");
             assertTrue(rig.drain().isEmpty());
             // the peer's own WRITE at that PSN is executed, not dropped as a duplicate and reported SUCCESS
-            assertTrue(rig.feed(request(Opcode.RDMA_WRITE_ONLY, PEER_PSN + 1, 8).reth(buf.address() + 16, buf.rkey(), 8).payload(8, 2)));
+            assertTrue(rig.feed(request(Opcode.RDMA_WRITE_ONLY, PEER_PSN + 1, 8)
+                    .reth(buf.address() + 16, buf.rkey(), 8)
+                    .payload(8, 2)));
             Fixture.assertFilled(buf.segment(), 16, 8, 2);
             assertEquals(0, rig.count(Counter.RX_DUPLICATE_REQUEST));
             RocePacket ack = rig.one();
@@ -108,12 +134,15 @@ class ForgeryTest {
             rig.qp.postSend(write(src, 1, 8)); // PSN 100
             rig.qp.postSend(write(src, 2, 8)); // PSN 101
             rig.drain();
-            rig.feed(new EngineRig.Pkt(Opcode.ATOMIC_ACKNOWLEDGE.code(), MY_PSN + 1, false, 0).aeth(0x1F, 0).atomicAck(5));
+            rig.feed(new EngineRig.Pkt(Opcode.ATOMIC_ACKNOWLEDGE.code(), MY_PSN + 1, false, 0)
+                    .aeth(0x1F, 0)
+                    .atomicAck(5));
             rig.feed(new EngineRig.Pkt(Opcode.RDMA_READ_RESPONSE_ONLY.code(), MY_PSN + 1, false, 8).aeth(0x1F, 0));
             rig.assertNoCompletion();
             assertEquals(MY_PSN, rig.qp.completer.oldestUnacked);
             assertEquals(2, rig.count(Counter.RX_RESPONSE_IGNORED));
-            // the peer refuses the first WRITE: on main the forged atomic ACK had marked it done, and this NAK was lost on it
+            // the peer refuses the first WRITE: on main the forged atomic ACK had marked it done, and this NAK was lost
+            // on it
             rig.feed(nak(MY_PSN, Aeth.NAK_REMOTE_ACCESS_ERROR));
             WorkCompletion wc = rig.poll();
             assertEquals(1, wc.wrId);
@@ -122,14 +151,23 @@ class ForgeryTest {
         }
         try (EngineRig rig = new EngineRig()) {
             MemoryRegion local = rig.mrAll(4096);
-            rig.qp.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_READ).signaled(true).buffer(local, 0, 3000).remote(0x2000, 0x99)); // 100..102
+            rig.qp.postSend(new SendWorkRequest()
+                    .wrId(1)
+                    .opcode(WrOpcode.RDMA_READ)
+                    .signaled(true)
+                    .buffer(local, 0, 3000)
+                    .remote(0x2000, 0x99)); // 100..102
             rig.qp.postSend(write(local, 2, 8)); // 103
             assertEquals(2, rig.drain().size());
             rig.feed(ack(MY_PSN + 1)); // in the middle of the READ's responses
             assertEquals(MY_PSN, rig.qp.completer.oldestUnacked, "an ACK inside a READ moved the window");
             rig.feed(nak(MY_PSN + 1, Aeth.NAK_REMOTE_ACCESS_ERROR)); // a NAK names a request: the READ's is at 100
             assertEquals(QpState.RTS, rig.qp.state());
-            int[] ops = {Opcode.RDMA_READ_RESPONSE_FIRST.code(), Opcode.RDMA_READ_RESPONSE_MIDDLE.code(), Opcode.RDMA_READ_RESPONSE_LAST.code()};
+            int[] ops = {
+                Opcode.RDMA_READ_RESPONSE_FIRST.code(),
+                Opcode.RDMA_READ_RESPONSE_MIDDLE.code(),
+                Opcode.RDMA_READ_RESPONSE_LAST.code()
+            };
             for (int k = 0; k < 3; k++) {
                 EngineRig.Pkt p = new EngineRig.Pkt(ops[k], MY_PSN + k, false, k < 2 ? 1024 : 952);
                 if (k != 1) p.aeth(0x1F, 0);
@@ -162,7 +200,8 @@ class ForgeryTest {
             int window = rig.qp.requester.window;
             assertEquals(256, window);
             assertEquals(window, rig.drain().size());
-            int oldest = rig.qp.completer.oldestUnacked, start = Psn.add(oldest, 17 + (1 << 23)); // lands on oldest + 17
+            int oldest = rig.qp.completer.oldestUnacked,
+                    start = Psn.add(oldest, 17 + (1 << 23)); // lands on oldest + 17
             long sent = 0, killedAfter = -1;
             for (int i = 0; i < (1 << 24) / window; i++) {
                 rig.clock.advanceNanos(10_000);
@@ -173,7 +212,9 @@ class ForgeryTest {
                     break;
                 }
             }
-            System.out.printf("NAK sweep, stride %d: %d packets sent, QP killed after %d (-1: survived the pass)%n", window, sent, killedAfter);
+            System.out.printf(
+                    "NAK sweep, stride %d: %d packets sent, QP killed after %d (-1: survived the pass)%n",
+                    window, sent, killedAfter);
             assertEquals(-1, killedAfter, "the strided pass killed the QP");
             assertEquals(1, rig.count(Counter.RX_FORGERY_BURSTS), "one burst within the first second");
             AsyncEvent e = rig.ctx.awaitAsyncEvent(Duration.ZERO);
@@ -189,7 +230,10 @@ class ForgeryTest {
             }
             System.out.printf("PSNs of the %d in flight at which a NAK kills while guarded: %d%n", window, killing);
             assertEquals(1, killing);
-            assertEquals(QpState.ERR, rig.qp.state(), "the NAK at the oldest PSN is obeyed: the peer's own refusal still works");
+            assertEquals(
+                    QpState.ERR,
+                    rig.qp.state(),
+                    "the NAK at the oldest PSN is obeyed: the peer's own refusal still works");
             assertEquals(WcStatus.REM_ACCESS_ERR, rig.poll().status);
         }
     }
@@ -213,9 +257,12 @@ class ForgeryTest {
             rig.feed(ack(far));
             assertEquals(0, rig.count(Counter.RX_FORGERY_BURSTS), "63 in one second and one in the next are no burst");
             // requests far from the PSN the responder expects count too
-            for (int i = 1; i < ForgeryWatch.BURST; i++) rig.feed(request(Opcode.SEND_ONLY, Psn.add(PEER_PSN, -(1 << 20) - i), 0));
+            for (int i = 1; i < ForgeryWatch.BURST; i++)
+                rig.feed(request(Opcode.SEND_ONLY, Psn.add(PEER_PSN, -(1 << 20) - i), 0));
             assertEquals(1, rig.count(Counter.RX_FORGERY_BURSTS));
-            assertEquals(AsyncEventType.QP_FORGERY_SUSPECTED, rig.ctx.awaitAsyncEvent(Duration.ZERO).type());
+            assertEquals(
+                    AsyncEventType.QP_FORGERY_SUSPECTED,
+                    rig.ctx.awaitAsyncEvent(Duration.ZERO).type());
             rig.drain();
             // guarded: a sequence NAK in mid-window is ignored; the timer repairs the loss
             for (int i = 0; i < 4; i++) rig.qp.postSend(write(src, i, 8)); // PSNs 101..104

@@ -3,7 +3,6 @@ package dev.jrdma.soft;
 import static org.junit.jupiter.api.Assertions.*;
 
 import dev.jrdma.verbs.Gid;
-
 import java.net.Inet4Address;
 import java.net.Inet6Address;
 import java.net.InetAddress;
@@ -28,7 +27,9 @@ class GidTableTest {
     void defaultGidIsTheEui64OfTheMac() {
         // 02:fc:00:00:00:01 -> fe80::fc:ff:fe00:1 (the universal/local bit flipped, ff:fe in the middle)
         assertEquals(Gid.parse("fe80::fc:ff:fe00:1"), GidTable.defaultGid(new byte[] {2, (byte) 0xfc, 0, 0, 0, 1}));
-        assertEquals(Gid.parse("fe80::5054:ff:fe12:3456"), GidTable.defaultGid(new byte[] {0x52, 0x54, 0, 0x12, 0x34, 0x56}));
+        assertEquals(
+                Gid.parse("fe80::5054:ff:fe12:3456"),
+                GidTable.defaultGid(new byte[] {0x52, 0x54, 0, 0x12, 0x34, 0x56}));
     }
 
     @Test
@@ -40,13 +41,18 @@ class GidTableTest {
             assertEquals(table.size(), new HashSet<>(table).size(), ni + ": a GID listed twice: " + table);
             int at = 0;
             byte[] mac = ni.getHardwareAddress();
-            if (mac != null && mac.length == 6) assertEquals(GidTable.defaultGid(mac), table.get(at++), ni + ": the default GID first");
-            List<Gid> v4 = new ArrayList<>(), v6global = new ArrayList<>(), v6link = new ArrayList<>(), v6host = new ArrayList<>();
+            if (mac != null && mac.length == 6)
+                assertEquals(GidTable.defaultGid(mac), table.get(at++), ni + ": the default GID first");
+            List<Gid> v4 = new ArrayList<>(),
+                    v6global = new ArrayList<>(),
+                    v6link = new ArrayList<>(),
+                    v6host = new ArrayList<>();
             for (InterfaceAddress ia : ni.getInterfaceAddresses()) {
                 InetAddress a = ia.getAddress();
                 Gid g = Gid.fromInetAddress(a);
                 if (a instanceof Inet4Address) v4.add(g);
-                else if (a instanceof Inet6Address) (a.isLoopbackAddress() ? v6host : a.isLinkLocalAddress() ? v6link : v6global).add(g);
+                else if (a instanceof Inet6Address)
+                    (a.isLoopbackAddress() ? v6host : a.isLinkLocalAddress() ? v6link : v6global).add(g);
             }
             Set<Gid> seen = new HashSet<>(table.subList(0, at));
             for (List<Gid> group : List.of(v4, v6global, v6link, v6host)) {

@@ -26,7 +26,6 @@ import dev.jrdma.verbs.VerbsException;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.lang.foreign.ValueLayout;
 import java.net.DatagramSocket;
 import java.net.Inet6Address;
@@ -60,13 +59,18 @@ class Ipv6Test {
         }
     }
 
-    private static Device device() { return Verbs.device("soft@[::1]:" + port); }
+    private static Device device() {
+        return Verbs.device("soft@[::1]:" + port);
+    }
 
     @Test
     void namesAndGidsOfAnIpv6Device() {
         Device d = device();
         assertEquals("soft@[::1]:" + port, d.name());
-        assertEquals("soft@[::1]", Verbs.device("soft@::1").name(), "a bare IPv6 literal (no port: the colons are the address's)");
+        assertEquals(
+                "soft@[::1]",
+                Verbs.device("soft@::1").name(),
+                "a bare IPv6 literal (no port: the colons are the address's)");
         assertEquals(loopback6, ((SoftDevice) d).address());
         assertEquals(Gid.parse("::1"), ((SoftDevice) d).gid());
         assertThrows(VerbsException.class, () -> Verbs.device("soft@[::1"), "an unclosed bracket");
@@ -94,22 +98,46 @@ class Ipv6Test {
             MemoryRegion a = p.a.mrAll(16384), b = p.b.mrAll(16384);
             fill(a.segment(), 5000, 3);
             p.b.qp.postRecv(new RecvWorkRequest().wrId(1).buffer(b, 0, 8192));
-            p.a.qp.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.SEND_WITH_IMM).immData(77).signaled(true).buffer(a, 0, 5000));
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(2)
+                    .opcode(WrOpcode.SEND_WITH_IMM)
+                    .immData(77)
+                    .signaled(true)
+                    .buffer(a, 0, 5000));
             WorkCompletion s = poll(p.a.cq), r = poll(p.b.cq);
-            if (s.wrId == 1) { WorkCompletion t = s; s = r; r = t; }
+            if (s.wrId == 1) {
+                WorkCompletion t = s;
+                s = r;
+                r = t;
+            }
             assertEquals(WcStatus.SUCCESS, s.status, s::toString);
             assertEquals(WcStatus.SUCCESS, r.status, r::toString);
             assertEquals(5000, r.byteLen);
             assertEquals(77, r.immData);
             assertFilled(b.segment(), 0, 5000, 3);
-            p.a.qp.postSend(new SendWorkRequest().wrId(3).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(a, 0, 3000).remote(b.address() + 8192, b.rkey()));
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(3)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .signaled(true)
+                    .buffer(a, 0, 3000)
+                    .remote(b.address() + 8192, b.rkey()));
             assertEquals(WcStatus.SUCCESS, poll(p.a.cq).status);
             assertFilled(b.segment(), 8192, 3000, 3);
-            p.a.qp.postSend(new SendWorkRequest().wrId(4).opcode(WrOpcode.RDMA_READ).signaled(true).buffer(a, 8192, 3000).remote(b.address() + 8192, b.rkey()));
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(4)
+                    .opcode(WrOpcode.RDMA_READ)
+                    .signaled(true)
+                    .buffer(a, 8192, 3000)
+                    .remote(b.address() + 8192, b.rkey()));
             assertEquals(WcStatus.SUCCESS, poll(p.a.cq).status);
             assertFilled(a.segment(), 8192, 3000, 3);
             b.segment().set(ValueLayout.JAVA_LONG, 12288, 40);
-            p.a.qp.postSend(new SendWorkRequest().wrId(5).opcode(WrOpcode.ATOMIC_FETCH_AND_ADD).signaled(true).buffer(a, 12288, 8).atomic(b.address() + 12288, b.rkey(), 2, 0));
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(5)
+                    .opcode(WrOpcode.ATOMIC_FETCH_AND_ADD)
+                    .signaled(true)
+                    .buffer(a, 12288, 8)
+                    .atomic(b.address() + 12288, b.rkey(), 2, 0));
             assertEquals(WcStatus.SUCCESS, poll(p.a.cq).status);
             assertEquals(40, a.segment().get(ValueLayout.JAVA_LONG, 12288));
             assertEquals(42, b.segment().get(ValueLayout.JAVA_LONG, 12288));
@@ -118,11 +146,23 @@ class Ipv6Test {
             assertEquals(0, n.get("rx_bad_icrc"), n::toString);
             assertEquals(0, n.get("rx_icrc_ipv4_id_recovered"), "no IPv4 identification to solve for over IPv6");
 
-            // a packet whose IPv6 ICRC is wrong (one payload bit flipped after the ICRC was computed) is dropped and counted
+            // a packet whose IPv6 ICRC is wrong (one payload bit flipped after the ICRC was computed) is dropped and
+            // counted
             Transport t = ((SoftContext) p.a.ctx).transport;
             ByteBuffer bad = ByteBuffer.allocateDirect(64);
-            int len = RocePacket.writeBth(bad, 0, Opcode.RDMA_WRITE_ONLY.code(), false, Bth.DEFAULT_PKEY, p.b.qp.qpNum(), false, 5000, 8) + 0;
-            new dev.jrdma.soft.wire.Icrc().generateIpv6(bad, 0, len, t.local.hi, t.local.lo, t.local.hi, t.local.lo, t.port, t.port);
+            int len = RocePacket.writeBth(
+                            bad,
+                            0,
+                            Opcode.RDMA_WRITE_ONLY.code(),
+                            false,
+                            Bth.DEFAULT_PKEY,
+                            p.b.qp.qpNum(),
+                            false,
+                            5000,
+                            8)
+                    + 0;
+            new dev.jrdma.soft.wire.Icrc()
+                    .generateIpv6(bad, 0, len, t.local.hi, t.local.lo, t.local.hi, t.local.lo, t.port, t.port);
             bad.put(len - 5, (byte) (bad.get(len - 5) ^ 1));
             long before = p.a.ctx.counters().get("rx_bad_icrc");
             try {
@@ -131,17 +171,25 @@ class Ipv6Test {
                 fail(e);
             }
             long end = System.nanoTime() + 5_000_000_000L;
-            while (p.a.ctx.counters().get("rx_bad_icrc") == before && System.nanoTime() < end) p.a.cq.poll(WorkCompletion.array(1));
+            while (p.a.ctx.counters().get("rx_bad_icrc") == before && System.nanoTime() < end)
+                p.a.cq.poll(WorkCompletion.array(1));
             assertEquals(before + 1, p.a.ctx.counters().get("rx_bad_icrc"));
         }
     }
 
     @Test
     void udOverIpv6PutsTheIpv6HeaderInTheGrhArea() {
-        try (Context c = device().open(); var arena = java.lang.foreign.Arena.ofShared()) {
+        try (Context c = device().open();
+                var arena = java.lang.foreign.Arena.ofShared()) {
             var pd = c.allocPd();
             CompletionQueue cq = c.createCq(16, null);
-            QueuePair x = pd.createQueuePair(QpInitAttr.builder(cq).type(QpType.UD).build()), y = pd.createQueuePair(QpInitAttr.builder(cq).type(QpType.UD).build());
+            QueuePair
+                    x =
+                            pd.createQueuePair(
+                                    QpInitAttr.builder(cq).type(QpType.UD).build()),
+                    y =
+                            pd.createQueuePair(
+                                    QpInitAttr.builder(cq).type(QpType.UD).build());
             for (QueuePair q : new QueuePair[] {x, y}) {
                 q.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(1).qkey(0x1111));
                 q.modify(new QpAttr().state(QpState.RTR));
@@ -152,7 +200,12 @@ class Ipv6Test {
             AddressHandle ah = pd.createAddressHandle(new AhAttr().portNum(1).global(Gid.parse("::1"), gidIndex));
             y.postRecv(new RecvWorkRequest().wrId(9).buffer(m, 1024, Grh.BYTES + 100));
             fill(m.segment(), 100, 5);
-            x.postSend(new SendWorkRequest().wrId(8).opcode(WrOpcode.SEND).signaled(true).buffer(m, 0, 100).ud(ah, y.qpNum(), 0x1111));
+            x.postSend(new SendWorkRequest()
+                    .wrId(8)
+                    .opcode(WrOpcode.SEND)
+                    .signaled(true)
+                    .buffer(m, 0, 100)
+                    .ud(ah, y.qpNum(), 0x1111));
             WorkCompletion w1 = poll(cq), w2 = poll(cq);
             WorkCompletion recv = w1.wrId == 9 ? w1 : w2;
             assertEquals(WcStatus.SUCCESS, recv.status, recv::toString);
@@ -173,14 +226,35 @@ class Ipv6Test {
     @Test
     void addressVectorsNameTheDevicesOwnGidAndAPeerOfItsIpVersion() {
         try (Side s = new Side(device(), null, 16)) {
-            s.qp.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(1).access(dev.jrdma.verbs.Access.REMOTE_WRITE));
-            VerbsException v4peer = assertThrows(VerbsException.class, () -> s.qp.modify(new QpAttr().state(QpState.RTR)
-                    .ah(new AhAttr().global(Gid.parse("::ffff:127.0.0.1"), 1)).pathMtu(dev.jrdma.verbs.Mtu.MTU_1024).destQpNum(5).rqPsn(1).minRnrTimer(1).maxDestRdAtomic(1)));
+            s.qp.modify(
+                    new QpAttr().state(QpState.INIT).pkeyIndex(0).port(1).access(dev.jrdma.verbs.Access.REMOTE_WRITE));
+            VerbsException v4peer = assertThrows(
+                    VerbsException.class,
+                    () -> s.qp.modify(new QpAttr()
+                            .state(QpState.RTR)
+                            .ah(new AhAttr().global(Gid.parse("::ffff:127.0.0.1"), 1))
+                            .pathMtu(dev.jrdma.verbs.Mtu.MTU_1024)
+                            .destQpNum(5)
+                            .rqPsn(1)
+                            .minRnrTimer(1)
+                            .maxDestRdAtomic(1)));
             assertTrue(v4peer.getMessage().contains("IPv4"), v4peer.getMessage());
-            VerbsException otherGid = assertThrows(VerbsException.class, () -> s.qp.modify(new QpAttr().state(QpState.RTR)
-                    .ah(new AhAttr().global(Gid.parse("::1"), 0)).pathMtu(dev.jrdma.verbs.Mtu.MTU_1024).destQpNum(5).rqPsn(1).minRnrTimer(1).maxDestRdAtomic(1)));
-            assertTrue(otherGid.getMessage().contains("soft@127.0.0.1"), "names the device that sends from GID 0: " + otherGid.getMessage());
-            assertThrows(VerbsException.class, () -> s.pd.createAddressHandle(new AhAttr().portNum(1).global(Gid.parse("::1"), 7)));
+            VerbsException otherGid = assertThrows(
+                    VerbsException.class,
+                    () -> s.qp.modify(new QpAttr()
+                            .state(QpState.RTR)
+                            .ah(new AhAttr().global(Gid.parse("::1"), 0))
+                            .pathMtu(dev.jrdma.verbs.Mtu.MTU_1024)
+                            .destQpNum(5)
+                            .rqPsn(1)
+                            .minRnrTimer(1)
+                            .maxDestRdAtomic(1)));
+            assertTrue(
+                    otherGid.getMessage().contains("soft@127.0.0.1"),
+                    "names the device that sends from GID 0: " + otherGid.getMessage());
+            assertThrows(
+                    VerbsException.class,
+                    () -> s.pd.createAddressHandle(new AhAttr().portNum(1).global(Gid.parse("::1"), 7)));
             // header fields that do not fit the IPv6 header: refused, not cut
             int own = s.ctx.defaultGidIndex(1);
             AhAttr tc = new AhAttr().portNum(1).global(Gid.parse("::1"), own), flow = tc.copy(), hop = tc.copy();
@@ -195,7 +269,9 @@ class Ipv6Test {
         }
         // and an IPv4 device refuses an IPv6 peer
         try (Side s = new Side(devA(), null, 16)) {
-            assertThrows(VerbsException.class, () -> s.pd.createAddressHandle(new AhAttr().portNum(1).global(Gid.parse("::1"), 0)));
+            assertThrows(
+                    VerbsException.class,
+                    () -> s.pd.createAddressHandle(new AhAttr().portNum(1).global(Gid.parse("::1"), 0)));
         }
     }
 
@@ -204,11 +280,21 @@ class Ipv6Test {
         IpAddress local = IpAddress.of(InetAddress.ofLiteral("fe80::1%1"));
         IpAddress peer = IpAddress.ofGid(Gid.parse("fe80::2"), local);
         assertTrue(peer.isLinkLocal());
-        assertEquals(1, ((Inet6Address) peer.inet).getScopeId(), "a link-local peer is reached through the device's interface");
+        assertEquals(
+                1,
+                ((Inet6Address) peer.inet).getScopeId(),
+                "a link-local peer is reached through the device's interface");
         assertEquals("[fe80::2%1]", peer.literal());
-        assertEquals(IpAddress.of(InetAddress.ofLiteral("fe80::2")), peer, "the scope is not part of the address's identity");
-        assertEquals("[fd98::2]", IpAddress.of(InetAddress.ofLiteral("fd98:0:0::2")).literal());
-        assertEquals("10.1.2.3", IpAddress.of(InetAddress.ofLiteral("::ffff:10.1.2.3")).literal(), "IPv4-mapped is IPv4");
+        assertEquals(
+                IpAddress.of(InetAddress.ofLiteral("fe80::2")),
+                peer,
+                "the scope is not part of the address's identity");
+        assertEquals(
+                "[fd98::2]", IpAddress.of(InetAddress.ofLiteral("fd98:0:0::2")).literal());
+        assertEquals(
+                "10.1.2.3",
+                IpAddress.of(InetAddress.ofLiteral("::ffff:10.1.2.3")).literal(),
+                "IPv4-mapped is IPv4");
         assertTrue(IpAddress.ofGid(Gid.parse("::ffff:10.1.2.3"), local).isIpv4());
     }
 }

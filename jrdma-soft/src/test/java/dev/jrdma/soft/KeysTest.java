@@ -9,7 +9,6 @@ import dev.jrdma.verbs.MwType;
 import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.util.HashSet;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
@@ -29,7 +28,10 @@ class KeysTest {
                 assertEquals(mr.lkey(), mr.rkey());
                 if (keyByte == ((index * 151 + 0x5A) & 0xFF)) predictable++; // the old formula
                 bytes.add(keyByte);
-                if (previousIndex >= 0) assertTrue(RandomIdTable.distance(index, previousIndex) >= 1 << 16, "indices are drawn at random, far apart");
+                if (previousIndex >= 0)
+                    assertTrue(
+                            RandomIdTable.distance(index, previousIndex) >= 1 << 16,
+                            "indices are drawn at random, far apart");
                 previousIndex = index;
             }
             assertTrue(predictable < n / 8, predictable + " of " + n + " key bytes follow from their index");
@@ -74,7 +76,8 @@ class KeysTest {
             MemoryWindow mw = rig.pd.allocMemoryWindow(MwType.TYPE_1);
             int previous = mw.rkey(), plusOne = 0, n = 100;
             for (int i = 0; i < n; i++) {
-                int rkey = rig.qp.bindMemoryWindow(mw, i, true, target, target.address(), 64, java.util.EnumSet.of(Access.REMOTE_READ));
+                int rkey = rig.qp.bindMemoryWindow(
+                        mw, i, true, target, target.address(), 64, java.util.EnumSet.of(Access.REMOTE_READ));
                 assertEquals(WcStatus.SUCCESS, rig.poll().status);
                 assertEquals(previous >>> 8, rkey >>> 8, "the window keeps its index");
                 assertNotEquals(previous, rkey, "a bind changes the key");
@@ -87,7 +90,11 @@ class KeysTest {
             MemoryWindow mw2 = rig.pd.allocMemoryWindow(MwType.TYPE_2);
             Set<Integer> keys = new HashSet<>();
             for (int i = 0; i < 20; i++) {
-                SendWorkRequest bind = new SendWorkRequest().opcode(WrOpcode.BIND_MW).wrId(100 + i).noBuffer().signaled(true);
+                SendWorkRequest bind = new SendWorkRequest()
+                        .opcode(WrOpcode.BIND_MW)
+                        .wrId(100 + i)
+                        .noBuffer()
+                        .signaled(true);
                 bind.bindMw = mw2;
                 bind.bindMr = target;
                 bind.bindAddr = target.address();
@@ -96,7 +103,11 @@ class KeysTest {
                 rig.qp.postSend(bind);
                 assertEquals(WcStatus.SUCCESS, rig.poll().status);
                 keys.add(mw2.rkey());
-                SendWorkRequest inv = new SendWorkRequest().opcode(WrOpcode.LOCAL_INV).wrId(200 + i).noBuffer().signaled(true);
+                SendWorkRequest inv = new SendWorkRequest()
+                        .opcode(WrOpcode.LOCAL_INV)
+                        .wrId(200 + i)
+                        .noBuffer()
+                        .signaled(true);
                 inv.invalidateRkey = mw2.rkey();
                 rig.qp.postSend(inv);
                 assertEquals(WcStatus.SUCCESS, rig.poll().status);

@@ -70,7 +70,8 @@ class LinuxUdpLinkTest {
     /** A QP's batch (an ACK and a window of requests) leaves with one sendmmsg, whole and in order. */
     @Test
     void aBatchLeavesWholeAndInOrder() throws IOException {
-        try (LinuxUdpLink a = open("127.0.0.61"); LinuxUdpLink b = open("127.0.0.62")) {
+        try (LinuxUdpLink a = open("127.0.0.61");
+                LinuxUdpLink b = open("127.0.0.62")) {
             InetSocketAddress toB = new InetSocketAddress("127.0.0.62", port(b));
             TxBatch batch = new TxBatch();
             int n = TxBatch.CAPACITY;
@@ -89,7 +90,8 @@ class LinuxUdpLinkTest {
                 for (int j = 0; j < k; j++, got++) {
                     int i = got + 2;
                     assertEquals(batch.lengths[i], rx.lengths[j], "packet " + i);
-                    for (int x = 0; x < rx.lengths[j]; x++) assertEquals((byte) (i * 7 + x), rx.buffers[j].get(x), "packet " + i + " byte " + x);
+                    for (int x = 0; x < rx.lengths[j]; x++)
+                        assertEquals((byte) (i * 7 + x), rx.buffers[j].get(x), "packet " + i + " byte " + x);
                 }
             }
             assertEquals(n - 2, got);
@@ -105,7 +107,8 @@ class LinuxUdpLinkTest {
      */
     @Test
     void aRunOfEqualPacketsLeavesAsOneSegmentedSendAndArrivesAsTheSameDatagrams() throws IOException {
-        try (LinuxUdpLink a = open("127.0.0.63"); LinuxUdpLink b = open("127.0.0.64")) {
+        try (LinuxUdpLink a = open("127.0.0.63");
+                LinuxUdpLink b = open("127.0.0.64")) {
             InetSocketAddress toB = new InetSocketAddress("127.0.0.64", port(b));
             for (int size : new int[] {1100, 4000}) {
                 TxBatch batch = new TxBatch();
@@ -133,7 +136,9 @@ class LinuxUdpLinkTest {
                     int k = b.receive(rx);
                     for (int j = 0; j < k; j++, got++) {
                         assertEquals(batch.lengths[got], rx.lengths[j], "packet " + got + " of size " + size);
-                        for (int x = 0; x < rx.lengths[j]; x++) assertEquals((byte) (got * 13 + x + size), rx.buffers[j].get(x), "packet " + got + " byte " + x);
+                        for (int x = 0; x < rx.lengths[j]; x++)
+                            assertEquals(
+                                    (byte) (got * 13 + x + size), rx.buffers[j].get(x), "packet " + got + " byte " + x);
                     }
                 }
                 assertEquals(n, got, "every packet arrived as its own datagram");
@@ -177,7 +182,9 @@ class LinuxUdpLinkTest {
                 Transport t = Transport.acquire((java.net.Inet4Address) InetAddress.getByName("127.0.0.63"), port);
                 try {
                     String udp = "udp 127.0.0.63:" + port + (impl == null ? " (libc)" : " (nio)");
-                    assertTrue(t.linkName().equals(udp) || t.linkName().startsWith(udp + " + same-host ring "), t.linkName());
+                    assertTrue(
+                            t.linkName().equals(udp) || t.linkName().startsWith(udp + " + same-host ring "),
+                            t.linkName());
                 } finally {
                     t.release();
                 }
@@ -195,7 +202,9 @@ class LinuxUdpLinkTest {
         }
         Transport t = Transport.acquire(InetAddress.getByName("::1"), port);
         try {
-            assertTrue(t.linkName().contains(" (libc)"), "an IPv6 device must accept rxe's zero UDP checksums: " + t.linkName());
+            assertTrue(
+                    t.linkName().contains(" (libc)"),
+                    "an IPv6 device must accept rxe's zero UDP checksums: " + t.linkName());
         } finally {
             t.release();
         }
@@ -210,26 +219,44 @@ class LinuxUdpLinkTest {
     void anIpv6DatagramWithAZeroUdpChecksumArrives() throws Throwable {
         Linker linker = Linker.nativeLinker();
         SymbolLookup libc = linker.defaultLookup();
-        MethodHandle socket = linker.downcallHandle(libc.find("socket").orElseThrow(),
-                FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
-        MethodHandle sendto = linker.downcallHandle(libc.find("sendto").orElseThrow(), FunctionDescriptor.of(ValueLayout.JAVA_LONG,
-                ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
-        MethodHandle close = linker.downcallHandle(libc.find("close").orElseThrow(), FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
-        int raw = (int) socket.invokeExact(10 /* AF_INET6 */, 3 /* SOCK_RAW */, 17 /* IPPROTO_UDP: we write the UDP header */);
+        MethodHandle socket = linker.downcallHandle(
+                libc.find("socket").orElseThrow(),
+                FunctionDescriptor.of(
+                        ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
+        MethodHandle sendto = linker.downcallHandle(
+                libc.find("sendto").orElseThrow(),
+                FunctionDescriptor.of(
+                        ValueLayout.JAVA_LONG,
+                        ValueLayout.JAVA_INT,
+                        ValueLayout.ADDRESS,
+                        ValueLayout.JAVA_LONG,
+                        ValueLayout.JAVA_INT,
+                        ValueLayout.ADDRESS,
+                        ValueLayout.JAVA_INT));
+        MethodHandle close = linker.downcallHandle(
+                libc.find("close").orElseThrow(), FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
+        int raw = (int)
+                socket.invokeExact(10 /* AF_INET6 */, 3 /* SOCK_RAW */, 17 /* IPPROTO_UDP: we write the UDP header */);
         Assumptions.assumeTrue(raw >= 0, "needs CAP_NET_RAW for a raw IPv6 socket");
-        try (LinuxUdpLink link = open("::1"); Arena arena = Arena.ofConfined()) {
+        try (LinuxUdpLink link = open("::1");
+                Arena arena = Arena.ofConfined()) {
             byte[] payload = {7, 6, 5, 4, 3, 2, 1};
             MemorySegment udp = arena.allocate(8 + payload.length);
             ByteBuffer b = udp.asByteBuffer(); // big-endian: the wire's order
-            b.putShort((short) 4791).putShort((short) port(link)).putShort((short) (8 + payload.length)).putShort((short) 0).put(payload);
+            b.putShort((short) 4791)
+                    .putShort((short) port(link))
+                    .putShort((short) (8 + payload.length))
+                    .putShort((short) 0)
+                    .put(payload);
             MemorySegment to = arena.allocate(28); // sockaddr_in6 to ::1, port 0 (a raw socket's port must be 0)
             to.set(ValueLayout.JAVA_SHORT, 0, (short) 10);
             to.set(ValueLayout.JAVA_BYTE, 8 + 15, (byte) 1);
             assertEquals(udp.byteSize(), (long) sendto.invokeExact(raw, udp, udp.byteSize(), 0, to, 28));
             ByteBuffer heap = ByteBuffer.allocate(100);
             InetSocketAddress from = null;
-            for (long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(5); from == null && System.nanoTime() < end; Thread.sleep(1))
-                from = link.receive(heap);
+            for (long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+                    from == null && System.nanoTime() < end;
+                    Thread.sleep(1)) from = link.receive(heap);
             assertNotNull(from, "the datagram with a zero UDP checksum was dropped (UDP_NO_CHECK6_RX not set?)");
             assertEquals(4791, from.getPort());
             assertEquals(payload.length, heap.position());
@@ -241,7 +268,8 @@ class LinuxUdpLinkTest {
 
     @Test
     void aBurstArrivesInOneCallInOrderWithItsSender() throws IOException {
-        try (LinuxUdpLink a = open("127.0.0.61"); LinuxUdpLink b = open("127.0.0.62")) {
+        try (LinuxUdpLink a = open("127.0.0.61");
+                LinuxUdpLink b = open("127.0.0.62")) {
             InetSocketAddress toB = new InetSocketAddress("127.0.0.62", port(b));
             int[] sizes = {1, 64, 1500, 4096 + 60, 8192};
             for (int k = 0; k < sizes.length; k++) assertTrue(a.send(datagram(sizes[k], k), toB));
@@ -252,7 +280,8 @@ class LinuxUdpLinkTest {
             for (int k = 0; k < n; k++) {
                 assertEquals(sizes[k], batch.lengths[k]);
                 assertEquals(new InetSocketAddress("127.0.0.61", port(a)), batch.sources[k]);
-                for (int i = 0; i < sizes[k]; i++) assertEquals((byte) (k + i), batch.buffers[k].get(i), "slot " + k + " byte " + i);
+                for (int i = 0; i < sizes[k]; i++)
+                    assertEquals((byte) (k + i), batch.buffers[k].get(i), "slot " + k + " byte " + i);
             }
             assertSame(batch.sources[0], batch.sources[n - 1], "one sender, one address object");
             assertEquals(0, b.receive(batch));
@@ -262,23 +291,27 @@ class LinuxUdpLinkTest {
 
     @Test
     void aFullBurstSaysMoreMayWaitAndTooLongIsMarked() throws IOException {
-        try (LinuxUdpLink a = open("127.0.0.61"); LinuxUdpLink b = open("127.0.0.62")) {
+        try (LinuxUdpLink a = open("127.0.0.61");
+                LinuxUdpLink b = open("127.0.0.62")) {
             InetSocketAddress toB = new InetSocketAddress("127.0.0.62", port(b));
             int total = RxBatch.CAPACITY + 8;
-            for (int k = 0; k < total; k++) assertTrue(a.send(datagram(k == total - 1 ? RxBatch.SLOT + 1 : 100, k), toB));
+            for (int k = 0; k < total; k++)
+                assertTrue(a.send(datagram(k == total - 1 ? RxBatch.SLOT + 1 : 100, k), toB));
             RxBatch batch = new RxBatch();
             assertEquals(RxBatch.CAPACITY, b.receive(batch));
             assertFalse(batch.drained, "a full burst cannot tell whether more wait");
             assertEquals(8, b.receive(batch));
             assertTrue(batch.drained);
             assertEquals(100, batch.lengths[6]);
-            assertEquals(RxBatch.TRUNCATED, batch.lengths[7], "a datagram longer than a slot is marked, not passed on cut");
+            assertEquals(
+                    RxBatch.TRUNCATED, batch.lengths[7], "a datagram longer than a slot is marked, not passed on cut");
         }
     }
 
     @Test
     void talksToNioAndReceivesSingleDatagramsIntoHeapBuffers() throws IOException {
-        try (LinuxUdpLink b = open("127.0.0.62"); DatagramChannel nio = DatagramChannel.open(StandardProtocolFamily.INET)) {
+        try (LinuxUdpLink b = open("127.0.0.62");
+                DatagramChannel nio = DatagramChannel.open(StandardProtocolFamily.INET)) {
             nio.bind(new InetSocketAddress("127.0.0.61", 0));
             InetSocketAddress toB = new InetSocketAddress("127.0.0.62", port(b));
             nio.send(ByteBuffer.wrap(new byte[] {1, 2, 3}), toB);
@@ -334,7 +367,8 @@ class LinuxUdpLinkTest {
     @Test
     void sendingAndReceivingBurstsAllocateNothing() throws IOException {
         var mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
-        try (LinuxUdpLink a = open("127.0.0.61"); LinuxUdpLink b = open("127.0.0.62")) {
+        try (LinuxUdpLink a = open("127.0.0.61");
+                LinuxUdpLink b = open("127.0.0.62")) {
             InetSocketAddress toB = new InetSocketAddress("127.0.0.62", port(b));
             ByteBuffer d = datagram(64, 1);
             RxBatch batch = new RxBatch();
@@ -353,7 +387,9 @@ class LinuxUdpLinkTest {
                 }
                 best = Math.min(best, mx.getCurrentThreadAllocatedBytes() - before);
             }
-            assertTrue(best < 16 * 1024, "every window of 10000 sends and receives allocated, the least " + best + " bytes");
+            assertTrue(
+                    best < 16 * 1024,
+                    "every window of 10000 sends and receives allocated, the least " + best + " bytes");
             assertTrue(received >= 10_000);
         }
     }

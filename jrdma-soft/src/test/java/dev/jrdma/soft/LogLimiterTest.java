@@ -15,11 +15,30 @@ class LogLimiterTest {
     private static final class Recorder implements System.Logger {
         final List<String> lines = new ArrayList<>();
 
-        @Override public String getName() { return "test"; }
-        @Override public boolean isLoggable(Level level) { return true; }
-        @Override public void log(Level level, ResourceBundle bundle, String msg, Throwable thrown) { lines.add(level + " " + msg); }
-        @Override public void log(Level level, ResourceBundle bundle, String format, Object... params) { lines.add(level + " " + format); }
-        @Override public void log(Level level, Supplier<String> msgSupplier) { lines.add(level + " " + msgSupplier.get()); }
+        @Override
+        public String getName() {
+            return "test";
+        }
+
+        @Override
+        public boolean isLoggable(Level level) {
+            return true;
+        }
+
+        @Override
+        public void log(Level level, ResourceBundle bundle, String msg, Throwable thrown) {
+            lines.add(level + " " + msg);
+        }
+
+        @Override
+        public void log(Level level, ResourceBundle bundle, String format, Object... params) {
+            lines.add(level + " " + format);
+        }
+
+        @Override
+        public void log(Level level, Supplier<String> msgSupplier) {
+            lines.add(level + " " + msgSupplier.get());
+        }
     }
 
     @Test

@@ -16,7 +16,6 @@ import dev.jrdma.verbs.VerbsException;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.io.IOException;
 import java.lang.reflect.InvocationHandler;
 import java.lang.reflect.InvocationTargetException;
@@ -47,7 +46,9 @@ class LoopSurvivalTest {
         volatile Throwable failure;
         final AtomicInteger thrown = new AtomicInteger();
 
-        ThrowingLink(Link inner) { this.inner = inner; }
+        ThrowingLink(Link inner) {
+            this.inner = inner;
+        }
 
         @Override
         public InetSocketAddress receive(ByteBuffer b) throws IOException {
@@ -61,11 +62,30 @@ class LoopSurvivalTest {
             return inner.receive(b);
         }
 
-        @Override public boolean readable() throws IOException { return failure != null && Thread.currentThread() == on || inner.readable(); }
-        @Override public boolean send(ByteBuffer b, InetSocketAddress to) throws IOException { return inner.send(b, to); }
-        @Override public void await() throws IOException { inner.await(); }
-        @Override public void wakeup() { inner.wakeup(); }
-        @Override public void close() { inner.close(); }
+        @Override
+        public boolean readable() throws IOException {
+            return failure != null && Thread.currentThread() == on || inner.readable();
+        }
+
+        @Override
+        public boolean send(ByteBuffer b, InetSocketAddress to) throws IOException {
+            return inner.send(b, to);
+        }
+
+        @Override
+        public void await() throws IOException {
+            inner.await();
+        }
+
+        @Override
+        public void wakeup() {
+            inner.wakeup();
+        }
+
+        @Override
+        public void close() {
+            inner.close();
+        }
     }
 
     @Test
@@ -85,14 +105,18 @@ class LoopSurvivalTest {
         }
         assertNotNull(anchorA, "no free UDP port on 127.0.0.5");
         Device throwingB = wrapped(new SoftDevice("throw-b", ipB, port), l -> link[0] = new ThrowingLink(l));
-        try (Context keep = anchorA; Side a = new Side(new SoftDevice("throw-a", ipA, port), null, 64); Side b = new Side(throwingB, null, 64)) {
+        try (Context keep = anchorA;
+                Side a = new Side(new SoftDevice("throw-a", ipA, port), null, 64);
+                Side b = new Side(throwingB, null, 64)) {
             Opts o = new Opts();
             connect(a, b, o, 100, 5000);
             connect(b, a, o, 5000, 100);
             Transport tb = ((SoftContext) b.ctx).transport;
             WorkCompletion[] wc = WorkCompletion.array(1);
             link[0].on = Thread.currentThread();
-            for (Throwable t : new Throwable[] {new IllegalStateException("a bug in the link"), new AssertionError("an Error in the link")}) {
+            for (Throwable t : new Throwable[] {
+                new IllegalStateException("a bug in the link"), new AssertionError("an Error in the link")
+            }) {
                 long dropped = tb.counters.get(Counter.RX_DROPPED);
                 link[0].failure = t;
                 assertDoesNotThrow(() -> b.cq.poll(wc), "the poll drove the device into the failing link");
@@ -103,7 +127,12 @@ class LoopSurvivalTest {
             // the device works on: a WRITE into B, acknowledged by B's (polled or threaded) receive
             MemoryRegion src = a.mrAll(4096), dst = b.mrAll(4096);
             fill(src.segment(), 1000, 9);
-            a.qp.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 0, 1000).remote(dst.address(), dst.rkey()));
+            a.qp.postSend(new SendWorkRequest()
+                    .wrId(1)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .signaled(true)
+                    .buffer(src, 0, 1000)
+                    .remote(dst.address(), dst.rkey()));
             WorkCompletion done = poll(a.cq, 5000);
             assertEquals(WcStatus.SUCCESS, done.status, done::toString);
             assertFilled(dst.segment(), 0, 1000, 9);
@@ -113,12 +142,35 @@ class LoopSurvivalTest {
     /** {@code dev} whose contexts send and receive through {@code wrap} of its link. */
     private static Device wrapped(SoftDevice dev, UnaryOperator<Link> wrap) {
         return new Device() {
-            @Override public String name() { return dev.name(); }
-            @Override public String provider() { return dev.provider(); }
-            @Override public long nodeGuid() { return dev.nodeGuid(); }
-            @Override public NodeType nodeType() { return dev.nodeType(); }
-            @Override public TransportType transportType() { return dev.transportType(); }
-            @Override public Context open() { return new SoftContext(dev, Transport.acquire(dev.address(), dev.port(), wrap)); }
+            @Override
+            public String name() {
+                return dev.name();
+            }
+
+            @Override
+            public String provider() {
+                return dev.provider();
+            }
+
+            @Override
+            public long nodeGuid() {
+                return dev.nodeGuid();
+            }
+
+            @Override
+            public NodeType nodeType() {
+                return dev.nodeType();
+            }
+
+            @Override
+            public TransportType transportType() {
+                return dev.transportType();
+            }
+
+            @Override
+            public Context open() {
+                return new SoftContext(dev, Transport.acquire(dev.address(), dev.port(), wrap));
+            }
         };
     }
 
@@ -144,7 +196,8 @@ class LoopSurvivalTest {
                     throw e.getCause();
                 }
             };
-            Context failing = (Context) Proxy.newProxyInstance(Context.class.getClassLoader(), new Class<?>[] {Context.class}, h);
+            Context failing =
+                    (Context) Proxy.newProxyInstance(Context.class.getClassLoader(), new Class<?>[] {Context.class}, h);
             BlockingQueue<AsyncEvent> got = new ArrayBlockingQueue<>(4);
             try (AsyncEventDispatcher d = failing.onAsyncEvent(got::add)) {
                 long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);

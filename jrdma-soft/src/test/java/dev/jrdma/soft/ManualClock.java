@@ -5,9 +5,15 @@ final class ManualClock implements Clock {
     private long now = 1_000_000_000L;
 
     @Override
-    public long nanoTime() { return now; }
+    public long nanoTime() {
+        return now;
+    }
 
-    void advanceMillis(double ms) { now += (long) (ms * 1_000_000); }
+    void advanceMillis(double ms) {
+        now += (long) (ms * 1_000_000);
+    }
 
-    void advanceNanos(long nanos) { now += nanos; }
+    void advanceNanos(long nanos) {
+        now += nanos;
+    }
 }

@@ -29,7 +29,6 @@ import dev.jrdma.verbs.WcOpcode;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.net.InetSocketAddress;
 import java.net.StandardProtocolFamily;
 import java.nio.ByteBuffer;
@@ -46,12 +45,16 @@ class MiscTest {
     @Test
     void providerListsDevicesAndPortsLookLikeRoce() {
         var provider = Verbs.provider("soft").orElseThrow();
-        assertTrue(provider.devices().stream().anyMatch(d -> d.name().equals("soft_lo")), () -> "devices: " + provider.devices());
+        assertTrue(
+                provider.devices().stream().anyMatch(d -> d.name().equals("soft_lo")),
+                () -> "devices: " + provider.devices());
         Device d = Verbs.device("soft@127.0.0.2:" + PORT);
         assertEquals("soft", d.provider());
         try (var ctx = d.open()) {
             assertEquals(Gid.parse("::ffff:127.0.0.2"), ctx.queryGid(1, 0));
-            assertEquals("0000:0000:0000:0000:0000:ffff:7f00:0002", ctx.queryGid(1, 0).toString());
+            assertEquals(
+                    "0000:0000:0000:0000:0000:ffff:7f00:0002",
+                    ctx.queryGid(1, 0).toString());
             PortAttr pa = ctx.queryPort(1);
             assertEquals(PortState.ACTIVE, pa.state());
             assertEquals(LinkLayer.ETHERNET, pa.linkLayer());
@@ -77,11 +80,18 @@ class MiscTest {
         String old = System.getProperty("jrdma.soft.mtu");
         try {
             System.setProperty("jrdma.soft.mtu", "2048");
-            assertEquals(Mtu.MTU_2048, LinkFactory.configuredMtu(java.net.InetAddress.getLoopbackAddress()), "the property wins");
+            assertEquals(
+                    Mtu.MTU_2048,
+                    LinkFactory.configuredMtu(java.net.InetAddress.getLoopbackAddress()),
+                    "the property wins");
             System.setProperty("jrdma.soft.mtu", "3000");
-            assertEquals(Mtu.MTU_4096, LinkFactory.configuredMtu(java.net.InetAddress.getLoopbackAddress()), "an invalid property: the interface decides");
+            assertEquals(
+                    Mtu.MTU_4096,
+                    LinkFactory.configuredMtu(java.net.InetAddress.getLoopbackAddress()),
+                    "an invalid property: the interface decides");
         } finally {
-            if (old == null) System.clearProperty("jrdma.soft.mtu"); else System.setProperty("jrdma.soft.mtu", old);
+            if (old == null) System.clearProperty("jrdma.soft.mtu");
+            else System.setProperty("jrdma.soft.mtu", old);
         }
     }
 
@@ -91,29 +101,58 @@ class MiscTest {
             MemoryRegion target = p.b.mrAll(4096), src = p.a.mrAll(4096);
             fill(src.segment(), 4096, 6);
             MemoryWindow mw = p.b.pd.allocMemoryWindow(MwType.TYPE_1);
-            int rkey = p.b.qp.bindMemoryWindow(mw, 77, true, target, target.address() + 1024, 1024, EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_READ));
+            int rkey = p.b.qp.bindMemoryWindow(
+                    mw,
+                    77,
+                    true,
+                    target,
+                    target.address() + 1024,
+                    1024,
+                    EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_READ));
             WorkCompletion b = poll(p.b.cq);
             assertEquals(WcStatus.SUCCESS, b.status, b::toString);
             assertEquals(WcOpcode.BIND_MW, b.opcode);
             assertEquals(rkey, mw.rkey());
             assertNotEquals(target.rkey(), rkey);
-            p.a.qp.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 0, 1024).remote(target.address() + 1024, rkey));
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(1)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .signaled(true)
+                    .buffer(src, 0, 1024)
+                    .remote(target.address() + 1024, rkey));
             assertEquals(WcStatus.SUCCESS, poll(p.a.cq).status);
             assertFilled(target.segment(), 1024, 1024, 6);
             // rebinding changes the rkey; the old one is dead, and the window's bounds hold
-            int rkey2 = p.b.qp.bindMemoryWindow(mw, 78, true, target, target.address(), 512, EnumSet.of(Access.REMOTE_READ));
+            int rkey2 = p.b.qp.bindMemoryWindow(
+                    mw, 78, true, target, target.address(), 512, EnumSet.of(Access.REMOTE_READ));
             assertEquals(WcStatus.SUCCESS, poll(p.b.cq).status);
             assertNotEquals(rkey, rkey2);
-            p.a.qp.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 0, 8).remote(target.address(), rkey));
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(2)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .signaled(true)
+                    .buffer(src, 0, 8)
+                    .remote(target.address(), rkey));
             assertEquals(WcStatus.REM_ACCESS_ERR, poll(p.a.cq).status);
         }
         try (Pair p = pair()) {
             MemoryRegion target = p.b.mrAll(4096), back = p.a.mrAll(4096);
             MemoryWindow mw = p.b.pd.allocMemoryWindow(MwType.TYPE_1);
-            int rkey = p.b.qp.bindMemoryWindow(mw, 1, false, target, target.address(), 512, EnumSet.of(Access.REMOTE_READ));
-            p.a.qp.postSend(new SendWorkRequest().wrId(3).opcode(WrOpcode.RDMA_READ).signaled(true).buffer(back, 0, 512).remote(target.address(), rkey));
+            int rkey = p.b.qp.bindMemoryWindow(
+                    mw, 1, false, target, target.address(), 512, EnumSet.of(Access.REMOTE_READ));
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(3)
+                    .opcode(WrOpcode.RDMA_READ)
+                    .signaled(true)
+                    .buffer(back, 0, 512)
+                    .remote(target.address(), rkey));
             assertEquals(WcStatus.SUCCESS, poll(p.a.cq).status);
-            p.a.qp.postSend(new SendWorkRequest().wrId(4).opcode(WrOpcode.RDMA_READ).signaled(true).buffer(back, 0, 513).remote(target.address(), rkey));
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(4)
+                    .opcode(WrOpcode.RDMA_READ)
+                    .signaled(true)
+                    .buffer(back, 0, 513)
+                    .remote(target.address(), rkey));
             assertEquals(WcStatus.REM_ACCESS_ERR, poll(p.a.cq).status);
         }
         try (Pair p = pair()) { // the region must allow MW_BIND
@@ -131,7 +170,8 @@ class MiscTest {
             fill(src.segment(), 4096, 12);
             MemoryWindow mw = p.b.pd.allocMemoryWindow(MwType.TYPE_2);
             int rkey = (mw.rkey() & ~0xFF) | 0x42;
-            SendWorkRequest bind = new SendWorkRequest().wrId(1).opcode(WrOpcode.BIND_MW).signaled(true);
+            SendWorkRequest bind =
+                    new SendWorkRequest().wrId(1).opcode(WrOpcode.BIND_MW).signaled(true);
             bind.bindMw = mw;
             bind.bindRkey = rkey;
             bind.bindMr = target;
@@ -141,7 +181,12 @@ class MiscTest {
             p.b.qp.postSend(bind);
             assertEquals(WcOpcode.BIND_MW, poll(p.b.cq).opcode);
             assertEquals(rkey, mw.rkey());
-            p.a.qp.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 0, 2048).remote(target.address(), rkey));
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(2)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .signaled(true)
+                    .buffer(src, 0, 2048)
+                    .remote(target.address(), rkey));
             assertEquals(WcStatus.SUCCESS, poll(p.a.cq).status);
             assertFilled(target.segment(), 0, 2048, 12);
             // binding a bound type 2 window again fails
@@ -152,7 +197,8 @@ class MiscTest {
             MemoryRegion target = p.b.mrAll(4096), src = p.a.mrAll(64);
             MemoryWindow mw = p.b.pd.allocMemoryWindow(MwType.TYPE_2);
             int before = mw.rkey();
-            SendWorkRequest bind = new SendWorkRequest().wrId(1).opcode(WrOpcode.BIND_MW).signaled(true);
+            SendWorkRequest bind =
+                    new SendWorkRequest().wrId(1).opcode(WrOpcode.BIND_MW).signaled(true);
             bind.bindMw = mw;
             bind.bindMr = target;
             bind.bindAddr = target.address();
@@ -163,7 +209,12 @@ class MiscTest {
             assertEquals(before & ~0xFF, rkey & ~0xFF);
             assertNotEquals(before, rkey);
             assertEquals(WcStatus.SUCCESS, poll(p.b.cq).status);
-            p.a.qp.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 0, 64).remote(target.address(), rkey));
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(2)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .signaled(true)
+                    .buffer(src, 0, 64)
+                    .remote(target.address(), rkey));
             assertEquals(WcStatus.SUCCESS, poll(p.a.cq).status);
         }
         try (Pair p = pair()) {
@@ -177,14 +228,20 @@ class MiscTest {
             bind.bindAddr = target.address();
             bind.bindLength = 4096;
             bind.bindAccess.add(Access.REMOTE_WRITE);
-            SendWorkRequest inv = new SendWorkRequest().wrId(2).opcode(WrOpcode.LOCAL_INV).signaled(true);
+            SendWorkRequest inv =
+                    new SendWorkRequest().wrId(2).opcode(WrOpcode.LOCAL_INV).signaled(true);
             inv.invalidateRkey = rkey;
             bind.next(inv);
             p.b.qp.postSend(bind);
             WorkCompletion c = poll(p.b.cq);
             assertEquals(WcOpcode.LOCAL_INV, c.opcode);
             assertEquals(2, c.wrId);
-            p.a.qp.postSend(new SendWorkRequest().wrId(3).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 0, 8).remote(target.address(), rkey));
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(3)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .signaled(true)
+                    .buffer(src, 0, 8)
+                    .remote(target.address(), rkey));
             assertEquals(WcStatus.REM_ACCESS_ERR, poll(p.a.cq).status);
         }
         try (Pair p = pair()) {
@@ -200,7 +257,11 @@ class MiscTest {
             bind.bindAccess.add(Access.REMOTE_WRITE);
             p.b.qp.postSend(bind);
             p.b.qp.postRecv(new RecvWorkRequest().wrId(5).buffer(rbuf, 0, 64));
-            SendWorkRequest swi = new SendWorkRequest().wrId(6).opcode(WrOpcode.SEND_WITH_INV).signaled(true).buffer(src, 0, 16);
+            SendWorkRequest swi = new SendWorkRequest()
+                    .wrId(6)
+                    .opcode(WrOpcode.SEND_WITH_INV)
+                    .signaled(true)
+                    .buffer(src, 0, 16);
             swi.invalidateRkey = rkey;
             p.a.qp.postSend(swi);
             assertEquals(WcStatus.SUCCESS, poll(p.a.cq).status);
@@ -208,7 +269,12 @@ class MiscTest {
             assertEquals(WcStatus.SUCCESS, r.status, r::toString);
             assertTrue(r.hasInv());
             assertEquals(rkey, r.immData);
-            p.a.qp.postSend(new SendWorkRequest().wrId(7).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 0, 8).remote(target.address(), rkey));
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(7)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .signaled(true)
+                    .buffer(src, 0, 8)
+                    .remote(target.address(), rkey));
             assertEquals(WcStatus.REM_ACCESS_ERR, poll(p.a.cq).status);
         }
     }
@@ -217,7 +283,8 @@ class MiscTest {
     void completionChannelNextAndSolicited() {
         try (Pair p = pair()) {
             MemoryRegion src = p.a.mrAll(64), dst = p.b.mrAll(256);
-            for (int i = 0; i < 3; i++) p.b.qp.postRecv(new RecvWorkRequest().wrId(i).buffer(dst, i * 64L, 64));
+            for (int i = 0; i < 3; i++)
+                p.b.qp.postRecv(new RecvWorkRequest().wrId(i).buffer(dst, i * 64L, 64));
             assertNull(p.b.ch.awaitEvent(Duration.ofMillis(20)));
             p.b.cq.requestNotify(false);
             p.a.qp.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.SEND).buffer(src, 0, 8));
@@ -230,7 +297,11 @@ class MiscTest {
             p.a.qp.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.SEND).buffer(src, 0, 8));
             assertEquals(1, poll(p.b.cq).wrId);
             assertNull(p.b.ch.awaitEvent(Duration.ofMillis(100)), "an unsolicited message raised an event");
-            p.a.qp.postSend(new SendWorkRequest().wrId(3).opcode(WrOpcode.SEND).flag(SendFlag.SOLICITED, true).buffer(src, 0, 8));
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(3)
+                    .opcode(WrOpcode.SEND)
+                    .flag(SendFlag.SOLICITED, true)
+                    .buffer(src, 0, 8));
             assertSame(p.b.cq, p.b.ch.awaitEvent(Duration.ofSeconds(5)));
             p.b.cq.ackEvents(1);
             assertEquals(2, poll(p.b.cq).wrId);
@@ -241,9 +312,24 @@ class MiscTest {
     void cqOverrunIsReported() {
         try (Pair p = pair(o -> o.cqe = 2)) {
             MemoryRegion src = p.a.mrAll(64), dst = p.b.mrAll(64);
-            p.a.qp.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 0, 8).remote(dst.address(), dst.rkey()));
-            p.a.qp.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 0, 8).remote(dst.address(), dst.rkey()));
-            p.a.qp.postSend(new SendWorkRequest().wrId(3).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 0, 8).remote(dst.address(), dst.rkey()));
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(1)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .signaled(true)
+                    .buffer(src, 0, 8)
+                    .remote(dst.address(), dst.rkey()));
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(2)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .signaled(true)
+                    .buffer(src, 0, 8)
+                    .remote(dst.address(), dst.rkey()));
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(3)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .signaled(true)
+                    .buffer(src, 0, 8)
+                    .remote(dst.address(), dst.rkey()));
             long end = System.nanoTime() + 5_000_000_000L;
             while (((SoftCq) p.a.cq).lost() == 0 && System.nanoTime() < end) sleep(1);
             WorkCompletion[] wc = WorkCompletion.array(4);
@@ -273,7 +359,10 @@ class MiscTest {
         assertTrue(p.a.ch.isClosed());
         assertTrue(mr.isClosed());
         assertTrue(mw.isClosed());
-        assertThrows(ClosedException.class, () -> p.a.qp.postSend(new SendWorkRequest().opcode(WrOpcode.SEND).buffer(mr, 0, 8)));
+        assertThrows(
+                ClosedException.class,
+                () -> p.a.qp.postSend(
+                        new SendWorkRequest().opcode(WrOpcode.SEND).buffer(mr, 0, 8)));
         assertThrows(ClosedException.class, () -> p.a.cq.poll(WorkCompletion.array(1)));
         assertThrows(ClosedException.class, () -> p.a.pd.allocMemoryWindow(MwType.TYPE_1));
         assertThrows(ClosedException.class, () -> p.a.ctx.allocPd());
@@ -289,21 +378,28 @@ class MiscTest {
         try (Pair p = pair()) {
             MemoryRegion dst = p.b.mrAll(64), src = p.a.mrAll(64);
             dst.close();
-            p.a.qp.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 0, 8).remote(dst.address(), dst.rkey()));
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(1)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .signaled(true)
+                    .buffer(src, 0, 8)
+                    .remote(dst.address(), dst.rkey()));
             assertEquals(WcStatus.REM_ACCESS_ERR, poll(p.a.cq).status);
         }
     }
 
     @Test
     void corruptedAndMalformedPacketsAreDroppedAndCounted() throws Exception {
-        try (Pair p = pair(); DatagramChannel ch = DatagramChannel.open(StandardProtocolFamily.INET)) {
+        try (Pair p = pair();
+                DatagramChannel ch = DatagramChannel.open(StandardProtocolFamily.INET)) {
             ch.bind(new InetSocketAddress(A, 0));
             int srcPort = ((InetSocketAddress) ch.getLocalAddress()).getPort();
             SoftContext ctx = (SoftContext) p.b.ctx;
             SoftContext.Stats before = ctx.stats();
             long icrcBefore = p.b.ctx.counters().get("rx_bad_icrc");
             ByteBuffer b = ByteBuffer.allocate(64);
-            int len = RocePacket.writeBth(b, 0, Opcode.SEND_ONLY.code(), false, Bth.DEFAULT_PKEY, p.b.qp.qpNum(), true, 5000, 8);
+            int len = RocePacket.writeBth(
+                    b, 0, Opcode.SEND_ONLY.code(), false, Bth.DEFAULT_PKEY, p.b.qp.qpNum(), true, 5000, 8);
             new Icrc().generate(b, 0, len, A.hashCode(), B.hashCode(), srcPort, PORT);
             b.put(14, (byte) (b.get(14) ^ 0x10)); // flip a payload bit after the ICRC
             ch.send(b.slice(0, len), new InetSocketAddress(B, PORT));
@@ -323,7 +419,11 @@ class MiscTest {
             // the QP is unharmed
             MemoryRegion src = p.a.mrAll(64), dst = p.b.mrAll(64);
             p.b.qp.postRecv(new RecvWorkRequest().wrId(1).buffer(dst, 0, 64));
-            p.a.qp.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.SEND).signaled(true).buffer(src, 0, 8));
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(2)
+                    .opcode(WrOpcode.SEND)
+                    .signaled(true)
+                    .buffer(src, 0, 8));
             assertEquals(WcStatus.SUCCESS, poll(p.b.cq).status);
             assertEquals(WcStatus.SUCCESS, poll(p.a.cq).status);
         }
@@ -331,7 +431,8 @@ class MiscTest {
 
     @Test
     void lostPacketsAreRetransmitted() {
-        try (Pair p = pair(o -> o.timeout = 14)) { // 67 ms: on a loaded 2-core box a receive thread may wait ~100 ms for a CPU
+        try (Pair p = pair(
+                o -> o.timeout = 14)) { // 67 ms: on a loaded 2-core box a receive thread may wait ~100 ms for a CPU
             Transport ta = ((SoftContext) p.a.ctx).transport, tb = ((SoftContext) p.b.ctx).transport;
             try {
                 ta.testDropOneIn = 12;
@@ -339,14 +440,30 @@ class MiscTest {
                 int size = 256 * 1024;
                 MemoryRegion src = p.a.mrAll(size), dst = p.b.mrAll(size), back = p.a.mrAll(size), rb = p.b.mrAll(size);
                 fill(src.segment(), size, 21);
-                p.a.qp.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 0, size).remote(dst.address(), dst.rkey()));
+                p.a.qp.postSend(new SendWorkRequest()
+                        .wrId(1)
+                        .opcode(WrOpcode.RDMA_WRITE)
+                        .signaled(true)
+                        .buffer(src, 0, size)
+                        .remote(dst.address(), dst.rkey()));
                 assertEquals(WcStatus.SUCCESS, poll(p.a.cq, 20000).status);
                 assertFilled(dst.segment(), 0, size, 21);
-                p.a.qp.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.RDMA_READ).signaled(true).buffer(back, 0, size).remote(dst.address(), dst.rkey()));
+                p.a.qp.postSend(new SendWorkRequest()
+                        .wrId(2)
+                        .opcode(WrOpcode.RDMA_READ)
+                        .signaled(true)
+                        .buffer(back, 0, size)
+                        .remote(dst.address(), dst.rkey()));
                 assertEquals(WcStatus.SUCCESS, poll(p.a.cq, 20000).status);
                 assertFilled(back.segment(), 0, size, 21);
-                for (int i = 0; i < 20; i++) p.b.qp.postRecv(new RecvWorkRequest().wrId(i).buffer(rb, 0, size));
-                for (int i = 0; i < 20; i++) p.a.qp.postSend(new SendWorkRequest().wrId(100 + i).opcode(WrOpcode.SEND).signaled(true).buffer(src, 0, 3000));
+                for (int i = 0; i < 20; i++)
+                    p.b.qp.postRecv(new RecvWorkRequest().wrId(i).buffer(rb, 0, size));
+                for (int i = 0; i < 20; i++)
+                    p.a.qp.postSend(new SendWorkRequest()
+                            .wrId(100 + i)
+                            .opcode(WrOpcode.SEND)
+                            .signaled(true)
+                            .buffer(src, 0, 3000));
                 for (int i = 0; i < 20; i++) {
                     WorkCompletion c = poll(p.a.cq, 20000);
                     assertEquals(WcStatus.SUCCESS, c.status);
@@ -357,9 +474,17 @@ class MiscTest {
                 }
                 MemoryRegion cnt = p.b.mrAll(8), res = p.a.mrAll(8);
                 for (int i = 0; i < 20; i++)
-                    p.a.qp.postSend(new SendWorkRequest().wrId(200 + i).opcode(WrOpcode.ATOMIC_FETCH_AND_ADD).signaled(true).buffer(res, 0, 8).atomic(cnt.address(), cnt.rkey(), 1, 0));
+                    p.a.qp.postSend(new SendWorkRequest()
+                            .wrId(200 + i)
+                            .opcode(WrOpcode.ATOMIC_FETCH_AND_ADD)
+                            .signaled(true)
+                            .buffer(res, 0, 8)
+                            .atomic(cnt.address(), cnt.rkey(), 1, 0));
                 for (int i = 0; i < 20; i++) assertEquals(WcStatus.SUCCESS, poll(p.a.cq, 20000).status);
-                assertEquals(20L, cnt.segment().get(java.lang.foreign.ValueLayout.JAVA_LONG, 0), "each atomic executed exactly once");
+                assertEquals(
+                        20L,
+                        cnt.segment().get(java.lang.foreign.ValueLayout.JAVA_LONG, 0),
+                        "each atomic executed exactly once");
                 assertTrue(((SoftContext) p.a.ctx).stats().retransmits() > 0);
             } finally {
                 ta.testDropOneIn = 0;
@@ -370,10 +495,16 @@ class MiscTest {
 
     @Test
     void confinedMemoryIsRefusedWithAnExplanation() {
-        try (Pair p = pair(); var confined = java.lang.foreign.Arena.ofConfined()) {
-            VerbsException e = assertThrows(VerbsException.class, () -> p.a.pd.registerMemory(confined.allocate(64), Access.LOCAL_WRITE));
+        try (Pair p = pair();
+                var confined = java.lang.foreign.Arena.ofConfined()) {
+            VerbsException e = assertThrows(
+                    VerbsException.class, () -> p.a.pd.registerMemory(confined.allocate(64), Access.LOCAL_WRITE));
             assertTrue(e.getMessage().contains("Arena.ofShared"), e.getMessage());
-            assertThrows(VerbsException.class, () -> p.a.pd.createQueuePair(QpInitAttr.builder(p.a.cq).type(dev.jrdma.verbs.QpType.UC).build()));
+            assertThrows(
+                    VerbsException.class,
+                    () -> p.a.pd.createQueuePair(QpInitAttr.builder(p.a.cq)
+                            .type(dev.jrdma.verbs.QpType.UC)
+                            .build()));
         }
     }
 
@@ -391,7 +522,12 @@ class MiscTest {
             assertTrue(p.a.qp.cap().maxSendWr() >= 64);
             MemoryRegion src = p.a.mrAll(64), dst = p.b.mrAll(64);
             p.a.qp.modify(new dev.jrdma.verbs.QpAttr().state(dev.jrdma.verbs.QpState.SQD));
-            p.a.qp.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 0, 8).remote(dst.address(), dst.rkey()));
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(1)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .signaled(true)
+                    .buffer(src, 0, 8)
+                    .remote(dst.address(), dst.rkey()));
             assertNoCompletion(p.a.cq, 50);
             p.a.qp.modify(new dev.jrdma.verbs.QpAttr().state(dev.jrdma.verbs.QpState.RTS));
             assertEquals(WcStatus.SUCCESS, poll(p.a.cq).status);

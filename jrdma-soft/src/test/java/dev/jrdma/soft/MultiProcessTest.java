@@ -22,7 +22,6 @@ import dev.jrdma.verbs.WcOpcode;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintWriter;
@@ -46,9 +45,12 @@ class MultiProcessTest {
     @Test
     void twoProcessesTalkOverRoceV2() throws Exception {
         Map<String, Long> counters = talk(List.of("-Djrdma.soft.shm=auto"));
-        assertTrue(counters.get("tx_shm_packets") > 0 && counters.get("tx_shm_packets").equals(counters.get("tx_packets")),
+        assertTrue(
+                counters.get("tx_shm_packets") > 0
+                        && counters.get("tx_shm_packets").equals(counters.get("tx_packets")),
                 "every packet to the child went through its ring: " + counters);
-        assertTrue(counters.get("rx_shm_packets") > 0, "the child's packets came through this device's ring: " + counters);
+        assertTrue(
+                counters.get("rx_shm_packets") > 0, "the child's packets came through this device's ring: " + counters);
     }
 
     /** The child without a ring ({@code -Djrdma.soft.shm=off}): both directions fall back to UDP. */
@@ -78,16 +80,21 @@ class MultiProcessTest {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
         List<String> command = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED"));
         command.addAll(childOptions);
-        command.addAll(List.of("-cp", System.getProperty("java.class.path"), PeerMain.class.getName(), Integer.toString(port)));
-        Process child = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        command.addAll(List.of(
+                "-cp", System.getProperty("java.class.path"), PeerMain.class.getName(), Integer.toString(port)));
+        Process child = new ProcessBuilder(command)
+                .redirectError(ProcessBuilder.Redirect.INHERIT)
+                .start();
         Map<String, Long> before = ctx.counters();
-        try (Arena arena = Arena.ofShared(); Context c = ctx) {
+        try (Arena arena = Arena.ofShared();
+                Context c = ctx) {
             BufferedReader out = new BufferedReader(new InputStreamReader(child.getInputStream()));
             PrintWriter to = new PrintWriter(child.getOutputStream(), true);
             ProtectionDomain pd = c.allocPd();
             CompletionQueue cq = c.createCq(16, null);
             QueuePair qp = pd.createQueuePair(QpInitAttr.builder(cq).build());
-            MemoryRegion mr = pd.registerMemory(arena.allocate(4096, 8), Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ);
+            MemoryRegion mr = pd.registerMemory(
+                    arena.allocate(4096, 8), Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ);
             String ready = out.readLine();
             assertNotNull(ready, "the child said nothing");
             assertTrue(ready.startsWith("READY "), ready);
@@ -96,10 +103,26 @@ class MultiProcessTest {
             long peerAddr = Long.parseLong(f[2]);
             int peerRkey = Integer.parseInt(f[3]);
             assertEquals(Gid.parse("::ffff:127.0.0.2"), Gid.parse(f[4]));
-            qp.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(1).access(Access.REMOTE_WRITE, Access.REMOTE_READ));
-            qp.modify(new QpAttr().state(QpState.RTR).ah(new AhAttr().global(Gid.parse(f[4]), 0)).pathMtu(Mtu.MTU_1024)
-                    .destQpNum(peerQpn).rqPsn(2000).maxDestRdAtomic(4).minRnrTimer(1));
-            qp.modify(new QpAttr().state(QpState.RTS).timeout(14).retryCnt(7).rnrRetry(7).sqPsn(1000).maxRdAtomic(4));
+            qp.modify(new QpAttr()
+                    .state(QpState.INIT)
+                    .pkeyIndex(0)
+                    .port(1)
+                    .access(Access.REMOTE_WRITE, Access.REMOTE_READ));
+            qp.modify(new QpAttr()
+                    .state(QpState.RTR)
+                    .ah(new AhAttr().global(Gid.parse(f[4]), 0))
+                    .pathMtu(Mtu.MTU_1024)
+                    .destQpNum(peerQpn)
+                    .rqPsn(2000)
+                    .maxDestRdAtomic(4)
+                    .minRnrTimer(1));
+            qp.modify(new QpAttr()
+                    .state(QpState.RTS)
+                    .timeout(14)
+                    .retryCnt(7)
+                    .rnrRetry(7)
+                    .sqPsn(1000)
+                    .maxRdAtomic(4));
             to.println("PEER " + qp.qpNum() + " " + mr.address() + " " + mr.rkey() + " " + c.queryGid(1, 0));
             assertEquals("CONNECTED", out.readLine());
             if (childOptions.contains("-Djrdma.soft.shm=auto")) {
@@ -107,15 +130,25 @@ class MultiProcessTest {
             }
 
             // READ the child's pattern
-            qp.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_READ).signaled(true).buffer(mr, 2048, 2048).remote(peerAddr, peerRkey));
+            qp.postSend(new SendWorkRequest()
+                    .wrId(1)
+                    .opcode(WrOpcode.RDMA_READ)
+                    .signaled(true)
+                    .buffer(mr, 2048, 2048)
+                    .remote(peerAddr, peerRkey));
             WorkCompletion r = poll(cq, 20000);
             assertEquals(WcStatus.SUCCESS, r.status, r::toString);
-            for (int i = 0; i < 2048; i++) assertEquals((byte) (i * 7 + 99), mr.segment().get(ValueLayout.JAVA_BYTE, 2048 + i));
+            for (int i = 0; i < 2048; i++)
+                assertEquals((byte) (i * 7 + 99), mr.segment().get(ValueLayout.JAVA_BYTE, 2048 + i));
 
             // SEND 100 bytes; the child writes them back at offset 1000 with immediate data
             for (int i = 0; i < 100; i++) mr.segment().set(ValueLayout.JAVA_BYTE, i, (byte) (i + 1));
             qp.postRecv(new RecvWorkRequest().wrId(3).buffer(mr, 3000, 16));
-            qp.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.SEND).signaled(true).buffer(mr, 0, 100));
+            qp.postSend(new SendWorkRequest()
+                    .wrId(2)
+                    .opcode(WrOpcode.SEND)
+                    .signaled(true)
+                    .buffer(mr, 0, 100));
             // the two completions in either order: the child writes back on receiving the SEND, and its ACK of the
             // SEND may be coalesced with (sent after) that WRITE
             WorkCompletion s = poll(cq, 20000), w = poll(cq, 20000);
@@ -129,7 +162,8 @@ class MultiProcessTest {
             assertEquals(WcStatus.SUCCESS, w.status, w::toString);
             assertEquals(WcOpcode.RECV_RDMA_WITH_IMM, w.opcode);
             assertEquals(100, w.immData);
-            for (int i = 0; i < 100; i++) assertEquals((byte) (i + 1), mr.segment().get(ValueLayout.JAVA_BYTE, 1000 + i));
+            for (int i = 0; i < 100; i++)
+                assertEquals((byte) (i + 1), mr.segment().get(ValueLayout.JAVA_BYTE, 1000 + i));
             assertEquals("DONE", out.readLine());
             to.println("BYE");
             assertTrue(child.waitFor(20, TimeUnit.SECONDS));
@@ -144,7 +178,8 @@ class MultiProcessTest {
 
     /** Whether a UDP socket can bind {@code address:port} now. */
     static boolean freeOn(java.net.InetAddress address, int port) {
-        try (java.net.DatagramSocket probe = new java.net.DatagramSocket(new java.net.InetSocketAddress(address, port))) {
+        try (java.net.DatagramSocket probe =
+                new java.net.DatagramSocket(new java.net.InetSocketAddress(address, port))) {
             return true;
         } catch (java.io.IOException taken) {
             return false;

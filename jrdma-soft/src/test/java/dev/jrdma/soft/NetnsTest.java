@@ -29,6 +29,7 @@ class NetnsTest {
      * the wire is the route's (64) all the same, as Linux sets it for RoCEv2 devices.
      */
     private static final int[] HEADER_A = {0xB8, 0x12345, 7}, HEADER_B = {0x28, 0xABCDE, 200};
+
     private static final int ROUTE_HOP_LIMIT = 64;
 
     private static int run(String... cmd) {
@@ -56,7 +57,9 @@ class NetnsTest {
      */
     @Test
     void ipv6PacketsCarryTheIpv6IcrcOnTheWire() throws Exception {
-        Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/bin/tcpdump")) || Files.isExecutable(Path.of("/usr/sbin/tcpdump")), "no tcpdump");
+        Assumptions.assumeTrue(
+                Files.isExecutable(Path.of("/usr/bin/tcpdump")) || Files.isExecutable(Path.of("/usr/sbin/tcpdump")),
+                "no tcpdump");
         Path pcap = Files.createTempFile("jrdma-v6", ".pcap");
         try {
             exchange(pcap, "-Djrdma.soft.ipv4.send=udp", true);
@@ -74,10 +77,15 @@ class NetnsTest {
                 int first = ip.getInt(0);
                 assertEquals(want[0], (first >>> 20) & 0xFF, "traffic class of packet " + roce + " from ::" + sender);
                 assertEquals(want[1], first & 0xFFFFF, "flow label of packet " + roce + " from ::" + sender);
-                assertEquals(ROUTE_HOP_LIMIT, ip.get(7) & 0xFF, "hop limit of packet " + roce + " from ::" + sender + " (the route's, not the AV's " + want[2] + ")");
+                assertEquals(
+                        ROUTE_HOP_LIMIT,
+                        ip.get(7) & 0xFF,
+                        "hop limit of packet " + roce + " from ::" + sender + " (the route's, not the AV's " + want[2]
+                                + ")");
                 int udpLen = ip.getShort(4) & 0xFFFF;
                 assertEquals(udpLen, ip.getShort(44) & 0xFFFF, "UDP length = IPv6 payload length");
-                // (the UDP checksum is the kernel's, and a capture on a veth shows it before checksum offload fills it in)
+                // (the UDP checksum is the kernel's, and a capture on a veth shows it before checksum offload fills it
+                // in)
                 byte[] in = new byte[8 + 40 + udpLen - 4];
                 java.util.Arrays.fill(in, 0, 8, (byte) 0xFF);
                 ip.get(0, in, 8, 40 + udpLen - 4);
@@ -108,7 +116,9 @@ class NetnsTest {
      */
     @Test
     void rawIpv4PacketsCarryAnIcrcOverTheIdentificationOnTheWire() throws Exception {
-        Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/bin/tcpdump")) || Files.isExecutable(Path.of("/usr/sbin/tcpdump")), "no tcpdump");
+        Assumptions.assumeTrue(
+                Files.isExecutable(Path.of("/usr/bin/tcpdump")) || Files.isExecutable(Path.of("/usr/sbin/tcpdump")),
+                "no tcpdump");
         Path pcap = Files.createTempFile("jrdma-raw", ".pcap");
         try {
             exchange(pcap, "-Djrdma.soft.ipv4.send=raw", false);
@@ -125,14 +135,20 @@ class NetnsTest {
                 senders.add((ip.getInt(12) & 0xFF) + "");
                 int[] want = (ip.getInt(12) & 0xFF) == 1 ? HEADER_A : HEADER_B;
                 assertEquals(want[0], ip.get(1) & 0xFF, "TOS of packet " + roce);
-                assertEquals(ROUTE_HOP_LIMIT, ip.get(8) & 0xFF, "TTL of packet " + roce + " (the route's, not the AV's " + want[2] + ")");
+                assertEquals(
+                        ROUTE_HOP_LIMIT,
+                        ip.get(8) & 0xFF,
+                        "TTL of packet " + roce + " (the route's, not the AV's " + want[2] + ")");
                 assertNotEquals(0, id, "identification of packet " + roce);
                 assertEquals(0x4000, ip.getShort(6) & 0xFFFF, "DF, not fragmented");
                 assertEquals(0, Pcap.onesComplementSum(ip, 0, 20), "IPv4 header checksum of packet " + roce);
                 int udpLen = ip.getShort(24) & 0xFFFF;
                 assertNotEquals(0, ip.getShort(26), "a UDP checksum is set");
                 ByteBuffer pseudo = ByteBuffer.allocate(12 + udpLen + 1);
-                pseudo.putInt(ip.getInt(12)).putInt(ip.getInt(16)).putShort((short) 17).putShort((short) udpLen);
+                pseudo.putInt(ip.getInt(12))
+                        .putInt(ip.getInt(16))
+                        .putShort((short) 17)
+                        .putShort((short) udpLen);
                 pseudo.put(ip.slice(20, udpLen));
                 assertEquals(0, Pcap.onesComplementSum(pseudo, 0, 12 + udpLen), "UDP checksum of packet " + roce);
                 // the ICRC as a receiving RoCE device recomputes it: masked LRH, IP header with TOS, TTL and
@@ -168,7 +184,9 @@ class NetnsTest {
     /** Whether interface {@code dev} in namespace {@code ns} has a link-local IPv6 address that is not tentative. */
     private static boolean linkLocalReady(String ns, String dev) {
         try {
-            Process p = new ProcessBuilder("ip", "-n", ns, "-6", "addr", "show", "dev", dev, "scope", "link").redirectErrorStream(true).start();
+            Process p = new ProcessBuilder("ip", "-n", ns, "-6", "addr", "show", "dev", dev, "scope", "link")
+                    .redirectErrorStream(true)
+                    .start();
             String out = new String(p.getInputStream().readAllBytes());
             p.waitFor(10, TimeUnit.SECONDS);
             return out.contains("fe80") && !out.contains("tentative");
@@ -179,10 +197,12 @@ class NetnsTest {
 
     /** One SEND and one WRITE_WITH_IMM between the namespaces; with {@code pcap}, the veth's RoCEv2 traffic captured there. */
     private void exchange(Path pcap, String jvmOption, boolean ipv6) throws Exception {
-        Assumptions.assumeTrue(Files.isExecutable(Path.of("/usr/sbin/ip")) || Files.isExecutable(Path.of("/sbin/ip")), "no iproute2");
+        Assumptions.assumeTrue(
+                Files.isExecutable(Path.of("/usr/sbin/ip")) || Files.isExecutable(Path.of("/sbin/ip")), "no iproute2");
         String tag = Long.toString(ProcessHandle.current().pid() % 100000) + (ipv6 ? "6" : pcap == null ? "u" : "r");
         String nsA = "jrdmaA" + tag, nsB = "jrdmaB" + tag, vA = "jrA" + tag, vB = "jrB" + tag;
-        Assumptions.assumeTrue(run("ip", "netns", "add", nsA) == 0, "cannot create network namespaces here (needs root)");
+        Assumptions.assumeTrue(
+                run("ip", "netns", "add", nsA) == 0, "cannot create network namespaces here (needs root)");
         List<Process> procs = new ArrayList<>();
         try {
             assertEquals(0, run("ip", "netns", "add", nsB));
@@ -203,33 +223,87 @@ class NetnsTest {
                 // neighbour discovery waits for the link-local addresses, tentative while duplicate address detection
                 // runs (a second or two after the link comes up): until then packets to the peer are queued or lost
                 long deadline = System.nanoTime() + 10_000_000_000L;
-                while (System.nanoTime() < deadline && !(linkLocalReady(nsA, vA) && linkLocalReady(nsB, vB))) Thread.sleep(100);
-                assertTrue(linkLocalReady(nsA, vA) && linkLocalReady(nsB, vB), "the veth's link-local addresses left the tentative state");
+                while (System.nanoTime() < deadline && !(linkLocalReady(nsA, vA) && linkLocalReady(nsB, vB)))
+                    Thread.sleep(100);
+                assertTrue(
+                        linkLocalReady(nsA, vA) && linkLocalReady(nsB, vB),
+                        "the veth's link-local addresses left the tentative state");
             }
             Process capture = null;
             if (pcap != null) {
-                capture = new ProcessBuilder("ip", "netns", "exec", nsB, "tcpdump", "-i", vB, "-U", "-s", "0", "-w", pcap.toString(),
-                        "udp", "port", "4791").redirectErrorStream(true).start();
+                capture = new ProcessBuilder(
+                                "ip",
+                                "netns",
+                                "exec",
+                                nsB,
+                                "tcpdump",
+                                "-i",
+                                vB,
+                                "-U",
+                                "-s",
+                                "0",
+                                "-w",
+                                pcap.toString(),
+                                "udp",
+                                "port",
+                                "4791")
+                        .redirectErrorStream(true)
+                        .start();
                 procs.add(capture);
                 BufferedReader cOut = new BufferedReader(new InputStreamReader(capture.getInputStream()));
                 String l = cOut.readLine(); // "tcpdump: listening on ..." once it captures
                 assertTrue(l != null && l.contains("listening"), "tcpdump: " + l);
             }
-            String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
+            String java =
+                    Path.of(System.getProperty("java.home"), "bin", "java").toString();
             String cp = System.getProperty("java.class.path");
-            Process b = new ProcessBuilder("ip", "netns", "exec", nsB, java, "--enable-native-access=ALL-UNNAMED", jvmOption, "-cp", cp,
-                    PeerMain.class.getName(), "4791", ipv6 ? "[fd31::2]" : "10.231.0.2", headerArg(HEADER_B)).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            Process b = new ProcessBuilder(
+                            "ip",
+                            "netns",
+                            "exec",
+                            nsB,
+                            java,
+                            "--enable-native-access=ALL-UNNAMED",
+                            jvmOption,
+                            "-cp",
+                            cp,
+                            PeerMain.class.getName(),
+                            "4791",
+                            ipv6 ? "[fd31::2]" : "10.231.0.2",
+                            headerArg(HEADER_B))
+                    .redirectError(ProcessBuilder.Redirect.INHERIT)
+                    .start();
             procs.add(b);
-            Process a = new ProcessBuilder("ip", "netns", "exec", nsA, java, "--enable-native-access=ALL-UNNAMED", jvmOption, "-cp", cp,
-                    InitiatorMain.class.getName(), "4791", ipv6 ? "[fd31::1]" : "10.231.0.1", headerArg(HEADER_A)).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+            Process a = new ProcessBuilder(
+                            "ip",
+                            "netns",
+                            "exec",
+                            nsA,
+                            java,
+                            "--enable-native-access=ALL-UNNAMED",
+                            jvmOption,
+                            "-cp",
+                            cp,
+                            InitiatorMain.class.getName(),
+                            "4791",
+                            ipv6 ? "[fd31::1]" : "10.231.0.1",
+                            headerArg(HEADER_A))
+                    .redirectError(ProcessBuilder.Redirect.INHERIT)
+                    .start();
             procs.add(a);
             BufferedReader bOut = new BufferedReader(new InputStreamReader(b.getInputStream()));
             BufferedReader aOut = new BufferedReader(new InputStreamReader(a.getInputStream()));
-            PrintWriter bIn = new PrintWriter(b.getOutputStream(), true), aIn = new PrintWriter(a.getOutputStream(), true);
+            PrintWriter bIn = new PrintWriter(b.getOutputStream(), true),
+                    aIn = new PrintWriter(a.getOutputStream(), true);
             String ready = bOut.readLine();
             assertNotNull(ready);
             assertTrue(ready.startsWith("READY "), ready);
-            assertTrue(ready.endsWith(ipv6 ? "fd31:0000:0000:0000:0000:0000:0000:0002" : "0000:0000:0000:0000:0000:ffff:0ae7:0002"), ready);
+            assertTrue(
+                    ready.endsWith(
+                            ipv6
+                                    ? "fd31:0000:0000:0000:0000:0000:0000:0002"
+                                    : "0000:0000:0000:0000:0000:ffff:0ae7:0002"),
+                    ready);
             aIn.println(ready);
             String peer = aOut.readLine();
             assertNotNull(peer);
@@ -252,7 +326,9 @@ class NetnsTest {
                 int seen = -1;
                 while (System.nanoTime() < deadline) {
                     Thread.sleep(500);
-                    int now = Files.size(pcap) >= 24 ? Pcap.ethernetFrames(Files.readAllBytes(pcap)).size() : 0;
+                    int now = Files.size(pcap) >= 24
+                            ? Pcap.ethernetFrames(Files.readAllBytes(pcap)).size()
+                            : 0;
                     if (now >= 4 && now == seen) break;
                     seen = now;
                 }

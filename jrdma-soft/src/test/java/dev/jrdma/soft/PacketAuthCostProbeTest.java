@@ -12,7 +12,6 @@ import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
@@ -34,7 +33,9 @@ class PacketAuthCostProbeTest {
             try (Pair p = ShmLinkTest.pairOn(link[0], link[1], link[2], link[2])) {
                 MemoryRegion a = p.a.mrAll(1 << 20), b = p.b.mrAll(1 << 20);
                 double[][] r = new double[2][];
-                for (int round = 0; round < 4; round++) { // plain, authenticated, plain, authenticated: the first two warm up (JIT)
+                for (int round = 0;
+                        round < 4;
+                        round++) { // plain, authenticated, plain, authenticated: the first two warm up (JIT)
                     int mode = round % 2;
                     Opts o = new Opts();
                     o.mtu = Mtu.MTU_4096;
@@ -43,13 +44,30 @@ class PacketAuthCostProbeTest {
                     connect(p.a, p.b, o, 100, 5000);
                     connect(p.b, p.a, o, 5000, 100);
                     assertEquals(mode == 1, ((SoftQp) p.a.qp).auth != null);
-                    r[mode] = new double[] {sendLat(p, a, b, 64, 20000), sendLat(p, a, b, 65536, 2000), writeBw(p, a, b, 64, 200_000), writeBw(p, a, b, 65536, 4000)};
+                    r[mode] = new double[] {
+                        sendLat(p, a, b, 64, 20000),
+                        sendLat(p, a, b, 65536, 2000),
+                        writeBw(p, a, b, 64, 200_000),
+                        writeBw(p, a, b, 65536, 4000)
+                    };
                 }
                 String name = ((SoftContext) p.a.ctx).transport.linkName();
-                System.out.printf("%s%n  send_lat 64 B: plain %.2f us, authenticated %.2f us (x%.2f)%n  send_lat 64 KiB: plain %.1f us, authenticated %.1f us (x%.2f)%n"
+                System.out.printf(
+                        "%s%n  send_lat 64 B: plain %.2f us, authenticated %.2f us (x%.2f)%n  send_lat 64 KiB: plain %.1f us, authenticated %.1f us (x%.2f)%n"
                                 + "  write_bw 64 B: plain %.2f Mmsg/s, authenticated %.2f Mmsg/s (x%.2f)%n  write_bw 64 KiB: plain %.0f MB/s, authenticated %.0f MB/s (x%.2f)%n",
-                        name, r[0][0], r[1][0], r[1][0] / r[0][0], r[0][1], r[1][1], r[1][1] / r[0][1],
-                        r[0][2] / 64, r[1][2] / 64, r[1][2] / r[0][2], r[0][3], r[1][3], r[1][3] / r[0][3]);
+                        name,
+                        r[0][0],
+                        r[1][0],
+                        r[1][0] / r[0][0],
+                        r[0][1],
+                        r[1][1],
+                        r[1][1] / r[0][1],
+                        r[0][2] / 64,
+                        r[1][2] / 64,
+                        r[1][2] / r[0][2],
+                        r[0][3],
+                        r[1][3],
+                        r[1][3] / r[0][3]);
             }
         }
     }
@@ -57,9 +75,18 @@ class PacketAuthCostProbeTest {
     /** The typical (median) half round trip of a SEND ping-pong of {@code size} bytes, in microseconds. */
     private static double sendLat(Pair p, MemoryRegion a, MemoryRegion b, int size, int iters) {
         WorkCompletion[] wc = WorkCompletion.array(16);
-        SendWorkRequest ping = new SendWorkRequest().wrId(1).opcode(WrOpcode.SEND).signaled(true).buffer(a, 0, size);
-        SendWorkRequest pong = new SendWorkRequest().wrId(2).opcode(WrOpcode.SEND).signaled(true).buffer(b, 0, size);
-        RecvWorkRequest ra = new RecvWorkRequest().wrId(3).buffer(a, 1 << 19, size), rb = new RecvWorkRequest().wrId(4).buffer(b, 1 << 19, size);
+        SendWorkRequest ping = new SendWorkRequest()
+                .wrId(1)
+                .opcode(WrOpcode.SEND)
+                .signaled(true)
+                .buffer(a, 0, size);
+        SendWorkRequest pong = new SendWorkRequest()
+                .wrId(2)
+                .opcode(WrOpcode.SEND)
+                .signaled(true)
+                .buffer(b, 0, size);
+        RecvWorkRequest ra = new RecvWorkRequest().wrId(3).buffer(a, 1 << 19, size),
+                rb = new RecvWorkRequest().wrId(4).buffer(b, 1 << 19, size);
         long[] lat = new long[iters];
         for (int i = 0; i < iters; i++) {
             p.a.qp.postRecv(ra);
@@ -80,7 +107,12 @@ class PacketAuthCostProbeTest {
     /** RDMA WRITEs of {@code size} bytes, 32 in flight: bytes per second / 1e6 (MB/s). */
     private static double writeBw(Pair p, MemoryRegion a, MemoryRegion b, int size, int n) {
         WorkCompletion[] wc = WorkCompletion.array(32);
-        SendWorkRequest w = new SendWorkRequest().wrId(5).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(a, 0, size).remote(b.address(), b.rkey());
+        SendWorkRequest w = new SendWorkRequest()
+                .wrId(5)
+                .opcode(WrOpcode.RDMA_WRITE)
+                .signaled(true)
+                .buffer(a, 0, size)
+                .remote(b.address(), b.rkey());
         long t0 = 0;
         int posted = 0, done = 0, warm = n / 5;
         while (done < n + warm) {

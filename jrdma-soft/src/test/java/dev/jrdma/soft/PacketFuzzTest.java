@@ -22,14 +22,12 @@ import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.channels.DatagramChannel;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Random;
@@ -62,9 +60,19 @@ class PacketFuzzTest {
     static final int BATCH = 64;
 
     /** Every counter that is a packet's fate at B while only the fuzzer sends to it (each packet: exactly one). */
-    static final Counter[] FATES = {Counter.RX_BAD_ICRC, Counter.RX_MALFORMED, Counter.RX_UNKNOWN_QP, Counter.RX_QP_NOT_READY,
-            Counter.RX_WRONG_SOURCE, Counter.RX_BAD_PKEY, Counter.RX_OUT_OF_SEQUENCE, Counter.RX_DUPLICATE_REQUEST,
-            Counter.RX_RESPONSE_OUT_OF_WINDOW, Counter.RX_RESPONSE_IGNORED, Counter.RX_DROPPED};
+    static final Counter[] FATES = {
+        Counter.RX_BAD_ICRC,
+        Counter.RX_MALFORMED,
+        Counter.RX_UNKNOWN_QP,
+        Counter.RX_QP_NOT_READY,
+        Counter.RX_WRONG_SOURCE,
+        Counter.RX_BAD_PKEY,
+        Counter.RX_OUT_OF_SEQUENCE,
+        Counter.RX_DUPLICATE_REQUEST,
+        Counter.RX_RESPONSE_OUT_OF_WINDOW,
+        Counter.RX_RESPONSE_IGNORED,
+        Counter.RX_DROPPED
+    };
 
     static final long GUARD = 4096, REGION = 8192;
     /** Offsets in a side's segment: guard, target (every right), guard, read-only (REMOTE_READ), guard. */
@@ -78,8 +86,11 @@ class PacketFuzzTest {
         Memory(Side s) {
             seg = s.arena.allocate(SIZE, 4096);
             for (long i = 0; i < SIZE; i++) seg.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 7 + 3));
-            target = s.pd.registerMemory(seg.asSlice(TARGET, REGION), EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC));
-            readOnly = s.pd.registerMemory(seg.asSlice(READ_ONLY, REGION), EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_READ));
+            target = s.pd.registerMemory(
+                    seg.asSlice(TARGET, REGION),
+                    EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC));
+            readOnly = s.pd.registerMemory(
+                    seg.asSlice(READ_ONLY, REGION), EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_READ));
             canary = s.mrAll(REGION);
             for (long i = 0; i < REGION; i++) canary.segment().set(ValueLayout.JAVA_BYTE, i, (byte) (i * 11 + 1));
         }
@@ -97,9 +108,17 @@ class PacketFuzzTest {
             for (int i = 0; i < now.length; i++) {
                 if (i >= skipFrom && i < skipTo) continue;
                 if (now[i] != before[i]) {
-                    String where = i >= SIZE ? "the canary region (every right, rkey never sent)" : i < TARGET ? "the guard before the target"
-                            : i < TARGET + REGION ? "the target region" : i < READ_ONLY ? "the guard between the regions"
-                            : i < READ_ONLY + REGION ? "the read-only region" : "the guard after the read-only region";
+                    String where = i >= SIZE
+                            ? "the canary region (every right, rkey never sent)"
+                            : i < TARGET
+                                    ? "the guard before the target"
+                                    : i < TARGET + REGION
+                                            ? "the target region"
+                                            : i < READ_ONLY
+                                                    ? "the guard between the regions"
+                                                    : i < READ_ONLY + REGION
+                                                            ? "the read-only region"
+                                                            : "the guard after the read-only region";
                     fail(what + ": byte " + i + " changed, in " + where);
                 }
             }
@@ -111,7 +130,8 @@ class PacketFuzzTest {
 
     @Test
     void forgedAndMutatedPacketsChangeNoMemoryCompleteNothingAndAreCounted() throws Exception {
-        Context[] devices = openFaulty(new Faults(SEED, 0, 0, 0, 0, 0, Faults.DEFAULT_REORDER_NANOS), 2); // undamaged links with a tap
+        Context[] devices = openFaulty(
+                new Faults(SEED, 0, 0, 0, 0, 0, Faults.DEFAULT_REORDER_NANOS), 2); // undamaged links with a tap
         List<Template> templates = new ArrayList<>();
         Pair pr = null;
         CompletionQueue victimCqA = null, victimCqB = null;
@@ -134,20 +154,30 @@ class PacketFuzzTest {
             exchangeEveryOpcode(pr.a, ma, pr.b, mb, 1);
             exchangeEveryOpcode(pr.b, mb, pr.a, ma, 2);
             linkA.tap(null);
-            long opcodes = templates.stream().mapToInt(t -> t.bytes()[0] & 0xFF).distinct().count();
-            assertTrue(opcodes >= 12, "A sent " + opcodes + " opcodes in " + templates.size() + " packets"); // requests and responses of every kind
+            long opcodes = templates.stream()
+                    .mapToInt(t -> t.bytes()[0] & 0xFF)
+                    .distinct()
+                    .count();
+            assertTrue(
+                    opcodes >= 12,
+                    "A sent " + opcodes + " opcodes in " + templates.size()
+                            + " packets"); // requests and responses of every kind
 
-            // the sacrificial QP pair of phase 2: on the same PDs as the connection, so the templates' rkeys are valid there
+            // the sacrificial QP pair of phase 2: on the same PDs as the connection, so the templates' rkeys are valid
+            // there
             victimCqA = pr.a.ctx.createCq(16, null);
             victimCqB = pr.b.ctx.createCq(16, null);
-            victimA = pr.a.pd.createQueuePair(QpInitAttr.builder(victimCqA).maxSendWr(4).maxRecvWr(4).build());
-            victimB = pr.b.pd.createQueuePair(QpInitAttr.builder(victimCqB).maxSendWr(4).maxRecvWr(4).build());
+            victimA = pr.a.pd.createQueuePair(
+                    QpInitAttr.builder(victimCqA).maxSendWr(4).maxRecvWr(4).build());
+            victimB = pr.b.pd.createQueuePair(
+                    QpInitAttr.builder(victimCqB).maxSendWr(4).maxRecvWr(4).build());
             connectQp(victimA, pr.b.ctx, victimB, 300, 7000);
             connectQp(victimB, pr.a.ctx, victimA, 7000, 300);
 
             byte[] beforeA = ma.snapshot(), beforeB = mb.snapshot();
             stranger.bind(new InetSocketAddress(ip("127.0.0.3"), 0));
-            int strangerIp = ip("127.0.0.3").hashCode(), strangerPort = ((InetSocketAddress) stranger.getLocalAddress()).getPort();
+            int strangerIp = ip("127.0.0.3").hashCode(),
+                    strangerPort = ((InetSocketAddress) stranger.getLocalAddress()).getPort();
             InetSocketAddress toB = new InetSocketAddress(tb.local.inet, tb.port);
             CompletionQueue[] cqs = {pr.a.cq, pr.b.cq, victimCqA, victimCqB};
             SoftQp mainB = (SoftQp) pr.b.qp, vB = (SoftQp) victimB;
@@ -159,7 +189,8 @@ class PacketFuzzTest {
 
             // ---- phase 1: the connected QP, any PSN but the expected one; exact accounting ----
             long rx0 = tb.counters.get(Counter.RX_PACKETS), fates0 = fates(tb), kernelLost = 0;
-            long t0 = System.nanoTime(), deadline = t0 + TimeUnit.SECONDS.toNanos(60) + PACKETS * 2_000_000L / 4; // 0.5 ms a packet at worst
+            long t0 = System.nanoTime(),
+                    deadline = t0 + TimeUnit.SECONDS.toNanos(60) + PACKETS * 2_000_000L / 4; // 0.5 ms a packet at worst
             int sent = 0;
             long expectRx = rx0;
             while (sent < PACKETS) {
@@ -167,7 +198,15 @@ class PacketFuzzTest {
                     boolean fromStranger = rnd.nextInt(20) == 0;
                     int len = forge(rnd, templates, out, parsed, mainB, vB, -1);
                     if (len >= 0) {
-                        sealIcrc(rnd, icrc, out, len, fromStranger ? strangerIp : ta.local.ipv4(), tb.local.ipv4(), fromStranger ? strangerPort : ta.port, tb.port);
+                        sealIcrc(
+                                rnd,
+                                icrc,
+                                out,
+                                len,
+                                fromStranger ? strangerIp : ta.local.ipv4(),
+                                tb.local.ipv4(),
+                                fromStranger ? strangerPort : ta.port,
+                                tb.port);
                     } else {
                         len = -len - 1; // random bytes: no ICRC on purpose
                     }
@@ -183,7 +222,10 @@ class PacketFuzzTest {
             }
             long rx = tb.counters.get(Counter.RX_PACKETS) - rx0, counted = fates(tb) - fates0;
             double seconds1 = (System.nanoTime() - t0) / 1e9;
-            assertEquals(rx, counted, () -> "every packet B received lands in exactly one drop counter: " + devices[1].counters());
+            assertEquals(
+                    rx,
+                    counted,
+                    () -> "every packet B received lands in exactly one drop counter: " + devices[1].counters());
             assertEquals(droppedBefore, tb.counters.get(Counter.RX_DROPPED), "no packet's handling threw");
             ma.assertUnchanged(beforeA, -1, -1, "phase 1, side A");
             mb.assertUnchanged(beforeB, -1, -1, "phase 1, side B");
@@ -197,7 +239,8 @@ class PacketFuzzTest {
                 for (int k = 0; k < BATCH && i < forged2; k++, i++) {
                     int len = forge(rnd, templates, out, parsed, mainB, vB, vB.qpNum());
                     if (len < 0) len = -len - 1;
-                    else if (len >= Bth.BYTES + Icrc.BYTES) icrc.generate(out, 0, len, ta.local.ipv4(), tb.local.ipv4(), ta.port, tb.port);
+                    else if (len >= Bth.BYTES + Icrc.BYTES)
+                        icrc.generate(out, 0, len, ta.local.ipv4(), tb.local.ipv4(), ta.port, tb.port);
                     out.limit(len).position(0);
                     send(linkA, out, toB);
                     expect2++;
@@ -206,7 +249,8 @@ class PacketFuzzTest {
                 if (System.nanoTime() > deadline) fail("phase 2 too slow: " + i + " packets sent");
                 expect2 = tb.counters.get(Counter.RX_PACKETS);
                 assertNoCompletions(cqs);
-                if (victimB.state() == QpState.ERR) { // a forgery it had to refuse (bad rkey, length, opcode): fresh start
+                if (victimB.state()
+                        == QpState.ERR) { // a forgery it had to refuse (bad rkey, length, opcode): fresh start
                     victimB.modify(new QpAttr().state(QpState.RESET));
                     connectQp(victimB, pr.a.ctx, victimA, 7000, rnd.nextInt(1 << 24));
                     resets++;
@@ -215,7 +259,11 @@ class PacketFuzzTest {
             double seconds2 = (System.nanoTime() - t1) / 1e9;
             assertEquals(droppedBefore, tb.counters.get(Counter.RX_DROPPED), "no packet's handling threw");
             ma.assertUnchanged(beforeA, -1, -1, "phase 2, side A");
-            mb.assertUnchanged(beforeB, TARGET, TARGET + REGION, "phase 2, side B (all but the target region the templates' rkey grants)");
+            mb.assertUnchanged(
+                    beforeB,
+                    TARGET,
+                    TARGET + REGION,
+                    "phase 2, side B (all but the target region the templates' rkey grants)");
             assertTrue(ta.rxThreadAlive() && tb.rxThreadAlive(), "the receive threads are alive");
             assertEquals(QpState.RTS, pr.a.qp.state());
             assertEquals(QpState.RTS, pr.b.qp.state());
@@ -223,9 +271,18 @@ class PacketFuzzTest {
             // ---- the legitimate connection works on ----
             exchangeEveryOpcode(pr.a, ma, pr.b, mb, 3);
             exchangeEveryOpcode(pr.b, mb, pr.a, ma, 4);
-            System.out.printf("packet fuzz seed %d: phase 1 %d packets in %.2f s (%.0f packets/s; %d lost in the kernel), B counted %s;"
+            System.out.printf(
+                    "packet fuzz seed %d: phase 1 %d packets in %.2f s (%.0f packets/s; %d lost in the kernel), B counted %s;"
                             + " phase 2 %d forgeries at the expected PSN in %.2f s, %d resets of the sacrificial QP%n",
-                    SEED, sent, seconds1, sent / seconds1, kernelLost, devices[1].counters(), forged2, seconds2, resets);
+                    SEED,
+                    sent,
+                    seconds1,
+                    sent / seconds1,
+                    kernelLost,
+                    devices[1].counters(),
+                    forged2,
+                    seconds2,
+                    resets);
         } finally {
             if (pr != null) pr.close(); // closing the contexts closes the sacrificial QPs and CQs too
             for (Context c : devices) c.close();
@@ -256,12 +313,15 @@ class PacketFuzzTest {
 
     private static void assertNoCompletions(CompletionQueue[] cqs) {
         WorkCompletion[] wc = WorkCompletion.array(1);
-        for (CompletionQueue cq : cqs) assertEquals(0, cq.poll(wc), () -> "a forged packet completed something: " + wc[0]);
+        for (CompletionQueue cq : cqs)
+            assertEquals(0, cq.poll(wc), () -> "a forged packet completed something: " + wc[0]);
     }
 
     /** A valid ICRC (a forgery that knows the addresses) most of the time, the template's stale one otherwise. */
-    private static void sealIcrc(Random rnd, Icrc icrc, ByteBuffer b, int len, int srcIp, int dstIp, int srcPort, int dstPort) {
-        if (len >= Bth.BYTES + Icrc.BYTES && rnd.nextInt(5) != 0) icrc.generate(b, 0, len, srcIp, dstIp, srcPort, dstPort);
+    private static void sealIcrc(
+            Random rnd, Icrc icrc, ByteBuffer b, int len, int srcIp, int dstIp, int srcPort, int dstPort) {
+        if (len >= Bth.BYTES + Icrc.BYTES && rnd.nextInt(5) != 0)
+            icrc.generate(b, 0, len, srcIp, dstIp, srcPort, dstPort);
     }
 
     /**
@@ -269,10 +329,18 @@ class PacketFuzzTest {
      * random bytes that get no ICRC. {@code victimQpn < 0}: phase 1, any PSN but the one the addressed QP expects;
      * otherwise the packet goes to {@code victimQpn} at exactly its expected PSN.
      */
-    private static int forge(Random rnd, List<Template> templates, ByteBuffer out, RocePacket p, SoftQp mainB, SoftQp victim, int victimQpn) {
+    private static int forge(
+            Random rnd,
+            List<Template> templates,
+            ByteBuffer out,
+            RocePacket p,
+            SoftQp mainB,
+            SoftQp victim,
+            int victimQpn) {
         out.clear();
         if (rnd.nextInt(25) == 0) { // random bytes
-            int len = 1 + rnd.nextInt(1200); // at least a byte: an empty datagram cannot be told from a full send buffer
+            int len =
+                    1 + rnd.nextInt(1200); // at least a byte: an empty datagram cannot be told from a full send buffer
             for (int i = 0; i < len; i++) out.put(i, (byte) rnd.nextInt());
             return -(len + 1);
         }
@@ -288,7 +356,8 @@ class PacketFuzzTest {
         if (victimQpn < 0 && len >= Bth.BYTES && p.wrap(out, 0, len) == RocePacket.OK && p.has(Opcode.REQ)) {
             int qpn = p.destQp();
             SoftQp q = qpn == mainB.qpNum() ? mainB : qpn == victim.qpNum() ? victim : null;
-            if (q != null && p.psn() == expectedPsn(q)) Bth.setPsn(out, 0, (p.psn() + 1 + rnd.nextInt(1000)) & 0xFFFFFF); // never what a peer would send next
+            if (q != null && p.psn() == expectedPsn(q))
+                Bth.setPsn(out, 0, (p.psn() + 1 + rnd.nextInt(1000)) & 0xFFFFFF); // never what a peer would send next
         }
         return len;
     }
@@ -304,33 +373,70 @@ class PacketFuzzTest {
         boolean framed = p.wrap(b, 0, len) == RocePacket.OK;
         int ext = framed && (p.has(Opcode.RETH) || p.has(Opcode.ATMETH) || p.has(Opcode.AETH)) ? Bth.BYTES : -1;
         switch (rnd.nextInt(14)) {
-            case 0 -> { if (!keepPsn) Bth.setPsn(b, 0, rnd.nextInt(1 << 24)); else Bth.setPsn(b, 0, (Bth.psn(b, 0) + rnd.nextInt(5) - 2) & 0xFFFFFF); }
+            case 0 -> {
+                if (!keepPsn) Bth.setPsn(b, 0, rnd.nextInt(1 << 24));
+                else Bth.setPsn(b, 0, (Bth.psn(b, 0) + rnd.nextInt(5) - 2) & 0xFFFFFF);
+            }
             case 1 -> Bth.setDestQp(b, 0, rnd.nextBoolean() ? rnd.nextInt(1 << 24) : rnd.nextInt(64));
-            case 2 -> { if (ext >= 0) b.putInt(ext + 8, rnd.nextBoolean() ? rnd.nextInt() : b.getInt(ext + 8) ^ (1 << rnd.nextInt(32))); } // rkey (RETH/AtomicETH), or AETH/MSN bits
-            case 3 -> { if (ext >= 0) b.putLong(ext, b.getLong(ext) + switch (rnd.nextInt(4)) { // address: just outside, far away, wrapping
-                case 0 -> -8 - rnd.nextInt(64);
-                case 1 -> REGION - rnd.nextInt(16);
-                case 2 -> rnd.nextLong();
-                default -> Long.MAX_VALUE;
-            }); }
-            case 4 -> { if (ext >= 0 && len >= ext + 16) b.putInt(ext + 12, switch (rnd.nextInt(4)) { // DMA length
-                case 0 -> rnd.nextInt();
-                case 1 -> (int) REGION + 1 + rnd.nextInt(64);
-                case 2 -> 0;
-                default -> -1;
-            }); }
-            case 5 -> Bth.setOpcode(b, 0, rnd.nextBoolean() ? rnd.nextInt(256) : Opcode.values()[rnd.nextInt(Opcode.values().length)].code());
+            case 2 -> {
+                if (ext >= 0)
+                    b.putInt(ext + 8, rnd.nextBoolean() ? rnd.nextInt() : b.getInt(ext + 8) ^ (1 << rnd.nextInt(32)));
+            } // rkey (RETH/AtomicETH), or AETH/MSN bits
+            case 3 -> {
+                if (ext >= 0)
+                    b.putLong(
+                            ext,
+                            b.getLong(ext)
+                                    + switch (rnd.nextInt(4)) { // address: just outside, far away, wrapping
+                                        case 0 -> -8 - rnd.nextInt(64);
+                                        case 1 -> REGION - rnd.nextInt(16);
+                                        case 2 -> rnd.nextLong();
+                                        default -> Long.MAX_VALUE;
+                                    });
+            }
+            case 4 -> {
+                if (ext >= 0 && len >= ext + 16)
+                    b.putInt(
+                            ext + 12,
+                            switch (rnd.nextInt(4)) { // DMA length
+                                case 0 -> rnd.nextInt();
+                                case 1 -> (int) REGION + 1 + rnd.nextInt(64);
+                                case 2 -> 0;
+                                default -> -1;
+                            });
+            }
+            case 5 ->
+                Bth.setOpcode(
+                        b,
+                        0,
+                        rnd.nextBoolean()
+                                ? rnd.nextInt(256)
+                                : Opcode.values()[rnd.nextInt(Opcode.values().length)].code());
             case 6 -> b.put(1, (byte) rnd.nextInt()); // SE, MigReq, pad count, transport version
             case 7 -> b.putShort(2, (short) rnd.nextInt()); // P_Key
-            case 8 -> { return len <= 1 ? len : 1 + rnd.nextInt(len - 1); } // truncated (to a byte at least, as above)
+            case 8 -> {
+                return len <= 1 ? len : 1 + rnd.nextInt(len - 1);
+            } // truncated (to a byte at least, as above)
             case 9 -> { // extended by up to a few hundred bytes (still within one datagram)
                 int more = Math.min(1 + rnd.nextInt(400), b.capacity() - len);
                 for (int i = 0; i < more; i++) b.put(len + i, (byte) rnd.nextInt());
                 return len + more;
             }
-            case 10 -> { for (int i = 1 + rnd.nextInt(8); i > 0 && len > 0; i--) { int bit = rnd.nextInt(len * 8); b.put(bit >>> 3, (byte) (b.get(bit >>> 3) ^ (1 << (bit & 7)))); } }
-            case 11 -> { if (len > Bth.BYTES) b.put(Bth.BYTES + rnd.nextInt(len - Bth.BYTES), (byte) rnd.nextInt()); } // a header or payload byte
-            case 12 -> { if (ext >= 0 && len >= ext + 28) { b.putLong(ext + 12, rnd.nextLong()); b.putLong(ext + 20, rnd.nextLong()); } } // atomic operands
+            case 10 -> {
+                for (int i = 1 + rnd.nextInt(8); i > 0 && len > 0; i--) {
+                    int bit = rnd.nextInt(len * 8);
+                    b.put(bit >>> 3, (byte) (b.get(bit >>> 3) ^ (1 << (bit & 7))));
+                }
+            }
+            case 11 -> {
+                if (len > Bth.BYTES) b.put(Bth.BYTES + rnd.nextInt(len - Bth.BYTES), (byte) rnd.nextInt());
+            } // a header or payload byte
+            case 12 -> {
+                if (ext >= 0 && len >= ext + 28) {
+                    b.putLong(ext + 12, rnd.nextLong());
+                    b.putLong(ext + 20, rnd.nextLong());
+                }
+            } // atomic operands
             default -> b.put(8, (byte) (b.get(8) ^ 0x80)); // AckReq
         }
         return len;
@@ -338,10 +444,26 @@ class PacketFuzzTest {
 
     /** Connects {@code me} to {@code peer} (on {@code peerCtx}) through RTS. */
     private static void connectQp(QueuePair me, Context peerCtx, QueuePair peer, int myPsn, int peerPsn) {
-        me.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(1).access(Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC));
-        me.modify(new QpAttr().state(QpState.RTR).ah(new AhAttr().global(peerCtx.queryGid(1, 0), 0)).pathMtu(Mtu.MTU_1024)
-                .destQpNum(peer.qpNum()).rqPsn(peerPsn).maxDestRdAtomic(4).minRnrTimer(1));
-        me.modify(new QpAttr().state(QpState.RTS).timeout(14).retryCnt(7).rnrRetry(7).sqPsn(myPsn).maxRdAtomic(4));
+        me.modify(new QpAttr()
+                .state(QpState.INIT)
+                .pkeyIndex(0)
+                .port(1)
+                .access(Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC));
+        me.modify(new QpAttr()
+                .state(QpState.RTR)
+                .ah(new AhAttr().global(peerCtx.queryGid(1, 0), 0))
+                .pathMtu(Mtu.MTU_1024)
+                .destQpNum(peer.qpNum())
+                .rqPsn(peerPsn)
+                .maxDestRdAtomic(4)
+                .minRnrTimer(1));
+        me.modify(new QpAttr()
+                .state(QpState.RTS)
+                .timeout(14)
+                .retryCnt(7)
+                .rnrRetry(7)
+                .sqPsn(myPsn)
+                .maxRdAtomic(4));
     }
 
     /**
@@ -359,12 +481,29 @@ class PacketFuzzTest {
         long remote = theirs.target.address();
         theirs.target.segment().set(ValueLayout.JAVA_LONG, 8184, round);
         SendWorkRequest wr = new SendWorkRequest();
-        me.qp.postSend(wr.wrId(1).opcode(WrOpcode.SEND).signaled(true).immData(0).buffer(mine.target, 0, n));
-        me.qp.postSend(wr.wrId(2).opcode(WrOpcode.RDMA_WRITE_WITH_IMM).immData(round).buffer(mine.target, 0, 100).remote(remote + 2048, theirs.target.rkey()));
-        me.qp.postSend(wr.wrId(3).opcode(WrOpcode.RDMA_WRITE).buffer(mine.target, 0, n).remote(remote + 1024 - n % 1024, theirs.target.rkey()));
-        me.qp.postSend(wr.wrId(4).opcode(WrOpcode.RDMA_READ).buffer(mine.target, 4096, n).remote(theirs.readOnly.address(), theirs.readOnly.rkey()));
-        me.qp.postSend(wr.wrId(5).opcode(WrOpcode.ATOMIC_CMP_AND_SWP).buffer(mine.target, 8176, 8).atomic(remote + 8184, theirs.target.rkey(), round, round + 10));
-        me.qp.postSend(wr.wrId(6).opcode(WrOpcode.ATOMIC_FETCH_AND_ADD).buffer(mine.target, 8168, 8).atomic(remote + 8184, theirs.target.rkey(), 5, 0));
+        me.qp.postSend(
+                wr.wrId(1).opcode(WrOpcode.SEND).signaled(true).immData(0).buffer(mine.target, 0, n));
+        me.qp.postSend(wr.wrId(2)
+                .opcode(WrOpcode.RDMA_WRITE_WITH_IMM)
+                .immData(round)
+                .buffer(mine.target, 0, 100)
+                .remote(remote + 2048, theirs.target.rkey()));
+        me.qp.postSend(wr.wrId(3)
+                .opcode(WrOpcode.RDMA_WRITE)
+                .buffer(mine.target, 0, n)
+                .remote(remote + 1024 - n % 1024, theirs.target.rkey()));
+        me.qp.postSend(wr.wrId(4)
+                .opcode(WrOpcode.RDMA_READ)
+                .buffer(mine.target, 4096, n)
+                .remote(theirs.readOnly.address(), theirs.readOnly.rkey()));
+        me.qp.postSend(wr.wrId(5)
+                .opcode(WrOpcode.ATOMIC_CMP_AND_SWP)
+                .buffer(mine.target, 8176, 8)
+                .atomic(remote + 8184, theirs.target.rkey(), round, round + 10));
+        me.qp.postSend(wr.wrId(6)
+                .opcode(WrOpcode.ATOMIC_FETCH_AND_ADD)
+                .buffer(mine.target, 8168, 8)
+                .atomic(remote + 8184, theirs.target.rkey(), 5, 0));
         for (int i = 1; i <= 6; i++) {
             WorkCompletion wc = poll(me.cq, 10_000);
             assertEquals(WcStatus.SUCCESS, wc.status, wc::toString);

@@ -17,7 +17,6 @@ import dev.jrdma.verbs.Verbs;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.lang.foreign.Arena;
@@ -33,23 +32,42 @@ public final class PeerMain {
         int port = Integer.parseInt(args[0]);
         String address = args.length > 1 ? args[1] : "127.0.0.2";
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
-        try (Arena arena = Arena.ofShared(); Context ctx = Verbs.device("soft@" + address + ":" + port).open()) {
+        try (Arena arena = Arena.ofShared();
+                Context ctx = Verbs.device("soft@" + address + ":" + port).open()) {
             ProtectionDomain pd = ctx.allocPd();
             CompletionQueue cq = ctx.createCq(16, null);
             QueuePair qp = pd.createQueuePair(QpInitAttr.builder(cq).build());
-            MemoryRegion mr = pd.registerMemory(arena.allocate(4096, 8), Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ);
+            MemoryRegion mr = pd.registerMemory(
+                    arena.allocate(4096, 8), Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ);
             for (int i = 0; i < 4096; i++) mr.segment().set(ValueLayout.JAVA_BYTE, i, (byte) (i * 7 + 99));
-            System.out.println("READY " + qp.qpNum() + " " + mr.address() + " " + mr.rkey() + " " + ctx.queryGid(1, ctx.defaultGidIndex(1)));
+            System.out.println("READY " + qp.qpNum() + " " + mr.address() + " " + mr.rkey() + " "
+                    + ctx.queryGid(1, ctx.defaultGidIndex(1)));
             System.out.flush();
             String[] peer = in.readLine().split(" ");
             int peerQpn = Integer.parseInt(peer[1]);
             long peerAddr = Long.parseLong(peer[2]);
             int peerRkey = Integer.parseInt(peer[3]);
             Gid peerGid = Gid.parse(peer[4]);
-            qp.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(1).access(Access.REMOTE_WRITE, Access.REMOTE_READ));
-            qp.modify(new QpAttr().state(QpState.RTR).ah(headerFields(new AhAttr().global(peerGid, ctx.defaultGidIndex(1)), args)).pathMtu(dev.jrdma.verbs.Mtu.MTU_1024)
-                    .destQpNum(peerQpn).rqPsn(1000).maxDestRdAtomic(4).minRnrTimer(1));
-            qp.modify(new QpAttr().state(QpState.RTS).timeout(14).retryCnt(7).rnrRetry(7).sqPsn(2000).maxRdAtomic(4));
+            qp.modify(new QpAttr()
+                    .state(QpState.INIT)
+                    .pkeyIndex(0)
+                    .port(1)
+                    .access(Access.REMOTE_WRITE, Access.REMOTE_READ));
+            qp.modify(new QpAttr()
+                    .state(QpState.RTR)
+                    .ah(headerFields(new AhAttr().global(peerGid, ctx.defaultGidIndex(1)), args))
+                    .pathMtu(dev.jrdma.verbs.Mtu.MTU_1024)
+                    .destQpNum(peerQpn)
+                    .rqPsn(1000)
+                    .maxDestRdAtomic(4)
+                    .minRnrTimer(1));
+            qp.modify(new QpAttr()
+                    .state(QpState.RTS)
+                    .timeout(14)
+                    .retryCnt(7)
+                    .rnrRetry(7)
+                    .sqPsn(2000)
+                    .maxRdAtomic(4));
             qp.postRecv(new RecvWorkRequest().wrId(1).buffer(mr, 0, 4096));
             System.out.println("CONNECTED");
             System.out.flush();
@@ -61,8 +79,13 @@ public final class PeerMain {
             }
             if (wc[0].status != WcStatus.SUCCESS) throw new IllegalStateException("receive failed: " + wc[0]);
             int n = wc[0].byteLen;
-            qp.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.RDMA_WRITE_WITH_IMM).immData(n).signaled(true)
-                    .buffer(mr, 0, n).remote(peerAddr + 1000, peerRkey));
+            qp.postSend(new SendWorkRequest()
+                    .wrId(2)
+                    .opcode(WrOpcode.RDMA_WRITE_WITH_IMM)
+                    .immData(n)
+                    .signaled(true)
+                    .buffer(mr, 0, n)
+                    .remote(peerAddr + 1000, peerRkey));
             while (cq.poll(wc) == 0) {
                 if (System.nanoTime() > end) throw new IllegalStateException("no completion of the write");
                 Thread.onSpinWait();

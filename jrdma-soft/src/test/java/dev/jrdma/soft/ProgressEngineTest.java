@@ -31,9 +31,17 @@ class ProgressEngineTest {
     private final List<String> handled = new ArrayList<>();
     /** What runs while the packet with this number is first handled (the handling thread is descheduled there). */
     private final Map<Integer, Runnable> whileHandling = new HashMap<>();
-    private final ProgressEngine engine = new ProgressEngine(link, clock, this::record, new ReplyTurns(counters, "test"), counters, "test", false);
 
-    private boolean record(Receiver r, InetSocketAddress from, ByteBuffer buf, java.lang.foreign.MemorySegment seg, int len, boolean repeat) {
+    private final ProgressEngine engine =
+            new ProgressEngine(link, clock, this::record, new ReplyTurns(counters, "test"), counters, "test", false);
+
+    private boolean record(
+            Receiver r,
+            InetSocketAddress from,
+            ByteBuffer buf,
+            java.lang.foreign.MemorySegment seg,
+            int len,
+            boolean repeat) {
         assertEquals(PEER, from);
         int id = buf.get(0);
         handled.add((r == engine.pollReceiver() ? "poll " : "thread ") + id + (repeat ? " again" : ""));
@@ -47,11 +55,15 @@ class ProgressEngineTest {
         long t = clock.nanoTime();
         engine.progressFromPoll(t);
         assertEquals(0, link.receiveCalls, "an empty link: the poller looked without receiving");
-        assertEquals(POLL_QUIET_NANOS / 2, engine.doWork(t + POLL_QUIET_NANOS / 2), "parked for the rest of the quiet time");
+        assertEquals(
+                POLL_QUIET_NANOS / 2, engine.doWork(t + POLL_QUIET_NANOS / 2), "parked for the rest of the quiet time");
         link.arrive(1);
         assertEquals(1, engine.doWork(t + POLL_QUIET_NANOS - 1), "still parked, a packet waiting or not");
         assertEquals(0, link.receiveCalls);
-        assertEquals(AWAIT_LINK, engine.doWork(t + POLL_QUIET_NANOS), "the poller went quiet: the receive thread drives, then blocks");
+        assertEquals(
+                AWAIT_LINK,
+                engine.doWork(t + POLL_QUIET_NANOS),
+                "the poller went quiet: the receive thread drives, then blocks");
         assertEquals(List.of("thread 1"), handled);
         assertEquals(1, engine.rxByThread());
 
@@ -72,10 +84,17 @@ class ProgressEngineTest {
         link.arrive(1, 2);
         link.duringNextReceive = () -> { // the poller is descheduled inside the receive call; the receive thread runs
             long start = t + POLL_QUIET_NANOS;
-            assertEquals(HOLDER_BUSY_NANOS, engine.doWork(start), "the first look at the holder only notes its progress");
-            assertEquals(HOLDER_BUSY_NANOS, engine.doWork(start + RECEIVE_STALL_NANOS - 1), "a holder inside the receive call keeps the link this long");
+            assertEquals(
+                    HOLDER_BUSY_NANOS, engine.doWork(start), "the first look at the holder only notes its progress");
+            assertEquals(
+                    HOLDER_BUSY_NANOS,
+                    engine.doWork(start + RECEIVE_STALL_NANOS - 1),
+                    "a holder inside the receive call keeps the link this long");
             assertEquals(0, counters.get(Counter.RX_TAKEOVERS));
-            assertEquals(AWAIT_LINK, engine.doWork(start + RECEIVE_STALL_NANOS), "taken over: the receive thread took the packets");
+            assertEquals(
+                    AWAIT_LINK,
+                    engine.doWork(start + RECEIVE_STALL_NANOS),
+                    "taken over: the receive thread took the packets");
         };
         engine.progressFromPoll(t);
         assertEquals(1, counters.get(Counter.RX_TAKEOVERS));
@@ -87,14 +106,21 @@ class ProgressEngineTest {
     void aTakeoverHandlesThePacketInHandAgainThenTheRestOfTheStalledBatchInOrder() {
         long t = clock.nanoTime();
         link.arrive(1, 2, 3, 4);
-        whileHandling.put(2, () -> { // the poller is descheduled while it handles packet 2
-            assertEquals(HOLDER_BUSY_NANOS, engine.doWork(t + POLL_QUIET_NANOS));
-            assertEquals(HOLDER_BUSY_NANOS, engine.doWork(t + 2 * POLL_QUIET_NANOS - 1), "a holder between receive calls keeps the link the quiet time");
-            link.arrive(5);
-            assertEquals(AWAIT_LINK, engine.doWork(t + 2 * POLL_QUIET_NANOS), "taken over");
-        });
+        whileHandling.put(
+                2,
+                () -> { // the poller is descheduled while it handles packet 2
+                    assertEquals(HOLDER_BUSY_NANOS, engine.doWork(t + POLL_QUIET_NANOS));
+                    assertEquals(
+                            HOLDER_BUSY_NANOS,
+                            engine.doWork(t + 2 * POLL_QUIET_NANOS - 1),
+                            "a holder between receive calls keeps the link the quiet time");
+                    link.arrive(5);
+                    assertEquals(AWAIT_LINK, engine.doWork(t + 2 * POLL_QUIET_NANOS), "taken over");
+                });
         engine.progressFromPoll(t);
-        assertEquals(List.of("poll 1", "poll 2", "thread 2 again", "thread 3", "thread 4", "thread 5"), handled,
+        assertEquals(
+                List.of("poll 1", "poll 2", "thread 2 again", "thread 3", "thread 4", "thread 5"),
+                handled,
                 "the taker repeats the packet in hand, takes the rest of the poller's batch in order, then the link; the poller, back, takes none");
         assertEquals(1, counters.get(Counter.RX_TAKEOVERS));
         assertEquals(1, counters.get(Counter.RX_TAKEOVER_REPEATS));
@@ -132,7 +158,10 @@ class ProgressEngineTest {
             assertEquals(List.of(), handled, "the poller left the link to its holder");
             engine.progressFromPoll(t + RECEIVE_STALL_NANOS);
         };
-        assertEquals(0, engine.doWork(t), "the receive thread, back, sees that a thread polled meanwhile: it looks again at once");
+        assertEquals(
+                0,
+                engine.doWork(t),
+                "the receive thread, back, sees that a thread polled meanwhile: it looks again at once");
         assertEquals(List.of("poll 1", "poll 2"), handled);
         assertEquals(1, counters.get(Counter.RX_TAKEOVERS));
     }
@@ -167,11 +196,28 @@ class ProgressEngineTest {
             return n;
         }
 
-        @Override public InetSocketAddress receive(ByteBuffer b) { throw new UnsupportedOperationException("receives in batches"); }
-        @Override public boolean readable() { return !waiting.isEmpty(); }
-        @Override public boolean send(ByteBuffer b, InetSocketAddress to) { return true; }
-        @Override public void await() {}
-        @Override public void wakeup() {}
-        @Override public void close() {}
+        @Override
+        public InetSocketAddress receive(ByteBuffer b) {
+            throw new UnsupportedOperationException("receives in batches");
+        }
+
+        @Override
+        public boolean readable() {
+            return !waiting.isEmpty();
+        }
+
+        @Override
+        public boolean send(ByteBuffer b, InetSocketAddress to) {
+            return true;
+        }
+
+        @Override
+        public void await() {}
+
+        @Override
+        public void wakeup() {}
+
+        @Override
+        public void close() {}
     }
 }

@@ -3,19 +3,17 @@ package dev.jrdma.soft;
 import static dev.jrdma.soft.Fixture.*;
 import static org.junit.jupiter.api.Assertions.*;
 
+import dev.jrdma.verbs.Context;
+import dev.jrdma.verbs.Device;
 import dev.jrdma.verbs.MemoryRegion;
+import dev.jrdma.verbs.NodeType;
 import dev.jrdma.verbs.RecvWorkRequest;
 import dev.jrdma.verbs.SendWorkRequest;
+import dev.jrdma.verbs.TransportType;
+import dev.jrdma.verbs.VerbsException;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
-
-import dev.jrdma.verbs.Context;
-import dev.jrdma.verbs.Device;
-import dev.jrdma.verbs.NodeType;
-import dev.jrdma.verbs.TransportType;
-import dev.jrdma.verbs.VerbsException;
-
 import java.io.IOException;
 import java.net.Inet4Address;
 import java.net.InetSocketAddress;
@@ -30,13 +28,19 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class ProgressTest {
 
-    private static Transport tr(Side s) { return ((SoftContext) s.ctx).transport; }
+    private static Transport tr(Side s) {
+        return ((SoftContext) s.ctx).transport;
+    }
 
     @Test
     void aBusyPollingThreadHandlesThePacketsItself() {
         try (Pair p = pair()) {
             MemoryRegion a = p.a.mrAll(4096), b = p.b.mrAll(4096);
-            SendWorkRequest send = new SendWorkRequest().wrId(1).opcode(WrOpcode.SEND).signaled(true).buffer(a, 0, 64);
+            SendWorkRequest send = new SendWorkRequest()
+                    .wrId(1)
+                    .opcode(WrOpcode.SEND)
+                    .signaled(true)
+                    .buffer(a, 0, 64);
             RecvWorkRequest recv = new RecvWorkRequest().wrId(2).buffer(b, 0, 64);
             WorkCompletion[] wc = WorkCompletion.array(4);
             long polledB = tr(p.b).rxByPoll();
@@ -55,7 +59,8 @@ class ProgressTest {
                 }
             }
             long byPoll = tr(p.b).rxByPoll() - polledB;
-            // every SEND reached B; the receive thread only steps in while this thread is descheduled for over a millisecond
+            // every SEND reached B; the receive thread only steps in while this thread is descheduled for over a
+            // millisecond
             assertTrue(byPoll > n / 2, "B's packets handled by the polling thread: " + byPoll + " of " + n);
         }
     }
@@ -76,7 +81,11 @@ class ProgressTest {
         }
         try (Pair p = pair) {
             MemoryRegion a = p.a.mrAll(4096), b = p.b.mrAll(4096);
-            SendWorkRequest send = new SendWorkRequest().wrId(1).opcode(WrOpcode.SEND).signaled(true).buffer(a, 0, 64);
+            SendWorkRequest send = new SendWorkRequest()
+                    .wrId(1)
+                    .opcode(WrOpcode.SEND)
+                    .signaled(true)
+                    .buffer(a, 0, 64);
             RecvWorkRequest recv = new RecvWorkRequest().wrId(2).buffer(b, 0, 64);
             WorkCompletion[] wc = WorkCompletion.array(4);
             long retransmits = tr(p.a).counters.get(Counter.RETRANSMITS);
@@ -92,7 +101,10 @@ class ProgressTest {
                 assertEquals(1, k, "A's SEND completed");
                 assertEquals(WcStatus.SUCCESS, wc[0].status);
             }
-            assertEquals(retransmits, tr(p.a).counters.get(Counter.RETRANSMITS), "A retransmitted: an ACK was held too long");
+            assertEquals(
+                    retransmits,
+                    tr(p.a).counters.get(Counter.RETRANSMITS),
+                    "A retransmitted: an ACK was held too long");
         }
     }
 
@@ -103,13 +115,20 @@ class ProgressTest {
             fill(a.segment(), 256, 7);
             long threadB = tr(p.b).rxByThread();
             // B never polls: a passive WRITE target; then an event-mode receive on B
-            p.a.qp.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(a, 0, 256).remote(b.address(), b.rkey()));
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(1)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .signaled(true)
+                    .buffer(a, 0, 256)
+                    .remote(b.address(), b.rkey()));
             assertEquals(WcStatus.SUCCESS, poll(p.a.cq).status);
             assertFilled(b.segment(), 0, 256, 7);
-            long until = System.nanoTime() + 2_000_000_000L; // the count is a plain field of another thread: give it a moment
+            long until = System.nanoTime()
+                    + 2_000_000_000L; // the count is a plain field of another thread: give it a moment
             while (tr(p.b).rxByThread() == threadB && System.nanoTime() < until) Thread.sleep(1);
             assertTrue(tr(p.b).rxByThread() > threadB, "the WRITE was handled by B's receive thread");
-            // B busy-polls a while (its receive thread steps back), then waits for an event: the SEND still arrives at once
+            // B busy-polls a while (its receive thread steps back), then waits for an event: the SEND still arrives at
+            // once
             WorkCompletion[] wc = WorkCompletion.array(1);
             long end = System.nanoTime() + 20_000_000;
             while (System.nanoTime() < end) assertEquals(0, p.b.cq.poll(wc));
@@ -120,7 +139,11 @@ class ProgressTest {
                     Thread.sleep(50);
                 } catch (InterruptedException ignored) {
                 }
-                p.a.qp.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.SEND).signaled(true).buffer(a, 0, 64));
+                p.a.qp.postSend(new SendWorkRequest()
+                        .wrId(2)
+                        .opcode(WrOpcode.SEND)
+                        .signaled(true)
+                        .buffer(a, 0, 64));
             });
             assertSame(p.b.cq, p.b.ch.awaitEvent(Duration.ofSeconds(10)), "the event came");
             p.b.cq.ackEvents(1);
@@ -143,7 +166,11 @@ class ProgressTest {
                 assertTrue(Thread.interrupted());
             }
             p.b.qp.postRecv(new RecvWorkRequest().wrId(3).buffer(b, 0, 64));
-            p.a.qp.postSend(new SendWorkRequest().wrId(4).opcode(WrOpcode.SEND).signaled(true).buffer(a, 0, 64));
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(4)
+                    .opcode(WrOpcode.SEND)
+                    .signaled(true)
+                    .buffer(a, 0, 64));
             assertEquals(WcStatus.SUCCESS, poll(p.b.cq).status, "B's device still receives");
         }
     }
@@ -164,13 +191,16 @@ class ProgressTest {
                         seen.incrementAndGet((int) wc[j].wrId);
                         done.incrementAndGet();
                     }
-                    if (k == 0) java.util.concurrent.locks.LockSupport.parkNanos(20_000); // let the receive thread in too
+                    if (k == 0)
+                        java.util.concurrent.locks.LockSupport.parkNanos(20_000); // let the receive thread in too
                 }
             };
-            Thread t1 = Thread.ofPlatform().start(poller), t2 = Thread.ofPlatform().start(poller);
+            Thread t1 = Thread.ofPlatform().start(poller),
+                    t2 = Thread.ofPlatform().start(poller);
             WorkCompletion[] wc = WorkCompletion.array(16);
             int posted = 0, completed = 0;
-            SendWorkRequest send = new SendWorkRequest().opcode(WrOpcode.SEND).signaled(true).buffer(a, 0, 64);
+            SendWorkRequest send =
+                    new SendWorkRequest().opcode(WrOpcode.SEND).signaled(true).buffer(a, 0, 64);
             RecvWorkRequest recv = new RecvWorkRequest();
             while (completed < n) {
                 while (posted < n && posted - completed < 32) {
@@ -224,7 +254,12 @@ class ProgressTest {
             link.stallThread = tr(b).rxThread(); // B is not polled: its receive thread takes the next packet
             long takeovers = tr(b).counters.get(Counter.RX_TAKEOVERS);
             MemoryRegion src = a.mrAll(4096), dst = b.mrAll(4096);
-            a.qp.postSend(new SendWorkRequest().wrId(6).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 0, 64).remote(dst.address(), dst.rkey()));
+            a.qp.postSend(new SendWorkRequest()
+                    .wrId(6)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .signaled(true)
+                    .buffer(src, 0, 64)
+                    .remote(dst.address(), dst.rkey()));
             assertTrue(link.stalled.await(10, TimeUnit.SECONDS), "B's receive thread entered B's socket");
             long pollerStart = System.nanoTime();
             Thread poller = Thread.ofPlatform().start(() -> {
@@ -233,12 +268,17 @@ class ProgressTest {
             });
             try {
                 WorkCompletion first = poll(a.cq, 5000);
-                assertEquals(WcStatus.SUCCESS, first.status, "the WRITE that woke B's receive thread, taken by B's poller");
+                assertEquals(
+                        WcStatus.SUCCESS, first.status, "the WRITE that woke B's receive thread, taken by B's poller");
                 assertEquals(6, first.wrId);
                 // a thread stalled inside the link's receive call is taking older packets: the poller waits longer then
-                assertTrue(System.nanoTime() - pollerStart >= ProgressEngine.RECEIVE_STALL_NANOS, "the poller took over before RECEIVE_STALL_NANOS");
+                assertTrue(
+                        System.nanoTime() - pollerStart >= ProgressEngine.RECEIVE_STALL_NANOS,
+                        "the poller took over before RECEIVE_STALL_NANOS");
                 writeLandsWhileStalled(a, b, takeovers);
-                assertTrue(tr(b).rxThread().getState() == Thread.State.WAITING && link.release.getCount() == 1, "B's receive thread was stalled all along");
+                assertTrue(
+                        tr(b).rxThread().getState() == Thread.State.WAITING && link.release.getCount() == 1,
+                        "B's receive thread was stalled all along");
             } finally {
                 link.release.countDown();
                 poller.join(10_000);
@@ -260,8 +300,10 @@ class ProgressTest {
             Transport b = tr(p.b), a = tr(p.a);
             MemoryRegion src = p.a.mrAll(4096), dst = p.b.mrAll(4096);
             fill(src.segment(), 512, 5);
-            long takeovers = b.counters.get(Counter.RX_TAKEOVERS), repeats = b.counters.get(Counter.RX_TAKEOVER_REPEATS);
-            long outOfSequence = b.counters.get(Counter.RX_OUT_OF_SEQUENCE), retransmits = a.counters.get(Counter.RETRANSMITS);
+            long takeovers = b.counters.get(Counter.RX_TAKEOVERS),
+                    repeats = b.counters.get(Counter.RX_TAKEOVER_REPEATS);
+            long outOfSequence = b.counters.get(Counter.RX_OUT_OF_SEQUENCE),
+                    retransmits = a.counters.get(Counter.RETRANSMITS);
             java.util.concurrent.atomic.AtomicBoolean polling = new java.util.concurrent.atomic.AtomicBoolean(true);
             Thread poller = Thread.ofPlatform().start(() -> {
                 WorkCompletion[] wc = WorkCompletion.array(4);
@@ -270,12 +312,19 @@ class ProgressTest {
             try {
                 synchronized (qpB) {
                     for (int i = 0; i < 8; i++)
-                        p.a.qp.postSend(new SendWorkRequest().wrId(i).opcode(WrOpcode.RDMA_WRITE).signaled(true)
-                                .buffer(src, 64L * i, 64).remote(dst.address() + 64L * i, dst.rkey()));
+                        p.a.qp.postSend(new SendWorkRequest()
+                                .wrId(i)
+                                .opcode(WrOpcode.RDMA_WRITE)
+                                .signaled(true)
+                                .buffer(src, 64L * i, 64)
+                                .remote(dst.address() + 64L * i, dst.rkey()));
                     long end = System.nanoTime() + 10_000_000_000L;
-                    while (!(poller.getState() == Thread.State.BLOCKED && b.rxThread().getState() == Thread.State.BLOCKED
+                    while (!(poller.getState() == Thread.State.BLOCKED
+                            && b.rxThread().getState() == Thread.State.BLOCKED
                             && b.counters.get(Counter.RX_TAKEOVERS) > takeovers)) {
-                        assertTrue(System.nanoTime() < end, "B's poller and receive thread both wait for B's QP after a takeover");
+                        assertTrue(
+                                System.nanoTime() < end,
+                                "B's poller and receive thread both wait for B's QP after a takeover");
                         Thread.sleep(1);
                     }
                 }
@@ -290,7 +339,9 @@ class ProgressTest {
             assertFilled(dst.segment(), 0, 512, 5);
             assertEquals(outOfSequence, b.counters.get(Counter.RX_OUT_OF_SEQUENCE), "B's QP got the WRITEs in order");
             assertEquals(retransmits, a.counters.get(Counter.RETRANSMITS), "A sent each WRITE once");
-            assertTrue(b.counters.get(Counter.RX_TAKEOVER_REPEATS) > repeats, "the stalled packet was handled again at the takeover");
+            assertTrue(
+                    b.counters.get(Counter.RX_TAKEOVER_REPEATS) > repeats,
+                    "the stalled packet was handled again at the takeover");
         }
     }
 
@@ -301,9 +352,15 @@ class ProgressTest {
     private static void writeLandsWhileStalled(Side a, Side b, long takeovers) {
         MemoryRegion src = a.mrAll(4096), dst = b.mrAll(4096);
         fill(src.segment(), 512, 3);
-        a.qp.postSend(new SendWorkRequest().wrId(7).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 0, 512).remote(dst.address(), dst.rkey()));
+        a.qp.postSend(new SendWorkRequest()
+                .wrId(7)
+                .opcode(WrOpcode.RDMA_WRITE)
+                .signaled(true)
+                .buffer(src, 0, 512)
+                .remote(dst.address(), dst.rkey()));
         WorkCompletion wc = poll(a.cq, 5000);
-        assertEquals(WcStatus.SUCCESS, wc.status, () -> "the WRITE to B while one of B's threads is stalled: " + wc.status);
+        assertEquals(
+                WcStatus.SUCCESS, wc.status, () -> "the WRITE to B while one of B's threads is stalled: " + wc.status);
         assertFilled(dst.segment(), 0, 512, 3);
         assertTrue(tr(b).counters.get(Counter.RX_TAKEOVERS) > takeovers, "B counted the takeover of its link");
     }
@@ -332,17 +389,40 @@ class ProgressTest {
         int thePort = port;
         SoftDevice devB = new SoftDevice("stall-b", ipB, thePort);
         Device stallingB = new Device() {
-            @Override public String name() { return devB.name(); }
-            @Override public String provider() { return devB.provider(); }
-            @Override public long nodeGuid() { return devB.nodeGuid(); }
-            @Override public NodeType nodeType() { return devB.nodeType(); }
-            @Override public TransportType transportType() { return devB.transportType(); }
-            @Override public Context open() {
+            @Override
+            public String name() {
+                return devB.name();
+            }
+
+            @Override
+            public String provider() {
+                return devB.provider();
+            }
+
+            @Override
+            public long nodeGuid() {
+                return devB.nodeGuid();
+            }
+
+            @Override
+            public NodeType nodeType() {
+                return devB.nodeType();
+            }
+
+            @Override
+            public TransportType transportType() {
+                return devB.transportType();
+            }
+
+            @Override
+            public Context open() {
                 return new SoftContext(devB, Transport.acquire(ipB, thePort, l -> stalling[0] = new StallingLink(l)));
             }
         };
         Opts o = new Opts(); // timeout 14 (67 ms), retry_cnt 7: the WRITE fails after about half a second unanswered
-        try (Context keep = anchorA; Side a = new Side(new SoftDevice("stall-a", ipA, thePort), null, 64); Side b = new Side(stallingB, null, 64)) {
+        try (Context keep = anchorA;
+                Side a = new Side(new SoftDevice("stall-a", ipA, thePort), null, 64);
+                Side b = new Side(stallingB, null, 64)) {
             connect(a, b, o, 100, 5000);
             connect(b, a, o, 5000, 100);
             body.run(a, b, stalling[0]);
@@ -355,7 +435,9 @@ class ProgressTest {
         volatile Thread stallThread;
         final CountDownLatch stalled = new CountDownLatch(1), release = new CountDownLatch(1);
 
-        StallingLink(Link inner) { this.inner = inner; }
+        StallingLink(Link inner) {
+            this.inner = inner;
+        }
 
         @Override
         public InetSocketAddress receive(ByteBuffer b) throws IOException {
@@ -371,9 +453,24 @@ class ProgressTest {
             return inner.receive(b);
         }
 
-        @Override public boolean send(ByteBuffer b, InetSocketAddress to) throws IOException { return inner.send(b, to); }
-        @Override public void await() throws IOException { inner.await(); }
-        @Override public void wakeup() { inner.wakeup(); }
-        @Override public void close() { inner.close(); }
+        @Override
+        public boolean send(ByteBuffer b, InetSocketAddress to) throws IOException {
+            return inner.send(b, to);
+        }
+
+        @Override
+        public void await() throws IOException {
+            inner.await();
+        }
+
+        @Override
+        public void wakeup() {
+            inner.wakeup();
+        }
+
+        @Override
+        public void close() {
+            inner.close();
+        }
     }
 }

@@ -6,7 +6,6 @@ import dev.jrdma.verbs.Device;
 import dev.jrdma.verbs.Gid;
 import dev.jrdma.verbs.VerbsException;
 import dev.jrdma.verbs.spi.VerbsProvider;
-
 import java.util.List;
 import java.util.ServiceLoader;
 import org.junit.jupiter.api.Test;
@@ -14,20 +13,30 @@ import org.junit.jupiter.api.Test;
 class ProviderTest {
     @Test
     void registeredAsAServiceAndNamesDevicesByInterface() {
-        VerbsProvider p = ServiceLoader.load(VerbsProvider.class).stream().map(ServiceLoader.Provider::get)
-                .filter(x -> x instanceof SoftProvider).findFirst().orElseThrow();
+        VerbsProvider p = ServiceLoader.load(VerbsProvider.class).stream()
+                .map(ServiceLoader.Provider::get)
+                .filter(x -> x instanceof SoftProvider)
+                .findFirst()
+                .orElseThrow();
         List<Device> devices = p.devices();
         assertTrue(p.unavailableReason().isEmpty());
-        SoftDevice lo = (SoftDevice) devices.stream().filter(d -> d.name().equals("soft_lo")).findFirst().orElseThrow();
+        SoftDevice lo = (SoftDevice) devices.stream()
+                .filter(d -> d.name().equals("soft_lo"))
+                .findFirst()
+                .orElseThrow();
         assertEquals(Gid.parse("::ffff:127.0.0.1"), lo.gid());
-        assertEquals(SoftProvider.configuredPort(), lo.port()); // 4791 unless jrdma.soft.port says otherwise (the build: 0, a free one)
+        assertEquals(
+                SoftProvider.configuredPort(),
+                lo.port()); // 4791 unless jrdma.soft.port says otherwise (the build: 0, a free one)
         assertEquals("soft", lo.provider());
         assertSame(lo, p.lookup("soft_lo").orElseThrow());
         // the default (first) device: non-loopback when there is one
         // the device on jrdma.soft.address comes first (the build sets 127.0.0.1), else a non-loopback one
         String pinned = System.getProperty("jrdma.soft.address");
-        if (pinned != null) assertEquals(pinned, ((SoftDevice) devices.getFirst()).address().getHostAddress());
-        else if (devices.size() > 1) assertFalse(((SoftDevice) devices.getFirst()).address().isLoopbackAddress());
+        if (pinned != null)
+            assertEquals(pinned, ((SoftDevice) devices.getFirst()).address().getHostAddress());
+        else if (devices.size() > 1)
+            assertFalse(((SoftDevice) devices.getFirst()).address().isLoopbackAddress());
     }
 
     @Test
@@ -50,13 +59,17 @@ class ProviderTest {
             restore("jrdma.soft.address", address);
             restore("jrdma.soft.port", port);
         }
-        assertEquals("soft@[::1]", p.lookup("soft@::1").orElseThrow().name(), "an IPv6 device (names only: nothing is bound)");
+        assertEquals(
+                "soft@[::1]",
+                p.lookup("soft@::1").orElseThrow().name(),
+                "an IPv6 device (names only: nothing is bound)");
         assertThrows(VerbsException.class, () -> p.lookup("soft@300.1.2.3"));
         assertThrows(VerbsException.class, () -> p.lookup("soft@[::1"));
     }
 
     private static void restore(String key, String value) {
-        if (value == null) System.clearProperty(key); else System.setProperty(key, value);
+        if (value == null) System.clearProperty(key);
+        else System.setProperty(key, value);
     }
 
     /**
@@ -71,10 +84,14 @@ class ProviderTest {
             int chosen = SoftProvider.configuredPort();
             assertTrue(chosen > 0 && chosen < 65536, "chosen " + chosen);
             assertNotEquals(SoftProvider.DEFAULT_PORT, chosen);
-            assertEquals(Integer.toString(chosen), System.getProperty("jrdma.soft.port"), "written back for child processes");
+            assertEquals(
+                    Integer.toString(chosen),
+                    System.getProperty("jrdma.soft.port"),
+                    "written back for child processes");
             System.setProperty("jrdma.soft.port", "0");
             assertEquals(chosen, SoftProvider.configuredPort(), "the same port for every device of the JVM");
-            SoftDevice device = (SoftDevice) new SoftProvider().lookup("soft@127.0.0.9").orElseThrow();
+            SoftDevice device =
+                    (SoftDevice) new SoftProvider().lookup("soft@127.0.0.9").orElseThrow();
             assertEquals(chosen, device.port());
             try (dev.jrdma.verbs.Context ctx = device.open()) {
                 assertEquals(chosen, ((SoftContext) ctx).transport.port);

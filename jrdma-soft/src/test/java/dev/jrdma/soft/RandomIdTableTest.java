@@ -24,14 +24,20 @@ class RandomIdTableTest {
 
     @Test
     void tenThousandQpNumbersAreNeverWithin2To16OfTheOneBefore() {
-        RandomIdTable<Object> qpns = new RandomIdTable<>(QpTable.FIRST_QPN, QpTable.LAST_QPN, QpTable.MAX_QPS, new SplittableRandom(SEED));
+        RandomIdTable<Object> qpns =
+                new RandomIdTable<>(QpTable.FIRST_QPN, QpTable.LAST_QPN, QpTable.MAX_QPS, new SplittableRandom(SEED));
         Map<Integer, Object> named = new HashMap<>();
         int previous = -1, below2To16 = 0;
         for (int i = 0; i < 10_000; i++) {
             Object qp = new Object();
             int qpn = qpns.add(qp);
-            assertTrue(qpn >= QpTable.FIRST_QPN && qpn <= QpTable.LAST_QPN, "QPN 0x" + Integer.toHexString(qpn) + " outside 0x11..0xFFFFFE");
-            if (previous >= 0) assertTrue(Math.abs(qpn - previous) >= RandomIdTable.MIN_STEP, i + ": 0x" + Integer.toHexString(qpn) + " after 0x" + Integer.toHexString(previous));
+            assertTrue(
+                    qpn >= QpTable.FIRST_QPN && qpn <= QpTable.LAST_QPN,
+                    "QPN 0x" + Integer.toHexString(qpn) + " outside 0x11..0xFFFFFE");
+            if (previous >= 0)
+                assertTrue(
+                        Math.abs(qpn - previous) >= RandomIdTable.MIN_STEP,
+                        i + ": 0x" + Integer.toHexString(qpn) + " after 0x" + Integer.toHexString(previous));
             if (qpn < 1 << 16) below2To16++;
             assertNull(named.put(qpn, qp), "QPN handed out twice");
             previous = qpn;
@@ -53,7 +59,10 @@ class RandomIdTableTest {
             long unsigned = Integer.toUnsignedLong(rkey);
             assertEquals(index, rkey >>> 8);
             assertTrue(index >= KeyTable.FIRST_INDEX && index <= KeyTable.LAST_INDEX);
-            if (previous >= 0) assertTrue(Math.abs(unsigned - previous) >= 1 << 16, i + ": rkey 0x" + Integer.toHexString(rkey) + " after 0x" + Long.toHexString(previous));
+            if (previous >= 0)
+                assertTrue(
+                        Math.abs(unsigned - previous) >= 1 << 16,
+                        i + ": rkey 0x" + Integer.toHexString(rkey) + " after 0x" + Long.toHexString(previous));
             assertTrue(seen.add(rkey));
             assertSame(mr, keys.owner(rkey));
             previous = unsigned;
@@ -76,7 +85,8 @@ class RandomIdTableTest {
 
     @Test
     void removedNumbersAreGoneTheLimitHoldsAndTheTableRebuildsItself() {
-        RandomIdTable<Object> t = new RandomIdTable<>(QpTable.FIRST_QPN, QpTable.LAST_QPN, 1000, new SplittableRandom(SEED));
+        RandomIdTable<Object> t =
+                new RandomIdTable<>(QpTable.FIRST_QPN, QpTable.LAST_QPN, 1000, new SplittableRandom(SEED));
         ArrayDeque<int[]> live = new ArrayDeque<>();
         Map<Integer, Object> owners = new HashMap<>();
         // churn: far more adds and removes than slots, so tombstones pile up and the table is rebuilt many times
@@ -108,8 +118,15 @@ class RandomIdTableTest {
     private static final class Scripted implements RandomGenerator {
         final ArrayDeque<Integer> next = new ArrayDeque<>();
 
-        @Override public int nextInt(int bound) { return next.poll(); }
-        @Override public long nextLong() { throw new UnsupportedOperationException(); }
+        @Override
+        public int nextInt(int bound) {
+            return next.poll();
+        }
+
+        @Override
+        public long nextLong() {
+            throw new UnsupportedOperationException();
+        }
     }
 
     @Test
@@ -118,7 +135,7 @@ class RandomIdTableTest {
         KeyTable keys = new KeyTable(random);
         int index = 0x123456;
         random.next.add(index - KeyTable.FIRST_INDEX); // the index
-        random.next.add(0x77);                         // its key byte
+        random.next.add(0x77); // its key byte
         Object first = new Object(), second = new Object(), between = new Object();
         assertEquals(index, keys.add(first));
         assertEquals(index << 8 | 0x77, keys.freshKey(index));
@@ -127,7 +144,7 @@ class RandomIdTableTest {
         random.next.add(0x800000 - KeyTable.FIRST_INDEX); // another index in between (2^16 away)
         assertEquals(0x800000, keys.add(between));
         random.next.add(index - KeyTable.FIRST_INDEX); // the same index again
-        random.next.add(0x77);                         // the old key byte: drawn again
+        random.next.add(0x77); // the old key byte: drawn again
         random.next.add(0x78);
         assertEquals(index, keys.add(second));
         assertEquals(index << 8 | 0x78, keys.freshKey(index), "the old key (byte 0x77) never names the new owner");
@@ -136,7 +153,8 @@ class RandomIdTableTest {
 
     @Test
     void aReaderFindsEveryLiveNumberWhileOthersComeAndGo() throws Exception {
-        RandomIdTable<Object> t = new RandomIdTable<>(QpTable.FIRST_QPN, QpTable.LAST_QPN, 5000, new SplittableRandom(SEED));
+        RandomIdTable<Object> t =
+                new RandomIdTable<>(QpTable.FIRST_QPN, QpTable.LAST_QPN, 5000, new SplittableRandom(SEED));
         int[] stable = new int[50];
         Object[] stableOwners = new Object[50];
         for (int i = 0; i < stable.length; i++) stable[i] = t.add(stableOwners[i] = new Object());
@@ -145,13 +163,16 @@ class RandomIdTableTest {
         Thread reader = Thread.ofPlatform().start(() -> {
             while (!done.get() && wrong.get() == null) {
                 for (int i = 0; i < stable.length; i++) {
-                    if (t.get(stable[i]) != stableOwners[i]) wrong.set("number " + stable[i] + " lost while others came and went");
+                    if (t.get(stable[i]) != stableOwners[i])
+                        wrong.set("number " + stable[i] + " lost while others came and went");
                 }
             }
         });
         ArrayDeque<Integer> churn = new ArrayDeque<>();
         Map<Integer, Object> owners = new HashMap<>();
-        for (int i = 0; i < 200_000 && wrong.get() == null; i++) { // every add and remove, and many rebuilds, while the reader reads
+        for (int i = 0;
+                i < 200_000 && wrong.get() == null;
+                i++) { // every add and remove, and many rebuilds, while the reader reads
             if (churn.size() < 2000) {
                 Object o = new Object();
                 int id = t.add(o);

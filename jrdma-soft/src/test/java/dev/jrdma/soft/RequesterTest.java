@@ -11,7 +11,6 @@ import dev.jrdma.verbs.SendFlag;
 import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -25,7 +24,11 @@ class RequesterTest {
         try (EngineRig rig = new EngineRig(o)) {
             MemoryRegion src = rig.mrAll(4096);
             Fixture.fill(src.segment(), 2000, 7);
-            rig.qp.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.SEND).signaled(true).buffer(src, 0, 2000));
+            rig.qp.postSend(new SendWorkRequest()
+                    .wrId(1)
+                    .opcode(WrOpcode.SEND)
+                    .signaled(true)
+                    .buffer(src, 0, 2000));
             List<RocePacket> first = rig.drain();
             assertEquals(2, first.size());
             assertEquals(Opcode.SEND_FIRST.code(), first.get(0).opcode());
@@ -43,7 +46,11 @@ class RequesterTest {
             RocePacket again = rig.one();
             assertEquals(MY_PSN + 1, again.psn(), "go-back-N from the oldest unacknowledged PSN");
             assertEquals(Opcode.SEND_LAST.code(), again.opcode());
-            Fixture.assertFilled(java.lang.foreign.MemorySegment.ofBuffer(again.buffer()), again.payloadOffset(), 2000 - 1024, 7 + 31 * 1024);
+            Fixture.assertFilled(
+                    java.lang.foreign.MemorySegment.ofBuffer(again.buffer()),
+                    again.payloadOffset(),
+                    2000 - 1024,
+                    7 + 31 * 1024);
             rig.feed(ack(MY_PSN + 1));
             assertEquals(WcStatus.SUCCESS, rig.poll().status);
             assertEquals(1, rig.count(Counter.RETRANSMITS));
@@ -57,7 +64,12 @@ class RequesterTest {
         try (EngineRig rig = new EngineRig(o)) {
             int size = 100 * 4096;
             MemoryRegion src = rig.mrAll(size);
-            rig.qp.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 0, size).remote(0x1000, 0x55));
+            rig.qp.postSend(new SendWorkRequest()
+                    .wrId(1)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .signaled(true)
+                    .buffer(src, 0, size)
+                    .remote(0x1000, 0x55));
             assertEquals(64, rig.drain().size());
             assertEquals(Requester.State.WAIT_WINDOW, rig.qp.requester.stoppedAt);
             rig.feed(ack(MY_PSN + 9)); // ten acknowledged: ten more may go
@@ -78,18 +90,37 @@ class RequesterTest {
         o.maxRdAtomic = 1;
         try (EngineRig rig = new EngineRig(o)) {
             MemoryRegion local = rig.mrAll(4096);
-            rig.qp.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_READ).signaled(true).buffer(local, 0, 8).remote(0x3000, 0x99));
-            rig.qp.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.RDMA_READ).signaled(true).buffer(local, 8, 8).remote(0x3000, 0x99));
+            rig.qp.postSend(new SendWorkRequest()
+                    .wrId(1)
+                    .opcode(WrOpcode.RDMA_READ)
+                    .signaled(true)
+                    .buffer(local, 0, 8)
+                    .remote(0x3000, 0x99));
+            rig.qp.postSend(new SendWorkRequest()
+                    .wrId(2)
+                    .opcode(WrOpcode.RDMA_READ)
+                    .signaled(true)
+                    .buffer(local, 8, 8)
+                    .remote(0x3000, 0x99));
             assertEquals(Opcode.RDMA_READ_REQUEST.code(), rig.one().opcode());
             assertEquals(Requester.State.WAIT_RD_ATOMIC, rig.qp.requester.stoppedAt);
-            rig.feed(new EngineRig.Pkt(Opcode.RDMA_READ_RESPONSE_ONLY.code(), MY_PSN, false, 8).aeth(0x1F, 1).payload(8, 1));
+            rig.feed(new EngineRig.Pkt(Opcode.RDMA_READ_RESPONSE_ONLY.code(), MY_PSN, false, 8)
+                    .aeth(0x1F, 1)
+                    .payload(8, 1));
             assertEquals(1, rig.poll().wrId);
             RocePacket second = rig.one();
             assertEquals(MY_PSN + 1, second.psn());
-            rig.qp.postSend(new SendWorkRequest().wrId(3).opcode(WrOpcode.SEND).signaled(true).flag(SendFlag.FENCE, true).buffer(local, 0, 8));
+            rig.qp.postSend(new SendWorkRequest()
+                    .wrId(3)
+                    .opcode(WrOpcode.SEND)
+                    .signaled(true)
+                    .flag(SendFlag.FENCE, true)
+                    .buffer(local, 0, 8));
             assertTrue(rig.drain().isEmpty(), "the fenced SEND waits for the READ");
             assertEquals(Requester.State.WAIT_FENCE, rig.qp.requester.stoppedAt);
-            rig.feed(new EngineRig.Pkt(Opcode.RDMA_READ_RESPONSE_ONLY.code(), MY_PSN + 1, false, 8).aeth(0x1F, 2).payload(8, 2));
+            rig.feed(new EngineRig.Pkt(Opcode.RDMA_READ_RESPONSE_ONLY.code(), MY_PSN + 1, false, 8)
+                    .aeth(0x1F, 2)
+                    .payload(8, 2));
             assertEquals(2, rig.poll().wrId);
             assertEquals(Opcode.SEND_ONLY.code(), rig.one().opcode());
         }

@@ -8,13 +8,12 @@ import dev.jrdma.soft.wire.Opcode;
 import dev.jrdma.soft.wire.RocePacket;
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.MemoryRegion;
-import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.QpAttr;
+import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.RecvWorkRequest;
 import dev.jrdma.verbs.WcOpcode;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
-
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.List;
@@ -37,7 +36,9 @@ class ResponderTest {
             rig.qp.postRecv(new RecvWorkRequest().wrId(7).buffer(buf, 0, 4096));
             assertTrue(rig.feed(request(Opcode.SEND_FIRST, PEER_PSN, 1024).payload(1024, 1)));
             assertEquals(Responder.State.ACKNOWLEDGE, rig.qp.responder.lastOutcome);
-            assertTrue(rig.feed(request(Opcode.SEND_LAST_WITH_IMMEDIATE, PEER_PSN + 1, 100).imm(0x1234).payload(100, 2)));
+            assertTrue(rig.feed(request(Opcode.SEND_LAST_WITH_IMMEDIATE, PEER_PSN + 1, 100)
+                    .imm(0x1234)
+                    .payload(100, 2)));
             WorkCompletion wc = rig.poll();
             assertEquals(WcStatus.SUCCESS, wc.status);
             assertEquals(7, wc.wrId);
@@ -45,7 +46,8 @@ class ResponderTest {
             assertEquals(0x1234, wc.immData);
             Fixture.assertFilled(buf.segment(), 0, 1024, 1);
             Fixture.assertFilled(buf.segment(), 1024, 100, 2);
-            List<RocePacket> out = rig.drain(); // each packet asked for an ACK; off the receive thread they go out at once
+            List<RocePacket> out =
+                    rig.drain(); // each packet asked for an ACK; off the receive thread they go out at once
             assertEquals(2, out.size());
             assertAeth(out.get(1), PEER_PSN + 1, Aeth.TYPE_ACK, 0);
         }
@@ -126,12 +128,27 @@ class ResponderTest {
                 canaryAll.fill((byte) 0x5A);
                 canaryRo.fill((byte) 0x5A);
                 EngineRig.Pkt p = switch (c) {
-                    case 0 -> request(Opcode.RDMA_WRITE_ONLY, PEER_PSN, 8).reth(all.address(), all.rkey() ^ 0x100, 8).payload(8, 9); // wrong key
-                    case 1 -> request(Opcode.RDMA_WRITE_ONLY, PEER_PSN, 8).reth(all.address() + 60, all.rkey(), 8).payload(8, 9);     // out of bounds
-                    case 2 -> request(Opcode.RDMA_WRITE_ONLY, PEER_PSN, 8).reth(readOnly.address(), readOnly.rkey(), 8).payload(8, 9); // no REMOTE_WRITE
-                    case 3 -> request(Opcode.FETCH_ADD, PEER_PSN, 0).atomic(readOnly.address(), readOnly.rkey(), 1, 0);              // no REMOTE_ATOMIC
-                    case 4 -> request(Opcode.COMPARE_SWAP, PEER_PSN, 0).atomic(all.address() + 4, all.rkey(), 1, 0);                // misaligned
-                    default -> request(Opcode.RDMA_READ_REQUEST, PEER_PSN, 0).reth(all.address(), all.rkey(), 65);                   // READ out of bounds
+                    case 0 ->
+                        request(Opcode.RDMA_WRITE_ONLY, PEER_PSN, 8)
+                                .reth(all.address(), all.rkey() ^ 0x100, 8)
+                                .payload(8, 9); // wrong key
+                    case 1 ->
+                        request(Opcode.RDMA_WRITE_ONLY, PEER_PSN, 8)
+                                .reth(all.address() + 60, all.rkey(), 8)
+                                .payload(8, 9); // out of bounds
+                    case 2 ->
+                        request(Opcode.RDMA_WRITE_ONLY, PEER_PSN, 8)
+                                .reth(readOnly.address(), readOnly.rkey(), 8)
+                                .payload(8, 9); // no REMOTE_WRITE
+                    case 3 ->
+                        request(Opcode.FETCH_ADD, PEER_PSN, 0)
+                                .atomic(readOnly.address(), readOnly.rkey(), 1, 0); // no REMOTE_ATOMIC
+                    case 4 ->
+                        request(Opcode.COMPARE_SWAP, PEER_PSN, 0)
+                                .atomic(all.address() + 4, all.rkey(), 1, 0); // misaligned
+                    default ->
+                        request(Opcode.RDMA_READ_REQUEST, PEER_PSN, 0)
+                                .reth(all.address(), all.rkey(), 65); // READ out of bounds
                 };
                 int want = c == 4 ? Aeth.NAK_INVALID_REQUEST : Aeth.NAK_REMOTE_ACCESS_ERROR;
                 rig.feed(p);
@@ -177,7 +194,8 @@ class ResponderTest {
             assertEquals(Opcode.RDMA_READ_RESPONSE_LAST.code(), out.get(2).opcode());
             assertEquals(PEER_PSN + 2, out.get(2).psn());
             // the requester lost the last two and asks again from the second packet
-            rig.feed(request(Opcode.RDMA_READ_REQUEST, PEER_PSN + 1, 0).reth(src.address() + 1024, src.rkey(), 3000 - 1024));
+            rig.feed(request(Opcode.RDMA_READ_REQUEST, PEER_PSN + 1, 0)
+                    .reth(src.address() + 1024, src.rkey(), 3000 - 1024));
             assertEquals(Responder.State.DUPLICATE, rig.qp.responder.lastOutcome);
             out = rig.drain();
             assertEquals(2, out.size(), EngineRig.describe(out));
@@ -186,7 +204,9 @@ class ResponderTest {
             assertEquals(3000 - 2048, out.get(1).payloadLength());
             // the next new request is expected after the READ's three PSNs
             MemoryRegion dst = rig.mrAll(64);
-            rig.feed(request(Opcode.RDMA_WRITE_ONLY, PEER_PSN + 3, 8).reth(dst.address(), dst.rkey(), 8).payload(8, 4));
+            rig.feed(request(Opcode.RDMA_WRITE_ONLY, PEER_PSN + 3, 8)
+                    .reth(dst.address(), dst.rkey(), 8)
+                    .payload(8, 4));
             Fixture.assertFilled(dst.segment(), 0, 8, 4);
         }
     }
@@ -196,8 +216,12 @@ class ResponderTest {
         try (EngineRig rig = new EngineRig()) {
             MemoryRegion dst = rig.mrAll(4096);
             rig.qp.postRecv(new RecvWorkRequest().wrId(9).numSge(0));
-            rig.feed(request(Opcode.RDMA_WRITE_FIRST, PEER_PSN, 1024).reth(dst.address(), dst.rkey(), 1500).payload(1024, 5));
-            rig.feed(request(Opcode.RDMA_WRITE_LAST_WITH_IMMEDIATE, PEER_PSN + 1, 476).imm(77).payload(476, 6));
+            rig.feed(request(Opcode.RDMA_WRITE_FIRST, PEER_PSN, 1024)
+                    .reth(dst.address(), dst.rkey(), 1500)
+                    .payload(1024, 5));
+            rig.feed(request(Opcode.RDMA_WRITE_LAST_WITH_IMMEDIATE, PEER_PSN + 1, 476)
+                    .imm(77)
+                    .payload(476, 6));
             WorkCompletion wc = rig.poll();
             assertEquals(WcOpcode.RECV_RDMA_WITH_IMM, wc.opcode);
             assertEquals(1500, wc.byteLen);
@@ -229,7 +253,9 @@ class ResponderTest {
             rig.qp.postRecv(bad);
             rig.feed(request(Opcode.SEND_ONLY, PEER_PSN, 8).payload(8, 1));
             assertEquals(Responder.State.ERR_REMOTE_OPERATIONAL, rig.qp.responder.lastOutcome);
-            assertEquals(dev.jrdma.verbs.AsyncEventType.QP_FATAL, rig.ctx.awaitAsyncEvent(java.time.Duration.ZERO).type());
+            assertEquals(
+                    dev.jrdma.verbs.AsyncEventType.QP_FATAL,
+                    rig.ctx.awaitAsyncEvent(java.time.Duration.ZERO).type());
         }
     }
 

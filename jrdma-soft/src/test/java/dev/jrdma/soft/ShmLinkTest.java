@@ -11,7 +11,6 @@ import dev.jrdma.verbs.VerbsException;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -37,7 +36,9 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class ShmLinkTest {
 
-    static Transport transport(Context c) { return ((SoftContext) c).transport; }
+    static Transport transport(Context c) {
+        return ((SoftContext) c).transport;
+    }
 
     /** Opens a pair of devices on {@code a} and {@code b} on a free port, under {@code -Djrdma.soft.shm=modeA/modeB} (null: default). */
     static Pair pairOn(String a, String b, String modeA, String modeB) {
@@ -71,7 +72,8 @@ class ShmLinkTest {
         try {
             return SoftProvider.open(ip, port).open();
         } finally {
-            if (old == null) System.clearProperty("jrdma.soft.shm"); else System.setProperty("jrdma.soft.shm", old);
+            if (old == null) System.clearProperty("jrdma.soft.shm");
+            else System.setProperty("jrdma.soft.shm", old);
         }
     }
 
@@ -82,7 +84,9 @@ class ShmLinkTest {
     static void awaitRing(Transport t, InetSocketAddress peer) throws InterruptedException {
         long end = System.nanoTime() + 10_000_000_000L;
         while (!t.shmLink().shmPeers().contains(peer) && System.nanoTime() < end) Thread.sleep(1);
-        assertTrue(t.shmLink().shmPeers().contains(peer), () -> "no proven ring to " + peer + ": " + t.linkName() + " " + t.counters.snapshot());
+        assertTrue(
+                t.shmLink().shmPeers().contains(peer),
+                () -> "no proven ring to " + peer + ": " + t.linkName() + " " + t.counters.snapshot());
     }
 
     /** A SEND, a WRITE and a READ from A to B, checked; returns how many packets A sent (ring or UDP). */
@@ -92,16 +96,30 @@ class ShmLinkTest {
         MemoryRegion a = p.a.mrAll(8192), b = p.b.mrAll(8192);
         fill(a.segment(), 3000, 5);
         p.b.qp.postRecv(new RecvWorkRequest().wrId(7).buffer(b, 0, 4096));
-        p.a.qp.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.SEND).signaled(true).buffer(a, 0, 3000));
+        p.a.qp.postSend(new SendWorkRequest()
+                .wrId(1)
+                .opcode(WrOpcode.SEND)
+                .signaled(true)
+                .buffer(a, 0, 3000));
         WorkCompletion s = poll(p.a.cq), r = poll(p.b.cq);
         assertEquals(WcStatus.SUCCESS, s.status, s::toString);
         assertEquals(WcStatus.SUCCESS, r.status, r::toString);
         assertEquals(3000, r.byteLen);
         assertFilled(b.segment(), 0, 3000, 5);
-        p.a.qp.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(a, 0, 2000).remote(b.address() + 4096, b.rkey()));
+        p.a.qp.postSend(new SendWorkRequest()
+                .wrId(2)
+                .opcode(WrOpcode.RDMA_WRITE)
+                .signaled(true)
+                .buffer(a, 0, 2000)
+                .remote(b.address() + 4096, b.rkey()));
         assertEquals(WcStatus.SUCCESS, poll(p.a.cq).status);
         assertFilled(b.segment(), 4096, 2000, 5);
-        p.a.qp.postSend(new SendWorkRequest().wrId(3).opcode(WrOpcode.RDMA_READ).signaled(true).buffer(a, 4096, 2000).remote(b.address() + 4096, b.rkey()));
+        p.a.qp.postSend(new SendWorkRequest()
+                .wrId(3)
+                .opcode(WrOpcode.RDMA_READ)
+                .signaled(true)
+                .buffer(a, 4096, 2000)
+                .remote(b.address() + 4096, b.rkey()));
         assertEquals(WcStatus.SUCCESS, poll(p.a.cq).status);
         assertFilled(a.segment(), 4096, 2000, 5);
         return ta.counters.get(Counter.TX_PACKETS) - sent0;
@@ -135,7 +153,9 @@ class ShmLinkTest {
         try (Pair p = pairOn("127.0.0.21", "127.0.0.22", "auto", "auto")) {
             file = transport(p.b.ctx).shmLink().ring().path;
             assertTrue(Files.exists(file), file::toString);
-            assertEquals(EnumSet.of(PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE), Files.getPosixFilePermissions(file));
+            assertEquals(
+                    EnumSet.of(PosixFilePermission.OWNER_READ, PosixFilePermission.OWNER_WRITE),
+                    Files.getPosixFilePermissions(file));
             assertEquals(Files.getAttribute(Path.of("/proc/self"), "unix:uid"), Files.getAttribute(file, "unix:uid"));
             exchange(p);
         }
@@ -172,13 +192,17 @@ class ShmLinkTest {
             assertNotNull(ta.shmLink(), ta.linkName());
             long shm0 = ta.counters.get(Counter.TX_SHM_PACKETS);
             exchange(p);
-            assertTrue(ta.counters.get(Counter.TX_SHM_PACKETS) > shm0, "the exchange went through the rings: " + ta.linkName());
+            assertTrue(
+                    ta.counters.get(Counter.TX_SHM_PACKETS) > shm0,
+                    "the exchange went through the rings: " + ta.linkName());
         }
     }
 
     @Test
     void aBadModeIsAClearError() {
-        VerbsException e = assertThrows(VerbsException.class, () -> openWith("sometimes", ip("127.0.0.27"), 20000 + (int) (Math.random() * 30000)));
+        VerbsException e = assertThrows(
+                VerbsException.class,
+                () -> openWith("sometimes", ip("127.0.0.27"), 20000 + (int) (Math.random() * 30000)));
         assertTrue(e.getMessage().contains("jrdma.soft.shm='sometimes' is not auto, off or on"), e.getMessage());
     }
 
@@ -197,7 +221,8 @@ class ShmLinkTest {
             assertNotNull(ring, "B's ring opens for a process of the same user");
             long bad0 = tb.counters.get(Counter.RX_SHM_BAD_CELL), rx0 = tb.counters.get(Counter.RX_PACKETS);
             long malformed0 = tb.counters.get(Counter.RX_MALFORMED) + tb.counters.get(Counter.RX_BAD_ICRC);
-            try (java.net.DatagramSocket liar = new java.net.DatagramSocket(new InetSocketAddress(ip("127.0.0.27"), 0))) {
+            try (java.net.DatagramSocket liar =
+                    new java.net.DatagramSocket(new InetSocketAddress(ip("127.0.0.27"), 0))) {
                 MemorySegment seg = ring.segment;
                 ShmSender claim = ShmSender.claim(ring, IpAddress.of(liar.getLocalAddress()), liar.getLocalPort());
                 assertNotNull(claim);
@@ -207,11 +232,19 @@ class ShmLinkTest {
                 for (int i = 0; i < lengths.length; i++) {
                     long pos = claim.start + i, cell = ShmRingFile.cell(slot, pos);
                     seg.set(ValueLayout.JAVA_INT, cell + ShmRingFile.C_LENGTH, lengths[i]);
-                    for (int j = 0; j < 64; j++) seg.set(ValueLayout.JAVA_BYTE, cell + ShmRingFile.CELL_HEADER + j, (byte) (j * 37 + 11)); // no RoCE packet
-                    seg.set(ValueLayout.JAVA_LONG, cell + ShmRingFile.C_STATE, pos - (pos & (ShmRingFile.CELLS - 1)) + 1); // full, for position pos
+                    for (int j = 0; j < 64; j++)
+                        seg.set(ValueLayout.JAVA_BYTE, cell + ShmRingFile.CELL_HEADER + j, (byte)
+                                (j * 37 + 11)); // no RoCE packet
+                    seg.set(
+                            ValueLayout.JAVA_LONG,
+                            cell + ShmRingFile.C_STATE,
+                            pos - (pos & (ShmRingFile.CELLS - 1)) + 1); // full, for position pos
                 }
                 // a state from no lap at all further on: never taken
-                seg.set(ValueLayout.JAVA_LONG, ShmRingFile.cell(slot, claim.start + lengths.length) + ShmRingFile.C_STATE, 0x7777_7777_7777L);
+                seg.set(
+                        ValueLayout.JAVA_LONG,
+                        ShmRingFile.cell(slot, claim.start + lengths.length) + ShmRingFile.C_STATE,
+                        0x7777_7777_7777L);
                 // a slot nobody proved, full of the same garbage, and every claimed bit set: never read
                 int other = (slot + 1) % ShmRingFile.SLOTS;
                 seg.set(ValueLayout.JAVA_INT, ShmRingFile.H_CLAIMED, -1);
@@ -227,11 +260,21 @@ class ShmLinkTest {
                 }
                 long end = System.nanoTime() + 10_000_000_000L;
                 while (tb.counters.get(Counter.RX_SHM_BAD_CELL) - bad0 < 5 && System.nanoTime() < end) Thread.sleep(5);
-                assertEquals(5, tb.counters.get(Counter.RX_SHM_BAD_CELL) - bad0, "lengths -1, 0, too long, MAX and MIN: " + tb.counters.snapshot());
+                assertEquals(
+                        5,
+                        tb.counters.get(Counter.RX_SHM_BAD_CELL) - bad0,
+                        "lengths -1, 0, too long, MAX and MIN: " + tb.counters.snapshot());
                 // rx_packets counts a packet before its checks: wait for the drops
-                while (tb.counters.get(Counter.RX_MALFORMED) + tb.counters.get(Counter.RX_BAD_ICRC) - malformed0 < 2 && System.nanoTime() < end) Thread.sleep(5);
-                assertEquals(2, tb.counters.get(Counter.RX_PACKETS) - rx0, "the two cells of garbage bytes were checked as datagrams, the unproven slot's never");
-                assertEquals(2, tb.counters.get(Counter.RX_MALFORMED) + tb.counters.get(Counter.RX_BAD_ICRC) - malformed0, tb.counters.snapshot()::toString);
+                while (tb.counters.get(Counter.RX_MALFORMED) + tb.counters.get(Counter.RX_BAD_ICRC) - malformed0 < 2
+                        && System.nanoTime() < end) Thread.sleep(5);
+                assertEquals(
+                        2,
+                        tb.counters.get(Counter.RX_PACKETS) - rx0,
+                        "the two cells of garbage bytes were checked as datagrams, the unproven slot's never");
+                assertEquals(
+                        2,
+                        tb.counters.get(Counter.RX_MALFORMED) + tb.counters.get(Counter.RX_BAD_ICRC) - malformed0,
+                        tb.counters.snapshot()::toString);
                 assertTrue(tb.rxThreadAlive(), "B's receive thread survived");
             } finally {
                 ring.close();
@@ -279,7 +322,10 @@ class ShmLinkTest {
         java.net.DatagramPacket ack = new java.net.DatagramPacket(new byte[64], 64);
         from.receive(ack);
         assertEquals(ShmProof.BYTES, ack.getLength());
-        assertEquals(ShmProof.ACK, ByteBuffer.wrap(ack.getData()).getInt(8), "B answers a HELLO from the address the slot names");
+        assertEquals(
+                ShmProof.ACK,
+                ByteBuffer.wrap(ack.getData()).getInt(8),
+                "B answers a HELLO from the address the slot names");
         assertEquals(new InetSocketAddress(tb.local.inet, tb.port), ack.getSocketAddress(), "from B's own port");
     }
 
@@ -296,20 +342,28 @@ class ShmLinkTest {
             exchange(p);
             MemoryRegion a = p.a.mrAll(8192), b = p.b.mrAll(8192);
             fill(a.segment(), 64, 9);
-            p.a.qp.postSend(new SendWorkRequest().wrId(5).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(a, 0, 64).remote(b.address() + 6000, b.rkey()));
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(5)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .signaled(true)
+                    .buffer(a, 0, 64)
+                    .remote(b.address() + 6000, b.rkey()));
             assertEquals(WcStatus.SUCCESS, poll(p.a.cq).status);
             assertFilled(b.segment(), 6000, 64, 9);
             ShmRingFile ring = ShmRingFile.openPeer(tb.local, tb.port);
             assertNotNull(ring);
-            try (java.net.DatagramSocket forger = new java.net.DatagramSocket(new InetSocketAddress(ip("127.0.0.47"), 0))) {
+            try (java.net.DatagramSocket forger =
+                    new java.net.DatagramSocket(new InetSocketAddress(ip("127.0.0.47"), 0))) {
                 // A's WRITE, as A put it in B's ring (the last cell of A's slot): the forger's template
                 String rings = tb.shmLink().describeRings();
                 int slotA = Integer.parseInt(rings.substring(rings.indexOf("slot ") + 5, rings.indexOf(':')));
-                long tailA = (long) ShmRingFile.LONG.getVolatile(ring.segment, ShmRingFile.slot(slotA) + ShmRingFile.S_TAIL);
+                long tailA =
+                        (long) ShmRingFile.LONG.getVolatile(ring.segment, ShmRingFile.slot(slotA) + ShmRingFile.S_TAIL);
                 long last = ShmRingFile.cell(slotA, tailA - 1);
                 int len = ring.segment.get(ValueLayout.JAVA_INT, last + ShmRingFile.C_LENGTH);
                 ByteBuffer packet = ByteBuffer.allocate(len);
-                MemorySegment.copy(ring.segment, last + ShmRingFile.CELL_HEADER, MemorySegment.ofBuffer(packet), 0, len);
+                MemorySegment.copy(
+                        ring.segment, last + ShmRingFile.CELL_HEADER, MemorySegment.ofBuffer(packet), 0, len);
                 assertEquals(b.rkey(), packet.getInt(dev.jrdma.soft.wire.Bth.BYTES + 8), "the template is A's WRITE");
                 int expected;
                 synchronized (p.b.qp) {
@@ -317,29 +371,45 @@ class ShmLinkTest {
                 }
                 dev.jrdma.soft.wire.Bth.setPsn(packet, 0, expected);
                 for (int i = 0; i < 64; i++) packet.put(len - dev.jrdma.soft.wire.Icrc.BYTES - 64 + i, (byte) 0x5A);
-                new dev.jrdma.soft.wire.Icrc().generate(packet, 0, len, ta.local.ipv4(), tb.local.ipv4(), ta.port, tb.port);
+                new dev.jrdma.soft.wire.Icrc()
+                        .generate(packet, 0, len, ta.local.ipv4(), tb.local.ipv4(), ta.port, tb.port);
                 // the forger claims a slot in A's name and puts the forgery in
                 ShmSender claim = ShmSender.claim(ring, ta.local, ta.port);
                 assertNotNull(claim);
                 long cell = ShmRingFile.cell(claim.slot(), claim.start);
                 ring.segment.set(ValueLayout.JAVA_INT, cell + ShmRingFile.C_LENGTH, len);
-                MemorySegment.copy(MemorySegment.ofBuffer(packet), 0, ring.segment, cell + ShmRingFile.CELL_HEADER, len);
-                ShmRingFile.LONG.setVolatile(ring.segment, cell + ShmRingFile.C_STATE, claim.start - (claim.start & (ShmRingFile.CELLS - 1)) + 1);
+                MemorySegment.copy(
+                        MemorySegment.ofBuffer(packet), 0, ring.segment, cell + ShmRingFile.CELL_HEADER, len);
+                ShmRingFile.LONG.setVolatile(
+                        ring.segment,
+                        cell + ShmRingFile.C_STATE,
+                        claim.start - (claim.start & (ShmRingFile.CELLS - 1)) + 1);
                 long unproven0 = tb.counters.get(Counter.RX_SHM_UNPROVEN);
                 // its HELLO can only come from its own address: B refuses it (and the empty datagram wakes B meanwhile)
                 ByteBuffer hello = ShmProof.encode(ShmProof.HELLO, claim.slot(), claim.nonce, claim.start);
                 byte[] bytes = new byte[ShmProof.BYTES];
                 hello.get(bytes);
-                forger.send(new java.net.DatagramPacket(bytes, bytes.length, new InetSocketAddress(tb.local.inet, tb.port)));
+                forger.send(new java.net.DatagramPacket(
+                        bytes, bytes.length, new InetSocketAddress(tb.local.inet, tb.port)));
                 forger.send(new java.net.DatagramPacket(new byte[0], 0, new InetSocketAddress(tb.local.inet, tb.port)));
                 long end = System.nanoTime() + 10_000_000_000L;
-                while (tb.counters.get(Counter.RX_SHM_UNPROVEN) == unproven0 && System.nanoTime() < end) Thread.sleep(5);
-                assertEquals(unproven0 + 1, tb.counters.get(Counter.RX_SHM_UNPROVEN), "B refused the HELLO: " + tb.counters.snapshot());
+                while (tb.counters.get(Counter.RX_SHM_UNPROVEN) == unproven0 && System.nanoTime() < end)
+                    Thread.sleep(5);
+                assertEquals(
+                        unproven0 + 1,
+                        tb.counters.get(Counter.RX_SHM_UNPROVEN),
+                        "B refused the HELLO: " + tb.counters.snapshot());
                 Thread.sleep(200);
                 exchange(p); // B's threads have run through its rings meanwhile
                 assertFilled(b.segment(), 6000, 64, 9);
-                assertEquals(ShmRingFile.CELLS + claim.start - (claim.start & (ShmRingFile.CELLS - 1)) + 1 - ShmRingFile.CELLS,
-                        (long) ShmRingFile.LONG.getVolatile(ring.segment, cell + ShmRingFile.C_STATE), "the forged cell was never taken");
+                assertEquals(
+                        ShmRingFile.CELLS
+                                + claim.start
+                                - (claim.start & (ShmRingFile.CELLS - 1))
+                                + 1
+                                - ShmRingFile.CELLS,
+                        (long) ShmRingFile.LONG.getVolatile(ring.segment, cell + ShmRingFile.C_STATE),
+                        "the forged cell was never taken");
             } finally {
                 ring.close();
             }
@@ -357,17 +427,26 @@ class ShmLinkTest {
             Transport ta = transport(p.a.ctx), tb = transport(p.b.ctx);
             ShmRingFile impostor = ShmRingFile.create(tb.local, tb.port);
             try {
-                Thread.sleep(ShmLink.RECHECK_NANOS / 1_000_000 + 100); // A, on UDP to B, looks for B's ring again: the impostor's
+                Thread.sleep(ShmLink.RECHECK_NANOS / 1_000_000
+                        + 100); // A, on UDP to B, looks for B's ring again: the impostor's
                 for (int i = 0; i < 3; i++) exchange(p);
-                assertEquals(0, ta.counters.get(Counter.TX_SHM_PACKETS), "nothing went into the impostor's ring: " + ta.counters.snapshot());
+                assertEquals(
+                        0,
+                        ta.counters.get(Counter.TX_SHM_PACKETS),
+                        "nothing went into the impostor's ring: " + ta.counters.snapshot());
                 assertFalse(ta.linkName().contains(" over shm"), ta.linkName());
                 int claimed = (int) ShmRingFile.INT.getVolatile(impostor.segment, ShmRingFile.H_CLAIMED);
                 assertEquals(1, Integer.bitCount(claimed), "A claimed a slot and waits for the proof");
                 int slot = Integer.numberOfTrailingZeros(claimed);
                 long start = impostor.segment.get(ValueLayout.JAVA_LONG, ShmRingFile.slot(slot) + ShmRingFile.S_START);
-                assertEquals(start, (long) ShmRingFile.LONG.getVolatile(impostor.segment, ShmRingFile.slot(slot) + ShmRingFile.S_TAIL), "no cell written");
+                assertEquals(
+                        start,
+                        (long) ShmRingFile.LONG.getVolatile(
+                                impostor.segment, ShmRingFile.slot(slot) + ShmRingFile.S_TAIL),
+                        "no cell written");
                 long dropped = tb.counters.get(Counter.RX_MALFORMED) + tb.counters.get(Counter.RX_BAD_ICRC);
-                assertTrue(dropped >= 1, "B, without rings, counted the HELLO as a bad packet: " + tb.counters.snapshot());
+                assertTrue(
+                        dropped >= 1, "B, without rings, counted the HELLO as a bad packet: " + tb.counters.snapshot());
                 Thread.sleep(ShmLink.PROOF_TIMEOUT_NANOS / 1_000_000 + 100);
                 exchange(p); // A gives the claim up: no answer came from B's port
                 assertTrue(ta.counters.get(Counter.RX_SHM_UNPROVEN) >= 1, ta.counters.snapshot()::toString);
@@ -402,7 +481,10 @@ class ShmLinkTest {
             awaitRing(ta, new InetSocketAddress(tb.local.inet, tb.port));
             long shm = ta.counters.get(Counter.TX_SHM_PACKETS);
             long sent = exchange(p);
-            assertEquals(sent, ta.counters.get(Counter.TX_SHM_PACKETS) - shm, "A sends through B's new ring: " + ta.linkName());
+            assertEquals(
+                    sent,
+                    ta.counters.get(Counter.TX_SHM_PACKETS) - shm,
+                    "A sends through B's new ring: " + ta.linkName());
             assertEquals(1, tb.counters.get(Counter.RX_SHM_RING_REBUILDS));
         }
     }
@@ -416,13 +498,19 @@ class ShmLinkTest {
             Path file = tb.shmLink().ring().path;
             Path other = file.resolveSibling(file.getFileName() + ".other");
             Files.write(other, new byte[4096]);
-            Files.move(other, file, java.nio.file.StandardCopyOption.REPLACE_EXISTING, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+            Files.move(
+                    other,
+                    file,
+                    java.nio.file.StandardCopyOption.REPLACE_EXISTING,
+                    java.nio.file.StandardCopyOption.ATOMIC_MOVE);
             long deadline = System.nanoTime() + 15_000_000_000L;
             while (tb.counters.get(Counter.RX_SHM_RING_REBUILDS) == 0 && System.nanoTime() < deadline) {
-                exchange(p); // wakes B's receive thread, which checks its file before it sleeps again (at most once a second)
+                exchange(p); // wakes B's receive thread, which checks its file before it sleeps again (at most once a
+                // second)
                 Thread.sleep(100);
             }
-            assertEquals(1, tb.counters.get(Counter.RX_SHM_RING_REBUILDS), "B's receive thread found its file replaced");
+            assertEquals(
+                    1, tb.counters.get(Counter.RX_SHM_RING_REBUILDS), "B's receive thread found its file replaced");
             assertEquals(ShmRingFile.FILE_BYTES, Files.size(file));
             exchange(p);
         }
@@ -447,12 +535,15 @@ class ShmLinkTest {
             for (long pos = tail; pos < tail + ShmRingFile.CELLS; pos++) {
                 long lap = pos - (pos & (ShmRingFile.CELLS - 1));
                 // full with a packet of the lap before, which the receiver would take first: the sender waits for room
-                ShmRingFile.LONG.setVolatile(ring.segment, ShmRingFile.cell(slot, pos) + ShmRingFile.C_STATE, lap - ShmRingFile.CELLS + 1);
+                ShmRingFile.LONG.setVolatile(
+                        ring.segment, ShmRingFile.cell(slot, pos) + ShmRingFile.C_STATE, lap - ShmRingFile.CELLS + 1);
             }
             long udpBefore = ta.counters.get(Counter.TX_PACKETS) - ta.counters.get(Counter.TX_SHM_PACKETS);
             exchange(p); // B is alive really, and takes UDP
             long udpAfter = ta.counters.get(Counter.TX_PACKETS) - ta.counters.get(Counter.TX_SHM_PACKETS);
-            assertTrue(udpAfter - udpBefore >= 4, "A went over UDP to the dead receiver's address: " + ta.counters.snapshot());
+            assertTrue(
+                    udpAfter - udpBefore >= 4,
+                    "A went over UDP to the dead receiver's address: " + ta.counters.snapshot());
             assertFalse(ta.linkName().contains(" over shm"), ta.linkName());
         }
     }

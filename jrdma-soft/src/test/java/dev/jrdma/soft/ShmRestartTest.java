@@ -22,7 +22,6 @@ import dev.jrdma.verbs.WcOpcode;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintWriter;
@@ -63,9 +62,11 @@ class ShmRestartTest {
         }
         assertNotNull(ctx, "no free UDP port on " + SERVER);
         Transport transport = ShmLinkTest.transport(ctx);
-        try (Arena arena = Arena.ofShared(); Context c = ctx) {
+        try (Arena arena = Arena.ofShared();
+                Context c = ctx) {
             ProtectionDomain pd = c.allocPd();
-            MemoryRegion mr = pd.registerMemory(arena.allocate(4096, 8), Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ);
+            MemoryRegion mr = pd.registerMemory(
+                    arena.allocate(4096, 8), Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ);
             for (int r = 0; r < RESTARTS; r++) {
                 int round = r;
                 boolean forcibly = round % 2 == 1;
@@ -80,32 +81,63 @@ class ShmRestartTest {
                     assertNotNull(ready, "round " + round + ": the child said nothing");
                     assertTrue(ready.startsWith("READY "), ready);
                     String[] f = ready.split(" ");
-                    qp.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(1).access(Access.REMOTE_WRITE, Access.REMOTE_READ));
-                    qp.modify(new QpAttr().state(QpState.RTR).ah(new AhAttr().global(Gid.parse(f[4]), 0)).pathMtu(Mtu.MTU_1024)
-                            .destQpNum(Integer.parseInt(f[1])).rqPsn(2000).maxDestRdAtomic(4).minRnrTimer(1));
-                    // the retry budget (timeout 14: 67 ms, 7 tries) outlasts the one-second bound: a lost first try shows as time, not as an error
-                    qp.modify(new QpAttr().state(QpState.RTS).timeout(14).retryCnt(7).rnrRetry(7).sqPsn(1000).maxRdAtomic(4));
+                    qp.modify(new QpAttr()
+                            .state(QpState.INIT)
+                            .pkeyIndex(0)
+                            .port(1)
+                            .access(Access.REMOTE_WRITE, Access.REMOTE_READ));
+                    qp.modify(new QpAttr()
+                            .state(QpState.RTR)
+                            .ah(new AhAttr().global(Gid.parse(f[4]), 0))
+                            .pathMtu(Mtu.MTU_1024)
+                            .destQpNum(Integer.parseInt(f[1]))
+                            .rqPsn(2000)
+                            .maxDestRdAtomic(4)
+                            .minRnrTimer(1));
+                    // the retry budget (timeout 14: 67 ms, 7 tries) outlasts the one-second bound: a lost first try
+                    // shows as time, not as an error
+                    qp.modify(new QpAttr()
+                            .state(QpState.RTS)
+                            .timeout(14)
+                            .retryCnt(7)
+                            .rnrRetry(7)
+                            .sqPsn(1000)
+                            .maxRdAtomic(4));
                     to.println("PEER " + qp.qpNum() + " " + mr.address() + " " + mr.rkey() + " " + c.queryGid(1, 0));
                     assertEquals("CONNECTED", out.readLine(), "round " + round);
 
                     long start = System.nanoTime();
                     for (int i = 0; i < 64; i++) mr.segment().set(ValueLayout.JAVA_BYTE, i, (byte) (round * 31 + i));
                     qp.postRecv(new RecvWorkRequest().wrId(3).buffer(mr, 3000, 16));
-                    qp.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.SEND).signaled(true).buffer(mr, 0, 64));
+                    qp.postSend(new SendWorkRequest()
+                            .wrId(2)
+                            .opcode(WrOpcode.SEND)
+                            .signaled(true)
+                            .buffer(mr, 0, 64));
                     WorkCompletion a = poll(cq, 20000), b = poll(cq, 20000);
                     long micros = (System.nanoTime() - start) / 1000;
                     WorkCompletion send = a.opcode == WcOpcode.SEND ? a : b, write = a.opcode == WcOpcode.SEND ? b : a;
-                    assertEquals(WcStatus.SUCCESS, send.status, "round " + round + " (the last child ended by " + (round % 2 == 0 ? "SIGKILL" : "SIGTERM") + "): " + send);
+                    assertEquals(
+                            WcStatus.SUCCESS,
+                            send.status,
+                            "round " + round + " (the last child ended by " + (round % 2 == 0 ? "SIGKILL" : "SIGTERM")
+                                    + "): " + send);
                     assertEquals(WcStatus.SUCCESS, write.status, write::toString);
                     assertEquals(64, write.immData);
-                    for (int i = 0; i < 64; i++) assertEquals((byte) (round * 31 + i), mr.segment().get(ValueLayout.JAVA_BYTE, 1000 + i));
+                    for (int i = 0; i < 64; i++)
+                        assertEquals((byte) (round * 31 + i), mr.segment().get(ValueLayout.JAVA_BYTE, 1000 + i));
                     assertEquals("DONE", out.readLine());
-                    assertTrue(micros < 1_000_000, "round " + round + ": the restarted peer was reached after " + micros + " us");
-                    assertTrue(transport.counters.get(Counter.TX_SHM_PACKETS) > shmBefore,
-                            "round " + round + ": the packets to the restarted peer went through its ring: " + transport.counters.snapshot());
+                    assertTrue(
+                            micros < 1_000_000,
+                            "round " + round + ": the restarted peer was reached after " + micros + " us");
+                    assertTrue(
+                            transport.counters.get(Counter.TX_SHM_PACKETS) > shmBefore,
+                            "round " + round + ": the packets to the restarted peer went through its ring: "
+                                    + transport.counters.snapshot());
                 } finally {
                     // no BYE: the child dies in the middle, as a crashed or stopped process does
-                    if (forcibly) child.destroyForcibly(); else child.destroy();
+                    if (forcibly) child.destroyForcibly();
+                    else child.destroy();
                     assertTrue(child.waitFor(30, TimeUnit.SECONDS), "the child did not end");
                     qp.close();
                     cq.close();
@@ -116,8 +148,18 @@ class ShmRestartTest {
 
     private static Process start(int port) throws Exception {
         String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-        List<String> command = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "-Djrdma.soft.shm=auto", "-XX:TieredStopAtLevel=1",
-                "-cp", System.getProperty("java.class.path"), PeerMain.class.getName(), Integer.toString(port), CHILD));
-        return new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        List<String> command = new ArrayList<>(List.of(
+                java,
+                "--enable-native-access=ALL-UNNAMED",
+                "-Djrdma.soft.shm=auto",
+                "-XX:TieredStopAtLevel=1",
+                "-cp",
+                System.getProperty("java.class.path"),
+                PeerMain.class.getName(),
+                Integer.toString(port),
+                CHILD));
+        return new ProcessBuilder(command)
+                .redirectError(ProcessBuilder.Redirect.INHERIT)
+                .start();
     }
 }

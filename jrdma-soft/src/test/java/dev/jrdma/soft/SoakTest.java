@@ -12,7 +12,6 @@ import dev.jrdma.verbs.WcOpcode;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
@@ -44,14 +43,26 @@ class SoakTest {
     /** An end that sees no progress for this long fails the run: a hang is a failure, never a wait ({@code -Djrdma.soak.stallSeconds}). */
     static final long STALL_SECONDS = Long.getLong("jrdma.soak.stallSeconds", 120);
     /** The kinds drawn (all by default; {@code -Djrdma.soak.kinds=WRITE,READ} narrows a manual run). */
-    static final Kind[] KINDS = System.getProperty("jrdma.soak.kinds") == null ? Kind.values()
-            : java.util.Arrays.stream(System.getProperty("jrdma.soak.kinds").split(",")).map(String::trim).map(Kind::valueOf).toArray(Kind[]::new);
+    static final Kind[] KINDS = System.getProperty("jrdma.soak.kinds") == null
+            ? Kind.values()
+            : java.util.Arrays.stream(System.getProperty("jrdma.soak.kinds").split(","))
+                    .map(String::trim)
+                    .map(Kind::valueOf)
+                    .toArray(Kind[]::new);
     /** Up to five packets at MTU 1024. */
     static final int MAX_LEN = 4500;
     /** Source, READ-landing and write-target slots per side; more than the send window, so a slot is reused only once its WR completed. */
     static final int SLOTS = 64, SEND_WINDOW = 16, RECVS = 32;
 
-    enum Kind { SEND, SEND_IMM, WRITE, WRITE_IMM, READ, CAS, FETCH_ADD }
+    enum Kind {
+        SEND,
+        SEND_IMM,
+        WRITE,
+        WRITE_IMM,
+        READ,
+        CAS,
+        FETCH_ADD
+    }
 
     /** What one direction of one QP pair does, drawn from a seed: known in advance to both ends. */
     record Plan(Kind[] kind, int[] len, int[] readOffset, long[] atomicBefore) {
@@ -71,7 +82,9 @@ class SoakTest {
             return new Plan(kind, len, readOffset, before);
         }
 
-        boolean consumesReceive(int i) { return kind[i] == Kind.SEND || kind[i] == Kind.SEND_IMM || kind[i] == Kind.WRITE_IMM; }
+        boolean consumesReceive(int i) {
+            return kind[i] == Kind.SEND || kind[i] == Kind.SEND_IMM || kind[i] == Kind.WRITE_IMM;
+        }
 
         long count(Kind k) {
             long n = 0;
@@ -81,16 +94,25 @@ class SoakTest {
     }
 
     /** Byte {@code k} of the payload of operation {@code op} of the direction with {@code seed}. */
-    static byte payload(long seed, int op, int k) { return (byte) (seed * 97 + op * 131 + k * 7 + (k >>> 8)); }
+    static byte payload(long seed, int op, int k) {
+        return (byte) (seed * 97 + op * 131 + k * 7 + (k >>> 8));
+    }
 
     /** Byte {@code k} of the region every side offers to READs. */
-    static byte readable(int k) { return (byte) (k * 13 + (k >>> 9) + 5); }
+    static byte readable(int k) {
+        return (byte) (k * 13 + (k >>> 9) + 5);
+    }
 
     /** One side's memory: all in one region with every right. */
     static final class Memory {
-        static final long SRC = 0, READ_DST = SRC + SLOTS * (long) MAX_LEN, ATOMIC_DST = READ_DST + SLOTS * (long) MAX_LEN,
-                WRITE_TARGET = ATOMIC_DST + SLOTS * 8L, READABLE = WRITE_TARGET + SLOTS * (long) MAX_LEN,
-                RECV = READABLE + 2L * MAX_LEN, FETCH_ADD_WORD = RECV + RECVS * (long) MAX_LEN, CAS_WORD = FETCH_ADD_WORD + 8,
+        static final long SRC = 0,
+                READ_DST = SRC + SLOTS * (long) MAX_LEN,
+                ATOMIC_DST = READ_DST + SLOTS * (long) MAX_LEN,
+                WRITE_TARGET = ATOMIC_DST + SLOTS * 8L,
+                READABLE = WRITE_TARGET + SLOTS * (long) MAX_LEN,
+                RECV = READABLE + 2L * MAX_LEN,
+                FETCH_ADD_WORD = RECV + RECVS * (long) MAX_LEN,
+                CAS_WORD = FETCH_ADD_WORD + 8,
                 SIZE = CAS_WORD + 8;
         final MemoryRegion mr;
         final MemorySegment seg;
@@ -109,14 +131,24 @@ class SoakTest {
      * One end of one pair: posts its direction's plan and checks each completion, and checks every message the
      * peer's plan sends it. Runs until both are done.
      */
-    static Tally run(Side me, Memory mine, Memory peer, Plan out, long outSeed, Plan in, long inSeed, java.util.concurrent.atomic.AtomicBoolean failed) {
+    static Tally run(
+            Side me,
+            Memory mine,
+            Memory peer,
+            Plan out,
+            long outSeed,
+            Plan in,
+            long inSeed,
+            java.util.concurrent.atomic.AtomicBoolean failed) {
         try {
             End end = new End(me, mine, peer, out, outSeed, in, inSeed, false);
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(STALL_SECONDS);
             while (!end.done()) {
                 if (failed.get()) throw new IllegalStateException("stopped: another end failed");
                 if (!end.step()) {
-                    if (System.nanoTime() > deadline) fail("stalled: " + end.completed + "/" + out.kind.length + " completed, next expected message " + end.nextIn);
+                    if (System.nanoTime() > deadline)
+                        fail("stalled: " + end.completed + "/" + out.kind.length + " completed, next expected message "
+                                + end.nextIn);
                     LockSupport.parkNanos(100_000); // idle: leave the (small, shared) machine to the devices' threads
                 }
             }
@@ -149,9 +181,18 @@ class SoakTest {
         long bytes, received;
         /** The operation that ended in RETRY_EXC_ERR, or -1. */
         int exhaustedAt = -1;
+
         int flushedSends, flushedReceives;
 
-        End(Side me, Memory mine, Memory peer, Plan out, long outSeed, Plan in, long inSeed, boolean mayExhaustRetries) {
+        End(
+                Side me,
+                Memory mine,
+                Memory peer,
+                Plan out,
+                long outSeed,
+                Plan in,
+                long inSeed,
+                boolean mayExhaustRetries) {
             this.me = me;
             this.mine = mine;
             this.peer = peer;
@@ -160,7 +201,8 @@ class SoakTest {
             this.in = in;
             this.inSeed = inSeed;
             this.mayExhaustRetries = mayExhaustRetries;
-            for (int r = 0; r < RECVS; r++) me.qp.postRecv(rr.wrId(r).buffer(mine.mr, Memory.RECV + r * (long) MAX_LEN, MAX_LEN));
+            for (int r = 0; r < RECVS; r++)
+                me.qp.postRecv(rr.wrId(r).buffer(mine.mr, Memory.RECV + r * (long) MAX_LEN, MAX_LEN));
             nextIn = nextReceiving(in, 0);
         }
 
@@ -214,7 +256,8 @@ class SoakTest {
             }
             assertEquals(completed, wc.wrId, () -> "error completions in the order posted: " + wc);
             if (exhaustedAt < 0) {
-                assertEquals(WcStatus.RETRY_EXC_ERR, wc.status, () -> "the first error must be the retry exhaustion: " + wc);
+                assertEquals(
+                        WcStatus.RETRY_EXC_ERR, wc.status, () -> "the first error must be the retry exhaustion: " + wc);
                 exhaustedAt = completed;
             } else {
                 assertEquals(WcStatus.WR_FLUSH_ERR, wc.status, () -> "after RETRY_EXC_ERR only flushes: " + wc);
@@ -239,17 +282,33 @@ class SoakTest {
                 long target = peer.mr.address() + Memory.WRITE_TARGET + slot * (long) MAX_LEN;
                 switch (plan.kind[op]) {
                     case SEND -> wr.opcode(WrOpcode.SEND).buffer(mine.mr, src, len);
-                    case SEND_IMM -> wr.opcode(WrOpcode.SEND_WITH_IMM).immData(op).buffer(mine.mr, src, len);
-                    case WRITE -> wr.opcode(WrOpcode.RDMA_WRITE).buffer(mine.mr, src, len).remote(target, peer.mr.rkey());
-                    default -> wr.opcode(WrOpcode.RDMA_WRITE_WITH_IMM).immData(op).buffer(mine.mr, src, len).remote(target, peer.mr.rkey());
+                    case SEND_IMM ->
+                        wr.opcode(WrOpcode.SEND_WITH_IMM).immData(op).buffer(mine.mr, src, len);
+                    case WRITE ->
+                        wr.opcode(WrOpcode.RDMA_WRITE).buffer(mine.mr, src, len).remote(target, peer.mr.rkey());
+                    default ->
+                        wr.opcode(WrOpcode.RDMA_WRITE_WITH_IMM)
+                                .immData(op)
+                                .buffer(mine.mr, src, len)
+                                .remote(target, peer.mr.rkey());
                 }
             }
-            case READ -> wr.opcode(WrOpcode.RDMA_READ).buffer(mine.mr, Memory.READ_DST + slot * (long) MAX_LEN, len)
-                    .remote(peer.mr.address() + Memory.READABLE + plan.readOffset[op], peer.mr.rkey());
-            case CAS -> wr.opcode(WrOpcode.ATOMIC_CMP_AND_SWP).buffer(mine.mr, Memory.ATOMIC_DST + slot * 8L, 8)
-                    .atomic(peer.mr.address() + Memory.CAS_WORD, peer.mr.rkey(), plan.atomicBefore[op], plan.atomicBefore[op] + 1);
-            case FETCH_ADD -> wr.opcode(WrOpcode.ATOMIC_FETCH_AND_ADD).buffer(mine.mr, Memory.ATOMIC_DST + slot * 8L, 8)
-                    .atomic(peer.mr.address() + Memory.FETCH_ADD_WORD, peer.mr.rkey(), 1, 0);
+            case READ ->
+                wr.opcode(WrOpcode.RDMA_READ)
+                        .buffer(mine.mr, Memory.READ_DST + slot * (long) MAX_LEN, len)
+                        .remote(peer.mr.address() + Memory.READABLE + plan.readOffset[op], peer.mr.rkey());
+            case CAS ->
+                wr.opcode(WrOpcode.ATOMIC_CMP_AND_SWP)
+                        .buffer(mine.mr, Memory.ATOMIC_DST + slot * 8L, 8)
+                        .atomic(
+                                peer.mr.address() + Memory.CAS_WORD,
+                                peer.mr.rkey(),
+                                plan.atomicBefore[op],
+                                plan.atomicBefore[op] + 1);
+            case FETCH_ADD ->
+                wr.opcode(WrOpcode.ATOMIC_FETCH_AND_ADD)
+                        .buffer(mine.mr, Memory.ATOMIC_DST + slot * 8L, 8)
+                        .atomic(peer.mr.address() + Memory.FETCH_ADD_WORD, peer.mr.rkey(), 1, 0);
         }
         me.qp.postSend(wr);
     }
@@ -258,10 +317,12 @@ class SoakTest {
     static long checkCompleted(WorkCompletion wc, Memory mine, Memory peer, Plan plan, long seed, int op) {
         int slot = op % SLOTS, len = plan.len[op];
         switch (plan.kind[op]) {
-            case WRITE, WRITE_IMM -> { // acknowledged, so placed; only this end writes the slot until it posts op + SLOTS
+            case WRITE,
+                    WRITE_IMM -> { // acknowledged, so placed; only this end writes the slot until it posts op + SLOTS
                 long at = Memory.WRITE_TARGET + slot * (long) MAX_LEN;
                 for (int k = 0; k < len; k++) {
-                    if (peer.seg.get(ValueLayout.JAVA_BYTE, at + k) != payload(seed, op, k)) fail("WRITE " + op + ": byte " + k + " of " + len + " differs at the target");
+                    if (peer.seg.get(ValueLayout.JAVA_BYTE, at + k) != payload(seed, op, k))
+                        fail("WRITE " + op + ": byte " + k + " of " + len + " differs at the target");
                 }
             }
             case READ -> {
@@ -269,15 +330,19 @@ class SoakTest {
                 assertEquals(len, wc.byteLen, "READ " + op + " length");
                 long at = Memory.READ_DST + slot * (long) MAX_LEN;
                 for (int k = 0; k < len; k++) {
-                    if (mine.seg.get(ValueLayout.JAVA_BYTE, at + k) != readable(plan.readOffset[op] + k)) fail("READ " + op + ": byte " + k + " of " + len + " differs");
+                    if (mine.seg.get(ValueLayout.JAVA_BYTE, at + k) != readable(plan.readOffset[op] + k))
+                        fail("READ " + op + ": byte " + k + " of " + len + " differs");
                 }
             }
             case CAS, FETCH_ADD -> {
                 long old = mine.seg.get(ValueLayout.JAVA_LONG, Memory.ATOMIC_DST + slot * 8L);
-                assertEquals(plan.atomicBefore[op], old, plan.kind[op] + " " + op + " returned a value that says an atomic ran twice or not at all");
+                assertEquals(
+                        plan.atomicBefore[op],
+                        old,
+                        plan.kind[op] + " " + op + " returned a value that says an atomic ran twice or not at all");
                 return 8;
             }
-            default -> { }
+            default -> {}
         }
         return len;
     }
@@ -286,7 +351,10 @@ class SoakTest {
     static void checkReceived(WorkCompletion wc, Memory mine, Plan in, long seed, int op) {
         Kind k = in.kind[op];
         if (k == Kind.WRITE_IMM) {
-            assertEquals(WcOpcode.RECV_RDMA_WITH_IMM, wc.opcode, () -> "expected the WRITE with immediate " + op + ", got " + wc);
+            assertEquals(
+                    WcOpcode.RECV_RDMA_WITH_IMM,
+                    wc.opcode,
+                    () -> "expected the WRITE with immediate " + op + ", got " + wc);
             assertEquals(op, wc.immData, "messages in order, none lost, none twice");
             return;
         }
@@ -294,10 +362,15 @@ class SoakTest {
         assertEquals(k == Kind.SEND_IMM, wc.hasImm(), () -> "immediate flag of " + k + " " + op + ": " + wc);
         if (k == Kind.SEND_IMM) assertEquals(op, wc.immData, "messages in order, none lost, none twice");
         int len = in.len[op];
-        assertEquals(len, wc.byteLen, () -> "the message " + op + " (" + k + ") has the wrong length: messages lost, duplicated or out of order");
+        assertEquals(
+                len,
+                wc.byteLen,
+                () -> "the message " + op + " (" + k
+                        + ") has the wrong length: messages lost, duplicated or out of order");
         long at = Memory.RECV + wc.wrId * MAX_LEN;
         for (int b = 0; b < len; b++) {
-            if (mine.seg.get(ValueLayout.JAVA_BYTE, at + b) != payload(seed, op, b)) fail(k + " " + op + ": byte " + b + " of " + len + " differs");
+            if (mine.seg.get(ValueLayout.JAVA_BYTE, at + b) != payload(seed, op, b))
+                fail(k + " " + op + ": byte " + b + " of " + len + " differs");
         }
     }
 
@@ -305,9 +378,12 @@ class SoakTest {
     static String engines(Side s) {
         SoftQp q = (SoftQp) s.qp;
         synchronized (q) {
-            return "QP " + q.qpNum() + " " + q.state() + ": requester nextPsn " + q.requester.nextPsn + " sentEnd " + q.requester.sentEnd
-                    + " rdAtomicOut " + q.requester.rdAtomicOut + " rnrWait " + q.requester.rnrWait + ", completer oldestUnacked "
-                    + q.completer.oldestUnacked + " retryDeadline " + q.completer.retryDeadline + ", responder expectedPsn " + q.responder.expectedPsn;
+            return "QP " + q.qpNum() + " " + q.state() + ": requester nextPsn " + q.requester.nextPsn + " sentEnd "
+                    + q.requester.sentEnd
+                    + " rdAtomicOut " + q.requester.rdAtomicOut + " rnrWait " + q.requester.rnrWait
+                    + ", completer oldestUnacked "
+                    + q.completer.oldestUnacked + " retryDeadline " + q.completer.retryDeadline
+                    + ", responder expectedPsn " + q.responder.expectedPsn;
         }
     }
 
@@ -319,12 +395,17 @@ class SoakTest {
      * not deterministic, so not in CI; {@link DeterministicSoakTest} is.
      */
     static java.util.stream.DoubleStream levels() {
-        return java.util.Arrays.stream(System.getProperty("jrdma.soak.levels", "").split(",")).mapToDouble(x -> Double.parseDouble(x.trim()));
+        return java.util.Arrays.stream(
+                        System.getProperty("jrdma.soak.levels", "").split(","))
+                .mapToDouble(x -> Double.parseDouble(x.trim()));
     }
 
     @ParameterizedTest(name = "{0} loss+reorder+duplication, a tenth of that corruption")
-    @org.junit.jupiter.api.condition.EnabledIfSystemProperty(named = "jrdma.soak.levels", matches = ".+",
-            disabledReason = "opt-in: -Djrdma.soak.levels=0.01[,0.1,0.3]; under load RETRY_EXC_ERR (retry_cnt 7) still ends some runs at 10-30%")
+    @org.junit.jupiter.api.condition.EnabledIfSystemProperty(
+            named = "jrdma.soak.levels",
+            matches = ".+",
+            disabledReason =
+                    "opt-in: -Djrdma.soak.levels=0.01[,0.1,0.3]; under load RETRY_EXC_ERR (retry_cnt 7) still ends some runs at 10-30%")
     @org.junit.jupiter.params.provider.MethodSource("levels")
     void everyOpcodeArrivesOnceInOrderIntactUnderFaults(double p) throws Exception {
         String spec = System.getProperty("jrdma.soak.faults"); // a manual run's own mix, in Faults.parse's form
@@ -333,17 +414,20 @@ class SoakTest {
         List<Pair> pairs = new ArrayList<>();
         ExecutorService pool = Executors.newFixedThreadPool(2 * PAIRS);
         try {
-            for (int i = 0; i < PAIRS; i++) pairs.add(pair(o -> {
-                o.devA = devices[0].device();
-                o.devB = devices[1].device();
-                o.timeout = Integer.getInteger("jrdma.soak.timeout", 14); // 67 ms: long enough for a loaded 2-core machine to schedule every thread
-                o.retryCnt = 7;
-                o.rnrRetry = 7;
-                o.maxRdAtomic = o.maxDestRdAtomic = 16;
-                o.cqe = 2 * (SEND_WINDOW + RECVS);
-                o.qpA = QpInitAttr.builder(null).maxSendWr(SEND_WINDOW).maxRecvWr(RECVS);
-                o.qpB = QpInitAttr.builder(null).maxSendWr(SEND_WINDOW).maxRecvWr(RECVS);
-            }));
+            for (int i = 0; i < PAIRS; i++)
+                pairs.add(pair(o -> {
+                    o.devA = devices[0].device();
+                    o.devB = devices[1].device();
+                    o.timeout = Integer.getInteger(
+                            "jrdma.soak.timeout",
+                            14); // 67 ms: long enough for a loaded 2-core machine to schedule every thread
+                    o.retryCnt = 7;
+                    o.rnrRetry = 7;
+                    o.maxRdAtomic = o.maxDestRdAtomic = 16;
+                    o.cqe = 2 * (SEND_WINDOW + RECVS);
+                    o.qpA = QpInitAttr.builder(null).maxSendWr(SEND_WINDOW).maxRecvWr(RECVS);
+                    o.qpB = QpInitAttr.builder(null).maxSendWr(SEND_WINDOW).maxRecvWr(RECVS);
+                }));
             Transport ta = ((SoftContext) devices[0]).transport, tb = ((SoftContext) devices[1]).transport;
             long retransmitsBefore = ta.counters.get(Counter.RETRANSMITS) + tb.counters.get(Counter.RETRANSMITS);
             List<Future<Tally>> ends = new ArrayList<>();
@@ -357,8 +441,11 @@ class SoakTest {
                     t.faultyLink().tap((b, to) -> {
                         dev.jrdma.soft.wire.RocePacket pk = new dev.jrdma.soft.wire.RocePacket();
                         if (pk.wrap(b, b.position(), b.remaining()) != 0) return;
-                        String extra = pk.opcode() == 17 || pk.opcode() == 18 ? " syn " + Integer.toHexString(pk.aethSyndrome()) + " msn " + pk.aethMsn() : "";
-                        trace.add(System.nanoTime() / 1000 % 100_000_000 + " " + from + " -> qp " + pk.destQp() + " op " + pk.opcode() + " psn " + pk.psn() + extra);
+                        String extra = pk.opcode() == 17 || pk.opcode() == 18
+                                ? " syn " + Integer.toHexString(pk.aethSyndrome()) + " msn " + pk.aethMsn()
+                                : "";
+                        trace.add(System.nanoTime() / 1000 % 100_000_000 + " " + from + " -> qp " + pk.destQp() + " op "
+                                + pk.opcode() + " psn " + pk.psn() + extra);
                     });
                 }
             }
@@ -381,22 +468,27 @@ class SoakTest {
                 try {
                     tallies.add(f.get(STALL_SECONDS + 60, TimeUnit.SECONDS));
                 } catch (java.util.concurrent.ExecutionException e) {
-                    if (e.getCause() instanceof IllegalStateException && e.getCause().getMessage().startsWith("stopped")) continue;
+                    if (e.getCause() instanceof IllegalStateException
+                            && e.getCause().getMessage().startsWith("stopped")) continue;
                     if (first == null) first = e.getCause();
                     failures.append("\n ").append(e.getCause().getMessage());
                 }
             }
             if (first != null) {
                 StringBuilder qps = new StringBuilder();
-                for (Pair pr : pairs) qps.append("\n ").append(engines(pr.a)).append("\n ").append(engines(pr.b));
+                for (Pair pr : pairs)
+                    qps.append("\n ").append(engines(pr.a)).append("\n ").append(engines(pr.b));
                 synchronized (trace) {
                     try {
                         java.nio.file.Files.write(java.nio.file.Path.of("/tmp/fault-trace.txt"), trace);
                     } catch (java.io.IOException ignored) {
                     }
                 }
-                throw new AssertionError(failures.toString() + qps + "\n faults " + faults + "\n 127.0.0.1: " + ta.faultyLink().summary() + " " + devices[0].counters()
-                        + "\n 127.0.0.2: " + tb.faultyLink().summary() + " " + devices[1].counters(), first);
+                throw new AssertionError(
+                        failures.toString() + qps + "\n faults " + faults + "\n 127.0.0.1: "
+                                + ta.faultyLink().summary() + " " + devices[0].counters() + "\n 127.0.0.2: "
+                                + tb.faultyLink().summary() + " " + devices[1].counters(),
+                        first);
             }
             for (Tally t : tallies) {
                 ops += t.ops;
@@ -407,20 +499,42 @@ class SoakTest {
             for (int i = 0; i < PAIRS; i++) { // the atomics' targets hold exactly the number executed
                 Memory[] m = memories.get(i);
                 Plan[] pl = plans.get(i);
-                assertEquals(pl[0].count(Kind.FETCH_ADD), m[1].seg.get(ValueLayout.JAVA_LONG, Memory.FETCH_ADD_WORD), "every fetch-and-add exactly once");
-                assertEquals(pl[1].count(Kind.FETCH_ADD), m[0].seg.get(ValueLayout.JAVA_LONG, Memory.FETCH_ADD_WORD), "every fetch-and-add exactly once");
-                assertEquals(pl[0].count(Kind.CAS), m[1].seg.get(ValueLayout.JAVA_LONG, Memory.CAS_WORD), "every compare-and-swap exactly once");
-                assertEquals(pl[1].count(Kind.CAS), m[0].seg.get(ValueLayout.JAVA_LONG, Memory.CAS_WORD), "every compare-and-swap exactly once");
+                assertEquals(
+                        pl[0].count(Kind.FETCH_ADD),
+                        m[1].seg.get(ValueLayout.JAVA_LONG, Memory.FETCH_ADD_WORD),
+                        "every fetch-and-add exactly once");
+                assertEquals(
+                        pl[1].count(Kind.FETCH_ADD),
+                        m[0].seg.get(ValueLayout.JAVA_LONG, Memory.FETCH_ADD_WORD),
+                        "every fetch-and-add exactly once");
+                assertEquals(
+                        pl[0].count(Kind.CAS),
+                        m[1].seg.get(ValueLayout.JAVA_LONG, Memory.CAS_WORD),
+                        "every compare-and-swap exactly once");
+                assertEquals(
+                        pl[1].count(Kind.CAS),
+                        m[0].seg.get(ValueLayout.JAVA_LONG, Memory.CAS_WORD),
+                        "every compare-and-swap exactly once");
             }
             FaultyLink la = ta.faultyLink(), lb = tb.faultyLink();
-            long retransmits = ta.counters.get(Counter.RETRANSMITS) + tb.counters.get(Counter.RETRANSMITS) - retransmitsBefore;
+            long retransmits =
+                    ta.counters.get(Counter.RETRANSMITS) + tb.counters.get(Counter.RETRANSMITS) - retransmitsBefore;
             if (faults.drop() > 0) assertTrue(la.dropped.get() + lb.dropped.get() > 0, "the links dropped packets");
-            if (faults.duplicate() > 0) assertTrue(la.duplicated.get() + lb.duplicated.get() > 0, "the links duplicated packets");
-            if (faults.reorder() > 0) assertTrue(la.reordered.get() + lb.reordered.get() > 0, "the links reordered packets");
+            if (faults.duplicate() > 0)
+                assertTrue(la.duplicated.get() + lb.duplicated.get() > 0, "the links duplicated packets");
+            if (faults.reorder() > 0)
+                assertTrue(la.reordered.get() + lb.reordered.get() > 0, "the links reordered packets");
             if (p >= 0.1) assertTrue(retransmits > 0, "losses were repaired by retransmission");
-            System.out.printf("soak " + faults + ": %d operations (%d messages received), %d bytes, %d retransmissions, %.2f s;"
+            System.out.printf(
+                    "soak " + faults + ": %d operations (%d messages received), %d bytes, %d retransmissions, %.2f s;"
                             + " link 127.0.0.1: %s; link 127.0.0.2: %s; rx_bad_icrc %d%n",
-                    ops, messages, bytes, retransmits, nanos / 1e9, la.summary(), lb.summary(),
+                    ops,
+                    messages,
+                    bytes,
+                    retransmits,
+                    nanos / 1e9,
+                    la.summary(),
+                    lb.summary(),
                     ta.counters.get(Counter.RX_BAD_ICRC) + tb.counters.get(Counter.RX_BAD_ICRC));
         } finally {
             pool.shutdownNow();

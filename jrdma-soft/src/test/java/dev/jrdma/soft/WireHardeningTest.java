@@ -15,7 +15,6 @@ import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
-
 import java.lang.foreign.ValueLayout;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -24,7 +23,12 @@ import org.junit.jupiter.api.Test;
 class WireHardeningTest {
 
     private static SendWorkRequest write(MemoryRegion src, long wrId, int len) {
-        return new SendWorkRequest().wrId(wrId).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 0, len).remote(0x1000, 0x1234);
+        return new SendWorkRequest()
+                .wrId(wrId)
+                .opcode(WrOpcode.RDMA_WRITE)
+                .signaled(true)
+                .buffer(src, 0, len)
+                .remote(0x1000, 0x1234);
     }
 
     @Test
@@ -42,9 +46,12 @@ class WireHardeningTest {
                 rig.feed(nak(psn, Aeth.NAK_REMOTE_ACCESS_ERROR));
                 rig.feed(nak(psn, Aeth.NAK_PSN_SEQUENCE_ERROR));
                 rig.feed(rnrNak(psn, 1));
-                rig.feed(new EngineRig.Pkt(Opcode.ATOMIC_ACKNOWLEDGE.code(), psn, false, 0).aeth(0x1F, 0).atomicAck(1));
+                rig.feed(new EngineRig.Pkt(Opcode.ATOMIC_ACKNOWLEDGE.code(), psn, false, 0)
+                        .aeth(0x1F, 0)
+                        .atomicAck(1));
                 rig.feed(new EngineRig.Pkt(Opcode.RDMA_READ_RESPONSE_ONLY.code(), psn, false, 8).aeth(0x1F, 0));
-                if (psn != MY_PSN - 1) rig.feed(ack(psn)); // an ACK of the PSN before the window only repeats the last ACK
+                if (psn != MY_PSN - 1)
+                    rig.feed(ack(psn)); // an ACK of the PSN before the window only repeats the last ACK
             }
             assertEquals(2 + 6 * outside.length - 1, rig.count(Counter.RX_RESPONSE_OUT_OF_WINDOW));
             assertTrue(rig.drain().isEmpty(), "no retransmission was set off");
@@ -73,10 +80,14 @@ class WireHardeningTest {
         o.rnrRetry = 3;
         try (EngineRig rig = new EngineRig(o)) {
             MemoryRegion src = rig.mrAll(64);
-            rig.qp.postSend(new SendWorkRequest().wrId(5).opcode(WrOpcode.SEND).signaled(true).buffer(src, 0, 8));
+            rig.qp.postSend(new SendWorkRequest()
+                    .wrId(5)
+                    .opcode(WrOpcode.SEND)
+                    .signaled(true)
+                    .buffer(src, 0, 8));
             rig.drain();
             int waits = 0;
-            for (;;) {
+            for (; ; ) {
                 rig.feed(rnrNak(MY_PSN, 14)); // 1.28 ms
                 if (rig.qp.state() == QpState.ERR) break;
                 waits++;
@@ -108,12 +119,17 @@ class WireHardeningTest {
             rig.drain();
             java.net.Inet4Address stranger = Fixture.ip("127.0.0.9");
             assertFalse(rig.feedFrom(request(Opcode.SEND_ONLY, PEER_PSN, 8).payload(8, 1), stranger));
-            assertFalse(rig.feedFrom(request(Opcode.RDMA_WRITE_ONLY, PEER_PSN, 8).reth(buf.address(), buf.rkey(), 8).payload(8, 1), stranger));
+            assertFalse(rig.feedFrom(
+                    request(Opcode.RDMA_WRITE_ONLY, PEER_PSN, 8)
+                            .reth(buf.address(), buf.rkey(), 8)
+                            .payload(8, 1),
+                    stranger));
             assertFalse(rig.feedFrom(nak(MY_PSN, Aeth.NAK_REMOTE_ACCESS_ERROR), stranger));
             assertFalse(rig.feedFrom(ack(MY_PSN), stranger));
             assertEquals(4, rig.count(Counter.RX_WRONG_SOURCE));
             rig.assertNoCompletion();
-            for (long i = 0; i < 64; i++) assertEquals((byte) 0x33, buf.segment().get(ValueLayout.JAVA_BYTE, i));
+            for (long i = 0; i < 64; i++)
+                assertEquals((byte) 0x33, buf.segment().get(ValueLayout.JAVA_BYTE, i));
             assertTrue(rig.drain().isEmpty());
             assertTrue(rig.feed(ack(MY_PSN)));
             assertEquals(2, rig.poll().wrId);
@@ -122,26 +138,51 @@ class WireHardeningTest {
 
     @Test
     void overTheSocketAForgedPacketFromAnotherAddressIsCountedByName() throws Exception {
-        try (Fixture.Pair p = Fixture.pair(); java.nio.channels.DatagramChannel ch = java.nio.channels.DatagramChannel.open(java.net.StandardProtocolFamily.INET)) {
+        try (Fixture.Pair p = Fixture.pair();
+                java.nio.channels.DatagramChannel ch =
+                        java.nio.channels.DatagramChannel.open(java.net.StandardProtocolFamily.INET)) {
             java.net.Inet4Address stranger = Fixture.ip("127.0.0.3");
             ch.bind(new java.net.InetSocketAddress(stranger, 0));
             int srcPort = ((java.net.InetSocketAddress) ch.getLocalAddress()).getPort();
             MemoryRegion dst = p.b.mrAll(64);
             long before = p.b.ctx.counters().get("rx_wrong_source");
             java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(128);
-            int len = RocePacket.writeBth(b, 0, Opcode.RDMA_WRITE_ONLY.code(), false, dev.jrdma.soft.wire.Bth.DEFAULT_PKEY, p.b.qp.qpNum(), true, 5000, 8);
+            int len = RocePacket.writeBth(
+                    b,
+                    0,
+                    Opcode.RDMA_WRITE_ONLY.code(),
+                    false,
+                    dev.jrdma.soft.wire.Bth.DEFAULT_PKEY,
+                    p.b.qp.qpNum(),
+                    true,
+                    5000,
+                    8);
             dev.jrdma.soft.wire.Reth.write(b, dev.jrdma.soft.wire.Bth.BYTES, dst.address(), dst.rkey(), 8);
-            new dev.jrdma.soft.wire.Icrc().generate(b, 0, len, stranger.hashCode(), Fixture.B.hashCode(), srcPort, Fixture.PORT);
+            new dev.jrdma.soft.wire.Icrc()
+                    .generate(b, 0, len, stranger.hashCode(), Fixture.B.hashCode(), srcPort, Fixture.PORT);
             ch.send(b.slice(0, len), new java.net.InetSocketAddress(Fixture.B, Fixture.PORT));
             long end = System.nanoTime() + 5_000_000_000L;
             while (p.b.ctx.counters().get("rx_wrong_source") == before && System.nanoTime() < end) Thread.sleep(1);
             assertEquals(before + 1, p.b.ctx.counters().get("rx_wrong_source"));
             for (long i = 0; i < 64; i++) assertEquals(0, dst.segment().get(ValueLayout.JAVA_BYTE, i));
-            for (String name : List.of("rx_qp_not_ready", "rx_bad_pkey", "rx_out_of_sequence", "rx_duplicate_request", "rx_duplicate_unanswered",
-                    "rx_response_out_of_window", "rx_response_ignored", "rnr_naks_received", "rx_bad_qkey", "rx_no_receive"))
-                assertTrue(p.b.ctx.counters().containsKey(name), name);
+            for (String name : List.of(
+                    "rx_qp_not_ready",
+                    "rx_bad_pkey",
+                    "rx_out_of_sequence",
+                    "rx_duplicate_request",
+                    "rx_duplicate_unanswered",
+                    "rx_response_out_of_window",
+                    "rx_response_ignored",
+                    "rnr_naks_received",
+                    "rx_bad_qkey",
+                    "rx_no_receive")) assertTrue(p.b.ctx.counters().containsKey(name), name);
             MemoryRegion src = p.a.mrAll(64);
-            p.a.qp.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 0, 8).remote(dst.address(), dst.rkey()));
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(1)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .signaled(true)
+                    .buffer(src, 0, 8)
+                    .remote(dst.address(), dst.rkey()));
             assertEquals(WcStatus.SUCCESS, Fixture.poll(p.a.cq).status, "the QP is unharmed");
         }
     }
@@ -152,25 +193,49 @@ class WireHardeningTest {
      */
     @Test
     void overTheSocketAForgedPacketFromThePeersAddressButAnotherPortIsDropped() throws Exception {
-        try (Fixture.Pair p = Fixture.pair(); java.nio.channels.DatagramChannel ch = java.nio.channels.DatagramChannel.open(java.net.StandardProtocolFamily.INET)) {
+        try (Fixture.Pair p = Fixture.pair();
+                java.nio.channels.DatagramChannel ch =
+                        java.nio.channels.DatagramChannel.open(java.net.StandardProtocolFamily.INET)) {
             MemoryRegion src = p.a.mrAll(64), dst = p.b.mrAll(64);
-            p.a.qp.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 0, 8).remote(dst.address() + 32, dst.rkey()));
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(1)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .signaled(true)
+                    .buffer(src, 0, 8)
+                    .remote(dst.address() + 32, dst.rkey()));
             assertEquals(WcStatus.SUCCESS, Fixture.poll(p.a.cq).status); // b has heard a: it knows a's port now
             ch.bind(new java.net.InetSocketAddress(Fixture.A, 0));
             int srcPort = ((java.net.InetSocketAddress) ch.getLocalAddress()).getPort();
             long before = p.b.ctx.counters().get("rx_wrong_source_port");
             java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(128);
             int expected = ((SoftQp) p.b.qp).responder.expectedPsn; // the forger guessed the PSN, not the port
-            int len = RocePacket.writeBth(b, 0, Opcode.RDMA_WRITE_ONLY.code(), false, dev.jrdma.soft.wire.Bth.DEFAULT_PKEY, p.b.qp.qpNum(), true, expected, 8);
+            int len = RocePacket.writeBth(
+                    b,
+                    0,
+                    Opcode.RDMA_WRITE_ONLY.code(),
+                    false,
+                    dev.jrdma.soft.wire.Bth.DEFAULT_PKEY,
+                    p.b.qp.qpNum(),
+                    true,
+                    expected,
+                    8);
             dev.jrdma.soft.wire.Reth.write(b, dev.jrdma.soft.wire.Bth.BYTES, dst.address(), dst.rkey(), 8);
-            for (int i = 0; i < 8; i++) b.put(dev.jrdma.soft.wire.Bth.BYTES + dev.jrdma.soft.wire.Reth.BYTES + i, (byte) 0x5A);
-            new dev.jrdma.soft.wire.Icrc().generate(b, 0, len, Fixture.A.hashCode(), Fixture.B.hashCode(), srcPort, Fixture.PORT);
+            for (int i = 0; i < 8; i++)
+                b.put(dev.jrdma.soft.wire.Bth.BYTES + dev.jrdma.soft.wire.Reth.BYTES + i, (byte) 0x5A);
+            new dev.jrdma.soft.wire.Icrc()
+                    .generate(b, 0, len, Fixture.A.hashCode(), Fixture.B.hashCode(), srcPort, Fixture.PORT);
             ch.send(b.slice(0, len), new java.net.InetSocketAddress(Fixture.B, Fixture.PORT));
             long end = System.nanoTime() + 5_000_000_000L;
             while (p.b.ctx.counters().get("rx_wrong_source_port") == before && System.nanoTime() < end) Thread.sleep(1);
             assertEquals(before + 1, p.b.ctx.counters().get("rx_wrong_source_port"));
-            for (long i = 0; i < 8; i++) assertEquals(0, dst.segment().get(ValueLayout.JAVA_BYTE, i), "the forged WRITE executed");
-            p.a.qp.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.RDMA_WRITE).signaled(true).buffer(src, 0, 8).remote(dst.address(), dst.rkey()));
+            for (long i = 0; i < 8; i++)
+                assertEquals(0, dst.segment().get(ValueLayout.JAVA_BYTE, i), "the forged WRITE executed");
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(2)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .signaled(true)
+                    .buffer(src, 0, 8)
+                    .remote(dst.address(), dst.rkey()));
             assertEquals(WcStatus.SUCCESS, Fixture.poll(p.a.cq).status, "the QP is unharmed");
         }
     }
@@ -187,15 +252,18 @@ class WireHardeningTest {
                 for (int i = 0; i < 8; i++, psn++) {
                     rig.feed(request(Opcode.FETCH_ADD, psn, 0).atomic(counter.address(), counter.rkey(), 1, 0));
                     assertEquals(i, rig.one().atomicAckOriginal());
-                    rig.feed(request(Opcode.FETCH_ADD, psn, 0).atomic(counter.address(), counter.rkey(), 1, 0)); // a retry
+                    rig.feed(request(Opcode.FETCH_ADD, psn, 0)
+                            .atomic(counter.address(), counter.rkey(), 1, 0)); // a retry
                     assertEquals(i, rig.one().atomicAckOriginal(), "the duplicate gets the recorded value");
                     if (i > 0) { // the one before is still in the ring (3 slots)
                         rig.feed(request(Opcode.FETCH_ADD, psn - 1, 0).atomic(counter.address(), counter.rkey(), 1, 0));
                         assertEquals(i - 1, rig.one().atomicAckOriginal());
                     }
                 }
-                assertEquals(8, counter.segment().get(ValueLayout.JAVA_LONG, 0), "8 atomics, each executed exactly once");
-                rig.feed(request(Opcode.FETCH_ADD, PEER_PSN, 0).atomic(counter.address(), counter.rkey(), 1, 0)); // long gone from the ring
+                assertEquals(
+                        8, counter.segment().get(ValueLayout.JAVA_LONG, 0), "8 atomics, each executed exactly once");
+                rig.feed(request(Opcode.FETCH_ADD, PEER_PSN, 0)
+                        .atomic(counter.address(), counter.rkey(), 1, 0)); // long gone from the ring
                 assertTrue(rig.drain().isEmpty());
                 assertEquals(1, rig.count(Counter.RX_DUPLICATE_UNANSWERED));
                 assertEquals(8, counter.segment().get(ValueLayout.JAVA_LONG, 0));
@@ -212,9 +280,12 @@ class WireHardeningTest {
             assertEquals(3, rig.drain().size());
             rig.feed(request(Opcode.FETCH_ADD, PEER_PSN + 3, 0).atomic(counter.address(), counter.rkey(), 1, 0));
             rig.drain();
-            rig.feed(request(Opcode.RDMA_READ_REQUEST, PEER_PSN + 1, 0).reth(src.address() + 4096, src.rkey(), 2000)); // not where packet 1 lies
-            rig.feed(request(Opcode.RDMA_READ_REQUEST, PEER_PSN + 1, 0).reth(src.address() + 1024, src.rkey(), 5000)); // longer than the READ
-            rig.feed(request(Opcode.FETCH_ADD, PEER_PSN + 3, 0).atomic(counter.address() - 8, counter.rkey(), 1, 0));  // another address
+            rig.feed(request(Opcode.RDMA_READ_REQUEST, PEER_PSN + 1, 0)
+                    .reth(src.address() + 4096, src.rkey(), 2000)); // not where packet 1 lies
+            rig.feed(request(Opcode.RDMA_READ_REQUEST, PEER_PSN + 1, 0)
+                    .reth(src.address() + 1024, src.rkey(), 5000)); // longer than the READ
+            rig.feed(request(Opcode.FETCH_ADD, PEER_PSN + 3, 0)
+                    .atomic(counter.address() - 8, counter.rkey(), 1, 0)); // another address
             assertTrue(rig.drain().isEmpty());
             assertEquals(3, rig.count(Counter.RX_DUPLICATE_UNANSWERED));
             assertEquals(1, counter.segment().get(ValueLayout.JAVA_LONG, 0));
@@ -225,7 +296,8 @@ class WireHardeningTest {
     void messagesLongerThanMaxMsgSzAreRefused() {
         try (EngineRig rig = new EngineRig()) {
             MemoryRegion buf = rig.mrAll(4096);
-            rig.feed(request(Opcode.RDMA_WRITE_FIRST, PEER_PSN, 1024).reth(buf.address(), buf.rkey(), SoftContext.MAX_MSG + 1));
+            rig.feed(request(Opcode.RDMA_WRITE_FIRST, PEER_PSN, 1024)
+                    .reth(buf.address(), buf.rkey(), SoftContext.MAX_MSG + 1));
             assertEquals(Responder.State.ERR_INVALID_REQUEST, rig.qp.responder.lastOutcome);
             RocePacket nak = rig.one();
             assertEquals(Aeth.NAK_INVALID_REQUEST, Aeth.value(nak.aethSyndrome()));
@@ -247,7 +319,12 @@ class WireHardeningTest {
         try (EngineRig rig = new EngineRig(o)) {
             MemoryRegion big = rig.sparseMr(SoftContext.MAX_MSG), small = rig.mrAll(64);
             // one byte more than max_msg_sz: refused locally
-            SendWorkRequest tooLong = new SendWorkRequest(2).wrId(1).opcode(WrOpcode.RDMA_WRITE).signaled(true).numSge(2).remote(0x1000, 0x1234);
+            SendWorkRequest tooLong = new SendWorkRequest(2)
+                    .wrId(1)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .signaled(true)
+                    .numSge(2)
+                    .remote(0x1000, 0x1234);
             tooLong.sge(0).set(big, 0, (int) SoftContext.MAX_MSG);
             tooLong.sge(1).set(small, 0, 1);
             rig.qp.postSend(tooLong);
@@ -255,9 +332,13 @@ class WireHardeningTest {
         }
         try (EngineRig rig = new EngineRig(o)) {
             MemoryRegion big = rig.sparseMr(SoftContext.MAX_MSG), small = rig.mrAll(64);
-            rig.qp.postSend(write(small, 1, 8));                                  // PSN 100, not yet acknowledged
-            rig.qp.postSend(new SendWorkRequest().wrId(2).opcode(WrOpcode.RDMA_WRITE).signaled(true)
-                    .buffer(big, 0, (int) SoftContext.MAX_MSG).remote(0x1000, 0x1234));  // 2^22 packets: would span 2^22 + 1 PSNs
+            rig.qp.postSend(write(small, 1, 8)); // PSN 100, not yet acknowledged
+            rig.qp.postSend(new SendWorkRequest()
+                    .wrId(2)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .signaled(true)
+                    .buffer(big, 0, (int) SoftContext.MAX_MSG)
+                    .remote(0x1000, 0x1234)); // 2^22 packets: would span 2^22 + 1 PSNs
             assertEquals(1, rig.drain().size());
             assertEquals(Requester.State.WAIT_PSN_SPACE, rig.qp.requester.stoppedAt);
             rig.feed(ack(MY_PSN));
@@ -283,7 +364,9 @@ class WireHardeningTest {
             rig.feed(request(Opcode.RDMA_READ_REQUEST, PEER_PSN, 0).reth(src.address(), src.rkey(), size));
             assertEquals(turn, rig.drain().size(), "one turn, then the receive loop serves others");
             // a WRITE that asks for an ACK arrives meanwhile: its ACK must not overtake the READ's responses
-            rig.feed(request(Opcode.RDMA_WRITE_ONLY, PEER_PSN + packets, 8).reth(dst.address(), dst.rkey(), 8).payload(8, 1));
+            rig.feed(request(Opcode.RDMA_WRITE_ONLY, PEER_PSN + packets, 8)
+                    .reth(dst.address(), dst.rkey(), 8)
+                    .payload(8, 1));
             assertTrue(rig.drain().isEmpty());
             int turns = 0, sent = turn;
             RocePacket last = null;
@@ -299,13 +382,19 @@ class WireHardeningTest {
             assertEquals(Opcode.ACKNOWLEDGE.code(), last.opcode());
             assertEquals(PEER_PSN + packets, last.psn());
             // a duplicate asking for five packets from the tenth gets exactly those five
-            rig.feed(request(Opcode.RDMA_READ_REQUEST, PEER_PSN + 10, 0).reth(src.address() + 10 * 1024, src.rkey(), 5 * 1024));
+            rig.feed(request(Opcode.RDMA_READ_REQUEST, PEER_PSN + 10, 0)
+                    .reth(src.address() + 10 * 1024, src.rkey(), 5 * 1024));
             List<RocePacket> replay = rig.drain();
             assertEquals(5, replay.size(), EngineRig.describe(replay));
             assertEquals(PEER_PSN + 10, replay.getFirst().psn());
             assertEquals(PEER_PSN + 14, replay.getLast().psn());
-            assertEquals(Opcode.RDMA_READ_RESPONSE_MIDDLE.code(), replay.getLast().opcode());
-            Fixture.assertFilled(java.lang.foreign.MemorySegment.ofBuffer(replay.getFirst().buffer()), replay.getFirst().payloadOffset(), 1024, 5 + 31 * 10 * 1024);
+            assertEquals(
+                    Opcode.RDMA_READ_RESPONSE_MIDDLE.code(), replay.getLast().opcode());
+            Fixture.assertFilled(
+                    java.lang.foreign.MemorySegment.ofBuffer(replay.getFirst().buffer()),
+                    replay.getFirst().payloadOffset(),
+                    1024,
+                    5 + 31 * 10 * 1024);
         }
     }
 
@@ -314,7 +403,12 @@ class WireHardeningTest {
         try (EngineRig rig = new EngineRig()) {
             int window = rig.qp.requester.window, size = 3 * window * 1024 + 100;
             MemoryRegion local = rig.mrAll(size);
-            rig.qp.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.RDMA_READ).signaled(true).buffer(local, 0, size).remote(0x10000, 0x99));
+            rig.qp.postSend(new SendWorkRequest()
+                    .wrId(1)
+                    .opcode(WrOpcode.RDMA_READ)
+                    .signaled(true)
+                    .buffer(local, 0, size)
+                    .remote(0x10000, 0x99));
             rig.qp.postSend(write(local, 2, 8));
             RocePacket req = rig.one();
             assertEquals(MY_PSN, req.psn());
@@ -324,8 +418,13 @@ class WireHardeningTest {
             for (int chunk = 0; chunk < 4; chunk++) {
                 int n = chunk < 3 ? window : 1;
                 for (int k = 0; k < n; k++, psn++) {
-                    int opc = n == 1 ? Opcode.RDMA_READ_RESPONSE_ONLY.code() : k == 0 ? Opcode.RDMA_READ_RESPONSE_FIRST.code()
-                            : k == n - 1 ? Opcode.RDMA_READ_RESPONSE_LAST.code() : Opcode.RDMA_READ_RESPONSE_MIDDLE.code();
+                    int opc = n == 1
+                            ? Opcode.RDMA_READ_RESPONSE_ONLY.code()
+                            : k == 0
+                                    ? Opcode.RDMA_READ_RESPONSE_FIRST.code()
+                                    : k == n - 1
+                                            ? Opcode.RDMA_READ_RESPONSE_LAST.code()
+                                            : Opcode.RDMA_READ_RESPONSE_MIDDLE.code();
                     EngineRig.Pkt p = new EngineRig.Pkt(opc, psn, false, chunk < 3 ? 1024 : 100);
                     if (k == 0 || k == n - 1) p.aeth(0x1F, 1);
                     rig.feed(p.payload(chunk < 3 ? 1024 : 100, chunk));
@@ -352,34 +451,70 @@ class WireHardeningTest {
     @Test
     void datagramsThatCannotBeTakenAreCounted() throws Exception {
         try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared();
-             Fixture.Pair rc = Fixture.pair()) { // an RC connection in RTS; UD QPs beside it on side a
+                Fixture.Pair rc = Fixture.pair()) { // an RC connection in RTS; UD QPs beside it on side a
             dev.jrdma.verbs.Context ctx = rc.a.ctx;
             {
                 dev.jrdma.verbs.ProtectionDomain pd = rc.a.pd;
                 dev.jrdma.verbs.CompletionQueue cqA = ctx.createCq(16, null), cqB = ctx.createCq(16, null);
-                dev.jrdma.verbs.QueuePair a = pd.createQueuePair(dev.jrdma.verbs.QpInitAttr.builder(cqA).type(dev.jrdma.verbs.QpType.UD).maxSendWr(8).maxRecvWr(8).build());
-                dev.jrdma.verbs.QueuePair b = pd.createQueuePair(dev.jrdma.verbs.QpInitAttr.builder(cqB).type(dev.jrdma.verbs.QpType.UD).maxSendWr(8).maxRecvWr(8).build());
+                dev.jrdma.verbs.QueuePair a = pd.createQueuePair(dev.jrdma.verbs.QpInitAttr.builder(cqA)
+                        .type(dev.jrdma.verbs.QpType.UD)
+                        .maxSendWr(8)
+                        .maxRecvWr(8)
+                        .build());
+                dev.jrdma.verbs.QueuePair b = pd.createQueuePair(dev.jrdma.verbs.QpInitAttr.builder(cqB)
+                        .type(dev.jrdma.verbs.QpType.UD)
+                        .maxSendWr(8)
+                        .maxRecvWr(8)
+                        .build());
                 for (dev.jrdma.verbs.QueuePair q : List.of(a, b)) {
-                    q.modify(new dev.jrdma.verbs.QpAttr().state(QpState.INIT).pkeyIndex(0).port(1).qkey(0x1111));
+                    q.modify(new dev.jrdma.verbs.QpAttr()
+                            .state(QpState.INIT)
+                            .pkeyIndex(0)
+                            .port(1)
+                            .qkey(0x1111));
                     q.modify(new dev.jrdma.verbs.QpAttr().state(QpState.RTR));
                     q.modify(new dev.jrdma.verbs.QpAttr().state(QpState.RTS).sqPsn(1));
                 }
                 MemoryRegion buf = pd.registerMemory(arena.allocate(4096, 64), dev.jrdma.verbs.Access.LOCAL_WRITE);
-                dev.jrdma.verbs.AddressHandle toA = pd.createAddressHandle(new dev.jrdma.verbs.AhAttr().portNum(1).global(ctx.queryGid(1, 0), 0));
-                dev.jrdma.verbs.AddressHandle toB = pd.createAddressHandle(new dev.jrdma.verbs.AhAttr().portNum(1).global(rc.b.ctx.queryGid(1, 0), 0));
+                dev.jrdma.verbs.AddressHandle toA = pd.createAddressHandle(
+                        new dev.jrdma.verbs.AhAttr().portNum(1).global(ctx.queryGid(1, 0), 0));
+                dev.jrdma.verbs.AddressHandle toB = pd.createAddressHandle(
+                        new dev.jrdma.verbs.AhAttr().portNum(1).global(rc.b.ctx.queryGid(1, 0), 0));
                 java.util.Map<String, Long> before = ctx.counters();
                 b.postRecv(new RecvWorkRequest().wrId(1).buffer(buf, 1024, 1024));
-                a.postSend(new SendWorkRequest().opcode(WrOpcode.SEND).wrId(1).signaled(true).buffer(buf, 0, 8).ud(toA, b.qpNum(), 0x2222)); // wrong Q_Key
+                a.postSend(new SendWorkRequest()
+                        .opcode(WrOpcode.SEND)
+                        .wrId(1)
+                        .signaled(true)
+                        .buffer(buf, 0, 8)
+                        .ud(toA, b.qpNum(), 0x2222)); // wrong Q_Key
                 awaitCounter(ctx, "rx_bad_qkey", before.get("rx_bad_qkey") + 1);
-                b.postRecv(new RecvWorkRequest().wrId(2).buffer(buf, 2048, 1024)); // two receives now: the first must still be there
-                a.postSend(new SendWorkRequest().opcode(WrOpcode.SEND).wrId(2).signaled(true).buffer(buf, 0, 8).ud(toA, a.qpNum(), 0x1111)); // a posted none
+                b.postRecv(new RecvWorkRequest()
+                        .wrId(2)
+                        .buffer(buf, 2048, 1024)); // two receives now: the first must still be there
+                a.postSend(new SendWorkRequest()
+                        .opcode(WrOpcode.SEND)
+                        .wrId(2)
+                        .signaled(true)
+                        .buffer(buf, 0, 8)
+                        .ud(toA, a.qpNum(), 0x1111)); // a posted none
                 awaitCounter(ctx, "rx_no_receive", before.get("rx_no_receive") + 1);
                 long malformed = rc.b.ctx.counters().get("rx_malformed");
-                a.postSend(new SendWorkRequest().opcode(WrOpcode.SEND).wrId(3).signaled(true).buffer(buf, 0, 8).ud(toB, rc.b.qp.qpNum(), 0x1111)); // an RC QP
+                a.postSend(new SendWorkRequest()
+                        .opcode(WrOpcode.SEND)
+                        .wrId(3)
+                        .signaled(true)
+                        .buffer(buf, 0, 8)
+                        .ud(toB, rc.b.qp.qpNum(), 0x1111)); // an RC QP
                 awaitCounter(rc.b.ctx, "rx_malformed", malformed + 1);
                 WorkCompletion[] wc = WorkCompletion.array(4);
                 assertEquals(0, cqB.poll(wc), "the datagram with the wrong Q_Key took no receive");
-                a.postSend(new SendWorkRequest().opcode(WrOpcode.SEND).wrId(4).signaled(true).buffer(buf, 0, 8).ud(toA, b.qpNum(), 0x1111));
+                a.postSend(new SendWorkRequest()
+                        .opcode(WrOpcode.SEND)
+                        .wrId(4)
+                        .signaled(true)
+                        .buffer(buf, 0, 8)
+                        .ud(toA, b.qpNum(), 0x1111));
                 assertEquals(1, Fixture.poll(cqB).wrId, "a right datagram takes the first receive");
             }
         }

@@ -64,7 +64,9 @@ public enum Access {
      */
     public static void checkConsistent(String verb, Set<Access> flags) {
         if ((flags.contains(REMOTE_WRITE) || flags.contains(REMOTE_ATOMIC)) && !flags.contains(LOCAL_WRITE)) {
-            throw new VerbsException(verb, VerbsException.EINVAL,
+            throw new VerbsException(
+                    verb,
+                    VerbsException.EINVAL,
                     "REMOTE_WRITE and REMOTE_ATOMIC require LOCAL_WRITE (the adapter writes into the memory): add Access.LOCAL_WRITE");
         }
     }

@@ -86,14 +86,23 @@ public final class AhAttr {
     /** {@return a new address vector with the same fields} */
     public AhAttr copy() {
         AhAttr a = new AhAttr();
-        a.dlid = dlid; a.sl = sl; a.srcPathBits = srcPathBits; a.staticRate = staticRate; a.isGlobal = isGlobal;
-        a.portNum = portNum; a.dgid = dgid; a.flowLabel = flowLabel; a.sgidIndex = sgidIndex; a.hopLimit = hopLimit;
+        a.dlid = dlid;
+        a.sl = sl;
+        a.srcPathBits = srcPathBits;
+        a.staticRate = staticRate;
+        a.isGlobal = isGlobal;
+        a.portNum = portNum;
+        a.dgid = dgid;
+        a.flowLabel = flowLabel;
+        a.sgidIndex = sgidIndex;
+        a.hopLimit = hopLimit;
         a.trafficClass = trafficClass;
         return a;
     }
 
     @Override
     public String toString() {
-        return "AhAttr[dlid=" + dlid + ", port=" + portNum + (isGlobal ? ", dgid=" + dgid + ", sgidIndex=" + sgidIndex + ", hopLimit=" + hopLimit : "") + "]";
+        return "AhAttr[dlid=" + dlid + ", port=" + portNum
+                + (isGlobal ? ", dgid=" + dgid + ", sgidIndex=" + sgidIndex + ", hopLimit=" + hopLimit : "") + "]";
     }
 }

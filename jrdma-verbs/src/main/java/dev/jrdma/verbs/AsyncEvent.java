@@ -39,19 +39,29 @@ public final class AsyncEvent {
     }
 
     /** {@return what happened ({@code event_type})} */
-    public AsyncEventType type() { return type; }
+    public AsyncEventType type() {
+        return type;
+    }
 
     /** {@return the QP the event is about, or null when it is not about a QP} */
-    public QueuePair queuePair() { return element instanceof QueuePair q ? q : null; }
+    public QueuePair queuePair() {
+        return element instanceof QueuePair q ? q : null;
+    }
 
     /** {@return the CQ the event is about, or null} */
-    public CompletionQueue completionQueue() { return element instanceof CompletionQueue c ? c : null; }
+    public CompletionQueue completionQueue() {
+        return element instanceof CompletionQueue c ? c : null;
+    }
 
     /** {@return the SRQ the event is about, or null} */
-    public SharedReceiveQueue sharedReceiveQueue() { return element instanceof SharedReceiveQueue s ? s : null; }
+    public SharedReceiveQueue sharedReceiveQueue() {
+        return element instanceof SharedReceiveQueue s ? s : null;
+    }
 
     /** {@return the port number of a port event, else 0} */
-    public int port() { return element instanceof Integer p ? p : 0; }
+    public int port() {
+        return element instanceof Integer p ? p : 0;
+    }
 
     /** {@code ibv_ack_async_event}. Idempotent: only the first call acknowledges. */
     public void ack() {
@@ -59,10 +69,16 @@ public final class AsyncEvent {
     }
 
     /** {@return whether {@link #ack()} was called (or the object's close acknowledged it)} */
-    public boolean isAcked() { return acked.get(); }
+    public boolean isAcked() {
+        return acked.get();
+    }
 
     @Override
     public String toString() {
-        return "AsyncEvent[" + type + (element == null ? "" : type.scope == AsyncEventType.Scope.PORT ? " port " + element : " on " + element) + "]";
+        return "AsyncEvent[" + type
+                + (element == null
+                        ? ""
+                        : type.scope == AsyncEventType.Scope.PORT ? " port " + element : " on " + element)
+                + "]";
     }
 }

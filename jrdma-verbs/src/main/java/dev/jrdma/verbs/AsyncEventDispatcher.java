@@ -12,6 +12,7 @@ import java.util.function.Consumer;
 public final class AsyncEventDispatcher implements AutoCloseable {
     /** How long one wait lasts before the thread looks whether it was closed. */
     private static final Duration SLICE = Duration.ofMillis(200);
+
     private final Context context;
     private final Consumer<AsyncEvent> listener;
     private final Thread thread;
@@ -20,11 +21,15 @@ public final class AsyncEventDispatcher implements AutoCloseable {
     private AsyncEventDispatcher(Context context, Consumer<AsyncEvent> listener) {
         this.context = context;
         this.listener = listener;
-        this.thread = Thread.ofPlatform().daemon().name("jrdma async events " + context.device().name()).unstarted(this::run);
+        this.thread = Thread.ofPlatform()
+                .daemon()
+                .name("jrdma async events " + context.device().name())
+                .unstarted(this::run);
     }
 
     static AsyncEventDispatcher start(Context context, Consumer<AsyncEvent> listener) {
-        AsyncEventDispatcher d = new AsyncEventDispatcher(Objects.requireNonNull(context), Objects.requireNonNull(listener, "listener"));
+        AsyncEventDispatcher d =
+                new AsyncEventDispatcher(Objects.requireNonNull(context), Objects.requireNonNull(listener, "listener"));
         d.thread.start();
         return d;
     }
@@ -40,7 +45,8 @@ public final class AsyncEventDispatcher implements AutoCloseable {
                 // a provider's bug must not end event delivery for good: report it, wait a slice (no spinning on a
                 // failure that repeats) and wait again
                 if (context.isClosed()) return;
-                System.getLogger("dev.jrdma.verbs").log(System.Logger.Level.WARNING, "waiting for asynchronous events failed", e);
+                System.getLogger("dev.jrdma.verbs")
+                        .log(System.Logger.Level.WARNING, "waiting for asynchronous events failed", e);
                 pause();
                 continue;
             }
@@ -48,7 +54,8 @@ public final class AsyncEventDispatcher implements AutoCloseable {
             try {
                 listener.accept(event);
             } catch (RuntimeException | Error e) {
-                System.getLogger("dev.jrdma.verbs").log(System.Logger.Level.WARNING, "an asynchronous event listener failed on " + event, e);
+                System.getLogger("dev.jrdma.verbs")
+                        .log(System.Logger.Level.WARNING, "an asynchronous event listener failed on " + event, e);
             } finally {
                 try {
                     event.ack();

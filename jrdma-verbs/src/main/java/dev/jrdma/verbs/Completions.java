@@ -20,8 +20,19 @@ public final class Completions {
     /** {@code sizeof(struct ibv_wc)} on LP64 (x86-64, aarch64), the stride of the entries. */
     public static final int ENTRY_BYTES = 48;
     // struct ibv_wc (infiniband/verbs.h), LP64
-    private static final long WR_ID = 0, STATUS = 8, OPCODE = 12, VENDOR_ERR = 16, BYTE_LEN = 20, IMM = 24, QP_NUM = 28,
-            SRC_QP = 32, WC_FLAGS = 36, PKEY = 40, SLID = 42, SL = 44, DLID_BITS = 45;
+    private static final long WR_ID = 0,
+            STATUS = 8,
+            OPCODE = 12,
+            VENDOR_ERR = 16,
+            BYTE_LEN = 20,
+            IMM = 24,
+            QP_NUM = 28,
+            SRC_QP = 32,
+            WC_FLAGS = 36,
+            PKEY = 40,
+            SLID = 42,
+            SL = 44,
+            DLID_BITS = 45;
 
     private final int capacity;
     private final MemorySegment entries;

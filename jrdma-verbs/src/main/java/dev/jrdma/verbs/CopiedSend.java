@@ -6,7 +6,9 @@ package dev.jrdma.verbs;
  */
 final class CopiedSend implements PreparedSend {
     /** Why a BIND_MW is refused (by every provider): each bind must name its own new rkey. */
-    static final String NOT_PREPARABLE = "a BIND_MW request cannot be prepared (each bind takes a new rkey): post it with postSend";
+    static final String NOT_PREPARABLE =
+            "a BIND_MW request cannot be prepared (each bind takes a new rkey): post it with postSend";
+
     private final QueuePair qp;
     private final SendWorkRequest first;
     private final long wrId;
@@ -18,9 +20,11 @@ final class CopiedSend implements PreparedSend {
         SendWorkRequest head = null, tail = null;
         int index = 0;
         for (SendWorkRequest w = wr; w != null; w = w.next, index++) {
-            if (w.opcode == WrOpcode.BIND_MW) throw new PostException("ibv_post_send", VerbsException.EINVAL, index, NOT_PREPARABLE);
+            if (w.opcode == WrOpcode.BIND_MW)
+                throw new PostException("ibv_post_send", VerbsException.EINVAL, index, NOT_PREPARABLE);
             SendWorkRequest c = copy(w);
-            if (head == null) head = c; else tail.next = c;
+            if (head == null) head = c;
+            else tail.next = c;
             tail = c;
         }
         first = head;

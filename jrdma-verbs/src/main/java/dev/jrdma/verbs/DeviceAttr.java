@@ -50,21 +50,57 @@ package dev.jrdma.verbs;
  * @param physPortCnt           the number of physical ports ({@code phys_port_cnt}), numbered from 1
  */
 public record DeviceAttr(
-        String fwVer, long nodeGuid, long sysImageGuid, long maxMrSize, long pageSizeCap,
-        int vendorId, int vendorPartId, int hwVer, int maxQp, int maxQpWr, int deviceCapFlags,
-        int maxSge, int maxSgeRd, int maxCq, int maxCqe, int maxMr, int maxPd,
-        int maxQpRdAtom, int maxEeRdAtom, int maxResRdAtom, int maxQpInitRdAtom, int maxEeInitRdAtom,
-        AtomicCap atomicCap, int maxEe, int maxRdd, int maxMw, int maxRawIpv6Qp, int maxRawEthyQp,
-        int maxMcastGrp, int maxMcastQpAttach, int maxTotalMcastQpAttach, int maxAh, int maxFmr, int maxMapPerFmr,
-        int maxSrq, int maxSrqWr, int maxSrqSge, int maxPkeys, int localCaAckDelay, int physPortCnt) {
+        String fwVer,
+        long nodeGuid,
+        long sysImageGuid,
+        long maxMrSize,
+        long pageSizeCap,
+        int vendorId,
+        int vendorPartId,
+        int hwVer,
+        int maxQp,
+        int maxQpWr,
+        int deviceCapFlags,
+        int maxSge,
+        int maxSgeRd,
+        int maxCq,
+        int maxCqe,
+        int maxMr,
+        int maxPd,
+        int maxQpRdAtom,
+        int maxEeRdAtom,
+        int maxResRdAtom,
+        int maxQpInitRdAtom,
+        int maxEeInitRdAtom,
+        AtomicCap atomicCap,
+        int maxEe,
+        int maxRdd,
+        int maxMw,
+        int maxRawIpv6Qp,
+        int maxRawEthyQp,
+        int maxMcastGrp,
+        int maxMcastQpAttach,
+        int maxTotalMcastQpAttach,
+        int maxAh,
+        int maxFmr,
+        int maxMapPerFmr,
+        int maxSrq,
+        int maxSrqWr,
+        int maxSrqSge,
+        int maxPkeys,
+        int localCaAckDelay,
+        int physPortCnt) {
 
     /**
      * {@code IBV_DEVICE_*} capability bits of {@link #deviceCapFlags()} that jrdma reads: memory windows
      * ({@code IBV_DEVICE_MEM_WINDOW}, type 2A and 2B windows), RNR NAK generation by RC QPs
      * ({@code IBV_DEVICE_RC_RNR_NAK_GEN}) and memory management extensions ({@code IBV_DEVICE_MEM_MGT_EXTENSIONS}).
      */
-    public static final int CAP_MEM_WINDOW = 1 << 17, CAP_MEM_WINDOW_TYPE_2A = 1 << 23, CAP_MEM_WINDOW_TYPE_2B = 1 << 24,
-            CAP_RC_RNR_NAK_GEN = 1 << 12, CAP_MEM_MGT_EXTENSIONS = 1 << 21;
+    public static final int CAP_MEM_WINDOW = 1 << 17,
+            CAP_MEM_WINDOW_TYPE_2A = 1 << 23,
+            CAP_MEM_WINDOW_TYPE_2B = 1 << 24,
+            CAP_RC_RNR_NAK_GEN = 1 << 12,
+            CAP_MEM_MGT_EXTENSIONS = 1 << 21;
 
     /**
      * {@return whether the device has memory windows: the {@code IBV_DEVICE_MEM_WINDOW} bit or a non-zero {@code max_mw}}

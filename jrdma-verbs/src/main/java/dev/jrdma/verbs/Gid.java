@@ -64,7 +64,8 @@ public final class Gid {
         try {
             return fromInetAddress(InetAddress.ofLiteral(t));
         } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("not a GID: '" + text + "' (expected e.g. 0000:0000:0000:0000:0000:ffff:7f00:0001 or ::ffff:127.0.0.1)");
+            throw new IllegalArgumentException("not a GID: '" + text
+                    + "' (expected e.g. 0000:0000:0000:0000:0000:ffff:7f00:0001 or ::ffff:127.0.0.1)");
         }
     }
 

@@ -23,7 +23,8 @@ public final class Grh {
      */
     public static boolean isIpv4(MemorySegment grh, long offset) {
         // an IPv6 GRH starts with IP version 6; the IPv4 header's version nibble sits at byte 20
-        return (grh.get(ValueLayout.JAVA_BYTE, offset) & 0xF0) != 0x60 && (grh.get(ValueLayout.JAVA_BYTE, offset + 20) & 0xF0) == 0x40;
+        return (grh.get(ValueLayout.JAVA_BYTE, offset) & 0xF0) != 0x60
+                && (grh.get(ValueLayout.JAVA_BYTE, offset + 20) & 0xF0) == 0x40;
     }
 
     /**

@@ -30,10 +30,27 @@ package dev.jrdma.verbs;
  * @param portCapFlags2 the {@code IBV_PORT_*2} capability bits of the second mask ({@code port_cap_flags2})
  */
 public record PortAttr(
-        PortState state, Mtu maxMtu, Mtu activeMtu, int gidTblLen, int portCapFlags, long maxMsgSz,
-        int badPkeyCntr, int qkeyViolCntr, int pkeyTblLen, int lid, int smLid, int lmc, int maxVlNum,
-        int smSl, int subnetTimeout, int initTypeReply, int activeWidth, int activeSpeed, int physState,
-        LinkLayer linkLayer, int portCapFlags2) {
+        PortState state,
+        Mtu maxMtu,
+        Mtu activeMtu,
+        int gidTblLen,
+        int portCapFlags,
+        long maxMsgSz,
+        int badPkeyCntr,
+        int qkeyViolCntr,
+        int pkeyTblLen,
+        int lid,
+        int smLid,
+        int lmc,
+        int maxVlNum,
+        int smSl,
+        int subnetTimeout,
+        int initTypeReply,
+        int activeWidth,
+        int activeSpeed,
+        int physState,
+        LinkLayer linkLayer,
+        int portCapFlags2) {
 
     /** {@return the physical port state as {@code ibv_devinfo} prints it, e.g. {@code LINK_UP} for 5} */
     public String physStateName() {

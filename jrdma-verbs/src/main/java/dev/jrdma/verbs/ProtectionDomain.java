@@ -33,7 +33,8 @@ public interface ProtectionDomain extends AutoCloseable {
      * @throws VerbsException as {@link #registerMemory(MemorySegment, Set)}
      */
     default MemoryRegion registerMemory(MemorySegment segment, Access... access) {
-        return registerMemory(segment, access.length == 0 ? EnumSet.noneOf(Access.class) : EnumSet.of(access[0], access));
+        return registerMemory(
+                segment, access.length == 0 ? EnumSet.noneOf(Access.class) : EnumSet.of(access[0], access));
     }
 
     /**

@@ -15,8 +15,13 @@ import java.util.Objects;
  * @param srq      the shared receive queue the QP takes its receives from, or null for a receive queue of its own
  *                 ({@code srq})
  */
-public record QpInitAttr(QpType type, CompletionQueue sendCq, CompletionQueue recvCq, QpCap cap, boolean sqSigAll,
-                         SharedReceiveQueue srq) {
+public record QpInitAttr(
+        QpType type,
+        CompletionQueue sendCq,
+        CompletionQueue recvCq,
+        QpCap cap,
+        boolean sqSigAll,
+        SharedReceiveQueue srq) {
     /**
      * Checks that the required parts are present.
      *
@@ -74,63 +79,90 @@ public record QpInitAttr(QpType type, CompletionQueue sendCq, CompletionQueue re
          * @param t RC (the default), UC or UD
          * @return this
          */
-        public Builder type(QpType t) { type = t; return this; }
+        public Builder type(QpType t) {
+            type = t;
+            return this;
+        }
         /**
          * The completion queue of the send queue ({@code send_cq}).
          *
          * @param cq the CQ
          * @return this
          */
-        public Builder sendCq(CompletionQueue cq) { sendCq = cq; return this; }
+        public Builder sendCq(CompletionQueue cq) {
+            sendCq = cq;
+            return this;
+        }
         /**
          * The completion queue of the receive queue ({@code recv_cq}).
          *
          * @param cq the CQ
          * @return this
          */
-        public Builder recvCq(CompletionQueue cq) { recvCq = cq; return this; }
+        public Builder recvCq(CompletionQueue cq) {
+            recvCq = cq;
+            return this;
+        }
         /**
          * The send requests the send queue must hold ({@code max_send_wr}).
          *
          * @param n at least 0; the default is 16
          * @return this
          */
-        public Builder maxSendWr(int n) { maxSendWr = n; return this; }
+        public Builder maxSendWr(int n) {
+            maxSendWr = n;
+            return this;
+        }
         /**
          * The receive requests the receive queue must hold ({@code max_recv_wr}); ignored with an SRQ.
          *
          * @param n at least 0; the default is 16
          * @return this
          */
-        public Builder maxRecvWr(int n) { maxRecvWr = n; return this; }
+        public Builder maxRecvWr(int n) {
+            maxRecvWr = n;
+            return this;
+        }
         /**
          * The scatter/gather entries of one send request ({@code max_send_sge}).
          *
          * @param n at least 0; the default is 1
          * @return this
          */
-        public Builder maxSendSge(int n) { maxSendSge = n; return this; }
+        public Builder maxSendSge(int n) {
+            maxSendSge = n;
+            return this;
+        }
         /**
          * The scatter/gather entries of one receive request ({@code max_recv_sge}); ignored with an SRQ.
          *
          * @param n at least 0; the default is 1
          * @return this
          */
-        public Builder maxRecvSge(int n) { maxRecvSge = n; return this; }
+        public Builder maxRecvSge(int n) {
+            maxRecvSge = n;
+            return this;
+        }
         /**
          * The bytes a send with {@link SendFlag#INLINE} may carry ({@code max_inline_data}).
          *
          * @param n at least 0; the default is 0 (no inline sends)
          * @return this
          */
-        public Builder maxInlineData(int n) { maxInlineData = n; return this; }
+        public Builder maxInlineData(int n) {
+            maxInlineData = n;
+            return this;
+        }
         /**
          * Whether every send request completes, whatever its {@link SendFlag#SIGNALED} flag ({@code sq_sig_all}).
          *
          * @param b true for a completion per send; the default is false
          * @return this
          */
-        public Builder sqSigAll(boolean b) { sqSigAll = b; return this; }
+        public Builder sqSigAll(boolean b) {
+            sqSigAll = b;
+            return this;
+        }
 
         /**
          * Receives come from this shared receive queue (of the same PD); the QP gets no receive queue of its own.
@@ -138,7 +170,10 @@ public record QpInitAttr(QpType type, CompletionQueue sendCq, CompletionQueue re
          * @param s the SRQ, or null (the default) for a receive queue of its own
          * @return this
          */
-        public Builder srq(SharedReceiveQueue s) { srq = s; return this; }
+        public Builder srq(SharedReceiveQueue s) {
+            srq = s;
+            return this;
+        }
 
         /**
          * {@return the attributes; with an SRQ the receive capacities are 0, as libibverbs ignores them then}
@@ -148,8 +183,18 @@ public record QpInitAttr(QpType type, CompletionQueue sendCq, CompletionQueue re
          */
         public QpInitAttr build() {
             // on an SRQ the QP's own receive queue is empty: libibverbs ignores max_recv_wr/sge then
-            return new QpInitAttr(type, sendCq, recvCq, new QpCap(maxSendWr, srq == null ? maxRecvWr : 0, maxSendSge,
-                    srq == null ? maxRecvSge : 0, maxInlineData), sqSigAll, srq);
+            return new QpInitAttr(
+                    type,
+                    sendCq,
+                    recvCq,
+                    new QpCap(
+                            maxSendWr,
+                            srq == null ? maxRecvWr : 0,
+                            maxSendSge,
+                            srq == null ? maxRecvSge : 0,
+                            maxInlineData),
+                    sqSigAll,
+                    srq);
         }
     }
 }

@@ -35,34 +35,87 @@ public final class QpStateMachine {
         if (next == QpState.RESET || next == QpState.ERR) return new Transition(NONE, NONE);
         boolean rc = type == QpType.RC;
         return switch (cur) {
-            case RESET -> next == QpState.INIT
-                    ? new Transition(type == QpType.UD ? EnumSet.of(PKEY_INDEX, PORT, QKEY) : EnumSet.of(PKEY_INDEX, PORT, ACCESS_FLAGS), NONE)
-                    : null;
-            case INIT -> switch (next) {
-                case INIT -> new Transition(NONE, type == QpType.UD ? EnumSet.of(PKEY_INDEX, PORT, QKEY) : EnumSet.of(PKEY_INDEX, PORT, ACCESS_FLAGS));
-                case RTR -> type == QpType.UD ? new Transition(NONE, EnumSet.of(PKEY_INDEX, QKEY))
-                        : new Transition(rc ? EnumSet.of(AV, PATH_MTU, DEST_QPN, RQ_PSN, MAX_DEST_RD_ATOMIC, MIN_RNR_TIMER)
-                                : EnumSet.of(AV, PATH_MTU, DEST_QPN, RQ_PSN),
-                        rc ? EnumSet.of(ALT_PATH, ACCESS_FLAGS, PKEY_INDEX, PACKET_AUTH_KEY) : EnumSet.of(ALT_PATH, ACCESS_FLAGS, PKEY_INDEX));
-                default -> null;
-            };
-            case RTR -> next == QpState.RTS
-                    ? type == QpType.UD ? new Transition(EnumSet.of(SQ_PSN), EnumSet.of(CUR_STATE, QKEY))
-                    : new Transition(rc ? EnumSet.of(TIMEOUT, RETRY_CNT, RNR_RETRY, SQ_PSN, MAX_QP_RD_ATOMIC) : EnumSet.of(SQ_PSN),
-                            rc ? EnumSet.of(CUR_STATE, ALT_PATH, ACCESS_FLAGS, MIN_RNR_TIMER, PATH_MIG_STATE)
-                                    : EnumSet.of(CUR_STATE, ALT_PATH, ACCESS_FLAGS, PATH_MIG_STATE))
-                    : null;
-            case RTS -> switch (next) {
-                case RTS -> new Transition(NONE, EnumSet.of(CUR_STATE, ACCESS_FLAGS, ALT_PATH, PATH_MIG_STATE, MIN_RNR_TIMER));
-                case SQD -> new Transition(NONE, EnumSet.of(EN_SQD_ASYNC_NOTIFY));
-                default -> null;
-            };
-            case SQD -> switch (next) {
-                case RTS -> new Transition(NONE, EnumSet.of(CUR_STATE, ACCESS_FLAGS, ALT_PATH, MIN_RNR_TIMER, PATH_MIG_STATE));
-                case SQD -> new Transition(NONE, EnumSet.of(AV, ALT_PATH, ACCESS_FLAGS, PKEY_INDEX, MIN_RNR_TIMER, PATH_MIG_STATE,
-                        TIMEOUT, RETRY_CNT, RNR_RETRY, MAX_QP_RD_ATOMIC, MAX_DEST_RD_ATOMIC));
-                default -> null;
-            };
+            case RESET ->
+                next == QpState.INIT
+                        ? new Transition(
+                                type == QpType.UD
+                                        ? EnumSet.of(PKEY_INDEX, PORT, QKEY)
+                                        : EnumSet.of(PKEY_INDEX, PORT, ACCESS_FLAGS),
+                                NONE)
+                        : null;
+            case INIT ->
+                switch (next) {
+                    case INIT ->
+                        new Transition(
+                                NONE,
+                                type == QpType.UD
+                                        ? EnumSet.of(PKEY_INDEX, PORT, QKEY)
+                                        : EnumSet.of(PKEY_INDEX, PORT, ACCESS_FLAGS));
+                    case RTR ->
+                        type == QpType.UD
+                                ? new Transition(NONE, EnumSet.of(PKEY_INDEX, QKEY))
+                                : new Transition(
+                                        rc
+                                                ? EnumSet.of(
+                                                        AV,
+                                                        PATH_MTU,
+                                                        DEST_QPN,
+                                                        RQ_PSN,
+                                                        MAX_DEST_RD_ATOMIC,
+                                                        MIN_RNR_TIMER)
+                                                : EnumSet.of(AV, PATH_MTU, DEST_QPN, RQ_PSN),
+                                        rc
+                                                ? EnumSet.of(ALT_PATH, ACCESS_FLAGS, PKEY_INDEX, PACKET_AUTH_KEY)
+                                                : EnumSet.of(ALT_PATH, ACCESS_FLAGS, PKEY_INDEX));
+                    default -> null;
+                };
+            case RTR ->
+                next == QpState.RTS
+                        ? type == QpType.UD
+                                ? new Transition(EnumSet.of(SQ_PSN), EnumSet.of(CUR_STATE, QKEY))
+                                : new Transition(
+                                        rc
+                                                ? EnumSet.of(TIMEOUT, RETRY_CNT, RNR_RETRY, SQ_PSN, MAX_QP_RD_ATOMIC)
+                                                : EnumSet.of(SQ_PSN),
+                                        rc
+                                                ? EnumSet.of(
+                                                        CUR_STATE,
+                                                        ALT_PATH,
+                                                        ACCESS_FLAGS,
+                                                        MIN_RNR_TIMER,
+                                                        PATH_MIG_STATE)
+                                                : EnumSet.of(CUR_STATE, ALT_PATH, ACCESS_FLAGS, PATH_MIG_STATE))
+                        : null;
+            case RTS ->
+                switch (next) {
+                    case RTS ->
+                        new Transition(
+                                NONE, EnumSet.of(CUR_STATE, ACCESS_FLAGS, ALT_PATH, PATH_MIG_STATE, MIN_RNR_TIMER));
+                    case SQD -> new Transition(NONE, EnumSet.of(EN_SQD_ASYNC_NOTIFY));
+                    default -> null;
+                };
+            case SQD ->
+                switch (next) {
+                    case RTS ->
+                        new Transition(
+                                NONE, EnumSet.of(CUR_STATE, ACCESS_FLAGS, ALT_PATH, MIN_RNR_TIMER, PATH_MIG_STATE));
+                    case SQD ->
+                        new Transition(
+                                NONE,
+                                EnumSet.of(
+                                        AV,
+                                        ALT_PATH,
+                                        ACCESS_FLAGS,
+                                        PKEY_INDEX,
+                                        MIN_RNR_TIMER,
+                                        PATH_MIG_STATE,
+                                        TIMEOUT,
+                                        RETRY_CNT,
+                                        RNR_RETRY,
+                                        MAX_QP_RD_ATOMIC,
+                                        MAX_DEST_RD_ATOMIC));
+                    default -> null;
+                };
             case SQE -> next == QpState.RTS && !rc ? new Transition(NONE, EnumSet.of(CUR_STATE, ACCESS_FLAGS)) : null;
             case ERR -> null;
         };
@@ -81,29 +134,39 @@ public final class QpStateMachine {
         Set<QpAttrMask> mask = attr.mask();
         QpState next = mask.contains(STATE) ? attr.state() : cur;
         if (mask.contains(CUR_STATE) && attr.curState() != cur) {
-            throw new VerbsException("ibv_modify_qp", VerbsException.EINVAL,
-                    "cur_state says " + attr.curState() + " but the QP is in " + cur + ": leave CUR_STATE out or set it right");
+            throw new VerbsException(
+                    "ibv_modify_qp",
+                    VerbsException.EINVAL,
+                    "cur_state says " + attr.curState() + " but the QP is in " + cur
+                            + ": leave CUR_STATE out or set it right");
         }
         Transition t = transition(type, cur, next);
         if (t == null) {
-            throw new VerbsException("ibv_modify_qp", VerbsException.EINVAL,
-                    "a " + type + " QP cannot go from " + cur + " to " + next + "; from " + cur + " it can go to " + legalTargets(type, cur)
-                            + " (the path to send is RESET->INIT->RTR->RTS)");
+            throw new VerbsException(
+                    "ibv_modify_qp",
+                    VerbsException.EINVAL,
+                    "a " + type + " QP cannot go from " + cur + " to " + next + "; from " + cur + " it can go to "
+                            + legalTargets(type, cur) + " (the path to send is RESET->INIT->RTR->RTS)");
         }
         EnumSet<QpAttrMask> missing = EnumSet.noneOf(QpAttrMask.class);
         for (QpAttrMask m : t.required()) if (!mask.contains(m)) missing.add(m);
         if (!missing.isEmpty()) {
-            throw new VerbsException("ibv_modify_qp", VerbsException.EINVAL,
+            throw new VerbsException(
+                    "ibv_modify_qp",
+                    VerbsException.EINVAL,
                     cur + "->" + next + " requires " + names(t.required()) + "; missing " + names(missing)
                             + (t.optional().isEmpty() ? "" : " (it may also set " + names(t.optional()) + ")"));
         }
         EnumSet<QpAttrMask> extra = EnumSet.noneOf(QpAttrMask.class);
-        for (QpAttrMask m : mask) if (m != STATE && !t.required().contains(m) && !t.optional().contains(m)) extra.add(m);
+        for (QpAttrMask m : mask)
+            if (m != STATE && !t.required().contains(m) && !t.optional().contains(m)) extra.add(m);
         if (!extra.isEmpty()) {
             EnumSet<QpAttrMask> allowed = EnumSet.copyOf(t.required().isEmpty() ? EnumSet.of(STATE) : t.required());
             allowed.addAll(t.optional());
             allowed.add(STATE);
-            throw new VerbsException("ibv_modify_qp", VerbsException.EINVAL,
+            throw new VerbsException(
+                    "ibv_modify_qp",
+                    VerbsException.EINVAL,
                     cur + "->" + next + " does not take " + names(extra) + "; it takes " + names(allowed));
         }
         return next;

@@ -93,7 +93,8 @@ public interface QueuePair extends AutoCloseable {
      * @return the rkey a peer uses with the window from now on
      * @throws VerbsException when the window is not type 1 or the bind cannot be posted
      */
-    int bindMemoryWindow(MemoryWindow mw, long wrId, boolean signaled, MemoryRegion mr, long addr, long length, Set<Access> access);
+    int bindMemoryWindow(
+            MemoryWindow mw, long wrId, boolean signaled, MemoryRegion mr, long addr, long length, Set<Access> access);
 
     /** {@return whether it was closed (directly or with a parent)} */
     boolean isClosed();

@@ -9,6 +9,7 @@ public final class RecvWorkRequest {
     public long wrId;
     /** The next request of a chain posted with one call, or null. */
     public RecvWorkRequest next;
+
     private final Sge[] sges;
     private int numSge;
 
@@ -52,7 +53,9 @@ public final class RecvWorkRequest {
      * @throws IllegalArgumentException when {@code n} is outside 0 .. {@link #maxSge()}
      */
     public RecvWorkRequest numSge(int n) {
-        if (n < 0 || n > sges.length) throw new IllegalArgumentException("num_sge " + n + " outside 0.." + sges.length + " (created with maxSge " + sges.length + ")");
+        if (n < 0 || n > sges.length)
+            throw new IllegalArgumentException(
+                    "num_sge " + n + " outside 0.." + sges.length + " (created with maxSge " + sges.length + ")");
         numSge = n;
         return this;
     }

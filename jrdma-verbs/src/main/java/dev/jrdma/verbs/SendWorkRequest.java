@@ -105,7 +105,9 @@ public final class SendWorkRequest {
      * @throws IllegalArgumentException when {@code n} is outside 0 .. {@link #maxSge()}
      */
     public SendWorkRequest numSge(int n) {
-        if (n < 0 || n > sges.length) throw new IllegalArgumentException("num_sge " + n + " outside 0.." + sges.length + " (created with maxSge " + sges.length + ")");
+        if (n < 0 || n > sges.length)
+            throw new IllegalArgumentException(
+                    "num_sge " + n + " outside 0.." + sges.length + " (created with maxSge " + sges.length + ")");
         numSge = n;
         return this;
     }
@@ -166,7 +168,8 @@ public final class SendWorkRequest {
      * @return this
      */
     public SendWorkRequest signaled(boolean on) {
-        if (on) flags.add(SendFlag.SIGNALED); else flags.remove(SendFlag.SIGNALED);
+        if (on) flags.add(SendFlag.SIGNALED);
+        else flags.remove(SendFlag.SIGNALED);
         return this;
     }
 
@@ -178,7 +181,8 @@ public final class SendWorkRequest {
      * @return this
      */
     public SendWorkRequest flag(SendFlag f, boolean on) {
-        if (on) flags.add(f); else flags.remove(f);
+        if (on) flags.add(f);
+        else flags.remove(f);
         return this;
     }
 

@@ -1,7 +1,6 @@
 package dev.jrdma.verbs;
 
 import dev.jrdma.verbs.spi.VerbsProvider;
-
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -32,7 +31,8 @@ public final class Verbs {
             synchronized (Verbs.class) {
                 if ((p = providers) == null) {
                     List<VerbsProvider> found = new ArrayList<>();
-                    for (VerbsProvider vp : ServiceLoader.load(VerbsProvider.class, Verbs.class.getClassLoader())) found.add(vp);
+                    for (VerbsProvider vp : ServiceLoader.load(VerbsProvider.class, Verbs.class.getClassLoader()))
+                        found.add(vp);
                     found.sort(Comparator.comparingInt(VerbsProvider::priority).reversed());
                     providers = p = List.copyOf(found);
                 }
@@ -75,8 +75,11 @@ public final class Verbs {
         }
         StringBuilder known = new StringBuilder();
         for (Device d : devices()) known.append(known.isEmpty() ? "" : ", ").append(d.name());
-        throw new VerbsException("ibv_get_device_list", VerbsException.ENODEV,
-                "no device named '" + name + "'; devices here: " + (known.isEmpty() ? "none" : known) + " (run 'jrdma devices')");
+        throw new VerbsException(
+                "ibv_get_device_list",
+                VerbsException.ENODEV,
+                "no device named '" + name + "'; devices here: " + (known.isEmpty() ? "none" : known)
+                        + " (run 'jrdma devices')");
     }
 
     /**
@@ -94,8 +97,15 @@ public final class Verbs {
             if (!d.isEmpty()) return d.getFirst();
         }
         StringBuilder why = new StringBuilder();
-        for (VerbsProvider p : providers()) why.append("; ").append(p.name()).append(": ").append(p.unavailableReason().orElse("no devices"));
-        throw new VerbsException("ibv_get_device_list", VerbsException.ENODEV,
-                "no RDMA device" + (providers().isEmpty() ? " and no provider on the class path (add jrdma-soft)" : why) + " (run 'jrdma doctor')");
+        for (VerbsProvider p : providers())
+            why.append("; ")
+                    .append(p.name())
+                    .append(": ")
+                    .append(p.unavailableReason().orElse("no devices"));
+        throw new VerbsException(
+                "ibv_get_device_list",
+                VerbsException.ENODEV,
+                "no RDMA device" + (providers().isEmpty() ? " and no provider on the class path (add jrdma-soft)" : why)
+                        + " (run 'jrdma doctor')");
     }
 }

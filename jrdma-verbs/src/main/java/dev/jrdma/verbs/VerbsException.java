@@ -12,9 +12,23 @@ public class VerbsException extends RuntimeException {
      * {@code EINVAL} 22 (a bad argument or state), {@code ENOSPC} 28 (a full queue, a CQ overrun), {@code ENOSYS} 38,
      * {@code EOPNOTSUPP} 95 (not supported by this device), {@code ETIMEDOUT} 110, {@code ECONNREFUSED} 111.
      */
-    public static final int EPERM = 1, ENOENT = 2, EIO = 5, EBADF = 9, EAGAIN = 11, ENOMEM = 12, EACCES = 13,
-            EFAULT = 14, EBUSY = 16, EEXIST = 17, ENODEV = 19, EINVAL = 22, ENOSPC = 28, ENOSYS = 38,
-            EOPNOTSUPP = 95, ETIMEDOUT = 110, ECONNREFUSED = 111;
+    public static final int EPERM = 1,
+            ENOENT = 2,
+            EIO = 5,
+            EBADF = 9,
+            EAGAIN = 11,
+            ENOMEM = 12,
+            EACCES = 13,
+            EFAULT = 14,
+            EBUSY = 16,
+            EEXIST = 17,
+            ENODEV = 19,
+            EINVAL = 22,
+            ENOSPC = 28,
+            ENOSYS = 38,
+            EOPNOTSUPP = 95,
+            ETIMEDOUT = 110,
+            ECONNREFUSED = 111;
 
     /** The verb that failed (part of the serialized form). */
     private final String verb;

@@ -12,7 +12,6 @@ public final class WorkCompletion {
      */
     public static final int WITH_GRH = 1, WITH_IMM = 2, IP_CSUM_OK = 4, WITH_INV = 8;
 
-
     /** The {@code wr_id} of the work request that completed ({@code wr_id}). */
     public long wrId;
     /** The outcome ({@code status}); anything but SUCCESS moved the QP to the error state. */
@@ -79,9 +78,19 @@ public final class WorkCompletion {
      * @return this
      */
     public WorkCompletion copyFrom(WorkCompletion o) {
-        wrId = o.wrId; status = o.status; opcode = o.opcode; vendorErr = o.vendorErr; byteLen = o.byteLen;
-        immData = o.immData; qpNum = o.qpNum; srcQp = o.srcQp; wcFlags = o.wcFlags; pkeyIndex = o.pkeyIndex;
-        slid = o.slid; sl = o.sl; dlidPathBits = o.dlidPathBits;
+        wrId = o.wrId;
+        status = o.status;
+        opcode = o.opcode;
+        vendorErr = o.vendorErr;
+        byteLen = o.byteLen;
+        immData = o.immData;
+        qpNum = o.qpNum;
+        srcQp = o.srcQp;
+        wcFlags = o.wcFlags;
+        pkeyIndex = o.pkeyIndex;
+        slid = o.slid;
+        sl = o.sl;
+        dlidPathBits = o.dlidPathBits;
         return this;
     }
 
@@ -107,7 +116,8 @@ public final class WorkCompletion {
     @Override
     public String toString() {
         return "WorkCompletion[wrId=" + wrId + ", status=" + status + ", opcode=" + opcode + ", byteLen=" + byteLen
-                + (hasImm() ? ", imm=0x" + Integer.toHexString(immData) : "") + (hasInv() ? ", invRkey=0x" + Integer.toHexString(immData) : "")
+                + (hasImm() ? ", imm=0x" + Integer.toHexString(immData) : "")
+                + (hasInv() ? ", invRkey=0x" + Integer.toHexString(immData) : "")
                 + ", qpNum=" + qpNum + ", srcQp=" + srcQp + "]";
     }
 }

@@ -1,10 +1,10 @@
 package dev.jrdma.verbs;
 
-import org.junit.jupiter.api.Test;
-
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import org.junit.jupiter.api.Test;
 
 class QpStateMachineTest {
     private static QpAttr init() {
@@ -12,12 +12,24 @@ class QpStateMachineTest {
     }
 
     private static QpAttr rtr() {
-        return new QpAttr().state(QpState.RTR).ah(new AhAttr()).pathMtu(Mtu.MTU_1024).destQpNum(5).rqPsn(1)
-                .maxDestRdAtomic(1).minRnrTimer(12);
+        return new QpAttr()
+                .state(QpState.RTR)
+                .ah(new AhAttr())
+                .pathMtu(Mtu.MTU_1024)
+                .destQpNum(5)
+                .rqPsn(1)
+                .maxDestRdAtomic(1)
+                .minRnrTimer(12);
     }
 
     private static QpAttr rts() {
-        return new QpAttr().state(QpState.RTS).timeout(14).retryCnt(7).rnrRetry(7).sqPsn(1).maxRdAtomic(1);
+        return new QpAttr()
+                .state(QpState.RTS)
+                .timeout(14)
+                .retryCnt(7)
+                .rnrRetry(7)
+                .sqPsn(1)
+                .maxRdAtomic(1);
     }
 
     @Test
@@ -38,7 +50,8 @@ class QpStateMachineTest {
 
     @Test
     void skippingAStateNamesTheLegalTargets() {
-        VerbsException e = assertThrows(VerbsException.class, () -> QpStateMachine.check(QpType.RC, QpState.RESET, rts()));
+        VerbsException e =
+                assertThrows(VerbsException.class, () -> QpStateMachine.check(QpType.RC, QpState.RESET, rts()));
         assertTrue(e.getMessage().contains("cannot go from RESET to RTS"), e.getMessage());
         assertTrue(e.getMessage().contains("[RESET, INIT, ERR]"), e.getMessage());
         assertEquals("ibv_modify_qp", e.verb());
@@ -47,15 +60,19 @@ class QpStateMachineTest {
 
     @Test
     void missingRequiredAttributesAreNamed() {
-        VerbsException e = assertThrows(VerbsException.class,
-                () -> QpStateMachine.check(QpType.RC, QpState.INIT, new QpAttr().state(QpState.RTR).destQpNum(3).pathMtu(Mtu.MTU_256)));
+        VerbsException e = assertThrows(
+                VerbsException.class,
+                () -> QpStateMachine.check(
+                        QpType.RC,
+                        QpState.INIT,
+                        new QpAttr().state(QpState.RTR).destQpNum(3).pathMtu(Mtu.MTU_256)));
         assertTrue(e.getMessage().contains("missing AV, RQ_PSN, MIN_RNR_TIMER, MAX_DEST_RD_ATOMIC"), e.getMessage());
     }
 
     @Test
     void attributesATransitionDoesNotTakeAreRefused() {
-        VerbsException e = assertThrows(VerbsException.class,
-                () -> QpStateMachine.check(QpType.RC, QpState.RESET, init().sqPsn(4)));
+        VerbsException e = assertThrows(
+                VerbsException.class, () -> QpStateMachine.check(QpType.RC, QpState.RESET, init().sqPsn(4)));
         assertTrue(e.getMessage().contains("does not take SQ_PSN"), e.getMessage());
         // RTS->RTS may not change the timeout
         assertThrows(VerbsException.class, () -> QpStateMachine.check(QpType.RC, QpState.RTS, new QpAttr().timeout(3)));
@@ -63,14 +80,19 @@ class QpStateMachineTest {
 
     @Test
     void wrongCurrentStateIsRefused() {
-        VerbsException e = assertThrows(VerbsException.class,
-                () -> QpStateMachine.check(QpType.RC, QpState.RTR, rts().curState(QpState.INIT)));
+        VerbsException e = assertThrows(
+                VerbsException.class, () -> QpStateMachine.check(QpType.RC, QpState.RTR, rts().curState(QpState.INIT)));
         assertTrue(e.getMessage().contains("cur_state"), e.getMessage());
     }
 
     @Test
     void ucDoesNotNeedRdAtomicOrRnrAttributes() {
-        QpAttr ucRtr = new QpAttr().state(QpState.RTR).ah(new AhAttr()).pathMtu(Mtu.MTU_1024).destQpNum(5).rqPsn(1);
+        QpAttr ucRtr = new QpAttr()
+                .state(QpState.RTR)
+                .ah(new AhAttr())
+                .pathMtu(Mtu.MTU_1024)
+                .destQpNum(5)
+                .rqPsn(1);
         assertEquals(QpState.RTR, QpStateMachine.check(QpType.UC, QpState.INIT, ucRtr));
         assertThrows(VerbsException.class, () -> QpStateMachine.check(QpType.RC, QpState.INIT, ucRtr));
     }

@@ -1,15 +1,14 @@
 package dev.jrdma.verbs;
 
-import org.junit.jupiter.api.Test;
-
-import java.net.InetAddress;
-import java.util.EnumSet;
-
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.net.InetAddress;
+import java.util.EnumSet;
+import org.junit.jupiter.api.Test;
 
 /** The enums carry libibverbs' numbers, and every status explains itself. */
 class ValuesTest {
@@ -43,7 +42,10 @@ class ValuesTest {
         assertEquals(8, WrOpcode.BIND_MW.code);
         assertEquals(129, WcOpcode.RECV_RDMA_WITH_IMM.code);
         assertEquals(WcOpcode.RECV, WcOpcode.of(128));
-        assertEquals(15, Access.toBits(EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC)));
+        assertEquals(
+                15,
+                Access.toBits(
+                        EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC)));
         assertEquals(EnumSet.of(Access.REMOTE_READ, Access.MW_BIND), Access.fromBits(20));
         SendWorkRequest wr = new SendWorkRequest().signaled(true).flag(SendFlag.INLINE, true);
         assertEquals(10, wr.flagBits());

@@ -3,7 +3,6 @@ package dev.jrdma.bench.doctor;
 import dev.jrdma.verbs.GidEntry;
 import dev.jrdma.verbs.LinkLayer;
 import dev.jrdma.verbs.PortState;
-
 import java.io.IOException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
@@ -64,7 +63,9 @@ public final class Doctor {
     record Vendor(String name, String ibDriver, Set<String> rdmaNetDrivers) {}
 
     static final Map<Integer, Vendor> RDMA_VENDORS = Map.ofEntries(
-            Map.entry(0x15b3, new Vendor("Mellanox/NVIDIA", "mlx5_ib", Set.of("mlx5_core", "mlx4_core", "mlx4_en", "ib_mthca"))),
+            Map.entry(
+                    0x15b3,
+                    new Vendor("Mellanox/NVIDIA", "mlx5_ib", Set.of("mlx5_core", "mlx4_core", "mlx4_en", "ib_mthca"))),
             Map.entry(0x14e4, new Vendor("Broadcom", "bnxt_re", Set.of("bnxt_en"))),
             Map.entry(0x8086, new Vendor("Intel", "irdma", Set.of("ice", "i40e", "hfi1"))),
             Map.entry(0x1425, new Vendor("Chelsio", "iw_cxgb4", Set.of("cxgb4"))),
@@ -76,7 +77,8 @@ public final class Doctor {
             Map.entry(0x1fc1, new Vendor("QLogic InfiniPath", "qib", Set.of("qib"))));
 
     /** A PCI network function. */
-    record PciNic(String address, int vendor, int device, int pciClass, String driver, boolean rdmaCapable, String why) {}
+    record PciNic(
+            String address, int vendor, int device, int pciClass, String driver, boolean rdmaCapable, String why) {}
 
     List<PciNic> pciNics() {
         List<PciNic> nics = new ArrayList<>();
@@ -84,7 +86,7 @@ public final class Doctor {
         for (Path d : list(dir)) {
             int cls = hex(read(d.resolve("class")));
             int base = (cls >> 16) & 0xff, sub = (cls >> 8) & 0xff;
-            boolean network = base == 0x02;   // 0x0200 Ethernet, 0x0207 InfiniBand, 0x0280 other
+            boolean network = base == 0x02; // 0x0200 Ethernet, 0x0207 InfiniBand, 0x0280 other
             if (!network) continue;
             int vendor = hex(read(d.resolve("vendor")));
             int device = hex(read(d.resolve("device")));
@@ -100,10 +102,13 @@ public final class Doctor {
                 capable = false;
                 why = "vendor 0x" + String.format("%04x", vendor) + " has no RDMA driver";
             } else if (vendor == 0x8086 || vendor == 0x14e4) {
-                // Intel and Broadcom make many plain NICs: only E810/X722 (ice/i40e + irdma) and NetXtreme-C/E (bnxt_en) do RDMA.
+                // Intel and Broadcom make many plain NICs: only E810/X722 (ice/i40e + irdma) and NetXtreme-C/E
+                // (bnxt_en) do RDMA.
                 capable = driver != null && v.rdmaNetDrivers().contains(driver);
-                why = capable ? v.name() + " (" + driver + ", RDMA driver " + v.ibDriver() + ")"
-                        : v.name() + " NIC without an RDMA-capable driver" + (driver == null ? " (no driver bound)" : " (" + driver + ")");
+                why = capable
+                        ? v.name() + " (" + driver + ", RDMA driver " + v.ibDriver() + ")"
+                        : v.name() + " NIC without an RDMA-capable driver"
+                                + (driver == null ? " (no driver bound)" : " (" + driver + ")");
             } else {
                 capable = true;
                 why = v.name() + " (RDMA driver " + v.ibDriver() + ")";
@@ -118,29 +123,56 @@ public final class Doctor {
         List<String> details = new ArrayList<>();
         int capable = 0;
         for (PciNic n : nics) {
-            details.add(String.format("%s  [%04x:%04x] class 0x%06x  driver %s  %s%s", n.address(), n.vendor(), n.device(),
-                    n.pciClass(), n.driver() == null ? "-" : n.driver(), n.rdmaCapable() ? "RDMA-capable: " : "", n.why()));
+            details.add(String.format(
+                    "%s  [%04x:%04x] class 0x%06x  driver %s  %s%s",
+                    n.address(),
+                    n.vendor(),
+                    n.device(),
+                    n.pciClass(),
+                    n.driver() == null ? "-" : n.driver(),
+                    n.rdmaCapable() ? "RDMA-capable: " : "",
+                    n.why()));
             if (n.rdmaCapable()) capable++;
         }
         String title = "RDMA-capable NICs (lspci)";
         if (!Files.isDirectory(p("sys/bus/pci/devices"))) {
-            return Check.of("nic", title, Verdict.INFO, "no PCI bus visible (" + p("sys/bus/pci/devices") + " missing: container or VM without PCI passthrough)",
-                    details, "use the software device (always works), or run where the NIC is visible");
+            return Check.of(
+                    "nic",
+                    title,
+                    Verdict.INFO,
+                    "no PCI bus visible (" + p("sys/bus/pci/devices")
+                            + " missing: container or VM without PCI passthrough)",
+                    details,
+                    "use the software device (always works), or run where the NIC is visible");
         }
         if (capable > 0) {
-            return Check.of("nic", title, Verdict.OK, capable + " RDMA-capable NIC" + (capable == 1 ? "" : "s") + " of " + nics.size() + " network functions", details, "");
+            return Check.of(
+                    "nic",
+                    title,
+                    Verdict.OK,
+                    capable + " RDMA-capable NIC" + (capable == 1 ? "" : "s") + " of " + nics.size()
+                            + " network functions",
+                    details,
+                    "");
         }
-        return Check.of("nic", title, Verdict.INFO,
-                nics.isEmpty() ? "no network controller on the PCI bus" : "no RDMA-capable NIC among " + nics.size() + " network function" + (nics.size() == 1 ? "" : "s"),
-                details, "nothing to fix for the software device (jrdma's default, always works); for hardware RDMA fit a RoCE/InfiniBand NIC "
+        return Check.of(
+                "nic",
+                title,
+                Verdict.INFO,
+                nics.isEmpty()
+                        ? "no network controller on the PCI bus"
+                        : "no RDMA-capable NIC among " + nics.size() + " network function"
+                                + (nics.size() == 1 ? "" : "s"),
+                details,
+                "nothing to fix for the software device (jrdma's default, always works); for hardware RDMA fit a RoCE/InfiniBand NIC "
                         + "(Mellanox/NVIDIA ConnectX, Broadcom NetXtreme-E, Intel E810, Chelsio T6, Marvell FastLinQ); "
                         + "for kernel Soft-RoCE on a plain NIC: sudo modprobe rdma_rxe && sudo rdma link add rxe0 type rxe netdev IF");
     }
 
     // ---------------------------------------------------------------- kernel modules
 
-    static final List<String> MODULES = List.of("ib_core", "ib_uverbs", "rdma_ucm", "mlx5_core", "mlx5_ib", "rdma_rxe", "siw",
-            "irdma", "bnxt_re", "efa");
+    static final List<String> MODULES = List.of(
+            "ib_core", "ib_uverbs", "rdma_ucm", "mlx5_core", "mlx5_ib", "rdma_rxe", "siw", "irdma", "bnxt_re", "efa");
 
     String kernelRelease() {
         String r = read(p("proc/sys/kernel/osrelease"));
@@ -150,10 +182,11 @@ public final class Doctor {
     Set<String> loadedModules() {
         Set<String> s = new TreeSet<>();
         String mods = read(p("proc/modules"));
-        if (mods != null) for (String line : mods.split("\n")) {
-            String[] f = line.trim().split("\\s+");
-            if (!f[0].isEmpty()) s.add(f[0]);
-        }
+        if (mods != null)
+            for (String line : mods.split("\n")) {
+                String[] f = line.trim().split("\\s+");
+                if (!f[0].isEmpty()) s.add(f[0]);
+            }
         return s;
     }
 
@@ -164,13 +197,15 @@ public final class Doctor {
         if (rel == null) return m;
         Path dir = p("lib/modules").resolve(rel);
         String dep = read(dir.resolve("modules.dep"));
-        if (dep != null) for (String line : dep.split("\n")) {
-            int c = line.indexOf(':');
-            if (c < 0) continue;
-            m.putIfAbsent(moduleName(line.substring(0, c)), "loadable");
-        }
+        if (dep != null)
+            for (String line : dep.split("\n")) {
+                int c = line.indexOf(':');
+                if (c < 0) continue;
+                m.putIfAbsent(moduleName(line.substring(0, c)), "loadable");
+            }
         String builtin = read(dir.resolve("modules.builtin"));
-        if (builtin != null) for (String line : builtin.split("\n")) if (!line.isBlank()) m.put(moduleName(line.trim()), "built in");
+        if (builtin != null)
+            for (String line : builtin.split("\n")) if (!line.isBlank()) m.put(moduleName(line.trim()), "built in");
         return m;
     }
 
@@ -184,31 +219,72 @@ public final class Doctor {
         Set<String> loaded = loadedModules();
         Map<String, String> avail = availableModules();
         String rel = kernelRelease();
-        boolean haveDep = rel != null && Files.exists(p("lib/modules").resolve(rel).resolve("modules.dep"));
+        boolean haveDep =
+                rel != null && Files.exists(p("lib/modules").resolve(rel).resolve("modules.dep"));
         List<String> details = new ArrayList<>();
         for (String m : MODULES) {
-            String a = loaded.contains(m) ? "loaded" : avail.containsKey(m) ? avail.get(m) + ", not loaded" : haveDep ? "not in this kernel" : "not loaded";
+            String a = loaded.contains(m)
+                    ? "loaded"
+                    : avail.containsKey(m)
+                            ? avail.get(m) + ", not loaded"
+                            : haveDep ? "not in this kernel" : "not loaded";
             details.add(String.format("%-10s %s", m, a));
         }
         String title = "kernel modules (modinfo, /proc/modules)";
         boolean ibCore = loaded.contains("ib_core") || "built in".equals(avail.get("ib_core"));
         boolean uverbs = loaded.contains("ib_uverbs") || "built in".equals(avail.get("ib_uverbs"));
-        boolean anyHw = loaded.stream().anyMatch(m -> Set.of("mlx5_ib", "mlx4_ib", "bnxt_re", "irdma", "iw_cxgb4", "qedr", "efa", "rdma_rxe", "siw", "hns_roce_hw_v2", "vmw_pvrdma", "ionic_rdma").contains(m));
+        boolean anyHw = loaded.stream()
+                .anyMatch(m -> Set.of(
+                                "mlx5_ib",
+                                "mlx4_ib",
+                                "bnxt_re",
+                                "irdma",
+                                "iw_cxgb4",
+                                "qedr",
+                                "efa",
+                                "rdma_rxe",
+                                "siw",
+                                "hns_roce_hw_v2",
+                                "vmw_pvrdma",
+                                "ionic_rdma")
+                        .contains(m));
         boolean kernelHasIb = ibCore || avail.containsKey("ib_core");
         if (ibCore && uverbs && anyHw) {
-            return Check.of("modules", title, Verdict.OK, "ib_core, ib_uverbs and an RDMA device driver are loaded", details, "");
+            return Check.of(
+                    "modules",
+                    title,
+                    Verdict.OK,
+                    "ib_core, ib_uverbs and an RDMA device driver are loaded",
+                    details,
+                    "");
         }
         if (!kernelHasIb) {
-            return Check.of("modules", title, Verdict.INFO, "this kernel (" + (rel == null ? "?" : rel) + ") has no InfiniBand/RDMA support"
-                            + (haveDep ? "" : " loaded, and no module tree under " + p("lib/modules") + " to load it from"), details,
+            return Check.of(
+                    "modules",
+                    title,
+                    Verdict.INFO,
+                    "this kernel (" + (rel == null ? "?" : rel) + ") has no InfiniBand/RDMA support"
+                            + (haveDep
+                                    ? ""
+                                    : " loaded, and no module tree under " + p("lib/modules") + " to load it from"),
+                    details,
                     "nothing to fix for the software device (always works); for kernel Soft-RoCE use a kernel with CONFIG_INFINIBAND "
                             + "(e.g. the project's guest: vm/run-in-guest -- CMD)");
         }
         List<String> todo = new ArrayList<>();
         if (!ibCore) todo.add("ib_core");
         if (!uverbs) todo.add("ib_uverbs");
-        if (!anyHw) todo.add(avail.containsKey("mlx5_ib") ? "mlx5_ib (or your NIC's RDMA driver)" : "rdma_rxe (Soft-RoCE) or your NIC's RDMA driver");
-        return Check.of("modules", title, Verdict.WARN, "not loaded: " + String.join(", ", todo), details,
+        if (!anyHw)
+            todo.add(
+                    avail.containsKey("mlx5_ib")
+                            ? "mlx5_ib (or your NIC's RDMA driver)"
+                            : "rdma_rxe (Soft-RoCE) or your NIC's RDMA driver");
+        return Check.of(
+                "modules",
+                title,
+                Verdict.WARN,
+                "not loaded: " + String.join(", ", todo),
+                details,
                 "sudo modprobe ib_uverbs; sudo modprobe " + (avail.containsKey("mlx5_ib") ? "mlx5_ib" : "rdma_rxe")
                         + "; for Soft-RoCE also: sudo rdma link add rxe0 type rxe netdev IF");
     }
@@ -228,59 +304,108 @@ public final class Doctor {
                 Path f = dir.resolve(u);
                 if (!Files.isReadable(f) || !Files.isWritable(f)) bad.add(u);
             }
-            if (!bad.isEmpty()) return Check.of("devnodes", title, Verdict.FAIL, "no read/write access to " + String.join(", ", bad), nodes,
-                    "add yourself to the group owning the nodes (ls -l /dev/infiniband; often 'rdma'), or install rdma-core's udev rules");
-            return Check.of("devnodes", title, Verdict.OK, uverbs.size() + " uverbs node" + (uverbs.size() == 1 ? "" : "s") + " usable", nodes, "");
+            if (!bad.isEmpty())
+                return Check.of(
+                        "devnodes",
+                        title,
+                        Verdict.FAIL,
+                        "no read/write access to " + String.join(", ", bad),
+                        nodes,
+                        "add yourself to the group owning the nodes (ls -l /dev/infiniband; often 'rdma'), or install rdma-core's udev rules");
+            return Check.of(
+                    "devnodes",
+                    title,
+                    Verdict.OK,
+                    uverbs.size() + " uverbs node" + (uverbs.size() == 1 ? "" : "s") + " usable",
+                    nodes,
+                    "");
         }
         if (!ibdevs.isEmpty()) {
-            return Check.of("devnodes", title, Verdict.FAIL, "RDMA devices " + ibdevs + " exist but there is no /dev/infiniband/uverbs* node", nodes,
+            return Check.of(
+                    "devnodes",
+                    title,
+                    Verdict.FAIL,
+                    "RDMA devices " + ibdevs + " exist but there is no /dev/infiniband/uverbs* node",
+                    nodes,
                     "sudo modprobe ib_uverbs (containers: pass --device=/dev/infiniband/uverbs0 --device=/dev/infiniband/rdma_cm)");
         }
-        return Check.of("devnodes", title, Verdict.INFO, "no /dev/infiniband/uverbs* (no kernel RDMA device)", nodes,
+        return Check.of(
+                "devnodes",
+                title,
+                Verdict.INFO,
+                "no /dev/infiniband/uverbs* (no kernel RDMA device)",
+                nodes,
                 "needed only for hardware or kernel Soft-RoCE; the software device does not use it");
     }
 
     // ---------------------------------------------------------------- libibverbs
 
     Check checkLibibverbs() {
-        List<String> libs = new ArrayList<>(), providers = new ArrayList<>(), drivers = new ArrayList<>(), details = new ArrayList<>();
-        Set<Path> seen = new java.util.HashSet<>();   // /lib -> /usr/lib (merged /usr): list each file once
+        List<String> libs = new ArrayList<>(),
+                providers = new ArrayList<>(),
+                drivers = new ArrayList<>(),
+                details = new ArrayList<>();
+        Set<Path> seen = new java.util.HashSet<>(); // /lib -> /usr/lib (merged /usr): list each file once
         for (String base : List.of("usr/lib", "lib", "usr/lib64", "lib64")) {
             Path b = p(base);
             List<Path> dirs = new ArrayList<>();
             dirs.add(b);
-            for (Path sub : list(b)) if (Files.isDirectory(sub) && sub.getFileName().toString().contains("-linux-")) dirs.add(sub);
+            for (Path sub : list(b))
+                if (Files.isDirectory(sub) && sub.getFileName().toString().contains("-linux-")) dirs.add(sub);
             for (Path d : dirs) {
                 for (Path f : list(d)) {
                     String n = f.getFileName().toString();
-                    if (n.startsWith("libibverbs.so.1") && seen.add(real(f))) libs.add(root.relativize(f).toString());
+                    if (n.startsWith("libibverbs.so.1") && seen.add(real(f)))
+                        libs.add(root.relativize(f).toString());
                 }
                 for (Path f : list(d.resolve("libibverbs"))) {
                     String n = f.getFileName().toString();
-                    if (n.endsWith(".so")) providers.add(n.replaceFirst("^lib", "").replaceFirst("-rdmav\\d+\\.so$", "").replaceFirst("\\.so$", ""));
+                    if (n.endsWith(".so"))
+                        providers.add(n.replaceFirst("^lib", "")
+                                .replaceFirst("-rdmav\\d+\\.so$", "")
+                                .replaceFirst("\\.so$", ""));
                 }
             }
         }
-        for (Path f : list(p("etc/libibverbs.d"))) drivers.add(f.getFileName().toString().replaceFirst("\\.driver$", ""));
+        for (Path f : list(p("etc/libibverbs.d")))
+            drivers.add(f.getFileName().toString().replaceFirst("\\.driver$", ""));
         libs = libs.stream().distinct().toList();
         providers = providers.stream().distinct().sorted().toList();
         details.add("libibverbs: " + (libs.isEmpty() ? "not found" : String.join(", ", libs)));
         details.add("provider libraries: " + (providers.isEmpty() ? "none" : String.join(" ", providers)));
         details.add("/etc/libibverbs.d: " + (drivers.isEmpty() ? "none" : String.join(" ", drivers)));
         for (String tool : List.of("ibv_devinfo", "ib_write_lat", "rdma")) {
-            boolean found = Files.exists(p("usr/bin").resolve(tool)) || Files.exists(p("usr/sbin").resolve(tool)) || Files.exists(p("sbin").resolve(tool));
+            boolean found = Files.exists(p("usr/bin").resolve(tool))
+                    || Files.exists(p("usr/sbin").resolve(tool))
+                    || Files.exists(p("sbin").resolve(tool));
             details.add(String.format("%-12s %s", tool, found ? "installed" : "not installed"));
         }
         String title = "user-space verbs (libibverbs + providers)";
         if (libs.isEmpty()) {
-            return Check.of("libibverbs", title, Verdict.WARN, "libibverbs.so.1 not found: the native provider cannot load", details,
+            return Check.of(
+                    "libibverbs",
+                    title,
+                    Verdict.WARN,
+                    "libibverbs.so.1 not found: the native provider cannot load",
+                    details,
                     APT + "  (the software device needs none of it)");
         }
         if (providers.isEmpty()) {
-            return Check.of("libibverbs", title, Verdict.WARN, "libibverbs is installed but no provider library (libmlx5, librxe, ...)", details,
+            return Check.of(
+                    "libibverbs",
+                    title,
+                    Verdict.WARN,
+                    "libibverbs is installed but no provider library (libmlx5, librxe, ...)",
+                    details,
                     "sudo apt-get install -y ibverbs-providers");
         }
-        return Check.of("libibverbs", title, Verdict.OK, "libibverbs with " + providers.size() + " provider librar" + (providers.size() == 1 ? "y" : "ies"), details, "");
+        return Check.of(
+                "libibverbs",
+                title,
+                Verdict.OK,
+                "libibverbs with " + providers.size() + " provider librar" + (providers.size() == 1 ? "y" : "ies"),
+                details,
+                "");
     }
 
     // ---------------------------------------------------------------- devices and ports (verbs API)
@@ -293,45 +418,64 @@ public final class Doctor {
         int hw = 0, soft = 0;
         for (PortProbe.DeviceInfo d : devices) {
             boolean isSoft = "soft".equals(d.provider());
-            if (isSoft) soft++; else hw++;
+            if (isSoft) soft++;
+            else hw++;
             if (d.error() != null) {
                 details.add(d.name() + " (" + d.provider() + "): cannot open: " + d.error());
-                if (!isSoft) { worst = worse(worst, Verdict.FAIL); fixes.add("check permissions on /dev/infiniband and 'jrdma devinfo -d " + d.name() + "'"); }
+                if (!isSoft) {
+                    worst = worse(worst, Verdict.FAIL);
+                    fixes.add("check permissions on /dev/infiniband and 'jrdma devinfo -d " + d.name() + "'");
+                }
                 continue;
             }
             details.add(d.name() + " (" + d.provider() + (isSoft ? ", software device: works anywhere" : "") + ")");
             for (PortProbe.PortInfo p : d.ports()) {
-                details.add(String.format("  port %d: %s, link layer %s, MTU %s (max %s)", p.port(), p.state().ibvName(),
-                        p.linkLayer().ibvName(), p.activeMtu(), p.maxMtu()));
+                details.add(String.format(
+                        "  port %d: %s, link layer %s, MTU %s (max %s)",
+                        p.port(), p.state().ibvName(), p.linkLayer().ibvName(), p.activeMtu(), p.maxMtu()));
                 for (GidEntry g : p.gids()) {
-                    details.add(String.format("    GID[%d] %s%s%s", g.index(), g.gid(), g.type() == null ? "" : "  " + g.type(),
+                    details.add(String.format(
+                            "    GID[%d] %s%s%s",
+                            g.index(),
+                            g.gid(),
+                            g.type() == null ? "" : "  " + g.type(),
                             g.netdev() == null ? "" : "  " + g.netdev()));
                 }
                 if (p.state() != PortState.ACTIVE) {
                     worst = worse(worst, isSoft ? Verdict.WARN : Verdict.FAIL);
-                    fixes.add(d.name() + " port " + p.port() + " is " + p.state().ibvName() + ": "
-                            + (p.linkLayer() == LinkLayer.INFINIBAND ? "check the cable and that a subnet manager runs (sudo systemctl start opensm)"
-                            : "check the cable/link and 'ip link set IF up'"));
+                    fixes.add(
+                            d.name() + " port " + p.port() + " is " + p.state().ibvName() + ": "
+                                    + (p.linkLayer() == LinkLayer.INFINIBAND
+                                            ? "check the cable and that a subnet manager runs (sudo systemctl start opensm)"
+                                            : "check the cable/link and 'ip link set IF up'"));
                 }
                 if (p.linkLayer() == LinkLayer.ETHERNET && !isSoft) {
                     if (p.gids().stream().noneMatch(GidEntry::isRoceV2)) {
                         worst = worse(worst, Verdict.WARN);
-                        fixes.add(d.name() + " port " + p.port() + " has no RoCE v2 GID: give its netdev an IP address (ip addr add A/N dev IF); then use -x with that GID's index");
+                        fixes.add(
+                                d.name() + " port " + p.port()
+                                        + " has no RoCE v2 GID: give its netdev an IP address (ip addr add A/N dev IF); then use -x with that GID's index");
                     }
                     if (p.activeMtu().bytes < 1024) {
                         worst = worse(worst, Verdict.WARN);
-                        fixes.add(d.name() + " port " + p.port() + " active MTU " + p.activeMtu() + ": raise the netdev MTU (ip link set IF mtu 4200 gives RoCE MTU 4096)");
+                        fixes.add(d.name() + " port " + p.port() + " active MTU " + p.activeMtu()
+                                + ": raise the netdev MTU (ip link set IF mtu 4200 gives RoCE MTU 4096)");
                     }
                 }
             }
         }
         for (String n : probe.providerNotes()) details.add("provider " + n);
         if (devices.isEmpty()) {
-            return Check.of("ports", title, Verdict.FAIL, "no RDMA device at all, not even the software device", details,
+            return Check.of(
+                    "ports",
+                    title,
+                    Verdict.FAIL,
+                    "no RDMA device at all, not even the software device",
+                    details,
                     "put jrdma-soft on the class path (the jrdma launcher does)");
         }
-        String summary = hw + " hardware/kernel device" + (hw == 1 ? "" : "s") + ", " + soft + " software device" + (soft == 1 ? "" : "s")
-                + (worst == Verdict.OK ? ", all ports active" : "");
+        String summary = hw + " hardware/kernel device" + (hw == 1 ? "" : "s") + ", " + soft + " software device"
+                + (soft == 1 ? "" : "s") + (worst == Verdict.OK ? ", all ports active" : "");
         if (hw == 0 && worst == Verdict.OK) worst = Verdict.INFO;
         return Check.of("ports", title, worst, summary, details, String.join("; ", fixes));
     }
@@ -359,18 +503,28 @@ public final class Doctor {
     Check checkMemlock(boolean kernelRdma) {
         Long lim = memlockLimit();
         String title = "locked-memory limit (ulimit -l)";
-        String fix = "ulimit -l unlimited (this shell); permanently: '* soft memlock unlimited' and '* hard memlock unlimited' in "
-                + "/etc/security/limits.conf, LimitMEMLOCK=infinity for systemd services, docker run --ulimit memlock=-1";
-        if (lim == null) return Check.of("memlock", title, Verdict.INFO, "unknown (no /proc/self/limits)", List.of(), "");
+        String fix =
+                "ulimit -l unlimited (this shell); permanently: '* soft memlock unlimited' and '* hard memlock unlimited' in "
+                        + "/etc/security/limits.conf, LimitMEMLOCK=infinity for systemd services, docker run --ulimit memlock=-1";
+        if (lim == null)
+            return Check.of("memlock", title, Verdict.INFO, "unknown (no /proc/self/limits)", List.of(), "");
         if (lim < 0) return Check.of("memlock", title, Verdict.OK, "unlimited", List.of(), "");
         String have = human(lim);
-        String need = "registration pins memory: perftest -a needs 2 x 8 MiB per QP, real applications their whole buffer pool; "
-                + human(MEMLOCK_NEEDED) + " is a comfortable minimum";
+        String need =
+                "registration pins memory: perftest -a needs 2 x 8 MiB per QP, real applications their whole buffer pool; "
+                        + human(MEMLOCK_NEEDED) + " is a comfortable minimum";
         if (lim >= MEMLOCK_NEEDED) return Check.of("memlock", title, Verdict.OK, have, List.of(need), "");
         // The software device registers without pinning, so the limit only bites for kernel devices.
-        return Check.of("memlock", title, kernelRdma ? Verdict.WARN : Verdict.INFO,
-                have + (kernelRdma ? ": too low for hardware RDMA (ibv_reg_mr fails with ENOMEM)" : " (matters only for hardware/kernel RDMA; the software device does not pin)"),
-                List.of(need), fix);
+        return Check.of(
+                "memlock",
+                title,
+                kernelRdma ? Verdict.WARN : Verdict.INFO,
+                have
+                        + (kernelRdma
+                                ? ": too low for hardware RDMA (ibv_reg_mr fails with ENOMEM)"
+                                : " (matters only for hardware/kernel RDMA; the software device does not pin)"),
+                List.of(need),
+                fix);
     }
 
     // ---------------------------------------------------------------- fork safety
@@ -381,27 +535,63 @@ public final class Doctor {
         String rel = kernelRelease();
         boolean kernelSafe = rel != null && versionAtLeast(rel, 5, 13);
         List<String> details = new ArrayList<>();
-        details.add("RDMAV_FORK_SAFE=" + (v == null ? "(unset)" : v) + ", IBV_FORK_SAFE=" + (w == null ? "(unset)" : w));
-        details.add("kernel " + (rel == null ? "?" : rel) + (kernelSafe ? ": >= 5.13, pinned pages stay with the parent on fork (ibv_fork_init not needed)" : ""));
+        details.add(
+                "RDMAV_FORK_SAFE=" + (v == null ? "(unset)" : v) + ", IBV_FORK_SAFE=" + (w == null ? "(unset)" : w));
+        details.add("kernel " + (rel == null ? "?" : rel)
+                + (kernelSafe
+                        ? ": >= 5.13, pinned pages stay with the parent on fork (ibv_fork_init not needed)"
+                        : ""));
         details.add("the JVM starts processes with posix_spawn, which does not copy pinned pages");
         if ((v != null && !v.isEmpty() && !v.equals("0")) || (w != null && !w.isEmpty() && !w.equals("0"))) {
             return Check.of("fork", title, Verdict.OK, "fork-safe mode requested", details, "");
         }
         if (kernelSafe) return Check.of("fork", title, Verdict.OK, "not set, not needed with this kernel", details, "");
-        return Check.of("fork", title, Verdict.INFO, "not set", details,
+        return Check.of(
+                "fork",
+                title,
+                Verdict.INFO,
+                "not set",
+                details,
                 "if the application forks children that touch registered memory (JNI code calling fork()), export RDMAV_FORK_SAFE=1");
     }
 
     // ---------------------------------------------------------------- counters
 
-    static final Set<String> ERROR_COUNTERS = Set.of("symbol_error", "port_rcv_errors", "port_rcv_remote_physical_errors",
-            "port_rcv_switch_relay_errors", "link_error_recovery", "port_xmit_constraint_errors", "port_rcv_constraint_errors",
-            "local_link_integrity_errors", "excessive_buffer_overrun_errors", "port_xmit_discards", "link_downed", "VL15_dropped",
-            "out_of_sequence", "packet_seq_err", "rnr_nak_retry_err", "local_ack_timeout_err", "implied_nak_seq_err",
-            "duplicate_request", "out_of_buffer", "req_cqe_error", "resp_cqe_error", "req_remote_access_errors",
-            "resp_local_length_error", "req_remote_invalid_request", "rx_icrc_encapsulated", "roce_adp_retrans_to",
-            "resp_remote_access_errors", "retry_exceeded_err", "send_rnr_err", "rcvd_rnr_err", "rcvd_seq_err", "completer_retry_err");
-    static final Set<String> CONGESTION_COUNTERS = Set.of("np_cnp_sent", "np_ecn_marked_roce_packets", "rp_cnp_handled", "rp_cnp_ignored");
+    static final Set<String> ERROR_COUNTERS = Set.of(
+            "symbol_error",
+            "port_rcv_errors",
+            "port_rcv_remote_physical_errors",
+            "port_rcv_switch_relay_errors",
+            "link_error_recovery",
+            "port_xmit_constraint_errors",
+            "port_rcv_constraint_errors",
+            "local_link_integrity_errors",
+            "excessive_buffer_overrun_errors",
+            "port_xmit_discards",
+            "link_downed",
+            "VL15_dropped",
+            "out_of_sequence",
+            "packet_seq_err",
+            "rnr_nak_retry_err",
+            "local_ack_timeout_err",
+            "implied_nak_seq_err",
+            "duplicate_request",
+            "out_of_buffer",
+            "req_cqe_error",
+            "resp_cqe_error",
+            "req_remote_access_errors",
+            "resp_local_length_error",
+            "req_remote_invalid_request",
+            "rx_icrc_encapsulated",
+            "roce_adp_retrans_to",
+            "resp_remote_access_errors",
+            "retry_exceeded_err",
+            "send_rnr_err",
+            "rcvd_rnr_err",
+            "rcvd_seq_err",
+            "completer_retry_err");
+    static final Set<String> CONGESTION_COUNTERS =
+            Set.of("np_cnp_sent", "np_ecn_marked_roce_packets", "rp_cnp_handled", "rp_cnp_ignored");
 
     Check checkCounters() {
         String title = "port counters (sysfs)";
@@ -411,7 +601,11 @@ public final class Doctor {
         for (String dev : names(p("sys/class/infiniband"))) {
             for (String port : names(p("sys/class/infiniband").resolve(dev).resolve("ports"))) {
                 for (String group : List.of("counters", "hw_counters")) {
-                    Path dir = p("sys/class/infiniband").resolve(dev).resolve("ports").resolve(port).resolve(group);
+                    Path dir = p("sys/class/infiniband")
+                            .resolve(dev)
+                            .resolve("ports")
+                            .resolve(port)
+                            .resolve(group);
                     for (String c : names(dir)) {
                         String v = read(dir.resolve(c));
                         if (v == null) continue;
@@ -419,16 +613,27 @@ public final class Doctor {
                         seen++;
                         boolean err = ERROR_COUNTERS.contains(c) && !v.equals("0");
                         if (err) nonzero.add(dev + "/" + port + " " + c + "=" + v);
-                        if (err || CONGESTION_COUNTERS.contains(c) || c.equals("port_xmit_data") || c.equals("port_rcv_data"))
-                            details.add(String.format("%s/%s %s/%s = %s%s", dev, port, group, c, v, err ? "  <- error" : ""));
+                        if (err
+                                || CONGESTION_COUNTERS.contains(c)
+                                || c.equals("port_xmit_data")
+                                || c.equals("port_rcv_data"))
+                            details.add(String.format(
+                                    "%s/%s %s/%s = %s%s", dev, port, group, c, v, err ? "  <- error" : ""));
                     }
                 }
             }
         }
-        if (seen == 0) return Check.of("counters", title, Verdict.INFO, "no kernel RDMA device, no counters", details, "");
+        if (seen == 0)
+            return Check.of("counters", title, Verdict.INFO, "no kernel RDMA device, no counters", details, "");
         if (!nonzero.isEmpty()) {
-            return Check.of("counters", title, Verdict.WARN, nonzero.size() + " error counter" + (nonzero.size() == 1 ? "" : "s") + " non-zero: " + String.join(", ", nonzero),
-                    details, "symbol/link errors: cable or transceiver; out_of_sequence / packet_seq_err / local_ack_timeout_err on RoCE: "
+            return Check.of(
+                    "counters",
+                    title,
+                    Verdict.WARN,
+                    nonzero.size() + " error counter" + (nonzero.size() == 1 ? "" : "s") + " non-zero: "
+                            + String.join(", ", nonzero),
+                    details,
+                    "symbol/link errors: cable or transceiver; out_of_sequence / packet_seq_err / local_ack_timeout_err on RoCE: "
                             + "packet loss, enable PFC or ECN (see the ECN check); rnr_nak_retry_err: the receiver posts receives too slowly "
                             + "(raise rnr_retry / post more receives). Counters are cumulative: compare before and after a run");
         }
@@ -447,8 +652,17 @@ public final class Doctor {
             for (String port : names(ib.resolve(dev).resolve("ports"))) {
                 String ll = read(ib.resolve(dev).resolve("ports").resolve(port).resolve("link_layer"));
                 if (ll == null || !ll.trim().equalsIgnoreCase("Ethernet")) continue;
-                for (String g : names(ib.resolve(dev).resolve("ports").resolve(port).resolve("gid_attrs").resolve("ndevs"))) {
-                    String nd = read(ib.resolve(dev).resolve("ports").resolve(port).resolve("gid_attrs").resolve("ndevs").resolve(g));
+                for (String g : names(ib.resolve(dev)
+                        .resolve("ports")
+                        .resolve(port)
+                        .resolve("gid_attrs")
+                        .resolve("ndevs"))) {
+                    String nd = read(ib.resolve(dev)
+                            .resolve("ports")
+                            .resolve(port)
+                            .resolve("gid_attrs")
+                            .resolve("ndevs")
+                            .resolve(g));
                     if (nd != null && !nd.isBlank()) netdevs.add(nd.trim());
                 }
                 for (String nd : names(ib.resolve(dev).resolve("device").resolve("net"))) netdevs.add(nd);
@@ -457,10 +671,12 @@ public final class Doctor {
         for (PortProbe.DeviceInfo d : devices) {
             if ("soft".equals(d.provider())) continue;
             for (PortProbe.PortInfo pi : d.ports())
-                for (GidEntry g : pi.gids()) if (g.netdev() != null && pi.linkLayer() == LinkLayer.ETHERNET) netdevs.add(g.netdev());
+                for (GidEntry g : pi.gids())
+                    if (g.netdev() != null && pi.linkLayer() == LinkLayer.ETHERNET) netdevs.add(g.netdev());
         }
         String tcpEcn = read(p("proc/sys/net/ipv4/tcp_ecn"));
-        if (tcpEcn != null) details.add("net.ipv4.tcp_ecn = " + tcpEcn.trim() + " (TCP's ECN; RoCE's is per NIC below)");
+        if (tcpEcn != null)
+            details.add("net.ipv4.tcp_ecn = " + tcpEcn.trim() + " (TCP's ECN; RoCE's is per NIC below)");
         if (netdevs.isEmpty()) return Check.of("ecn", title, Verdict.INFO, "no RoCE port: not applicable", details, "");
         List<String> off = new ArrayList<>();
         boolean any = false;
@@ -473,21 +689,39 @@ public final class Doctor {
                 any = true;
                 List<String> on = new ArrayList<>();
                 for (String prio : prios) if ("1".equals(trim(read(en.resolve(prio))))) on.add(prio);
-                details.add(nd + " " + role + " ECN enabled for priorities: " + (on.isEmpty() ? "none" : String.join(",", on)));
+                details.add(nd + " " + role + " ECN enabled for priorities: "
+                        + (on.isEmpty() ? "none" : String.join(",", on)));
                 if (on.isEmpty()) off.add(nd + " " + role);
             }
         }
         Path cm = p("sys/kernel/config/rdma_cm");
-        for (String dev : names(cm)) for (String port : names(cm.resolve(dev).resolve("ports"))) {
-            String tos = trim(read(cm.resolve(dev).resolve("ports").resolve(port).resolve("default_roce_tos")));
-            String mode = trim(read(cm.resolve(dev).resolve("ports").resolve(port).resolve("default_roce_mode")));
-            details.add("rdma_cm " + dev + "/" + port + ": default_roce_tos=" + tos + " default_roce_mode=" + mode);
-            if ("0".equals(tos)) details.add("  ToS 0: ECN-capable transport bits not set by rdma_cm (set e.g. 106 for DSCP 26 + ECT)");
-        }
-        if (!any) return Check.of("ecn", title, Verdict.INFO, "RoCE netdevs " + netdevs + " expose no ECN settings (not mlx5, or Soft-RoCE)", details,
-                "lossless RoCE needs PFC or ECN configured on the NIC and the switches; see your NIC vendor's DCQCN guide");
-        if (!off.isEmpty()) return Check.of("ecn", title, Verdict.WARN, "ECN off: " + String.join(", ", off), details,
-                "echo 1 | sudo tee /sys/class/net/IF/ecn/roce_np/enable/3 /sys/class/net/IF/ecn/roce_rp/enable/3 (priority 3 = RoCE traffic class), and mark ECN on the switches");
+        for (String dev : names(cm))
+            for (String port : names(cm.resolve(dev).resolve("ports"))) {
+                String tos =
+                        trim(read(cm.resolve(dev).resolve("ports").resolve(port).resolve("default_roce_tos")));
+                String mode =
+                        trim(read(cm.resolve(dev).resolve("ports").resolve(port).resolve("default_roce_mode")));
+                details.add("rdma_cm " + dev + "/" + port + ": default_roce_tos=" + tos + " default_roce_mode=" + mode);
+                if ("0".equals(tos))
+                    details.add(
+                            "  ToS 0: ECN-capable transport bits not set by rdma_cm (set e.g. 106 for DSCP 26 + ECT)");
+            }
+        if (!any)
+            return Check.of(
+                    "ecn",
+                    title,
+                    Verdict.INFO,
+                    "RoCE netdevs " + netdevs + " expose no ECN settings (not mlx5, or Soft-RoCE)",
+                    details,
+                    "lossless RoCE needs PFC or ECN configured on the NIC and the switches; see your NIC vendor's DCQCN guide");
+        if (!off.isEmpty())
+            return Check.of(
+                    "ecn",
+                    title,
+                    Verdict.WARN,
+                    "ECN off: " + String.join(", ", off),
+                    details,
+                    "echo 1 | sudo tee /sys/class/net/IF/ecn/roce_np/enable/3 /sys/class/net/IF/ecn/roce_rp/enable/3 (priority 3 = RoCE traffic class), and mark ECN on the switches");
         return Check.of("ecn", title, Verdict.OK, "ECN enabled on " + netdevs, details, "");
     }
 
@@ -499,7 +733,8 @@ public final class Doctor {
      */
     public List<Check> run() {
         List<PortProbe.DeviceInfo> devices = probe.devices();
-        boolean kernelRdma = devices.stream().anyMatch(d -> !"soft".equals(d.provider())) || !names(p("sys/class/infiniband")).isEmpty();
+        boolean kernelRdma = devices.stream().anyMatch(d -> !"soft".equals(d.provider()))
+                || !names(p("sys/class/infiniband")).isEmpty();
         List<Check> checks = new ArrayList<>();
         checks.add(checkNics());
         checks.add(checkModules());
@@ -515,14 +750,28 @@ public final class Doctor {
     }
 
     Check summary(List<PortProbe.DeviceInfo> devices, boolean kernelRdma) {
-        List<String> soft = devices.stream().filter(d -> "soft".equals(d.provider()) && d.error() == null).map(PortProbe.DeviceInfo::name).toList();
+        List<String> soft = devices.stream()
+                .filter(d -> "soft".equals(d.provider()) && d.error() == null)
+                .map(PortProbe.DeviceInfo::name)
+                .toList();
         if (kernelRdma) {
-            return Check.of("summary", "summary", Verdict.INFO, "kernel RDMA present: run 'jrdma perf send_lat -d DEV' on two hosts, or against perftest's ib_send_lat",
-                    List.of(), "");
+            return Check.of(
+                    "summary",
+                    "summary",
+                    Verdict.INFO,
+                    "kernel RDMA present: run 'jrdma perf send_lat -d DEV' on two hosts, or against perftest's ib_send_lat",
+                    List.of(),
+                    "");
         }
-        String s = "no RDMA hardware and no kernel RDMA here" + (soft.isEmpty() ? "" : "; the software device works: " + String.join(", ", soft));
-        return Check.of("summary", "summary", Verdict.INFO, s,
-                List.of("try it on this machine: 'jrdma perf send_lat -d soft@127.0.0.1' in one terminal, "
+        String s = "no RDMA hardware and no kernel RDMA here"
+                + (soft.isEmpty() ? "" : "; the software device works: " + String.join(", ", soft));
+        return Check.of(
+                "summary",
+                "summary",
+                Verdict.INFO,
+                s,
+                List.of(
+                        "try it on this machine: 'jrdma perf send_lat -d soft@127.0.0.1' in one terminal, "
                                 + "'jrdma perf send_lat -d soft@127.0.0.2 127.0.0.1' in another (two addresses: each soft device owns UDP 4791 on its own)",
                         "for hardware or kernel Soft-RoCE (Debian/Ubuntu): " + APT),
                 "");
@@ -541,14 +790,22 @@ public final class Doctor {
         StringBuilder sb = new StringBuilder();
         for (Check c : checks) {
             sb.append(String.format("[%-4s] %-42s %s%n", c.verdict(), c.title(), c.summary()));
-            boolean show = verbose || c.verdict() == Verdict.WARN || c.verdict() == Verdict.FAIL || c.id().equals("summary") || c.id().equals("ports");
-            if (show) for (String d : c.details()) sb.append("         ").append(d).append('\n');
+            boolean show = verbose
+                    || c.verdict() == Verdict.WARN
+                    || c.verdict() == Verdict.FAIL
+                    || c.id().equals("summary")
+                    || c.id().equals("ports");
+            if (show)
+                for (String d : c.details()) sb.append("         ").append(d).append('\n');
             if (!c.fix().isEmpty() && c.verdict() != Verdict.OK)
-                sb.append(c.verdict() == Verdict.INFO ? "         hint: " : "         fix: ").append(c.fix()).append('\n');
+                sb.append(c.verdict() == Verdict.INFO ? "         hint: " : "         fix: ")
+                        .append(c.fix())
+                        .append('\n');
         }
         long fail = checks.stream().filter(c -> c.verdict() == Verdict.FAIL).count();
         long warn = checks.stream().filter(c -> c.verdict() == Verdict.WARN).count();
-        sb.append(String.format("%d check%s: %d FAIL, %d WARN%n", checks.size(), checks.size() == 1 ? "" : "s", fail, warn));
+        sb.append(String.format(
+                "%d check%s: %d FAIL, %d WARN%n", checks.size(), checks.size() == 1 ? "" : "s", fail, warn));
         return sb.toString();
     }
 
@@ -562,14 +819,27 @@ public final class Doctor {
         for (int i = 0; i < checks.size(); i++) {
             Check c = checks.get(i);
             if (i > 0) sb.append(',');
-            sb.append("\n  {\"id\":").append(q(c.id())).append(",\"title\":").append(q(c.title())).append(",\"verdict\":").append(q(c.verdict().name()))
-                    .append(",\"summary\":").append(q(c.summary())).append(",\"details\":[");
-            for (int j = 0; j < c.details().size(); j++) sb.append(j > 0 ? "," : "").append(q(c.details().get(j)));
+            sb.append("\n  {\"id\":")
+                    .append(q(c.id()))
+                    .append(",\"title\":")
+                    .append(q(c.title()))
+                    .append(",\"verdict\":")
+                    .append(q(c.verdict().name()))
+                    .append(",\"summary\":")
+                    .append(q(c.summary()))
+                    .append(",\"details\":[");
+            for (int j = 0; j < c.details().size(); j++)
+                sb.append(j > 0 ? "," : "").append(q(c.details().get(j)));
             sb.append("],\"fix\":").append(q(c.fix())).append('}');
         }
         long fail = checks.stream().filter(c -> c.verdict() == Verdict.FAIL).count();
         long warn = checks.stream().filter(c -> c.verdict() == Verdict.WARN).count();
-        return sb.append("\n],\"fail\":").append(fail).append(",\"warn\":").append(warn).append("}\n").toString();
+        return sb.append("\n],\"fail\":")
+                .append(fail)
+                .append(",\"warn\":")
+                .append(warn)
+                .append("}\n")
+                .toString();
     }
 
     /**
@@ -587,7 +857,8 @@ public final class Doctor {
                 case '\r' -> sb.append("\\r");
                 case '\t' -> sb.append("\\t");
                 default -> {
-                    if (ch < 0x20) sb.append(String.format("\\u%04x", (int) ch)); else sb.append(ch);
+                    if (ch < 0x20) sb.append(String.format("\\u%04x", (int) ch));
+                    else sb.append(ch);
                 }
             }
         }
@@ -601,7 +872,12 @@ public final class Doctor {
     }
 
     private static int rank(Verdict v) {
-        return switch (v) { case OK -> 0; case INFO -> 1; case WARN -> 2; case FAIL -> 3; };
+        return switch (v) {
+            case OK -> 0;
+            case INFO -> 1;
+            case WARN -> 2;
+            case FAIL -> 3;
+        };
     }
 
     static boolean versionAtLeast(String release, int major, int minor) {
@@ -656,7 +932,8 @@ public final class Doctor {
 
     static String linkName(Path link) {
         try {
-            if (Files.isSymbolicLink(link)) return Files.readSymbolicLink(link).getFileName().toString();
+            if (Files.isSymbolicLink(link))
+                return Files.readSymbolicLink(link).getFileName().toString();
             if (Files.isDirectory(link)) return link.toRealPath().getFileName().toString();
         } catch (IOException | SecurityException ignored) {
         }

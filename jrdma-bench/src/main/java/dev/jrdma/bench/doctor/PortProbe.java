@@ -8,7 +8,6 @@ import dev.jrdma.verbs.Mtu;
 import dev.jrdma.verbs.PortAttr;
 import dev.jrdma.verbs.PortState;
 import dev.jrdma.verbs.Verbs;
-
 import java.util.ArrayList;
 import java.util.List;
 

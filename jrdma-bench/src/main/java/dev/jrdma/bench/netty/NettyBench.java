@@ -27,7 +27,6 @@ import io.netty.channel.epoll.EpollSocketChannel;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
-
 import java.io.PrintStream;
 import java.net.InetSocketAddress;
 import java.time.Duration;
@@ -64,14 +63,31 @@ public final class NettyBench {
      * @param clientHost  the address the RDMA clients bind (their own soft device), or null
      * @param transports  which to run, in order: {@code udp}, {@code nio}, {@code epoll}, {@code jrdma}, {@code endpoint}
      */
-    public record Options(int size, int iterations, int warmup, int connections, int depth, double seconds,
-                          String serverHost, String clientHost, List<String> transports) {
+    public record Options(
+            int size,
+            int iterations,
+            int warmup,
+            int connections,
+            int depth,
+            double seconds,
+            String serverHost,
+            String clientHost,
+            List<String> transports) {
         /**
          * {@return 64-byte requests, 5000 round trips after 1000 of warm-up, 4 connections x 8 in flight for 5 s, server
          * on 127.0.0.1 and RDMA clients on 127.0.0.2, every transport}
          */
         public static Options defaults() {
-            return new Options(64, 5000, 1000, 4, 8, 5, "127.0.0.1", "127.0.0.2", List.of("udp", "nio", "epoll", "jrdma", "endpoint"));
+            return new Options(
+                    64,
+                    5000,
+                    1000,
+                    4,
+                    8,
+                    5,
+                    "127.0.0.1",
+                    "127.0.0.2",
+                    List.of("udp", "nio", "epoll", "jrdma", "endpoint"));
         }
     }
 
@@ -86,7 +102,14 @@ public final class NettyBench {
      * @param cpuUsPerRequest CPU microseconds per request in the rate phase
      * @param note            why figures are missing (e.g. {@code latency only}), or empty
      */
-    public record Row(String transport, double p50Us, double p99Us, double rate, double cpuPercent, double cpuUsPerRequest, String note) {}
+    public record Row(
+            String transport,
+            double p50Us,
+            double p99Us,
+            double rate,
+            double cpuPercent,
+            double cpuUsPerRequest,
+            String note) {}
 
     private final Options o;
     private final PrintStream log;
@@ -113,20 +136,44 @@ public final class NettyBench {
         List<Row> rows = new ArrayList<>();
         for (String t : o.transports()) {
             log.printf("-- %s%n", t);
-            rows.add(switch (t) {
-                case "nio" -> nettyRun("Netty NIO, TCP loopback", () -> new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory()),
-                        NioServerSocketChannel.class, NioSocketChannel.class, false);
-                case "epoll" -> Epoll.isAvailable()
-                        ? nettyRun("Netty epoll, TCP loopback", () -> new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory()),
-                        EpollServerSocketChannel.class, EpollSocketChannel.class, false)
-                        : new Row("Netty epoll", Double.NaN, Double.NaN, Double.NaN, Double.NaN, Double.NaN,
-                        "not available: " + Epoll.unavailabilityCause());
-                case "jrdma" -> nettyRun("Netty jrdma (RdmaChannel)", () -> new RdmaEventLoopGroup(1),
-                        RdmaServerChannel.class, RdmaChannel.class, true);
-                case "endpoint" -> endpointRun();
-                case "udp" -> udpRun();
-                default -> throw new IllegalArgumentException("unknown transport '" + t + "': use udp, nio, epoll, jrdma, endpoint");
-            });
+            rows.add(
+                    switch (t) {
+                        case "nio" ->
+                            nettyRun(
+                                    "Netty NIO, TCP loopback",
+                                    () -> new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory()),
+                                    NioServerSocketChannel.class,
+                                    NioSocketChannel.class,
+                                    false);
+                        case "epoll" ->
+                            Epoll.isAvailable()
+                                    ? nettyRun(
+                                            "Netty epoll, TCP loopback",
+                                            () -> new MultiThreadIoEventLoopGroup(1, EpollIoHandler.newFactory()),
+                                            EpollServerSocketChannel.class,
+                                            EpollSocketChannel.class,
+                                            false)
+                                    : new Row(
+                                            "Netty epoll",
+                                            Double.NaN,
+                                            Double.NaN,
+                                            Double.NaN,
+                                            Double.NaN,
+                                            Double.NaN,
+                                            "not available: " + Epoll.unavailabilityCause());
+                        case "jrdma" ->
+                            nettyRun(
+                                    "Netty jrdma (RdmaChannel)",
+                                    () -> new RdmaEventLoopGroup(1),
+                                    RdmaServerChannel.class,
+                                    RdmaChannel.class,
+                                    true);
+                        case "endpoint" -> endpointRun();
+                        case "udp" -> udpRun();
+                        default ->
+                            throw new IllegalArgumentException(
+                                    "unknown transport '" + t + "': use udp, nio, epoll, jrdma, endpoint");
+                    });
         }
         return rows;
     }
@@ -225,12 +272,22 @@ public final class NettyBench {
         }
     }
 
-    private Row nettyRun(String name, java.util.function.Supplier<EventLoopGroup> groups, Class<? extends ServerChannel> serverClass,
-                         Class<? extends Channel> clientClass, boolean rdma) throws Exception {
+    private Row nettyRun(
+            String name,
+            java.util.function.Supplier<EventLoopGroup> groups,
+            Class<? extends ServerChannel> serverClass,
+            Class<? extends Channel> clientClass,
+            boolean rdma)
+            throws Exception {
         EventLoopGroup serverGroup = groups.get(), clientGroup = groups.get();
-        EndpointConfig cfg = RdmaChannelConfig.DEFAULT_ENDPOINT_CONFIG.toBuilder().timeout(Duration.ofSeconds(30)).build();
+        EndpointConfig cfg = RdmaChannelConfig.DEFAULT_ENDPOINT_CONFIG.toBuilder()
+                .timeout(Duration.ofSeconds(30))
+                .build();
         try {
-            ServerBootstrap sb = new ServerBootstrap().group(serverGroup).channel(serverClass).childHandler(new EchoServerHandler());
+            ServerBootstrap sb = new ServerBootstrap()
+                    .group(serverGroup)
+                    .channel(serverClass)
+                    .childHandler(new EchoServerHandler());
             Bootstrap cb = new Bootstrap().group(clientGroup).channel(clientClass);
             if (rdma) {
                 sb.option(RdmaChannelOption.ENDPOINT_CONFIG, cfg);
@@ -274,8 +331,21 @@ public final class NettyBench {
                 for (EchoClient h : clients) h.stop = true;
                 for (Channel ch : channels) ch.close().sync();
                 double rate = done / (cpu.wallNs() / 1e9);
-                Row r = new Row(name, pct(rtt, 50), pct(rtt, 99), rate, cpu.percent(), done == 0 ? Double.NaN : cpu.cpuNs() / 1e3 / done, "");
-                log.printf(Locale.ROOT, "   p50 %.1f us, p99 %.1f us, %.0f req/s, CPU %.0f%%%n", r.p50Us(), r.p99Us(), r.rate(), r.cpuPercent());
+                Row r = new Row(
+                        name,
+                        pct(rtt, 50),
+                        pct(rtt, 99),
+                        rate,
+                        cpu.percent(),
+                        done == 0 ? Double.NaN : cpu.cpuNs() / 1e3 / done,
+                        "");
+                log.printf(
+                        Locale.ROOT,
+                        "   p50 %.1f us, p99 %.1f us, %.0f req/s, CPU %.0f%%%n",
+                        r.p50Us(),
+                        r.p99Us(),
+                        r.rate(),
+                        r.cpuPercent());
                 return r;
             } finally {
                 server.close().sync();
@@ -286,9 +356,12 @@ public final class NettyBench {
         }
     }
 
-    private static Channel connect(Bootstrap cb, EchoClient h, InetSocketAddress remote, InetSocketAddress local) throws InterruptedException {
+    private static Channel connect(Bootstrap cb, EchoClient h, InetSocketAddress remote, InetSocketAddress local)
+            throws InterruptedException {
         Bootstrap b = cb.clone().handler(h);
-        return (local != null ? b.connect(remote, local) : b.connect(remote)).sync().channel();
+        return (local != null ? b.connect(remote, local) : b.connect(remote))
+                .sync()
+                .channel();
     }
 
     private static long sum(List<EchoClient> clients) {
@@ -300,7 +373,8 @@ public final class NettyBench {
     private static void waitFor(java.util.function.BooleanSupplier cond, int seconds) throws InterruptedException {
         long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
         while (!cond.getAsBoolean()) {
-            if (System.nanoTime() > end) throw new IllegalStateException("the warm-up did not finish within " + seconds + " s");
+            if (System.nanoTime() > end)
+                throw new IllegalStateException("the warm-up did not finish within " + seconds + " s");
             Thread.sleep(5);
         }
     }
@@ -308,7 +382,9 @@ public final class NettyBench {
     // ---- the floor: jrdma-connect without Netty --------------------------------------------------------------
 
     private Row endpointRun() throws Exception {
-        EndpointConfig cfg = RdmaChannelConfig.DEFAULT_ENDPOINT_CONFIG.toBuilder().timeout(Duration.ofSeconds(30)).build();
+        EndpointConfig cfg = RdmaChannelConfig.DEFAULT_ENDPOINT_CONFIG.toBuilder()
+                .timeout(Duration.ofSeconds(30))
+                .build();
         try (ServerEndpoint server = ServerEndpoint.bind(new InetSocketAddress(o.serverHost(), 0), cfg)) {
             CompletableFuture<Endpoint> accepted = new CompletableFuture<>();
             Thread.ofPlatform().daemon().start(() -> {
@@ -320,7 +396,9 @@ public final class NettyBench {
                     accepted.completeExceptionally(e);
                 }
             });
-            EndpointConfig clientCfg = o.clientHost() != null ? cfg.toBuilder().localAddress(o.clientHost()).build() : cfg;
+            EndpointConfig clientCfg = o.clientHost() != null
+                    ? cfg.toBuilder().localAddress(o.clientHost()).build()
+                    : cfg;
             try (Endpoint ep = Endpoint.connect(o.serverHost(), server.port(), clientCfg)) {
                 accepted.get(30, TimeUnit.SECONDS);
                 byte[] msg = new byte[o.size()];
@@ -336,11 +414,19 @@ public final class NettyBench {
                     rtt[i] = System.nanoTime() - t0;
                 }
                 Arrays.sort(rtt);
-                Row r = new Row("jrdma-connect Endpoint, no Netty", pct(rtt, 50), pct(rtt, 99), Double.NaN, Double.NaN, Double.NaN, "latency only");
+                Row r = new Row(
+                        "jrdma-connect Endpoint, no Netty",
+                        pct(rtt, 50),
+                        pct(rtt, 99),
+                        Double.NaN,
+                        Double.NaN,
+                        Double.NaN,
+                        "latency only");
                 log.printf(Locale.ROOT, "   p50 %.1f us, p99 %.1f us%n", r.p50Us(), r.p99Us());
                 return r;
             } finally {
-                if (accepted.isDone() && !accepted.isCompletedExceptionally()) accepted.join().close();
+                if (accepted.isDone() && !accepted.isCompletedExceptionally())
+                    accepted.join().close();
             }
         }
     }
@@ -350,7 +436,7 @@ public final class NettyBench {
     /** The same ping-pong as datagrams between the two addresses: what the software device's packets cost at least. */
     private Row udpRun() throws Exception {
         try (java.nio.channels.DatagramChannel server = java.nio.channels.DatagramChannel.open();
-             java.nio.channels.DatagramChannel client = java.nio.channels.DatagramChannel.open()) {
+                java.nio.channels.DatagramChannel client = java.nio.channels.DatagramChannel.open()) {
             server.bind(new InetSocketAddress(o.serverHost(), 0));
             client.bind(new InetSocketAddress(o.clientHost() != null ? o.clientHost() : o.serverHost(), 0));
             client.connect(server.getLocalAddress());
@@ -367,7 +453,8 @@ public final class NettyBench {
                     // closed: the run is over
                 }
             });
-            java.nio.ByteBuffer tx = java.nio.ByteBuffer.allocateDirect(o.size()), rx = java.nio.ByteBuffer.allocateDirect(65536);
+            java.nio.ByteBuffer tx = java.nio.ByteBuffer.allocateDirect(o.size()),
+                    rx = java.nio.ByteBuffer.allocateDirect(65536);
             long[] rtt = new long[o.iterations()];
             for (int i = -o.warmup(); i < rtt.length; i++) {
                 long t0 = System.nanoTime();
@@ -380,7 +467,14 @@ public final class NettyBench {
             server.close();
             echo.join(1000);
             Arrays.sort(rtt);
-            Row r = new Row("raw UDP datagrams (soft floor)", pct(rtt, 50), pct(rtt, 99), Double.NaN, Double.NaN, Double.NaN, "latency only");
+            Row r = new Row(
+                    "raw UDP datagrams (soft floor)",
+                    pct(rtt, 50),
+                    pct(rtt, 99),
+                    Double.NaN,
+                    Double.NaN,
+                    Double.NaN,
+                    "latency only");
             log.printf(Locale.ROOT, "   p50 %.1f us, p99 %.1f us%n", r.p50Us(), r.p99Us());
             return r;
         }
@@ -402,18 +496,48 @@ public final class NettyBench {
      * @return the table, a header line and a line per row
      */
     public static String table(List<Row> rows, Options o) {
-        Row nio = rows.stream().filter(r -> r.transport().startsWith("Netty NIO")).findFirst().orElse(null);
-        Row udp = rows.stream().filter(r -> r.transport().startsWith("raw UDP")).findFirst().orElse(null);
+        Row nio = rows.stream()
+                .filter(r -> r.transport().startsWith("Netty NIO"))
+                .findFirst()
+                .orElse(null);
+        Row udp = rows.stream()
+                .filter(r -> r.transport().startsWith("raw UDP"))
+                .findFirst()
+                .orElse(null);
         StringBuilder sb = new StringBuilder();
-        sb.append(String.format(Locale.ROOT, "echo of %d B; latency: 1 connection, %d round trips; rate: %d connections x %d in flight, %.0f s%n",
-                o.size(), o.iterations(), o.connections(), o.depth(), o.seconds()));
-        sb.append(String.format(Locale.ROOT, "%-34s %9s %9s %10s %8s %11s %9s %9s %9s%n", "transport", "p50 [us]", "p99 [us]", "req/s",
-                "CPU [%]", "CPU/req[us]", "p50 xUDP", "p50 xNIO", "req xNIO"));
+        sb.append(String.format(
+                Locale.ROOT,
+                "echo of %d B; latency: 1 connection, %d round trips; rate: %d connections x %d in flight, %.0f s%n",
+                o.size(),
+                o.iterations(),
+                o.connections(),
+                o.depth(),
+                o.seconds()));
+        sb.append(String.format(
+                Locale.ROOT,
+                "%-34s %9s %9s %10s %8s %11s %9s %9s %9s%n",
+                "transport",
+                "p50 [us]",
+                "p99 [us]",
+                "req/s",
+                "CPU [%]",
+                "CPU/req[us]",
+                "p50 xUDP",
+                "p50 xNIO",
+                "req xNIO"));
         for (Row r : rows) {
-            sb.append(String.format(Locale.ROOT, "%-34s %9s %9s %10s %8s %11s %9s %9s %9s%s%n", r.transport(), f(r.p50Us(), 1), f(r.p99Us(), 1),
-                    f(r.rate(), 0), f(r.cpuPercent(), 0), f(r.cpuUsPerRequest(), 1),
+            sb.append(String.format(
+                    Locale.ROOT,
+                    "%-34s %9s %9s %10s %8s %11s %9s %9s %9s%s%n",
+                    r.transport(),
+                    f(r.p50Us(), 1),
+                    f(r.p99Us(), 1),
+                    f(r.rate(), 0),
+                    f(r.cpuPercent(), 0),
+                    f(r.cpuUsPerRequest(), 1),
                     udp == null ? "-" : f(r.p50Us() / udp.p50Us(), 2),
-                    nio == null ? "-" : f(r.p50Us() / nio.p50Us(), 2), nio == null ? "-" : f(r.rate() / nio.rate(), 3),
+                    nio == null ? "-" : f(r.p50Us() / nio.p50Us(), 2),
+                    nio == null ? "-" : f(r.rate() / nio.rate(), 3),
                     r.note().isEmpty() ? "" : "  (" + r.note() + ")"));
         }
         return sb.toString();

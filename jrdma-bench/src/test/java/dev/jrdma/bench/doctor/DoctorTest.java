@@ -1,20 +1,19 @@
 package dev.jrdma.bench.doctor;
 
+import static org.junit.jupiter.api.Assertions.*;
+
 import dev.jrdma.verbs.Gid;
 import dev.jrdma.verbs.GidEntry;
 import dev.jrdma.verbs.LinkLayer;
 import dev.jrdma.verbs.Mtu;
 import dev.jrdma.verbs.PortState;
-import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
-
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
-
-import static org.junit.jupiter.api.Assertions.*;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 class DoctorTest {
     static void write(Path root, String rel, String content) throws IOException {
@@ -24,7 +23,10 @@ class DoctorTest {
     }
 
     static Check find(List<Check> checks, String id) {
-        return checks.stream().filter(c -> c.id().equals(id)).findFirst().orElseThrow(() -> new AssertionError("no check " + id));
+        return checks.stream()
+                .filter(c -> c.id().equals(id))
+                .findFirst()
+                .orElseThrow(() -> new AssertionError("no check " + id));
     }
 
     /** A machine with a ConnectX-5 (mlx5_0, RoCE on ens1f0), drivers loaded, rdma-core installed. */
@@ -49,11 +51,11 @@ class DoctorTest {
                 mlx5_core 2101248 1 mlx5_ib, Live 0x0000000000000000
                 """);
         write(root, "lib/modules/6.1.0-18-amd64/modules.dep", """
-                kernel/drivers/infiniband/core/ib_core.ko: 
+                kernel/drivers/infiniband/core/ib_core.ko:
                 kernel/drivers/infiniband/core/ib_uverbs.ko: kernel/drivers/infiniband/core/ib_core.ko
                 kernel/drivers/infiniband/sw/rxe/rdma_rxe.ko: kernel/drivers/infiniband/core/ib_uverbs.ko kernel/drivers/infiniband/core/ib_core.ko
                 kernel/drivers/infiniband/hw/mlx5/mlx5_ib.ko: kernel/drivers/infiniband/core/ib_core.ko
-                kernel/drivers/net/ethernet/mellanox/mlx5/core/mlx5_core.ko.xz: 
+                kernel/drivers/net/ethernet/mellanox/mlx5/core/mlx5_core.ko.xz:
                 """);
         write(root, "dev/infiniband/uverbs0", "");
         write(root, "dev/infiniband/rdma_cm", "");
@@ -95,9 +97,15 @@ class DoctorTest {
                 ? List.of(new GidEntry(1, 0, ll, "IB/RoCE v1", "ens1f0"), new GidEntry(1, 3, v4, "RoCE v2", "ens1f0"))
                 : List.of(new GidEntry(1, 0, ll, "IB/RoCE v1", "ens1f0"));
         var port = new PortProbe.PortInfo(1, state, LinkLayer.ETHERNET, Mtu.MTU_1024, Mtu.MTU_4096, gids);
-        var soft = new PortProbe.PortInfo(1, PortState.ACTIVE, LinkLayer.ETHERNET, Mtu.MTU_1024, Mtu.MTU_4096,
+        var soft = new PortProbe.PortInfo(
+                1,
+                PortState.ACTIVE,
+                LinkLayer.ETHERNET,
+                Mtu.MTU_1024,
+                Mtu.MTU_4096,
                 List.of(new GidEntry(1, 0, Gid.parse("::ffff:127.0.0.1"), "RoCE v2", "lo")));
-        return () -> List.of(new PortProbe.DeviceInfo("mlx5_0", "native", List.of(port), null),
+        return () -> List.of(
+                new PortProbe.DeviceInfo("mlx5_0", "native", List.of(port), null),
                 new PortProbe.DeviceInfo("soft_lo", "soft", List.of(soft), null));
     }
 
@@ -106,13 +114,22 @@ class DoctorTest {
         fakeMlx5(root, false, true);
         List<Check> checks = new Doctor(root, Map.of(), mlx5Probe(PortState.ACTIVE, true)).run();
         String text = Doctor.format(checks, true);
-        for (String id : List.of("nic", "modules", "devnodes", "libibverbs", "ports", "memlock", "fork", "counters", "ecn"))
+        for (String id :
+                List.of("nic", "modules", "devnodes", "libibverbs", "ports", "memlock", "fork", "counters", "ecn"))
             assertEquals(Verdict.OK, find(checks, id).verdict(), id + ":\n" + text);
-        assertTrue(find(checks, "nic").details().stream().anyMatch(d -> d.contains("[15b3:1017]") && d.contains("mlx5_core") && d.contains("RDMA-capable")), text);
-        assertTrue(find(checks, "nic").summary().startsWith("1 RDMA-capable NIC of 2"), text);   // the Intel I219 is not RDMA-capable
+        assertTrue(
+                find(checks, "nic").details().stream()
+                        .anyMatch(d ->
+                                d.contains("[15b3:1017]") && d.contains("mlx5_core") && d.contains("RDMA-capable")),
+                text);
+        assertTrue(
+                find(checks, "nic").summary().startsWith("1 RDMA-capable NIC of 2"),
+                text); // the Intel I219 is not RDMA-capable
         assertTrue(find(checks, "libibverbs").details().getFirst().contains("libibverbs.so.1"), text);
         assertTrue(find(checks, "libibverbs").details().get(1).contains("mlx5 rxe"), text);
-        assertTrue(find(checks, "ports").details().stream().anyMatch(d -> d.contains("GID[3]") && d.contains("RoCE v2")), text);
+        assertTrue(
+                find(checks, "ports").details().stream().anyMatch(d -> d.contains("GID[3]") && d.contains("RoCE v2")),
+                text);
         assertTrue(find(checks, "counters").details().stream().anyMatch(d -> d.contains("np_cnp_sent = 42")), text);
         assertTrue(find(checks, "ecn").summary().contains("ens1f0"), text);
         assertFalse(text.contains("fix:"), text);
@@ -135,16 +152,23 @@ class DoctorTest {
         assertTrue(mem.fix().contains("ulimit -l unlimited"));
         Check cnt = find(checks, "counters");
         assertEquals(Verdict.WARN, cnt.verdict());
-        assertTrue(cnt.summary().contains("port_rcv_errors=17") && cnt.summary().contains("out_of_sequence=5"), cnt.summary());
+        assertTrue(
+                cnt.summary().contains("port_rcv_errors=17") && cnt.summary().contains("out_of_sequence=5"),
+                cnt.summary());
         Check ecn = find(checks, "ecn");
         assertEquals(Verdict.WARN, ecn.verdict());
         assertTrue(ecn.fix().contains("roce_np/enable/3"), ecn.fix());
-        assertEquals(Verdict.INFO, find(checks, "fork").verdict());   // 5.4 kernel, not set
+        assertEquals(Verdict.INFO, find(checks, "fork").verdict()); // 5.4 kernel, not set
         assertTrue(text.contains("fix: "), text);
         String json = Doctor.toJson(checks);
-        assertTrue(json.contains("\"id\":\"memlock\",\"title\":\"locked-memory limit (ulimit -l)\",\"verdict\":\"WARN\""), json);
+        assertTrue(
+                json.contains("\"id\":\"memlock\",\"title\":\"locked-memory limit (ulimit -l)\",\"verdict\":\"WARN\""),
+                json);
         assertTrue(json.contains("\"fail\":1"), json);
-        assertEquals(Verdict.OK, find(new Doctor(root, Map.of("RDMAV_FORK_SAFE", "1"), mlx5Probe(PortState.ACTIVE, true)).run(), "fork").verdict());
+        assertEquals(
+                Verdict.OK,
+                find(new Doctor(root, Map.of("RDMAV_FORK_SAFE", "1"), mlx5Probe(PortState.ACTIVE, true)).run(), "fork")
+                        .verdict());
     }
 
     @Test
@@ -159,8 +183,12 @@ class DoctorTest {
         Check m = new Doctor(root, Map.of(), PortProbe.none()).checkModules();
         assertEquals(Verdict.WARN, m.verdict());
         assertTrue(m.fix().contains("modprobe ib_uverbs") && m.fix().contains("rdma_rxe"), m.fix());
-        assertTrue(m.details().stream().anyMatch(d -> d.startsWith("rdma_rxe") && d.contains("loadable, not loaded")), m.details().toString());
-        assertTrue(m.details().stream().anyMatch(d -> d.startsWith("mlx5_core") && d.contains("not in this kernel")), m.details().toString());
+        assertTrue(
+                m.details().stream().anyMatch(d -> d.startsWith("rdma_rxe") && d.contains("loadable, not loaded")),
+                m.details().toString());
+        assertTrue(
+                m.details().stream().anyMatch(d -> d.startsWith("mlx5_core") && d.contains("not in this kernel")),
+                m.details().toString());
     }
 
     @Test
@@ -173,13 +201,19 @@ class DoctorTest {
 
     @Test
     void emptyMachineSaysSoPlainly(@TempDir Path root) {
-        PortProbe softOnly = () -> List.of(new PortProbe.DeviceInfo("soft_lo", "soft",
-                List.of(new PortProbe.PortInfo(1, PortState.ACTIVE, LinkLayer.ETHERNET, Mtu.MTU_1024, Mtu.MTU_4096, List.of())), null));
+        PortProbe softOnly = () -> List.of(new PortProbe.DeviceInfo(
+                "soft_lo",
+                "soft",
+                List.of(new PortProbe.PortInfo(
+                        1, PortState.ACTIVE, LinkLayer.ETHERNET, Mtu.MTU_1024, Mtu.MTU_4096, List.of())),
+                null));
         List<Check> checks = new Doctor(root, Map.of(), softOnly).run();
         String text = Doctor.format(checks, false);
         assertTrue(checks.stream().noneMatch(c -> c.verdict() == Verdict.FAIL), text);
         assertEquals(Verdict.WARN, find(checks, "libibverbs").verdict());
-        assertTrue(find(checks, "libibverbs").fix().contains("rdma-core ibverbs-utils ibverbs-providers libibverbs1 librdmacm1 perftest"));
+        assertTrue(find(checks, "libibverbs")
+                .fix()
+                .contains("rdma-core ibverbs-utils ibverbs-providers libibverbs1 librdmacm1 perftest"));
         Check s = find(checks, "summary");
         assertTrue(s.summary().contains("no RDMA hardware") && s.summary().contains("soft_lo"), s.summary());
         assertTrue(text.contains("sudo apt-get install -y rdma-core"), text);
@@ -189,7 +223,10 @@ class DoctorTest {
 
     @Test
     void noDeviceAtAllFails(@TempDir Path root) {
-        assertEquals(Verdict.FAIL, find(new Doctor(root, Map.of(), PortProbe.none()).run(), "ports").verdict());
+        assertEquals(
+                Verdict.FAIL,
+                find(new Doctor(root, Map.of(), PortProbe.none()).run(), "ports")
+                        .verdict());
     }
 
     /** This machine, for real: every check runs and gives a verdict, nothing throws. */

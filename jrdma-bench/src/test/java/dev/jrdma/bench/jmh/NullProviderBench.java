@@ -6,6 +6,9 @@ import dev.jrdma.verbs.PreparedSend;
 import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
+import java.lang.foreign.Arena;
+import java.nio.file.Path;
+import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Level;
@@ -16,10 +19,6 @@ import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
-
-import java.lang.foreign.Arena;
-import java.nio.file.Path;
-import java.util.concurrent.TimeUnit;
 
 /**
  * What jrdma adds per post_send + poll_cq over C, on the null provider (jrdma-native's {@code nullverbs.c}: post
@@ -52,8 +51,12 @@ public class NullProviderBench {
         arena = Arena.ofShared();
         np = NullProvider.open(NullProvider.build(Path.of("target", "nullverbs")), arena.allocate(4096, 4096));
         np.set(true, false);
-        write = new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).buffer(np.mr, 0, 64).remote(np.mr.address(), np.mr.rkey())
-                .signaled(true).wrId(7);
+        write = new SendWorkRequest()
+                .opcode(WrOpcode.RDMA_WRITE)
+                .buffer(np.mr, 0, 64)
+                .remote(np.mr.address(), np.mr.rkey())
+                .signaled(true)
+                .wrId(7);
         prepared = np.qp.prepareSend(write);
     }
 

@@ -15,6 +15,9 @@ import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.Verbs;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Level;
@@ -24,10 +27,6 @@ import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
-
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
-import java.util.concurrent.TimeUnit;
 
 /**
  * post + poll on the software device, in one JVM: an 8-byte signalled RDMA WRITE posted and polled to completion
@@ -58,19 +57,37 @@ public class PostPollBench {
         mrb = pb.registerMemory(sb, Access.LOCAL_WRITE, Access.REMOTE_WRITE);
         cqA = a.createCq(64, null);
         cqB = b.createCq(64, null);
-        qa = pa.createQueuePair(QpInitAttr.builder(cqA).maxSendWr(16).maxRecvWr(16).build());
-        qb = pb.createQueuePair(QpInitAttr.builder(cqB).maxSendWr(16).maxRecvWr(16).build());
+        qa = pa.createQueuePair(
+                QpInitAttr.builder(cqA).maxSendWr(16).maxRecvWr(16).build());
+        qb = pb.createQueuePair(
+                QpInitAttr.builder(cqB).maxSendWr(16).maxRecvWr(16).build());
         connect(qa, qb, b);
         connect(qb, qa, a);
-        write = new SendWorkRequest().opcode(WrOpcode.RDMA_WRITE).buffer(mra, 0, 8).remote(mrb.address(), mrb.rkey()).signaled(true);
+        write = new SendWorkRequest()
+                .opcode(WrOpcode.RDMA_WRITE)
+                .buffer(mra, 0, 8)
+                .remote(mrb.address(), mrb.rkey())
+                .signaled(true);
     }
 
     static void connect(QueuePair q, QueuePair peer, Context peerCtx) {
         q.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(1).access(Access.LOCAL_WRITE, Access.REMOTE_WRITE));
         AhAttr ah = new AhAttr().portNum(1).global(peerCtx.queryGid(1, 0), 0).hopLimit(64);
-        q.modify(new QpAttr().state(QpState.RTR).ah(ah).pathMtu(Mtu.MTU_1024).destQpNum(peer.qpNum()).rqPsn(0)
-                .maxDestRdAtomic(1).minRnrTimer(12));
-        q.modify(new QpAttr().state(QpState.RTS).timeout(14).retryCnt(7).rnrRetry(7).sqPsn(0).maxRdAtomic(1));
+        q.modify(new QpAttr()
+                .state(QpState.RTR)
+                .ah(ah)
+                .pathMtu(Mtu.MTU_1024)
+                .destQpNum(peer.qpNum())
+                .rqPsn(0)
+                .maxDestRdAtomic(1)
+                .minRnrTimer(12));
+        q.modify(new QpAttr()
+                .state(QpState.RTS)
+                .timeout(14)
+                .retryCnt(7)
+                .rnrRetry(7)
+                .sqPsn(0)
+                .maxRdAtomic(1));
     }
 
     @TearDown(Level.Trial)
@@ -86,7 +103,9 @@ public class PostPollBench {
         qa.postSend(write);
         int n, spins = 0;
         // as jrdma perf does: spin, and give the soft transport's threads the core now and then (2-core machines)
-        while ((n = cqA.poll(wcs, 1)) == 0) if ((++spins & 63) == 0) Thread.yield(); else Thread.onSpinWait();
+        while ((n = cqA.poll(wcs, 1)) == 0)
+            if ((++spins & 63) == 0) Thread.yield();
+            else Thread.onSpinWait();
         if (!wcs[0].isSuccess()) throw new IllegalStateException(wcs[0].explain());
         return n;
     }

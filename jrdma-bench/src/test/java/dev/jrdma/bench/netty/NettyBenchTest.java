@@ -1,20 +1,19 @@
 package dev.jrdma.bench.netty;
 
-import org.junit.jupiter.api.Test;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.util.List;
-
-import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertTrue;
+import org.junit.jupiter.api.Test;
 
 /** A short run of the Netty transport benchmark: every transport measures, the table carries every figure. */
 class NettyBenchTest {
     @Test
     void oneRunMeasuresEveryTransport() throws Exception {
-        NettyBench.Options o = new NettyBench.Options(64, 200, 50, 2, 4, 0.5, "127.0.0.1", "127.0.0.2",
-                List.of("udp", "nio", "epoll", "jrdma", "endpoint"));
+        NettyBench.Options o = new NettyBench.Options(
+                64, 200, 50, 2, 4, 0.5, "127.0.0.1", "127.0.0.2", List.of("udp", "nio", "epoll", "jrdma", "endpoint"));
         ByteArrayOutputStream log = new ByteArrayOutputStream();
         List<NettyBench.Row> rows = new NettyBench(o, new PrintStream(log, true)).run();
         assertEquals(5, rows.size());
@@ -26,7 +25,17 @@ class NettyBenchTest {
             }
         }
         String table = NettyBench.table(rows, o);
-        assertTrue(table.contains("Netty NIO") && table.contains("Netty jrdma") && table.contains("jrdma-connect Endpoint"), table);
-        assertTrue(table.lines().filter(l -> l.startsWith("Netty NIO")).findFirst().orElseThrow().contains("1.00"), table);
+        assertTrue(
+                table.contains("Netty NIO")
+                        && table.contains("Netty jrdma")
+                        && table.contains("jrdma-connect Endpoint"),
+                table);
+        assertTrue(
+                table.lines()
+                        .filter(l -> l.startsWith("Netty NIO"))
+                        .findFirst()
+                        .orElseThrow()
+                        .contains("1.00"),
+                table);
     }
 }

@@ -1,17 +1,16 @@
 package dev.jrdma.netty.testsuite;
 
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
 import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.testsuite.transport.TestsuitePermutation.BootstrapComboFactory;
 import io.netty.testsuite.transport.socket.SocketAddressesTest;
-
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.util.List;
-
-import static org.junit.jupiter.api.Assertions.assertFalse;
-import static org.junit.jupiter.api.Assertions.assertInstanceOf;
-import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** Netty's {@link SocketAddressesTest} over jrdma channels: both ends' addresses are loopback with a port. */
 public class RdmaSocketAddressesTest extends SocketAddressesTest {

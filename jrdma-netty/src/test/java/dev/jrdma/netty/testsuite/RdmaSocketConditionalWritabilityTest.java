@@ -4,7 +4,6 @@ import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.testsuite.transport.TestsuitePermutation.BootstrapComboFactory;
 import io.netty.testsuite.transport.socket.SocketConditionalWritabilityTest;
-
 import java.util.List;
 
 /** Netty's {@link SocketConditionalWritabilityTest} over jrdma channels. */

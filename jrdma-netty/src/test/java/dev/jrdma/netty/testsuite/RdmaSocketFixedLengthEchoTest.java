@@ -4,7 +4,6 @@ import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.testsuite.transport.TestsuitePermutation.BootstrapComboFactory;
 import io.netty.testsuite.transport.socket.SocketFixedLengthEchoTest;
-
 import java.util.List;
 
 /** Netty's {@link SocketFixedLengthEchoTest} over jrdma channels. */

@@ -4,7 +4,6 @@ import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.testsuite.transport.TestsuitePermutation.BootstrapComboFactory;
 import io.netty.testsuite.transport.socket.AbstractSocketReuseFdTest;
-
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.util.List;

@@ -4,11 +4,10 @@ import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.testsuite.transport.TestsuitePermutation.BootstrapComboFactory;
 import io.netty.testsuite.transport.socket.SocketRstTest;
+import java.util.List;
 import org.junit.jupiter.api.Disabled;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInfo;
-
-import java.util.List;
 
 /**
  * Netty's {@link SocketRstTest} over jrdma channels: a close sends no reset (the peer sees the end of the stream).
@@ -18,8 +17,7 @@ public class RdmaSocketRstTest extends SocketRstTest {
     @Test
     @Disabled("SO_LINGER 0 asks for a TCP reset on close: a jrdma close is always graceful (see jrdma-netty/README.md)")
     @Override
-    public void testSoLingerZeroCausesOnlyRstOnClose(TestInfo testInfo) {
-    }
+    public void testSoLingerZeroCausesOnlyRstOnClose(TestInfo testInfo) {}
 
     @Override
     protected List<BootstrapComboFactory<ServerBootstrap, Bootstrap>> newFactories() {

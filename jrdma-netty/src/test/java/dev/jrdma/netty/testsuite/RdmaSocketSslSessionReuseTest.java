@@ -6,14 +6,13 @@ import io.netty.handler.ssl.SslContextBuilder;
 import io.netty.testsuite.transport.TestsuitePermutation.BootstrapComboFactory;
 import io.netty.testsuite.transport.socket.SocketSslSessionReuseTest;
 import io.netty.util.ReferenceCountUtil;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
-
-import java.util.List;
-import java.util.concurrent.TimeUnit;
 
 /**
  * Netty's {@link SocketSslSessionReuseTest} over jrdma channels. Its OpenSSL case needs netty-tcnative, which is not
@@ -24,8 +23,8 @@ public class RdmaSocketSslSessionReuseTest extends SocketSslSessionReuseTest {
     @MethodSource("jdkAndOpenSSL")
     @Timeout(value = 30000, unit = TimeUnit.MILLISECONDS)
     @Override
-    public void testSslSessionTrustManagerResumption(SslContextBuilder serverCtx, SslContextBuilder clientCtx,
-                                                     TestInfo testInfo) throws Throwable {
+    public void testSslSessionTrustManagerResumption(
+            SslContextBuilder serverCtx, SslContextBuilder clientCtx, TestInfo testInfo) throws Throwable {
         try {
             ReferenceCountUtil.release(serverCtx.build());
         } catch (LinkageError e) {

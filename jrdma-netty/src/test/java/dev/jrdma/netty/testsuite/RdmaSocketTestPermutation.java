@@ -13,7 +13,6 @@ import io.netty.testsuite.transport.TestsuitePermutation.BootstrapComboFactory;
 import io.netty.testsuite.transport.TestsuitePermutation.BootstrapFactory;
 import io.netty.testsuite.transport.socket.SocketTestPermutation;
 import io.netty.util.concurrent.DefaultThreadFactory;
-
 import java.util.List;
 
 /**
@@ -28,11 +27,12 @@ public final class RdmaSocketTestPermutation extends SocketTestPermutation {
         NettyTestSupport.init();
     }
 
-    private final EventLoopGroup boss = new RdmaEventLoopGroup(1, new DefaultThreadFactory("testsuite-rdma-boss", true));
-    private final EventLoopGroup workers = new RdmaEventLoopGroup(NUM_THREADS, new DefaultThreadFactory("testsuite-rdma-worker", true));
+    private final EventLoopGroup boss =
+            new RdmaEventLoopGroup(1, new DefaultThreadFactory("testsuite-rdma-boss", true));
+    private final EventLoopGroup workers =
+            new RdmaEventLoopGroup(NUM_THREADS, new DefaultThreadFactory("testsuite-rdma-worker", true));
 
-    private RdmaSocketTestPermutation() {
-    }
+    private RdmaSocketTestPermutation() {}
 
     @Override
     public List<BootstrapComboFactory<ServerBootstrap, Bootstrap>> socket() {
@@ -51,7 +51,9 @@ public final class RdmaSocketTestPermutation extends SocketTestPermutation {
 
     @Override
     public List<BootstrapFactory<Bootstrap>> clientSocket() {
-        return List.of(() -> new Bootstrap().group(workers).channel(RdmaChannel.class)
+        return List.of(() -> new Bootstrap()
+                .group(workers)
+                .channel(RdmaChannel.class)
                 .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, NettyTestSupport.connectTimeoutMillis()));
     }
 

@@ -4,9 +4,8 @@ import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.testsuite.transport.TestsuitePermutation.BootstrapComboFactory;
 import io.netty.testsuite.transport.socket.TrafficShapingHandlerTest;
-import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
-
 import java.util.List;
+import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 
 /**
  * Netty's {@link TrafficShapingHandlerTest} over jrdma channels. Its asserts bound the measured throughput (bytes

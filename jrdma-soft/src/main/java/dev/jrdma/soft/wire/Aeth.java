@@ -44,14 +44,18 @@ public final class Aeth {
      * @param b the packet buffer (big-endian)
      * @param off the AETH's absolute offset in {@code b}
      */
-    public static int syndrome(ByteBuffer b, int off) { return b.get(off) & 0xFF; }
+    public static int syndrome(ByteBuffer b, int off) {
+        return b.get(off) & 0xFF;
+    }
     /**
      * {@return the message sequence number, 24 bits: messages the responder completed}
      *
      * @param b the packet buffer (big-endian)
      * @param off the AETH's absolute offset in {@code b}
      */
-    public static int msn(ByteBuffer b, int off) { return b.getInt(off) & 0xFFFFFF; }
+    public static int msn(ByteBuffer b, int off) {
+        return b.getInt(off) & 0xFFFFFF;
+    }
 
     /**
      * Writes an AETH.
@@ -71,41 +75,50 @@ public final class Aeth {
      *
      * @param syndrome the syndrome byte
      */
-    public static int type(int syndrome) { return (syndrome >>> 5) & 0x3; }
+    public static int type(int syndrome) {
+        return (syndrome >>> 5) & 0x3;
+    }
     /**
      * {@return the syndrome's value (bits 4..0): a credit count, an RNR timer code or a NAK code}
      *
      * @param syndrome the syndrome byte
      */
-    public static int value(int syndrome) { return syndrome & 0x1F; }
+    public static int value(int syndrome) {
+        return syndrome & 0x1F;
+    }
 
     /**
      * {@return the syndrome of an ACK}
      *
      * @param credits the credit count, 0..30, or {@link #CREDITS_INVALID}
      */
-    public static int ackSyndrome(int credits) { return credits & 0x1F; }
+    public static int ackSyndrome(int credits) {
+        return credits & 0x1F;
+    }
     /**
      * {@return the syndrome of an RNR NAK}
      *
      * @param timerCode the RNR timer code, 0..31 (see {@link #rnrTimerMicros})
      */
-    public static int rnrNakSyndrome(int timerCode) { return 0x20 | (timerCode & 0x1F); }
+    public static int rnrNakSyndrome(int timerCode) {
+        return 0x20 | (timerCode & 0x1F);
+    }
     /**
      * {@return the syndrome of a NAK}
      *
      * @param nakCode one of the {@code NAK_*} codes
      */
-    public static int nakSyndrome(int nakCode) { return 0x60 | (nakCode & 0x1F); }
+    public static int nakSyndrome(int nakCode) {
+        return 0x60 | (nakCode & 0x1F);
+    }
 
     /**
      * The RNR NAK timer codes (IBA vol 1 table 45) in microseconds: code 0 is 655.36 ms, codes 1..31 run
      * from 0.01 ms to 491.52 ms.
      */
     private static final int[] RNR_TIMER_MICROS = {
-        655_360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1280, 1920,
-        2560, 3840, 5120, 7680, 10_240, 15_360, 20_480, 30_720, 40_960, 61_440, 81_920, 122_880, 163_840,
-        245_760, 327_680, 491_520,
+        655_360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1280, 1920, 2560, 3840, 5120, 7680, 10_240,
+        15_360, 20_480, 30_720, 40_960, 61_440, 81_920, 122_880, 163_840, 245_760, 327_680, 491_520,
     };
 
     /**
@@ -114,5 +127,7 @@ public final class Aeth {
      *
      * @param code the timer code, 0..31 (5 bits kept)
      */
-    public static int rnrTimerMicros(int code) { return RNR_TIMER_MICROS[code & 0x1F]; }
+    public static int rnrTimerMicros(int code) {
+        return RNR_TIMER_MICROS[code & 0x1F];
+    }
 }

@@ -15,7 +15,9 @@ public final class AtomicAckEth {
      * @param b the packet buffer (big-endian)
      * @param off the AtomicAckETH's absolute offset in {@code b}
      */
-    public static long originalData(ByteBuffer b, int off) { return b.getLong(off); }
+    public static long originalData(ByteBuffer b, int off) {
+        return b.getLong(off);
+    }
     /**
      * Writes an AtomicAckETH.
      *
@@ -23,5 +25,7 @@ public final class AtomicAckEth {
      * @param off the AtomicAckETH's absolute offset in {@code b}
      * @param original the value the word held before the operation
      */
-    public static void write(ByteBuffer b, int off, long original) { b.putLong(off, original); }
+    public static void write(ByteBuffer b, int off, long original) {
+        b.putLong(off, original);
+    }
 }

@@ -15,28 +15,36 @@ public final class AtomicEth {
      * @param b the packet buffer (big-endian)
      * @param off the AtomicETH's absolute offset in {@code b}
      */
-    public static long va(ByteBuffer b, int off) { return b.getLong(off); }
+    public static long va(ByteBuffer b, int off) {
+        return b.getLong(off);
+    }
     /**
      * {@return the R_Key that grants the access}
      *
      * @param b the packet buffer (big-endian)
      * @param off the AtomicETH's absolute offset in {@code b}
      */
-    public static int rkey(ByteBuffer b, int off) { return b.getInt(off + 8); }
+    public static int rkey(ByteBuffer b, int off) {
+        return b.getInt(off + 8);
+    }
     /**
      * {@return the swap value of a compare-and-swap, or the addend of a fetch-and-add}
      *
      * @param b the packet buffer (big-endian)
      * @param off the AtomicETH's absolute offset in {@code b}
      */
-    public static long swapOrAdd(ByteBuffer b, int off) { return b.getLong(off + 12); }
+    public static long swapOrAdd(ByteBuffer b, int off) {
+        return b.getLong(off + 12);
+    }
     /**
      * {@return the compare value of a compare-and-swap (unused by fetch-and-add)}
      *
      * @param b the packet buffer (big-endian)
      * @param off the AtomicETH's absolute offset in {@code b}
      */
-    public static long compare(ByteBuffer b, int off) { return b.getLong(off + 20); }
+    public static long compare(ByteBuffer b, int off) {
+        return b.getLong(off + 20);
+    }
 
     /**
      * Writes an AtomicETH.

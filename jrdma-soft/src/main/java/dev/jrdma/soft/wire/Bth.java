@@ -30,70 +30,90 @@ public final class Bth {
      * @param b the packet buffer (big-endian)
      * @param off the BTH's absolute offset in {@code b}
      */
-    public static int opcode(ByteBuffer b, int off) { return b.get(off) & 0xFF; }
+    public static int opcode(ByteBuffer b, int off) {
+        return b.get(off) & 0xFF;
+    }
     /**
      * {@return whether the SE bit asks the receiver for a solicited event}
      *
      * @param b the packet buffer (big-endian)
      * @param off the BTH's absolute offset in {@code b}
      */
-    public static boolean solicitedEvent(ByteBuffer b, int off) { return (b.get(off + 1) & 0x80) != 0; }
+    public static boolean solicitedEvent(ByteBuffer b, int off) {
+        return (b.get(off + 1) & 0x80) != 0;
+    }
     /**
      * {@return the MigReq bit (path migration state; jrdma sends 0)}
      *
      * @param b the packet buffer (big-endian)
      * @param off the BTH's absolute offset in {@code b}
      */
-    public static boolean migReq(ByteBuffer b, int off) { return (b.get(off + 1) & 0x40) != 0; }
+    public static boolean migReq(ByteBuffer b, int off) {
+        return (b.get(off + 1) & 0x40) != 0;
+    }
     /**
      * {@return the pad count, 0..3: the bytes after the payload that make it a multiple of 4}
      *
      * @param b the packet buffer (big-endian)
      * @param off the BTH's absolute offset in {@code b}
      */
-    public static int padCount(ByteBuffer b, int off) { return (b.get(off + 1) >>> 4) & 0x3; }
+    public static int padCount(ByteBuffer b, int off) {
+        return (b.get(off + 1) >>> 4) & 0x3;
+    }
     /**
      * {@return the transport header version, 0..15 (only 0 is valid)}
      *
      * @param b the packet buffer (big-endian)
      * @param off the BTH's absolute offset in {@code b}
      */
-    public static int tver(ByteBuffer b, int off) { return b.get(off + 1) & 0xF; }
+    public static int tver(ByteBuffer b, int off) {
+        return b.get(off + 1) & 0xF;
+    }
     /**
      * {@return the partition key, 16 bits}
      *
      * @param b the packet buffer (big-endian)
      * @param off the BTH's absolute offset in {@code b}
      */
-    public static int pkey(ByteBuffer b, int off) { return b.getShort(off + 2) & 0xFFFF; }
+    public static int pkey(ByteBuffer b, int off) {
+        return b.getShort(off + 2) & 0xFFFF;
+    }
     /**
      * {@return byte 4: reserved in IBA, FECN/BECN in RoCEv2}
      *
      * @param b the packet buffer (big-endian)
      * @param off the BTH's absolute offset in {@code b}
      */
-    public static int resv8a(ByteBuffer b, int off) { return b.get(off + 4) & 0xFF; }
+    public static int resv8a(ByteBuffer b, int off) {
+        return b.get(off + 4) & 0xFF;
+    }
     /**
      * {@return the destination QP number, 24 bits}
      *
      * @param b the packet buffer (big-endian)
      * @param off the BTH's absolute offset in {@code b}
      */
-    public static int destQp(ByteBuffer b, int off) { return b.getInt(off + 4) & 0xFFFFFF; }
+    public static int destQp(ByteBuffer b, int off) {
+        return b.getInt(off + 4) & 0xFFFFFF;
+    }
     /**
      * {@return whether the AckReq bit asks the responder to acknowledge this packet}
      *
      * @param b the packet buffer (big-endian)
      * @param off the BTH's absolute offset in {@code b}
      */
-    public static boolean ackReq(ByteBuffer b, int off) { return (b.get(off + 8) & 0x80) != 0; }
+    public static boolean ackReq(ByteBuffer b, int off) {
+        return (b.get(off + 8) & 0x80) != 0;
+    }
     /**
      * {@return the packet sequence number, 24 bits}
      *
      * @param b the packet buffer (big-endian)
      * @param off the BTH's absolute offset in {@code b}
      */
-    public static int psn(ByteBuffer b, int off) { return b.getInt(off + 8) & 0xFFFFFF; }
+    public static int psn(ByteBuffer b, int off) {
+        return b.getInt(off + 8) & 0xFFFFFF;
+    }
 
     /**
      * Writes a whole BTH (TVer 0, resv8a 0).
@@ -109,8 +129,17 @@ public final class Bth {
      * @param ackReq the AckReq bit: ask for an acknowledgement
      * @param psn the packet sequence number (24 bits kept)
      */
-    public static void write(ByteBuffer b, int off, int opcode, boolean se, boolean migReq, int padCount,
-                             int pkey, int destQp, boolean ackReq, int psn) {
+    public static void write(
+            ByteBuffer b,
+            int off,
+            int opcode,
+            boolean se,
+            boolean migReq,
+            int padCount,
+            int pkey,
+            int destQp,
+            boolean ackReq,
+            int psn) {
         b.put(off, (byte) opcode);
         b.put(off + 1, (byte) ((se ? 0x80 : 0) | (migReq ? 0x40 : 0) | ((padCount & 3) << 4)));
         b.putShort(off + 2, (short) pkey);
@@ -125,7 +154,9 @@ public final class Bth {
      * @param off the BTH's absolute offset in {@code b}
      * @param opcode an {@link Opcode} code
      */
-    public static void setOpcode(ByteBuffer b, int off, int opcode) { b.put(off, (byte) opcode); }
+    public static void setOpcode(ByteBuffer b, int off, int opcode) {
+        b.put(off, (byte) opcode);
+    }
     /**
      * Sets or clears the SE bit, leaving the other fields.
      *
@@ -182,5 +213,7 @@ public final class Bth {
      *
      * @param len the payload length in bytes
      */
-    public static int padFor(int len) { return -len & 3; }
+    public static int padFor(int len) {
+        return -len & 3;
+    }
 }

@@ -15,7 +15,9 @@ public final class Deth {
      * @param b the packet buffer (big-endian)
      * @param off the DETH's absolute offset in {@code b}
      */
-    public static int qkey(ByteBuffer b, int off) { return b.getInt(off); }
+    public static int qkey(ByteBuffer b, int off) {
+        return b.getInt(off);
+    }
 
     /**
      * {@return the sender's QP number, 24 bits}
@@ -23,7 +25,9 @@ public final class Deth {
      * @param b the packet buffer (big-endian)
      * @param off the DETH's absolute offset in {@code b}
      */
-    public static int srcQp(ByteBuffer b, int off) { return b.getInt(off + 4) & 0xFFFFFF; }
+    public static int srcQp(ByteBuffer b, int off) {
+        return b.getInt(off + 4) & 0xFFFFFF;
+    }
 
     /**
      * Writes a DETH (reserved byte 0).

@@ -45,6 +45,7 @@ import java.util.zip.CRC32;
 public final class Icrc {
     /** Length of the ICRC trailer at the end of every RoCEv2 packet. */
     public static final int BYTES = 4;
+
     private static final int PSEUDO = 8 + 20 + 8 + Bth.BYTES;
     private static final int PSEUDO6 = 8 + 40 + 8 + Bth.BYTES;
 
@@ -55,23 +56,23 @@ public final class Icrc {
     /** A calculator with its scratch pseudo headers' constant bytes filled in (one per thread). */
     public Icrc() {
         for (int i = 0; i < 8; i++) pseudo[i] = (byte) 0xFF;
-        pseudo[8] = 0x45;                 // version 4, IHL 5
-        pseudo[9] = (byte) 0xFF;          // TOS (masked)
-        pseudo[8 + 6] = 0x40;             // flags: DF; fragment offset 0; id (bytes 4-5) = 0
-        pseudo[8 + 8] = (byte) 0xFF;      // TTL (masked)
-        pseudo[8 + 9] = 17;               // protocol UDP
-        pseudo[8 + 10] = (byte) 0xFF;     // header checksum (masked)
+        pseudo[8] = 0x45; // version 4, IHL 5
+        pseudo[9] = (byte) 0xFF; // TOS (masked)
+        pseudo[8 + 6] = 0x40; // flags: DF; fragment offset 0; id (bytes 4-5) = 0
+        pseudo[8 + 8] = (byte) 0xFF; // TTL (masked)
+        pseudo[8 + 9] = 17; // protocol UDP
+        pseudo[8 + 10] = (byte) 0xFF; // header checksum (masked)
         pseudo[8 + 11] = (byte) 0xFF;
-        pseudo[28 + 6] = (byte) 0xFF;     // UDP checksum (masked)
+        pseudo[28 + 6] = (byte) 0xFF; // UDP checksum (masked)
         pseudo[28 + 7] = (byte) 0xFF;
         for (int i = 0; i < 8; i++) pseudo6[i] = (byte) 0xFF;
-        pseudo6[8] = 0x6F;                // version 6, traffic class (masked)
-        pseudo6[9] = (byte) 0xFF;         // traffic class and flow label (masked)
+        pseudo6[8] = 0x6F; // version 6, traffic class (masked)
+        pseudo6[9] = (byte) 0xFF; // traffic class and flow label (masked)
         pseudo6[10] = (byte) 0xFF;
         pseudo6[11] = (byte) 0xFF;
-        pseudo6[8 + 6] = 17;              // next header UDP
-        pseudo6[8 + 7] = (byte) 0xFF;     // hop limit (masked)
-        pseudo6[48 + 6] = (byte) 0xFF;    // UDP checksum (masked)
+        pseudo6[8 + 6] = 17; // next header UDP
+        pseudo6[8 + 7] = (byte) 0xFF; // hop limit (masked)
+        pseudo6[48 + 6] = (byte) 0xFF; // UDP checksum (masked)
         pseudo6[48 + 7] = (byte) 0xFF;
     }
 
@@ -138,7 +139,8 @@ public final class Icrc {
      * @param dstPort UDP destination port
      * @return the ICRC as an int (its value, before the byte order of the wire)
      */
-    public int computeIpv6(ByteBuffer b, int off, int len, long srcHi, long srcLo, long dstHi, long dstLo, int srcPort, int dstPort) {
+    public int computeIpv6(
+            ByteBuffer b, int off, int len, long srcHi, long srcLo, long dstHi, long dstLo, int srcPort, int dstPort) {
         byte[] p = pseudo6;
         int udpLen = 8 + len;
         p[8 + 4] = (byte) (udpLen >>> 8); // payload length: the UDP datagram
@@ -169,7 +171,8 @@ public final class Icrc {
      * @param srcPort UDP source port
      * @param dstPort UDP destination port
      */
-    public void generateIpv6(ByteBuffer b, int off, int len, long srcHi, long srcLo, long dstHi, long dstLo, int srcPort, int dstPort) {
+    public void generateIpv6(
+            ByteBuffer b, int off, int len, long srcHi, long srcLo, long dstHi, long dstLo, int srcPort, int dstPort) {
         putLe(b, off + len - BYTES, computeIpv6(b, off, len, srcHi, srcLo, dstHi, dstLo, srcPort, dstPort));
     }
 
@@ -187,7 +190,8 @@ public final class Icrc {
      * @param dstPort UDP destination port
      * @return true when the stored ICRC is right; false for a packet too short to hold a BTH and an ICRC
      */
-    public boolean verifyIpv6(ByteBuffer b, int off, int len, long srcHi, long srcLo, long dstHi, long dstLo, int srcPort, int dstPort) {
+    public boolean verifyIpv6(
+            ByteBuffer b, int off, int len, long srcHi, long srcLo, long dstHi, long dstLo, int srcPort, int dstPort) {
         if (len < Bth.BYTES + BYTES) return false;
         return computeIpv6(b, off, len, srcHi, srcLo, dstHi, dstLo, srcPort, dstPort) == stored(b, off, len);
     }
@@ -195,7 +199,7 @@ public final class Icrc {
     /** The CRC over the pseudo header {@code p} (whose BTH copy starts at {@code bthAt}), then the packet after its BTH. */
     private int crcOf(byte[] p, int bthAt, ByteBuffer b, int off, int len) {
         for (int i = 0; i < Bth.BYTES; i++) p[bthAt + i] = b.get(off + i);
-        p[bthAt + 4] = (byte) 0xFF;       // resv8a masked
+        p[bthAt + 4] = (byte) 0xFF; // resv8a masked
         CRC32 c = crc;
         c.reset();
         c.update(p, 0, bthAt + Bth.BYTES);
@@ -336,11 +340,17 @@ public final class Icrc {
             for (int i = 0; i < 16; i++) id[i] = 1 << i;
             for (int bit = 31; bit >= 0 && rows < 16; bit--) {
                 int m = 1 << bit, r = -1;
-                for (int k = rows; k < 16; k++) if ((v[k] & m) != 0) { r = k; break; }
+                for (int k = rows; k < 16; k++)
+                    if ((v[k] & m) != 0) {
+                        r = k;
+                        break;
+                    }
                 if (r < 0) continue;
                 int tv = v[r], ti = id[r];
-                v[r] = v[rows]; id[r] = id[rows];
-                v[rows] = tv; id[rows] = ti;
+                v[r] = v[rows];
+                id[r] = id[rows];
+                v[rows] = tv;
+                id[rows] = ti;
                 for (int k = 0; k < 16; k++) {
                     if (k != rows && (v[k] & m) != 0) {
                         v[k] ^= tv;
@@ -350,7 +360,8 @@ public final class Icrc {
                 pivot[rows] = m;
                 rows++;
             }
-            if (rows != 16) throw new IllegalStateException("identification basis of rank " + rows + " at length " + len);
+            if (rows != 16)
+                throw new IllegalStateException("identification basis of rank " + rows + " at length " + len);
             System.arraycopy(v, 0, vector, 0, 16);
             System.arraycopy(id, 0, ids, 0, 16);
         }
@@ -364,7 +375,9 @@ public final class Icrc {
      * @param len UDP payload length, including the 4 ICRC bytes
      * @return the stored ICRC (read least significant byte first, as it is written)
      */
-    public static int stored(ByteBuffer b, int off, int len) { return getLe(b, off + len - BYTES); }
+    public static int stored(ByteBuffer b, int off, int len) {
+        return getLe(b, off + len - BYTES);
+    }
 
     private static void putInt(byte[] p, int i, int v) {
         p[i] = (byte) (v >>> 24);
@@ -386,6 +399,9 @@ public final class Icrc {
     }
 
     private static int getLe(ByteBuffer b, int i) {
-        return (b.get(i) & 0xFF) | (b.get(i + 1) & 0xFF) << 8 | (b.get(i + 2) & 0xFF) << 16 | (b.get(i + 3) & 0xFF) << 24;
+        return (b.get(i) & 0xFF)
+                | (b.get(i + 1) & 0xFF) << 8
+                | (b.get(i + 2) & 0xFF) << 16
+                | (b.get(i + 3) & 0xFF) << 24;
     }
 }

@@ -15,7 +15,9 @@ public final class Ieth {
      * @param b the packet buffer (big-endian)
      * @param off the IETH's absolute offset in {@code b}
      */
-    public static int rkey(ByteBuffer b, int off) { return b.getInt(off); }
+    public static int rkey(ByteBuffer b, int off) {
+        return b.getInt(off);
+    }
     /**
      * Writes an IETH.
      *
@@ -23,5 +25,7 @@ public final class Ieth {
      * @param off the IETH's absolute offset in {@code b}
      * @param rkey the R_Key to invalidate
      */
-    public static void write(ByteBuffer b, int off, int rkey) { b.putInt(off, rkey); }
+    public static void write(ByteBuffer b, int off, int rkey) {
+        b.putInt(off, rkey);
+    }
 }

@@ -15,7 +15,9 @@ public final class ImmDt {
      * @param b the packet buffer (big-endian)
      * @param off the ImmDt's absolute offset in {@code b}
      */
-    public static int imm(ByteBuffer b, int off) { return b.getInt(off); }
+    public static int imm(ByteBuffer b, int off) {
+        return b.getInt(off);
+    }
     /**
      * Writes an ImmDt.
      *
@@ -23,5 +25,7 @@ public final class ImmDt {
      * @param off the ImmDt's absolute offset in {@code b}
      * @param imm the immediate data
      */
-    public static void write(ByteBuffer b, int off, int imm) { b.putInt(off, imm); }
+    public static void write(ByteBuffer b, int off, int imm) {
+        b.putInt(off, imm);
+    }
 }

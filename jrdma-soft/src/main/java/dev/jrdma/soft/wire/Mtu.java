@@ -17,13 +17,20 @@ public enum Mtu {
     private final int code;
     private final int bytes;
 
-    Mtu(int code, int bytes) { this.code = code; this.bytes = bytes; }
+    Mtu(int code, int bytes) {
+        this.code = code;
+        this.bytes = bytes;
+    }
 
     /** {@return the verbs enumeration value ({@code enum ibv_mtu}), 1..5} */
-    public int code() { return code; }
+    public int code() {
+        return code;
+    }
 
     /** {@return the payload size of a full packet, in bytes} */
-    public int bytes() { return bytes; }
+    public int bytes() {
+        return bytes;
+    }
 
     /**
      * The MTU of a verbs enumeration value.
@@ -33,7 +40,8 @@ public enum Mtu {
      * @throws IllegalArgumentException when {@code code} is outside 1..5
      */
     public static Mtu ofCode(int code) {
-        if (code < 1 || code > 5) throw new IllegalArgumentException("MTU code must be 1..5 (256..4096 bytes), got " + code);
+        if (code < 1 || code > 5)
+            throw new IllegalArgumentException("MTU code must be 1..5 (256..4096 bytes), got " + code);
         return VALUES[code - 1];
     }
 

@@ -22,7 +22,8 @@ public enum Opcode {
     /** {@code IB_OPCODE_RC_SEND_ONLY} (0x04): a SEND that fits one packet. */
     SEND_ONLY(0x04, Opcode.PAYLOAD | Opcode.REQ | Opcode.SEND | Opcode.START | Opcode.END | Opcode.COMP),
     /** {@code IB_OPCODE_RC_SEND_ONLY_WITH_IMMEDIATE} (0x05): a SEND with immediate data that fits one packet. */
-    SEND_ONLY_WITH_IMMEDIATE(0x05, Opcode.IMMDT | Opcode.PAYLOAD | Opcode.REQ | Opcode.SEND | Opcode.START | Opcode.END | Opcode.COMP),
+    SEND_ONLY_WITH_IMMEDIATE(
+            0x05, Opcode.IMMDT | Opcode.PAYLOAD | Opcode.REQ | Opcode.SEND | Opcode.START | Opcode.END | Opcode.COMP),
     /**
      * {@code IB_OPCODE_RC_RDMA_WRITE_FIRST} (0x06): the first packet of an RDMA WRITE that spans several packets (RETH).
      */
@@ -34,13 +35,23 @@ public enum Opcode {
     /**
      * {@code IB_OPCODE_RC_RDMA_WRITE_LAST_WITH_IMMEDIATE} (0x09): the last packet of an RDMA WRITE with immediate data; consumes a receive WQE.
      */
-    RDMA_WRITE_LAST_WITH_IMMEDIATE(0x09, Opcode.IMMDT | Opcode.PAYLOAD | Opcode.REQ | Opcode.WRITE | Opcode.END | Opcode.COMP),
+    RDMA_WRITE_LAST_WITH_IMMEDIATE(
+            0x09, Opcode.IMMDT | Opcode.PAYLOAD | Opcode.REQ | Opcode.WRITE | Opcode.END | Opcode.COMP),
     /** {@code IB_OPCODE_RC_RDMA_WRITE_ONLY} (0x0A): an RDMA WRITE that fits one packet (RETH). */
     RDMA_WRITE_ONLY(0x0A, Opcode.RETH | Opcode.PAYLOAD | Opcode.REQ | Opcode.WRITE | Opcode.START | Opcode.END),
     /**
      * {@code IB_OPCODE_RC_RDMA_WRITE_ONLY_WITH_IMMEDIATE} (0x0B): an RDMA WRITE with immediate data that fits one packet (RETH, ImmDt); consumes a receive WQE.
      */
-    RDMA_WRITE_ONLY_WITH_IMMEDIATE(0x0B, Opcode.RETH | Opcode.IMMDT | Opcode.PAYLOAD | Opcode.REQ | Opcode.WRITE | Opcode.START | Opcode.END | Opcode.COMP),
+    RDMA_WRITE_ONLY_WITH_IMMEDIATE(
+            0x0B,
+            Opcode.RETH
+                    | Opcode.IMMDT
+                    | Opcode.PAYLOAD
+                    | Opcode.REQ
+                    | Opcode.WRITE
+                    | Opcode.START
+                    | Opcode.END
+                    | Opcode.COMP),
     /** {@code IB_OPCODE_RC_RDMA_READ_REQUEST} (0x0C): an RDMA READ request (RETH, no payload). */
     RDMA_READ_REQUEST(0x0C, Opcode.RETH | Opcode.REQ | Opcode.READ | Opcode.START | Opcode.END),
     /**
@@ -68,13 +79,24 @@ public enum Opcode {
      */
     SEND_LAST_WITH_INVALIDATE(0x16, Opcode.IETH | Opcode.PAYLOAD | Opcode.REQ | Opcode.SEND | Opcode.END | Opcode.COMP),
     /** {@code IB_OPCODE_RC_SEND_ONLY_WITH_INVALIDATE} (0x17): a SEND with invalidate that fits one packet (IETH). */
-    SEND_ONLY_WITH_INVALIDATE(0x17, Opcode.IETH | Opcode.PAYLOAD | Opcode.REQ | Opcode.SEND | Opcode.START | Opcode.END | Opcode.COMP),
+    SEND_ONLY_WITH_INVALIDATE(
+            0x17, Opcode.IETH | Opcode.PAYLOAD | Opcode.REQ | Opcode.SEND | Opcode.START | Opcode.END | Opcode.COMP),
 
     // UD (IBA 9.2 Table 38: transport 011 = UD): one packet per message, with a DETH
     /** {@code IB_OPCODE_UD_SEND_ONLY} (0x64): a UD datagram (DETH). */
-    UD_SEND_ONLY(0x64, Opcode.DETH | Opcode.PAYLOAD | Opcode.REQ | Opcode.SEND | Opcode.START | Opcode.END | Opcode.COMP),
+    UD_SEND_ONLY(
+            0x64, Opcode.DETH | Opcode.PAYLOAD | Opcode.REQ | Opcode.SEND | Opcode.START | Opcode.END | Opcode.COMP),
     /** {@code IB_OPCODE_UD_SEND_ONLY_WITH_IMMEDIATE} (0x65): a UD datagram with immediate data (DETH, ImmDt). */
-    UD_SEND_ONLY_WITH_IMMEDIATE(0x65, Opcode.DETH | Opcode.IMMDT | Opcode.PAYLOAD | Opcode.REQ | Opcode.SEND | Opcode.START | Opcode.END | Opcode.COMP);
+    UD_SEND_ONLY_WITH_IMMEDIATE(
+            0x65,
+            Opcode.DETH
+                    | Opcode.IMMDT
+                    | Opcode.PAYLOAD
+                    | Opcode.REQ
+                    | Opcode.SEND
+                    | Opcode.START
+                    | Opcode.END
+                    | Opcode.COMP);
 
     // ---- flag bits -------------------------------------------------------------------------------
     /** A RETH (16 bytes) follows the BTH. */
@@ -166,55 +188,73 @@ public enum Opcode {
     }
 
     /** {@return the 8-bit BTH opcode value} */
-    public int code() { return code; }
+    public int code() {
+        return code;
+    }
 
     /** {@return the flag bits of this opcode (the {@code int} constants of this class)} */
-    public int flags() { return flags; }
+    public int flags() {
+        return flags;
+    }
 
     /**
      * {@return whether every bit of {@code mask} is set for this opcode}
      *
      * @param mask flag bits ORed together
      */
-    public boolean has(int mask) { return (flags & mask) == mask; }
+    public boolean has(int mask) {
+        return (flags & mask) == mask;
+    }
 
     /** {@return the BTH plus extension headers, in bytes: where the payload starts} */
-    public int headerLength() { return headerLength; }
+    public int headerLength() {
+        return headerLength;
+    }
 
     /**
      * {@return the opcode with this code, or {@code null} when it is not one this codec knows}
      *
      * @param code an 8-bit BTH opcode value (only its low 8 bits are used)
      */
-    public static Opcode of(int code) { return BY_CODE[code & 0xFF]; }
+    public static Opcode of(int code) {
+        return BY_CODE[code & 0xFF];
+    }
 
     /**
      * {@return the flags of an opcode value; 0 when unknown (allocation-free)}
      *
      * @param code an 8-bit BTH opcode value (only its low 8 bits are used)
      */
-    public static int flags(int code) { return FLAGS[code & 0xFF]; }
+    public static int flags(int code) {
+        return FLAGS[code & 0xFF];
+    }
 
     /**
      * {@return the header length (BTH and extension headers) of an opcode value, in bytes; -1 when unknown}
      *
      * @param code an 8-bit BTH opcode value (only its low 8 bits are used)
      */
-    public static int headerLength(int code) { return HDR_LEN[code & 0xFF]; }
+    public static int headerLength(int code) {
+        return HDR_LEN[code & 0xFF];
+    }
 
     /**
      * {@return whether the opcode value is one this codec knows}
      *
      * @param code an 8-bit BTH opcode value (only its low 8 bits are used)
      */
-    public static boolean isValid(int code) { return FLAGS[code & 0xFF] != 0; }
+    public static boolean isValid(int code) {
+        return FLAGS[code & 0xFF] != 0;
+    }
 
     /**
      * {@return whether the opcode value is a Reliable Connection one (IBA 9.2: its top 3 bits, the transport, are 000)}
      *
      * @param code an 8-bit BTH opcode value (only its low 8 bits are used)
      */
-    public static boolean isRc(int code) { return (code & 0xE0) == 0; }
+    public static boolean isRc(int code) {
+        return (code & 0xE0) == 0;
+    }
 
     /**
      * {@return the offset of the RETH, AtomicETH, AETH or DETH (whichever the opcode has) from the BTH's start: right
@@ -222,14 +262,18 @@ public enum Opcode {
      *
      * @param code an 8-bit BTH opcode value (only its low 8 bits are used)
      */
-    public static int firstExtOffset(int code) { return BTH_BYTES; }
+    public static int firstExtOffset(int code) {
+        return BTH_BYTES;
+    }
 
     /**
      * {@return the offset of the AtomicAckETH from the BTH's start (valid for ATOMIC_ACKNOWLEDGE): after the AETH}
      *
      * @param code an 8-bit BTH opcode value (only its low 8 bits are used)
      */
-    public static int atomicAckOffset(int code) { return BTH_BYTES + AETH_BYTES; }
+    public static int atomicAckOffset(int code) {
+        return BTH_BYTES + AETH_BYTES;
+    }
 
     /**
      * {@return the offset of the ImmDt or IETH from the BTH's start (valid when the opcode has one): after a RETH or

@@ -18,14 +18,18 @@ public final class Psn {
      * @param psn a PSN
      * @param n the packets to add (negative goes back)
      */
-    public static int add(int psn, int n) { return (psn + n) & MASK; }
+    public static int add(int psn, int n) {
+        return (psn + n) & MASK;
+    }
 
     /**
      * {@return {@code psn + 1} modulo 2^24}
      *
      * @param psn a PSN
      */
-    public static int next(int psn) { return (psn + 1) & MASK; }
+    public static int next(int psn) {
+        return (psn + 1) & MASK;
+    }
 
     /**
      * {@return the signed distance {@code a - b}, in the range -2^23 .. 2^23 - 1}
@@ -33,7 +37,9 @@ public final class Psn {
      * @param a a PSN
      * @param b a PSN
      */
-    public static int diff(int a, int b) { return ((a - b) << 8) >> 8; }
+    public static int diff(int a, int b) {
+        return ((a - b) << 8) >> 8;
+    }
 
     /**
      * {@return negative, zero or positive as {@code a} is before, equal to or after {@code b} (modulo 2^24)}
@@ -41,7 +47,9 @@ public final class Psn {
      * @param a a PSN
      * @param b a PSN
      */
-    public static int compare(int a, int b) { return diff(a, b); }
+    public static int compare(int a, int b) {
+        return diff(a, b);
+    }
 
     /**
      * {@return whether {@code a} comes before {@code b} (modulo 2^24)}
@@ -49,14 +57,18 @@ public final class Psn {
      * @param a a PSN
      * @param b a PSN
      */
-    public static boolean before(int a, int b) { return diff(a, b) < 0; }
+    public static boolean before(int a, int b) {
+        return diff(a, b) < 0;
+    }
     /**
      * {@return whether {@code a} comes after {@code b} (modulo 2^24)}
      *
      * @param a a PSN
      * @param b a PSN
      */
-    public static boolean after(int a, int b) { return diff(a, b) > 0; }
+    public static boolean after(int a, int b) {
+        return diff(a, b) > 0;
+    }
 
     /**
      * {@return whether {@code psn} lies in {@code [start, start + size)} modulo 2^24}

@@ -15,21 +15,27 @@ public final class Reth {
      * @param b the packet buffer (big-endian)
      * @param off the RETH's absolute offset in {@code b}
      */
-    public static long va(ByteBuffer b, int off) { return b.getLong(off); }
+    public static long va(ByteBuffer b, int off) {
+        return b.getLong(off);
+    }
     /**
      * {@return the R_Key that grants the access}
      *
      * @param b the packet buffer (big-endian)
      * @param off the RETH's absolute offset in {@code b}
      */
-    public static int rkey(ByteBuffer b, int off) { return b.getInt(off + 8); }
+    public static int rkey(ByteBuffer b, int off) {
+        return b.getInt(off + 8);
+    }
     /**
      * {@return the DMA length: the whole message's bytes, as an unsigned 32-bit value}
      *
      * @param b the packet buffer (big-endian)
      * @param off the RETH's absolute offset in {@code b}
      */
-    public static long dmaLength(ByteBuffer b, int off) { return b.getInt(off + 12) & 0xFFFF_FFFFL; }
+    public static long dmaLength(ByteBuffer b, int off) {
+        return b.getInt(off + 12) & 0xFFFF_FFFFL;
+    }
 
     /**
      * Writes a RETH.

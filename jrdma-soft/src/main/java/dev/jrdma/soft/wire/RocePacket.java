@@ -24,8 +24,7 @@ public final class RocePacket {
     private int payloadLen;
 
     /** An empty flyweight: {@link #wrap} points it at a packet. */
-    public RocePacket() {
-    }
+    public RocePacket() {}
 
     /**
      * Points this flyweight at a packet of {@code len} bytes (including the ICRC) at {@code off} and checks its
@@ -55,69 +54,127 @@ public final class RocePacket {
     }
 
     /** {@return the buffer of the wrapped packet} */
-    public ByteBuffer buffer() { return buf; }
+    public ByteBuffer buffer() {
+        return buf;
+    }
     /** {@return the wrapped packet's offset in {@link #buffer()}} */
-    public int offset() { return off; }
+    public int offset() {
+        return off;
+    }
     /** {@return the wrapped packet's length in bytes, ICRC included} */
-    public int length() { return len; }
+    public int length() {
+        return len;
+    }
     /** {@return the BTH opcode} */
-    public int opcode() { return opcode; }
+    public int opcode() {
+        return opcode;
+    }
     /** {@return the {@link Opcode} flag bits of the opcode} */
-    public int flags() { return flags; }
+    public int flags() {
+        return flags;
+    }
     /**
      * {@return whether every bit of {@code mask} is set for the opcode}
      *
      * @param mask {@link Opcode} flag bits ORed together
      */
-    public boolean has(int mask) { return (flags & mask) == mask; }
+    public boolean has(int mask) {
+        return (flags & mask) == mask;
+    }
     /** {@return the BTH and extension headers, in bytes} */
-    public int headerLength() { return hdrLen; }
+    public int headerLength() {
+        return hdrLen;
+    }
     /** {@return the payload's absolute offset in {@link #buffer()}} */
-    public int payloadOffset() { return off + hdrLen; }
+    public int payloadOffset() {
+        return off + hdrLen;
+    }
     /** {@return the payload's length in bytes (pad and ICRC excluded)} */
-    public int payloadLength() { return payloadLen; }
+    public int payloadLength() {
+        return payloadLen;
+    }
 
     /** {@return the BTH's PSN, 24 bits} */
-    public int psn() { return Bth.psn(buf, off); }
+    public int psn() {
+        return Bth.psn(buf, off);
+    }
     /** {@return the BTH's destination QP number, 24 bits} */
-    public int destQp() { return Bth.destQp(buf, off); }
+    public int destQp() {
+        return Bth.destQp(buf, off);
+    }
     /** {@return whether the BTH's AckReq bit is set} */
-    public boolean ackReq() { return Bth.ackReq(buf, off); }
+    public boolean ackReq() {
+        return Bth.ackReq(buf, off);
+    }
     /** {@return whether the BTH's SE bit is set} */
-    public boolean solicitedEvent() { return Bth.solicitedEvent(buf, off); }
+    public boolean solicitedEvent() {
+        return Bth.solicitedEvent(buf, off);
+    }
     /** {@return the BTH's partition key} */
-    public int pkey() { return Bth.pkey(buf, off); }
+    public int pkey() {
+        return Bth.pkey(buf, off);
+    }
 
     /** {@return the absolute offset of the RETH, AETH, AtomicETH or DETH (whichever the opcode has)} */
-    public int extOffset() { return off + Bth.BYTES; }
+    public int extOffset() {
+        return off + Bth.BYTES;
+    }
     /** {@return the RETH's remote virtual address} */
-    public long rethVa() { return Reth.va(buf, off + Bth.BYTES); }
+    public long rethVa() {
+        return Reth.va(buf, off + Bth.BYTES);
+    }
     /** {@return the RETH's R_Key} */
-    public int rethRkey() { return Reth.rkey(buf, off + Bth.BYTES); }
+    public int rethRkey() {
+        return Reth.rkey(buf, off + Bth.BYTES);
+    }
     /** {@return the RETH's DMA length, unsigned} */
-    public long rethLength() { return Reth.dmaLength(buf, off + Bth.BYTES); }
+    public long rethLength() {
+        return Reth.dmaLength(buf, off + Bth.BYTES);
+    }
     /** {@return the AETH's syndrome byte} */
-    public int aethSyndrome() { return Aeth.syndrome(buf, off + Bth.BYTES); }
+    public int aethSyndrome() {
+        return Aeth.syndrome(buf, off + Bth.BYTES);
+    }
     /** {@return the AETH's message sequence number} */
-    public int aethMsn() { return Aeth.msn(buf, off + Bth.BYTES); }
+    public int aethMsn() {
+        return Aeth.msn(buf, off + Bth.BYTES);
+    }
     /** {@return the AtomicETH's remote virtual address} */
-    public long atomicVa() { return AtomicEth.va(buf, off + Bth.BYTES); }
+    public long atomicVa() {
+        return AtomicEth.va(buf, off + Bth.BYTES);
+    }
     /** {@return the AtomicETH's R_Key} */
-    public int atomicRkey() { return AtomicEth.rkey(buf, off + Bth.BYTES); }
+    public int atomicRkey() {
+        return AtomicEth.rkey(buf, off + Bth.BYTES);
+    }
     /** {@return the AtomicETH's swap value or addend} */
-    public long atomicSwapAdd() { return AtomicEth.swapOrAdd(buf, off + Bth.BYTES); }
+    public long atomicSwapAdd() {
+        return AtomicEth.swapOrAdd(buf, off + Bth.BYTES);
+    }
     /** {@return the AtomicETH's compare value} */
-    public long atomicCompare() { return AtomicEth.compare(buf, off + Bth.BYTES); }
+    public long atomicCompare() {
+        return AtomicEth.compare(buf, off + Bth.BYTES);
+    }
     /** {@return the AtomicAckETH's original value of the remote word} */
-    public long atomicAckOriginal() { return AtomicAckEth.originalData(buf, off + Bth.BYTES + Aeth.BYTES); }
+    public long atomicAckOriginal() {
+        return AtomicAckEth.originalData(buf, off + Bth.BYTES + Aeth.BYTES);
+    }
     /** {@return the DETH's Q_Key (UD): the one the sender presented} */
-    public int dethQkey() { return Deth.qkey(buf, off + Bth.BYTES); }
+    public int dethQkey() {
+        return Deth.qkey(buf, off + Bth.BYTES);
+    }
     /** {@return the DETH's source QP number (UD): the sender's QP} */
-    public int dethSrcQp() { return Deth.srcQp(buf, off + Bth.BYTES); }
+    public int dethSrcQp() {
+        return Deth.srcQp(buf, off + Bth.BYTES);
+    }
     /** {@return the ImmDt of an opcode that has one} */
-    public int immediate() { return ImmDt.imm(buf, off + Opcode.immOffset(opcode)); }
+    public int immediate() {
+        return ImmDt.imm(buf, off + Opcode.immOffset(opcode));
+    }
     /** {@return the IETH's R_Key of an opcode that has one} */
-    public int invalidateRkey() { return Ieth.rkey(buf, off + Opcode.immOffset(opcode)); }
+    public int invalidateRkey() {
+        return Ieth.rkey(buf, off + Opcode.immOffset(opcode));
+    }
 
     /**
      * Writes the BTH of a packet with {@code payloadLen} payload bytes, and its pad bytes (zero); the caller writes the
@@ -135,8 +192,16 @@ public final class RocePacket {
      * @return the packet's total length: headers, payload, pad and ICRC
      * @throws IllegalArgumentException when the opcode is not one this codec knows
      */
-    public static int writeBth(ByteBuffer b, int off, int opcode, boolean se, int pkey, int destQp,
-                               boolean ackReq, int psn, int payloadLen) {
+    public static int writeBth(
+            ByteBuffer b,
+            int off,
+            int opcode,
+            boolean se,
+            int pkey,
+            int destQp,
+            boolean ackReq,
+            int psn,
+            int payloadLen) {
         int pad = Bth.padFor(payloadLen);
         Bth.write(b, off, opcode, se, false, pad, pkey, destQp, ackReq, psn);
         int hdr = Opcode.headerLength(opcode);

@@ -25,8 +25,8 @@ class IcrcTest {
      */
     @Test
     void matchesIcrcOfAPacketCapturedFromHardware() {
-        ByteBuffer b = ByteBuffer.wrap(HEX.parseHex(
-                "8100ffff40000118000000000000000000000000000000000000000082fd002a"));
+        ByteBuffer b =
+                ByteBuffer.wrap(HEX.parseHex("8100ffff40000118000000000000000000000000000000000000000082fd002a"));
         Icrc icrc = new Icrc();
         int v = icrc.compute(b, 0, b.capacity(), 0x0A001101, 0x0A001201, 0, 4791, 0x718c);
         assertEquals(Icrc.stored(b, 0, b.capacity()), v);
@@ -97,9 +97,20 @@ class IcrcTest {
         int len = b.limit();
         ByteBuffer ref = ByteBuffer.allocate(8 + 20 + 8 + len - 4);
         for (int i = 0; i < 8; i++) ref.put((byte) 0xFF);
-        ref.put((byte) 0x45).put((byte) 0xFF).putShort((short) (28 + len)).putShort((short) 0).putShort((short) 0x4000)
-                .put((byte) 0xFF).put((byte) 17).putShort((short) 0xFFFF).putInt(IP1).putInt(IP2);
-        ref.putShort((short) 4791).putShort((short) 4791).putShort((short) (8 + len)).putShort((short) 0xFFFF);
+        ref.put((byte) 0x45)
+                .put((byte) 0xFF)
+                .putShort((short) (28 + len))
+                .putShort((short) 0)
+                .putShort((short) 0x4000)
+                .put((byte) 0xFF)
+                .put((byte) 17)
+                .putShort((short) 0xFFFF)
+                .putInt(IP1)
+                .putInt(IP2);
+        ref.putShort((short) 4791)
+                .putShort((short) 4791)
+                .putShort((short) (8 + len))
+                .putShort((short) 0xFFFF);
         for (int i = 0; i < len - 4; i++) ref.put(i == 4 ? (byte) 0xFF : b.get(i));
         CRC32 c = new CRC32();
         c.update(ref.array());
@@ -109,8 +120,8 @@ class IcrcTest {
     /** The hardware packet above carries identification 0x718c: recovered from its ICRC alone, as a UDP receiver must. */
     @Test
     void recoversTheIdentificationOfAPacketCapturedFromHardware() {
-        ByteBuffer b = ByteBuffer.wrap(HEX.parseHex(
-                "8100ffff40000118000000000000000000000000000000000000000082fd002a"));
+        ByteBuffer b =
+                ByteBuffer.wrap(HEX.parseHex("8100ffff40000118000000000000000000000000000000000000000082fd002a"));
         assertEquals(0x718c, new Icrc().recoverId(b, 0, b.capacity(), 0x0A001101, 0x0A001201, 0, 4791));
         assertFalse(new Icrc().verify(b, 0, b.capacity(), 0x0A001101, 0x0A001201, 0, 4791), "not right for id 0");
     }
@@ -121,12 +132,14 @@ class IcrcTest {
         java.util.Random rnd = new java.util.Random(13);
         for (int payload : new int[] {0, 1, 37, 1023, 1024, 1025, 4096}) {
             ByteBuffer b = ByteBuffer.allocate(12 + 16 + payload + 3 + 4); // pad to 4 bytes
-            int len = RocePacket.writeBth(b, 0, Opcode.RDMA_WRITE_ONLY.code(), false, 0xFFFF, 0x11, true, 0x123456, payload);
+            int len = RocePacket.writeBth(
+                    b, 0, Opcode.RDMA_WRITE_ONLY.code(), false, 0xFFFF, 0x11, true, 0x123456, payload);
             for (int i = 28; i < len - 4; i++) b.put(i, (byte) rnd.nextInt());
             for (int n = 0; n < 200; n++) {
                 int id = n < 16 ? 1 << n : rnd.nextInt(1 << 16);
                 int v = icrc.compute(b, 0, len, IP1, IP2, 4791, 4791, id);
-                assertEquals(v, icrc.compute(b, 0, len, IP1, IP2, 4791, 4791) ^ Icrc.idDelta(len, id), "delta of id " + id);
+                assertEquals(
+                        v, icrc.compute(b, 0, len, IP1, IP2, 4791, 4791) ^ Icrc.idDelta(len, id), "delta of id " + id);
                 b.putInt(len - 4, Integer.reverseBytes(v));
                 assertEquals(id, icrc.recoverId(b, 0, len, IP1, IP2, 4791, 4791), "payload " + payload + " id " + id);
             }
@@ -164,25 +177,32 @@ class IcrcTest {
      */
     @Test
     void ipv6IcrcCoversTheAddressesAndMasksWhatRoutersChange() {
-        byte[] src = HEX.parseHex("fd980000000000000000000000000001"), dst = HEX.parseHex("fe80000000000000021122fffe334455");
+        byte[] src = HEX.parseHex("fd980000000000000000000000000001"),
+                dst = HEX.parseHex("fe80000000000000021122fffe334455");
         ByteBuffer pkt = ByteBuffer.allocate(12 + 8 + 4);
         Bth.write(pkt, 0, 0x04, false, false, 0, 0xFFFF, 0x1234, true, 777);
         pkt.put(4, (byte) 0x5a); // resv8a: masked
         for (int i = 0; i < 8; i++) pkt.put(12 + i, (byte) (i * 37 + 1));
         int len = pkt.capacity();
         ByteBuffer wire = ByteBuffer.allocate(40 + 8 + len);
-        wire.putInt(0, 6 << 28 | 0xb8 << 20 | 0x12345).putShort(4, (short) (8 + len)).put(6, (byte) 17).put(7, (byte) 3);
+        wire.putInt(0, 6 << 28 | 0xb8 << 20 | 0x12345)
+                .putShort(4, (short) (8 + len))
+                .put(6, (byte) 17)
+                .put(7, (byte) 3);
         wire.put(8, src).put(24, dst);
-        wire.putShort(40, (short) 4791).putShort(42, (short) 4791).putShort(44, (short) (8 + len)).putShort(46, (short) 0x1d2c);
+        wire.putShort(40, (short) 4791)
+                .putShort(42, (short) 4791)
+                .putShort(44, (short) (8 + len))
+                .putShort(46, (short) 0x1d2c);
         wire.put(48, pkt, 0, len);
         byte[] in = new byte[8 + 40 + 8 + len - 4];
         java.util.Arrays.fill(in, 0, 8, (byte) 0xFF);
         wire.get(0, in, 8, 40 + 8 + len - 4);
-        in[8] = (byte) (in[8] | 0x0F);                      // traffic class, high nibble
-        in[9] = in[10] = in[11] = (byte) 0xFF;              // traffic class low nibble, flow label
-        in[8 + 7] = (byte) 0xFF;                            // hop limit
-        in[8 + 40 + 6] = in[8 + 40 + 7] = (byte) 0xFF;      // UDP checksum
-        in[8 + 48 + 4] = (byte) 0xFF;                       // resv8a
+        in[8] = (byte) (in[8] | 0x0F); // traffic class, high nibble
+        in[9] = in[10] = in[11] = (byte) 0xFF; // traffic class low nibble, flow label
+        in[8 + 7] = (byte) 0xFF; // hop limit
+        in[8 + 40 + 6] = in[8 + 40 + 7] = (byte) 0xFF; // UDP checksum
+        in[8 + 48 + 4] = (byte) 0xFF; // resv8a
         CRC32 c = new CRC32();
         c.update(in);
         long sh = ByteBuffer.wrap(src).getLong(0), sl = ByteBuffer.wrap(src).getLong(8);
@@ -193,11 +213,14 @@ class IcrcTest {
         assertTrue(icrc.verifyIpv6(pkt, 0, len, sh, sl, dh, dl, 4791, 4791));
         assertFalse(icrc.verifyIpv6(pkt, 0, len, sh, sl ^ 1, dh, dl, 4791, 4791), "another source address");
         assertFalse(icrc.verifyIpv6(pkt, 0, len, sh, sl, dh, dl, 4792, 4791), "another source port");
-        assertFalse(icrc.verifyIpv6(pkt, 0, len, sh, sl, dh, dl ^ (1L << 40), 4791, 4791), "another destination address");
+        assertFalse(
+                icrc.verifyIpv6(pkt, 0, len, sh, sl, dh, dl ^ (1L << 40), 4791, 4791), "another destination address");
         pkt.put(13, (byte) (pkt.get(13) ^ 4));
         assertFalse(icrc.verifyIpv6(pkt, 0, len, sh, sl, dh, dl, 4791, 4791), "a flipped payload bit");
         assertFalse(icrc.verifyIpv6(pkt, 0, 15, sh, sl, dh, dl, 4791, 4791), "shorter than a BTH and an ICRC");
         // an IPv4 ICRC of the same packet differs: the two pseudo headers are not interchangeable
-        assertNotEquals(icrc.compute(pkt, 0, len, IP1, IP2, 4791, 4791), icrc.computeIpv6(pkt, 0, len, 0, 0xFFFF_7F00_0001L, 0, 0xFFFF_7F00_0002L, 4791, 4791));
+        assertNotEquals(
+                icrc.compute(pkt, 0, len, IP1, IP2, 4791, 4791),
+                icrc.computeIpv6(pkt, 0, len, 0, 0xFFFF_7F00_0001L, 0, 0xFFFF_7F00_0002L, 4791, 4791));
     }
 }

@@ -20,7 +20,7 @@ class PsnTest {
         assertEquals(-4, Psn.diff(0xFFFFFE, 0x000002));
         assertEquals(0, Psn.compare(0x123456, 0x123456));
         assertTrue(Psn.after(0x7FFFFF, 0));
-        assertTrue(Psn.before(0x800001, 0));          // more than half the space ahead = behind
+        assertTrue(Psn.before(0x800001, 0)); // more than half the space ahead = behind
         assertEquals(-0x800000, Psn.diff(0x800000, 0));
     }
 

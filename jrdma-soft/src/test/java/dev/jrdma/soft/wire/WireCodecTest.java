@@ -16,7 +16,9 @@ class WireCodecTest {
         return r;
     }
 
-    private static ByteBuffer buf(String hex) { return ByteBuffer.wrap(HEX.parseHex(hex.replace(" ", ""))); }
+    private static ByteBuffer buf(String hex) {
+        return ByteBuffer.wrap(HEX.parseHex(hex.replace(" ", "")));
+    }
 
     @Test
     void bthEncodesExactBytes() {
@@ -105,7 +107,8 @@ class WireCodecTest {
     void atomicEthAndAck() {
         ByteBuffer b = ByteBuffer.allocate(28);
         AtomicEth.write(b, 0, 0x1122334455667788L, 0x01020304, 0xAABBCCDDEEFF0011L, 1L);
-        assertEquals("1122334455667788" + "01020304" + "aabbccddeeff0011" + "0000000000000001", HEX.formatHex(b.array()));
+        assertEquals(
+                "1122334455667788" + "01020304" + "aabbccddeeff0011" + "0000000000000001", HEX.formatHex(b.array()));
         assertEquals(0x1122334455667788L, AtomicEth.va(b, 0));
         assertEquals(0x01020304, AtomicEth.rkey(b, 0));
         assertEquals(0xAABBCCDDEEFF0011L, AtomicEth.swapOrAdd(b, 0));
@@ -138,8 +141,10 @@ class WireCodecTest {
 
     @Test
     void opcodeTable() {
-        int[] codes = {0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x0E,
-                0x0F, 0x10, 0x11, 0x12, 0x13, 0x14, 0x16, 0x17, 0x64, 0x65};
+        int[] codes = {
+            0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x0E, 0x0F, 0x10, 0x11,
+            0x12, 0x13, 0x14, 0x16, 0x17, 0x64, 0x65
+        };
         Opcode[] ops = Opcode.values();
         assertEquals(codes.length, ops.length);
         for (int i = 0; i < codes.length; i++) {
@@ -193,7 +198,8 @@ class WireCodecTest {
     void packetFlyweightFramesAndPads() {
         ByteBuffer b = ByteBuffer.allocateDirect(256);
         int off = 10;
-        int len = RocePacket.writeBth(b, off, Opcode.RDMA_WRITE_ONLY_WITH_IMMEDIATE.code(), true, 0xFFFF, 0x42, true, 7, 5);
+        int len = RocePacket.writeBth(
+                b, off, Opcode.RDMA_WRITE_ONLY_WITH_IMMEDIATE.code(), true, 0xFFFF, 0x42, true, 7, 5);
         assertEquals(32 + 5 + 3 + 4, len);
         Reth.write(b, off + 12, 0x1000, 0x77, 5);
         ImmDt.write(b, off + 28, 99);

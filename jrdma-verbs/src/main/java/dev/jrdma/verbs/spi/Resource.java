@@ -1,7 +1,6 @@
 package dev.jrdma.verbs.spi;
 
 import dev.jrdma.verbs.ClosedException;
-
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -126,13 +125,15 @@ public abstract class Resource implements AutoCloseable {
             try {
                 kids.get(i).close();
             } catch (RuntimeException e) {
-                if (first == null) first = e; else first.addSuppressed(e);
+                if (first == null) first = e;
+                else first.addSuppressed(e);
             }
         }
         try {
             destroy();
         } catch (RuntimeException e) {
-            if (first == null) first = e; else first.addSuppressed(e);
+            if (first == null) first = e;
+            else first.addSuppressed(e);
         } finally {
             if (parent != null) parent.forget(this);
         }

@@ -1,7 +1,6 @@
 package dev.jrdma.verbs.spi;
 
 import dev.jrdma.verbs.Device;
-
 import java.util.List;
 import java.util.Optional;
 
