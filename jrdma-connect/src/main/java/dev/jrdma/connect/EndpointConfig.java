@@ -242,6 +242,22 @@ public record EndpointConfig(
     /**
      * The settings before packet authentication: it is neither offered nor taken ({@link #packetAuth} false, the default).
      *
+     * @param sendQueueDepth       send work requests in flight per endpoint, 1..16384
+     * @param recvQueueDepth       receive buffers pre-posted per endpoint, 1..16384
+     * @param inlineSize           the inline threshold in bytes, 0..1024
+     * @param messageSize          each receive buffer's size in bytes, 1..2^30
+     * @param slabSize             bytes per slab of the buffer pool, a power of two of at least 4096
+     * @param cqSize               an endpoint group's completion queue capacity, at least 16
+     * @param pollMode             how the completion thread waits; null: {@link PollMode#EVENT}
+     * @param timeout              the set-up and operation timeout, positive
+     * @param device               device name, or null
+     * @param localAddress         local address of a client, or null
+     * @param privateData          private data for the peer, or null for none
+     * @param retryConnect         whether a refused connect is retried until the timeout
+     * @param connectionManager    TCP exchange or rdma_cm; null: {@link ConnectionManager#AUTO}
+     * @param remoteAccess         what a peer may do to this side's memory: a subset of {@link #REMOTE_RIGHTS}; null: none
+     * @param maxConnections       endpoints a server holds at once, at least 1
+     * @param maxPendingHandshakes handshakes a server runs at once, at least 1
      * @param maxPendingHandshakesPerSource handshakes a server runs at once for one source address, at least 1
      * @throws IllegalArgumentException when a value is out of its range
      */
