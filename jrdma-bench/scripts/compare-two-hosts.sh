@@ -6,7 +6,7 @@
 #
 # e.g. compare-two-hosts.sh -n 20000 --sizes 64,4096,65536
 #      compare-two-hosts.sh --netem "loss 1% delay 100us" --sizes 65536
-#      compare-two-hosts.sh --java-opts -Djrdma.soft.gso=off --sizes 65536
+#      compare-two-hosts.sh --java-opts -Djrdma.soft.gso=on --sizes 65536
 # Needs root and iproute2 (ip netns, veth; sch_netem for --netem). Namespaces jrdma-h1 (server, 10.77.0.1) and
 # jrdma-h2 (client, 10.77.0.2) are made for the run and removed at its end. The options after ours go to the client's
 # `jrdma perf compare` (see jrdma-bench/README.md); the server gets the same -p and --timeout.
