@@ -113,7 +113,7 @@ final class Datagram {
     }
 
     private WcStatus send(SendWorkRequest wr, SoftAh ah, int total) {
-        ByteBuffer b = qp.tx;
+        ByteBuffer b = qp.out.tx;
         boolean imm = wr.opcode == WrOpcode.SEND_WITH_IMM;
         int opcode = imm ? Opcode.UD_SEND_ONLY_WITH_IMMEDIATE.code() : Opcode.UD_SEND_ONLY.code();
         int len = RocePacket.writeBth(
@@ -129,14 +129,14 @@ final class Datagram {
             SoftMr mr = qp.pd().localMr(g.lkey, g.addr, l, false);
             if (mr == null) return WcStatus.LOC_PROT_ERR;
             try {
-                MemorySegment.copy(mr.seg, g.addr - mr.addr, qp.txSeg, at, l);
+                MemorySegment.copy(mr.seg, g.addr - mr.addr, qp.out.txSeg, at, l);
             } catch (RuntimeException e) { // the region's arena was closed
                 return WcStatus.LOC_PROT_ERR;
             }
             at += (int) l;
         }
         psn = (psn + 1) & 0xFFFFFF;
-        qp.transmitTo(len, ah.remoteAddr, ah.remote);
+        qp.out.transmitTo(len, ah.remoteAddr, ah.remote);
         return WcStatus.SUCCESS;
     }
 

@@ -553,7 +553,7 @@ final class Responder {
             sendAeth(ATOMIC_ACKNOWLEDGE.code(), Aeth.ackSyndrome(Aeth.CREDITS_INVALID), r.firstPsn, r.orig);
             return true;
         }
-        ByteBuffer b = qp.tx;
+        ByteBuffer b = qp.out.tx;
         int mtu = qp.mtu;
         boolean first = k == 0, last = k == r.npkts - 1;
         int opc = first && last
@@ -568,7 +568,7 @@ final class Responder {
         if (plen > 0) {
             try {
                 if (r.mr.isClosed()) throw new IllegalStateException();
-                MemorySegment.copy(r.mr.seg, r.off + off, qp.txSeg, headerLength(opc), plen);
+                MemorySegment.copy(r.mr.seg, r.off + off, qp.out.txSeg, headerLength(opc), plen);
             } catch (RuntimeException e) {
                 nak(Aeth.NAK_REMOTE_OPERATIONAL_ERROR, Psn.add(r.firstPsn, k));
                 qp.toErr();
@@ -597,7 +597,7 @@ final class Responder {
     }
 
     private void sendAeth(int opcode, int syndrome, int ackedPsn, long orig) {
-        ByteBuffer b = qp.tx;
+        ByteBuffer b = qp.out.tx;
         int len = RocePacket.writeBth(b, 0, opcode, false, PKEY, qp.destQpn, false, ackedPsn, 0);
         Aeth.write(b, Bth.BYTES, syndrome, msn);
         if (opcode == ATOMIC_ACKNOWLEDGE.code()) AtomicAckEth.write(b, Bth.BYTES + Aeth.BYTES, orig);

@@ -8,6 +8,7 @@ import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.MemoryWindow;
 import dev.jrdma.verbs.MwType;
 import dev.jrdma.verbs.ProtectionDomain;
+import dev.jrdma.verbs.QpCap;
 import dev.jrdma.verbs.QpInitAttr;
 import dev.jrdma.verbs.QpType;
 import dev.jrdma.verbs.QueuePair;
@@ -85,12 +86,51 @@ final class SoftPd extends Resource implements ProtectionDomain {
                     "ibv_create_qp",
                     VerbsException.EOPNOTSUPP,
                     "the soft device implements RC and UD queue pairs (asked for " + attr.type() + ")");
+        checkQpInit(attr);
         enter("ibv_create_qp"); // a close waits for this creation, so it never sees the child half built
         try {
             return new SoftQp(this, attr);
         } finally {
             exit();
         }
+    }
+
+    /** The checks ibv_create_qp makes before a QP is made (so that no half-made QP joins this PD's children). */
+    private void checkQpInit(QpInitAttr attr) {
+        if (!(attr.sendCq() instanceof SoftCq s) || !(attr.recvCq() instanceof SoftCq r))
+            throw new VerbsException(
+                    "ibv_create_qp", VerbsException.EINVAL, "the completion queues are not soft device CQs");
+        if (s.context() != context() || r.context() != context())
+            throw new VerbsException(
+                    "ibv_create_qp",
+                    VerbsException.EINVAL,
+                    "the completion queues belong to another context than the PD");
+        s.checkOpen("ibv_create_qp");
+        r.checkOpen("ibv_create_qp");
+        if (attr.srq() != null) {
+            if (!(attr.srq() instanceof SoftSrq q) || q.pd != this)
+                throw new VerbsException(
+                        "ibv_create_qp",
+                        VerbsException.EINVAL,
+                        "the shared receive queue must belong to the QP's protection domain");
+            q.checkOpen("ibv_create_qp");
+        }
+        QpCap c = attr.cap();
+        if (c.maxSendWr() > SoftContext.MAX_QP_WR || c.maxRecvWr() > SoftContext.MAX_QP_WR)
+            throw new VerbsException(
+                    "ibv_create_qp",
+                    VerbsException.EINVAL,
+                    "max_send_wr/max_recv_wr above the soft device's " + SoftContext.MAX_QP_WR);
+        if (c.maxSendSge() > SoftContext.MAX_SGE || c.maxRecvSge() > SoftContext.MAX_SGE)
+            throw new VerbsException(
+                    "ibv_create_qp",
+                    VerbsException.EINVAL,
+                    "max_send_sge/max_recv_sge above the soft device's " + SoftContext.MAX_SGE);
+        if (c.maxInlineData() > SoftContext.MAX_INLINE)
+            throw new VerbsException(
+                    "ibv_create_qp",
+                    VerbsException.EINVAL,
+                    "max_inline_data above the soft device's " + SoftContext.MAX_INLINE);
     }
 
     @Override

@@ -3,7 +3,6 @@ package dev.jrdma.soft;
 import static dev.jrdma.soft.wire.Opcode.REQ;
 
 import dev.jrdma.soft.SendWqe.Progress;
-import dev.jrdma.soft.wire.Icrc;
 import dev.jrdma.soft.wire.Opcode;
 import dev.jrdma.soft.wire.RocePacket;
 import dev.jrdma.verbs.Access;
@@ -23,7 +22,6 @@ import dev.jrdma.verbs.QpStateMachine;
 import dev.jrdma.verbs.QpType;
 import dev.jrdma.verbs.QueuePair;
 import dev.jrdma.verbs.RecvWorkRequest;
-import dev.jrdma.verbs.SendFlag;
 import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.Sge;
 import dev.jrdma.verbs.VerbsException;
@@ -33,7 +31,6 @@ import dev.jrdma.verbs.WrOpcode;
 import dev.jrdma.verbs.spi.Resource;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
-import java.nio.ByteBuffer;
 import java.util.Set;
 
 /**
@@ -95,20 +92,12 @@ final class SoftQp extends Resource implements QueuePair {
      */
     volatile PacketAuth auth;
 
-    // where the engines build the next packet (used under the monitor only): slot 0 of the batch, or, while a batch is
-    // open (beginTx), its next free slot; an engine reads these anew for each packet it builds
-    private final TxBatch txBatch = new TxBatch();
-    ByteBuffer tx = txBatch.buffers[0];
-    MemorySegment txSeg = txBatch.segments[0];
+    /** Where the engines build and send packets (under the monitor only). */
+    final QpTransmitter out;
     /** The drive of its receiver that queued this QP's coalesced ACK, and the last that kept it owed (see {@link Transport}). */
     long ackDrive, ackKept;
     /** The receive thread's drive that listed this QP's ACK last ({@link Transport#ackAgain}). */
     long ackRxDrive = -1;
-    /** Open batches (beginTx without its endTx yet), and where the packets of the batch go. */
-    private int txDepth;
-
-    private InetSocketAddress txTo;
-    private final Icrc icrc = new Icrc();
 
     private final SendQueue sq;
     private final RecvQueue rq;
@@ -133,12 +122,6 @@ final class SoftQp extends Resource implements QueuePair {
         super(pd, "queue pair");
         this.pd = pd;
         this.tr = pd.transport();
-        try {
-            validate(attr);
-        } catch (RuntimeException e) {
-            close(); // a half-made QP must not stay among the PD's children
-            throw e;
-        }
         scq = (SoftCq) attr.sendCq();
         rcq = (SoftCq) attr.recvCq();
         srq = (SoftSrq) attr.srq();
@@ -154,6 +137,7 @@ final class SoftQp extends Resource implements QueuePair {
         // on an SRQ the responder takes one receive at a time into this one-slot queue (rxe copies it into
         // resp.srq_wqe)
         rq = srq == null ? new RecvQueue(nr, rsges) : new RecvQueue(1, srq.maxSge());
+        out = new QpTransmitter(this, tr);
         requester = new Requester(this, sq);
         responder = new Responder(this, rq);
         completer = new Completer(this, sq);
@@ -167,43 +151,6 @@ final class SoftQp extends Resource implements QueuePair {
             close();
             throw new dev.jrdma.verbs.ClosedException("ibv_create_qp", (scq.isClosed() ? scq : rcq).what());
         }
-    }
-
-    private void validate(QpInitAttr attr) {
-        if (!(attr.sendCq() instanceof SoftCq s) || !(attr.recvCq() instanceof SoftCq r))
-            throw new VerbsException(
-                    "ibv_create_qp", VerbsException.EINVAL, "the completion queues are not soft device CQs");
-        if (s.context() != pd.context() || r.context() != pd.context())
-            throw new VerbsException(
-                    "ibv_create_qp",
-                    VerbsException.EINVAL,
-                    "the completion queues belong to another context than the PD");
-        s.checkOpen("ibv_create_qp");
-        r.checkOpen("ibv_create_qp");
-        if (attr.srq() != null) {
-            if (!(attr.srq() instanceof SoftSrq q) || q.pd != pd)
-                throw new VerbsException(
-                        "ibv_create_qp",
-                        VerbsException.EINVAL,
-                        "the shared receive queue must belong to the QP's protection domain");
-            q.checkOpen("ibv_create_qp");
-        }
-        QpCap c = attr.cap();
-        if (c.maxSendWr() > SoftContext.MAX_QP_WR || c.maxRecvWr() > SoftContext.MAX_QP_WR)
-            throw new VerbsException(
-                    "ibv_create_qp",
-                    VerbsException.EINVAL,
-                    "max_send_wr/max_recv_wr above the soft device's " + SoftContext.MAX_QP_WR);
-        if (c.maxSendSge() > SoftContext.MAX_SGE || c.maxRecvSge() > SoftContext.MAX_SGE)
-            throw new VerbsException(
-                    "ibv_create_qp",
-                    VerbsException.EINVAL,
-                    "max_send_sge/max_recv_sge above the soft device's " + SoftContext.MAX_SGE);
-        if (c.maxInlineData() > SoftContext.MAX_INLINE)
-            throw new VerbsException(
-                    "ibv_create_qp",
-                    VerbsException.EINVAL,
-                    "max_inline_data above the soft device's " + SoftContext.MAX_INLINE);
     }
 
     private static int pow2(int n) {
@@ -463,7 +410,7 @@ final class SoftQp extends Resource implements QueuePair {
             return;
         }
         synchronized (this) {
-            beginTx();
+            out.begin();
             try {
                 // a coalesced ACK this QP owes its peer leaves with the requests, in one system call
                 responder.flushAck();
@@ -490,7 +437,7 @@ final class SoftQp extends Resource implements QueuePair {
                                 idx,
                                 "num_sge " + wr.numSge() + " is above the QP's max_send_sge " + cap.maxSendSge());
                     SendWqe w = sq.at(sq.tail);
-                    fill(w, wr, idx);
+                    SendWqeWriter.write(w, wr, idx, this, sigAll);
                     sq.tail++;
                 }
             } finally {
@@ -498,108 +445,8 @@ final class SoftQp extends Resource implements QueuePair {
                     if (state == QpState.ERR) flushSq();
                     else requester.run();
                 } finally {
-                    endTx();
+                    out.end();
                 }
-            }
-        }
-    }
-
-    private void fill(SendWqe w, SendWorkRequest wr, int idx) {
-        WrOpcode op = wr.opcode;
-        if (op == null) throw new PostException("ibv_post_send", VerbsException.EINVAL, idx, "opcode is null");
-        w.wrId = wr.wrId;
-        w.op = op;
-        w.signaled = sigAll || wr.flags.contains(SendFlag.SIGNALED);
-        w.fence = wr.flags.contains(SendFlag.FENCE);
-        w.solicited = wr.flags.contains(SendFlag.SOLICITED);
-        w.inline = wr.flags.contains(SendFlag.INLINE);
-        w.readOrAtomic = op == WrOpcode.RDMA_READ || op.isAtomic();
-        w.local = op == WrOpcode.BIND_MW || op == WrOpcode.LOCAL_INV;
-        w.localErr = null;
-        w.remoteAddr = wr.remoteAddr;
-        w.rkey = wr.rkey;
-        w.imm = wr.immData;
-        w.invRkey = wr.invalidateRkey;
-        w.compareAdd = wr.compareAdd;
-        w.swap = wr.swap;
-        w.progress = Progress.POSTED;
-        w.bindMw = null;
-        w.bindMr = null;
-        if (op == WrOpcode.BIND_MW) {
-            if (!(wr.bindMw instanceof SoftMw mw) || mw.type != MwType.TYPE_2)
-                throw new PostException(
-                        "ibv_post_send",
-                        VerbsException.EINVAL,
-                        idx,
-                        "BIND_MW work requests bind type 2 windows of this device; bind a type 1 window with QueuePair.bindMemoryWindow");
-            if (!(wr.bindMr instanceof SoftMr mr))
-                throw new PostException(
-                        "ibv_post_send",
-                        VerbsException.EINVAL,
-                        idx,
-                        "BIND_MW needs bindMr, a memory region of this device");
-            w.bindMw = mw;
-            w.bindMr = mr;
-            // 0 = let the provider pick a new random key; MemoryWindow.rkey() is the key of the last bind posted
-            if (wr.bindRkey == 0) w.bindRkey = mw.nextRkey();
-            else tr.noteKey(w.bindRkey = wr.bindRkey);
-            mw.rkey = w.bindRkey;
-            w.bindAddr = wr.bindAddr;
-            w.bindLen = wr.bindLength;
-            w.bindAccess = Access.toBits(wr.bindAccess);
-            w.numSge = 0;
-            w.total = 0;
-            return;
-        }
-        if (op == WrOpcode.LOCAL_INV) {
-            w.numSge = 0;
-            w.total = 0;
-            return;
-        }
-        int n = wr.numSge();
-        w.numSge = n;
-        long total = 0;
-        boolean needWrite = w.readOrAtomic;
-        for (int i = 0; i < n; i++) {
-            Sge g = wr.sge(i);
-            long l = Integer.toUnsignedLong(g.length);
-            w.addr[i] = g.addr;
-            w.len[i] = l;
-            total += l;
-            SoftMr mr = pd.localMr(g.lkey, g.addr, l, needWrite);
-            w.mr[i] = mr;
-            if (mr == null && l > 0 && !w.inline) w.localErr = WcStatus.LOC_PROT_ERR;
-        }
-        w.total = total;
-        if (total > SoftContext.MAX_MSG && w.localErr == null) w.localErr = WcStatus.LOC_LEN_ERR;
-        if (op.isAtomic() && w.localErr == null && total < 8) w.localErr = WcStatus.LOC_LEN_ERR;
-        if (w.inline && !w.readOrAtomic) {
-            if (total > cap.maxInlineData())
-                throw new PostException(
-                        "ibv_post_send",
-                        VerbsException.EINVAL,
-                        idx,
-                        "INLINE data of " + total + " bytes is above the QP's max_inline_data " + cap.maxInlineData());
-            if (w.inlineData == null && cap.maxInlineData() > 0)
-                w.inlineData = MemorySegment.ofArray(new byte[cap.maxInlineData()]);
-            long off = 0;
-            for (int i = 0; i < n && w.localErr == null; i++) {
-                SoftMr mr = w.mr[i];
-                if (w.len[i] == 0) continue;
-                if (mr == null) mr = pd.mrContaining(w.addr[i], w.len[i]);
-                if (mr == null) {
-                    throw new PostException(
-                            "ibv_post_send",
-                            VerbsException.EINVAL,
-                            idx,
-                            "INLINE data must lie in memory registered in this protection domain (the soft device cannot read raw addresses)");
-                }
-                try {
-                    MemorySegment.copy(mr.seg, w.addr[i] - mr.addr, w.inlineData, off, w.len[i]);
-                } catch (RuntimeException e) {
-                    w.localErr = WcStatus.LOC_PROT_ERR;
-                }
-                off += w.len[i];
             }
         }
     }
@@ -732,11 +579,11 @@ final class SoftQp extends Resource implements QueuePair {
     /** A packet for this QP (the driving thread): requests go to the responder, responses to the completer. False when dropped. */
     boolean receive(RocePacket p, MemorySegment seg, IpAddress src, int srcPort) {
         synchronized (this) {
-            beginTx(); // what the packet sets off (replies, a window of requests an ACK opens) leaves in one batch
+            out.begin(); // what the packet sets off (replies, a window of requests an ACK opens) leaves in one batch
             try {
                 return receiveLocked(p, seg, src, srcPort);
             } finally {
-                endTx();
+                out.end();
             }
         }
     }
@@ -828,11 +675,11 @@ final class SoftQp extends Resource implements QueuePair {
             QpState s = state;
             if (isClosed() || s == QpState.RESET || s == QpState.INIT || s == QpState.ERR || !responder.turnRequested())
                 return;
-            beginTx();
+            out.begin();
             try {
                 responder.sendReplies();
             } finally {
-                endTx();
+                out.end();
             }
         }
     }
@@ -869,59 +716,9 @@ final class SoftQp extends Resource implements QueuePair {
         return false;
     }
 
-    /** Adds the ICRC to the packet of {@code len} bytes in {@link #tx} and sends it to the peer. */
+    /** Adds the ICRC to the packet of {@code len} bytes in {@link QpTransmitter#tx} and sends it to the peer. */
     void transmit(int len) {
-        transmitTo(len, remoteAddr, remote);
-    }
-
-    /**
-     * Adds the ICRC to the packet of {@code len} bytes in {@link #tx} and sends it to {@code to} (UD: the address
-     * handle's): at once, or, while a batch is open, with the rest of the batch at its end.
-     */
-    void transmitTo(int len, IpAddress toAddr, InetSocketAddress to) {
-        IpAddress me = tr.local;
-        PacketAuth key = auth;
-        if (key != null) len = key.sign(tx, len, qpn, me);
-        if (me.isIpv4()) icrc.generate(tx, 0, len, me.ipv4(), toAddr.ipv4(), tr.port, tr.port);
-        else icrc.generateIpv6(tx, 0, len, me.hi, me.lo, toAddr.hi, toAddr.lo, tr.port, tr.port);
-        if (txDepth == 0) {
-            tr.send(tx, len, to);
-            return;
-        }
-        TxBatch b = txBatch;
-        if (b.count > 0 && to != txTo) { // another destination (UD): what waits goes first, in order
-            ByteBuffer built = b.buffers[b.count];
-            sendBatch();
-            b.buffers[0].put(0, built, 0, len);
-        }
-        txTo = to;
-        b.lengths[b.count++] = len;
-        if (b.count == TxBatch.CAPACITY) sendBatch();
-        tx = b.slot(b.count);
-        txSeg = b.segments[b.count];
-    }
-
-    /**
-     * Opens a batch (under the monitor): the packets transmitted until the matching {@link #endTx} leave together,
-     * with one system call where the link can ({@link Link#send(TxBatch, int, int, InetSocketAddress)}), and before
-     * the monitor is released, so that no packet of this QP can overtake them.
-     */
-    void beginTx() {
-        txDepth++;
-    }
-
-    /** Closes a batch; the outermost sends what it holds. */
-    void endTx() {
-        if (--txDepth == 0 && txBatch.count > 0) sendBatch();
-    }
-
-    private void sendBatch() {
-        TxBatch b = txBatch;
-        int n = b.count;
-        b.count = 0;
-        tx = b.buffers[0];
-        txSeg = b.segments[0];
-        tr.send(b, n, txTo);
+        out.transmitTo(len, remoteAddr, remote);
     }
 
     // =============================================================================================
@@ -951,11 +748,11 @@ final class SoftQp extends Resource implements QueuePair {
             }
             long retry = completer.retryDeadline;
             if (retry != 0 && now - retry >= 0) {
-                beginTx();
+                out.begin();
                 try {
                     completer.onRetryTimeout(now);
                 } finally {
-                    endTx();
+                    out.end();
                 }
             }
         }
