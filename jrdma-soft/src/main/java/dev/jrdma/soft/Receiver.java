@@ -57,6 +57,8 @@ final class Receiver {
     private InetSocketAddress lastFrom;
 
     private IpAddress lastSender;
+    /** The ECN field of the IP header of the packet being handled ({@link Ecn}; {@link Ecn#NOT_ECT} when the link cannot see it). */
+    int ecn;
     /** The ACKs this receiver's drives owe. */
     final OwedAcks acks;
     /** Drives with this receiver so far (stamps the ACKs it leaves owed). */

@@ -66,6 +66,8 @@ final class Requester {
     int rdAtomicOut;
     /** Packets allowed beyond the oldest unacknowledged PSN, and how often a packet asks for an ACK. */
     int window = 256, ackEvery = 64;
+    /** SEND/WRITE packets sent since the last that set AckReq. */
+    private int unaskedPackets;
     /** An RNR NAK arrived: nothing is sent until {@link #rnrDeadline}, then everything from {@link #rnrPsn} again. */
     boolean rnrWait;
 
@@ -205,7 +207,7 @@ final class Requester {
 
     /** Builds and sends packet {@code k} of a request. False when its memory cannot be read. */
     private boolean send(SendWqe w, int k) {
-        ByteBuffer b = qp.tx;
+        ByteBuffer b = qp.out.tx;
         int mtu = qp.mtu;
         int destQpn = qp.destQpn;
         int psn = Psn.add(w.firstPsn, k);
@@ -225,19 +227,36 @@ final class Requester {
             int plen = (int) Math.min(mtu, w.total - off);
             boolean last = k == w.npkts - 1;
             int opc = opcode(w.op, k == 0, last);
-            boolean ackReq = last || (k + 1) % ackEvery == 0;
+            boolean ackReq = asksForAck(w, last, psn);
             len = RocePacket.writeBth(b, 0, opc, w.solicited && last, PKEY, destQpn, ackReq, psn, plen);
             int fl = flags(opc);
             if ((fl & RETH) != 0) Reth.write(b, Bth.BYTES, w.remoteAddr, w.rkey, w.total);
             if ((fl & IMMDT) != 0) ImmDt.write(b, immOffset(opc), w.imm);
             if ((fl & IETH) != 0) Ieth.write(b, immOffset(opc), w.invRkey);
-            if (plen > 0 && !w.gather(off, qp.txSeg, headerLength(opc), plen)) return false;
+            if (plen > 0 && !w.gather(off, qp.out.txSeg, headerLength(opc), plen)) return false;
         }
         qp.transmit(len);
         int end = w.op == WrOpcode.RDMA_READ ? Psn.add(w.firstPsn, readChunkEnd(w, k)) : Psn.add(psn, 1);
         if (Psn.after(end, sentEnd)) sentEnd = end;
         qp.completer.armRetryTimer();
         return true;
+    }
+
+    /**
+     * Whether SEND/WRITE packet {@code psn} sets AckReq (IBA 9.7.5.1.1: the responder must acknowledge such a packet and
+     * may leave the others unacknowledged). As NICs and rxe ({@code RXE_MAX_UNACKED_PSNS}) do, not every packet asks:
+     * the last packet of a signalled message (its completion waits for the ACK), the last one the requester sends
+     * before it stops (nothing queued after it, or the window closes: an ACK must come for it to go on), and one in
+     * every {@link #ackEvery} so that a long run of unsignalled messages frees its window as it goes. A READ or atomic
+     * request always asks (its response is the acknowledgement).
+     */
+    private boolean asksForAck(SendWqe w, boolean last, int psn) {
+        boolean ask = (last && (w.signaled || sq.next + 1 == sq.tail))
+                || ++unaskedPackets >= ackEvery
+                || Psn.diff(Psn.add(psn, 1), qp.completer.oldestUnacked) >= window
+                || qp.state() == QpState.SQD; // it starts nothing after this: the ACK must not wait for a later request
+        if (ask) unaskedPackets = 0;
+        return ask;
     }
 
     /** The opcode of a SEND/WRITE packet by its place in the message. */

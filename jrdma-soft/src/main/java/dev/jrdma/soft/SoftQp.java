@@ -412,8 +412,6 @@ final class SoftQp extends Resource implements QueuePair {
         synchronized (this) {
             out.begin();
             try {
-                // a coalesced ACK this QP owes its peer leaves with the requests, in one system call
-                responder.flushAck();
                 int idx = 0;
                 for (SendWorkRequest wr = first; wr != null; wr = wr.next, idx++) {
                     QpState s = state;
@@ -444,6 +442,9 @@ final class SoftQp extends Resource implements QueuePair {
                 try {
                     if (state == QpState.ERR) flushSq();
                     else requester.run();
+                    // a coalesced ACK this QP owes its peer leaves with the requests, in one system call, after them:
+                    // in a ping-pong the answer reaches the peer's application first
+                    responder.flushAck();
                 } finally {
                     out.end();
                 }

@@ -1,0 +1,149 @@
+package dev.jrdma.soft;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+import dev.jrdma.soft.wire.Opcode;
+import dev.jrdma.verbs.MemoryRegion;
+import dev.jrdma.verbs.SendWorkRequest;
+import dev.jrdma.verbs.WcStatus;
+import dev.jrdma.verbs.WorkCompletion;
+import dev.jrdma.verbs.WrOpcode;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Issue 23 §2, ACKs off the critical path, on two devices joined by the test ({@link TwoDeviceNet}, manual clock): which
+ * packets ask for an ACK, how many ACKs a run of requests costs, the order of an answer and the ACK it carries, and
+ * that a lost coalesced ACK is recovered by the requester's timeout.
+ */
+@Timeout(60)
+class AckCoalescingTest {
+    static final int WRITES = 100;
+
+    /** A chain of {@code n} 64 B WRITEs from A to B, only the last signalled, posted at once. */
+    private static void postWrites(TwoDeviceNet net, MemoryRegion src, MemoryRegion dst, int n) {
+        SendWorkRequest first = null, prev = null;
+        for (int i = 0; i < n; i++) {
+            SendWorkRequest wr = new SendWorkRequest()
+                    .wrId(i)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .buffer(src, 64L * i, 64)
+                    .remote(dst.address() + 64L * i, dst.rkey())
+                    .signaled(i == n - 1);
+            if (prev == null) first = wr;
+            else prev.next = wr;
+            prev = wr;
+        }
+        net.a.qp.postSend(first);
+    }
+
+    private static WorkCompletion pollOne(TwoDeviceNet net) {
+        WorkCompletion[] wcs = WorkCompletion.array(4);
+        int n = net.a.cq.poll(wcs);
+        return n == 0 ? null : wcs[0];
+    }
+
+    @Test
+    void aRunOfUnsignalledWritesAsksForOneAckPerQuarterWindowAndForTheSignalledLast() {
+        try (TwoDeviceNet net = new TwoDeviceNet(new Fixture.Opts())) {
+            MemoryRegion src = net.a.mrAll(64L * WRITES), dst = net.b.mrAll(64L * WRITES);
+            Fixture.fill(src.segment(), 64L * WRITES, 3);
+            postWrites(net, src, dst, WRITES);
+            List<TwoDeviceNet.Packet> requests = List.copyOf(net.log);
+            assertEquals(WRITES, requests.size());
+            int every = net.qpA().requester.ackEvery; // 64 at MTU 1024
+            for (int i = 0; i < WRITES; i++) {
+                boolean expected = (i + 1) % every == 0 || i == WRITES - 1;
+                assertEquals(expected, requests.get(i).ackReq(), "AckReq of packet " + i);
+            }
+            net.deliver(); // each packet a receive burst of its own: the worst case for coalescing at a burst's end
+            assertEquals(2, net.count(net.tb, Opcode.ACKNOWLEDGE.code()), "one ACK per packet that asked");
+            WorkCompletion wc = pollOne(net);
+            assertNotNull(wc);
+            assertEquals(WcStatus.SUCCESS, wc.status);
+            assertEquals(WRITES - 1, wc.wrId);
+            Fixture.assertFilled(dst.segment(), 0, 64L * WRITES, 3);
+            assertEquals(0, net.ta.counters.get(Counter.RETRANSMITS));
+        }
+    }
+
+    @Test
+    void theLastRequestQueuedAsksForAnAckEvenUnsignalled() {
+        try (TwoDeviceNet net = new TwoDeviceNet(new Fixture.Opts())) {
+            MemoryRegion src = net.a.mrAll(64), dst = net.b.mrAll(64);
+            net.a.qp.postSend(new SendWorkRequest()
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .buffer(src, 0, 64)
+                    .remote(dst.address(), dst.rkey())
+                    .signaled(false));
+            assertTrue(net.log.get(0).ackReq(), "nothing follows it: without the ACK the window would never move");
+            net.deliver();
+            assertEquals(1, net.count(net.tb, Opcode.ACKNOWLEDGE.code()));
+            assertEquals(net.qpA().requester.nextPsn, net.qpA().completer.oldestUnacked, "the WRITE is acknowledged");
+        }
+    }
+
+    @Test
+    void aLostCoalescedAckIsRecoveredByTheTimeoutAndTheResponderAcknowledgesTheDuplicates() {
+        Fixture.Opts o = new Fixture.Opts();
+        o.timeout = 14; // 67 ms
+        try (TwoDeviceNet net = new TwoDeviceNet(o)) {
+            MemoryRegion src = net.a.mrAll(64L * WRITES), dst = net.b.mrAll(64L * WRITES);
+            Fixture.fill(src.segment(), 64L * WRITES, 9);
+            boolean[] lostOne = {false};
+            int lastPsn = 100 + WRITES - 1; // the connection's first PSN from A is 100
+            net.drop = p -> { // the ACK of the whole run, the first time
+                if (lostOne[0] || p.from() != net.tb || p.opcode() != Opcode.ACKNOWLEDGE.code() || p.psn() != lastPsn)
+                    return false;
+                return lostOne[0] = true;
+            };
+            postWrites(net, src, dst, WRITES);
+            WorkCompletion[] got = {null};
+            long before = net.clock.nanoTime();
+            net.runUntil(() -> (got[0] = pollOne(net)) != null, 1_000_000, 1_000_000_000L);
+            assertTrue(lostOne[0], "the ACK was lost");
+            assertEquals(WcStatus.SUCCESS, got[0].status);
+            long waited = net.clock.nanoTime() - before;
+            assertTrue(
+                    waited >= 67_000_000L,
+                    "completed only after the retransmission timeout, not after " + waited + " ns; retransmits "
+                            + net.ta.counters.get(Counter.RETRANSMITS) + ", late "
+                            + net.ta.counters.get(Counter.RETRY_TIMER_LATE));
+            assertEquals(1, net.ta.counters.get(Counter.RETRANSMITS));
+            // go-back-N from the first PSN the lost ACK covered: those packets are duplicates at B, ACKed again
+            long resent = WRITES - net.qpA().requester.ackEvery;
+            assertEquals(resent, net.tb.counters.get(Counter.RX_DUPLICATE_REQUEST));
+            Fixture.assertFilled(dst.segment(), 0, 64L * WRITES, 9);
+        }
+    }
+
+    @Test
+    void anAnswerPostedWhileItsPeersRequestIsHandledLeavesBeforeTheAck() {
+        try (TwoDeviceNet net = new TwoDeviceNet(new Fixture.Opts())) {
+            MemoryRegion srcA = net.a.mrAll(64), dstA = net.a.mrAll(64);
+            MemoryRegion srcB = net.b.mrAll(64), dstB = net.b.mrAll(64);
+            net.a.qp.postSend(new SendWorkRequest()
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .buffer(srcA, 0, 64)
+                    .remote(dstB.address(), dstB.rkey())
+                    .signaled(true));
+            TwoDeviceNet.Packet ping = net.inFlight.poll();
+            assertNotNull(ping);
+            net.log.clear();
+            // B's drive handles the ping and, before its end, B's application posts the pong (a ping-pong's answer):
+            // the ACK B owes for the ping goes with the pong, after it
+            net.tb.driveForTest(() -> {
+                net.handleInDrive(ping);
+                net.b.qp.postSend(new SendWorkRequest()
+                        .opcode(WrOpcode.RDMA_WRITE)
+                        .buffer(srcB, 0, 64)
+                        .remote(dstA.address(), dstA.rkey())
+                        .signaled(true));
+            });
+            assertEquals(2, net.log.size(), "the pong and one ACK");
+            assertEquals(Opcode.RDMA_WRITE_ONLY.code(), net.log.get(0).opcode(), "the answer first");
+            assertEquals(Opcode.ACKNOWLEDGE.code(), net.log.get(1).opcode(), "then the ACK it carries");
+        }
+    }
+}
