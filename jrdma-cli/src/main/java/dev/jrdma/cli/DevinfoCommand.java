@@ -81,6 +81,11 @@ public final class DevinfoCommand implements Callable<Integer> {
             if (board != null) out.printf("\tboard_id:\t\t\t%s%n", board);
             out.printf("\tphys_port_cnt:\t\t\t%d%n", a.physPortCnt());
             if (verbose) {
+                // the software device's congestion control settings (jrdma.soft.* properties)
+                for (var e : ctx.providerSettings().entrySet())
+                    out.printf(
+                            "\t%s:%s%s%n",
+                            e.getKey(), "\t".repeat(Math.max(1, 4 - (e.getKey().length() + 2) / 8)), e.getValue());
                 out.printf("\tmax_mr_size:\t\t\t0x%x%n", a.maxMrSize());
                 out.printf("\tpage_size_cap:\t\t\t0x%x%n", a.pageSizeCap());
                 out.printf("\tmax_qp:\t\t\t\t%d%n", a.maxQp());

@@ -98,7 +98,18 @@ enum Counter {
      * is resent but no retry is counted (at most {@link Completer#MAX_LATE_FORGIVEN} in a row without progress).
      */
     RETRY_TIMER_LATE("retry_timer_late"),
-    RNR_NAKS_RECEIVED("rnr_naks_received");
+    RNR_NAKS_RECEIVED("rnr_naks_received"),
+    /** Packets that arrived with the IP header's ECN field at CE (a congested switch marked them; {@link Dcqcn}). */
+    RX_ECN_CE("rx_ecn_ce"),
+    /** CNPs sent as DCQCN's notification point (at most one per QP per interval, however many packets were marked). */
+    TX_CNPS("tx_cnps"),
+    /** CNPs received: each cut its QP's rate (DCQCN's reaction point). */
+    RX_CNPS("rx_cnps"),
+    /**
+     * The current sending rate, in Mb/s, of the QP whose DCQCN rate changed last (a CNP cut it, or it recovered):
+     * the line rate ({@code jrdma.soft.dcqcn.lineRateMbps}) when no QP is limited. A value, not a count.
+     */
+    DCQCN_RATE_MBPS("dcqcn_rate_mbps");
 
     final String label;
 
@@ -114,6 +125,10 @@ enum Counter {
 
         void add(Counter c) {
             values.getAndIncrement(c.ordinal());
+        }
+
+        void set(Counter c, long value) {
+            values.set(c.ordinal(), value);
         }
 
         void add(Counter c, long n) {

@@ -17,4 +17,15 @@ final class Ecn {
     static final int CE = 0b11;
     /** The bits of the ECN field in the TOS byte / traffic class. */
     static final int MASK = 0b11;
+    /** {@code -Djrdma.soft.ecn=off}: packets leave Not-ECT (switches then drop instead of marking). On by default. */
+    static final boolean SEND_ECT = !"off".equals(System.getProperty("jrdma.soft.ecn"));
+
+    /**
+     * {@return the TOS byte / traffic class a packet leaves with: the address vector's DSCP and ECT(0)}
+     *
+     * @param trafficClass the address vector's traffic class (its ECN bits are the device's to set)
+     */
+    static int outgoing(int trafficClass) {
+        return SEND_ECT ? (trafficClass & ~MASK) | ECT_0 : trafficClass & ~MASK;
+    }
 }

@@ -55,6 +55,7 @@ interface Link extends AutoCloseable {
         if (from == null) return 0;
         batch.lengths[0] = b.position();
         batch.sources[0] = from;
+        batch.ecn[0] = Ecn.NOT_ECT;
         return 1;
     }
 

@@ -15,7 +15,6 @@ import java.net.Inet4Address;
 import java.net.Inet6Address;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
-import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.ClosedChannelException;
@@ -53,6 +52,9 @@ final class LinuxUdpLink implements Link {
             "on".equals(System.getProperty("jrdma.soft.gso", "off").trim());
 
     private static final int IPPROTO_IP = 0, IP_TOS = 1, IPPROTO_IPV6 = 41, IPV6_FLOWINFO_SEND = 33, IPV6_TCLASS = 67;
+    /** Each received datagram's TOS / traffic class as a control message: its ECN field ({@link RxBatch#ecn}). */
+    private static final int IP_RECVTOS = 13, IPV6_RECVTCLASS = 66, RX_CONTROL = 32;
+
     private static final int MSG_DONTWAIT = 0x40, MSG_TRUNC = 0x20;
     private static final int EAGAIN = 11, EINTR = 4, ENOBUFS = 105, EFD_NONBLOCK = 0x800, EFD_CLOEXEC = 0x80000;
     private static final short POLLIN = 1;
@@ -132,7 +134,7 @@ final class LinuxUdpLink implements Link {
             if (family == AF_INET6)
                 sa.set(NET_INT, 4, Destination.flowLabel(to)); // sin6_flowinfo (IPV6_FLOWINFO_SEND is on)
             int trafficClass = Destination.trafficClass(to);
-            controls[i] = trafficClass != 0 ? trafficClassControl(trafficClass, family) : null;
+            controls[i] = trafficClass != 0 ? trafficClassControl(Ecn.outgoing(trafficClass), family) : null;
             destinations[i] = to;
             return i;
         }
@@ -147,7 +149,7 @@ final class LinuxUdpLink implements Link {
             return c;
         }
 
-        final SourceCache sources = new SourceCache();
+        final SockaddrCache sources = new SockaddrCache();
         /** The last buffers passed and the native addresses of their element 0 (each QP passes its own transmit buffer every time). */
         final ByteBuffer[] buffers = new ByteBuffer[CACHED];
 
@@ -173,14 +175,15 @@ final class LinuxUdpLink implements Link {
 
     /** A batch's message headers (one mmsghdr, iovec and sockaddr per slot) and its decoded senders. */
     private static final class BatchState {
-        final MemorySegment headers, iovecs, names;
-        final SourceCache sources = new SourceCache();
+        final MemorySegment headers, iovecs, names, controls;
+        final SockaddrCache sources = new SockaddrCache();
 
         BatchState(RxBatch batch) {
             Arena arena = Arena.ofAuto();
             headers = arena.allocate((long) MMSGHDR * RxBatch.CAPACITY, 8);
             iovecs = arena.allocate((long) IOVEC * RxBatch.CAPACITY, 8);
             names = arena.allocate((long) SOCKADDR * RxBatch.CAPACITY, 8);
+            controls = arena.allocate((long) RX_CONTROL * RxBatch.CAPACITY, 8);
             for (int i = 0; i < RxBatch.CAPACITY; i++) {
                 MemorySegment iov = iovecs.asSlice((long) i * IOVEC, IOVEC);
                 iov.set(ValueLayout.ADDRESS, 0, batch.segments[i]);
@@ -189,55 +192,8 @@ final class LinuxUdpLink implements Link {
                 h.set(ValueLayout.ADDRESS, MSG_NAME, names.asSlice((long) i * SOCKADDR, SOCKADDR));
                 h.set(ValueLayout.ADDRESS, MSG_IOV, iov);
                 h.set(ValueLayout.JAVA_LONG, MSG_IOVLEN, 1);
+                h.set(ValueLayout.ADDRESS, MSG_CONTROL, controls.asSlice((long) i * RX_CONTROL, RX_CONTROL));
             }
-        }
-    }
-
-    /** The senders decoded lately: a known sender gives the same {@link InetSocketAddress}, without allocating. */
-    private static final class SourceCache {
-        final int[] families = new int[CACHED], ports = new int[CACHED];
-        final long[] highs = new long[CACHED], lows = new long[CACHED]; // the address: IPv4 in low, IPv6 in both
-        final InetSocketAddress[] known = new InetSocketAddress[CACHED];
-        int last, next;
-
-        /** The sender in the sockaddr at {@code at} of {@code sa}. */
-        InetSocketAddress decode(MemorySegment sa, long at) throws IOException {
-            int fam = sa.get(ValueLayout.JAVA_SHORT, at);
-            int port = Short.toUnsignedInt(sa.get(NET_SHORT, at + 2));
-            long high, low;
-            if (fam == AF_INET) {
-                high = 0;
-                low = Integer.toUnsignedLong(sa.get(NET_INT, at + 4));
-            } else if (fam == AF_INET6) {
-                high = sa.get(ValueLayout.JAVA_LONG_UNALIGNED, at + 8);
-                low = sa.get(ValueLayout.JAVA_LONG_UNALIGNED, at + 16);
-            } else {
-                throw new IOException("a datagram from address family " + fam);
-            }
-            for (int k = 0, i = last; k < CACHED; k++, i = (i + 1) % CACHED) {
-                if (known[i] != null && families[i] == fam && ports[i] == port && highs[i] == high && lows[i] == low) {
-                    last = i;
-                    return known[i];
-                }
-            }
-            byte[] bytes = fam == AF_INET ? new byte[4] : new byte[16];
-            MemorySegment.copy(sa, ValueLayout.JAVA_BYTE, at + (fam == AF_INET ? 4 : 8), bytes, 0, bytes.length);
-            InetAddress a;
-            try {
-                a = fam == AF_INET
-                        ? InetAddress.getByAddress(bytes)
-                        : Inet6Address.getByAddress(null, bytes, sa.get(ValueLayout.JAVA_INT_UNALIGNED, at + 24));
-            } catch (UnknownHostException e) {
-                throw new IOException(e);
-            }
-            int i = next;
-            next = (i + 1) % CACHED;
-            families[i] = fam;
-            ports[i] = port;
-            highs[i] = high;
-            lows[i] = low;
-            last = i;
-            return known[i] = new InetSocketAddress(a, port);
         }
     }
 
@@ -283,6 +239,23 @@ final class LinuxUdpLink implements Link {
                                         a.allocateFrom(ValueLayout.JAVA_INT, 1),
                                         4)
                                 < 0) throw new IOException("setsockopt(UDP_NO_CHECK6_RX): errno " + errno(state));
+                // ECT(0) on every packet, as RoCEv2 NICs send, and each arriving packet's ECN field in a control
+                // message (DCQCN's notification point; a kernel without them leaves the device without ECN)
+                int v6 = family == AF_INET6 ? 1 : 0;
+                ignored = (int) Native.SETSOCKOPT.invokeExact(
+                        state,
+                        fd,
+                        v6 == 1 ? IPPROTO_IPV6 : IPPROTO_IP,
+                        v6 == 1 ? IPV6_TCLASS : IP_TOS,
+                        a.allocateFrom(ValueLayout.JAVA_INT, Ecn.outgoing(0)),
+                        4);
+                ignored = (int) Native.SETSOCKOPT.invokeExact(
+                        state,
+                        fd,
+                        v6 == 1 ? IPPROTO_IPV6 : IPPROTO_IP,
+                        v6 == 1 ? IPV6_RECVTCLASS : IP_RECVTOS,
+                        a.allocateFrom(ValueLayout.JAVA_INT, 1),
+                        4);
                 // an address vector's flow label (Destination) rides in each send's sin6_flowinfo
                 if (family == AF_INET6
                         && (int) Native.SETSOCKOPT.invokeExact(
@@ -574,8 +547,10 @@ final class LinuxUdpLink implements Link {
         if (batch.linkState instanceof BatchState known) st = known;
         else batch.linkState = st = new BatchState(batch);
         MemorySegment h = st.headers;
-        for (int i = 0; i < RxBatch.CAPACITY; i++)
+        for (int i = 0; i < RxBatch.CAPACITY; i++) {
             h.set(ValueLayout.JAVA_INT, (long) i * MMSGHDR + MSG_NAMELEN, SOCKADDR);
+            h.set(ValueLayout.JAVA_LONG, (long) i * MMSGHDR + MSG_CONTROLLEN, RX_CONTROL);
+        }
         enter();
         int n, error = 0;
         try {
@@ -599,9 +574,21 @@ final class LinuxUdpLink implements Link {
             boolean cut = (h.get(ValueLayout.JAVA_INT, at + MSG_FLAGS) & MSG_TRUNC) != 0;
             batch.lengths[i] = cut ? RxBatch.TRUNCATED : h.get(ValueLayout.JAVA_INT, at + MSG_LEN);
             batch.sources[i] = st.sources.decode(st.names, (long) i * SOCKADDR);
+            batch.ecn[i] = (byte)
+                    receivedEcn(st.controls, (long) i * RX_CONTROL, h.get(ValueLayout.JAVA_LONG, at + MSG_CONTROLLEN));
         }
         batch.drained = n < RxBatch.CAPACITY;
         return n;
+    }
+
+    /** The ECN field in the IP_TOS (a byte) or IPV6_TCLASS (an int) control message at {@code at}; Not-ECT without one. */
+    private static int receivedEcn(MemorySegment controls, long at, long controlLen) {
+        if (controlLen < 17) return Ecn.NOT_ECT;
+        int level = controls.get(ValueLayout.JAVA_INT, at + 8), type = controls.get(ValueLayout.JAVA_INT, at + 12);
+        if (level == IPPROTO_IP && type == IP_TOS) return controls.get(ValueLayout.JAVA_BYTE, at + 16) & Ecn.MASK;
+        if (level == IPPROTO_IPV6 && type == IPV6_TCLASS && controlLen >= 20)
+            return controls.get(ValueLayout.JAVA_INT, at + 16) & Ecn.MASK;
+        return Ecn.NOT_ECT;
     }
 
     /** Blocks in {@code poll} on the socket and the wake-up eventfd. */

@@ -66,6 +66,11 @@ final class PacketDispatch implements ProgressEngine.PacketHandler {
         if (r.pkt.wrap(buf, 0, len) != RocePacket.OK) return drop(Counter.RX_MALFORMED, repeat);
         if (repeat && !Opcode.isRc(r.pkt.opcode())) return false; // UD and UC have no duplicate detection
         if (qp == null) return drop(Counter.RX_UNKNOWN_QP, repeat);
+        if (r.pkt.opcode() == Opcode.CNP.code()) {
+            if (!repeat) qp.congestion.receiveCnp(src, srcPort);
+            return true;
+        }
+        if (r.ecn == Ecn.CE && !repeat) qp.congestion.receiveCeMarked(src, srcPort);
         qp.receive(r.pkt, seg, src, srcPort);
         return true;
     }

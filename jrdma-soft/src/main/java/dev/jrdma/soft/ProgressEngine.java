@@ -369,6 +369,7 @@ final class ProgressEngine {
             r.handled++;
             r.progress.lazySet(r.progress.get() + 1);
             r.inHand.lazySet(from.tag << 32 | i);
+            r.ecn = batch.ecn[i];
             try {
                 handler.handle(r, batch.sources[i], batch.buffers[i], batch.segments[i], batch.lengths[i], false);
             } catch (RuntimeException | Error e) {
@@ -392,6 +393,7 @@ final class ProgressEngine {
         if (h == 0) return;
         RxBatch batch = (h >>> 32 == pollRx.tag ? pollRx : threadRx).batch;
         int i = (int) h;
+        r.ecn = batch.ecn[i];
         try {
             if (handler.handle(r, batch.sources[i], batch.takerViews[i], batch.segments[i], batch.lengths[i], true))
                 counters.add(Counter.RX_TAKEOVER_REPEATS);

@@ -86,7 +86,7 @@ final class RawIpv4Link implements Link {
             int dstIp = dst.hashCode(), port = to.getPort();
             // IPv4 header: the kernel fills in the header checksum and total length of an IPPROTO_RAW packet
             o.put(0, (byte) 0x45)
-                    .put(1, (byte) Destination.trafficClass(to))
+                    .put(1, (byte) Ecn.outgoing(Destination.trafficClass(to)))
                     .putShort(2, (short) (HDR + n))
                     .putShort(4, (short) id)
                     .putShort(6, (short) 0x4000)

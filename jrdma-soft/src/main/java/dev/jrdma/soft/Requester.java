@@ -37,6 +37,8 @@ final class Requester {
         WAIT_RD_ATOMIC,
         WAIT_PSN_SPACE,
         WAIT_WINDOW,
+        /** DCQCN's rate allows no packet now ({@link QpCongestion#pace}): the timer brings the requester back. */
+        WAIT_RATE,
         WAIT_READ_RESPONSES,
         STOPPED;
 
@@ -158,7 +160,7 @@ final class Requester {
     /** Memory window bind or local invalidate: executed in send queue order, no packet. */
     private State localOperation() {
         SendWqe w = wqe;
-        WcStatus st = w.op == WrOpcode.BIND_MW ? bind(w) : qp.invalidate(w.invRkey, false);
+        WcStatus st = w.op == WrOpcode.BIND_MW ? bind(w) : SoftMw.invalidate(qp, w.invRkey, false);
         if (st != WcStatus.SUCCESS) {
             error = st;
             return State.ERROR;
@@ -182,6 +184,7 @@ final class Requester {
         if (w.op == WrOpcode.RDMA_READ && w.nextPkt > w.readRecv) return State.WAIT_READ_RESPONSES;
         if (!w.op.isAtomic() && Psn.diff(Psn.add(w.firstPsn, w.nextPkt), qp.completer.oldestUnacked) >= window)
             return State.WAIT_WINDOW;
+        if (qp.congestion.dcqcn.limited && !qp.congestion.pace(w, w.nextPkt)) return State.WAIT_RATE;
         if (!send(w, w.nextPkt)) {
             error = WcStatus.LOC_PROT_ERR;
             return State.ERROR;

@@ -324,7 +324,7 @@ final class Responder {
                 imm = pkt.immediate();
             } else if ((flags & IETH) != 0) {
                 imm = pkt.invalidateRkey();
-                if (qp.invalidate(imm, true) != WcStatus.SUCCESS)
+                if (SoftMw.invalidate(qp, imm, true) != WcStatus.SUCCESS)
                     return recvError(r, WcStatus.MW_BIND_ERR, State.ERR_INVALID_REQUEST);
                 wcFlags = WorkCompletion.WITH_INV;
             }
@@ -499,7 +499,7 @@ final class Responder {
             rq.head++;
         }
         qp.toErr();
-        qp.raiseResponderError(nakCode);
+        raiseError(nakCode);
         return State.DONE;
     }
 
@@ -668,5 +668,18 @@ final class Responder {
             return true;
         }
         return false;
+    }
+
+    /** The responder NAKed a request and moved the QP to ERR: the affiliated error of IBA 11.6.3.1 for the NAK's code. */
+    private void raiseError(int nakCode) {
+        qp.pd()
+                .context()
+                .raise(
+                        switch (nakCode) {
+                            case Aeth.NAK_INVALID_REQUEST -> dev.jrdma.verbs.AsyncEventType.QP_REQ_ERR;
+                            case Aeth.NAK_REMOTE_ACCESS_ERROR -> dev.jrdma.verbs.AsyncEventType.QP_ACCESS_ERR;
+                            default -> dev.jrdma.verbs.AsyncEventType.QP_FATAL;
+                        },
+                        qp);
     }
 }

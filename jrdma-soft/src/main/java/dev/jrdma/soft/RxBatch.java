@@ -37,6 +37,12 @@ final class RxBatch {
     final MemorySegment[] segments = new MemorySegment[CAPACITY];
     /** Bytes received in each slot, or {@link #TRUNCATED}. */
     final int[] lengths = new int[CAPACITY];
+    /**
+     * The ECN field of each slot's IP header ({@link Ecn}): filled by a link that can read it ({@link LinuxUdpLink},
+     * with {@code IP_RECVTOS}/{@code IPV6_RECVTCLASS}), {@link Ecn#NOT_ECT} from the others (NIO's DatagramChannel
+     * hands out no per-datagram TOS; the same-host rings cross no switch).
+     */
+    final byte[] ecn = new byte[CAPACITY];
     /** The sender of each slot's datagram. */
     final InetSocketAddress[] sources = new InetSocketAddress[CAPACITY];
     /** Set by the link: the last burst emptied the link (no call is needed to find it empty). */

@@ -185,7 +185,10 @@ final class ShmReceiver {
         if (k == 0 || !heads.compareAndSet(s * PAD, h, h + k)) return n; // none, or the other thread took them
         for (long p = h; p < h + k; p++) {
             int len = copyOut(s, p, batch.segments[n], 0, batch.sources, n);
-            if (len > 0) batch.lengths[n++] = len;
+            if (len > 0) {
+                batch.ecn[n] = Ecn.NOT_ECT;
+                batch.lengths[n++] = len;
+            }
         }
         counters.add(Counter.RX_SHM_PACKETS, k);
         return n;

@@ -384,6 +384,15 @@ public final class SoftContext extends Resource implements Context {
         return true;
     }
 
+    /** ECN and DCQCN's parameters ({@code -Djrdma.soft.ecn}, {@code -Djrdma.soft.dcqcn.*}). */
+    @Override
+    public java.util.Map<String, String> providerSettings() {
+        java.util.LinkedHashMap<String, String> m = new java.util.LinkedHashMap<>();
+        m.put("ecn", Ecn.SEND_ECT ? "ECT(0) sent" : "off");
+        m.putAll(Dcqcn.DEFAULTS.describe());
+        return m;
+    }
+
     /** The device's link: e.g. "udp 127.0.0.1:4791 (libc) + same-host ring /dev/shm/jrdma-soft-... (to 127.0.0.2:4791 over shm)". */
     @Override
     public String linkDescription() {

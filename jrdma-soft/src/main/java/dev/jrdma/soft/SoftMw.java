@@ -2,6 +2,7 @@ package dev.jrdma.soft;
 
 import dev.jrdma.verbs.MemoryWindow;
 import dev.jrdma.verbs.MwType;
+import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.spi.Resource;
 
 /**
@@ -53,5 +54,27 @@ final class SoftMw extends Resource implements MemoryWindow {
     protected void destroy() {
         binding = null;
         pd.transport().removeKey(keyIndex, this);
+    }
+
+    /**
+     * Invalidates a type 2 window's rkey (LOCAL_INV, or a peer's SEND_WITH_INV when {@code remote}).
+     *
+     * @param qp the QP whose request invalidates it (a remote invalidation must come through the QP it is bound to)
+     * @param rkey the window's rkey
+     * @param remote whether the peer asked (SEND_WITH_INV)
+     * @return SUCCESS, or MW_BIND_ERR when the rkey names no window this QP may invalidate
+     */
+    static WcStatus invalidate(SoftQp qp, int rkey, boolean remote) {
+        if (qp.transport().keyOwner(rkey) instanceof SoftMw mw
+                && mw.type == MwType.TYPE_2
+                && mw.pd == qp.pd()
+                && !mw.isClosed()) {
+            SoftMw.Binding b = mw.binding;
+            if (b != null && b.rkey() == rkey && (!remote || b.qp() == qp)) {
+                mw.binding = null;
+                return WcStatus.SUCCESS;
+            }
+        }
+        return WcStatus.MW_BIND_ERR;
     }
 }

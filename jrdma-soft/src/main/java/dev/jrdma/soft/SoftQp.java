@@ -117,6 +117,8 @@ final class SoftQp extends Resource implements QueuePair {
     final Requester requester;
     final Responder responder;
     final Completer completer;
+    /** DCQCN: CNPs for CE-marked packets, the rate the requester keeps to. */
+    final QpCongestion congestion;
 
     SoftQp(SoftPd pd, QpInitAttr attr) {
         super(pd, "queue pair");
@@ -138,6 +140,7 @@ final class SoftQp extends Resource implements QueuePair {
         // resp.srq_wqe)
         rq = srq == null ? new RecvQueue(nr, rsges) : new RecvQueue(1, srq.maxSge());
         out = new QpTransmitter(this, tr);
+        congestion = new QpCongestion(this, Dcqcn.DEFAULTS);
         requester = new Requester(this, sq);
         responder = new Responder(this, rq);
         completer = new Completer(this, sq);
@@ -561,18 +564,6 @@ final class SoftQp extends Resource implements QueuePair {
         }
     }
 
-    /** Invalidates a type 2 window's rkey (LOCAL_INV, or a peer's SEND_WITH_INV when {@code remote}). */
-    WcStatus invalidate(int rkey, boolean remote) {
-        if (tr.keyOwner(rkey) instanceof SoftMw mw && mw.type == MwType.TYPE_2 && mw.pd == pd && !mw.isClosed()) {
-            SoftMw.Binding b = mw.binding;
-            if (b != null && b.rkey() == rkey && (!remote || b.qp() == this)) {
-                mw.binding = null;
-                return WcStatus.SUCCESS;
-            }
-        }
-        return WcStatus.MW_BIND_ERR;
-    }
-
     // =============================================================================================
     // packets in and out
     // =============================================================================================
@@ -658,18 +649,6 @@ final class SoftQp extends Resource implements QueuePair {
         return true;
     }
 
-    /** The responder NAKed a request and moved the QP to ERR: the affiliated error of IBA 11.6.3.1 for the NAK's code. */
-    void raiseResponderError(int nakCode) {
-        pd.context()
-                .raise(
-                        switch (nakCode) {
-                            case dev.jrdma.soft.wire.Aeth.NAK_INVALID_REQUEST -> AsyncEventType.QP_REQ_ERR;
-                            case dev.jrdma.soft.wire.Aeth.NAK_REMOTE_ACCESS_ERROR -> AsyncEventType.QP_ACCESS_ERR;
-                            default -> AsyncEventType.QP_FATAL;
-                        },
-                        this);
-    }
-
     /** The receive loop's turn to send more READ responses (see {@link Responder#sendReplies}). */
     void continueReplies() {
         synchronized (this) {
@@ -728,10 +707,11 @@ final class SoftQp extends Resource implements QueuePair {
 
     /** The earliest armed deadline (retransmission or end of an RNR wait), 0 when none; read by the timer without the lock. */
     long nextDeadline() {
-        long r = completer.retryDeadline, n = requester.rnrDeadline;
-        if (r == 0) return n;
-        if (n == 0) return r;
-        return r - n <= 0 ? r : n;
+        return earliest(earliest(completer.retryDeadline, requester.rnrDeadline), congestion.rateDeadline);
+    }
+
+    private static long earliest(long a, long b) {
+        return a == 0 ? b : b == 0 ? a : a - b <= 0 ? a : b;
     }
 
     /** A deadline passed (timer thread): the end of an RNR wait, or a retransmission timeout. */
@@ -740,12 +720,23 @@ final class SoftQp extends Resource implements QueuePair {
             if (isClosed() || (state != QpState.RTS && state != QpState.SQD)) {
                 completer.retryDeadline = 0;
                 requester.rnrDeadline = 0;
+                congestion.rateDeadline = 0;
                 return;
             }
             long rnr = requester.rnrDeadline;
             if (rnr != 0 && now - rnr >= 0) {
                 requester.endRnrWait();
                 return;
+            }
+            long paced = congestion.rateDeadline;
+            if (paced != 0 && now - paced >= 0) {
+                congestion.rateDeadline = 0;
+                out.begin();
+                try {
+                    requester.run();
+                } finally {
+                    out.end();
+                }
             }
             long retry = completer.retryDeadline;
             if (retry != 0 && now - retry >= 0) {

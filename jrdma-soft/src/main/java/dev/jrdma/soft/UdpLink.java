@@ -42,6 +42,8 @@ final class UdpLink implements Link {
         try {
             c.setOption(StandardSocketOptions.SO_RCVBUF, 4 << 20);
             c.setOption(StandardSocketOptions.SO_SNDBUF, 4 << 20);
+            // ECT(0) as RoCEv2 NICs send; the ECN of what arrives stays unknown here (no per-datagram TOS in NIO)
+            c.setOption(StandardSocketOptions.IP_TOS, Ecn.outgoing(0));
             c.bind(new InetSocketAddress(address, port));
             c.configureBlocking(false);
             s = Selector.open();

@@ -56,7 +56,7 @@ class LinuxUdpLinkTest {
         }
     }
 
-    private static int port(LinuxUdpLink l) {
+    static int port(LinuxUdpLink l) {
         String s = l.toString(); // "udp HOST:PORT (libc)"
         return Integer.parseInt(s.substring(s.lastIndexOf(':') + 1, s.indexOf(' ', s.lastIndexOf(':'))));
     }

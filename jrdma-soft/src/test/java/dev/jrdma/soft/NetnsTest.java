@@ -75,7 +75,10 @@ class NetnsTest {
                 senders.add(sender);
                 int[] want = sender == 1 ? HEADER_A : HEADER_B;
                 int first = ip.getInt(0);
-                assertEquals(want[0], (first >>> 20) & 0xFF, "traffic class of packet " + roce + " from ::" + sender);
+                assertEquals(
+                        Ecn.outgoing(want[0]),
+                        (first >>> 20) & 0xFF,
+                        "traffic class (and ECT(0)) of packet " + roce + " from ::" + sender);
                 assertEquals(want[1], first & 0xFFFFF, "flow label of packet " + roce + " from ::" + sender);
                 assertEquals(
                         ROUTE_HOP_LIMIT,
@@ -134,7 +137,7 @@ class NetnsTest {
                 int id = ip.getShort(4) & 0xFFFF;
                 senders.add((ip.getInt(12) & 0xFF) + "");
                 int[] want = (ip.getInt(12) & 0xFF) == 1 ? HEADER_A : HEADER_B;
-                assertEquals(want[0], ip.get(1) & 0xFF, "TOS of packet " + roce);
+                assertEquals(Ecn.outgoing(want[0]), ip.get(1) & 0xFF, "TOS (and ECT(0)) of packet " + roce);
                 assertEquals(
                         ROUTE_HOP_LIMIT,
                         ip.get(8) & 0xFF,

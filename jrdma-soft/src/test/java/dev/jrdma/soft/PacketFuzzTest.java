@@ -71,7 +71,8 @@ class PacketFuzzTest {
         Counter.RX_DUPLICATE_REQUEST,
         Counter.RX_RESPONSE_OUT_OF_WINDOW,
         Counter.RX_RESPONSE_IGNORED,
-        Counter.RX_DROPPED
+        Counter.RX_DROPPED,
+        Counter.RX_CNPS // a CNP from the peer's address is taken (it can only slow the QP down)
     };
 
     static final long GUARD = 4096, REGION = 8192;

@@ -127,6 +127,17 @@ public interface Context extends AutoCloseable {
     }
 
     /**
+     * The provider's own settings, for people ({@code jrdma devinfo -v}): for the software device its congestion
+     * control (ECN, DCQCN's parameters, each settable by the system property {@code jrdma.soft.NAME}); empty for a
+     * kernel device.
+     *
+     * @return each setting's name and value, in the order to show them
+     */
+    default java.util.Map<String, String> providerSettings() {
+        return java.util.Map.of();
+    }
+
+    /**
      * {@code ibv_alloc_pd}: a new protection domain.
      *
      * @return the protection domain, closed with this context

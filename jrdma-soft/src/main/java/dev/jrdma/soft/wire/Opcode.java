@@ -96,7 +96,13 @@ public enum Opcode {
                     | Opcode.SEND
                     | Opcode.START
                     | Opcode.END
-                    | Opcode.COMP);
+                    | Opcode.COMP),
+
+    /**
+     * {@code CNP} (0x81, RoCEv2 annex A17.9.3: transport 100): DCQCN's congestion notification, sent back to the QP whose
+     * packet arrived CE-marked: a BTH (the B/BECN bit set, PSN 0) and 16 reserved bytes.
+     */
+    CNP(0x81, Opcode.CNP_RESERVED);
 
     // ---- flag bits -------------------------------------------------------------------------------
     /** A RETH (16 bytes) follows the BTH. */
@@ -135,6 +141,8 @@ public enum Opcode {
     public static final int COMP = 1 << 16;
     /** A DETH (8 bytes: Q_Key, source QP) follows the BTH: the datagram transports. */
     public static final int DETH = 1 << 17;
+    /** The CNP's 16 reserved bytes follow the BTH. */
+    public static final int CNP_RESERVED = 1 << 18;
 
     // ---- header sizes ----------------------------------------------------------------------------
     /** Bytes of the BTH. */
@@ -153,6 +161,8 @@ public enum Opcode {
     public static final int IETH_BYTES = 4;
     /** Bytes of the ICRC that ends every packet. */
     public static final int ICRC_BYTES = 4;
+    /** A CNP's 16 reserved bytes after the BTH. */
+    public static final int CNP_RESERVED_BYTES = 16;
     /** Bytes of a DETH. */
     public static final int DETH_BYTES = 8;
 
@@ -184,6 +194,7 @@ public enum Opcode {
         if ((flags & DETH) != 0) len += DETH_BYTES;
         if ((flags & IMMDT) != 0) len += IMMDT_BYTES;
         if ((flags & IETH) != 0) len += IETH_BYTES;
+        if ((flags & CNP_RESERVED) != 0) len += CNP_RESERVED_BYTES;
         this.headerLength = len;
     }
 

@@ -142,8 +142,32 @@ class WireCodecTest {
     @Test
     void opcodeTable() {
         int[] codes = {
-            0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x0E, 0x0F, 0x10, 0x11,
-            0x12, 0x13, 0x14, 0x16, 0x17, 0x64, 0x65
+            0x00,
+            0x01,
+            0x02,
+            0x03,
+            0x04,
+            0x05,
+            0x06,
+            0x07,
+            0x08,
+            0x09,
+            0x0A,
+            0x0B,
+            0x0C,
+            0x0D,
+            0x0E,
+            0x0F,
+            0x10,
+            0x11,
+            0x12,
+            0x13,
+            0x14,
+            0x16,
+            0x17,
+            0x64,
+            0x65,
+            0x81 // 0x81: the RoCEv2 CNP
         };
         Opcode[] ops = Opcode.values();
         assertEquals(codes.length, ops.length);
@@ -155,7 +179,9 @@ class WireCodecTest {
         assertNull(Opcode.of(0x18));
         assertEquals(-1, Opcode.headerLength(0x66)); // UD has no other opcode; UC (0x20..) is not implemented
         assertEquals(-1, Opcode.headerLength(0x20));
-        assertFalse(Opcode.isValid(0x81));
+        assertTrue(Opcode.isValid(0x81)); // the CNP (issue 23 §3): a BTH and 16 reserved bytes
+        assertEquals(28, Opcode.headerLength(0x81));
+        assertFalse(Opcode.isValid(0x82));
         // the transport is the top 3 bits: RC 000, UC 001, UD 011 (a takeover repeats RC packets only)
         for (Opcode op : ops) assertEquals(op.code() < 0x20, Opcode.isRc(op.code()), op.name());
         assertFalse(Opcode.isRc(0x20));
@@ -185,7 +211,7 @@ class WireCodecTest {
         // payload-bearing opcodes
         for (Opcode op : ops) {
             boolean payload = switch (op) {
-                case RDMA_READ_REQUEST, ACKNOWLEDGE, ATOMIC_ACKNOWLEDGE, COMPARE_SWAP, FETCH_ADD -> false;
+                case RDMA_READ_REQUEST, ACKNOWLEDGE, ATOMIC_ACKNOWLEDGE, COMPARE_SWAP, FETCH_ADD, CNP -> false;
                 default -> true;
             };
             assertEquals(payload, op.has(Opcode.PAYLOAD), op.name());

@@ -1,0 +1,86 @@
+package dev.jrdma.soft;
+
+import dev.jrdma.soft.wire.Bth;
+import dev.jrdma.soft.wire.Opcode;
+import dev.jrdma.soft.wire.RocePacket;
+import dev.jrdma.verbs.QpState;
+import dev.jrdma.verbs.WrOpcode;
+import java.nio.ByteBuffer;
+
+/**
+ * A connected QP's part in congestion control ({@link Dcqcn}): as notification point it answers CE-marked packets with
+ * CNPs, as reaction point it takes the peer's CNPs and paces the requester's packets at the rate DCQCN allows. Only
+ * the packets of this QP's peer count (its address and, once learned, its UDP port): a CNP can only slow a QP down,
+ * but a stranger's must not. READ responses are not paced (the requester's READ window bounds them).
+ */
+final class QpCongestion {
+    /** Bytes a packet adds to its payload on the wire (Ethernet, IPv4, UDP, BTH, an extension header, ICRC): for pacing. */
+    private static final int WIRE_OVERHEAD = 14 + 20 + 8 + Bth.BYTES + 16 + 4;
+
+    private final SoftQp qp;
+    final Dcqcn dcqcn;
+    /** When the pacer lets the waiting requester go on ({@link SoftQp#onTimer}), 0 when it does not wait. */
+    volatile long rateDeadline;
+
+    QpCongestion(SoftQp qp, Dcqcn.Params params) {
+        this.qp = qp;
+        this.dcqcn = new Dcqcn(params);
+        Counter.Set counters = qp.transport().counters;
+        if (counters.get(Counter.DCQCN_RATE_MBPS) == 0)
+            counters.set(Counter.DCQCN_RATE_MBPS, params.lineRateBps() / 1_000_000);
+    }
+
+    /** A packet of this QP arrived CE-marked (the driving thread): a CNP to the peer, unless one went lately. */
+    void receiveCeMarked(IpAddress src, int srcPort) {
+        synchronized (qp) {
+            qp.count(Counter.RX_ECN_CE);
+            if (qp.datagram != null || !fromPeer(src, srcPort)) return;
+            if (!dcqcn.shouldSendCnp(qp.clock().nanoTime())) return;
+            ByteBuffer b = qp.out.tx;
+            int len = RocePacket.writeBth(b, 0, Opcode.CNP.code(), false, Bth.DEFAULT_PKEY, qp.destQpn, false, 0, 0);
+            b.put(4, (byte) (b.get(4) | 0x40)); // BECN
+            for (int i = Bth.BYTES; i < Bth.BYTES + Opcode.CNP_RESERVED_BYTES; i++) b.put(i, (byte) 0);
+            qp.transmit(len);
+            qp.count(Counter.TX_CNPS);
+        }
+    }
+
+    /** The peer's CNP arrived (the driving thread): the rate cut. */
+    void receiveCnp(IpAddress src, int srcPort) {
+        synchronized (qp) {
+            if (qp.datagram != null || !fromPeer(src, srcPort)) {
+                qp.count(Counter.RX_WRONG_SOURCE);
+                return;
+            }
+            qp.count(Counter.RX_CNPS);
+            dcqcn.onCnp(qp.clock().nanoTime());
+            qp.transport().counters.set(Counter.DCQCN_RATE_MBPS, dcqcn.rateBps() / 1_000_000);
+        }
+    }
+
+    private boolean fromPeer(IpAddress src, int srcPort) {
+        QpState s = qp.state();
+        if (s == QpState.RESET || s == QpState.INIT || s == QpState.ERR) return false;
+        return src.equals(qp.remoteAddr) && (qp.peerPort < 0 || qp.peerPort == srcPort || !SoftQp.CHECK_SOURCE_PORT);
+    }
+
+    /**
+     * The requester, before it sends packet {@code k} of {@code w} while the rate is {@link Dcqcn#limited}: whether it
+     * may go now; when not, the timer brings the requester back when the pacer allows.
+     */
+    boolean pace(SendWqe w, int k) {
+        long now = qp.clock().nanoTime();
+        boolean noPayload = w.op == WrOpcode.RDMA_READ || w.op.isAtomic();
+        int payload = noPayload ? 0 : (int) Math.min(qp.mtu, w.total - (long) k * qp.mtu);
+        boolean wasLimited = dcqcn.limited;
+        long before = dcqcn.rateBps();
+        if (dcqcn.trySend(now, payload + WIRE_OVERHEAD)) {
+            if (dcqcn.rateBps() != before || dcqcn.limited != wasLimited)
+                qp.transport().counters.set(Counter.DCQCN_RATE_MBPS, dcqcn.rateBps() / 1_000_000);
+            return true;
+        }
+        rateDeadline = dcqcn.nextSendAt();
+        qp.timer().wake(rateDeadline);
+        return false;
+    }
+}

@@ -1,0 +1,135 @@
+package dev.jrdma.soft;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+import dev.jrdma.soft.wire.Bth;
+import dev.jrdma.soft.wire.Opcode;
+import dev.jrdma.verbs.MemoryRegion;
+import dev.jrdma.verbs.SendWorkRequest;
+import dev.jrdma.verbs.WcStatus;
+import dev.jrdma.verbs.WorkCompletion;
+import dev.jrdma.verbs.WrOpcode;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.StandardProtocolFamily;
+import java.net.StandardSocketOptions;
+import java.nio.ByteBuffer;
+import java.nio.channels.DatagramChannel;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Issue 23 §3 end to end: a switch that marks CE ({@link TwoDeviceNet#markCe}, manual clock) makes the receiver send
+ * CNPs (one per 50 us however many packets are marked), the sender cut its rate and pace its requests, and every
+ * request still completes; and over real loopback sockets the libc link sends ECT(0) and reads the ECN field of what
+ * arrives.
+ */
+@Timeout(60)
+class CongestionNotificationTest {
+    static final int WRITES = 64, SIZE = 4096;
+
+    @Test
+    void ceMarkedRequestsBringOneCnpPerIntervalAndTheSenderPacesAtTheCutRate() {
+        try (TwoDeviceNet net = new TwoDeviceNet(new Fixture.Opts())) {
+            MemoryRegion src = net.a.mrAll((long) SIZE * WRITES), dst = net.b.mrAll((long) SIZE * WRITES);
+            Fixture.fill(src.segment(), (long) SIZE * WRITES, 5);
+            net.markCe = p -> p.from() == net.ta && Opcode.isRc(p.opcode()) && p.opcode() != Opcode.CNP.code();
+            net.burst = 64;
+            net.a.qp.postSend(writes(src, dst, 0, WRITES / 2));
+            net.deliver(); // one round: all the requests are marked, the clock stands still
+            assertEquals(WRITES / 2 * SIZE / 1024, net.tb.counters.get(Counter.RX_ECN_CE), "every packet counted");
+            assertEquals(1, net.tb.counters.get(Counter.TX_CNPS), "one CNP: the clock did not move");
+            assertEquals(1, net.count(net.tb, Opcode.CNP.code()));
+            TwoDeviceNet.Packet cnp = net.log.stream()
+                    .filter(p -> p.opcode() == Opcode.CNP.code())
+                    .findFirst()
+                    .orElseThrow();
+            ByteBuffer b = ByteBuffer.wrap(cnp.bytes());
+            assertEquals(net.a.qp.qpNum(), Bth.destQp(b, 0), "to the QP whose packets were marked");
+            assertEquals(0x40, b.get(4) & 0x40, "BECN set");
+            assertEquals(Bth.BYTES + Opcode.CNP_RESERVED_BYTES + 4, cnp.bytes().length, "BTH, 16 reserved bytes, ICRC");
+            assertEquals(1, net.ta.counters.get(Counter.RX_CNPS));
+            long line = Dcqcn.DEFAULTS.lineRateBps() / 1_000_000;
+            assertEquals(line / 2, net.ta.counters.get(Counter.DCQCN_RATE_MBPS), "the first cut halves the rate");
+            assertTrue(net.qpA().congestion.dcqcn.limited);
+
+            // the second half goes out paced: the requester stops and the timer lets it go on as the clock moves
+            int before = net.log.size();
+            net.qpA().congestion.dcqcn.trySend(net.clock.nanoTime(), 64 << 20); // 64 MB "just sent": a long wait
+            net.a.qp.postSend(writes(src, dst, WRITES / 2, WRITES));
+            assertEquals(before, net.log.size(), "nothing leaves before the pacer allows");
+            assertEquals(Requester.State.WAIT_RATE, net.qpA().requester.stoppedAt);
+            assertNotEquals(0, net.qpA().congestion.rateDeadline, "the timer will bring the requester back");
+            net.markCe = p -> false;
+            WorkCompletion[] wcs = WorkCompletion.array(WRITES);
+            int[] done = {0};
+            net.runUntil(
+                    () -> {
+                        int n = net.a.cq.poll(wcs);
+                        for (int i = 0; i < n; i++) assertEquals(WcStatus.SUCCESS, wcs[i].status);
+                        done[0] += n;
+                        return done[0] == 2;
+                    },
+                    10_000,
+                    2_000_000_000L);
+            Fixture.assertFilled(dst.segment(), 0, (long) SIZE * WRITES, 5);
+            assertEquals(0, net.ta.counters.get(Counter.RETRANSMITS), "paced, not lost");
+        }
+    }
+
+    @Test
+    void cnpsFromAStrangerAreDroppedAndCountedAndCutNothing() {
+        try (TwoDeviceNet net = new TwoDeviceNet(new Fixture.Opts())) {
+            net.qpA().congestion.receiveCnp(IpAddress.of(Fixture.ip("127.0.0.9")), TwoDeviceNet.PORT);
+            assertEquals(0, net.ta.counters.get(Counter.RX_CNPS));
+            assertEquals(1, net.ta.counters.get(Counter.RX_WRONG_SOURCE));
+            assertFalse(net.qpA().congestion.dcqcn.limited);
+        }
+    }
+
+    /** The chain of WRITEs {@code from..to-1} of {@link #SIZE} bytes, the last signalled. */
+    private static SendWorkRequest writes(MemoryRegion src, MemoryRegion dst, int from, int to) {
+        SendWorkRequest first = null, prev = null;
+        for (int i = from; i < to; i++) {
+            SendWorkRequest wr = new SendWorkRequest()
+                    .wrId(i)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .buffer(src, (long) SIZE * i, SIZE)
+                    .remote(dst.address() + (long) SIZE * i, dst.rkey())
+                    .signaled(i == to - 1);
+            if (prev == null) first = wr;
+            else prev.next = wr;
+            prev = wr;
+        }
+        return first;
+    }
+
+    @Test
+    void theLibcLinkSendsEct0AndReadsTheEcnFieldOfWhatArrives() throws IOException {
+        org.junit.jupiter.api.Assumptions.assumeTrue(LinuxUdpLink.AVAILABLE, "Linux only");
+        try (LinuxUdpLink a = LinuxUdpLinkTest.open("127.0.0.1");
+                LinuxUdpLink b = LinuxUdpLinkTest.open("127.0.0.1");
+                DatagramChannel marker = DatagramChannel.open(StandardProtocolFamily.INET)) {
+            InetSocketAddress toB = new InetSocketAddress("127.0.0.1", LinuxUdpLinkTest.port(b));
+            assertTrue(a.send(ByteBuffer.allocateDirect(64), toB));
+            RxBatch batch = new RxBatch();
+            assertEquals(1, receiveSome(b, batch));
+            assertEquals(Ecn.ECT_0, batch.ecn[0], "ECT(0) as RoCEv2 NICs send");
+            // a packet that a congested switch marked: CE in its TOS byte
+            marker.setOption(StandardSocketOptions.IP_TOS, Ecn.CE);
+            marker.send(ByteBuffer.allocate(64), toB);
+            assertEquals(1, receiveSome(b, batch));
+            assertEquals(Ecn.CE, batch.ecn[0], "CE seen");
+        }
+    }
+
+    private static int receiveSome(LinuxUdpLink l, RxBatch batch) throws IOException {
+        for (int i = 0; i < 2000; i++) {
+            int n = l.receive(batch);
+            if (n > 0) return n;
+            Thread.onSpinWait();
+            if (i > 100) l.await();
+        }
+        return 0;
+    }
+}
