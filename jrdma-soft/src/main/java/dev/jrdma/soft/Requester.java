@@ -254,12 +254,22 @@ final class Requester {
      * request always asks (its response is the acknowledgement).
      */
     private boolean asksForAck(SendWqe w, boolean last, int psn) {
-        boolean ask = (last && (w.signaled || sq.next + 1 == sq.tail))
+        boolean ask = (last && (w.signaled || !remoteRequestFollows()))
                 || ++unaskedPackets >= ackEvery
                 || Psn.diff(Psn.add(psn, 1), qp.completer.oldestUnacked) >= window
                 || qp.state() == QpState.SQD; // it starts nothing after this: the ACK must not wait for a later request
         if (ask) unaskedPackets = 0;
         return ask;
+    }
+
+    /**
+     * Whether the WQE after the one being sent is a request that will go out behind it (it can ask for the ACK then); a
+     * local operation (bind, local invalidate) or a WQE that fails locally sends nothing.
+     */
+    private boolean remoteRequestFollows() {
+        if (sq.next + 1 == sq.tail) return false;
+        SendWqe after = sq.at(sq.next + 1);
+        return !after.local && after.localErr == null;
     }
 
     /** The opcode of a SEND/WRITE packet by its place in the message. */

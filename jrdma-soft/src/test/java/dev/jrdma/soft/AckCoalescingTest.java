@@ -3,7 +3,10 @@ package dev.jrdma.soft;
 import static org.junit.jupiter.api.Assertions.*;
 
 import dev.jrdma.soft.wire.Opcode;
+import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.MemoryRegion;
+import dev.jrdma.verbs.MemoryWindow;
+import dev.jrdma.verbs.MwType;
 import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
@@ -81,6 +84,33 @@ class AckCoalescingTest {
             net.deliver();
             assertEquals(1, net.count(net.tb, Opcode.ACKNOWLEDGE.code()));
             assertEquals(net.qpA().requester.nextPsn, net.qpA().completer.oldestUnacked, "the WRITE is acknowledged");
+        }
+    }
+
+    @Test
+    void anUnsignalledWriteFollowedOnlyByALocalOperationAsksForAnAck() {
+        try (TwoDeviceNet net = new TwoDeviceNet(new Fixture.Opts())) {
+            MemoryRegion src = net.a.mrAll(64), dst = net.b.mrAll(64), local = net.a.mrAll(4096);
+            MemoryWindow mw = net.a.pd.allocMemoryWindow(MwType.TYPE_2);
+            SendWorkRequest bind =
+                    new SendWorkRequest().opcode(WrOpcode.BIND_MW).signaled(false);
+            bind.bindMw = mw;
+            bind.bindMr = local;
+            bind.bindAddr = local.address();
+            bind.bindLength = 4096;
+            bind.bindAccess.add(Access.REMOTE_WRITE);
+            net.a.qp.postSend(new SendWorkRequest()
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .buffer(src, 0, 64)
+                    .remote(dst.address(), dst.rkey())
+                    .signaled(false)
+                    .next(bind));
+            assertEquals(1, net.log.size());
+            assertTrue(
+                    net.log.get(0).ackReq(),
+                    "the bind sends nothing: without AckReq the WRITE would wait for a timeout");
+            net.deliver();
+            assertEquals(net.qpA().requester.nextPsn, net.qpA().completer.oldestUnacked, "acknowledged");
         }
     }
 
