@@ -5,6 +5,7 @@ import dev.jrdma.verbs.RecvWorkRequest;
 import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.WrOpcode;
 import java.util.Arrays;
+import java.util.function.Consumer;
 
 /**
  * The bandwidth tests, write_bw, send_bw, read_bw and atomic_bw (perftest's {@code write_bw.c}, {@code send_bw.c},
@@ -25,9 +26,25 @@ final class Bandwidth {
 
     /** run_iter_bw: keep tx-depth operations outstanding per QP; each QP does -n operations (or runs for -D seconds). */
     BwResult client(int size, long iters, int durationSec) {
+        return client(size, iters, durationSec, null, null);
+    }
+
+    /**
+     * run_iter_bw_infinitely (--run_infinitely): the loop of {@link #client(int, long, int)} without an end; every
+     * {@code periodSec} seconds {@code everyPeriod} gets what that period moved (no peak, as perftest). It stops when
+     * {@code stop} is requested, after its requests in flight have completed.
+     *
+     * @return the whole run's average
+     */
+    BwResult clientUntilStopped(int size, int periodSec, Consumer<BwResult> everyPeriod, StopSignal stop) {
+        return client(size, Long.MAX_VALUE, periodSec, everyPeriod, stop);
+    }
+
+    private BwResult client(int size, long iters, int durationSec, Consumer<BwResult> everyPeriod, StopSignal stopper) {
         BenchResources r = resources;
         PerfOptions o = r.options;
         PerfTest test = r.test;
+        boolean forever = everyPeriod != null;
         boolean timed = durationSec > 0;
         long itersPerQp = timed ? Long.MAX_VALUE : iters;
         long total = timed ? Long.MAX_VALUE : itersPerQp * o.numQp;
@@ -54,15 +71,28 @@ final class Bandwidth {
         int[] outstanding = new int[o.numQp];
         long[] postedPerQp = new long[o.numQp];
         long posted = 0, completed = 0;
-        long start = System.nanoTime(), end = timed ? start + durationSec * 1_000_000_000L : Long.MAX_VALUE;
+        long periodNs = durationSec * 1_000_000_000L;
+        long start = System.nanoTime(), end = timed && !forever ? start + periodNs : Long.MAX_VALUE;
         long lastDone = start;
         // -D: perftest counts only between its margins (-f, default a quarter of -D): from start+margin to end-margin
-        long marginNs = timed ? o.effectiveMargin() * 1_000_000_000L : 0;
+        long marginNs = timed && !forever ? o.effectiveMargin() * 1_000_000_000L : 0;
         long sampleFrom = start + marginNs, sampleTo = end - marginNs, sampled = 0;
+        long periodStart = start, periodFrom = 0; // --run_infinitely: where the current period began
         boolean stop = false;
         Stall stall = new Stall(r, test.id() + " completions");
         while (true) {
-            if (!stop && timed && System.nanoTime() >= end) stop = true;
+            if (!stop && timed) {
+                long now = System.nanoTime();
+                if (forever) {
+                    if (now - periodStart >= periodNs) {
+                        everyPeriod.accept(BwResult.of(size, completed - periodFrom, now - periodStart, 0)
+                                .withoutPeak());
+                        periodStart = now;
+                        periodFrom = completed;
+                    }
+                    if (stopper.requested()) stop = true;
+                } else if (now >= end) stop = true;
+            }
             boolean more = false;
             if (!stop) {
                 for (int q = 0; q < o.numQp; q++) {
@@ -193,11 +223,16 @@ final class Bandwidth {
         return BwResult.of(size, completed, lastDone - start, 0);
     }
 
-    /** run_iter_bw_server: receive -n messages per QP (or until the client stops, with -D), reposting receives. */
-    BwResult sendServer(int size) {
+    /**
+     * run_iter_bw_server: receive -n messages per QP (or until the client stops, with -D), reposting receives; with
+     * --run_infinitely (perftest's run_iter_bw_infinitely_server) {@code everyPeriod} gets every -D seconds what that
+     * period received (else null).
+     */
+    BwResult sendServer(int size, Consumer<BwResult> everyPeriod) {
         BenchResources r = resources;
         PerfOptions o = r.options;
         boolean timed = o.durationSec > 0;
+        long periodNs = o.durationSec * 1_000_000_000L;
         long perQp = timed ? Long.MAX_VALUE : o.effectiveIters();
         long total = timed ? Long.MAX_VALUE : perQp * o.numQp;
         long[] postedPerQp = new long[o.numQp];
@@ -209,13 +244,16 @@ final class Bandwidth {
         // before the first poll must not shrink the measured time
         long received = 0, start = System.nanoTime(), first = 0, lastAt = start;
         Stall stall = new Stall(r, "the client's sends (" + r.test.id() + ", " + size + " bytes)");
-        long quietNs = 500_000_000L;
+        // the client has stopped when nothing came for this long; an endless run ends only so (its client was
+        // stopped), after two silent periods, so that a loaded machine's pause does not end it
+        long quietNs = everyPeriod != null ? Math.max(2_000_000_000L, 2 * periodNs) : 500_000_000L;
+        long periodStart = start, periodFrom = 0;
         while (received < total) {
             int n = r.recvCq.poll(r.done, r.done.capacity());
             if (n == 0) {
                 if (timed
                         && received > 0
-                        && System.nanoTime() - first > o.durationSec * 1_000_000_000L
+                        && (everyPeriod != null || System.nanoTime() - first > periodNs)
                         && System.nanoTime() - lastAt > quietNs) break;
                 stall.idle();
                 continue;
@@ -237,6 +275,12 @@ final class Bandwidth {
             received += n;
             lastAt = now;
             stall.progress();
+            if (everyPeriod != null && now - periodStart >= periodNs) {
+                everyPeriod.accept(BwResult.of(size, received - periodFrom, now - periodStart, 0)
+                        .withoutPeak());
+                periodStart = now;
+                periodFrom = received;
+            }
             if ((received & 0xfff) < n && progress.enabled())
                 progress.update(String.format(" %s %d bytes: received %d", r.test.id(), size, received));
         }

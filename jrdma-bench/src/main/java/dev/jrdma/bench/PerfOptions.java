@@ -152,6 +152,13 @@ public final class PerfOptions {
     public boolean cpuUtil;
     /** --latency_gap: microseconds to wait before each post of a latency test. */
     public int latencyGapUs;
+    /**
+     * --run_infinitely: a bandwidth test runs until it is stopped (the client: SIGINT/SIGTERM, or {@link StopSignal}),
+     * reporting every -D seconds (perftest's default 5) what that period moved; no peak is measured.
+     */
+    public boolean runInfinitely;
+    /** perftest's period of a --run_infinitely run without -D (its DEF_DURATION). */
+    static final int DEFAULT_INFINITE_PERIOD_SEC = 5;
     /** -l: bandwidth requests posted in lists of this many (1: one at a time); -Q defaults to it. */
     public int postList = 1;
     /** -w: the run fails when its average bandwidth (in the report's unit) is below this; -1 for no limit. */
@@ -377,6 +384,12 @@ public final class PerfOptions {
             throw new IllegalArgumentException(
                     "too many arguments: " + positional.subList(1, positional.size()) + " (one HOST at most)");
         if (positional.size() == 2) o.host = positional.get(1);
+        if (o.runInfinitely) {
+            o.validateInfinite();
+            // perftest: a run_infinitely run is a duration run (its period -D, default 5 s) without a peak
+            if (o.durationSec == 0) o.durationSec = DEFAULT_INFINITE_PERIOD_SEC;
+            o.noPeak = true;
+        }
         o.validate();
         return o;
     }
@@ -400,6 +413,7 @@ public final class PerfOptions {
             case "retry_count" -> retryCount = intIn(flag, value, 0, 7);
             case "noPeak" -> noPeak = true;
             case "bidirectional" -> bidirectional = true;
+            case "run_infinitely" -> runInfinitely = true;
             case "report-both" -> reportBoth = true;
             case "dont_xchg_versions" -> dontXchgVersions = true;
             case "ipv6" -> ipv6 = true;
@@ -510,6 +524,18 @@ public final class PerfOptions {
         if (inlineSize <= 0 || test == null || (test.verb != PerfTest.Verb.SEND && test.verb != PerfTest.Verb.WRITE))
             return 0;
         return connection == Connection.UD ? Math.min(inlineSize, MAX_INLINE_UD) : inlineSize;
+    }
+
+    /** --run_infinitely's dependencies, perftest's where it has them. */
+    private void validateInfinite() {
+        if (test == null || test.latency || test.isSocket())
+            throw new IllegalArgumentException(
+                    "--run_infinitely exists only in the RDMA bandwidth tests (as perftest)");
+        if (events) throw new IllegalArgumentException("--run_infinitely does not support -e (events), as perftest");
+        if (all) throw new IllegalArgumentException("--run_infinitely runs one size: -a does not apply");
+        if (bidirectional)
+            throw new IllegalArgumentException("--run_infinitely with -b: jrdma perf stops an endless run from its"
+                    + " sending side only, and with -b both sides send (as perftest refuses send_bw -b); use -b -D");
     }
 
     void validate() {

@@ -239,8 +239,6 @@ final class PerftestFlags {
         refuse(
                 "-T sets the TOS of rdma_cm's connections; jrdma's rdma_cm QPs do not set it (use --tclass for the GRH's traffic class)",
                 "tos");
-        String notYet = "not implemented by jrdma perf yet (issue 22)";
-        refuse(notYet, "run_infinitely");
     }
 
     /** {@return the option of a short letter, or null} */
