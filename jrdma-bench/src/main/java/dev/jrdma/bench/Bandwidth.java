@@ -78,6 +78,14 @@ final class Bandwidth {
         long marginNs = timed && !forever ? o.effectiveMargin() * 1_000_000_000L : 0;
         long sampleFrom = start + marginNs, sampleTo = end - marginNs, sampled = 0;
         long periodStart = start, periodFrom = 0; // --run_infinitely: where the current period began
+        // --rate_limit (perftest's SW limiter): bursts of --burst_size (default: the queue depth) one gap apart; the
+        // warm-up is not paced
+        SoftwareRateLimiter limiter = o.softwareRateLimit() && !r.warmingUp
+                ? new SoftwareRateLimiter(
+                        SoftwareRateLimiter.pps(o.rateLimit, o.rateUnits, size),
+                        o.burstSize > 0 ? o.burstSize : tx,
+                        start)
+                : null;
         boolean stop = false;
         Stall stall = new Stall(r, test.id() + " completions");
         while (true) {
@@ -98,7 +106,9 @@ final class Bandwidth {
                 for (int q = 0; q < o.numQp; q++) {
                     // a list is posted whole, when the queue has room for all of it (jrdma posts its requests one
                     // call each: the packets are the same, the doorbells are not)
-                    while (outstanding[q] + list <= tx && postedPerQp[q] < itersPerQp) {
+                    while (outstanding[q] + list <= tx
+                            && postedPerQp[q] < itersPerQp
+                            && (limiter == null || limiter.mayPost(System.nanoTime()))) {
                         for (int j = 0; j < list && postedPerQp[q] < itersPerQp; j++) {
                             long k = postedPerQp[q] + 1;
                             boolean last = k == itersPerQp;
@@ -110,6 +120,7 @@ final class Bandwidth {
                             postedPerQp[q]++;
                             posted++;
                         }
+                        if (limiter != null) limiter.posted(list);
                     }
                     if (postedPerQp[q] < itersPerQp) more = true;
                 }
@@ -117,7 +128,11 @@ final class Bandwidth {
             if (completed >= posted && (stop || !more)) break;
             int n = r.sendCq.poll(r.done, r.done.capacity());
             if (n == 0) {
-                stall.idle();
+                if (limiter != null && completed >= posted) {
+                    // nothing in flight: the wait is the limiter's gap, not the peer's stall
+                    stall.progress();
+                    Thread.onSpinWait();
+                } else stall.idle();
                 continue;
             }
             long now = System.nanoTime();
@@ -171,12 +186,17 @@ final class Bandwidth {
 
     /**
      * run_iter_bi (send_bw -b): sends -n messages per QP, -t outstanding, every one signalled, while receiving the
-     * peer's -n per QP and reposting receives, on one thread; the result is this side's sends.
+     * peer's -n per QP and reposting receives, on one thread; the result is this side's sends. With -D
+     * ({@code durationSec} > 0) it sends for that long and the result is, as perftest counts it, this side's send
+     * completions and receives between the margins; it then receives until the peer has been silent for half a
+     * second, so that the peer's last sends complete too.
      */
-    BwResult sendBoth(int size, long iters) {
+    BwResult sendBoth(int size, long iters, int durationSec) {
         BenchResources r = resources;
         PerfOptions o = r.options;
-        long total = iters * o.numQp;
+        boolean timed = durationSec > 0;
+        if (timed) iters = Long.MAX_VALUE / Math.max(1, o.numQp);
+        long total = timed ? Long.MAX_VALUE : iters * o.numQp;
         int tx = r.qps[0].cap().maxSendWr() > 0
                 ? Math.min(o.effectiveTxDepth(), r.qps[0].cap().maxSendWr())
                 : o.effectiveTxDepth();
@@ -189,15 +209,23 @@ final class Bandwidth {
         int[] outstanding = new int[o.numQp];
         long[] sentPerQp = new long[o.numQp], recvPostedPerQp = new long[o.numQp];
         java.util.Arrays.fill(recvPostedPerQp, r.postedRecvs);
-        long completed = 0, received = 0;
-        long start = System.nanoTime(), lastDone = start;
+        long completed = 0, received = 0, posted = 0;
+        long start = System.nanoTime(), lastDone = start, lastReceived = start;
+        long end = timed ? start + durationSec * 1_000_000_000L : Long.MAX_VALUE;
+        long marginNs = timed ? o.effectiveMargin() * 1_000_000_000L : 0;
+        long sampleFrom = start + marginNs, sampleTo = end - marginNs, sampled = 0;
+        boolean sending = true;
         Stall stall = new Stall(r, r.test.id() + " -b completions");
-        while (completed < total || received < total) {
-            for (int q = 0; q < o.numQp; q++) {
+        while (timed
+                ? sending || completed < posted || System.nanoTime() - lastReceived < 500_000_000L
+                : completed < total || received < total) {
+            if (timed && sending && System.nanoTime() >= end) sending = false;
+            for (int q = 0; sending && q < o.numQp; q++) {
                 while (outstanding[q] < tx && sentPerQp[q] < iters) {
                     wr[q].post(q);
                     outstanding[q]++;
                     sentPerQp[q]++;
+                    posted++;
                 }
             }
             int n = r.sendCq.poll(r.done, r.done.capacity());
@@ -206,7 +234,9 @@ final class Bandwidth {
                 outstanding[(int) r.done.wrId(k)]--;
             }
             completed += n;
-            if (n > 0) lastDone = System.nanoTime();
+            long now = n > 0 || timed ? System.nanoTime() : 0;
+            if (n > 0) lastDone = now;
+            if (timed && now >= sampleFrom && now < sampleTo) sampled += n;
             int m = r.recvCq.poll(r.done, r.done.capacity());
             for (int k = 0; k < m; k++) {
                 r.check(k);
@@ -217,9 +247,14 @@ final class Bandwidth {
                 }
             }
             received += m;
+            if (m > 0 && timed) {
+                lastReceived = now;
+                if (now >= sampleFrom && now < sampleTo) sampled += m;
+            }
             if (n + m == 0) stall.idle();
             else stall.progress();
         }
+        if (timed) return BwResult.of(size, sampled, sampleTo - sampleFrom, 0);
         return BwResult.of(size, completed, lastDone - start, 0);
     }
 

@@ -159,6 +159,20 @@ public final class PerfOptions {
     public boolean runInfinitely;
     /** perftest's period of a --run_infinitely run without -D (its DEF_DURATION). */
     static final int DEFAULT_INFINITE_PERIOD_SEC = 5;
+    /** --rate_limit: the bandwidth sender's rate limit in {@link #rateUnits}, or 0 for none. */
+    public double rateLimit;
+    /** --rate_units: the unit of --rate_limit (perftest's default Gb/s). */
+    public SoftwareRateLimiter.Units rateUnits = SoftwareRateLimiter.Units.GIGABITS;
+    /** --rate_limit_type: "SW", "HW" or "PP" as given, or null (perftest: HW, falling back to SW where HW fails). */
+    public String rateLimitType;
+    /** --burst_size: the requests of one burst of the rate limiter, or 0 for the send queue depth (perftest's). */
+    public int burstSize;
+
+    /** {@return whether the software rate limiter paces the sender: --rate_limit given, its type SW or not given} */
+    public boolean softwareRateLimit() {
+        return rateLimit > 0 && (rateLimitType == null || rateLimitType.equals("SW"));
+    }
+
     /** -l: bandwidth requests posted in lists of this many (1: one at a time); -Q defaults to it. */
     public int postList = 1;
     /** -w: the run fails when its average bandwidth (in the report's unit) is below this; -1 for no limit. */
@@ -414,6 +428,31 @@ public final class PerfOptions {
             case "noPeak" -> noPeak = true;
             case "bidirectional" -> bidirectional = true;
             case "run_infinitely" -> runInfinitely = true;
+            case "rate_limit" -> {
+                rateLimit = positive(flag, value);
+                if (rateLimit <= 0) throw new IllegalArgumentException(flag + " must be more than 0 (as perftest)");
+            }
+            case "rate_units" ->
+                rateUnits = switch (value) {
+                    case "M" -> SoftwareRateLimiter.Units.MEGABYTES;
+                    case "g" -> SoftwareRateLimiter.Units.GIGABITS;
+                    case "p" -> SoftwareRateLimiter.Units.PACKETS;
+                    default ->
+                        throw new IllegalArgumentException(
+                                flag + " wants M (MiB/s), g (Gb/s) or p (messages/s), not '" + value + "'");
+                };
+            case "rate_limit_type" -> {
+                if (!value.equals("SW") && !value.equals("HW") && !value.equals("PP"))
+                    throw new IllegalArgumentException(flag + " wants HW, SW or PP, not '" + value + "'");
+                if (!value.equals("SW"))
+                    throw new IllegalArgumentException(flag + " " + value + " is not supported by jrdma perf: "
+                            + (value.equals("HW")
+                                    ? "the hardware limiter sets a QP's static rate, which no jrdma device paces by"
+                                    : "packet pacing is for raw Ethernet QPs on a NIC that paces")
+                            + "; use --rate_limit_type=SW (jrdma perf's software limiter, perftest's SW)");
+                rateLimitType = value;
+            }
+            case "burst_size" -> burstSize = intIn(flag, value, 0, 1 << 20);
             case "report-both" -> reportBoth = true;
             case "dont_xchg_versions" -> dontXchgVersions = true;
             case "ipv6" -> ipv6 = true;
@@ -538,7 +577,31 @@ public final class PerfOptions {
                     + " sending side only, and with -b both sides send (as perftest refuses send_bw -b); use -b -D");
     }
 
+    /** perftest's rate limiter dependencies: the software limiter paces a bandwidth sender (not atomics, not send -b). */
+    private void validateRateLimit() {
+        if (burstSize > 0 && rateLimit == 0)
+            throw new IllegalArgumentException("--burst_size: can't enable burst mode when rate limiter is off"
+                    + " (as perftest): add --rate_limit");
+        if (rateLimit == 0 && rateLimitType != null)
+            throw new IllegalArgumentException("--rate_limit_type needs --rate_limit=<rate>");
+        if (rateLimit == 0) return;
+        if (test != null
+                && (test.latency
+                        || test.isSocket()
+                        || test.verb == PerfTest.Verb.ATOMIC
+                        || (test.verb == PerfTest.Verb.SEND && bidirectional)))
+            throw new IllegalArgumentException("--rate_limit: the software rate limiter can't be executed on non-BW,"
+                    + " atomic or bidirectional send tests (as perftest), not " + test.id()
+                    + (bidirectional ? " -b" : ""));
+        if (runInfinitely)
+            throw new IllegalArgumentException("--run_infinitely does not support the rate limiter (as perftest)");
+        if (events)
+            throw new IllegalArgumentException(
+                    "--rate_limit with -e: jrdma perf's software limiter waits for its next burst by spinning");
+    }
+
     void validate() {
+        validateRateLimit();
         if (test != null
                 && test.isSocket()
                 && (histogram
@@ -561,9 +624,6 @@ public final class PerfOptions {
         if (bidirectional && test != null && test.isSocket())
             throw new IllegalArgumentException(
                     "-b (perftest's --bidirectional) is for the RDMA bandwidth tests, not " + test.id());
-        if (bidirectional && test == PerfTest.SEND_BW && durationSec > 0)
-            throw new IllegalArgumentException(
-                    "-b with -D on send_bw is not supported by jrdma perf yet (issue 22): use -n");
         if (reversed && test != null && (test.latency || test.isSocket()))
             throw new IllegalArgumentException(
                     "--reversed reverses a bandwidth test's traffic (as perftest): not " + test.id());

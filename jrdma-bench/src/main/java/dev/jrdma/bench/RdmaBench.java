@@ -169,6 +169,9 @@ public final class RdmaBench implements AutoCloseable {
         boolean server = !w.isClient();
         if (o.rdmaCm) connectThroughRdmaCm(w);
         if (o.output == null) RunHeader.print(out, r);
+        if (o.rateLimit > 0 && o.rateLimitType == null && o.output == null)
+            // perftest's fallback when the QP does not take the hardware limit (its default type)
+            out.println(" The QP failed to accept HW rate limit, providing SW rate limit");
         Dest[] my = r.my;
         List<LatencyResult> lat = new ArrayList<>();
         List<BwResult> bw = new ArrayList<>();
@@ -309,10 +312,19 @@ public final class RdmaBench implements AutoCloseable {
                     } else {
                         Bandwidth loop = new Bandwidth(r, progress);
                         SystemCpu before = SystemCpu.sample();
-                        if (o.bidirectional) {
+                        if (o.bidirectional && o.durationSec > 0) {
+                            // perftest's send_bw -b -D: each side counts its send completions and its receives
+                            // between the margins and prints that; no reports are exchanged
+                            BwResult mine = loop.sendBoth(size, 0, o.durationSec);
+                            cpuUtilPct = SystemCpu.sample().utilSince(before);
+                            checkLimits(mine);
+                            progress.clear();
+                            printLine(mine);
+                            bw.add(mine);
+                        } else if (o.bidirectional) {
                             // perftest's send_bw -b: both sides send and receive at once, then exchange their reports
                             // and each prints the sum
-                            BwResult mine = loop.sendBoth(size, o.effectiveIters());
+                            BwResult mine = loop.sendBoth(size, o.effectiveIters(), 0);
                             cpuUtilPct = SystemCpu.sample().utilSince(before);
                             BwResult peer = w.bwReports(mine);
                             BwResult both = new BwResult(

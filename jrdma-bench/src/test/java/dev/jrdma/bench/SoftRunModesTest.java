@@ -12,7 +12,7 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * perftest's run modes on the software device, jrdma against jrdma: {@code --run_infinitely} (a report every -D
- * seconds until the run is stopped).
+ * seconds until the run is stopped), {@code send_bw -b -D}, and the software rate limiter ({@code --rate_limit}).
  */
 class SoftRunModesTest {
     /** A report line of a bandwidth run: size, iterations, peak, average, message rate. */
@@ -110,6 +110,91 @@ class SoftRunModesTest {
                 new String[] {"tcp_bw", "--run_infinitely"})) {
             var e = assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse(bad));
             assertTrue(e.getMessage().contains("--run_infinitely"), e.getMessage());
+        }
+    }
+
+    @Test
+    @Timeout(90)
+    void sendBidirectionalForADuration() throws Exception {
+        var o = SoftRdmaBenchTest.pair("send_bw", "-b", "-D", "2", "-s", "1024");
+        // perftest's send_bw -b -D: each side prints its own count (send completions and receives), no exchange
+        for (String out : List.of(o.clientOut(), o.serverOut()))
+            assertEquals(1, bwLines(out).size(), out);
+        assertTrue(o.client().bandwidth().getFirst().iters() > 0, o.clientOut());
+        assertTrue(o.server().bandwidth().getFirst().iters() > 0, o.serverOut());
+    }
+
+    @Test
+    @Timeout(90)
+    void softwareRateLimitHoldsTheRate() throws Exception {
+        // 1,000 messages/s in bursts of 8: 1,000 messages cannot take less than (1000/8 - 1) gaps of 8 ms (0.992 s),
+        // so the average is at most 1% above the limit whatever the load; slower is allowed (a loaded machine)
+        var o = SoftRdmaBenchTest.pair(
+                "write_bw",
+                "-n",
+                "1000",
+                "-s",
+                "1024",
+                "--rate_limit",
+                "1000",
+                "--rate_units",
+                "p",
+                "--rate_limit_type",
+                "SW",
+                "--burst_size",
+                "8");
+        BwResult r = o.client().bandwidth().getFirst();
+        assertEquals(1000, r.iters());
+        assertTrue(r.msgRateMpps() <= 0.001 * 1.10, "above the limit: " + r + "\n" + o.clientOut());
+        assertTrue(r.msgRateMpps() >= 0.001 * 0.3, "far below the limit: " + r + "\n" + o.clientOut());
+        // MiB/s (204.8 messages/s of 4 KiB), perftest's default burst (the queue depth, -t 16 here: 13 bursts, 12
+        // gaps of 78 ms, at most 4% above) and no type: perftest falls back to SW
+        var m = SoftRdmaBenchTest.pair(
+                "write_bw", "-n", "200", "-s", "4096", "-t", "16", "--rate_limit", "0.8", "--rate_units", "M");
+        BwResult b = m.client().bandwidth().getFirst();
+        assertTrue(b.bwAvgMBs() <= 0.8 * 1.10, "above the limit: " + b + "\n" + m.clientOut());
+        assertTrue(m.clientOut().contains("providing SW rate limit"), m.clientOut());
+    }
+
+    @Test
+    void rateLimiterNeverPostsAboveTheLimitLine() {
+        // a poster that posts whenever allowed, on a manual clock with pauses (a loaded machine): by any time t the
+        // posted count stays at or under one burst per gap since the start, plus the first burst
+        double pps = 10_000;
+        int burst = 8;
+        long gapNs = Math.round(1e9 * burst / pps);
+        SoftwareRateLimiter l = new SoftwareRateLimiter(pps, burst, 0);
+        long posted = 0, now = 0;
+        java.util.Random pauses = new java.util.Random(7);
+        for (int step = 0; step < 200_000; step++) {
+            now += pauses.nextInt(50) == 0 ? 3 * gapNs : 500; // now and then the poster is late by 3 gaps
+            while (l.mayPost(now)) {
+                l.posted(1);
+                posted++;
+                assertTrue(posted <= burst * (now / gapNs + 1), "posted " + posted + " by " + now + " ns");
+            }
+        }
+        // and it kept up: over the whole run within one burst of the limit line
+        assertTrue(posted >= burst * (now / gapNs), posted + " by " + now);
+        assertEquals(1_000.0, SoftwareRateLimiter.pps(1, SoftwareRateLimiter.Units.PACKETS, 64) * 1000, 1e-9);
+        assertEquals(256.0, SoftwareRateLimiter.pps(1, SoftwareRateLimiter.Units.MEGABYTES, 4096), 1e-9);
+        assertEquals(1e9 / 8 / 1024, SoftwareRateLimiter.pps(1, SoftwareRateLimiter.Units.GIGABITS, 1024), 1e-9);
+    }
+
+    @Test
+    void rateLimitDependencies() {
+        assertTrue(PerfOptions.parse("write_bw", "--rate_limit", "5").softwareRateLimit());
+        for (String[] bad : List.of(
+                new String[] {"write_lat", "--rate_limit", "1"},
+                new String[] {"atomic_bw", "--rate_limit", "1"},
+                new String[] {"send_bw", "-b", "--rate_limit", "1"},
+                new String[] {"write_bw", "--burst_size", "8"},
+                new String[] {"write_bw", "--rate_limit", "0"},
+                new String[] {"write_bw", "--rate_limit", "1", "--rate_units", "k"},
+                new String[] {"write_bw", "--rate_limit", "1", "--rate_limit_type", "HW"},
+                new String[] {"write_bw", "--rate_limit", "1", "--run_infinitely"})) {
+            var e = assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse(bad));
+            assertTrue(e.getMessage().contains("--"), e.getMessage());
         }
     }
 }
