@@ -234,7 +234,9 @@ final class PerftestFlags {
                 "report-cycles");
         refuse("the JVM's memory (Arena) cannot be placed on huge pages on request", "use_hugepages");
         refuse(
-                "-T sets the TOS of rdma_cm's connections; jrdma's rdma_cm QPs do not set it (use --tclass for the GRH's traffic class)",
+                "-T sets the TOS of -R's rdma_cm ids (perftest: rdma_set_option RDMA_OPTION_ID_TOS; without -R it refuses"
+                        + " -T too), and jrdma's rdma_cm API (dev.jrdma.cm) does not bind rdma_set_option yet; --tclass"
+                        + " sets the GRH's traffic class of the QPs jrdma perf connects itself",
                 "tos");
     }
 
