@@ -214,8 +214,8 @@ public final class RdmaBench implements AutoCloseable {
                     if (test == PerfTest.WRITE_LAT) w.close();
                     else w.closeConnection(my[0]);
                 } else if (o.bidirectional) {
-                    // -b (perftest's duplex): both sides run the loop at once; per size a handshake before and after
-                    // it, then the two reports are exchanged and each side prints their sum
+                    // -b (perftest's duplex): both sides run the loop at once; per size a handshake before it (and
+                    // with -a one after it), then the two reports are exchanged and each side prints their sum
                     new WarmUp(r, progress, out).withPeer(r.sizes().getFirst());
                     printColumns(Report.bwHeader(o.reportGbits));
                     cpu.start();
@@ -225,7 +225,9 @@ public final class RdmaBench implements AutoCloseable {
                         SystemCpu before = SystemCpu.sample();
                         BwResult mine = loop.client(size, o.effectiveIters(), o.durationSec);
                         cpuUtilPct = SystemCpu.sample().utilSince(before);
-                        w.handshake(my[0]);
+                        // perftest 4.5 syncs again after the loop only per size of -a (RUN_ALL; atomic_bw never):
+                        // after a single size the reports follow at once
+                        if (o.all && test.verb != PerfTest.Verb.ATOMIC) w.handshake(my[0]);
                         BwResult peer = w.bwReports(mine);
                         BwResult both = new BwResult(
                                 mine.size(),
