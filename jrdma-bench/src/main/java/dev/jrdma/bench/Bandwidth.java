@@ -188,7 +188,7 @@ final class Bandwidth {
      * run_iter_bi (send_bw -b): sends -n messages per QP, -t outstanding, every one signalled, while receiving the
      * peer's -n per QP and reposting receives, on one thread; the result is this side's sends. With -D
      * ({@code durationSec} > 0) it sends for that long and the result is, as perftest counts it, this side's send
-     * completions and receives between the margins; it then receives until the peer has been silent for half a
+     * completions and receives between the margins; it then keeps receiving until nothing has happened for half a
      * second, so that the peer's last sends complete too.
      */
     BwResult sendBoth(int size, long iters, int durationSec) {
@@ -209,15 +209,18 @@ final class Bandwidth {
         int[] outstanding = new int[o.numQp];
         long[] sentPerQp = new long[o.numQp], recvPostedPerQp = new long[o.numQp];
         java.util.Arrays.fill(recvPostedPerQp, r.postedRecvs);
-        long completed = 0, received = 0, posted = 0;
-        long start = System.nanoTime(), lastDone = start, lastReceived = start;
+        long completed = 0, received = 0;
+        long start = System.nanoTime(), lastDone = start, lastActive = start;
         long end = timed ? start + durationSec * 1_000_000_000L : Long.MAX_VALUE;
         long marginNs = timed ? o.effectiveMargin() * 1_000_000_000L : 0;
         long sampleFrom = start + marginNs, sampleTo = end - marginNs, sampled = 0;
         boolean sending = true;
         Stall stall = new Stall(r, r.test.id() + " -b completions");
+        // -D: after the time is up, poll (and repost receives) until nothing has happened for half a second; sends
+        // still outstanding then are left, as perftest leaves them (a perftest peer that stopped reposting its
+        // receives never completes them)
         while (timed
-                ? sending || completed < posted || System.nanoTime() - lastReceived < 500_000_000L
+                ? sending || System.nanoTime() - lastActive < 500_000_000L
                 : completed < total || received < total) {
             if (timed && sending && System.nanoTime() >= end) sending = false;
             for (int q = 0; sending && q < o.numQp; q++) {
@@ -225,7 +228,6 @@ final class Bandwidth {
                     wr[q].post(q);
                     outstanding[q]++;
                     sentPerQp[q]++;
-                    posted++;
                 }
             }
             int n = r.sendCq.poll(r.done, r.done.capacity());
@@ -247,10 +249,8 @@ final class Bandwidth {
                 }
             }
             received += m;
-            if (m > 0 && timed) {
-                lastReceived = now;
-                if (now >= sampleFrom && now < sampleTo) sampled += m;
-            }
+            if (timed && m > 0 && now >= sampleFrom && now < sampleTo) sampled += m;
+            if (timed && n + m > 0) lastActive = now;
             if (n + m == 0) stall.idle();
             else stall.progress();
         }

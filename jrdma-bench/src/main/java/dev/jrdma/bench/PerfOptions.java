@@ -162,7 +162,7 @@ public final class PerfOptions {
     /** --rate_limit: the bandwidth sender's rate limit in {@link #rateUnits}, or 0 for none. */
     public double rateLimit;
     /** --rate_units: the unit of --rate_limit (perftest's default Gb/s). */
-    public SoftwareRateLimiter.Units rateUnits = SoftwareRateLimiter.Units.GIGABITS;
+    public RateUnits rateUnits = RateUnits.GIGABITS;
     /** --rate_limit_type: "SW", "HW" or "PP" as given, or null (perftest: HW, falling back to SW where HW fails). */
     public String rateLimitType;
     /** --burst_size: the requests of one burst of the rate limiter, or 0 for the send queue depth (perftest's). */
@@ -196,6 +196,16 @@ public final class PerfOptions {
         MESSAGE_RATE,
         /** The average latency in usec (latency tests). */
         LATENCY
+    }
+
+    /** perftest's --rate_units: the unit of --rate_limit. */
+    public enum RateUnits {
+        /** MiB per second ({@code M}). */
+        MEGABYTES,
+        /** Gb per second ({@code g}, perftest's default). */
+        GIGABITS,
+        /** Messages (packets) per second ({@code p}). */
+        PACKETS
     }
 
     /** The QP types perftest's -c names that jrdma perf runs. */
@@ -434,9 +444,9 @@ public final class PerfOptions {
             }
             case "rate_units" ->
                 rateUnits = switch (value) {
-                    case "M" -> SoftwareRateLimiter.Units.MEGABYTES;
-                    case "g" -> SoftwareRateLimiter.Units.GIGABITS;
-                    case "p" -> SoftwareRateLimiter.Units.PACKETS;
+                    case "M" -> RateUnits.MEGABYTES;
+                    case "g" -> RateUnits.GIGABITS;
+                    case "p" -> RateUnits.PACKETS;
                     default ->
                         throw new IllegalArgumentException(
                                 flag + " wants M (MiB/s), g (Gb/s) or p (messages/s), not '" + value + "'");
@@ -577,31 +587,8 @@ public final class PerfOptions {
                     + " sending side only, and with -b both sides send (as perftest refuses send_bw -b); use -b -D");
     }
 
-    /** perftest's rate limiter dependencies: the software limiter paces a bandwidth sender (not atomics, not send -b). */
-    private void validateRateLimit() {
-        if (burstSize > 0 && rateLimit == 0)
-            throw new IllegalArgumentException("--burst_size: can't enable burst mode when rate limiter is off"
-                    + " (as perftest): add --rate_limit");
-        if (rateLimit == 0 && rateLimitType != null)
-            throw new IllegalArgumentException("--rate_limit_type needs --rate_limit=<rate>");
-        if (rateLimit == 0) return;
-        if (test != null
-                && (test.latency
-                        || test.isSocket()
-                        || test.verb == PerfTest.Verb.ATOMIC
-                        || (test.verb == PerfTest.Verb.SEND && bidirectional)))
-            throw new IllegalArgumentException("--rate_limit: the software rate limiter can't be executed on non-BW,"
-                    + " atomic or bidirectional send tests (as perftest), not " + test.id()
-                    + (bidirectional ? " -b" : ""));
-        if (runInfinitely)
-            throw new IllegalArgumentException("--run_infinitely does not support the rate limiter (as perftest)");
-        if (events)
-            throw new IllegalArgumentException(
-                    "--rate_limit with -e: jrdma perf's software limiter waits for its next burst by spinning");
-    }
-
     void validate() {
-        validateRateLimit();
+        SoftwareRateLimiter.validate(this);
         if (test != null
                 && test.isSocket()
                 && (histogram

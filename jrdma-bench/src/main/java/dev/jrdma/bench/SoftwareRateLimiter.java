@@ -7,16 +7,6 @@ package dev.jrdma.bench;
  * line from the start (a late burst catches up, but never beyond it).
  */
 final class SoftwareRateLimiter {
-    /** perftest's --rate_units. */
-    enum Units {
-        /** MiB per second ({@code M}). */
-        MEGABYTES,
-        /** Gb per second ({@code g}, perftest's default). */
-        GIGABITS,
-        /** Messages (packets) per second ({@code p}). */
-        PACKETS
-    }
-
     private final long gapNs;
     private final int burst;
     private long deadline;
@@ -42,7 +32,7 @@ final class SoftwareRateLimiter {
      * @param size  the message size in bytes
      * @return messages per second
      */
-    static double pps(double limit, Units units, int size) {
+    static double pps(double limit, PerfOptions.RateUnits units, int size) {
         return switch (units) {
             case MEGABYTES -> limit / size * 1048576;
             case GIGABITS -> limit / (size * 8.0) * 1e9;
@@ -73,5 +63,33 @@ final class SoftwareRateLimiter {
     void posted(int n) {
         burstPosted += n;
         if (burstPosted >= burst) inBurst = false;
+    }
+
+    /**
+     * perftest's rate limiter dependencies: the software limiter paces a bandwidth sender (not atomics, not send -b).
+     *
+     * @param o the parsed options
+     * @throws IllegalArgumentException naming the flag that does not fit
+     */
+    static void validate(PerfOptions o) {
+        if (o.burstSize > 0 && o.rateLimit == 0)
+            throw new IllegalArgumentException("--burst_size: can't enable burst mode when rate limiter is off"
+                    + " (as perftest): add --rate_limit");
+        if (o.rateLimit == 0 && o.rateLimitType != null)
+            throw new IllegalArgumentException("--rate_limit_type needs --rate_limit=<rate>");
+        if (o.rateLimit == 0) return;
+        if (o.test != null
+                && (o.test.latency
+                        || o.test.isSocket()
+                        || o.test.verb == PerfTest.Verb.ATOMIC
+                        || (o.test.verb == PerfTest.Verb.SEND && o.bidirectional)))
+            throw new IllegalArgumentException("--rate_limit: the software rate limiter can't be executed on non-BW,"
+                    + " atomic or bidirectional send tests (as perftest), not " + o.test.id()
+                    + (o.bidirectional ? " -b" : ""));
+        if (o.runInfinitely)
+            throw new IllegalArgumentException("--run_infinitely does not support the rate limiter (as perftest)");
+        if (o.events)
+            throw new IllegalArgumentException(
+                    "--rate_limit with -e: jrdma perf's software limiter waits for its next burst by spinning");
     }
 }

@@ -128,7 +128,7 @@ class SoftRunModesTest {
     @Timeout(90)
     void softwareRateLimitHoldsTheRate() throws Exception {
         // 1,000 messages/s in bursts of 8: 1,000 messages cannot take less than (1000/8 - 1) gaps of 8 ms (0.992 s),
-        // so the average is at most 1% above the limit whatever the load; slower is allowed (a loaded machine)
+        // so the average is at most 1% above the limit whatever the load
         var o = SoftRdmaBenchTest.pair(
                 "write_bw",
                 "-n",
@@ -146,7 +146,8 @@ class SoftRunModesTest {
         BwResult r = o.client().bandwidth().getFirst();
         assertEquals(1000, r.iters());
         assertTrue(r.msgRateMpps() <= 0.001 * 1.10, "above the limit: " + r + "\n" + o.clientOut());
-        assertTrue(r.msgRateMpps() >= 0.001 * 0.3, "far below the limit: " + r + "\n" + o.clientOut());
+        // no lower bound here: at load 20 a niced run reached 0.27x the limit (a starved poster); that the limiter
+        // keeps up with its line when the poster is not late is the manual-clock test's check
         // MiB/s (204.8 messages/s of 4 KiB), perftest's default burst (the queue depth, -t 16 here: 13 bursts, 12
         // gaps of 78 ms, at most 4% above) and no type: perftest falls back to SW
         var m = SoftRdmaBenchTest.pair(
@@ -176,9 +177,9 @@ class SoftRunModesTest {
         }
         // and it kept up: over the whole run within one burst of the limit line
         assertTrue(posted >= burst * (now / gapNs), posted + " by " + now);
-        assertEquals(1_000.0, SoftwareRateLimiter.pps(1, SoftwareRateLimiter.Units.PACKETS, 64) * 1000, 1e-9);
-        assertEquals(256.0, SoftwareRateLimiter.pps(1, SoftwareRateLimiter.Units.MEGABYTES, 4096), 1e-9);
-        assertEquals(1e9 / 8 / 1024, SoftwareRateLimiter.pps(1, SoftwareRateLimiter.Units.GIGABITS, 1024), 1e-9);
+        assertEquals(1_000.0, SoftwareRateLimiter.pps(1, PerfOptions.RateUnits.PACKETS, 64) * 1000, 1e-9);
+        assertEquals(256.0, SoftwareRateLimiter.pps(1, PerfOptions.RateUnits.MEGABYTES, 4096), 1e-9);
+        assertEquals(1e9 / 8 / 1024, SoftwareRateLimiter.pps(1, PerfOptions.RateUnits.GIGABITS, 1024), 1e-9);
     }
 
     @Test
