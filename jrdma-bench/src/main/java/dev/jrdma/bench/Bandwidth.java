@@ -5,6 +5,7 @@ import dev.jrdma.verbs.RecvWorkRequest;
 import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.WrOpcode;
 import java.util.Arrays;
+import java.util.function.Consumer;
 
 /**
  * The bandwidth tests, write_bw, send_bw, read_bw and atomic_bw (perftest's {@code write_bw.c}, {@code send_bw.c},
@@ -25,9 +26,25 @@ final class Bandwidth {
 
     /** run_iter_bw: keep tx-depth operations outstanding per QP; each QP does -n operations (or runs for -D seconds). */
     BwResult client(int size, long iters, int durationSec) {
+        return client(size, iters, durationSec, null, null);
+    }
+
+    /**
+     * run_iter_bw_infinitely (--run_infinitely): the loop of {@link #client(int, long, int)} without an end; every
+     * {@code periodSec} seconds {@code everyPeriod} gets what that period moved (no peak, as perftest). It stops when
+     * {@code stop} is requested, after its requests in flight have completed.
+     *
+     * @return the whole run's average
+     */
+    BwResult clientUntilStopped(int size, int periodSec, Consumer<BwResult> everyPeriod, StopSignal stop) {
+        return client(size, Long.MAX_VALUE, periodSec, everyPeriod, stop);
+    }
+
+    private BwResult client(int size, long iters, int durationSec, Consumer<BwResult> everyPeriod, StopSignal stopper) {
         BenchResources r = resources;
         PerfOptions o = r.options;
         PerfTest test = r.test;
+        boolean forever = everyPeriod != null;
         boolean timed = durationSec > 0;
         long itersPerQp = timed ? Long.MAX_VALUE : iters;
         long total = timed ? Long.MAX_VALUE : itersPerQp * o.numQp;
@@ -54,21 +71,44 @@ final class Bandwidth {
         int[] outstanding = new int[o.numQp];
         long[] postedPerQp = new long[o.numQp];
         long posted = 0, completed = 0;
-        long start = System.nanoTime(), end = timed ? start + durationSec * 1_000_000_000L : Long.MAX_VALUE;
+        long periodNs = durationSec * 1_000_000_000L;
+        long start = System.nanoTime(), end = timed && !forever ? start + periodNs : Long.MAX_VALUE;
         long lastDone = start;
         // -D: perftest counts only between its margins (-f, default a quarter of -D): from start+margin to end-margin
-        long marginNs = timed ? o.effectiveMargin() * 1_000_000_000L : 0;
+        long marginNs = timed && !forever ? o.effectiveMargin() * 1_000_000_000L : 0;
         long sampleFrom = start + marginNs, sampleTo = end - marginNs, sampled = 0;
+        long periodStart = start, periodFrom = 0; // --run_infinitely: where the current period began
+        // --rate_limit (perftest's SW limiter): bursts of --burst_size (default: the queue depth) one gap apart; the
+        // warm-up is not paced
+        SoftwareRateLimiter limiter = o.softwareRateLimit() && !r.warmingUp
+                ? new SoftwareRateLimiter(
+                        SoftwareRateLimiter.pps(o.rateLimit, o.rateUnits, size),
+                        o.burstSize > 0 ? o.burstSize : tx,
+                        start)
+                : null;
         boolean stop = false;
         Stall stall = new Stall(r, test.id() + " completions");
         while (true) {
-            if (!stop && timed && System.nanoTime() >= end) stop = true;
+            if (!stop && timed) {
+                long now = System.nanoTime();
+                if (forever) {
+                    if (now - periodStart >= periodNs) {
+                        everyPeriod.accept(BwResult.of(size, completed - periodFrom, now - periodStart, 0)
+                                .withoutPeak());
+                        periodStart = now;
+                        periodFrom = completed;
+                    }
+                    if (stopper.requested()) stop = true;
+                } else if (now >= end) stop = true;
+            }
             boolean more = false;
             if (!stop) {
                 for (int q = 0; q < o.numQp; q++) {
                     // a list is posted whole, when the queue has room for all of it (jrdma posts its requests one
                     // call each: the packets are the same, the doorbells are not)
-                    while (outstanding[q] + list <= tx && postedPerQp[q] < itersPerQp) {
+                    while (outstanding[q] + list <= tx
+                            && postedPerQp[q] < itersPerQp
+                            && (limiter == null || limiter.mayPost(System.nanoTime()))) {
                         for (int j = 0; j < list && postedPerQp[q] < itersPerQp; j++) {
                             long k = postedPerQp[q] + 1;
                             boolean last = k == itersPerQp;
@@ -80,6 +120,7 @@ final class Bandwidth {
                             postedPerQp[q]++;
                             posted++;
                         }
+                        if (limiter != null) limiter.posted(list);
                     }
                     if (postedPerQp[q] < itersPerQp) more = true;
                 }
@@ -87,7 +128,11 @@ final class Bandwidth {
             if (completed >= posted && (stop || !more)) break;
             int n = r.sendCq.poll(r.done, r.done.capacity());
             if (n == 0) {
-                stall.idle();
+                if (limiter != null && completed >= posted) {
+                    // nothing in flight: the wait is the limiter's gap, not the peer's stall
+                    stall.progress();
+                    Thread.onSpinWait();
+                } else stall.idle();
                 continue;
             }
             long now = System.nanoTime();
@@ -141,12 +186,17 @@ final class Bandwidth {
 
     /**
      * run_iter_bi (send_bw -b): sends -n messages per QP, -t outstanding, every one signalled, while receiving the
-     * peer's -n per QP and reposting receives, on one thread; the result is this side's sends.
+     * peer's -n per QP and reposting receives, on one thread; the result is this side's sends. With -D
+     * ({@code durationSec} > 0) it sends for that long and the result is, as perftest counts it, this side's send
+     * completions and receives between the margins; it then keeps receiving until nothing has happened for half a
+     * second, so that the peer's last sends complete too.
      */
-    BwResult sendBoth(int size, long iters) {
+    BwResult sendBoth(int size, long iters, int durationSec) {
         BenchResources r = resources;
         PerfOptions o = r.options;
-        long total = iters * o.numQp;
+        boolean timed = durationSec > 0;
+        if (timed) iters = Long.MAX_VALUE / Math.max(1, o.numQp);
+        long total = timed ? Long.MAX_VALUE : iters * o.numQp;
         int tx = r.qps[0].cap().maxSendWr() > 0
                 ? Math.min(o.effectiveTxDepth(), r.qps[0].cap().maxSendWr())
                 : o.effectiveTxDepth();
@@ -160,10 +210,20 @@ final class Bandwidth {
         long[] sentPerQp = new long[o.numQp], recvPostedPerQp = new long[o.numQp];
         java.util.Arrays.fill(recvPostedPerQp, r.postedRecvs);
         long completed = 0, received = 0;
-        long start = System.nanoTime(), lastDone = start;
+        long start = System.nanoTime(), lastDone = start, lastActive = start;
+        long end = timed ? start + durationSec * 1_000_000_000L : Long.MAX_VALUE;
+        long marginNs = timed ? o.effectiveMargin() * 1_000_000_000L : 0;
+        long sampleFrom = start + marginNs, sampleTo = end - marginNs, sampled = 0;
+        boolean sending = true;
         Stall stall = new Stall(r, r.test.id() + " -b completions");
-        while (completed < total || received < total) {
-            for (int q = 0; q < o.numQp; q++) {
+        // -D: after the time is up, poll (and repost receives) until nothing has happened for half a second; sends
+        // still outstanding then are left, as perftest leaves them (a perftest peer that stopped reposting its
+        // receives never completes them)
+        while (timed
+                ? sending || System.nanoTime() - lastActive < 500_000_000L
+                : completed < total || received < total) {
+            if (timed && sending && System.nanoTime() >= end) sending = false;
+            for (int q = 0; sending && q < o.numQp; q++) {
                 while (outstanding[q] < tx && sentPerQp[q] < iters) {
                     wr[q].post(q);
                     outstanding[q]++;
@@ -176,7 +236,9 @@ final class Bandwidth {
                 outstanding[(int) r.done.wrId(k)]--;
             }
             completed += n;
-            if (n > 0) lastDone = System.nanoTime();
+            long now = n > 0 || timed ? System.nanoTime() : 0;
+            if (n > 0) lastDone = now;
+            if (timed && now >= sampleFrom && now < sampleTo) sampled += n;
             int m = r.recvCq.poll(r.done, r.done.capacity());
             for (int k = 0; k < m; k++) {
                 r.check(k);
@@ -187,17 +249,25 @@ final class Bandwidth {
                 }
             }
             received += m;
+            if (timed && m > 0 && now >= sampleFrom && now < sampleTo) sampled += m;
+            if (timed && n + m > 0) lastActive = now;
             if (n + m == 0) stall.idle();
             else stall.progress();
         }
+        if (timed) return BwResult.of(size, sampled, sampleTo - sampleFrom, 0);
         return BwResult.of(size, completed, lastDone - start, 0);
     }
 
-    /** run_iter_bw_server: receive -n messages per QP (or until the client stops, with -D), reposting receives. */
-    BwResult sendServer(int size) {
+    /**
+     * run_iter_bw_server: receive -n messages per QP (or until the client stops, with -D), reposting receives; with
+     * --run_infinitely (perftest's run_iter_bw_infinitely_server) {@code everyPeriod} gets every -D seconds what that
+     * period received (else null).
+     */
+    BwResult sendServer(int size, Consumer<BwResult> everyPeriod) {
         BenchResources r = resources;
         PerfOptions o = r.options;
         boolean timed = o.durationSec > 0;
+        long periodNs = o.durationSec * 1_000_000_000L;
         long perQp = timed ? Long.MAX_VALUE : o.effectiveIters();
         long total = timed ? Long.MAX_VALUE : perQp * o.numQp;
         long[] postedPerQp = new long[o.numQp];
@@ -209,13 +279,16 @@ final class Bandwidth {
         // before the first poll must not shrink the measured time
         long received = 0, start = System.nanoTime(), first = 0, lastAt = start;
         Stall stall = new Stall(r, "the client's sends (" + r.test.id() + ", " + size + " bytes)");
-        long quietNs = 500_000_000L;
+        // the client has stopped when nothing came for this long; an endless run ends only so (its client was
+        // stopped), after two silent periods, so that a loaded machine's pause does not end it
+        long quietNs = everyPeriod != null ? Math.max(2_000_000_000L, 2 * periodNs) : 500_000_000L;
+        long periodStart = start, periodFrom = 0;
         while (received < total) {
             int n = r.recvCq.poll(r.done, r.done.capacity());
             if (n == 0) {
                 if (timed
                         && received > 0
-                        && System.nanoTime() - first > o.durationSec * 1_000_000_000L
+                        && (everyPeriod != null || System.nanoTime() - first > periodNs)
                         && System.nanoTime() - lastAt > quietNs) break;
                 stall.idle();
                 continue;
@@ -237,6 +310,12 @@ final class Bandwidth {
             received += n;
             lastAt = now;
             stall.progress();
+            if (everyPeriod != null && now - periodStart >= periodNs) {
+                everyPeriod.accept(BwResult.of(size, received - periodFrom, now - periodStart, 0)
+                        .withoutPeak());
+                periodStart = now;
+                periodFrom = received;
+            }
             if ((received & 0xfff) < n && progress.enabled())
                 progress.update(String.format(" %s %d bytes: received %d", r.test.id(), size, received));
         }

@@ -18,6 +18,36 @@ public final class Perf {
     }
 
     /**
+     * --run_infinitely: the run ends when the process is asked to (SIGINT, SIGTERM: perftest's "User stopped
+     * traffic"); the shutdown hook stops the loop and gives it a few seconds to finish with its peer.
+     */
+    private static void runUntilStopped(PerfOptions o, PrintStream out) {
+        StopSignal stop = new StopSignal();
+        java.util.concurrent.CountDownLatch ended = new java.util.concurrent.CountDownLatch(1);
+        Thread hook = new Thread(
+                () -> {
+                    stop.request();
+                    try {
+                        ended.await(5, java.util.concurrent.TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                },
+                "jrdma-perf-stop");
+        Runtime.getRuntime().addShutdownHook(hook);
+        try {
+            RdmaBench.run(o, out, stop);
+        } finally {
+            ended.countDown();
+            try {
+                Runtime.getRuntime().removeShutdownHook(hook);
+            } catch (IllegalStateException shuttingDown) {
+                // the hook is running: it returns now that the run has ended
+            }
+        }
+    }
+
+    /**
      * Parses the flags and runs the test (or prints the usage for {@code --help}). Never throws: failures are
      * printed on {@code err}.
      *
@@ -52,6 +82,7 @@ public final class Perf {
             }
             if (o.test.isTcp()) TcpBench.run(o, out);
             else if (o.test.isUdp()) UdpBench.run(o, out);
+            else if (o.runInfinitely) runUntilStopped(o, out);
             else RdmaBench.run(o, out);
             return 0;
         } catch (BenchException | VerbsException | IllegalArgumentException e) {

@@ -152,6 +152,27 @@ public final class PerfOptions {
     public boolean cpuUtil;
     /** --latency_gap: microseconds to wait before each post of a latency test. */
     public int latencyGapUs;
+    /**
+     * --run_infinitely: a bandwidth test runs until it is stopped (the client: SIGINT/SIGTERM, or {@link StopSignal}),
+     * reporting every -D seconds (perftest's default 5) what that period moved; no peak is measured.
+     */
+    public boolean runInfinitely;
+    /** perftest's period of a --run_infinitely run without -D (its DEF_DURATION). */
+    static final int DEFAULT_INFINITE_PERIOD_SEC = 5;
+    /** --rate_limit: the bandwidth sender's rate limit in {@link #rateUnits}, or 0 for none. */
+    public double rateLimit;
+    /** --rate_units: the unit of --rate_limit (perftest's default Gb/s). */
+    public RateUnits rateUnits = RateUnits.GIGABITS;
+    /** --rate_limit_type: "SW", "HW" or "PP" as given, or null (perftest: HW, falling back to SW where HW fails). */
+    public String rateLimitType;
+    /** --burst_size: the requests of one burst of the rate limiter, or 0 for the send queue depth (perftest's). */
+    public int burstSize;
+
+    /** {@return whether the software rate limiter paces the sender: --rate_limit given, its type SW or not given} */
+    public boolean softwareRateLimit() {
+        return rateLimit > 0 && (rateLimitType == null || rateLimitType.equals("SW"));
+    }
+
     /** -l: bandwidth requests posted in lists of this many (1: one at a time); -Q defaults to it. */
     public int postList = 1;
     /** -w: the run fails when its average bandwidth (in the report's unit) is below this; -1 for no limit. */
@@ -175,6 +196,16 @@ public final class PerfOptions {
         MESSAGE_RATE,
         /** The average latency in usec (latency tests). */
         LATENCY
+    }
+
+    /** perftest's --rate_units: the unit of --rate_limit. */
+    public enum RateUnits {
+        /** MiB per second ({@code M}). */
+        MEGABYTES,
+        /** Gb per second ({@code g}, perftest's default). */
+        GIGABITS,
+        /** Messages (packets) per second ({@code p}). */
+        PACKETS
     }
 
     /** The QP types perftest's -c names that jrdma perf runs. */
@@ -377,6 +408,12 @@ public final class PerfOptions {
             throw new IllegalArgumentException(
                     "too many arguments: " + positional.subList(1, positional.size()) + " (one HOST at most)");
         if (positional.size() == 2) o.host = positional.get(1);
+        if (o.runInfinitely) {
+            o.validateInfinite();
+            // perftest: a run_infinitely run is a duration run (its period -D, default 5 s) without a peak
+            if (o.durationSec == 0) o.durationSec = DEFAULT_INFINITE_PERIOD_SEC;
+            o.noPeak = true;
+        }
         o.validate();
         return o;
     }
@@ -400,6 +437,32 @@ public final class PerfOptions {
             case "retry_count" -> retryCount = intIn(flag, value, 0, 7);
             case "noPeak" -> noPeak = true;
             case "bidirectional" -> bidirectional = true;
+            case "run_infinitely" -> runInfinitely = true;
+            case "rate_limit" -> {
+                rateLimit = positive(flag, value);
+                if (rateLimit <= 0) throw new IllegalArgumentException(flag + " must be more than 0 (as perftest)");
+            }
+            case "rate_units" ->
+                rateUnits = switch (value) {
+                    case "M" -> RateUnits.MEGABYTES;
+                    case "g" -> RateUnits.GIGABITS;
+                    case "p" -> RateUnits.PACKETS;
+                    default ->
+                        throw new IllegalArgumentException(
+                                flag + " wants M (MiB/s), g (Gb/s) or p (messages/s), not '" + value + "'");
+                };
+            case "rate_limit_type" -> {
+                if (!value.equals("SW") && !value.equals("HW") && !value.equals("PP"))
+                    throw new IllegalArgumentException(flag + " wants HW, SW or PP, not '" + value + "'");
+                if (!value.equals("SW"))
+                    throw new IllegalArgumentException(flag + " " + value + " is not supported by jrdma perf: "
+                            + (value.equals("HW")
+                                    ? "the hardware limiter sets a QP's static rate, which no jrdma device paces by"
+                                    : "packet pacing is for raw Ethernet QPs on a NIC that paces")
+                            + "; use --rate_limit_type=SW (jrdma perf's software limiter, perftest's SW)");
+                rateLimitType = value;
+            }
+            case "burst_size" -> burstSize = intIn(flag, value, 0, 1 << 20);
             case "report-both" -> reportBoth = true;
             case "dont_xchg_versions" -> dontXchgVersions = true;
             case "ipv6" -> ipv6 = true;
@@ -512,7 +575,20 @@ public final class PerfOptions {
         return connection == Connection.UD ? Math.min(inlineSize, MAX_INLINE_UD) : inlineSize;
     }
 
+    /** --run_infinitely's dependencies, perftest's where it has them. */
+    private void validateInfinite() {
+        if (test == null || test.latency || test.isSocket())
+            throw new IllegalArgumentException(
+                    "--run_infinitely exists only in the RDMA bandwidth tests (as perftest)");
+        if (events) throw new IllegalArgumentException("--run_infinitely does not support -e (events), as perftest");
+        if (all) throw new IllegalArgumentException("--run_infinitely runs one size: -a does not apply");
+        if (bidirectional)
+            throw new IllegalArgumentException("--run_infinitely with -b: jrdma perf stops an endless run from its"
+                    + " sending side only, and with -b both sides send (as perftest refuses send_bw -b); use -b -D");
+    }
+
     void validate() {
+        SoftwareRateLimiter.validate(this);
         if (test != null
                 && test.isSocket()
                 && (histogram
@@ -535,9 +611,6 @@ public final class PerfOptions {
         if (bidirectional && test != null && test.isSocket())
             throw new IllegalArgumentException(
                     "-b (perftest's --bidirectional) is for the RDMA bandwidth tests, not " + test.id());
-        if (bidirectional && test == PerfTest.SEND_BW && durationSec > 0)
-            throw new IllegalArgumentException(
-                    "-b with -D on send_bw is not supported by jrdma perf yet (issue 22): use -n");
         if (reversed && test != null && (test.latency || test.isSocket()))
             throw new IllegalArgumentException(
                     "--reversed reverses a bandwidth test's traffic (as perftest): not " + test.id());

@@ -221,12 +221,9 @@ final class PerftestFlags {
         refuse("on-demand paging needs a NIC that faults pages in itself; jrdma registers pinned memory", "odp");
         refuse("inline receive (scatter to CQE) is an mlx5 hardware feature; no jrdma device has it", "inline_recv");
         refuse(
-                "the hardware rate limiter (and its packet-pacing units) needs a NIC that paces; jrdma perf has no software limiter yet",
-                "burst_size",
-                "typical_pkt_size",
-                "rate_limit",
-                "rate_limit_type",
-                "rate_units");
+                "the typical packet size is for packet pacing (--rate_limit_type=PP) on raw Ethernet QPs of a NIC that"
+                        + " paces; jrdma perf's rate limiter is the software one (--rate_limit_type=SW)",
+                "typical_pkt_size");
         refuse(
                 "dual-port mode needs a device with two active ports; the soft device has one and jrdma perf runs one port",
                 "dualport",
@@ -237,10 +234,10 @@ final class PerftestFlags {
                 "report-cycles");
         refuse("the JVM's memory (Arena) cannot be placed on huge pages on request", "use_hugepages");
         refuse(
-                "-T sets the TOS of rdma_cm's connections; jrdma's rdma_cm QPs do not set it (use --tclass for the GRH's traffic class)",
+                "-T sets the TOS of -R's rdma_cm ids (perftest: rdma_set_option RDMA_OPTION_ID_TOS; without -R it refuses"
+                        + " -T too), and jrdma's rdma_cm API (dev.jrdma.cm) does not bind rdma_set_option yet; --tclass"
+                        + " sets the GRH's traffic class of the QPs jrdma perf connects itself",
                 "tos");
-        String notYet = "not implemented by jrdma perf yet (issue 22)";
-        refuse(notYet, "run_infinitely");
     }
 
     /** {@return the option of a short letter, or null} */

@@ -28,11 +28,14 @@ public final class RdmaBench implements AutoCloseable {
     private double cpuUtilPct;
     /** -W: the counters printed after each report line, or null. */
     private PortCounters counters;
+    /** Ends a --run_infinitely run. */
+    private final StopSignal stop;
     /** -w/-y: why the run failed its limit, or null. */
     private String belowLimit;
 
-    private RdmaBench(PerfOptions o, PrintStream out) {
+    private RdmaBench(PerfOptions o, PrintStream out, StopSignal stop) {
         this.o = o;
+        this.stop = stop;
         this.test = o.test;
         this.out = out;
         this.progress = Progress.forTerminal(out, o.quiet);
@@ -51,11 +54,23 @@ public final class RdmaBench implements AutoCloseable {
      * @throws dev.jrdma.verbs.VerbsException when the device refuses a resource or a work request
      */
     public static RunResult run(PerfOptions o, PrintStream out) {
+        return run(o, out, new StopSignal());
+    }
+
+    /**
+     * {@link #run(PerfOptions, PrintStream)} that {@code stop} can end: how a --run_infinitely run ends.
+     *
+     * @param o    the options
+     * @param out  where the report goes
+     * @param stop asked once the run should end
+     * @return what was measured
+     */
+    static RunResult run(PerfOptions o, PrintStream out, StopSignal stop) {
         if (o.test.isTcp()) throw new IllegalArgumentException(o.test.id() + " is a TCP test");
         if (o.durationSec > 0 && (o.test == PerfTest.SEND_LAT || o.test == PerfTest.WRITE_LAT))
             throw new BenchException(
                     "-D is supported by the bandwidth tests, read_lat and atomic_lat; use -n for " + o.test.id());
-        try (RdmaBench b = new RdmaBench(o, out)) {
+        try (RdmaBench b = new RdmaBench(o, out, stop)) {
             if (o.rdmaCm || o.rdmaCmExchange) return b.runOverRdmaCm();
             b.resources.open(o.device);
             b.openCounters();
@@ -154,6 +169,9 @@ public final class RdmaBench implements AutoCloseable {
         boolean server = !w.isClient();
         if (o.rdmaCm) connectThroughRdmaCm(w);
         if (o.output == null) RunHeader.print(out, r);
+        if (o.rateLimit > 0 && o.rateLimitType == null && o.output == null)
+            // perftest's fallback when the QP does not take the hardware limit (its default type)
+            out.println(" The QP failed to accept HW rate limit, providing SW rate limit");
         Dest[] my = r.my;
         List<LatencyResult> lat = new ArrayList<>();
         List<BwResult> bw = new ArrayList<>();
@@ -196,8 +214,8 @@ public final class RdmaBench implements AutoCloseable {
                     if (test == PerfTest.WRITE_LAT) w.close();
                     else w.closeConnection(my[0]);
                 } else if (o.bidirectional) {
-                    // -b (perftest's duplex): both sides run the loop at once; per size a handshake before and after
-                    // it, then the two reports are exchanged and each side prints their sum
+                    // -b (perftest's duplex): both sides run the loop at once; per size a handshake before it (and
+                    // with -a one after it), then the two reports are exchanged and each side prints their sum
                     new WarmUp(r, progress, out).withPeer(r.sizes().getFirst());
                     printColumns(Report.bwHeader(o.reportGbits));
                     cpu.start();
@@ -207,7 +225,9 @@ public final class RdmaBench implements AutoCloseable {
                         SystemCpu before = SystemCpu.sample();
                         BwResult mine = loop.client(size, o.effectiveIters(), o.durationSec);
                         cpuUtilPct = SystemCpu.sample().utilSince(before);
-                        w.handshake(my[0]);
+                        // perftest 4.5 syncs again after the loop only per size of -a (RUN_ALL; atomic_bw never):
+                        // after a single size the reports follow at once
+                        if (o.all && test.verb != PerfTest.Verb.ATOMIC) w.handshake(my[0]);
                         BwResult peer = w.bwReports(mine);
                         BwResult both = new BwResult(
                                 mine.size(),
@@ -252,7 +272,10 @@ public final class RdmaBench implements AutoCloseable {
                     BwResult last = null;
                     for (int size : r.sizes()) {
                         SystemCpu before = SystemCpu.sample();
-                        last = loop.client(size, o.effectiveIters(), o.durationSec);
+                        last = o.runInfinitely
+                                ? loop.clientUntilStopped(size, o.durationSec, this::printPeriod, stop)
+                                : loop.client(size, o.effectiveIters(), o.durationSec);
+                        if (o.runInfinitely) out.println("\n User stopped traffic");
                         cpuUtilPct = SystemCpu.sample().utilSince(before);
                         checkLimits(last);
                         progress.clear();
@@ -291,10 +314,19 @@ public final class RdmaBench implements AutoCloseable {
                     } else {
                         Bandwidth loop = new Bandwidth(r, progress);
                         SystemCpu before = SystemCpu.sample();
-                        if (o.bidirectional) {
+                        if (o.bidirectional && o.durationSec > 0) {
+                            // perftest's send_bw -b -D: each side counts its send completions and its receives
+                            // between the margins and prints that; no reports are exchanged
+                            BwResult mine = loop.sendBoth(size, 0, o.durationSec);
+                            cpuUtilPct = SystemCpu.sample().utilSince(before);
+                            checkLimits(mine);
+                            progress.clear();
+                            printLine(mine);
+                            bw.add(mine);
+                        } else if (o.bidirectional) {
                             // perftest's send_bw -b: both sides send and receive at once, then exchange their reports
                             // and each prints the sum
-                            BwResult mine = loop.sendBoth(size, o.effectiveIters());
+                            BwResult mine = loop.sendBoth(size, o.effectiveIters(), 0);
                             cpuUtilPct = SystemCpu.sample().utilSince(before);
                             BwResult peer = w.bwReports(mine);
                             BwResult both = new BwResult(
@@ -310,8 +342,12 @@ public final class RdmaBench implements AutoCloseable {
                             remoteOfSend = peer;
                         } else {
                             BwResult result = !o.bandwidthSender()
-                                    ? loop.sendServer(size)
-                                    : loop.client(size, o.effectiveIters(), o.durationSec);
+                                    ? loop.sendServer(size, o.runInfinitely ? this::printPeriod : null)
+                                    : o.runInfinitely
+                                            ? loop.clientUntilStopped(size, o.durationSec, this::printPeriod, stop)
+                                            : loop.client(size, o.effectiveIters(), o.durationSec);
+                            if (o.runInfinitely)
+                                out.println(o.bandwidthSender() ? "\n User stopped traffic" : " Client stopped");
                             cpuUtilPct = SystemCpu.sample().utilSince(before);
                             checkLimits(result);
                             progress.clear();
@@ -325,7 +361,9 @@ public final class RdmaBench implements AutoCloseable {
                     if (!test.latency && o.all) w.handshake(my[0]);
                 }
                 printColumns(Report.RESULT_LINE);
-                w.closeConnection(my[0]);
+                // an endless run's server notices the end only after two silent periods: wait that long for it
+                if (o.runInfinitely) waitForPeer(w, () -> w.closeConnection(my[0]));
+                else w.closeConnection(my[0]);
                 if (belowLimit != null) throw new BenchException(belowLimit);
                 return new RunResult(test, r.deviceName, lat, bw, remoteOfSend, cpuNs, wallNs);
             }
@@ -379,6 +417,13 @@ public final class RdmaBench implements AutoCloseable {
         if (o.outJson) JsonReport.latency(resources, r, 0, 0, cpuUtilPct);
     }
 
+    /** --run_infinitely: one period's line, as perftest prints it every -D seconds. */
+    private void printPeriod(BwResult r) {
+        progress.clear();
+        printLine(r);
+        out.flush();
+    }
+
     /** A bandwidth line, or with --output the average bandwidth or the message rate alone (perftest's "%lf"). */
     private void printLine(BwResult r) {
         if (o.output == PerfOptions.Output.BANDWIDTH)
@@ -408,6 +453,15 @@ public final class RdmaBench implements AutoCloseable {
 
     /** A wait on the peer's next message while it runs: as long as the run may take, but not for ever. */
     private void waitForPeer(PerftestWire w, Runnable r) {
+        if (o.runInfinitely) {
+            w.readTimeout(0); // the client runs until it is stopped: no limit on the wait
+            try {
+                r.run();
+            } finally {
+                w.restoreTimeout();
+            }
+            return;
+        }
         long runMs = o.durationSec > 0 ? o.durationSec * 1000L : 0;
         // the peer's run: its duration, or its iterations; allow generously, plus the stall timeout
         w.readTimeout((int) Math.min(Integer.MAX_VALUE, runMs + 600_000L + resources.stallNs / 1_000_000));

@@ -121,6 +121,15 @@ class PerftestFlagsTest {
     }
 
     @Test
+    void tosIsRefusedWithWhatItWouldNeed() {
+        // perftest sets -T on -R's rdma_cm ids only; jrdma's rdma_cm API has no rdma_set_option to do it with
+        var e = assertThrows(
+                IllegalArgumentException.class, () -> PerfOptions.parse("send_lat", "-R", "-T", "32", "host"));
+        assertTrue(e.getMessage().startsWith("-T (perftest's -T (--tos)) is not supported"), e.getMessage());
+        assertTrue(e.getMessage().contains("rdma_set_option"), e.getMessage());
+    }
+
+    @Test
     void getoptSpellings() {
         // bundled letters, an attached value, a unique prefix of a long name
         PerfOptions o = PerfOptions.parse("write_bw", "-aF", "-q2", "--iter=7", "--report_g", "host");

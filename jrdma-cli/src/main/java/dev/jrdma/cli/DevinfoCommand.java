@@ -3,6 +3,7 @@ package dev.jrdma.cli;
 import dev.jrdma.verbs.Context;
 import dev.jrdma.verbs.Device;
 import dev.jrdma.verbs.DeviceAttr;
+import dev.jrdma.verbs.DeviceAttrEx;
 import dev.jrdma.verbs.GidEntry;
 import dev.jrdma.verbs.PortAttr;
 import dev.jrdma.verbs.Verbs;
@@ -124,7 +125,7 @@ public final class DevinfoCommand implements Callable<Integer> {
                 }
                 out.printf("\tmax_pkeys:\t\t\t%d%n", a.maxPkeys());
                 out.printf("\tlocal_ca_ack_delay:\t\t%d%n", a.localCaAckDelay());
-                printExtended(out, Extended.of(a));
+                printExtended(out, ctx.queryDeviceEx());
                 out.printf("\tnum_comp_vectors:\t\t%d%n", ctx.numCompVectors());
             }
             for (int p = 1; p <= a.physPortCnt(); p++) {
@@ -177,53 +178,24 @@ public final class DevinfoCommand implements Callable<Integer> {
     }
 
     /**
-     * What ibv_devinfo -v prints from ibv_query_device_ex beyond the base attributes. jrdma's providers report none of
-     * them: the software device has none of these features (no ODP, timestamps, TSO, RSS, pacing, tag matching, CQ
-     * moderation or device memory), and the native provider does not call ibv_query_device_ex yet
-     * (docs/api-backlog.md), so its values print as ibv_devinfo prints a device without the feature.
-     *
-     * @param odpGeneral       general ODP capability bits ({@code odp_caps.general_caps})
-     * @param odpRc            RC ODP bits   @param odpUc UC ODP bits   @param odpUd UD ODP bits   @param odpXrc XRC ODP bits
-     * @param timestampMask    {@code completion_timestamp_mask}, 0 when unsupported
-     * @param coreClockKhz     {@code hca_core_clock} in kHz, 0 when unsupported
-     * @param rawPacketCaps    {@code raw_packet_caps}
-     * @param capFlagsEx       {@code device_cap_flags_ex} (its low 32 bits are device_cap_flags)
-     * @param maxTso           {@code tso_caps.max_tso}
-     * @param maxWqTypeRq      {@code max_wq_type_rq}
-     * @param maxDmSize        {@code max_dm_size}
+     * The part of ibv_devinfo -v that comes from ibv_query_device_ex, in its order and formats (rdma-core 44's
+     * devinfo.c): the native provider reads them with ibv_query_device_ex, the software device has none of these
+     * features and reports each absent.
      */
-    record Extended(
-            long odpGeneral,
-            int odpRc,
-            int odpUc,
-            int odpUd,
-            int odpXrc,
-            long timestampMask,
-            long coreClockKhz,
-            int rawPacketCaps,
-            long capFlagsEx,
-            int maxTso,
-            int maxWqTypeRq,
-            long maxDmSize) {
-        /** {@return the extended attributes of a device whose provider reports none: each feature absent} */
-        static Extended of(DeviceAttr a) {
-            return new Extended(0, 0, 0, 0, 0, 0, 0, 0, a.deviceCapFlags() & 0xffffffffL, 0, 0, 0);
-        }
-    }
-
-    /** The part of ibv_devinfo -v that comes from ibv_query_device_ex, in its order and formats. */
-    static void printExtended(PrintStream out, Extended x) {
+    static void printExtended(PrintStream out, DeviceAttrEx x) {
         out.printf("\tgeneral_odp_caps:%n");
-        if ((x.odpGeneral() & 1) != 0) out.printf("\t\t\t\t\tODP_SUPPORT%n");
-        if ((x.odpGeneral() & 2) != 0) out.printf("\t\t\t\t\tODP_SUPPORT_IMPLICIT%n");
-        if ((x.odpGeneral() & ~3L) != 0) out.printf("\t\t\t\t\tUnknown flags: 0x%X%n", x.odpGeneral() & ~3L);
-        printOdpTransport(out, "rc_odp_caps", x.odpRc());
-        printOdpTransport(out, "uc_odp_caps", x.odpUc());
-        printOdpTransport(out, "ud_odp_caps", x.odpUd());
-        printOdpTransport(out, "xrc_odp_caps", x.odpXrc());
-        if (x.timestampMask() != 0) out.printf("\tcompletion timestamp_mask:\t\t\t0x%016x%n", x.timestampMask());
+        if ((x.odpGeneralCaps() & 1) != 0) out.printf("\t\t\t\t\tODP_SUPPORT%n");
+        if ((x.odpGeneralCaps() & 2) != 0) out.printf("\t\t\t\t\tODP_SUPPORT_IMPLICIT%n");
+        if ((x.odpGeneralCaps() & ~3L) != 0) out.printf("\t\t\t\t\tUnknown flags: 0x%X%n", x.odpGeneralCaps() & ~3L);
+        printOdpTransport(out, "rc_odp_caps", x.rcOdpCaps());
+        printOdpTransport(out, "uc_odp_caps", x.ucOdpCaps());
+        printOdpTransport(out, "ud_odp_caps", x.udOdpCaps());
+        printOdpTransport(out, "xrc_odp_caps", x.xrcOdpCaps());
+        if (x.completionTimestampMask() != 0)
+            out.printf("\tcompletion timestamp_mask:\t\t\t0x%016x%n", x.completionTimestampMask());
         else out.printf("\tcompletion_timestamp_mask not supported%n");
-        if (x.coreClockKhz() != 0) out.printf("\thca_core_clock:\t\t\t%dkHZ%n", x.coreClockKhz());
+        if (x.hcaCoreClockKhz() != 0)
+            out.printf("\thca_core_clock:\t\t\t%skHZ%n", Long.toUnsignedString(x.hcaCoreClockKhz()));
         else out.printf("\tcore clock not supported%n");
         if (x.rawPacketCaps() != 0) {
             out.printf("\traw packet caps:%n");
@@ -232,26 +204,52 @@ public final class DevinfoCommand implements Callable<Integer> {
             if ((x.rawPacketCaps() & 4) != 0) out.printf("\t\t\t\t\tIP csum offload%n");
             if ((x.rawPacketCaps() & 8) != 0) out.printf("\t\t\t\t\tDelay drop%n");
         }
-        out.printf("\tdevice_cap_flags_ex:\t\t0x%X%n", x.capFlagsEx());
-        long ex = x.capFlagsEx() & 0xffffffff00000000L;
+        out.printf("\tdevice_cap_flags_ex:\t\t0x%X%n", x.deviceCapFlagsEx());
+        long ex = x.deviceCapFlagsEx() & 0xffffffff00000000L;
         if ((ex & (1L << 34)) != 0) out.printf("\t\t\t\t\tRAW_SCATTER_FCS%n");
         if ((ex & (1L << 36)) != 0) out.printf("\t\t\t\t\tPCI_WRITE_END_PADDING%n");
         if ((ex & ~((1L << 34) | (1L << 36))) != 0)
             out.printf("\t\t\t\t\tUnknown flags: 0x%X%n", ex & ~((1L << 34) | (1L << 36)));
         out.printf("\ttso_caps:%n");
-        out.printf("\tmax_tso:\t\t\t%d%n", x.maxTso());
+        out.printf("\t\tmax_tso:\t\t\t%d%n", x.maxTso());
+        if (x.maxTso() != 0) printQpTypes(out, x.tsoSupportedQpts());
         out.printf("\trss_caps:%n");
-        out.printf("\t\tmax_rwq_indirection_tables:\t\t\t%d%n", 0);
-        out.printf("\t\tmax_rwq_indirection_table_size:\t\t\t%d%n", 0);
-        out.printf("\t\trx_hash_function:\t\t\t\t0x%x%n", 0);
-        out.printf("\t\trx_hash_fields_mask:\t\t\t\t0x%X%n", 0);
-        out.printf("\tmax_wq_type_rq:\t\t\t%d%n", x.maxWqTypeRq());
+        out.printf("\t\tmax_rwq_indirection_tables:\t\t\t%s%n", Integer.toUnsignedString(x.maxRwqIndirectionTables()));
+        out.printf(
+                "\t\tmax_rwq_indirection_table_size:\t\t\t%s%n",
+                Integer.toUnsignedString(x.maxRwqIndirectionTableSize()));
+        out.printf("\t\trx_hash_function:\t\t\t\t0x%x%n", x.rxHashFunction());
+        out.printf("\t\trx_hash_fields_mask:\t\t\t\t0x%X%n", x.rxHashFieldsMask());
+        if (x.rssSupportedQpts() != 0) printQpTypes(out, x.rssSupportedQpts());
+        out.printf("\tmax_wq_type_rq:\t\t\t%s%n", Integer.toUnsignedString(x.maxWqTypeRq()));
         out.printf("\tpacket_pacing_caps:%n");
-        out.printf("\t\tqp_rate_limit_min:\t%dkbps%n", 0);
-        out.printf("\t\tqp_rate_limit_max:\t%dkbps%n", 0);
-        out.printf("\ttag matching not supported%n");
-        // no CQ moderation caps: ibv_devinfo prints nothing for them then
-        if (x.maxDmSize() != 0) out.printf("\tmaximum available device memory:\t%dBytes%n%n", x.maxDmSize());
+        out.printf("\t\tqp_rate_limit_min:\t%skbps%n", Integer.toUnsignedString(x.qpRateLimitMin()));
+        out.printf("\t\tqp_rate_limit_max:\t%skbps%n", Integer.toUnsignedString(x.qpRateLimitMax()));
+        if (x.qpRateLimitMax() != 0) printQpTypes(out, x.pacingSupportedQpts());
+        if (x.tmMaxNumTags() != 0) {
+            out.printf("\tmax_rndv_hdr_size:\t\t%s%n", Integer.toUnsignedString(x.tmMaxRndvHdrSize()));
+            out.printf("\tmax_num_tags:\t\t\t%s%n", Integer.toUnsignedString(x.tmMaxNumTags()));
+            out.printf("\tmax_ops:\t\t\t%s%n", Integer.toUnsignedString(x.tmMaxOps()));
+            out.printf("\tmax_sge:\t\t\t%s%n", Integer.toUnsignedString(x.tmMaxSge()));
+            out.printf("\tflags:%n");
+            if ((x.tmFlags() & 1) != 0) out.printf("\t\t\t\t\tIBV_TM_CAP_RC%n");
+        } else out.printf("\ttag matching not supported%n");
+        if (x.maxCqCount() != 0 && x.maxCqPeriodUs() != 0) {
+            out.printf("%n\tcq moderation caps:%n");
+            out.printf("\t\tmax_cq_count:\t%d%n", x.maxCqCount());
+            out.printf("\t\tmax_cq_period:\t%d us%n%n", x.maxCqPeriodUs());
+        }
+        if (x.maxDmSize() != 0)
+            out.printf("\tmaximum available device memory:\t%sBytes%n%n", Long.toUnsignedString(x.maxDmSize()));
+    }
+
+    /** The supported_qp list of tso/rss/packet pacing caps: RAW_PACKET (ibv_qp_type 8) and UD (4). */
+    private static void printQpTypes(PrintStream out, int qpts) {
+        out.printf("\t\tsupported_qp:%n");
+        if ((qpts & (1 << 8)) != 0) out.printf("\t\t\t\t\tSUPPORT_RAW_PACKET%n");
+        if ((qpts & (1 << 4)) != 0) out.printf("\t\t\t\t\tSUPPORT_UD%n");
+        int unknown = qpts & ~((1 << 8) | (1 << 4));
+        if (unknown != 0) out.printf("\t\t\t\t\tUnknown flags: 0x%X%n", unknown);
     }
 
     private static void printOdpTransport(PrintStream out, String name, int caps) {

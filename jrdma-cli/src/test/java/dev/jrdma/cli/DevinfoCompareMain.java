@@ -16,50 +16,11 @@ import java.util.concurrent.TimeUnit;
  * one is not in {@link #EXPECTED}, the fields jrdma leaves out on purpose, each with its reason.
  */
 public final class DevinfoCompareMain {
-    /** Fields of ibv_devinfo -v that jrdma does not print, and why. */
+    /**
+     * Fields of ibv_devinfo -v that jrdma does not print, and why: none since the native provider reads
+     * ibv_query_device_ex (the extended section must match too).
+     */
     static final Map<String, String> EXPECTED = new LinkedHashMap<>();
-
-    static {
-        String ex =
-                "from ibv_query_device_ex (extended attributes), which jrdma does not call yet (docs/api-backlog.md): "
-                        + "jrdma prints them as ibv_devinfo prints a device without the feature";
-        for (String f : new String[] {
-            "general_odp_caps",
-            "rc_odp_caps",
-            "uc_odp_caps",
-            "ud_odp_caps",
-            "xrc_odp_caps",
-            "completion_timestamp_mask not supported",
-            "completion timestamp_mask",
-            "hca_core_clock",
-            "core clock not supported",
-            "device_cap_flags_ex",
-            "tso_caps",
-            "max_tso",
-            "supported_qp",
-            "rss_caps",
-            "max_rwq_indirection_tables",
-            "max_rwq_indirection_table_size",
-            "rx_hash_function",
-            "rx_hash_fields_mask",
-            "max_wq_type_rq",
-            "packet_pacing_caps",
-            "qp_rate_limit_min",
-            "qp_rate_limit_max",
-            "tag matching not supported",
-            "max_rndv_hdr_size",
-            "max_num_tags",
-            "max_ops",
-            "flags",
-            "raw packet caps",
-            "cq moderation caps",
-            "max_cq_count",
-            "max_cq_period",
-            "maximum available device memory"
-        }) {
-            EXPECTED.put("device/" + f, ex);
-        }
-    }
 
     public static void main(String[] args) throws Exception {
         String dev = args.length > 0 ? args[0] : "rxe0";

@@ -2,6 +2,7 @@ package dev.jrdma.cli;
 
 import static org.junit.jupiter.api.Assertions.*;
 
+import dev.jrdma.verbs.DeviceAttrEx;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
@@ -72,7 +73,7 @@ class DevinfoFieldsTest {
                         "\tgeneral_odp_caps:\n\trc_odp_caps:\n\t\t\t\t\tNO SUPPORT\n\tuc_odp_caps:\n\t\t\t\t\tNO SUPPORT\n"),
                 out);
         assertTrue(out.contains("\tcompletion_timestamp_mask not supported\n\tcore clock not supported\n"), out);
-        assertTrue(out.contains("\ttso_caps:\n\tmax_tso:\t\t\t0\n\trss_caps:\n"), out);
+        assertTrue(out.contains("\ttso_caps:\n\t\tmax_tso:\t\t\t0\n\trss_caps:\n"), out);
         assertTrue(out.contains("\t\tqp_rate_limit_max:\t0kbps\n\ttag matching not supported\n"), out);
         // device_cap_flags_ex carries device_cap_flags in its low 32 bits, in %PRIX64
         var m = java.util.regex.Pattern.compile("\tdevice_cap_flags:\t\t0x([0-9a-f]{8})\n")
@@ -91,8 +92,39 @@ class DevinfoFieldsTest {
         var ps = new java.io.PrintStream(buf, true, StandardCharsets.UTF_8);
         DevinfoCommand.printExtended(
                 ps,
-                new DevinfoCommand.Extended(
-                        3, 0x3f, 0, 1 | 2, 0, 0xffffffffffffL, 156250, 2, (1L << 34) | 0x1234, 65536, 0, 1 << 20));
+                new DeviceAttrEx(
+                        3,
+                        0x3f,
+                        0,
+                        1 | 2,
+                        0,
+                        0xffffffffffffL,
+                        156250,
+                        (1L << 34) | 0x1234,
+                        65536,
+                        1 << 4,
+                        0,
+                        0,
+                        0,
+                        0,
+                        0,
+                        0,
+                        0,
+                        0,
+                        0,
+                        2,
+                        0,
+                        0,
+                        0,
+                        0,
+                        0,
+                        0,
+                        0,
+                        1 << 20,
+                        0,
+                        0,
+                        0,
+                        0));
         String out = buf.toString(StandardCharsets.UTF_8);
         assertTrue(
                 out.startsWith(
@@ -108,6 +140,8 @@ class DevinfoFieldsTest {
                 out);
         assertTrue(out.contains("\traw packet caps:\n\t\t\t\t\tScatter FCS offload\n"), out);
         assertTrue(out.contains("\tdevice_cap_flags_ex:\t\t0x400001234\n\t\t\t\t\tRAW_SCATTER_FCS\n"), out);
+        assertTrue(out.contains("\t\tmax_tso:\t\t\t65536\n\t\tsupported_qp:\n\t\t\t\t\tSUPPORT_UD\n"), out);
+        assertTrue(out.contains("\ttag matching not supported\n"), out);
         assertTrue(out.endsWith("\tmaximum available device memory:\t1048576Bytes\n\n"), out);
     }
 }

@@ -169,6 +169,10 @@ final class Ibv {
     static final class Extra {
         private Extra() {}
 
+        /** verbs_context's query_device_ex(context, input, attr, attr_size), called through its pointer. */
+        static final MethodHandle VCTX_QUERY_DEVICE_EX =
+                LINKER.downcallHandle(Fn.fd(JAVA_INT, ADDRESS, ADDRESS, ADDRESS, JAVA_LONG));
+
         static final MethodHandle GET_ASYNC_EVENT =
                 Fn.exported("ibv_get_async_event", Fn.fd(JAVA_INT, ADDRESS, ADDRESS), true);
         static final MethodHandle ACK_ASYNC_EVENT = Fn.exported("ibv_ack_async_event", Fn.fd(null, ADDRESS), false);

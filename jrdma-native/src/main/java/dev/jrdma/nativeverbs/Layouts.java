@@ -190,6 +190,90 @@ public final class Layouts {
             at(227, U8, "phys_port_cnt"));
 
     /**
+     * {@code struct ibv_device_attr_ex} (400 bytes): what {@code ibv_query_device_ex} fills in: {@code orig_attr} (the
+     * base attributes) and the extended capabilities (ODP, timestamps, TSO, RSS, packet pacing, tag matching, CQ
+     * moderation, device memory, PCIe atomics).
+     */
+    public static final StructLayout DEVICE_ATTR_EX = struct(
+            "ibv_device_attr_ex",
+            400,
+            at(0, DEVICE_ATTR, "orig_attr"),
+            at(232, U32, "comp_mask"),
+            at(
+                    240,
+                    struct(
+                            null,
+                            24,
+                            at(0, U64, "general_caps"),
+                            at(
+                                    8,
+                                    struct(
+                                            null,
+                                            12,
+                                            at(0, U32, "rc_odp_caps"),
+                                            at(4, U32, "uc_odp_caps"),
+                                            at(8, U32, "ud_odp_caps")),
+                                    "per_transport_caps")),
+                    "odp_caps"),
+            at(264, U64, "completion_timestamp_mask"),
+            at(272, U64, "hca_core_clock"),
+            at(280, U64, "device_cap_flags_ex"),
+            at(288, struct(null, 8, at(0, U32, "max_tso"), at(4, U32, "supported_qpts")), "tso_caps"),
+            at(
+                    296,
+                    struct(
+                            null,
+                            32,
+                            at(0, U32, "supported_qpts"),
+                            at(4, U32, "max_rwq_indirection_tables"),
+                            at(8, U32, "max_rwq_indirection_table_size"),
+                            at(16, U64, "rx_hash_fields_mask"),
+                            at(24, U8, "rx_hash_function")),
+                    "rss_caps"),
+            at(328, U32, "max_wq_type_rq"),
+            at(
+                    332,
+                    struct(
+                            null,
+                            12,
+                            at(0, U32, "qp_rate_limit_min"),
+                            at(4, U32, "qp_rate_limit_max"),
+                            at(8, U32, "supported_qpts")),
+                    "packet_pacing_caps"),
+            at(344, U32, "raw_packet_caps"),
+            at(
+                    348,
+                    struct(
+                            null,
+                            20,
+                            at(0, U32, "max_rndv_hdr_size"),
+                            at(4, U32, "max_num_tags"),
+                            at(8, U32, "flags"),
+                            at(12, U32, "max_ops"),
+                            at(16, U32, "max_sge")),
+                    "tm_caps"),
+            at(368, struct(null, 4, at(0, U16, "max_cq_count"), at(2, U16, "max_cq_period")), "cq_mod_caps"),
+            at(376, U64, "max_dm_size"),
+            at(
+                    384,
+                    struct(null, 6, at(0, U16, "fetch_add"), at(2, U16, "swap"), at(4, U16, "compare_swap")),
+                    "pci_atomic_caps"),
+            at(392, U32, "xrc_odp_caps"),
+            at(396, U32, "phys_port_cnt_ex"));
+
+    /**
+     * {@code struct verbs_context} ends with {@code query_device_ex}, seven more entry points, a placeholder,
+     * {@code sz} and the {@code struct ibv_context} itself; libibverbs grows it at its start, so its tail is the fixed
+     * part: {@code query_device_ex} lies this many bytes before the {@code ibv_context} ({@code offsetof(context) -
+     * offsetof(query_device_ex)}), valid when {@code abi_compat} is {@link #VERBS_ABI_IS_EXTENDED}.
+     */
+    public static final long VCTX_QUERY_DEVICE_EX_BACK = 104;
+    /** {@code verbs_context.sz} (the provider's size of its verbs_context) lies this many bytes before the context. */
+    public static final long VCTX_SZ_BACK = 8;
+    /** {@code ibv_context.abi_compat} of a context that is a {@code verbs_context} ({@code (void *)UINTPTR_MAX}). */
+    public static final long VERBS_ABI_IS_EXTENDED = -1L;
+
+    /**
      * {@code struct ibv_port_attr} (52 bytes): what {@code ibv_query_port} fills in: state, MTUs, LID, link layer and
      * capability flags.
      */
@@ -520,6 +604,7 @@ public final class Layouts {
             CONTEXT_OPS,
             CONTEXT,
             DEVICE_ATTR,
+            DEVICE_ATTR_EX,
             PORT_ATTR,
             GID_ENTRY,
             PD,

@@ -16,6 +16,7 @@ import dev.jrdma.verbs.CompletionQueue;
 import dev.jrdma.verbs.Context;
 import dev.jrdma.verbs.Device;
 import dev.jrdma.verbs.DeviceAttr;
+import dev.jrdma.verbs.DeviceAttrEx;
 import dev.jrdma.verbs.Gid;
 import dev.jrdma.verbs.GidEntry;
 import dev.jrdma.verbs.LinkLayer;
@@ -159,6 +160,86 @@ final class NativeContext extends NativeResource implements Context {
         } finally {
             exit();
         }
+    }
+
+    /**
+     * {@code ibv_query_device_ex} as verbs.h's inline function does it: through the provider's
+     * {@code verbs_context.query_device_ex} when the context is a verbs_context large enough to have one, else (or
+     * when it answers EOPNOTSUPP/ENOSYS) the legacy path, {@code ibv_query_device} with every extended field 0.
+     */
+    @Override
+    public DeviceAttrEx queryDeviceEx() {
+        MemorySegment fn = queryDeviceExOp();
+        if (fn == null) return legacyEx();
+        enter("ibv_query_device_ex");
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment s = a.allocate(Layouts.DEVICE_ATTR_EX);
+            int rc = (int) Ibv.Extra.VCTX_QUERY_DEVICE_EX.invokeExact(
+                    fn, ctx, MemorySegment.NULL, s, Layouts.DEVICE_ATTR_EX.byteSize());
+            if (rc == 95 /* EOPNOTSUPP */ || rc == 38 /* ENOSYS */) return legacyEx();
+            if (rc != 0)
+                throw Errors.verb(
+                        "ibv_query_device_ex", rc, "check the device " + device.name() + " is still present (dmesg)");
+            var L = Layouts.DEVICE_ATTR_EX;
+            return new DeviceAttrEx(
+                    s.get(JAVA_LONG, offset(L, "odp_caps.general_caps")),
+                    i(s, L, "odp_caps.per_transport_caps.rc_odp_caps"),
+                    i(s, L, "odp_caps.per_transport_caps.uc_odp_caps"),
+                    i(s, L, "odp_caps.per_transport_caps.ud_odp_caps"),
+                    i(s, L, "xrc_odp_caps"),
+                    s.get(JAVA_LONG, offset(L, "completion_timestamp_mask")),
+                    s.get(JAVA_LONG, offset(L, "hca_core_clock")),
+                    s.get(JAVA_LONG, offset(L, "device_cap_flags_ex")),
+                    i(s, L, "tso_caps.max_tso"),
+                    i(s, L, "tso_caps.supported_qpts"),
+                    i(s, L, "rss_caps.supported_qpts"),
+                    i(s, L, "rss_caps.max_rwq_indirection_tables"),
+                    i(s, L, "rss_caps.max_rwq_indirection_table_size"),
+                    s.get(JAVA_LONG, offset(L, "rss_caps.rx_hash_fields_mask")),
+                    u8(s, L, "rss_caps.rx_hash_function"),
+                    i(s, L, "max_wq_type_rq"),
+                    i(s, L, "packet_pacing_caps.qp_rate_limit_min"),
+                    i(s, L, "packet_pacing_caps.qp_rate_limit_max"),
+                    i(s, L, "packet_pacing_caps.supported_qpts"),
+                    i(s, L, "raw_packet_caps"),
+                    i(s, L, "tm_caps.max_rndv_hdr_size"),
+                    i(s, L, "tm_caps.max_num_tags"),
+                    i(s, L, "tm_caps.flags"),
+                    i(s, L, "tm_caps.max_ops"),
+                    i(s, L, "tm_caps.max_sge"),
+                    u16(s, L, "cq_mod_caps.max_cq_count"),
+                    u16(s, L, "cq_mod_caps.max_cq_period"),
+                    s.get(JAVA_LONG, offset(L, "max_dm_size")),
+                    u16(s, L, "pci_atomic_caps.fetch_add"),
+                    u16(s, L, "pci_atomic_caps.swap"),
+                    u16(s, L, "pci_atomic_caps.compare_swap"),
+                    i(s, L, "phys_port_cnt_ex"));
+        } catch (Throwable t) {
+            throw Ibv.rethrow(t);
+        } finally {
+            exit();
+        }
+    }
+
+    /** libibverbs' legacy path of ibv_query_device_ex: the base attributes, every extended field 0. */
+    private DeviceAttrEx legacyEx() {
+        queryDevice();
+        return new DeviceAttrEx(
+                0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    }
+
+    /**
+     * verbs.h's {@code verbs_get_ctx_op(ctx, query_device_ex)}: the entry point, or null when the context is not a
+     * verbs_context (abi_compat), the provider's verbs_context is too small to hold it (sz), or it is not set.
+     */
+    private MemorySegment queryDeviceExOp() {
+        if (ctx.get(JAVA_LONG, offset(Layouts.CONTEXT, "abi_compat")) != Layouts.VERBS_ABI_IS_EXTENDED) return null;
+        long back = Layouts.VCTX_QUERY_DEVICE_EX_BACK;
+        MemorySegment tail = MemorySegment.ofAddress(ctx.address() - back).reinterpret(back);
+        long sz = tail.get(JAVA_LONG, back - Layouts.VCTX_SZ_BACK);
+        if (sz < back + Layouts.CONTEXT.byteSize()) return null;
+        MemorySegment fn = tail.get(ADDRESS, 0);
+        return fn.address() == 0 ? null : fn;
     }
 
     private static int i(MemorySegment s, java.lang.foreign.GroupLayout l, String f) {

@@ -56,6 +56,13 @@ class LayoutConformanceTest {
                 expected.put(name + " " + f.path(), new long[] {f.offset(), f.size()});
             }
         }
+        // verbs_context's fixed tail: where query_device_ex and sz lie before the ibv_context
+        c.append("  printf(\"verbs_context query_device_ex_back %zu 8\\n\", offsetof(struct verbs_context, context)"
+                        + " - offsetof(struct verbs_context, query_device_ex));\n")
+                .append("  printf(\"verbs_context sz_back %zu 8\\n\", offsetof(struct verbs_context, context)"
+                        + " - offsetof(struct verbs_context, sz));\n");
+        expected.put("verbs_context query_device_ex_back", new long[] {Layouts.VCTX_QUERY_DEVICE_EX_BACK, 8});
+        expected.put("verbs_context sz_back", new long[] {Layouts.VCTX_SZ_BACK, 8});
         c.append("  return 0;\n}\n");
 
         Path dir = Files.createTempDirectory("jrdma-layout");

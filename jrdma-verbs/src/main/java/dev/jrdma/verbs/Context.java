@@ -23,6 +23,18 @@ public interface Context extends AutoCloseable {
     DeviceAttr queryDevice();
 
     /**
+     * Queries the extended device attributes ({@code ibv_query_device_ex}): on-demand paging, timestamps, TSO, RSS,
+     * packet pacing, tag matching, CQ moderation, device memory. A provider without them reports each feature absent,
+     * as libibverbs does for a provider without {@code query_device_ex}.
+     *
+     * @return the extended attributes
+     * @throws VerbsException when the device cannot be queried
+     */
+    default DeviceAttrEx queryDeviceEx() {
+        return DeviceAttrEx.without(queryDevice());
+    }
+
+    /**
      * {@code ibv_query_port}: a port's state, MTUs and table sizes.
      *
      * @param port the port number, from 1 to {@link DeviceAttr#physPortCnt()}
