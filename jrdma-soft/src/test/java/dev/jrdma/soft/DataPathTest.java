@@ -1,8 +1,11 @@
 package dev.jrdma.soft;
 
-import static dev.jrdma.soft.Fixture.*;
+import static dev.jrdma.soft.SoftDevices.*;
+import static dev.jrdma.testkit.RcPair.assertFilled;
+import static dev.jrdma.testkit.RcPair.fill;
 import static org.junit.jupiter.api.Assertions.*;
 
+import dev.jrdma.testkit.RcPair;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.Mtu;
 import dev.jrdma.verbs.RecvWorkRequest;
@@ -27,7 +30,7 @@ class DataPathTest {
     @ParameterizedTest
     @ValueSource(ints = {0, 1, 1023, 1024, 1025, MIB})
     void sendOfEverySize(int size) {
-        try (Pair p = pair()) {
+        try (RcPair p = pair()) {
             MemoryRegion src = p.a.mrAll(Math.max(size, 1)), dst = p.b.mrAll(Math.max(size, 1));
             fill(src.segment(), size, 7);
             p.b.qp.postRecv(new RecvWorkRequest().wrId(11).buffer(dst, 0, Math.max(size, 1)));
@@ -55,7 +58,7 @@ class DataPathTest {
     @ParameterizedTest
     @ValueSource(ints = {0, 1, 1023, 1024, 1025, MIB})
     void rdmaWriteAndReadOfEverySize(int size) {
-        try (Pair p = pair()) {
+        try (RcPair p = pair()) {
             int n = Math.max(size, 1);
             MemoryRegion local = p.a.mrAll(n), remote = p.b.mrAll(n), back = p.a.mrAll(n);
             fill(local.segment(), size, 3);
@@ -87,7 +90,7 @@ class DataPathTest {
 
     @Test
     void sendWithImmediateAndWriteWithImmediate() {
-        try (Pair p = pair()) {
+        try (RcPair p = pair()) {
             MemoryRegion src = p.a.mrAll(4096), dst = p.b.mrAll(4096), rbuf = p.b.mrAll(16);
             fill(src.segment(), 3000, 1);
             p.b.qp.postRecv(new RecvWorkRequest().wrId(1).buffer(dst, 0, 4096));
@@ -129,7 +132,7 @@ class DataPathTest {
 
     @Test
     void atomics() {
-        try (Pair p = pair()) {
+        try (RcPair p = pair()) {
             MemoryRegion remote = p.b.mrAll(64), local = p.a.mrAll(64);
             remote.segment().set(ValueLayout.JAVA_LONG, 8, 100L);
             p.a.qp.postSend(new SendWorkRequest()
@@ -167,7 +170,7 @@ class DataPathTest {
 
     @Test
     void misalignedAtomicIsAnInvalidRequest() {
-        try (Pair p = pair()) {
+        try (RcPair p = pair()) {
             MemoryRegion remote = p.b.mrAll(64), local = p.a.mrAll(64);
             p.a.qp.postSend(new SendWorkRequest()
                     .wrId(1)
@@ -181,7 +184,7 @@ class DataPathTest {
 
     @Test
     void scatterGatherChainsAndSelectiveSignalling() {
-        try (Pair p = pair()) {
+        try (RcPair p = pair()) {
             MemoryRegion src = p.a.mrAll(8192), dst = p.b.mrAll(8192);
             fill(src.segment(), 8192, 5);
             // receive into two pieces: [0,1000) and [4000,6000)
@@ -242,8 +245,7 @@ class DataPathTest {
 
     @Test
     void inlineSendAndSqSigAll() {
-        try (Pair p = pair(o -> o.qpA =
-                dev.jrdma.verbs.QpInitAttr.builder(null).maxInlineData(64).sqSigAll(true))) {
+        try (RcPair p = pair(o -> o.qpA(q -> q.maxInlineData(64).sqSigAll(true)))) {
             MemoryRegion src = p.a.mrAll(64), dst = p.b.mrAll(64);
             fill(src.segment(), 64, 2);
             p.b.qp.postRecv(new RecvWorkRequest().wrId(1).buffer(dst, 0, 64));
@@ -265,7 +267,7 @@ class DataPathTest {
     /** INLINE data needs no lkey (ibverbs ignores it): the device finds the PD's region by address, and refuses memory outside every one. */
     @Test
     void inlineDataWithoutAnLkeyIsFoundByItsAddress() {
-        try (Pair p = pair(o -> o.qpA = dev.jrdma.verbs.QpInitAttr.builder(null).maxInlineData(64))) {
+        try (RcPair p = pair(o -> o.qpA(q -> q.maxInlineData(64)))) {
             MemoryRegion other = p.a.mrAll(4096), src = p.a.mrAll(64), dst = p.b.mrAll(64);
             fill(src.segment(), 64, 6);
             p.b.qp.postRecv(new RecvWorkRequest().wrId(1).buffer(dst, 0, 64));
@@ -301,10 +303,7 @@ class DataPathTest {
 
     @Test
     void manyMessagesPipelinedWithMtu4096AndQpsOnOneDevice() {
-        try (Pair p = pair(o -> {
-            o.mtu = Mtu.MTU_4096;
-            o.sameDevice = true;
-        })) {
+        try (RcPair p = pair(devA(), devA(), o -> o.mtu(Mtu.MTU_4096))) {
             int n = 200, size = 10_000;
             MemoryRegion src = p.a.mrAll(size), dst = p.b.mrAll((long) size * 8);
             fill(src.segment(), size, 4);
@@ -341,9 +340,9 @@ class DataPathTest {
 
     @Test
     void fencedSendWaitsForReadsAndReadsAreLimitedByMaxRdAtomic() {
-        try (Pair p = pair(o -> {
-            o.maxRdAtomic = 1;
-            o.maxDestRdAtomic = 1;
+        try (RcPair p = pair(o -> {
+            o.maxRdAtomic(1);
+            o.maxDestRdAtomic(1);
         })) {
             MemoryRegion remote = p.b.mrAll(64 * 1024), local = p.a.mrAll(64 * 1024), rb = p.b.mrAll(64);
             fill(remote.segment(), 64 * 1024, 8);

@@ -1,8 +1,11 @@
 package dev.jrdma.soft;
 
-import static dev.jrdma.soft.Fixture.*;
+import static dev.jrdma.soft.SoftDevices.*;
+import static dev.jrdma.testkit.RcPair.assertFilled;
+import static dev.jrdma.testkit.RcPair.fill;
 import static org.junit.jupiter.api.Assertions.*;
 
+import dev.jrdma.testkit.RcPair;
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.ProtectionDomain;
@@ -23,7 +26,7 @@ import org.junit.jupiter.api.Timeout;
 class ErrorsTest {
 
     /** Posts {@code bad}, then a SEND that must be flushed; checks the statuses and that the QP went to ERR. */
-    private static void expectRemoteError(Pair p, SendWorkRequest bad, WcStatus want, MemoryRegion untouched) {
+    private static void expectRemoteError(RcPair p, SendWorkRequest bad, WcStatus want, MemoryRegion untouched) {
         MemoryRegion lb = p.a.mrAll(64);
         bad.signaled(true);
         SendWorkRequest after = new SendWorkRequest()
@@ -51,7 +54,7 @@ class ErrorsTest {
 
     @Test
     void wrongRkeyIsARemoteAccessError() {
-        try (Pair p = pair()) {
+        try (RcPair p = pair()) {
             MemoryRegion src = p.a.mrAll(64), dst = p.b.mrAll(64);
             fill(src.segment(), 64, 1);
             expectRemoteError(
@@ -73,7 +76,7 @@ class ErrorsTest {
 
     @Test
     void outOfBoundsWriteAndRead() {
-        try (Pair p = pair()) {
+        try (RcPair p = pair()) {
             MemoryRegion src = p.a.mrAll(128), dst = p.b.mrAll(64);
             expectRemoteError(
                     p,
@@ -85,7 +88,7 @@ class ErrorsTest {
                     WcStatus.REM_ACCESS_ERR,
                     dst);
         }
-        try (Pair p = pair()) {
+        try (RcPair p = pair()) {
             MemoryRegion back = p.a.mrAll(128), dst = p.b.mrAll(64);
             expectRemoteError(
                     p,
@@ -101,7 +104,7 @@ class ErrorsTest {
 
     @Test
     void missingRightsOnTheRegion() {
-        try (Pair p = pair()) {
+        try (RcPair p = pair()) {
             MemoryRegion src = p.a.mrAll(64), ro = p.b.mr(64, Access.LOCAL_WRITE, Access.REMOTE_READ);
             expectRemoteError(
                     p,
@@ -113,7 +116,7 @@ class ErrorsTest {
                     WcStatus.REM_ACCESS_ERR,
                     ro);
         }
-        try (Pair p = pair()) {
+        try (RcPair p = pair()) {
             MemoryRegion back = p.a.mrAll(64), wo = p.b.mr(64, Access.LOCAL_WRITE, Access.REMOTE_WRITE);
             expectRemoteError(
                     p,
@@ -125,7 +128,7 @@ class ErrorsTest {
                     WcStatus.REM_ACCESS_ERR,
                     null);
         }
-        try (Pair p = pair()) {
+        try (RcPair p = pair()) {
             MemoryRegion res = p.a.mrAll(64),
                     rw = p.b.mr(64, Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ);
             expectRemoteError(
@@ -142,7 +145,7 @@ class ErrorsTest {
 
     @Test
     void missingRightsOnTheQueuePair() {
-        try (Pair p = pair(o -> o.access = new Access[] {Access.REMOTE_READ})) {
+        try (RcPair p = pair(o -> o.access(Access.REMOTE_READ))) {
             MemoryRegion src = p.a.mrAll(64), dst = p.b.mrAll(64);
             expectRemoteError(
                     p,
@@ -158,7 +161,7 @@ class ErrorsTest {
 
     @Test
     void regionOfAnotherProtectionDomain() {
-        try (Pair p = pair()) {
+        try (RcPair p = pair()) {
             ProtectionDomain other = p.b.ctx.allocPd();
             MemoryRegion foreign = other.registerMemory(
                     p.b.arena.allocate(64), Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ);
@@ -177,7 +180,7 @@ class ErrorsTest {
 
     @Test
     void localProtectionErrors() {
-        try (Pair p = pair()) {
+        try (RcPair p = pair()) {
             MemoryRegion src = p.a.mrAll(64);
             SendWorkRequest bad = new SendWorkRequest()
                     .wrId(1)
@@ -189,7 +192,7 @@ class ErrorsTest {
             assertEquals(WcStatus.LOC_PROT_ERR, poll(p.a.cq).status);
             assertEquals(QpState.ERR, p.a.qp.state());
         }
-        try (Pair p = pair()) {
+        try (RcPair p = pair()) {
             MemoryRegion src = p.a.mrAll(64);
             p.a.qp.postSend(new SendWorkRequest()
                     .wrId(2)
@@ -198,7 +201,7 @@ class ErrorsTest {
                     .buffer(src, 32, 33));
             assertEquals(WcStatus.LOC_PROT_ERR, poll(p.a.cq).status);
         }
-        try (Pair p = pair()) { // READ into memory without LOCAL_WRITE
+        try (RcPair p = pair()) { // READ into memory without LOCAL_WRITE
             MemoryRegion ro = p.a.mr(64), remote = p.b.mrAll(64);
             p.a.qp.postSend(new SendWorkRequest()
                     .wrId(3)
@@ -212,7 +215,7 @@ class ErrorsTest {
 
     @Test
     void receiveBufferTooSmall() {
-        try (Pair p = pair()) {
+        try (RcPair p = pair()) {
             MemoryRegion src = p.a.mrAll(4096), dst = p.b.mrAll(4096);
             p.b.qp.postRecv(new RecvWorkRequest().wrId(1).buffer(dst, 0, 1000));
             p.b.qp.postRecv(new RecvWorkRequest().wrId(2).buffer(dst, 1000, 1000));
@@ -233,7 +236,7 @@ class ErrorsTest {
 
     @Test
     void closedArenaGivesAnErrorCompletionNotACrash() {
-        try (Pair p = pair()) {
+        try (RcPair p = pair()) {
             MemoryRegion src;
             try (Arena arena = Arena.ofShared()) { // closed while the region is still registered
                 src = p.a.pd.registerMemory(arena.allocate(64), Access.LOCAL_WRITE);
@@ -245,7 +248,7 @@ class ErrorsTest {
                     .buffer(src, 0, 64));
             assertEquals(WcStatus.LOC_PROT_ERR, poll(p.a.cq).status);
         }
-        try (Pair p = pair()) { // the target's arena goes away
+        try (RcPair p = pair()) { // the target's arena goes away
             MemoryRegion dst;
             try (Arena arena = Arena.ofShared()) {
                 dst = p.b.pd.registerMemory(arena.allocate(64), Access.LOCAL_WRITE, Access.REMOTE_WRITE);
@@ -264,7 +267,7 @@ class ErrorsTest {
 
     @Test
     void rnrWithoutRetriesFails() {
-        try (Pair p = pair(o -> o.rnrRetry = 0)) {
+        try (RcPair p = pair(o -> o.rnrRetry(0))) {
             MemoryRegion src = p.a.mrAll(64);
             p.a.qp.postSend(new SendWorkRequest()
                     .wrId(1)
@@ -278,9 +281,9 @@ class ErrorsTest {
 
     @Test
     void rnrRetriesUntilAReceiveIsPosted() throws InterruptedException {
-        try (Pair p = pair(o -> {
-            o.rnrRetry = 7; // forever
-            o.minRnrTimer = 3; // 0.03 ms
+        try (RcPair p = pair(o -> {
+            o.rnrRetry(7); // forever
+            o.minRnrTimer(3); // 0.03 ms
         })) {
             MemoryRegion src = p.a.mrAll(64), dst = p.b.mrAll(64);
             fill(src.segment(), 64, 3);
@@ -295,9 +298,9 @@ class ErrorsTest {
             assertEquals(64, poll(p.b.cq).byteLen);
             assertFilled(dst.segment(), 0, 64, 3);
         }
-        try (Pair p = pair(o -> {
-            o.rnrRetry = 2;
-            o.minRnrTimer = 14; // 1.28 ms: three tries take ~4 ms
+        try (RcPair p = pair(o -> {
+            o.rnrRetry(2);
+            o.minRnrTimer(14); // 1.28 ms: three tries take ~4 ms
         })) {
             MemoryRegion src = p.a.mrAll(64);
             long t0 = System.nanoTime();
@@ -313,9 +316,9 @@ class ErrorsTest {
 
     @Test
     void retryExhaustedWhenThePeerQpIsGone() {
-        try (Pair p = pair(o -> {
-            o.timeout = 12; // 16.8 ms
-            o.retryCnt = 2;
+        try (RcPair p = pair(o -> {
+            o.timeout(12); // 16.8 ms
+            o.retryCnt(2);
         })) {
             MemoryRegion src = p.a.mrAll(64);
             p.b.qp.close();
@@ -336,7 +339,7 @@ class ErrorsTest {
 
     @Test
     void moveToErrFlushesEverything() {
-        try (Pair p = pair()) {
+        try (RcPair p = pair()) {
             MemoryRegion buf = p.b.mrAll(64);
             for (int i = 0; i < 5; i++)
                 p.b.qp.postRecv(new RecvWorkRequest().wrId(i).buffer(buf, 0, 64));
@@ -359,7 +362,7 @@ class ErrorsTest {
 
     @Test
     void postingInTheWrongStateIsRefused() {
-        try (Pair p = pair()) {
+        try (RcPair p = pair()) {
             p.a.qp.modify(new QpAttr().state(QpState.RESET));
             MemoryRegion buf = p.a.mrAll(64);
             var e = assertThrows(
@@ -376,9 +379,9 @@ class ErrorsTest {
 
     @Test
     void retryExhaustedWhenEveryPacketIsLost() {
-        try (Pair p = pair(o -> {
-            o.timeout = 11; // 8.4 ms
-            o.retryCnt = 1;
+        try (RcPair p = pair(o -> {
+            o.timeout(11); // 8.4 ms
+            o.retryCnt(1);
         })) {
             Transport ta = ((SoftContext) p.a.ctx).transport;
             MemoryRegion src = p.a.mrAll(64), dst = p.b.mrAll(64);
@@ -399,7 +402,7 @@ class ErrorsTest {
 
     @Test
     void writeWithImmediateWaitsForAReceive() throws InterruptedException {
-        try (Pair p = pair(o -> o.minRnrTimer = 5)) {
+        try (RcPair p = pair(o -> o.minRnrTimer(5))) {
             MemoryRegion src = p.a.mrAll(4096), dst = p.b.mrAll(4096);
             fill(src.segment(), 3000, 4);
             p.a.qp.postSend(new SendWorkRequest()

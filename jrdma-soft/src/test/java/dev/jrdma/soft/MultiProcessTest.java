@@ -1,6 +1,6 @@
 package dev.jrdma.soft;
 
-import static dev.jrdma.soft.Fixture.*;
+import static dev.jrdma.soft.SoftDevices.*;
 import static org.junit.jupiter.api.Assertions.*;
 
 import dev.jrdma.verbs.Access;

@@ -1,12 +1,14 @@
 package dev.jrdma.soft;
 
-import static dev.jrdma.soft.Fixture.*;
+import static dev.jrdma.soft.SoftDevices.*;
 import static org.junit.jupiter.api.Assertions.*;
 
 import dev.jrdma.soft.wire.Bth;
 import dev.jrdma.soft.wire.Icrc;
 import dev.jrdma.soft.wire.Opcode;
 import dev.jrdma.soft.wire.RocePacket;
+import dev.jrdma.testkit.RcPair;
+import dev.jrdma.testkit.RcPair.Side;
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.AhAttr;
 import dev.jrdma.verbs.CompletionQueue;
@@ -133,14 +135,11 @@ class PacketFuzzTest {
         Context[] devices = openFaulty(
                 new Faults(SEED, 0, 0, 0, 0, 0, Faults.DEFAULT_REORDER_NANOS), 2); // undamaged links with a tap
         List<Template> templates = new ArrayList<>();
-        Pair pr = null;
+        RcPair pr = null;
         CompletionQueue victimCqA = null, victimCqB = null;
         QueuePair victimA = null, victimB = null;
         try (DatagramChannel stranger = DatagramChannel.open()) {
-            pr = pair(o -> {
-                o.devA = devices[0].device();
-                o.devB = devices[1].device();
-            });
+            pr = pair(devices[0].device(), devices[1].device(), o -> {});
             Transport ta = ((SoftContext) devices[0]).transport, tb = ((SoftContext) devices[1]).transport;
             FaultyLink linkA = ta.faultyLink();
             Memory ma = new Memory(pr.a), mb = new Memory(pr.b);
