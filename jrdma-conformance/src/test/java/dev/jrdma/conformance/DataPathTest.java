@@ -180,6 +180,27 @@ class DataPathTest {
         RcPair.assertFilled(mb.segment(), 0, 3000, 1);
     }
 
+    @Test
+    void rdmaWriteWithImmediateWaitsForAReceive() {
+        RcPair.fill(ma.segment(), 0, 3000, 4);
+        p.a.qp.postSend(new SendWorkRequest()
+                .opcode(WrOpcode.RDMA_WRITE_WITH_IMM)
+                .wrId(1)
+                .immData(5)
+                .buffer(ma, 0, 3000)
+                .remote(mb.address(), mb.rkey())
+                .signaled(true));
+        p.none(p.a.cq, 50); // no receive yet: the responder answers "receiver not ready" and the sender tries again
+        p.b.qp.postRecv(new RecvWorkRequest().wrId(2).numSge(0));
+        assertEquals(WcStatus.SUCCESS, p.await(p.a.cq).status);
+        WorkCompletion r = p.await(p.b.cq);
+        assertEquals(2, r.wrId);
+        assertEquals(WcOpcode.RECV_RDMA_WITH_IMM, r.opcode);
+        assertEquals(5, r.immData);
+        assertEquals(3000, r.byteLen);
+        RcPair.assertFilled(mb.segment(), 0, 3000, 4);
+    }
+
     @ParameterizedTest(name = "read of {0} bytes")
     @ValueSource(ints = {1, -3, MIB})
     void rdmaRead(int code) {

@@ -96,6 +96,7 @@ class ObjectsTest {
                             .signaled(true)));
             assertEquals(0, e.badIndex());
             assertThrows(PostException.class, () -> p.a.qp.postRecv(new RecvWorkRequest().buffer(m, 0, 8)));
+            assertThrows(VerbsException.class, () -> p.a.qp.modify(new QpAttr().state(QpState.RTS)));
         }
     }
 

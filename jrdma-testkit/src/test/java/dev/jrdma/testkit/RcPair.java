@@ -15,6 +15,7 @@ import dev.jrdma.verbs.Mtu;
 import dev.jrdma.verbs.PortAttr;
 import dev.jrdma.verbs.ProtectionDomain;
 import dev.jrdma.verbs.QpInitAttr;
+import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.QueuePair;
 import dev.jrdma.verbs.RcWalk;
 import dev.jrdma.verbs.WorkCompletion;
@@ -605,6 +606,19 @@ public final class RcPair implements AutoCloseable {
         List<WorkCompletion> out = new ArrayList<>(n);
         for (int i = 0; i < n; i++) out.add(await(cq));
         return out;
+    }
+
+    /**
+     * Waits (2 s of the backend's time at most) until {@code qp} is in {@code state}: a QP the device moves on its own,
+     * e.g. a responder that goes to ERR after it sent a fatal NAK.
+     *
+     * @param qp a QP of this pair
+     * @param state the state to reach
+     */
+    public void awaitState(QueuePair qp, QpState state) {
+        long end = backend.nanoTime() + 2_000_000_000L;
+        for (int i = 0; qp.state() != state && backend.nanoTime() - end < 0; i++) backend.step(i);
+        assertEquals(state, qp.state(), () -> "the QP's state after 2 s on " + backend.name());
     }
 
     /**
