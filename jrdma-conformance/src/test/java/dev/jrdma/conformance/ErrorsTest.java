@@ -76,7 +76,8 @@ class ErrorsTest {
         assertEquals(QpState.ERR, p.a.qp.state());
         if (untouched != null)
             for (long i = 0; i < untouched.length(); i++)
-                assertEquals(0, untouched.segment().get(ValueLayout.JAVA_BYTE, i), "the target memory must be untouched");
+                assertEquals(
+                        0, untouched.segment().get(ValueLayout.JAVA_BYTE, i), "the target memory must be untouched");
     }
 
     @Test
@@ -307,10 +308,8 @@ class ErrorsTest {
         try (RcPair p = Suite.pair().rnrRetry(2).minRnrTimer(14).build()) {
             MemoryRegion ma = p.a.mrAll(64);
             long t0 = p.backend.nanoTime();
-            p.a.qp.postSend(new SendWorkRequest()
-                    .opcode(WrOpcode.SEND)
-                    .buffer(ma, 0, 8)
-                    .signaled(true));
+            p.a.qp.postSend(
+                    new SendWorkRequest().opcode(WrOpcode.SEND).buffer(ma, 0, 8).signaled(true));
             assertEquals(WcStatus.RNR_RETRY_EXC_ERR, p.await(p.a.cq).status);
             long waited = p.backend.nanoTime() - t0;
             assertTrue(waited >= 2 * 1_280_000L, "waited " + waited + " ns: the RNR timer between retries");
@@ -340,10 +339,8 @@ class ErrorsTest {
             Long before = p.a.ctx.counters().get("retransmits");
             p.b.qp.close();
             long t0 = p.backend.nanoTime();
-            p.a.qp.postSend(new SendWorkRequest()
-                    .opcode(WrOpcode.SEND)
-                    .buffer(ma, 0, 8)
-                    .signaled(true));
+            p.a.qp.postSend(
+                    new SendWorkRequest().opcode(WrOpcode.SEND).buffer(ma, 0, 8).signaled(true));
             assertEquals(WcStatus.RETRY_EXC_ERR, p.await(p.a.cq).status);
             long ms = (p.backend.nanoTime() - t0) / 1_000_000;
             assertTrue(ms >= 3 * 16, "took " + ms + " ms; at least timeout x (retry_cnt + 1) = 50 ms");
@@ -357,7 +354,8 @@ class ErrorsTest {
     void movingToErrorFlushesPostedWork() {
         try (RcPair p = Suite.pair().build()) {
             MemoryRegion mb = p.a.mrAll(4096);
-            for (int i = 1; i <= 5; i++) p.b.qp.postRecv(new RecvWorkRequest().wrId(i).buffer(mb, 64L * i, 64));
+            for (int i = 1; i <= 5; i++)
+                p.b.qp.postRecv(new RecvWorkRequest().wrId(i).buffer(mb, 64L * i, 64));
             p.b.qp.modify(new QpAttr().state(QpState.ERR));
             for (int i = 1; i <= 5; i++) { // in the order posted
                 WorkCompletion f = p.await(p.b.cq);
@@ -370,10 +368,8 @@ class ErrorsTest {
                 WorkCompletion f = p.await(p.b.cq);
                 assertEquals(6, f.wrId);
                 assertEquals(WcStatus.WR_FLUSH_ERR, f.status);
-                p.b.qp.postSend(new SendWorkRequest()
-                        .opcode(WrOpcode.SEND)
-                        .wrId(7)
-                        .buffer(mb, 0, 8));
+                p.b.qp.postSend(
+                        new SendWorkRequest().opcode(WrOpcode.SEND).wrId(7).buffer(mb, 0, 8));
                 f = p.await(p.b.cq);
                 assertEquals(7, f.wrId);
                 assertEquals(WcStatus.WR_FLUSH_ERR, f.status);

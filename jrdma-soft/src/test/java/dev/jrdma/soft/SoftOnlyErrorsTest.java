@@ -1,17 +1,11 @@
 package dev.jrdma.soft;
 
 import static dev.jrdma.soft.SoftDevices.*;
-import static dev.jrdma.testkit.RcPair.assertFilled;
-import static dev.jrdma.testkit.RcPair.fill;
 import static org.junit.jupiter.api.Assertions.*;
 
 import dev.jrdma.testkit.RcPair;
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.MemoryRegion;
-import dev.jrdma.verbs.ProtectionDomain;
-import dev.jrdma.verbs.QpAttr;
-import dev.jrdma.verbs.QpState;
-import dev.jrdma.verbs.RecvWorkRequest;
 import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
