@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.jrdma.testkit.RcPair;
 import dev.jrdma.verbs.Completions;
 import dev.jrdma.verbs.MemoryRegion;
+import dev.jrdma.verbs.Mtu;
 import dev.jrdma.verbs.PostException;
 import dev.jrdma.verbs.PreparedSend;
 import dev.jrdma.verbs.RecvWorkRequest;
@@ -68,8 +69,29 @@ class DataPathTest {
         assertEquals(77, r.wrId);
         assertEquals(size, r.byteLen);
         assertEquals(p.b.qp.qpNum(), r.qpNum);
+        // src_qp is defined for UD only; the software device fills it for RC too (rxe leaves it 0)
+        if (!p.isRxe()) assertEquals(p.a.qp.qpNum(), r.srcQp);
         assertTrue(!r.hasImm());
         RcPair.assertFilled(mb.segment(), 0, size, 7);
+    }
+
+    @Test
+    void sendWithImmediateOfSeveralPackets() {
+        p.b.qp.postRecv(new RecvWorkRequest().wrId(1).buffer(mb, 0, 4096));
+        RcPair.fill(ma.segment(), 0, 3000, 1);
+        p.a.qp.postSend(new SendWorkRequest()
+                .opcode(WrOpcode.SEND_WITH_IMM)
+                .immData(0xCAFEBABE)
+                .buffer(ma, 0, 3000)
+                .signaled(true));
+        assertEquals(WcStatus.SUCCESS, p.await(p.a.cq).status);
+        WorkCompletion r = p.await(p.b.cq);
+        assertEquals(WcStatus.SUCCESS, r.status, r::toString);
+        assertEquals(WcOpcode.RECV, r.opcode);
+        assertTrue(r.hasImm());
+        assertEquals(0xCAFEBABE, r.immData);
+        assertEquals(3000, r.byteLen);
+        RcPair.assertFilled(mb.segment(), 0, 3000, 1);
     }
 
     @Test
@@ -143,9 +165,9 @@ class DataPathTest {
     }
 
     @ParameterizedTest(name = "write of {0} bytes")
-    @ValueSource(ints = {1, -1, -3, MIB})
+    @ValueSource(ints = {0, 1, -1, -2, -3, MIB})
     void rdmaWrite(int code) {
-        int size = code == -1 ? mtu() - 1 : code == -3 ? mtu() + 1 : code;
+        int size = code == -1 ? mtu() - 1 : code == -2 ? mtu() : code == -3 ? mtu() + 1 : code;
         RcPair.fill(ma.segment(), 0, size, 9);
         p.a.qp.postSend(new SendWorkRequest()
                 .opcode(WrOpcode.RDMA_WRITE)
@@ -170,7 +192,9 @@ class DataPathTest {
                 .buffer(ma, 0, 3000)
                 .remote(mb.address(), mb.rkey())
                 .signaled(true));
-        assertEquals(WcStatus.SUCCESS, p.await(p.a.cq).status);
+        WorkCompletion sent = p.await(p.a.cq);
+        assertEquals(WcStatus.SUCCESS, sent.status, sent::toString);
+        assertEquals(WcOpcode.RDMA_WRITE, sent.opcode);
         WorkCompletion r = p.await(p.b.cq);
         assertEquals(WcStatus.SUCCESS, r.status, r::toString);
         assertEquals(WcOpcode.RECV_RDMA_WITH_IMM, r.opcode);
@@ -202,9 +226,9 @@ class DataPathTest {
     }
 
     @ParameterizedTest(name = "read of {0} bytes")
-    @ValueSource(ints = {1, -3, MIB})
+    @ValueSource(ints = {0, 1, -1, -2, -3, MIB})
     void rdmaRead(int code) {
-        int size = code == -3 ? mtu() + 1 : code;
+        int size = code == -1 ? mtu() - 1 : code == -2 ? mtu() : code == -3 ? mtu() + 1 : code;
         RcPair.fill(mb.segment(), 8, size, 5);
         p.a.qp.postSend(new SendWorkRequest()
                 .opcode(WrOpcode.RDMA_READ)
@@ -217,6 +241,7 @@ class DataPathTest {
         assertEquals(WcOpcode.RDMA_READ, s.opcode);
         assertEquals(size, s.byteLen);
         RcPair.assertFilled(ma.segment(), 16, size, 5);
+        p.none(p.b.cq, 50); // the target side sees nothing
     }
 
     @Test
@@ -252,6 +277,103 @@ class DataPathTest {
         assertEquals(WcStatus.SUCCESS, p.await(p.a.cq).status);
         assertEquals(1005, ma.segment().get(ValueLayout.JAVA_LONG, 8));
         assertEquals(77, mb.segment().get(ValueLayout.JAVA_LONG, 64));
+    }
+
+    @Test
+    void misalignedAtomicIsAnInvalidRequest() {
+        p.a.qp.postSend(new SendWorkRequest()
+                .opcode(WrOpcode.ATOMIC_FETCH_AND_ADD)
+                .buffer(ma, 0, 8)
+                .atomic(mb.address() + 4, mb.rkey(), 5, 0)
+                .signaled(true));
+        assertEquals(WcStatus.REM_INV_REQ_ERR, p.await(p.a.cq).status);
+    }
+
+    @Test
+    void sqSigAllSignalsEveryRequest() {
+        try (RcPair q = Suite.pair().qpA(b -> b.sqSigAll(true)).build()) {
+            MemoryRegion src = q.a.mrAll(64), dst = q.b.mrAll(64);
+            q.b.qp.postRecv(new RecvWorkRequest().wrId(1).buffer(dst, 0, 64));
+            q.a.qp.postSend(new SendWorkRequest().opcode(WrOpcode.SEND).wrId(5).buffer(src, 0, 60)); // not SIGNALED
+            WorkCompletion c = q.await(q.a.cq);
+            assertEquals(5, c.wrId);
+            assertEquals(WcStatus.SUCCESS, c.status, c::toString);
+            assertEquals(60, q.await(q.b.cq).byteLen);
+        }
+    }
+
+    @Test
+    void fencedSendWaitsForReadsAndReadsAreLimitedByMaxRdAtomic() {
+        try (RcPair q = Suite.pair().maxRdAtomic(1).maxDestRdAtomic(1).build()) {
+            MemoryRegion remote = q.b.mrAll(64 * 1024), local = q.a.mrAll(64 * 1024), rb = q.b.mrAll(64);
+            RcPair.fill(remote.segment(), 0, 64 * 1024, 8);
+            q.b.qp.postRecv(new RecvWorkRequest().wrId(9).buffer(rb, 0, 64));
+            SendWorkRequest r1 = new SendWorkRequest()
+                    .wrId(1)
+                    .opcode(WrOpcode.RDMA_READ)
+                    .signaled(true)
+                    .buffer(local, 0, 32 * 1024)
+                    .remote(remote.address(), remote.rkey());
+            SendWorkRequest r2 = new SendWorkRequest()
+                    .wrId(2)
+                    .opcode(WrOpcode.RDMA_READ)
+                    .signaled(true)
+                    .buffer(local, 32 * 1024, 32 * 1024)
+                    .remote(remote.address() + 32 * 1024, remote.rkey());
+            SendWorkRequest s = new SendWorkRequest()
+                    .wrId(3)
+                    .opcode(WrOpcode.SEND)
+                    .signaled(true)
+                    .flag(SendFlag.FENCE, true)
+                    .buffer(local, 0, 64);
+            r1.next(r2);
+            r2.next(s);
+            q.a.qp.postSend(r1);
+            assertEquals(1, q.await(q.a.cq).wrId);
+            assertEquals(2, q.await(q.a.cq).wrId);
+            assertEquals(3, q.await(q.a.cq).wrId);
+            RcPair.assertFilled(local.segment(), 0, 64 * 1024, 8);
+            // the fenced SEND carried what the READ had fetched
+            WorkCompletion rc = q.await(q.b.cq);
+            assertEquals(64, rc.byteLen);
+            RcPair.assertFilled(rb.segment(), 0, 64, 8);
+        }
+    }
+
+    @Test
+    void manyMessagesPipelinedAtTheLargestMtu() {
+        try (RcPair q = Suite.pair().mtu(Mtu.MTU_4096).build()) {
+            int n = 200, size = 10_000;
+            MemoryRegion src = q.a.mrAll(size), dst = q.b.mrAll((long) size * 8);
+            RcPair.fill(src.segment(), 0, size, 4);
+            RecvWorkRequest r = new RecvWorkRequest();
+            SendWorkRequest s =
+                    new SendWorkRequest().opcode(WrOpcode.SEND).signaled(true).buffer(src, 0, size);
+            int posted = 0, sent = 0, recvd = 0, sendDone = 0;
+            for (int i = 0; i < 8; i++) q.b.qp.postRecv(r.wrId(posted++).buffer(dst, (long) (i % 8) * size, size));
+            WorkCompletion[] wc = WorkCompletion.array(16);
+            long end = q.backend.nanoTime() + 20_000_000_000L;
+            for (int step = 0; (recvd < n || sendDone < n) && q.backend.nanoTime() < end; step++) {
+                if (sent < n && sent - sendDone < 16) q.a.qp.postSend(s.wrId(sent++));
+                int k = q.a.cq.poll(wc);
+                for (int i = 0; i < k; i++) {
+                    assertEquals(WcStatus.SUCCESS, wc[i].status, wc[i]::toString);
+                    sendDone++;
+                }
+                k = q.b.cq.poll(wc);
+                for (int i = 0; i < k; i++) {
+                    assertEquals(WcStatus.SUCCESS, wc[i].status, wc[i]::toString);
+                    assertEquals(size, wc[i].byteLen);
+                    recvd++;
+                    q.b.qp.postRecv(r.wrId(posted).buffer(dst, (long) (posted % 8) * size, size));
+                    posted++;
+                }
+                q.backend.step(step);
+            }
+            assertEquals(n, recvd);
+            assertEquals(n, sendDone);
+            RcPair.assertFilled(dst.segment(), 0, size, 4);
+        }
     }
 
     @Test
