@@ -19,6 +19,7 @@ import dev.jrdma.verbs.QpAttr;
 import dev.jrdma.verbs.QpInitAttr;
 import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.QueuePair;
+import dev.jrdma.verbs.RcWalk;
 import dev.jrdma.verbs.RecvWorkRequest;
 import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.WcStatus;
@@ -443,26 +444,21 @@ class PacketFuzzTest {
 
     /** Connects {@code me} to {@code peer} (on {@code peerCtx}) through RTS. */
     private static void connectQp(QueuePair me, Context peerCtx, QueuePair peer, int myPsn, int peerPsn) {
-        me.modify(new QpAttr()
-                .state(QpState.INIT)
+        new RcWalk()
                 .pkeyIndex(0)
                 .port(1)
-                .access(Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC));
-        me.modify(new QpAttr()
-                .state(QpState.RTR)
+                .access(Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC)
                 .ah(new AhAttr().global(peerCtx.queryGid(1, 0), 0))
                 .pathMtu(Mtu.MTU_1024)
-                .destQpNum(peer.qpNum())
-                .rqPsn(peerPsn)
+                .to(peer.qpNum(), peerPsn)
                 .maxDestRdAtomic(4)
-                .minRnrTimer(1));
-        me.modify(new QpAttr()
-                .state(QpState.RTS)
+                .minRnrTimer(1)
                 .timeout(14)
                 .retryCnt(7)
                 .rnrRetry(7)
                 .sqPsn(myPsn)
-                .maxRdAtomic(4));
+                .maxRdAtomic(4)
+                .walk(me);
     }
 
     /**
