@@ -281,11 +281,16 @@ class DataPathTest {
 
     @Test
     void misalignedAtomicIsAnInvalidRequest() {
-        p.a.qp.postSend(new SendWorkRequest()
+        SendWorkRequest misaligned = new SendWorkRequest()
                 .opcode(WrOpcode.ATOMIC_FETCH_AND_ADD)
                 .buffer(ma, 0, 8)
                 .atomic(mb.address() + 4, mb.rkey(), 5, 0)
-                .signaled(true));
+                .signaled(true);
+        if (p.isRxe()) { // Linux 6.1's rxe refuses it at post time (EINVAL) instead of sending it
+            assertThrows(PostException.class, () -> p.a.qp.postSend(misaligned));
+            return;
+        }
+        p.a.qp.postSend(misaligned);
         assertEquals(WcStatus.REM_INV_REQ_ERR, p.await(p.a.cq).status);
     }
 
