@@ -22,6 +22,7 @@ import dev.jrdma.verbs.QpInitAttr;
 import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.QpType;
 import dev.jrdma.verbs.QueuePair;
+import dev.jrdma.verbs.RcWalk;
 import dev.jrdma.verbs.RecvWorkRequest;
 import dev.jrdma.verbs.SendFlag;
 import dev.jrdma.verbs.SendWorkRequest;
@@ -300,21 +301,19 @@ final class BenchResources implements AutoCloseable {
                 useAddressHandle(i, pd.createAddressHandle(ah), r.qpn(), UD_QKEY);
             return;
         }
-        qps[i].modify(new QpAttr()
-                .state(QpState.RTR)
+        RcWalk walk = new RcWalk()
                 .ah(ah)
                 .pathMtu(mtu)
-                .destQpNum(r.qpn())
-                .rqPsn(r.psn())
+                .to(r.qpn(), r.psn())
                 .maxDestRdAtomic(outReads)
-                .minRnrTimer(12));
-        qps[i].modify(new QpAttr()
-                .state(QpState.RTS)
+                .minRnrTimer(12)
                 .timeout(options.qpTimeout)
                 .retryCnt(7)
                 .rnrRetry(7)
                 .sqPsn(my[i].psn())
-                .maxRdAtomic(Math.max(1, Math.min(outReads, Math.max(1, r.outReads())))));
+                .maxRdAtomic(Math.max(1, Math.min(outReads, Math.max(1, r.outReads()))));
+        walk.toRtr(qps[i]); // INIT was set up when the QP was made (with perftest's pkey index and rights)
+        walk.toRts(qps[i]);
     }
 
     /** UD: QP {@code i} sends to {@code qpn}/{@code qkey} through {@code ah} (the one it had before is destroyed). */

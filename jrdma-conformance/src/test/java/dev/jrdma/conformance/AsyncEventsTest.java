@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.jrdma.testkit.RcPair;
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.AsyncEvent;
 import dev.jrdma.verbs.AsyncEventDispatcher;
@@ -17,9 +18,9 @@ import dev.jrdma.verbs.CompletionChannel;
 import dev.jrdma.verbs.CompletionQueue;
 import dev.jrdma.verbs.Context;
 import dev.jrdma.verbs.MemoryRegion;
-import dev.jrdma.verbs.Mtu;
 import dev.jrdma.verbs.QpAttr;
 import dev.jrdma.verbs.QpState;
+import dev.jrdma.verbs.RcWalk;
 import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
@@ -40,12 +41,12 @@ import org.junit.jupiter.api.Timeout;
 // under load)
 class AsyncEventsTest {
 
-    /** Overruns {@code p.cqA} with signalled RDMA writes that nobody polls. */
-    private static void overrun(Pair p) {
-        MemoryRegion ma = p.mrAll(4096), mb = p.mrAll(4096);
-        int n = p.cqA.capacity() + 4;
+    /** Overruns {@code p.a.cq} with signalled RDMA writes that nobody polls. */
+    private static void overrun(RcPair p) {
+        MemoryRegion ma = p.a.mrAll(4096), mb = p.a.mrAll(4096);
+        int n = p.a.cq.capacity() + 4;
         for (int i = 0; i < n; i++) {
-            p.a.postSend(new SendWorkRequest()
+            p.a.qp.postSend(new SendWorkRequest()
                     .opcode(WrOpcode.RDMA_WRITE)
                     .wrId(i)
                     .buffer(ma, 0, 8)
@@ -66,9 +67,9 @@ class AsyncEventsTest {
 
     @Test
     void noEventMeansNullAfterTheTimeout() {
-        try (Pair p = new Pair().connect()) {
+        try (RcPair p = Suite.threadedPair().build()) {
             long t0 = System.nanoTime();
-            assertNull(next(p.ctx, Duration.ofMillis(200)));
+            assertNull(next(p.a.ctx, Duration.ofMillis(200)));
             assertTrue(System.nanoTime() - t0 >= 150_000_000L, "returned before the timeout");
         }
     }
@@ -76,13 +77,13 @@ class AsyncEventsTest {
     @Test
     void cqOverrunRaisesCqErrAboutThatCq() {
         // cqe 16 leaves the 64-deep send queue room to overrun it
-        try (Pair p = new Pair(b -> b, 16).connect()) {
-            assertTrue(p.cqA.capacity() + 4 <= 64, "the device rounded cqe 16 up to " + p.cqA.capacity());
+        try (RcPair p = Suite.threadedPair().cqe(16).build()) {
+            assertTrue(p.a.cq.capacity() + 4 <= 64, "the device rounded cqe 16 up to " + p.a.cq.capacity());
             overrun(p);
-            AsyncEvent e = next(p.ctx, Duration.ofSeconds(20));
+            AsyncEvent e = next(p.a.ctx, Duration.ofSeconds(20));
             assertNotNull(e, "no CQ_ERR within 20 s after overrunning the CQ");
             assertEquals(AsyncEventType.CQ_ERR, e.type(), e::toString);
-            assertSame(p.cqA, e.completionQueue());
+            assertSame(p.a.cq, e.completionQueue());
             assertNull(e.queuePair());
             e.ack();
             assertTrue(e.isAcked());
@@ -92,22 +93,22 @@ class AsyncEventsTest {
 
     @Test
     void closingWithAnUnacknowledgedEventDoesNotHang() {
-        Pair p = new Pair(b -> b, 16).connect();
+        RcPair p = Suite.threadedPair().cqe(16).build();
         overrun(p);
-        AsyncEvent e = next(p.ctx, Duration.ofSeconds(20));
+        AsyncEvent e = next(p.a.ctx, Duration.ofSeconds(20));
         assertNotNull(e);
         CompletableFuture<Void> closed = CompletableFuture.runAsync(p::close); // libibverbs' destroy waits for the ack
         closed.orTimeout(30, TimeUnit.SECONDS).join();
-        assertTrue(p.cqA.isClosed());
+        assertTrue(p.a.cq.isClosed());
         e.ack(); // after its CQ is gone: a no-op, never a crash
     }
 
     @Test
     void listenerGetsEventsOnItsOwnThreadAndAcksThem() throws Exception {
-        try (Pair p = new Pair(b -> b, 16).connect()) {
+        try (RcPair p = Suite.threadedPair().cqe(16).build()) {
             BlockingQueue<AsyncEvent> got = new ArrayBlockingQueue<>(16);
             BlockingQueue<Thread> threads = new ArrayBlockingQueue<>(16);
-            try (AsyncEventDispatcher d = p.ctx.onAsyncEvent(e -> {
+            try (AsyncEventDispatcher d = p.a.ctx.onAsyncEvent(e -> {
                 if (e.type().scope == AsyncEventType.Scope.PORT) return;
                 threads.add(Thread.currentThread());
                 got.add(e);
@@ -117,7 +118,7 @@ class AsyncEventsTest {
                 AsyncEvent e = got.poll(20, TimeUnit.SECONDS);
                 assertNotNull(e, "the listener got no event within 20 s");
                 assertEquals(AsyncEventType.CQ_ERR, e.type());
-                assertSame(p.cqA, e.completionQueue());
+                assertSame(p.a.cq, e.completionQueue());
                 assertFalse(threads.take() == Thread.currentThread());
                 long end = System.nanoTime() + 5_000_000_000L;
                 while (!e.isAcked() && System.nanoTime() < end) Thread.sleep(5);
@@ -128,43 +129,43 @@ class AsyncEventsTest {
 
     @Test
     void dispatcherEndsWhenItsContextCloses() throws Exception {
-        Pair p = new Pair().connect();
-        AsyncEventDispatcher d = p.ctx.onAsyncEvent(e -> {});
+        RcPair p = Suite.threadedPair().build();
+        AsyncEventDispatcher d = p.a.ctx.onAsyncEvent(e -> {});
         p.close();
         long end = System.nanoTime() + 5_000_000_000L;
         while (d.isRunning() && System.nanoTime() < end) Thread.sleep(10);
         assertFalse(d.isRunning(), "the dispatcher thread outlived its context");
-        assertThrows(ClosedException.class, () -> p.ctx.awaitAsyncEvent(Duration.ofMillis(10)));
+        assertThrows(ClosedException.class, () -> p.a.ctx.awaitAsyncEvent(Duration.ofMillis(10)));
     }
 
     @Test
     void sqdWithNotifyRaisesSqDrainedOnceTheSendQueueIsIdle() {
-        try (Pair p = new Pair().connect()) {
-            MemoryRegion ma = p.mrAll(1 << 16), mb = p.mrAll(1 << 16);
+        try (RcPair p = Suite.threadedPair().build()) {
+            MemoryRegion ma = p.a.mrAll(1 << 16), mb = p.a.mrAll(1 << 16);
             for (int i = 0; i < 8; i++) { // requests in flight when the QP moves to SQD
-                p.a.postSend(new SendWorkRequest()
+                p.a.qp.postSend(new SendWorkRequest()
                         .opcode(WrOpcode.RDMA_WRITE)
                         .wrId(i)
                         .buffer(ma, 0, 1 << 16)
                         .remote(mb.address(), mb.rkey())
                         .signaled(true));
             }
-            p.a.modify(new QpAttr().state(QpState.SQD).enSqdAsyncNotify(true));
-            AsyncEvent e = next(p.ctx, Duration.ofSeconds(20));
+            p.a.qp.modify(new QpAttr().state(QpState.SQD).enSqdAsyncNotify(true));
+            AsyncEvent e = next(p.a.ctx, Duration.ofSeconds(20));
             assertNotNull(e, "no SQ_DRAINED within 20 s of moving to SQD with en_sqd_async_notify");
             assertEquals(AsyncEventType.SQ_DRAINED, e.type(), e::toString);
-            assertSame(p.a, e.queuePair());
+            assertSame(p.a.qp, e.queuePair());
             e.ack();
             // SQD started no new request (those not started wait); back in RTS every one completes, in order
-            p.a.modify(new QpAttr().state(QpState.RTS));
-            p.a.postSend(new SendWorkRequest()
+            p.a.qp.modify(new QpAttr().state(QpState.RTS));
+            p.a.qp.postSend(new SendWorkRequest()
                     .opcode(WrOpcode.RDMA_WRITE)
                     .wrId(8)
                     .buffer(ma, 0, 8)
                     .remote(mb.address(), mb.rkey())
                     .signaled(true));
             for (int i = 0; i <= 8; i++) {
-                WorkCompletion wc = Pair.one(p.cqA);
+                WorkCompletion wc = p.await(p.a.cq);
                 assertEquals(WcStatus.SUCCESS, wc.status, wc::toString);
                 assertEquals(i, wc.wrId);
             }
@@ -173,66 +174,61 @@ class AsyncEventsTest {
 
     @Test
     void responderRefusingAnRkeyRaisesAccessErrorAboutItsQp() {
-        try (Pair p = new Pair().connect()) {
-            MemoryRegion ma = p.mrAll(4096), mb = p.mrAll(4096);
-            p.a.postSend(new SendWorkRequest()
+        try (RcPair p = Suite.threadedPair().build()) {
+            MemoryRegion ma = p.a.mrAll(4096), mb = p.a.mrAll(4096);
+            p.a.qp.postSend(new SendWorkRequest()
                     .opcode(WrOpcode.RDMA_WRITE)
                     .wrId(1)
                     .buffer(ma, 0, 64)
                     .remote(mb.address(), mb.rkey() ^ 0x40404000)
                     .signaled(true));
-            assertEquals(WcStatus.REM_ACCESS_ERR, Pair.one(p.cqA).status);
-            AsyncEvent e = next(p.ctx, Duration.ofSeconds(p.isRxe() ? 2 : 20));
+            assertEquals(WcStatus.REM_ACCESS_ERR, p.await(p.a.cq).status);
+            AsyncEvent e = next(p.a.ctx, Duration.ofSeconds(p.isRxe() ? 2 : 20));
             if (e == null && p.isRxe()) { // Linux 6.1's rxe moves the responder to ERR without an affiliated event
                 System.out.println("rxe deviation: no QP_ACCESS_ERR");
                 return;
             }
             assertNotNull(e, "no QP_ACCESS_ERR about the responder that refused the rkey");
             assertEquals(AsyncEventType.QP_ACCESS_ERR, e.type(), e::toString);
-            assertSame(p.b, e.queuePair());
+            assertSame(p.b.qp, e.queuePair());
             e.ack();
         }
     }
 
     @Test
     void firstPacketInRtrRaisesCommEst() {
-        try (Pair p = new Pair()) {
-            Mtu mtu = Mtu.MTU_1024.min(p.ctx.queryPort(Pair.PORT).activeMtu());
-            for (var q : new dev.jrdma.verbs.QueuePair[] {p.a, p.b}) {
-                q.modify(new QpAttr()
-                        .state(QpState.INIT)
-                        .pkeyIndex(0)
-                        .port(Pair.PORT)
-                        .access(Access.LOCAL_WRITE, Access.REMOTE_WRITE));
-            }
-            p.rtr(p.a, p.b, mtu, 12, 0x100);
-            p.rtr(p.b, p.a, mtu, 12, 0x200);
-            p.rts(p.a, 7, 7, 0x200); // b stays in RTR: its first request establishes communication
-            MemoryRegion ma = p.mrAll(4096), mb = p.mrAll(4096);
-            p.a.postSend(new SendWorkRequest()
+        try (RcPair p = Suite.threadedPair().connect(false).build()) {
+            p.walk(p.a, p.b, 0x200, 0x100)
+                    .access(Access.LOCAL_WRITE, Access.REMOTE_WRITE)
+                    .walk(p.a.qp);
+            RcWalk b = p.walk(p.b, p.a, 0x100, 0x200).access(Access.LOCAL_WRITE, Access.REMOTE_WRITE);
+            b.toInit(p.b.qp);
+            b.toRtr(p.b.qp); // b stays in RTR: its first request establishes communication
+            MemoryRegion ma = p.a.mrAll(4096), mb = p.a.mrAll(4096);
+            p.a.qp.postSend(new SendWorkRequest()
                     .opcode(WrOpcode.RDMA_WRITE)
                     .wrId(1)
                     .buffer(ma, 0, 64)
                     .remote(mb.address(), mb.rkey())
                     .signaled(true));
-            assertEquals(WcStatus.SUCCESS, Pair.one(p.cqA).status);
-            AsyncEvent e = next(p.ctx, Duration.ofSeconds(p.isRxe() ? 2 : 20));
+            assertEquals(WcStatus.SUCCESS, p.await(p.a.cq).status);
+            AsyncEvent e = next(p.a.ctx, Duration.ofSeconds(p.isRxe() ? 2 : 20));
             if (e == null && p.isRxe()) { // Linux 6.1's rxe raises no COMM_EST
                 System.out.println("rxe deviation: no COMM_EST");
                 return;
             }
             assertNotNull(e, "no COMM_EST when the QP in RTR received its first request");
             assertEquals(AsyncEventType.COMM_EST, e.type(), e::toString);
-            assertSame(p.b, e.queuePair());
+            assertSame(p.b.qp, e.queuePair());
             e.ack();
         }
     }
 
     @Test
     void completionChannelIsWokenFromAnotherThread() throws Exception {
-        try (Pair p = new Pair()) {
-            CompletionChannel ch = p.ctx.createCompletionChannel();
-            CompletionQueue cq = p.ctx.createCq(16, ch);
+        try (RcPair p = Suite.threadedPair().connect(false).build()) {
+            CompletionChannel ch = p.a.ctx.createCompletionChannel();
+            CompletionQueue cq = p.a.ctx.createCq(16, ch);
             cq.requestNotify(false);
             CompletableFuture<CompletionQueue> waiter =
                     CompletableFuture.supplyAsync(() -> ch.awaitEvent(Duration.ofSeconds(30)));

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+import dev.jrdma.testkit.RcPair;
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.ClosedException;
 import dev.jrdma.verbs.CompletionChannel;
@@ -49,7 +50,7 @@ class ConcurrentCloseTest {
     }
 
     private static void race(Target target) throws Exception {
-        Context ctx = Pair.device().open();
+        Context ctx = Suite.device().open();
         Arena arena = Arena.ofShared();
         try {
             ProtectionDomain pd = ctx.allocPd();
@@ -64,7 +65,7 @@ class ConcurrentCloseTest {
                     () -> cq.ackEvents(0),
                     () -> ch.awaitEvent(Duration.ofMillis(2)),
                     qp::query,
-                    () -> ctx.queryPort(Pair.PORT),
+                    () -> ctx.queryPort(RcPair.PORT),
                     () -> pd.registerMemory(buf, Access.LOCAL_WRITE).close(),
                     () -> ctx.createCq(4, null).close()));
             if (mw != null) loops.add(mw::rkey);

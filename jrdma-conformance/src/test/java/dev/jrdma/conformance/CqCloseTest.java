@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.jrdma.testkit.RcPair;
 import dev.jrdma.verbs.ClosedException;
 import dev.jrdma.verbs.CompletionQueue;
 import dev.jrdma.verbs.MemoryRegion;
@@ -29,11 +30,11 @@ import org.junit.jupiter.api.Timeout;
 class CqCloseTest {
     @Test
     void closingACqWithPendingCompletionsClosesTheQueuePairsThatUseIt() {
-        try (Pair p = new Pair().connect()) {
-            MemoryRegion ma = p.mrAll(4096), mb = p.mrAll(4096);
+        try (RcPair p = Suite.threadedPair().build()) {
+            MemoryRegion ma = p.a.mrAll(4096), mb = p.a.mrAll(4096);
             // a third QP whose receive CQ is its own and whose send CQ is B's: closing the receive CQ closes it too
-            CompletionQueue cqC = p.ctx.createCq(16, null);
-            QueuePair c = p.pd.createQueuePair(QpInitAttr.builder(p.cqB)
+            CompletionQueue cqC = p.a.ctx.createCq(16, null);
+            QueuePair c = p.a.pd.createQueuePair(QpInitAttr.builder(p.b.cq)
                     .recvCq(cqC)
                     .maxSendWr(4)
                     .maxRecvWr(4)
@@ -43,36 +44,36 @@ class CqCloseTest {
             // completions pending on A's CQ: four signaled WRITEs, only the first polled
             SendWorkRequest wr = new SendWorkRequest();
             for (int i = 0; i < 4; i++) {
-                p.a.postSend(wr.opcode(WrOpcode.RDMA_WRITE)
+                p.a.qp.postSend(wr.opcode(WrOpcode.RDMA_WRITE)
                         .wrId(i)
                         .buffer(ma, 0, 64)
                         .remote(mb.address(), mb.rkey())
                         .signaled(true));
             }
-            WorkCompletion first = Pair.one(p.cqA);
+            WorkCompletion first = p.await(p.a.cq);
             assertEquals(WcStatus.SUCCESS, first.status, first::toString);
             long end = System.nanoTime() + 2_000_000_000L;
             while (mb.segment().get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0)
                             != ma.segment().get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0)
                     && System.nanoTime() < end) Thread.onSpinWait();
 
-            p.cqA.close();
-            assertTrue(p.cqA.isClosed());
-            assertTrue(p.a.isClosed(), "the QP that used the CQ is closed with it");
+            p.a.cq.close();
+            assertTrue(p.a.cq.isClosed());
+            assertTrue(p.a.qp.isClosed(), "the QP that used the CQ is closed with it");
             ClosedException poll = assertThrows(
-                    ClosedException.class, () -> p.cqA.poll(WorkCompletion.array(4)), "polling a closed CQ");
+                    ClosedException.class, () -> p.a.cq.poll(WorkCompletion.array(4)), "polling a closed CQ");
             assertTrue(poll.getMessage().contains("ibv_poll_cq"), poll.getMessage());
-            assertThrows(ClosedException.class, () -> p.cqA.requestNotify(false));
+            assertThrows(ClosedException.class, () -> p.a.cq.requestNotify(false));
             ClosedException post = assertThrows(
                     ClosedException.class,
-                    () -> p.a.postSend(new SendWorkRequest()
+                    () -> p.a.qp.postSend(new SendWorkRequest()
                             .opcode(WrOpcode.RDMA_WRITE)
                             .wrId(9)
                             .buffer(ma, 0, 8)
                             .remote(mb.address(), mb.rkey())));
             assertTrue(post.getMessage().contains("ibv_post_send"), post.getMessage());
-            p.cqA.close(); // idempotent
-            p.a.close();
+            p.a.cq.close(); // idempotent
+            p.a.qp.close();
 
             cqC.close();
             assertTrue(c.isClosed(), "a QP whose receive CQ was closed is closed with it");
@@ -81,11 +82,11 @@ class CqCloseTest {
                     () -> c.postRecv(new RecvWorkRequest().wrId(1).buffer(mb, 0, 8)));
 
             // the others are untouched: B, its CQ and the protection domain work on
-            assertFalse(p.b.isClosed());
-            assertFalse(p.cqB.isClosed());
-            assertFalse(p.pd.isClosed());
-            assertEquals(0, p.cqB.poll(WorkCompletion.array(4)), "B's CQ got nothing from C's close");
-            p.b.postRecv(new RecvWorkRequest().wrId(3).buffer(mb, 0, 64));
+            assertFalse(p.b.qp.isClosed());
+            assertFalse(p.b.cq.isClosed());
+            assertFalse(p.a.pd.isClosed());
+            assertEquals(0, p.b.cq.poll(WorkCompletion.array(4)), "B's CQ got nothing from C's close");
+            p.b.qp.postRecv(new RecvWorkRequest().wrId(3).buffer(mb, 0, 64));
         }
     }
 }

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.jrdma.testkit.RcPair;
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.ClosedException;
 import dev.jrdma.verbs.CompletionChannel;
@@ -44,9 +45,9 @@ class ObjectsTest {
     @Test
     void deviceAndPortAttributes() {
         assertTrue(Verbs.devices().stream()
-                        .anyMatch(d -> d.name().equals(Pair.device().name()))
-                || Pair.device().name().startsWith("soft@"));
-        try (Context ctx = Pair.device().open()) {
+                        .anyMatch(d -> d.name().equals(Suite.device().name()))
+                || Suite.device().name().startsWith("soft@"));
+        try (Context ctx = Suite.device().open()) {
             DeviceAttr a = ctx.queryDevice();
             assertTrue(a.physPortCnt() >= 1);
             assertTrue(a.maxQp() > 0 && a.maxQpWr() > 0 && a.maxCqe() > 0 && a.maxSge() > 0 && a.maxMr() > 0);
@@ -61,67 +62,69 @@ class ObjectsTest {
 
     @Test
     void illegalTransitionsNameWhatIsLegal() {
-        try (Pair p = new Pair()) {
-            VerbsException skip = assertThrows(VerbsException.class, () -> p.a.modify(new QpAttr().state(QpState.RTS)));
+        try (RcPair p = Suite.threadedPair().connect(false).build()) {
+            VerbsException skip =
+                    assertThrows(VerbsException.class, () -> p.a.qp.modify(new QpAttr().state(QpState.RTS)));
             assertTrue(skip.getMessage().contains("RESET") && skip.getMessage().contains("INIT"), skip.getMessage());
             VerbsException missing = assertThrows(
                     VerbsException.class,
-                    () -> p.a.modify(new QpAttr().state(QpState.INIT).port(1)));
+                    () -> p.a.qp.modify(new QpAttr().state(QpState.INIT).port(1)));
             assertTrue(
                     missing.getMessage().contains("ACCESS_FLAGS")
                             && missing.getMessage().contains("PKEY_INDEX"),
                     missing.getMessage());
-            assertEquals(QpState.RESET, p.a.state(), "a refused modify changes nothing");
-            p.a.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(1).access(Access.REMOTE_WRITE));
-            assertEquals(QpState.INIT, p.a.state());
-            assertEquals(QpState.INIT, p.a.query().state());
+            assertEquals(QpState.RESET, p.a.qp.state(), "a refused modify changes nothing");
+            p.a.qp.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(1).access(Access.REMOTE_WRITE));
+            assertEquals(QpState.INIT, p.a.qp.state());
+            assertEquals(QpState.INIT, p.a.qp.query().state());
             VerbsException rtr = assertThrows(
                     VerbsException.class,
-                    () -> p.a.modify(new QpAttr().state(QpState.RTR).destQpNum(p.b.qpNum())));
+                    () -> p.a.qp.modify(new QpAttr().state(QpState.RTR).destQpNum(p.b.qp.qpNum())));
             assertTrue(rtr.getMessage().contains("PATH_MTU"), rtr.getMessage());
         }
     }
 
     @Test
     void postingBeforeRtsIsRefusedNotLost() {
-        try (Pair p = new Pair()) {
-            MemoryRegion m = p.mrAll(4096);
+        try (RcPair p = Suite.threadedPair().connect(false).build()) {
+            MemoryRegion m = p.a.mrAll(4096);
             PostException e = assertThrows(
                     PostException.class,
-                    () -> p.a.postSend(new SendWorkRequest()
+                    () -> p.a.qp.postSend(new SendWorkRequest()
                             .opcode(WrOpcode.SEND)
                             .buffer(m, 0, 8)
                             .signaled(true)));
             assertEquals(0, e.badIndex());
-            assertThrows(PostException.class, () -> p.a.postRecv(new RecvWorkRequest().buffer(m, 0, 8)));
+            assertThrows(PostException.class, () -> p.a.qp.postRecv(new RecvWorkRequest().buffer(m, 0, 8)));
+            assertThrows(VerbsException.class, () -> p.a.qp.modify(new QpAttr().state(QpState.RTS)));
         }
     }
 
     @Test
     void tooManySgesIsRefused() {
-        try (Pair p = new Pair().connect()) {
-            MemoryRegion m = p.mrAll(4096);
-            int max = p.a.cap().maxSendSge();
+        try (RcPair p = Suite.threadedPair().build()) {
+            MemoryRegion m = p.a.mrAll(4096);
+            int max = p.a.qp.cap().maxSendSge();
             SendWorkRequest s = new SendWorkRequest(max + 1)
                     .opcode(WrOpcode.SEND)
                     .numSge(max + 1)
                     .signaled(true);
             for (int i = 0; i <= max; i++) s.sge(i).set(m, i * 8L, 8);
-            assertThrows(PostException.class, () -> p.a.postSend(s));
+            assertThrows(PostException.class, () -> p.a.qp.postSend(s));
         }
     }
 
     @Test
     void completionChannelWakesAWaiterAndTimesOut() throws Exception {
-        try (Pair p = new Pair()) {
-            CompletionChannel ch = p.ctx.createCompletionChannel();
-            CompletionQueue cq = p.ctx.createCq(16, ch);
-            QueuePair qa = p.pd.createQueuePair(QpInitAttr.builder(cq).build());
+        try (RcPair p = Suite.threadedPair().connect(false).build()) {
+            CompletionChannel ch = p.a.ctx.createCompletionChannel();
+            CompletionQueue cq = p.a.ctx.createCq(16, ch);
+            QueuePair qa = p.a.pd.createQueuePair(QpInitAttr.builder(cq).build());
             assertSame(ch, cq.channel());
             cq.requestNotify(false);
             assertNull(ch.awaitEvent(Duration.ofMillis(50)), "no completion, no event");
             // flushing a receive makes a completion, which fires the armed CQ's event
-            MemoryRegion m = p.mrAll(4096);
+            MemoryRegion m = p.a.mrAll(4096);
             qa.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(1).access(Access.LOCAL_WRITE));
             qa.postRecv(new RecvWorkRequest().wrId(4).buffer(m, 0, 8));
             Thread waker = Thread.ofVirtual().start(() -> {
@@ -135,7 +138,7 @@ class ObjectsTest {
             assertSame(cq, ch.awaitEvent(Duration.ofSeconds(10)));
             cq.ackEvents(1);
             waker.join();
-            WorkCompletion wc = Pair.one(cq);
+            WorkCompletion wc = p.await(cq);
             assertEquals(4, wc.wrId);
             assertEquals(WcStatus.WR_FLUSH_ERR, wc.status);
         }
@@ -143,7 +146,7 @@ class ObjectsTest {
 
     @Test
     void closingAParentClosesItsChildrenAndUseAfterCloseThrows() {
-        Context ctx = Pair.device().open();
+        Context ctx = Suite.device().open();
         ProtectionDomain pd = ctx.allocPd();
         CompletionQueue cq = ctx.createCq(8, null);
         QueuePair qp = pd.createQueuePair(QpInitAttr.builder(cq).build());
@@ -172,7 +175,7 @@ class ObjectsTest {
 
     @Test
     void registrationRejectsHeapAndClosedSegments() {
-        try (Context ctx = Pair.device().open();
+        try (Context ctx = Suite.device().open();
                 ProtectionDomain pd = ctx.allocPd()) {
             assertThrows(
                     VerbsException.class,

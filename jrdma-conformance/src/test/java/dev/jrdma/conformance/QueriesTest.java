@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.jrdma.testkit.RcPair;
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.CompletionChannel;
 import dev.jrdma.verbs.CompletionQueue;
@@ -31,24 +32,23 @@ class QueriesTest {
 
     @Test
     void pkeyZeroIsTheDefaultFullMemberKey() {
-        try (Pair p = new Pair()) {
-            assertEquals(0xFFFF, p.ctx.queryPkey(Pair.PORT, 0));
-            int len = p.ctx.queryPort(Pair.PORT).pkeyTblLen();
-            assertThrows(VerbsException.class, () -> p.ctx.queryPkey(Pair.PORT, Math.max(len, 1) + 1000));
+        try (RcPair p = Suite.threadedPair().connect(false).build()) {
+            assertEquals(0xFFFF, p.a.ctx.queryPkey(RcPair.PORT, 0));
+            int len = p.a.ctx.queryPort(RcPair.PORT).pkeyTblLen();
+            assertThrows(VerbsException.class, () -> p.a.ctx.queryPkey(RcPair.PORT, Math.max(len, 1) + 1000));
         }
     }
 
     /** ibv_query_qp returns every attribute of struct ibv_qp_attr, each with the value the modifies set. */
     @Test
     void queryQpReturnsEveryAttributeAsSet() {
-        try (Pair p = new Pair()
-                .connect(
-                        5,
-                        6,
-                        14,
-                        Mtu.MTU_1024,
-                        java.util.EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ))) {
-            QpAttr q = p.a.query();
+        try (RcPair p = Suite.threadedPair()
+                .retryCnt(5)
+                .rnrRetry(6)
+                .minRnrTimer(14)
+                .access(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ)
+                .build()) {
+            QpAttr q = p.a.qp.query();
             for (QpAttrMask m : new QpAttrMask[] {
                 QpAttrMask.STATE,
                 QpAttrMask.CUR_STATE,
@@ -80,8 +80,8 @@ class QueriesTest {
                     java.util.EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_READ),
                     java.util.EnumSet.copyOf(remoteOnly(q.access())));
             assertEquals(0, q.pkeyIndex());
-            assertEquals(Pair.PORT, q.port());
-            assertEquals(Mtu.MTU_1024.min(p.ctx.queryPort(Pair.PORT).activeMtu()), q.pathMtu());
+            assertEquals(RcPair.PORT, q.port());
+            assertEquals(Mtu.MTU_1024.min(p.a.ctx.queryPort(RcPair.PORT).activeMtu()), q.pathMtu());
             assertEquals(12, q.timeout());
             assertEquals(5, q.retryCnt());
             assertEquals(6, q.rnrRetry());
@@ -90,11 +90,11 @@ class QueriesTest {
             assertEquals(4, q.maxRdAtomic());
             assertEquals(4, q.maxDestRdAtomic());
             assertEquals(14, q.minRnrTimer());
-            assertEquals(p.b.qpNum(), q.destQpNum());
+            assertEquals(p.b.qp.qpNum(), q.destQpNum());
             assertTrue(q.ah().isGlobal, "a RoCE path is global");
-            assertEquals(p.ctx.queryGid(Pair.PORT, p.gidIndex), q.ah().dgid);
-            assertEquals(p.gidIndex, q.ah().sgidIndex);
-            assertEquals(Pair.PORT, q.ah().portNum);
+            assertEquals(p.a.ctx.queryGid(RcPair.PORT, p.a.ctx.defaultGidIndex(RcPair.PORT)), q.ah().dgid);
+            assertEquals(p.a.ctx.defaultGidIndex(RcPair.PORT), q.ah().sgidIndex);
+            assertEquals(RcPair.PORT, q.ah().portNum);
             assertTrue(
                     q.cap().maxSendWr() >= 64
                             && q.cap().maxRecvWr() >= 64
@@ -107,8 +107,8 @@ class QueriesTest {
             assertEquals(0, q.altPort(), "no alternate path");
             assertEquals(0, q.altTimeout());
 
-            p.a.modify(new QpAttr().state(QpState.SQD).enSqdAsyncNotify(true));
-            QpAttr sqd = p.a.query();
+            p.a.qp.modify(new QpAttr().state(QpState.SQD).enSqdAsyncNotify(true));
+            QpAttr sqd = p.a.qp.query();
             assertEquals(QpState.SQD, sqd.state());
             // Linux 6.1's rxe does not report en_sqd_async_notify back (its query says 0); the software device
             // reports what the modify set, as ibv_query_qp's contract says
@@ -126,24 +126,24 @@ class QueriesTest {
 
     @Test
     void cqOnEachCompletionVectorAndNoneBeyond() {
-        try (Pair p = new Pair()) {
-            int n = p.ctx.numCompVectors();
+        try (RcPair p = Suite.threadedPair().connect(false).build()) {
+            int n = p.a.ctx.numCompVectors();
             assertTrue(n >= 1, "num_comp_vectors " + n);
-            for (int v = 0; v < n; v++) p.ctx.createCq(8, null, v).close();
-            assertThrows(VerbsException.class, () -> p.ctx.createCq(8, null, n));
-            assertThrows(VerbsException.class, () -> p.ctx.createCq(8, null, -1));
+            for (int v = 0; v < n; v++) p.a.ctx.createCq(8, null, v).close();
+            assertThrows(VerbsException.class, () -> p.a.ctx.createCq(8, null, n));
+            assertThrows(VerbsException.class, () -> p.a.ctx.createCq(8, null, -1));
         }
     }
 
     @Test
     void resizeKeepsTheCompletionInIt() {
-        try (Pair p = new Pair()) {
-            CompletionChannel ch = p.ctx.createCompletionChannel();
-            CompletionQueue cq = p.ctx.createCq(4, ch);
-            QueuePair x = p.pd.createQueuePair(QpInitAttr.builder(cq).build()),
-                    y = p.pd.createQueuePair(QpInitAttr.builder(cq).build());
+        try (RcPair p = Suite.threadedPair().connect(false).build()) {
+            CompletionChannel ch = p.a.ctx.createCompletionChannel();
+            CompletionQueue cq = p.a.ctx.createCq(4, ch);
+            QueuePair x = p.a.pd.createQueuePair(QpInitAttr.builder(cq).build()),
+                    y = p.a.pd.createQueuePair(QpInitAttr.builder(cq).build());
             SrqTest.connect(p, x, y);
-            MemoryRegion ma = p.mrAll(64), mb = p.mrAll(64);
+            MemoryRegion ma = p.a.mrAll(64), mb = p.a.mrAll(64);
             cq.requestNotify(false);
             x.postSend(new SendWorkRequest()
                     .opcode(WrOpcode.RDMA_WRITE)
@@ -164,7 +164,7 @@ class QueriesTest {
             int before = cq.capacity();
             cq.resize(before * 8);
             assertTrue(cq.capacity() >= before * 8, "capacity " + cq.capacity() + " after resizing to " + before * 8);
-            WorkCompletion wc = Pair.one(cq);
+            WorkCompletion wc = p.await(cq);
             assertEquals(WcStatus.SUCCESS, wc.status);
             assertEquals(2, wc.wrId, "the completion stays across the resize");
             assertThrows(VerbsException.class, () -> cq.resize(0));

@@ -7,13 +7,13 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+import dev.jrdma.testkit.RcPair;
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.AsyncEvent;
 import dev.jrdma.verbs.AsyncEventType;
 import dev.jrdma.verbs.ClosedException;
 import dev.jrdma.verbs.CompletionQueue;
 import dev.jrdma.verbs.MemoryRegion;
-import dev.jrdma.verbs.Mtu;
 import dev.jrdma.verbs.PostException;
 import dev.jrdma.verbs.QpAttr;
 import dev.jrdma.verbs.QpInitAttr;
@@ -30,7 +30,6 @@ import dev.jrdma.verbs.WrOpcode;
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -43,19 +42,15 @@ class SrqTest {
     static final int SLOT = 64;
 
     /** Walks two fresh QPs of {@code p} to RTS, aimed at each other; RNR retries forever (an SRQ may run dry for a moment). */
-    static void connect(Pair p, QueuePair x, QueuePair y) {
-        for (QueuePair q : new QueuePair[] {x, y}) {
-            q.modify(new QpAttr()
-                    .state(QpState.INIT)
-                    .pkeyIndex(0)
-                    .port(Pair.PORT)
-                    .access(EnumSet.of(Access.LOCAL_WRITE, Access.REMOTE_WRITE)));
-        }
-        Mtu mtu = Mtu.MTU_1024.min(p.ctx.queryPort(Pair.PORT).activeMtu());
-        p.rtr(x, y, mtu, 1, 0x300);
-        p.rtr(y, x, mtu, 1, 0x400);
-        p.rts(x, 7, 7, 0x400);
-        p.rts(y, 7, 7, 0x300);
+    static void connect(RcPair p, QueuePair x, QueuePair y) {
+        p.walk(p.a.ctx, p.a.ctx, y, 0x400, 0x300)
+                .access(Access.LOCAL_WRITE, Access.REMOTE_WRITE)
+                .minRnrTimer(1)
+                .walk(x);
+        p.walk(p.a.ctx, p.a.ctx, x, 0x300, 0x400)
+                .access(Access.LOCAL_WRITE, Access.REMOTE_WRITE)
+                .minRnrTimer(1)
+                .walk(y);
     }
 
     private static void postSrq(SharedReceiveQueue srq, MemoryRegion mr, int slot) {
@@ -63,10 +58,10 @@ class SrqTest {
     }
 
     /** The next event that is not a port event, or null. */
-    private static AsyncEvent next(Pair p, Duration timeout) {
+    private static AsyncEvent next(RcPair p, Duration timeout) {
         long end = System.nanoTime() + timeout.toNanos();
         while (true) {
-            AsyncEvent e = p.ctx.awaitAsyncEvent(Duration.ofNanos(Math.max(1, end - System.nanoTime())));
+            AsyncEvent e = p.a.ctx.awaitAsyncEvent(Duration.ofNanos(Math.max(1, end - System.nanoTime())));
             if (e == null || e.type().scope != AsyncEventType.Scope.PORT) return e;
             e.ack();
         }
@@ -75,19 +70,19 @@ class SrqTest {
     @Test
     void eightQpsShareOneSrqUnderLoadAndEveryMessageArrivesOnce() {
         final int qps = 8, perQp = Integer.getInteger("jrdma.test.srqMessages", 200), depth = 128;
-        try (Pair p = new Pair()) {
-            CompletionQueue sendCq = p.ctx.createCq(qps * 64, null), recvCq = p.ctx.createCq(depth * 2, null);
-            SharedReceiveQueue srq = p.pd.createSrq(new SrqAttr(depth, 1, 0));
+        try (RcPair p = Suite.threadedPair().connect(false).build()) {
+            CompletionQueue sendCq = p.a.ctx.createCq(qps * 64, null), recvCq = p.a.ctx.createCq(depth * 2, null);
+            SharedReceiveQueue srq = p.a.pd.createSrq(new SrqAttr(depth, 1, 0));
             assertTrue(srq.query().maxWr() >= depth);
-            MemoryRegion rbuf = p.mrAll((long) depth * SLOT), sbuf = p.mrAll((long) qps * SLOT);
+            MemoryRegion rbuf = p.a.mrAll((long) depth * SLOT), sbuf = p.a.mrAll((long) qps * SLOT);
             List<QueuePair> senders = new ArrayList<>(), receivers = new ArrayList<>();
             Map<Integer, Integer> receiverIndex = new HashMap<>();
             for (int i = 0; i < qps; i++) {
-                QueuePair s = p.pd.createQueuePair(QpInitAttr.builder(sendCq)
+                QueuePair s = p.a.pd.createQueuePair(QpInitAttr.builder(sendCq)
                         .maxSendWr(64)
                         .maxInlineData(16)
                         .build());
-                QueuePair r = p.pd.createQueuePair(QpInitAttr.builder(sendCq)
+                QueuePair r = p.a.pd.createQueuePair(QpInitAttr.builder(sendCq)
                         .recvCq(recvCq)
                         .srq(srq)
                         .maxSendWr(4)
@@ -154,12 +149,12 @@ class SrqTest {
 
     @Test
     void srqLimitEventFiresOnceWhenTheQueueRunsLow() {
-        try (Pair p = new Pair()) {
-            CompletionQueue cq = p.ctx.createCq(128, null);
-            SharedReceiveQueue srq = p.pd.createSrq(new SrqAttr(32, 1, 0));
-            MemoryRegion rbuf = p.mrAll(32L * SLOT), sbuf = p.mrAll(SLOT);
-            QueuePair s = p.pd.createQueuePair(QpInitAttr.builder(cq).build());
-            QueuePair r = p.pd.createQueuePair(QpInitAttr.builder(cq).srq(srq).build());
+        try (RcPair p = Suite.threadedPair().connect(false).build()) {
+            CompletionQueue cq = p.a.ctx.createCq(128, null);
+            SharedReceiveQueue srq = p.a.pd.createSrq(new SrqAttr(32, 1, 0));
+            MemoryRegion rbuf = p.a.mrAll(32L * SLOT), sbuf = p.a.mrAll(SLOT);
+            QueuePair s = p.a.pd.createQueuePair(QpInitAttr.builder(cq).build());
+            QueuePair r = p.a.pd.createQueuePair(QpInitAttr.builder(cq).srq(srq).build());
             connect(p, s, r);
             for (int slot = 0; slot < 16; slot++) postSrq(srq, rbuf, slot);
             srq.modifyLimit(8);
@@ -169,16 +164,16 @@ class SrqTest {
                         .opcode(WrOpcode.SEND)
                         .buffer(sbuf, 0, 8)
                         .signaled(true));
-                Pair.one(cq);
-                Pair.one(cq);
+                p.await(cq);
+                p.await(cq);
             }
             assertEquals(null, next(p, Duration.ofMillis(300)), "the limit fired while 8 receives were left");
             s.postSend(new SendWorkRequest()
                     .opcode(WrOpcode.SEND)
                     .buffer(sbuf, 0, 8)
                     .signaled(true));
-            Pair.one(cq);
-            Pair.one(cq);
+            p.await(cq);
+            p.await(cq);
             AsyncEvent e = next(p, Duration.ofSeconds(20));
             assertNotNull(e, "no SRQ_LIMIT_REACHED after the SRQ dropped below its limit");
             assertEquals(AsyncEventType.SRQ_LIMIT_REACHED, e.type());
@@ -189,19 +184,19 @@ class SrqTest {
                     .opcode(WrOpcode.SEND)
                     .buffer(sbuf, 0, 8)
                     .signaled(true));
-            Pair.one(cq);
-            Pair.one(cq);
+            p.await(cq);
+            p.await(cq);
             assertEquals(null, next(p, Duration.ofMillis(300)), "a disarmed limit fired again");
         }
     }
 
     @Test
     void qpOnAnSrqRefusesItsOwnReceivesAndClosesWithTheSrq() {
-        try (Pair p = new Pair()) {
-            CompletionQueue cq = p.ctx.createCq(16, null);
-            SharedReceiveQueue srq = p.pd.createSrq(new SrqAttr(8, 1, 0));
-            MemoryRegion mr = p.mrAll(SLOT);
-            QueuePair q = p.pd.createQueuePair(QpInitAttr.builder(cq).srq(srq).build());
+        try (RcPair p = Suite.threadedPair().connect(false).build()) {
+            CompletionQueue cq = p.a.ctx.createCq(16, null);
+            SharedReceiveQueue srq = p.a.pd.createSrq(new SrqAttr(8, 1, 0));
+            MemoryRegion mr = p.a.mrAll(SLOT);
+            QueuePair q = p.a.pd.createQueuePair(QpInitAttr.builder(cq).srq(srq).build());
             assertThrows(PostException.class, () -> q.postRecv(new RecvWorkRequest().buffer(mr, 0, SLOT)));
             srq.close();
             assertTrue(q.isClosed(), "a QP on a closed SRQ must be closed first");
@@ -211,11 +206,11 @@ class SrqTest {
 
     @Test
     void qpOnAnSrqGoingToErrorReportsLastWqeReached() {
-        try (Pair p = new Pair()) {
-            CompletionQueue cq = p.ctx.createCq(16, null);
-            SharedReceiveQueue srq = p.pd.createSrq(new SrqAttr(8, 1, 0));
-            QueuePair s = p.pd.createQueuePair(QpInitAttr.builder(cq).build());
-            QueuePair r = p.pd.createQueuePair(QpInitAttr.builder(cq).srq(srq).build());
+        try (RcPair p = Suite.threadedPair().connect(false).build()) {
+            CompletionQueue cq = p.a.ctx.createCq(16, null);
+            SharedReceiveQueue srq = p.a.pd.createSrq(new SrqAttr(8, 1, 0));
+            QueuePair s = p.a.pd.createQueuePair(QpInitAttr.builder(cq).build());
+            QueuePair r = p.a.pd.createQueuePair(QpInitAttr.builder(cq).srq(srq).build());
             connect(p, s, r);
             r.modify(new QpAttr().state(QpState.ERR));
             AsyncEvent e = next(p, Duration.ofSeconds(p.isRxe() ? 2 : 20));

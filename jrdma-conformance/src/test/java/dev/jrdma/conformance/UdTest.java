@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.jrdma.testkit.RcPair;
 import dev.jrdma.verbs.AddressHandle;
 import dev.jrdma.verbs.AhAttr;
 import dev.jrdma.verbs.CompletionQueue;
@@ -36,12 +37,12 @@ class UdTest {
     /** Two UD QPs on the device under test, in RTS, each with its own CQ. */
     static final class UdPair implements AutoCloseable {
         final Arena arena = Arena.ofShared();
-        final Context ctx = Pair.device().open();
+        final Context ctx = Suite.device().open();
         final ProtectionDomain pd = ctx.allocPd();
         final CompletionQueue cqA = ctx.createCq(64, null), cqB = ctx.createCq(64, null);
         final QueuePair a = ud(cqA), b = ud(cqB);
-        final int gidIndex = Pair.gidIndex(ctx);
-        final Gid gid = ctx.queryGid(Pair.PORT, gidIndex);
+        final int gidIndex = ctx.defaultGidIndex(Suite.PORT);
+        final Gid gid = ctx.queryGid(Suite.PORT, gidIndex);
         final MemoryRegion bufA = mr(4096), bufB = mr(4096);
 
         UdPair() {
@@ -49,7 +50,7 @@ class UdTest {
                 q.modify(new QpAttr()
                         .state(QpState.INIT)
                         .pkeyIndex(0)
-                        .port(Pair.PORT)
+                        .port(Suite.PORT)
                         .qkey(QKEY));
                 q.modify(new QpAttr().state(QpState.RTR));
                 q.modify(new QpAttr().state(QpState.RTS).sqPsn(0x123));
@@ -72,8 +73,8 @@ class UdTest {
 
         AddressHandle ahToSelf() {
             return pd.createAddressHandle(new AhAttr()
-                    .dlid(ctx.queryPort(Pair.PORT).lid())
-                    .portNum(Pair.PORT)
+                    .dlid(ctx.queryPort(Suite.PORT).lid())
+                    .portNum(Suite.PORT)
                     .global(gid, gidIndex));
         }
 
@@ -89,7 +90,7 @@ class UdTest {
         try (UdPair p = new UdPair()) {
             AddressHandle ah = p.ahToSelf();
             p.b.postRecv(new RecvWorkRequest().wrId(5).buffer(p.bufB, 0, Grh.BYTES + PAYLOAD));
-            Pair.fill(p.bufA.segment(), 0, PAYLOAD, 7);
+            RcPair.fill(p.bufA.segment(), 0, PAYLOAD, 7);
             p.a.postSend(new SendWorkRequest()
                     .opcode(WrOpcode.SEND_WITH_IMM)
                     .immData(0xCAFE)
@@ -97,10 +98,10 @@ class UdTest {
                     .buffer(p.bufA, 0, PAYLOAD)
                     .ud(ah, p.b.qpNum(), QKEY)
                     .signaled(true));
-            WorkCompletion sent = Pair.one(p.cqA);
+            WorkCompletion sent = Suite.one(p.cqA);
             assertEquals(WcStatus.SUCCESS, sent.status, sent::toString);
             assertEquals(WcOpcode.SEND, sent.opcode);
-            WorkCompletion wc = Pair.one(p.cqB);
+            WorkCompletion wc = Suite.one(p.cqB);
             assertEquals(WcStatus.SUCCESS, wc.status, wc::toString);
             assertEquals(5, wc.wrId);
             assertEquals(WcOpcode.RECV, wc.opcode);
@@ -110,7 +111,7 @@ class UdTest {
             assertEquals(0xCAFE, wc.immData);
             assertEquals(p.a.qpNum(), wc.srcQp);
             assertEquals(p.b.qpNum(), wc.qpNum);
-            Pair.assertFilled(p.bufB.segment(), Grh.BYTES, PAYLOAD, 7);
+            RcPair.assertFilled(p.bufB.segment(), Grh.BYTES, PAYLOAD, 7);
             assertEquals(p.gid, Grh.sourceGid(p.bufB.segment(), 0), "the GRH area names the sender");
         }
     }
@@ -126,25 +127,25 @@ class UdTest {
                     .buffer(p.bufA, 0, 8)
                     .ud(ah, p.b.qpNum(), QKEY)
                     .signaled(true));
-            Pair.one(p.cqA);
-            WorkCompletion request = Pair.one(p.cqB);
+            Suite.one(p.cqA);
+            WorkCompletion request = Suite.one(p.cqB);
             assertEquals(WcStatus.SUCCESS, request.status, request::toString);
             try (AddressHandle back =
-                    p.pd.createAddressHandleFromWc(request, p.bufB.segment().asSlice(0, Grh.BYTES), Pair.PORT)) {
+                    p.pd.createAddressHandleFromWc(request, p.bufB.segment().asSlice(0, Grh.BYTES), Suite.PORT)) {
                 assertEquals(p.gid, back.attr().dgid);
-                Pair.fill(p.bufB.segment(), 2048, 16, 3);
+                RcPair.fill(p.bufB.segment(), 2048, 16, 3);
                 p.b.postSend(new SendWorkRequest()
                         .opcode(WrOpcode.SEND)
                         .buffer(p.bufB, 2048, 16)
                         .ud(back, request.srcQp, QKEY)
                         .signaled(true));
-                assertEquals(WcStatus.SUCCESS, Pair.one(p.cqB).status);
-                WorkCompletion reply = Pair.one(p.cqA);
+                assertEquals(WcStatus.SUCCESS, Suite.one(p.cqB).status);
+                WorkCompletion reply = Suite.one(p.cqA);
                 assertEquals(WcStatus.SUCCESS, reply.status, reply::toString);
                 assertEquals(2, reply.wrId);
                 assertEquals(p.b.qpNum(), reply.srcQp);
                 assertEquals(Grh.BYTES + 16, reply.byteLen);
-                Pair.assertFilled(p.bufA.segment(), 1024 + Grh.BYTES, 16, 3);
+                RcPair.assertFilled(p.bufA.segment(), 1024 + Grh.BYTES, 16, 3);
             }
         }
     }
@@ -159,15 +160,15 @@ class UdTest {
                     .buffer(p.bufA, 0, 8)
                     .ud(ah, p.b.qpNum(), QKEY + 1)
                     .signaled(true));
-            assertEquals(WcStatus.SUCCESS, Pair.one(p.cqA).status, "UD has no ACK: the sender completes either way");
-            Pair.none(p.cqB, 300);
+            assertEquals(WcStatus.SUCCESS, Suite.one(p.cqA).status, "UD has no ACK: the sender completes either way");
+            Suite.none(p.cqB, 300);
             p.a.postSend(new SendWorkRequest()
                     .opcode(WrOpcode.SEND)
                     .buffer(p.bufA, 0, 8)
                     .ud(ah, p.b.qpNum(), QKEY)
                     .signaled(true));
-            Pair.one(p.cqA);
-            WorkCompletion wc = Pair.one(p.cqB);
+            Suite.one(p.cqA);
+            WorkCompletion wc = Suite.one(p.cqB);
             assertEquals(9, wc.wrId, "the right Q_Key lands in the receive the wrong one left alone");
             assertEquals(WcStatus.SUCCESS, wc.status);
         }
@@ -177,7 +178,7 @@ class UdTest {
     void datagramLargerThanTheMtuOrWithoutAddressHandleIsRefused() {
         try (UdPair p = new UdPair()) {
             AddressHandle ah = p.ahToSelf();
-            int mtu = p.ctx.queryPort(Pair.PORT).activeMtu().bytes;
+            int mtu = p.ctx.queryPort(Suite.PORT).activeMtu().bytes;
             MemoryRegion big = p.mr(mtu + 1);
             assertThrows(
                     PostException.class,

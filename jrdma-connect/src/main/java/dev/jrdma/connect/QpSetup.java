@@ -3,11 +3,9 @@ package dev.jrdma.connect;
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.AhAttr;
 import dev.jrdma.verbs.DeviceAttr;
-import dev.jrdma.verbs.Mtu;
 import dev.jrdma.verbs.PortAttr;
-import dev.jrdma.verbs.QpAttr;
-import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.QueuePair;
+import dev.jrdma.verbs.RcWalk;
 import java.security.SecureRandom;
 import java.util.Set;
 
@@ -60,8 +58,7 @@ final class QpSetup {
 
     /** RESET to INIT with only {@code rights} for the peer. */
     static void toInit(QueuePair qp, Set<Access> rights, int pkeyIndex, int port) {
-        qp.modify(
-                new QpAttr().state(QpState.INIT).pkeyIndex(pkeyIndex).port(port).access(rights));
+        new RcWalk().port(port).pkeyIndex(pkeyIndex).access(rights).toInit(qp);
     }
 
     /** INIT to RTR: towards the peer's QP (its GID when it has one), the smaller of both MTUs, expecting its first PSN. */
@@ -71,29 +68,29 @@ final class QpSetup {
 
     /** {@link #toRtr(QueuePair, EndpointGroup, ConnParams, ConnParams)}, in the authenticated mode with {@code packetKey} when it is not null. */
     static void toRtr(QueuePair qp, EndpointGroup group, ConnParams local, ConnParams remote, byte[] packetKey) {
-        AhAttr ah = new AhAttr().dlid(remote.lid()).portNum(EndpointGroup.PORT);
-        if (!remote.gid().isZero()) ah.global(remote.gid(), group.gidIndex()).hopLimit(HOP_LIMIT);
-        Mtu mtu = local.mtu().min(remote.mtu());
-        QpAttr rtr = new QpAttr()
-                .state(QpState.RTR)
-                .ah(ah)
-                .pathMtu(mtu)
-                .destQpNum(remote.qpNum())
-                .rqPsn(remote.psn())
-                .maxDestRdAtomic(rdAtomic(group.deviceAttr()))
-                .minRnrTimer(MIN_RNR_TIMER);
-        if (packetKey != null) rtr.packetAuthKey(packetKey);
-        qp.modify(rtr);
+        walk(group, local, remote).packetAuthKey(packetKey).toRtr(qp);
     }
 
     /** RTR to RTS: sending from this side's first PSN. */
     static void toRts(QueuePair qp, EndpointGroup group, ConnParams local) {
-        qp.modify(new QpAttr()
-                .state(QpState.RTS)
+        new RcWalk()
                 .timeout(ACK_TIMEOUT)
                 .retryCnt(RETRY_COUNT)
                 .rnrRetry(rnrRetry())
                 .sqPsn(local.psn())
-                .maxRdAtomic(rdAtomic(group.deviceAttr())));
+                .maxRdAtomic(rdAtomic(group.deviceAttr()))
+                .toRts(qp);
+    }
+
+    /** The RTR half of the walk from what both sides announced. */
+    private static RcWalk walk(EndpointGroup group, ConnParams local, ConnParams remote) {
+        AhAttr ah = new AhAttr().dlid(remote.lid()).portNum(EndpointGroup.PORT);
+        if (!remote.gid().isZero()) ah.global(remote.gid(), group.gidIndex()).hopLimit(HOP_LIMIT);
+        return new RcWalk()
+                .ah(ah)
+                .pathMtu(local.mtu().min(remote.mtu()))
+                .to(remote.qpNum(), remote.psn())
+                .maxDestRdAtomic(rdAtomic(group.deviceAttr()))
+                .minRnrTimer(MIN_RNR_TIMER);
     }
 }

@@ -2,10 +2,13 @@ package dev.jrdma.nativeverbs;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.jrdma.testkit.RcPair;
+import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.RecvWorkRequest;
 import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
+import java.lang.foreign.MemorySegment;
 import java.lang.management.ManagementFactory;
 import org.junit.jupiter.api.Test;
 
@@ -17,7 +20,9 @@ import org.junit.jupiter.api.Test;
 class AllocationTest {
     @Test
     void postAndPollAllocateNothing() {
-        try (Rig r = new Rig(4096, 64, 1, 64)) {
+        try (RcPair r = DeviceTest.pair(64, 1, 64)) {
+            MemoryRegion mrA = r.a.mrAll(4096), mrB = r.b.mrAll(4096);
+            MemorySegment bufA = mrA.segment(), bufB = mrB.segment();
             var mx = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
             int iters = Integer.getInteger("jrdma.alloc.iters", 100_000);
             int warm = Integer.getInteger("jrdma.alloc.warmup", Math.max(20_000, iters / 5));
@@ -25,8 +30,8 @@ class AllocationTest {
                     .wrId(1)
                     .opcode(WrOpcode.SEND)
                     .signaled(true)
-                    .buffer(r.mrA, 0, 32);
-            RecvWorkRequest rv = new RecvWorkRequest().wrId(2).buffer(r.mrB, 0, 64);
+                    .buffer(mrA, 0, 32);
+            RecvWorkRequest rv = new RecvWorkRequest().wrId(2).buffer(mrB, 0, 64);
             WorkCompletion[] wcs = WorkCompletion.array(4);
             long t0 = System.nanoTime();
             loop(r, s, rv, wcs, warm);
@@ -94,16 +99,16 @@ class AllocationTest {
         }
     }
 
-    private static long loop(Rig r, SendWorkRequest s, RecvWorkRequest rv, WorkCompletion[] wcs, int n) {
+    private static long loop(RcPair r, SendWorkRequest s, RecvWorkRequest rv, WorkCompletion[] wcs, int n) {
         long polls = 0;
         for (int i = 0; i < n; i++) {
-            r.b.postRecv(rv);
-            r.a.postSend(s);
+            r.b.qp.postRecv(rv);
+            r.a.qp.postSend(s);
             int got = 0;
             while (got < 2) {
                 polls += 2;
-                int x = r.cqA.poll(wcs, 2);
-                int y = r.cqB.poll(wcs, 2);
+                int x = r.a.cq.poll(wcs, 2);
+                int y = r.b.cq.poll(wcs, 2);
                 for (int k = 0; k < x + y; k++) if (!wcs[k].isSuccess()) throw new AssertionError(wcs[k].explain());
                 got += x + y;
             }

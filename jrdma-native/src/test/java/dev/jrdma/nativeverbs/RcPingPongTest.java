@@ -3,6 +3,7 @@ package dev.jrdma.nativeverbs;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.jrdma.testkit.Backends;
 import dev.jrdma.verbs.Device;
 import dev.jrdma.verbs.Gid;
 import java.io.File;
@@ -78,7 +79,7 @@ class RcPingPongTest {
     @ParameterizedTest(name = "ud={0}")
     @ValueSource(booleans = {false, true})
     void javaClientAgainstCServer(boolean ud) throws Exception {
-        Device dev = Rig.device();
+        Device dev = Backends.nativeDevice();
         Path exe = pingpong(ud);
         Assumptions.assumeTrue(
                 exe != null, "ibv_rc_pingpong / ibv_ud_pingpong not installed (apt-get install ibverbs-utils)");
@@ -104,7 +105,7 @@ class RcPingPongTest {
     @ParameterizedTest(name = "ud={0}")
     @ValueSource(booleans = {false, true})
     void cClientAgainstJavaServer(boolean ud) throws Exception {
-        Device dev = Rig.device();
+        Device dev = Backends.nativeDevice();
         Path exe = pingpong(ud);
         Assumptions.assumeTrue(
                 exe != null, "ibv_rc_pingpong / ibv_ud_pingpong not installed (apt-get install ibverbs-utils)");

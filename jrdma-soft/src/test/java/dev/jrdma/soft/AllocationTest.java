@@ -1,8 +1,10 @@
 package dev.jrdma.soft;
 
-import static dev.jrdma.soft.Fixture.*;
+import static dev.jrdma.soft.SoftDevices.*;
 import static org.junit.jupiter.api.Assertions.*;
 
+import dev.jrdma.testkit.RcPair;
+import dev.jrdma.testkit.RcPair.Side;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.RecvWorkRequest;
 import dev.jrdma.verbs.SendWorkRequest;
@@ -27,7 +29,7 @@ class AllocationTest {
     }
 
     /** What a failed round says: the completion, and both devices' counters and links. */
-    private static String failure(Pair p, int round, WorkCompletion wc) {
+    private static String failure(RcPair p, int round, WorkCompletion wc) {
         Transport ta = ((SoftContext) p.a.ctx).transport, tb = ((SoftContext) p.b.ctx).transport;
         return "round " + round + ": " + wc + "\n A " + ta.linkName() + " " + ta.counters.snapshot()
                 + (ta.shmLink() == null ? "" : " rings: " + ta.shmLink().describeRings())
@@ -37,7 +39,7 @@ class AllocationTest {
 
     /** Ping-pong of SENDs (sizes 64 B and 3 KiB: one and three packets) plus WRITE and READ. */
     private static void rounds(
-            Pair p,
+            RcPair p,
             int n,
             MemoryRegion a,
             MemoryRegion b,
@@ -72,7 +74,7 @@ class AllocationTest {
     /** Two devices of one host with the same-host rings (-Djrdma.soft.shm=auto, the default). */
     @Test
     void steadyStateOverTheRingsAllocatesNothingPerMessage() {
-        try (Pair p = ShmLinkTest.pairOn("127.0.0.41", "127.0.0.42", "auto", "auto")) {
+        try (RcPair p = ShmLinkTest.pairOn("127.0.0.41", "127.0.0.42", "auto", "auto")) {
             long shm0 = ((SoftContext) p.a.ctx).transport.counters.get(Counter.TX_SHM_PACKETS);
             check(p);
             assertTrue(
@@ -84,7 +86,7 @@ class AllocationTest {
     /** Two devices that talk over UDP (-Djrdma.soft.shm=off): the link between hosts. */
     @Test
     void steadyStateAllocatesNothingPerMessage() {
-        try (Pair p = ShmLinkTest.pairOn("127.0.0.43", "127.0.0.44", "off", "off")) {
+        try (RcPair p = ShmLinkTest.pairOn("127.0.0.43", "127.0.0.44", "off", "off")) {
             assertNull(((SoftContext) p.a.ctx).transport.shmLink());
             check(p);
         }
@@ -93,13 +95,10 @@ class AllocationTest {
     /** The authenticated mode over UDP: every packet signed and verified ({@link PacketAuth}), still nothing allocated. */
     @Test
     void steadyStateInTheAuthenticatedModeAllocatesNothingPerMessage() {
-        try (Pair p = ShmLinkTest.pairOn("127.0.0.45", "127.0.0.46", "off", "off")) {
-            Opts keyed = new Opts();
-            keyed.authKey = AuthenticatedModeTest.KEY.clone();
+        try (RcPair p = ShmLinkTest.pairOn("127.0.0.45", "127.0.0.46", "off", "off")) {
             for (Side s : new Side[] {p.a, p.b})
                 s.qp.modify(new dev.jrdma.verbs.QpAttr().state(dev.jrdma.verbs.QpState.RESET));
-            connect(p.a, p.b, keyed, 100, 5000);
-            connect(p.b, p.a, keyed, 5000, 100);
+            p.connect(w -> w.packetAuthKey(AuthenticatedModeTest.KEY.clone()));
             assertNotNull(((SoftQp) p.a.qp).auth);
             assertNotNull(((SoftQp) p.b.qp).auth);
             check(p);
@@ -108,7 +107,7 @@ class AllocationTest {
         }
     }
 
-    private static void check(Pair p) {
+    private static void check(RcPair p) {
         {
             MemoryRegion a = p.a.mrAll(8192), b = p.b.mrAll(8192);
             SendWorkRequest send = new SendWorkRequest()

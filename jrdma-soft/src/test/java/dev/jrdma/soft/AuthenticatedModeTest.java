@@ -7,6 +7,7 @@ import dev.jrdma.soft.wire.Aeth;
 import dev.jrdma.soft.wire.Opcode;
 import dev.jrdma.soft.wire.Psn;
 import dev.jrdma.soft.wire.RocePacket;
+import dev.jrdma.testkit.RcPair;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.QpAttr;
 import dev.jrdma.verbs.QpState;
@@ -289,35 +290,31 @@ class AuthenticatedModeTest {
     /** Two devices over UDP: with the same key they talk; a peer without it is not heard, and its requests time out. */
     @Test
     void overTheSocketOnlyThePeerWithTheKeyIsHeard() throws Exception {
-        try (Fixture.Pair p = Fixture.pair(o -> o.authKey = KEY.clone())) {
+        try (RcPair p = SoftDevices.pair(o -> o.authKey(KEY.clone()))) {
             MemoryRegion a = p.a.mrAll(8192), b = p.b.mrAll(8192);
-            Fixture.fill(a.segment(), 3000, 4);
+            RcPair.fill(a.segment(), 3000, 4);
             p.b.qp.postRecv(new RecvWorkRequest().wrId(7).buffer(b, 0, 4096));
             p.a.qp.postSend(send(a, 1, 3000));
-            assertEquals(WcStatus.SUCCESS, Fixture.poll(p.a.cq).status);
-            WorkCompletion got = Fixture.poll(p.b.cq);
+            assertEquals(WcStatus.SUCCESS, SoftDevices.poll(p.a.cq).status);
+            WorkCompletion got = SoftDevices.poll(p.b.cq);
             assertEquals(WcStatus.SUCCESS, got.status);
             assertEquals(3000, got.byteLen);
-            Fixture.assertFilled(b.segment(), 0, 3000, 4);
+            RcPair.assertFilled(b.segment(), 0, 3000, 4);
             p.a.qp.postSend(new SendWorkRequest()
                     .wrId(2)
                     .opcode(WrOpcode.RDMA_READ)
                     .signaled(true)
                     .buffer(a, 4096, 3000)
                     .remote(b.address(), b.rkey()));
-            assertEquals(WcStatus.SUCCESS, Fixture.poll(p.a.cq).status);
-            Fixture.assertFilled(a.segment(), 4096, 3000, 4);
+            assertEquals(WcStatus.SUCCESS, SoftDevices.poll(p.a.cq).status);
+            RcPair.assertFilled(a.segment(), 4096, 3000, 4);
             assertEquals(
                     0, p.a.ctx.counters().get("rx_bad_mac") + p.b.ctx.counters().get("rx_bad_mac"));
         }
-        Fixture.Opts keyed = new Fixture.Opts(), plain = new Fixture.Opts();
-        keyed.authKey = KEY.clone();
-        plain.timeout = 10;
-        plain.retryCnt = 1;
-        try (Fixture.Side a = new Fixture.Side(Fixture.devA(), null, 64);
-                Fixture.Side b = new Fixture.Side(Fixture.devB(), null, 64)) {
-            Fixture.connect(a, b, keyed, 100, 5000);
-            Fixture.connect(b, a, plain, 5000, 100);
+        try (RcPair p = SoftDevices.pair(o -> o.cqe(64).connect(false))) {
+            RcPair.Side a = p.a, b = p.b;
+            p.walk(a, b, 100, 5000).packetAuthKey(KEY.clone()).walk(a.qp);
+            p.walk(b, a, 5000, 100).timeout(10).retryCnt(1).walk(b.qp);
             MemoryRegion mb = b.mrAll(64), ma = a.mrAll(64);
             b.qp.postSend(new SendWorkRequest()
                     .wrId(3)
@@ -325,7 +322,7 @@ class AuthenticatedModeTest {
                     .signaled(true)
                     .buffer(mb, 0, 8)
                     .remote(ma.address(), ma.rkey()));
-            assertEquals(WcStatus.RETRY_EXC_ERR, Fixture.poll(b.cq, 10_000).status);
+            assertEquals(WcStatus.RETRY_EXC_ERR, SoftDevices.poll(b.cq, 10_000).status);
             assertTrue(
                     a.ctx.counters().get("rx_bad_mac") >= 2,
                     "the first send and its retry dropped: " + a.ctx.counters());

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.*;
 import dev.jrdma.soft.wire.Aeth;
 import dev.jrdma.soft.wire.Opcode;
 import dev.jrdma.soft.wire.RocePacket;
+import dev.jrdma.testkit.RcPair;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.SendWorkRequest;
@@ -304,8 +305,8 @@ class CompleterTest {
             wc = rig.poll();
             assertEquals(2, wc.wrId);
             assertEquals(WcStatus.SUCCESS, wc.status);
-            Fixture.assertFilled(local.segment(), 1024, 1024, 8);
-            Fixture.assertFilled(local.segment(), 2048, 476, 9);
+            RcPair.assertFilled(local.segment(), 1024, 1024, 8);
+            RcPair.assertFilled(local.segment(), 2048, 476, 9);
         }
     }
 
@@ -341,8 +342,8 @@ class CompleterTest {
                     .aeth(0x1F, 2)
                     .payload(952, 3));
             assertEquals(WcStatus.SUCCESS, rig.poll().status);
-            Fixture.assertFilled(local.segment(), 1024, 1024, 2);
-            Fixture.assertFilled(local.segment(), 2048, 952, 3);
+            RcPair.assertFilled(local.segment(), 1024, 1024, 2);
+            RcPair.assertFilled(local.segment(), 2048, 952, 3);
         }
     }
 

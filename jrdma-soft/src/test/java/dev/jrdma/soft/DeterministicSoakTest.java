@@ -1,23 +1,16 @@
 package dev.jrdma.soft;
 
-import static dev.jrdma.soft.Fixture.Side;
 import static org.junit.jupiter.api.Assertions.*;
 
 import dev.jrdma.soft.SoakTest.End;
 import dev.jrdma.soft.SoakTest.Kind;
 import dev.jrdma.soft.SoakTest.Memory;
 import dev.jrdma.soft.SoakTest.Plan;
-import dev.jrdma.soft.wire.RocePacket;
-import dev.jrdma.verbs.QpInitAttr;
-import java.lang.foreign.MemorySegment;
+import dev.jrdma.testkit.RcPair;
 import java.lang.foreign.ValueLayout;
 import java.net.Inet4Address;
-import java.nio.ByteBuffer;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -49,114 +42,19 @@ class DeterministicSoakTest {
     static final int OPS = Integer.getInteger("jrdma.soak.ci.ops", 300);
     static final long SEED = Long.getLong("jrdma.soak.seed", 1);
     static final int PAIRS = 2;
-    static final Inet4Address A = Fixture.ip("127.0.0.1"), B = Fixture.ip("127.0.0.2");
+    static final Inet4Address A = SoftDevices.ip("127.0.0.1"), B = SoftDevices.ip("127.0.0.2");
     static final int PORT = 4791; // nothing is bound: the transports are detached
     /** The clock's step while everything waits for a timer. */
     static final long TICK_NANOS = 1_000_000;
     /** Simulated time without any progress after which the run is over: 8 retransmission timeouts are 0.54 s. */
     static final long IDLE_LIMIT_NANOS = 20_000_000_000L;
 
-    /** A packet on the test's network. */
-    record Packet(byte[] bytes, Transport to, IpAddress from) {}
-
-    /** The network between the two transports: the packets sent and not yet delivered, and what was done to them. */
-    static final class Network {
-        final Random rnd;
-        final double p, loss, corruption, reordering, duplication;
-        final long seed;
-        final Map<IpAddress, Transport> byAddress = new HashMap<>();
-        final Map<Integer, SoftQp> qps = new HashMap<>();
-        ArrayDeque<Packet> inFlight = new ArrayDeque<>();
-        final ArrayDeque<Packet> heldBack = new ArrayDeque<>();
-        long sent, delivered, dropped, duplicated, reordered, corrupted;
-
-        /** Each kind of fault (loss, reordering, duplication) with probability {@code p}, corruption {@code p/10}. */
-        Network(double p, long seed) {
-            this(p, p, p / 10, p, p, seed);
-        }
-
-        /** {@code p} names the level in reports; each kind of fault with its own probability. */
-        Network(double p, double loss, double corruption, double reordering, double duplication, long seed) {
-            this.p = p;
-            this.loss = loss;
-            this.corruption = corruption;
-            this.reordering = reordering;
-            this.duplication = duplication;
-            this.seed = seed;
-            this.rnd = new Random(seed);
-        }
-
-        /** A share {@code total} of the packets meets loss, reordering or duplication, a third each; corruption total/30. */
-        static Network sharing(double total, long seed) {
-            return new Network(total, total / 3, total / 30, total / 3, total / 3, seed);
-        }
-
-        Transport.PacketTap tapOf(IpAddress from) {
-            return (b, len, to) -> {
-                byte[] copy = new byte[len];
-                b.get(0, copy, 0, len);
-                Transport dest = byAddress.get(IpAddress.of(to.getAddress()));
-                assertNotNull(dest, () -> "a packet to " + to + ", which is not on the network");
-                inFlight.add(new Packet(copy, dest, from));
-                sent++;
-            };
-        }
-
-        boolean idle() {
-            return inFlight.isEmpty() && heldBack.isEmpty();
-        }
-
-        /**
-         * Delivers every packet in flight (what they send meanwhile waits for the next round); the packets held back
-         * in the round before come after them.
-         */
-        void deliverRound() {
-            ArrayDeque<Packet> round = inFlight;
-            inFlight = new ArrayDeque<>();
-            round.addAll(heldBack);
-            heldBack.clear();
-            for (Packet pk : round) {
-                double r = rnd.nextDouble();
-                if (r < loss) {
-                    dropped++;
-                    continue;
-                }
-                if (r < loss + corruption) {
-                    corrupted++; // one bit flipped: the receiver's ICRC check drops it
-                    continue;
-                }
-                r = rnd.nextDouble();
-                if (r < reordering) {
-                    reordered++;
-                    heldBack.add(pk);
-                    continue;
-                }
-                if (r < reordering + duplication) {
-                    duplicated++;
-                    heldBack.add(pk); // the copy arrives later
-                }
-                deliver(pk);
-            }
-        }
-
-        private void deliver(Packet pk) {
-            ByteBuffer buf =
-                    ByteBuffer.wrap(pk.bytes.clone()); // a duplicate must not see what the first copy's handling did
-            RocePacket rp = new RocePacket();
-            assertEquals(RocePacket.OK, rp.wrap(buf, 0, pk.bytes.length), "the devices send well-formed packets");
-            SoftQp qp = qps.get(rp.destQp());
-            assertNotNull(qp, () -> "a packet for QP " + rp.destQp() + ", which does not exist");
-            pk.to.driveForTest(() -> qp.receive(rp, MemorySegment.ofBuffer(buf), pk.from, PORT));
-            delivered++;
-        }
-    }
-
     /** What one run did: the ends, the memories and plans (for the atomics' check), the network's figures. */
     record Outcome(
             List<End> ends,
             long[][] atomicWords,
             List<Plan[]> plans,
-            Network net,
+            DeterministicNetwork net,
             long retransmissions,
             long simulatedNanos,
             boolean finished) {
@@ -198,55 +96,42 @@ class DeterministicSoakTest {
     }
 
     static Outcome run(double p, long seed, boolean mayExhaustRetries) {
-        return run(new Network(p, seed), mayExhaustRetries);
+        return run(new DeterministicNetwork(p, seed), mayExhaustRetries);
     }
 
-    static Outcome run(Network net, boolean mayExhaustRetries) {
+    static Outcome run(DeterministicNetwork net, boolean mayExhaustRetries) {
         long seed = net.seed;
-        ManualClock clock = new ManualClock();
-        long start = clock.nanoTime();
-        IpAddress ipA = IpAddress.of(A), ipB = IpAddress.of(B);
-        Transport ta = Transport.detached(A, PORT, clock, net.tapOf(ipA)),
-                tb = Transport.detached(B, PORT, clock, net.tapOf(ipB));
-        net.byAddress.put(ipA, ta);
-        net.byAddress.put(ipB, tb);
-        SoftDevice da = new SoftDevice("soft@127.0.0.1", A, PORT), db = new SoftDevice("soft@127.0.0.2", B, PORT);
-        List<Side> sides = new ArrayList<>();
+        long start = net.nanoTime();
+        List<RcPair> pairs = new ArrayList<>();
         List<End> ends = new ArrayList<>();
         List<Memory[]> memories = new ArrayList<>();
         List<Plan[]> plans = new ArrayList<>();
         try {
-            Fixture.Opts o = new Fixture.Opts();
-            o.timeout = 14; // 67 ms, as SoakTest: here only lost packets make it expire
-            o.retryCnt = 7;
-            o.rnrRetry = 7;
-            o.maxRdAtomic = o.maxDestRdAtomic = 16;
             for (int i = 0; i < PAIRS; i++) {
-                Side a = side(new SoftContext(da, ta)), b = side(new SoftContext(db, tb));
-                sides.add(a);
-                sides.add(b);
-                net.qps.put(a.qp.qpNum(), (SoftQp) a.qp);
-                net.qps.put(b.qp.qpNum(), (SoftQp) b.qp);
-                Fixture.connect(a, b, o, 100, 5000);
-                Fixture.connect(b, a, o, 5000, 100);
-                Memory ma = new Memory(a), mb = new Memory(b);
+                RcPair pair = RcPair.on(net)
+                        .timeout(14) // 67 ms, as SoakTest: here only lost packets make it expire
+                        .retryCnt(7)
+                        .rnrRetry(7)
+                        .maxRdAtomic(16)
+                        .maxDestRdAtomic(16)
+                        .cqe(2 * (SoakTest.SEND_WINDOW + SoakTest.RECVS))
+                        .qp(q -> q.maxSendWr(SoakTest.SEND_WINDOW).maxRecvWr(SoakTest.RECVS))
+                        .build();
+                pairs.add(pair);
+                Memory ma = new Memory(pair.a), mb = new Memory(pair.b);
                 long seedAB = seed * 1000 + 2L * i, seedBA = seedAB + 1;
                 Plan ab = Plan.draw(seedAB, OPS), ba = Plan.draw(seedBA, OPS);
                 memories.add(new Memory[] {ma, mb});
                 plans.add(new Plan[] {ab, ba});
-                ends.add(new End(a, ma, mb, ab, seedAB, ba, seedBA, mayExhaustRetries));
-                ends.add(new End(b, mb, ma, ba, seedBA, ab, seedAB, mayExhaustRetries));
+                ends.add(new End(pair.a, ma, mb, ab, seedAB, ba, seedBA, mayExhaustRetries));
+                ends.add(new End(pair.b, mb, ma, ba, seedBA, ab, seedAB, mayExhaustRetries));
             }
             long idle = 0;
             boolean finished = false;
             while (idle < IDLE_LIMIT_NANOS) {
                 boolean progress = false;
                 for (End e : ends) progress |= e.step();
-                if (!net.idle()) {
-                    net.deliverRound();
-                    progress = true;
-                }
-                progress |= ta.runTurns() | tb.runTurns(); // READ responses paced a turn at a time
+                progress |= net.moveOn();
                 if (ends.stream().allMatch(End::done)) {
                     finished = true;
                     break;
@@ -254,13 +139,10 @@ class DeterministicSoakTest {
                 if (progress) {
                     idle = 0;
                 } else { // nothing in flight, nothing to do: only a timer can move things now
-                    clock.advanceNanos(TICK_NANOS);
-                    idle += TICK_NANOS;
-                    ta.timer.runDue();
-                    tb.timer.runDue();
+                    net.tick();
+                    idle += DeterministicNetwork.TICK_NANOS;
                 }
             }
-            long retransmissions = ta.counters.get(Counter.RETRANSMITS) + tb.counters.get(Counter.RETRANSMITS);
             // what the atomics' targets hold, read before the memory goes: [end] = {fetch-and-adds, compare-and-swaps}
             // it received
             long[][] words = new long[ends.size()][];
@@ -271,17 +153,10 @@ class DeterministicSoakTest {
                     target.seg.get(ValueLayout.JAVA_LONG, Memory.CAS_WORD)
                 };
             }
-            return new Outcome(ends, words, plans, net, retransmissions, clock.nanoTime() - start, finished);
+            return new Outcome(ends, words, plans, net, net.retransmissions(), net.nanoTime() - start, finished);
         } finally {
-            for (Side s : sides) s.close();
+            for (RcPair pr : pairs) pr.close();
         }
-    }
-
-    private static Side side(SoftContext ctx) {
-        return new Side(
-                ctx,
-                QpInitAttr.builder(null).maxSendWr(SoakTest.SEND_WINDOW).maxRecvWr(SoakTest.RECVS),
-                2 * (SoakTest.SEND_WINDOW + SoakTest.RECVS));
     }
 
     /** Each atomic at most once: a target counts no more than were posted to it, and no fewer than completed successfully. */
@@ -315,7 +190,7 @@ class DeterministicSoakTest {
     @ParameterizedTest(name = "{0} of the packets lost, reordered or duplicated")
     @ValueSource(doubles = {0.01, 0.1, 0.3})
     void everyOpcodeArrivesWhenThisShareOfPacketsMeetsAFault(double total) {
-        Outcome o = run(Network.sharing(total, SEED), false);
+        Outcome o = run(DeterministicNetwork.sharing(total, SEED), false);
         System.out.println("deterministic soak, seed " + SEED + ", " + PAIRS + " pairs, " + OPS
                 + " operations per direction, " + total + " of the packets faulted: " + o.summary());
         assertTrue(o.net.dropped > 0 && o.net.reordered > 0 && o.net.duplicated > 0, o::summary);

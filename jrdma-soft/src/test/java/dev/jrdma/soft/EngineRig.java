@@ -15,9 +15,8 @@ import dev.jrdma.verbs.AhAttr;
 import dev.jrdma.verbs.Gid;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.Mtu;
-import dev.jrdma.verbs.QpAttr;
 import dev.jrdma.verbs.QpInitAttr;
-import dev.jrdma.verbs.QpState;
+import dev.jrdma.verbs.RcWalk;
 import dev.jrdma.verbs.WorkCompletion;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -33,7 +32,7 @@ import java.util.List;
  * from {@link #sent}. Time is a {@link ManualClock}; {@link #tick} fires the deadlines that have passed.
  */
 final class EngineRig implements AutoCloseable {
-    static final Inet4Address LOCAL = Fixture.ip("127.0.0.1"), PEER = Fixture.ip("127.0.0.2");
+    static final Inet4Address LOCAL = SoftDevices.ip("127.0.0.1"), PEER = SoftDevices.ip("127.0.0.2");
     static final int PORT = 4791; // nothing is bound: the transport is detached
     static final int PEER_QPN = 0x77;
     /** The PSN the peer's requests start at, and the PSN this QP's requests start at. */
@@ -98,27 +97,23 @@ final class EngineRig implements AutoCloseable {
                 .maxSendSge(4)
                 .maxRecvSge(4)
                 .build());
-        qp.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(1).access(o.access));
-        QpAttr rtr = new QpAttr()
-                .state(QpState.RTR)
+        new RcWalk()
+                .access(o.access)
                 .ah(new AhAttr().global(Gid.fromInetAddress(PEER), 0))
                 .pathMtu(o.mtu)
-                .destQpNum(PEER_QPN)
-                .rqPsn(PEER_PSN)
+                .to(PEER_QPN, PEER_PSN)
                 .maxDestRdAtomic(o.maxDestRdAtomic)
-                .minRnrTimer(o.minRnrTimer);
-        if (o.authKey != null) rtr.packetAuthKey(o.authKey);
-        qp.modify(rtr);
-        peerAuth = o.authKey == null ? null : new PacketAuth(o.authKey);
-        dispatch = new PacketDispatch(IpAddress.of(LOCAL), PORT, transport.qps, transport.counters);
-        receiver = new Receiver(1, new OwedAcks(transport.counters, transport.key));
-        qp.modify(new QpAttr()
-                .state(QpState.RTS)
+                .minRnrTimer(o.minRnrTimer)
+                .packetAuthKey(o.authKey)
                 .timeout(o.timeout)
                 .retryCnt(o.retryCnt)
                 .rnrRetry(o.rnrRetry)
                 .sqPsn(MY_PSN)
-                .maxRdAtomic(o.maxRdAtomic));
+                .maxRdAtomic(o.maxRdAtomic)
+                .walk(qp);
+        peerAuth = o.authKey == null ? null : new PacketAuth(o.authKey);
+        dispatch = new PacketDispatch(IpAddress.of(LOCAL), PORT, transport.qps, transport.counters);
+        receiver = new Receiver(1, new OwedAcks(transport.counters, transport.key));
     }
 
     MemoryRegion mr(long size, Access... access) {

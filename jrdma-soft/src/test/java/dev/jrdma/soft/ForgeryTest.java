@@ -7,6 +7,7 @@ import dev.jrdma.soft.wire.Aeth;
 import dev.jrdma.soft.wire.Opcode;
 import dev.jrdma.soft.wire.Psn;
 import dev.jrdma.soft.wire.RocePacket;
+import dev.jrdma.testkit.RcPair;
 import dev.jrdma.verbs.AsyncEvent;
 import dev.jrdma.verbs.AsyncEventType;
 import dev.jrdma.verbs.MemoryRegion;
@@ -88,7 +89,7 @@ class ForgeryTest {
                     .payload(16, 7)));
             WorkCompletion wc = rig.poll();
             assertEquals(WcStatus.SUCCESS, wc.status);
-            Fixture.assertFilled(dst.segment(), 0, 16, 7);
+            RcPair.assertFilled(dst.segment(), 0, 16, 7);
         }
     }
 
@@ -115,7 +116,7 @@ class ForgeryTest {
             assertTrue(rig.feed(request(Opcode.RDMA_WRITE_ONLY, PEER_PSN + 1, 8)
                     .reth(buf.address() + 16, buf.rkey(), 8)
                     .payload(8, 2)));
-            Fixture.assertFilled(buf.segment(), 16, 8, 2);
+            RcPair.assertFilled(buf.segment(), 16, 8, 2);
             assertEquals(0, rig.count(Counter.RX_DUPLICATE_REQUEST));
             RocePacket ack = rig.one();
             assertEquals(PEER_PSN + 1, ack.psn());

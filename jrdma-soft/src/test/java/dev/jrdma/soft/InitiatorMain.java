@@ -8,10 +8,9 @@ import dev.jrdma.verbs.Gid;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.Mtu;
 import dev.jrdma.verbs.ProtectionDomain;
-import dev.jrdma.verbs.QpAttr;
 import dev.jrdma.verbs.QpInitAttr;
-import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.QueuePair;
+import dev.jrdma.verbs.RcWalk;
 import dev.jrdma.verbs.RecvWorkRequest;
 import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.Verbs;
@@ -43,26 +42,21 @@ public final class InitiatorMain {
             String[] f = in.readLine().split(" ");
             if (!f[0].equals("READY")) throw new IllegalStateException("expected READY: " + String.join(" ", f));
             Gid peerGid = Gid.parse(f[4]);
-            qp.modify(new QpAttr()
-                    .state(QpState.INIT)
+            new RcWalk()
                     .pkeyIndex(0)
                     .port(1)
-                    .access(Access.REMOTE_WRITE, Access.REMOTE_READ));
-            qp.modify(new QpAttr()
-                    .state(QpState.RTR)
+                    .access(Access.REMOTE_WRITE, Access.REMOTE_READ)
                     .ah(PeerMain.headerFields(new AhAttr().global(peerGid, c.defaultGidIndex(1)), args))
                     .pathMtu(Mtu.MTU_1024)
-                    .destQpNum(Integer.parseInt(f[1]))
-                    .rqPsn(2000)
+                    .to(Integer.parseInt(f[1]), 2000)
                     .maxDestRdAtomic(4)
-                    .minRnrTimer(1));
-            qp.modify(new QpAttr()
-                    .state(QpState.RTS)
+                    .minRnrTimer(1)
                     .timeout(14)
                     .retryCnt(7)
                     .rnrRetry(7)
                     .sqPsn(1000)
-                    .maxRdAtomic(4));
+                    .maxRdAtomic(4)
+                    .walk(qp);
             System.out.println("PEER " + qp.qpNum() + " " + mr.address() + " " + mr.rkey() + " "
                     + c.queryGid(1, c.defaultGidIndex(1)));
             System.out.flush();

@@ -1,11 +1,15 @@
 package dev.jrdma.soft;
 
-import static dev.jrdma.soft.Fixture.*;
+import static dev.jrdma.soft.SoftDevices.*;
+import static dev.jrdma.testkit.RcPair.assertFilled;
+import static dev.jrdma.testkit.RcPair.fill;
 import static org.junit.jupiter.api.Assertions.*;
 
 import dev.jrdma.soft.wire.Bth;
 import dev.jrdma.soft.wire.Opcode;
 import dev.jrdma.soft.wire.RocePacket;
+import dev.jrdma.testkit.RcPair;
+import dev.jrdma.testkit.RcPair.Side;
 import dev.jrdma.verbs.AddressHandle;
 import dev.jrdma.verbs.AhAttr;
 import dev.jrdma.verbs.CompletionQueue;
@@ -91,10 +95,7 @@ class Ipv6Test {
 
     @Test
     void rcOverIpv6EveryOperationAndTheIcrcChecked() {
-        try (Pair p = pair(o -> {
-            o.devA = device();
-            o.sameDevice = true;
-        })) {
+        try (RcPair p = pair(device(), device(), o -> {})) {
             MemoryRegion a = p.a.mrAll(16384), b = p.b.mrAll(16384);
             fill(a.segment(), 5000, 3);
             p.b.qp.postRecv(new RecvWorkRequest().wrId(1).buffer(b, 0, 8192));
@@ -225,7 +226,7 @@ class Ipv6Test {
 
     @Test
     void addressVectorsNameTheDevicesOwnGidAndAPeerOfItsIpVersion() {
-        try (Side s = new Side(device(), null, 16)) {
+        try (Side s = Side.open(device().open(), q -> q, 16)) {
             s.qp.modify(
                     new QpAttr().state(QpState.INIT).pkeyIndex(0).port(1).access(dev.jrdma.verbs.Access.REMOTE_WRITE));
             VerbsException v4peer = assertThrows(
@@ -268,7 +269,7 @@ class Ipv6Test {
             assertEquals(QpState.INIT, s.qp.query().state(), "a refused move changes nothing");
         }
         // and an IPv4 device refuses an IPv6 peer
-        try (Side s = new Side(devA(), null, 16)) {
+        try (Side s = Side.open(devA().open(), q -> q, 16)) {
             assertThrows(
                     VerbsException.class,
                     () -> s.pd.createAddressHandle(new AhAttr().portNum(1).global(Gid.parse("::1"), 0)));

@@ -1,8 +1,12 @@
 package dev.jrdma.soft;
 
-import static dev.jrdma.soft.Fixture.*;
+import static dev.jrdma.soft.SoftDevices.*;
+import static dev.jrdma.testkit.RcPair.assertFilled;
+import static dev.jrdma.testkit.RcPair.fill;
 import static org.junit.jupiter.api.Assertions.*;
 
+import dev.jrdma.testkit.RcPair;
+import dev.jrdma.testkit.RcPair.Side;
 import dev.jrdma.verbs.AsyncEvent;
 import dev.jrdma.verbs.AsyncEventDispatcher;
 import dev.jrdma.verbs.AsyncEventType;
@@ -106,11 +110,8 @@ class LoopSurvivalTest {
         assertNotNull(anchorA, "no free UDP port on 127.0.0.5");
         Device throwingB = wrapped(new SoftDevice("throw-b", ipB, port), l -> link[0] = new ThrowingLink(l));
         try (Context keep = anchorA;
-                Side a = new Side(new SoftDevice("throw-a", ipA, port), null, 64);
-                Side b = new Side(throwingB, null, 64)) {
-            Opts o = new Opts();
-            connect(a, b, o, 100, 5000);
-            connect(b, a, o, 5000, 100);
+                RcPair p = pair(new SoftDevice("throw-a", ipA, port), throwingB, o -> o.cqe(64))) {
+            Side a = p.a, b = p.b;
             Transport tb = ((SoftContext) b.ctx).transport;
             WorkCompletion[] wc = WorkCompletion.array(1);
             link[0].on = Thread.currentThread();
@@ -180,7 +181,7 @@ class LoopSurvivalTest {
      */
     @Test
     void theEventDispatcherSurvivesAWaitThatThrows() throws Exception {
-        try (Side s = new Side(devA(), null, 16)) {
+        try (Side s = Side.open(devA().open(), q -> q, 16)) {
             SoftContext real = (SoftContext) s.ctx;
             AtomicInteger failuresLeft = new AtomicInteger(2);
             InvocationHandler h = (proxy, m, args) -> {

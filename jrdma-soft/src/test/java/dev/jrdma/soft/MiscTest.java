@@ -1,12 +1,15 @@
 package dev.jrdma.soft;
 
-import static dev.jrdma.soft.Fixture.*;
+import static dev.jrdma.soft.SoftDevices.*;
+import static dev.jrdma.testkit.RcPair.assertFilled;
+import static dev.jrdma.testkit.RcPair.fill;
 import static org.junit.jupiter.api.Assertions.*;
 
 import dev.jrdma.soft.wire.Bth;
 import dev.jrdma.soft.wire.Icrc;
 import dev.jrdma.soft.wire.Opcode;
 import dev.jrdma.soft.wire.RocePacket;
+import dev.jrdma.testkit.RcPair;
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.ClosedException;
 import dev.jrdma.verbs.CompletionQueue;
@@ -97,8 +100,8 @@ class MiscTest {
 
     @Test
     void memoryWindowType1() {
-        try (Pair p = pair()) {
-            MemoryRegion target = p.b.mrAll(4096), src = p.a.mrAll(4096);
+        try (RcPair p = pair()) {
+            MemoryRegion target = p.b.mrBindable(4096), src = p.a.mrAll(4096);
             fill(src.segment(), 4096, 6);
             MemoryWindow mw = p.b.pd.allocMemoryWindow(MwType.TYPE_1);
             int rkey = p.b.qp.bindMemoryWindow(
@@ -135,8 +138,8 @@ class MiscTest {
                     .remote(target.address(), rkey));
             assertEquals(WcStatus.REM_ACCESS_ERR, poll(p.a.cq).status);
         }
-        try (Pair p = pair()) {
-            MemoryRegion target = p.b.mrAll(4096), back = p.a.mrAll(4096);
+        try (RcPair p = pair()) {
+            MemoryRegion target = p.b.mrBindable(4096), back = p.a.mrAll(4096);
             MemoryWindow mw = p.b.pd.allocMemoryWindow(MwType.TYPE_1);
             int rkey = p.b.qp.bindMemoryWindow(
                     mw, 1, false, target, target.address(), 512, EnumSet.of(Access.REMOTE_READ));
@@ -155,7 +158,7 @@ class MiscTest {
                     .remote(target.address(), rkey));
             assertEquals(WcStatus.REM_ACCESS_ERR, poll(p.a.cq).status);
         }
-        try (Pair p = pair()) { // the region must allow MW_BIND
+        try (RcPair p = pair()) { // the region must allow MW_BIND
             MemoryRegion plain = p.b.mr(64, Access.LOCAL_WRITE, Access.REMOTE_WRITE);
             MemoryWindow mw = p.b.pd.allocMemoryWindow(MwType.TYPE_1);
             p.b.qp.bindMemoryWindow(mw, 5, true, plain, plain.address(), 64, EnumSet.of(Access.REMOTE_WRITE));
@@ -165,8 +168,8 @@ class MiscTest {
 
     @Test
     void memoryWindowType2BindInvalidateAndSendWithInvalidate() {
-        try (Pair p = pair()) {
-            MemoryRegion target = p.b.mrAll(4096), src = p.a.mrAll(4096), rbuf = p.b.mrAll(64);
+        try (RcPair p = pair()) {
+            MemoryRegion target = p.b.mrBindable(4096), src = p.a.mrAll(4096), rbuf = p.b.mrAll(64);
             fill(src.segment(), 4096, 12);
             MemoryWindow mw = p.b.pd.allocMemoryWindow(MwType.TYPE_2);
             int rkey = (mw.rkey() & ~0xFF) | 0x42;
@@ -193,8 +196,8 @@ class MiscTest {
             p.b.qp.postSend(bind.wrId(3));
             assertEquals(WcStatus.MW_BIND_ERR, poll(p.b.cq).status);
         }
-        try (Pair p = pair()) { // bindRkey 0: the provider picks the next key, and rkey() shows it at once
-            MemoryRegion target = p.b.mrAll(4096), src = p.a.mrAll(64);
+        try (RcPair p = pair()) { // bindRkey 0: the provider picks the next key, and rkey() shows it at once
+            MemoryRegion target = p.b.mrBindable(4096), src = p.a.mrAll(64);
             MemoryWindow mw = p.b.pd.allocMemoryWindow(MwType.TYPE_2);
             int before = mw.rkey();
             SendWorkRequest bind =
@@ -217,8 +220,8 @@ class MiscTest {
                     .remote(target.address(), rkey));
             assertEquals(WcStatus.SUCCESS, poll(p.a.cq).status);
         }
-        try (Pair p = pair()) {
-            MemoryRegion target = p.b.mrAll(4096), src = p.a.mrAll(4096);
+        try (RcPair p = pair()) {
+            MemoryRegion target = p.b.mrBindable(4096), src = p.a.mrAll(4096);
             MemoryWindow mw = p.b.pd.allocMemoryWindow(MwType.TYPE_2);
             int rkey = (mw.rkey() & ~0xFF) | 0x07;
             SendWorkRequest bind = new SendWorkRequest().wrId(1).opcode(WrOpcode.BIND_MW);
@@ -244,8 +247,8 @@ class MiscTest {
                     .remote(target.address(), rkey));
             assertEquals(WcStatus.REM_ACCESS_ERR, poll(p.a.cq).status);
         }
-        try (Pair p = pair()) {
-            MemoryRegion target = p.b.mrAll(4096), src = p.a.mrAll(4096), rbuf = p.b.mrAll(64);
+        try (RcPair p = pair()) {
+            MemoryRegion target = p.b.mrBindable(4096), src = p.a.mrAll(4096), rbuf = p.b.mrAll(64);
             MemoryWindow mw = p.b.pd.allocMemoryWindow(MwType.TYPE_2);
             int rkey = (mw.rkey() & ~0xFF) | 0x99;
             SendWorkRequest bind = new SendWorkRequest().wrId(1).opcode(WrOpcode.BIND_MW);
@@ -281,7 +284,7 @@ class MiscTest {
 
     @Test
     void completionChannelNextAndSolicited() {
-        try (Pair p = pair()) {
+        try (RcPair p = pair()) {
             MemoryRegion src = p.a.mrAll(64), dst = p.b.mrAll(256);
             for (int i = 0; i < 3; i++)
                 p.b.qp.postRecv(new RecvWorkRequest().wrId(i).buffer(dst, i * 64L, 64));
@@ -310,7 +313,7 @@ class MiscTest {
 
     @Test
     void cqOverrunIsReported() {
-        try (Pair p = pair(o -> o.cqe = 2)) {
+        try (RcPair p = pair(o -> o.cqe(2))) {
             MemoryRegion src = p.a.mrAll(64), dst = p.b.mrAll(64);
             p.a.qp.postSend(new SendWorkRequest()
                     .wrId(1)
@@ -349,7 +352,7 @@ class MiscTest {
 
     @Test
     void closingAParentClosesChildrenAndUseAfterCloseThrows() {
-        Pair p = pair();
+        RcPair p = pair();
         MemoryRegion mr = p.a.mrAll(64);
         MemoryWindow mw = p.a.pd.allocMemoryWindow(MwType.TYPE_1);
         p.a.ctx.close();
@@ -375,7 +378,7 @@ class MiscTest {
 
     @Test
     void deregisteredRegionIsNoLongerReachable() {
-        try (Pair p = pair()) {
+        try (RcPair p = pair()) {
             MemoryRegion dst = p.b.mrAll(64), src = p.a.mrAll(64);
             dst.close();
             p.a.qp.postSend(new SendWorkRequest()
@@ -390,7 +393,7 @@ class MiscTest {
 
     @Test
     void corruptedAndMalformedPacketsAreDroppedAndCounted() throws Exception {
-        try (Pair p = pair();
+        try (RcPair p = pair();
                 DatagramChannel ch = DatagramChannel.open(StandardProtocolFamily.INET)) {
             ch.bind(new InetSocketAddress(A, 0));
             int srcPort = ((InetSocketAddress) ch.getLocalAddress()).getPort();
@@ -431,8 +434,8 @@ class MiscTest {
 
     @Test
     void lostPacketsAreRetransmitted() {
-        try (Pair p = pair(
-                o -> o.timeout = 14)) { // 67 ms: on a loaded 2-core box a receive thread may wait ~100 ms for a CPU
+        try (RcPair p =
+                pair(o -> o.timeout(14))) { // 67 ms: on a loaded 2-core box a receive thread may wait ~100 ms for a CPU
             Transport ta = ((SoftContext) p.a.ctx).transport, tb = ((SoftContext) p.b.ctx).transport;
             try {
                 ta.testDropOneIn = 12;
@@ -495,7 +498,7 @@ class MiscTest {
 
     @Test
     void confinedMemoryIsRefusedWithAnExplanation() {
-        try (Pair p = pair();
+        try (RcPair p = pair();
                 var confined = java.lang.foreign.Arena.ofConfined()) {
             VerbsException e = assertThrows(
                     VerbsException.class, () -> p.a.pd.registerMemory(confined.allocate(64), Access.LOCAL_WRITE));
@@ -510,7 +513,7 @@ class MiscTest {
 
     @Test
     void queryAndSendQueueDrain() throws InterruptedException {
-        try (Pair p = pair()) {
+        try (RcPair p = pair()) {
             dev.jrdma.verbs.QpAttr q = p.a.qp.query();
             assertEquals(dev.jrdma.verbs.QpState.RTS, q.state());
             assertEquals(p.b.qp.qpNum(), q.destQpNum());

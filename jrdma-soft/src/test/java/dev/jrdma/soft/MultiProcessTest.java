@@ -1,6 +1,6 @@
 package dev.jrdma.soft;
 
-import static dev.jrdma.soft.Fixture.*;
+import static dev.jrdma.soft.SoftDevices.*;
 import static org.junit.jupiter.api.Assertions.*;
 
 import dev.jrdma.verbs.Access;
@@ -11,10 +11,9 @@ import dev.jrdma.verbs.Gid;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.Mtu;
 import dev.jrdma.verbs.ProtectionDomain;
-import dev.jrdma.verbs.QpAttr;
 import dev.jrdma.verbs.QpInitAttr;
-import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.QueuePair;
+import dev.jrdma.verbs.RcWalk;
 import dev.jrdma.verbs.RecvWorkRequest;
 import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.VerbsException;
@@ -103,26 +102,21 @@ class MultiProcessTest {
             long peerAddr = Long.parseLong(f[2]);
             int peerRkey = Integer.parseInt(f[3]);
             assertEquals(Gid.parse("::ffff:127.0.0.2"), Gid.parse(f[4]));
-            qp.modify(new QpAttr()
-                    .state(QpState.INIT)
+            new RcWalk()
                     .pkeyIndex(0)
                     .port(1)
-                    .access(Access.REMOTE_WRITE, Access.REMOTE_READ));
-            qp.modify(new QpAttr()
-                    .state(QpState.RTR)
+                    .access(Access.REMOTE_WRITE, Access.REMOTE_READ)
                     .ah(new AhAttr().global(Gid.parse(f[4]), 0))
                     .pathMtu(Mtu.MTU_1024)
-                    .destQpNum(peerQpn)
-                    .rqPsn(2000)
+                    .to(peerQpn, 2000)
                     .maxDestRdAtomic(4)
-                    .minRnrTimer(1));
-            qp.modify(new QpAttr()
-                    .state(QpState.RTS)
+                    .minRnrTimer(1)
                     .timeout(14)
                     .retryCnt(7)
                     .rnrRetry(7)
                     .sqPsn(1000)
-                    .maxRdAtomic(4));
+                    .maxRdAtomic(4)
+                    .walk(qp);
             to.println("PEER " + qp.qpNum() + " " + mr.address() + " " + mr.rkey() + " " + c.queryGid(1, 0));
             assertEquals("CONNECTED", out.readLine());
             if (childOptions.contains("-Djrdma.soft.shm=auto")) {

@@ -1,8 +1,10 @@
 package dev.jrdma.soft;
 
-import static dev.jrdma.soft.Fixture.*;
+import static dev.jrdma.soft.SoftDevices.*;
 import static org.junit.jupiter.api.Assertions.*;
 
+import dev.jrdma.testkit.RcPair;
+import dev.jrdma.testkit.RcPair.Side;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.Mtu;
 import dev.jrdma.verbs.QpAttr;
@@ -30,19 +32,16 @@ class PacketAuthCostProbeTest {
         Assumptions.assumeTrue(Boolean.getBoolean("jrdma.perf"), "set -Djrdma.perf=true to run");
         String[][] links = {{"127.0.0.51", "127.0.0.52", "auto"}, {"127.0.0.53", "127.0.0.54", "off"}};
         for (String[] link : links) {
-            try (Pair p = ShmLinkTest.pairOn(link[0], link[1], link[2], link[2])) {
+            try (RcPair p = ShmLinkTest.pairOn(link[0], link[1], link[2], link[2])) {
                 MemoryRegion a = p.a.mrAll(1 << 20), b = p.b.mrAll(1 << 20);
                 double[][] r = new double[2][];
                 for (int round = 0;
                         round < 4;
                         round++) { // plain, authenticated, plain, authenticated: the first two warm up (JIT)
                     int mode = round % 2;
-                    Opts o = new Opts();
-                    o.mtu = Mtu.MTU_4096;
-                    if (mode == 1) o.authKey = AuthenticatedModeTest.KEY.clone();
                     for (Side s : new Side[] {p.a, p.b}) s.qp.modify(new QpAttr().state(QpState.RESET));
-                    connect(p.a, p.b, o, 100, 5000);
-                    connect(p.b, p.a, o, 5000, 100);
+                    p.connect(w -> w.pathMtu(Mtu.MTU_4096)
+                            .packetAuthKey(mode == 1 ? AuthenticatedModeTest.KEY.clone() : null));
                     assertEquals(mode == 1, ((SoftQp) p.a.qp).auth != null);
                     r[mode] = new double[] {
                         sendLat(p, a, b, 64, 20000),
@@ -73,7 +72,7 @@ class PacketAuthCostProbeTest {
     }
 
     /** The typical (median) half round trip of a SEND ping-pong of {@code size} bytes, in microseconds. */
-    private static double sendLat(Pair p, MemoryRegion a, MemoryRegion b, int size, int iters) {
+    private static double sendLat(RcPair p, MemoryRegion a, MemoryRegion b, int size, int iters) {
         WorkCompletion[] wc = WorkCompletion.array(16);
         SendWorkRequest ping = new SendWorkRequest()
                 .wrId(1)
@@ -105,7 +104,7 @@ class PacketAuthCostProbeTest {
     }
 
     /** RDMA WRITEs of {@code size} bytes, 32 in flight: bytes per second / 1e6 (MB/s). */
-    private static double writeBw(Pair p, MemoryRegion a, MemoryRegion b, int size, int n) {
+    private static double writeBw(RcPair p, MemoryRegion a, MemoryRegion b, int size, int n) {
         WorkCompletion[] wc = WorkCompletion.array(32);
         SendWorkRequest w = new SendWorkRequest()
                 .wrId(5)
@@ -141,7 +140,7 @@ class PacketAuthCostProbeTest {
     }
 
     /** The sends' completions left on the CQs (the loop waits for receives only): 100 ms of polling. */
-    private static void drainSends(Pair p) {
+    private static void drainSends(RcPair p) {
         WorkCompletion[] wc = WorkCompletion.array(64);
         long end = System.nanoTime() + 100_000_000L;
         while (System.nanoTime() < end) {

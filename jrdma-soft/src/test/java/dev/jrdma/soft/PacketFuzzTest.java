@@ -1,12 +1,14 @@
 package dev.jrdma.soft;
 
-import static dev.jrdma.soft.Fixture.*;
+import static dev.jrdma.soft.SoftDevices.*;
 import static org.junit.jupiter.api.Assertions.*;
 
 import dev.jrdma.soft.wire.Bth;
 import dev.jrdma.soft.wire.Icrc;
 import dev.jrdma.soft.wire.Opcode;
 import dev.jrdma.soft.wire.RocePacket;
+import dev.jrdma.testkit.RcPair;
+import dev.jrdma.testkit.RcPair.Side;
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.AhAttr;
 import dev.jrdma.verbs.CompletionQueue;
@@ -17,6 +19,7 @@ import dev.jrdma.verbs.QpAttr;
 import dev.jrdma.verbs.QpInitAttr;
 import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.QueuePair;
+import dev.jrdma.verbs.RcWalk;
 import dev.jrdma.verbs.RecvWorkRequest;
 import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.WcStatus;
@@ -134,14 +137,11 @@ class PacketFuzzTest {
         Context[] devices = openFaulty(
                 new Faults(SEED, 0, 0, 0, 0, 0, Faults.DEFAULT_REORDER_NANOS), 2); // undamaged links with a tap
         List<Template> templates = new ArrayList<>();
-        Pair pr = null;
+        RcPair pr = null;
         CompletionQueue victimCqA = null, victimCqB = null;
         QueuePair victimA = null, victimB = null;
         try (DatagramChannel stranger = DatagramChannel.open()) {
-            pr = pair(o -> {
-                o.devA = devices[0].device();
-                o.devB = devices[1].device();
-            });
+            pr = pair(devices[0].device(), devices[1].device(), o -> {});
             Transport ta = ((SoftContext) devices[0]).transport, tb = ((SoftContext) devices[1]).transport;
             FaultyLink linkA = ta.faultyLink();
             Memory ma = new Memory(pr.a), mb = new Memory(pr.b);
@@ -445,26 +445,21 @@ class PacketFuzzTest {
 
     /** Connects {@code me} to {@code peer} (on {@code peerCtx}) through RTS. */
     private static void connectQp(QueuePair me, Context peerCtx, QueuePair peer, int myPsn, int peerPsn) {
-        me.modify(new QpAttr()
-                .state(QpState.INIT)
+        new RcWalk()
                 .pkeyIndex(0)
                 .port(1)
-                .access(Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC));
-        me.modify(new QpAttr()
-                .state(QpState.RTR)
+                .access(Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC)
                 .ah(new AhAttr().global(peerCtx.queryGid(1, 0), 0))
                 .pathMtu(Mtu.MTU_1024)
-                .destQpNum(peer.qpNum())
-                .rqPsn(peerPsn)
+                .to(peer.qpNum(), peerPsn)
                 .maxDestRdAtomic(4)
-                .minRnrTimer(1));
-        me.modify(new QpAttr()
-                .state(QpState.RTS)
+                .minRnrTimer(1)
                 .timeout(14)
                 .retryCnt(7)
                 .rnrRetry(7)
                 .sqPsn(myPsn)
-                .maxRdAtomic(4));
+                .maxRdAtomic(4)
+                .walk(me);
     }
 
     /**

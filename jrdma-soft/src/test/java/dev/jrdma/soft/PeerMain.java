@@ -7,10 +7,9 @@ import dev.jrdma.verbs.Context;
 import dev.jrdma.verbs.Gid;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.ProtectionDomain;
-import dev.jrdma.verbs.QpAttr;
 import dev.jrdma.verbs.QpInitAttr;
-import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.QueuePair;
+import dev.jrdma.verbs.RcWalk;
 import dev.jrdma.verbs.RecvWorkRequest;
 import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.Verbs;
@@ -48,26 +47,21 @@ public final class PeerMain {
             long peerAddr = Long.parseLong(peer[2]);
             int peerRkey = Integer.parseInt(peer[3]);
             Gid peerGid = Gid.parse(peer[4]);
-            qp.modify(new QpAttr()
-                    .state(QpState.INIT)
+            new RcWalk()
                     .pkeyIndex(0)
                     .port(1)
-                    .access(Access.REMOTE_WRITE, Access.REMOTE_READ));
-            qp.modify(new QpAttr()
-                    .state(QpState.RTR)
+                    .access(Access.REMOTE_WRITE, Access.REMOTE_READ)
                     .ah(headerFields(new AhAttr().global(peerGid, ctx.defaultGidIndex(1)), args))
                     .pathMtu(dev.jrdma.verbs.Mtu.MTU_1024)
-                    .destQpNum(peerQpn)
-                    .rqPsn(1000)
+                    .to(peerQpn, 1000)
                     .maxDestRdAtomic(4)
-                    .minRnrTimer(1));
-            qp.modify(new QpAttr()
-                    .state(QpState.RTS)
+                    .minRnrTimer(1)
                     .timeout(14)
                     .retryCnt(7)
                     .rnrRetry(7)
                     .sqPsn(2000)
-                    .maxRdAtomic(4));
+                    .maxRdAtomic(4)
+                    .walk(qp);
             qp.postRecv(new RecvWorkRequest().wrId(1).buffer(mr, 0, 4096));
             System.out.println("CONNECTED");
             System.out.flush();

@@ -1,8 +1,9 @@
 package dev.jrdma.soft;
 
-import static dev.jrdma.soft.Fixture.*;
+import static dev.jrdma.soft.SoftDevices.*;
 import static org.junit.jupiter.api.Assertions.*;
 
+import dev.jrdma.testkit.RcPair;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.Mtu;
 import dev.jrdma.verbs.RecvWorkRequest;
@@ -22,7 +23,7 @@ class PerfProbeTest {
     @Test
     void latencyAndBandwidth() {
         Assumptions.assumeTrue(Boolean.getBoolean("jrdma.perf"), "set -Djrdma.perf=true to run");
-        try (Pair p = pair(o -> o.mtu = Mtu.MTU_4096)) {
+        try (RcPair p = pair(o -> o.mtu(Mtu.MTU_4096))) {
             MemoryRegion a = p.a.mrAll(1 << 20), b = p.b.mrAll(1 << 20);
             WorkCompletion[] wc = WorkCompletion.array(16);
             SendWorkRequest ping = new SendWorkRequest()

@@ -1,5 +1,6 @@
 package dev.jrdma.soft;
 
+import dev.jrdma.testkit.RcPair;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.RecvWorkRequest;
 import dev.jrdma.verbs.SendWorkRequest;
@@ -15,25 +16,25 @@ public final class PresharedKeyMain {
     private PresharedKeyMain() {}
 
     public static void main(String[] args) {
-        try (Fixture.Pair p = ShmLinkTest.pairOn("127.0.0.63", "127.0.0.64", "off", "off")) {
+        try (RcPair p = ShmLinkTest.pairOn("127.0.0.63", "127.0.0.64", "off", "off")) {
             MemoryRegion a = p.a.mrAll(8192), b = p.b.mrAll(8192);
-            Fixture.fill(a.segment(), 2000, 3);
+            RcPair.fill(a.segment(), 2000, 3);
             p.b.qp.postRecv(new RecvWorkRequest().wrId(1).buffer(b, 0, 4096));
             p.a.qp.postSend(new SendWorkRequest()
                     .wrId(2)
                     .opcode(WrOpcode.SEND)
                     .signaled(true)
                     .buffer(a, 0, 2000));
-            check(Fixture.poll(p.a.cq).status);
-            check(Fixture.poll(p.b.cq).status);
+            check(SoftDevices.poll(p.a.cq).status);
+            check(SoftDevices.poll(p.b.cq).status);
             p.a.qp.postSend(new SendWorkRequest()
                     .wrId(3)
                     .opcode(WrOpcode.RDMA_READ)
                     .signaled(true)
                     .buffer(a, 4096, 2000)
                     .remote(b.address(), b.rkey()));
-            check(Fixture.poll(p.a.cq).status);
-            Fixture.assertFilled(a.segment(), 4096, 2000, 3);
+            check(SoftDevices.poll(p.a.cq).status);
+            RcPair.assertFilled(a.segment(), 4096, 2000, 3);
             System.out.println("qps_packet_auth="
                     + (p.a.ctx.counters().get("qps_packet_auth")
                             + p.b.ctx.counters().get("qps_packet_auth")) + " rx_bad_mac="

@@ -22,7 +22,7 @@ import org.junit.jupiter.api.Test;
  * {@link ProgressTest} stall tests show the same with real threads and sockets.
  */
 class ProgressEngineTest {
-    private static final InetSocketAddress PEER = new InetSocketAddress(Fixture.ip("127.0.0.2"), 4791);
+    private static final InetSocketAddress PEER = new InetSocketAddress(SoftDevices.ip("127.0.0.2"), 4791);
 
     private final ManualClock clock = new ManualClock();
     private final Counter.Set counters = new Counter.Set();

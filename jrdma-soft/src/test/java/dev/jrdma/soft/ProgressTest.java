@@ -1,8 +1,12 @@
 package dev.jrdma.soft;
 
-import static dev.jrdma.soft.Fixture.*;
+import static dev.jrdma.soft.SoftDevices.*;
+import static dev.jrdma.testkit.RcPair.assertFilled;
+import static dev.jrdma.testkit.RcPair.fill;
 import static org.junit.jupiter.api.Assertions.*;
 
+import dev.jrdma.testkit.RcPair;
+import dev.jrdma.testkit.RcPair.Side;
 import dev.jrdma.verbs.Context;
 import dev.jrdma.verbs.Device;
 import dev.jrdma.verbs.MemoryRegion;
@@ -34,7 +38,7 @@ class ProgressTest {
 
     @Test
     void aBusyPollingThreadHandlesThePacketsItself() {
-        try (Pair p = pair()) {
+        try (RcPair p = pair()) {
             MemoryRegion a = p.a.mrAll(4096), b = p.b.mrAll(4096);
             SendWorkRequest send = new SendWorkRequest()
                     .wrId(1)
@@ -73,13 +77,13 @@ class ProgressTest {
     @Test
     void anAckOwedByAPollerThatStopsIsSentAnyway() {
         System.setProperty("jrdma.soft.deferAcks", "true");
-        Pair pair;
+        RcPair pair;
         try {
             pair = pair();
         } finally {
             System.clearProperty("jrdma.soft.deferAcks");
         }
-        try (Pair p = pair) {
+        try (RcPair p = pair) {
             MemoryRegion a = p.a.mrAll(4096), b = p.b.mrAll(4096);
             SendWorkRequest send = new SendWorkRequest()
                     .wrId(1)
@@ -110,7 +114,7 @@ class ProgressTest {
 
     @Test
     void theReceiveThreadHandlesWhatNobodyPollsFor() throws Exception {
-        try (Pair p = pair()) {
+        try (RcPair p = pair()) {
             MemoryRegion a = p.a.mrAll(4096), b = p.b.mrAll(4096);
             fill(a.segment(), 256, 7);
             long threadB = tr(p.b).rxByThread();
@@ -156,7 +160,7 @@ class ProgressTest {
 
     @Test
     void anInterruptedPollerDoesNotCloseTheSocket() {
-        try (Pair p = pair()) {
+        try (RcPair p = pair()) {
             MemoryRegion a = p.a.mrAll(4096), b = p.b.mrAll(4096);
             WorkCompletion[] wc = WorkCompletion.array(1);
             Thread.currentThread().interrupt();
@@ -177,7 +181,7 @@ class ProgressTest {
 
     @Test
     void concurrentPollersAndTheReceiveThreadHandleEachPacketOnce() throws Exception {
-        try (Pair p = pair(o -> o.cqe = 4096)) {
+        try (RcPair p = pair(o -> o.cqe(4096))) {
             MemoryRegion a = p.a.mrAll(4096), b = p.b.mrAll(64 * 64);
             int n = 3000;
             java.util.concurrent.atomic.AtomicIntegerArray seen = new java.util.concurrent.atomic.AtomicIntegerArray(n);
@@ -295,7 +299,7 @@ class ProgressTest {
      */
     @Test
     void aTakeoverHandlesThePacketTheStalledThreadIsInTheMiddleOfFirst() throws Exception {
-        try (Pair p = pair(o -> o.timeout = 20)) { // 4 s: A must not time out while the test holds B's QP
+        try (RcPair p = pair(o -> o.timeout(20))) { // 4 s: A must not time out while the test holds B's QP
             SoftQp qpB = (SoftQp) p.b.qp;
             Transport b = tr(p.b), a = tr(p.a);
             MemoryRegion src = p.a.mrAll(4096), dst = p.b.mrAll(4096);
@@ -373,7 +377,7 @@ class ProgressTest {
     /** Two connected devices whose B receives through a {@link StallingLink}. */
     private static void withStallingB(StallBody body) throws Exception {
         StallingLink[] stalling = new StallingLink[1];
-        Inet4Address ipA = Fixture.ip("127.0.0.3"), ipB = Fixture.ip("127.0.0.4");
+        Inet4Address ipA = SoftDevices.ip("127.0.0.3"), ipB = SoftDevices.ip("127.0.0.4");
         Context anchorA = null;
         int port = 0;
         for (int attempt = 0; attempt < 50 && anchorA == null; attempt++) {
@@ -419,13 +423,10 @@ class ProgressTest {
                 return new SoftContext(devB, Transport.acquire(ipB, thePort, l -> stalling[0] = new StallingLink(l)));
             }
         };
-        Opts o = new Opts(); // timeout 14 (67 ms), retry_cnt 7: the WRITE fails after about half a second unanswered
+        // the kit's timeout 14 (67 ms), retry_cnt 7: the WRITE fails after about half a second unanswered
         try (Context keep = anchorA;
-                Side a = new Side(new SoftDevice("stall-a", ipA, thePort), null, 64);
-                Side b = new Side(stallingB, null, 64)) {
-            connect(a, b, o, 100, 5000);
-            connect(b, a, o, 5000, 100);
-            body.run(a, b, stalling[0]);
+                RcPair p = pair(new SoftDevice("stall-a", ipA, thePort), stallingB, o -> o.cqe(64))) {
+            body.run(p.a, p.b, stalling[0]);
         }
     }
 

@@ -47,7 +47,7 @@ class ProviderTest {
             System.setProperty("jrdma.soft.address", "127.0.0.2");
             System.setProperty("jrdma.soft.port", "4800");
             SoftDevice first = (SoftDevice) p.devices().getFirst();
-            assertEquals(Fixture.B, first.address());
+            assertEquals(SoftDevices.B, first.address());
             assertEquals(4800, first.port());
             SoftDevice explicit = (SoftDevice) p.lookup("soft@127.0.0.3").orElseThrow();
             assertEquals(4800, explicit.port());

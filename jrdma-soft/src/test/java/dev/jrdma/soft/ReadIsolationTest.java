@@ -1,8 +1,10 @@
 package dev.jrdma.soft;
 
-import static dev.jrdma.soft.Fixture.*;
+import static dev.jrdma.soft.SoftDevices.*;
 import static org.junit.jupiter.api.Assertions.*;
 
+import dev.jrdma.testkit.RcPair;
+import dev.jrdma.testkit.RcPair.Side;
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.Mtu;
@@ -29,7 +31,7 @@ class ReadIsolationTest {
 
     /** One ping-pong exchange of 64 B SENDs between the two sides of {@code p}: the round trip in nanoseconds. */
     private static long roundTrip(
-            Pair p,
+            RcPair p,
             SendWorkRequest ping,
             SendWorkRequest pong,
             RecvWorkRequest recvA,
@@ -69,8 +71,8 @@ class ReadIsolationTest {
     @Test
     void aLargeReadDoesNotStallAnotherQpOnTheSameDevice() {
         long size = Long.getLong("jrdma.soft.bigReadMiB", 64) << 20;
-        try (Pair bulk = pair(o -> o.mtu = Mtu.MTU_4096);
-                Pair ping = pair(o -> o.mtu = Mtu.MTU_4096)) {
+        try (RcPair bulk = pair(o -> o.mtu(Mtu.MTU_4096));
+                RcPair ping = pair(o -> o.mtu(Mtu.MTU_4096))) {
             MemoryRegion src = bulk.b.mrAll(size), dst = bulk.a.mr(size, Access.LOCAL_WRITE);
             MemorySegment s = src.segment();
             for (long i = 0; i < size; i += 8) s.set(ValueLayout.JAVA_LONG, i, i * 0x9E3779B97F4A7C15L);

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.*;
 
 import dev.jrdma.soft.wire.Opcode;
 import dev.jrdma.soft.wire.RocePacket;
+import dev.jrdma.testkit.RcPair;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.Mtu;
 import dev.jrdma.verbs.SendFlag;
@@ -23,7 +24,7 @@ class RequesterTest {
         o.timeout = 14; // 67.1 ms
         try (EngineRig rig = new EngineRig(o)) {
             MemoryRegion src = rig.mrAll(4096);
-            Fixture.fill(src.segment(), 2000, 7);
+            RcPair.fill(src.segment(), 2000, 7);
             rig.qp.postSend(new SendWorkRequest()
                     .wrId(1)
                     .opcode(WrOpcode.SEND)
@@ -46,7 +47,7 @@ class RequesterTest {
             RocePacket again = rig.one();
             assertEquals(MY_PSN + 1, again.psn(), "go-back-N from the oldest unacknowledged PSN");
             assertEquals(Opcode.SEND_LAST.code(), again.opcode());
-            Fixture.assertFilled(
+            RcPair.assertFilled(
                     java.lang.foreign.MemorySegment.ofBuffer(again.buffer()),
                     again.payloadOffset(),
                     2000 - 1024,

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.*;
 import dev.jrdma.soft.wire.Aeth;
 import dev.jrdma.soft.wire.Opcode;
 import dev.jrdma.soft.wire.RocePacket;
+import dev.jrdma.testkit.RcPair;
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.QpAttr;
@@ -44,8 +45,8 @@ class ResponderTest {
             assertEquals(7, wc.wrId);
             assertEquals(1124, wc.byteLen);
             assertEquals(0x1234, wc.immData);
-            Fixture.assertFilled(buf.segment(), 0, 1024, 1);
-            Fixture.assertFilled(buf.segment(), 1024, 100, 2);
+            RcPair.assertFilled(buf.segment(), 0, 1024, 1);
+            RcPair.assertFilled(buf.segment(), 1024, 100, 2);
             List<RocePacket> out =
                     rig.drain(); // each packet asked for an ACK; off the receive thread they go out at once
             assertEquals(2, out.size());
@@ -186,7 +187,7 @@ class ResponderTest {
     void duplicateReadIsReplayedFromThePacketAskedFor() {
         try (EngineRig rig = new EngineRig()) {
             MemoryRegion src = rig.mrAll(4096);
-            Fixture.fill(src.segment(), 4096, 6);
+            RcPair.fill(src.segment(), 4096, 6);
             rig.feed(request(Opcode.RDMA_READ_REQUEST, PEER_PSN, 0).reth(src.address(), src.rkey(), 3000));
             List<RocePacket> out = rig.drain();
             assertEquals(3, out.size());
@@ -207,7 +208,7 @@ class ResponderTest {
             rig.feed(request(Opcode.RDMA_WRITE_ONLY, PEER_PSN + 3, 8)
                     .reth(dst.address(), dst.rkey(), 8)
                     .payload(8, 4));
-            Fixture.assertFilled(dst.segment(), 0, 8, 4);
+            RcPair.assertFilled(dst.segment(), 0, 8, 4);
         }
     }
 
@@ -226,8 +227,8 @@ class ResponderTest {
             assertEquals(WcOpcode.RECV_RDMA_WITH_IMM, wc.opcode);
             assertEquals(1500, wc.byteLen);
             assertEquals(77, wc.immData);
-            Fixture.assertFilled(dst.segment(), 0, 1024, 5);
-            Fixture.assertFilled(dst.segment(), 1024, 476, 6);
+            RcPair.assertFilled(dst.segment(), 0, 1024, 5);
+            RcPair.assertFilled(dst.segment(), 1024, 476, 6);
             // a middle packet where a first was expected is an invalid request
             rig.feed(request(Opcode.RDMA_WRITE_MIDDLE, PEER_PSN + 2, 1024));
             assertEquals(Responder.State.ERR_INVALID_REQUEST, rig.qp.responder.lastOutcome);

@@ -1,8 +1,11 @@
 package dev.jrdma.soft;
 
-import static dev.jrdma.soft.Fixture.*;
+import static dev.jrdma.soft.SoftDevices.*;
+import static dev.jrdma.testkit.RcPair.assertFilled;
+import static dev.jrdma.testkit.RcPair.fill;
 import static org.junit.jupiter.api.Assertions.*;
 
+import dev.jrdma.testkit.RcPair;
 import dev.jrdma.verbs.Context;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.RecvWorkRequest;
@@ -41,7 +44,7 @@ class ShmLinkTest {
     }
 
     /** Opens a pair of devices on {@code a} and {@code b} on a free port, under {@code -Djrdma.soft.shm=modeA/modeB} (null: default). */
-    static Pair pairOn(String a, String b, String modeA, String modeB) {
+    static RcPair pairOn(String a, String b, String modeA, String modeB) {
         Inet4Address ipA = ip(a), ipB = ip(b);
         for (int attempt = 0; attempt < 50; attempt++) {
             int port = 20000 + (int) (Math.random() * 30000);
@@ -50,10 +53,7 @@ class ShmLinkTest {
                 anchorA = openWith(modeA, ipA, port);
                 anchorB = openWith(modeB, ipB, port);
                 Context ka = anchorA, kb = anchorB;
-                Pair p = pair(o -> {
-                    o.devA = SoftProvider.open(ipA, port);
-                    o.devB = SoftProvider.open(ipB, port);
-                });
+                RcPair p = pair(SoftProvider.open(ipA, port), SoftProvider.open(ipB, port), o -> {});
                 ka.close(); // the pair's contexts hold the transports now
                 kb.close();
                 return p;
@@ -90,7 +90,7 @@ class ShmLinkTest {
     }
 
     /** A SEND, a WRITE and a READ from A to B, checked; returns how many packets A sent (ring or UDP). */
-    static long exchange(Pair p) {
+    static long exchange(RcPair p) {
         Transport ta = transport(p.a.ctx);
         long sent0 = ta.counters.get(Counter.TX_PACKETS);
         MemoryRegion a = p.a.mrAll(8192), b = p.b.mrAll(8192);
@@ -127,7 +127,7 @@ class ShmLinkTest {
 
     @Test
     void twoDevicesOnOneHostTalkThroughTheRings() throws InterruptedException {
-        try (Pair p = pairOn("127.0.0.19", "127.0.0.20", "auto", "auto")) {
+        try (RcPair p = pairOn("127.0.0.19", "127.0.0.20", "auto", "auto")) {
             Transport ta = transport(p.a.ctx), tb = transport(p.b.ctx);
             assertNotNull(ta.shmLink(), ta.linkName());
             assertNotNull(tb.shmLink(), tb.linkName());
@@ -150,7 +150,7 @@ class ShmLinkTest {
     @Test
     void theRingFileIsTheUsersOnlyAndGoesAwayWithItsDevice() throws IOException {
         Path file;
-        try (Pair p = pairOn("127.0.0.21", "127.0.0.22", "auto", "auto")) {
+        try (RcPair p = pairOn("127.0.0.21", "127.0.0.22", "auto", "auto")) {
             file = transport(p.b.ctx).shmLink().ring().path;
             assertTrue(Files.exists(file), file::toString);
             assertEquals(
@@ -165,7 +165,7 @@ class ShmLinkTest {
     @Test
     void withoutRingsTheDevicesFallBackToUdp() {
         // B has no ring (off): A finds none and sends over UDP, B sends over UDP too
-        try (Pair p = pairOn("127.0.0.23", "127.0.0.24", "auto", "off")) {
+        try (RcPair p = pairOn("127.0.0.23", "127.0.0.24", "auto", "off")) {
             Transport ta = transport(p.a.ctx), tb = transport(p.b.ctx);
             assertNotNull(ta.shmLink());
             assertNull(tb.shmLink(), tb.linkName());
@@ -178,7 +178,7 @@ class ShmLinkTest {
             assertFalse(ta.linkName().contains("over shm"), ta.linkName());
         }
         // both off: plain UDP links
-        try (Pair p = pairOn("127.0.0.25", "127.0.0.26", "off", "off")) {
+        try (RcPair p = pairOn("127.0.0.25", "127.0.0.26", "off", "off")) {
             assertNull(transport(p.a.ctx).shmLink());
             exchange(p);
         }
@@ -187,7 +187,7 @@ class ShmLinkTest {
     /** Without -Djrdma.soft.shm two devices of one host find each other's rings and talk through them. */
     @Test
     void autoIsTheDefault() {
-        try (Pair p = pairOn("127.0.0.45", "127.0.0.46", null, null)) {
+        try (RcPair p = pairOn("127.0.0.45", "127.0.0.46", null, null)) {
             Transport ta = transport(p.a.ctx);
             assertNotNull(ta.shmLink(), ta.linkName());
             long shm0 = ta.counters.get(Counter.TX_SHM_PACKETS);
@@ -214,7 +214,7 @@ class ShmLinkTest {
      */
     @Test
     void aSpoiltRingCostsCountedDropsAndNothingElse() throws Exception {
-        try (Pair p = pairOn("127.0.0.28", "127.0.0.29", "auto", "auto")) {
+        try (RcPair p = pairOn("127.0.0.28", "127.0.0.29", "auto", "auto")) {
             Transport tb = transport(p.b.ctx);
             exchange(p); // A holds a slot in B's ring now
             ShmRingFile ring = ShmRingFile.openPeer(tb.local, tb.port);
@@ -337,7 +337,7 @@ class ShmLinkTest {
      */
     @Test
     void aCellCannotClaimAnAddressItsWriterDoesNotHold() throws Exception {
-        try (Pair p = pairOn("127.0.0.45", "127.0.0.46", "auto", "auto")) {
+        try (RcPair p = pairOn("127.0.0.45", "127.0.0.46", "auto", "auto")) {
             Transport ta = transport(p.a.ctx), tb = transport(p.b.ctx);
             exchange(p);
             MemoryRegion a = p.a.mrAll(8192), b = p.b.mrAll(8192);
@@ -423,7 +423,7 @@ class ShmLinkTest {
      */
     @Test
     void aRingMadeByAnotherProcessThanThePeersGetsNothing() throws Exception {
-        try (Pair p = pairOn("127.0.0.48", "127.0.0.49", "auto", "off")) {
+        try (RcPair p = pairOn("127.0.0.48", "127.0.0.49", "auto", "off")) {
             Transport ta = transport(p.a.ctx), tb = transport(p.b.ctx);
             ShmRingFile impostor = ShmRingFile.create(tb.local, tb.port);
             try {
@@ -464,7 +464,7 @@ class ShmLinkTest {
      */
     @Test
     void aTruncatedRingIsMadeAgainAndTheTrafficGoesOn() throws Exception {
-        try (Pair p = pairOn("127.0.0.33", "127.0.0.34", "auto", "auto")) {
+        try (RcPair p = pairOn("127.0.0.33", "127.0.0.34", "auto", "auto")) {
             Transport ta = transport(p.a.ctx), tb = transport(p.b.ctx);
             exchange(p);
             Path file = tb.shmLink().ring().path;
@@ -492,7 +492,7 @@ class ShmLinkTest {
     /** A device's file replaced by another under its name: the receive thread notices before it sleeps and makes its own again. */
     @Test
     void aReplacedRingFileIsMadeAgain() throws Exception {
-        try (Pair p = pairOn("127.0.0.35", "127.0.0.36", "auto", "auto")) {
+        try (RcPair p = pairOn("127.0.0.35", "127.0.0.36", "auto", "auto")) {
             Transport tb = transport(p.b.ctx);
             exchange(p);
             Path file = tb.shmLink().ring().path;
@@ -523,7 +523,7 @@ class ShmLinkTest {
     @Test
     void aFullRingOfADeadReceiverIsLeftForUdp() throws Exception {
         long deadPid = deadPid();
-        try (Pair p = pairOn("127.0.0.37", "127.0.0.38", "auto", "auto")) {
+        try (RcPair p = pairOn("127.0.0.37", "127.0.0.38", "auto", "auto")) {
             Transport ta = transport(p.a.ctx), tb = transport(p.b.ctx);
             exchange(p);
             ShmRingFile ring = tb.shmLink().ring();

@@ -1,6 +1,6 @@
 package dev.jrdma.soft;
 
-import static dev.jrdma.soft.Fixture.*;
+import static dev.jrdma.soft.SoftDevices.*;
 import static org.junit.jupiter.api.Assertions.*;
 
 import dev.jrdma.verbs.Access;
@@ -11,10 +11,9 @@ import dev.jrdma.verbs.Gid;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.Mtu;
 import dev.jrdma.verbs.ProtectionDomain;
-import dev.jrdma.verbs.QpAttr;
 import dev.jrdma.verbs.QpInitAttr;
-import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.QueuePair;
+import dev.jrdma.verbs.RcWalk;
 import dev.jrdma.verbs.RecvWorkRequest;
 import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.VerbsException;
@@ -81,28 +80,23 @@ class ShmRestartTest {
                     assertNotNull(ready, "round " + round + ": the child said nothing");
                     assertTrue(ready.startsWith("READY "), ready);
                     String[] f = ready.split(" ");
-                    qp.modify(new QpAttr()
-                            .state(QpState.INIT)
-                            .pkeyIndex(0)
-                            .port(1)
-                            .access(Access.REMOTE_WRITE, Access.REMOTE_READ));
-                    qp.modify(new QpAttr()
-                            .state(QpState.RTR)
-                            .ah(new AhAttr().global(Gid.parse(f[4]), 0))
-                            .pathMtu(Mtu.MTU_1024)
-                            .destQpNum(Integer.parseInt(f[1]))
-                            .rqPsn(2000)
-                            .maxDestRdAtomic(4)
-                            .minRnrTimer(1));
                     // the retry budget (timeout 14: 67 ms, 7 tries) outlasts the one-second bound: a lost first try
                     // shows as time, not as an error
-                    qp.modify(new QpAttr()
-                            .state(QpState.RTS)
+                    new RcWalk()
+                            .pkeyIndex(0)
+                            .port(1)
+                            .access(Access.REMOTE_WRITE, Access.REMOTE_READ)
+                            .ah(new AhAttr().global(Gid.parse(f[4]), 0))
+                            .pathMtu(Mtu.MTU_1024)
+                            .to(Integer.parseInt(f[1]), 2000)
+                            .maxDestRdAtomic(4)
+                            .minRnrTimer(1)
                             .timeout(14)
                             .retryCnt(7)
                             .rnrRetry(7)
                             .sqPsn(1000)
-                            .maxRdAtomic(4));
+                            .maxRdAtomic(4)
+                            .walk(qp);
                     to.println("PEER " + qp.qpNum() + " " + mr.address() + " " + mr.rkey() + " " + c.queryGid(1, 0));
                     assertEquals("CONNECTED", out.readLine(), "round " + round);
 

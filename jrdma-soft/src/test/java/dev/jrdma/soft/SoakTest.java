@@ -1,11 +1,12 @@
 package dev.jrdma.soft;
 
-import static dev.jrdma.soft.Fixture.*;
+import static dev.jrdma.soft.SoftDevices.*;
 import static org.junit.jupiter.api.Assertions.*;
 
+import dev.jrdma.testkit.RcPair;
+import dev.jrdma.testkit.RcPair.Side;
 import dev.jrdma.verbs.Context;
 import dev.jrdma.verbs.MemoryRegion;
-import dev.jrdma.verbs.QpInitAttr;
 import dev.jrdma.verbs.RecvWorkRequest;
 import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.WcOpcode;
@@ -411,22 +412,19 @@ class SoakTest {
         String spec = System.getProperty("jrdma.soak.faults"); // a manual run's own mix, in Faults.parse's form
         Faults faults = spec == null ? Faults.loss(p, SEED) : Faults.parse(spec);
         Context[] devices = openFaulty(faults, 2);
-        List<Pair> pairs = new ArrayList<>();
+        List<RcPair> pairs = new ArrayList<>();
         ExecutorService pool = Executors.newFixedThreadPool(2 * PAIRS);
         try {
             for (int i = 0; i < PAIRS; i++)
-                pairs.add(pair(o -> {
-                    o.devA = devices[0].device();
-                    o.devB = devices[1].device();
-                    o.timeout = Integer.getInteger(
+                pairs.add(pair(devices[0].device(), devices[1].device(), o -> {
+                    o.timeout(Integer.getInteger(
                             "jrdma.soak.timeout",
-                            14); // 67 ms: long enough for a loaded 2-core machine to schedule every thread
-                    o.retryCnt = 7;
-                    o.rnrRetry = 7;
-                    o.maxRdAtomic = o.maxDestRdAtomic = 16;
-                    o.cqe = 2 * (SEND_WINDOW + RECVS);
-                    o.qpA = QpInitAttr.builder(null).maxSendWr(SEND_WINDOW).maxRecvWr(RECVS);
-                    o.qpB = QpInitAttr.builder(null).maxSendWr(SEND_WINDOW).maxRecvWr(RECVS);
+                            14)); // 67 ms: long enough for a loaded 2-core machine to schedule every thread
+                    o.retryCnt(7);
+                    o.rnrRetry(7);
+                    o.maxRdAtomic(16).maxDestRdAtomic(16);
+                    o.cqe(2 * (SEND_WINDOW + RECVS));
+                    o.qp(q -> q.maxSendWr(SEND_WINDOW).maxRecvWr(RECVS));
                 }));
             Transport ta = ((SoftContext) devices[0]).transport, tb = ((SoftContext) devices[1]).transport;
             long retransmitsBefore = ta.counters.get(Counter.RETRANSMITS) + tb.counters.get(Counter.RETRANSMITS);
@@ -451,7 +449,7 @@ class SoakTest {
             }
             java.util.concurrent.atomic.AtomicBoolean failed = new java.util.concurrent.atomic.AtomicBoolean();
             for (int i = 0; i < PAIRS; i++) {
-                Pair pr = pairs.get(i);
+                RcPair pr = pairs.get(i);
                 Memory ma = new Memory(pr.a), mb = new Memory(pr.b);
                 long seedAB = SEED * 1000 + 2L * i, seedBA = seedAB + 1;
                 Plan ab = Plan.draw(seedAB, OPS), ba = Plan.draw(seedBA, OPS);
@@ -476,7 +474,7 @@ class SoakTest {
             }
             if (first != null) {
                 StringBuilder qps = new StringBuilder();
-                for (Pair pr : pairs)
+                for (RcPair pr : pairs)
                     qps.append("\n ").append(engines(pr.a)).append("\n ").append(engines(pr.b));
                 synchronized (trace) {
                     try {
@@ -538,7 +536,7 @@ class SoakTest {
                     ta.counters.get(Counter.RX_BAD_ICRC) + tb.counters.get(Counter.RX_BAD_ICRC));
         } finally {
             pool.shutdownNow();
-            for (Pair pr : pairs) pr.close();
+            for (RcPair pr : pairs) pr.close();
             for (Context c : devices) c.close();
         }
     }

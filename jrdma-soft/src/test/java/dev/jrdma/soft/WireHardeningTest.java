@@ -7,6 +7,7 @@ import dev.jrdma.soft.wire.Aeth;
 import dev.jrdma.soft.wire.Opcode;
 import dev.jrdma.soft.wire.Psn;
 import dev.jrdma.soft.wire.RocePacket;
+import dev.jrdma.testkit.RcPair;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.Mtu;
 import dev.jrdma.verbs.QpState;
@@ -117,7 +118,7 @@ class WireHardeningTest {
             MemoryRegion src = rig.mrAll(64);
             rig.qp.postSend(write(src, 2, 8));
             rig.drain();
-            java.net.Inet4Address stranger = Fixture.ip("127.0.0.9");
+            java.net.Inet4Address stranger = SoftDevices.ip("127.0.0.9");
             assertFalse(rig.feedFrom(request(Opcode.SEND_ONLY, PEER_PSN, 8).payload(8, 1), stranger));
             assertFalse(rig.feedFrom(
                     request(Opcode.RDMA_WRITE_ONLY, PEER_PSN, 8)
@@ -138,10 +139,10 @@ class WireHardeningTest {
 
     @Test
     void overTheSocketAForgedPacketFromAnotherAddressIsCountedByName() throws Exception {
-        try (Fixture.Pair p = Fixture.pair();
+        try (RcPair p = SoftDevices.pair();
                 java.nio.channels.DatagramChannel ch =
                         java.nio.channels.DatagramChannel.open(java.net.StandardProtocolFamily.INET)) {
-            java.net.Inet4Address stranger = Fixture.ip("127.0.0.3");
+            java.net.Inet4Address stranger = SoftDevices.ip("127.0.0.3");
             ch.bind(new java.net.InetSocketAddress(stranger, 0));
             int srcPort = ((java.net.InetSocketAddress) ch.getLocalAddress()).getPort();
             MemoryRegion dst = p.b.mrAll(64);
@@ -159,8 +160,8 @@ class WireHardeningTest {
                     8);
             dev.jrdma.soft.wire.Reth.write(b, dev.jrdma.soft.wire.Bth.BYTES, dst.address(), dst.rkey(), 8);
             new dev.jrdma.soft.wire.Icrc()
-                    .generate(b, 0, len, stranger.hashCode(), Fixture.B.hashCode(), srcPort, Fixture.PORT);
-            ch.send(b.slice(0, len), new java.net.InetSocketAddress(Fixture.B, Fixture.PORT));
+                    .generate(b, 0, len, stranger.hashCode(), SoftDevices.B.hashCode(), srcPort, SoftDevices.PORT);
+            ch.send(b.slice(0, len), new java.net.InetSocketAddress(SoftDevices.B, SoftDevices.PORT));
             long end = System.nanoTime() + 5_000_000_000L;
             while (p.b.ctx.counters().get("rx_wrong_source") == before && System.nanoTime() < end) Thread.sleep(1);
             assertEquals(before + 1, p.b.ctx.counters().get("rx_wrong_source"));
@@ -183,7 +184,7 @@ class WireHardeningTest {
                     .signaled(true)
                     .buffer(src, 0, 8)
                     .remote(dst.address(), dst.rkey()));
-            assertEquals(WcStatus.SUCCESS, Fixture.poll(p.a.cq).status, "the QP is unharmed");
+            assertEquals(WcStatus.SUCCESS, SoftDevices.poll(p.a.cq).status, "the QP is unharmed");
         }
     }
 
@@ -193,7 +194,7 @@ class WireHardeningTest {
      */
     @Test
     void overTheSocketAForgedPacketFromThePeersAddressButAnotherPortIsDropped() throws Exception {
-        try (Fixture.Pair p = Fixture.pair();
+        try (RcPair p = SoftDevices.pair();
                 java.nio.channels.DatagramChannel ch =
                         java.nio.channels.DatagramChannel.open(java.net.StandardProtocolFamily.INET)) {
             MemoryRegion src = p.a.mrAll(64), dst = p.b.mrAll(64);
@@ -203,8 +204,8 @@ class WireHardeningTest {
                     .signaled(true)
                     .buffer(src, 0, 8)
                     .remote(dst.address() + 32, dst.rkey()));
-            assertEquals(WcStatus.SUCCESS, Fixture.poll(p.a.cq).status); // b has heard a: it knows a's port now
-            ch.bind(new java.net.InetSocketAddress(Fixture.A, 0));
+            assertEquals(WcStatus.SUCCESS, SoftDevices.poll(p.a.cq).status); // b has heard a: it knows a's port now
+            ch.bind(new java.net.InetSocketAddress(SoftDevices.A, 0));
             int srcPort = ((java.net.InetSocketAddress) ch.getLocalAddress()).getPort();
             long before = p.b.ctx.counters().get("rx_wrong_source_port");
             java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(128);
@@ -223,8 +224,8 @@ class WireHardeningTest {
             for (int i = 0; i < 8; i++)
                 b.put(dev.jrdma.soft.wire.Bth.BYTES + dev.jrdma.soft.wire.Reth.BYTES + i, (byte) 0x5A);
             new dev.jrdma.soft.wire.Icrc()
-                    .generate(b, 0, len, Fixture.A.hashCode(), Fixture.B.hashCode(), srcPort, Fixture.PORT);
-            ch.send(b.slice(0, len), new java.net.InetSocketAddress(Fixture.B, Fixture.PORT));
+                    .generate(b, 0, len, SoftDevices.A.hashCode(), SoftDevices.B.hashCode(), srcPort, SoftDevices.PORT);
+            ch.send(b.slice(0, len), new java.net.InetSocketAddress(SoftDevices.B, SoftDevices.PORT));
             long end = System.nanoTime() + 5_000_000_000L;
             while (p.b.ctx.counters().get("rx_wrong_source_port") == before && System.nanoTime() < end) Thread.sleep(1);
             assertEquals(before + 1, p.b.ctx.counters().get("rx_wrong_source_port"));
@@ -236,7 +237,7 @@ class WireHardeningTest {
                     .signaled(true)
                     .buffer(src, 0, 8)
                     .remote(dst.address(), dst.rkey()));
-            assertEquals(WcStatus.SUCCESS, Fixture.poll(p.a.cq).status, "the QP is unharmed");
+            assertEquals(WcStatus.SUCCESS, SoftDevices.poll(p.a.cq).status, "the QP is unharmed");
         }
     }
 
@@ -360,7 +361,7 @@ class WireHardeningTest {
         try (EngineRig rig = new EngineRig()) {
             int size = 2 << 20, packets = size / 1024, turn = rig.qp.requester.ackEvery; // a quarter window per turn
             MemoryRegion src = rig.mrAll(size), dst = rig.mrAll(64);
-            Fixture.fill(src.segment(), size, 5);
+            RcPair.fill(src.segment(), size, 5);
             rig.feed(request(Opcode.RDMA_READ_REQUEST, PEER_PSN, 0).reth(src.address(), src.rkey(), size));
             assertEquals(turn, rig.drain().size(), "one turn, then the receive loop serves others");
             // a WRITE that asks for an ACK arrives meanwhile: its ACK must not overtake the READ's responses
@@ -390,7 +391,7 @@ class WireHardeningTest {
             assertEquals(PEER_PSN + 14, replay.getLast().psn());
             assertEquals(
                     Opcode.RDMA_READ_RESPONSE_MIDDLE.code(), replay.getLast().opcode());
-            Fixture.assertFilled(
+            RcPair.assertFilled(
                     java.lang.foreign.MemorySegment.ofBuffer(replay.getFirst().buffer()),
                     replay.getFirst().payloadOffset(),
                     1024,
@@ -451,7 +452,7 @@ class WireHardeningTest {
     @Test
     void datagramsThatCannotBeTakenAreCounted() throws Exception {
         try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared();
-                Fixture.Pair rc = Fixture.pair()) { // an RC connection in RTS; UD QPs beside it on side a
+                RcPair rc = SoftDevices.pair()) { // an RC connection in RTS; UD QPs beside it on side a
             dev.jrdma.verbs.Context ctx = rc.a.ctx;
             {
                 dev.jrdma.verbs.ProtectionDomain pd = rc.a.pd;
@@ -515,7 +516,7 @@ class WireHardeningTest {
                         .signaled(true)
                         .buffer(buf, 0, 8)
                         .ud(toA, b.qpNum(), 0x1111));
-                assertEquals(1, Fixture.poll(cqB).wrId, "a right datagram takes the first receive");
+                assertEquals(1, SoftDevices.poll(cqB).wrId, "a right datagram takes the first receive");
             }
         }
     }
