@@ -3,6 +3,7 @@ package dev.jrdma.soft;
 import static org.junit.jupiter.api.Assertions.*;
 
 import dev.jrdma.soft.wire.Opcode;
+import dev.jrdma.testkit.RcPair;
 import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.MemoryWindow;
@@ -49,9 +50,9 @@ class AckCoalescingTest {
 
     @Test
     void aRunOfUnsignalledWritesAsksForOneAckPerQuarterWindowAndForTheSignalledLast() {
-        try (TwoDeviceNet net = new TwoDeviceNet(new Fixture.Opts())) {
+        try (TwoDeviceNet net = new TwoDeviceNet()) {
             MemoryRegion src = net.a.mrAll(64L * WRITES), dst = net.b.mrAll(64L * WRITES);
-            Fixture.fill(src.segment(), 64L * WRITES, 3);
+            RcPair.fill(src.segment(), 64L * WRITES, 3);
             postWrites(net, src, dst, WRITES);
             List<TwoDeviceNet.Packet> requests = List.copyOf(net.log);
             assertEquals(WRITES, requests.size());
@@ -66,14 +67,14 @@ class AckCoalescingTest {
             assertNotNull(wc);
             assertEquals(WcStatus.SUCCESS, wc.status);
             assertEquals(WRITES - 1, wc.wrId);
-            Fixture.assertFilled(dst.segment(), 0, 64L * WRITES, 3);
+            RcPair.assertFilled(dst.segment(), 0, 64L * WRITES, 3);
             assertEquals(0, net.ta.counters.get(Counter.RETRANSMITS));
         }
     }
 
     @Test
     void theLastRequestQueuedAsksForAnAckEvenUnsignalled() {
-        try (TwoDeviceNet net = new TwoDeviceNet(new Fixture.Opts())) {
+        try (TwoDeviceNet net = new TwoDeviceNet()) {
             MemoryRegion src = net.a.mrAll(64), dst = net.b.mrAll(64);
             net.a.qp.postSend(new SendWorkRequest()
                     .opcode(WrOpcode.RDMA_WRITE)
@@ -89,8 +90,8 @@ class AckCoalescingTest {
 
     @Test
     void anUnsignalledWriteFollowedOnlyByALocalOperationAsksForAnAck() {
-        try (TwoDeviceNet net = new TwoDeviceNet(new Fixture.Opts())) {
-            MemoryRegion src = net.a.mrAll(64), dst = net.b.mrAll(64), local = net.a.mrAll(4096);
+        try (TwoDeviceNet net = new TwoDeviceNet()) {
+            MemoryRegion src = net.a.mrAll(64), dst = net.b.mrAll(64), local = net.a.mrBindable(4096);
             MemoryWindow mw = net.a.pd.allocMemoryWindow(MwType.TYPE_2);
             SendWorkRequest bind =
                     new SendWorkRequest().opcode(WrOpcode.BIND_MW).signaled(false);
@@ -116,11 +117,10 @@ class AckCoalescingTest {
 
     @Test
     void aLostCoalescedAckIsRecoveredByTheTimeoutAndTheResponderAcknowledgesTheDuplicates() {
-        Fixture.Opts o = new Fixture.Opts();
-        o.timeout = 14; // 67 ms
-        try (TwoDeviceNet net = new TwoDeviceNet(o)) {
+        // the walk's default timeout, 14: 67 ms
+        try (TwoDeviceNet net = new TwoDeviceNet()) {
             MemoryRegion src = net.a.mrAll(64L * WRITES), dst = net.b.mrAll(64L * WRITES);
-            Fixture.fill(src.segment(), 64L * WRITES, 9);
+            RcPair.fill(src.segment(), 64L * WRITES, 9);
             boolean[] lostOne = {false};
             int lastPsn = 100 + WRITES - 1; // the connection's first PSN from A is 100
             net.drop = p -> { // the ACK of the whole run, the first time
@@ -144,13 +144,13 @@ class AckCoalescingTest {
             // go-back-N from the first PSN the lost ACK covered: those packets are duplicates at B, ACKed again
             long resent = WRITES - net.qpA().requester.ackEvery;
             assertEquals(resent, net.tb.counters.get(Counter.RX_DUPLICATE_REQUEST));
-            Fixture.assertFilled(dst.segment(), 0, 64L * WRITES, 9);
+            RcPair.assertFilled(dst.segment(), 0, 64L * WRITES, 9);
         }
     }
 
     @Test
     void anAnswerPostedWhileItsPeersRequestIsHandledLeavesBeforeTheAck() {
-        try (TwoDeviceNet net = new TwoDeviceNet(new Fixture.Opts())) {
+        try (TwoDeviceNet net = new TwoDeviceNet()) {
             MemoryRegion srcA = net.a.mrAll(64), dstA = net.a.mrAll(64);
             MemoryRegion srcB = net.b.mrAll(64), dstB = net.b.mrAll(64);
             net.a.qp.postSend(new SendWorkRequest()

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.*;
 
 import dev.jrdma.soft.wire.Bth;
 import dev.jrdma.soft.wire.Opcode;
+import dev.jrdma.testkit.RcPair;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.WcStatus;
@@ -30,9 +31,9 @@ class CongestionNotificationTest {
 
     @Test
     void ceMarkedRequestsBringOneCnpPerIntervalAndTheSenderPacesAtTheCutRate() {
-        try (TwoDeviceNet net = new TwoDeviceNet(new Fixture.Opts())) {
+        try (TwoDeviceNet net = new TwoDeviceNet()) {
             MemoryRegion src = net.a.mrAll((long) SIZE * WRITES), dst = net.b.mrAll((long) SIZE * WRITES);
-            Fixture.fill(src.segment(), (long) SIZE * WRITES, 5);
+            RcPair.fill(src.segment(), (long) SIZE * WRITES, 5);
             net.markCe = p -> p.from() == net.ta && Opcode.isRc(p.opcode()) && p.opcode() != Opcode.CNP.code();
             net.burst = 64;
             net.a.qp.postSend(writes(src, dst, 0, WRITES / 2));
@@ -72,15 +73,15 @@ class CongestionNotificationTest {
                     },
                     10_000,
                     2_000_000_000L);
-            Fixture.assertFilled(dst.segment(), 0, (long) SIZE * WRITES, 5);
+            RcPair.assertFilled(dst.segment(), 0, (long) SIZE * WRITES, 5);
             assertEquals(0, net.ta.counters.get(Counter.RETRANSMITS), "paced, not lost");
         }
     }
 
     @Test
     void cnpsFromAStrangerAreDroppedAndCountedAndCutNothing() {
-        try (TwoDeviceNet net = new TwoDeviceNet(new Fixture.Opts())) {
-            net.qpA().congestion.receiveCnp(IpAddress.of(Fixture.ip("127.0.0.9")), TwoDeviceNet.PORT);
+        try (TwoDeviceNet net = new TwoDeviceNet()) {
+            net.qpA().congestion.receiveCnp(IpAddress.of(SoftDevices.ip("127.0.0.9")), TwoDeviceNet.PORT);
             assertEquals(0, net.ta.counters.get(Counter.RX_CNPS));
             assertEquals(1, net.ta.counters.get(Counter.RX_WRONG_SOURCE));
             assertFalse(net.qpA().congestion.dcqcn.limited);

@@ -3,7 +3,9 @@ package dev.jrdma.soft;
 import static org.junit.jupiter.api.Assertions.*;
 
 import dev.jrdma.soft.wire.Bth;
-import dev.jrdma.verbs.QpInitAttr;
+import dev.jrdma.testkit.RcPair;
+import dev.jrdma.verbs.AhAttr;
+import dev.jrdma.verbs.RcWalk;
 import java.lang.foreign.MemorySegment;
 import java.net.Inet4Address;
 import java.net.InetSocketAddress;
@@ -21,7 +23,7 @@ import java.util.function.Predicate;
  * Every packet sent stays in {@link #log}, for the test to count.
  */
 final class TwoDeviceNet implements AutoCloseable {
-    static final Inet4Address A = Fixture.ip("127.0.0.1"), B = Fixture.ip("127.0.0.2");
+    static final Inet4Address A = SoftDevices.ip("127.0.0.1"), B = SoftDevices.ip("127.0.0.2");
     static final int PORT = 4791; // nothing is bound: the transports are detached
 
     /** A packet on the network: its bytes, the device it goes to, the device it came from. */
@@ -41,7 +43,7 @@ final class TwoDeviceNet implements AutoCloseable {
 
     final ManualClock clock = new ManualClock();
     final Transport ta, tb;
-    final Fixture.Side a, b;
+    final RcPair.Side a, b;
     final List<Packet> log = new ArrayList<>();
     final ArrayDeque<Packet> inFlight = new ArrayDeque<>();
     /** Packets lost on the way (the test decides). */
@@ -56,7 +58,8 @@ final class TwoDeviceNet implements AutoCloseable {
     private final Receiver receiverA, receiverB;
     private final PacketDispatch dispatchA, dispatchB;
 
-    TwoDeviceNet(Fixture.Opts o) {
+    /** The two devices, their QPs walked to RTS (A sends from PSN 100, B from 5000) with the walk's defaults. */
+    TwoDeviceNet() {
         ta = Transport.detached(A, PORT, clock, tap(B));
         tb = Transport.detached(B, PORT, clock, tap(A));
         a = side(ta, A);
@@ -65,15 +68,24 @@ final class TwoDeviceNet implements AutoCloseable {
         receiverB = new Receiver(1, new OwedAcks(tb.counters, tb.key));
         dispatchA = new PacketDispatch(ta.local, PORT, ta.qps, ta.counters);
         dispatchB = new PacketDispatch(tb.local, PORT, tb.qps, tb.counters);
-        Fixture.connect(a, b, o, 100, 5000);
-        Fixture.connect(b, a, o, 5000, 100);
+        walk(a, b, 100, 5000);
+        walk(b, a, 5000, 100);
     }
 
-    private Fixture.Side side(Transport t, Inet4Address address) {
-        return new Fixture.Side(
+    private static RcPair.Side side(Transport t, Inet4Address address) {
+        return RcPair.Side.open(
                 new SoftContext(new SoftDevice("soft@" + address.getHostAddress(), address, PORT), t),
-                QpInitAttr.builder(null).maxSendWr(256).maxRecvWr(256),
+                qp -> qp.maxSendWr(256).maxRecvWr(256),
                 1024);
+    }
+
+    private static void walk(RcPair.Side me, RcPair.Side peer, int myPsn, int peerPsn) {
+        new RcWalk()
+                .ah(new AhAttr().global(((SoftContext) peer.ctx).device().gid(), me.ctx.defaultGidIndex(1)))
+                .to(peer.qp.qpNum(), peerPsn)
+                .sqPsn(myPsn)
+                .minRnrTimer(1)
+                .walk(me.qp);
     }
 
     private Transport.PacketTap tap(Inet4Address expected) {
