@@ -1,8 +1,10 @@
 package dev.jrdma.netty;
 
 import dev.jrdma.connect.BufferPool;
+import dev.jrdma.connect.ConnectionManager;
 import dev.jrdma.connect.Endpoint;
 import dev.jrdma.connect.EndpointConfig;
+import dev.jrdma.connect.EndpointGroup;
 import dev.jrdma.connect.Message;
 import dev.jrdma.connect.RdmaConnectException;
 import dev.jrdma.connect.RdmaException;
@@ -950,12 +952,25 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
             }
             String host = r.isUnresolved() ? r.getHostString() : r.getAddress().getHostAddress();
             EndpointConfig c = cfg;
+            // on an RDMA event loop the connection joins the loop's group for its local address: the loop drives it
+            EndpointGroup shared = loopGroup(r, cfg);
+            java.util.concurrent.Semaphore turns =
+                    shared == null ? null : RdmaIoHandler.current().handshakeTurns(shared);
             // jrdma's set-up blocks (TCP exchange, or rdma_cm events in native code): not on the event loop
             Thread.ofPlatform().daemon().name("jrdma-netty-connect").start(() -> {
                 Endpoint ep = null;
                 Throwable failure = null;
                 try {
-                    ep = Endpoint.connect(host, r.getPort(), c);
+                    if (shared == null) {
+                        ep = Endpoint.connect(host, r.getPort(), c);
+                    } else {
+                        if (turns != null) turns.acquireUninterruptibly();
+                        try {
+                            ep = Endpoint.connect(host, r.getPort(), c, shared, null);
+                        } finally {
+                            if (turns != null) turns.release();
+                        }
+                    }
                 } catch (RdmaConnectException | RuntimeException e) {
                     failure = e;
                 }
@@ -967,6 +982,29 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
                     if (done != null) done.close();
                 }
             });
+        }
+
+        /**
+         * The group of the loop's RDMA handler for this connection's local address (the given one, else the one the
+         * route to {@code remote} leaves from), or null on another kind of event loop (the endpoint gets a group and
+         * thread of its own then) or when that address cannot be told.
+         */
+        private EndpointGroup loopGroup(InetSocketAddress remote, EndpointConfig cfg) {
+            RdmaIoHandler loop = RdmaIoHandler.current();
+            if (loop == null || remote.isUnresolved() || cfg.connectionManager() == ConnectionManager.RDMA_CM)
+                return null;
+            InetAddress local = cfg.localAddress();
+            try {
+                if (local == null) {
+                    try (java.net.DatagramSocket probe = new java.net.DatagramSocket()) {
+                        probe.connect(remote); // no packet: the kernel only picks the route and its source address
+                        local = probe.getLocalAddress();
+                    }
+                }
+                return local == null || local.isAnyLocalAddress() ? null : loop.clientGroup(local, cfg);
+            } catch (java.io.IOException | RuntimeException e) {
+                return null; // the endpoint's own group reports what is wrong with the device
+            }
         }
 
         private void finishConnect(Endpoint ep, Throwable failure) {
@@ -1021,7 +1059,7 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
 
         @Override
         public void handle(IoRegistration registration, IoEvent ioEvent) {
-            // completions come as tasks from jrdma's completion thread, never as I/O events
+            // completions come from the loop's own duty cycle (RdmaIoHandler.run) or as tasks, never as I/O events
         }
 
         @Override
