@@ -420,7 +420,7 @@ public final class ServerEndpoint implements AutoCloseable {
 
     private void handshake(Socket s, long deadline, Admission.Ticket t) {
         handshake(
-                () -> Endpoint.accept(group, s, export, filter, deadline),
+                () -> TcpConnector.accept(group, s, export, filter, deadline),
                 String.valueOf(s.getRemoteSocketAddress()),
                 t);
     }
