@@ -954,8 +954,7 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
             EndpointConfig c = cfg;
             // on an RDMA event loop the connection joins the loop's group for its local address: the loop drives it
             EndpointGroup shared = loopGroup(r, cfg);
-            java.util.concurrent.Semaphore turns =
-                    shared == null ? null : RdmaIoHandler.current().handshakeTurns(shared);
+            java.util.concurrent.Semaphore turns = shared == null ? null : RdmaIoHandler.handshakeTurns(sharedLocal);
             // jrdma's set-up blocks (TCP exchange, or rdma_cm events in native code): not on the event loop
             Thread.ofPlatform().daemon().name("jrdma-netty-connect").start(() -> {
                 Endpoint ep = null;
@@ -984,6 +983,9 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
             });
         }
 
+        /** The local address of the loop group {@link #loopGroup} last chose (the connect's handshake turns). */
+        private InetAddress sharedLocal;
+
         /**
          * The group of the loop's RDMA handler for this connection's local address (the given one, else the one the
          * route to {@code remote} leaves from), or null on another kind of event loop (the endpoint gets a group and
@@ -1001,7 +1003,9 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
                         local = probe.getLocalAddress();
                     }
                 }
-                return local == null || local.isAnyLocalAddress() ? null : loop.clientGroup(local, cfg);
+                if (local == null || local.isAnyLocalAddress()) return null;
+                sharedLocal = local;
+                return loop.clientGroup(local, cfg);
             } catch (java.io.IOException | RuntimeException e) {
                 return null; // the endpoint's own group reports what is wrong with the device
             }

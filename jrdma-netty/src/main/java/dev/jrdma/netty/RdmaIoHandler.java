@@ -48,11 +48,12 @@ public final class RdmaIoHandler implements IoHandler {
     /** The client channels' shared groups, by local address and settings (loop thread only). */
     private final Map<List<Object>, EndpointGroup> clientGroups = new HashMap<>();
     /**
-     * Handshakes the channels of one client group run at once: no more than a server takes from one host by default
-     * ({@link EndpointConfig#DEFAULT_MAX_PENDING_HANDSHAKES_PER_SOURCE}), so a burst of connects (a pool opening 100)
-     * waits here, in turn, instead of flooding the server's refusals (beyond which it closes without a word).
+     * Handshakes the client channels of this process run at once from one local address, over every loop: no more than
+     * a server takes from one host by default ({@link EndpointConfig#DEFAULT_MAX_PENDING_HANDSHAKES_PER_SOURCE}), so
+     * a burst of connects (a pool opening 100) waits here, in turn, instead of flooding the server's refusals (beyond
+     * a number of which it closes without a word).
      */
-    private final Map<EndpointGroup, Semaphore> handshakes = new java.util.concurrent.ConcurrentHashMap<>();
+    private static final Map<InetAddress, Semaphore> HANDSHAKES = new java.util.concurrent.ConcurrentHashMap<>();
 
     private volatile Thread loopThread;
     /** {@link #groups}, for {@link #wakeup}: the loop sleeps on the first one's completion channel. */
@@ -91,16 +92,16 @@ public final class RdmaIoHandler implements IoHandler {
         if (g == null || !g.isOpen()) {
             g = EndpointGroup.openInvoked(Devices.forLocalAddress(local, cfg.device()), cfg);
             clientGroups.put(key, g);
-            handshakes.put(g, new Semaphore(EndpointConfig.DEFAULT_MAX_PENDING_HANDSHAKES_PER_SOURCE));
             groups.add(g);
             publishGroups();
         }
         return g;
     }
 
-    /** The turn a connect in a client group takes before its handshake ({@link #handshakes}); any thread. */
-    Semaphore handshakeTurns(EndpointGroup group) {
-        return handshakes.get(group);
+    /** The turns of connects from {@code local} ({@link #HANDSHAKES}); any thread. */
+    static Semaphore handshakeTurns(InetAddress local) {
+        return HANDSHAKES.computeIfAbsent(
+                local, a -> new Semaphore(EndpointConfig.DEFAULT_MAX_PENDING_HANDSHAKES_PER_SOURCE));
     }
 
     /** Drives {@code group} (a server channel's) from now on, until it is closed. Loop thread only. */
@@ -126,7 +127,6 @@ public final class RdmaIoHandler implements IoHandler {
             if (!g.isOpen()) {
                 groups.remove(i--);
                 clientGroups.values().remove(g);
-                handshakes.remove(g);
                 publishGroups();
             }
         }
