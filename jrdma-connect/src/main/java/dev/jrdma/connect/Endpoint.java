@@ -747,7 +747,7 @@ public final class Endpoint implements AutoCloseable {
     public Message receive(Duration timeout) {
         CompletableFuture<Message> f = receive();
         try {
-            return waitFor(f, timeout.toNanos());
+            return waitFor(group, f, timeout.toNanos());
         } catch (TimeoutException e) {
             synchronized (this) {
                 if (waiters.remove(f)) {
@@ -1613,7 +1613,7 @@ public final class Endpoint implements AutoCloseable {
     public <T> T await(CompletableFuture<T> f) {
         try {
             // the completion thread fails the operation at its deadline; the margin only guards against a dead group
-            return waitFor(f, TimeUnit.MILLISECONDS.toNanos(cfg.timeout().toMillis() + 2000));
+            return waitFor(group, f, TimeUnit.MILLISECONDS.toNanos(cfg.timeout().toMillis() + 2000));
         } catch (TimeoutException e) {
             throw new RdmaException(
                     RdmaException.Kind.TIMEOUT,
@@ -1628,12 +1628,14 @@ public final class Endpoint implements AutoCloseable {
 
     /**
      * Waits for a future without running other tasks meanwhile: {@code CompletableFuture.get} on a ForkJoinPool
-     * worker may run other queued tasks inside the wait (a lock holder could end up stuck under a lock waiter). (It does
-     * not spin first: the group's owner spins already, and a third spinning thread on a two-core machine measured
-     * slower.)
+     * worker may run other queued tasks inside the wait (a lock holder could end up stuck under a lock waiter). It drives
+     * the group on this thread first, for the group's busy-poll budget ({@link EndpointGroup#helpUntil}): a reply is
+     * then dispatched here, not handed over from the group's thread.
      */
-    private static <T> T waitFor(CompletableFuture<T> f, long nanos)
+    private static <T> T waitFor(EndpointGroup group, CompletableFuture<T> f, long nanos)
             throws InterruptedException, ExecutionException, TimeoutException {
+        // first the caller drives the group itself for a while: the answer is polled and delivered on this thread
+        if (!f.isDone()) group.helpUntil(f::isDone, System.nanoTime() + nanos);
         if (!f.isDone()) {
             java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(1);
             f.whenComplete((r, e) -> done.countDown());

@@ -169,6 +169,17 @@ public final class EndpointGroup implements AutoCloseable {
     }
 
     /**
+     * A caller about to wait for one of this group's results drives the group meanwhile ({@link ProgressCore#helpUntil}),
+     * when the group has a thread of its own (an invoked group is left to its invoker) and the caller is not it.
+     *
+     * @return whether {@code done} holds
+     */
+    boolean helpUntil(java.util.function.BooleanSupplier done, long deadline) {
+        if (thread == null || Thread.currentThread() == thread) return done.getAsBoolean();
+        return core.helpUntil(done, deadline);
+    }
+
+    /**
      * {@return the invoker that drives this group, or null when the group has a thread of its own ({@link #open})}
      */
     public Invoker invoker() {

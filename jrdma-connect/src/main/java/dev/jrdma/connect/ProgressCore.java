@@ -1,5 +1,7 @@
 package dev.jrdma.connect;
 
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.BooleanSupplier;
 import java.util.function.LongSupplier;
 
 /**
@@ -55,6 +57,11 @@ final class ProgressCore {
     private volatile boolean sleeping;
 
     private volatile boolean running = true;
+    /**
+     * Who drives now, for a group with a thread of its own: its agent, or a caller waiting for one of its results
+     * ({@link #helpUntil}); only ever tried, never waited for. An invoked group has one driver and leaves it alone.
+     */
+    private final AtomicBoolean driving = new AtomicBoolean();
     // owner only
     private long nextTimeoutCheck;
     private long lastWork;
@@ -143,17 +150,44 @@ final class ProgressCore {
     boolean idle(long now, long maxSleepNanos) {
         long spin = spinNanos;
         if (now - lastWork < spin || spin == SPIN_FOREVER) {
-            if (++idleTurns >= 10_000) {
-                idleTurns = 0;
-                Thread.yield(); // a busy-polling owner gives a loaded machine's other threads a turn
-            } else {
-                Thread.onSpinWait();
-            }
+            spinOnce();
             return true;
         }
         sleep(Math.min(maxSleepNanos, Math.max(0, nextTimeoutCheck - now)));
         lastWork = clock.getAsLong(); // woken (by an event, most likely): poll busily again for the budget
         return false;
+    }
+
+    private void spinOnce() {
+        if (++idleTurns >= 10_000) {
+            idleTurns = 0;
+            Thread.yield(); // a busy-polling owner gives a loaded machine's other threads a turn
+        } else {
+            Thread.onSpinWait();
+        }
+    }
+
+    /** {@link #idle} for the agent: it holds the drive only to arm and poll, not while it sleeps. */
+    private void agentIdle(long now) {
+        long spin = spinNanos;
+        if (now - lastWork < spin || spin == SPIN_FOREVER) {
+            spinOnce();
+            return;
+        }
+        sleeping = true;
+        try {
+            if (!tryDrive()) return; // a caller drives now
+            try {
+                duty.arm();
+                if (!commands.isEmpty() || !running || duty.poll() > 0) return;
+            } finally {
+                release();
+            }
+            duty.await(Math.min(MAX_SLEEP_NANOS, Math.max(1, nextTimeoutCheck - now)));
+        } finally {
+            sleeping = false;
+        }
+        lastWork = clock.getAsLong();
     }
 
     /** Arms the CQs and sleeps on the channel unless a command or a completion came in the meantime. Owner only. */
@@ -197,13 +231,65 @@ final class ProgressCore {
         return commands.size();
     }
 
+    /** Takes the drive if nobody has it (the caller becomes the owner until {@link #release}). */
+    private boolean tryDrive() {
+        if (!driving.compareAndSet(false, true)) return false;
+        owner = Thread.currentThread();
+        return true;
+    }
+
+    private void release() {
+        owner = null;
+        driving.set(false);
+    }
+
+    /**
+     * A caller waiting for a result of this core ({@code done}) drives it on its own thread meanwhile, as the software
+     * device lets a polling application drive its receive path: the completion it waits for is then polled and
+     * dispatched right here, with no hand-off and no wake-up. It stops within the busy-poll budget after its last work
+     * (or at {@code deadline}) and wakes the agent, which drives from then on. Any thread but the agent's.
+     *
+     * @return whether {@code done} held when it stopped
+     */
+    boolean helpUntil(BooleanSupplier done, long deadline) {
+        long now = clock.getAsLong(), last = now;
+        long budget = Math.min(spinNanos, DEFAULT_SPIN_NANOS);
+        try {
+            while (!done.getAsBoolean()) {
+                if (!running || now - last >= budget || now - deadline >= 0) return false;
+                if (tryDrive()) {
+                    try {
+                        if (doWork(now) > 0) last = now;
+                    } finally {
+                        release();
+                    }
+                }
+                Thread.onSpinWait();
+                now = clock.getAsLong();
+            }
+            return true;
+        } finally {
+            wakeup(); // the agent may sleep without its CQs armed while a caller drove: it takes over now
+        }
+    }
+
     /** The group's own thread: duty cycles until {@link #stop}; a failure of the device is logged, not fatal. */
     void runAsAgent(System.Logger log, String name) {
-        takeOwnership();
         while (running) {
             try {
                 long now = clock.getAsLong();
-                if (doWork(now) == 0) idle(now, MAX_SLEEP_NANOS);
+                if (!tryDrive()) {
+                    // a caller drives: sleep (CQs not armed) until it hands back with a wakeup, or at most a while
+                    duty.await(MAX_SLEEP_NANOS);
+                    continue;
+                }
+                int work;
+                try {
+                    work = doWork(now);
+                } finally {
+                    release();
+                }
+                if (work == 0) agentIdle(now);
             } catch (RuntimeException | Error e) {
                 // this thread serves every endpoint of the group: it reports and goes on (the device's own failures)
                 if (!running) break;

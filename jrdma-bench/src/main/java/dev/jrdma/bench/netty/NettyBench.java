@@ -450,7 +450,17 @@ public final class NettyBench {
         dev.jrdma.bench.PerfOptions server = dev.jrdma.bench.PerfOptions.parse(
                 "send_lat", "-d", "soft@" + o.serverHost(), "-p", "" + port, "-s", size, "-n", n, "--timeout", "30");
         dev.jrdma.bench.PerfOptions clientSide = dev.jrdma.bench.PerfOptions.parse(
-                "send_lat", "-d", "soft@" + client, "-p", "" + port, "-s", size, "-n", n, "--timeout", "30",
+                "send_lat",
+                "-d",
+                "soft@" + client,
+                "-p",
+                "" + port,
+                "-s",
+                size,
+                "-n",
+                n,
+                "--timeout",
+                "30",
                 o.serverHost());
         PrintStream sink = new PrintStream(java.io.OutputStream.nullOutputStream());
         CompletableFuture<dev.jrdma.bench.RunResult> serverRun =
