@@ -477,13 +477,13 @@ public final class NettyBench {
         serverRun.get(60, TimeUnit.SECONDS);
         dev.jrdma.bench.LatencyResult lat = r.latency().get(0);
         Row row = new Row(
-                "jrdma perf send_lat (verbs, one way)",
+                "jrdma perf send_lat (one way)",
                 lat.tTypical(),
                 lat.p99(),
                 Double.NaN,
                 Double.NaN,
                 Double.NaN,
-                "perftest's t_typical, half a round trip");
+                "latency only");
         log.printf(Locale.ROOT, "   t_typical %.2f us, p99 %.2f us%n", row.p50Us(), row.p99Us());
         return row;
     }
