@@ -203,6 +203,28 @@ class ProgressCoreTest {
     }
 
     @Test
+    void aWaitingCallerDrivesTheCoreUntilItsResultComesThenWakesTheAgent() {
+        ScriptedDuty duty = new ScriptedDuty();
+        ManualClock clock = new ManualClock();
+        ProgressCore core = new ProgressCore(duty, () -> clock.now, 16, 100_000);
+        duty.completions = 6; // the answer the caller waits for is the last of them
+        boolean[] done = new boolean[1];
+        core.execute(() -> done[0] = true); // runs after the completions before it, on the caller's thread
+        assertTrue(core.helpUntil(() -> done[0], clock.now + 1_000_000));
+        assertTrue(duty.calls.containsAll(List.of("poll 4", "drain 2")), duty.calls.toString());
+        assertEquals(1, duty.wakeups, "the agent is woken to drive from here on");
+    }
+
+    @Test
+    void aWaitingCallerStopsDrivingWhenItsBudgetPassesWithoutWork() {
+        ScriptedDuty duty = new ScriptedDuty();
+        ManualClock clock = new ManualClock();
+        ProgressCore core = new ProgressCore(duty, () -> clock.now += 10_000, 16, 100_000); // 10 us per look
+        assertFalse(core.helpUntil(() -> false, Long.MAX_VALUE / 2), "nothing came within the budget: it parks");
+        assertEquals(1, duty.wakeups);
+    }
+
+    @Test
     void theQueueKeepsOrderAcrossItsWrap() {
         CommandQueue q = new CommandQueue(4);
         List<Integer> seen = new ArrayList<>();
