@@ -260,6 +260,9 @@ final class ProgressCore {
                 if (tryDrive()) {
                     try {
                         if (doWork(now) > 0) last = now;
+                    } catch (RuntimeException e) {
+                        if (!running) return false; // the group closed under the caller: its wait reports that
+                        throw e;
                     } finally {
                         release();
                     }
