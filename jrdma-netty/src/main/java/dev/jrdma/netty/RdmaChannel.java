@@ -336,12 +336,23 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
 
     private void scheduleRead() {
         if (readScheduled.compareAndSet(false, true)) {
+            if (runInline(readTask)) return;
             try {
                 eventLoop().execute(readTask);
             } catch (RejectedExecutionException e) {
                 readScheduled.set(false); // the loop is shutting down: nothing more to read
             }
         }
+    }
+
+    /**
+     * Runs a completion's read or write handling on the spot when the completion is dispatched by this channel's own
+     * event loop while it drives its groups ({@link RdmaIoHandler#runInline}): no task, no second pass of the loop.
+     */
+    private boolean runInline(Runnable work) {
+        if (!isRegistered()) return false;
+        RdmaIoHandler h = RdmaIoHandler.current();
+        return h != null && eventLoop().inEventLoop() && h.runInline(work);
     }
 
     /**
@@ -780,6 +791,7 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
         }
         sendsCompleted.incrementAndGet();
         if (writeScheduled.compareAndSet(false, true)) {
+            if (runInline(writeTask)) return;
             try {
                 eventLoop().execute(writeTask);
             } catch (RejectedExecutionException e) {

@@ -55,6 +55,11 @@ public final class RdmaIoHandler implements IoHandler {
      */
     private static final Map<InetAddress, Semaphore> HANDSHAKES = new java.util.concurrent.ConcurrentHashMap<>();
 
+    /** {@link #run} or {@link #idle} drives the groups now: a completion's channel work may run inline (loop only). */
+    private boolean driving;
+    /** A channel's work runs inline now: what it triggers goes to the loop as a task, not into it again (loop only). */
+    private boolean inline;
+
     private volatile Thread loopThread;
     /** {@link #groups}, for {@link #wakeup}: the loop sleeps on the first one's completion channel. */
     private volatile EndpointGroup[] wakeable = new EndpointGroup[0];
@@ -115,6 +120,38 @@ public final class RdmaIoHandler implements IoHandler {
     public int run(IoHandlerContext context) {
         if (loopThread == null) initialize();
         int work = 0;
+        driving = true;
+        try {
+            work = driveGroups();
+        } finally {
+            driving = false;
+        }
+        if (work == 0 && context.canBlock()) idle(context);
+        if (context.shouldReportActiveIoTime()) context.reportActiveIoTime(0);
+        return work;
+    }
+
+    /**
+     * Runs {@code work} (a channel's read or write handling, triggered by a completion) right here when this loop is
+     * driving its groups and no channel work runs already; false when the caller must hand it to the loop as a task.
+     * Loop thread only. A failure of {@code work} is logged, as the loop logs a task's.
+     */
+    boolean runInline(Runnable work) {
+        if (!driving || inline) return false;
+        inline = true;
+        try {
+            work.run();
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, "a channel's completion handling: " + e, e);
+        } finally {
+            inline = false;
+        }
+        return true;
+    }
+
+    /** One duty cycle of every group this loop drives; drops the closed ones. */
+    private int driveGroups() {
+        int work = 0;
         for (int i = 0; i < groups.size(); i++) {
             EndpointGroup g = groups.get(i);
             try {
@@ -130,8 +167,6 @@ public final class RdmaIoHandler implements IoHandler {
                 publishGroups();
             }
         }
-        if (work == 0 && context.canBlock()) idle(context);
-        if (context.shouldReportActiveIoTime()) context.reportActiveIoTime(0);
         return work;
     }
 
@@ -144,11 +179,14 @@ public final class RdmaIoHandler implements IoHandler {
         }
         EndpointGroup g = groups.get(0);
         long max = groups.size() == 1 ? delay : Math.min(delay, MULTI_GROUP_SLEEP_NANOS);
+        driving = true;
         try {
             g.invoker().idle(max);
         } catch (RuntimeException e) {
             if (g.isOpen())
                 LOG.log(System.Logger.Level.WARNING, "idle on " + g.device().name() + ": " + e);
+        } finally {
+            driving = false;
         }
     }
 
