@@ -55,7 +55,10 @@ public final class NettyBenchCommand implements Callable<Integer> {
             defaultValue = "5")
     double seconds;
 
-    @Option(names = "--transports", split = ",", description = "Any of udp,nio,epoll,jrdma,endpoint (default: all).")
+    @Option(
+            names = "--transports",
+            split = ",",
+            description = "Any of udp,nio,epoll,jrdma,endpoint,send_lat (default: all).")
     List<String> transports;
 
     @Option(

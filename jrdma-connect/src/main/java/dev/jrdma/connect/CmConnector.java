@@ -261,7 +261,7 @@ final class CmConnector {
                     h.messageSize(),
                     h.user(),
                     h.export());
-            ep.cmStart(new CmControl(id, remote));
+            ep.startWith(new CmControl(id, remote));
             return ep;
         } catch (RdmaConnectException ex) {
             abandon(ep, group, ownsGroup, id, ch);
@@ -489,7 +489,7 @@ final class CmConnector {
                         h.messageSize(),
                         h.user(),
                         h.export());
-                ep.cmStart(new CmControl(id, remote));
+                ep.startWith(new CmControl(id, remote));
                 return ep;
             } catch (RdmaConnectException ex) {
                 abandon(ep, null, false, id, connCh);

@@ -16,13 +16,8 @@ import dev.jrdma.verbs.WcOpcode;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
-import java.io.DataInputStream;
-import java.io.DataOutputStream;
-import java.io.EOFException;
-import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketAddress;
 import java.security.SecureRandom;
@@ -199,6 +194,9 @@ public final class Endpoint implements AutoCloseable {
     private RemoteBuffer exportRemote;
     private volatile WindowGrant localExport;
 
+    /** Set by the control channel's thread when the peer said goodbye or went away: new operations fail at once. */
+    private volatile RdmaException peerEnded;
+
     // all below guarded by this
     private State state = State.CONNECTING;
     private RdmaException failure;
@@ -329,154 +327,16 @@ public final class Endpoint implements AutoCloseable {
             range = ExportedRange.of(group.pool(), export, cfg.remoteAccess(), group.config());
         }
         if (cm) return CmConnector.connect(host, port, cfg, group, range);
-        long deadline = System.nanoTime() + cfg.timeout().toNanos();
-        // a server that runs as many handshakes as it allows (in all, or for this host) says so and to try again later:
-        // a burst of connects from one host (a pool opening 100 connections) waits its turn within the timeout, as a
-        // TCP backlog would make it, instead of failing; the server's limits still bound what it holds at once
-        for (long backoffNanos = 1_000_000; ; backoffNanos = Math.min(backoffNanos * 2, 50_000_000)) {
-            try {
-                return connectOnce(host, port, cfg, group, range, deadline);
-            } catch (RdmaConnectException e) {
-                long wait = backoffNanos / 2
-                        + java.util.concurrent.ThreadLocalRandom.current().nextLong(backoffNanos / 2 + 1);
-                if (!isHandshakeLimit(e) || System.nanoTime() + wait - deadline >= 0) throw e;
-                java.util.concurrent.locks.LockSupport.parkNanos(wait);
-                if (Thread.currentThread().isInterrupted()) throw e;
-            }
-        }
+        return TcpConnector.connect(host, port, cfg, group, range);
     }
 
-    /** A REJECT for a handshake limit of the server ({@link Admission}: its reasons name the setting). */
-    private static boolean isHandshakeLimit(RdmaConnectException e) {
-        String m = e.getMessage();
-        return e.reason() == RdmaConnectException.Reason.REJECTED
-                && m != null
-                && (m.contains("(maxPendingHandshakes)") || m.contains("(maxPendingHandshakesPerSource)"));
-    }
-
-    private static Endpoint connectOnce(
-            String host, int port, EndpointConfig cfg, EndpointGroup group, ExportedRange range, long deadline)
-            throws RdmaConnectException {
-        try {
-            return connectTcp(host, port, cfg, group, range, deadline, true);
-        } catch (Handshake.VersionRefused e) {
-            // a server of handshake version 1 (an older jrdma) refuses the version that offers packet authentication:
-            // again, plain (version 1); a server of another version still refuses, and says so
-            LOG.log(
-                    System.Logger.Level.DEBUG,
-                    "connecting to " + host + ":" + port + " again without packet authentication: " + e.getMessage());
-            return connectTcp(host, port, cfg, group, range, deadline, false);
-        }
-    }
-
-    private static Endpoint connectTcp(
-            String host,
-            int port,
-            EndpointConfig cfg,
-            EndpointGroup group,
-            ExportedRange range,
-            long deadline,
-            boolean mayOfferAuth)
-            throws RdmaConnectException {
-        Socket s = Handshake.openSocket(host, port, cfg, deadline);
-        boolean ownsGroup = group == null;
-        Endpoint ep = null;
-        try {
-            if (ownsGroup) {
-                try {
-                    group = EndpointGroup.forLocalAddress(s.getLocalAddress(), cfg);
-                } catch (VerbsException | IllegalArgumentException | IllegalStateException e) {
-                    throw new RdmaConnectException(
-                            RdmaConnectException.Reason.DEVICE_ERROR,
-                            "no RDMA device for local address "
-                                    + s.getLocalAddress().getHostAddress() + ": " + e.getMessage(),
-                            e);
-                }
-            }
-            ep = new Endpoint(group, ownsGroup, s);
-            ep.clientHandshake(host + ":" + port, range, deadline, mayOfferAuth);
-            return ep;
-        } catch (RdmaConnectException e) {
-            cleanupFailed(ep, group, ownsGroup, s);
-            throw e;
-        } catch (VerbsException | IllegalStateException e) {
-            cleanupFailed(ep, group, ownsGroup, s);
-            throw new RdmaConnectException(
-                    RdmaConnectException.Reason.DEVICE_ERROR, "setting up the queue pair failed: " + e.getMessage(), e);
-        } catch (RuntimeException e) {
-            cleanupFailed(ep, group, ownsGroup, s);
-            throw e;
-        }
-    }
-
-    private static void cleanupFailed(Endpoint ep, EndpointGroup group, boolean ownsGroup, Socket s) {
-        try {
-            s.close();
-        } catch (IOException ignored) {
-            // closing anyway
-        }
-        if (ep != null) ep.releaseResources();
-        if (ownsGroup && group != null) group.close();
-    }
-
-    /**
-     * Server side: the handshake of an accepted TCP connection, within one deadline. The client's HELLO is read and
-     * screened (filter, connection cap, room in a CQ: {@link Admission}) before anything is made for it; whatever fails
-     * frees all of it.
-     */
-    static Endpoint accept(
-            EndpointGroup group, Socket s, ExportedRange export, ServerEndpoint.ConnectionFilter filter, long deadline)
-            throws RdmaConnectException {
-        return JfrEvents.recordSetup(
-                "server",
-                false,
-                String.valueOf(s.getRemoteSocketAddress()),
-                () -> acceptTcp(group, s, export, filter, deadline));
-    }
-
-    private static Endpoint acceptTcp(
-            EndpointGroup group, Socket s, ExportedRange export, ServerEndpoint.ConnectionFilter filter, long deadline)
-            throws RdmaConnectException {
-        String where = String.valueOf(s.getRemoteSocketAddress());
-        EndpointConfig cfg = group.config();
-        Endpoint ep = null;
-        try {
-            DataOutputStream out = new DataOutputStream(s.getOutputStream());
-            DataInputStream in = Handshake.input(s, deadline);
-            Handshake.Hello hello = Handshake.readHello(in, out, where);
-            String rejection =
-                    Handshake.screen(filter, (InetSocketAddress) s.getRemoteSocketAddress(), hello.privateData());
-            if (rejection != null) {
-                Handshake.writeReject(out, VERDICT_REJECT, rejection);
-                throw new RdmaConnectException(
-                        RdmaConnectException.Reason.REJECTED, "rejected the client at " + where + ": " + rejection);
-            }
-            // the connection cap and a CQ with room first; a client the server cannot take is told why
-            ep = Admission.create(
-                    group,
-                    () -> new Endpoint(group, false, s),
-                    why -> Handshake.writeReject(out, VERDICT_REJECT, why),
-                    where);
-            ep.serverHandshake(hello, in, out, export, where);
-            return ep;
-        } catch (RdmaConnectException e) {
-            cleanupFailed(ep, group, false, s);
-            throw e;
-        } catch (IOException e) {
-            cleanupFailed(ep, group, false, s);
-            throw Handshake.translate(e, where, cfg.timeout(), "the client");
-        } catch (VerbsException | IllegalStateException e) {
-            cleanupFailed(ep, group, false, s);
-            throw new RdmaConnectException(
-                    RdmaConnectException.Reason.DEVICE_ERROR, "setting up the queue pair failed: " + e.getMessage(), e);
-        } catch (RuntimeException | Error e) {
-            cleanupFailed(ep, group, false, s);
-            throw e;
-        }
+    /** An endpoint for the TCP exchange of {@link TcpConnector} on {@code socket} (its control channel after). */
+    static Endpoint createForTcp(EndpointGroup group, boolean ownsGroup, Socket socket) {
+        return new Endpoint(group, ownsGroup, socket);
     }
 
     /** RESET -> INIT with only the remote rights the configuration asks for; posts the receive buffers. */
-    private void toInit(int pkeyIndex, int port) {
+    void toInit(int pkeyIndex, int port) {
         QpSetup.toInit(qp, cfg.remoteAccess(), pkeyIndex, port);
         for (int i = 0; i < recvSlots; i++) postRecv(i);
     }
@@ -485,7 +345,7 @@ public final class Endpoint implements AutoCloseable {
      * Reserves this connection's view of {@code range} before the handshake announces it: a type 2 window (its
      * key is chosen here, the bind follows in RTS), or a region registered over exactly the range. Null: no export.
      */
-    private RemoteBuffer reserveExport(ExportedRange range) {
+    RemoteBuffer reserveExport(ExportedRange range) {
         if (range == null) return null;
         exportRange = range;
         if (group.exportsWithWindows()) {
@@ -500,7 +360,7 @@ public final class Endpoint implements AutoCloseable {
     }
 
     /** Binds the reserved window on this QP (now in RTS): from here on the peer can use the export. */
-    private void bindExport() {
+    void bindExport() {
         if (exportWindow == null) return;
         bindWindow(
                 exportWindow,
@@ -551,8 +411,7 @@ public final class Endpoint implements AutoCloseable {
      * What the peer announced in the handshake, whichever connection manager carried it: its QP and path, the
      * credits it grants, its receive buffers' size, its private data and what it exports to this side (or null).
      */
-    private void applyPeer(
-            ConnParams params, int peerCredits, int messageSize, byte[] privateData, RemoteBuffer export) {
+    void applyPeer(ConnParams params, int peerCredits, int messageSize, byte[] privateData, RemoteBuffer export) {
         remote = params;
         peerMessageSize = messageSize;
         peerPrivateData = privateData;
@@ -562,9 +421,20 @@ public final class Endpoint implements AutoCloseable {
         }
     }
 
-    void cmStart(Control c) {
+    /** The set-up is done: {@code c} is the connection's control channel from now on, and operations may start. */
+    void startWith(Control c) {
         goodbye.attach(c);
         started();
+    }
+
+    /** This side's connection parameters, as the set-up sends them to the peer. */
+    void setLocalParams(ConnParams params) {
+        local = params;
+    }
+
+    /** Whether the set-up put the QP in the authenticated mode. */
+    void setPacketAuthenticated(boolean on) {
+        packetAuthenticated = on;
     }
 
     /** Undoes a failed rdma_cm set-up. */
@@ -577,124 +447,6 @@ public final class Endpoint implements AutoCloseable {
         return QpSetup.rdAtomic(group.deviceAttr());
     }
 
-    private void clientHandshake(String where, ExportedRange range, long deadline, boolean mayOfferAuth)
-            throws RdmaConnectException {
-        RemoteBuffer export = reserveExport(range);
-        local = QpSetup.localParams(group, qp, export);
-        toInit(0, EndpointGroup.PORT);
-        PacketAuthAgreement agreement =
-                mayOfferAuth && PacketAuthAgreement.possible(cfg, group) ? new PacketAuthAgreement() : null;
-        byte[] offered = agreement == null ? null : agreement.publicKey;
-        try {
-            DataOutputStream out = new DataOutputStream(socket.getOutputStream());
-            DataInputStream in = Handshake.input(socket, deadline);
-            // the HELLO in one write: a server of version 1 answers a HELLO of version 2 from its first six bytes and
-            // closes;
-            // a HELLO still arriving then would meet its reset (a lost write) instead of its refusal being read
-            java.io.ByteArrayOutputStream hello = new java.io.ByteArrayOutputStream(Handshake.MAX_HELLO);
-            Handshake.writeHello(
-                    new DataOutputStream(hello),
-                    local,
-                    cfg.recvQueueDepth(),
-                    cfg.messageSize(),
-                    export == null ? 0 : export.length(),
-                    cfg.privateData(),
-                    offered);
-            hello.writeTo(out);
-            out.flush();
-            Handshake.Reply reply =
-                    Handshake.readReply(in, where, offered == null ? HANDSHAKE_MIN_VERSION : HANDSHAKE_VERSION);
-            applyPeer(
-                    reply.params(),
-                    reply.credits(),
-                    reply.messageSize(),
-                    reply.privateData(),
-                    exported(reply.params(), reply.exportLength()));
-            byte[] key = null;
-            if (reply.authPublicKey()
-                    != null) { // the server took the offer (it never turns the mode on unasked: version 1 has no room
-                // for it)
-                key = agreement.key(
-                        reply.authPublicKey(), local.qpNum(), remote.qpNum(), offered, reply.authPublicKey());
-            }
-            QpSetup.toRtr(qp, group, local, remote, key);
-            packetAuthenticated = key != null;
-            QpSetup.toRts(qp, group, local);
-            bindExport();
-            out.writeByte(READY);
-            out.flush();
-            goodbye.attach(new TcpControl(socket, out, cfg.timeout()));
-        } catch (Handshake.VersionRefused e) {
-            if (offered != null) throw e; // the caller tries again without the offer
-            throw new RdmaConnectException(e.reason(), e.getMessage(), e);
-        } catch (RdmaConnectException e) {
-            throw e;
-        } catch (IOException e) {
-            throw Handshake.translate(e, where, cfg.timeout(), "the server");
-        }
-        started();
-    }
-
-    /** The buffer a TCP handshake's peer exports (its address and key travel in its parameters), or null. */
-    private static RemoteBuffer exported(ConnParams params, long length) {
-        return length > 0 ? new RemoteBuffer(params.addr(), params.rkey(), length) : null;
-    }
-
-    private void serverHandshake(
-            Handshake.Hello hello, DataInputStream in, DataOutputStream out, ExportedRange range, String where)
-            throws RdmaConnectException {
-        try {
-            applyPeer(
-                    hello.params(),
-                    hello.credits(),
-                    hello.messageSize(),
-                    hello.privateData(),
-                    exported(hello.params(), hello.exportLength()));
-            RemoteBuffer export = reserveExport(range);
-            local = QpSetup.localParams(group, qp, export);
-            toInit(0, EndpointGroup.PORT);
-            // the client offered packet authentication and this side may: agree the key, tell the client in ACCEPT
-            PacketAuthAgreement agreement = hello.authPublicKey() != null && PacketAuthAgreement.possible(cfg, group)
-                    ? new PacketAuthAgreement()
-                    : null;
-            byte[] key = agreement == null
-                    ? null
-                    : agreement.key(
-                            hello.authPublicKey(),
-                            remote.qpNum(),
-                            local.qpNum(),
-                            hello.authPublicKey(),
-                            agreement.publicKey);
-            QpSetup.toRtr(qp, group, local, remote, key);
-            packetAuthenticated = key != null;
-            // RTS before ACCEPT: the export's window must be bound before the client can use it (nothing is sent before
-            // READY)
-            QpSetup.toRts(qp, group, local);
-            bindExport();
-            Handshake.writeAccept(
-                    out,
-                    hello.version(),
-                    local,
-                    cfg.recvQueueDepth(),
-                    cfg.messageSize(),
-                    export == null ? 0 : export.length(),
-                    cfg.privateData(),
-                    agreement == null ? null : agreement.publicKey);
-            int ready = in.read();
-            if (ready < 0) throw new EOFException();
-            if (ready != READY)
-                throw new RdmaConnectException(
-                        RdmaConnectException.Reason.PROTOCOL_ERROR,
-                        "the client at " + where + " sent 0x" + Integer.toHexString(ready) + " instead of READY");
-            goodbye.attach(new TcpControl(socket, out, cfg.timeout()));
-        } catch (RdmaConnectException e) {
-            throw e;
-        } catch (IOException e) {
-            throw Handshake.translate(e, where, cfg.timeout(), "the client");
-        }
-        started();
-    }
-
     void started() {
         synchronized (this) {
             state = State.CONNECTED;
@@ -705,14 +457,29 @@ public final class Endpoint implements AutoCloseable {
         goodbye.control().start(this);
     }
 
-    /** The peer said goodbye (from the control channel). */
+    /**
+     * The peer said goodbye (from the control channel). New sends fail at once (the peer takes nothing more); what
+     * came before the goodbye is still delivered first, by the group's owner.
+     */
     void peerBye() {
+        if (peerEnded == null) peerEnded = peerClosedError(true);
         group.submit(() -> onPeerClosed(true));
     }
 
     /** The peer went away without a goodbye. */
     void peerLost() {
+        if (peerEnded == null) peerEnded = peerClosedError(false);
         group.submit(() -> onPeerClosed(false));
+    }
+
+    private RdmaException peerClosedError(boolean graceful) {
+        return graceful
+                ? new RdmaException(
+                        RdmaException.Kind.PEER_CLOSED, "the peer at " + remoteAddress() + " closed the connection")
+                : new RdmaException(
+                        RdmaException.Kind.PEER_GONE,
+                        "the peer at " + remoteAddress()
+                                + " is gone: its connection ended without a goodbye (process exited or crashed, or the network failed)");
     }
 
     /** The peer sent what its control channel does not carry (it is disconnected): the endpoint ends with PROTOCOL_ERROR. */
@@ -980,7 +747,7 @@ public final class Endpoint implements AutoCloseable {
     public Message receive(Duration timeout) {
         CompletableFuture<Message> f = receive();
         try {
-            return waitFor(f, timeout.toNanos());
+            return waitFor(group, f, timeout.toNanos());
         } catch (TimeoutException e) {
             synchronized (this) {
                 if (waiters.remove(f)) {
@@ -1368,6 +1135,9 @@ public final class Endpoint implements AutoCloseable {
             boolean setUp = state == State.CONNECTING && (op.kind == Kind.BIND || op.kind == Kind.INVALIDATE);
             if (state != State.CONNECTED && !setUp) {
                 failOp(op, stateError(op.what()));
+            } else if (peerEnded != null && !setUp) {
+                // the control channel heard the peer's goodbye; its owner has not acted on it yet
+                failOp(op, derived(op, peerEnded));
             } else if (!pending.isEmpty() || !canPost(op)) {
                 pending.add(op);
             } else {
@@ -1698,13 +1468,7 @@ public final class Endpoint implements AutoCloseable {
     private void onPeerClosed(boolean graceful) {
         synchronized (this) {
             if (state != State.CONNECTED && state != State.CLOSING) return;
-            RdmaException e = graceful
-                    ? new RdmaException(
-                            RdmaException.Kind.PEER_CLOSED, "the peer at " + remoteAddress() + " closed the connection")
-                    : new RdmaException(
-                            RdmaException.Kind.PEER_GONE,
-                            "the peer at " + remoteAddress()
-                                    + " is gone: its connection ended without a goodbye (process exited or crashed, or the network failed)");
+            RdmaException e = peerEnded != null ? peerEnded : peerClosedError(graceful);
             failure = e;
             state = State.PEER_CLOSED;
             if (!graceful) JfrEvents.error(this, e);
@@ -1849,7 +1613,7 @@ public final class Endpoint implements AutoCloseable {
     public <T> T await(CompletableFuture<T> f) {
         try {
             // the completion thread fails the operation at its deadline; the margin only guards against a dead group
-            return waitFor(f, TimeUnit.MILLISECONDS.toNanos(cfg.timeout().toMillis() + 2000));
+            return waitFor(group, f, TimeUnit.MILLISECONDS.toNanos(cfg.timeout().toMillis() + 2000));
         } catch (TimeoutException e) {
             throw new RdmaException(
                     RdmaException.Kind.TIMEOUT,
@@ -1864,10 +1628,14 @@ public final class Endpoint implements AutoCloseable {
 
     /**
      * Waits for a future without running other tasks meanwhile: {@code CompletableFuture.get} on a ForkJoinPool
-     * worker may run other queued tasks inside the wait (a lock holder could end up stuck under a lock waiter).
+     * worker may run other queued tasks inside the wait (a lock holder could end up stuck under a lock waiter). It drives
+     * the group on this thread first, for the group's busy-poll budget ({@link EndpointGroup#helpUntil}): a reply is
+     * then dispatched here, not handed over from the group's thread.
      */
-    private static <T> T waitFor(CompletableFuture<T> f, long nanos)
+    private static <T> T waitFor(EndpointGroup group, CompletableFuture<T> f, long nanos)
             throws InterruptedException, ExecutionException, TimeoutException {
+        // first the caller drives the group itself for a while: the answer is polled and delivered on this thread
+        if (!f.isDone()) group.helpUntil(f::isDone, System.nanoTime() + nanos);
         if (!f.isDone()) {
             java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(1);
             f.whenComplete((r, e) -> done.countDown());
@@ -1933,7 +1701,7 @@ public final class Endpoint implements AutoCloseable {
         if (ownsGroup) group.close();
     }
 
-    private void releaseResources() {
+    void releaseResources() {
         group.unregister(this, cqEntries);
         WindowGrant export = localExport;
         try {

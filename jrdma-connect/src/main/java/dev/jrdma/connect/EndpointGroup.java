@@ -13,13 +13,14 @@ import java.time.Duration;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.ConcurrentLinkedQueue;
 
 /**
- * Endpoints that share a device, a protection domain, a buffer pool, a completion channel and one completion
- * thread. The thread sleeps on the completion channel ({@link PollMode#EVENT}: arm, poll, await the event, ack)
- * or spins on the CQs ({@link PollMode#BUSY}); it dispatches each completion to its endpoint, and fails operations
- * that have waited longer than the timeout.
+ * Endpoints that share a device, a protection domain, a buffer pool, a completion channel and one owner thread that
+ * drives them ({@link ProgressCore}): the group's own completion thread ({@link #open}), or a caller with no thread of
+ * its own that invokes the duty cycle ({@link #openInvoked}, {@link Invoker}: a Netty event loop). The owner polls the
+ * CQs and dispatches each completion to its endpoint, runs the commands other threads handed it, and fails operations
+ * that have waited longer than the timeout. Idle, it polls on for a budget ({@link #busyPoll}; {@link PollMode#BUSY}:
+ * always), then arms the CQs and sleeps on the completion channel.
  *
  * <p>Completion queues: the group starts with one of {@link EndpointConfig#cqSize()} entries. An endpoint reserves
  * what it can complete at once (its send and receive depths) in a CQ with room for it; when none has room the group
@@ -33,8 +34,10 @@ public final class EndpointGroup implements AutoCloseable {
     static final int PORT = 1;
     private static final System.Logger LOG = System.getLogger(EndpointGroup.class.getName());
 
-    /** How long the completion thread sleeps in the completion channel before it looks at timeouts and tasks again. */
-    private static final Duration EVENT_WAIT = Duration.ofMillis(10);
+    /** The longest sleep on the completion channel (timeouts and commands are looked at this often at least). */
+    private static final Duration EVENT_WAIT = Duration.ofNanos(ProgressCore.MAX_SLEEP_NANOS);
+    /** Commands other threads may have queued for the owner at once (more wait for room). */
+    private static final int COMMANDS = 1024;
 
     private final EndpointConfig config;
     private final Device device;
@@ -61,9 +64,12 @@ public final class EndpointGroup implements AutoCloseable {
     private final BufferPool messages;
     private final int gidIndex;
     private final ConcurrentHashMap<Integer, Endpoint> endpoints = new ConcurrentHashMap<>();
-    private final ConcurrentLinkedQueue<Runnable> tasks = new ConcurrentLinkedQueue<>();
-    private final java.util.ArrayList<Runnable> due = new java.util.ArrayList<>(); // completion thread only
+    private final WorkCompletion[] wcs = WorkCompletion.array(32); // the owner's
+    private final ProgressCore core;
+    /** The group's own thread, or null when an {@link Invoker}'s caller drives it. */
     private final Thread thread;
+
+    private final Invoker invoker;
     private volatile boolean running = true;
     private volatile boolean exportsWithWindows;
 
@@ -77,7 +83,7 @@ public final class EndpointGroup implements AutoCloseable {
         }
     }
 
-    private EndpointGroup(Device device, EndpointConfig config) {
+    private EndpointGroup(Device device, EndpointConfig config, boolean ownThread) {
         this.config = config;
         this.device = device;
         this.ctx = device.open();
@@ -99,10 +105,21 @@ public final class EndpointGroup implements AutoCloseable {
             ctx.close();
             throw e;
         }
-        thread = Thread.ofPlatform()
-                .daemon()
-                .name("jrdma-completions-" + device.name())
-                .start(this::loop);
+        core = new ProgressCore(
+                new CqDuty(),
+                System::nanoTime,
+                COMMANDS,
+                config.pollMode() == PollMode.BUSY ? ProgressCore.SPIN_FOREVER : ProgressCore.DEFAULT_SPIN_NANOS);
+        if (ownThread) {
+            invoker = null;
+            thread = Thread.ofPlatform()
+                    .daemon()
+                    .name("jrdma-completions-" + device.name())
+                    .start(() -> core.runAsAgent(LOG, "completion thread of " + device.name()));
+        } else {
+            invoker = new Invoker();
+            thread = null;
+        }
     }
 
     /**
@@ -118,7 +135,23 @@ public final class EndpointGroup implements AutoCloseable {
      *                                        4096
      */
     public static EndpointGroup open(Device device, EndpointConfig config) {
-        return new EndpointGroup(device, config);
+        return new EndpointGroup(device, config, true);
+    }
+
+    /**
+     * Opens a group as {@link #open} does, but with no thread of its own: the caller drives it through
+     * {@link #invoker()} (as Aeron's {@code AgentInvoker} drives an agent), and its endpoints' completions, futures and
+     * receive handlers run on the invoking thread.
+     *
+     * @param device the device
+     * @param config the settings of the group and of its endpoints
+     * @return the group; close it (on the invoking thread, or after the invoking stopped) to close its endpoints
+     * @throws dev.jrdma.verbs.VerbsException when the device cannot be opened or a resource cannot be created
+     * @throws IllegalArgumentException       when {@link EndpointConfig#slabSize()} is not a power of two of at least
+     *                                        4096
+     */
+    public static EndpointGroup openInvoked(Device device, EndpointConfig config) {
+        return new EndpointGroup(device, config, false);
     }
 
     /**
@@ -132,7 +165,37 @@ public final class EndpointGroup implements AutoCloseable {
      *                                        4096
      */
     public static EndpointGroup forLocalAddress(InetAddress local, EndpointConfig config) {
-        return new EndpointGroup(Devices.forLocalAddress(local, config.device()), config);
+        return new EndpointGroup(Devices.forLocalAddress(local, config.device()), config, true);
+    }
+
+    /**
+     * A caller about to wait for one of this group's results drives the group meanwhile ({@link ProgressCore#helpUntil}),
+     * when the group has a thread of its own (an invoked group is left to its invoker) and the caller is not it.
+     *
+     * @return whether {@code done} holds
+     */
+    boolean helpUntil(java.util.function.BooleanSupplier done, long deadline) {
+        if (thread == null || Thread.currentThread() == thread) return done.getAsBoolean();
+        return core.helpUntil(done, deadline);
+    }
+
+    /**
+     * {@return the invoker that drives this group, or null when the group has a thread of its own ({@link #open})}
+     */
+    public Invoker invoker() {
+        return invoker;
+    }
+
+    /**
+     * Sets the busy-poll budget of the idle policy: after its last work the owner polls on this long before it arms
+     * the CQs and sleeps on the completion channel (default 100 us, {@code -Djrdma.connect.busyPollMicros}; ignored in
+     * {@link PollMode#BUSY}, which never sleeps). Zero sleeps at once: the least CPU, a thread wake-up more per message.
+     *
+     * @param budget the budget, zero or more
+     * @throws IllegalArgumentException when {@code budget} is negative
+     */
+    public void busyPoll(Duration budget) {
+        if (config.pollMode() != PollMode.BUSY) core.spinNanos(budget.toNanos());
     }
 
     /** {@return the settings the group and its endpoints use} */
@@ -190,15 +253,17 @@ public final class EndpointGroup implements AutoCloseable {
         exportsWithWindows = false;
     }
 
+    /** Whether the caller is the group's owner: its own thread, or the thread that invokes it. */
     boolean isCompletionThread() {
-        return Thread.currentThread() == thread;
+        return core.isOwnerThread();
     }
     /** The thread that polls the group's completion queue and completes its endpoints' operations (tests). */
     Thread completionThread() {
-        return thread;
+        return thread != null ? thread : core.owner();
     }
 
-    boolean isOpen() {
+    /** {@return whether the group is open: endpoints can be made in it, and it is driven} */
+    public boolean isOpen() {
         return running;
     }
 
@@ -306,79 +371,28 @@ public final class EndpointGroup implements AutoCloseable {
         if (s != null) s.reserved -= entries;
     }
 
-    /** Runs a task on the completion thread after it next drains the CQ. */
+    /** Runs a task on the owner thread after it next drains the CQs (lock-free: {@link ProgressCore#execute}). */
     void submit(Runnable r) {
-        tasks.add(r);
+        core.execute(r);
     }
 
-    private void loop() {
-        WorkCompletion[] wcs = WorkCompletion.array(32);
-        long nextCheck = 0;
-        int idle = 0;
-        while (running) {
-            try {
-                CompletionQueue[] all = cqs;
-                if (pollAll(all, wcs) > 0) {
-                    idle = 0;
-                    continue;
-                }
-                runTasks(wcs);
-                long now = System.nanoTime();
-                if (now - nextCheck >= 0) {
-                    for (Endpoint ep : endpoints.values()) checkTimeouts(ep, now);
-                    nextCheck = now + 10_000_000L;
-                }
-                if (config.pollMode() == PollMode.BUSY) {
-                    if (++idle > 10_000) {
-                        Thread.yield();
-                        idle = 0;
-                    } else {
-                        Thread.onSpinWait();
-                    }
-                    continue;
-                }
-                for (CompletionQueue cq : all) cq.requestNotify(false);
-                if (pollAll(all, wcs) > 0) continue;
-                if (!tasks.isEmpty()) continue;
-                CompletionQueue ready = channel.awaitEvent(EVENT_WAIT);
-                if (ready != null) ready.ackEvents(1);
-            } catch (RuntimeException | Error e) {
-                // this thread serves every endpoint of the group: it reports and goes on (the device's own failures)
-                if (!running) break;
-                LOG.log(System.Logger.Level.WARNING, "completion thread of " + device.name() + ": " + e, e);
-                try {
-                    Thread.sleep(10);
-                } catch (InterruptedException ie) {
-                    break;
+    /** The group's CQs and endpoints, as its {@link ProgressCore} drives them (the owner thread only). */
+    private final class CqDuty implements ProgressCore.Duty {
+        @Override
+        public int poll() {
+            int total = 0;
+            for (CompletionQueue cq : cqs) { // round robin: a busy CQ does not starve the others
+                int n = cq.poll(wcs);
+                if (n > 0) {
+                    dispatch(wcs, n);
+                    total += n;
                 }
             }
+            return total;
         }
-    }
 
-    /** Polls each CQ once (round robin: a busy CQ does not starve the others) and dispatches; returns how many. */
-    private int pollAll(CompletionQueue[] all, WorkCompletion[] wcs) {
-        int total = 0;
-        for (CompletionQueue cq : all) {
-            int n = cq.poll(wcs);
-            if (n > 0) {
-                dispatch(wcs, n);
-                total += n;
-            }
-        }
-        return total;
-    }
-
-    /**
-     * Runs the queued tasks after the completions that reached the CQ before them: a peer's goodbye (a task from the
-     * control channel) is sent only after its last messages were acknowledged, so their receive completions are
-     * queued before the goodbye is; dispatching them first delivers them before the endpoint reports PEER_CLOSED.
-     * (This thread may have polled an empty CQ just before those completions arrived, then been descheduled.)
-     */
-    private void runTasks(WorkCompletion[] wcs) {
-        Runnable t;
-        while ((t = tasks.poll()) != null) due.add(t);
-        if (due.isEmpty()) return;
-        try {
+        @Override
+        public void drain() {
             boolean more;
             do {
                 more = false;
@@ -388,9 +402,68 @@ public final class EndpointGroup implements AutoCloseable {
                     more |= n == wcs.length;
                 }
             } while (more);
-            for (int i = 0; i < due.size(); i++) runSafely(due.get(i));
-        } finally {
-            due.clear();
+        }
+
+        @Override
+        public void checkTimeouts(long now) {
+            for (Endpoint ep : endpoints.values()) EndpointGroup.checkTimeouts(ep, now);
+        }
+
+        @Override
+        public void arm() {
+            for (CompletionQueue cq : cqs) cq.requestNotify(false);
+        }
+
+        @Override
+        public void await(long nanos) {
+            CompletionQueue ready =
+                    channel.awaitEvent(nanos >= ProgressCore.MAX_SLEEP_NANOS ? EVENT_WAIT : Duration.ofNanos(nanos));
+            if (ready != null) ready.ackEvents(1);
+        }
+
+        @Override
+        public void wakeup() {
+            if (!channel.isClosed()) channel.wakeup();
+        }
+    }
+
+    /**
+     * Drives a group that has no thread of its own ({@link #openInvoked}): the caller's thread becomes the group's
+     * owner and runs its duty cycle, so completions, futures and receive handlers run on it with no hand-off. One
+     * thread at a time (a Netty event loop).
+     */
+    public final class Invoker {
+        private Invoker() {}
+
+        /**
+         * One duty cycle on the calling thread: polls the CQs and dispatches the completions, runs the commands other
+         * threads handed the group, fails what timed out.
+         *
+         * @return how many completions and commands were handled (0: nothing to do)
+         */
+        public int invoke() {
+            if (!running) return 0;
+            core.takeOwnership();
+            return core.doWork(core.now());
+        }
+
+        /**
+         * After a cycle that found nothing to do: polls on within the busy-poll budget ({@link #busyPoll}), else arms
+         * the CQs and sleeps on the completion channel for at most {@code maxNanos} (a completion, {@link #wakeup()}
+         * or a command from another thread ends it).
+         *
+         * @param maxNanos the longest sleep, in nanoseconds (0: never sleep)
+         * @return true when it only polled on (call {@link #invoke()} again), false when it slept or may not
+         */
+        public boolean idle(long maxNanos) {
+            if (!running) return false;
+            core.takeOwnership();
+            return core.idle(core.now(), maxNanos);
+        }
+
+        /** Ends the owner's sleep on the completion channel now; any thread. */
+        public void wakeup() {
+            core.wakeup();
         }
     }
 
@@ -425,14 +498,6 @@ public final class EndpointGroup implements AutoCloseable {
         }
     }
 
-    private static void runSafely(Runnable r) {
-        try {
-            r.run();
-        } catch (RuntimeException | Error e) {
-            LOG.log(System.Logger.Level.ERROR, "task on the completion thread: " + e, e);
-        }
-    }
-
     static int pickGidIndex(Context ctx) {
         // RoCEv2 over IPv4 uses the IPv4-mapped GID, the software device its own address's; InfiniBand GID 0
         try {
@@ -454,7 +519,8 @@ public final class EndpointGroup implements AutoCloseable {
             }
         }
         running = false;
-        if (Thread.currentThread() != thread) {
+        core.stop();
+        if (thread != null && Thread.currentThread() != thread) {
             try {
                 thread.join(2000);
             } catch (InterruptedException e) {

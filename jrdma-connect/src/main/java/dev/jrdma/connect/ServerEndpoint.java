@@ -86,11 +86,31 @@ public final class ServerEndpoint implements AutoCloseable {
      *                              address or it cannot be opened
      */
     public static ServerEndpoint bind(InetSocketAddress address, EndpointConfig cfg) throws RdmaConnectException {
+        return bind(address, cfg, false);
+    }
+
+    /**
+     * Listens as {@link #bind(InetSocketAddress, EndpointConfig)} does, on a group with no thread of its own: the
+     * caller drives it through {@code group().invoker()} ({@link EndpointGroup#openInvoked}), and the accepted
+     * endpoints' completions run on the invoking thread (a Netty event loop).
+     *
+     * @param address the local address and port to listen on (port 0: any free port, see {@link #port()})
+     * @param cfg     the settings of the server and of every endpoint it accepts
+     * @return the listening server
+     * @throws RdmaConnectException as {@link #bind(InetSocketAddress, EndpointConfig)}
+     */
+    public static ServerEndpoint bindInvoked(InetSocketAddress address, EndpointConfig cfg)
+            throws RdmaConnectException {
+        return bind(address, cfg, true);
+    }
+
+    private static ServerEndpoint bind(InetSocketAddress address, EndpointConfig cfg, boolean invoked)
+            throws RdmaConnectException {
         if (address.isUnresolved()) {
             throw new RdmaConnectException(
                     RdmaConnectException.Reason.ADDRESS_ERROR, "cannot resolve host '" + address.getHostString() + "'");
         }
-        if (CmConnector.useCm(cfg)) return bindCm(address, cfg);
+        if (CmConnector.useCm(cfg)) return bindCm(address, cfg, invoked);
         ServerSocket ss;
         try {
             ss = new ServerSocket();
@@ -107,7 +127,8 @@ public final class ServerEndpoint implements AutoCloseable {
                     RdmaConnectException.Reason.ADDRESS_ERROR, "cannot listen on " + address + ": " + e, e);
         }
         try {
-            EndpointGroup g = EndpointGroup.forLocalAddress(address.getAddress(), cfg);
+            dev.jrdma.verbs.Device d = Devices.forLocalAddress(address.getAddress(), cfg.device());
+            EndpointGroup g = invoked ? EndpointGroup.openInvoked(d, cfg) : EndpointGroup.open(d, cfg);
             return new ServerEndpoint(ss, null, g, cfg);
         } catch (VerbsException | IllegalArgumentException | IllegalStateException e) {
             closeQuietly(ss);
@@ -121,7 +142,8 @@ public final class ServerEndpoint implements AutoCloseable {
         }
     }
 
-    private static ServerEndpoint bindCm(InetSocketAddress address, EndpointConfig cfg) throws RdmaConnectException {
+    private static ServerEndpoint bindCm(InetSocketAddress address, EndpointConfig cfg, boolean invoked)
+            throws RdmaConnectException {
         CmConnector.Listener l = CmConnector.Listener.bind(address);
         try {
             dev.jrdma.verbs.Device d = l.deviceName != null
@@ -129,7 +151,8 @@ public final class ServerEndpoint implements AutoCloseable {
                     : cfg.device() != null
                             ? dev.jrdma.verbs.Verbs.device(cfg.device())
                             : dev.jrdma.verbs.Verbs.defaultDevice();
-            return new ServerEndpoint(null, l, EndpointGroup.open(d, cfg), cfg);
+            return new ServerEndpoint(
+                    null, l, invoked ? EndpointGroup.openInvoked(d, cfg) : EndpointGroup.open(d, cfg), cfg);
         } catch (RuntimeException e) {
             l.close();
             throw new RdmaConnectException(
@@ -397,7 +420,7 @@ public final class ServerEndpoint implements AutoCloseable {
 
     private void handshake(Socket s, long deadline, Admission.Ticket t) {
         handshake(
-                () -> Endpoint.accept(group, s, export, filter, deadline),
+                () -> TcpConnector.accept(group, s, export, filter, deadline),
                 String.valueOf(s.getRemoteSocketAddress()),
                 t);
     }

@@ -1,8 +1,10 @@
 package dev.jrdma.netty;
 
 import dev.jrdma.connect.BufferPool;
+import dev.jrdma.connect.ConnectionManager;
 import dev.jrdma.connect.Endpoint;
 import dev.jrdma.connect.EndpointConfig;
+import dev.jrdma.connect.EndpointGroup;
 import dev.jrdma.connect.Message;
 import dev.jrdma.connect.RdmaConnectException;
 import dev.jrdma.connect.RdmaException;
@@ -334,12 +336,23 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
 
     private void scheduleRead() {
         if (readScheduled.compareAndSet(false, true)) {
+            if (runInline(readTask)) return;
             try {
                 eventLoop().execute(readTask);
             } catch (RejectedExecutionException e) {
                 readScheduled.set(false); // the loop is shutting down: nothing more to read
             }
         }
+    }
+
+    /**
+     * Runs a completion's read or write handling on the spot when the completion is dispatched by this channel's own
+     * event loop while it drives its groups ({@link RdmaIoHandler#runInline}): no task, no second pass of the loop.
+     */
+    private boolean runInline(Runnable work) {
+        if (!isRegistered()) return false;
+        RdmaIoHandler h = RdmaIoHandler.current();
+        return h != null && eventLoop().inEventLoop() && h.runInline(work);
     }
 
     /**
@@ -715,10 +728,26 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
             int n = Math.min(buf.readableBytes(), view.capacity() - filled);
             if (n > 0) {
                 view.limit(filled + n).position(filled);
-                buf.getBytes(buf.readerIndex(), view);
+                copy(buf, n, view);
                 filled += n;
             }
             return filled < view.capacity();
+        }
+    }
+
+    /**
+     * Copies {@code n} readable bytes of {@code buf} into {@code view} without the ByteBuffer a direct buffer's
+     * {@code getBytes(int, ByteBuffer)} makes per call (the JFR profile of netty-bench's rate phase: one per message):
+     * a heap buffer from its array, a single-buffer direct one through its reused internal NIO buffer.
+     */
+    private static void copy(ByteBuf buf, int n, ByteBuffer view) {
+        int at = buf.readerIndex();
+        if (buf.hasArray()) {
+            view.put(buf.array(), buf.arrayOffset() + at, n);
+        } else if (buf.nioBufferCount() == 1) {
+            view.put(buf.internalNioBuffer(at, n));
+        } else {
+            buf.getBytes(at, view);
         }
     }
 
@@ -778,6 +807,7 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
         }
         sendsCompleted.incrementAndGet();
         if (writeScheduled.compareAndSet(false, true)) {
+            if (runInline(writeTask)) return;
             try {
                 eventLoop().execute(writeTask);
             } catch (RejectedExecutionException e) {
@@ -950,12 +980,24 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
             }
             String host = r.isUnresolved() ? r.getHostString() : r.getAddress().getHostAddress();
             EndpointConfig c = cfg;
+            // on an RDMA event loop the connection joins the loop's group for its local address: the loop drives it
+            EndpointGroup shared = loopGroup(r, cfg);
+            java.util.concurrent.Semaphore turns = shared == null ? null : RdmaIoHandler.handshakeTurns(sharedLocal);
             // jrdma's set-up blocks (TCP exchange, or rdma_cm events in native code): not on the event loop
             Thread.ofPlatform().daemon().name("jrdma-netty-connect").start(() -> {
                 Endpoint ep = null;
                 Throwable failure = null;
                 try {
-                    ep = Endpoint.connect(host, r.getPort(), c);
+                    if (shared == null) {
+                        ep = Endpoint.connect(host, r.getPort(), c);
+                    } else {
+                        if (turns != null) turns.acquireUninterruptibly();
+                        try {
+                            ep = Endpoint.connect(host, r.getPort(), c, shared, null);
+                        } finally {
+                            if (turns != null) turns.release();
+                        }
+                    }
                 } catch (RdmaConnectException | RuntimeException e) {
                     failure = e;
                 }
@@ -967,6 +1009,34 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
                     if (done != null) done.close();
                 }
             });
+        }
+
+        /** The local address of the loop group {@link #loopGroup} last chose (the connect's handshake turns). */
+        private InetAddress sharedLocal;
+
+        /**
+         * The group of the loop's RDMA handler for this connection's local address (the given one, else the one the
+         * route to {@code remote} leaves from), or null on another kind of event loop (the endpoint gets a group and
+         * thread of its own then) or when that address cannot be told.
+         */
+        private EndpointGroup loopGroup(InetSocketAddress remote, EndpointConfig cfg) {
+            RdmaIoHandler loop = RdmaIoHandler.current();
+            if (loop == null || remote.isUnresolved() || cfg.connectionManager() == ConnectionManager.RDMA_CM)
+                return null;
+            InetAddress local = cfg.localAddress();
+            try {
+                if (local == null) {
+                    try (java.net.DatagramSocket probe = new java.net.DatagramSocket()) {
+                        probe.connect(remote); // no packet: the kernel only picks the route and its source address
+                        local = probe.getLocalAddress();
+                    }
+                }
+                if (local == null || local.isAnyLocalAddress()) return null;
+                sharedLocal = local;
+                return loop.clientGroup(local, cfg);
+            } catch (java.io.IOException | RuntimeException e) {
+                return null; // the endpoint's own group reports what is wrong with the device
+            }
         }
 
         private void finishConnect(Endpoint ep, Throwable failure) {
@@ -1021,7 +1091,7 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
 
         @Override
         public void handle(IoRegistration registration, IoEvent ioEvent) {
-            // completions come as tasks from jrdma's completion thread, never as I/O events
+            // completions come from the loop's own duty cycle (RdmaIoHandler.run) or as tasks, never as I/O events
         }
 
         @Override

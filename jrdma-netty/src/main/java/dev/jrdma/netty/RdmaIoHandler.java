@@ -1,5 +1,8 @@
 package dev.jrdma.netty;
 
+import dev.jrdma.connect.Devices;
+import dev.jrdma.connect.EndpointConfig;
+import dev.jrdma.connect.EndpointGroup;
 import io.netty.channel.IoHandle;
 import io.netty.channel.IoHandler;
 import io.netty.channel.IoHandlerContext;
@@ -7,8 +10,14 @@ import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.IoOps;
 import io.netty.channel.IoRegistration;
 import io.netty.util.concurrent.ThreadAwareExecutor;
+import java.net.InetAddress;
+import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.LockSupport;
 
@@ -16,15 +25,44 @@ import java.util.concurrent.locks.LockSupport;
  * The I/O handler of an event loop that serves jrdma channels ({@link RdmaEventLoopGroup}, or
  * {@code new MultiThreadIoEventLoopGroup(RdmaIoHandler.newFactory())}).
  *
- * <p>An RDMA channel has nothing to select: the endpoint group's completion thread polls the completion queue and
- * submits the results to the channel's event loop as tasks. So this handler only parks the loop until a task or a
- * timer is due ({@link #wakeup()} unparks it), and keeps the registered channels so that a loop shutting down can
- * close them.
+ * <p>As Netty's io_uring handler reaps its completion ring, this handler drives the jrdma endpoint groups of its
+ * loop's channels itself: the client channels of one loop share one group per local address and settings, a server
+ * channel has one of its own (its accepted connections live in it); none of them has a thread. {@link #run} invokes
+ * each group's duty cycle ({@link EndpointGroup.Invoker}), so completions, and the channels' reads and writes they
+ * trigger, run on the event loop. With nothing to do it polls on for the group's busy-poll budget, then, when Netty
+ * lets it block, sleeps on the completion channel of its group until a completion, a timer or {@link #wakeup()}.
+ * (With several groups it sleeps on the first one's channel for at most {@link #MULTI_GROUP_SLEEP_NANOS}.)
  */
 public final class RdmaIoHandler implements IoHandler {
+    /** The longest sleep of a loop that drives several groups (it can sleep on one completion channel only). */
+    static final long MULTI_GROUP_SLEEP_NANOS = 200_000;
+
+    private static final System.Logger LOG = System.getLogger(RdmaIoHandler.class.getName());
+    /** The handler of the event loop running on this thread, for channels registering with it. */
+    private static final ThreadLocal<RdmaIoHandler> CURRENT = new ThreadLocal<>();
+
     private final Set<RdmaIoHandle> handles = new HashSet<>();
     private final ThreadAwareExecutor executor;
+    /** The groups this loop drives (loop thread only; read by {@link #wakeup} through {@link #sleepingOn}). */
+    private final List<EndpointGroup> groups = new ArrayList<>();
+    /** The client channels' shared groups, by local address and settings (loop thread only). */
+    private final Map<List<Object>, EndpointGroup> clientGroups = new HashMap<>();
+    /**
+     * Handshakes the client channels of this process run at once from one local address, over every loop: no more than
+     * a server takes from one host by default ({@link EndpointConfig#DEFAULT_MAX_PENDING_HANDSHAKES_PER_SOURCE}), so
+     * a burst of connects (a pool opening 100) waits here, in turn, instead of flooding the server's refusals (beyond
+     * a number of which it closes without a word).
+     */
+    private static final Map<InetAddress, Semaphore> HANDSHAKES = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /** {@link #run} or {@link #idle} drives the groups now: a completion's channel work may run inline (loop only). */
+    private boolean driving;
+    /** A channel's work runs inline now: what it triggers goes to the loop as a task, not into it again (loop only). */
+    private boolean inline;
+
     private volatile Thread loopThread;
+    /** {@link #groups}, for {@link #wakeup}: the loop sleeps on the first one's completion channel. */
+    private volatile EndpointGroup[] wakeable = new EndpointGroup[0];
 
     private RdmaIoHandler(ThreadAwareExecutor executor) {
         this.executor = executor;
@@ -38,29 +76,155 @@ public final class RdmaIoHandler implements IoHandler {
         return RdmaIoHandler::new;
     }
 
+    /** The handler of the RDMA event loop the caller runs on, or null (not an RDMA event loop: e.g. NIO's). */
+    static RdmaIoHandler current() {
+        return CURRENT.get();
+    }
+
+    @Override
+    public void initialize() {
+        loopThread = Thread.currentThread();
+        CURRENT.set(this);
+    }
+
+    /**
+     * The group client channels of this loop connect in, for their local address and settings (made on first use).
+     * Loop thread only.
+     */
+    EndpointGroup clientGroup(InetAddress local, EndpointConfig cfg) {
+        List<Object> key = List.of(local, cfg);
+        EndpointGroup g = clientGroups.get(key);
+        if (g == null || !g.isOpen()) {
+            g = EndpointGroup.openInvoked(Devices.forLocalAddress(local, cfg.device()), cfg);
+            clientGroups.put(key, g);
+            groups.add(g);
+            publishGroups();
+        }
+        return g;
+    }
+
+    /** The turns of connects from {@code local} ({@link #HANDSHAKES}); any thread. */
+    static Semaphore handshakeTurns(InetAddress local) {
+        return HANDSHAKES.computeIfAbsent(
+                local, a -> new Semaphore(EndpointConfig.DEFAULT_MAX_PENDING_HANDSHAKES_PER_SOURCE));
+    }
+
+    /** Drives {@code group} (a server channel's) from now on, until it is closed. Loop thread only. */
+    void drive(EndpointGroup group) {
+        if (group.invoker() == null) return; // a group with a thread of its own
+        groups.add(group);
+        publishGroups();
+    }
+
     @Override
     public int run(IoHandlerContext context) {
-        if (loopThread == null) loopThread = Thread.currentThread();
-        if (context.canBlock()) {
-            // nothing to poll here: sleep until a task arrives (wakeup) or the next timer is due
-            LockSupport.parkNanos(this, context.delayNanos(System.nanoTime()));
+        if (loopThread == null) initialize();
+        int work = 0;
+        driving = true;
+        try {
+            work = driveGroups();
+        } finally {
+            driving = false;
         }
+        if (work == 0 && context.canBlock()) idle(context);
         if (context.shouldReportActiveIoTime()) context.reportActiveIoTime(0);
-        return 0;
+        return work;
+    }
+
+    /**
+     * Runs {@code work} (a channel's read or write handling, triggered by a completion) right here when this loop is
+     * driving its groups and no channel work runs already; false when the caller must hand it to the loop as a task.
+     * Loop thread only. A failure of {@code work} is logged, as the loop logs a task's.
+     */
+    boolean runInline(Runnable work) {
+        if (!driving || inline) return false;
+        inline = true;
+        try {
+            work.run();
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, "a channel's completion handling: " + e, e);
+        } finally {
+            inline = false;
+        }
+        return true;
+    }
+
+    /** One duty cycle of every group this loop drives; drops the closed ones. */
+    private int driveGroups() {
+        int work = 0;
+        for (int i = 0; i < groups.size(); i++) {
+            EndpointGroup g = groups.get(i);
+            try {
+                work += g.invoker().invoke();
+            } catch (RuntimeException e) {
+                if (g.isOpen()) {
+                    LOG.log(System.Logger.Level.WARNING, "driving " + g.device().name() + ": " + e, e);
+                }
+            }
+            if (!g.isOpen()) {
+                groups.remove(i--);
+                clientGroups.values().remove(g);
+                publishGroups();
+            }
+        }
+        return work;
+    }
+
+    /** Nothing was done: poll on within the busy-poll budget, or sleep until a completion, task or timer. */
+    private void idle(IoHandlerContext context) {
+        long delay = context.delayNanos(System.nanoTime());
+        if (groups.isEmpty()) {
+            LockSupport.parkNanos(this, delay);
+            return;
+        }
+        EndpointGroup g = groups.get(0);
+        long max = groups.size() == 1 ? delay : Math.min(delay, MULTI_GROUP_SLEEP_NANOS);
+        driving = true;
+        try {
+            g.invoker().idle(max);
+        } catch (RuntimeException e) {
+            if (g.isOpen())
+                LOG.log(System.Logger.Level.WARNING, "idle on " + g.device().name() + ": " + e);
+        } finally {
+            driving = false;
+        }
     }
 
     @Override
     public void wakeup() {
         if (!executor.isExecutorThread(Thread.currentThread())) {
+            // the loop sleeps on its first group's channel, or is about to (a channel's wakeup is sticky), or parks
+            EndpointGroup[] driven = wakeable;
+            if (driven.length > 0) driven[0].invoker().wakeup();
             Thread t = loopThread;
             if (t != null) LockSupport.unpark(t);
         }
+    }
+
+    /** The groups after a change of {@link #groups} (read by {@link #wakeup} from other threads). */
+    private void publishGroups() {
+        wakeable = groups.toArray(new EndpointGroup[0]);
     }
 
     @Override
     public void prepareToDestroy() {
         for (RdmaIoHandle h : Set.copyOf(handles)) h.closeNow();
         handles.clear();
+    }
+
+    @Override
+    public void destroy() {
+        for (EndpointGroup g : clientGroups.values()) {
+            try {
+                g.close();
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.DEBUG, "closing a client group: " + e);
+            }
+        }
+        clientGroups.clear();
+        groups.clear();
+        publishGroups();
+        CURRENT.remove();
     }
 
     @Override

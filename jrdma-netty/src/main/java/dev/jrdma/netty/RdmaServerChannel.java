@@ -119,7 +119,12 @@ public class RdmaServerChannel extends AbstractServerChannel implements ServerSo
         if (!(localAddress instanceof InetSocketAddress a)) {
             throw new java.nio.channels.UnsupportedAddressTypeException();
         }
-        ServerEndpoint s = ServerEndpoint.bind(a, config.getEndpointConfig());
+        // on an RDMA event loop the loop drives the server's group: accepted connections complete on it
+        RdmaIoHandler loop = RdmaIoHandler.current();
+        ServerEndpoint s = loop != null
+                ? ServerEndpoint.bindInvoked(a, config.getEndpointConfig())
+                : ServerEndpoint.bind(a, config.getEndpointConfig());
+        if (loop != null) loop.drive(s.group());
         local = s.localAddress();
         server = s;
         Thread.ofPlatform()

@@ -61,7 +61,8 @@ public final class NettyBench {
      * @param seconds     how long the rate phase runs
      * @param serverHost  the address the servers bind
      * @param clientHost  the address the RDMA clients bind (their own soft device), or null
-     * @param transports  which to run, in order: {@code udp}, {@code nio}, {@code epoll}, {@code jrdma}, {@code endpoint}
+     * @param transports  which to run, in order: {@code udp}, {@code nio}, {@code epoll}, {@code jrdma}, {@code endpoint},
+     *                    {@code send_lat}
      */
     public record Options(
             int size,
@@ -87,7 +88,7 @@ public final class NettyBench {
                     5,
                     "127.0.0.1",
                     "127.0.0.2",
-                    List.of("udp", "nio", "epoll", "jrdma", "endpoint"));
+                    List.of("udp", "nio", "epoll", "jrdma", "endpoint", "send_lat"));
         }
     }
 
@@ -169,10 +170,11 @@ public final class NettyBench {
                                     RdmaChannel.class,
                                     true);
                         case "endpoint" -> endpointRun();
+                        case "send_lat" -> sendLatRun();
                         case "udp" -> udpRun();
                         default ->
                             throw new IllegalArgumentException(
-                                    "unknown transport '" + t + "': use udp, nio, epoll, jrdma, endpoint");
+                                    "unknown transport '" + t + "': use udp, nio, epoll, jrdma, endpoint, send_lat");
                     });
         }
         return rows;
@@ -429,6 +431,61 @@ public final class NettyBench {
                     accepted.join().close();
             }
         }
+    }
+
+    // ---- the verbs beneath: jrdma perf send_lat on the same devices ----------------------------------------------
+
+    /**
+     * {@code jrdma perf send_lat} of the same size between the same two addresses' devices, server and client in this
+     * process: the verbs under the Endpoint. Its figures are perftest's, one way (half a round trip): t_typical as p50,
+     * and the 99th percentile.
+     */
+    private Row sendLatRun() throws Exception {
+        int port;
+        try (java.net.ServerSocket probe = new java.net.ServerSocket(0)) {
+            port = probe.getLocalPort();
+        }
+        String client = o.clientHost() != null ? o.clientHost() : o.serverHost();
+        String n = Integer.toString(Math.max(5, o.iterations())), size = Integer.toString(o.size());
+        dev.jrdma.bench.PerfOptions server = dev.jrdma.bench.PerfOptions.parse(
+                "send_lat", "-d", "soft@" + o.serverHost(), "-p", "" + port, "-s", size, "-n", n, "--timeout", "30");
+        dev.jrdma.bench.PerfOptions clientSide = dev.jrdma.bench.PerfOptions.parse(
+                "send_lat",
+                "-d",
+                "soft@" + client,
+                "-p",
+                "" + port,
+                "-s",
+                size,
+                "-n",
+                n,
+                "--timeout",
+                "30",
+                o.serverHost());
+        PrintStream sink = new PrintStream(java.io.OutputStream.nullOutputStream());
+        CompletableFuture<dev.jrdma.bench.RunResult> serverRun =
+                CompletableFuture.supplyAsync(() -> dev.jrdma.bench.RdmaBench.run(server, sink));
+        dev.jrdma.bench.RunResult r = null;
+        for (int attempt = 0; r == null; attempt++) {
+            try {
+                r = dev.jrdma.bench.RdmaBench.run(clientSide, sink);
+            } catch (RuntimeException e) {
+                if (attempt >= 50 || serverRun.isDone()) throw e; // the server is not listening yet: again
+                Thread.sleep(100);
+            }
+        }
+        serverRun.get(60, TimeUnit.SECONDS);
+        dev.jrdma.bench.LatencyResult lat = r.latency().get(0);
+        Row row = new Row(
+                "jrdma perf send_lat (one way)",
+                lat.tTypical(),
+                lat.p99(),
+                Double.NaN,
+                Double.NaN,
+                Double.NaN,
+                "latency only");
+        log.printf(Locale.ROOT, "   t_typical %.2f us, p99 %.2f us%n", row.p50Us(), row.p99Us());
+        return row;
     }
 
     // ---- the software device's floor: raw UDP datagrams --------------------------------------------------------

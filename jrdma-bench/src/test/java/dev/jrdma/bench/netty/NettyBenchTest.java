@@ -13,10 +13,18 @@ class NettyBenchTest {
     @Test
     void oneRunMeasuresEveryTransport() throws Exception {
         NettyBench.Options o = new NettyBench.Options(
-                64, 200, 50, 2, 4, 0.5, "127.0.0.1", "127.0.0.2", List.of("udp", "nio", "epoll", "jrdma", "endpoint"));
+                64,
+                200,
+                50,
+                2,
+                4,
+                0.5,
+                "127.0.0.1",
+                "127.0.0.2",
+                List.of("udp", "nio", "epoll", "jrdma", "endpoint", "send_lat"));
         ByteArrayOutputStream log = new ByteArrayOutputStream();
         List<NettyBench.Row> rows = new NettyBench(o, new PrintStream(log, true)).run();
-        assertEquals(5, rows.size());
+        assertEquals(6, rows.size());
         for (NettyBench.Row r : rows) {
             if (r.transport().contains("epoll") && !r.note().isEmpty()) continue; // no native epoll on this machine
             assertTrue(r.p50Us() > 0 && r.p99Us() >= r.p50Us(), r.toString());
@@ -28,7 +36,8 @@ class NettyBenchTest {
         assertTrue(
                 table.contains("Netty NIO")
                         && table.contains("Netty jrdma")
-                        && table.contains("jrdma-connect Endpoint"),
+                        && table.contains("jrdma-connect Endpoint")
+                        && table.contains("send_lat"),
                 table);
         assertTrue(
                 table.lines()

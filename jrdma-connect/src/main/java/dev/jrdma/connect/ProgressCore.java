@@ -1,0 +1,317 @@
+package dev.jrdma.connect;
+
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.BooleanSupplier;
+import java.util.function.LongSupplier;
+
+/**
+ * The duty cycle of an {@link EndpointGroup}, after Aeron's agents: one owner thread at a time polls the group's
+ * completion queues and dispatches each completion to its endpoint, runs the commands other threads handed it, and
+ * fails what timed out, in {@link #doWork}, with the time passed in. The owner is the group's own thread
+ * ({@link #runAsAgent}) or a caller that drives the group with no thread of its own ({@link EndpointGroup.Invoker},
+ * e.g. a Netty event loop).
+ *
+ * <p>Idle policy: an owner that found nothing to do keeps polling for {@link #spinNanos()} after its last work (a
+ * reply to a message just sent comes within tens of microseconds, sooner than a thread wakes up), then arms the CQs
+ * and sleeps on the completion channel until a completion event, a {@link #wakeup}, or the next timeout check. A
+ * command offered while the owner sleeps wakes it. The time comes from the clock given at construction, so tests
+ * drive timeouts by hand.
+ */
+final class ProgressCore {
+    /** What the core drives: the group's completion queues and endpoints. */
+    interface Duty {
+        /** Polls each CQ once and dispatches what it held; returns how many completions. */
+        int poll();
+
+        /** Polls until the CQs are empty (before commands run: see {@link ProgressCore#doWork}). */
+        void drain();
+
+        /** Fails the operations whose deadline passed at {@code now}. */
+        void checkTimeouts(long now);
+
+        /** Requests a completion event on every CQ (the next completion signals the channel). */
+        void arm();
+
+        /** Sleeps on the completion channel at most {@code nanos}, acknowledging the event it gets. */
+        void await(long nanos);
+
+        /** Ends an {@link #await} now, from any thread. */
+        void wakeup();
+    }
+
+    /** How often the owner looks at timeouts. */
+    static final long TIMEOUT_PERIOD_NANOS = 10_000_000L;
+    /** The longest sleep: commands and timeouts are looked at this often even without a wakeup. */
+    static final long MAX_SLEEP_NANOS = 10_000_000L;
+    /** The busy-poll budget of {@link PollMode#EVENT} by default ({@code -Djrdma.connect.busyPollMicros}). */
+    static final long DEFAULT_SPIN_NANOS = Long.getLong("jrdma.connect.busyPollMicros", 100) * 1000;
+    /** {@link PollMode#BUSY}: never sleep. */
+    static final long SPIN_FOREVER = Long.MAX_VALUE;
+
+    private final Duty duty;
+    private final LongSupplier clock;
+    private final CommandQueue commands;
+    private volatile long spinNanos;
+    private volatile Thread owner;
+    /** The owner is (about to be) asleep on the completion channel: a command offered now must wake it. */
+    private volatile boolean sleeping;
+
+    private volatile boolean running = true;
+    /**
+     * Who drives now, for a group with a thread of its own: its agent, or a caller waiting for one of its results
+     * ({@link #helpUntil}); only ever tried, never waited for. An invoked group has one driver and leaves it alone.
+     */
+    private final AtomicBoolean driving = new AtomicBoolean();
+    // owner only
+    private long nextTimeoutCheck;
+    private long lastWork;
+    private int idleTurns;
+
+    ProgressCore(Duty duty, LongSupplier clock, int commandCapacity, long spinNanos) {
+        this.duty = duty;
+        this.clock = clock;
+        this.commands = new CommandQueue(commandCapacity);
+        this.spinNanos = spinNanos;
+        long now = clock.getAsLong();
+        this.nextTimeoutCheck = now;
+        this.lastWork = now;
+    }
+
+    long spinNanos() {
+        return spinNanos;
+    }
+
+    void spinNanos(long nanos) {
+        if (nanos < 0) throw new IllegalArgumentException("the busy-poll budget must not be negative, not " + nanos);
+        spinNanos = nanos;
+    }
+
+    long now() {
+        return clock.getAsLong();
+    }
+
+    boolean isOwnerThread() {
+        return Thread.currentThread() == owner;
+    }
+
+    Thread owner() {
+        return owner;
+    }
+
+    /** The caller's thread becomes the owner (the agent's thread, or an invoker's caller). */
+    void takeOwnership() {
+        owner = Thread.currentThread();
+    }
+
+    boolean isRunning() {
+        return running;
+    }
+
+    /** No more duty cycles: the agent's loop ends, commands offered from now on are dropped. */
+    void stop() {
+        running = false;
+        duty.wakeup();
+    }
+
+    /**
+     * One duty cycle at {@code now}: polls the CQs once; when commands wait, drains the CQs first and then runs the
+     * commands offered before that drain (a peer's goodbye, a command from its control channel, comes after its last
+     * messages' completions reached the CQ, so those are delivered before it); every {@link #TIMEOUT_PERIOD_NANOS}
+     * fails what timed out. Owner only.
+     *
+     * @return the completions and commands handled (0: nothing to do)
+     */
+    int doWork(long now) {
+        int work = duty.poll();
+        int waiting = commands.size();
+        if (waiting > 0) {
+            duty.drain();
+            for (int i = 0; i < waiting; i++) {
+                Runnable command = commands.poll();
+                if (command == null) break;
+                runSafely(command);
+                work++;
+            }
+        }
+        if (now - nextTimeoutCheck >= 0) {
+            duty.checkTimeouts(now);
+            nextTimeoutCheck = now + TIMEOUT_PERIOD_NANOS;
+        }
+        if (work > 0) lastWork = now;
+        return work;
+    }
+
+    /**
+     * What an owner that found nothing to do at {@code now} does: polls on while within its busy-poll budget (true),
+     * else arms the CQs and sleeps on the completion channel for at most {@code maxSleepNanos} (false). Owner only.
+     *
+     * @return true when it only spun (the caller polls again at once)
+     */
+    boolean idle(long now, long maxSleepNanos) {
+        long spin = spinNanos;
+        if (now - lastWork < spin || spin == SPIN_FOREVER) {
+            spinOnce();
+            return true;
+        }
+        sleep(Math.min(maxSleepNanos, Math.max(0, nextTimeoutCheck - now)));
+        lastWork = clock.getAsLong(); // woken (by an event, most likely): poll busily again for the budget
+        return false;
+    }
+
+    private void spinOnce() {
+        if (++idleTurns >= 10_000) {
+            idleTurns = 0;
+            Thread.yield(); // a busy-polling owner gives a loaded machine's other threads a turn
+        } else {
+            Thread.onSpinWait();
+        }
+    }
+
+    /** {@link #idle} for the agent: it holds the drive only to arm and poll, not while it sleeps. */
+    private void agentIdle(long now) {
+        long spin = spinNanos;
+        if (now - lastWork < spin || spin == SPIN_FOREVER) {
+            spinOnce();
+            return;
+        }
+        sleeping = true;
+        try {
+            if (!tryDrive()) return; // a caller drives now
+            try {
+                duty.arm();
+                if (!commands.isEmpty() || !running || duty.poll() > 0) return;
+            } finally {
+                release();
+            }
+            duty.await(Math.min(MAX_SLEEP_NANOS, Math.max(1, nextTimeoutCheck - now)));
+        } finally {
+            sleeping = false;
+        }
+        lastWork = clock.getAsLong();
+    }
+
+    /** Arms the CQs and sleeps on the channel unless a command or a completion came in the meantime. Owner only. */
+    void sleep(long maxNanos) {
+        sleeping = true;
+        try {
+            duty.arm();
+            // after arming: what came before the arm is polled now, what comes after it signals the channel
+            if (!commands.isEmpty() || !running) return;
+            int n = duty.poll();
+            if (n > 0 || maxNanos <= 0) return;
+            duty.await(maxNanos);
+        } finally {
+            sleeping = false;
+        }
+    }
+
+    /**
+     * Hands {@code command} to the owner, to run in its next duty cycle (after the completions that reached the CQs
+     * before it). Any thread; lock-free; waits only while the queue is full. Dropped once the core has stopped.
+     */
+    void execute(Runnable command) {
+        while (!commands.offer(command)) {
+            if (!running) return;
+            if (isOwnerThread()) {
+                doWork(clock.getAsLong()); // the owner itself fills its queue: run what waits
+            } else {
+                duty.wakeup();
+                Thread.yield();
+            }
+        }
+        if (sleeping) duty.wakeup();
+    }
+
+    /** Wakes the owner from its sleep on the completion channel (any thread). */
+    void wakeup() {
+        duty.wakeup();
+    }
+
+    int pendingCommands() {
+        return commands.size();
+    }
+
+    /** Takes the drive if nobody has it (the caller becomes the owner until {@link #release}). */
+    private boolean tryDrive() {
+        if (!driving.compareAndSet(false, true)) return false;
+        owner = Thread.currentThread();
+        return true;
+    }
+
+    private void release() {
+        owner = null;
+        driving.set(false);
+    }
+
+    /**
+     * A caller waiting for a result of this core ({@code done}) drives it on its own thread meanwhile, as the software
+     * device lets a polling application drive its receive path: the completion it waits for is then polled and
+     * dispatched right here, with no hand-off and no wake-up. It stops within the busy-poll budget after its last work
+     * (or at {@code deadline}) and wakes the agent, which drives from then on. Any thread but the agent's.
+     *
+     * @return whether {@code done} held when it stopped
+     */
+    boolean helpUntil(BooleanSupplier done, long deadline) {
+        long now = clock.getAsLong(), last = now;
+        long budget = Math.min(spinNanos, DEFAULT_SPIN_NANOS);
+        try {
+            while (!done.getAsBoolean()) {
+                if (!running || now - last >= budget || now - deadline >= 0) return false;
+                if (tryDrive()) {
+                    try {
+                        if (doWork(now) > 0) last = now;
+                    } catch (RuntimeException e) {
+                        if (!running) return false; // the group closed under the caller: its wait reports that
+                        throw e;
+                    } finally {
+                        release();
+                    }
+                }
+                Thread.onSpinWait();
+                now = clock.getAsLong();
+            }
+            return true;
+        } finally {
+            wakeup(); // the agent may sleep without its CQs armed while a caller drove: it takes over now
+        }
+    }
+
+    /** The group's own thread: duty cycles until {@link #stop}; a failure of the device is logged, not fatal. */
+    void runAsAgent(System.Logger log, String name) {
+        while (running) {
+            try {
+                long now = clock.getAsLong();
+                if (!tryDrive()) {
+                    // a caller drives: sleep (CQs not armed) until it hands back with a wakeup, or at most a while
+                    duty.await(MAX_SLEEP_NANOS);
+                    continue;
+                }
+                int work;
+                try {
+                    work = doWork(now);
+                } finally {
+                    release();
+                }
+                if (work == 0) agentIdle(now);
+            } catch (RuntimeException | Error e) {
+                // this thread serves every endpoint of the group: it reports and goes on (the device's own failures)
+                if (!running) break;
+                log.log(System.Logger.Level.WARNING, name + ": " + e, e);
+                try {
+                    Thread.sleep(10);
+                } catch (InterruptedException ie) {
+                    break;
+                }
+            }
+        }
+    }
+
+    private static void runSafely(Runnable r) {
+        try {
+            r.run();
+        } catch (RuntimeException | Error e) {
+            System.getLogger(ProgressCore.class.getName())
+                    .log(System.Logger.Level.ERROR, "command on the progress core: " + e, e);
+        }
+    }
+}
