@@ -241,13 +241,21 @@ final class Admission {
     }
 
     /**
+     * Refusals that may linger at once, at least: a refusal costs a virtual thread and a socket for at most a second,
+     * and a server with a small handshake cap still owes a client that retries at once its reason (with a cap of 1,
+     * the retry could arrive while the first refusal still read its HELLO, and was closed without one).
+     */
+    static final int MIN_LINGERING_REFUSALS = 64;
+
+    /**
      * A refusal may linger (to read the client's HELLO, so it sees the reason rather than a reset) only while fewer
-     * than {@link EndpointConfig#maxPendingHandshakes()} do; beyond, the connection is closed at once (counted).
+     * than {@link EndpointConfig#maxPendingHandshakes()} (at least {@link #MIN_LINGERING_REFUSALS}) do; beyond, the
+     * connection is closed at once (counted).
      *
      * @return whether the caller may linger; then it calls {@link #endRefusal()}
      */
     synchronized boolean startRefusal() {
-        if (refusing >= maxPending) {
+        if (refusing >= Math.max(maxPending, MIN_LINGERING_REFUSALS)) {
             refusalsDropped.increment();
             return false;
         }

@@ -558,8 +558,9 @@ class AdmissionTest {
         assertEquals(3, closed[0], "the three handshakes from 127.0.0.2 still open were disconnected");
         assertEquals(0, a.sweep(), "each is disconnected once");
         assertTrue(held.get(1).expired() && !held.get(0).expired());
-        // refusals being told are capped at maxPendingHandshakes; beyond, the connection is closed and counted
-        for (int i = 0; i < 10; i++) assertTrue(a.startRefusal());
+        // refusals being told are capped at maxPendingHandshakes (10 here), at least MIN_LINGERING_REFUSALS; beyond,
+        // the connection is closed and counted
+        for (int i = 0; i < Admission.MIN_LINGERING_REFUSALS; i++) assertTrue(a.startRefusal());
         assertTrue(!a.startRefusal());
         a.endRefusal();
         assertTrue(a.startRefusal());
