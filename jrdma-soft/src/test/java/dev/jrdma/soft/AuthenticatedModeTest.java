@@ -69,7 +69,7 @@ class AuthenticatedModeTest {
     @ValueSource(booleans = {false, true})
     void naksSweepingThePsnSpace(boolean authenticated) {
         try (EngineRig rig = rig(authenticated)) {
-            MemoryRegion src = rig.mrAll(64);
+            MemoryRegion src = rig.mrBindable(64);
             rig.qp.postSend(send(src, 1, 8)); // PSN 100
             rig.drain();
             long forged = 0;
@@ -99,7 +99,7 @@ class AuthenticatedModeTest {
     @ValueSource(booleans = {false, true})
     void anInWindowForgedAck(boolean authenticated) {
         try (EngineRig rig = rig(authenticated)) {
-            MemoryRegion src = rig.mrAll(64);
+            MemoryRegion src = rig.mrBindable(64);
             rig.qp.postSend(send(src, 1, 8)); // PSN 100: not yet received by the peer
             rig.drain();
             rig.feedWire(ack(MY_PSN), null);
@@ -118,7 +118,7 @@ class AuthenticatedModeTest {
     @ValueSource(booleans = {false, true})
     void aForgedReadResponse(boolean authenticated) {
         try (EngineRig rig = rig(authenticated)) {
-            MemoryRegion dst = rig.mrAll(64);
+            MemoryRegion dst = rig.mrBindable(64);
             rig.qp.postSend(new SendWorkRequest()
                     .wrId(2)
                     .opcode(WrOpcode.RDMA_READ)
@@ -154,7 +154,7 @@ class AuthenticatedModeTest {
     @ValueSource(booleans = {false, true})
     void aWriteAtTheExactPsn(boolean authenticated) {
         try (EngineRig rig = rig(authenticated)) {
-            MemoryRegion target = rig.mrAll(4096);
+            MemoryRegion target = rig.mrBindable(4096);
             rig.feedWire(
                     request(Opcode.RDMA_WRITE_ONLY, PEER_PSN, 64)
                             .reth(target.address(), target.rkey(), 64)
@@ -185,7 +185,7 @@ class AuthenticatedModeTest {
     @ValueSource(booleans = {false, true})
     void aBlindPsnSweepOfWritesWithAKnownRkey(boolean authenticated) {
         try (EngineRig rig = rig(authenticated)) {
-            MemoryRegion target = rig.mrAll(4096);
+            MemoryRegion target = rig.mrBindable(4096);
             int forged = 0;
             for (int d = -1024; d < 1024; d++, forged++) {
                 rig.feedWire(
@@ -208,7 +208,7 @@ class AuthenticatedModeTest {
     @Test
     void aTagUnderAnotherKeyOrForAnotherSenderIsAForgeryToo() {
         try (EngineRig rig = rig(true)) {
-            MemoryRegion target = rig.mrAll(4096);
+            MemoryRegion target = rig.mrBindable(4096);
             byte[] other = KEY.clone();
             other[15] ^= 1;
             rig.feedWire(
@@ -217,7 +217,7 @@ class AuthenticatedModeTest {
                             .payload(64, 9),
                     new PacketAuth(other));
             // the QP's own packet reflected back to it: signed by the right key, but as this QP's, not as its peer's
-            rig.qp.postSend(send(rig.mrAll(64), 1, 8));
+            rig.qp.postSend(send(rig.mrBindable(64), 1, 8));
             List<java.nio.ByteBuffer> out = List.copyOf(rig.sent);
             rig.sent.clear();
             assertEquals(1, out.size());

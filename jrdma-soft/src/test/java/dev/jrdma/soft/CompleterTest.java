@@ -32,7 +32,7 @@ class CompleterTest {
     @Test
     void oneCoalescedAckCompletesEveryWqeItCovers() {
         try (EngineRig rig = new EngineRig()) {
-            MemoryRegion src = rig.mrAll(4096);
+            MemoryRegion src = rig.mrBindable(4096);
             for (int i = 0; i < 3; i++) rig.qp.postSend(write(src, i, 2000)); // two packets each
             List<RocePacket> out = rig.drain();
             assertEquals(6, out.size());
@@ -55,7 +55,7 @@ class CompleterTest {
     @Test
     void staleAckIsDropped() {
         try (EngineRig rig = new EngineRig()) {
-            MemoryRegion src = rig.mrAll(64);
+            MemoryRegion src = rig.mrBindable(64);
             rig.qp.postSend(write(src, 1, 8));
             rig.qp.postSend(write(src, 2, 8));
             rig.drain();
@@ -73,7 +73,7 @@ class CompleterTest {
     @Test
     void sequenceNakResendsFromTheNakedPsn() {
         try (EngineRig rig = new EngineRig()) {
-            MemoryRegion src = rig.mrAll(4096);
+            MemoryRegion src = rig.mrBindable(4096);
             rig.qp.postSend(write(src, 1, 3000)); // PSNs 100..102
             rig.qp.postSend(write(src, 2, 8)); // PSN 103
             assertEquals(4, rig.drain().size());
@@ -103,7 +103,7 @@ class CompleterTest {
         EngineRig.Opts o = new EngineRig.Opts();
         o.retryCnt = 1;
         try (EngineRig rig = new EngineRig(o)) {
-            MemoryRegion src = rig.mrAll(64);
+            MemoryRegion src = rig.mrBindable(64);
             for (int i = 0; i < 4; i++) rig.qp.postSend(write(src, i, 8)); // PSNs 100..103
             assertEquals(4, rig.drain().size());
             long retransmits = rig.count(Counter.RETRANSMITS), ignored = rig.count(Counter.RX_RESPONSE_IGNORED);
@@ -137,7 +137,7 @@ class CompleterTest {
         EngineRig.Opts o = new EngineRig.Opts();
         o.retryCnt = 2;
         try (EngineRig rig = new EngineRig(o)) {
-            MemoryRegion src = rig.mrAll(64);
+            MemoryRegion src = rig.mrBindable(64);
             for (int i = 0; i < 2; i++) rig.qp.postSend(write(src, i, 8)); // PSNs 100, 101
             assertEquals(2, rig.drain().size());
             rig.feed(nak(MY_PSN + 1, Aeth.NAK_PSN_SEQUENCE_ERROR));
@@ -157,7 +157,7 @@ class CompleterTest {
     @Test
     void fatalNakCompletesWithTheRemoteErrorAndFlushesTheRest() {
         try (EngineRig rig = new EngineRig()) {
-            MemoryRegion src = rig.mrAll(64);
+            MemoryRegion src = rig.mrBindable(64);
             rig.qp.postSend(write(src, 1, 8));
             rig.qp.postSend(write(src, 2, 8));
             rig.qp.postSend(write(src, 3, 8));
@@ -180,7 +180,7 @@ class CompleterTest {
         o.timeout = 14; // 4.096 us << 14 = 67.1 ms
         o.retryCnt = 2;
         try (EngineRig rig = new EngineRig(o)) {
-            MemoryRegion src = rig.mrAll(64);
+            MemoryRegion src = rig.mrBindable(64);
             rig.qp.postSend(write(src, 1, 8));
             assertEquals(MY_PSN, rig.one().psn());
             double wait = 67.2;
@@ -219,7 +219,7 @@ class CompleterTest {
         o.timeout = 14;
         o.retryCnt = 7;
         try (EngineRig rig = new EngineRig(o)) {
-            MemoryRegion src = rig.mrAll(64);
+            MemoryRegion src = rig.mrBindable(64);
             rig.qp.postSend(write(src, 1, 8));
             assertEquals(MY_PSN, rig.one().psn());
             int resent = 0;
@@ -249,7 +249,7 @@ class CompleterTest {
         EngineRig.Opts o = new EngineRig.Opts();
         o.rnrRetry = 1;
         try (EngineRig rig = new EngineRig(o)) {
-            MemoryRegion src = rig.mrAll(64);
+            MemoryRegion src = rig.mrBindable(64);
             rig.qp.postSend(new SendWorkRequest()
                     .wrId(5)
                     .opcode(WrOpcode.SEND)
@@ -273,7 +273,7 @@ class CompleterTest {
     @Test
     void atomicAndReadResponsesLandInTheLocalBuffers() {
         try (EngineRig rig = new EngineRig()) {
-            MemoryRegion local = rig.mrAll(4096);
+            MemoryRegion local = rig.mrBindable(4096);
             rig.qp.postSend(new SendWorkRequest()
                     .wrId(1)
                     .opcode(WrOpcode.ATOMIC_FETCH_AND_ADD)
@@ -313,7 +313,7 @@ class CompleterTest {
     @Test
     void gapInReadResponsesAsksAgainFromTheGapOnce() {
         try (EngineRig rig = new EngineRig()) {
-            MemoryRegion local = rig.mrAll(4096);
+            MemoryRegion local = rig.mrBindable(4096);
             rig.qp.postSend(new SendWorkRequest()
                     .wrId(2)
                     .opcode(WrOpcode.RDMA_READ)
@@ -356,7 +356,7 @@ class CompleterTest {
         EngineRig.Opts o = new EngineRig.Opts();
         o.retryCnt = 1; // timeout 14: 67.1 ms
         try (EngineRig rig = new EngineRig(o)) {
-            MemoryRegion src = rig.mrAll(64);
+            MemoryRegion src = rig.mrBindable(64);
             rig.qp.postSend(write(src, 1, 8));
             assertEquals(MY_PSN, rig.one().psn());
             rig.clock.advanceMillis(67.2 + 67.2); // fired a whole period after its deadline: a starved timer
@@ -378,7 +378,7 @@ class CompleterTest {
     void anAckWaitingInTheLinkWhenTheTimerFiresCompletesTheRequest() {
         EngineRig.InboundLink link = new EngineRig.InboundLink();
         try (EngineRig rig = new EngineRig(new EngineRig.Opts(), link)) {
-            MemoryRegion src = rig.mrAll(64);
+            MemoryRegion src = rig.mrBindable(64);
             rig.qp.postSend(write(src, 1, 8));
             assertEquals(MY_PSN, rig.one().psn());
             link.arrive(ack(MY_PSN), rig.qp.qpNum()); // nobody drives the device: it waits
@@ -405,7 +405,7 @@ class CompleterTest {
         o.retryCnt = 7;
         for (double step : new double[] {1, 300}) { // a timer on time; a timer that gets the CPU every 300 ms
             try (EngineRig rig = new EngineRig(o)) {
-                MemoryRegion src = rig.mrAll(64);
+                MemoryRegion src = rig.mrBindable(64);
                 rig.qp.postSend(write(src, 1, 8));
                 rig.drain();
                 long t0 = rig.clock.nanoTime();

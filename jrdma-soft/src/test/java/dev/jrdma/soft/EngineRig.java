@@ -142,7 +142,8 @@ final class EngineRig implements AutoCloseable {
         }
     }
 
-    MemoryRegion mrAll(long size) {
+    /** Registers {@code size} bytes with every right, MW_BIND included (as the kit's {@code RcPair.Side.mrBindable}). */
+    MemoryRegion mrBindable(long size) {
         return mr(
                 size,
                 Access.LOCAL_WRITE,

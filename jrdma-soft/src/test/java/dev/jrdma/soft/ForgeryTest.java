@@ -51,7 +51,7 @@ class ForgeryTest {
     @Test
     void aForgedAckFromAnotherPortCompletesNothing() {
         try (EngineRig rig = new EngineRig()) {
-            MemoryRegion src = rig.mrAll(64);
+            MemoryRegion src = rig.mrBindable(64);
             firstExchange(rig, src);
             rig.qp.postSend(write(src, 1, 8)); // PSN MY_PSN + 1, in flight
             rig.drain();
@@ -66,7 +66,7 @@ class ForgeryTest {
     @Test
     void aForgedReadResponseFromAnotherPortLandsNothing() {
         try (EngineRig rig = new EngineRig()) {
-            MemoryRegion src = rig.mrAll(64), dst = rig.mrAll(64);
+            MemoryRegion src = rig.mrBindable(64), dst = rig.mrBindable(64);
             firstExchange(rig, src);
             rig.qp.postSend(new SendWorkRequest()
                     .wrId(2)
@@ -96,7 +96,7 @@ class ForgeryTest {
     @Test
     void aForgedWriteAtTheExpectedPsnFromAnotherPortIsNotExecutedAndThePeersIs() {
         try (EngineRig rig = new EngineRig()) {
-            MemoryRegion buf = rig.mrAll(64);
+            MemoryRegion buf = rig.mrBindable(64);
             assertTrue(rig.feed(request(Opcode.RDMA_WRITE_ONLY, PEER_PSN, 8)
                     .reth(buf.address(), buf.rkey(), 8)
                     .payload(8, 1)));
@@ -131,7 +131,7 @@ class ForgeryTest {
     @Test
     void aResponseThatFitsNoRequestAcknowledgesNothing() {
         try (EngineRig rig = new EngineRig()) {
-            MemoryRegion src = rig.mrAll(64);
+            MemoryRegion src = rig.mrBindable(64);
             rig.qp.postSend(write(src, 1, 8)); // PSN 100
             rig.qp.postSend(write(src, 2, 8)); // PSN 101
             rig.drain();
@@ -151,7 +151,7 @@ class ForgeryTest {
             assertEquals(WcStatus.WR_FLUSH_ERR, rig.poll().status);
         }
         try (EngineRig rig = new EngineRig()) {
-            MemoryRegion local = rig.mrAll(4096);
+            MemoryRegion local = rig.mrBindable(4096);
             rig.qp.postSend(new SendWorkRequest()
                     .wrId(1)
                     .opcode(WrOpcode.RDMA_READ)
@@ -195,7 +195,7 @@ class ForgeryTest {
     void aNakSweepNoLongerFindsTheWindow() {
         EngineRig.Opts o = new EngineRig.Opts();
         try (EngineRig rig = new EngineRig(o)) {
-            MemoryRegion src = rig.mrAll(256 << 10);
+            MemoryRegion src = rig.mrBindable(256 << 10);
             firstExchange(rig, src);
             rig.qp.postSend(write(src, 1, 256 << 10));
             int window = rig.qp.requester.window;
@@ -247,7 +247,7 @@ class ForgeryTest {
     @Test
     void aBurstOfFarOffPacketsRaisesOneEventAndGuardsForAWhile() {
         try (EngineRig rig = new EngineRig()) {
-            MemoryRegion src = rig.mrAll(4096);
+            MemoryRegion src = rig.mrBindable(4096);
             firstExchange(rig, src);
             int far = Psn.add(MY_PSN, 1 << 20);
             for (int i = 0; i < ForgeryWatch.BURST - 2; i++) rig.feed(ack(Psn.add(far, i)));

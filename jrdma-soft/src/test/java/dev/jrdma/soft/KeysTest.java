@@ -72,7 +72,7 @@ class KeysTest {
     @Test
     void everyWindowBindDrawsANewRandomKeyByte() {
         try (EngineRig rig = new EngineRig()) {
-            MemoryRegion target = rig.mrAll(4096);
+            MemoryRegion target = rig.mrBindable(4096);
             MemoryWindow mw = rig.pd.allocMemoryWindow(MwType.TYPE_1);
             int previous = mw.rkey(), plusOne = 0, n = 100;
             for (int i = 0; i < n; i++) {

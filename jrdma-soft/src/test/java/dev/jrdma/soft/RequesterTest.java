@@ -23,7 +23,7 @@ class RequesterTest {
         EngineRig.Opts o = new EngineRig.Opts();
         o.timeout = 14; // 67.1 ms
         try (EngineRig rig = new EngineRig(o)) {
-            MemoryRegion src = rig.mrAll(4096);
+            MemoryRegion src = rig.mrBindable(4096);
             RcPair.fill(src.segment(), 2000, 7);
             rig.qp.postSend(new SendWorkRequest()
                     .wrId(1)
@@ -64,7 +64,7 @@ class RequesterTest {
         o.mtu = Mtu.MTU_4096; // window = 256 KiB / 4 KiB = 64 packets
         try (EngineRig rig = new EngineRig(o)) {
             int size = 100 * 4096;
-            MemoryRegion src = rig.mrAll(size);
+            MemoryRegion src = rig.mrBindable(size);
             rig.qp.postSend(new SendWorkRequest()
                     .wrId(1)
                     .opcode(WrOpcode.RDMA_WRITE)
@@ -90,7 +90,7 @@ class RequesterTest {
         EngineRig.Opts o = new EngineRig.Opts();
         o.maxRdAtomic = 1;
         try (EngineRig rig = new EngineRig(o)) {
-            MemoryRegion local = rig.mrAll(4096);
+            MemoryRegion local = rig.mrBindable(4096);
             rig.qp.postSend(new SendWorkRequest()
                     .wrId(1)
                     .opcode(WrOpcode.RDMA_READ)

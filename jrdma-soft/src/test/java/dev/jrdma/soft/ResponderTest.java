@@ -33,7 +33,7 @@ class ResponderTest {
     @Test
     void inSequenceSendIsDeliveredAndAcked() {
         try (EngineRig rig = new EngineRig()) {
-            MemoryRegion buf = rig.mrAll(4096);
+            MemoryRegion buf = rig.mrBindable(4096);
             rig.qp.postRecv(new RecvWorkRequest().wrId(7).buffer(buf, 0, 4096));
             assertTrue(rig.feed(request(Opcode.SEND_FIRST, PEER_PSN, 1024).payload(1024, 1)));
             assertEquals(Responder.State.ACKNOWLEDGE, rig.qp.responder.lastOutcome);
@@ -59,7 +59,7 @@ class ResponderTest {
         // the completion thread can end a QP (an application's handler failed) while the burst that delivered the
         // SEND still owes its ACK: the SEND was executed, so the peer must hear so, not retry into RETRY_EXC_ERR
         try (EngineRig rig = new EngineRig()) {
-            MemoryRegion buf = rig.mrAll(64);
+            MemoryRegion buf = rig.mrBindable(64);
             rig.qp.postRecv(new RecvWorkRequest().wrId(1).buffer(buf, 0, 64));
             rig.transport.driveForTest(() -> {
                 assertTrue(rig.feed(request(Opcode.SEND_ONLY, PEER_PSN, 8).payload(8, 3)));
@@ -75,7 +75,7 @@ class ResponderTest {
     @Test
     void duplicateIsReAckedNotDeliveredAgain() {
         try (EngineRig rig = new EngineRig()) {
-            MemoryRegion buf = rig.mrAll(64);
+            MemoryRegion buf = rig.mrBindable(64);
             rig.qp.postRecv(new RecvWorkRequest().wrId(1).buffer(buf, 0, 64));
             rig.qp.postRecv(new RecvWorkRequest().wrId(2).buffer(buf, 0, 64));
             rig.feed(request(Opcode.SEND_ONLY, PEER_PSN, 8).payload(8, 3));
@@ -91,7 +91,7 @@ class ResponderTest {
     @Test
     void packetAheadOfSequenceIsNakedOncePerBurst() {
         try (EngineRig rig = new EngineRig()) {
-            MemoryRegion buf = rig.mrAll(64);
+            MemoryRegion buf = rig.mrBindable(64);
             rig.qp.postRecv(new RecvWorkRequest().wrId(1).buffer(buf, 0, 64));
             rig.feed(request(Opcode.SEND_ONLY, PEER_PSN + 2, 8));
             assertEquals(Responder.State.ERR_PSN_SEQUENCE, rig.qp.responder.lastOutcome);
@@ -124,7 +124,7 @@ class ResponderTest {
         record Case(String what, Opcode op, int nak) {}
         for (int c = 0; c < 6; c++) {
             try (EngineRig rig = new EngineRig()) {
-                MemoryRegion all = rig.mrAll(64), readOnly = rig.mr(64, Access.LOCAL_WRITE, Access.REMOTE_READ);
+                MemoryRegion all = rig.mrBindable(64), readOnly = rig.mr(64, Access.LOCAL_WRITE, Access.REMOTE_READ);
                 MemorySegment canaryAll = all.segment(), canaryRo = readOnly.segment();
                 canaryAll.fill((byte) 0x5A);
                 canaryRo.fill((byte) 0x5A);
@@ -167,7 +167,7 @@ class ResponderTest {
     @Test
     void duplicateAtomicIsAnsweredWithoutExecutingAgain() {
         try (EngineRig rig = new EngineRig()) {
-            MemoryRegion counter = rig.mrAll(8);
+            MemoryRegion counter = rig.mrBindable(8);
             counter.segment().set(ValueLayout.JAVA_LONG, 0, 40);
             rig.feed(request(Opcode.FETCH_ADD, PEER_PSN, 0).atomic(counter.address(), counter.rkey(), 2, 0));
             RocePacket first = rig.one();
@@ -186,7 +186,7 @@ class ResponderTest {
     @Test
     void duplicateReadIsReplayedFromThePacketAskedFor() {
         try (EngineRig rig = new EngineRig()) {
-            MemoryRegion src = rig.mrAll(4096);
+            MemoryRegion src = rig.mrBindable(4096);
             RcPair.fill(src.segment(), 4096, 6);
             rig.feed(request(Opcode.RDMA_READ_REQUEST, PEER_PSN, 0).reth(src.address(), src.rkey(), 3000));
             List<RocePacket> out = rig.drain();
@@ -204,7 +204,7 @@ class ResponderTest {
             assertEquals(Opcode.RDMA_READ_RESPONSE_MIDDLE.code(), out.get(0).opcode());
             assertEquals(3000 - 2048, out.get(1).payloadLength());
             // the next new request is expected after the READ's three PSNs
-            MemoryRegion dst = rig.mrAll(64);
+            MemoryRegion dst = rig.mrBindable(64);
             rig.feed(request(Opcode.RDMA_WRITE_ONLY, PEER_PSN + 3, 8)
                     .reth(dst.address(), dst.rkey(), 8)
                     .payload(8, 4));
@@ -215,7 +215,7 @@ class ResponderTest {
     @Test
     void writeOfSeveralPacketsLandsAndCompletesAWriteWithImmediate() {
         try (EngineRig rig = new EngineRig()) {
-            MemoryRegion dst = rig.mrAll(4096);
+            MemoryRegion dst = rig.mrBindable(4096);
             rig.qp.postRecv(new RecvWorkRequest().wrId(9).numSge(0));
             rig.feed(request(Opcode.RDMA_WRITE_FIRST, PEER_PSN, 1024)
                     .reth(dst.address(), dst.rkey(), 1500)
@@ -264,7 +264,7 @@ class ResponderTest {
     @Test
     void datagramAtAnRcQpIsDropped() {
         try (EngineRig rig = new EngineRig()) {
-            MemoryRegion buf = rig.mrAll(4096);
+            MemoryRegion buf = rig.mrBindable(4096);
             rig.qp.postRecv(new RecvWorkRequest().wrId(7).buffer(buf, 0, 4096));
             assertFalse(rig.feed(request(Opcode.UD_SEND_ONLY, PEER_PSN, 8).payload(8, 1)));
             rig.assertNoCompletion();

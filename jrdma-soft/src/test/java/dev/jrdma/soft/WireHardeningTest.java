@@ -35,7 +35,7 @@ class WireHardeningTest {
     @Test
     void responsesOutsideTheOutstandingWindowAreCountedNotObeyed() {
         try (EngineRig rig = new EngineRig()) {
-            MemoryRegion src = rig.mrAll(4096);
+            MemoryRegion src = rig.mrBindable(4096);
             // nothing outstanding: no NAK of any PSN may touch the QP
             rig.feed(nak(MY_PSN, Aeth.NAK_REMOTE_ACCESS_ERROR));
             rig.feed(nak(MY_PSN - 1, Aeth.NAK_REMOTE_ACCESS_ERROR));
@@ -67,7 +67,7 @@ class WireHardeningTest {
     @Test
     void aFatalNakMustNameARequestInFlight() {
         try (EngineRig rig = new EngineRig()) {
-            MemoryRegion src = rig.mrAll(4096);
+            MemoryRegion src = rig.mrBindable(4096);
             rig.qp.postSend(write(src, 1, 8)); // PSN 100
             rig.drain();
             rig.feed(nak(MY_PSN, 0x1F & 9)); // a reserved NAK code for a PSN in flight is still a remote error
@@ -80,7 +80,7 @@ class WireHardeningTest {
         EngineRig.Opts o = new EngineRig.Opts();
         o.rnrRetry = 3;
         try (EngineRig rig = new EngineRig(o)) {
-            MemoryRegion src = rig.mrAll(64);
+            MemoryRegion src = rig.mrBindable(64);
             rig.qp.postSend(new SendWorkRequest()
                     .wrId(5)
                     .opcode(WrOpcode.SEND)
@@ -112,10 +112,10 @@ class WireHardeningTest {
     @Test
     void aConnectedQpHearsOnlyItsPeer() {
         try (EngineRig rig = new EngineRig()) {
-            MemoryRegion buf = rig.mrAll(64);
+            MemoryRegion buf = rig.mrBindable(64);
             buf.segment().fill((byte) 0x33);
             rig.qp.postRecv(new RecvWorkRequest().wrId(1).buffer(buf, 0, 64));
-            MemoryRegion src = rig.mrAll(64);
+            MemoryRegion src = rig.mrBindable(64);
             rig.qp.postSend(write(src, 2, 8));
             rig.drain();
             java.net.Inet4Address stranger = SoftDevices.ip("127.0.0.9");
@@ -248,7 +248,7 @@ class WireHardeningTest {
             o.maxDestRdAtomic = 3; // not a power of two: the slot sequence must stay in order across the boundary
             try (EngineRig rig = new EngineRig(o)) {
                 rig.qp.responder.skipResources(skip);
-                MemoryRegion counter = rig.mrAll(4096);
+                MemoryRegion counter = rig.mrBindable(4096);
                 int psn = PEER_PSN;
                 for (int i = 0; i < 8; i++, psn++) {
                     rig.feed(request(Opcode.FETCH_ADD, psn, 0).atomic(counter.address(), counter.rkey(), 1, 0));
@@ -276,7 +276,7 @@ class WireHardeningTest {
     @Test
     void aDuplicateAskingForAnotherRangeOrKeyIsNotAnswered() {
         try (EngineRig rig = new EngineRig()) {
-            MemoryRegion src = rig.mrAll(8192), counter = rig.mrAll(8);
+            MemoryRegion src = rig.mrBindable(8192), counter = rig.mrBindable(8);
             rig.feed(request(Opcode.RDMA_READ_REQUEST, PEER_PSN, 0).reth(src.address(), src.rkey(), 3000));
             assertEquals(3, rig.drain().size());
             rig.feed(request(Opcode.FETCH_ADD, PEER_PSN + 3, 0).atomic(counter.address(), counter.rkey(), 1, 0));
@@ -296,7 +296,7 @@ class WireHardeningTest {
     @Test
     void messagesLongerThanMaxMsgSzAreRefused() {
         try (EngineRig rig = new EngineRig()) {
-            MemoryRegion buf = rig.mrAll(4096);
+            MemoryRegion buf = rig.mrBindable(4096);
             rig.feed(request(Opcode.RDMA_WRITE_FIRST, PEER_PSN, 1024)
                     .reth(buf.address(), buf.rkey(), SoftContext.MAX_MSG + 1));
             assertEquals(Responder.State.ERR_INVALID_REQUEST, rig.qp.responder.lastOutcome);
@@ -304,7 +304,7 @@ class WireHardeningTest {
             assertEquals(Aeth.NAK_INVALID_REQUEST, Aeth.value(nak.aethSyndrome()));
         }
         try (EngineRig rig = new EngineRig()) {
-            MemoryRegion buf = rig.mrAll(4096);
+            MemoryRegion buf = rig.mrBindable(4096);
             rig.feed(request(Opcode.RDMA_READ_REQUEST, PEER_PSN, 0).reth(buf.address(), buf.rkey(), 0xFFFF_FFFFL));
             assertEquals(Aeth.NAK_INVALID_REQUEST, Aeth.value(rig.one().aethSyndrome()));
             assertEquals(QpState.ERR, rig.qp.state());
@@ -318,7 +318,7 @@ class WireHardeningTest {
         EngineRig.Opts o = new EngineRig.Opts();
         o.mtu = Mtu.MTU_256;
         try (EngineRig rig = new EngineRig(o)) {
-            MemoryRegion big = rig.sparseMr(SoftContext.MAX_MSG), small = rig.mrAll(64);
+            MemoryRegion big = rig.sparseMr(SoftContext.MAX_MSG), small = rig.mrBindable(64);
             // one byte more than max_msg_sz: refused locally
             SendWorkRequest tooLong = new SendWorkRequest(2)
                     .wrId(1)
@@ -332,7 +332,7 @@ class WireHardeningTest {
             assertEquals(WcStatus.LOC_LEN_ERR, rig.poll().status);
         }
         try (EngineRig rig = new EngineRig(o)) {
-            MemoryRegion big = rig.sparseMr(SoftContext.MAX_MSG), small = rig.mrAll(64);
+            MemoryRegion big = rig.sparseMr(SoftContext.MAX_MSG), small = rig.mrBindable(64);
             rig.qp.postSend(write(small, 1, 8)); // PSN 100, not yet acknowledged
             rig.qp.postSend(new SendWorkRequest()
                     .wrId(2)
@@ -360,7 +360,7 @@ class WireHardeningTest {
     void readResponsesGoOutOneWindowPerTurnAndAcksWaitBehindThem() {
         try (EngineRig rig = new EngineRig()) {
             int size = 2 << 20, packets = size / 1024, turn = rig.qp.requester.ackEvery; // a quarter window per turn
-            MemoryRegion src = rig.mrAll(size), dst = rig.mrAll(64);
+            MemoryRegion src = rig.mrBindable(size), dst = rig.mrBindable(64);
             RcPair.fill(src.segment(), size, 5);
             rig.feed(request(Opcode.RDMA_READ_REQUEST, PEER_PSN, 0).reth(src.address(), src.rkey(), size));
             assertEquals(turn, rig.drain().size(), "one turn, then the receive loop serves others");
@@ -403,7 +403,7 @@ class WireHardeningTest {
     void aLargeReadIsAskedForOneWindowAtATime() {
         try (EngineRig rig = new EngineRig()) {
             int window = rig.qp.requester.window, size = 3 * window * 1024 + 100;
-            MemoryRegion local = rig.mrAll(size);
+            MemoryRegion local = rig.mrBindable(size);
             rig.qp.postSend(new SendWorkRequest()
                     .wrId(1)
                     .opcode(WrOpcode.RDMA_READ)
