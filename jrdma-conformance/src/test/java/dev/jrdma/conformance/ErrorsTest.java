@@ -81,6 +81,23 @@ class ErrorsTest {
     }
 
     @Test
+    void deregisteredRegionIsRemoteAccessError() {
+        try (RcPair p = Suite.pair().build()) {
+            MemoryRegion src = p.a.mrAll(64), gone = p.b.mrAll(64);
+            long addr = gone.address();
+            int rkey = gone.rkey();
+            gone.close();
+            p.a.qp.postSend(new SendWorkRequest()
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .wrId(1)
+                    .buffer(src, 0, 8)
+                    .remote(addr, rkey)
+                    .signaled(true));
+            assertEquals(WcStatus.REM_ACCESS_ERR, p.await(p.a.cq).status);
+        }
+    }
+
+    @Test
     void outOfBoundsWriteIsRemoteAccessErrorAndLeavesMemoryAlone() {
         try (RcPair p = Suite.pair().build()) {
             MemoryRegion ma = p.a.mrAll(128), mb = p.a.mrAll(64);

@@ -2,6 +2,7 @@ package dev.jrdma.conformance;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.jrdma.testkit.RcPair;
@@ -9,7 +10,9 @@ import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.MemoryWindow;
 import dev.jrdma.verbs.MwType;
+import dev.jrdma.verbs.RecvWorkRequest;
 import dev.jrdma.verbs.SendWorkRequest;
+import dev.jrdma.verbs.VerbsException;
 import dev.jrdma.verbs.WcOpcode;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
@@ -122,6 +125,135 @@ class MemoryWindowTest {
                     .remote(target.address() + 512, rkey)
                     .signaled(true));
             assertEquals(WcStatus.REM_ACCESS_ERR, p.await(p.a.cq).status);
+        }
+    }
+
+    /** Writes {@code len} bytes from {@code local} through {@code rkey} at {@code addr} of B; returns A's completion status. */
+    private static WcStatus write(RcPair p, MemoryRegion local, long addr, int rkey, int len) {
+        p.a.qp.postSend(new SendWorkRequest()
+                .opcode(WrOpcode.RDMA_WRITE)
+                .buffer(local, 0, len)
+                .remote(addr, rkey)
+                .signaled(true));
+        return p.await(p.a.cq).status;
+    }
+
+    /** A type 2 bind of {@code mw} to {@code target}'s first {@code length} bytes with {@code rkey} (0: the next key). */
+    private static SendWorkRequest type2Bind(MemoryWindow mw, int rkey, MemoryRegion target, long length) {
+        SendWorkRequest bind = new SendWorkRequest()
+                .opcode(WrOpcode.BIND_MW)
+                .wrId(70)
+                .noBuffer()
+                .signaled(true);
+        bind.bindMw = mw;
+        bind.bindRkey = rkey;
+        bind.bindMr = target;
+        bind.bindAddr = target.address();
+        bind.bindLength = length;
+        bind.bindAccess.add(Access.REMOTE_WRITE);
+        return bind;
+    }
+
+    @Test
+    void type1RebindGivesANewRkeyAndRevokesTheOldOne() {
+        try (RcPair p = Suite.pair().build()) {
+            assumeTrue(p.b.ctx.queryDevice().supportsMemoryWindows(), "device has no memory windows");
+            MemoryRegion target = p.b.mrBindable(4096), local = p.a.mrAll(4096);
+            MemoryWindow mw = p.b.pd.allocMemoryWindow(MwType.TYPE_1);
+            int first = p.b.qp.bindMemoryWindow(
+                    mw, 51, true, target, target.address(), 1024, EnumSet.of(Access.REMOTE_WRITE, Access.REMOTE_READ));
+            assertEquals(WcStatus.SUCCESS, p.await(p.b.cq).status);
+            RcPair.fill(local.segment(), 0, 256, 6);
+            assertEquals(WcStatus.SUCCESS, write(p, local, target.address() + 256, first, 256));
+            RcPair.assertFilled(target.segment(), 256, 256, 6);
+            int second = p.b.qp.bindMemoryWindow(
+                    mw, 52, true, target, target.address(), 512, EnumSet.of(Access.REMOTE_READ));
+            assertEquals(WcStatus.SUCCESS, p.await(p.b.cq).status);
+            assertNotEquals(first, second, "a bind takes a new key");
+            assertEquals(second, mw.rkey());
+            assertEquals(WcStatus.SUCCESS, read(p, local, target.address(), second, 64));
+            assertEquals(WcStatus.REM_ACCESS_ERR, read(p, local, target.address(), first, 64), "the old key is dead");
+        }
+    }
+
+    @Test
+    void type1BindToARegionWithoutMwBindIsRefused() {
+        try (RcPair p = Suite.pair().build()) {
+            assumeTrue(p.b.ctx.queryDevice().supportsMemoryWindows(), "device has no memory windows");
+            MemoryRegion plain = p.b.mr(64, Access.LOCAL_WRITE, Access.REMOTE_WRITE);
+            MemoryWindow mw = p.b.pd.allocMemoryWindow(MwType.TYPE_1);
+            // libibverbs' checks refuse it at the call on the native provider; the software device, like a device
+            // that takes the bind as a work request, completes it with MW_BIND_ERR (IBA C10-73)
+            try {
+                p.b.qp.bindMemoryWindow(mw, 53, true, plain, plain.address(), 64, EnumSet.of(Access.REMOTE_WRITE));
+            } catch (VerbsException refused) {
+                assertTrue(refused.getMessage().contains("MW_BIND"), refused.getMessage());
+                return;
+            }
+            assertEquals(WcStatus.MW_BIND_ERR, p.await(p.b.cq).status);
+        }
+    }
+
+    @Test
+    void type2WindowBoundTwiceFailsTheSecondBind() {
+        try (RcPair p = Suite.pair().build()) {
+            assumeTrue(p.b.ctx.queryDevice().supportsType2Windows(), "device has no type 2 memory windows");
+            MemoryRegion target = p.b.mrBindable(4096), local = p.a.mrAll(4096);
+            MemoryWindow mw = p.b.pd.allocMemoryWindow(MwType.TYPE_2);
+            int rkey = (mw.rkey() & ~0xFF) | 0x42;
+            SendWorkRequest bind = type2Bind(mw, rkey, target, 2048);
+            p.b.qp.postSend(bind);
+            WorkCompletion bound = p.await(p.b.cq);
+            assertEquals(WcStatus.SUCCESS, bound.status, bound::toString);
+            assertEquals(rkey, mw.rkey());
+            RcPair.fill(local.segment(), 0, 2048, 12);
+            assertEquals(WcStatus.SUCCESS, write(p, local, target.address(), rkey, 2048));
+            RcPair.assertFilled(target.segment(), 0, 2048, 12);
+            // a bound type 2 window is not free: binding it again fails (IBA o10-37.2.30)
+            p.b.qp.postSend(type2Bind(mw, (rkey & ~0xFF) | 0x43, target, 64));
+            assertEquals(WcStatus.MW_BIND_ERR, p.await(p.b.cq).status);
+        }
+    }
+
+    @Test
+    void type2BindWithoutAKeyTakesTheNextOne() {
+        try (RcPair p = Suite.pair().build()) {
+            assumeTrue(p.b.ctx.queryDevice().supportsType2Windows(), "device has no type 2 memory windows");
+            MemoryRegion target = p.b.mrBindable(4096), local = p.a.mrAll(64);
+            MemoryWindow mw = p.b.pd.allocMemoryWindow(MwType.TYPE_2);
+            int before = mw.rkey();
+            p.b.qp.postSend(type2Bind(mw, 0, target, 64));
+            int rkey = mw.rkey();
+            assertEquals(before & ~0xFF, rkey & ~0xFF, "the window's index stays");
+            assertNotEquals(before, rkey, "rkey() shows the new key as soon as the bind is posted");
+            assertEquals(WcStatus.SUCCESS, p.await(p.b.cq).status);
+            assertEquals(WcStatus.SUCCESS, write(p, local, target.address(), rkey, 64));
+        }
+    }
+
+    @Test
+    void sendWithInvalidateRevokesTheReceiversWindow() {
+        try (RcPair p = Suite.pair().build()) {
+            assumeTrue(p.b.ctx.queryDevice().supportsType2Windows(), "device has no type 2 memory windows");
+            MemoryRegion target = p.b.mrBindable(4096), local = p.a.mrAll(4096), inbox = p.b.mrAll(64);
+            MemoryWindow mw = p.b.pd.allocMemoryWindow(MwType.TYPE_2);
+            int rkey = (mw.rkey() & ~0xFF) | 0x99;
+            p.b.qp.postSend(type2Bind(mw, rkey, target, 4096));
+            assertEquals(WcStatus.SUCCESS, p.await(p.b.cq).status);
+            p.b.qp.postRecv(new RecvWorkRequest().wrId(5).buffer(inbox, 0, 64));
+            SendWorkRequest sendInv = new SendWorkRequest()
+                    .wrId(6)
+                    .opcode(WrOpcode.SEND_WITH_INV)
+                    .signaled(true)
+                    .buffer(local, 0, 16);
+            sendInv.invalidateRkey = rkey;
+            p.a.qp.postSend(sendInv);
+            assertEquals(WcStatus.SUCCESS, p.await(p.a.cq).status);
+            WorkCompletion received = p.await(p.b.cq);
+            assertEquals(WcStatus.SUCCESS, received.status, received::toString);
+            assertTrue(received.hasInv(), received::toString);
+            assertEquals(rkey, received.immData, "the completion names the invalidated key");
+            assertEquals(WcStatus.REM_ACCESS_ERR, write(p, local, target.address(), rkey, 8));
         }
     }
 }

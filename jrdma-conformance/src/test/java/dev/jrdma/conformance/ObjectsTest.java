@@ -16,6 +16,8 @@ import dev.jrdma.verbs.Context;
 import dev.jrdma.verbs.DeviceAttr;
 import dev.jrdma.verbs.GidEntry;
 import dev.jrdma.verbs.MemoryRegion;
+import dev.jrdma.verbs.MemoryWindow;
+import dev.jrdma.verbs.MwType;
 import dev.jrdma.verbs.PortAttr;
 import dev.jrdma.verbs.PortState;
 import dev.jrdma.verbs.PostException;
@@ -25,6 +27,7 @@ import dev.jrdma.verbs.QpInitAttr;
 import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.QueuePair;
 import dev.jrdma.verbs.RecvWorkRequest;
+import dev.jrdma.verbs.SendFlag;
 import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.Verbs;
 import dev.jrdma.verbs.VerbsException;
@@ -145,10 +148,34 @@ class ObjectsTest {
     }
 
     @Test
+    void solicitedOnlyNotificationWaitsForASolicitedMessage() throws Exception {
+        try (RcPair p = Suite.threadedPair().channel(true).build()) {
+            MemoryRegion src = p.a.mrAll(64), dst = p.b.mrAll(256);
+            for (int i = 0; i < 2; i++)
+                p.b.qp.postRecv(new RecvWorkRequest().wrId(i).buffer(dst, i * 64L, 64));
+            p.b.cq.requestNotify(true);
+            p.a.qp.postSend(new SendWorkRequest().wrId(1).opcode(WrOpcode.SEND).buffer(src, 0, 8));
+            assertEquals(0, p.await(p.b.cq).wrId);
+            assertNull(p.b.ch.awaitEvent(Duration.ofMillis(100)), "an unsolicited message raised an event");
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(2)
+                    .opcode(WrOpcode.SEND)
+                    .flag(SendFlag.SOLICITED, true)
+                    .buffer(src, 0, 8));
+            assertSame(p.b.cq, p.b.ch.awaitEvent(Duration.ofSeconds(10)));
+            p.b.cq.ackEvents(1);
+            assertEquals(1, p.await(p.b.cq).wrId);
+        }
+    }
+
+    @Test
     void closingAParentClosesItsChildrenAndUseAfterCloseThrows() {
         Context ctx = Suite.device().open();
         ProtectionDomain pd = ctx.allocPd();
-        CompletionQueue cq = ctx.createCq(8, null);
+        CompletionChannel ch = ctx.createCompletionChannel();
+        CompletionQueue cq = ctx.createCq(8, ch);
+        ProtectionDomain windows = ctx.allocPd();
+        MemoryWindow mw = ctx.queryDevice().supportsMemoryWindows() ? windows.allocMemoryWindow(MwType.TYPE_1) : null;
         QueuePair qp = pd.createQueuePair(QpInitAttr.builder(cq).build());
         try (Arena arena = Arena.ofShared()) {
             MemoryRegion mr = pd.registerMemory(arena.allocate(4096), Access.LOCAL_WRITE);
@@ -166,10 +193,14 @@ class ObjectsTest {
             assertThrows(ClosedException.class, () -> pd.registerMemory(arena.allocate(64), Access.LOCAL_WRITE));
             pd.close(); // idempotent
             mr.close();
-            ctx.close();
-            assertTrue(cq.isClosed());
+            ctx.close(); // closes the CQ, its channel, the other PD and its window
+            assertTrue(cq.isClosed() && ch.isClosed() && windows.isClosed());
+            if (mw != null) assertTrue(mw.isClosed());
             assertThrows(ClosedException.class, () -> cq.poll(WorkCompletion.array(1)));
+            assertThrows(ClosedException.class, () -> ch.awaitEvent(Duration.ofMillis(1)));
+            assertThrows(ClosedException.class, () -> windows.allocMemoryWindow(MwType.TYPE_1));
             assertThrows(ClosedException.class, ctx::allocPd);
+            ctx.close(); // idempotent
         }
     }
 

@@ -1,9 +1,18 @@
 package dev.jrdma.soft;
 
+import static dev.jrdma.soft.SoftDevices.*;
 import static org.junit.jupiter.api.Assertions.*;
 
+import dev.jrdma.testkit.RcPair;
+import dev.jrdma.verbs.Access;
 import dev.jrdma.verbs.Device;
 import dev.jrdma.verbs.Gid;
+import dev.jrdma.verbs.LinkLayer;
+import dev.jrdma.verbs.Mtu;
+import dev.jrdma.verbs.PortAttr;
+import dev.jrdma.verbs.PortState;
+import dev.jrdma.verbs.QpInitAttr;
+import dev.jrdma.verbs.Verbs;
 import dev.jrdma.verbs.VerbsException;
 import dev.jrdma.verbs.spi.VerbsProvider;
 import java.util.List;
@@ -98,6 +107,74 @@ class ProviderTest {
             }
         } finally {
             restore("jrdma.soft.port", port);
+        }
+    }
+
+    @Test
+    void providerListsDevicesAndPortsLookLikeRoce() {
+        var provider = Verbs.provider("soft").orElseThrow();
+        assertTrue(
+                provider.devices().stream().anyMatch(d -> d.name().equals("soft_lo")),
+                () -> "devices: " + provider.devices());
+        Device d = Verbs.device("soft@127.0.0.2:" + PORT);
+        assertEquals("soft", d.provider());
+        try (var ctx = d.open()) {
+            assertEquals(Gid.parse("::ffff:127.0.0.2"), ctx.queryGid(1, 0));
+            assertEquals(
+                    "0000:0000:0000:0000:0000:ffff:7f00:0002",
+                    ctx.queryGid(1, 0).toString());
+            PortAttr pa = ctx.queryPort(1);
+            assertEquals(PortState.ACTIVE, pa.state());
+            assertEquals(LinkLayer.ETHERNET, pa.linkLayer());
+            assertEquals(Mtu.MTU_4096, pa.maxMtu());
+            assertEquals(Mtu.MTU_4096, pa.activeMtu(), "loopback's MTU (65536) holds 4096-byte payloads");
+            assertTrue(ctx.gidTable(1).getFirst().isRoceV2());
+            assertTrue(ctx.queryDevice().supportsMemoryWindows());
+            assertThrows(VerbsException.class, () -> ctx.queryPort(2));
+            assertThrows(VerbsException.class, () -> ctx.queryGid(1, SoftContext.GID_TABLE_LEN));
+        }
+        assertThrows(VerbsException.class, () -> Verbs.device("soft@not-an-address"));
+    }
+
+    @Test
+    void activeMtuFollowsTheInterfaceMtuAsRxe() {
+        assertEquals(Mtu.MTU_4096, LinkFactory.activeMtuFor(65536), "loopback");
+        assertEquals(Mtu.MTU_4096, LinkFactory.activeMtuFor(9000), "jumbo frames");
+        assertEquals(Mtu.MTU_4096, LinkFactory.activeMtuFor(4096 + 80), "4096 and the RoCEv2 headers fit exactly");
+        assertEquals(Mtu.MTU_2048, LinkFactory.activeMtuFor(4096 + 79));
+        assertEquals(Mtu.MTU_1024, LinkFactory.activeMtuFor(1500), "Ethernet");
+        assertEquals(Mtu.MTU_512, LinkFactory.activeMtuFor(1000));
+        assertEquals(Mtu.MTU_256, LinkFactory.activeMtuFor(200), "never below the smallest IB MTU");
+        String old = System.getProperty("jrdma.soft.mtu");
+        try {
+            System.setProperty("jrdma.soft.mtu", "2048");
+            assertEquals(
+                    Mtu.MTU_2048,
+                    LinkFactory.configuredMtu(java.net.InetAddress.getLoopbackAddress()),
+                    "the property wins");
+            System.setProperty("jrdma.soft.mtu", "3000");
+            assertEquals(
+                    Mtu.MTU_4096,
+                    LinkFactory.configuredMtu(java.net.InetAddress.getLoopbackAddress()),
+                    "an invalid property: the interface decides");
+        } finally {
+            if (old == null) System.clearProperty("jrdma.soft.mtu");
+            else System.setProperty("jrdma.soft.mtu", old);
+        }
+    }
+
+    @Test
+    void confinedMemoryIsRefusedWithAnExplanation() {
+        try (RcPair p = pair();
+                var confined = java.lang.foreign.Arena.ofConfined()) {
+            VerbsException e = assertThrows(
+                    VerbsException.class, () -> p.a.pd.registerMemory(confined.allocate(64), Access.LOCAL_WRITE));
+            assertTrue(e.getMessage().contains("Arena.ofShared"), e.getMessage());
+            assertThrows(
+                    VerbsException.class,
+                    () -> p.a.pd.createQueuePair(QpInitAttr.builder(p.a.cq)
+                            .type(dev.jrdma.verbs.QpType.UC)
+                            .build()));
         }
     }
 }

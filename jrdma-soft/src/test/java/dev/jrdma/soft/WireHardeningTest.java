@@ -1,9 +1,12 @@
 package dev.jrdma.soft;
 
 import static dev.jrdma.soft.EngineRig.*;
+import static dev.jrdma.soft.SoftDevices.*;
 import static org.junit.jupiter.api.Assertions.*;
 
 import dev.jrdma.soft.wire.Aeth;
+import dev.jrdma.soft.wire.Bth;
+import dev.jrdma.soft.wire.Icrc;
 import dev.jrdma.soft.wire.Opcode;
 import dev.jrdma.soft.wire.Psn;
 import dev.jrdma.soft.wire.RocePacket;
@@ -18,6 +21,10 @@ import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
 import java.lang.foreign.ValueLayout;
+import java.net.InetSocketAddress;
+import java.net.StandardProtocolFamily;
+import java.nio.ByteBuffer;
+import java.nio.channels.DatagramChannel;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 
@@ -518,5 +525,46 @@ class WireHardeningTest {
         long end = System.nanoTime() + 5_000_000_000L;
         while (ctx.counters().get(name) < want && System.nanoTime() < end) Thread.sleep(1);
         assertEquals(want, ctx.counters().get(name), name);
+    }
+
+    @Test
+    void corruptedAndMalformedPacketsAreDroppedAndCounted() throws Exception {
+        try (RcPair p = pair();
+                DatagramChannel ch = DatagramChannel.open(StandardProtocolFamily.INET)) {
+            ch.bind(new InetSocketAddress(A, 0));
+            int srcPort = ((InetSocketAddress) ch.getLocalAddress()).getPort();
+            SoftContext ctx = (SoftContext) p.b.ctx;
+            SoftContext.Stats before = ctx.stats();
+            long icrcBefore = p.b.ctx.counters().get("rx_bad_icrc");
+            ByteBuffer b = ByteBuffer.allocate(64);
+            int len = RocePacket.writeBth(
+                    b, 0, Opcode.SEND_ONLY.code(), false, Bth.DEFAULT_PKEY, p.b.qp.qpNum(), true, 5000, 8);
+            new Icrc().generate(b, 0, len, A.hashCode(), B.hashCode(), srcPort, SoftDevices.PORT);
+            b.put(14, (byte) (b.get(14) ^ 0x10)); // flip a payload bit after the ICRC
+            ch.send(b.slice(0, len), new InetSocketAddress(B, SoftDevices.PORT));
+            ch.send(ByteBuffer.wrap(new byte[] {1, 2, 3}), new InetSocketAddress(B, SoftDevices.PORT));
+            // valid ICRC, unknown opcode
+            ByteBuffer m = ByteBuffer.allocate(64);
+            RocePacket.writeBth(m, 0, Opcode.SEND_ONLY.code(), false, Bth.DEFAULT_PKEY, p.b.qp.qpNum(), true, 5000, 0);
+            m.put(0, (byte) 0x15);
+            new Icrc().generate(m, 0, 16, A.hashCode(), B.hashCode(), srcPort, SoftDevices.PORT);
+            ch.send(m.slice(0, 16), new InetSocketAddress(B, SoftDevices.PORT));
+            long end = System.nanoTime() + 5_000_000_000L;
+            while (ctx.stats().rxMalformed() == before.rxMalformed() && System.nanoTime() < end) Thread.sleep(1);
+            SoftContext.Stats after = ctx.stats();
+            assertEquals(2, after.rxBadIcrc() - before.rxBadIcrc());
+            assertEquals(1, after.rxMalformed() - before.rxMalformed());
+            assertEquals(2, p.b.ctx.counters().get("rx_bad_icrc") - icrcBefore);
+            // the QP is unharmed
+            MemoryRegion src = p.a.mrAll(64), dst = p.b.mrAll(64);
+            p.b.qp.postRecv(new RecvWorkRequest().wrId(1).buffer(dst, 0, 64));
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(2)
+                    .opcode(WrOpcode.SEND)
+                    .signaled(true)
+                    .buffer(src, 0, 8));
+            assertEquals(WcStatus.SUCCESS, poll(p.b.cq).status);
+            assertEquals(WcStatus.SUCCESS, poll(p.a.cq).status);
+        }
     }
 }
