@@ -251,8 +251,12 @@ class MemoryWindowTest {
             assertEquals(WcStatus.SUCCESS, p.await(p.a.cq).status);
             WorkCompletion received = p.await(p.b.cq);
             assertEquals(WcStatus.SUCCESS, received.status, received::toString);
-            assertTrue(received.hasInv(), received::toString);
-            assertEquals(rkey, received.immData, "the completion names the invalidated key");
+            // rxe writes the kernel's IB_WC_WITH_INVALIDATE (bit 2) into the user-space completion, where libibverbs
+            // reads bit 2 as IBV_WC_IP_CSUM_OK: there the flag cannot be checked, the revocation below still is
+            if (!p.b.ctx.device().name().startsWith("rxe")) {
+                assertTrue(received.hasInv(), received::toString);
+                assertEquals(rkey, received.immData, "the completion names the invalidated key");
+            }
             assertEquals(WcStatus.REM_ACCESS_ERR, write(p, local, target.address(), rkey, 8));
         }
     }
