@@ -34,8 +34,8 @@ import org.junit.jupiter.params.provider.ValueSource;
  * executed at most once (the targets never count more than were posted, nor fewer than completed).
  *
  * <p>A corrupted packet is dropped here as the receiver's ICRC check drops it (that check is proven by
- * {@code WireHardeningTest} and {@code PacketFuzzTest}). {@code -Djrdma.soak.ci.ops=N} operations per direction and pair,
- * {@code -Djrdma.soak.seed=S}. The threaded soak over real sockets stays {@link SoakTest} (opt-in, long runs).
+ * {@code WireHardeningTest} and {@code PacketFuzzTest}). {@code -Djrdma.soak.ci.ops=N} operations per direction and
+ * pair, {@code -Djrdma.soak.seed=S}. The threaded soak over real sockets stays {@link SoakTest} (opt-in, long runs).
  */
 @Timeout(300)
 class DeterministicSoakTest {
