@@ -100,7 +100,7 @@ class DeterministicSoakTest {
     }
 
     static Outcome run(DeterministicNetwork net, boolean mayExhaustRetries) {
-        long seed = net.seed;
+        long seed = net.faults.seed();
         long start = net.nanoTime();
         List<RcPair> pairs = new ArrayList<>();
         List<End> ends = new ArrayList<>();
