@@ -1,0 +1,221 @@
+package dev.jrdma.soft;
+
+import static dev.jrdma.soft.DeterministicNetwork.soft;
+import static org.junit.jupiter.api.Assertions.*;
+
+import dev.jrdma.soft.wire.Aeth;
+import dev.jrdma.soft.wire.Bth;
+import dev.jrdma.soft.wire.Icrc;
+import dev.jrdma.soft.wire.Opcode;
+import dev.jrdma.soft.wire.Psn;
+import dev.jrdma.soft.wire.RocePacket;
+import dev.jrdma.testkit.RcPair;
+import dev.jrdma.verbs.MemoryRegion;
+import dev.jrdma.verbs.RecvWorkRequest;
+import dev.jrdma.verbs.SendWorkRequest;
+import dev.jrdma.verbs.WcStatus;
+import dev.jrdma.verbs.WorkCompletion;
+import dev.jrdma.verbs.WrOpcode;
+import java.nio.ByteBuffer;
+import java.util.HashSet;
+import java.util.Random;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * Issue 23 §4, loss recovery that does not collapse, on the deterministic network (manual clock): with both ends in
+ * jrdma's selective-repeat mode ({@link SoftQp#selectiveRepeat}) random losses are repaired by sending again only what
+ * was lost (at most 1.5 retransmitted request packets per lost packet), every byte arrives, and the same losses cost
+ * go-back-N far more; against a peer not in the mode each end keeps to go-back-N; a marked NAK that names no packet in
+ * flight is a counted drop.
+ */
+@Timeout(120)
+class SelectiveRepeatTest {
+    static final int SIZE = 4096, MESSAGES = 600, SEND_QUEUE = 256;
+
+    /** What a run cost: request packets A sent, the distinct PSNs among them, packets the network lost. */
+    record Cost(long requestPackets, long distinct, long lostRequests, long lostTotal, long selectiveResends) {
+        long retransmitted() {
+            return requestPackets - distinct;
+        }
+    }
+
+    /**
+     * {@link #MESSAGES} WRITEs of {@link #SIZE} bytes from A to B (4 packets each at MTU 1024), {@link #SEND_QUEUE}
+     * outstanding at most, every byte checked; the network loses each request with {@code requestLoss} and each
+     * response with {@code responseLoss}, drawn from {@code seed}.
+     */
+    static Cost run(boolean srA, boolean srB, double requestLoss, double responseLoss, long seed) {
+        DeterministicNetwork net = DeterministicNetwork.faultless();
+        try (RcPair pair = net.pair()) {
+            soft(pair.a.qp).selectiveRepeat = srA;
+            soft(pair.b.qp).selectiveRepeat = srB;
+            Transport ta = net.transport(DeterministicNetwork.A);
+            Random rnd = new Random(seed);
+            long[] lost = new long[2];
+            net.drop = p -> {
+                boolean request = p.from() == ta;
+                if (rnd.nextDouble() >= (request ? requestLoss : responseLoss)) return false;
+                lost[request ? 0 : 1]++;
+                return true;
+            };
+            long bytes = (long) SIZE * MESSAGES;
+            MemoryRegion src = pair.a.mrAll(bytes), dst = pair.b.mrAll(bytes);
+            RcPair.fill(src.segment(), bytes, (int) seed);
+            int[] posted = {0}, done = {0};
+            WorkCompletion[] wcs = WorkCompletion.array(64);
+            net.runUntil(
+                    () -> {
+                        int n = pair.a.cq.poll(wcs);
+                        for (int i = 0; i < n; i++)
+                            assertEquals(WcStatus.SUCCESS, wcs[i].status, () -> "WRITE " + wcs[0].wrId);
+                        done[0] += n;
+                        while (posted[0] < MESSAGES && posted[0] - done[0] < SEND_QUEUE) {
+                            int i = posted[0]++;
+                            pair.a.qp.postSend(new SendWorkRequest()
+                                    .wrId(i)
+                                    .opcode(WrOpcode.RDMA_WRITE)
+                                    .buffer(src, (long) SIZE * i, SIZE)
+                                    .remote(dst.address() + (long) SIZE * i, dst.rkey())
+                                    .signaled(true));
+                        }
+                        return done[0] == MESSAGES;
+                    },
+                    1_000_000,
+                    600_000_000_000L);
+            RcPair.assertFilled(dst.segment(), 0, bytes, (int) seed);
+            long requests = 0;
+            Set<Integer> psns = new HashSet<>();
+            for (DeterministicNetwork.Packet p : net.log) {
+                if (p.from() != ta || !Opcode.isRc(p.opcode()) || p.opcode() == Opcode.CNP.code()) continue;
+                requests++;
+                psns.add(p.psn());
+            }
+            return new Cost(
+                    requests, psns.size(), lost[0], lost[0] + lost[1], ta.counters.get(Counter.TX_SELECTIVE_RESENDS));
+        }
+    }
+
+    @ParameterizedTest(name = "request loss {0}, response loss {1}, seed {2}")
+    @CsvSource({"0.01, 0, 1", "0.05, 0, 2", "0.01, 0.01, 3", "0.03, 0.03, 4"})
+    void randomLossIsRepairedBySendingAgainOnlyWhatWasLost(double requestLoss, double responseLoss, long seed) {
+        Cost sr = run(true, true, requestLoss, responseLoss, seed);
+        Cost gbn = run(false, false, requestLoss, responseLoss, seed);
+        String what = "selective repeat " + sr + ", go-back-N " + gbn;
+        System.out.println("request loss " + requestLoss + ", response loss " + responseLoss + ": " + what);
+        assertTrue(sr.lostRequests() > 0, what);
+        assertTrue(sr.selectiveResends() > 0, what);
+        assertTrue(
+                sr.retransmitted() <= 1.5 * sr.lostTotal(), "at most 1.5 packets sent again per packet lost: " + what);
+        assertTrue(gbn.retransmitted() > 3 * sr.retransmitted(), "go-back-N resends far more: " + what);
+    }
+
+    @Test
+    void againstAPeerNotInTheModeEachEndGoesBackN() {
+        // A in the mode, B not: B's NAKs carry no mark, so A goes back N
+        Cost aOnly = run(true, false, 0.02, 0, 5);
+        assertEquals(0, aOnly.selectiveResends(), aOnly::toString);
+        assertTrue(aOnly.retransmitted() > aOnly.lostRequests(), aOnly::toString);
+        // B in the mode, A not: B keeps what follows a gap and marks its NAKs, A ignores the mark and goes back N;
+        // what A sends again that B holds already is dropped there as a duplicate, and every byte still arrives once
+        Cost bOnly = run(false, true, 0.02, 0, 5);
+        assertEquals(0, bOnly.selectiveResends(), bOnly::toString);
+        assertTrue(bOnly.retransmitted() > bOnly.lostRequests(), bOnly::toString);
+    }
+
+    @Test
+    void sendsLostInTheMiddleOfARunArriveOnceAndInOrder() {
+        DeterministicNetwork net = DeterministicNetwork.faultless();
+        try (RcPair pair = net.pair()) {
+            soft(pair.a.qp).selectiveRepeat = true;
+            soft(pair.b.qp).selectiveRepeat = true;
+            Transport ta = net.transport(DeterministicNetwork.A), tb = net.transport(DeterministicNetwork.B);
+            int n = 40, len = 3000; // 3 packets each
+            MemoryRegion src = pair.a.mrAll((long) len * n), dst = pair.b.mrAll((long) len * n);
+            RcPair.fill(src.segment(), (long) len * n, 11);
+            for (int i = 0; i < n; i++)
+                pair.b.qp.postRecv(new RecvWorkRequest().wrId(i).buffer(dst, (long) len * i, len));
+            Set<Integer> lostOnce = new HashSet<>();
+            net.drop = p -> p.from() == ta && p.psn() % 7 == 3 && lostOnce.add(p.psn()); // every 7th, first copy
+            SendWorkRequest first = null, prev = null;
+            for (int i = 0; i < n; i++) {
+                SendWorkRequest wr = new SendWorkRequest()
+                        .wrId(i)
+                        .opcode(WrOpcode.SEND)
+                        .buffer(src, (long) len * i, len)
+                        .signaled(true);
+                if (prev == null) first = wr;
+                else prev.next = wr;
+                prev = wr;
+            }
+            pair.a.qp.postSend(first);
+            WorkCompletion[] wcs = WorkCompletion.array(n);
+            int[] got = {0}, sent = {0};
+            net.runUntil(
+                    () -> {
+                        int k = pair.b.cq.poll(wcs);
+                        for (int i = 0; i < k; i++) {
+                            assertEquals(WcStatus.SUCCESS, wcs[i].status);
+                            assertEquals(got[0]++, wcs[i].wrId, "in order");
+                            assertEquals(len, wcs[i].byteLen);
+                        }
+                        sent[0] += pair.a.cq.poll(WorkCompletion.array(n));
+                        return got[0] == n && sent[0] == n;
+                    },
+                    1_000_000,
+                    10_000_000_000L);
+            RcPair.assertFilled(dst.segment(), 0, (long) len * n, 11);
+            assertTrue(tb.counters.get(Counter.RX_OUT_OF_ORDER_HELD) > 0);
+            assertEquals(lostOnce.size(), ta.counters.get(Counter.TX_SELECTIVE_RESENDS), "each lost packet once");
+        }
+    }
+
+    @Test
+    void aMarkedNakThatNamesNoPacketInFlightIsACountedDrop() {
+        DeterministicNetwork net = DeterministicNetwork.faultless();
+        try (RcPair pair = net.pair()) {
+            soft(pair.a.qp).selectiveRepeat = true;
+            soft(pair.b.qp).selectiveRepeat = true;
+            Transport ta = net.transport(DeterministicNetwork.A);
+            MemoryRegion src = pair.a.mrAll(SIZE), dst = pair.b.mrAll(SIZE);
+            pair.a.qp.postSend(new SendWorkRequest()
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .buffer(src, 0, SIZE)
+                    .remote(dst.address(), dst.rkey())
+                    .signaled(true));
+            SoftQp qa = soft(pair.a.qp);
+            int far = Psn.add(qa.requester.sentEnd, 1000);
+            long before = ta.counters.get(Counter.RX_RESPONSE_OUT_OF_WINDOW);
+            net.inFlight.add(
+                    new DeterministicNetwork.Packet(markedNak(qa, far), ta, net.transport(DeterministicNetwork.B)));
+            net.deliver();
+            assertEquals(before + 1, ta.counters.get(Counter.RX_RESPONSE_OUT_OF_WINDOW), "dropped and counted");
+            assertEquals(0, ta.counters.get(Counter.TX_SELECTIVE_RESENDS), "nothing sent again for it");
+            assertNotNull(pair.awaitOk(pair.a.cq));
+        }
+    }
+
+    /** A PSN sequence NAK with jrdma's mark at {@code psn}, to A's QP, as B would build it. */
+    private static byte[] markedNak(SoftQp to, int psn) {
+        ByteBuffer b = ByteBuffer.allocate(64);
+        int len = RocePacket.writeBth(
+                b, 0, Opcode.ACKNOWLEDGE.code(), false, Bth.DEFAULT_PKEY, to.qpNum(), false, psn, 0);
+        Aeth.write(b, Bth.BYTES, Aeth.nakSyndrome(Aeth.NAK_PSN_SEQUENCE_ERROR), 0);
+        Bth.setHoldsMark(b, 0);
+        new Icrc()
+                .generate(
+                        b,
+                        0,
+                        len,
+                        IpAddress.of(DeterministicNetwork.B).ipv4(),
+                        IpAddress.of(DeterministicNetwork.A).ipv4(),
+                        DeterministicNetwork.PORT,
+                        DeterministicNetwork.PORT);
+        byte[] out = new byte[len];
+        b.get(0, out);
+        return out;
+    }
+}
