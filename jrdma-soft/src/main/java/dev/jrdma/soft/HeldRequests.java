@@ -33,26 +33,48 @@ final class HeldRequests {
         return count;
     }
 
+    /** What {@link #hold} did. */
+    enum Outcome {
+        KEPT,
+        /** Too far ahead (or behind): nothing kept. */
+        OUT_OF_RANGE,
+        /** The same packet is kept already. */
+        DUPLICATE,
+        /**
+         * Another packet with the same PSN was kept: one of the two is not the peer's (no requester sends two different
+         * packets for one PSN), and nothing tells which, so neither is kept: the PSN is a gap again, which the requester
+         * fills when it is NAKed.
+         */
+        CONFLICT
+    }
+
     /**
-     * Keeps the packet of {@code len} bytes at {@code off} in {@code b}, whose PSN {@code psn} lies {@code 1 ..
-     * capacity - 1} beyond {@code expected}. False (nothing kept) when it lies elsewhere or its PSN is kept already.
+     * Keeps the packet of {@code len} bytes at {@code off} in {@code b}, whose PSN {@code psn} must lie {@code 1 ..
+     * capacity - 1} beyond {@code expected}.
      */
-    boolean hold(ByteBuffer b, int off, int len, int psn, int expected) {
+    Outcome hold(ByteBuffer b, int off, int len, int psn, int expected) {
         int d = Psn.diff(psn, expected);
-        if (d <= 0 || d >= capacity || len <= 0) return false;
+        if (d <= 0 || d >= capacity || len <= 0) return Outcome.OUT_OF_RANGE;
         if (bytes == null) {
             bytes = new byte[capacity][];
             lengths = new int[capacity];
             psns = new int[capacity];
         }
         int slot = slot(psn);
-        if (bytes[slot] != null) return false; // the first copy stays: a later one is a duplicate (or a forgery)
+        byte[] kept = bytes[slot];
+        if (kept != null && psns[slot] == psn) {
+            if (lengths[slot] == len && sameRequest(b, off, kept, len)) return Outcome.DUPLICATE;
+            bytes[slot] = null;
+            count--;
+            return Outcome.CONFLICT;
+        }
+        if (kept != null) count--; // a stale copy from an earlier lap of the ring (dropBefore missed it): replaced
         byte[] copy = bytes[slot] = new byte[len];
         b.get(off, copy, 0, len);
         lengths[slot] = len;
         psns[slot] = psn;
         count++;
-        return true;
+        return Outcome.KEPT;
     }
 
     /**
@@ -84,6 +106,19 @@ final class HeldRequests {
                 count--;
             }
         }
+    }
+
+    /**
+     * Whether the packet at {@code off} in {@code b} is the request {@code kept} is, sent again: the same bytes but for
+     * the AckReq bit (a resend may ask where the first copy did not) and the last 4 (the ICRC, or in the authenticated
+     * mode the tag's, both covering AckReq).
+     */
+    private static boolean sameRequest(ByteBuffer b, int off, byte[] kept, int len) {
+        for (int i = 0; i < len - 4; i++) {
+            int x = b.get(off + i) ^ kept[i];
+            if (x != 0 && (i != 8 || (x & 0x7F) != 0)) return false;
+        }
+        return true;
     }
 
     private int slot(int psn) {

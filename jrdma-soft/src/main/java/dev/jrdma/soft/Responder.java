@@ -524,8 +524,14 @@ final class Responder {
         boolean holding = qp.selectiveRepeat && !qp.guarded();
         if (holding) {
             if (held == null) held = new HeldRequests(qp.requester.window);
-            boolean kept = held.hold(pkt.buffer(), pkt.offset(), pkt.length(), psn, expectedPsn);
-            qp.count(kept ? Counter.RX_OUT_OF_ORDER_HELD : Counter.RX_OUT_OF_ORDER_NOT_HELD);
+            switch (held.hold(pkt.buffer(), pkt.offset(), pkt.length(), psn, expectedPsn)) {
+                case KEPT -> qp.count(Counter.RX_OUT_OF_ORDER_HELD);
+                case CONFLICT -> { // two different packets for one PSN: one is forged
+                    qp.count(Counter.RX_OUT_OF_ORDER_NOT_HELD);
+                    qp.suspect();
+                }
+                default -> qp.count(Counter.RX_OUT_OF_ORDER_NOT_HELD);
+            }
         }
         if (!nakSent) {
             nakSent = true;

@@ -174,6 +174,55 @@ class SelectiveRepeatTest {
     }
 
     @Test
+    void twoDifferentPacketsForOneHeldPsnAreBothDroppedAndThePeerFillsTheGap() {
+        DeterministicNetwork net = DeterministicNetwork.faultless();
+        try (RcPair pair = net.pair()) {
+            soft(pair.a.qp).selectiveRepeat = true;
+            soft(pair.b.qp).selectiveRepeat = true;
+            Transport ta = net.transport(DeterministicNetwork.A), tb = net.transport(DeterministicNetwork.B);
+            MemoryRegion src = pair.a.mrAll(SIZE), dst = pair.b.mrAll(SIZE);
+            RcPair.fill(src.segment(), SIZE, 21);
+            int first = soft(pair.a.qp).requester.nextPsn;
+            boolean[] done = {false, false};
+            net.drop = p -> {
+                if (p.from() != ta) return false;
+                if (p.psn() == first && !done[0]) return done[0] = true; // a gap, so what follows is held
+                if (p.psn() == first + 2 && !done[1]) { // a forged copy overtakes the real one
+                    done[1] = true;
+                    byte[] forged = p.bytes().clone();
+                    forged[Bth.BYTES] ^= 0x5A; // the first payload byte of a WRITE MIDDLE
+                    ByteBuffer b = ByteBuffer.wrap(forged);
+                    new Icrc()
+                            .generate(
+                                    b,
+                                    0,
+                                    forged.length,
+                                    IpAddress.of(DeterministicNetwork.A).ipv4(),
+                                    IpAddress.of(DeterministicNetwork.B).ipv4(),
+                                    DeterministicNetwork.PORT,
+                                    DeterministicNetwork.PORT);
+                    net.inFlight.add(new DeterministicNetwork.Packet(forged, p.to(), p.from()));
+                    net.inFlight.add(p);
+                    return true;
+                }
+                return false;
+            };
+            pair.a.qp.postSend(new SendWorkRequest()
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .buffer(src, 0, SIZE)
+                    .remote(dst.address(), dst.rkey())
+                    .signaled(true));
+            WorkCompletion[] wc = WorkCompletion.array(1);
+            net.runUntil(() -> pair.a.cq.poll(wc) == 1, 1_000_000, 10_000_000_000L);
+            assertEquals(WcStatus.SUCCESS, wc[0].status);
+            RcPair.assertFilled(dst.segment(), 0, SIZE, 21); // the real bytes, not the forged ones
+            assertTrue(done[1]);
+            assertEquals(1, tb.counters.get(Counter.RX_OUT_OF_ORDER_NOT_HELD), "the conflict: neither copy kept");
+            assertEquals(2, ta.counters.get(Counter.TX_SELECTIVE_RESENDS), "the gap and the PSN the conflict emptied");
+        }
+    }
+
+    @Test
     void aMarkedNakThatNamesNoPacketInFlightIsACountedDrop() {
         DeterministicNetwork net = DeterministicNetwork.faultless();
         try (RcPair pair = net.pair()) {
