@@ -47,7 +47,7 @@ final class SoftQp extends Resource implements QueuePair {
     static final boolean TRACE = Boolean.getBoolean("jrdma.soft.trace");
 
     private static final System.Logger LOG = System.getLogger("dev.jrdma.soft");
-    private static final long MIN_TIMEOUT_NANOS = 2_000_000;
+    static final long MIN_TIMEOUT_NANOS = 2_000_000;
     /**
      * {@code -Djrdma.soft.checkSourcePort=false} turns off the per-QP check of the peer's UDP source port (on by
      * default). The port is learned from the first packet of the peer that moves the connection on (an in-sequence

@@ -189,4 +189,48 @@ class AckCoalescingTest {
             assertEquals(Opcode.ACKNOWLEDGE.code(), net.log.get(1).opcode(), "then the ACK it carries");
         }
     }
+
+    /**
+     * The delayed ACK ({@code -Djrdma.soft.deferAcks=true}), on the device's manual clock: a polling thread that handles
+     * a request keeps its ACK (for its next post on the QP to carry), and when it neither posts nor polls again the
+     * device's receive thread sends it once nobody has polled for {@link ProgressEngine#POLL_QUIET_NANOS} (1 ms), well
+     * under the least retransmission timeout a requester uses (2 ms; 67 ms at the usual timeout 14).
+     */
+    @Test
+    void aDeferredAckLeavesOnceThePollerHasBeenQuietForAMillisecond() {
+        EngineRig.InboundLink link = new EngineRig.InboundLink();
+        EngineRig made;
+        System.setProperty("jrdma.soft.deferAcks", "true");
+        try {
+            made = new EngineRig(new EngineRig.Opts(), link);
+        } finally {
+            System.clearProperty("jrdma.soft.deferAcks");
+        }
+        try (EngineRig rig = made) {
+            MemoryRegion dst = rig.mrBindable(64);
+            link.arrive(
+                    EngineRig.request(Opcode.RDMA_WRITE_ONLY, EngineRig.PEER_PSN, 64)
+                            .reth(dst.address(), dst.rkey(), 64)
+                            .payload(64, 3),
+                    rig.qp.qpNum());
+            long polledAt = rig.clock.nanoTime();
+            WorkCompletion[] wcs = WorkCompletion.array(1);
+            assertEquals(0, rig.cq.poll(wcs), "a WRITE completes nothing at the responder");
+            assertEquals(0, link.waiting(), "the poll took the request");
+            assertEquals(EngineRig.PEER_PSN + 1, rig.qp.responder.expectedPsn, "and executed it");
+            assertTrue(rig.drain().isEmpty(), "the ACK is held for the poller's next post");
+            ProgressEngine engine = rig.transport.progress();
+            long waitMore = engine.doWork(polledAt + ProgressEngine.POLL_QUIET_NANOS - 1);
+            assertEquals(1, waitMore, "the receive thread waits out the quiet time");
+            assertTrue(rig.drain().isEmpty(), "still held");
+            engine.doWork(polledAt + ProgressEngine.POLL_QUIET_NANOS);
+            var sent = rig.drain();
+            assertEquals(1, sent.size(), "the ACK, after 1 ms");
+            assertEquals(Opcode.ACKNOWLEDGE.code(), sent.getFirst().opcode());
+            assertEquals(EngineRig.PEER_PSN, sent.getFirst().psn());
+            assertTrue(
+                    ProgressEngine.POLL_QUIET_NANOS < SoftQp.MIN_TIMEOUT_NANOS,
+                    "the delay stays under the least retransmission timeout a QP of this device uses");
+        }
+    }
 }
