@@ -2,6 +2,7 @@ package dev.jrdma.cli;
 
 import dev.jrdma.bench.doctor.Check;
 import dev.jrdma.bench.doctor.Doctor;
+import dev.jrdma.bench.doctor.DoctorReport;
 import dev.jrdma.bench.doctor.Verdict;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -48,7 +49,7 @@ public final class DoctorCommand implements Callable<Integer> {
             d = new Doctor(root, System.getenv(), dev.jrdma.bench.doctor.PortProbe.none());
         }
         List<Check> checks = d.run();
-        System.out.print(json ? Doctor.toJson(checks) : Doctor.format(checks, verbose));
+        System.out.print(json ? DoctorReport.toJson(checks) : DoctorReport.format(checks, verbose));
         return checks.stream().anyMatch(c -> c.verdict() == Verdict.FAIL) ? 1 : 0;
     }
 }

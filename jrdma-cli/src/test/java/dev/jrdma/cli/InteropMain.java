@@ -7,13 +7,11 @@ import dev.jrdma.verbs.Context;
 import dev.jrdma.verbs.Gid;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.MemoryWindow;
-import dev.jrdma.verbs.Mtu;
 import dev.jrdma.verbs.MwType;
 import dev.jrdma.verbs.ProtectionDomain;
-import dev.jrdma.verbs.QpAttr;
 import dev.jrdma.verbs.QpInitAttr;
-import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.QueuePair;
+import dev.jrdma.verbs.RcWalk;
 import dev.jrdma.verbs.RecvWorkRequest;
 import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.Verbs;
@@ -88,26 +86,15 @@ public final class InteropMain {
         String[] p = line("QP").split(" ");
         peerAddr = Long.parseLong(p[4]);
         peerRkey = Integer.parseInt(p[5]);
-        qp.modify(new QpAttr()
-                .state(QpState.INIT)
-                .pkeyIndex(0)
-                .port(1)
-                .access(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC));
-        qp.modify(new QpAttr()
-                .state(QpState.RTR)
+        new RcWalk()
+                .access(Access.LOCAL_WRITE, Access.REMOTE_WRITE, Access.REMOTE_READ, Access.REMOTE_ATOMIC)
                 .ah(new AhAttr().global(Gid.parse(p[3]), gidIndex).hopLimit(64))
-                .pathMtu(Mtu.MTU_1024)
-                .destQpNum(Integer.parseInt(p[1]))
-                .rqPsn(Integer.parseInt(p[2]))
+                .to(Integer.parseInt(p[1]), Integer.parseInt(p[2]))
                 .maxDestRdAtomic(16)
-                .minRnrTimer(12));
-        qp.modify(new QpAttr()
-                .state(QpState.RTS)
                 .timeout(qpTimeout)
-                .retryCnt(7)
-                .rnrRetry(7)
                 .sqPsn(psn)
-                .maxRdAtomic(16));
+                .maxRdAtomic(16)
+                .walk(qp);
         out.println("RTS");
         line("RTS");
     }

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.jrdma.testkit.RcPair;
+import dev.jrdma.testkit.UdWalk;
 import dev.jrdma.verbs.AddressHandle;
 import dev.jrdma.verbs.AhAttr;
 import dev.jrdma.verbs.CompletionQueue;
@@ -14,9 +15,7 @@ import dev.jrdma.verbs.Grh;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.PostException;
 import dev.jrdma.verbs.ProtectionDomain;
-import dev.jrdma.verbs.QpAttr;
 import dev.jrdma.verbs.QpInitAttr;
-import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.QpType;
 import dev.jrdma.verbs.QueuePair;
 import dev.jrdma.verbs.RecvWorkRequest;
@@ -46,15 +45,7 @@ class UdTest {
         final MemoryRegion bufA = mr(4096), bufB = mr(4096);
 
         UdPair() {
-            for (QueuePair q : new QueuePair[] {a, b}) {
-                q.modify(new QpAttr()
-                        .state(QpState.INIT)
-                        .pkeyIndex(0)
-                        .port(Suite.PORT)
-                        .qkey(QKEY));
-                q.modify(new QpAttr().state(QpState.RTR));
-                q.modify(new QpAttr().state(QpState.RTS).sqPsn(0x123));
-            }
+            for (QueuePair q : new QueuePair[] {a, b}) UdWalk.walk(q, Suite.PORT, QKEY, 0x123);
         }
 
         private QueuePair ud(CompletionQueue cq) {

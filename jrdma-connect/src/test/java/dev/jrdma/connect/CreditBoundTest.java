@@ -11,10 +11,9 @@ import dev.jrdma.verbs.Context;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.PortAttr;
 import dev.jrdma.verbs.ProtectionDomain;
-import dev.jrdma.verbs.QpAttr;
 import dev.jrdma.verbs.QpInitAttr;
-import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.QueuePair;
+import dev.jrdma.verbs.RcWalk;
 import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
@@ -74,32 +73,25 @@ class CreditBoundTest {
                 Handshake.writeHello(out, mine, 8, 4096, 0, new byte[0]);
                 Handshake.Reply reply = Handshake.readReply(in, "server");
                 ConnParams theirs = reply.params();
-                qp.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(1).access(java.util.Set.of()));
                 AhAttr ah = new AhAttr().dlid(theirs.lid()).portNum(1);
                 if (!theirs.gid().isZero()) ah.global(theirs.gid(), gidIndex).hopLimit(64);
-                qp.modify(new QpAttr()
-                        .state(QpState.RTR)
+                // the flood ends only when the server ends the connection (its QP in error answers nothing:
+                // RETRY_EXC_ERR here): an RNR NAK (the server's completion thread behind in reposting) is waited out,
+                // and the ACK timeout (67 ms, 6 tries: about 3 s on the soft device, which backs off to 1 s) outlasts
+                // a loaded machine's pauses. With 1 ms x 2 tries and no RNR retry, 3 runs in 20 under 3 CPU hogs
+                // ended the flood (RETRY_EXC_ERR or RNR_RETRY_EXC_ERR at the first messages) before the server had
+                // seen a message without a credit.
+                new RcWalk()
+                        .access(java.util.Set.of())
                         .ah(ah)
                         .pathMtu(mine.mtu().min(theirs.mtu()))
-                        .destQpNum(theirs.qpNum())
-                        .rqPsn(theirs.psn())
+                        .to(theirs.qpNum(), theirs.psn())
                         .maxDestRdAtomic(1)
-                        .minRnrTimer(1));
-                // the flood ends only when the server ends the connection (its QP in error answers nothing:
-                // RETRY_EXC_ERR
-                // here): an RNR NAK (the server's completion thread behind in reposting) is waited out, and the ACK
-                // timeout
-                // (67 ms, 6 tries: about 3 s on the soft device, which backs off to 1 s) outlasts a loaded machine's
-                // pauses. With 1 ms x 2 tries and no RNR retry, 3 runs in 20 under 3 CPU hogs ended the flood
-                // (RETRY_EXC_ERR
-                // or RNR_RETRY_EXC_ERR at the first messages) before the server had seen a message without a credit.
-                qp.modify(new QpAttr()
-                        .state(QpState.RTS)
-                        .timeout(14)
+                        .minRnrTimer(1)
                         .retryCnt(5)
-                        .rnrRetry(7)
                         .sqPsn(mine.psn())
-                        .maxRdAtomic(1));
+                        .maxRdAtomic(1)
+                        .walk(qp);
                 out.writeByte(Endpoint.READY);
                 out.flush();
                 served = accepted.get(10, TimeUnit.SECONDS);

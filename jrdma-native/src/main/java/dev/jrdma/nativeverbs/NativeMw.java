@@ -3,9 +3,12 @@ package dev.jrdma.nativeverbs;
 import static dev.jrdma.nativeverbs.Layouts.offset;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
+import dev.jrdma.verbs.Access;
+import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.MemoryWindow;
 import dev.jrdma.verbs.MwType;
 import dev.jrdma.verbs.ProtectionDomain;
+import dev.jrdma.verbs.VerbsException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
@@ -76,5 +79,57 @@ final class NativeMw extends NativeResource implements MemoryWindow {
     @Override
     public String toString() {
         return what();
+    }
+
+    /**
+     * The checks of libibverbs' inline {@code ibv_bind_mw}, in its order, for binding this type 1 window to {@code
+     * region}'s {@code [addr, addr + length)} (or unbinding it: no region, 0 and 0).
+     *
+     * @param region the region to bind to, or null to unbind
+     * @param addr the first byte of the range
+     * @param length the range's length
+     * @return the region as the native provider's, or null for an unbind
+     */
+    NativeMr checkType1Bind(MemoryRegion region, long addr, long length) {
+        checkOpen("ibv_bind_mw");
+        if (type != MwType.TYPE_1) {
+            throw new VerbsException(
+                    "ibv_bind_mw",
+                    VerbsException.EINVAL,
+                    "only type 1 windows are bound with ibv_bind_mw; bind a type 2 window "
+                            + "with a BIND_MW send work request");
+        }
+        NativeMr mr = null;
+        if (region != null) {
+            if (!(region instanceof NativeMr m))
+                throw new VerbsException(
+                        "ibv_bind_mw", VerbsException.EINVAL, "not a memory region of the native provider");
+            m.checkOpen("ibv_bind_mw");
+            mr = m;
+        }
+        if (mr == null && (addr != 0 || length != 0)) {
+            throw new VerbsException(
+                    "ibv_bind_mw",
+                    VerbsException.EINVAL,
+                    "without a memory region (an unbind) address and length must be 0");
+        }
+        if (mr != null && mr.pd != pd) {
+            throw new VerbsException(
+                    "ibv_bind_mw",
+                    VerbsException.EPERM,
+                    "the memory region and the window belong to different protection domains");
+        }
+        if (mr != null && !mr.access().contains(Access.MW_BIND)) {
+            throw new VerbsException(
+                    "ibv_bind_mw", VerbsException.EINVAL, "the memory region was registered without Access.MW_BIND");
+        }
+        if (mr != null && !mr.covers(addr, length)) {
+            throw new VerbsException(
+                    "ibv_bind_mw",
+                    VerbsException.EINVAL,
+                    "the range [0x" + Long.toHexString(addr) + ", +" + length + ") lies outside the memory region "
+                            + mr);
+        }
+        return mr;
     }
 }

@@ -1,20 +1,23 @@
 package dev.jrdma.nativeverbs;
 
 import static dev.jrdma.nativeverbs.Layouts.offset;
+import static dev.jrdma.nativeverbs.WorkRequestWriter.RWR;
+import static dev.jrdma.nativeverbs.WorkRequestWriter.R_NEXT;
+import static dev.jrdma.nativeverbs.WorkRequestWriter.R_SG_LIST;
+import static dev.jrdma.nativeverbs.WorkRequestWriter.SGE;
+import static dev.jrdma.nativeverbs.WorkRequestWriter.SWR;
+import static dev.jrdma.nativeverbs.WorkRequestWriter.S_NEXT;
+import static dev.jrdma.nativeverbs.WorkRequestWriter.S_SG_LIST;
+import static dev.jrdma.nativeverbs.WorkRequestWriter.S_WR_ID;
 import static java.lang.foreign.ValueLayout.ADDRESS;
-import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
-import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 
 import dev.jrdma.verbs.Access;
-import dev.jrdma.verbs.AhAttr;
 import dev.jrdma.verbs.ClosedException;
 import dev.jrdma.verbs.CompletionQueue;
-import dev.jrdma.verbs.Gid;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.MemoryWindow;
-import dev.jrdma.verbs.Mtu;
 import dev.jrdma.verbs.MwType;
 import dev.jrdma.verbs.PostException;
 import dev.jrdma.verbs.PreparedSend;
@@ -40,46 +43,13 @@ import java.util.Set;
 
 /**
  * A queue pair ({@code struct ibv_qp*}). The {@code ibv_send_wr}/{@code ibv_recv_wr}/{@code ibv_sge} arrays live in
- * native memory owned by the QP; {@link #postSend}/{@link #postRecv} write the Java work requests into them in
- * place and call the provider's post_send/post_recv from the ops table: no allocation per post.
+ * native memory owned by the QP; {@link #postSend}/{@link #postRecv} check the Java work requests, have {@link
+ * WorkRequestWriter} write them into those arrays in place and call the provider's post_send/post_recv from the ops
+ * table: no allocation per post. {@link QpAttrCodec} carries the attributes of modify and query.
  */
 @SuppressWarnings("restricted") // FFM: this binding is what --enable-native-access is for
 final class NativeQp extends NativeResource implements QueuePair {
     private static final int MAX_BATCH = 64;
-    private static final long SWR = Layouts.SEND_WR.byteSize(),
-            RWR = Layouts.RECV_WR.byteSize(),
-            SGE = Layouts.SGE.byteSize();
-    private static final GroupLayout S = Layouts.SEND_WR;
-    private static final long S_WR_ID = offset(S, "wr_id"),
-            S_NEXT = offset(S, "next"),
-            S_SG_LIST = offset(S, "sg_list"),
-            S_NUM_SGE = offset(S, "num_sge"),
-            S_OPCODE = offset(S, "opcode"),
-            S_FLAGS = offset(S, "send_flags"),
-            S_IMM = offset(S, "imm_data"),
-            S_INV = offset(S, "invalidate_rkey"),
-            S_RDMA_ADDR = offset(S, "wr.rdma.remote_addr"),
-            S_RDMA_RKEY = offset(S, "wr.rdma.rkey"),
-            S_AT_ADDR = offset(S, "wr.atomic.remote_addr"),
-            S_AT_CMP = offset(S, "wr.atomic.compare_add"),
-            S_AT_SWAP = offset(S, "wr.atomic.swap"),
-            S_AT_RKEY = offset(S, "wr.atomic.rkey"),
-            S_BIND_MW = offset(S, "bind_mw.mw"),
-            S_BIND_RKEY = offset(S, "bind_mw.rkey"),
-            S_BIND_MR = offset(S, "bind_mw.bind_info.mr"),
-            S_BIND_ADDR = offset(S, "bind_mw.bind_info.addr"),
-            S_BIND_LEN = offset(S, "bind_mw.bind_info.length"),
-            S_BIND_ACCESS = offset(S, "bind_mw.bind_info.mw_access_flags"),
-            S_UD_AH = offset(S, "wr.ud.ah"),
-            S_UD_QPN = offset(S, "wr.ud.remote_qpn"),
-            S_UD_QKEY = offset(S, "wr.ud.remote_qkey");
-    private static final long R_WR_ID = offset(Layouts.RECV_WR, "wr_id"),
-            R_NEXT = offset(Layouts.RECV_WR, "next"),
-            R_SG_LIST = offset(Layouts.RECV_WR, "sg_list"),
-            R_NUM_SGE = offset(Layouts.RECV_WR, "num_sge");
-    private static final long G_ADDR = offset(Layouts.SGE, "addr"),
-            G_LEN = offset(Layouts.SGE, "length"),
-            G_LKEY = offset(Layouts.SGE, "lkey");
     private static final int INLINE_BIT = SendFlag.INLINE.bit;
 
     final NativePd pd;
@@ -341,7 +311,7 @@ final class NativeQp extends NativeResource implements QueuePair {
         int errno;
         try (Arena a = Arena.ofConfined()) {
             MemorySegment s = a.allocate(Layouts.QP_ATTR);
-            write(attr, s);
+            QpAttrCodec.write(attr, s);
             MemorySegment st = Ibv.callState(a);
             enter("ibv_modify_qp");
             try {
@@ -373,150 +343,14 @@ final class NativeQp extends NativeResource implements QueuePair {
         }
     }
 
-    private static void write(QpAttr q, MemorySegment s) {
-        GroupLayout L = Layouts.QP_ATTR;
-        if (q.has(QpAttrMask.STATE))
-            s.set(JAVA_INT, offset(L, "qp_state"), q.state().code());
-        if (q.has(QpAttrMask.CUR_STATE))
-            s.set(JAVA_INT, offset(L, "cur_qp_state"), q.curState().code());
-        if (q.has(QpAttrMask.PATH_MTU)) s.set(JAVA_INT, offset(L, "path_mtu"), q.pathMtu().code);
-        if (q.has(QpAttrMask.QKEY)) s.set(JAVA_INT, offset(L, "qkey"), q.qkey());
-        if (q.has(QpAttrMask.RQ_PSN)) s.set(JAVA_INT, offset(L, "rq_psn"), q.rqPsn());
-        if (q.has(QpAttrMask.SQ_PSN)) s.set(JAVA_INT, offset(L, "sq_psn"), q.sqPsn());
-        if (q.has(QpAttrMask.DEST_QPN)) s.set(JAVA_INT, offset(L, "dest_qp_num"), q.destQpNum());
-        if (q.has(QpAttrMask.ACCESS_FLAGS)) s.set(JAVA_INT, offset(L, "qp_access_flags"), Access.toBits(q.access()));
-        if (q.has(QpAttrMask.CAP) && q.cap() != null) {
-            QpCap c = q.cap();
-            s.set(JAVA_INT, offset(L, "cap.max_send_wr"), c.maxSendWr());
-            s.set(JAVA_INT, offset(L, "cap.max_recv_wr"), c.maxRecvWr());
-            s.set(JAVA_INT, offset(L, "cap.max_send_sge"), c.maxSendSge());
-            s.set(JAVA_INT, offset(L, "cap.max_recv_sge"), c.maxRecvSge());
-            s.set(JAVA_INT, offset(L, "cap.max_inline_data"), c.maxInlineData());
-        }
-        if (q.has(QpAttrMask.AV) && q.ah() != null) writeAh(q.ah(), s, "ah_attr.");
-        if (q.has(QpAttrMask.PKEY_INDEX)) s.set(JAVA_SHORT, offset(L, "pkey_index"), (short) q.pkeyIndex());
-        if (q.has(QpAttrMask.MAX_QP_RD_ATOMIC)) s.set(JAVA_BYTE, offset(L, "max_rd_atomic"), (byte) q.maxRdAtomic());
-        if (q.has(QpAttrMask.MAX_DEST_RD_ATOMIC))
-            s.set(JAVA_BYTE, offset(L, "max_dest_rd_atomic"), (byte) q.maxDestRdAtomic());
-        if (q.has(QpAttrMask.MIN_RNR_TIMER)) s.set(JAVA_BYTE, offset(L, "min_rnr_timer"), (byte) q.minRnrTimer());
-        if (q.has(QpAttrMask.PORT)) s.set(JAVA_BYTE, offset(L, "port_num"), (byte) q.port());
-        if (q.has(QpAttrMask.TIMEOUT)) s.set(JAVA_BYTE, offset(L, "timeout"), (byte) q.timeout());
-        if (q.has(QpAttrMask.RETRY_CNT)) s.set(JAVA_BYTE, offset(L, "retry_cnt"), (byte) q.retryCnt());
-        if (q.has(QpAttrMask.RNR_RETRY)) s.set(JAVA_BYTE, offset(L, "rnr_retry"), (byte) q.rnrRetry());
-        if (q.has(QpAttrMask.EN_SQD_ASYNC_NOTIFY))
-            s.set(JAVA_BYTE, offset(L, "en_sqd_async_notify"), (byte) (q.enSqdAsyncNotify() ? 1 : 0));
-        if (q.has(QpAttrMask.ALT_PATH) && q.altAh() != null) {
-            writeAh(q.altAh(), s, "alt_ah_attr.");
-            s.set(JAVA_SHORT, offset(L, "alt_pkey_index"), (short) q.altPkeyIndex());
-            s.set(JAVA_BYTE, offset(L, "alt_port_num"), (byte) q.altPort());
-            s.set(JAVA_BYTE, offset(L, "alt_timeout"), (byte) q.altTimeout());
-        }
-        if (q.has(QpAttrMask.PATH_MIG_STATE)) s.set(JAVA_INT, offset(L, "path_mig_state"), q.pathMigState());
-        if (q.has(QpAttrMask.RATE_LIMIT)) s.set(JAVA_INT, offset(L, "rate_limit"), q.rateLimit());
-    }
-
-    private static void writeAh(AhAttr ah, MemorySegment s, String p) {
-        GroupLayout L = Layouts.QP_ATTR;
-        MemorySegment.copy(ah.dgid.toByteArray(), 0, s, JAVA_BYTE, offset(L, p + "grh.dgid"), 16);
-        s.set(JAVA_INT, offset(L, p + "grh.flow_label"), ah.flowLabel);
-        s.set(JAVA_BYTE, offset(L, p + "grh.sgid_index"), (byte) ah.sgidIndex);
-        s.set(JAVA_BYTE, offset(L, p + "grh.hop_limit"), (byte) ah.hopLimit);
-        s.set(JAVA_BYTE, offset(L, p + "grh.traffic_class"), (byte) ah.trafficClass);
-        s.set(JAVA_SHORT, offset(L, p + "dlid"), (short) ah.dlid);
-        s.set(JAVA_BYTE, offset(L, p + "sl"), (byte) ah.sl);
-        s.set(JAVA_BYTE, offset(L, p + "src_path_bits"), (byte) ah.srcPathBits);
-        s.set(JAVA_BYTE, offset(L, p + "static_rate"), (byte) ah.staticRate);
-        s.set(JAVA_BYTE, offset(L, p + "is_global"), (byte) (ah.isGlobal ? 1 : 0));
-        s.set(JAVA_BYTE, offset(L, p + "port_num"), (byte) ah.portNum);
-    }
-
-    private static final int QUERY_ALL = QpAttrMask.STATE.bit
-            | QpAttrMask.CUR_STATE.bit
-            | QpAttrMask.ACCESS_FLAGS.bit
-            | QpAttrMask.PKEY_INDEX.bit
-            | QpAttrMask.PORT.bit
-            | QpAttrMask.AV.bit
-            | QpAttrMask.PATH_MTU.bit
-            | QpAttrMask.TIMEOUT.bit
-            | QpAttrMask.RETRY_CNT.bit
-            | QpAttrMask.RNR_RETRY.bit
-            | QpAttrMask.RQ_PSN.bit
-            | QpAttrMask.MAX_QP_RD_ATOMIC.bit
-            | QpAttrMask.MIN_RNR_TIMER.bit
-            | QpAttrMask.SQ_PSN.bit
-            | QpAttrMask.MAX_DEST_RD_ATOMIC.bit
-            | QpAttrMask.CAP.bit
-            | QpAttrMask.DEST_QPN.bit
-            | QpAttrMask.QKEY.bit
-            | QpAttrMask.EN_SQD_ASYNC_NOTIFY.bit
-            | QpAttrMask.ALT_PATH.bit
-            | QpAttrMask.PATH_MIG_STATE.bit;
-
     @Override
     public QpAttr query() {
         checkOpen("ibv_query_qp");
         try (Arena a = Arena.ofConfined()) {
             MemorySegment s = a.allocate(Layouts.QP_ATTR);
-            query(a, s, QUERY_ALL);
-            GroupLayout L = Layouts.QP_ATTR;
-            QpAttr q = new QpAttr();
-            QpState state = QpState.of(s.get(JAVA_INT, offset(L, "qp_state")));
-            q.state(state).curState(state);
-            int mtu = s.get(JAVA_INT, offset(L, "path_mtu"));
-            if (mtu >= 1 && mtu <= 5) q.pathMtu(Mtu.of(mtu));
-            q.qkey(s.get(JAVA_INT, offset(L, "qkey")))
-                    .rqPsn(s.get(JAVA_INT, offset(L, "rq_psn")))
-                    .sqPsn(s.get(JAVA_INT, offset(L, "sq_psn")))
-                    .destQpNum(s.get(JAVA_INT, offset(L, "dest_qp_num")))
-                    .access(Access.fromBits(s.get(JAVA_INT, offset(L, "qp_access_flags"))))
-                    .cap(new QpCap(
-                            s.get(JAVA_INT, offset(L, "cap.max_send_wr")),
-                            s.get(JAVA_INT, offset(L, "cap.max_recv_wr")),
-                            s.get(JAVA_INT, offset(L, "cap.max_send_sge")),
-                            s.get(JAVA_INT, offset(L, "cap.max_recv_sge")),
-                            s.get(JAVA_INT, offset(L, "cap.max_inline_data"))))
-                    .pkeyIndex(Short.toUnsignedInt(s.get(JAVA_SHORT, offset(L, "pkey_index"))))
-                    .maxRdAtomic(u8(s, "max_rd_atomic"))
-                    .maxDestRdAtomic(u8(s, "max_dest_rd_atomic"))
-                    .minRnrTimer(u8(s, "min_rnr_timer"))
-                    .port(u8(s, "port_num"))
-                    .timeout(u8(s, "timeout"))
-                    .retryCnt(u8(s, "retry_cnt"))
-                    .rnrRetry(u8(s, "rnr_retry"))
-                    .enSqdAsyncNotify(u8(s, "en_sqd_async_notify") != 0)
-                    .sqDraining(u8(s, "sq_draining") != 0)
-                    .pathMigState(s.get(JAVA_INT, offset(L, "path_mig_state")))
-                    .altPath(
-                            readAh(s, "alt_ah_attr."),
-                            Short.toUnsignedInt(s.get(JAVA_SHORT, offset(L, "alt_pkey_index"))),
-                            u8(s, "alt_port_num"),
-                            u8(s, "alt_timeout"));
-            q.ah(readAh(s, "ah_attr."));
-            return q;
+            query(a, s, QpAttrCodec.QUERY_ALL);
+            return QpAttrCodec.read(s);
         }
-    }
-
-    private static AhAttr readAh(MemorySegment s, String p) {
-        GroupLayout L = Layouts.QP_ATTR;
-        AhAttr ah = new AhAttr();
-        byte[] dgid = new byte[16];
-        MemorySegment.copy(s, JAVA_BYTE, offset(L, p + "grh.dgid"), dgid, 0, 16);
-        ah.dgid = Gid.of(dgid);
-        ah.flowLabel = s.get(JAVA_INT, offset(L, p + "grh.flow_label"));
-        ah.sgidIndex = u8(s, p + "grh.sgid_index");
-        ah.hopLimit = u8(s, p + "grh.hop_limit");
-        ah.trafficClass = u8(s, p + "grh.traffic_class");
-        ah.dlid = Short.toUnsignedInt(s.get(JAVA_SHORT, offset(L, p + "dlid")));
-        ah.sl = u8(s, p + "sl");
-        ah.srcPathBits = u8(s, p + "src_path_bits");
-        ah.staticRate = u8(s, p + "static_rate");
-        ah.isGlobal = u8(s, p + "is_global") != 0;
-        ah.portNum = u8(s, p + "port_num");
-        return ah;
-    }
-
-    private static int u8(MemorySegment s, String f) {
-        return Byte.toUnsignedInt(s.get(JAVA_BYTE, offset(Layouts.QP_ATTR, f)));
     }
 
     // ---------------------------------------------------------------- data path
@@ -540,7 +374,7 @@ final class NativeQp extends NativeResource implements QueuePair {
         int flags = wr.flagBits();
         String problem = validateSend(wr, flags);
         if (problem != null) throw new PostException("ibv_post_send", VerbsException.EINVAL, 0, problem);
-        writeSend(sendWrsAddr, sendSgesAddr, wr, flags);
+        WorkRequestWriter.writeSend(sendWrsAddr, sendSgesAddr, wr, flags, type == QpType.UD);
         postSendAt(sendWrsAddr, 1, 0);
     }
 
@@ -556,7 +390,12 @@ final class NativeQp extends NativeResource implements QueuePair {
                     if (n > 0) postSendAt(sendWrsAddr, n, batchStart); // post what precedes it, as C would have
                     throw new PostException("ibv_post_send", VerbsException.EINVAL, index, problem);
                 }
-                writeSend(sendWrsAddr + n * SWR, sendSgesAddr + (long) n * sendSgeStride * SGE, wr, flags);
+                WorkRequestWriter.writeSend(
+                        sendWrsAddr + n * SWR,
+                        sendSgesAddr + (long) n * sendSgeStride * SGE,
+                        wr,
+                        flags,
+                        type == QpType.UD);
                 if (n > 0)
                     sendWrs.set(
                             JAVA_LONG,
@@ -598,7 +437,7 @@ final class NativeQp extends NativeResource implements QueuePair {
                         ? "a BIND_MW request cannot be prepared (each bind takes a new rkey): post it with postSend"
                         : validateSendFully(w, flags);
                 if (problem != null) throw new PostException("ibv_post_send", VerbsException.EINVAL, index, problem);
-                writeSend(b, sgBase, w, flags);
+                WorkRequestWriter.writeSend(b, sgBase, w, flags, type == QpType.UD);
                 Ibv.NATIVE.set(JAVA_LONG, b + S_SG_LIST, w.numSge() == 0 ? 0L : sgBase);
                 if (w.next != null) Ibv.NATIVE.set(JAVA_LONG, b + S_NEXT, b + SWR);
                 boolean inline = (flags & INLINE_BIT) != 0;
@@ -788,110 +627,6 @@ final class NativeQp extends NativeResource implements QueuePair {
                 + "jrdma only copies inline data from registered memory it can check";
     }
 
-    /*
-     * The hot stores write two adjacent 32-bit members at once (little-endian, as the x86-64/LP64 layouts are: the
-     * low half is the member at the lower offset): num_sge|opcode, send_flags|imm_data, length|lkey. The static
-     * check below holds the offsets to that pairing; LayoutConformanceTest holds Layouts to verbs.h.
-     */
-    static {
-        if (S_OPCODE != S_NUM_SGE + 4
-                || S_IMM != S_FLAGS + 4
-                || G_LKEY != G_LEN + 4
-                || S_NUM_SGE % 8 != 0
-                || S_FLAGS % 8 != 0
-                || G_LEN % 8 != 0
-                || java.nio.ByteOrder.nativeOrder() != java.nio.ByteOrder.LITTLE_ENDIAN) {
-            throw new ExceptionInInitializerError(
-                    "struct ibv_send_wr/ibv_sge are not laid out as NativeQp.writeSend expects");
-        }
-    }
-
-    /** Two 32-bit members as one 64-bit little-endian store: {@code low} at the lower offset. */
-    private static long pair(int low, int high) {
-        return (low & 0xFFFF_FFFFL) | ((long) high << 32);
-    }
-
-    /**
-     * Writes request {@code wr} into the {@code ibv_send_wr} at address {@code b} as the last of its batch (next = null;
-     * a chain links it after), its SGEs at {@code sgBase} (where its sg_list points already).
-     */
-    private void writeSend(long b, long sgBase, SendWorkRequest wr, int flags) {
-        MemorySegment s = Ibv.NATIVE;
-        int ns = wr.numSge();
-        WrOpcode op = wr.opcode;
-        s.set(JAVA_LONG, b + S_WR_ID, wr.wrId);
-        s.set(JAVA_LONG, b + S_NEXT, 0L);
-        s.set(JAVA_LONG, b + S_NUM_SGE, pair(ns, op.code));
-        if (op == WrOpcode.RDMA_WRITE || op == WrOpcode.RDMA_READ) { // the common cases first, without a switch
-            s.set(JAVA_LONG, b + S_FLAGS, pair(flags, 0));
-            s.set(JAVA_LONG, b + S_RDMA_ADDR, wr.remoteAddr);
-            s.set(JAVA_INT, b + S_RDMA_RKEY, wr.rkey);
-        } else if (op == WrOpcode.SEND) {
-            s.set(JAVA_LONG, b + S_FLAGS, pair(flags, 0));
-        } else {
-            s.set(JAVA_INT, b + S_FLAGS, flags);
-            writeSendOther(b, wr, op);
-        }
-        if (type == QpType.UD) writeUd(b, wr);
-        for (int k = 0; k < ns; k++) writeSge(s, sgBase + k * SGE, wr.sge(k));
-    }
-
-    /** The UD address of the request at {@code b} (validateSendFully checked and holds the handle). */
-    private static void writeUd(long b, SendWorkRequest wr) {
-        MemorySegment s = Ibv.NATIVE;
-        s.set(JAVA_LONG, b + S_UD_AH, ((NativeAh) wr.ah).ah.address());
-        s.set(JAVA_INT, b + S_UD_QPN, wr.remoteQpn);
-        s.set(JAVA_INT, b + S_UD_QKEY, wr.remoteQkey);
-    }
-
-    /** One {@code ibv_sge} at {@code o} of {@code g}. */
-    private static void writeSge(MemorySegment g, long o, Sge e) {
-        g.set(JAVA_LONG, o + G_ADDR, e.addr);
-        g.set(JAVA_LONG, o + G_LEN, pair(e.length, e.lkey));
-    }
-
-    /** The opcode-specific fields of the other opcodes (immediate data, atomics, windows) of the request at {@code b}. */
-    private static void writeSendOther(long b, SendWorkRequest wr, WrOpcode op) {
-        MemorySegment s = Ibv.NATIVE;
-        switch (op) {
-            case SEND_WITH_IMM, RDMA_WRITE_WITH_IMM ->
-                s.set(JAVA_INT, b + S_IMM, Integer.reverseBytes(wr.immData)); // __be32
-            case SEND_WITH_INV, LOCAL_INV -> s.set(JAVA_INT, b + S_INV, wr.invalidateRkey);
-            default -> s.set(JAVA_INT, b + S_IMM, 0);
-        }
-        switch (op) {
-            case RDMA_WRITE_WITH_IMM -> {
-                s.set(JAVA_LONG, b + S_RDMA_ADDR, wr.remoteAddr);
-                s.set(JAVA_INT, b + S_RDMA_RKEY, wr.rkey);
-            }
-            case ATOMIC_CMP_AND_SWP, ATOMIC_FETCH_AND_ADD -> {
-                s.set(JAVA_LONG, b + S_AT_ADDR, wr.remoteAddr);
-                s.set(JAVA_LONG, b + S_AT_CMP, wr.compareAdd);
-                s.set(JAVA_LONG, b + S_AT_SWAP, wr.swap);
-                s.set(JAVA_INT, b + S_AT_RKEY, wr.rkey);
-            }
-            case BIND_MW -> {
-                NativeMw mw = (NativeMw) wr.bindMw;
-                int rkey = wr.bindRkey;
-                if (rkey == 0) {
-                    int curKey = mw.rkeyEntered(); // validateSend holds it
-                    rkey = (curKey & 0xFFFFFF00) | ((curKey + 1) & 0xFF); // ibv_inc_rkey
-                }
-                NativeMr mr = (NativeMr) wr.bindMr;
-                s.set(JAVA_LONG, b + S_BIND_MW, mw.mw.address());
-                s.set(JAVA_INT, b + S_BIND_RKEY, rkey);
-                s.set(JAVA_LONG, b + S_BIND_MR, mr == null ? 0L : mr.mr.address());
-                s.set(JAVA_LONG, b + S_BIND_ADDR, wr.bindAddr);
-                s.set(JAVA_LONG, b + S_BIND_LEN, wr.bindLength);
-                s.set(JAVA_INT, b + S_BIND_ACCESS, Access.toBits(wr.bindAccess));
-                mw.boundRkey = rkey;
-                mw.type2Posted = true;
-                mw.boundMr = mr;
-            }
-            default -> {}
-        }
-    }
-
     @Override
     public void postRecv(RecvWorkRequest first) {
         if (first == null)
@@ -947,15 +682,7 @@ final class NativeQp extends NativeResource implements QueuePair {
 
     /** Writes request {@code wr} into slot {@code i} as the last of its batch (next = null; a chain links it after). */
     private void writeRecv(int i, RecvWorkRequest wr) {
-        MemorySegment s = Ibv.NATIVE;
-        long b = recvWrsAddr + i * RWR;
-        int ns = wr.numSge();
-        s.set(JAVA_LONG, b + R_WR_ID, wr.wrId);
-        s.set(JAVA_LONG, b + R_NEXT, 0L);
-        s.set(JAVA_INT, b + R_NUM_SGE, ns);
-        MemorySegment g = Ibv.NATIVE;
-        long sgBase = recvSgesAddr + (long) i * recvSgeStride * SGE;
-        for (int k = 0; k < ns; k++) writeSge(g, sgBase + k * SGE, wr.sge(k));
+        WorkRequestWriter.writeRecv(recvWrsAddr + i * RWR, recvSgesAddr + (long) i * recvSgeStride * SGE, wr);
     }
 
     /** Posts the first {@code n} requests of the array, linked and the last one's next null (writeRecv). */
@@ -988,46 +715,7 @@ final class NativeQp extends NativeResource implements QueuePair {
         if (!(window instanceof NativeMw mw))
             throw new VerbsException(
                     "ibv_bind_mw", VerbsException.EINVAL, "not a memory window of the native provider");
-        mw.checkOpen("ibv_bind_mw");
-        // the checks of libibverbs' inline ibv_bind_mw, in its order
-        if (mw.type() != MwType.TYPE_1) {
-            throw new VerbsException(
-                    "ibv_bind_mw",
-                    VerbsException.EINVAL,
-                    "only type 1 windows are bound with ibv_bind_mw; bind a type 2 window "
-                            + "with a BIND_MW send work request");
-        }
-        NativeMr mr = null;
-        if (region != null) {
-            if (!(region instanceof NativeMr m))
-                throw new VerbsException(
-                        "ibv_bind_mw", VerbsException.EINVAL, "not a memory region of the native provider");
-            m.checkOpen("ibv_bind_mw");
-            mr = m;
-        }
-        if (mr == null && (addr != 0 || length != 0)) {
-            throw new VerbsException(
-                    "ibv_bind_mw",
-                    VerbsException.EINVAL,
-                    "without a memory region (an unbind) address and length must be 0");
-        }
-        if (mr != null && mr.pd != mw.pd) {
-            throw new VerbsException(
-                    "ibv_bind_mw",
-                    VerbsException.EPERM,
-                    "the memory region and the window belong to different protection domains");
-        }
-        if (mr != null && !mr.access().contains(Access.MW_BIND)) {
-            throw new VerbsException(
-                    "ibv_bind_mw", VerbsException.EINVAL, "the memory region was registered without Access.MW_BIND");
-        }
-        if (mr != null && !mr.covers(addr, length)) {
-            throw new VerbsException(
-                    "ibv_bind_mw",
-                    VerbsException.EINVAL,
-                    "the range [0x" + Long.toHexString(addr) + ", +" + length + ") lies outside the memory region "
-                            + mr);
-        }
+        NativeMr mr = mw.checkType1Bind(region, addr, length);
         MemorySegment fn = pd.context.opsBindMw;
         if (fn.equals(MemorySegment.NULL)) throw Errors.unsupported("ibv_bind_mw", "binding memory windows");
         int rc;

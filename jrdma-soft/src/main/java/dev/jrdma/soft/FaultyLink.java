@@ -30,6 +30,7 @@ final class FaultyLink implements Link {
     private final Link inner;
     private final Faults faults;
     private final String name;
+    private final Clock clock;
     private final long[] seenHash = new long[SEEN];
     private final int[] seenCount = new int[SEEN];
     private final DelayQueue<Held> held = new DelayQueue<>();
@@ -46,8 +47,9 @@ final class FaultyLink implements Link {
             corrupted = new AtomicLong(),
             delayed = new AtomicLong();
 
-    FaultyLink(Link inner, Faults faults, String name) {
+    FaultyLink(Link inner, Faults faults, String name, Clock clock) {
         this.inner = inner;
+        this.clock = clock;
         this.faults = faults;
         this.name = name;
         LOG.log(System.Logger.Level.INFO, "soft device " + name + ": injecting faults " + faults);
@@ -211,10 +213,10 @@ final class FaultyLink implements Link {
 
     // ---- held-back packets ------------------------------------------------------------------------
 
-    private record Held(ByteBuffer packet, InetSocketAddress to, long due) implements Delayed {
+    private record Held(ByteBuffer packet, InetSocketAddress to, long due, Clock clock) implements Delayed {
         @Override
         public long getDelay(TimeUnit unit) {
-            return unit.convert(due - System.nanoTime(), TimeUnit.NANOSECONDS);
+            return unit.convert(due - clock.nanoTime(), TimeUnit.NANOSECONDS);
         }
 
         @Override
@@ -224,7 +226,7 @@ final class FaultyLink implements Link {
     }
 
     private void hold(ByteBuffer packet, InetSocketAddress to, long nanos) {
-        held.add(new Held(packet, to, System.nanoTime() + nanos));
+        held.add(new Held(packet, to, clock.nanoTime() + nanos, clock));
         synchronized (this) {
             if (sender == null && !closed) {
                 sender = Thread.ofPlatform()

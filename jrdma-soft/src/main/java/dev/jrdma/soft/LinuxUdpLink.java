@@ -83,6 +83,7 @@ final class LinuxUdpLink implements Link {
     private static final ValueLayout.OfInt NET_INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 
     private final int fd, wakeFd, family;
+    private final Clock clock;
     private final String name;
     /** Calls inside the socket now: {@link #close} waits for them before it closes the descriptor (never reused under a call). */
     private final AtomicInteger inside = new AtomicInteger();
@@ -197,7 +198,8 @@ final class LinuxUdpLink implements Link {
         }
     }
 
-    private LinuxUdpLink(int fd, int wakeFd, int family, String name) {
+    private LinuxUdpLink(int fd, int wakeFd, int family, String name, Clock clock) {
+        this.clock = clock;
         this.fd = fd;
         this.wakeFd = wakeFd;
         this.family = family;
@@ -217,6 +219,11 @@ final class LinuxUdpLink implements Link {
 
     /** A non-blocking UDP socket bound to {@code address}:{@code port}, with send and receive buffers of 4 MiB. */
     static LinuxUdpLink open(InetAddress address, int port) throws IOException {
+        return open(address, port, Clock.SYSTEM);
+    }
+
+    /** {@link #open(InetAddress, int)} with the close's wait for calls inside the socket timed by {@code clock}. */
+    static LinuxUdpLink open(InetAddress address, int port, Clock clock) throws IOException {
         if (!AVAILABLE) throw new IOException("the libc UDP link is not available here");
         int family = address instanceof Inet6Address ? AF_INET6 : AF_INET;
         try (Arena a = Arena.ofConfined()) {
@@ -273,7 +280,7 @@ final class LinuxUdpLink implements Link {
                             + (errno(state) == 98 ? " (address in use)" : ""));
                 wake = (int) Native.EVENTFD.invokeExact(state, 0, EFD_NONBLOCK | EFD_CLOEXEC);
                 if (wake < 0) throw new IOException("eventfd(): errno " + errno(state));
-                return new LinuxUdpLink(fd, wake, family, address.getHostAddress() + ":" + port);
+                return new LinuxUdpLink(fd, wake, family, address.getHostAddress() + ":" + port, clock);
             } catch (IOException e) {
                 closeFd(fd);
                 if (wake >= 0) closeFd(wake);
@@ -649,9 +656,9 @@ final class LinuxUdpLink implements Link {
         if (closed) return;
         closed = true;
         ring();
-        long end = System.nanoTime() + 2_000_000_000L;
+        long end = clock.nanoTime() + 2_000_000_000L;
         while (inside.get() > 0) {
-            if (System.nanoTime() - end > 0) return;
+            if (clock.nanoTime() - end > 0) return;
             ring();
             Thread.onSpinWait();
             Thread.yield();

@@ -90,7 +90,9 @@ public final class SoftDevice implements Device {
                 faults == null
                         ? Transport.acquire(address.inet, port)
                         : Transport.acquire(
-                                address.inet, port, l -> new FaultyLink(l, faults, address.literal() + ":" + port)));
+                                address.inet,
+                                port,
+                                l -> new FaultyLink(l, faults, address.literal() + ":" + port, Clock.SYSTEM)));
     }
 
     /**

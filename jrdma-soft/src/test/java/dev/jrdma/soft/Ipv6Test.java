@@ -10,6 +10,7 @@ import dev.jrdma.soft.wire.Opcode;
 import dev.jrdma.soft.wire.RocePacket;
 import dev.jrdma.testkit.RcPair;
 import dev.jrdma.testkit.RcPair.Side;
+import dev.jrdma.testkit.UdWalk;
 import dev.jrdma.verbs.AddressHandle;
 import dev.jrdma.verbs.AhAttr;
 import dev.jrdma.verbs.CompletionQueue;
@@ -18,11 +19,11 @@ import dev.jrdma.verbs.Device;
 import dev.jrdma.verbs.Gid;
 import dev.jrdma.verbs.Grh;
 import dev.jrdma.verbs.MemoryRegion;
-import dev.jrdma.verbs.QpAttr;
 import dev.jrdma.verbs.QpInitAttr;
 import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.QpType;
 import dev.jrdma.verbs.QueuePair;
+import dev.jrdma.verbs.RcWalk;
 import dev.jrdma.verbs.RecvWorkRequest;
 import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.Verbs;
@@ -191,11 +192,7 @@ class Ipv6Test {
                     y =
                             pd.createQueuePair(
                                     QpInitAttr.builder(cq).type(QpType.UD).build());
-            for (QueuePair q : new QueuePair[] {x, y}) {
-                q.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(1).qkey(0x1111));
-                q.modify(new QpAttr().state(QpState.RTR));
-                q.modify(new QpAttr().state(QpState.RTS).sqPsn(1));
-            }
+            for (QueuePair q : new QueuePair[] {x, y}) UdWalk.walk(q, 1, 0x1111, 1);
             MemoryRegion m = pd.registerMemory(arena.allocate(4096, 64), dev.jrdma.verbs.Access.LOCAL_WRITE);
             int gidIndex = c.defaultGidIndex(1);
             AddressHandle ah = pd.createAddressHandle(new AhAttr().portNum(1).global(Gid.parse("::1"), gidIndex));
@@ -227,29 +224,20 @@ class Ipv6Test {
     @Test
     void addressVectorsNameTheDevicesOwnGidAndAPeerOfItsIpVersion() {
         try (Side s = Side.open(device().open(), q -> q, 16)) {
-            s.qp.modify(
-                    new QpAttr().state(QpState.INIT).pkeyIndex(0).port(1).access(dev.jrdma.verbs.Access.REMOTE_WRITE));
+            RcWalk walk = new RcWalk()
+                    .access(dev.jrdma.verbs.Access.REMOTE_WRITE)
+                    .to(5, 1)
+                    .minRnrTimer(1)
+                    .maxDestRdAtomic(1);
+            walk.toInit(s.qp);
             VerbsException v4peer = assertThrows(
                     VerbsException.class,
-                    () -> s.qp.modify(new QpAttr()
-                            .state(QpState.RTR)
-                            .ah(new AhAttr().global(Gid.parse("::ffff:127.0.0.1"), 1))
-                            .pathMtu(dev.jrdma.verbs.Mtu.MTU_1024)
-                            .destQpNum(5)
-                            .rqPsn(1)
-                            .minRnrTimer(1)
-                            .maxDestRdAtomic(1)));
+                    () -> walk.ah(new AhAttr().global(Gid.parse("::ffff:127.0.0.1"), 1))
+                            .toRtr(s.qp));
             assertTrue(v4peer.getMessage().contains("IPv4"), v4peer.getMessage());
             VerbsException otherGid = assertThrows(
                     VerbsException.class,
-                    () -> s.qp.modify(new QpAttr()
-                            .state(QpState.RTR)
-                            .ah(new AhAttr().global(Gid.parse("::1"), 0))
-                            .pathMtu(dev.jrdma.verbs.Mtu.MTU_1024)
-                            .destQpNum(5)
-                            .rqPsn(1)
-                            .minRnrTimer(1)
-                            .maxDestRdAtomic(1)));
+                    () -> walk.ah(new AhAttr().global(Gid.parse("::1"), 0)).toRtr(s.qp));
             assertTrue(
                     otherGid.getMessage().contains("soft@127.0.0.1"),
                     "names the device that sends from GID 0: " + otherGid.getMessage());

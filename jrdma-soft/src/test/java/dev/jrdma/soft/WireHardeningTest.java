@@ -8,6 +8,7 @@ import dev.jrdma.soft.wire.Opcode;
 import dev.jrdma.soft.wire.Psn;
 import dev.jrdma.soft.wire.RocePacket;
 import dev.jrdma.testkit.RcPair;
+import dev.jrdma.testkit.UdWalk;
 import dev.jrdma.verbs.MemoryRegion;
 import dev.jrdma.verbs.Mtu;
 import dev.jrdma.verbs.QpState;
@@ -467,15 +468,7 @@ class WireHardeningTest {
                         .maxSendWr(8)
                         .maxRecvWr(8)
                         .build());
-                for (dev.jrdma.verbs.QueuePair q : List.of(a, b)) {
-                    q.modify(new dev.jrdma.verbs.QpAttr()
-                            .state(QpState.INIT)
-                            .pkeyIndex(0)
-                            .port(1)
-                            .qkey(0x1111));
-                    q.modify(new dev.jrdma.verbs.QpAttr().state(QpState.RTR));
-                    q.modify(new dev.jrdma.verbs.QpAttr().state(QpState.RTS).sqPsn(1));
-                }
+                for (dev.jrdma.verbs.QueuePair q : List.of(a, b)) UdWalk.walk(q, 1, 0x1111, 1);
                 MemoryRegion buf = pd.registerMemory(arena.allocate(4096, 64), dev.jrdma.verbs.Access.LOCAL_WRITE);
                 dev.jrdma.verbs.AddressHandle toA = pd.createAddressHandle(
                         new dev.jrdma.verbs.AhAttr().portNum(1).global(ctx.queryGid(1, 0), 0));

@@ -1,16 +1,19 @@
 package dev.jrdma.bench.doctor;
 
+import static dev.jrdma.bench.doctor.SysFiles.list;
+import static dev.jrdma.bench.doctor.SysFiles.names;
+import static dev.jrdma.bench.doctor.SysFiles.read;
+import static dev.jrdma.bench.doctor.SysFiles.real;
+import static dev.jrdma.bench.doctor.SysFiles.trim;
+
 import dev.jrdma.verbs.GidEntry;
 import dev.jrdma.verbs.LinkLayer;
 import dev.jrdma.verbs.PortState;
-import java.io.IOException;
-import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
@@ -21,7 +24,8 @@ import java.util.TreeSet;
  * verdict and the fix.
  *
  * <p>Everything read from the file system is read under a configurable root (the real machine: {@code /}),
- * so the checks can be run against a fake tree ({@code jrdma doctor --root DIR}) and tested.
+ * so the checks can be run against a fake tree ({@code jrdma doctor --root DIR}) and tested. {@link DoctorReport}
+ * prints the outcome.
  */
 public final class Doctor {
     /** Debian/Ubuntu packages that give the user-space RDMA stack and the standard tools. */
@@ -59,70 +63,11 @@ public final class Doctor {
 
     // ---------------------------------------------------------------- PCI
 
-    /** Vendors whose NICs can do RDMA (RoCE, InfiniBand or iWARP), with the RDMA kernel drivers. */
-    record Vendor(String name, String ibDriver, Set<String> rdmaNetDrivers) {}
-
-    static final Map<Integer, Vendor> RDMA_VENDORS = Map.ofEntries(
-            Map.entry(
-                    0x15b3,
-                    new Vendor("Mellanox/NVIDIA", "mlx5_ib", Set.of("mlx5_core", "mlx4_core", "mlx4_en", "ib_mthca"))),
-            Map.entry(0x14e4, new Vendor("Broadcom", "bnxt_re", Set.of("bnxt_en"))),
-            Map.entry(0x8086, new Vendor("Intel", "irdma", Set.of("ice", "i40e", "hfi1"))),
-            Map.entry(0x1425, new Vendor("Chelsio", "iw_cxgb4", Set.of("cxgb4"))),
-            Map.entry(0x1077, new Vendor("Marvell/QLogic", "qedr", Set.of("qede", "qed"))),
-            Map.entry(0x1d0f, new Vendor("Amazon EFA", "efa", Set.of("efa"))),
-            Map.entry(0x19e5, new Vendor("Huawei", "hns_roce_hw_v2", Set.of("hns3"))),
-            Map.entry(0x15ad, new Vendor("VMware PVRDMA", "vmw_pvrdma", Set.of("vmw_pvrdma", "vmxnet3"))),
-            Map.entry(0x1dd8, new Vendor("AMD Pensando", "ionic_rdma", Set.of("ionic"))),
-            Map.entry(0x1fc1, new Vendor("QLogic InfiniPath", "qib", Set.of("qib"))));
-
-    /** A PCI network function. */
-    record PciNic(
-            String address, int vendor, int device, int pciClass, String driver, boolean rdmaCapable, String why) {}
-
-    List<PciNic> pciNics() {
-        List<PciNic> nics = new ArrayList<>();
-        Path dir = p("sys/bus/pci/devices");
-        for (Path d : list(dir)) {
-            int cls = hex(read(d.resolve("class")));
-            int base = (cls >> 16) & 0xff, sub = (cls >> 8) & 0xff;
-            boolean network = base == 0x02; // 0x0200 Ethernet, 0x0207 InfiniBand, 0x0280 other
-            if (!network) continue;
-            int vendor = hex(read(d.resolve("vendor")));
-            int device = hex(read(d.resolve("device")));
-            String driver = linkName(d.resolve("driver"));
-            Vendor v = RDMA_VENDORS.get(vendor);
-            boolean ib = sub == 0x07;
-            boolean capable;
-            String why;
-            if (ib) {
-                capable = true;
-                why = "InfiniBand controller";
-            } else if (v == null) {
-                capable = false;
-                why = "vendor 0x" + String.format("%04x", vendor) + " has no RDMA driver";
-            } else if (vendor == 0x8086 || vendor == 0x14e4) {
-                // Intel and Broadcom make many plain NICs: only E810/X722 (ice/i40e + irdma) and NetXtreme-C/E
-                // (bnxt_en) do RDMA.
-                capable = driver != null && v.rdmaNetDrivers().contains(driver);
-                why = capable
-                        ? v.name() + " (" + driver + ", RDMA driver " + v.ibDriver() + ")"
-                        : v.name() + " NIC without an RDMA-capable driver"
-                                + (driver == null ? " (no driver bound)" : " (" + driver + ")");
-            } else {
-                capable = true;
-                why = v.name() + " (RDMA driver " + v.ibDriver() + ")";
-            }
-            nics.add(new PciNic(d.getFileName().toString(), vendor, device, cls, driver, capable, why));
-        }
-        return nics;
-    }
-
     Check checkNics() {
-        List<PciNic> nics = pciNics();
+        List<PciNics.PciNic> nics = PciNics.scan(root);
         List<String> details = new ArrayList<>();
         int capable = 0;
-        for (PciNic n : nics) {
+        for (PciNics.PciNic n : nics) {
             details.add(String.format(
                     "%s  [%04x:%04x] class 0x%06x  driver %s  %s%s",
                     n.address(),
@@ -423,7 +368,7 @@ public final class Doctor {
             if (d.error() != null) {
                 details.add(d.name() + " (" + d.provider() + "): cannot open: " + d.error());
                 if (!isSoft) {
-                    worst = worse(worst, Verdict.FAIL);
+                    worst = Verdict.worse(worst, Verdict.FAIL);
                     fixes.add("check permissions on /dev/infiniband and 'jrdma devinfo -d " + d.name() + "'");
                 }
                 continue;
@@ -442,7 +387,7 @@ public final class Doctor {
                             g.netdev() == null ? "" : "  " + g.netdev()));
                 }
                 if (p.state() != PortState.ACTIVE) {
-                    worst = worse(worst, isSoft ? Verdict.WARN : Verdict.FAIL);
+                    worst = Verdict.worse(worst, isSoft ? Verdict.WARN : Verdict.FAIL);
                     fixes.add(
                             d.name() + " port " + p.port() + " is " + p.state().ibvName() + ": "
                                     + (p.linkLayer() == LinkLayer.INFINIBAND
@@ -451,13 +396,13 @@ public final class Doctor {
                 }
                 if (p.linkLayer() == LinkLayer.ETHERNET && !isSoft) {
                     if (p.gids().stream().noneMatch(GidEntry::isRoceV2)) {
-                        worst = worse(worst, Verdict.WARN);
+                        worst = Verdict.worse(worst, Verdict.WARN);
                         fixes.add(
                                 d.name() + " port " + p.port()
                                         + " has no RoCE v2 GID: give its netdev an IP address (ip addr add A/N dev IF); then use -x with that GID's index");
                     }
                     if (p.activeMtu().bytes < 1024) {
-                        worst = worse(worst, Verdict.WARN);
+                        worst = Verdict.worse(worst, Verdict.WARN);
                         fixes.add(d.name() + " port " + p.port() + " active MTU " + p.activeMtu()
                                 + ": raise the netdev MTU (ip link set IF mtu 4200 gives RoCE MTU 4096)");
                     }
@@ -777,108 +722,7 @@ public final class Doctor {
                 "");
     }
 
-    // ---------------------------------------------------------------- output
-
-    /**
-     * {@return the human-readable report: a line per check, the details of those that are not OK (all with
-     * {@code verbose}), their fixes, and the count of FAIL and WARN}
-     *
-     * @param checks  the outcomes, from {@link #run()}
-     * @param verbose true to show every check's details
-     */
-    public static String format(List<Check> checks, boolean verbose) {
-        StringBuilder sb = new StringBuilder();
-        for (Check c : checks) {
-            sb.append(String.format("[%-4s] %-42s %s%n", c.verdict(), c.title(), c.summary()));
-            boolean show = verbose
-                    || c.verdict() == Verdict.WARN
-                    || c.verdict() == Verdict.FAIL
-                    || c.id().equals("summary")
-                    || c.id().equals("ports");
-            if (show)
-                for (String d : c.details()) sb.append("         ").append(d).append('\n');
-            if (!c.fix().isEmpty() && c.verdict() != Verdict.OK)
-                sb.append(c.verdict() == Verdict.INFO ? "         hint: " : "         fix: ")
-                        .append(c.fix())
-                        .append('\n');
-        }
-        long fail = checks.stream().filter(c -> c.verdict() == Verdict.FAIL).count();
-        long warn = checks.stream().filter(c -> c.verdict() == Verdict.WARN).count();
-        sb.append(String.format(
-                "%d check%s: %d FAIL, %d WARN%n", checks.size(), checks.size() == 1 ? "" : "s", fail, warn));
-        return sb.toString();
-    }
-
-    /**
-     * {@return the JSON report: {@code {"checks":[{"id":..,"title":..,"verdict":..,"summary":..,"details":[..],"fix":..}],"fail":n,"warn":n}}}
-     *
-     * @param checks the outcomes, from {@link #run()}
-     */
-    public static String toJson(List<Check> checks) {
-        StringBuilder sb = new StringBuilder("{\"checks\":[");
-        for (int i = 0; i < checks.size(); i++) {
-            Check c = checks.get(i);
-            if (i > 0) sb.append(',');
-            sb.append("\n  {\"id\":")
-                    .append(q(c.id()))
-                    .append(",\"title\":")
-                    .append(q(c.title()))
-                    .append(",\"verdict\":")
-                    .append(q(c.verdict().name()))
-                    .append(",\"summary\":")
-                    .append(q(c.summary()))
-                    .append(",\"details\":[");
-            for (int j = 0; j < c.details().size(); j++)
-                sb.append(j > 0 ? "," : "").append(q(c.details().get(j)));
-            sb.append("],\"fix\":").append(q(c.fix())).append('}');
-        }
-        long fail = checks.stream().filter(c -> c.verdict() == Verdict.FAIL).count();
-        long warn = checks.stream().filter(c -> c.verdict() == Verdict.WARN).count();
-        return sb.append("\n],\"fail\":")
-                .append(fail)
-                .append(",\"warn\":")
-                .append(warn)
-                .append("}\n")
-                .toString();
-    }
-
-    /**
-     * {@return {@code s} as a JSON string literal, quoted, with quotes, backslashes and control characters escaped}
-     *
-     * @param s the text
-     */
-    public static String q(String s) {
-        StringBuilder sb = new StringBuilder("\"");
-        for (char ch : s.toCharArray()) {
-            switch (ch) {
-                case '"' -> sb.append("\\\"");
-                case '\\' -> sb.append("\\\\");
-                case '\n' -> sb.append("\\n");
-                case '\r' -> sb.append("\\r");
-                case '\t' -> sb.append("\\t");
-                default -> {
-                    if (ch < 0x20) sb.append(String.format("\\u%04x", (int) ch));
-                    else sb.append(ch);
-                }
-            }
-        }
-        return sb.append('"').toString();
-    }
-
     // ---------------------------------------------------------------- helpers
-
-    private static Verdict worse(Verdict a, Verdict b) {
-        return rank(b) > rank(a) ? b : a;
-    }
-
-    private static int rank(Verdict v) {
-        return switch (v) {
-            case OK -> 0;
-            case INFO -> 1;
-            case WARN -> 2;
-            case FAIL -> 3;
-        };
-    }
 
     static boolean versionAtLeast(String release, int major, int minor) {
         String[] f = release.split("[.-]");
@@ -895,63 +739,5 @@ public final class Doctor {
         if (bytes >= 1L << 20 && bytes % (1L << 20) == 0) return (bytes >> 20) + " MiB";
         if (bytes >= 1L << 10 && bytes % (1L << 10) == 0) return (bytes >> 10) + " KiB";
         return bytes + " bytes";
-    }
-
-    private static String trim(String s) {
-        return s == null ? null : s.trim();
-    }
-
-    static String read(Path f) {
-        try {
-            if (!Files.isRegularFile(f)) return null;
-            byte[] b = Files.readAllBytes(f);
-            return new String(b, 0, Math.min(b.length, 1 << 20), java.nio.charset.StandardCharsets.UTF_8);
-        } catch (IOException | SecurityException e) {
-            return null;
-        }
-    }
-
-    static int hex(String s) {
-        if (s == null) return -1;
-        String t = s.trim().toLowerCase(Locale.ROOT);
-        if (t.startsWith("0x")) t = t.substring(2);
-        try {
-            return Integer.parseUnsignedInt(t, 16);
-        } catch (NumberFormatException e) {
-            return -1;
-        }
-    }
-
-    static Path real(Path f) {
-        try {
-            return f.toRealPath();
-        } catch (IOException | SecurityException e) {
-            return f.toAbsolutePath().normalize();
-        }
-    }
-
-    static String linkName(Path link) {
-        try {
-            if (Files.isSymbolicLink(link))
-                return Files.readSymbolicLink(link).getFileName().toString();
-            if (Files.isDirectory(link)) return link.toRealPath().getFileName().toString();
-        } catch (IOException | SecurityException ignored) {
-        }
-        return null;
-    }
-
-    static List<Path> list(Path dir) {
-        List<Path> out = new ArrayList<>();
-        if (!Files.isDirectory(dir)) return out;
-        try (DirectoryStream<Path> ds = Files.newDirectoryStream(dir)) {
-            for (Path f : ds) out.add(f);
-        } catch (IOException | SecurityException ignored) {
-        }
-        out.sort(null);
-        return out;
-    }
-
-    static List<String> names(Path dir) {
-        return list(dir).stream().map(f -> f.getFileName().toString()).toList();
     }
 }

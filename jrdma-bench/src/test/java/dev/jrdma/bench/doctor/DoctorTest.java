@@ -113,7 +113,7 @@ class DoctorTest {
     void healthyMlx5MachineIsAllOk(@TempDir Path root) throws IOException {
         fakeMlx5(root, false, true);
         List<Check> checks = new Doctor(root, Map.of(), mlx5Probe(PortState.ACTIVE, true)).run();
-        String text = Doctor.format(checks, true);
+        String text = DoctorReport.format(checks, true);
         for (String id :
                 List.of("nic", "modules", "devnodes", "libibverbs", "ports", "memlock", "fork", "counters", "ecn"))
             assertEquals(Verdict.OK, find(checks, id).verdict(), id + ":\n" + text);
@@ -142,7 +142,7 @@ class DoctorTest {
         write(root, "proc/sys/kernel/osrelease", "5.4.0-42-generic\n");
         write(root, "lib/modules/5.4.0-42-generic/modules.dep", "kernel/drivers/infiniband/core/ib_core.ko:\n");
         List<Check> checks = new Doctor(root, Map.of(), mlx5Probe(PortState.DOWN, false)).run();
-        String text = Doctor.format(checks, false);
+        String text = DoctorReport.format(checks, false);
         Check ports = find(checks, "ports");
         assertEquals(Verdict.FAIL, ports.verdict(), text);
         assertTrue(ports.fix().contains("PORT_DOWN") && ports.fix().contains("no RoCE v2 GID"), ports.fix());
@@ -160,7 +160,7 @@ class DoctorTest {
         assertTrue(ecn.fix().contains("roce_np/enable/3"), ecn.fix());
         assertEquals(Verdict.INFO, find(checks, "fork").verdict()); // 5.4 kernel, not set
         assertTrue(text.contains("fix: "), text);
-        String json = Doctor.toJson(checks);
+        String json = DoctorReport.toJson(checks);
         assertTrue(
                 json.contains("\"id\":\"memlock\",\"title\":\"locked-memory limit (ulimit -l)\",\"verdict\":\"WARN\""),
                 json);
@@ -208,7 +208,7 @@ class DoctorTest {
                         1, PortState.ACTIVE, LinkLayer.ETHERNET, Mtu.MTU_1024, Mtu.MTU_4096, List.of())),
                 null));
         List<Check> checks = new Doctor(root, Map.of(), softOnly).run();
-        String text = Doctor.format(checks, false);
+        String text = DoctorReport.format(checks, false);
         assertTrue(checks.stream().noneMatch(c -> c.verdict() == Verdict.FAIL), text);
         assertEquals(Verdict.WARN, find(checks, "libibverbs").verdict());
         assertTrue(find(checks, "libibverbs")
@@ -234,11 +234,11 @@ class DoctorTest {
     void realMachine() {
         List<Check> checks = Doctor.system().run();
         assertEquals(10, checks.size());
-        String text = Doctor.format(checks, true);
+        String text = DoctorReport.format(checks, true);
         assertTrue(text.contains("checks:"), text);
         // the software device is on the class path here: never "no device at all"
         assertNotEquals(Verdict.FAIL, find(checks, "ports").verdict(), text);
-        assertTrue(Doctor.toJson(checks).startsWith("{\"checks\":["));
+        assertTrue(DoctorReport.toJson(checks).startsWith("{\"checks\":["));
     }
 
     @Test
@@ -248,6 +248,6 @@ class DoctorTest {
         assertTrue(Doctor.versionAtLeast("6.1.0-18-amd64", 5, 13));
         assertFalse(Doctor.versionAtLeast("5.4.0-42-generic", 5, 13));
         assertEquals("8 MiB", Doctor.human(8 << 20));
-        assertEquals("\"a\\\"b\\n\"", Doctor.q("a\"b\n"));
+        assertEquals("\"a\\\"b\\n\"", DoctorReport.q("a\"b\n"));
     }
 }

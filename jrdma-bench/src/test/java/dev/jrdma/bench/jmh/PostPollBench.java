@@ -5,12 +5,10 @@ import dev.jrdma.verbs.AhAttr;
 import dev.jrdma.verbs.CompletionQueue;
 import dev.jrdma.verbs.Context;
 import dev.jrdma.verbs.MemoryRegion;
-import dev.jrdma.verbs.Mtu;
 import dev.jrdma.verbs.ProtectionDomain;
-import dev.jrdma.verbs.QpAttr;
 import dev.jrdma.verbs.QpInitAttr;
-import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.QueuePair;
+import dev.jrdma.verbs.RcWalk;
 import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.Verbs;
 import dev.jrdma.verbs.WorkCompletion;
@@ -71,23 +69,13 @@ public class PostPollBench {
     }
 
     static void connect(QueuePair q, QueuePair peer, Context peerCtx) {
-        q.modify(new QpAttr().state(QpState.INIT).pkeyIndex(0).port(1).access(Access.LOCAL_WRITE, Access.REMOTE_WRITE));
-        AhAttr ah = new AhAttr().portNum(1).global(peerCtx.queryGid(1, 0), 0).hopLimit(64);
-        q.modify(new QpAttr()
-                .state(QpState.RTR)
-                .ah(ah)
-                .pathMtu(Mtu.MTU_1024)
-                .destQpNum(peer.qpNum())
-                .rqPsn(0)
+        new RcWalk()
+                .access(Access.LOCAL_WRITE, Access.REMOTE_WRITE)
+                .ah(new AhAttr().portNum(1).global(peerCtx.queryGid(1, 0), 0).hopLimit(64))
+                .to(peer.qpNum(), 0)
                 .maxDestRdAtomic(1)
-                .minRnrTimer(12));
-        q.modify(new QpAttr()
-                .state(QpState.RTS)
-                .timeout(14)
-                .retryCnt(7)
-                .rnrRetry(7)
-                .sqPsn(0)
-                .maxRdAtomic(1));
+                .maxRdAtomic(1)
+                .walk(q);
     }
 
     @TearDown(Level.Trial)
