@@ -84,8 +84,8 @@ final class Completer {
     /** Late firings forgiven since the last progress. */
     private int lateForgiven;
     /**
-     * The selective-repeat mode: the peer has sent a NAK with jrdma's mark, so it keeps what arrives after a gap, and a
-     * timeout sends only the oldest unacknowledged packet and the last one sent ({@link #resendAfterTimeout}).
+     * The selective-repeat mode: the peer has sent an ACK or NAK with jrdma's mark, so it keeps what arrives after a gap,
+     * and a timeout sends only the oldest unacknowledged packet and the last one sent ({@link #resendAfterTimeout}).
      */
     boolean peerHolds;
 
@@ -219,6 +219,7 @@ final class Completer {
 
     /** An ACK covers every request up to its PSN (ACKs are coalesced: one may cover many WQEs). */
     private State ack() {
+        if (qp.selectiveRepeat && pkt.holdsMark()) peerHolds = true; // checked in window: from the peer, or its forger
         // the one PSN before the window: a repeat of the last ACK (the peer re-ACKs duplicates), which changes nothing
         if (psn == Psn.add(oldestUnacked, -1)) return drop(Counter.RX_RESPONSE_IGNORED);
         if (ackUpTo(psn)) progress(psn);

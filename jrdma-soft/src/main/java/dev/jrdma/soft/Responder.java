@@ -699,7 +699,14 @@ final class Responder {
         ackQueued = false;
         QpState s = qp.state();
         if (qp.isClosed() || s == QpState.ERR || s == QpState.RESET || s == QpState.INIT) return;
-        sendAeth(ACKNOWLEDGE.code(), Aeth.ackSyndrome(Aeth.CREDITS_INVALID), ackPsn, 0);
+        // in the selective-repeat mode an ACK carries the mark too: the requester learns that this end keeps what
+        // follows a gap before its first loss, so a loss at the tail costs one timeout, not a go-back of the window
+        sendAeth(
+                ACKNOWLEDGE.code(),
+                Aeth.ackSyndrome(Aeth.CREDITS_INVALID),
+                ackPsn,
+                0,
+                qp.selectiveRepeat && !qp.guarded());
     }
 
     // ---- rkeys -----------------------------------------------------------------------------------------------

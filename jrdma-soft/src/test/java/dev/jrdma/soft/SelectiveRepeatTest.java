@@ -126,6 +126,75 @@ class SelectiveRepeatTest {
         assertTrue(bOnly.retransmitted() > bOnly.lostRequests(), bOnly::toString);
     }
 
+    /**
+     * The last packets of a run lost, before any gap was ever NAKed: the marked ACKs told A that B keeps what follows a
+     * gap, so one timeout sends the oldest unacknowledged packet and the last one, B NAKs the gap between, and the lost
+     * packets go again with one probe in vain (go-back-N would resend the whole run).
+     */
+    @Test
+    void aLossAtTheTailCostsOneTimeoutAndTheLostPacketsAndOneProbe() {
+        DeterministicNetwork net = DeterministicNetwork.faultless();
+        try (RcPair pair = net.pair()) {
+            soft(pair.a.qp).selectiveRepeat = true;
+            soft(pair.b.qp).selectiveRepeat = true;
+            Transport ta = net.transport(DeterministicNetwork.A);
+            int n = 10; // 10 WRITEs of 4 KiB: 40 packets, the last signalled
+            MemoryRegion src = pair.a.mrAll((long) SIZE * n), dst = pair.b.mrAll((long) SIZE * n);
+            RcPair.fill(src.segment(), (long) SIZE * n, 17);
+            int first = soft(pair.a.qp).requester.nextPsn, last = Psn.add(first, 4 * n - 1);
+            // a first exchange, so that B has acknowledged something (marked) before the loss
+            pair.a.qp.postSend(new SendWorkRequest()
+                    .wrId(99)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .buffer(src, 0, 64)
+                    .remote(dst.address(), dst.rkey())
+                    .signaled(true));
+            net.deliver();
+            assertTrue(soft(pair.a.qp).completer.peerHolds, "A learned from B's marked ACK");
+            pair.a.cq.poll(WorkCompletion.array(1));
+            Set<Integer> lost = new HashSet<>();
+            int from = Psn.add(first, 1 + 4 * n - 3); // the WRITE above took PSN first
+            net.drop = p -> p.from() == ta
+                    && Psn.diff(p.psn(), from) >= 0
+                    && Psn.diff(p.psn(), Psn.add(last, 1)) <= 0
+                    && lost.add(p.psn());
+            SendWorkRequest head = null, prev = null;
+            for (int i = 0; i < n; i++) {
+                SendWorkRequest wr = new SendWorkRequest()
+                        .wrId(i)
+                        .opcode(WrOpcode.RDMA_WRITE)
+                        .buffer(src, (long) SIZE * i, SIZE)
+                        .remote(dst.address() + (long) SIZE * i, dst.rkey())
+                        .signaled(i == n - 1);
+                if (head == null) head = wr;
+                else prev.next = wr;
+                prev = wr;
+            }
+            long start = net.clock.nanoTime();
+            pair.a.qp.postSend(head);
+            WorkCompletion[] wc = WorkCompletion.array(1);
+            net.runUntil(() -> pair.a.cq.poll(wc) == 1, 1_000_000, 10_000_000_000L);
+            assertEquals(WcStatus.SUCCESS, wc[0].status);
+            RcPair.assertFilled(dst.segment(), 0, (long) SIZE * n, 17);
+            assertEquals(3, lost.size());
+            StringBuilder trace = new StringBuilder();
+            long requests = 0;
+            for (DeterministicNetwork.Packet p : net.log) {
+                trace.append(p.from() == ta ? " A" : " B")
+                        .append(p.opcode())
+                        .append('@')
+                        .append(p.psn());
+                if (p.from() == ta && Opcode.isRc(p.opcode())) requests++;
+            }
+            // the timeout sends the oldest unacknowledged packet and the last one: the oldest had arrived,
+            // unacknowledged
+            // (none of the packets that arrived asked for an ACK), so it is the one packet sent again in vain
+            assertEquals(1 + 4 * n + 3 + 1, requests, "each packet once, the three lost twice, one probe:" + trace);
+            assertEquals(4, ta.counters.get(Counter.TX_SELECTIVE_RESENDS), "the three lost packets and the probe");
+            assertTrue(net.clock.nanoTime() - start < 2 * 67_000_000L, "one timeout: " + trace);
+        }
+    }
+
     @Test
     void sendsLostInTheMiddleOfARunArriveOnceAndInOrder() {
         DeterministicNetwork net = DeterministicNetwork.faultless();
@@ -191,16 +260,7 @@ class SelectiveRepeatTest {
                     done[1] = true;
                     byte[] forged = p.bytes().clone();
                     forged[Bth.BYTES] ^= 0x5A; // the first payload byte of a WRITE MIDDLE
-                    ByteBuffer b = ByteBuffer.wrap(forged);
-                    new Icrc()
-                            .generate(
-                                    b,
-                                    0,
-                                    forged.length,
-                                    IpAddress.of(DeterministicNetwork.A).ipv4(),
-                                    IpAddress.of(DeterministicNetwork.B).ipv4(),
-                                    DeterministicNetwork.PORT,
-                                    DeterministicNetwork.PORT);
+                    withIcrc(ByteBuffer.wrap(forged), forged.length, DeterministicNetwork.A, DeterministicNetwork.B);
                     net.inFlight.add(new DeterministicNetwork.Packet(forged, p.to(), p.from()));
                     net.inFlight.add(p);
                     return true;
@@ -254,17 +314,22 @@ class SelectiveRepeatTest {
                 b, 0, Opcode.ACKNOWLEDGE.code(), false, Bth.DEFAULT_PKEY, to.qpNum(), false, psn, 0);
         Aeth.write(b, Bth.BYTES, Aeth.nakSyndrome(Aeth.NAK_PSN_SEQUENCE_ERROR), 0);
         Bth.setHoldsMark(b, 0);
+        withIcrc(b, len, DeterministicNetwork.B, DeterministicNetwork.A);
+        byte[] out = new byte[len];
+        b.get(0, out);
+        return out;
+    }
+
+    /** Writes the ICRC of the {@code len}-byte packet in {@code b} sent from {@code from} to {@code to}. */
+    private static void withIcrc(ByteBuffer b, int len, java.net.Inet4Address from, java.net.Inet4Address to) {
         new Icrc()
                 .generate(
                         b,
                         0,
                         len,
-                        IpAddress.of(DeterministicNetwork.B).ipv4(),
-                        IpAddress.of(DeterministicNetwork.A).ipv4(),
+                        IpAddress.of(from).ipv4(),
+                        IpAddress.of(to).ipv4(),
                         DeterministicNetwork.PORT,
                         DeterministicNetwork.PORT);
-        byte[] out = new byte[len];
-        b.get(0, out);
-        return out;
     }
 }
