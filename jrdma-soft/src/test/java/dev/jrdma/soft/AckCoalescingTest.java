@@ -130,6 +130,9 @@ class AckCoalescingTest {
         DeterministicNetwork net = DeterministicNetwork.faultless();
         try (RcPair pair = net.pair()) {
             Transport ta = net.transport(DeterministicNetwork.A), tb = net.transport(DeterministicNetwork.B);
+            soft(pair.a.qp).selectiveRepeat =
+                    false; // the default, go-back-N (whatever -Djrdma.soft.selectiveRepeat says)
+            soft(pair.b.qp).selectiveRepeat = false;
             MemoryRegion src = pair.a.mrAll(64L * WRITES), dst = pair.b.mrAll(64L * WRITES);
             RcPair.fill(src.segment(), 64L * WRITES, 9);
             boolean[] lostOne = {false};
