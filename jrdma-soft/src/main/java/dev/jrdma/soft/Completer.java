@@ -83,6 +83,11 @@ final class Completer {
     static final int MAX_LATE_FORGIVEN = 3;
     /** Late firings forgiven since the last progress. */
     private int lateForgiven;
+    /**
+     * The selective-repeat mode: the peer has sent an ACK or NAK with jrdma's mark, so it keeps what arrives after a gap,
+     * and a timeout sends only the oldest unacknowledged packet and the last one sent ({@link #resendAfterTimeout}).
+     */
+    boolean peerHolds;
 
     // the packet being processed
     private RocePacket pkt;
@@ -104,6 +109,7 @@ final class Completer {
         goBackStarted = false;
         timeoutsInARow = 0;
         lateForgiven = 0;
+        peerHolds = false;
     }
 
     void reset() {
@@ -213,6 +219,7 @@ final class Completer {
 
     /** An ACK covers every request up to its PSN (ACKs are coalesced: one may cover many WQEs). */
     private State ack() {
+        if (qp.selectiveRepeat && pkt.holdsMark()) peerHolds = true; // checked in window: from the peer, or its forger
         // the one PSN before the window: a repeat of the last ACK (the peer re-ACKs duplicates), which changes nothing
         if (psn == Psn.add(oldestUnacked, -1)) return drop(Counter.RX_RESPONSE_IGNORED);
         if (ackUpTo(psn)) progress(psn);
@@ -262,6 +269,13 @@ final class Completer {
         }
         retryLeft--;
         goBackStarted = true;
+        // both ends in the selective-repeat mode: the responder keeps what came after psn, so only psn goes again
+        if (qp.selectiveRepeat && pkt.holdsMark() && qp.requester.resendOne(psn)) {
+            peerHolds = true;
+            qp.count(Counter.RETRANSMITS);
+            restartRetryTimer();
+            return State.COMPLETE;
+        }
         qp.requester.retry(psn);
         return State.COMPLETE;
     }
@@ -497,8 +511,7 @@ final class Completer {
             qp.count(Counter.RETRY_TIMER_LATE);
             readRetryActive = false;
             goBackStarted = true;
-            qp.requester.retry(oldestUnacked); // a full wait from now, not backed off further
-            qp.requester.run();
+            resendAfterTimeout(); // a full wait from now, not backed off further
             return;
         }
         if (retryLeft == 0) {
@@ -509,6 +522,22 @@ final class Completer {
         timeoutsInARow++;
         readRetryActive = false;
         goBackStarted = true;
+        resendAfterTimeout();
+    }
+
+    /**
+     * After a timeout: go back N from the oldest unacknowledged PSN; in the selective-repeat mode, once the peer has
+     * shown it keeps packets after a gap ({@link #peerHolds}), only that packet and, as a probe of the tail, the last
+     * one sent (if it was lost too, the responder now holds it and NAKs each gap before it, instead of a timeout each).
+     */
+    private void resendAfterTimeout() {
+        if (qp.selectiveRepeat && peerHolds && qp.requester.resendOne(oldestUnacked)) {
+            int last = Psn.add(qp.requester.sentEnd, -1);
+            if (last != oldestUnacked) qp.requester.resendOne(last);
+            qp.count(Counter.RETRANSMITS);
+            restartRetryTimer();
+            return;
+        }
         qp.requester.retry(oldestUnacked);
         qp.requester.run();
     }

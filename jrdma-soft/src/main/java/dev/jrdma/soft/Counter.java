@@ -94,6 +94,15 @@ enum Counter {
     TX_ERRORS("tx_errors"),
     RETRANSMITS("retransmits"),
     /**
+     * Request packets sent again one at a time in the selective-repeat mode ({@code -Djrdma.soft.selectiveRepeat}): the
+     * one a marked NAK names, or the oldest unacknowledged one (and the last one sent) at a timeout.
+     */
+    TX_SELECTIVE_RESENDS("tx_selective_resends"),
+    /** Request packets beyond a gap kept by the responder in the selective-repeat mode, executed once the gap is filled. */
+    RX_OUT_OF_ORDER_HELD("rx_out_of_order_held"),
+    /** Request packets beyond a gap not kept: too far ahead, the QP guarded against forgery, or its PSN held already. */
+    RX_OUT_OF_ORDER_NOT_HELD("rx_out_of_order_not_held"),
+    /**
      * Retransmission timeouts that fired more than their own period late (the device was starved of CPU): the request
      * is resent but no retry is counted (at most {@link Completer#MAX_LATE_FORGIVEN} in a row without progress).
      */

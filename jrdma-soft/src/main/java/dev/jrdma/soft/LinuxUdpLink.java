@@ -2,14 +2,8 @@ package dev.jrdma.soft;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
-import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.StructLayout;
 import java.lang.foreign.ValueLayout;
-import java.lang.invoke.MethodHandle;
-import java.lang.invoke.VarHandle;
 import java.lang.ref.Reference;
 import java.net.Inet4Address;
 import java.net.Inet6Address;
@@ -50,24 +44,31 @@ final class LinuxUdpLink implements Link {
      */
     static final boolean GSO_WANTED =
             "on".equals(System.getProperty("jrdma.soft.gso", "off").trim());
+    /**
+     * {@code -Djrdma.soft.gro=on} takes coalesced datagrams ({@code UDP_GRO}; {@link GroBatch}); off by default: each
+     * burst then lands in 64 KiB areas and is copied into the packet slots.
+     */
+    static final boolean GRO_WANTED =
+            "on".equals(System.getProperty("jrdma.soft.gro", "off").trim());
 
     private static final int IPPROTO_IP = 0, IP_TOS = 1, IPPROTO_IPV6 = 41, IPV6_FLOWINFO_SEND = 33, IPV6_TCLASS = 67;
     /** Each received datagram's TOS / traffic class as a control message: its ECN field ({@link RxBatch#ecn}). */
     private static final int IP_RECVTOS = 13, IPV6_RECVTCLASS = 66, RX_CONTROL = 32;
 
-    private static final int MSG_DONTWAIT = 0x40, MSG_TRUNC = 0x20;
+    private static final int MSG_DONTWAIT = 0x40;
+    static final int MSG_TRUNC = 0x20;
     private static final int EAGAIN = 11, EINTR = 4, ENOBUFS = 105, EFD_NONBLOCK = 0x800, EFD_CLOEXEC = 0x80000;
     private static final short POLLIN = 1;
     /** sizeof(struct sockaddr_in6), room for either family. */
-    private static final int SOCKADDR = 28;
+    static final int SOCKADDR = 28;
     /** The largest UDP payload: the bounce buffer of heap buffers. */
     private static final int BOUNCE = 1 << 16;
     /** Buffers, destinations and senders a thread or batch remembers (their native forms made once). */
     private static final int CACHED = 8;
     /** struct iovec, struct msghdr and struct mmsghdr on LP64 Linux (x86-64, AArch64). */
-    private static final int IOVEC = 16, MSGHDR = 56, MMSGHDR = 64;
+    static final int IOVEC = 16, MSGHDR = 56, MMSGHDR = 64;
 
-    private static final int MSG_NAME = 0,
+    static final int MSG_NAME = 0,
             MSG_NAMELEN = 8,
             MSG_IOV = 16,
             MSG_IOVLEN = 24,
@@ -97,6 +98,8 @@ final class LinuxUdpLink implements Link {
     private final ThreadLocal<Scratch> scratch = ThreadLocal.withInitial(Scratch::new);
     /** Whether batches go out with UDP generic segmentation (off for good once the kernel refuses it). */
     private volatile boolean gso = GSO_WANTED;
+    /** Whether the socket takes coalesced datagrams ({@link GroBatch}). */
+    private volatile boolean gro;
     /** Messages sent with UDP generic segmentation (tests, reports). */
     private final java.util.concurrent.atomic.AtomicLong gsoSends = new java.util.concurrent.atomic.AtomicLong();
 
@@ -215,7 +218,7 @@ final class LinuxUdpLink implements Link {
     }
 
     /** Whether this link can be opened here: Linux, libc's calls bound, native access enabled for this module. */
-    static final boolean AVAILABLE = Native.AVAILABLE;
+    static final boolean AVAILABLE = UdpLibc.AVAILABLE;
 
     /** A non-blocking UDP socket bound to {@code address}:{@code port}, with send and receive buffers of 4 MiB. */
     static LinuxUdpLink open(InetAddress address, int port) throws IOException {
@@ -227,18 +230,18 @@ final class LinuxUdpLink implements Link {
         if (!AVAILABLE) throw new IOException("the libc UDP link is not available here");
         int family = address instanceof Inet6Address ? AF_INET6 : AF_INET;
         try (Arena a = Arena.ofConfined()) {
-            MemorySegment state = a.allocate(Native.CALL_STATE);
-            int fd = (int) Native.SOCKET.invokeExact(state, family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+            MemorySegment state = a.allocate(UdpLibc.CALL_STATE);
+            int fd = (int) UdpLibc.SOCKET.invokeExact(state, family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
             if (fd < 0) throw new IOException("socket(): errno " + errno(state));
             int wake = -1;
             try {
                 MemorySegment size = a.allocateFrom(ValueLayout.JAVA_INT, 4 << 20);
-                int ignored = (int) Native.SETSOCKOPT.invokeExact(state, fd, SOL_SOCKET, SO_RCVBUF, size, 4);
-                ignored = (int) Native.SETSOCKOPT.invokeExact(state, fd, SOL_SOCKET, SO_SNDBUF, size, 4);
+                int ignored = (int) UdpLibc.SETSOCKOPT.invokeExact(state, fd, SOL_SOCKET, SO_RCVBUF, size, 4);
+                ignored = (int) UdpLibc.SETSOCKOPT.invokeExact(state, fd, SOL_SOCKET, SO_SNDBUF, size, 4);
                 // rxe (and so RoCE NICs' peers) send RoCEv2 over IPv6 with a zero UDP checksum, which IPv6 forbids:
                 // without this option the kernel drops every such datagram before the socket sees it
                 if (family == AF_INET6
-                        && (int) Native.SETSOCKOPT.invokeExact(
+                        && (int) UdpLibc.SETSOCKOPT.invokeExact(
                                         state,
                                         fd,
                                         IPPROTO_UDP,
@@ -249,14 +252,14 @@ final class LinuxUdpLink implements Link {
                 // ECT(0) on every packet, as RoCEv2 NICs send, and each arriving packet's ECN field in a control
                 // message (DCQCN's notification point; a kernel without them leaves the device without ECN)
                 int v6 = family == AF_INET6 ? 1 : 0;
-                ignored = (int) Native.SETSOCKOPT.invokeExact(
+                ignored = (int) UdpLibc.SETSOCKOPT.invokeExact(
                         state,
                         fd,
                         v6 == 1 ? IPPROTO_IPV6 : IPPROTO_IP,
                         v6 == 1 ? IPV6_TCLASS : IP_TOS,
                         a.allocateFrom(ValueLayout.JAVA_INT, Ecn.outgoing(0)),
                         4);
-                ignored = (int) Native.SETSOCKOPT.invokeExact(
+                ignored = (int) UdpLibc.SETSOCKOPT.invokeExact(
                         state,
                         fd,
                         v6 == 1 ? IPPROTO_IPV6 : IPPROTO_IP,
@@ -265,7 +268,7 @@ final class LinuxUdpLink implements Link {
                         4);
                 // an address vector's flow label (Destination) rides in each send's sin6_flowinfo
                 if (family == AF_INET6
-                        && (int) Native.SETSOCKOPT.invokeExact(
+                        && (int) UdpLibc.SETSOCKOPT.invokeExact(
                                         state,
                                         fd,
                                         IPPROTO_IPV6,
@@ -275,12 +278,14 @@ final class LinuxUdpLink implements Link {
                                 < 0) throw new IOException("setsockopt(IPV6_FLOWINFO_SEND): errno " + errno(state));
                 MemorySegment sa = a.allocate(SOCKADDR, 8);
                 int len = encode(sa, address, port);
-                if ((int) Native.BIND.invokeExact(state, fd, sa, len) < 0)
+                if ((int) UdpLibc.BIND.invokeExact(state, fd, sa, len) < 0)
                     throw new IOException("bind " + address.getHostAddress() + ":" + port + ": errno " + errno(state)
                             + (errno(state) == 98 ? " (address in use)" : ""));
-                wake = (int) Native.EVENTFD.invokeExact(state, 0, EFD_NONBLOCK | EFD_CLOEXEC);
+                wake = (int) UdpLibc.EVENTFD.invokeExact(state, 0, EFD_NONBLOCK | EFD_CLOEXEC);
                 if (wake < 0) throw new IOException("eventfd(): errno " + errno(state));
-                return new LinuxUdpLink(fd, wake, family, address.getHostAddress() + ":" + port, clock);
+                LinuxUdpLink link = new LinuxUdpLink(fd, wake, family, address.getHostAddress() + ":" + port, clock);
+                if (GRO_WANTED) link.receivesCoalesced(true);
+                return link;
             } catch (IOException e) {
                 closeFd(fd);
                 if (wake >= 0) closeFd(wake);
@@ -301,12 +306,12 @@ final class LinuxUdpLink implements Link {
      * worst turns a retryable EAGAIN into a counted error.
      */
     private static int lastErrno() throws Throwable {
-        long at = (long) Native.ERRNO_LOCATION.invokeExact();
-        return Native.EVERYWHERE.get(ValueLayout.JAVA_INT, at);
+        long at = (long) UdpLibc.ERRNO_LOCATION.invokeExact();
+        return UdpLibc.EVERYWHERE.get(ValueLayout.JAVA_INT, at);
     }
 
     private static int errno(MemorySegment state) {
-        return (int) Native.ERRNO.get(state, 0L);
+        return (int) UdpLibc.ERRNO.get(state, 0L);
     }
 
     /** Writes {@code address}:{@code port} as a sockaddr_in or sockaddr_in6 into {@code sa}; returns its length. */
@@ -353,7 +358,7 @@ final class LinuxUdpLink implements Link {
         int error = 0;
         try {
             if (control == null) {
-                r = (long) Native.SENDTO.invokeExact(fd, at, (long) n, MSG_DONTWAIT, sa, (int) sa.byteSize());
+                r = (long) UdpLibc.SENDTO.invokeExact(fd, at, (long) n, MSG_DONTWAIT, sa, (int) sa.byteSize());
             } else {
                 s.iovec.set(ValueLayout.JAVA_LONG, 0, at);
                 s.iovec.set(ValueLayout.JAVA_LONG, 8, n);
@@ -364,7 +369,7 @@ final class LinuxUdpLink implements Link {
                 m.set(ValueLayout.JAVA_LONG, MSG_IOVLEN, 1);
                 m.set(ValueLayout.ADDRESS, MSG_CONTROL, control);
                 m.set(ValueLayout.JAVA_LONG, MSG_CONTROLLEN, control.byteSize());
-                r = (long) Native.SENDMSG.invokeExact(fd, m, MSG_DONTWAIT);
+                r = (long) UdpLibc.SENDMSG.invokeExact(fd, m, MSG_DONTWAIT);
             }
             if (r < 0) error = lastErrno();
         } catch (Throwable t) {
@@ -476,7 +481,7 @@ final class LinuxUdpLink implements Link {
         enter();
         int r, error = 0;
         try {
-            r = (int) Native.SENDMMSG.invokeExact(fd, h, messages, MSG_DONTWAIT);
+            r = (int) UdpLibc.SENDMMSG.invokeExact(fd, h, messages, MSG_DONTWAIT);
             if (r < 0) error = lastErrno();
         } catch (Throwable t) {
             throw new IOException("sendmmsg failed", t);
@@ -512,6 +517,23 @@ final class LinuxUdpLink implements Link {
         gso = on;
     }
 
+    /**
+     * Turns the taking of coalesced datagrams ({@code UDP_GRO}) on or off ({@code -Djrdma.soft.gro} sets the default).
+     *
+     * @return whether it is on now (false where the kernel refuses the option)
+     */
+    boolean receivesCoalesced(boolean on) {
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment state = a.allocate(UdpLibc.CALL_STATE);
+            int r = (int) UdpLibc.SETSOCKOPT.invokeExact(
+                    state, fd, IPPROTO_UDP, GroBatch.UDP_GRO, a.allocateFrom(ValueLayout.JAVA_INT, on ? 1 : 0), 4);
+            gro = on && r == 0;
+        } catch (Throwable t) {
+            gro = false;
+        }
+        return gro;
+    }
+
     /** One {@code recvfrom} (links that wrap this one receive one datagram at a time). */
     @Override
     public InetSocketAddress receive(ByteBuffer b) throws IOException {
@@ -523,7 +545,7 @@ final class LinuxUdpLink implements Link {
         long r;
         int error = 0;
         try {
-            r = (long) Native.RECVFROM.invokeExact(fd, at, (long) room, MSG_DONTWAIT, s.from, s.fromLen);
+            r = (long) UdpLibc.RECVFROM.invokeExact(fd, at, (long) room, MSG_DONTWAIT, s.from, s.fromLen);
             if (r < 0) error = lastErrno();
         } catch (Throwable t) {
             throw new IOException("recvfrom failed", t);
@@ -544,12 +566,15 @@ final class LinuxUdpLink implements Link {
     @Override
     public void prepare(RxBatch batch) {
         scratch.get();
-        if (!(batch.linkState instanceof BatchState)) batch.linkState = new BatchState(batch);
+        if (gro) {
+            if (!(batch.linkState instanceof GroBatch)) batch.linkState = new GroBatch();
+        } else if (!(batch.linkState instanceof BatchState)) batch.linkState = new BatchState(batch);
     }
 
     /** One {@code recvmmsg} for the whole burst; a short burst means the socket is empty. */
     @Override
     public int receive(RxBatch batch) throws IOException {
+        if (gro) return receiveCoalesced(batch);
         BatchState st;
         if (batch.linkState instanceof BatchState known) st = known;
         else batch.linkState = st = new BatchState(batch);
@@ -558,10 +583,48 @@ final class LinuxUdpLink implements Link {
             h.set(ValueLayout.JAVA_INT, (long) i * MMSGHDR + MSG_NAMELEN, SOCKADDR);
             h.set(ValueLayout.JAVA_LONG, (long) i * MMSGHDR + MSG_CONTROLLEN, RX_CONTROL);
         }
+        int n = recvmmsg(h, RxBatch.CAPACITY, batch);
+        for (int i = 0; i < n; i++) {
+            long at = (long) i * MMSGHDR;
+            boolean cut = (h.get(ValueLayout.JAVA_INT, at + MSG_FLAGS) & MSG_TRUNC) != 0;
+            batch.lengths[i] = cut ? RxBatch.TRUNCATED : h.get(ValueLayout.JAVA_INT, at + MSG_LEN);
+            batch.sources[i] = st.sources.decode(st.names, (long) i * SOCKADDR);
+            batch.ecn[i] = (byte)
+                    receivedEcn(st.controls, (long) i * RX_CONTROL, h.get(ValueLayout.JAVA_LONG, at + MSG_CONTROLLEN));
+        }
+        batch.drained = n < RxBatch.CAPACITY;
+        return n;
+    }
+
+    /** {@link #receive} with coalesced datagrams: a {@code recvmmsg} only once the last one's packets are all handed out. */
+    private int receiveCoalesced(RxBatch batch) throws IOException {
+        GroBatch g;
+        if (batch.linkState instanceof GroBatch known) g = known;
+        else batch.linkState = g = new GroBatch();
+        boolean lastShort = false;
+        if (!g.pending()) {
+            g.prepare();
+            int n = recvmmsg(g.headers, GroBatch.MESSAGES, batch);
+            if (n == 0) return 0;
+            g.landed(n);
+            lastShort = n < GroBatch.MESSAGES;
+        }
+        int k = g.fill(batch);
+        batch.drained = lastShort && !g.pending();
+        return k;
+    }
+
+    /** Coalesced messages received in {@code batch} so far (tests). */
+    static long coalesced(RxBatch batch) {
+        return batch.linkState instanceof GroBatch g ? g.coalesced : 0;
+    }
+
+    /** One non-blocking {@code recvmmsg} of up to {@code vlen} messages; 0 (the batch marked drained on EAGAIN) when none. */
+    private int recvmmsg(MemorySegment h, int vlen, RxBatch batch) throws IOException {
         enter();
         int n, error = 0;
         try {
-            n = (int) Native.RECVMMSG.invokeExact(fd, h, RxBatch.CAPACITY, MSG_DONTWAIT, MemorySegment.NULL);
+            n = (int) UdpLibc.RECVMMSG.invokeExact(fd, h, vlen, MSG_DONTWAIT, MemorySegment.NULL);
             if (n < 0) error = lastErrno();
         } catch (Throwable t) {
             throw new IOException("recvmmsg failed", t);
@@ -576,26 +639,35 @@ final class LinuxUdpLink implements Link {
             }
             throw new IOException("recvmmsg on " + name + ": errno " + e);
         }
-        for (int i = 0; i < n; i++) {
-            long at = (long) i * MMSGHDR;
-            boolean cut = (h.get(ValueLayout.JAVA_INT, at + MSG_FLAGS) & MSG_TRUNC) != 0;
-            batch.lengths[i] = cut ? RxBatch.TRUNCATED : h.get(ValueLayout.JAVA_INT, at + MSG_LEN);
-            batch.sources[i] = st.sources.decode(st.names, (long) i * SOCKADDR);
-            batch.ecn[i] = (byte)
-                    receivedEcn(st.controls, (long) i * RX_CONTROL, h.get(ValueLayout.JAVA_LONG, at + MSG_CONTROLLEN));
-        }
-        batch.drained = n < RxBatch.CAPACITY;
         return n;
     }
 
-    /** The ECN field in the IP_TOS (a byte) or IPV6_TCLASS (an int) control message at {@code at}; Not-ECT without one. */
-    private static int receivedEcn(MemorySegment controls, long at, long controlLen) {
-        if (controlLen < 17) return Ecn.NOT_ECT;
-        int level = controls.get(ValueLayout.JAVA_INT, at + 8), type = controls.get(ValueLayout.JAVA_INT, at + 12);
-        if (level == IPPROTO_IP && type == IP_TOS) return controls.get(ValueLayout.JAVA_BYTE, at + 16) & Ecn.MASK;
-        if (level == IPPROTO_IPV6 && type == IPV6_TCLASS && controlLen >= 20)
-            return controls.get(ValueLayout.JAVA_INT, at + 16) & Ecn.MASK;
-        return Ecn.NOT_ECT;
+    /**
+     * The ECN field in the IP_TOS (a byte) or IPV6_TCLASS (an int) control message among the {@code controlLen} bytes of
+     * control messages at {@code at}; Not-ECT without one.
+     */
+    static int receivedEcn(MemorySegment controls, long at, long controlLen) {
+        long data = controlData(controls, at, controlLen, IPPROTO_IP, IP_TOS, 1);
+        if (data >= 0) return controls.get(ValueLayout.JAVA_BYTE, data) & Ecn.MASK;
+        data = controlData(controls, at, controlLen, IPPROTO_IPV6, IPV6_TCLASS, 4);
+        return data >= 0 ? controls.get(ValueLayout.JAVA_INT, data) & Ecn.MASK : Ecn.NOT_ECT;
+    }
+
+    /**
+     * Where the data of the control message of {@code level} and {@code type} (at least {@code size} bytes) lies among
+     * the {@code controlLen} bytes of control messages at {@code at} (struct cmsghdr: length 8, level 4, type 4, the
+     * data, padded to 8); -1 when there is none, or the messages are malformed.
+     */
+    static long controlData(MemorySegment controls, long at, long controlLen, int level, int type, int size) {
+        for (long off = 0; off + 16 <= controlLen; ) {
+            long len = controls.get(ValueLayout.JAVA_LONG, at + off);
+            if (len < 16 || off + len > controlLen) return -1;
+            if (controls.get(ValueLayout.JAVA_INT, at + off + 8) == level
+                    && controls.get(ValueLayout.JAVA_INT, at + off + 12) == type
+                    && len >= 16 + size) return at + off + 16;
+            off += (len + 7) & ~7L;
+        }
+        return -1;
     }
 
     /** Blocks in {@code poll} on the socket and the wake-up eventfd. */
@@ -607,7 +679,7 @@ final class LinuxUdpLink implements Link {
             pollFds.set(ValueLayout.JAVA_SHORT, 14, (short) 0);
             // no errno capture on this path: the linker's capture check allocates a segment slice per call when
             // escape analysis does not remove it (1.1 MB on a receive thread in 5,000 ping-pongs, AllocationTest)
-            int r = (int) Native.POLL.invokeExact(pollFds, 2L, -1);
+            int r = (int) UdpLibc.POLL.invokeExact(pollFds, 2L, -1);
             if (r < 0) {
                 // read after the call; a blocking downcall returns through a thread-state transition, which may in a
                 // rare case change errno first: then a spurious EINTR is a retry, another error one more IOException
@@ -615,7 +687,7 @@ final class LinuxUdpLink implements Link {
                 if (errno != EINTR) throw new IOException("poll on " + name + ": errno " + errno);
             }
             if (r > 0 && (pollFds.get(ValueLayout.JAVA_SHORT, 14) & POLLIN) != 0) {
-                long ignored = (long) Native.READ_QUIET.invokeExact(wakeFd, wakeWord, 8L); // reset the eventfd
+                long ignored = (long) UdpLibc.READ_QUIET.invokeExact(wakeFd, wakeWord, 8L); // reset the eventfd
             }
         } catch (IOException e) {
             throw e;
@@ -640,7 +712,7 @@ final class LinuxUdpLink implements Link {
     /** Adds 1 to the eventfd; only while it is open (wakeup, or close before it closes it). */
     private void ring() {
         try {
-            long ignored = (long) Native.WRITE.invokeExact(wakeFd, wakeOne, 8L);
+            long ignored = (long) UdpLibc.WRITE.invokeExact(wakeFd, wakeOne, 8L);
         } catch (Throwable ignored) {
             // cannot happen on an open eventfd (its counter would have to reach 2^64 - 2)
         }
@@ -669,7 +741,7 @@ final class LinuxUdpLink implements Link {
 
     private static void closeFd(int fd) {
         try {
-            int ignored = (int) Native.CLOSE.invokeExact(fd);
+            int ignored = (int) UdpLibc.CLOSE.invokeExact(fd);
         } catch (Throwable ignored) {
         }
     }
@@ -680,103 +752,4 @@ final class LinuxUdpLink implements Link {
     }
 
     /** The libc calls, bound once; {@link #AVAILABLE} is false where they cannot be (not Linux, native access not enabled). */
-    private static final class Native {
-        static final boolean AVAILABLE;
-        static final StructLayout CALL_STATE = Linker.Option.captureStateLayout();
-        static final VarHandle ERRNO = CALL_STATE.varHandle(MemoryLayout.PathElement.groupElement("errno"));
-        static final MethodHandle SOCKET,
-                SETSOCKOPT,
-                BIND,
-                SENDTO,
-                RECVFROM,
-                RECVMMSG,
-                POLL,
-                EVENTFD,
-                READ,
-                READ_QUIET,
-                WRITE,
-                CLOSE,
-                SENDMSG,
-                SENDMMSG,
-                ERRNO_LOCATION;
-        /** All of memory, to read errno at the address {@code __errno_location()} gives without making a segment per read. */
-        static final MemorySegment EVERYWHERE;
-
-        static {
-            MethodHandle[] h = new MethodHandle[15];
-            MemorySegment everywhere = null;
-            boolean ok = false;
-            try {
-                Module self = LinuxUdpLink.class.getModule();
-                String os = System.getProperty("os.name", "").toLowerCase(java.util.Locale.ROOT);
-                String arch = System.getProperty("os.arch", "");
-                // the struct offsets above are LP64 Linux's; without native access every call would warn (or be denied)
-                if (os.contains("linux")
-                        && (arch.equals("amd64") || arch.equals("x86_64") || arch.equals("aarch64"))
-                        && self.isNativeAccessEnabled()) {
-                    Linker linker = Linker.nativeLinker();
-                    var libc = linker.defaultLookup();
-                    Linker.Option errno = Linker.Option.captureCallState("errno");
-                    // short non-blocking system calls: critical downcalls (no thread-state transition), errno read
-                    // after a failure (lastErrno)
-                    Linker.Option[] quick = {Linker.Option.critical(false)};
-                    ValueLayout I = ValueLayout.JAVA_INT, L = ValueLayout.JAVA_LONG, P = ValueLayout.ADDRESS;
-                    h[0] = linker.downcallHandle(
-                            libc.find("socket").orElseThrow(), FunctionDescriptor.of(I, I, I, I), errno);
-                    h[1] = linker.downcallHandle(
-                            libc.find("setsockopt").orElseThrow(), FunctionDescriptor.of(I, I, I, I, P, I), errno);
-                    h[2] = linker.downcallHandle(
-                            libc.find("bind").orElseThrow(), FunctionDescriptor.of(I, I, P, I), errno);
-                    // the data pointer is passed as a long (a buffer's address): no segment made per packet
-                    h[3] = linker.downcallHandle(
-                            libc.find("sendto").orElseThrow(), FunctionDescriptor.of(L, I, L, L, I, P, I), quick);
-                    h[4] = linker.downcallHandle(
-                            libc.find("recvfrom").orElseThrow(), FunctionDescriptor.of(L, I, L, L, I, P, P), quick);
-                    h[5] = linker.downcallHandle(
-                            libc.find("recvmmsg").orElseThrow(), FunctionDescriptor.of(I, I, P, I, I, P), quick);
-                    // blocking: a plain downcall (not critical), errno read after a failure (lastErrno)
-                    h[6] = linker.downcallHandle(libc.find("poll").orElseThrow(), FunctionDescriptor.of(I, P, L, I));
-                    h[7] = linker.downcallHandle(
-                            libc.find("eventfd").orElseThrow(), FunctionDescriptor.of(I, I, I), errno);
-                    h[8] = linker.downcallHandle(
-                            libc.find("read").orElseThrow(), FunctionDescriptor.of(L, I, P, L), errno);
-                    h[9] = linker.downcallHandle(
-                            libc.find("write").orElseThrow(),
-                            FunctionDescriptor.of(L, I, P, L)); // its errno is not needed
-                    h[10] = linker.downcallHandle(libc.find("close").orElseThrow(), FunctionDescriptor.of(I, I));
-                    h[11] = linker.downcallHandle(
-                            libc.find("sendmsg").orElseThrow(), FunctionDescriptor.of(L, I, P, I), quick);
-                    h[12] = linker.downcallHandle(
-                            libc.find("sendmmsg").orElseThrow(), FunctionDescriptor.of(I, I, P, I, I), quick);
-                    h[13] = linker.downcallHandle(
-                            libc.find("__errno_location").orElseThrow(), FunctionDescriptor.of(L), quick);
-                    h[14] = linker.downcallHandle(
-                            libc.find("read").orElseThrow(),
-                            FunctionDescriptor.of(L, I, P, L),
-                            quick); // the eventfd's reset: its errno is not needed
-                    everywhere = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
-                    ok = true;
-                }
-            } catch (RuntimeException | Error e) {
-                ok = false;
-            }
-            SOCKET = h[0];
-            SETSOCKOPT = h[1];
-            BIND = h[2];
-            SENDTO = h[3];
-            RECVFROM = h[4];
-            RECVMMSG = h[5];
-            POLL = h[6];
-            EVENTFD = h[7];
-            READ = h[8];
-            WRITE = h[9];
-            CLOSE = h[10];
-            SENDMSG = h[11];
-            SENDMMSG = h[12];
-            ERRNO_LOCATION = h[13];
-            READ_QUIET = h[14];
-            EVERYWHERE = everywhere;
-            AVAILABLE = ok;
-        }
-    }
 }

@@ -70,6 +70,8 @@ final class Requester {
     int window = 256, ackEvery = 64;
     /** SEND/WRITE packets sent since the last that set AckReq. */
     private int unaskedPackets;
+    /** The packet being built is a selective resend: it asks for the ACK. */
+    private boolean resending;
     /** An RNR NAK arrived: nothing is sent until {@link #rnrDeadline}, then everything from {@link #rnrPsn} again. */
     boolean rnrWait;
 
@@ -254,7 +256,8 @@ final class Requester {
      * request always asks (its response is the acknowledgement).
      */
     private boolean asksForAck(SendWqe w, boolean last, int psn) {
-        boolean ask = (last && (w.signaled || !remoteRequestFollows()))
+        boolean ask = resending
+                || (last && (w.signaled || !remoteRequestFollows()))
                 || ++unaskedPackets >= ackEvery
                 || Psn.diff(Psn.add(psn, 1), qp.completer.oldestUnacked) >= window
                 || qp.state() == QpState.SQD; // it starts nothing after this: the ACK must not wait for a later request
@@ -356,6 +359,38 @@ final class Requester {
         }
         sq.next = start;
         qp.completer.restartRetryTimer();
+    }
+
+    /**
+     * Selective repeat ({@link SoftQp#selectiveRepeat}): sends again only the SEND/WRITE packet at {@code psn}, asking
+     * for the ACK (which tells how far the responder got with the packets it held). False, sending nothing, when
+     * {@code psn} is not a SEND/WRITE packet that went out (a READ or atomic goes back N instead) or its memory can no
+     * longer be read (go-back-N then fails the request).
+     */
+    boolean resendOne(int psn) {
+        SendWqe w = sentSendOrWrite(psn);
+        if (w == null) return false;
+        resending = true;
+        try {
+            if (!send(w, Psn.diff(psn, w.firstPsn))) return false;
+        } finally {
+            resending = false;
+        }
+        qp.count(Counter.TX_SELECTIVE_RESENDS);
+        return true;
+    }
+
+    /** The started SEND/WRITE WQE whose packet {@code psn} has been sent; null when none. */
+    private SendWqe sentSendOrWrite(int psn) {
+        int end = sq.next != sq.tail ? sq.next + 1 : sq.next;
+        for (int i = sq.head; i != end; i++) {
+            SendWqe w = sq.at(i);
+            if (w.progress == Progress.POSTED) return null;
+            if (w.progress != Progress.STARTED || w.local || w.readOrAtomic) continue;
+            int k = Psn.diff(psn, w.firstPsn);
+            if (k >= 0 && k < w.npkts) return k < w.nextPkt || sq.next != i ? w : null;
+        }
+        return null;
     }
 
     /** An RNR NAK for {@code psn}: wait {@code nanos}, then send again from it. */

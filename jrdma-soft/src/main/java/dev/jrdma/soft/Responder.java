@@ -99,6 +99,7 @@ final class Responder {
     private boolean controlDeferred;
 
     private int deferredSyndrome, deferredPsn;
+    private boolean deferredMark;
 
     // the packet being processed
     private RocePacket pkt;
@@ -114,6 +115,13 @@ final class Responder {
     private WcStatus errRecvStatus;
     /** The last step before DONE of the last packet: how it was handled (tests and tracing). */
     State lastOutcome = State.DONE;
+    /**
+     * The selective-repeat mode ({@link SoftQp#selectiveRepeat}): requests beyond a gap, kept until it is filled; made
+     * on the first gap.
+     */
+    private HeldRequests held;
+    /** The view of a held packet being executed. */
+    private final RocePacket heldPkt = new RocePacket();
 
     Responder(SoftQp qp, RecvQueue rq) {
         this.qp = qp;
@@ -140,6 +148,7 @@ final class Responder {
     /** Nothing more goes out: pending replies and deferred NAKs are dropped. */
     void toErr() {
         inProgress = NONE;
+        if (held != null) held.clear();
         for (Resource r : resources) r.sendFrom = r.sendTo;
         repliesPending = false;
         controlDeferred = false;
@@ -150,8 +159,44 @@ final class Responder {
         resourcesUsed += n;
     }
 
-    /** A request packet for this QP (the driving thread). */
+    /**
+     * A request packet for this QP (the driving thread); in the selective-repeat mode, when it moved the expected PSN
+     * on, then the packets held after it that now follow in sequence.
+     */
     void receive(RocePacket p, MemorySegment segment) {
+        int before = expectedPsn;
+        handle(p, segment);
+        if (held != null && held.count() > 0 && expectedPsn != before) executeHeld();
+    }
+
+    /**
+     * Executes the held packets from the expected PSN on, in sequence, each through every check as if it had just
+     * arrived, up to the next gap or a packet that does not move the PSN on (an RNR NAK or an error: the requester sends
+     * it again). A gap with packets held after it is NAKed at once (marked: send only that one); otherwise one ACK
+     * covers them all.
+     */
+    private void executeHeld() {
+        ByteBuffer b;
+        while ((b = held.take(expectedPsn)) != null) {
+            if (heldPkt.wrap(b, 0, b.limit()) != RocePacket.OK) break; // it was well-formed when kept
+            int before = expectedPsn;
+            handle(heldPkt, MemorySegment.ofBuffer(b));
+            if (expectedPsn == before) break;
+        }
+        held.dropBefore(expectedPsn);
+        QpState s = qp.state();
+        if (qp.isClosed() || s == QpState.ERR || s == QpState.RESET || s == QpState.INIT) return;
+        if (held.count() > 0) {
+            if (!nakSent) {
+                nakSent = true; // it acknowledges everything before the gap, too
+                sendInOrder(Aeth.nakSyndrome(Aeth.NAK_PSN_SEQUENCE_ERROR), expectedPsn, true);
+            }
+        } else if (!nakSent) {
+            ackLater(); // the requester's window waits for this
+        }
+    }
+
+    private void handle(RocePacket p, MemorySegment segment) {
         pkt = p;
         seg = segment;
         psn = p.psn();
@@ -467,19 +512,37 @@ final class Responder {
 
     // ---- errors ----------------------------------------------------------------------------------------------
 
-    /** A packet beyond the expected PSN: one NAK per burst asks the requester to go back. */
+    /**
+     * A packet beyond the expected PSN: one NAK per gap asks the requester to go back. In the selective-repeat mode
+     * the packet is kept ({@link HeldRequests}: up to the requester's window ahead, not while the QP is guarded against
+     * forgery) and the NAK carries jrdma's mark, which tells a jrdma requester in the same mode to send only the
+     * missing packet; a requester without the mode (rxe, a NIC) goes back N and what it sends again that is held
+     * already is dropped here as a duplicate once the gap is filled.
+     */
     private State errPsnSequence() {
         qp.count(Counter.RX_OUT_OF_SEQUENCE);
+        boolean holding = qp.selectiveRepeat && !qp.guarded();
+        if (holding) {
+            if (held == null) held = new HeldRequests(qp.requester.window);
+            switch (held.hold(pkt.buffer(), pkt.offset(), pkt.length(), psn, expectedPsn)) {
+                case KEPT -> qp.count(Counter.RX_OUT_OF_ORDER_HELD);
+                case CONFLICT -> { // two different packets for one PSN: one is forged
+                    qp.count(Counter.RX_OUT_OF_ORDER_NOT_HELD);
+                    qp.suspect();
+                }
+                default -> qp.count(Counter.RX_OUT_OF_ORDER_NOT_HELD);
+            }
+        }
         if (!nakSent) {
             nakSent = true;
-            sendInOrder(Aeth.nakSyndrome(Aeth.NAK_PSN_SEQUENCE_ERROR), expectedPsn);
+            sendInOrder(Aeth.nakSyndrome(Aeth.NAK_PSN_SEQUENCE_ERROR), expectedPsn, holding);
         }
         return State.DONE;
     }
 
     /** Receiver not ready: the requester waits and resends from this PSN; later packets of its pipeline are dropped quietly. */
     private State errRnr() {
-        sendInOrder(Aeth.rnrNakSyndrome(qp.minRnrTimer), psn);
+        sendInOrder(Aeth.rnrNakSyndrome(qp.minRnrTimer), psn, false);
         nakSent = true;
         return State.DONE;
     }
@@ -542,7 +605,7 @@ final class Responder {
         repliesPending = false;
         if (controlDeferred) {
             controlDeferred = false;
-            sendAeth(ACKNOWLEDGE.code(), deferredSyndrome, deferredPsn, 0);
+            sendAeth(ACKNOWLEDGE.code(), deferredSyndrome, deferredPsn, 0, deferredMark);
         }
         flushAck();
     }
@@ -584,21 +647,27 @@ final class Responder {
         return turnRequested;
     }
 
-    /** A PSN sequence or RNR NAK: at once, or after the replies ahead of it. */
-    private void sendInOrder(int syndrome, int nakPsn) {
+    /** A PSN sequence or RNR NAK ({@code mark}: jrdma's selective-repeat mark): at once, or after the replies ahead of it. */
+    private void sendInOrder(int syndrome, int nakPsn, boolean mark) {
         if (repliesPending) {
             controlDeferred = true;
             deferredSyndrome = syndrome;
             deferredPsn = nakPsn;
+            deferredMark = mark;
             return;
         }
         flushAck();
-        sendAeth(ACKNOWLEDGE.code(), syndrome, nakPsn, 0);
+        sendAeth(ACKNOWLEDGE.code(), syndrome, nakPsn, 0, mark);
     }
 
     private void sendAeth(int opcode, int syndrome, int ackedPsn, long orig) {
+        sendAeth(opcode, syndrome, ackedPsn, orig, false);
+    }
+
+    private void sendAeth(int opcode, int syndrome, int ackedPsn, long orig, boolean mark) {
         ByteBuffer b = qp.out.tx;
         int len = RocePacket.writeBth(b, 0, opcode, false, PKEY, qp.destQpn, false, ackedPsn, 0);
+        if (mark) Bth.setHoldsMark(b, 0);
         Aeth.write(b, Bth.BYTES, syndrome, msn);
         if (opcode == ATOMIC_ACKNOWLEDGE.code()) AtomicAckEth.write(b, Bth.BYTES + Aeth.BYTES, orig);
         qp.transmit(len);
@@ -630,7 +699,14 @@ final class Responder {
         ackQueued = false;
         QpState s = qp.state();
         if (qp.isClosed() || s == QpState.ERR || s == QpState.RESET || s == QpState.INIT) return;
-        sendAeth(ACKNOWLEDGE.code(), Aeth.ackSyndrome(Aeth.CREDITS_INVALID), ackPsn, 0);
+        // in the selective-repeat mode an ACK carries the mark too: the requester learns that this end keeps what
+        // follows a gap before its first loss, so a loss at the tail costs one timeout, not a go-back of the window
+        sendAeth(
+                ACKNOWLEDGE.code(),
+                Aeth.ackSyndrome(Aeth.CREDITS_INVALID),
+                ackPsn,
+                0,
+                qp.selectiveRepeat && !qp.guarded());
     }
 
     // ---- rkeys -----------------------------------------------------------------------------------------------

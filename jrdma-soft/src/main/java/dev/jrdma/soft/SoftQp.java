@@ -47,7 +47,7 @@ final class SoftQp extends Resource implements QueuePair {
     static final boolean TRACE = Boolean.getBoolean("jrdma.soft.trace");
 
     private static final System.Logger LOG = System.getLogger("dev.jrdma.soft");
-    private static final long MIN_TIMEOUT_NANOS = 2_000_000;
+    static final long MIN_TIMEOUT_NANOS = 2_000_000;
     /**
      * {@code -Djrdma.soft.checkSourcePort=false} turns off the per-QP check of the peer's UDP source port (on by
      * default). The port is learned from the first packet of the peer that moves the connection on (an in-sequence
@@ -57,6 +57,22 @@ final class SoftQp extends Resource implements QueuePair {
      * (mlx5dv_modify_qp_udp_sport allows that in RTS).
      */
     static final boolean CHECK_SOURCE_PORT = !"false".equals(System.getProperty("jrdma.soft.checkSourcePort"));
+
+    /**
+     * {@code -Djrdma.soft.selectiveRepeat=true}: RC QPs of this process start in jrdma's selective-repeat mode (after
+     * IRN, SIGCOMM 2018; off by default, give it to both ends). See {@link #selectiveRepeat}.
+     */
+    static final boolean SELECTIVE_REPEAT = Boolean.getBoolean("jrdma.soft.selectiveRepeat");
+
+    /**
+     * jrdma's selective-repeat mode: as a responder the QP keeps requests that arrive beyond a gap and NAKs the gap with
+     * jrdma's mark ({@link Responder}, {@link HeldRequests}); as a requester it answers a marked NAK by sending only the
+     * packet it names, and once its peer has marked one, a timeout by sending only the oldest unacknowledged packet and
+     * the last one sent. Both ends must be in the mode for it to act: an unmarked NAK (rxe, a NIC, a jrdma peer
+     * without the mode) is answered with go-back-N as the specification says, and a requester without the mode ignores
+     * the mark. Set before the QP reaches RTR ({@link #SELECTIVE_REPEAT}; tests set it directly).
+     */
+    boolean selectiveRepeat = SELECTIVE_REPEAT;
 
     private final SoftPd pd;
     private final Transport tr;

@@ -1,5 +1,6 @@
 package dev.jrdma.soft;
 
+import static dev.jrdma.soft.DeterministicNetwork.soft;
 import static org.junit.jupiter.api.Assertions.*;
 
 import dev.jrdma.soft.wire.Bth;
@@ -20,7 +21,7 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * Issue 23 §3 end to end: a switch that marks CE ({@link TwoDeviceNet#markCe}, manual clock) makes the receiver send
+ * Issue 23 §3 end to end: a switch that marks CE ({@link DeterministicNetwork#markCe}, manual clock) makes the receiver send
  * CNPs (one per 50 us however many packets are marked), the sender cut its rate and pace its requests, and every
  * request still completes; and over real loopback sockets the libc link sends ECT(0) and reads the ECN field of what
  * arrives.
@@ -31,42 +32,44 @@ class CongestionNotificationTest {
 
     @Test
     void ceMarkedRequestsBringOneCnpPerIntervalAndTheSenderPacesAtTheCutRate() {
-        try (TwoDeviceNet net = new TwoDeviceNet()) {
-            MemoryRegion src = net.a.mrAll((long) SIZE * WRITES), dst = net.b.mrAll((long) SIZE * WRITES);
+        DeterministicNetwork net = DeterministicNetwork.faultless();
+        try (RcPair pair = net.pair()) {
+            Transport ta = net.transport(DeterministicNetwork.A), tb = net.transport(DeterministicNetwork.B);
+            MemoryRegion src = pair.a.mrAll((long) SIZE * WRITES), dst = pair.b.mrAll((long) SIZE * WRITES);
             RcPair.fill(src.segment(), (long) SIZE * WRITES, 5);
-            net.markCe = p -> p.from() == net.ta && Opcode.isRc(p.opcode()) && p.opcode() != Opcode.CNP.code();
+            net.markCe = p -> p.from() == ta && Opcode.isRc(p.opcode()) && p.opcode() != Opcode.CNP.code();
             net.burst = 64;
-            net.a.qp.postSend(writes(src, dst, 0, WRITES / 2));
+            pair.a.qp.postSend(writes(src, dst, 0, WRITES / 2));
             net.deliver(); // one round: all the requests are marked, the clock stands still
-            assertEquals(WRITES / 2 * SIZE / 1024, net.tb.counters.get(Counter.RX_ECN_CE), "every packet counted");
-            assertEquals(1, net.tb.counters.get(Counter.TX_CNPS), "one CNP: the clock did not move");
-            assertEquals(1, net.count(net.tb, Opcode.CNP.code()));
-            TwoDeviceNet.Packet cnp = net.log.stream()
+            assertEquals(WRITES / 2 * SIZE / 1024, tb.counters.get(Counter.RX_ECN_CE), "every packet counted");
+            assertEquals(1, tb.counters.get(Counter.TX_CNPS), "one CNP: the clock did not move");
+            assertEquals(1, net.count(tb, Opcode.CNP.code()));
+            DeterministicNetwork.Packet cnp = net.log.stream()
                     .filter(p -> p.opcode() == Opcode.CNP.code())
                     .findFirst()
                     .orElseThrow();
             ByteBuffer b = ByteBuffer.wrap(cnp.bytes());
-            assertEquals(net.a.qp.qpNum(), Bth.destQp(b, 0), "to the QP whose packets were marked");
+            assertEquals(pair.a.qp.qpNum(), Bth.destQp(b, 0), "to the QP whose packets were marked");
             assertEquals(0x40, b.get(4) & 0x40, "BECN set");
             assertEquals(Bth.BYTES + Opcode.CNP_RESERVED_BYTES + 4, cnp.bytes().length, "BTH, 16 reserved bytes, ICRC");
-            assertEquals(1, net.ta.counters.get(Counter.RX_CNPS));
+            assertEquals(1, ta.counters.get(Counter.RX_CNPS));
             long line = Dcqcn.DEFAULTS.lineRateBps() / 1_000_000;
-            assertEquals(line / 2, net.ta.counters.get(Counter.DCQCN_RATE_MBPS), "the first cut halves the rate");
-            assertTrue(net.qpA().congestion.dcqcn.limited);
+            assertEquals(line / 2, ta.counters.get(Counter.DCQCN_RATE_MBPS), "the first cut halves the rate");
+            assertTrue(soft(pair.a.qp).congestion.dcqcn.limited);
 
             // the second half goes out paced: the requester stops and the timer lets it go on as the clock moves
             int before = net.log.size();
-            net.qpA().congestion.dcqcn.trySend(net.clock.nanoTime(), 64 << 20); // 64 MB "just sent": a long wait
-            net.a.qp.postSend(writes(src, dst, WRITES / 2, WRITES));
+            soft(pair.a.qp).congestion.dcqcn.trySend(net.clock.nanoTime(), 64 << 20); // 64 MB "just sent": a long wait
+            pair.a.qp.postSend(writes(src, dst, WRITES / 2, WRITES));
             assertEquals(before, net.log.size(), "nothing leaves before the pacer allows");
-            assertEquals(Requester.State.WAIT_RATE, net.qpA().requester.stoppedAt);
-            assertNotEquals(0, net.qpA().congestion.rateDeadline, "the timer will bring the requester back");
+            assertEquals(Requester.State.WAIT_RATE, soft(pair.a.qp).requester.stoppedAt);
+            assertNotEquals(0, soft(pair.a.qp).congestion.rateDeadline, "the timer will bring the requester back");
             net.markCe = p -> false;
             WorkCompletion[] wcs = WorkCompletion.array(WRITES);
             int[] done = {0};
             net.runUntil(
                     () -> {
-                        int n = net.a.cq.poll(wcs);
+                        int n = pair.a.cq.poll(wcs);
                         for (int i = 0; i < n; i++) assertEquals(WcStatus.SUCCESS, wcs[i].status);
                         done[0] += n;
                         return done[0] == 2;
@@ -74,17 +77,19 @@ class CongestionNotificationTest {
                     10_000,
                     2_000_000_000L);
             RcPair.assertFilled(dst.segment(), 0, (long) SIZE * WRITES, 5);
-            assertEquals(0, net.ta.counters.get(Counter.RETRANSMITS), "paced, not lost");
+            assertEquals(0, ta.counters.get(Counter.RETRANSMITS), "paced, not lost");
         }
     }
 
     @Test
     void cnpsFromAStrangerAreDroppedAndCountedAndCutNothing() {
-        try (TwoDeviceNet net = new TwoDeviceNet()) {
-            net.qpA().congestion.receiveCnp(IpAddress.of(SoftDevices.ip("127.0.0.9")), TwoDeviceNet.PORT);
-            assertEquals(0, net.ta.counters.get(Counter.RX_CNPS));
-            assertEquals(1, net.ta.counters.get(Counter.RX_WRONG_SOURCE));
-            assertFalse(net.qpA().congestion.dcqcn.limited);
+        DeterministicNetwork net = DeterministicNetwork.faultless();
+        try (RcPair pair = net.pair()) {
+            Transport ta = net.transport(DeterministicNetwork.A);
+            soft(pair.a.qp).congestion.receiveCnp(IpAddress.of(SoftDevices.ip("127.0.0.9")), DeterministicNetwork.PORT);
+            assertEquals(0, ta.counters.get(Counter.RX_CNPS));
+            assertEquals(1, ta.counters.get(Counter.RX_WRONG_SOURCE));
+            assertFalse(soft(pair.a.qp).congestion.dcqcn.limited);
         }
     }
 

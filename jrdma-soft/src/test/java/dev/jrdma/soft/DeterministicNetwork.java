@@ -1,26 +1,35 @@
 package dev.jrdma.soft;
 
-import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.jrdma.soft.wire.RocePacket;
+import dev.jrdma.soft.wire.Bth;
 import dev.jrdma.testkit.RcPair;
 import dev.jrdma.verbs.Context;
+import dev.jrdma.verbs.QueuePair;
 import java.lang.foreign.MemorySegment;
 import java.net.Inet4Address;
+import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Random;
+import java.util.function.BooleanSupplier;
+import java.util.function.Predicate;
 
 /**
  * Software devices on a network the test is: their transports are detached (no socket, no thread), the network
- * carries every packet itself and loses, holds back (so later ones overtake it), duplicates or corrupts each with
- * probabilities drawn from one seeded {@link Random}, and the devices' clock is a {@link ManualClock} that moves only
- * when no packet is in flight and nothing else can go on ({@link #step}), so a retransmission timeout always means
- * that packets were really lost, never that a thread was descheduled. A seed gives the same run on a loaded machine as
- * on an idle one. As an {@link RcPair.Backend} it is the kit's deterministic backend.
+ * carries every packet itself to the receiving device's checks ({@link PacketDispatch}, as a receive burst does) and
+ * loses, holds back (so later ones overtake it), duplicates or corrupts each with the probabilities of its
+ * {@link Faults}, drawn from one seeded {@link Random}; a test may also pick the packets lost ({@link #drop}) or
+ * marked CE by a congested switch ({@link #markCe}), and keep every packet sent ({@link #log}). The devices' clock is a
+ * {@link ManualClock} that moves only when no packet is in flight and nothing else can go on ({@link #step}), so a
+ * retransmission timeout always means that packets were really lost, never that a thread was descheduled. A seed gives
+ * the same run on a loaded machine as on an idle one. As an {@link RcPair.Backend} it is the kit's deterministic
+ * backend.
  */
 public final class DeterministicNetwork implements RcPair.Backend {
     static final Inet4Address A = SoftDevices.ip("127.0.0.1"), B = SoftDevices.ip("127.0.0.2");
@@ -28,46 +37,72 @@ public final class DeterministicNetwork implements RcPair.Backend {
     /** The clock's step while everything waits for a timer. */
     static final long TICK_NANOS = 1_000_000;
 
-    /** A packet on the network. */
-    record Packet(byte[] bytes, Transport to, IpAddress from) {}
+    /** A packet on the network: its bytes, the device it goes to, the device it came from. */
+    record Packet(byte[] bytes, Transport to, Transport from) {
+        int opcode() {
+            return Bth.opcode(ByteBuffer.wrap(bytes), 0);
+        }
+
+        int psn() {
+            return Bth.psn(ByteBuffer.wrap(bytes), 0);
+        }
+
+        boolean ackReq() {
+            return Bth.ackReq(ByteBuffer.wrap(bytes), 0);
+        }
+    }
+
+    /** A device on the network: its transport and the checks its packets go through. */
+    private record Node(Transport transport, PacketDispatch dispatch) {}
 
     final ManualClock clock = new ManualClock();
     final Random rnd;
-    final double p, loss, corruption, reordering, duplication;
-    final long seed;
-    final Map<IpAddress, Transport> byAddress = new LinkedHashMap<>();
+    /** The level of faults, for reports. */
+    final double p;
+
+    final Faults faults;
+    private final Map<IpAddress, Node> byAddress = new LinkedHashMap<>();
     private final boolean oneDevice;
     ArrayDeque<Packet> inFlight = new ArrayDeque<>();
     final ArrayDeque<Packet> heldBack = new ArrayDeque<>();
+    /** Packets the test loses on the way (on top of the seeded faults). */
+    Predicate<Packet> drop = pk -> false;
+    /** Packets a congested switch marks CE on the way. */
+    Predicate<Packet> markCe = pk -> false;
+    /** Packets of one destination handed to its device in one receive burst (1: each packet is a burst of its own). */
+    int burst = 1;
+    /** Every packet sent, in order, when {@link #keepLog} (tests that count packets). */
+    final List<Packet> log = new ArrayList<>();
+
+    boolean keepLog;
     long sent, delivered, dropped, duplicated, reordered, corrupted;
 
     /** Each kind of fault (loss, reordering, duplication) with probability {@code p}, corruption {@code p/10}. */
     DeterministicNetwork(double p, long seed) {
-        this(p, p, p / 10, p, p, seed, false);
+        this(p, Faults.loss(p, seed), false);
     }
 
-    /** {@code p} names the level in reports; each kind of fault with its own probability. */
-    DeterministicNetwork(
-            double p,
-            double loss,
-            double corruption,
-            double reordering,
-            double duplication,
-            long seed,
-            boolean oneDevice) {
+    /** {@code p} names the level in reports; the faults (their seed included) are {@code faults}. */
+    DeterministicNetwork(double p, Faults faults, boolean oneDevice) {
         this.p = p;
-        this.loss = loss;
-        this.corruption = corruption;
-        this.reordering = reordering;
-        this.duplication = duplication;
-        this.seed = seed;
-        this.rnd = new Random(seed);
+        this.faults = faults;
+        this.rnd = new Random(faults.seed());
         this.oneDevice = oneDevice;
     }
 
     /** A share {@code total} of the packets meets loss, reordering or duplication, a third each; corruption total/30. */
     static DeterministicNetwork sharing(double total, long seed) {
-        return new DeterministicNetwork(total, total / 3, total / 30, total / 3, total / 3, seed, false);
+        return new DeterministicNetwork(
+                total,
+                new Faults(seed, total / 3, total / 3, total / 3, total / 30, 0, Faults.DEFAULT_REORDER_NANOS),
+                false);
+    }
+
+    /** Two devices on a network that loses, reorders and duplicates nothing by itself, keeping every packet in {@link #log}. */
+    static DeterministicNetwork faultless() {
+        DeterministicNetwork net = new DeterministicNetwork(0, 1);
+        net.keepLog = true;
+        return net;
     }
 
     /**
@@ -77,26 +112,19 @@ public final class DeterministicNetwork implements RcPair.Backend {
      * @return the backend
      */
     public static RcPair.Backend oneDevice() {
-        return new DeterministicNetwork(0, 0, 0, 0, 0, 1, true);
-    }
-
-    /**
-     * Two software devices (127.0.0.1 and 127.0.0.2) on a network with these faults.
-     *
-     * @param loss share of packets lost
-     * @param reordering share held back one round
-     * @param duplication share delivered twice
-     * @param seed the faults' seed
-     * @return the network
-     */
-    static DeterministicNetwork twoDevices(double loss, double reordering, double duplication, long seed) {
-        return new DeterministicNetwork(loss, loss, 0, reordering, duplication, seed, false);
+        return new DeterministicNetwork(0, Faults.loss(0, 1), true);
     }
 
     /** The transport of {@code address} on this network, made on first use. */
     Transport transport(Inet4Address address) {
-        IpAddress ip = IpAddress.of(address);
-        return byAddress.computeIfAbsent(ip, k -> Transport.detached(address, PORT, clock, tapOf(ip)));
+        return node(IpAddress.of(address)).transport;
+    }
+
+    private Node node(IpAddress ip) {
+        return byAddress.computeIfAbsent(ip, k -> {
+            Transport t = Transport.detached(k.inet, PORT, clock, tapOf(k));
+            return new Node(t, new PacketDispatch(t.local, PORT, t.qps, t.counters));
+        });
     }
 
     /** A new context of the device at {@code address} on this network. */
@@ -104,9 +132,25 @@ public final class DeterministicNetwork implements RcPair.Backend {
         return new SoftContext(new SoftDevice("soft@" + address.getHostAddress(), address, PORT), transport(address));
     }
 
+    /**
+     * An RC pair of the two devices (A sends from PSN 100, B from 5000; the kit's defaults: MTU 1024, timeout 14),
+     * with room for 256 requests and receives each.
+     */
+    RcPair pair() {
+        return RcPair.on(this)
+                .qp(q -> q.maxSendWr(256).maxRecvWr(256))
+                .cqe(1024)
+                .build();
+    }
+
+    /** The software QP behind {@code qp} (tests reach into its engines). */
+    static SoftQp soft(QueuePair qp) {
+        return (SoftQp) qp;
+    }
+
     @Override
     public String name() {
-        return "the software device on a deterministic network (seed " + seed + ")";
+        return "the software device on a deterministic network (seed " + faults.seed() + ")";
     }
 
     @Override
@@ -136,29 +180,70 @@ public final class DeterministicNetwork implements RcPair.Backend {
             deliverRound();
             progress = true;
         }
-        for (Transport t : byAddress.values()) progress |= t.runTurns(); // READ responses paced a turn at a time
+        for (Node n : byAddress.values()) progress |= n.transport.runTurns(); // READ responses paced a turn at a time
         return progress;
     }
 
     /** Advances the clock a tick and fires the timers that are due. */
     void tick() {
-        clock.advanceNanos(TICK_NANOS);
-        for (Transport t : byAddress.values()) t.timer.runDue();
+        advance(TICK_NANOS);
+    }
+
+    /** Advances the clock by {@code nanos} and fires the timers that are due. */
+    void advance(long nanos) {
+        clock.advanceNanos(nanos);
+        for (Node n : byAddress.values()) n.transport.timer.runDue();
+    }
+
+    /**
+     * Delivers what is in flight until nothing is (what the deliveries send is delivered too).
+     *
+     * @return whether any packet moved
+     */
+    boolean deliver() {
+        boolean moved = false;
+        while (!idle()) {
+            deliverRound();
+            moved = true;
+        }
+        return moved;
+    }
+
+    /**
+     * Delivers, and moves the clock by {@code stepNanos} (firing the timers) while nothing is in flight, until
+     * {@code done}; fails once {@code limitNanos} of the clock passed.
+     */
+    void runUntil(BooleanSupplier done, long stepNanos, long limitNanos) {
+        long start = clock.nanoTime();
+        while (!done.getAsBoolean()) {
+            assertTrue(clock.nanoTime() - start < limitNanos, "not done after " + limitNanos + " ns");
+            if (deliver()) continue;
+            advance(stepNanos);
+        }
     }
 
     long retransmissions() {
         long n = 0;
-        for (Transport t : byAddress.values()) n += t.counters.get(Counter.RETRANSMITS);
+        for (Node d : byAddress.values()) n += d.transport.counters.get(Counter.RETRANSMITS);
         return n;
     }
 
-    Transport.PacketTap tapOf(IpAddress from) {
+    /** The packets in {@link #log} from {@code from} with {@code opcode}. */
+    long count(Transport from, int opcode) {
+        return log.stream()
+                .filter(pk -> pk.from() == from && pk.opcode() == opcode)
+                .count();
+    }
+
+    private Transport.PacketTap tapOf(IpAddress from) {
         return (b, len, to) -> {
             byte[] copy = new byte[len];
             b.get(0, copy, 0, len);
-            Transport dest = byAddress.get(IpAddress.of(to.getAddress()));
+            Node dest = byAddress.get(IpAddress.of(to.getAddress()));
             assertNotNull(dest, () -> "a packet to " + to + ", which is not on the network");
-            inFlight.add(new Packet(copy, dest, from));
+            Packet pk = new Packet(copy, dest.transport, byAddress.get(from).transport);
+            inFlight.add(pk);
+            if (keepLog) log.add(pk);
             sent++;
         };
     }
@@ -168,49 +253,76 @@ public final class DeterministicNetwork implements RcPair.Backend {
     }
 
     /**
-     * Delivers every packet in flight (what they send meanwhile waits for the next round); the packets held back in
-     * the round before come after them.
+     * Delivers every packet in flight (what they send meanwhile waits for the next round), up to {@link #burst}
+     * consecutive packets of one destination per receive burst; the packets held back in the round before come after
+     * them.
      */
     void deliverRound() {
         ArrayDeque<Packet> round = inFlight;
         inFlight = new ArrayDeque<>();
         round.addAll(heldBack);
         heldBack.clear();
+        List<Packet> burstOf = new ArrayList<>();
         for (Packet pk : round) {
-            double r = rnd.nextDouble();
-            if (r < loss) {
+            if (!burstOf.isEmpty() && (burstOf.getFirst().to() != pk.to() || burstOf.size() >= burst)) {
+                receiveBurst(burstOf);
+                burstOf.clear();
+            }
+            if (drop.test(pk)) {
                 dropped++;
                 continue;
             }
-            if (r < loss + corruption) {
+            double r = rnd.nextDouble();
+            if (r < faults.drop()) {
+                dropped++;
+                continue;
+            }
+            if (r < faults.drop() + faults.corrupt()) {
                 corrupted++; // one bit flipped: the receiver's ICRC check drops it
                 continue;
             }
             r = rnd.nextDouble();
-            if (r < reordering) {
+            if (r < faults.reorder()) {
                 reordered++;
                 heldBack.add(pk);
                 continue;
             }
-            if (r < reordering + duplication) {
+            if (r < faults.reorder() + faults.duplicate()) {
                 duplicated++;
                 heldBack.add(pk); // the copy arrives later
             }
-            deliver(pk);
+            burstOf.add(pk);
         }
+        if (!burstOf.isEmpty()) receiveBurst(burstOf);
     }
 
-    private void deliver(Packet pk) {
-        ByteBuffer buf =
-                ByteBuffer.wrap(pk.bytes.clone()); // a duplicate must not see what the first copy's handling did
-        RocePacket rp = new RocePacket();
-        assertEquals(RocePacket.OK, rp.wrap(buf, 0, pk.bytes.length), "the devices send well-formed packets");
-        SoftQp qp = pk.to.qps.get(rp.destQp());
+    /** Hands {@code packets} (all to one device) to its receive checks in one drive, as a receive burst. */
+    private void receiveBurst(List<Packet> packets) {
+        Transport to = packets.getFirst().to();
+        List<Packet> copy = List.copyOf(packets);
+        to.driveForTest(() -> {
+            for (Packet pk : copy) handleInDrive(pk);
+        });
+    }
+
+    /**
+     * Hands {@code pk} to its device's receive checks, inside a drive of the caller's ({@link Transport#driveForTest}):
+     * CE-marked if {@link #markCe} says so.
+     */
+    void handleInDrive(Packet pk) {
+        Node n = byAddress.get(pk.to().local);
+        Receiver r = n.transport.progress().threadReceiver();
+        r.ecn = markCe.test(pk) ? Ecn.CE : Ecn.ECT_0;
+        // a copy of its own: a duplicate must not see what the first copy's handling did
+        ByteBuffer buf = ByteBuffer.allocateDirect(pk.bytes.length);
+        buf.put(0, pk.bytes);
         delivered++;
-        if (qp == null) { // gone (closed) or never there: the device drops it as it would from a socket
-            pk.to.counters.add(Counter.RX_UNKNOWN_QP);
-            return;
-        }
-        pk.to.driveForTest(() -> qp.receive(rp, MemorySegment.ofBuffer(buf), pk.from, PORT));
+        n.dispatch.handle(
+                r,
+                new InetSocketAddress(pk.from().local.inet, PORT),
+                buf,
+                MemorySegment.ofBuffer(buf),
+                pk.bytes.length,
+                false);
     }
 }

@@ -100,7 +100,12 @@ class DeterministicSoakTest {
     }
 
     static Outcome run(DeterministicNetwork net, boolean mayExhaustRetries) {
-        long seed = net.seed;
+        return run(net, mayExhaustRetries, false);
+    }
+
+    /** {@code selectiveRepeat}: every QP in jrdma's selective-repeat mode ({@link SoftQp#selectiveRepeat}). */
+    static Outcome run(DeterministicNetwork net, boolean mayExhaustRetries, boolean selectiveRepeat) {
+        long seed = net.faults.seed();
         long start = net.nanoTime();
         List<RcPair> pairs = new ArrayList<>();
         List<End> ends = new ArrayList<>();
@@ -118,6 +123,8 @@ class DeterministicSoakTest {
                         .qp(q -> q.maxSendWr(SoakTest.SEND_WINDOW).maxRecvWr(SoakTest.RECVS))
                         .build();
                 pairs.add(pair);
+                ((SoftQp) pair.a.qp).selectiveRepeat = selectiveRepeat;
+                ((SoftQp) pair.b.qp).selectiveRepeat = selectiveRepeat;
                 Memory ma = new Memory(pair.a), mb = new Memory(pair.b);
                 long seedAB = seed * 1000 + 2L * i, seedBA = seedAB + 1;
                 Plan ab = Plan.draw(seedAB, OPS), ba = Plan.draw(seedBA, OPS);
@@ -232,6 +239,24 @@ class DeterministicSoakTest {
             }
         }
         checkAtomics(o, !o.anyExhausted());
+    }
+
+    /**
+     * The same traffic with every QP in the selective-repeat mode: requests kept beyond a gap are executed in order
+     * through every check (held copies, overtaken and duplicated packets among them), every operation succeeds exactly
+     * once.
+     */
+    @ParameterizedTest(name = "selective repeat, {0} of the packets lost, reordered or duplicated")
+    @ValueSource(doubles = {0.1, 0.3})
+    void everyOpcodeArrivesInTheSelectiveRepeatMode(double total) {
+        Outcome o = run(DeterministicNetwork.sharing(total, SEED), false, true);
+        System.out.println(
+                "deterministic soak, selective repeat, seed " + SEED + ", " + total + " faulted: " + o.summary());
+        long held = 0;
+        for (End e : o.ends) held += ((SoftQp) e.me.qp).transport().counters.get(Counter.RX_OUT_OF_ORDER_HELD);
+        assertTrue(held > 0, "requests were held beyond gaps: " + o.summary());
+        assertTrue(o.finished && !o.anyExhausted(), o::summary);
+        checkAtomics(o, true);
     }
 
     @Test

@@ -147,6 +147,61 @@ class LinuxUdpLinkTest {
     }
 
     /**
+     * Issue 23 §1, GRO on receive: a receiver that takes coalesced datagrams ({@code UDP_GRO}) gets a segmented send as
+     * one message over loopback and splits it by the segment size from the control message into the same packets, whole
+     * and in order (the last one shorter), also when they are more than one burst's slots; a datagram sent alone
+     * arrives as one packet.
+     */
+    @Test
+    void coalescedDatagramsAreSplitByTheirSegmentSizeIntoTheSamePackets() throws IOException {
+        try (LinuxUdpLink a = open("127.0.0.63");
+                LinuxUdpLink b = open("127.0.0.64")) {
+            InetSocketAddress toB = new InetSocketAddress("127.0.0.64", port(b));
+            a.segments(true);
+            org.junit.jupiter.api.Assumptions.assumeTrue(b.receivesCoalesced(true), "this kernel takes UDP_GRO");
+            RxBatch rx = new RxBatch();
+            long deadline = System.nanoTime() + 5_000_000_000L;
+            for (int size : new int[] {64, 1100, 4000}) {
+                TxBatch batch = new TxBatch();
+                int n = TxBatch.CAPACITY;
+                for (int i = 0; i < n; i++) {
+                    ByteBuffer slot = batch.slot(i);
+                    int len = i == n - 1 ? 30 : size;
+                    for (int k = 0; k < len; k++) slot.put(k, (byte) (i * 7 + k + size));
+                    batch.lengths[i] = len;
+                }
+                int sent = 0;
+                // twice: 64 packets, more than one burst's 32 slots when a send carries them all
+                for (int round = 0; round < 2; round++) {
+                    sent = 0;
+                    while (sent < n && System.nanoTime() < deadline) sent += a.send(batch, sent, n - sent, toB);
+                    assertEquals(n, sent);
+                }
+                assertTrue(a.segments(), "this kernel takes UDP_SEGMENT");
+                int got = 0;
+                while (got < 2 * n && System.nanoTime() < deadline) {
+                    int k = b.receive(rx);
+                    for (int j = 0; j < k; j++, got++) {
+                        int i = got % n;
+                        assertEquals(batch.lengths[i], rx.lengths[j], "packet " + got + " of size " + size);
+                        for (int x = 0; x < rx.lengths[j]; x++)
+                            assertEquals(
+                                    (byte) (i * 7 + x + size), rx.buffers[j].get(x), "packet " + got + " byte " + x);
+                        assertEquals(Ecn.ECT_0, rx.ecn[j], "the ECN field is read beside the segment size");
+                    }
+                }
+                assertEquals(2 * n, got, "every packet, split out of the coalesced messages");
+            }
+            assertTrue(LinuxUdpLink.coalesced(rx) > 0, "the kernel handed coalesced messages");
+            assertTrue(a.send(datagram(500, 9), toB));
+            int k = 0;
+            while (k == 0 && System.nanoTime() < deadline) k = b.receive(rx);
+            assertEquals(1, k);
+            assertEquals(500, rx.lengths[0], "a datagram sent alone is one packet");
+        }
+    }
+
+    /**
      * A doorbell rung after close must not write into a descriptor number the process has handed out again: the files
      * opened right after the close take the lowest free numbers, the link's socket's and eventfd's among them (their
      * names are made before: the first temporary file opens the JDK's random source for good).
@@ -294,6 +349,7 @@ class LinuxUdpLinkTest {
         try (LinuxUdpLink a = open("127.0.0.61");
                 LinuxUdpLink b = open("127.0.0.62")) {
             InetSocketAddress toB = new InetSocketAddress("127.0.0.62", port(b));
+            b.receivesCoalesced(false); // one datagram per slot, 32 a call (-Djrdma.soft.gro=on takes 8 a call)
             int total = RxBatch.CAPACITY + 8;
             for (int k = 0; k < total; k++)
                 assertTrue(a.send(datagram(k == total - 1 ? RxBatch.SLOT + 1 : 100, k), toB));

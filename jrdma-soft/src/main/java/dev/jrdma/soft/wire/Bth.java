@@ -106,6 +106,28 @@ public final class Bth {
         return (b.get(off + 8) & 0x80) != 0;
     }
     /**
+     * {@return whether resv7's top bit (byte 8, 0x40) is set: jrdma's selective-repeat mark} A PSN sequence NAK that
+     * carries it comes from a jrdma responder that keeps the packets after the missing one; plain RoCEv2 sends the bit 0
+     * and its receivers ignore reserved bits.
+     *
+     * @param b the packet buffer (big-endian)
+     * @param off the BTH's absolute offset in {@code b}
+     */
+    public static boolean holdsMark(ByteBuffer b, int off) {
+        return (b.get(off + 8) & 0x40) != 0;
+    }
+
+    /**
+     * Sets jrdma's selective-repeat mark ({@link #holdsMark}).
+     *
+     * @param b the packet buffer (big-endian)
+     * @param off the BTH's absolute offset in {@code b}
+     */
+    public static void setHoldsMark(ByteBuffer b, int off) {
+        b.put(off + 8, (byte) (b.get(off + 8) | 0x40));
+    }
+
+    /**
      * {@return the packet sequence number, 24 bits}
      *
      * @param b the packet buffer (big-endian)

@@ -106,6 +106,10 @@ public final class RocePacket {
     public boolean ackReq() {
         return Bth.ackReq(buf, off);
     }
+    /** {@return whether the BTH carries jrdma's selective-repeat mark ({@link Bth#holdsMark})} */
+    public boolean holdsMark() {
+        return Bth.holdsMark(buf, off);
+    }
     /** {@return whether the BTH's SE bit is set} */
     public boolean solicitedEvent() {
         return Bth.solicitedEvent(buf, off);

@@ -1,0 +1,335 @@
+package dev.jrdma.soft;
+
+import static dev.jrdma.soft.DeterministicNetwork.soft;
+import static org.junit.jupiter.api.Assertions.*;
+
+import dev.jrdma.soft.wire.Aeth;
+import dev.jrdma.soft.wire.Bth;
+import dev.jrdma.soft.wire.Icrc;
+import dev.jrdma.soft.wire.Opcode;
+import dev.jrdma.soft.wire.Psn;
+import dev.jrdma.soft.wire.RocePacket;
+import dev.jrdma.testkit.RcPair;
+import dev.jrdma.verbs.MemoryRegion;
+import dev.jrdma.verbs.RecvWorkRequest;
+import dev.jrdma.verbs.SendWorkRequest;
+import dev.jrdma.verbs.WcStatus;
+import dev.jrdma.verbs.WorkCompletion;
+import dev.jrdma.verbs.WrOpcode;
+import java.nio.ByteBuffer;
+import java.util.HashSet;
+import java.util.Random;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * Issue 23 §4, loss recovery that does not collapse, on the deterministic network (manual clock): with both ends in
+ * jrdma's selective-repeat mode ({@link SoftQp#selectiveRepeat}) random losses are repaired by sending again only what
+ * was lost (at most 1.5 retransmitted request packets per lost packet), every byte arrives, and the same losses cost
+ * go-back-N far more; against a peer not in the mode each end keeps to go-back-N; a marked NAK that names no packet in
+ * flight is a counted drop.
+ */
+@Timeout(120)
+class SelectiveRepeatTest {
+    static final int SIZE = 4096, MESSAGES = 600, SEND_QUEUE = 256;
+
+    /** What a run cost: request packets A sent, the distinct PSNs among them, packets the network lost. */
+    record Cost(long requestPackets, long distinct, long lostRequests, long lostTotal, long selectiveResends) {
+        long retransmitted() {
+            return requestPackets - distinct;
+        }
+    }
+
+    /**
+     * {@link #MESSAGES} WRITEs of {@link #SIZE} bytes from A to B (4 packets each at MTU 1024), {@link #SEND_QUEUE}
+     * outstanding at most, every byte checked; the network loses each request with {@code requestLoss} and each
+     * response with {@code responseLoss}, drawn from {@code seed}.
+     */
+    static Cost run(boolean srA, boolean srB, double requestLoss, double responseLoss, long seed) {
+        DeterministicNetwork net = DeterministicNetwork.faultless();
+        try (RcPair pair = net.pair()) {
+            soft(pair.a.qp).selectiveRepeat = srA;
+            soft(pair.b.qp).selectiveRepeat = srB;
+            Transport ta = net.transport(DeterministicNetwork.A);
+            Random rnd = new Random(seed);
+            long[] lost = new long[2];
+            net.drop = p -> {
+                boolean request = p.from() == ta;
+                if (rnd.nextDouble() >= (request ? requestLoss : responseLoss)) return false;
+                lost[request ? 0 : 1]++;
+                return true;
+            };
+            long bytes = (long) SIZE * MESSAGES;
+            MemoryRegion src = pair.a.mrAll(bytes), dst = pair.b.mrAll(bytes);
+            RcPair.fill(src.segment(), bytes, (int) seed);
+            int[] posted = {0}, done = {0};
+            WorkCompletion[] wcs = WorkCompletion.array(64);
+            net.runUntil(
+                    () -> {
+                        int n = pair.a.cq.poll(wcs);
+                        for (int i = 0; i < n; i++)
+                            assertEquals(WcStatus.SUCCESS, wcs[i].status, () -> "WRITE " + wcs[0].wrId);
+                        done[0] += n;
+                        while (posted[0] < MESSAGES && posted[0] - done[0] < SEND_QUEUE) {
+                            int i = posted[0]++;
+                            pair.a.qp.postSend(new SendWorkRequest()
+                                    .wrId(i)
+                                    .opcode(WrOpcode.RDMA_WRITE)
+                                    .buffer(src, (long) SIZE * i, SIZE)
+                                    .remote(dst.address() + (long) SIZE * i, dst.rkey())
+                                    .signaled(true));
+                        }
+                        return done[0] == MESSAGES;
+                    },
+                    1_000_000,
+                    600_000_000_000L);
+            RcPair.assertFilled(dst.segment(), 0, bytes, (int) seed);
+            long requests = 0;
+            Set<Integer> psns = new HashSet<>();
+            for (DeterministicNetwork.Packet p : net.log) {
+                if (p.from() != ta || !Opcode.isRc(p.opcode()) || p.opcode() == Opcode.CNP.code()) continue;
+                requests++;
+                psns.add(p.psn());
+            }
+            return new Cost(
+                    requests, psns.size(), lost[0], lost[0] + lost[1], ta.counters.get(Counter.TX_SELECTIVE_RESENDS));
+        }
+    }
+
+    @ParameterizedTest(name = "request loss {0}, response loss {1}, seed {2}")
+    @CsvSource({"0.01, 0, 1", "0.05, 0, 2", "0.01, 0.01, 3", "0.03, 0.03, 4"})
+    void randomLossIsRepairedBySendingAgainOnlyWhatWasLost(double requestLoss, double responseLoss, long seed) {
+        Cost sr = run(true, true, requestLoss, responseLoss, seed);
+        Cost gbn = run(false, false, requestLoss, responseLoss, seed);
+        String what = "selective repeat " + sr + ", go-back-N " + gbn;
+        System.out.println("request loss " + requestLoss + ", response loss " + responseLoss + ": " + what);
+        assertTrue(sr.lostRequests() > 0, what);
+        assertTrue(sr.selectiveResends() > 0, what);
+        assertTrue(
+                sr.retransmitted() <= 1.5 * sr.lostTotal(), "at most 1.5 packets sent again per packet lost: " + what);
+        assertTrue(gbn.retransmitted() > 3 * sr.retransmitted(), "go-back-N resends far more: " + what);
+    }
+
+    @Test
+    void againstAPeerNotInTheModeEachEndGoesBackN() {
+        // A in the mode, B not: B's NAKs carry no mark, so A goes back N
+        Cost aOnly = run(true, false, 0.02, 0, 5);
+        assertEquals(0, aOnly.selectiveResends(), aOnly::toString);
+        assertTrue(aOnly.retransmitted() > aOnly.lostRequests(), aOnly::toString);
+        // B in the mode, A not: B keeps what follows a gap and marks its NAKs, A ignores the mark and goes back N;
+        // what A sends again that B holds already is dropped there as a duplicate, and every byte still arrives once
+        Cost bOnly = run(false, true, 0.02, 0, 5);
+        assertEquals(0, bOnly.selectiveResends(), bOnly::toString);
+        assertTrue(bOnly.retransmitted() > bOnly.lostRequests(), bOnly::toString);
+    }
+
+    /**
+     * The last packets of a run lost, before any gap was ever NAKed: the marked ACKs told A that B keeps what follows a
+     * gap, so one timeout sends the oldest unacknowledged packet and the last one, B NAKs the gap between, and the lost
+     * packets go again with one probe in vain (go-back-N would resend the whole run).
+     */
+    @Test
+    void aLossAtTheTailCostsOneTimeoutAndTheLostPacketsAndOneProbe() {
+        DeterministicNetwork net = DeterministicNetwork.faultless();
+        try (RcPair pair = net.pair()) {
+            soft(pair.a.qp).selectiveRepeat = true;
+            soft(pair.b.qp).selectiveRepeat = true;
+            Transport ta = net.transport(DeterministicNetwork.A);
+            int n = 10; // 10 WRITEs of 4 KiB: 40 packets, the last signalled
+            MemoryRegion src = pair.a.mrAll((long) SIZE * n), dst = pair.b.mrAll((long) SIZE * n);
+            RcPair.fill(src.segment(), (long) SIZE * n, 17);
+            int first = soft(pair.a.qp).requester.nextPsn, last = Psn.add(first, 4 * n - 1);
+            // a first exchange, so that B has acknowledged something (marked) before the loss
+            pair.a.qp.postSend(new SendWorkRequest()
+                    .wrId(99)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .buffer(src, 0, 64)
+                    .remote(dst.address(), dst.rkey())
+                    .signaled(true));
+            net.deliver();
+            assertTrue(soft(pair.a.qp).completer.peerHolds, "A learned from B's marked ACK");
+            pair.a.cq.poll(WorkCompletion.array(1));
+            Set<Integer> lost = new HashSet<>();
+            int from = Psn.add(first, 1 + 4 * n - 3); // the WRITE above took PSN first
+            net.drop = p -> p.from() == ta
+                    && Psn.diff(p.psn(), from) >= 0
+                    && Psn.diff(p.psn(), Psn.add(last, 1)) <= 0
+                    && lost.add(p.psn());
+            SendWorkRequest head = null, prev = null;
+            for (int i = 0; i < n; i++) {
+                SendWorkRequest wr = new SendWorkRequest()
+                        .wrId(i)
+                        .opcode(WrOpcode.RDMA_WRITE)
+                        .buffer(src, (long) SIZE * i, SIZE)
+                        .remote(dst.address() + (long) SIZE * i, dst.rkey())
+                        .signaled(i == n - 1);
+                if (head == null) head = wr;
+                else prev.next = wr;
+                prev = wr;
+            }
+            long start = net.clock.nanoTime();
+            pair.a.qp.postSend(head);
+            WorkCompletion[] wc = WorkCompletion.array(1);
+            net.runUntil(() -> pair.a.cq.poll(wc) == 1, 1_000_000, 10_000_000_000L);
+            assertEquals(WcStatus.SUCCESS, wc[0].status);
+            RcPair.assertFilled(dst.segment(), 0, (long) SIZE * n, 17);
+            assertEquals(3, lost.size());
+            StringBuilder trace = new StringBuilder();
+            long requests = 0;
+            for (DeterministicNetwork.Packet p : net.log) {
+                trace.append(p.from() == ta ? " A" : " B")
+                        .append(p.opcode())
+                        .append('@')
+                        .append(p.psn());
+                if (p.from() == ta && Opcode.isRc(p.opcode())) requests++;
+            }
+            // the timeout sends the oldest unacknowledged packet and the last one: the oldest had arrived,
+            // unacknowledged
+            // (none of the packets that arrived asked for an ACK), so it is the one packet sent again in vain
+            assertEquals(1 + 4 * n + 3 + 1, requests, "each packet once, the three lost twice, one probe:" + trace);
+            assertEquals(4, ta.counters.get(Counter.TX_SELECTIVE_RESENDS), "the three lost packets and the probe");
+            assertTrue(net.clock.nanoTime() - start < 2 * 67_000_000L, "one timeout: " + trace);
+        }
+    }
+
+    @Test
+    void sendsLostInTheMiddleOfARunArriveOnceAndInOrder() {
+        DeterministicNetwork net = DeterministicNetwork.faultless();
+        try (RcPair pair = net.pair()) {
+            soft(pair.a.qp).selectiveRepeat = true;
+            soft(pair.b.qp).selectiveRepeat = true;
+            Transport ta = net.transport(DeterministicNetwork.A), tb = net.transport(DeterministicNetwork.B);
+            int n = 40, len = 3000; // 3 packets each
+            MemoryRegion src = pair.a.mrAll((long) len * n), dst = pair.b.mrAll((long) len * n);
+            RcPair.fill(src.segment(), (long) len * n, 11);
+            for (int i = 0; i < n; i++)
+                pair.b.qp.postRecv(new RecvWorkRequest().wrId(i).buffer(dst, (long) len * i, len));
+            Set<Integer> lostOnce = new HashSet<>();
+            net.drop = p -> p.from() == ta && p.psn() % 7 == 3 && lostOnce.add(p.psn()); // every 7th, first copy
+            SendWorkRequest first = null, prev = null;
+            for (int i = 0; i < n; i++) {
+                SendWorkRequest wr = new SendWorkRequest()
+                        .wrId(i)
+                        .opcode(WrOpcode.SEND)
+                        .buffer(src, (long) len * i, len)
+                        .signaled(true);
+                if (prev == null) first = wr;
+                else prev.next = wr;
+                prev = wr;
+            }
+            pair.a.qp.postSend(first);
+            WorkCompletion[] wcs = WorkCompletion.array(n);
+            int[] got = {0}, sent = {0};
+            net.runUntil(
+                    () -> {
+                        int k = pair.b.cq.poll(wcs);
+                        for (int i = 0; i < k; i++) {
+                            assertEquals(WcStatus.SUCCESS, wcs[i].status);
+                            assertEquals(got[0]++, wcs[i].wrId, "in order");
+                            assertEquals(len, wcs[i].byteLen);
+                        }
+                        sent[0] += pair.a.cq.poll(WorkCompletion.array(n));
+                        return got[0] == n && sent[0] == n;
+                    },
+                    1_000_000,
+                    10_000_000_000L);
+            RcPair.assertFilled(dst.segment(), 0, (long) len * n, 11);
+            assertTrue(tb.counters.get(Counter.RX_OUT_OF_ORDER_HELD) > 0);
+            assertEquals(lostOnce.size(), ta.counters.get(Counter.TX_SELECTIVE_RESENDS), "each lost packet once");
+        }
+    }
+
+    @Test
+    void twoDifferentPacketsForOneHeldPsnAreBothDroppedAndThePeerFillsTheGap() {
+        DeterministicNetwork net = DeterministicNetwork.faultless();
+        try (RcPair pair = net.pair()) {
+            soft(pair.a.qp).selectiveRepeat = true;
+            soft(pair.b.qp).selectiveRepeat = true;
+            Transport ta = net.transport(DeterministicNetwork.A), tb = net.transport(DeterministicNetwork.B);
+            MemoryRegion src = pair.a.mrAll(SIZE), dst = pair.b.mrAll(SIZE);
+            RcPair.fill(src.segment(), SIZE, 21);
+            int first = soft(pair.a.qp).requester.nextPsn;
+            boolean[] done = {false, false};
+            net.drop = p -> {
+                if (p.from() != ta) return false;
+                if (p.psn() == first && !done[0]) return done[0] = true; // a gap, so what follows is held
+                if (p.psn() == first + 2 && !done[1]) { // a forged copy overtakes the real one
+                    done[1] = true;
+                    byte[] forged = p.bytes().clone();
+                    forged[Bth.BYTES] ^= 0x5A; // the first payload byte of a WRITE MIDDLE
+                    withIcrc(ByteBuffer.wrap(forged), forged.length, DeterministicNetwork.A, DeterministicNetwork.B);
+                    net.inFlight.add(new DeterministicNetwork.Packet(forged, p.to(), p.from()));
+                    net.inFlight.add(p);
+                    return true;
+                }
+                return false;
+            };
+            pair.a.qp.postSend(new SendWorkRequest()
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .buffer(src, 0, SIZE)
+                    .remote(dst.address(), dst.rkey())
+                    .signaled(true));
+            WorkCompletion[] wc = WorkCompletion.array(1);
+            net.runUntil(() -> pair.a.cq.poll(wc) == 1, 1_000_000, 10_000_000_000L);
+            assertEquals(WcStatus.SUCCESS, wc[0].status);
+            RcPair.assertFilled(dst.segment(), 0, SIZE, 21); // the real bytes, not the forged ones
+            assertTrue(done[1]);
+            assertEquals(1, tb.counters.get(Counter.RX_OUT_OF_ORDER_NOT_HELD), "the conflict: neither copy kept");
+            assertEquals(2, ta.counters.get(Counter.TX_SELECTIVE_RESENDS), "the gap and the PSN the conflict emptied");
+        }
+    }
+
+    @Test
+    void aMarkedNakThatNamesNoPacketInFlightIsACountedDrop() {
+        DeterministicNetwork net = DeterministicNetwork.faultless();
+        try (RcPair pair = net.pair()) {
+            soft(pair.a.qp).selectiveRepeat = true;
+            soft(pair.b.qp).selectiveRepeat = true;
+            Transport ta = net.transport(DeterministicNetwork.A);
+            MemoryRegion src = pair.a.mrAll(SIZE), dst = pair.b.mrAll(SIZE);
+            pair.a.qp.postSend(new SendWorkRequest()
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .buffer(src, 0, SIZE)
+                    .remote(dst.address(), dst.rkey())
+                    .signaled(true));
+            SoftQp qa = soft(pair.a.qp);
+            int far = Psn.add(qa.requester.sentEnd, 1000);
+            long before = ta.counters.get(Counter.RX_RESPONSE_OUT_OF_WINDOW);
+            net.inFlight.add(
+                    new DeterministicNetwork.Packet(markedNak(qa, far), ta, net.transport(DeterministicNetwork.B)));
+            net.deliver();
+            assertEquals(before + 1, ta.counters.get(Counter.RX_RESPONSE_OUT_OF_WINDOW), "dropped and counted");
+            assertEquals(0, ta.counters.get(Counter.TX_SELECTIVE_RESENDS), "nothing sent again for it");
+            assertNotNull(pair.awaitOk(pair.a.cq));
+        }
+    }
+
+    /** A PSN sequence NAK with jrdma's mark at {@code psn}, to A's QP, as B would build it. */
+    private static byte[] markedNak(SoftQp to, int psn) {
+        ByteBuffer b = ByteBuffer.allocate(64);
+        int len = RocePacket.writeBth(
+                b, 0, Opcode.ACKNOWLEDGE.code(), false, Bth.DEFAULT_PKEY, to.qpNum(), false, psn, 0);
+        Aeth.write(b, Bth.BYTES, Aeth.nakSyndrome(Aeth.NAK_PSN_SEQUENCE_ERROR), 0);
+        Bth.setHoldsMark(b, 0);
+        withIcrc(b, len, DeterministicNetwork.B, DeterministicNetwork.A);
+        byte[] out = new byte[len];
+        b.get(0, out);
+        return out;
+    }
+
+    /** Writes the ICRC of the {@code len}-byte packet in {@code b} sent from {@code from} to {@code to}. */
+    private static void withIcrc(ByteBuffer b, int len, java.net.Inet4Address from, java.net.Inet4Address to) {
+        new Icrc()
+                .generate(
+                        b,
+                        0,
+                        len,
+                        IpAddress.of(from).ipv4(),
+                        IpAddress.of(to).ipv4(),
+                        DeterministicNetwork.PORT,
+                        DeterministicNetwork.PORT);
+    }
+}
