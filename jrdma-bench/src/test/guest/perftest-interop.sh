@@ -31,9 +31,9 @@ CM_HOST=${CM_HOST:-10.99.0.1}
 TESTS=("$@")
 # perftest's modes: by default (CI) four cases in which every mode is part of a latency and of a bandwidth case
 # (8 pairs: ~3 min under TCG); MODES=full runs each mode on its own (11 cases, 22 pairs), MODES=none none.
-# MODES=flags: perftest's traffic-changing flags (issue 22), each in one case, both directions (28 cases, 56 pairs):
+# MODES=flags: perftest's traffic-changing flags (issue 22), each in one case, both directions (29 cases, 58 pairs):
 # -m on both sides, -Q/-r, -o, -A CMP_AND_SWAP, -l, -N, -S/--tclass, -H/-U, -q, -D, --report_gbits, -b (with -D on send_bw),
-# --report-both, --recv_post_list, --reversed, --mr_per_qp, -f, -z, --use-srq. Not --dont_xchg_versions: perftest 4.5
+# --report-both, --recv_post_list, --reversed, --mr_per_qp, -f, -z, --use-srq, -T (with -R). Not --dont_xchg_versions: perftest 4.5
 # refuses its own (the remote version stays empty, and its check_version_compatibility exits below 5.70).
 FLAG_CASES=("write_bw -m 1024 -s 4096" "send_bw -m 512 -s 2048" "send_bw -Q 5 -r 32 -s 1024" "read_bw -o 1 -s 4096"
             "atomic_lat -A CMP_AND_SWAP" "atomic_bw -A CMP_AND_SWAP" "write_bw -l 4 -s 1024" "write_bw -N -s 1024"
@@ -41,7 +41,8 @@ FLAG_CASES=("write_bw -m 1024 -s 4096" "send_bw -m 512 -s 2048" "send_bw -Q 5 -r
             "read_lat -D 2" "send_bw --report_gbits -s 4096" "write_lat -s 1024 -m 1024" "write_bw -b -s 4096" "read_bw -b -s 4096"
             "atomic_bw -b --report-both" "send_bw --recv_post_list 4 -r 16 -s 1024"
             "write_bw --reversed -s 4096" "send_bw --reversed -s 1024" "send_bw -b -s 1024" "write_bw -q 2 --mr_per_qp -s 1024" "write_bw -D 3 -f 1 -s 4096"
-            "send_lat -z" "write_bw -z -s 4096" "send_bw --use-srq -q 2 -s 1024" "send_bw -b -D 2 -s 1024")
+            "send_lat -z" "write_bw -z -s 4096" "send_bw --use-srq -q 2 -s 1024" "send_bw -b -D 2 -s 1024"
+            "send_lat -R -T 32")
 case "${MODES:-ci}" in
   flags) MODE_CASES=("${FLAG_CASES[@]}") ;;
   full) MODE_CASES=("send_lat -c UD" "send_bw -c UD" "send_lat -e" "send_bw -e" "write_lat -I 64" "send_bw -I 256 -s 256"
