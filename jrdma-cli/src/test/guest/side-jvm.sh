@@ -1,4 +1,5 @@
-# Sourced by the guest scripts that run many jrdma sides in a row (perftest-interop.sh): one long-lived JVM per side
+# Sourced by the guest scripts that run many jrdma sides in a row (perftest-interop.sh, rxe-interop.sh): one long-lived
+# JVM per side
 # runs jrdma-cli's InteropSideMain, which reads one command a line ("LOG TOOL ARGS...", e.g. "LOG perf send_lat -n 20
 # HOST": the same Perf.run as `jrdma perf`), runs it with its output going to the file LOG and answers "DONE STATUS".
 # Under TCG a JVM start costs tens of seconds, and a fresh JVM's code is cold for every run.
@@ -6,6 +7,7 @@
 #
 #   side_define NAME ERRLOG COMMAND...   how side NAME's JVM starts (COMMAND ends with dev.jrdma.cli.InteropSideMain);
 #                                        its own stderr (JVM warnings) goes to ERRLOG
+#   side_start NAME                      starts its JVM now (side_run does when none runs)
 #   side_run NAME LOG TOOL ARGS...       starts a command in side NAME (starting its JVM first when none runs)
 #   side_busy NAME                       whether the command started last has not answered yet
 #   side_wait NAME SECONDS               its status; 124 when it did not answer in time (the JVM is then killed)
