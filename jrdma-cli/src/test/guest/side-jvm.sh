@@ -1,7 +1,7 @@
 # Sourced by the guest scripts that run many jrdma sides in a row (perftest-interop.sh, rxe-interop.sh): one long-lived
-# JVM per side
-# runs jrdma-cli's InteropSideMain, which reads one command a line ("LOG TOOL ARGS...", e.g. "LOG perf send_lat -n 20
-# HOST": the same Perf.run as `jrdma perf`), runs it with its output going to the file LOG and answers "DONE STATUS".
+# JVM per side runs jrdma-cli's InteropSideMain, which reads one command a line ("LOG TOOL ARGS...", e.g. "LOG perf
+# send_lat -n 20 HOST": the same Perf.run as `jrdma perf`), runs it with its output going to the file LOG and answers
+# "DONE STATUS".
 # Under TCG a JVM start costs tens of seconds, and a fresh JVM's code is cold for every run.
 # A side that does not answer in time (or whose JVM ended) is killed, and its next command starts a fresh JVM.
 #
