@@ -30,7 +30,7 @@ MODE_ITERS=${MODE_ITERS:-20}
 CM_HOST=${CM_HOST:-10.99.0.1}
 TESTS=("$@")
 # perftest's modes: by default (CI) four cases in which every mode is part of a latency and of a bandwidth case
-# (8 pairs: ~3 min under TCG); MODES=full runs each mode on its own (11 cases, 22 pairs), MODES=none none.
+# (8 pairs: 66 s under TCG with the one side JVM, 2 Dec 2026); MODES=full runs each mode on its own (11 cases, 22 pairs), MODES=none none.
 # MODES=flags: perftest's traffic-changing flags (issue 22), each in one case, both directions (29 cases, 58 pairs):
 # -m on both sides, -Q/-r, -o, -A CMP_AND_SWAP, -l, -N, -S/--tclass, -H/-U, -q, -D, --report_gbits, -b (with -D on send_bw),
 # --report-both, --recv_post_list, --reversed, --mr_per_qp, -f, -z, --use-srq, -T (with -R). Not --dont_xchg_versions: perftest 4.5
