@@ -11,7 +11,9 @@
 # plain test and every mode case runs.
 # Environment: ITERS (default 100), MODE_ITERS (20), MODES (ci | full | flags | none), DEV (rxe0), GIDX (1), BASE_PORT (18600), LOG_DIR (jrdma-bench/target/interop),
 # CM_HOST (10.99.0.1: the address an -R client connects to; rdma_cm needs rxe0's IP, not 127.0.0.1),
-# JRDMA (the command that runs the CLI; default: java on jrdma-cli's built class path, i.e. ./jrdma without its rebuild).
+# JRDMA_JVM (the java command, options and class path, that runs the jrdma side; default: java on jrdma-cli's built
+# class path and test classes). Every jrdma side of every case runs in that one JVM (jrdma-cli's InteropSideMain, through
+# side-jvm.sh: `jrdma perf`'s Perf.run, one case after the other): under TCG a JVM start costs tens of seconds.
 # Exit status: 0 when every pair passed, 1 when one failed, 2 when this is not a machine with perftest and DEV.
 set -uo pipefail
 
@@ -28,10 +30,10 @@ MODE_ITERS=${MODE_ITERS:-20}
 CM_HOST=${CM_HOST:-10.99.0.1}
 TESTS=("$@")
 # perftest's modes: by default (CI) four cases in which every mode is part of a latency and of a bandwidth case
-# (8 pairs: ~3 min under TCG); MODES=full runs each mode on its own (11 cases, 22 pairs), MODES=none none.
-# MODES=flags: perftest's traffic-changing flags (issue 22), each in one case, both directions (28 cases, 56 pairs):
+# (8 pairs: 66 s under TCG with the one side JVM, 2 Dec 2026); MODES=full runs each mode on its own (11 cases, 22 pairs), MODES=none none.
+# MODES=flags: perftest's traffic-changing flags (issue 22), each in one case, both directions (29 cases, 58 pairs):
 # -m on both sides, -Q/-r, -o, -A CMP_AND_SWAP, -l, -N, -S/--tclass, -H/-U, -q, -D, --report_gbits, -b (with -D on send_bw),
-# --report-both, --recv_post_list, --reversed, --mr_per_qp, -f, -z, --use-srq. Not --dont_xchg_versions: perftest 4.5
+# --report-both, --recv_post_list, --reversed, --mr_per_qp, -f, -z, --use-srq, -T (with -R). Not --dont_xchg_versions: perftest 4.5
 # refuses its own (the remote version stays empty, and its check_version_compatibility exits below 5.70).
 FLAG_CASES=("write_bw -m 1024 -s 4096" "send_bw -m 512 -s 2048" "send_bw -Q 5 -r 32 -s 1024" "read_bw -o 1 -s 4096"
             "atomic_lat -A CMP_AND_SWAP" "atomic_bw -A CMP_AND_SWAP" "write_bw -l 4 -s 1024" "write_bw -N -s 1024"
@@ -39,7 +41,8 @@ FLAG_CASES=("write_bw -m 1024 -s 4096" "send_bw -m 512 -s 2048" "send_bw -Q 5 -r
             "read_lat -D 2" "send_bw --report_gbits -s 4096" "write_lat -s 1024 -m 1024" "write_bw -b -s 4096" "read_bw -b -s 4096"
             "atomic_bw -b --report-both" "send_bw --recv_post_list 4 -r 16 -s 1024"
             "write_bw --reversed -s 4096" "send_bw --reversed -s 1024" "send_bw -b -s 1024" "write_bw -q 2 --mr_per_qp -s 1024" "write_bw -D 3 -f 1 -s 4096"
-            "send_lat -z" "write_bw -z -s 4096" "send_bw --use-srq -q 2 -s 1024" "send_bw -b -D 2 -s 1024")
+            "send_lat -z" "write_bw -z -s 4096" "send_bw --use-srq -q 2 -s 1024" "send_bw -b -D 2 -s 1024"
+            "send_lat -R -T 32")
 case "${MODES:-ci}" in
   flags) MODE_CASES=("${FLAG_CASES[@]}") ;;
   full) MODE_CASES=("send_lat -c UD" "send_bw -c UD" "send_lat -e" "send_bw -e" "write_lat -I 64" "send_bw -I 256 -s 256"
@@ -61,22 +64,26 @@ fi
 ulimit -l unlimited 2>/dev/null || true
 mkdir -p "$LOG_DIR"
 
-# The CLI as ./jrdma runs it, but without its rebuild check: building under TCG takes minutes, and other
-# engineers' edits make the tree look stale. Build on the host first (./jrdma --help).
-if [ -z "${JRDMA:-}" ]; then
-  if [ -f jrdma-cli/target/classpath.txt ]; then
-    JAVA_HOME=${JAVA_HOME:-$(bin/find-jdk)}
-    JRDMA="$JAVA_HOME/bin/java --enable-native-access=ALL-UNNAMED -XX:TieredStopAtLevel=1 -Xshare:auto -cp jrdma-cli/target/classes:$(cat jrdma-cli/target/classpath.txt) dev.jrdma.cli.Jrdma"
-  else
-    JRDMA=./jrdma
-  fi
+# The jrdma side's JVM, without a build: building under TCG takes minutes, and other engineers' edits make the tree
+# look stale. Build on the host first (mvn -DskipTests package: the test classes hold InteropSideMain).
+if [ -z "${JRDMA_JVM:-}" ]; then
+  [ -f jrdma-cli/target/classpath.txt ] || { echo "perftest-interop: jrdma-cli is not built (mvn -DskipTests package on the host)" >&2; exit 2; }
+  JAVA_HOME=${JAVA_HOME:-$(bin/find-jdk)}
+  JRDMA_JVM="$JAVA_HOME/bin/java --enable-native-access=ALL-UNNAMED -XX:TieredStopAtLevel=1 -Xshare:auto -cp jrdma-cli/target/classes:$(cat jrdma-cli/target/classpath.txt):jrdma-cli/target/test-classes"
 fi
+[ -f jrdma-cli/target/test-classes/dev/jrdma/cli/InteropSideMain.class ] ||
+  { echo "perftest-interop: InteropSideMain not compiled (mvn -DskipTests package on the host)" >&2; exit 2; }
+source "$repo/jrdma-cli/src/test/guest/side-jvm.sh"
+read -r -a jvm <<<"$JRDMA_JVM"
+side_define jrdma "$LOG_DIR/side.jrdma.err" "${jvm[@]}" dev.jrdma.cli.InteropSideMain
+trap 'side_stop jrdma' EXIT
 
-# wait until something listens on TCP port $1 (without connecting: a server accepts one client only)
-wait_listen() {  # $1 port, $2 the server's log (unused here), $3 seconds
+# wait until something listens on TCP port $1 (without connecting: a server accepts one client only); the words
+# after $3 are a command that fails once the server has ended (then waiting is over)
+wait_listen() {  # $1 port, $2 the server's log (unused here), $3 seconds, $4... the server's liveness check
   local hex deadline=$((SECONDS + ${3:-90}))
   hex=$(printf '%04X' "$1")
-  while [ $SECONDS -lt $deadline ]; do
+  while [ $SECONDS -lt $deadline ] && { [ $# -lt 4 ] || "${@:4}"; }; do
     if awk -v p=":$hex" '$2 ~ p"$" && $4 == "0A" {found=1} END {exit !found}' /proc/net/tcp /proc/net/tcp6 2>/dev/null; then
       return 0
     fi
@@ -86,9 +93,9 @@ wait_listen() {  # $1 port, $2 the server's log (unused here), $3 seconds
 }
 
 # wait until an rdma_cm listener is up on port $1: perftest's (in 'rdma res show cm_id'), or jrdma's (its log $2 says so)
-wait_cm_listen() {
+wait_cm_listen() {  # as wait_listen
   local deadline=$((SECONDS + ${3:-120}))
-  while [ $SECONDS -lt $deadline ]; do
+  while [ $SECONDS -lt $deadline ] && { [ $# -lt 4 ] || "${@:4}"; }; do
     grep -q "rdma_cm: listening on port $1" "$2" 2>/dev/null && return 0
     rdma res show cm_id 2>/dev/null | grep -Eq "state LISTEN .*:$1( |$)" && return 0
     sleep 0.2
@@ -115,19 +122,22 @@ run_pair() {  # $1 case (test and flags), $2 direction: perftest-server | jrdma-
   # -R and -z: the exchange is an rdma_cm connection to rxe0's address; nothing listens on TCP
   local host=127.0.0.1 wait=wait_listen
   case " ${extra[*]} " in *" -R "*|*" -z "*) host=$CM_HOST; wait=wait_cm_listen ;; esac
+  # the jrdma side runs in the side JVM, within the limits its own process had (240 s as a client, 300 s as a server)
   if [ "$dir" = perftest-server ]; then
     # (a jrdma client retries while nothing listens: a short wait is enough). The limits are generous: on a loaded
     # build machine a JVM under TCG has taken over 2 minutes to start.
     timeout 300 "ib_$t" "${flags[@]}" >"$slog" 2>&1 & spid=$!
     $wait "$port" "$slog" 10 || echo "(ib_$t server not listening after 10 s; the jrdma client retries)" >"$clog.note"
-    timeout 240 $JRDMA perf "$t" "${flags[@]}" --timeout 30 "$host" >"$clog" 2>&1; crc=$?
+    side_run jrdma "$clog" perf "$t" "${flags[@]}" --timeout 30 "$host"; side_wait jrdma 240; crc=$?
+    wait "$spid"; src=$?
   else
-    timeout 300 $JRDMA perf "$t" "${flags[@]}" --timeout 30 --accept-timeout 270 >"$slog" 2>&1 & spid=$!
-    $wait "$port" "$slog" 240 || echo "jrdma server did not listen within 240 s" >"$clog.note"
+    local t0=$SECONDS
+    side_run jrdma "$slog" perf "$t" "${flags[@]}" --timeout 30 --accept-timeout 270
+    $wait "$port" "$slog" 240 side_busy jrdma || echo "jrdma server did not listen within 240 s" >"$clog.note"
     timeout 240 "ib_$t" "${flags[@]}" "$host" >"$clog" 2>&1; crc=$?
     [ -f "$clog.note" ] && cat "$clog.note" >>"$clog"
+    side_wait jrdma $((t0 + 300 > SECONDS + 5 ? t0 + 300 - SECONDS : 5)); src=$?
   fi
-  wait "$spid"; src=$?
   [ "$src" -eq 0 ] && [ "$crc" -eq 0 ] || ok=0
   has_report "$clog" || ok=0
   # perftest calibrates its clock at start; under TCG that fails now and then ("Correlation coefficient r^2 < 0.9",

@@ -49,42 +49,14 @@ rxe_counters() { # the non-zero hw_counters of rxe's port
   echo
 }
 
-# ---- one JVM per namespace (InteropSideMain) runs every jrdma side: side "rxe" in the initial namespace (the native
-# provider), side "soft" in jsoft; a command goes in as a line, "DONE STATUS" comes back when it ended
-declare -A side_pid side_in side_out
-FIFO_DIR=$(mktemp -d) # not in LOG_DIR: the guest's 9p share makes no FIFOs
-side_start() { # NAME
-  local name=$1 fifo="$FIFO_DIR/side.$1" run=() fd
-  [ "$name" = soft ] && run=(ip netns exec "$SOFT_NS")
-  rm -f "$fifo.in" "$fifo.out"; mkfifo "$fifo.in" "$fifo.out"
-  "${run[@]}" "${JAVA[@]}" -Djrdma.soft.ipv4.send="${SOFT_SEND:-auto}" -Djrdma.perf.warmup=0 -Djrdma.perf.counters=true \
-    -cp "$CP" dev.jrdma.cli.InteropSideMain < "$fifo.in" > "$fifo.out" 2>> "$LOG_DIR/side.$name.err" &
-  side_pid[$name]=$!
-  exec {fd}>"$fifo.in"; side_in[$name]=$fd
-  exec {fd}<"$fifo.out"; side_out[$name]=$fd
-}
-side_stop() { # NAME: ends its JVM (the end of its input, then a kill if it does not end)
-  local name=$1 pid=${side_pid[$1]:-}
-  [ -n "$pid" ] || return 0
-  local in=${side_in[$name]} out=${side_out[$name]}
-  exec {in}>&- {out}<&-
-  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-  kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
-  side_pid[$name]=
-}
+# ---- one JVM per namespace (InteropSideMain, through side-jvm.sh) runs every jrdma side: side "rxe" in the initial
+# namespace (the native provider), side "soft" in jsoft; a command goes in as a line, "DONE STATUS" comes back when it ended
+source "$repo/jrdma-cli/src/test/guest/side-jvm.sh"
+side_jvm=("${JAVA[@]}" -Djrdma.soft.ipv4.send="${SOFT_SEND:-auto}" -Djrdma.perf.warmup=0 -Djrdma.perf.counters=true
+          -cp "$CP" dev.jrdma.cli.InteropSideMain)
+side_define rxe "$LOG_DIR/side.rxe.err" "${side_jvm[@]}"
+side_define soft "$LOG_DIR/side.soft.err" ip netns exec "$SOFT_NS" "${side_jvm[@]}"
 sides_stop() { side_stop rxe; side_stop soft; }
-side_run() { # NAME LOG TOOL ARGS...: starts a command in side NAME's JVM
-  local name=$1; shift
-  [ -n "${side_pid[$name]:-}" ] || side_start "$name"
-  echo "$*" >&"${side_in[$name]}"
-}
-side_wait() { # NAME SECONDS: the status of the command started last; 124 (and a fresh JVM next time) when it did not end
-  local name=$1 line=
-  if read -t "$2" -r -u "${side_out[$name]}" line && [[ $line =~ ^DONE\ ([0-9]+)$ ]]; then return "${BASH_REMATCH[1]}"; fi
-  echo "rxe-interop: side $name did not answer within $2 s ($line): its JVM is replaced" >&2
-  side_stop "$name"
-  return 124
-}
 
 # packets the kernel dropped because a CPU's input backlog (net.core.netdev_max_backlog) was full: a veth delivers
 # through it, so a burst larger than the backlog that rxe's receive path has not drained yet loses packets

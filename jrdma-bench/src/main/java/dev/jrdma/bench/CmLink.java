@@ -67,7 +67,7 @@ final class CmLink implements PerftestWire.Link {
         checkAvailable(device, "-R");
     }
 
-    /** As {@link #checkAvailable(String)}, naming {@code flag} (-R or -z) in the refusal. */
+    /** As {@link #checkAvailable(String)}, naming {@code flag} (-R, -R -T or -z) in the refusal. */
     static void checkAvailable(String device, String flag) {
         if (device != null) {
             String provider = Verbs.device(device).provider();
@@ -117,7 +117,7 @@ final class CmLink implements PerftestWire.Link {
     private CmEvent tryConnect(InetSocketAddress server, long deadline) throws CmException {
         if (id != null) id.close();
         id = CmId.create(events, PortSpace.TCP);
-        CmSteps.resolve(id, events, server);
+        CmSteps.resolve(id, events, server, -1); // perftest's exchange keeps the default TOS, -T is for the QPs
         if (ctx == null) setUp(id.deviceName());
         qp.modify(new QpAttr().state(QpState.RESET));
         qp.modify(id.initQpAttr(QpState.INIT));

@@ -88,12 +88,13 @@ final class CmQps implements AutoCloseable {
             int responderResources,
             int timeoutSec,
             String device,
-            int retryCount) {
+            int retryCount,
+            int tos) {
         CmQps c = null;
         try {
             c = new CmQps(qps, ud, true, responderResources, timeoutSec, retryCount);
             InetSocketAddress server = new InetSocketAddress(InetAddress.getByName(host), port);
-            for (int i = 0; i < qps.length; i++) c.connectOne(i, server, device);
+            for (int i = 0; i < qps.length; i++) c.connectOne(i, server, device, tos);
             return c;
         } catch (UnknownHostException e) {
             if (c != null) c.close();
@@ -107,13 +108,13 @@ final class CmQps implements AutoCloseable {
         }
     }
 
-    private void connectOne(int i, InetSocketAddress server, String device) throws CmException {
+    private void connectOne(int i, InetSocketAddress server, String device, int tos) throws CmException {
         long deadline = System.nanoTime() + timeoutSec * 1_000_000_000L;
         String last = "";
         while (System.nanoTime() < deadline) {
             if (ids[i] != null) ids[i].close();
             CmId id = ids[i] = CmId.create(events, ud ? PortSpace.UDP : PortSpace.TCP);
-            CmSteps.resolve(id, events, server);
+            CmSteps.resolve(id, events, server, tos);
             checkDevice(id, device);
             QueuePair qp = qps[i];
             qp.modify(new QpAttr().state(QpState.RESET));

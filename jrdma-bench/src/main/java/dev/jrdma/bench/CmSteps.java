@@ -15,10 +15,14 @@ final class CmSteps {
 
     private CmSteps() {}
 
-    /** Resolves the address of {@code server} and the route to it on {@code id}, waiting on {@code events} for each. */
-    static void resolve(CmId id, CmEventChannel events, InetSocketAddress server) throws CmException {
+    /**
+     * Resolves the address of {@code server} and the route to it on {@code id}, waiting on {@code events} for each;
+     * a {@code tos} of 0..255 is set between the two (where perftest's -T sets it: the route takes it from the id).
+     */
+    static void resolve(CmId id, CmEventChannel events, InetSocketAddress server, int tos) throws CmException {
         id.resolveAddress(null, server, RESOLVE_TIMEOUT);
         expect(events, CmEventType.ADDR_RESOLVED, "address resolution of " + server);
+        if (tos >= 0) id.setTos(tos);
         id.resolveRoute(RESOLVE_TIMEOUT);
         expect(events, CmEventType.ROUTE_RESOLVED, "route resolution to " + server);
     }

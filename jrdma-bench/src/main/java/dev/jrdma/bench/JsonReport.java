@@ -72,6 +72,7 @@ final class JsonReport {
         sb.append("Data_ex_method: ")
                 .append(o.rdmaCm || o.rdmaCmExchange ? "rdma_cm" : "Ethernet")
                 .append(",\n");
+        if (o.rdmaCm && o.tos >= 0) sb.append("TOS: ").append(o.tos).append(",\n");
         return sb.append("},\n").toString();
     }
 

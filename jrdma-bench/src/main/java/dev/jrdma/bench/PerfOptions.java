@@ -91,6 +91,11 @@ public final class PerfOptions {
     public int sl;
     /** -L: the hop limit; perftest uses it on raw Ethernet QPs only (its RC and UD address vectors use 255), and so does jrdma. */
     public int hopLimit = 64;
+    /**
+     * -T: the type of service of -R's rdma_cm connections (0..255, set on the client's ids before their routes), or
+     * -1 for none (perftest's DEF_TOS: the kernel's default_roce_tos).
+     */
+    public int tos = -1;
     /** --tclass: the GRH's traffic class (0..255). */
     public int trafficClass;
     /** --flow_label: the GRH's flow label (20 bits). */
@@ -510,6 +515,7 @@ public final class PerfOptions {
             }
             case "sl" -> sl = intIn(flag, value, 0, 15);
             case "tclass" -> trafficClass = intIn(flag, value, 0, 255);
+            case "tos" -> tos = intIn(flag, value, 0, 255);
             case "flow_label" -> flowLabel = intIn(flag, value, 0, 0xfffff);
             case "outs" -> outReads = intIn(flag, value, 1, 65535);
             case "rx-depth" -> rxDepth = intIn(flag, value, 1, 16384);
@@ -685,6 +691,10 @@ public final class PerfOptions {
         if (compare && (events || rdmaCm || rdmaCmExchange || inlineSize >= 0 || connection != Connection.RC))
             throw new IllegalArgumentException(
                     "compare runs its series with perftest's defaults: -c, -e, -I and -R do not apply");
+        if (tos >= 0 && !rdmaCm)
+            throw new IllegalArgumentException(
+                    "-T sets the type of service of -R's rdma_cm connections: add -R"
+                            + " (perftest refuses -T without it too); --tclass sets the traffic class of QPs connected without rdma_cm");
         if (connection == Connection.UD && test != null && test.verb != PerfTest.Verb.SEND)
             throw new IllegalArgumentException(
                     "UD QPs send messages only: -c UD works with send_lat and send_bw (as perftest)");

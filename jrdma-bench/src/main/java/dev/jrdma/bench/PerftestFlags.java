@@ -233,11 +233,6 @@ final class PerftestFlags {
                 "the JVM reads no CPU cycle counter (perftest reads the TSC); jrdma reports microseconds from System.nanoTime",
                 "report-cycles");
         refuse("the JVM's memory (Arena) cannot be placed on huge pages on request", "use_hugepages");
-        refuse(
-                "-T sets the TOS of -R's rdma_cm ids (perftest: rdma_set_option RDMA_OPTION_ID_TOS; without -R it refuses"
-                        + " -T too), and jrdma's rdma_cm API (dev.jrdma.cm) does not bind rdma_set_option yet; --tclass"
-                        + " sets the GRH's traffic class of the QPs jrdma perf connects itself",
-                "tos");
     }
 
     /** {@return the option of a short letter, or null} */

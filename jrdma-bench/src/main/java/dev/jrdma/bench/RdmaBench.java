@@ -95,7 +95,7 @@ public final class RdmaBench implements AutoCloseable {
      * has no rdma_cm: -R on it is refused with a message (its TCP exchange interoperates with perftest).
      */
     private RunResult runOverRdmaCm() {
-        CmLink.checkAvailable(o.device, o.rdmaCm ? "-R" : "-z");
+        CmLink.checkAvailable(o.device, o.rdmaCm ? (o.tos >= 0 ? "-R -T" : "-R") : "-z");
         CmLink link = o.isServer()
                 ? CmLink.accept(o.tcpPort, o.acceptTimeoutSec, () -> {
                     out.println(
@@ -127,7 +127,7 @@ public final class RdmaBench implements AutoCloseable {
         if (server) {
             r.cm.accept(r.deviceName, r.mr, r.localOffset(0), r.ud && test.latency, r.recvCq, r.wcs);
         } else {
-            r.cm = CmQps.connect(o.host, o.tcpPort, r.qps, r.ud, rr, o.timeoutSec, r.deviceName, o.retryCount);
+            r.cm = CmQps.connect(o.host, o.tcpPort, r.qps, r.ud, rr, o.timeoutSec, r.deviceName, o.retryCount, o.tos);
             if (r.ud && test.latency) r.cm.announceUdQpNumbers(r.mr, r.localOffset(0), r.sendCq, r.wcs);
         }
         if (r.ud) {

@@ -30,7 +30,10 @@ final class RunHeader {
             out.printf(" Outstand reads  : %d%n", r.outReads);
         else out.printf(" Max inline data : %d[B]%n", r.inline);
         out.printf(" rdma_cm QPs\t : %s%n", o.rdmaCm ? "ON" : "OFF");
-        out.printf(" Data ex. method : %s%n", o.rdmaCm || o.rdmaCmExchange ? "rdma_cm" : "Ethernet");
+        out.printf(
+                " Data ex. method : %s%s%n",
+                o.rdmaCm || o.rdmaCmExchange ? "rdma_cm" : "Ethernet",
+                o.rdmaCm && o.tos >= 0 ? " \tTOS    : " + o.tos : "");
         if (o.durationSec > 0) out.printf(" Duration        : %d[s]%n", o.durationSec);
         else out.printf(" Iterations      : %d%n", o.effectiveIters());
         out.println(Report.RESULT_LINE);

@@ -121,12 +121,19 @@ class PerftestFlagsTest {
     }
 
     @Test
-    void tosIsRefusedWithWhatItWouldNeed() {
-        // perftest sets -T on -R's rdma_cm ids only; jrdma's rdma_cm API has no rdma_set_option to do it with
-        var e = assertThrows(
-                IllegalArgumentException.class, () -> PerfOptions.parse("send_lat", "-R", "-T", "32", "host"));
-        assertTrue(e.getMessage().startsWith("-T (perftest's -T (--tos)) is not supported"), e.getMessage());
-        assertTrue(e.getMessage().contains("rdma_set_option"), e.getMessage());
+    void tosGoesWithRdmaCmOnly() {
+        // perftest sets -T on -R's rdma_cm ids only, and refuses it without -R
+        assertEquals(32, PerfOptions.parse("send_lat", "-R", "-T", "32", "host").tos);
+        assertEquals(184, PerfOptions.parse("write_bw", "-R", "--tos=184").tos);
+        assertEquals(-1, PerfOptions.parse("send_lat", "-R", "host").tos, "no -T: the kernel's default TOS");
+        var e = assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse("send_lat", "-T", "32", "host"));
+        assertTrue(
+                e.getMessage().startsWith("-T sets the type of service of -R's rdma_cm connections: add -R"),
+                e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse("send_lat", "-z", "-T", "32", "host"));
+        assertTrue(e.getMessage().contains("add -R"), e.getMessage());
+        e = assertThrows(IllegalArgumentException.class, () -> PerfOptions.parse("send_lat", "-R", "-T", "256"));
+        assertTrue(e.getMessage().contains("-T"), e.getMessage());
     }
 
     @Test

@@ -157,14 +157,17 @@ class SoftRdmaBenchTest {
         for (String[] args : new String[][] {
             {"send_lat", "-R", "-d", CLIENT_DEV, "127.0.0.1"},
             {"write_bw", "-R", "-d", SERVER_DEV},
-            {"send_lat", "-z", "-d", CLIENT_DEV, "127.0.0.1"}
+            {"send_lat", "-z", "-d", CLIENT_DEV, "127.0.0.1"},
+            {"send_lat", "-R", "-T", "32", "-d", CLIENT_DEV, "127.0.0.1"}
         }) {
             var err = new java.io.ByteArrayOutputStream();
             long t0 = System.nanoTime();
             int rc = Perf.run(
                     args, new java.io.PrintStream(new java.io.ByteArrayOutputStream()), new java.io.PrintStream(err));
             assertEquals(1, rc, err.toString());
-            String flag = args[1]; // -z (the exchange over rdma_cm, regular QPs) is refused the same way, naming itself
+            // -z (the exchange over rdma_cm, regular QPs) is refused the same way, naming itself; -T (the TOS of -R's
+            // connections) is named with -R
+            String flag = args[2].equals("-T") ? "-R -T" : args[1];
             assertTrue(
                     err.toString().contains(flag + " connects through rdma_cm")
                             && err.toString().contains("drop " + flag),

@@ -1,6 +1,7 @@
 package dev.jrdma.cm;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 import dev.jrdma.verbs.QpAttr;
@@ -127,6 +128,33 @@ public final class CmId implements AutoCloseable {
     public void resolveRoute(Duration timeout) throws CmException {
         open("rdma_resolve_route");
         Librdmacm.call("rdma_resolve_route", Librdmacm.RESOLVE_ROUTE, ptr, millis(timeout));
+    }
+
+    /**
+     * Sets the type of service of the id's connection ({@code rdma_set_option(id, RDMA_OPTION_ID,
+     * RDMA_OPTION_ID_TOS)}): on RoCE the traffic class of its packets' GRH (their IP header's TOS byte). Set it
+     * after the address is resolved and before the route, as perftest's {@code -T} does: the route takes it from the
+     * id.
+     *
+     * @param tos the TOS byte, 0 to 255 (DSCP in the upper 6 bits, ECN in the lower 2)
+     * @throws IllegalArgumentException when {@code tos} is outside 0..255
+     * @throws CmException              when the id is closed (errno 0) or librdmacm refuses
+     */
+    public void setTos(int tos) throws CmException {
+        if (tos < 0 || tos > 255) throw new IllegalArgumentException("TOS " + tos + ": a byte, 0 to 255");
+        open("rdma_set_option(RDMA_OPTION_ID_TOS)");
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment value = a.allocate(JAVA_BYTE);
+            value.set(JAVA_BYTE, 0, (byte) tos);
+            Librdmacm.call(
+                    "rdma_set_option(RDMA_OPTION_ID_TOS)",
+                    Librdmacm.SET_OPTION,
+                    ptr,
+                    Librdmacm.OPT_LEVEL_ID,
+                    Librdmacm.OPT_ID_TOS,
+                    value,
+                    1L);
+        }
     }
 
     /**

@@ -101,6 +101,8 @@ final class Librdmacm {
             M_SQ_PSN = 1 << 16,
             M_MAX_DEST_RD_ATOMIC = 1 << 17,
             M_DEST_QPN = 1 << 20;
+    // rdma_set_option: the level RDMA_OPTION_ID and its option RDMA_OPTION_ID_TOS (a uint8_t)
+    static final int OPT_LEVEL_ID = 0, OPT_ID_TOS = 0;
 
     private static final Linker LINKER = Linker.nativeLinker();
     private static final StructLayout CALL_STATE = Linker.Option.captureStateLayout();
@@ -128,11 +130,12 @@ final class Librdmacm {
             MIGRATE_ID,
             GET_SRC_PORT,
             GET_DEVICE_NAME,
-            POLL;
+            POLL,
+            SET_OPTION;
 
     static {
         String why = null;
-        MethodHandle[] h = new MethodHandle[20];
+        MethodHandle[] h = new MethodHandle[21];
         try {
             SymbolLookup cm = SymbolLookup.libraryLookup("librdmacm.so.1", Arena.global());
             SymbolLookup ibv = SymbolLookup.libraryLookup("libibverbs.so.1", Arena.global());
@@ -158,6 +161,10 @@ final class Librdmacm {
             h[i++] = fn(cm, "rdma_get_src_port", FunctionDescriptor.of(JAVA_SHORT, ADDRESS));
             h[i++] = fn(ibv, "ibv_get_device_name", FunctionDescriptor.of(PTR, ADDRESS));
             h[i++] = fn(libc, "poll", FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_LONG, JAVA_INT));
+            h[i++] = fn(
+                    cm,
+                    "rdma_set_option",
+                    FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, JAVA_LONG));
             if (!Files.exists(Path.of("/dev/infiniband/rdma_cm")))
                 why = "/dev/infiniband/rdma_cm does not exist (no rdma_ucm module, or no RDMA device)";
         } catch (IllegalArgumentException | UnsatisfiedLinkError | IllegalCallerException e) {
@@ -184,6 +191,7 @@ final class Librdmacm {
         GET_SRC_PORT = h[17];
         GET_DEVICE_NAME = h[18];
         POLL = h[19];
+        SET_OPTION = h[20];
     }
 
     private static MethodHandle fn(SymbolLookup lib, String name, FunctionDescriptor fd) {

@@ -224,6 +224,40 @@ class CmApiTest {
     }
 
     @Test
+    void typeOfServiceSetBeforeTheRouteIsTheConnectionsTrafficClass() throws Exception {
+        assumeRdmaCm();
+        try (Side server = new Side();
+                Side client = new Side();
+                CmId listener = listen(server, PortSpace.TCP);
+                CmId id = CmId.create(client.channel, PortSpace.TCP)) {
+            assertThrows(IllegalArgumentException.class, () -> id.setTos(256));
+            id.resolveAddress(null, listener.localAddress(), WAIT);
+            client.expect(CmEventType.ADDR_RESOLVED);
+            id.setTos(0x68); // as perftest's -T: after the address, before the route
+            id.resolveRoute(WAIT);
+            client.expect(CmEventType.ROUTE_RESOLVED);
+            client.open(id, QpType.RC);
+            client.qp.modify(id.initQpAttr(QpState.INIT));
+            id.connect(new ConnParam().qpNum(client.qp.qpNum()));
+            CmEvent req = server.expect(CmEventType.CONNECT_REQUEST);
+            server.open(req.id(), QpType.RC);
+            for (QpState s : new QpState[] {QpState.INIT, QpState.RTR, QpState.RTS})
+                server.qp.modify(req.id().initQpAttr(s));
+            req.id().accept(new ConnParam().qpNum(server.qp.qpNum()));
+            client.expect(CmEventType.CONNECT_RESPONSE);
+            assertEquals(0x68, id.initQpAttr(QpState.RTR).ah().trafficClass, "the route's traffic class is the TOS");
+            req.id().close();
+        }
+        CmId closed;
+        try (Side client = new Side()) {
+            closed = CmId.create(client.channel, PortSpace.TCP);
+            closed.close();
+            CmException e = assertThrows(CmException.class, () -> closed.setTos(0));
+            assertEquals(0, e.errno(), "a closed id says so without calling librdmacm");
+        }
+    }
+
+    @Test
     void rejectionCarriesTheReasonAndPrivateData() throws Exception {
         assumeRdmaCm();
         try (Side server = new Side();

@@ -113,6 +113,8 @@ class CmLayoutTest {
         for (String[] m : masks)
             expected.put("(long) " + m[0], (long)
                     Librdmacm.class.getDeclaredField(m[1]).getInt(null));
+        expected.put("(long) RDMA_OPTION_ID", (long) Librdmacm.OPT_LEVEL_ID);
+        expected.put("(long) RDMA_OPTION_ID_TOS", (long) Librdmacm.OPT_ID_TOS);
         for (PortSpace p : PortSpace.values()) expected.put("(long) RDMA_PS_" + p.name(), (long) p.code());
         // the events this header has (ADDRINFO_* came with newer librdmacm)
         for (CmEventType t : CmEventType.values())
