@@ -94,7 +94,8 @@ public final class Endpoint implements AutoCloseable {
      */
     private static final class Op implements Runnable {
         Kind kind;
-        CompletableFuture<Object> future; // null for the endpoint's own credit messages
+        CompletableFuture<Object> future; // null for the endpoint's own credit messages and listened sends
+        SendListener listener; // a send of send(buf, offset, length, listener): told instead of a future
         long deadline;
         RemoteBuffer remote; // the peer's memory of a one-sided or atomic operation (for its description)
         long remoteOffset;
@@ -119,6 +120,7 @@ public final class Endpoint implements AutoCloseable {
         Op reset(Kind newKind, CompletableFuture<Object> newFuture, long newDeadline) {
             kind = newKind;
             future = newFuture;
+            listener = null;
             deadline = newDeadline;
             remote = null;
             remoteOffset = 0;
@@ -156,11 +158,25 @@ public final class Endpoint implements AutoCloseable {
             };
         }
 
-        /** Completes the future, after the endpoint's lock is released. */
+        /** Completes the future (or tells the listener), after the endpoint's lock is released. */
         @Override
         public void run() {
-            if (error != null) future.completeExceptionally(error);
-            else future.complete(result);
+            if (listener != null) {
+                try {
+                    listener.sent(error);
+                } catch (RuntimeException e) {
+                    LOG.log(System.Logger.Level.WARNING, "a send listener threw " + e, e);
+                }
+            } else if (error != null) {
+                future.completeExceptionally(error);
+            } else {
+                future.complete(result);
+            }
+        }
+
+        /** Whether someone waits for this operation's end (a future or a listener): else it is the endpoint's own. */
+        boolean awaited() {
+            return future != null || listener != null;
         }
 
         boolean needsCredit() {
@@ -212,11 +228,45 @@ public final class Endpoint implements AutoCloseable {
     private final ArrayDeque<Message> inbox = new ArrayDeque<>();
     private final ArrayDeque<CompletableFuture<Message>> waiters = new ArrayDeque<>();
     private Consumer<Message> handler;
+    /** Takes the messages in their receive buffers ({@link #onReceiveLent}), or null. */
+    private LentMessageHandler lentHandler;
+    /** One lent view per receive buffer (made with {@link #onReceiveLent}). */
+    private LentMessage[] lentSlots;
+    /** Messages lent and not yet released; whether the lent handler was told the input ended. */
+    private int lentOut;
+
+    private boolean lentEndTold;
+    /**
+     * Lent messages (and then the end) in arrival order, for the one thread at a time that hands them to the handler
+     * ({@link #drainLent}): whichever thread runs the work left after the lock, the handler sees them in order.
+     */
+    private final ArrayDeque<LentMessage> lentReady = new ArrayDeque<>();
+
+    private RdmaException lentEnd;
+    private boolean lentDraining, lentDrainQueued;
+    private final Runnable drainLentTask = this::drainLent;
+    /** The endpoint was released while messages were lent: the receive buffers go back with the last of them. */
+    private boolean recvBufsCloseDeferred;
+
     private final List<Runnable> afterUnlock = new ArrayList<>();
     /** Ops whose completion has run, for the next operations (guarded by this). */
     private final ArrayDeque<Op> spareOps = new ArrayDeque<>();
-    /** Each thread's list of the work it runs after the lock (reused: nothing allocated per completion). */
-    private static final ThreadLocal<ArrayList<Runnable>> AFTER_UNLOCK_BATCH = ThreadLocal.withInitial(ArrayList::new);
+    /**
+     * Each thread's lists of the work it runs after the lock, one per nesting level (a handler that sends runs a
+     * batch inside a batch): reused, so nothing is allocated per completion.
+     */
+    private static final ThreadLocal<AfterUnlockBatches> AFTER_UNLOCK_BATCHES =
+            ThreadLocal.withInitial(AfterUnlockBatches::new);
+
+    private static final class AfterUnlockBatches {
+        final ArrayList<ArrayList<Runnable>> lists = new ArrayList<>();
+        int depth;
+
+        ArrayList<Runnable> enter() {
+            if (lists.size() == depth) lists.add(new ArrayList<>());
+            return lists.get(depth++);
+        }
+    }
 
     private Endpoint(EndpointGroup group, boolean ownsGroup, Socket socket) {
         this.group = group;
@@ -653,6 +703,61 @@ public final class Endpoint implements AutoCloseable {
     }
 
     /**
+     * Sends part of a registered buffer without copying and without a future: {@code listener} is told when the send
+     * is done. Nothing is allocated per send in the steady state (operations are reused), so this is the data path of
+     * a transport (jrdma-netty's channel). Do not change the range until the listener was told.
+     *
+     * @param buf      a buffer of this endpoint's group ({@link #pool()})
+     * @param offset   where the message starts in {@code buf}, in bytes
+     * @param length   at most {@link #maxMessageSize()} bytes
+     * @param listener told once, on the group's owner thread, when the send completed or failed
+     * @return true when the send was taken (posted, or queued for a credit or a send queue entry); false when the
+     *         endpoint refused it at once (not connected, closed, broken or the peer gone: {@link #refusal()} says
+     *         why), and then the listener is not told
+     * @throws IllegalArgumentException  when {@code length} is larger than {@link #maxMessageSize()}
+     * @throws IndexOutOfBoundsException when the range is outside {@code buf}
+     * @throws IllegalStateException     when {@code buf} was given back to its pool
+     */
+    public boolean send(RegisteredBuffer buf, long offset, int length, SendListener listener) {
+        checkMessage(length);
+        buf.checkRange(offset, length, "send");
+        if (listener == null) throw new NullPointerException("listener");
+        Op op = spareOp(Kind.SEND, null, System.nanoTime() + cfg.timeout().toNanos());
+        op.recorded = JfrEvents.sampleOperation();
+        op.listener = listener;
+        op.laddr = buf.address() + offset;
+        op.llen = length;
+        op.lkey = buf.lkey();
+        op.inline = length <= inlineLimit;
+        boolean taken;
+        synchronized (this) {
+            taken = state == State.CONNECTED && peerEnded == null;
+            if (!taken) {
+                op.recorded = null;
+                recycle(op);
+            } else if (!pending.isEmpty() || !canPost(op)) {
+                pending.add(op);
+            } else {
+                doPost(op);
+            }
+        }
+        runAfterUnlock();
+        return taken;
+    }
+
+    /**
+     * {@return why this endpoint refuses operations now (its failure, the peer's goodbye, or its close), or null while
+     * it takes them}
+     */
+    public RdmaException refusal() {
+        RdmaException ended = peerEnded;
+        synchronized (this) {
+            if (state == State.CONNECTED) return ended;
+            return failure != null ? failure : stateError("send");
+        }
+    }
+
+    /**
      * Sends a copy of {@code data} and waits until the peer's adapter has it, as {@link #send(byte[])}.
      *
      * @param data at most {@link #maxMessageSize()} bytes
@@ -699,6 +804,8 @@ public final class Endpoint implements AutoCloseable {
     public void onReceive(Consumer<Message> h) {
         List<Message> drained = new ArrayList<>();
         synchronized (this) {
+            if (lentHandler != null)
+                throw new IllegalStateException("the messages go to the lent receive handler (onReceiveLent)");
             handler = h;
             if (h != null) {
                 while (!inbox.isEmpty()) {
@@ -722,7 +829,10 @@ public final class Endpoint implements AutoCloseable {
     public CompletableFuture<Message> receive() {
         CompletableFuture<Message> f = new CompletableFuture<>();
         synchronized (this) {
-            if (!inbox.isEmpty()) {
+            if (lentHandler != null) {
+                f.completeExceptionally(
+                        new IllegalStateException("the messages go to the lent receive handler (onReceiveLent)"));
+            } else if (!inbox.isEmpty()) {
                 f.complete(inbox.poll());
                 credits.consumed();
                 maybeReturnCredits();
@@ -775,6 +885,82 @@ public final class Endpoint implements AutoCloseable {
      */
     public Message receiveSync() {
         return receive(cfg.timeout());
+    }
+
+    /**
+     * Hands every message to {@code h} without a copy, lent in the registered receive buffer it landed in (queued
+     * ones first, those as copies): nothing is allocated per message. Each {@link LentMessage} must be released; until
+     * then its buffer, and the peer's credit for it, stay taken (a handler that holds messages slows its peer, nothing
+     * is lost). Once set it stays: {@link #onReceive} and {@link #receive()} are refused afterwards.
+     *
+     * @param h the handler, called on the group's owner thread; it must not block. A RuntimeException it throws is
+     *          logged (the message stays lent), an {@link Error} ends the endpoint
+     *          ({@link RdmaException.Kind#HANDLER_ERROR})
+     * @throws IllegalStateException when a handler ({@link #onReceive} or lent) is set already
+     */
+    public void onReceiveLent(LentMessageHandler h) {
+        if (h == null) throw new NullPointerException("handler");
+        synchronized (this) {
+            if (handler != null || lentHandler != null)
+                throw new IllegalStateException("this endpoint's receive handler is set already");
+            if (lentSlots == null) {
+                lentSlots = new LentMessage[recvSlots];
+                for (int i = 0; i < recvSlots; i++) {
+                    lentSlots[i] = new LentMessage(
+                            this, i, recvBufs.segment().asSlice((long) i * cfg.messageSize(), cfg.messageSize()));
+                }
+            }
+            lentHandler = h;
+            Message m;
+            while ((m = inbox.poll()) != null) {
+                LentMessage copy = new LentMessage(this, -1, MemorySegment.ofArray(m.bytes()));
+                lentOut++;
+                boolean imm = m.isWriteWithImmediate();
+                lentReady.add(copy.lend(m.length(), imm, imm ? m.immediate() : 0));
+                queueLentDrain();
+            }
+            if (state != State.CONNECTING && state != State.CONNECTED && state != State.CLOSING)
+                endLent(failure != null ? failure : stateError("receive"));
+        }
+        runAfterUnlock();
+    }
+
+    /** Lends a received message in its slot to the lent handler (not reposted until released). Caller holds the lock. */
+    private void lend(int slot, int length, boolean hasImmediate, int immediate) {
+        lentOut++;
+        lentReady.add(lentSlots[slot].lend(length, hasImmediate, immediate));
+        queueLentDrain();
+    }
+
+    /** A lent message's release: its slot is posted again and the peer gets the credit back. */
+    void release(LentMessage m) {
+        boolean closeBuffers;
+        synchronized (this) {
+            if (!m.lent) throw new IllegalStateException(m + " was released already");
+            m.lent = false;
+            lentOut--;
+            if (m.slot() >= 0) repost(m.slot());
+            credits.consumed();
+            if (state == State.CONNECTED || state == State.CLOSING) {
+                pump();
+                maybeReturnCredits();
+            }
+            closeBuffers = recvBufsCloseDeferred && lentOut == 0;
+            if (closeBuffers) recvBufsCloseDeferred = false;
+        }
+        runAfterUnlock();
+        if (closeBuffers) recvBufs.close();
+    }
+
+    /** Runs the lent handler: a RuntimeException is logged, an Error ends this endpoint (logged too). */
+    void runLentHandler(LentMessageHandler h, LentMessage m) {
+        try {
+            h.onMessage(m);
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, this + ": the lent receive handler threw " + e, e);
+        } catch (Error e) {
+            failOnCompletionThread("the lent receive handler threw " + e, e);
+        }
     }
 
     // ---- one-sided ------------------------------------------------------------------------------------------
@@ -1109,6 +1295,7 @@ public final class Endpoint implements AutoCloseable {
     /** An op is done with (its completion ran, or it had none): it serves a later operation. Caller holds the lock. */
     private void recycle(Op op) {
         op.future = null;
+        op.listener = null;
         op.result = null;
         op.error = null;
         op.remote = null;
@@ -1286,6 +1473,10 @@ public final class Endpoint implements AutoCloseable {
         }
         if (wc.opcode == WcOpcode.RECV_RDMA_WITH_IMM) {
             if (!takePeerCredit()) return;
+            if (lentHandler != null) {
+                lend(slot, 0, true, wc.immData);
+                return;
+            }
             repost(slot);
             deliver(new Message(new byte[0], true, wc.immData));
             return;
@@ -1298,6 +1489,10 @@ public final class Endpoint implements AutoCloseable {
             return;
         }
         if (!takePeerCredit()) return;
+        if (lentHandler != null) {
+            lend(slot, wc.byteLen, false, 0);
+            return;
+        }
         byte[] data = new byte[wc.byteLen];
         MemorySegment.copy(
                 recvBufs.segment(), ValueLayout.JAVA_BYTE, (long) slot * cfg.messageSize(), data, 0, wc.byteLen);
@@ -1415,7 +1610,7 @@ public final class Endpoint implements AutoCloseable {
             op.tmp.close();
             op.tmp = null;
         }
-        if (op.future != null) {
+        if (op.awaited()) {
             op.result = result;
             afterUnlock.add(op);
         } else {
@@ -1481,6 +1676,7 @@ public final class Endpoint implements AutoCloseable {
                 RdmaException we = derived(null, e);
                 afterUnlock.add(() -> target.completeExceptionally(we));
             }
+            endLent(e);
             if (inFlight.isEmpty()) {
                 toError();
                 goodbye.acknowledge();
@@ -1524,6 +1720,61 @@ public final class Endpoint implements AutoCloseable {
             RdmaException e = derived(null, cause);
             afterUnlock.add(() -> target.completeExceptionally(e));
         }
+        endLent(cause);
+    }
+
+    /** Tells the lent handler, once, that no message comes any more. Caller holds the lock. */
+    private void endLent(RdmaException cause) {
+        if (lentHandler == null || lentEnd != null) return;
+        lentEnd = derived(null, cause);
+        queueLentDrain();
+    }
+
+    /** Has the lent messages and the end handed to the handler after the lock. Caller holds the lock. */
+    private void queueLentDrain() {
+        if (lentDrainQueued) return;
+        lentDrainQueued = true;
+        afterUnlock.add(drainLentTask);
+    }
+
+    /**
+     * Hands the lent messages, then the end, to the handler in order; one thread at a time (another that finds it
+     * busy leaves what it would take to it).
+     */
+    private void drainLent() {
+        synchronized (this) {
+            lentDrainQueued = false;
+            if (lentDraining) return;
+            lentDraining = true;
+        }
+        while (true) {
+            LentMessage m;
+            RdmaException end = null;
+            synchronized (this) {
+                m = lentReady.poll();
+                if (m == null) {
+                    if (lentEnd != null && !lentEndTold) {
+                        lentEndTold = true;
+                        end = lentEnd;
+                    } else {
+                        lentDraining = false;
+                        return;
+                    }
+                }
+            }
+            if (m != null) {
+                runLentHandler(lentHandler, m);
+            } else {
+                try {
+                    lentHandler.onEnd(end);
+                } catch (RuntimeException thrown) {
+                    LOG.log(
+                            System.Logger.Level.WARNING,
+                            this + ": the lent receive handler's onEnd threw " + thrown,
+                            thrown);
+                }
+            }
+        }
     }
 
     private static RdmaException derived(Op op, RdmaException cause) {
@@ -1541,7 +1792,7 @@ public final class Endpoint implements AutoCloseable {
             if (op.posted && postedWrs > 0) heldUntilRetired.add(t);
             else t.close();
         }
-        if (op.future != null) {
+        if (op.awaited()) {
             op.error = e;
             afterUnlock.add(op);
         } else {
@@ -1576,12 +1827,15 @@ public final class Endpoint implements AutoCloseable {
      * callback that sends again) takes a list of its own.
      */
     private void runAfterUnlock() {
-        ArrayList<Runnable> todo = AFTER_UNLOCK_BATCH.get();
-        if (!todo.isEmpty()) todo = new ArrayList<>(); // nested: the outer call is still running its batch
+        AfterUnlockBatches batches = AFTER_UNLOCK_BATCHES.get();
+        ArrayList<Runnable> todo = batches.enter();
         synchronized (this) {
-            if (afterUnlock.isEmpty()) return;
             for (int i = 0; i < afterUnlock.size(); i++) todo.add(afterUnlock.get(i)); // addAll would copy to an array
             afterUnlock.clear();
+        }
+        if (todo.isEmpty()) {
+            batches.depth--;
+            return;
         }
         boolean ops = false;
         try {
@@ -1597,6 +1851,7 @@ public final class Endpoint implements AutoCloseable {
                 }
             }
             todo.clear();
+            batches.depth--;
         }
     }
 
@@ -1723,10 +1978,13 @@ public final class Endpoint implements AutoCloseable {
                             + " buffers of given-up operations are kept out of the pool");
             return;
         }
+        boolean closeNow;
         synchronized (this) {
             releaseHeld();
+            closeNow = lentOut == 0;
+            recvBufsCloseDeferred = !closeNow; // lent messages still read their buffers: the last release closes them
         }
-        recvBufs.close();
+        if (closeNow) recvBufs.close();
     }
 
     @Override

@@ -5,10 +5,12 @@ import dev.jrdma.connect.ConnectionManager;
 import dev.jrdma.connect.Endpoint;
 import dev.jrdma.connect.EndpointConfig;
 import dev.jrdma.connect.EndpointGroup;
-import dev.jrdma.connect.Message;
+import dev.jrdma.connect.LentMessage;
+import dev.jrdma.connect.LentMessageHandler;
 import dev.jrdma.connect.RdmaConnectException;
 import dev.jrdma.connect.RdmaException;
 import dev.jrdma.connect.RegisteredBuffer;
+import dev.jrdma.connect.SendListener;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.AbstractChannel;
@@ -27,7 +29,9 @@ import io.netty.channel.SingleThreadEventLoop;
 import io.netty.channel.socket.ChannelInputShutdownEvent;
 import io.netty.channel.socket.ChannelInputShutdownReadComplete;
 import io.netty.channel.socket.SocketChannel;
+import io.netty.util.UncheckedBooleanSupplier;
 import io.netty.util.concurrent.Future;
+import io.netty.util.internal.PlatformDependent;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.net.ConnectException;
@@ -41,15 +45,13 @@ import java.nio.channels.ConnectionPendingException;
 import java.nio.channels.NotYetConnectedException;
 import java.nio.channels.UnsupportedAddressTypeException;
 import java.nio.channels.WritableByteChannel;
-import java.util.concurrent.CancellationException;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
+import java.util.Arrays;
+import java.util.Queue;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.BiConsumer;
 
 /**
  * A Netty channel over a jrdma connection: the RDMA counterpart of {@code NioSocketChannel} /
@@ -87,6 +89,8 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
     private static final ChannelMetadata METADATA = new ChannelMetadata(false, 16);
 
     private static final byte[] END_OF_OUTPUT = new byte[0];
+    /** Receive buffers an endpoint posts beyond its credits, for credit-only messages (jrdma-connect's). */
+    private static final int RECEIVE_CONTROL_SLOTS = 4;
     /** Send-queue entries left to the endpoint for its credit-only messages. */
     private static final int CONTROL_SENDS = 2;
     /** Largest slot of the send ring (and so the largest message this side sends). */
@@ -122,17 +126,42 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
 
     // reading (event loop), with the flag the completion thread sets
     private boolean readPending;
-    /** The next message, taken from the endpoint (its callback registered once: {@link #receiveWatched}). */
-    private CompletableFuture<Message> pendingReceive;
+    /**
+     * Messages the endpoint lent this channel, in order, not yet read: the endpoint's owner adds, the event loop takes.
+     * Each holds its receive buffer and the peer's credit until the pipeline releases the buffer read over it.
+     */
+    private Queue<LentMessage> received;
+    /** Why the endpoint's input ended (after the messages in {@link #received}), or null; and whether it was acted on. */
+    private volatile RdmaException receiveEnd;
 
-    private boolean receiveWatched;
-    /** A message the pipeline has read only part of (reads are sized by the RecvByteBufAllocator), and how far. */
-    private byte[] partial;
+    private boolean receiveEndHandled;
+    /** Set when the channel is registered: from then on a lent message schedules a read. */
+    private volatile boolean readsScheduled;
+    /** A message the pipeline has read only part of (reads are sized by the RecvByteBufAllocator), the rest readable. */
+    private ByteBuf partial;
+    /** The buffers over the receive slots, made on first use (event loop). */
+    private ReceivedByteBuf[] slotBuffers = new ReceivedByteBuf[0];
 
-    private int partialOffset;
     private final AtomicBoolean readScheduled = new AtomicBoolean();
     private final Runnable readTask = this::readNow;
-    private final BiConsumer<Message, Throwable> onReceived = (m, t) -> scheduleRead();
+    private final UncheckedBooleanSupplier moreReceived = () -> partial != null || !received.isEmpty();
+    private final LentMessageHandler receiver = new LentMessageHandler() {
+        @Override
+        public void onMessage(LentMessage m) {
+            if (!open) {
+                m.release();
+                return;
+            }
+            received.offer(m); // room for every receive buffer (and the copies queued before the channel took over)
+            if (readsScheduled) scheduleRead();
+        }
+
+        @Override
+        public void onEnd(RdmaException cause) {
+            receiveEnd = cause;
+            if (readsScheduled) scheduleRead();
+        }
+    };
 
     // writing: completions are counted on the completion thread, reclaimed on the event loop
     private final SlotChannel slotChannel = new SlotChannel();
@@ -141,7 +170,7 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
     private volatile RdmaException sendFailure;
     private final AtomicBoolean writeScheduled = new AtomicBoolean();
     private final Runnable writeTask = this::afterSends;
-    private final BiConsumer<Void, Throwable> onSent = this::sent;
+    private final SendListener onSent = this::sent;
     private final Gather gather = new Gather();
     private boolean creditRecheckScheduled;
     private final Runnable creditRecheck = () -> {
@@ -190,7 +219,10 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
             InetAddress a = cfg.localAddress();
             local = new InetSocketAddress(a != null ? a : InetAddress.getLoopbackAddress(), 0);
         }
+        // every receive buffer of the endpoint can be lent at once, and as many copies queued before this channel
+        this.received = PlatformDependent.newFixedMpscQueue(2 * (cfg.recvQueueDepth() + RECEIVE_CONTROL_SLOTS));
         this.endpoint = ep;
+        ep.onReceiveLent(receiver);
     }
 
     /** {@return the jrdma endpoint under this channel, or null before it is connected} */
@@ -257,6 +289,7 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
     @Override
     protected void doRegister(ChannelPromise promise) {
         registerWith(eventLoop(), (RdmaUnsafe) unsafe(), promise, r -> registration = r);
+        readsScheduled = true;
         if (endpoint != null) scheduleRead(); // an accepted connection: watch for the end of its input from the start
     }
 
@@ -307,6 +340,7 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
         try {
             if (ep != null) ep.close();
         } finally {
+            if (ep != null) releaseUnread();
             if (ring != null) ring.close();
             RdmaServerChannel parent = parent();
             if (parent != null && ep != null) parent.childClosed();
@@ -367,26 +401,30 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
         Endpoint ep = endpoint;
         if (!open || ep == null || inputShutdown) return;
         if (!readPending) {
-            watchInputEnd(ep);
+            watchInputEnd();
             return;
         }
         RecvByteBufAllocator.Handle handle = unsafe().recvBufAllocHandle();
         handle.reset(config);
         boolean delivered = false;
         do {
-            if (partial == null && !takeMessage(ep)) {
+            if (partial == null && !takeMessage()) {
                 if (delivered) {
                     handle.readComplete();
                     pipeline().fireChannelReadComplete();
                 }
-                if (open && !inputShutdown) takeInputEnd(ep);
+                if (open && !inputShutdown) takeInputEnd();
                 return;
             }
             int guess = Math.max(1, handle.guess());
-            int n = Math.min(partial.length - partialOffset, guess);
-            ByteBuf buf = Unpooled.wrappedBuffer(partial, partialOffset, n);
-            partialOffset += n;
-            if (partialOffset == partial.length) partial = null;
+            int n = Math.min(partial.readableBytes(), guess);
+            ByteBuf buf;
+            if (n == partial.readableBytes()) { // the rest of the message: the buffer over its receive slot itself
+                buf = partial;
+                partial = null;
+            } else {
+                buf = partial.readRetainedSlice(n);
+            }
             handle.attemptedBytesRead(guess);
             handle.lastBytesRead(n);
             handle.incMessagesRead(1);
@@ -394,93 +432,96 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
             delivered = true;
             pipeline().fireChannelRead(buf);
             if (!open || inputShutdown) break;
-        } while (continueReading(handle, ep));
+        } while (continueReading(handle));
         handle.readComplete();
         pipeline().fireChannelReadComplete();
-        if (open && !inputShutdown && !readPending) watchInputEnd(ep);
+        if (open && !inputShutdown && !readPending) watchInputEnd();
     }
 
-    private boolean continueReading(RecvByteBufAllocator.Handle handle, Endpoint ep) {
+    private boolean continueReading(RecvByteBufAllocator.Handle handle) {
         if (handle instanceof RecvByteBufAllocator.ExtendedHandle extended) {
-            return extended.continueReading(
-                    () -> partial != null || nextReceive(ep).isDone());
+            return extended.continueReading(moreReceived);
         }
         return handle.continueReading();
     }
 
-    /** The endpoint's next message, asked for once. */
-    private CompletableFuture<Message> nextReceive(Endpoint ep) {
-        if (pendingReceive == null) {
-            pendingReceive = ep.receive();
-            receiveWatched = false;
-        }
-        return pendingReceive;
-    }
-
     /**
-     * Makes the next message with data the {@link #partial} one; false when none has arrived yet (a callback reads
-     * again when it does) or the input ended (the message that ends it stays next, for {@link #takeInputEnd}).
+     * Makes the next message with data the {@link #partial} one; false when none has arrived yet (the endpoint's
+     * handler reads again when one does) or the input ended (the message that ends it stays next, for
+     * {@link #takeInputEnd}).
      */
-    private boolean takeMessage(Endpoint ep) {
-        while (true) {
-            CompletableFuture<Message> f = nextReceive(ep);
-            if (!f.isDone()) {
-                watch(f);
-                return false;
-            }
-            if (f.isCompletedExceptionally()) return false;
-            Message m = f.join();
+    private boolean takeMessage() {
+        LentMessage m;
+        while ((m = received.peek()) != null) {
             if (m.length() == 0) {
                 if (!m.isWriteWithImmediate()) return false; // the peer's end of output
-                pendingReceive = null; // a write with immediate carries nothing for Netty
+                received.poll(); // a write with immediate carries nothing for Netty
+                m.release();
                 continue;
             }
-            pendingReceive = null;
-            partial = m.bytes();
-            partialOffset = 0;
+            received.poll();
+            partial = bufferOver(m);
             return true;
         }
+        return false;
     }
 
-    private void watch(CompletableFuture<Message> f) {
-        if (!receiveWatched) {
-            receiveWatched = true;
-            f.whenComplete(onReceived);
+    /** The pipeline's buffer over a lent message: the one over its receive slot (a copy for one queued earlier). */
+    private ByteBuf bufferOver(LentMessage m) {
+        int slot = m.slot();
+        if (slot < 0) { // received before this channel took the endpoint's messages: a copy already
+            ByteBuf copy = Unpooled.wrappedBuffer(m.bytes());
+            m.release();
+            return copy;
         }
+        if (slot >= slotBuffers.length) slotBuffers = Arrays.copyOf(slotBuffers, slot + 1);
+        ReceivedByteBuf b = slotBuffers[slot];
+        if (b == null) {
+            b = new ReceivedByteBuf(alloc(), m.slotMemory().asByteBuffer());
+            slotBuffers[slot] = b;
+        }
+        return b.lend(m);
     }
 
     /** Without a read pending: acts on the end of the peer's output when nothing is left before it. */
-    private void watchInputEnd(Endpoint ep) {
-        if (partial != null) return;
-        CompletableFuture<Message> f = nextReceive(ep);
-        if (!f.isDone()) watch(f);
-        else takeInputEnd(ep);
+    private void watchInputEnd() {
+        if (partial == null) takeInputEnd();
     }
 
     /** Acts on the next message if it ends the input: the peer's end-of-output message, its close, or a failure. */
-    private void takeInputEnd(Endpoint ep) {
-        CompletableFuture<Message> f = nextReceive(ep);
-        if (!f.isDone()) {
-            watch(f);
-            return;
-        }
-        if (f.isCompletedExceptionally()) {
-            pendingReceive = null;
-            Throwable t;
-            try {
-                f.join();
-                return;
-            } catch (CompletionException | CancellationException e) {
-                t = e.getCause() != null ? e.getCause() : e;
+    private void takeInputEnd() {
+        RdmaException end = receiveEnd; // read before the queue: the endpoint queues every message before it ends
+        LentMessage m = received.peek();
+        if (m != null) {
+            if (m.length() == 0 && !m.isWriteWithImmediate()) {
+                received.poll();
+                m.release();
+                inputEnded();
             }
-            receiveFailed(t);
             return;
         }
-        Message m = f.getNow(null);
-        if (m.length() == 0 && !m.isWriteWithImmediate()) {
-            pendingReceive = null;
-            inputEnded();
+        if (end != null && !receiveEndHandled) {
+            receiveEndHandled = true;
+            receiveFailed(end);
         }
+    }
+
+    /** The channel closed: messages it did not read go back to the endpoint (event loop, or after it stopped). */
+    private void releaseUnread() {
+        EventLoop loop = isRegistered() ? eventLoop() : null;
+        if (loop != null && !loop.inEventLoop()) {
+            try {
+                loop.execute(this::releaseUnread);
+                return;
+            } catch (RejectedExecutionException e) {
+                // the loop is gone: nobody reads any more, release here
+            }
+        }
+        ByteBuf p = partial;
+        partial = null;
+        if (p != null) p.release();
+        LentMessage m;
+        while ((m = received.poll()) != null) m.release();
     }
 
     private void receiveFailed(Throwable cause) {
@@ -551,7 +592,7 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
             if (!skipEmpty(in)) return;
             if (inFlightCount == inFlight.length) return; // a send completion flushes again
             if (ep.sendCredits() <= 0) { // the peer has no free receive buffer: look again shortly
-                if (!ep.isConnected()) throw writeRefused(null);
+                if (!ep.isConnected()) throw writeRefused(ep);
                 awaitCredits();
                 return;
             }
@@ -588,25 +629,19 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
             throw new IOException(
                     "file region " + region + " gave no bytes at " + region.transferred() + " of " + region.count());
         }
-        CompletableFuture<Void> send = ep.send(ring.memory(), ring.offset(slot), (int) read);
+        if (!ep.send(ring.memory(), ring.offset(slot), (int) read, onSent)) {
+            ring.untake();
+            throw writeRefused(ep);
+        }
         pushInFlight(null);
-        send.whenComplete(onSent);
-        if (send.isCompletedExceptionally()) throw writeRefused(send);
         bytesCopied += read;
         in.progress(read);
         if (region.transferred() >= region.count()) in.remove();
     }
 
     /** A send the endpoint refused at once, as the IOException a socket's write to a closed peer throws. */
-    private IOException writeRefused(CompletableFuture<Void> send) {
-        Throwable cause = null;
-        if (send != null) {
-            try {
-                send.getNow(null);
-            } catch (CompletionException | CancellationException e) {
-                cause = e.getCause() != null ? e.getCause() : e;
-            }
-        }
+    private IOException writeRefused(Endpoint ep) {
+        Throwable cause = ep != null ? ep.refusal() : null;
         sendFailureHandled = true; // this failure is the write's: the send's completion reports nothing more
         return new IOException(
                 "cannot send on " + this + ": " + (cause != null ? cause.getMessage() : "the connection is closed"),
@@ -625,11 +660,9 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
         if (memory == null) return 0;
         long offset = offsetIn(memory, head, n);
         if (offset < 0 || offset + n > memory.length()) return 0; // not inside that memory (cannot happen for a view)
-        CompletableFuture<Void> send = ep.send(memory, offset, n);
-        if (send.isCompletedExceptionally()) throw writeRefused(send);
+        if (!ep.send(memory, offset, n, onSent)) throw writeRefused(ep);
         pushInFlight(head.retain()); // the outbound buffer releases its reference when the bytes leave it
         bytesSentInPlace += n;
-        send.whenComplete(onSent);
         return n;
     }
 
@@ -664,10 +697,11 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
             throw new IllegalStateException(e); // the processor throws nothing
         }
         int filled = gather.filled();
-        CompletableFuture<Void> send = ep.send(ring.memory(), ring.offset(slot), filled);
+        if (!ep.send(ring.memory(), ring.offset(slot), filled, onSent)) {
+            ring.untake();
+            throw writeRefused(ep);
+        }
         pushInFlight(null);
-        send.whenComplete(onSent);
-        if (send.isCompletedExceptionally()) throw writeRefused(send);
         bytesCopied += filled;
         return filled;
     }
@@ -797,14 +831,9 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
         eventLoop().schedule(creditRecheck, CREDIT_RECHECK_US, TimeUnit.MICROSECONDS);
     }
 
-    /** A send completed (any thread). */
-    private void sent(Void ignored, Throwable t) {
-        if (t != null && sendFailure == null) {
-            Throwable c = t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
-            sendFailure = c instanceof RdmaException r
-                    ? r
-                    : new RdmaException(RdmaException.Kind.COMPLETION_ERROR, String.valueOf(c), null, c);
-        }
+    /** A send completed (the endpoint's owner thread). */
+    private void sent(RdmaException failure) {
+        if (failure != null && sendFailure == null) sendFailure = failure;
         sendsCompleted.incrementAndGet();
         if (writeScheduled.compareAndSet(false, true)) {
             if (runInline(writeTask)) return;
