@@ -112,4 +112,24 @@ class LentReceiveTest {
             buf.close();
         }
     }
+
+    @Test
+    void aMessageHeldPastTheCloseKeepsItsBufferUntilReleased() throws Exception {
+        try (TestSupport.Pair p = TestSupport.pair(TestSupport.config().build())) {
+            Endpoint c = p.clientSide(), s = p.serverSide();
+            Holder h = new Holder();
+            s.onReceiveLent(h);
+            c.sendSync(new byte[] {9, 8});
+            LentMessage m = h.take();
+            s.close();
+            assertEquals(
+                    RdmaException.Kind.CLOSED, h.end.get(10, TimeUnit.SECONDS).kind());
+            // the receive buffers stay out of the pool while a message lies in them: nobody else gets that memory
+            assertFalse(s.receiveSlots().isReleased(), "the receive buffers are kept for the lent message");
+            assertEquals(9, m.slotMemory().get(ValueLayout.JAVA_BYTE, 0));
+            assertEquals(8, m.slotMemory().get(ValueLayout.JAVA_BYTE, 1));
+            m.release(); // the last one out gives the receive buffers back
+            assertTrue(s.receiveSlots().isReleased(), "released with the last lent message");
+        }
+    }
 }
