@@ -46,7 +46,13 @@ abstract class EndpointCore {
     /** {@return the peer's address ({@link Endpoint#remoteAddress()})} */
     public abstract SocketAddress remoteAddress();
 
-    /** Waits for an operation's future ({@link Endpoint#await}). */
+    /**
+     * Waits for an operation's future ({@link Endpoint#await}).
+     *
+     * @param <T> the operation's result type
+     * @param f   the operation's future
+     * @return the operation's result
+     */
     public abstract <T> T await(CompletableFuture<T> f);
 
     static final int HANDSHAKE_MAGIC = 0x4A52444D; // "JRDM"
