@@ -11,8 +11,6 @@ import dev.jrdma.verbs.WorkCompletion;
 import java.net.InetAddress;
 import java.time.Duration;
 import java.util.EnumSet;
-import java.util.List;
-import java.util.concurrent.ConcurrentHashMap;
 
 /**
  * Endpoints that share a device, a protection domain, a buffer pool, a completion channel and one owner thread that
@@ -63,7 +61,7 @@ public final class EndpointGroup implements AutoCloseable {
     private final BufferPool pool;
     private final BufferPool messages;
     private final int gidIndex;
-    private final ConcurrentHashMap<Integer, Endpoint> endpoints = new ConcurrentHashMap<>();
+    private final EndpointsByQpn endpoints = new EndpointsByQpn();
     private final WorkCompletion[] wcs = WorkCompletion.array(32); // the owner's
     private final ProgressCore core;
     /** The group's own thread, or null when an {@link Invoker}'s caller drives it. */
@@ -406,7 +404,7 @@ public final class EndpointGroup implements AutoCloseable {
 
         @Override
         public void checkTimeouts(long now) {
-            for (Endpoint ep : endpoints.values()) EndpointGroup.checkTimeouts(ep, now);
+            for (Endpoint ep : endpoints.snapshot()) EndpointGroup.checkTimeouts(ep, now);
         }
 
         @Override
@@ -511,7 +509,7 @@ public final class EndpointGroup implements AutoCloseable {
     @Override
     public void close() {
         if (!running) return;
-        for (Endpoint ep : List.copyOf(endpoints.values())) {
+        for (Endpoint ep : endpoints.snapshot()) {
             try {
                 ep.close();
             } catch (RuntimeException e) {

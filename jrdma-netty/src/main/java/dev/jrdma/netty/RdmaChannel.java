@@ -1,16 +1,12 @@
 package dev.jrdma.netty;
 
-import dev.jrdma.connect.BufferPool;
 import dev.jrdma.connect.ConnectionManager;
 import dev.jrdma.connect.Endpoint;
 import dev.jrdma.connect.EndpointConfig;
 import dev.jrdma.connect.EndpointGroup;
-import dev.jrdma.connect.Message;
 import dev.jrdma.connect.RdmaConnectException;
 import dev.jrdma.connect.RdmaException;
-import dev.jrdma.connect.RegisteredBuffer;
 import io.netty.buffer.ByteBuf;
-import io.netty.buffer.Unpooled;
 import io.netty.channel.AbstractChannel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelMetadata;
@@ -22,34 +18,24 @@ import io.netty.channel.FileRegion;
 import io.netty.channel.IoEvent;
 import io.netty.channel.IoEventLoop;
 import io.netty.channel.IoRegistration;
-import io.netty.channel.RecvByteBufAllocator;
 import io.netty.channel.SingleThreadEventLoop;
 import io.netty.channel.socket.ChannelInputShutdownEvent;
 import io.netty.channel.socket.ChannelInputShutdownReadComplete;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.util.concurrent.Future;
 import java.io.IOException;
-import java.lang.foreign.MemorySegment;
 import java.net.ConnectException;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
-import java.nio.ByteBuffer;
 import java.nio.channels.AlreadyConnectedException;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ConnectionPendingException;
 import java.nio.channels.NotYetConnectedException;
 import java.nio.channels.UnsupportedAddressTypeException;
-import java.nio.channels.WritableByteChannel;
-import java.util.concurrent.CancellationException;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CompletionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.function.BiConsumer;
 
 /**
  * A Netty channel over a jrdma connection: the RDMA counterpart of {@code NioSocketChannel} /
@@ -87,17 +73,11 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
     private static final ChannelMetadata METADATA = new ChannelMetadata(false, 16);
 
     private static final byte[] END_OF_OUTPUT = new byte[0];
-    /** Send-queue entries left to the endpoint for its credit-only messages. */
-    private static final int CONTROL_SENDS = 2;
-    /** Largest slot of the send ring (and so the largest message this side sends). */
-    private static final int MAX_SLOT = 64 * 1024;
     /**
      * The least a registered buffer must hold to be sent from where it lies: a smaller one is cheaper to copy into a
      * gathered message than to send alone (each message takes a work request and one of the peer's credits).
      */
     static final int IN_PLACE_MIN = 1024;
-    /** How long to wait before looking again when the peer has no free receive buffer. */
-    private static final long CREDIT_RECHECK_US = 50;
     /**
      * The blocking part of a close (the endpoint waits for in-flight work and the peer's goodbye) runs here. Platform
      * threads: rdma_cm and verbs calls block in native code, which would pin a virtual thread's carrier.
@@ -106,48 +86,19 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
             r -> Thread.ofPlatform().daemon().name("jrdma-netty-close").start(r);
 
     private final RdmaChannelConfig config;
+    private final ChannelSends sends = new ChannelSends(this);
+    private final ChannelReads reads = new ChannelReads(this);
     private volatile Endpoint endpoint;
     private volatile boolean open = true;
-    private volatile boolean inputShutdown, outputShutdown;
+    volatile boolean inputShutdown;
+    private volatile boolean outputShutdown;
     private volatile InetSocketAddress local, remote;
-    private SendRing ring;
-    /** Sends in flight, oldest first: a registered buffer sent in place (held until it completes), or null for a ring slot. */
-    private ByteBuf[] inFlight;
-
-    private int inFlightHead, inFlightCount;
-    /** Bytes copied into the send ring, and bytes sent from the application's registered buffers (event loop). */
-    private long bytesCopied, bytesSentInPlace;
 
     private IoRegistration registration;
 
     // reading (event loop), with the flag the completion thread sets
-    private boolean readPending;
-    /** The next message, taken from the endpoint (its callback registered once: {@link #receiveWatched}). */
-    private CompletableFuture<Message> pendingReceive;
+    boolean readPending;
 
-    private boolean receiveWatched;
-    /** A message the pipeline has read only part of (reads are sized by the RecvByteBufAllocator), and how far. */
-    private byte[] partial;
-
-    private int partialOffset;
-    private final AtomicBoolean readScheduled = new AtomicBoolean();
-    private final Runnable readTask = this::readNow;
-    private final BiConsumer<Message, Throwable> onReceived = (m, t) -> scheduleRead();
-
-    // writing: completions are counted on the completion thread, reclaimed on the event loop
-    private final SlotChannel slotChannel = new SlotChannel();
-    private boolean sendFailureHandled;
-    private final AtomicInteger sendsCompleted = new AtomicInteger();
-    private volatile RdmaException sendFailure;
-    private final AtomicBoolean writeScheduled = new AtomicBoolean();
-    private final Runnable writeTask = this::afterSends;
-    private final BiConsumer<Void, Throwable> onSent = this::sent;
-    private final Gather gather = new Gather();
-    private boolean creditRecheckScheduled;
-    private final Runnable creditRecheck = () -> {
-        creditRecheckScheduled = false;
-        ((RdmaUnsafe) unsafe()).flushNow();
-    };
     private boolean failed;
 
     // connecting (event loop)
@@ -177,10 +128,7 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
 
     private void attach(Endpoint ep) {
         EndpointConfig cfg = config.getEndpointConfig();
-        int slotSize = Math.min(ep.maxMessageSize(), MAX_SLOT);
-        int slots = Math.max(1, cfg.sendQueueDepth() - CONTROL_SENDS);
-        this.ring = new SendRing(ep.pool(), slots, slotSize);
-        this.inFlight = new ByteBuf[slots];
+        sends.attach(ep, cfg);
         if (config.getAllocator() instanceof RegisteredByteBufAllocator a) a.attach(ep.pool());
         if (ep.remoteAddress() instanceof InetSocketAddress r) this.remote = r;
         // the address and port of the connection's set-up (its TCP exchange or rdma_cm id), as a socket's
@@ -191,6 +139,7 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
             local = new InetSocketAddress(a != null ? a : InetAddress.getLoopbackAddress(), 0);
         }
         this.endpoint = ep;
+        reads.attach(ep, cfg);
     }
 
     /** {@return the jrdma endpoint under this channel, or null before it is connected} */
@@ -257,7 +206,8 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
     @Override
     protected void doRegister(ChannelPromise promise) {
         registerWith(eventLoop(), (RdmaUnsafe) unsafe(), promise, r -> registration = r);
-        if (endpoint != null) scheduleRead(); // an accepted connection: watch for the end of its input from the start
+        reads.registered();
+        if (endpoint != null) reads.schedule(); // an accepted connection: watch for the end of its input from the start
     }
 
     /** Registers with an RDMA I/O handler when the loop has one; any other single-threaded loop needs nothing. */
@@ -307,20 +257,21 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
         try {
             if (ep != null) ep.close();
         } finally {
-            if (ring != null) ring.close();
+            if (ep != null) reads.releaseUnread();
+            sends.close();
             RdmaServerChannel parent = parent();
             if (parent != null && ep != null) parent.childClosed();
         }
     }
 
-    // ---- reading --------------------------------------------------------------------------------------------
+    // ---- reading (ChannelReads) -----------------------------------------------------------------------------
 
     /** A read asked for before the channel is connected stays pending: it is done once it is. */
     @Override
     protected void doBeginRead() {
         if (inputShutdown) return;
         readPending = true;
-        if (endpoint != null) scheduleRead();
+        if (endpoint != null) reads.schedule();
     }
 
     /** Auto-read was turned off: a read it had asked for is no longer wanted (as NIO's {@code clearReadPending}). */
@@ -334,156 +285,17 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
         else loop.execute(() -> readPending = false);
     }
 
-    private void scheduleRead() {
-        if (readScheduled.compareAndSet(false, true)) {
-            if (runInline(readTask)) return;
-            try {
-                eventLoop().execute(readTask);
-            } catch (RejectedExecutionException e) {
-                readScheduled.set(false); // the loop is shutting down: nothing more to read
-            }
-        }
-    }
-
     /**
      * Runs a completion's read or write handling on the spot when the completion is dispatched by this channel's own
      * event loop while it drives its groups ({@link RdmaIoHandler#runInline}): no task, no second pass of the loop.
      */
-    private boolean runInline(Runnable work) {
+    boolean runInline(Runnable work) {
         if (!isRegistered()) return false;
         RdmaIoHandler h = RdmaIoHandler.current();
         return h != null && eventLoop().inEventLoop() && h.runInline(work);
     }
 
-    /**
-     * One read operation, as a socket channel's: reads of at most the RecvByteBufAllocator's guess each (a message
-     * is cut into such pieces without a copy), while its handle says to go on (auto-read still on, fewer reads than
-     * its maximum, more already received), then channelReadComplete. Whether or not a read is pending, the end of
-     * the peer's output (its shutdown or close) is noticed once everything before it was read, as epoll notices
-     * RDHUP.
-     */
-    private void readNow() {
-        readScheduled.set(false);
-        Endpoint ep = endpoint;
-        if (!open || ep == null || inputShutdown) return;
-        if (!readPending) {
-            watchInputEnd(ep);
-            return;
-        }
-        RecvByteBufAllocator.Handle handle = unsafe().recvBufAllocHandle();
-        handle.reset(config);
-        boolean delivered = false;
-        do {
-            if (partial == null && !takeMessage(ep)) {
-                if (delivered) {
-                    handle.readComplete();
-                    pipeline().fireChannelReadComplete();
-                }
-                if (open && !inputShutdown) takeInputEnd(ep);
-                return;
-            }
-            int guess = Math.max(1, handle.guess());
-            int n = Math.min(partial.length - partialOffset, guess);
-            ByteBuf buf = Unpooled.wrappedBuffer(partial, partialOffset, n);
-            partialOffset += n;
-            if (partialOffset == partial.length) partial = null;
-            handle.attemptedBytesRead(guess);
-            handle.lastBytesRead(n);
-            handle.incMessagesRead(1);
-            readPending = false;
-            delivered = true;
-            pipeline().fireChannelRead(buf);
-            if (!open || inputShutdown) break;
-        } while (continueReading(handle, ep));
-        handle.readComplete();
-        pipeline().fireChannelReadComplete();
-        if (open && !inputShutdown && !readPending) watchInputEnd(ep);
-    }
-
-    private boolean continueReading(RecvByteBufAllocator.Handle handle, Endpoint ep) {
-        if (handle instanceof RecvByteBufAllocator.ExtendedHandle extended) {
-            return extended.continueReading(
-                    () -> partial != null || nextReceive(ep).isDone());
-        }
-        return handle.continueReading();
-    }
-
-    /** The endpoint's next message, asked for once. */
-    private CompletableFuture<Message> nextReceive(Endpoint ep) {
-        if (pendingReceive == null) {
-            pendingReceive = ep.receive();
-            receiveWatched = false;
-        }
-        return pendingReceive;
-    }
-
-    /**
-     * Makes the next message with data the {@link #partial} one; false when none has arrived yet (a callback reads
-     * again when it does) or the input ended (the message that ends it stays next, for {@link #takeInputEnd}).
-     */
-    private boolean takeMessage(Endpoint ep) {
-        while (true) {
-            CompletableFuture<Message> f = nextReceive(ep);
-            if (!f.isDone()) {
-                watch(f);
-                return false;
-            }
-            if (f.isCompletedExceptionally()) return false;
-            Message m = f.join();
-            if (m.length() == 0) {
-                if (!m.isWriteWithImmediate()) return false; // the peer's end of output
-                pendingReceive = null; // a write with immediate carries nothing for Netty
-                continue;
-            }
-            pendingReceive = null;
-            partial = m.bytes();
-            partialOffset = 0;
-            return true;
-        }
-    }
-
-    private void watch(CompletableFuture<Message> f) {
-        if (!receiveWatched) {
-            receiveWatched = true;
-            f.whenComplete(onReceived);
-        }
-    }
-
-    /** Without a read pending: acts on the end of the peer's output when nothing is left before it. */
-    private void watchInputEnd(Endpoint ep) {
-        if (partial != null) return;
-        CompletableFuture<Message> f = nextReceive(ep);
-        if (!f.isDone()) watch(f);
-        else takeInputEnd(ep);
-    }
-
-    /** Acts on the next message if it ends the input: the peer's end-of-output message, its close, or a failure. */
-    private void takeInputEnd(Endpoint ep) {
-        CompletableFuture<Message> f = nextReceive(ep);
-        if (!f.isDone()) {
-            watch(f);
-            return;
-        }
-        if (f.isCompletedExceptionally()) {
-            pendingReceive = null;
-            Throwable t;
-            try {
-                f.join();
-                return;
-            } catch (CompletionException | CancellationException e) {
-                t = e.getCause() != null ? e.getCause() : e;
-            }
-            receiveFailed(t);
-            return;
-        }
-        Message m = f.getNow(null);
-        if (m.length() == 0 && !m.isWriteWithImmediate()) {
-            pendingReceive = null;
-            inputEnded();
-        }
-    }
-
-    private void receiveFailed(Throwable cause) {
+    void receiveFailed(Throwable cause) {
         if (cause instanceof RdmaException e) {
             switch (e.kind()) {
                 case PEER_CLOSED -> {
@@ -506,7 +318,7 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
      * ChannelInputShutdownEvent}, then {@code ChannelInputShutdownReadComplete}: everything before it was read), and
      * the channel stays open for writing (a write to a peer that closed fails as a socket's does); else it closes.
      */
-    private void inputEnded() {
+    void inputEnded() {
         if (config.isAllowHalfClosure()) {
             inputShutdown = true;
             pipeline().fireUserEventTriggered(ChannelInputShutdownEvent.INSTANCE);
@@ -517,7 +329,7 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
     }
 
     /** Reports a failure once and closes the channel. */
-    private void fail(Throwable cause) {
+    void fail(Throwable cause) {
         if (failed) return;
         failed = true;
         pipeline().fireExceptionCaught(cause);
@@ -529,7 +341,7 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
         unsafe().close(unsafe().voidPromise());
     }
 
-    // ---- writing --------------------------------------------------------------------------------------------
+    // ---- writing (ChannelSends) -----------------------------------------------------------------------------
 
     @Override
     protected Object filterOutboundMessage(Object msg) {
@@ -545,305 +357,22 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
      */
     @Override
     protected void doWrite(ChannelOutboundBuffer in) throws IOException {
-        Endpoint ep = endpoint;
-        reclaimSends();
-        while (true) {
-            if (!skipEmpty(in)) return;
-            if (inFlightCount == inFlight.length) return; // a send completion flushes again
-            if (ep.sendCredits() <= 0) { // the peer has no free receive buffer: look again shortly
-                if (!ep.isConnected()) throw writeRefused(null);
-                awaitCredits();
-                return;
-            }
-            Object head = in.current();
-            if (head instanceof FileRegion region) {
-                sendFileRegion(ep, in, region);
-                continue;
-            }
-            int sent = sendInPlace(ep, (ByteBuf) head);
-            if (sent == 0) sent = sendCopy(ep, in);
-            // only now, with the send posted, do the writes' promises complete: a listener that closes the channel
-            // (HTTP's Connection: close) starts the endpoint's close on the closer thread, which then waits for this
-            // send
-            in.removeBytes(sent);
-        }
-    }
-
-    /**
-     * Reads the next part of a file region (at most a slot) into the send ring and sends it: the region's file is
-     * read once, into registered memory, and the adapter sends from there.
-     */
-    private void sendFileRegion(Endpoint ep, ChannelOutboundBuffer in, FileRegion region) throws IOException {
-        int slot = ring.take();
-        long read;
-        try {
-            slotChannel.begin(ring.view(slot, ring.slotSize()));
-            read = region.transferTo(slotChannel, region.transferred());
-        } catch (IOException | RuntimeException e) {
-            ring.untake();
-            throw e;
-        }
-        if (read <= 0) {
-            ring.untake();
-            throw new IOException(
-                    "file region " + region + " gave no bytes at " + region.transferred() + " of " + region.count());
-        }
-        CompletableFuture<Void> send = ep.send(ring.memory(), ring.offset(slot), (int) read);
-        pushInFlight(null);
-        send.whenComplete(onSent);
-        if (send.isCompletedExceptionally()) throw writeRefused(send);
-        bytesCopied += read;
-        in.progress(read);
-        if (region.transferred() >= region.count()) in.remove();
-    }
-
-    /** A send the endpoint refused at once, as the IOException a socket's write to a closed peer throws. */
-    private IOException writeRefused(CompletableFuture<Void> send) {
-        Throwable cause = null;
-        if (send != null) {
-            try {
-                send.getNow(null);
-            } catch (CompletionException | CancellationException e) {
-                cause = e.getCause() != null ? e.getCause() : e;
-            }
-        }
-        sendFailureHandled = true; // this failure is the write's: the send's completion reports nothing more
-        return new IOException(
-                "cannot send on " + this + ": " + (cause != null ? cause.getMessage() : "the connection is closed"),
-                cause);
-    }
-
-    /**
-     * Sends the head of the outbound buffer from its own registered memory, up to one message, holding the buffer
-     * until the send completes. Returns the bytes sent, or 0 when the head is not such a buffer (it is copied
-     * instead); throws when the endpoint refused the send (the peer closed, or the connection broke).
-     */
-    private int sendInPlace(Endpoint ep, ByteBuf head) throws IOException {
-        int n = Math.min(head.readableBytes(), ring.slotSize());
-        if (n < IN_PLACE_MIN) return 0;
-        RegisteredBuffer memory = registeredMemory(head, ep.pool());
-        if (memory == null) return 0;
-        long offset = offsetIn(memory, head, n);
-        if (offset < 0 || offset + n > memory.length()) return 0; // not inside that memory (cannot happen for a view)
-        CompletableFuture<Void> send = ep.send(memory, offset, n);
-        if (send.isCompletedExceptionally()) throw writeRefused(send);
-        pushInFlight(head.retain()); // the outbound buffer releases its reference when the bytes leave it
-        bytesSentInPlace += n;
-        send.whenComplete(onSent);
-        return n;
-    }
-
-    /**
-     * Where {@code buf}'s readable bytes start in {@code memory}: its reader index for the buffer itself (nothing
-     * allocated), else (a slice or other view of it) found from the address of the view's memory.
-     */
-    private static long offsetIn(RegisteredBuffer memory, ByteBuf buf, int n) {
-        if (buf instanceof RegisteredByteBuf) return buf.readerIndex();
-        return MemorySegment.ofBuffer(buf.nioBuffer(buf.readerIndex(), n)).address()
-                - memory.segment().address();
-    }
-
-    /** The registered memory of {@code pool} under {@code buf} (a {@link RegisteredByteBuf} or a view of one), or null. */
-    private static RegisteredBuffer registeredMemory(ByteBuf buf, BufferPool pool) {
-        for (ByteBuf b = buf; b != null; b = b.unwrap()) {
-            if (b instanceof RegisteredByteBuf r) return r.registeredIn(pool);
-        }
-        return null;
-    }
-
-    /**
-     * Gathers as many flushed buffers as fit into one ring slot (headers, body and trailers of a response travel
-     * as one RDMA send, as a socket's gathering write would send them) and sends it; throws as {@link #sendInPlace}.
-     */
-    private int sendCopy(Endpoint ep, ChannelOutboundBuffer in) throws IOException {
-        int slot = ring.take();
-        gather.begin(ring.view(slot, ring.slotSize()), ep.pool());
-        try {
-            in.forEachFlushedMessage(gather);
-        } catch (Exception e) {
-            throw new IllegalStateException(e); // the processor throws nothing
-        }
-        int filled = gather.filled();
-        CompletableFuture<Void> send = ep.send(ring.memory(), ring.offset(slot), filled);
-        pushInFlight(null);
-        send.whenComplete(onSent);
-        if (send.isCompletedExceptionally()) throw writeRefused(send);
-        bytesCopied += filled;
-        return filled;
-    }
-
-    private void pushInFlight(ByteBuf held) {
-        int at = inFlightHead + inFlightCount;
-        inFlight[at >= inFlight.length ? at - inFlight.length : at] = held;
-        inFlightCount++;
-    }
-
-    /** The oldest {@code n} sends completed: their ring slots are free again and their held buffers released. */
-    private void completeInFlight(int n) {
-        int slots = 0;
-        for (int i = 0; i < n && inFlightCount > 0; i++) {
-            ByteBuf held = inFlight[inFlightHead];
-            inFlight[inFlightHead] = null;
-            inFlightHead = inFlightHead + 1 == inFlight.length ? 0 : inFlightHead + 1;
-            inFlightCount--;
-            if (held != null) held.release();
-            else slots++;
-        }
-        ring.release(slots);
+        sends.write(endpoint, in);
     }
 
     /** Bytes copied into the send ring so far (tests; event loop). */
     long bytesCopied() {
-        return bytesCopied;
+        return sends.bytesCopied();
     }
 
     /** Bytes sent from the application's registered buffers without a copy so far (tests; event loop). */
     long bytesSentInPlace() {
-        return bytesSentInPlace;
-    }
-
-    /**
-     * Copies flushed buffers into a send slot without taking them from the outbound buffer; it stops before a
-     * registered buffer that will be sent in place.
-     */
-    private static final class Gather implements ChannelOutboundBuffer.MessageProcessor {
-        private ByteBuffer view;
-        private int filled;
-        private BufferPool pool;
-
-        void begin(ByteBuffer slot, BufferPool connectionPool) {
-            view = slot;
-            filled = 0;
-            pool = connectionPool;
-        }
-
-        int filled() {
-            return filled;
-        }
-
-        @Override
-        public boolean processMessage(Object msg) {
-            if (!(msg instanceof ByteBuf buf)) return false; // a FileRegion goes alone
-            if (filled > 0 && buf.readableBytes() >= IN_PLACE_MIN && registeredMemory(buf, pool) != null) return false;
-            int n = Math.min(buf.readableBytes(), view.capacity() - filled);
-            if (n > 0) {
-                view.limit(filled + n).position(filled);
-                copy(buf, n, view);
-                filled += n;
-            }
-            return filled < view.capacity();
-        }
-    }
-
-    /**
-     * Copies {@code n} readable bytes of {@code buf} into {@code view} without the ByteBuffer a direct buffer's
-     * {@code getBytes(int, ByteBuffer)} makes per call (the JFR profile of netty-bench's rate phase: one per message):
-     * a heap buffer from its array, a single-buffer direct one through its reused internal NIO buffer.
-     */
-    private static void copy(ByteBuf buf, int n, ByteBuffer view) {
-        int at = buf.readerIndex();
-        if (buf.hasArray()) {
-            view.put(buf.array(), buf.arrayOffset() + at, n);
-        } else if (buf.nioBufferCount() == 1) {
-            view.put(buf.internalNioBuffer(at, n));
-        } else {
-            buf.getBytes(at, view);
-        }
-    }
-
-    /** Drops empty buffers and regions at the head of the outbound buffer; false when nothing is left to write. */
-    private static boolean skipEmpty(ChannelOutboundBuffer in) {
-        Object msg;
-        while ((msg = in.current()) != null) {
-            if (msg instanceof ByteBuf buf
-                    ? buf.isReadable()
-                    : ((FileRegion) msg).transferred() < ((FileRegion) msg).count()) return true;
-            in.remove();
-        }
-        return false;
-    }
-
-    /** What a file region transfers into: the send slot being filled (the region's file is read straight into it). */
-    private static final class SlotChannel implements WritableByteChannel {
-        private ByteBuffer slot;
-
-        void begin(ByteBuffer view) {
-            slot = view;
-        }
-
-        @Override
-        public int write(ByteBuffer src) {
-            int n = Math.min(src.remaining(), slot.remaining());
-            if (n == 0) return 0;
-            int limit = src.limit();
-            src.limit(src.position() + n);
-            slot.put(src);
-            src.limit(limit);
-            return n;
-        }
-
-        @Override
-        public boolean isOpen() {
-            return true;
-        }
-
-        @Override
-        public void close() {}
-    }
-
-    private void awaitCredits() {
-        if (creditRecheckScheduled) return;
-        creditRecheckScheduled = true;
-        eventLoop().schedule(creditRecheck, CREDIT_RECHECK_US, TimeUnit.MICROSECONDS);
-    }
-
-    /** A send completed (any thread). */
-    private void sent(Void ignored, Throwable t) {
-        if (t != null && sendFailure == null) {
-            Throwable c = t instanceof CompletionException && t.getCause() != null ? t.getCause() : t;
-            sendFailure = c instanceof RdmaException r
-                    ? r
-                    : new RdmaException(RdmaException.Kind.COMPLETION_ERROR, String.valueOf(c), null, c);
-        }
-        sendsCompleted.incrementAndGet();
-        if (writeScheduled.compareAndSet(false, true)) {
-            if (runInline(writeTask)) return;
-            try {
-                eventLoop().execute(writeTask);
-            } catch (RejectedExecutionException e) {
-                writeScheduled.set(false);
-            }
-        }
-    }
-
-    private void reclaimSends() {
-        int done = sendsCompleted.getAndSet(0);
-        if (done > 0) completeInFlight(done);
-    }
-
-    private void afterSends() {
-        writeScheduled.set(false);
-        if (inFlight != null) reclaimSends(); // held buffers go back even after the close
-        if (!open) return;
-        RdmaException f = sendFailure;
-        if (f != null) {
-            if (sendFailureHandled) return;
-            sendFailureHandled = true;
-            if (f.kind() == RdmaException.Kind.PEER_CLOSED || f.kind() == RdmaException.Kind.CLOSED) {
-                // the peer closed with our sends in flight: as a socket's write to a closed peer
-                ((RdmaUnsafe) unsafe())
-                        .writeFailed(new IOException("the peer of " + this + " closed: " + f.getMessage(), f));
-            } else {
-                fail(new RdmaChannelException("send on " + this, f));
-            }
-            return;
-        }
-        ((RdmaUnsafe) unsafe()).flushNow();
+        return sends.bytesSentInPlace();
     }
 
     /** Sends still in flight on the adapter (for tests and diagnostics; event loop). */
     int sendsInFlight() {
-        return inFlightCount - sendsCompleted.get();
+        return sends.sendsInFlight();
     }
 
     // ---- half-close -----------------------------------------------------------------------------------------
@@ -1059,7 +588,7 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
                 close(voidPromise());
                 return;
             }
-            scheduleRead(); // a read asked for while connecting, or the end of input to watch for
+            reads.schedule(); // a read asked for while connecting, or the end of input to watch for
         }
 
         private Throwable connectFailure(Throwable t) {

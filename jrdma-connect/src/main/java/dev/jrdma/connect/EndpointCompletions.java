@@ -1,0 +1,467 @@
+package dev.jrdma.connect;
+
+import dev.jrdma.verbs.QpAttr;
+import dev.jrdma.verbs.QpState;
+import dev.jrdma.verbs.VerbsException;
+import dev.jrdma.verbs.WcOpcode;
+import dev.jrdma.verbs.WcStatus;
+import dev.jrdma.verbs.WorkCompletion;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.Socket;
+import java.util.Iterator;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.Consumer;
+
+/**
+ * What comes back to an {@link Endpoint}: completions (sends done, messages received and delivered or lent),
+ * credits returned, timeouts, failures that break the endpoint, and the peer's goodbye or loss.
+ */
+abstract class EndpointCompletions extends EndpointCore {
+    EndpointCompletions(EndpointGroup group, boolean ownsGroup, Socket socket) {
+        super(group, ownsGroup, socket);
+    }
+
+    /**
+     * The peer said goodbye (from the control channel). New sends fail at once (the peer takes nothing more); what
+     * came before the goodbye is still delivered first, by the group's owner.
+     */
+    void peerBye() {
+        if (peerEnded == null) peerEnded = peerClosedError(true);
+        group.submit(() -> onPeerClosed(true));
+    }
+
+    /** The peer went away without a goodbye. */
+    void peerLost() {
+        if (peerEnded == null) peerEnded = peerClosedError(false);
+        group.submit(() -> onPeerClosed(false));
+    }
+
+    RdmaException peerClosedError(boolean graceful) {
+        return graceful
+                ? new RdmaException(
+                        RdmaException.Kind.PEER_CLOSED, "the peer at " + remoteAddress() + " closed the connection")
+                : new RdmaException(
+                        RdmaException.Kind.PEER_GONE,
+                        "the peer at " + remoteAddress()
+                                + " is gone: its connection ended without a goodbye (process exited or crashed, or the network failed)");
+    }
+
+    /** The peer sent what its control channel does not carry (it is disconnected): the endpoint ends with PROTOCOL_ERROR. */
+    void controlViolation(String what) {
+        group.submit(() -> {
+            synchronized (this) {
+                breakWith(new RdmaException(RdmaException.Kind.PROTOCOL_ERROR, what));
+                notifyAll();
+            }
+            runAfterUnlock();
+        });
+    }
+
+    /** The peer acknowledged our goodbye (or can no longer). */
+    void peerAcked() {
+        markPeerAcked();
+    }
+
+    synchronized void markPeerAcked() {
+        goodbye.peerAcknowledged();
+        notifyAll();
+    }
+
+    /** Lends a received message in its slot to the lent handler (not reposted until released). Caller holds the lock. */
+    void lend(int slot, int length, boolean hasImmediate, int immediate) {
+        lentOut++;
+        lentReady.add(lentSlots[slot].lend(length, hasImmediate, immediate));
+        queueLentDrain();
+    }
+
+    /** A lent message's release: its slot is posted again and the peer gets the credit back. */
+    void release(LentMessage m) {
+        boolean closeBuffers;
+        synchronized (this) {
+            if (!m.lent) throw new IllegalStateException(m + " was released already");
+            m.lent = false;
+            lentOut--;
+            if (m.slot() >= 0) repost(m.slot());
+            credits.consumed();
+            if (state == State.CONNECTED || state == State.CLOSING) {
+                pump();
+                maybeReturnCredits();
+            }
+            closeBuffers = recvBufsCloseDeferred && lentOut == 0;
+            if (closeBuffers) recvBufsCloseDeferred = false;
+        }
+        runAfterUnlock();
+        if (closeBuffers) recvBufs.close();
+    }
+
+    /** Runs the lent handler: a RuntimeException is logged, an Error ends this endpoint (logged too). */
+    void runLentHandler(LentMessageHandler h, LentMessage m) {
+        try {
+            h.onMessage(m);
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, this + ": the lent receive handler threw " + e, e);
+        } catch (Error e) {
+            failOnCompletionThread("the lent receive handler threw " + e, e);
+        }
+    }
+
+    // ---- completions ----------------------------------------------------------------------------------------
+
+    void onCompletion(WorkCompletion wc) {
+        synchronized (this) {
+            if ((wc.wrId & RECV_TAG) != 0) onRecv(wc);
+            else onSendCompletion(wc);
+            if (state == State.CONNECTED || state == State.CLOSING) {
+                pump();
+                maybeReturnCredits();
+            }
+            notifyAll();
+        }
+        runAfterUnlock();
+    }
+
+    void onRecv(WorkCompletion wc) {
+        int slot = (int) (wc.wrId & ~RECV_TAG);
+        if (!wc.isSuccess()) {
+            if (wc.status != WcStatus.WR_FLUSH_ERR || state == State.CONNECTED) {
+                breakWith(new RdmaException(
+                        RdmaException.Kind.COMPLETION_ERROR, "receive failed: " + wc.explain(), wc.status, null));
+            }
+            return;
+        }
+        if (wc.opcode == WcOpcode.RECV_RDMA_WITH_IMM) {
+            if (!takePeerCredit()) return;
+            if (lentHandler != null) {
+                lend(slot, 0, true, wc.immData);
+                return;
+            }
+            repost(slot);
+            deliver(new Message(new byte[0], true, wc.immData));
+            return;
+        }
+        int type = wc.hasImm() ? wc.immData >>> 24 : TYPE_DATA;
+        int returned = wc.hasImm() ? wc.immData & CreditWindow.MAX_RETURN : 0;
+        credits.returned(returned);
+        if (type == TYPE_CREDIT) {
+            repost(slot);
+            return;
+        }
+        if (!takePeerCredit()) return;
+        if (lentHandler != null) {
+            lend(slot, wc.byteLen, false, 0);
+            return;
+        }
+        byte[] data = new byte[wc.byteLen];
+        MemorySegment.copy(
+                recvBufs.segment(), ValueLayout.JAVA_BYTE, (long) slot * cfg.messageSize(), data, 0, wc.byteLen);
+        repost(slot);
+        deliver(new Message(data, false, 0));
+    }
+
+    /**
+     * A data message used one of the credits the peer was given. A peer that sends without one ignores flow
+     * control: it breaks its own endpoint, so what we hold for it never exceeds the credits granted (the inbox
+     * holds at most recvQueueDepth messages). Caller holds the lock.
+     */
+    boolean takePeerCredit() {
+        if (credits.arrived()) return true;
+        breakWith(new RdmaException(
+                RdmaException.Kind.PROTOCOL_ERROR,
+                "the peer at " + remoteAddress()
+                        + " sent a message without a credit (it had used all " + cfg.recvQueueDepth()
+                        + " it was given): it ignores flow control;"
+                        + " the connection is ended so that it cannot make this side hold more"));
+        return false;
+    }
+
+    /** Messages received and not yet taken by the application (tests: never more than the credits granted). */
+    synchronized int inboxSize() {
+        return inbox.size();
+    }
+
+    void repost(int slot) {
+        if (state == State.CLOSED || qp.isClosed()) return;
+        try {
+            postRecv(slot);
+        } catch (VerbsException e) {
+            if (state == State.CONNECTED) {
+                breakWith(new RdmaException(
+                        RdmaException.Kind.POST_ERROR,
+                        "reposting a receive buffer failed: " + e.getMessage(),
+                        null,
+                        e));
+            }
+        }
+    }
+
+    void deliver(Message m) {
+        Consumer<Message> h = handler;
+        if (h != null) {
+            credits.consumed();
+            afterUnlock.add(() -> runHandler(h, m));
+            return;
+        }
+        CompletableFuture<Message> w;
+        while ((w = waiters.poll()) != null) {
+            if (!w.isDone()) {
+                credits.consumed();
+                CompletableFuture<Message> target = w;
+                afterUnlock.add(() -> target.complete(m));
+                return;
+            }
+        }
+        inbox.add(m);
+    }
+
+    /** Runs the application's receive handler: a RuntimeException is logged, an Error ends this endpoint (logged too). */
+    void runHandler(Consumer<Message> h, Message m) {
+        try {
+            h.accept(m);
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.WARNING, this + ": the receive handler threw " + e, e);
+        } catch (Error e) {
+            failOnCompletionThread("the receive handler threw " + e, e);
+        }
+    }
+
+    /**
+     * Something was thrown on the completion thread while it served this endpoint (an Error from the application,
+     * or a bug): logged, and this endpoint ends (its operations and receives fail with HANDLER_ERROR, its QP goes to
+     * ERR); the group's other endpoints are served on.
+     */
+    void failOnCompletionThread(String what, Throwable t) {
+        LOG.log(System.Logger.Level.ERROR, this + ": " + what + "; the endpoint is ended", t);
+        synchronized (this) {
+            breakWith(new RdmaException(RdmaException.Kind.HANDLER_ERROR, what + "; the endpoint was ended", null, t));
+            notifyAll();
+        }
+        runAfterUnlock();
+    }
+
+    void onSendCompletion(WorkCompletion wc) {
+        if (--postedWrs == 0) releaseHeld();
+        Operation op = inFlight.remove(wc.wrId);
+        if (op == null) return; // already failed (flushed after an error, or timed out)
+        if (state == State.PEER_CLOSED && inFlight.isEmpty()) {
+            goodbye.endDrain();
+            goodbye.acknowledge();
+        }
+        if (!wc.isSuccess()) {
+            RdmaException e = new RdmaException(
+                    RdmaException.Kind.COMPLETION_ERROR, op.what() + " failed: " + wc.explain(), wc.status, null);
+            if ((wc.status == WcStatus.WR_FLUSH_ERR && failure != null) || state == State.PEER_CLOSED) {
+                failOp(op, derived(op, failure));
+            } else {
+                failOp(op, e);
+                breakWith(e);
+            }
+            return;
+        }
+        recordEnd(op, null);
+        Object result = null;
+        switch (op.kind) {
+            case CAS, FAA -> result = op.tmp.segment().get(ValueLayout.JAVA_LONG, 0);
+            case BIND -> result = op.newRkey;
+            default -> {}
+        }
+        if (op.tmp != null) {
+            op.tmp.close();
+            op.tmp = null;
+        }
+        if (op.awaited()) {
+            op.result = result;
+            afterUnlock.add(op);
+        } else {
+            recycle(op);
+        }
+    }
+
+    /** Called by the group thread every few milliseconds. */
+    void checkTimeouts(long now) {
+        synchronized (this) {
+            if (inFlight.isEmpty() && pending.isEmpty()) return;
+            if (state == State.PEER_CLOSED && goodbye.drainExpired(now)) {
+                goodbye.endDrain();
+                failAll(failure);
+                toError();
+                goodbye.acknowledge();
+                notifyAll();
+            }
+            for (Iterator<Operation> it = pending.iterator(); it.hasNext(); ) {
+                Operation op = it.next();
+                if (now - op.deadline > 0) {
+                    it.remove();
+                    String why = op.needsCredit() && !credits.canSend()
+                            ? "the peer has not freed a receive buffer for "
+                                    + cfg.timeout().toMillis() + " ms (it is not consuming messages: flow control)"
+                            : "it could not be posted within " + cfg.timeout().toMillis() + " ms (send queue full)";
+                    failOp(op, new RdmaException(RdmaException.Kind.TIMEOUT, op.what() + " timed out: " + why));
+                }
+            }
+            Operation expired = null;
+            for (int slot = 0; slot < inFlight.capacity() && expired == null; slot++) {
+                Operation op = inFlight.at(slot);
+                if (op != null && op.deadline != Long.MAX_VALUE && now - op.deadline > 0) expired = op;
+            }
+            if (expired != null) {
+                inFlight.remove(expired.wrId);
+                RdmaException e = new RdmaException(
+                        RdmaException.Kind.TIMEOUT,
+                        expired.what() + " timed out: no completion within "
+                                + cfg.timeout().toMillis()
+                                + " ms; the peer is unreachable or not responding (process gone, host down, or path broken)");
+                failOp(expired, e);
+                breakWith(e);
+            }
+            notifyAll();
+        }
+        runAfterUnlock();
+    }
+
+    void onPeerClosed(boolean graceful) {
+        synchronized (this) {
+            if (state != State.CONNECTED && state != State.CLOSING) return;
+            RdmaException e = peerEnded != null ? peerEnded : peerClosedError(graceful);
+            failure = e;
+            state = State.PEER_CLOSED;
+            if (!graceful) JfrEvents.error(self(), e);
+            // nothing more will be posted; what is in flight may still complete (its ACK can trail the goodbye)
+            for (Operation op : pending) failOp(op, derived(op, e));
+            pending.clear();
+            CompletableFuture<Message> w;
+            while ((w = waiters.poll()) != null) {
+                CompletableFuture<Message> target = w;
+                RdmaException we = derived(null, e);
+                afterUnlock.add(() -> target.completeExceptionally(we));
+            }
+            endLent(e);
+            if (inFlight.isEmpty()) {
+                toError();
+                goodbye.acknowledge();
+            } else {
+                goodbye.startDrain(System.nanoTime());
+            }
+            notifyAll();
+        }
+        runAfterUnlock();
+    }
+
+    void toError() {
+        try {
+            qp.modify(new QpAttr().state(QpState.ERR));
+        } catch (RuntimeException ignored) {
+            // already in error or closed
+        }
+    }
+
+    /** The connection can no longer be used: fail everything with {@code cause}. Caller holds the lock. */
+    void breakWith(RdmaException cause) {
+        if (state != State.CONNECTED && state != State.CLOSING) return;
+        failure = cause;
+        state = State.BROKEN;
+        JfrEvents.error(self(), cause);
+        failAll(cause);
+        try {
+            qp.modify(new QpAttr().state(QpState.ERR));
+        } catch (RuntimeException ignored) {
+            // already in error or closed
+        }
+    }
+
+    void failAll(RdmaException cause) {
+        inFlight.drain(op -> failOp(op, derived(op, cause)));
+        for (Operation op : pending) failOp(op, derived(op, cause));
+        pending.clear();
+        CompletableFuture<Message> w;
+        while ((w = waiters.poll()) != null) {
+            CompletableFuture<Message> target = w;
+            RdmaException e = derived(null, cause);
+            afterUnlock.add(() -> target.completeExceptionally(e));
+        }
+        endLent(cause);
+    }
+
+    /** Tells the lent handler, once, that no message comes any more. Caller holds the lock. */
+    void endLent(RdmaException cause) {
+        if (lentHandler == null || lentEnd != null) return;
+        lentEnd = derived(null, cause);
+        queueLentDrain();
+    }
+
+    /** Has the lent messages and the end handed to the handler after the lock. Caller holds the lock. */
+    void queueLentDrain() {
+        if (lentDrainQueued) return;
+        lentDrainQueued = true;
+        afterUnlock.add(drainLentTask);
+    }
+
+    /**
+     * Hands the lent messages, then the end, to the handler in order; one thread at a time (another that finds it
+     * busy leaves what it would take to it).
+     */
+    void drainLent() {
+        synchronized (this) {
+            lentDrainQueued = false;
+            if (lentDraining) return;
+            lentDraining = true;
+        }
+        while (true) {
+            LentMessage m;
+            RdmaException end = null;
+            synchronized (this) {
+                m = lentReady.poll();
+                if (m == null) {
+                    if (lentEnd != null && !lentEndTold) {
+                        lentEndTold = true;
+                        end = lentEnd;
+                    } else {
+                        lentDraining = false;
+                        return;
+                    }
+                }
+            }
+            if (m != null) {
+                runLentHandler(lentHandler, m);
+            } else {
+                try {
+                    lentHandler.onEnd(end);
+                } catch (RuntimeException thrown) {
+                    LOG.log(
+                            System.Logger.Level.WARNING,
+                            this + ": the lent receive handler's onEnd threw " + thrown,
+                            thrown);
+                }
+            }
+        }
+    }
+
+    void failOp(Operation op, RdmaException e) {
+        recordEnd(op, e);
+        if (op.tmp != null) {
+            RegisteredBuffer t = op.tmp;
+            op.tmp = null;
+            // a WR given up (timed out, failed with the endpoint) may still be at the device: its buffer waits
+            if (op.posted && postedWrs > 0) heldUntilRetired.add(t);
+            else t.close();
+        }
+        if (op.awaited()) {
+            op.error = e;
+            afterUnlock.add(op);
+        } else {
+            recycle(op);
+        }
+    }
+
+    /** No WR is at the device any more (or the QP is gone): the given-up operations' buffers go back. Caller holds the lock. */
+    void releaseHeld() {
+        for (int i = 0; i < heldUntilRetired.size(); i++)
+            heldUntilRetired.get(i).close();
+        heldUntilRetired.clear();
+    }
+
+    /** Buffers of given-up operations still kept from the pool (tests). */
+    synchronized int heldBuffers() {
+        return heldUntilRetired.size();
+    }
+}

@@ -1,0 +1,230 @@
+package dev.jrdma.connect;
+
+import dev.jrdma.verbs.Access;
+import dev.jrdma.verbs.MemoryRegion;
+import dev.jrdma.verbs.MemoryWindow;
+import dev.jrdma.verbs.MwType;
+import dev.jrdma.verbs.QpAttr;
+import java.net.Socket;
+import java.util.EnumSet;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * How an {@link Endpoint} is set up and taken down: the hooks {@link TcpConnector} and {@link CmConnector} call (QP
+ * transitions, the peer's parameters, the export's window), memory windows, and releasing the QP and buffers.
+ */
+abstract class EndpointSetup extends EndpointCompletions {
+    EndpointSetup(EndpointGroup group, boolean ownsGroup, Socket socket) {
+        super(group, ownsGroup, socket);
+    }
+
+    static Endpoint connect(
+            String host, int port, EndpointConfig cfg, EndpointGroup group, RemoteBuffer export, boolean cm)
+            throws RdmaConnectException {
+        ExportedRange range = null;
+        if (export != null) {
+            if (group == null)
+                throw new IllegalArgumentException(
+                        "an export is a buffer of a group's pool: pass the group it was allocated from");
+            range = ExportedRange.of(group.pool(), export, cfg.remoteAccess(), group.config());
+        }
+        if (cm) return CmConnector.connect(host, port, cfg, group, range);
+        return TcpConnector.connect(host, port, cfg, group, range);
+    }
+
+    /** RESET -> INIT with only the remote rights the configuration asks for; posts the receive buffers. */
+    void toInit(int pkeyIndex, int port) {
+        QpSetup.toInit(qp, cfg.remoteAccess(), pkeyIndex, port);
+        for (int i = 0; i < recvSlots; i++) postRecv(i);
+    }
+
+    /**
+     * Reserves this connection's view of {@code range} before the handshake announces it: a type 2 window (its
+     * key is chosen here, the bind follows in RTS), or a region registered over exactly the range. Null: no export.
+     */
+    RemoteBuffer reserveExport(ExportedRange range) {
+        if (range == null) return null;
+        exportRange = range;
+        if (group.exportsWithWindows()) {
+            exportWindow = group.pd().allocMemoryWindow(MwType.TYPE_2);
+            exportRemote = new RemoteBuffer(range.address(), nextWindowKey(exportWindow), range.length());
+        } else {
+            MemoryRegion mr = registerExactly(range.region(), range.address(), range.length(), range.rights());
+            exportRemote = new RemoteBuffer(range.address(), mr.rkey(), range.length());
+            localExport = WindowGrant.region(mr, exportRemote);
+        }
+        return exportRemote;
+    }
+
+    /** Binds the reserved window on this QP (now in RTS): from here on the peer can use the export. */
+    void bindExport() {
+        if (exportWindow == null) return;
+        bindWindow(
+                exportWindow,
+                exportRange.region(),
+                exportRange.address(),
+                exportRange.length(),
+                exportRange.rights(),
+                exportRemote.rkey());
+        localExport = WindowGrant.window(self(), exportWindow, exportRemote);
+        exportWindow = null;
+    }
+
+    /** RESET -> INIT with rdma_cm's port and P_Key index; posts the receive buffers. */
+    void cmToInit(QpAttr fromCm) {
+        toInit(fromCm.pkeyIndex(), fromCm.port());
+    }
+
+    RemoteBuffer cmReserveExport(ExportedRange range) {
+        return reserveExport(range);
+    }
+
+    void cmBindExport() {
+        bindExport();
+    }
+
+    void cmModify(QpAttr attr) {
+        qp.modify(attr);
+    }
+
+    void cmPeer(
+            ConnParams localParams,
+            ConnParams remoteParams,
+            int peerCredits,
+            int messageSize,
+            byte[] priv,
+            RemoteBuffer export) {
+        local = localParams;
+        applyPeer(remoteParams, peerCredits, messageSize, priv, export);
+    }
+
+    /**
+     * What the peer announced in the handshake, whichever connection manager carried it: its QP and path, the
+     * credits it grants, its receive buffers' size, its private data and what it exports to this side (or null).
+     */
+    void applyPeer(ConnParams params, int peerCredits, int messageSize, byte[] privateData, RemoteBuffer export) {
+        remote = params;
+        peerMessageSize = messageSize;
+        peerPrivateData = privateData;
+        peerExport = export;
+        synchronized (this) {
+            credits.open(peerCredits);
+        }
+    }
+
+    /** The set-up is done: {@code c} is the connection's control channel from now on, and operations may start. */
+    void startWith(Control c) {
+        goodbye.attach(c);
+        started();
+    }
+
+    /** This side's connection parameters, as the set-up sends them to the peer. */
+    void setLocalParams(ConnParams params) {
+        local = params;
+    }
+
+    /** Whether the set-up put the QP in the authenticated mode. */
+    void setPacketAuthenticated(boolean on) {
+        packetAuthenticated = on;
+    }
+
+    /** Undoes a failed rdma_cm set-up. */
+    void cmAbandon() {
+        releaseResources();
+        if (ownsGroup) group.close();
+    }
+
+    int rdAtomic() {
+        return QpSetup.rdAtomic(group.deviceAttr());
+    }
+
+    void started() {
+        synchronized (this) {
+            state = State.CONNECTED;
+            pump();
+            maybeReturnCredits();
+        }
+        runAfterUnlock();
+        goodbye.control().start(self());
+    }
+
+    /** The registered memory of the receive slots (tests check that no peer can reach it). */
+    RegisteredBuffer receiveSlots() {
+        return recvBufs;
+    }
+
+    /** A type 2 window's next rkey: its index with a fresh random key byte. */
+    static int nextWindowKey(MemoryWindow mw) {
+        int current = mw.rkey() & 0xFF, next;
+        do {
+            next = KEYS.nextInt(256);
+        } while (next == current);
+        return (mw.rkey() & 0xFFFFFF00) | next;
+    }
+
+    /** Binds a type 2 window on this QP with {@code rkey} and waits for the bind; returns the rkey. */
+    int bindWindow(MemoryWindow mw, MemoryRegion region, long address, long length, Set<Access> rights, int rkey) {
+        Operation op = newOp(OperationKind.BIND);
+        op.mw = mw;
+        op.bindRegion = region;
+        op.bindAddr = address;
+        op.bindLen = length;
+        op.bindAccess = EnumSet.copyOf(rights);
+        op.newRkey = rkey;
+        return ((Number) await(submit(op))).intValue();
+    }
+
+    /** A region over exactly {@code [address, address + length)} of {@code region}'s memory, for one peer. */
+    MemoryRegion registerExactly(MemoryRegion region, long address, long length, Set<Access> rights) {
+        EnumSet<Access> access = EnumSet.of(Access.LOCAL_WRITE);
+        access.addAll(rights);
+        return group.pd().registerMemory(region.segment().asSlice(address - region.address(), length), access);
+    }
+
+    void revoke(MemoryWindow mw, int rkey) {
+        if (mw.type() == MwType.TYPE_2 && isConnected()) {
+            Operation op = newOp(OperationKind.INVALIDATE);
+            op.newRkey = rkey;
+            CompletableFuture<Object> done = submit(op);
+            try {
+                await(done);
+            } finally {
+                mw.close();
+            }
+        } else {
+            mw.close(); // deallocating a window revokes its binding
+        }
+    }
+
+    void releaseResources() {
+        group.unregister(self(), cqEntries);
+        WindowGrant export = localExport;
+        try {
+            if (export != null) export.close();
+            if (exportWindow != null) exportWindow.close(); // reserved, never bound
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.DEBUG, "closing the export's window or region: " + e);
+        }
+        try {
+            qp.close();
+        } catch (RuntimeException e) {
+            LOG.log(System.Logger.Level.DEBUG, "closing QP: " + e);
+        }
+        if (!qp.isClosed()) {
+            // the device may still write into them: kept (leaked) rather than handed to someone else
+            LOG.log(
+                    System.Logger.Level.WARNING,
+                    this + ": the QP could not be destroyed; its receive buffers and " + heldBuffers()
+                            + " buffers of given-up operations are kept out of the pool");
+            return;
+        }
+        boolean closeNow;
+        synchronized (this) {
+            releaseHeld();
+            closeNow = lentOut == 0;
+            recvBufsCloseDeferred = !closeNow; // lent messages still read their buffers: the last release closes them
+        }
+        if (closeNow) recvBufs.close();
+    }
+}

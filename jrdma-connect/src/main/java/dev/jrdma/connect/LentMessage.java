@@ -1,0 +1,99 @@
+package dev.jrdma.connect;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+/**
+ * A received message lent in its registered receive buffer ({@link Endpoint#onReceiveLent}): read it in place, then
+ * {@link #release()} it once. One object per receive buffer, reused for every message that lands there, so nothing is
+ * allocated per message; do not use it after its release.
+ */
+public final class LentMessage {
+    private final Endpoint endpoint;
+    private final int slot;
+    private final MemorySegment memory;
+    private int length;
+    private boolean hasImmediate;
+    private int immediate;
+    /** Lent and not yet released (guarded by the endpoint's lock). */
+    boolean lent;
+
+    LentMessage(Endpoint endpoint, int slot, MemorySegment memory) {
+        this.endpoint = endpoint;
+        this.slot = slot;
+        this.memory = memory;
+    }
+
+    /** Lends it again with a new message (caller holds the endpoint's lock). */
+    LentMessage lend(int newLength, boolean newHasImmediate, int newImmediate) {
+        length = newLength;
+        hasImmediate = newHasImmediate;
+        immediate = newImmediate;
+        lent = true;
+        return this;
+    }
+
+    /**
+     * {@return the index of the receive buffer the message lies in (0 up to the endpoint's receive buffers), or -1 for
+     * a message received before the handler was set (then a copy on the heap)}
+     */
+    public int slot() {
+        return slot;
+    }
+
+    /**
+     * {@return the whole receive buffer the message lies in, from its first byte (the same segment for every message
+     * of this slot: nothing allocated); the message is its first {@link #length()} bytes}
+     */
+    public MemorySegment slotMemory() {
+        return memory;
+    }
+
+    /** {@return the payload's length in bytes (0 for a write with immediate)} */
+    public int length() {
+        return length;
+    }
+
+    /** {@return the payload as a segment over the receive buffer, no copy (a new slice object per call)} */
+    public MemorySegment segment() {
+        return memory.asSlice(0, length);
+    }
+
+    /** {@return a copy of the payload} */
+    public byte[] bytes() {
+        byte[] copy = new byte[length];
+        MemorySegment.copy(memory, ValueLayout.JAVA_BYTE, 0, copy, 0, length);
+        return copy;
+    }
+
+    /** {@return true for the notification of a peer's RDMA write with immediate, false for a send's bytes} */
+    public boolean isWriteWithImmediate() {
+        return hasImmediate;
+    }
+
+    /**
+     * {@return the immediate value of a write with immediate}
+     *
+     * @throws IllegalStateException when the message is a send's bytes
+     */
+    public int immediate() {
+        if (!hasImmediate) throw new IllegalStateException("not a write with immediate");
+        return immediate;
+    }
+
+    /**
+     * Gives the receive buffer back: it is posted again and the peer gets its credit back. Any thread.
+     *
+     * @throws IllegalStateException when it was released already
+     */
+    public void release() {
+        endpoint.release(this);
+    }
+
+    @Override
+    public String toString() {
+        return hasImmediate
+                ? "LentMessage[slot " + slot + ", write with immediate 0x" + Integer.toHexString(immediate) + "]"
+                : "LentMessage[slot " + slot + ", " + length + " bytes]";
+    }
+}
