@@ -1,5 +1,6 @@
 package dev.jrdma.cli;
 
+import dev.jrdma.bench.JavaCommand;
 import dev.jrdma.examples.FirstRdmaApp;
 import dev.jrdma.verbs.Device;
 import dev.jrdma.verbs.Verbs;
@@ -8,7 +9,6 @@ import java.io.IOException;
 import java.io.InputStreamReader;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
@@ -98,32 +98,8 @@ public final class DemoCommand implements Callable<Integer> {
 
     private record Side(Process process, Thread output) {}
 
-    /** Modules that call native code (FFM): the native provider and rdma_cm. */
-    static final String NATIVE_MODULES = "dev.jrdma.nativeverbs,dev.jrdma.connect";
-
-    /** A JVM running {@code main} the way this one runs: on the module path when jrdma is, else on the class path. */
-    static List<String> javaCommand(Class<?> main) {
-        String java = ProcessHandle.current().info().command().orElse("java");
-        Module module = main.getModule();
-        if (module.isNamed()) {
-            return new ArrayList<>(List.of(
-                    java,
-                    "--enable-native-access=" + NATIVE_MODULES,
-                    "--module-path",
-                    System.getProperty("jdk.module.path"),
-                    "-m",
-                    module.getName() + "/" + main.getName()));
-        }
-        return new ArrayList<>(List.of(
-                java,
-                "--enable-native-access=ALL-UNNAMED",
-                "-cp",
-                System.getProperty("java.class.path"),
-                main.getName()));
-    }
-
     private static Side start(String tag, String... args) throws IOException {
-        List<String> cmd = javaCommand(FirstRdmaApp.class);
+        List<String> cmd = JavaCommand.of(FirstRdmaApp.class);
         cmd.addAll(List.of(args));
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         Thread pump = new Thread(

@@ -18,6 +18,7 @@ import picocli.CommandLine.Command;
             ExampleCommand.class,
             RpingCommand.class,
             NettyBenchCommand.class,
+            GrpcBenchCommand.class,
             CommandLine.HelpCommand.class
         })
 public final class Jrdma implements Runnable {

@@ -88,7 +88,9 @@ class ModulePathTest {
     static Result jrdma(List<String> jvmArgs, String... args) throws Exception {
         List<String> cmd = new ArrayList<>(jvmArgs);
         cmd.addAll(List.of(
-                "--enable-native-access=" + DemoCommand.NATIVE_MODULES, "-m", "dev.jrdma.cli/dev.jrdma.cli.Jrdma"));
+                "--enable-native-access=" + dev.jrdma.bench.JavaCommand.NATIVE_MODULES,
+                "-m",
+                "dev.jrdma.cli/dev.jrdma.cli.Jrdma"));
         cmd.addAll(List.of(args));
         Result r = java(cmd.toArray(String[]::new));
         // jrdma's own modules must need no warning; a dependency's (Netty loading its epoll library) is not ours to

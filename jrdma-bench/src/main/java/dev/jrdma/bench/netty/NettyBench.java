@@ -537,7 +537,7 @@ public final class NettyBench {
         }
     }
 
-    private static double pct(long[] sorted, int p) {
+    static double pct(long[] sorted, int p) {
         if (sorted.length == 0) return Double.NaN;
         return sorted[Math.min(sorted.length - 1, (int) ((long) sorted.length * p / 100))] / 1e3;
     }
@@ -600,7 +600,7 @@ public final class NettyBench {
         return sb.toString();
     }
 
-    private static String f(double v, int decimals) {
+    static String f(double v, int decimals) {
         return Double.isNaN(v) ? "-" : String.format(Locale.ROOT, "%." + decimals + "f", v);
     }
 }

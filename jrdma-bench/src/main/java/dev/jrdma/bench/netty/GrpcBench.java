@@ -1,0 +1,324 @@
+package dev.jrdma.bench.netty;
+
+import dev.jrdma.bench.CpuMeter;
+import dev.jrdma.bench.JavaCommand;
+import dev.jrdma.netty.RdmaChannel;
+import dev.jrdma.netty.RdmaChannelOption;
+import io.grpc.CallOptions;
+import io.grpc.ClientCall;
+import io.grpc.ManagedChannel;
+import io.grpc.netty.NettyChannelBuilder;
+import io.grpc.stub.ClientCalls;
+import io.grpc.stub.StreamObserver;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollSocketChannel;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.net.DatagramSocket;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+
+/**
+ * gRPC-java's unary call between two processes, over grpc-netty on epoll (loopback TCP) and on jrdma-netty, in one
+ * run: the layer most Java services adopt. The server is a child JVM ({@link GrpcBenchServer}: an echo of the
+ * request's bytes, one event loop, {@code directExecutor}); this process is the client, one event loop,
+ * {@code directExecutor}.
+ * <ul>
+ *   <li>latency: one call at a time, p50 and p99 of {@code iterations} calls after a warm-up</li>
+ *   <li>rate: {@code inFlight} calls outstanding on one channel for {@code seconds}: calls per second, and the CPU of
+ *       both processes per call</li>
+ * </ul>
+ */
+public final class GrpcBench {
+    /**
+     * What one run measures.
+     *
+     * @param size       the request (and answer) size in bytes
+     * @param iterations calls measured for the latency figures
+     * @param warmup     calls before those, not measured
+     * @param inFlight   calls outstanding in the rate phase
+     * @param seconds    how long the rate phase runs
+     * @param serverHost the address the server binds (its own software device)
+     * @param clientHost the address the RDMA client binds (its own software device), or null
+     * @param transports which to run, in order: {@code epoll}, {@code jrdma}
+     */
+    public record Options(
+            int size,
+            int iterations,
+            int warmup,
+            int inFlight,
+            double seconds,
+            String serverHost,
+            String clientHost,
+            List<String> transports) {
+        /** {@return 64-byte calls, 20,000 after 5,000 of warm-up, 32 in flight for 5 s, epoll then jrdma} */
+        public static Options defaults() {
+            return new Options(64, 20_000, 5_000, 32, 5, "127.0.0.1", "127.0.0.2", List.of("epoll", "jrdma"));
+        }
+    }
+
+    /**
+     * One transport's figures; a NaN is a figure that was not measured.
+     *
+     * @param transport    what ran
+     * @param p50Us        the median call, in microseconds
+     * @param p99Us        the 99th-percentile call, in microseconds
+     * @param callsPerSec  calls per second of the rate phase
+     * @param cpuUsPerCall CPU microseconds per call in the rate phase, client and server process together
+     * @param note         why figures are missing, or empty
+     */
+    public record Row(
+            String transport, double p50Us, double p99Us, double callsPerSec, double cpuUsPerCall, String note) {}
+
+    private static final String SOFT_PORT = "jrdma.soft.port";
+    private static final Duration SERVER_START = Duration.ofSeconds(60);
+
+    private final Options o;
+    private final PrintStream log;
+
+    /**
+     * A benchmark that prints its progress to {@code log}.
+     *
+     * @param o   what to measure
+     * @param log where progress lines are printed
+     */
+    public GrpcBench(Options o, PrintStream log) {
+        this.o = o;
+        this.log = log;
+    }
+
+    /**
+     * Runs every transport of the options in turn, each against its own server process.
+     *
+     * @return a row per transport, in order (a row with a note for epoll when it is not available)
+     * @throws IllegalArgumentException when a transport's name is unknown
+     * @throws Exception                when a run fails (the server process, a call, a timeout)
+     */
+    public List<Row> run() throws Exception {
+        List<Row> rows = new ArrayList<>();
+        for (String t : o.transports()) {
+            log.printf("-- gRPC over %s%n", t);
+            switch (t) {
+                case "epoll" ->
+                    rows.add(
+                            Epoll.isAvailable()
+                                    ? measure("gRPC over Netty epoll, TCP", t)
+                                    : new Row(
+                                            "gRPC over Netty epoll",
+                                            Double.NaN,
+                                            Double.NaN,
+                                            Double.NaN,
+                                            Double.NaN,
+                                            "not available: " + Epoll.unavailabilityCause()));
+                case "jrdma" -> rows.add(measure("gRPC over jrdma-netty", t));
+                default -> throw new IllegalArgumentException("unknown transport '" + t + "': use epoll or jrdma");
+            }
+        }
+        return rows;
+    }
+
+    private Row measure(String name, String transport) throws Exception {
+        agreeOnSoftPort();
+        List<String> cmd = JavaCommand.withJrdmaProperties(GrpcBenchServer.class);
+        cmd.addAll(List.of(transport, o.serverHost()));
+        Process server = new ProcessBuilder(cmd)
+                .redirectError(ProcessBuilder.Redirect.INHERIT)
+                .start();
+        EventLoopGroup group = GrpcBenchServer.eventLoops(transport);
+        ManagedChannel channel = null;
+        try {
+            int port = awaitPort(server);
+            NettyChannelBuilder b = NettyChannelBuilder.forAddress(o.serverHost(), port)
+                    .eventLoopGroup(group)
+                    .directExecutor()
+                    .usePlaintext();
+            if (transport.equals("jrdma")) {
+                b.channelType(RdmaChannel.class)
+                        .withOption(RdmaChannelOption.ENDPOINT_CONFIG, GrpcBenchServer.endpointConfig(o.clientHost()));
+            } else {
+                b.channelType(EpollSocketChannel.class);
+            }
+            channel = b.build();
+            byte[] msg = new byte[o.size()];
+            Arrays.fill(msg, (byte) 'g');
+            for (int i = 0; i < o.warmup(); i++) call(channel, msg);
+            long[] rtt = new long[o.iterations()];
+            for (int i = 0; i < rtt.length; i++) {
+                long t0 = System.nanoTime();
+                call(channel, msg);
+                rtt[i] = System.nanoTime() - t0;
+            }
+            Arrays.sort(rtt);
+            log.printf(
+                    "   latency done (p50 %.1f us); rate phase, %d in flight%n", NettyBench.pct(rtt, 50), o.inFlight());
+            long serverCpu0 = cpuNanos(server);
+            CpuMeter cpu = new CpuMeter().start();
+            long calls = rate(channel, msg);
+            cpu.stop();
+            long serverCpu = cpuNanos(server) - serverCpu0;
+            double perSec = calls / (cpu.wallNs() / 1e9);
+            double cpuPerCall = calls == 0 ? Double.NaN : (cpu.cpuNs() + serverCpu) / 1e3 / calls;
+            return new Row(name, NettyBench.pct(rtt, 50), NettyBench.pct(rtt, 99), perSec, cpuPerCall, "");
+        } finally {
+            if (channel != null) {
+                channel.shutdownNow();
+                channel.awaitTermination(5, TimeUnit.SECONDS);
+            }
+            group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+            server.getOutputStream().close(); // the server's cue to stop
+            if (!server.waitFor(10, TimeUnit.SECONDS)) server.destroyForcibly();
+        }
+    }
+
+    /**
+     * The two processes' software devices must use one UDP port. Port 0 (what tests set) lets each JVM pick its own:
+     * pick it here before either opens a device, as the provider would (a free port on the wildcard address), so the
+     * server process is given the same one. Once this JVM's provider has picked, it has written its port back.
+     */
+    private static void agreeOnSoftPort() throws IOException {
+        if (!"0".equals(System.getProperty(SOFT_PORT))) return;
+        try (DatagramSocket probe = new DatagramSocket(0)) {
+            System.setProperty(SOFT_PORT, Integer.toString(probe.getLocalPort()));
+        }
+    }
+
+    private static void call(ManagedChannel channel, byte[] msg) {
+        byte[] answer = ClientCalls.blockingUnaryCall(channel, GrpcBenchServer.ECHO, callOptions(), msg);
+        if (answer.length != msg.length) {
+            throw new IllegalStateException("the echo came back with " + answer.length + " bytes, not " + msg.length);
+        }
+    }
+
+    private static CallOptions callOptions() {
+        return CallOptions.DEFAULT.withDeadlineAfter(30, TimeUnit.SECONDS);
+    }
+
+    /** {@code inFlight} chains of calls, each starting its next call when its answer is in, until the time is up. */
+    private long rate(ManagedChannel channel, byte[] msg) throws Exception {
+        long end = System.nanoTime() + (long) (o.seconds() * 1e9);
+        AtomicLong done = new AtomicLong();
+        AtomicReference<Throwable> failure = new AtomicReference<>();
+        List<CompletableFuture<Void>> chains = new ArrayList<>();
+        for (int i = 0; i < o.inFlight(); i++) {
+            CompletableFuture<Void> chain = new CompletableFuture<>();
+            chains.add(chain);
+            next(channel, msg, end, done, failure, chain);
+        }
+        CompletableFuture.allOf(chains.toArray(CompletableFuture[]::new))
+                .get((long) (o.seconds() * 1000) + 60_000, TimeUnit.MILLISECONDS);
+        if (failure.get() != null) throw new IllegalStateException("a call failed in the rate phase", failure.get());
+        return done.get();
+    }
+
+    private static void next(
+            ManagedChannel channel,
+            byte[] msg,
+            long end,
+            AtomicLong done,
+            AtomicReference<Throwable> failure,
+            CompletableFuture<Void> chain) {
+        ClientCall<byte[], byte[]> c = channel.newCall(GrpcBenchServer.ECHO, callOptions());
+        ClientCalls.asyncUnaryCall(c, msg, new StreamObserver<>() {
+            @Override
+            public void onNext(byte[] answer) {
+                done.incrementAndGet();
+            }
+
+            @Override
+            public void onError(Throwable t) {
+                failure.compareAndSet(null, t);
+                chain.complete(null);
+            }
+
+            @Override
+            public void onCompleted() {
+                if (System.nanoTime() - end < 0) next(channel, msg, end, done, failure, chain);
+                else chain.complete(null);
+            }
+        });
+    }
+
+    private static int awaitPort(Process server) throws Exception {
+        CompletableFuture<Integer> port = new CompletableFuture<>();
+        Thread.ofVirtual().start(() -> {
+            try (BufferedReader r =
+                    new BufferedReader(new InputStreamReader(server.getInputStream(), StandardCharsets.UTF_8))) {
+                String line;
+                while ((line = r.readLine()) != null) {
+                    if (line.startsWith(GrpcBenchServer.READY) && !port.isDone()) {
+                        port.complete(Integer.parseInt(
+                                line.substring(GrpcBenchServer.READY.length()).trim()));
+                    }
+                }
+                port.completeExceptionally(new IOException(
+                        "the gRPC server process ended before it listened (exit " + server.waitFor() + ")"));
+            } catch (IOException | InterruptedException | NumberFormatException e) {
+                port.completeExceptionally(e);
+            }
+        });
+        return port.get(SERVER_START.toSeconds(), TimeUnit.SECONDS);
+    }
+
+    private static long cpuNanos(Process p) {
+        return p.toHandle().info().totalCpuDuration().map(Duration::toNanos).orElse(0L);
+    }
+
+    /**
+     * The table, with each row's latency, rate and CPU also divided by epoll's from the same run.
+     *
+     * @param rows the rows of {@link #run()}
+     * @param o    the options they were measured with (for the header line)
+     * @return the table, a header line and a line per row
+     */
+    public static String table(List<Row> rows, Options o) {
+        Row epoll = rows.stream()
+                .filter(r -> r.transport().contains("epoll") && r.note().isEmpty())
+                .findFirst()
+                .orElse(null);
+        StringBuilder sb = new StringBuilder();
+        sb.append(String.format(
+                Locale.ROOT,
+                "gRPC unary echo of %d B between two processes; latency: %d calls one at a time; rate: %d in flight, %.0f s%n",
+                o.size(),
+                o.iterations(),
+                o.inFlight(),
+                o.seconds()));
+        sb.append(String.format(
+                Locale.ROOT,
+                "%-28s %9s %9s %10s %12s %10s %10s %10s%n",
+                "transport",
+                "p50 [us]",
+                "p99 [us]",
+                "calls/s",
+                "CPU/call[us]",
+                "p50 xepoll",
+                "rate xepoll",
+                "CPU xepoll"));
+        for (Row r : rows) {
+            sb.append(String.format(
+                    Locale.ROOT,
+                    "%-28s %9s %9s %10s %12s %10s %10s %10s%s%n",
+                    r.transport(),
+                    NettyBench.f(r.p50Us(), 1),
+                    NettyBench.f(r.p99Us(), 1),
+                    NettyBench.f(r.callsPerSec(), 0),
+                    NettyBench.f(r.cpuUsPerCall(), 1),
+                    epoll == null ? "-" : NettyBench.f(r.p50Us() / epoll.p50Us(), 2),
+                    epoll == null ? "-" : NettyBench.f(r.callsPerSec() / epoll.callsPerSec(), 2),
+                    epoll == null ? "-" : NettyBench.f(r.cpuUsPerCall() / epoll.cpuUsPerCall(), 2),
+                    r.note().isEmpty() ? "" : "  (" + r.note() + ")"));
+        }
+        return sb.toString();
+    }
+}
