@@ -9,7 +9,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.atomic.LongAdder;
-import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
 /**
@@ -125,7 +124,7 @@ final class Admission {
     private final int maxPending;
     private final int maxPerSource;
     private final long deadlineNanos;
-    private volatile LongSupplier clock;
+    private volatile Clock clock;
     // guarded by this
     private final Map<InetAddress, Integer> perSource = new HashMap<>();
     private final List<Ticket> pending = new ArrayList<>();
@@ -137,15 +136,15 @@ final class Admission {
     private final LongAdder badHandshakes = new LongAdder();
     private final LongAdder refusalsDropped = new LongAdder();
 
-    Admission(EndpointConfig cfg, LongSupplier clock) {
+    Admission(EndpointConfig cfg, Clock clock) {
         this.maxPending = cfg.maxPendingHandshakes();
         this.maxPerSource = cfg.maxPendingHandshakesPerSource();
         this.deadlineNanos = cfg.timeout().toNanos();
         this.clock = clock;
     }
 
-    /** Tests: the clock of the deadlines (nanoseconds, like {@link System#nanoTime}). */
-    void clock(LongSupplier c) {
+    /** Tests: the clock of the deadlines (nanoseconds, as {@link Clock#nanoTime}). */
+    void clock(Clock c) {
         this.clock = c;
     }
 
@@ -174,7 +173,7 @@ final class Admission {
                             + " handshakes in progress here (maxPendingHandshakesPerSource); try again later");
         }
         perSource.put(source, fromSource + 1);
-        Ticket t = new Ticket(source, connection, clock.getAsLong() + deadlineNanos, null);
+        Ticket t = new Ticket(source, connection, clock.nanoTime() + deadlineNanos, null);
         pending.add(t);
         return t;
     }
@@ -218,7 +217,7 @@ final class Admission {
     int sweep() {
         List<Ticket> late = new ArrayList<>();
         synchronized (this) {
-            long now = clock.getAsLong();
+            long now = clock.nanoTime();
             for (Ticket t : pending) {
                 if (!t.expired && t.connection != null && now - t.deadline >= 0) {
                     t.expired = true;

@@ -135,9 +135,9 @@ final class CmConnector {
     }
 
     private static CmEvent await(
-            CmEventChannel ch, long deadline, String what, String where, java.time.Duration timeout)
+            CmEventChannel ch, Clock clock, long deadline, String what, String where, java.time.Duration timeout)
             throws RdmaConnectException, CmException {
-        long left = (deadline - System.nanoTime()) / 1_000_000;
+        long left = (deadline - clock.nanoTime()) / 1_000_000;
         CmEvent e = left > 0 ? ch.next(left) : null;
         if (e == null) {
             throw new RdmaConnectException(
@@ -167,7 +167,8 @@ final class CmConnector {
 
     static Endpoint connect(String host, int port, EndpointConfig cfg, EndpointGroup group, ExportedRange range)
             throws RdmaConnectException {
-        long deadline = System.nanoTime() + cfg.timeout().toNanos();
+        Clock clock = Clock.of(group);
+        long deadline = clock.nanoTime() + cfg.timeout().toNanos();
         String where = host + ":" + port;
         InetAddress addr;
         try {
@@ -190,7 +191,7 @@ final class CmConnector {
                     cfg.localAddress() == null ? null : new InetSocketAddress(cfg.localAddress(), 0),
                     new InetSocketAddress(addr, port),
                     cfg.timeout());
-            CmEvent e = await(ch, deadline, "address resolution", where, cfg.timeout());
+            CmEvent e = await(ch, clock, deadline, "address resolution", where, cfg.timeout());
             if (e.type() != CmEventType.ADDR_RESOLVED) {
                 throw new RdmaConnectException(
                         RdmaConnectException.Reason.ADDRESS_ERROR,
@@ -199,7 +200,7 @@ final class CmConnector {
                                 + "): no RDMA device here reaches that address; check the address, the routes and 'jrdma devices'");
             }
             id.resolveRoute(cfg.timeout());
-            e = await(ch, deadline, "route resolution", where, cfg.timeout());
+            e = await(ch, clock, deadline, "route resolution", where, cfg.timeout());
             if (e.type() != CmEventType.ROUTE_RESOLVED) {
                 throw new RdmaConnectException(
                         RdmaConnectException.Reason.ADDRESS_ERROR,
@@ -225,7 +226,7 @@ final class CmConnector {
             RemoteBuffer export = ep.cmReserveExport(range);
             ep.cmToInit(id.initQpAttr(QpState.INIT));
             id.connect(connParam(hello(cfg, export), ep));
-            e = await(ch, deadline, "the server's answer", where, cfg.timeout());
+            e = await(ch, clock, deadline, "the server's answer", where, cfg.timeout());
             switch (e.type()) {
                 case CONNECT_RESPONSE -> {}
                 case REJECTED -> throw rejected(e, where);
@@ -475,7 +476,7 @@ final class CmConnector {
                 ep.cmModify(rts);
                 ep.cmBindExport();
                 id.accept(connParam(hello(cfg, export), ep));
-                CmEvent e = await(connCh, deadline, "the client's confirmation", where, cfg.timeout());
+                CmEvent e = await(connCh, group.clock(), deadline, "the client's confirmation", where, cfg.timeout());
                 if (e.type() != CmEventType.ESTABLISHED) {
                     throw new RdmaConnectException(
                             RdmaConnectException.Reason.PEER_GONE,

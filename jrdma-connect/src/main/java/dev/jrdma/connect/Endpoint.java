@@ -282,7 +282,9 @@ public final class Endpoint extends EndpointSetup implements AutoCloseable {
         buf.checkRange(offset, length, "send");
         if (listener == null) throw new NullPointerException("listener");
         Operation op = spareOp(
-                OperationKind.SEND, null, System.nanoTime() + cfg.timeout().toNanos());
+                OperationKind.SEND,
+                null,
+                group.clock().nanoTime() + cfg.timeout().toNanos());
         op.recorded = JfrEvents.sampleOperation();
         op.listener = listener;
         op.laddr = buf.address() + offset;
@@ -717,8 +719,9 @@ public final class Endpoint extends EndpointSetup implements AutoCloseable {
             boolean mayWait = !group.isCompletionThread();
             if (mayWait) {
                 Goodbye.await(
+                        group.clock(),
                         this,
-                        System.nanoTime() + cfg.timeout().toNanos(),
+                        group.clock().nanoTime() + cfg.timeout().toNanos(),
                         () -> !(state == State.CLOSING || state == State.PEER_CLOSED)
                                 || (inFlight.isEmpty() && pending.isEmpty()));
             }
@@ -727,7 +730,11 @@ public final class Endpoint extends EndpointSetup implements AutoCloseable {
                 goodbye.sayBye();
                 if (state == State.PEER_CLOSED) goodbye.acknowledge();
                 if (mayWait && state != State.BROKEN) {
-                    Goodbye.await(this, goodbye.lingerDeadline(System.nanoTime()), goodbye::isPeerAcknowledged);
+                    Goodbye.await(
+                            group.clock(),
+                            this,
+                            goodbye.lingerDeadline(group.clock().nanoTime()),
+                            goodbye::isPeerAcknowledged);
                 }
             }
             State before = state;

@@ -340,7 +340,7 @@ abstract class EndpointCompletions extends EndpointCore {
                 toError();
                 goodbye.acknowledge();
             } else {
-                goodbye.startDrain(System.nanoTime());
+                goodbye.startDrain(group.clock().nanoTime());
             }
             notifyAll();
         }

@@ -315,7 +315,7 @@ abstract class EndpointCore {
         Operation op = spareOp(
                 kind,
                 new CompletableFuture<>(),
-                System.nanoTime() + cfg.timeout().toNanos());
+                group.clock().nanoTime() + cfg.timeout().toNanos());
         op.recorded = JfrEvents.sampleOperation();
         return op;
     }
@@ -549,7 +549,7 @@ abstract class EndpointCore {
     static <T> T waitFor(EndpointGroup group, CompletableFuture<T> f, long nanos)
             throws InterruptedException, ExecutionException, TimeoutException {
         // first the caller drives the group itself for a while: the answer is polled and delivered on this thread
-        if (!f.isDone()) group.helpUntil(f::isDone, System.nanoTime() + nanos);
+        if (!f.isDone()) group.helpUntil(f::isDone, group.clock().nanoTime() + nanos);
         if (!f.isDone()) {
             java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(1);
             f.whenComplete((r, e) -> done.countDown());

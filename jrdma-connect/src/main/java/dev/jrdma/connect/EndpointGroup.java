@@ -63,6 +63,9 @@ public final class EndpointGroup implements AutoCloseable {
     private final int gidIndex;
     private final EndpointsByQpn endpoints = new EndpointsByQpn();
     private final WorkCompletion[] wcs = WorkCompletion.array(32); // the owner's
+    /** The time of the group's deadlines and of its endpoints' ({@link Clock#SYSTEM} but in tests). */
+    private final Clock clock;
+
     private final ProgressCore core;
     /** The group's own thread, or null when an {@link Invoker}'s caller drives it. */
     private final Thread thread;
@@ -81,8 +84,9 @@ public final class EndpointGroup implements AutoCloseable {
         }
     }
 
-    private EndpointGroup(Device device, EndpointConfig config, boolean ownThread) {
+    private EndpointGroup(Device device, EndpointConfig config, boolean ownThread, Clock clock) {
         this.config = config;
+        this.clock = clock;
         this.device = device;
         this.ctx = device.open();
         try {
@@ -105,7 +109,7 @@ public final class EndpointGroup implements AutoCloseable {
         }
         core = new ProgressCore(
                 new CqDuty(),
-                System::nanoTime,
+                clock,
                 COMMANDS,
                 config.pollMode() == PollMode.BUSY ? ProgressCore.SPIN_FOREVER : ProgressCore.DEFAULT_SPIN_NANOS);
         if (ownThread) {
@@ -133,7 +137,7 @@ public final class EndpointGroup implements AutoCloseable {
      *                                        4096
      */
     public static EndpointGroup open(Device device, EndpointConfig config) {
-        return new EndpointGroup(device, config, true);
+        return new EndpointGroup(device, config, true, Clock.SYSTEM);
     }
 
     /**
@@ -149,7 +153,7 @@ public final class EndpointGroup implements AutoCloseable {
      *                                        4096
      */
     public static EndpointGroup openInvoked(Device device, EndpointConfig config) {
-        return new EndpointGroup(device, config, false);
+        return new EndpointGroup(device, config, false, Clock.SYSTEM);
     }
 
     /**
@@ -163,7 +167,27 @@ public final class EndpointGroup implements AutoCloseable {
      *                                        4096
      */
     public static EndpointGroup forLocalAddress(InetAddress local, EndpointConfig config) {
-        return new EndpointGroup(Devices.forLocalAddress(local, config.device()), config, true);
+        return new EndpointGroup(Devices.forLocalAddress(local, config.device()), config, true, Clock.SYSTEM);
+    }
+
+    /**
+     * Tests: a group, as {@link #open} makes it, whose deadlines and timeouts run on {@code clock}.
+     *
+     * @param device the device
+     * @param config the settings of the group and of its endpoints
+     * @param clock  the time the group and its endpoints go by
+     * @return the group
+     */
+    static EndpointGroup open(Device device, EndpointConfig config, Clock clock) {
+        return new EndpointGroup(device, config, true, clock);
+    }
+
+    /**
+     * {@return the time of this group's deadlines, and of its endpoints' (operations, handshakes, close): the
+     * system's, or a test's}
+     */
+    Clock clock() {
+        return clock;
     }
 
     /**

@@ -89,12 +89,12 @@ final class Goodbye {
     }
 
     /**
-     * Waits on {@code monitor} (held by the caller) until {@code done} or the deadline ({@link System#nanoTime()});
-     * false when the deadline passed or the thread was interrupted (its flag stays set).
+     * Waits on {@code monitor} (held by the caller) until {@code done} or the deadline on {@code clock}; false when
+     * the deadline passed or the thread was interrupted (its flag stays set).
      */
-    static boolean await(Object monitor, long deadline, BooleanSupplier done) {
+    static boolean await(Clock clock, Object monitor, long deadline, BooleanSupplier done) {
         while (!done.getAsBoolean()) {
-            long left = deadline - System.nanoTime();
+            long left = deadline - clock.nanoTime();
             if (left <= 0) return false;
             try {
                 monitor.wait(Math.max(1, left / 1_000_000));

@@ -78,7 +78,8 @@ final class Handshake {
             byte[] privateData,
             byte[] authPublicKey) {}
 
-    static Socket openSocket(String host, int port, EndpointConfig cfg, long deadline) throws RdmaConnectException {
+    static Socket openSocket(String host, int port, EndpointConfig cfg, Clock clock, long deadline)
+            throws RdmaConnectException {
         String where = host + ":" + port;
         InetAddress addr;
         try {
@@ -94,7 +95,7 @@ final class Handshake {
                     RdmaConnectException.Reason.ADDRESS_ERROR, "port " + port + " is outside 1..65535");
         IOException last = null;
         while (true) {
-            long left = (deadline - System.nanoTime()) / 1_000_000;
+            long left = (deadline - clock.nanoTime()) / 1_000_000;
             if (left <= 0) break;
             Socket s = new Socket();
             try {
@@ -171,26 +172,29 @@ final class Handshake {
     }
 
     /**
-     * The socket's input with one deadline for the whole exchange: before every read the socket's timeout is set to
-     * what is left, so a peer that trickles a byte every few seconds is cut off at the deadline like a silent one.
+     * The socket's input with one deadline (on {@code clock}) for the whole exchange: before every read the socket's
+     * timeout is set to what is left, so a peer that trickles a byte every few seconds is cut off at the deadline like
+     * a silent one.
      */
-    static DataInputStream input(Socket s, long deadline) throws IOException {
-        return new DataInputStream(new DeadlineInput(s, deadline));
+    static DataInputStream input(Socket s, Clock clock, long deadline) throws IOException {
+        return new DataInputStream(new DeadlineInput(s, clock, deadline));
     }
 
     private static final class DeadlineInput extends java.io.InputStream {
         private final Socket socket;
         private final java.io.InputStream in;
+        private final Clock clock;
         private final long deadline;
 
-        DeadlineInput(Socket socket, long deadline) throws IOException {
+        DeadlineInput(Socket socket, Clock clock, long deadline) throws IOException {
             this.socket = socket;
             this.in = socket.getInputStream();
+            this.clock = clock;
             this.deadline = deadline;
         }
 
         private void arm() throws IOException {
-            long left = (deadline - System.nanoTime()) / 1_000_000;
+            long left = (deadline - clock.nanoTime()) / 1_000_000;
             if (left <= 0) throw new SocketTimeoutException("the handshake's deadline passed");
             socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, left));
         }

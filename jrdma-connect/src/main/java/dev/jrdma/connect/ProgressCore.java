@@ -2,7 +2,6 @@ package dev.jrdma.connect;
 
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.BooleanSupplier;
-import java.util.function.LongSupplier;
 
 /**
  * The duty cycle of an {@link EndpointGroup}, after Aeron's agents: one owner thread at a time polls the group's
@@ -49,7 +48,7 @@ final class ProgressCore {
     static final long SPIN_FOREVER = Long.MAX_VALUE;
 
     private final Duty duty;
-    private final LongSupplier clock;
+    private final Clock clock;
     private final CommandQueue commands;
     private volatile long spinNanos;
     private volatile Thread owner;
@@ -67,12 +66,12 @@ final class ProgressCore {
     private long lastWork;
     private int idleTurns;
 
-    ProgressCore(Duty duty, LongSupplier clock, int commandCapacity, long spinNanos) {
+    ProgressCore(Duty duty, Clock clock, int commandCapacity, long spinNanos) {
         this.duty = duty;
         this.clock = clock;
         this.commands = new CommandQueue(commandCapacity);
         this.spinNanos = spinNanos;
-        long now = clock.getAsLong();
+        long now = clock.nanoTime();
         this.nextTimeoutCheck = now;
         this.lastWork = now;
     }
@@ -87,7 +86,7 @@ final class ProgressCore {
     }
 
     long now() {
-        return clock.getAsLong();
+        return clock.nanoTime();
     }
 
     boolean isOwnerThread() {
@@ -154,7 +153,7 @@ final class ProgressCore {
             return true;
         }
         sleep(Math.min(maxSleepNanos, Math.max(0, nextTimeoutCheck - now)));
-        lastWork = clock.getAsLong(); // woken (by an event, most likely): poll busily again for the budget
+        lastWork = clock.nanoTime(); // woken (by an event, most likely): poll busily again for the budget
         return false;
     }
 
@@ -187,7 +186,7 @@ final class ProgressCore {
         } finally {
             sleeping = false;
         }
-        lastWork = clock.getAsLong();
+        lastWork = clock.nanoTime();
     }
 
     /** Arms the CQs and sleeps on the channel unless a command or a completion came in the meantime. Owner only. */
@@ -213,7 +212,7 @@ final class ProgressCore {
         while (!commands.offer(command)) {
             if (!running) return;
             if (isOwnerThread()) {
-                doWork(clock.getAsLong()); // the owner itself fills its queue: run what waits
+                doWork(clock.nanoTime()); // the owner itself fills its queue: run what waits
             } else {
                 duty.wakeup();
                 Thread.yield();
@@ -252,7 +251,7 @@ final class ProgressCore {
      * @return whether {@code done} held when it stopped
      */
     boolean helpUntil(BooleanSupplier done, long deadline) {
-        long now = clock.getAsLong(), last = now;
+        long now = clock.nanoTime(), last = now;
         long budget = Math.min(spinNanos, DEFAULT_SPIN_NANOS);
         try {
             while (!done.getAsBoolean()) {
@@ -268,7 +267,7 @@ final class ProgressCore {
                     }
                 }
                 Thread.onSpinWait();
-                now = clock.getAsLong();
+                now = clock.nanoTime();
             }
             return true;
         } finally {
@@ -280,7 +279,7 @@ final class ProgressCore {
     void runAsAgent(System.Logger log, String name) {
         while (running) {
             try {
-                long now = clock.getAsLong();
+                long now = clock.nanoTime();
                 if (!tryDrive()) {
                     // a caller drives: sleep (CQs not armed) until it hands back with a wakeup, or at most a while
                     duty.await(MAX_SLEEP_NANOS);

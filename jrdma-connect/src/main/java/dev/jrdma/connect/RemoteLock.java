@@ -141,11 +141,12 @@ public final class RemoteLock {
      * @throws RdmaException         when a compare-and-swap fails (the state is then {@link State#UNCERTAIN})
      */
     public synchronized boolean tryLock(Duration timeout) {
-        long deadline = System.nanoTime() + timeout.toNanos();
+        Clock clock = endpoint.group().clock();
+        long deadline = clock.nanoTime() + timeout.toNanos();
         long backoff = MIN_BACKOFF_NS;
         while (true) {
             if (tryLock()) return true;
-            long left = deadline - System.nanoTime();
+            long left = deadline - clock.nanoTime();
             if (left <= 0) return false;
             long pause =
                     Math.min(left, backoff / 2 + ThreadLocalRandom.current().nextLong(backoff / 2 + 1));

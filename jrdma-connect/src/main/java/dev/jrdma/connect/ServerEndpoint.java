@@ -57,7 +57,7 @@ public final class ServerEndpoint implements AutoCloseable {
         this.cm = cm;
         this.group = group;
         this.cfg = cfg;
-        this.admission = new Admission(cfg, System::nanoTime);
+        this.admission = new Admission(cfg, group.clock());
         group.limitEndpoints(cfg.maxConnections());
     }
 
@@ -263,9 +263,10 @@ public final class ServerEndpoint implements AutoCloseable {
      *                              listening socket failed
      */
     public Endpoint accept(Duration timeout) throws RdmaConnectException {
-        long deadline = System.nanoTime() + timeout.toNanos();
+        Clock clock = group.clock();
+        long deadline = clock.nanoTime() + timeout.toNanos();
         while (true) {
-            long left = (deadline - System.nanoTime()) / 1_000_000;
+            long left = (deadline - clock.nanoTime()) / 1_000_000;
             if (left <= 0) {
                 RdmaConnectException e = new RdmaConnectException(
                         RdmaConnectException.Reason.TIMEOUT,
@@ -302,8 +303,8 @@ public final class ServerEndpoint implements AutoCloseable {
         return admission.counters(group);
     }
 
-    /** Tests: the clock of the handshakes' deadlines (nanoseconds, as {@link System#nanoTime}). */
-    void clock(java.util.function.LongSupplier nanoTime) {
+    /** Tests: the clock of the admission deadlines that {@link #sweepDeadlines} enforces (by default the group's). */
+    void clock(Clock nanoTime) {
         admission.clock(nanoTime);
     }
 
@@ -364,7 +365,7 @@ public final class ServerEndpoint implements AutoCloseable {
                 }
                 continue;
             }
-            long deadline = System.nanoTime() + cfg.timeout().toNanos();
+            long deadline = group.clock().nanoTime() + cfg.timeout().toNanos();
             Thread.ofVirtual()
                     .name("jrdma-handshake-" + s.getRemoteSocketAddress())
                     .start(() -> handshake(s, deadline, t));
@@ -402,7 +403,7 @@ public final class ServerEndpoint implements AutoCloseable {
                 cm.refuse(req, t.refusal());
                 continue;
             }
-            long deadline = System.nanoTime() + cfg.timeout().toNanos();
+            long deadline = group.clock().nanoTime() + cfg.timeout().toNanos();
             // a platform thread: the handshake blocks in native calls (poll on its event channel), which would pin a
             // virtual thread's carrier for as long as a stalling client makes it wait
             Thread.ofPlatform()
@@ -465,7 +466,8 @@ public final class ServerEndpoint implements AutoCloseable {
         try {
             Handshake.writeReject(new java.io.DataOutputStream(s.getOutputStream()), Endpoint.VERDICT_REJECT, reason);
             s.shutdownOutput();
-            java.io.InputStream in = Handshake.input(s, System.nanoTime() + 1_000_000_000L);
+            java.io.InputStream in =
+                    Handshake.input(s, group.clock(), group.clock().nanoTime() + 1_000_000_000L);
             byte[] sink = new byte[256];
             for (int total = 0, n; total < Handshake.MAX_HELLO && (n = in.read(sink)) > 0; total += n) {
                 // dropped

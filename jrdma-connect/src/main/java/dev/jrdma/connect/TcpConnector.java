@@ -26,7 +26,8 @@ final class TcpConnector {
      */
     static Endpoint connect(String host, int port, EndpointConfig cfg, EndpointGroup group, ExportedRange range)
             throws RdmaConnectException {
-        long deadline = System.nanoTime() + cfg.timeout().toNanos();
+        Clock clock = Clock.of(group);
+        long deadline = clock.nanoTime() + cfg.timeout().toNanos();
         // a server that runs as many handshakes as it allows (in all, or for this host) says so and to try again later:
         // a burst of connects from one host (a pool opening 100 connections) waits its turn within the timeout, as a
         // TCP backlog would make it, instead of failing; the server's limits still bound what it holds at once
@@ -36,7 +37,7 @@ final class TcpConnector {
             } catch (RdmaConnectException e) {
                 long wait = backoffNanos / 2
                         + java.util.concurrent.ThreadLocalRandom.current().nextLong(backoffNanos / 2 + 1);
-                if (!isHandshakeLimit(e) || System.nanoTime() + wait - deadline >= 0) throw e;
+                if (!isHandshakeLimit(e) || clock.nanoTime() + wait - deadline >= 0) throw e;
                 java.util.concurrent.locks.LockSupport.parkNanos(wait);
                 if (Thread.currentThread().isInterrupted()) throw e;
             }
@@ -75,7 +76,7 @@ final class TcpConnector {
             long deadline,
             boolean mayOfferAuth)
             throws RdmaConnectException {
-        Socket s = Handshake.openSocket(host, port, cfg, deadline);
+        Socket s = Handshake.openSocket(host, port, cfg, Clock.of(group), deadline);
         boolean ownsGroup = group == null;
         Endpoint ep = null;
         try {
@@ -139,7 +140,7 @@ final class TcpConnector {
         Endpoint ep = null;
         try {
             DataOutputStream out = new DataOutputStream(s.getOutputStream());
-            DataInputStream in = Handshake.input(s, deadline);
+            DataInputStream in = Handshake.input(s, group.clock(), deadline);
             Handshake.Hello hello = Handshake.readHello(in, out, where);
             String rejection =
                     Handshake.screen(filter, (InetSocketAddress) s.getRemoteSocketAddress(), hello.privateData());
@@ -189,7 +190,7 @@ final class TcpConnector {
         byte[] offered = agreement == null ? null : agreement.publicKey;
         try {
             DataOutputStream out = new DataOutputStream(socket.getOutputStream());
-            DataInputStream in = Handshake.input(socket, deadline);
+            DataInputStream in = Handshake.input(socket, group.clock(), deadline);
             // the HELLO in one write: a server of version 1 answers a HELLO of version 2 from its first six bytes and
             // closes;
             // a HELLO still arriving then would meet its reset (a lost write) instead of its refusal being read

@@ -107,7 +107,8 @@ class GoodbyeTest {
         });
         long t0 = System.nanoTime();
         synchronized (lock) {
-            assertTrue(Goodbye.await(lock, System.nanoTime() + TimeUnit.SECONDS.toNanos(10), g::isPeerAcknowledged));
+            assertTrue(Goodbye.await(
+                    Clock.SYSTEM, lock, System.nanoTime() + TimeUnit.SECONDS.toNanos(10), g::isPeerAcknowledged));
         }
         assertTrue(
                 System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(5),
@@ -118,8 +119,24 @@ class GoodbyeTest {
         t0 = System.nanoTime();
         synchronized (lock) {
             assertFalse(Goodbye.await(
-                    lock, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(100), silent::isPeerAcknowledged));
+                    Clock.SYSTEM,
+                    lock,
+                    System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(100),
+                    silent::isPeerAcknowledged));
         }
         assertTrue(System.nanoTime() - t0 >= TimeUnit.MILLISECONDS.toNanos(100));
+    }
+
+    /** The linger's deadline is on the clock it is given: a test's clock past it ends the wait without sleeping. */
+    @Test
+    void theLingerEndsAtItsDeadlineOnTheGivenClock() {
+        Object lock = new Object();
+        long[] now = {1_000};
+        Goodbye silent = new Goodbye(Duration.ofSeconds(60));
+        long deadline = silent.lingerDeadline(now[0]);
+        now[0] = deadline;
+        synchronized (lock) {
+            assertFalse(Goodbye.await(() -> now[0], lock, deadline, silent::isPeerAcknowledged));
+        }
     }
 }
