@@ -133,7 +133,7 @@ final class CmLink implements PerftestWire.Link {
             throw new BenchException("the rdma_cm server at " + server + " did not answer the connection request");
         switch (e.type()) {
             case CONNECT_RESPONSE -> {
-                toRts(id);
+                id.moveQpToRts(qp); // INIT again: with the rights the connection grants
                 id.establish();
                 return null;
             }
@@ -169,7 +169,7 @@ final class CmLink implements PerftestWire.Link {
                 throw new BenchException("unexpected rdma_cm event while listening on port " + port + ": " + req);
             l.id = req.id();
             l.setUp(l.id.deviceName());
-            l.toRts(l.id);
+            l.id.moveQpToRts(l.qp);
             l.postRecv();
             l.id.accept(new ConnParam()
                     .qpNum(l.qp.qpNum())
@@ -211,13 +211,6 @@ final class CmLink implements PerftestWire.Link {
                 .maxSendWr(1)
                 .maxRecvWr(1)
                 .build());
-    }
-
-    /** INIT (again: with the rights the connection grants), RTR and RTS with the attributes rdma_cm computed. */
-    private void toRts(CmId conn) throws CmException {
-        qp.modify(conn.initQpAttr(QpState.INIT));
-        qp.modify(conn.initQpAttr(QpState.RTR));
-        qp.modify(conn.initQpAttr(QpState.RTS));
     }
 
     private void postRecv() {

@@ -126,9 +126,8 @@ final class CmQps implements AutoCloseable {
                 throw new BenchException("rdma_cm: the server at " + server + " did not answer the request of QP " + i);
             switch (e.type()) {
                 case CONNECT_RESPONSE -> {
-                    qp.modify(id.initQpAttr(QpState.INIT)); // again: with the rights the server's answer grants
-                    qp.modify(id.initQpAttr(QpState.RTR).minRnrTimer(MIN_RNR_TIMER));
-                    qp.modify(id.initQpAttr(QpState.RTS));
+                    // INIT again: with the rights the server's answer grants
+                    id.moveQpToRts(qp, rtr -> rtr.minRnrTimer(MIN_RNR_TIMER));
                     id.establish();
                     return;
                 }
@@ -189,14 +188,13 @@ final class CmQps implements AutoCloseable {
                 checkDevice(id, device);
                 QueuePair qp = qps[i];
                 qp.modify(new QpAttr().state(QpState.RESET));
-                qp.modify(id.initQpAttr(QpState.INIT));
                 if (ud) {
+                    qp.modify(id.initQpAttr(QpState.INIT));
                     toRtsUd(qp);
                     if (udLatency)
                         qp.postRecv(new RecvWorkRequest().wrId(0).buffer(mr, recvOffset, BenchResources.UD_GRH + 4));
                 } else {
-                    qp.modify(id.initQpAttr(QpState.RTR).minRnrTimer(MIN_RNR_TIMER));
-                    qp.modify(id.initQpAttr(QpState.RTS));
+                    id.moveQpToRts(qp, rtr -> rtr.minRnrTimer(MIN_RNR_TIMER));
                 }
                 id.accept(param(qp));
                 if (ud && udLatency) {

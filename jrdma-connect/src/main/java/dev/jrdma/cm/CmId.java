@@ -6,10 +6,12 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
 
 import dev.jrdma.verbs.QpAttr;
 import dev.jrdma.verbs.QpState;
+import dev.jrdma.verbs.QueuePair;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.function.UnaryOperator;
 
 /**
  * An rdma_cm identifier ({@code struct rdma_cm_id}): the rdma_cm counterpart of a socket. A client resolves the
@@ -19,7 +21,8 @@ import java.time.Duration;
  *
  * <p>jrdma creates QPs with the verbs API (on the device {@link #deviceName} names), so the QP is moved by the
  * application with the attributes of {@link #initQpAttr}: INIT before connect/accept, RTR and RTS on
- * CONNECT_RESPONSE (client, then {@link #establish}) or before accept (server). For a datagram id only INIT comes
+ * CONNECT_RESPONSE (client, then {@link #establish}) or before accept (server); {@link #moveQpToRts} walks the whole
+ * way as librdmacm's own connect and accept do. For a datagram id only INIT comes
  * from rdma_cm (port, P_Key index, Q_Key); RTR and RTS need only the state (and an SQ PSN).
  */
 public final class CmId implements AutoCloseable {
@@ -260,6 +263,34 @@ public final class CmId implements AutoCloseable {
             Librdmacm.call("rdma_init_qp_attr(" + target + ")", Librdmacm.INIT_QP_ATTR, ptr, attr, mask);
             return Librdmacm.toQpAttr(attr, mask.get(JAVA_INT, 0));
         }
+    }
+
+    /**
+     * Moves the QP of this connection to RTS with the attributes rdma_cm computed ({@link #initQpAttr}): INIT (again,
+     * from INIT: with the rights the connection grants), RTR, then RTS, as librdmacm does for a QP of its own. The
+     * client calls it on CONNECT_RESPONSE (then {@link #establish}), the server before accept.
+     *
+     * @param qp the connection's QP, in RESET or INIT
+     * @throws CmException when the id is closed (errno 0) or librdmacm refuses (the peer's parameters are not known)
+     * @throws dev.jrdma.verbs.VerbsException when the device refuses a transition
+     */
+    public void moveQpToRts(QueuePair qp) throws CmException {
+        moveQpToRts(qp, UnaryOperator.identity());
+    }
+
+    /**
+     * Moves the QP to RTS as {@link #moveQpToRts(QueuePair)} does, with the RTR attributes adjusted first.
+     *
+     * @param qp  the connection's QP, in RESET or INIT
+     * @param rtr adjusts the RTR attributes rdma_cm computed before they are applied (e.g.
+     *            {@code a -> a.minRnrTimer(12)}, a setting rdma_cm leaves at its default)
+     * @throws CmException when the id is closed (errno 0) or librdmacm refuses (the peer's parameters are not known)
+     * @throws dev.jrdma.verbs.VerbsException when the device refuses a transition
+     */
+    public void moveQpToRts(QueuePair qp, UnaryOperator<QpAttr> rtr) throws CmException {
+        qp.modify(initQpAttr(QpState.INIT));
+        qp.modify(rtr.apply(initQpAttr(QpState.RTR)));
+        qp.modify(initQpAttr(QpState.RTS));
     }
 
     /**

@@ -188,8 +188,7 @@ class CmApiTest {
             assertEquals(1, req.initiatorDepth());
             assertEquals(id.localAddress(), conn.remoteAddress(), "the server sees the client's address");
             server.open(conn, QpType.RC);
-            for (QpState s : new QpState[] {QpState.INIT, QpState.RTR, QpState.RTS})
-                server.qp.modify(conn.initQpAttr(s));
+            conn.moveQpToRts(server.qp);
             server.qp.postRecv(new RecvWorkRequest().wrId(7).buffer(server.mr, 0, 64));
             conn.accept(new ConnParam().privateData(bytes("welcome")).qpNum(server.qp.qpNum()));
 
@@ -199,7 +198,7 @@ class CmApiTest {
             QpAttr rtr = id.initQpAttr(QpState.RTR);
             assertEquals(server.qp.qpNum(), rtr.destQpNum(), "rdma_init_qp_attr(RTR) names the server's QP");
             assertNotNull(rtr.ah());
-            for (QpState s : new QpState[] {QpState.INIT, QpState.RTR, QpState.RTS}) client.qp.modify(id.initQpAttr(s));
+            id.moveQpToRts(client.qp);
             id.establish();
             server.expect(CmEventType.ESTABLISHED);
 
@@ -241,8 +240,7 @@ class CmApiTest {
             id.connect(new ConnParam().qpNum(client.qp.qpNum()));
             CmEvent req = server.expect(CmEventType.CONNECT_REQUEST);
             server.open(req.id(), QpType.RC);
-            for (QpState s : new QpState[] {QpState.INIT, QpState.RTR, QpState.RTS})
-                server.qp.modify(req.id().initQpAttr(s));
+            req.id().moveQpToRts(server.qp);
             req.id().accept(new ConnParam().qpNum(server.qp.qpNum()));
             client.expect(CmEventType.CONNECT_RESPONSE);
             assertEquals(0x68, id.initQpAttr(QpState.RTR).ah().trafficClass, "the route's traffic class is the TOS");
