@@ -15,6 +15,7 @@ import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.QueuePair;
 import dev.jrdma.verbs.RecvWorkRequest;
 import dev.jrdma.verbs.SendWorkRequest;
+import dev.jrdma.verbs.UdWalk;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
 import java.net.InetAddress;
@@ -231,8 +232,7 @@ final class CmQps implements AutoCloseable {
 
     /** A UD QP needs only the states after INIT (rdma_cm gave INIT its port, P_Key index and Q_Key). */
     private static void toRtsUd(QueuePair qp) {
-        qp.modify(new QpAttr().state(QpState.RTR));
-        qp.modify(new QpAttr().state(QpState.RTS).sqPsn(0));
+        UdWalk.fromInit(qp, 0);
     }
 
     private void checkDevice(CmId id, String device) throws CmException {

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.jrdma.testkit.RcPair;
-import dev.jrdma.testkit.UdWalk;
 import dev.jrdma.verbs.AddressHandle;
 import dev.jrdma.verbs.AhAttr;
 import dev.jrdma.verbs.CompletionQueue;
@@ -20,6 +19,7 @@ import dev.jrdma.verbs.QpType;
 import dev.jrdma.verbs.QueuePair;
 import dev.jrdma.verbs.RecvWorkRequest;
 import dev.jrdma.verbs.SendWorkRequest;
+import dev.jrdma.verbs.UdWalk;
 import dev.jrdma.verbs.WcOpcode;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;

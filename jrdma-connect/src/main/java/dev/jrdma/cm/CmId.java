@@ -289,8 +289,33 @@ public final class CmId implements AutoCloseable {
      */
     public void moveQpToRts(QueuePair qp, UnaryOperator<QpAttr> rtr) throws CmException {
         qp.modify(initQpAttr(QpState.INIT));
-        qp.modify(rtr.apply(initQpAttr(QpState.RTR)));
-        qp.modify(initQpAttr(QpState.RTS));
+        moveInitQpToRts(qp, rtr);
+    }
+
+    /**
+     * The RTR and RTS attributes a walk applied, for a caller that keeps them (e.g. the path MTU and the PSNs).
+     *
+     * @param rtr the attributes of the move to RTR
+     * @param rts the attributes of the move to RTS
+     */
+    public record AppliedAttrs(QpAttr rtr, QpAttr rts) {}
+
+    /**
+     * Moves a QP already in INIT (with INIT attributes of the caller's own, e.g. narrower rights than rdma_cm's) to RTR
+     * and RTS with the attributes rdma_cm computed, the RTR ones adjusted first.
+     *
+     * @param qp  the connection's QP, in INIT
+     * @param rtr adjusts the RTR attributes before they are applied ({@code UnaryOperator.identity()}: as computed)
+     * @return the attributes applied
+     * @throws CmException when the id is closed (errno 0) or librdmacm refuses (the peer's parameters are not known)
+     * @throws dev.jrdma.verbs.VerbsException when the device refuses a transition
+     */
+    public AppliedAttrs moveInitQpToRts(QueuePair qp, UnaryOperator<QpAttr> rtr) throws CmException {
+        QpAttr toRtr = rtr.apply(initQpAttr(QpState.RTR));
+        qp.modify(toRtr);
+        QpAttr toRts = initQpAttr(QpState.RTS);
+        qp.modify(toRts);
+        return new AppliedAttrs(toRtr, toRts);
     }
 
     /**

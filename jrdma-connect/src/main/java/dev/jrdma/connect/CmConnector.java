@@ -19,6 +19,7 @@ import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
+import java.util.function.UnaryOperator;
 
 /**
  * Connection set-up through rdma_cm for native devices: the same endpoints, the same failure reasons as the TCP
@@ -248,10 +249,9 @@ final class CmConnector {
                             "unexpected " + e.type().cName() + " while connecting to " + where);
             }
             Hello h = parseHello(e.privateData(), "server at " + where);
-            QpAttr rtr = id.initQpAttr(QpState.RTR);
-            ep.cmModify(rtr);
-            QpAttr rts = id.initQpAttr(QpState.RTS);
-            ep.cmModify(rts);
+            // INIT was the endpoint's own (its rights), so only RTR and RTS take rdma_cm's attributes
+            CmId.AppliedAttrs path = id.moveInitQpToRts(ep.qp, UnaryOperator.identity());
+            QpAttr rtr = path.rtr(), rts = path.rts();
             ep.cmBindExport(); // before the server learns we are up
             id.establish();
             InetSocketAddress remote = id.remoteAddress();
@@ -468,12 +468,10 @@ final class CmConnector {
                         where);
                 RemoteBuffer export = ep.cmReserveExport(range);
                 ep.cmToInit(id.initQpAttr(QpState.INIT));
-                QpAttr rtr = id.initQpAttr(QpState.RTR);
-                ep.cmModify(rtr);
                 // RTS before the accept, as librdmacm's own rdma_accept does: the export's window is bound before the
                 // client can use it
-                QpAttr rts = id.initQpAttr(QpState.RTS);
-                ep.cmModify(rts);
+                CmId.AppliedAttrs path = id.moveInitQpToRts(ep.qp, UnaryOperator.identity());
+                QpAttr rtr = path.rtr(), rts = path.rts();
                 ep.cmBindExport();
                 id.accept(connParam(hello(cfg, export), ep));
                 CmEvent e = await(connCh, group.clock(), deadline, "the client's confirmation", where, cfg.timeout());

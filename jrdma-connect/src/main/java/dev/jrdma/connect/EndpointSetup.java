@@ -84,10 +84,6 @@ abstract class EndpointSetup extends EndpointCompletions {
         bindExport();
     }
 
-    void cmModify(QpAttr attr) {
-        qp.modify(attr);
-    }
-
     void cmPeer(
             ConnParams localParams,
             ConnParams remoteParams,

@@ -356,7 +356,6 @@ class CmApiTest {
 
     private static void udToRts(QueuePair qp, QpAttr init) {
         qp.modify(init);
-        qp.modify(new QpAttr().state(QpState.RTR));
-        qp.modify(new QpAttr().state(QpState.RTS).sqPsn(0));
+        dev.jrdma.verbs.UdWalk.fromInit(qp, 0);
     }
 }
