@@ -1,6 +1,13 @@
 package dev.jrdma.nativeverbs;
 
 import static dev.jrdma.nativeverbs.Layouts.offset;
+import static dev.jrdma.nativeverbs.WorkRequestWriter.G_ADDR;
+import static dev.jrdma.nativeverbs.WorkRequestWriter.G_LEN;
+import static dev.jrdma.nativeverbs.WorkRequestWriter.G_LKEY;
+import static dev.jrdma.nativeverbs.WorkRequestWriter.R_NEXT;
+import static dev.jrdma.nativeverbs.WorkRequestWriter.R_NUM_SGE;
+import static dev.jrdma.nativeverbs.WorkRequestWriter.R_SG_LIST;
+import static dev.jrdma.nativeverbs.WorkRequestWriter.R_WR_ID;
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
@@ -26,13 +33,6 @@ import java.util.concurrent.ConcurrentHashMap;
 final class NativeSrq extends NativeResource implements SharedReceiveQueue {
     private static final int MAX_BATCH = 64;
     private static final long RWR = Layouts.RECV_WR.byteSize(), SGE = Layouts.SGE.byteSize();
-    private static final long R_WR_ID = offset(Layouts.RECV_WR, "wr_id"),
-            R_NEXT = offset(Layouts.RECV_WR, "next"),
-            R_SG_LIST = offset(Layouts.RECV_WR, "sg_list"),
-            R_NUM_SGE = offset(Layouts.RECV_WR, "num_sge");
-    private static final long G_ADDR = offset(Layouts.SGE, "addr"),
-            G_LEN = offset(Layouts.SGE, "length"),
-            G_LKEY = offset(Layouts.SGE, "lkey");
     private static final int SRQ_LIMIT = 1 << 1; // IBV_SRQ_LIMIT
 
     final NativePd pd;

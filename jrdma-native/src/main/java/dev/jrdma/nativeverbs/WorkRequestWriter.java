@@ -47,7 +47,7 @@ final class WorkRequestWriter {
             R_NEXT = offset(Layouts.RECV_WR, "next"),
             R_SG_LIST = offset(Layouts.RECV_WR, "sg_list"),
             R_NUM_SGE = offset(Layouts.RECV_WR, "num_sge");
-    private static final long G_ADDR = offset(Layouts.SGE, "addr"),
+    static final long G_ADDR = offset(Layouts.SGE, "addr"),
             G_LEN = offset(Layouts.SGE, "length"),
             G_LKEY = offset(Layouts.SGE, "lkey");
 
