@@ -155,6 +155,7 @@ final class Bandwidth {
                 progress.update(
                         String.format(" %s %d bytes: %d%s", test.id(), size, completed, timed ? " ops" : "/" + total));
         }
+        r.messagesCompleted += completed;
         if (marginNs > 0) return BwResult.of(size, sampled, sampleTo - sampleFrom, 0);
         long elapsed = lastDone - start;
         double best = record ? BwResult.bestNsPerMsg(tposted, tcompleted, (int) completed, mod) : 0;
@@ -254,6 +255,7 @@ final class Bandwidth {
             if (n + m == 0) stall.idle();
             else stall.progress();
         }
+        resources.messagesCompleted += completed;
         if (timed) return BwResult.of(size, sampled, sampleTo - sampleFrom, 0);
         return BwResult.of(size, completed, lastDone - start, 0);
     }

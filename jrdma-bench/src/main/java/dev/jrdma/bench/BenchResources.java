@@ -84,6 +84,12 @@ final class BenchResources implements AutoCloseable {
     String deviceName;
     /** Receives a send test keeps posted per QP. */
     private int rxDepth = RX_DEPTH;
+    /**
+     * Messages this side's bandwidth loops completed over the device's life (warm-up and every run, -D's margins
+     * included): what the device's packet counters, which count from its start, are to be divided by. A -D run reports
+     * only the messages inside its window (a half of a -D 8 run with the default margin -f 2).
+     */
+    long messagesCompleted;
     /** The length of the last -D latency run, in nanoseconds. */
     long lastDurationNs;
     /** The post times of the last latency run (-H, -U print them), or null. */
@@ -422,6 +428,8 @@ final class BenchResources implements AutoCloseable {
     private void printCounters() {
         try {
             StringBuilder sb = new StringBuilder("counters of " + deviceName + ":");
+            // the denominator for packets per message: every message the counters saw, not -D's window alone
+            if (messagesCompleted > 0) sb.append(" messages_completed=").append(messagesCompleted);
             ctx.counters().forEach((k, v) -> {
                 if (v != 0) sb.append(' ').append(k).append('=').append(v);
             });
