@@ -88,6 +88,12 @@ final class Completer {
      * and a timeout sends only the oldest unacknowledged packet and the last one sent ({@link #resendAfterTimeout}).
      */
     boolean peerHolds;
+    /**
+     * The packets beyond {@link #oldestUnacked} the peer said it keeps (the MSN field of its last marked sequence NAK,
+     * no more than were sent): the requester's window does not count them as in flight. 0 when anything moves the
+     * window.
+     */
+    int heldAtPeer;
 
     // the packet being processed
     private RocePacket pkt;
@@ -110,6 +116,7 @@ final class Completer {
         timeoutsInARow = 0;
         lateForgiven = 0;
         peerHolds = false;
+        heldAtPeer = 0;
     }
 
     void reset() {
@@ -257,8 +264,14 @@ final class Completer {
     private State sequenceNak() {
         int prev = Psn.add(psn, -1);
         if (ackUpTo(prev)) progress(prev);
+        boolean marked = qp.selectiveRepeat && pkt.holdsMark();
+        if (marked && psn == oldestUnacked) // what the peer keeps beyond the gap: at most what went out after it
+            heldAtPeer = Math.max(0, Math.min(pkt.aethMsn(), Psn.diff(qp.requester.sentEnd, psn) - 1));
         if (!qp.sendsRequests() || qp.requester.rnrWait) return State.COMPLETE; // an RNR wait resends from there anyway
-        if (goBackStarted) return drop(Counter.RX_RESPONSE_IGNORED); // the go-back under way resends from here already
+        if (goBackStarted) {
+            if (marked) return State.COMPLETE; // the window may have opened: the requester goes on
+            return drop(Counter.RX_RESPONSE_IGNORED); // the go-back under way resends from here already
+        }
         if (retryLeft == 0) {
             SendWqe w = firstPending();
             if (w != null) {
@@ -449,6 +462,7 @@ final class Completer {
         int next = Psn.next(ackedPsn);
         if (Psn.after(next, oldestUnacked)) {
             oldestUnacked = next;
+            heldAtPeer = 0;
             retryLeft = qp.retryCnt;
             rnrLeft = qp.rnrRetry;
             goBackStarted = false;

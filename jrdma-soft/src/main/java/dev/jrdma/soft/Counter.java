@@ -100,6 +100,12 @@ enum Counter {
     TX_SELECTIVE_RESENDS("tx_selective_resends"),
     /** Request packets beyond a gap kept by the responder in the selective-repeat mode, executed once the gap is filled. */
     RX_OUT_OF_ORDER_HELD("rx_out_of_order_held"),
+    /**
+     * WRITE packets beyond a gap that the responder in the selective-repeat mode put in place at once (a MIDDLE or LAST
+     * of the message in progress, IRN's placement): counted in {@link #RX_OUT_OF_ORDER_HELD} too, their bytes copied
+     * once.
+     */
+    RX_OUT_OF_ORDER_PLACED("rx_out_of_order_placed"),
     /** Request packets beyond a gap not kept: too far ahead, the QP guarded against forgery, or its PSN held already. */
     RX_OUT_OF_ORDER_NOT_HELD("rx_out_of_order_not_held"),
     /**

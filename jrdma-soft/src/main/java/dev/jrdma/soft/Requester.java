@@ -66,8 +66,23 @@ final class Requester {
     int sentEnd;
     /** READ and atomic requests sent and not yet answered (at most max_rd_atomic). */
     int rdAtomicOut;
-    /** Packets allowed beyond the oldest unacknowledged PSN, and how often a packet asks for an ACK. */
+    /**
+     * {@code -Djrdma.soft.bdpPackets=N}: the window in packets (IRN's BDP cap), whatever the MTU; by default 256 KiB of
+     * packets.
+     */
+    static final int BDP_PACKETS = Integer.getInteger("jrdma.soft.bdpPackets", 0);
+
+    /**
+     * Packets allowed in flight (IRN's BDP-FC cap), and how often a packet asks for an ACK. In flight are the packets
+     * beyond the oldest unacknowledged PSN, less those a selective-repeat responder said it keeps beyond a gap
+     * ({@link Completer#heldAtPeer}); never more than {@link HeldRequests#REACH} windows beyond that PSN.
+     */
     int window = 256, ackEvery = 64;
+    /**
+     * Whether the window leaves out what the peer keeps beyond a gap ({@link #beyondWindow}); tests turn it off to
+     * compare with a window that stalls at a hole.
+     */
+    boolean countsHeldAtPeer = true;
     /** SEND/WRITE packets sent since the last that set AckReq. */
     private int unaskedPackets;
     /** The packet being built is a selective resend: it asks for the ACK. */
@@ -91,7 +106,7 @@ final class Requester {
 
     /** The path MTU changed: a window of 256 KiB in flight, an ACK asked for every quarter window. */
     void pathMtu(int mtu) {
-        window = Math.max(16, (256 << 10) / mtu);
+        window = BDP_PACKETS > 0 ? BDP_PACKETS : Math.max(16, (256 << 10) / mtu);
         ackEvery = Math.max(1, window / 4);
     }
 
@@ -184,8 +199,7 @@ final class Requester {
             return State.NEXT_WQE;
         }
         if (w.op == WrOpcode.RDMA_READ && w.nextPkt > w.readRecv) return State.WAIT_READ_RESPONSES;
-        if (!w.op.isAtomic() && Psn.diff(Psn.add(w.firstPsn, w.nextPkt), qp.completer.oldestUnacked) >= window)
-            return State.WAIT_WINDOW;
+        if (!w.op.isAtomic() && beyondWindow(Psn.add(w.firstPsn, w.nextPkt))) return State.WAIT_WINDOW;
         if (qp.congestion.dcqcn.limited && !qp.congestion.pace(w, w.nextPkt)) return State.WAIT_RATE;
         if (!send(w, w.nextPkt)) {
             error = WcStatus.LOC_PROT_ERR;
@@ -193,6 +207,20 @@ final class Requester {
         }
         w.nextPkt = w.op == WrOpcode.RDMA_READ ? readChunkEnd(w, w.nextPkt) : w.op.isAtomic() ? w.npkts : w.nextPkt + 1;
         return State.SEND_PACKET;
+    }
+
+    /**
+     * Whether packet {@code psn} may not go yet: a window beyond the oldest unacknowledged PSN, unless the peer keeps
+     * what follows a gap and has said how many it keeps (selective repeat): then the window counts only packets not
+     * known to have arrived, up to {@link HeldRequests#REACH} windows beyond it (as far as the peer keeps), so a hole
+     * does not stall the window while it is repaired.
+     */
+    boolean beyondWindow(int psn) {
+        Completer c = qp.completer;
+        int d = Psn.diff(psn, c.oldestUnacked);
+        if (d < window) return false;
+        if (!qp.selectiveRepeat || !c.peerHolds || !countsHeldAtPeer) return true;
+        return d >= HeldRequests.REACH * window || d - c.heldAtPeer >= window;
     }
 
     /** The packet after the READ request chunk holding packet {@code k}: chunks are window-sized, aligned on the READ's start. */
@@ -240,6 +268,9 @@ final class Requester {
             if ((fl & IETH) != 0) Ieth.write(b, immOffset(opc), w.invRkey);
             if (plen > 0 && !w.gather(off, qp.out.txSeg, headerLength(opc), plen)) return false;
         }
+        // the offer of the selective-repeat mode (jrdma's mark on every request): a jrdma responder in the mode that
+        // executes it in sequence keeps what follows a gap; rxe and NICs ignore the reserved bit
+        if (qp.selectiveRepeat) Bth.setHoldsMark(b, 0);
         qp.transmit(len);
         int end = w.op == WrOpcode.RDMA_READ ? Psn.add(w.firstPsn, readChunkEnd(w, k)) : Psn.add(psn, 1);
         if (Psn.after(end, sentEnd)) sentEnd = end;
@@ -259,7 +290,7 @@ final class Requester {
         boolean ask = resending
                 || (last && (w.signaled || !remoteRequestFollows()))
                 || ++unaskedPackets >= ackEvery
-                || Psn.diff(Psn.add(psn, 1), qp.completer.oldestUnacked) >= window
+                || beyondWindow(Psn.add(psn, 1))
                 || qp.state() == QpState.SQD; // it starts nothing after this: the ACK must not wait for a later request
         if (ask) unaskedPackets = 0;
         return ask;

@@ -122,6 +122,12 @@ final class Responder {
     private HeldRequests held;
     /** The view of a held packet being executed. */
     private final RocePacket heldPkt = new RocePacket();
+    /**
+     * The requester offered the selective-repeat mode: a request with jrdma's mark ({@link Bth#holdsMark}) was executed
+     * in sequence, after every check. Until then (rxe, a NIC, a jrdma requester without the mode) this end neither
+     * keeps nor places what arrives beyond a gap, and marks nothing: go-back-N as the specification says.
+     */
+    boolean requesterOffers;
 
     Responder(SoftQp qp, RecvQueue rq) {
         this.qp = qp;
@@ -137,6 +143,7 @@ final class Responder {
         resources = new Resource[Math.max(1, maxDestRdAtomic)];
         for (int i = 0; i < resources.length; i++) resources[i] = new Resource();
         resourcesUsed = 0;
+        requesterOffers = false;
     }
 
     void reset() {
@@ -165,8 +172,23 @@ final class Responder {
      */
     void receive(RocePacket p, MemorySegment segment) {
         int before = expectedPsn;
+        boolean offer = p.holdsMark();
         handle(p, segment);
-        if (held != null && held.count() > 0 && expectedPsn != before) executeHeld();
+        if (expectedPsn == before) return;
+        // the offer counts only from a request that was executed in sequence: a forger who cannot hit the expected PSN
+        // with a request that passes every check cannot switch the mode on (authenticated mode: cannot at all)
+        if (offer && qp.selectiveRepeat) requesterOffers = true;
+        if (held != null && held.count() > 0) executeHeld();
+    }
+
+    /** {@return the packets kept or placed beyond a gap now} */
+    int heldCount() {
+        return held == null ? 0 : held.count();
+    }
+
+    /** Whether this end keeps what arrives beyond a gap now: in the mode, offered by the requester, not guarded. */
+    private boolean holding() {
+        return qp.selectiveRepeat && requesterOffers && !qp.guarded();
     }
 
     /**
@@ -176,8 +198,14 @@ final class Responder {
      * covers them all.
      */
     private void executeHeld() {
-        ByteBuffer b;
-        while ((b = held.take(expectedPsn)) != null) {
+        while (true) {
+            HeldRequests.Placed placed = held.takePlaced(expectedPsn);
+            if (placed != null) {
+                if (!countPlaced(placed)) break;
+                continue;
+            }
+            ByteBuffer b = held.take(expectedPsn);
+            if (b == null) break;
             if (heldPkt.wrap(b, 0, b.limit()) != RocePacket.OK) break; // it was well-formed when kept
             int before = expectedPsn;
             handle(heldPkt, MemorySegment.ofBuffer(b));
@@ -521,10 +549,10 @@ final class Responder {
      */
     private State errPsnSequence() {
         qp.count(Counter.RX_OUT_OF_SEQUENCE);
-        boolean holding = qp.selectiveRepeat && !qp.guarded();
+        boolean holding = holding();
         if (holding) {
-            if (held == null) held = new HeldRequests(qp.requester.window);
-            switch (held.hold(pkt.buffer(), pkt.offset(), pkt.length(), psn, expectedPsn)) {
+            if (held == null) held = new HeldRequests(HeldRequests.REACH * qp.requester.window);
+            switch (keepOrPlace()) {
                 case KEPT -> qp.count(Counter.RX_OUT_OF_ORDER_HELD);
                 case CONFLICT -> { // two different packets for one PSN: one is forged
                     qp.count(Counter.RX_OUT_OF_ORDER_NOT_HELD);
@@ -536,8 +564,100 @@ final class Responder {
         if (!nakSent) {
             nakSent = true;
             sendInOrder(Aeth.nakSyndrome(Aeth.NAK_PSN_SEQUENCE_ERROR), expectedPsn, holding);
+        } else if (holding && pkt.ackReq()) {
+            // the requester asks how far it may go: the NAK again, with what is kept beyond the gap now (its window
+            // counts only packets not known to have arrived, so it runs past the hole)
+            sendInOrder(Aeth.nakSyndrome(Aeth.NAK_PSN_SEQUENCE_ERROR), expectedPsn, true);
         }
         return State.DONE;
+    }
+
+    /**
+     * Keeps the packet beyond the gap: a WRITE MIDDLE or LAST of the WRITE message in progress goes where it belongs at
+     * once ({@link #placeable}); anything else is held whole, to be executed with every check in sequence.
+     */
+    private HeldRequests.Outcome keepOrPlace() {
+        if (!held.inRange(psn, expectedPsn)) return HeldRequests.Outcome.OUT_OF_RANGE;
+        int d = Psn.diff(psn, expectedPsn);
+        if (held.isPlaced(psn)) {
+            if (held.samePlacedHeader(pkt.buffer(), pkt.offset(), pkt.payloadOffset() - pkt.offset(), psn)
+                    && samePlacedBytes(d)) return HeldRequests.Outcome.DUPLICATE;
+            held.forget(psn); // a gap again: what is sent for it next is placed or executed over these bytes
+            return HeldRequests.Outcome.CONFLICT;
+        }
+        if (!held.has(psn) && placeable(d) && place(d)) {
+            held.markPlaced(
+                    pkt.buffer(),
+                    pkt.offset(),
+                    pkt.payloadOffset() - pkt.offset(),
+                    psn,
+                    new HeldRequests.Placed(pkt.payloadLength(), (flags & END) != 0, pkt.ackReq()));
+            qp.count(Counter.RX_OUT_OF_ORDER_PLACED);
+            return HeldRequests.Outcome.KEPT;
+        }
+        return held.hold(pkt.buffer(), pkt.offset(), pkt.length(), psn, expectedPsn);
+    }
+
+    /**
+     * Whether the packet {@code d} PSNs beyond the expected one is a WRITE MIDDLE or LAST (no immediate: it completes
+     * nothing) of the WRITE message in progress, with the length its place in that message calls for. The message's
+     * PSNs are consecutive from its first, whose RETH was checked in sequence (rkey, bounds, rights), so the packet's
+     * bytes go {@code d} MTUs past where the next expected packet's go, and nothing between can change that target.
+     */
+    private boolean placeable(int d) {
+        if (inProgress != WRITE_MESSAGE || writeMr == null) return false;
+        int op = pkt.opcode(), plen = pkt.payloadLength(), mtu = qp.mtu;
+        long left = writeRemain - (long) d * mtu; // bytes of the message from this packet on
+        if (op == RDMA_WRITE_MIDDLE.code()) return plen == mtu && left > mtu;
+        return op == RDMA_WRITE_LAST.code() && left > 0 && left == plen && plen <= mtu;
+    }
+
+    /** Copies the payload {@code d} MTUs past the message's next byte; false when the region failed (held instead). */
+    private boolean place(int d) {
+        try {
+            if (writeMr.isClosed()) return false;
+            MemorySegment.copy(
+                    seg, pkt.payloadOffset(), writeMr.seg, writeOff + (long) d * qp.mtu, pkt.payloadLength());
+            return true;
+        } catch (RuntimeException e) {
+            return false;
+        }
+    }
+
+    /** Whether the packet's payload equals the bytes placed {@code d} MTUs past the message's next byte. */
+    private boolean samePlacedBytes(int d) {
+        try {
+            long at = writeOff + (long) d * qp.mtu;
+            int plen = pkt.payloadLength();
+            return inProgress == WRITE_MESSAGE
+                    && MemorySegment.mismatch(seg, pkt.payloadOffset(), pkt.payloadOffset() + plen, writeMr.seg, at, at + plen)
+                            == -1;
+        } catch (RuntimeException e) {
+            return false;
+        }
+    }
+
+    /**
+     * The placed packet at the expected PSN is next in sequence: its bytes are in place, so only the message's
+     * progress moves on (and its ACK is owed when it asked). False, forgetting what is kept, if the message in progress
+     * is not the one it was placed for (it cannot be: the message moves on only through its own packets, and an error
+     * clears what is kept).
+     */
+    private boolean countPlaced(HeldRequests.Placed p) {
+        if (inProgress != WRITE_MESSAGE || p.payloadLength() > writeRemain || p.end() != (p.payloadLength() == writeRemain)) {
+            held.clear();
+            return false;
+        }
+        nakSent = false;
+        writeOff += p.payloadLength();
+        writeRemain -= p.payloadLength();
+        if (p.end()) {
+            inProgress = NONE;
+            msn = Psn.next(msn);
+        }
+        expectedPsn = Psn.next(expectedPsn);
+        if (p.ackReq()) ackLater();
+        return true;
     }
 
     /** Receiver not ready: the requester waits and resends from this PSN; later packets of its pipeline are dropped quietly. */
@@ -668,7 +788,10 @@ final class Responder {
         ByteBuffer b = qp.out.tx;
         int len = RocePacket.writeBth(b, 0, opcode, false, PKEY, qp.destQpn, false, ackedPsn, 0);
         if (mark) Bth.setHoldsMark(b, 0);
-        Aeth.write(b, Bth.BYTES, syndrome, msn);
+        // a marked sequence NAK goes only to a requester that offered the mode: its MSN field carries how many packets
+        // this end keeps beyond the gap, which the requester's window does not count as in flight (Completer.heldAtPeer)
+        boolean markedNak = mark && Aeth.type(syndrome) == Aeth.TYPE_NAK;
+        Aeth.write(b, Bth.BYTES, syndrome, markedNak ? (held != null ? held.count() : 0) : msn);
         if (opcode == ATOMIC_ACKNOWLEDGE.code()) AtomicAckEth.write(b, Bth.BYTES + Aeth.BYTES, orig);
         qp.transmit(len);
     }
@@ -706,7 +829,7 @@ final class Responder {
                 Aeth.ackSyndrome(Aeth.CREDITS_INVALID),
                 ackPsn,
                 0,
-                qp.selectiveRepeat && !qp.guarded());
+                holding());
     }
 
     // ---- rkeys -----------------------------------------------------------------------------------------------

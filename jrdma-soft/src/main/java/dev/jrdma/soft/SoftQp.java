@@ -59,18 +59,22 @@ final class SoftQp extends Resource implements QueuePair {
     static final boolean CHECK_SOURCE_PORT = !"false".equals(System.getProperty("jrdma.soft.checkSourcePort"));
 
     /**
-     * {@code -Djrdma.soft.selectiveRepeat=true}: RC QPs of this process start in jrdma's selective-repeat mode (after
-     * IRN, SIGCOMM 2018; off by default, give it to both ends). See {@link #selectiveRepeat}.
+     * {@code -Djrdma.soft.selectiveRepeat=false}: RC QPs of this process never use jrdma's selective-repeat mode (after
+     * IRN, SIGCOMM 2018), not even with a jrdma peer that offers it. On by default: it acts only where both ends agree
+     * (see {@link #selectiveRepeat}).
      */
-    static final boolean SELECTIVE_REPEAT = Boolean.getBoolean("jrdma.soft.selectiveRepeat");
+    static final boolean SELECTIVE_REPEAT = !"false".equals(System.getProperty("jrdma.soft.selectiveRepeat"));
 
     /**
-     * jrdma's selective-repeat mode: as a responder the QP keeps requests that arrive beyond a gap and NAKs the gap with
-     * jrdma's mark ({@link Responder}, {@link HeldRequests}); as a requester it answers a marked NAK by sending only the
-     * packet it names, and once its peer has marked one, a timeout by sending only the oldest unacknowledged packet and
-     * the last one sent. Both ends must be in the mode for it to act: an unmarked NAK (rxe, a NIC, a jrdma peer
-     * without the mode) is answered with go-back-N as the specification says, and a requester without the mode ignores
-     * the mark. Set before the QP reaches RTR ({@link #SELECTIVE_REPEAT}; tests set it directly).
+     * Whether this QP may use jrdma's selective-repeat mode, negotiated in band per QP: as a requester it offers the
+     * mode with jrdma's mark on every request ({@link dev.jrdma.soft.wire.Bth#holdsMark}: a reserved BTH bit rxe and
+     * NICs ignore); as a responder, once a marked request has been executed in sequence, it keeps what arrives beyond a
+     * gap (WRITE packets of the message in progress placed where they belong, anything else held and executed in
+     * sequence) and NAKs the gap with the mark ({@link Responder}, {@link HeldRequests}); a requester that gets marked
+     * responses sends only the packet a marked NAK names, runs its window past the hole ({@link Requester#beyondWindow})
+     * and at a timeout sends only the oldest unacknowledged packet and the last one. Against rxe, a NIC or a jrdma peer
+     * without the mode nothing is marked back, and both directions keep go-back-N as the specification says. Set before
+     * the QP reaches RTR ({@link #SELECTIVE_REPEAT}; tests set it directly).
      */
     boolean selectiveRepeat = SELECTIVE_REPEAT;
 

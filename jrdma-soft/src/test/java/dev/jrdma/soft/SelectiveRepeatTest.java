@@ -250,6 +250,7 @@ class SelectiveRepeatTest {
             soft(pair.b.qp).selectiveRepeat = true;
             Transport ta = net.transport(DeterministicNetwork.A), tb = net.transport(DeterministicNetwork.B);
             MemoryRegion src = pair.a.mrAll(SIZE), dst = pair.b.mrAll(SIZE);
+            offerTheMode(net, pair, src, dst); // B keeps what follows a gap once A's offer arrived in sequence
             RcPair.fill(src.segment(), SIZE, 21);
             int first = soft(pair.a.qp).requester.nextPsn;
             boolean[] done = {false, false};
@@ -305,6 +306,23 @@ class SelectiveRepeatTest {
             assertEquals(0, ta.counters.get(Counter.TX_SELECTIVE_RESENDS), "nothing sent again for it");
             assertNotNull(pair.awaitOk(pair.a.cq));
         }
+    }
+
+    /**
+     * A first WRITE of 64 bytes, delivered and completed: it carries A's offer of the mode, which B takes once it has
+     * executed it in sequence, and B's marked ACK tells A that B keeps what follows a gap.
+     */
+    static void offerTheMode(DeterministicNetwork net, RcPair pair, MemoryRegion src, MemoryRegion dst) {
+        pair.a.qp.postSend(new SendWorkRequest()
+                .wrId(-1)
+                .opcode(WrOpcode.RDMA_WRITE)
+                .buffer(src, 0, 64)
+                .remote(dst.address(), dst.rkey())
+                .signaled(true));
+        net.deliver();
+        assertEquals(1, pair.a.cq.poll(WorkCompletion.array(1)));
+        assertTrue(soft(pair.b.qp).responder.requesterOffers, "B took A's offer");
+        assertTrue(soft(pair.a.qp).completer.peerHolds, "A learned from B's marked ACK");
     }
 
     /** A PSN sequence NAK with jrdma's mark at {@code psn}, to A's QP, as B would build it. */
