@@ -266,7 +266,7 @@ final class Completer {
         if (ackUpTo(prev)) progress(prev);
         boolean marked = qp.selectiveRepeat && pkt.holdsMark();
         if (marked && psn == oldestUnacked) // what the peer keeps beyond the gap: at most what went out after it
-            heldAtPeer = Math.max(0, Math.min(pkt.aethMsn(), Psn.diff(qp.requester.sentEnd, psn) - 1));
+        heldAtPeer = Math.max(0, Math.min(pkt.aethMsn(), Psn.diff(qp.requester.sentEnd, psn) - 1));
         if (!qp.sendsRequests() || qp.requester.rnrWait) return State.COMPLETE; // an RNR wait resends from there anyway
         if (goBackStarted) {
             if (marked) return State.COMPLETE; // the window may have opened: the requester goes on

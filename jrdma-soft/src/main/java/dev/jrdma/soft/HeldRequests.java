@@ -76,7 +76,8 @@ final class HeldRequests {
         int slot = slot(psn);
         byte[] kept = bytes[slot];
         if (kept != null && psns[slot] == psn) {
-            if (placed[slot] == null && lengths[slot] == len && sameRequest(b, off, kept, len)) return Outcome.DUPLICATE;
+            if (placed[slot] == null && lengths[slot] == len && sameRequest(b, off, kept, len))
+                return Outcome.DUPLICATE;
             forget(psn);
             return Outcome.CONFLICT;
         }

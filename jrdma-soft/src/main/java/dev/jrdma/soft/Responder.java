@@ -630,7 +630,8 @@ final class Responder {
             long at = writeOff + (long) d * qp.mtu;
             int plen = pkt.payloadLength();
             return inProgress == WRITE_MESSAGE
-                    && MemorySegment.mismatch(seg, pkt.payloadOffset(), pkt.payloadOffset() + plen, writeMr.seg, at, at + plen)
+                    && MemorySegment.mismatch(
+                                    seg, pkt.payloadOffset(), pkt.payloadOffset() + plen, writeMr.seg, at, at + plen)
                             == -1;
         } catch (RuntimeException e) {
             return false;
@@ -644,7 +645,9 @@ final class Responder {
      * clears what is kept).
      */
     private boolean countPlaced(HeldRequests.Placed p) {
-        if (inProgress != WRITE_MESSAGE || p.payloadLength() > writeRemain || p.end() != (p.payloadLength() == writeRemain)) {
+        if (inProgress != WRITE_MESSAGE
+                || p.payloadLength() > writeRemain
+                || p.end() != (p.payloadLength() == writeRemain)) {
             held.clear();
             return false;
         }
@@ -789,7 +792,8 @@ final class Responder {
         int len = RocePacket.writeBth(b, 0, opcode, false, PKEY, qp.destQpn, false, ackedPsn, 0);
         if (mark) Bth.setHoldsMark(b, 0);
         // a marked sequence NAK goes only to a requester that offered the mode: its MSN field carries how many packets
-        // this end keeps beyond the gap, which the requester's window does not count as in flight (Completer.heldAtPeer)
+        // this end keeps beyond the gap, which the requester's window does not count as in flight
+        // (Completer.heldAtPeer)
         boolean markedNak = mark && Aeth.type(syndrome) == Aeth.TYPE_NAK;
         Aeth.write(b, Bth.BYTES, syndrome, markedNak ? (held != null ? held.count() : 0) : msn);
         if (opcode == ATOMIC_ACKNOWLEDGE.code()) AtomicAckEth.write(b, Bth.BYTES + Aeth.BYTES, orig);
@@ -824,12 +828,7 @@ final class Responder {
         if (qp.isClosed() || s == QpState.ERR || s == QpState.RESET || s == QpState.INIT) return;
         // in the selective-repeat mode an ACK carries the mark too: the requester learns that this end keeps what
         // follows a gap before its first loss, so a loss at the tail costs one timeout, not a go-back of the window
-        sendAeth(
-                ACKNOWLEDGE.code(),
-                Aeth.ackSyndrome(Aeth.CREDITS_INVALID),
-                ackPsn,
-                0,
-                holding());
+        sendAeth(ACKNOWLEDGE.code(), Aeth.ackSyndrome(Aeth.CREDITS_INVALID), ackPsn, 0, holding());
     }
 
     // ---- rkeys -----------------------------------------------------------------------------------------------

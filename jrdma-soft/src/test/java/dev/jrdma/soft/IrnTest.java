@@ -103,10 +103,16 @@ class IrnTest {
             MemorySegment counter = dst.segment().asSlice(area, 8);
             counter.set(ValueLayout.JAVA_LONG, 0, 0);
             Set<Integer> lost = new HashSet<>();
-            net.drop = p -> (p.from() == ta ? p.psn() % 5 == 2 : p.psn() % 7 == 3) && lost.add(p.psn() ^ (p.from() == ta ? 0 : 1 << 24));
+            net.drop = p -> (p.from() == ta ? p.psn() % 5 == 2 : p.psn() % 7 == 3)
+                    && lost.add(p.psn() ^ (p.from() == ta ? 0 : 1 << 24));
             WrOpcode[] ops = {
-                WrOpcode.SEND, WrOpcode.SEND_WITH_IMM, WrOpcode.RDMA_WRITE, WrOpcode.RDMA_WRITE_WITH_IMM,
-                WrOpcode.RDMA_READ, WrOpcode.ATOMIC_CMP_AND_SWP, WrOpcode.ATOMIC_FETCH_AND_ADD
+                WrOpcode.SEND,
+                WrOpcode.SEND_WITH_IMM,
+                WrOpcode.RDMA_WRITE,
+                WrOpcode.RDMA_WRITE_WITH_IMM,
+                WrOpcode.RDMA_READ,
+                WrOpcode.ATOMIC_CMP_AND_SWP,
+                WrOpcode.ATOMIC_FETCH_AND_ADD
             };
             int recvs = 0;
             for (int r = 0; r < rounds; r++) {
@@ -122,7 +128,10 @@ class IrnTest {
             for (int r = 0; r < rounds; r++) {
                 for (int k = 0; k < ops.length; k++) {
                     long at = (long) slot * (r * ops.length + k);
-                    SendWorkRequest wr = new SendWorkRequest().wrId(r * ops.length + k).opcode(ops[k]).signaled(true);
+                    SendWorkRequest wr = new SendWorkRequest()
+                            .wrId(r * ops.length + k)
+                            .opcode(ops[k])
+                            .signaled(true);
                     wr.immData = k;
                     switch (ops[k]) {
                         case SEND, SEND_WITH_IMM -> wr.buffer(src, at, len);
