@@ -8,7 +8,6 @@ import dev.jrdma.soft.wire.Bth;
 import dev.jrdma.soft.wire.Psn;
 import dev.jrdma.soft.wire.RocePacket;
 import dev.jrdma.verbs.Access;
-import dev.jrdma.verbs.MwType;
 import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.WcOpcode;
 import dev.jrdma.verbs.WcStatus;
@@ -81,8 +80,7 @@ final class Responder {
     private int inProgress = NONE;
 
     private long recvOffset;
-    private SoftMr writeMr;
-    private long writeOff, writeRemain, writeTotal;
+    private final WriteMessage write = new WriteMessage();
     /** A PSN sequence or RNR NAK was sent: later packets of the same burst are dropped without another NAK. */
     private boolean nakSent;
 
@@ -106,9 +104,7 @@ final class Responder {
     private MemorySegment seg;
     private int psn, kind, flags;
     /** The region and offset an rkey check found. */
-    private SoftMr targetMr;
-
-    private long targetOff;
+    private final RemoteAccess target = new RemoteAccess();
     /** For an error: whether the receive WQE in use completes, and with which status. */
     private RecvWqe errRecv;
 
@@ -258,7 +254,7 @@ final class Responder {
         }
         pkt = null;
         seg = null;
-        targetMr = null;
+        target.mr = null;
     }
 
     // ---- checks ----------------------------------------------------------------------------------------------
@@ -324,18 +320,16 @@ final class Responder {
             case WRITE_MESSAGE -> {
                 if ((flags & START) == 0) return State.EXECUTE;
                 long dlen = pkt.rethLength();
-                if (!resolve(pkt.rethRkey(), pkt.rethVa(), dlen, Access.REMOTE_WRITE.bit))
+                if (!target.resolve(qp, pkt.rethRkey(), pkt.rethVa(), dlen, Access.REMOTE_WRITE.bit))
                     return State.ERR_REMOTE_ACCESS;
-                writeMr = targetMr;
-                writeOff = targetOff;
-                writeRemain = writeTotal = dlen;
+                write.start(target.mr, target.off, dlen);
             }
             case READ_REQUEST -> {
-                if (!resolve(pkt.rethRkey(), pkt.rethVa(), pkt.rethLength(), Access.REMOTE_READ.bit))
+                if (!target.resolve(qp, pkt.rethRkey(), pkt.rethVa(), pkt.rethLength(), Access.REMOTE_READ.bit))
                     return State.ERR_REMOTE_ACCESS;
             }
             case ATOMIC_REQUEST -> {
-                if (!resolve(pkt.atomicRkey(), pkt.atomicVa(), 8, Access.REMOTE_ATOMIC.bit))
+                if (!target.resolve(qp, pkt.atomicRkey(), pkt.atomicVa(), 8, Access.REMOTE_ATOMIC.bit))
                     return State.ERR_REMOTE_ACCESS;
             }
             default -> {}
@@ -356,17 +350,8 @@ final class Responder {
                 recvOffset += plen;
             }
             case WRITE_MESSAGE -> {
-                if (plen > writeRemain || (end && plen != writeRemain)) return State.ERR_INVALID_REQUEST;
-                if (plen > 0) {
-                    try {
-                        if (writeMr.isClosed()) throw new IllegalStateException();
-                        MemorySegment.copy(seg, pkt.payloadOffset(), writeMr.seg, writeOff, plen);
-                    } catch (RuntimeException e) {
-                        return State.ERR_REMOTE_ACCESS;
-                    }
-                    writeOff += plen;
-                    writeRemain -= plen;
-                }
+                if (plen > write.remaining() || (end && plen != write.remaining())) return State.ERR_INVALID_REQUEST;
+                if (plen > 0 && !write.writeNext(seg, pkt.payloadOffset(), plen)) return State.ERR_REMOTE_ACCESS;
             }
             case READ_REQUEST -> {
                 return State.READ_REPLY;
@@ -420,7 +405,7 @@ final class Responder {
                             r.wrId,
                             WcStatus.SUCCESS,
                             WcOpcode.RECV_RDMA_WITH_IMM,
-                            (int) writeTotal,
+                            (int) write.total(),
                             pkt.immediate(),
                             WorkCompletion.WITH_IMM,
                             qp.qpNum(),
@@ -445,8 +430,8 @@ final class Responder {
         r.atomic = false;
         r.firstPsn = psn;
         r.npkts = packets(dlen);
-        r.mr = targetMr;
-        r.off = targetOff;
+        r.mr = target.mr;
+        r.off = target.off;
         r.length = dlen;
         r.va = pkt.rethVa();
         r.rkey = pkt.rethRkey();
@@ -469,12 +454,12 @@ final class Responder {
         if (r == null) return State.ERR_INVALID_REQUEST;
         long orig;
         try {
-            if (targetMr.isClosed()) throw new IllegalStateException();
+            if (target.mr.isClosed()) throw new IllegalStateException();
             if (pkt.opcode() == COMPARE_SWAP.code()) {
                 orig = (long)
-                        LONG.compareAndExchange(targetMr.seg, targetOff, pkt.atomicCompare(), pkt.atomicSwapAdd());
+                        LONG.compareAndExchange(target.mr.seg, target.off, pkt.atomicCompare(), pkt.atomicSwapAdd());
             } else {
-                orig = (long) LONG.getAndAdd(targetMr.seg, targetOff, pkt.atomicSwapAdd());
+                orig = (long) LONG.getAndAdd(target.mr.seg, target.off, pkt.atomicSwapAdd());
             }
         } catch (RuntimeException e) {
             return State.ERR_REMOTE_OPERATIONAL;
@@ -581,11 +566,18 @@ final class Responder {
         int d = Psn.diff(psn, expectedPsn);
         if (held.isPlaced(psn)) {
             if (held.samePlacedHeader(pkt.buffer(), pkt.offset(), pkt.payloadOffset() - pkt.offset(), psn)
-                    && samePlacedBytes(d)) return HeldRequests.Outcome.DUPLICATE;
+                    && inProgress == WRITE_MESSAGE
+                    && write.samePlaced(seg, pkt.payloadOffset(), pkt.payloadLength(), d, qp.mtu))
+                return HeldRequests.Outcome.DUPLICATE;
             held.forget(psn); // a gap again: what is sent for it next is placed or executed over these bytes
             return HeldRequests.Outcome.CONFLICT;
         }
-        if (!held.has(psn) && placeable(d) && place(d)) {
+        // a WRITE MIDDLE/LAST of the message in progress: its RETH was checked in sequence and its PSN says where
+        // its bytes go (WriteMessage), and nothing between can change that target
+        if (!held.has(psn)
+                && inProgress == WRITE_MESSAGE
+                && write.placeable(pkt.opcode(), pkt.payloadLength(), d, qp.mtu)
+                && write.place(seg, pkt.payloadOffset(), pkt.payloadLength(), d, qp.mtu)) {
             held.markPlaced(
                     pkt.buffer(),
                     pkt.offset(),
@@ -599,46 +591,6 @@ final class Responder {
     }
 
     /**
-     * Whether the packet {@code d} PSNs beyond the expected one is a WRITE MIDDLE or LAST (no immediate: it completes
-     * nothing) of the WRITE message in progress, with the length its place in that message calls for. The message's
-     * PSNs are consecutive from its first, whose RETH was checked in sequence (rkey, bounds, rights), so the packet's
-     * bytes go {@code d} MTUs past where the next expected packet's go, and nothing between can change that target.
-     */
-    private boolean placeable(int d) {
-        if (inProgress != WRITE_MESSAGE || writeMr == null) return false;
-        int op = pkt.opcode(), plen = pkt.payloadLength(), mtu = qp.mtu;
-        long left = writeRemain - (long) d * mtu; // bytes of the message from this packet on
-        if (op == RDMA_WRITE_MIDDLE.code()) return plen == mtu && left > mtu;
-        return op == RDMA_WRITE_LAST.code() && left > 0 && left == plen && plen <= mtu;
-    }
-
-    /** Copies the payload {@code d} MTUs past the message's next byte; false when the region failed (held instead). */
-    private boolean place(int d) {
-        try {
-            if (writeMr.isClosed()) return false;
-            MemorySegment.copy(
-                    seg, pkt.payloadOffset(), writeMr.seg, writeOff + (long) d * qp.mtu, pkt.payloadLength());
-            return true;
-        } catch (RuntimeException e) {
-            return false;
-        }
-    }
-
-    /** Whether the packet's payload equals the bytes placed {@code d} MTUs past the message's next byte. */
-    private boolean samePlacedBytes(int d) {
-        try {
-            long at = writeOff + (long) d * qp.mtu;
-            int plen = pkt.payloadLength();
-            return inProgress == WRITE_MESSAGE
-                    && MemorySegment.mismatch(
-                                    seg, pkt.payloadOffset(), pkt.payloadOffset() + plen, writeMr.seg, at, at + plen)
-                            == -1;
-        } catch (RuntimeException e) {
-            return false;
-        }
-    }
-
-    /**
      * The placed packet at the expected PSN is next in sequence: its bytes are in place, so only the message's
      * progress moves on (and its ACK is owed when it asked). False, forgetting what is kept, if the message in progress
      * is not the one it was placed for (it cannot be: the message moves on only through its own packets, and an error
@@ -646,14 +598,13 @@ final class Responder {
      */
     private boolean countPlaced(HeldRequests.Placed p) {
         if (inProgress != WRITE_MESSAGE
-                || p.payloadLength() > writeRemain
-                || p.end() != (p.payloadLength() == writeRemain)) {
+                || p.payloadLength() > write.remaining()
+                || p.end() != (p.payloadLength() == write.remaining())) {
             held.clear();
             return false;
         }
         nakSent = false;
-        writeOff += p.payloadLength();
-        writeRemain -= p.payloadLength();
+        write.advance(p.payloadLength());
         if (p.end()) {
             inProgress = NONE;
             msn = Psn.next(msn);
@@ -829,43 +780,6 @@ final class Responder {
         // in the selective-repeat mode an ACK carries the mark too: the requester learns that this end keeps what
         // follows a gap before its first loss, so a loss at the tail costs one timeout, not a go-back of the window
         sendAeth(ACKNOWLEDGE.code(), Aeth.ackSyndrome(Aeth.CREDITS_INVALID), ackPsn, 0, holding());
-    }
-
-    // ---- rkeys -----------------------------------------------------------------------------------------------
-
-    /** Checks an rkey for {@code [va, va + len)} with {@code need}; sets {@link #targetMr}/{@link #targetOff}. */
-    private boolean resolve(int rkey, long va, long len, int need) {
-        if ((qp.accessBits & need) == 0) return false;
-        if (len == 0) {
-            targetMr = null;
-            targetOff = 0;
-            return true;
-        }
-        Object o = qp.transport().keyOwner(rkey);
-        SoftPd pd = qp.pd();
-        if (o instanceof SoftMr mr) {
-            if (mr.key != rkey || mr.isClosed() || mr.pd != pd || (mr.accessBits & need) == 0 || !mr.contains(va, len))
-                return false;
-            targetMr = mr;
-            targetOff = va - mr.addr;
-            return true;
-        }
-        if (o instanceof SoftMw mw) {
-            SoftMw.Binding b = mw.binding;
-            if (b == null
-                    || b.rkey() != rkey
-                    || mw.isClosed()
-                    || mw.pd != pd
-                    || (b.accessBits() & need) == 0
-                    || b.mr().isClosed()) return false;
-            long rel = va - b.addr();
-            if (rel < 0 || rel > b.len() || len > b.len() - rel) return false;
-            if (mw.type == MwType.TYPE_2 && b.qp() != qp) return false;
-            targetMr = b.mr();
-            targetOff = va - b.mr().addr;
-            return true;
-        }
-        return false;
     }
 
     /** The responder NAKed a request and moved the QP to ERR: the affiliated error of IBA 11.6.3.1 for the NAK's code. */
