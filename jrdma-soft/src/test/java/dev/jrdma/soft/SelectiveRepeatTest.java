@@ -119,8 +119,8 @@ class SelectiveRepeatTest {
         Cost aOnly = run(true, false, 0.02, 0, 5);
         assertEquals(0, aOnly.selectiveResends(), aOnly::toString);
         assertTrue(aOnly.retransmitted() > aOnly.lostRequests(), aOnly::toString);
-        // B in the mode, A not: B keeps what follows a gap and marks its NAKs, A ignores the mark and goes back N;
-        // what A sends again that B holds already is dropped there as a duplicate, and every byte still arrives once
+        // B in the mode, A not: A's requests carry no offer, so B keeps nothing beyond a gap and marks nothing (IrnTest
+        // checks the marks): go-back-N, and every byte still arrives once
         Cost bOnly = run(false, true, 0.02, 0, 5);
         assertEquals(0, bOnly.selectiveResends(), bOnly::toString);
         assertTrue(bOnly.retransmitted() > bOnly.lostRequests(), bOnly::toString);
