@@ -550,9 +550,9 @@ final class Responder {
             nakSent = true;
             sendInOrder(Aeth.nakSyndrome(Aeth.NAK_PSN_SEQUENCE_ERROR), expectedPsn, holding);
         } else if (holding && pkt.ackReq()) {
-            // the requester asks how far it may go: the NAK again, with what is kept beyond the gap now (its window
-            // counts only packets not known to have arrived, so it runs past the hole)
-            sendInOrder(Aeth.nakSyndrome(Aeth.NAK_PSN_SEQUENCE_ERROR), expectedPsn, true);
+            // the requester asks how far it may go: at the end of the burst the NAK again, with what is kept beyond the
+            // gap then (flushAck; its window counts only packets not known to have arrived, so it runs past the hole)
+            ackLater();
         }
         return State.DONE;
     }
@@ -777,9 +777,16 @@ final class Responder {
         ackQueued = false;
         QpState s = qp.state();
         if (qp.isClosed() || s == QpState.ERR || s == QpState.RESET || s == QpState.INIT) return;
+        boolean holding = holding();
+        if (holding && nakSent && heldCount() > 0 && ackPsn == Psn.add(expectedPsn, -1)) {
+            // a gap is open and NAKed: the NAK again instead (it acknowledges the same), with what is kept beyond the
+            // gap now; one per receive burst however many kept packets asked
+            sendAeth(ACKNOWLEDGE.code(), Aeth.nakSyndrome(Aeth.NAK_PSN_SEQUENCE_ERROR), expectedPsn, 0, true);
+            return;
+        }
         // in the selective-repeat mode an ACK carries the mark too: the requester learns that this end keeps what
         // follows a gap before its first loss, so a loss at the tail costs one timeout, not a go-back of the window
-        sendAeth(ACKNOWLEDGE.code(), Aeth.ackSyndrome(Aeth.CREDITS_INVALID), ackPsn, 0, holding());
+        sendAeth(ACKNOWLEDGE.code(), Aeth.ackSyndrome(Aeth.CREDITS_INVALID), ackPsn, 0, holding);
     }
 
     /** The responder NAKed a request and moved the QP to ERR: the affiliated error of IBA 11.6.3.1 for the NAK's code. */

@@ -331,6 +331,130 @@ class IrnTest {
         }
     }
 
+    /**
+     * A forged copy of a WRITE MIDDLE overtakes the real one beyond a gap, inside the message in progress: the forgery
+     * is placed (its bytes in the range the message's checked RETH allows), the real copy then differs from what is in
+     * place, so the PSN is forgotten (a gap again, counted, the forgery watch noted), A is NAKed for it and its resend,
+     * executed in sequence, writes the real bytes over the forged ones before the WRITE completes.
+     */
+    @Test
+    void aForgedCopyOfAPlacedPacketIsOverwrittenInSequence() {
+        DeterministicNetwork net = DeterministicNetwork.faultless();
+        try (RcPair pair = net.pair()) {
+            Transport ta = net.transport(DeterministicNetwork.A), tb = net.transport(DeterministicNetwork.B);
+            int len = 8 * MTU;
+            MemoryRegion src = pair.a.mrAll(len), dst = pair.b.mrAll(len);
+            SelectiveRepeatTest.offerTheMode(net, pair, src, dst);
+            RcPair.fill(src.segment(), len, 81);
+            int first = soft(pair.a.qp).requester.nextPsn;
+            boolean[] done = {false, false};
+            net.drop = p -> {
+                if (p.from() != ta) return false;
+                if (p.psn() == Psn.add(first, 1) && !done[0]) return done[0] = true; // the gap
+                if (p.psn() == Psn.add(first, 3) && !done[1]) { // a forged copy overtakes the real one
+                    done[1] = true;
+                    byte[] forged = p.bytes().clone();
+                    forged[Bth.BYTES] ^= 0x5A; // the first payload byte of a WRITE MIDDLE
+                    withIcrc(forged);
+                    net.inFlight.add(new DeterministicNetwork.Packet(forged, p.to(), p.from()));
+                    net.inFlight.add(p);
+                    return true;
+                }
+                return false;
+            };
+            pair.a.qp.postSend(write(1, src, dst, len));
+            WorkCompletion[] wc = WorkCompletion.array(1);
+            net.runUntil(() -> pair.a.cq.poll(wc) == 1, 1_000_000, 1_000_000_000L);
+            assertEquals(WcStatus.SUCCESS, wc[0].status);
+            assertTrue(done[1]);
+            RcPair.assertFilled(dst.segment(), 0, len, 81); // the real bytes everywhere
+            assertEquals(1, tb.counters.get(Counter.RX_OUT_OF_ORDER_NOT_HELD), "the conflict: the PSN forgotten");
+            assertEquals(2, ta.counters.get(Counter.TX_SELECTIVE_RESENDS), "the gap and the PSN the conflict emptied");
+        }
+    }
+
+    /**
+     * Forged marked NAKs that claim B keeps 2^24 - 1 packets beyond A's oldest unacknowledged one: A believes no more
+     * than it has sent, and its window never reaches past {@link HeldRequests#REACH} windows (what a responder keeps);
+     * the WRITEs still land right once the real packets flow.
+     */
+    @Test
+    void aForgedHeldCountMovesTheWindowAtMostReachWindows() {
+        DeterministicNetwork net = DeterministicNetwork.faultless();
+        try (RcPair pair = net.pair()) {
+            Transport ta = net.transport(DeterministicNetwork.A), tb = net.transport(DeterministicNetwork.B);
+            SoftQp qa = soft(pair.a.qp);
+            int n = 50, size = 4 * MTU;
+            MemoryRegion src = pair.a.mrAll((long) n * size), dst = pair.b.mrAll((long) n * size);
+            SelectiveRepeatTest.offerTheMode(net, pair, src, dst);
+            qa.requester.window = 16;
+            RcPair.fill(src.segment(), (long) n * size, 91);
+            int first = qa.requester.nextPsn;
+            SendWorkRequest head = null, prev = null;
+            for (int i = 0; i < n; i++) {
+                SendWorkRequest wr = new SendWorkRequest()
+                        .wrId(i)
+                        .opcode(WrOpcode.RDMA_WRITE)
+                        .buffer(src, (long) size * i, size)
+                        .remote(dst.address() + (long) size * i, dst.rkey())
+                        .signaled(i == n - 1);
+                if (head == null) head = wr;
+                else prev.next = wr;
+                prev = wr;
+            }
+            pair.a.qp.postSend(head);
+            assertEquals(16, Psn.diff(qa.requester.sentEnd, first), "one window out");
+            for (int i = 0; i < 10; i++) {
+                byte[] nak = markedNak(qa, first, 0xFFFFFF);
+                ta.driveForTest(() -> net.handleInDrive(new DeterministicNetwork.Packet(nak, ta, tb)));
+                assertTrue(qa.completer.heldAtPeer < Psn.diff(qa.requester.sentEnd, first), "no more than was sent");
+            }
+            assertEquals(HeldRequests.REACH * 16, Psn.diff(qa.requester.sentEnd, first), "at most REACH windows");
+            WorkCompletion[] wc = WorkCompletion.array(1);
+            net.runUntil(() -> pair.a.cq.poll(wc) == 1, 1_000_000, 10_000_000_000L);
+            assertEquals(WcStatus.SUCCESS, wc[0].status);
+            RcPair.assertFilled(dst.segment(), 0, (long) n * size, 91);
+        }
+    }
+
+    /** A PSN sequence NAK with jrdma's mark at {@code psn}, its MSN field claiming {@code held} packets kept, to A. */
+    private static byte[] markedNak(SoftQp to, int psn, int held) {
+        ByteBuffer b = ByteBuffer.allocate(64);
+        int len = RocePacket.writeBth(
+                b, 0, Opcode.ACKNOWLEDGE.code(), false, Bth.DEFAULT_PKEY, to.qpNum(), false, psn, 0);
+        dev.jrdma.soft.wire.Aeth.write(
+                b,
+                Bth.BYTES,
+                dev.jrdma.soft.wire.Aeth.nakSyndrome(dev.jrdma.soft.wire.Aeth.NAK_PSN_SEQUENCE_ERROR),
+                held);
+        Bth.setHoldsMark(b, 0);
+        new Icrc()
+                .generate(
+                        b,
+                        0,
+                        len,
+                        IpAddress.of(DeterministicNetwork.B).ipv4(),
+                        IpAddress.of(DeterministicNetwork.A).ipv4(),
+                        DeterministicNetwork.PORT,
+                        DeterministicNetwork.PORT);
+        byte[] out = new byte[len];
+        b.get(0, out);
+        return out;
+    }
+
+    /** Rewrites the ICRC of a packet from A to B. */
+    private static void withIcrc(byte[] packet) {
+        new Icrc()
+                .generate(
+                        ByteBuffer.wrap(packet),
+                        0,
+                        packet.length,
+                        IpAddress.of(DeterministicNetwork.A).ipv4(),
+                        IpAddress.of(DeterministicNetwork.B).ipv4(),
+                        DeterministicNetwork.PORT,
+                        DeterministicNetwork.PORT);
+    }
+
     /** A WRITE ONLY of 64 bytes with jrdma's mark, to B's QP at {@code psn}, into {@code dst}, as A would send it. */
     private static byte[] forgedMarkedWrite(SoftQp to, int psn, MemoryRegion dst) {
         ByteBuffer b = ByteBuffer.allocate(256);
