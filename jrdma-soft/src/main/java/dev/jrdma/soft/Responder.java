@@ -687,7 +687,7 @@ final class Responder {
     /** Sends reply packet {@code k} of {@code r}: a READ response or the atomic ACK. False when the region failed (the QP is in ERR). */
     private boolean sendReply(Resource r, int k) {
         if (r.atomic) {
-            sendAeth(ATOMIC_ACKNOWLEDGE.code(), Aeth.ackSyndrome(Aeth.CREDITS_INVALID), r.firstPsn, r.orig);
+            sendAeth(ATOMIC_ACKNOWLEDGE.code(), Aeth.ackSyndrome(Aeth.CREDITS_INVALID), r.firstPsn, r.orig, false);
             return true;
         }
         ByteBuffer b = qp.out.tx;
@@ -734,10 +734,6 @@ final class Responder {
         sendAeth(ACKNOWLEDGE.code(), syndrome, nakPsn, 0, mark);
     }
 
-    private void sendAeth(int opcode, int syndrome, int ackedPsn, long orig) {
-        sendAeth(opcode, syndrome, ackedPsn, orig, false);
-    }
-
     private void sendAeth(int opcode, int syndrome, int ackedPsn, long orig, boolean mark) {
         ByteBuffer b = qp.out.tx;
         int len = RocePacket.writeBth(b, 0, opcode, false, PKEY, qp.destQpn, false, ackedPsn, 0);
@@ -752,7 +748,7 @@ final class Responder {
     }
 
     private void nak(int code, int nakPsn) {
-        sendAeth(ACKNOWLEDGE.code(), Aeth.nakSyndrome(code), nakPsn, 0);
+        sendAeth(ACKNOWLEDGE.code(), Aeth.nakSyndrome(code), nakPsn, 0, false);
     }
 
     private void ackLater() {
