@@ -98,6 +98,8 @@ enum Counter {
     TX_PACKETS("tx_packets"),
     /** Packets sent through a same-host peer's ring instead of UDP (also counted in tx_packets). */
     TX_SHM_PACKETS("tx_shm_packets"),
+    /** Sends that found the same-host peer's ring full (the packet waits and is tried again; counted once per try). */
+    TX_SHM_RING_FULL("tx_shm_ring_full"),
     TX_ERRORS("tx_errors"),
     RETRANSMITS("retransmits"),
     /**

@@ -221,6 +221,7 @@ final class ShmLink implements Link {
                     return true;
                 }
                 case FULL -> {
+                    counters.add(Counter.TX_SHM_RING_FULL);
                     if (peerStillServes(r, s)) return false;
                     forget(r); // its receiver is gone: this packet and the next go over UDP until the peer has a ring
                     // again
