@@ -226,7 +226,8 @@ final class ProgressEngine {
         try {
             lastPollNanos = clock.nanoTime() - POLL_QUIET_NANOS; // nobody polls for this thread now: drive at once
             counters.add(Counter.RX_STAND_INS);
-            while (running && !done.getAsBoolean()) {
+            // an interrupt is seen between passes (not inside the link's wait): the caller's wait then throws
+            while (running && !done.getAsBoolean() && !me.isInterrupted()) {
                 long now = clock.nanoTime(), left = timeoutNanos - (now - start);
                 if (left <= 0) break;
                 long wait;

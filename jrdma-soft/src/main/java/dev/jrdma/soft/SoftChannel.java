@@ -94,7 +94,7 @@ final class SoftChannel extends Resource implements CompletionChannel {
         checkOpen("ibv_get_cq_event");
         long nanos = timeout == null ? Long.MAX_VALUE : timeout.toNanos();
         Thread me = Thread.currentThread();
-        if (STAND_IN && !signalled && nanos > 0 && standingIn.compareAndSet(null, me)) {
+        if (STAND_IN && !signalled && nanos > 0 && !me.isInterrupted() && standingIn.compareAndSet(null, me)) {
             long start = System.nanoTime();
             try {
                 // the device's receive path runs on this thread until something is signalled
