@@ -275,7 +275,11 @@ final class ProgressEngine {
             if (holder == null) continue;
             if (holder != receiveThread || !rxInLink) return false;
             if (duty.compareAndSet(holder, me)) {
-                link.wakeup(); // out of the link: it must not take this thread's packets or wake-ups
+                // out of the link before this thread sleeps there: two sleepers share the link's eventfd and the
+                // rings' waiting word, and this thread's next wait could take the wake-up meant for that one, which
+                // would then sleep on with the waiting word cleared under it (a device that stops receiving)
+                link.wakeup();
+                while (rxInLink) Thread.yield();
                 return true;
             }
         }

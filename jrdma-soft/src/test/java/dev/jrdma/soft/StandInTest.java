@@ -150,29 +150,34 @@ class StandInTest {
 
     /**
      * When the waiting thread leaves (woken) and never polls again, the receive thread takes the device back: a passive
-     * RDMA WRITE target still answers.
+     * RDMA WRITE target still answers. Fifty times, each after the receive thread has gone back to sleep in the link
+     * (the waiter then takes the duty from it there: the receive thread must leave the link before the waiter sleeps in
+     * it, or one of them can take the other's wake-up and the device stops receiving).
      */
     @Test
     void theReceiveThreadTakesOverWhenTheWaitingThreadLeaves() throws Exception {
         try (RcPair p = pair()) {
             MemoryRegion a = p.a.mrAll(4096), b = p.b.mrAll(4096);
-            long before = standIns(p.b);
-            p.b.cq.requestNotify(false);
-            Thread t = Thread.ofPlatform().start(() -> p.b.ch.awaitEvent(null));
-            awaitStandIn(p.b, before);
-            p.b.ch.wakeup();
-            t.join();
             long byThread = tr(p.b).rxByThread();
-            RcPair.fill(a.segment(), 256, 9);
-            p.a.qp.postSend(new SendWorkRequest()
-                    .wrId(7)
-                    .opcode(WrOpcode.RDMA_WRITE)
-                    .signaled(true)
-                    .buffer(a, 0, 256)
-                    .remote(b.address(), b.rkey()));
-            assertEquals(WcStatus.SUCCESS, poll(p.a.cq).status);
-            RcPair.assertFilled(b.segment(), 0, 256, 9);
-            assertTrue(tr(p.b).rxByThread() > byThread, "B's receive thread handled the WRITE");
+            for (int i = 0; i < 50; i++) {
+                Thread.sleep(2); // past the 1 ms the receive thread stays off the link after a waiter leaves
+                long before = standIns(p.b);
+                p.b.cq.requestNotify(false);
+                Thread t = Thread.ofPlatform().start(() -> p.b.ch.awaitEvent(null));
+                awaitStandIn(p.b, before);
+                p.b.ch.wakeup();
+                t.join();
+                RcPair.fill(a.segment(), 256, i);
+                p.a.qp.postSend(new SendWorkRequest()
+                        .wrId(7)
+                        .opcode(WrOpcode.RDMA_WRITE)
+                        .signaled(true)
+                        .buffer(a, 0, 256)
+                        .remote(b.address(), b.rkey()));
+                assertEquals(WcStatus.SUCCESS, poll(p.a.cq).status, "WRITE " + i);
+                RcPair.assertFilled(b.segment(), 0, 256, i);
+            }
+            assertTrue(tr(p.b).rxByThread() > byThread, "B's receive thread handled the WRITEs");
         }
     }
 }
