@@ -7,13 +7,17 @@
 #
 #   jrdma-bench/scripts/share-bottleneck.sh [--rate 1gbit|auto] [--aqm red|fq_codel] [--cc on|off[:JVM opts]]... [-D SEC]
 #                                           [--window SEC] [--mtu N] [--java-opts "..."] [--auto-share F]
-#                                           [--soft-opts "perf flags"] [-s BYTES]
+#                                           [--soft-opts "perf flags"] [-s BYTES] [--later-seconds SEC]
 #
 # The bottleneck is the sending namespace's veth end: tbf at --rate (default 1gbit) over RED with `ecn` (one FIFO
 # queue that marks ECT packets CE as its average queue grows: fairness is then the flows' own; its thresholds scale
 # with the rate, see below) or fq_codel with `ecn` (a queue per flow: fair by itself, so a weaker test of the senders).
 # TCP has ECN on in both namespaces (net.ipv4.tcp_ecn=1); the soft device sends ECT(0) and, with DCQCN on, answers CE
 # with CNPs (notification point) and cuts its rate on them (reaction point).
+#
+# The soft flow starts first and runs -D seconds (default 180); the TCP flow starts once the soft one moves and runs
+# --later-seconds (default the window + 30): under emulation a JVM takes a minute or more to start, and two flows
+# started together need not overlap at all.
 #
 # What is counted, all by the kernel on the veth ends (u32 filters with counting actions on clsact, no sampling
 # inside the JVMs): each flow's bytes that arrive at the receiving end, read once a second while both flows run,
@@ -30,7 +34,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
-rate=1gbit aqm=red ccs=() seconds=30 window=8 mtu=9000 javaopts="" share=0.5 size=65536 softopts=""
+rate=1gbit aqm=red ccs=() seconds=180 later="" window=8 mtu=9000 javaopts="" share=0.5 size=65536 softopts=""
 soft_port=18515 tcp_port=18516
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -39,6 +43,7 @@ while [ $# -gt 0 ]; do
     --cc) ccs+=("$2"); shift 2 ;;
     -D) seconds=$2; shift 2 ;;
     --window) window=$2; shift 2 ;;
+    --later-seconds) later=$2; shift 2 ;;
     --mtu) mtu=$2; shift 2 ;;
     --java-opts) javaopts=$2; shift 2 ;;
     --auto-share) share=$2; shift 2 ;;
@@ -49,6 +54,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ "$(id -u)" = 0 ] || { echo "share-bottleneck: needs root (ip netns, tc)" >&2; exit 1; }
+[ -n "$later" ] || later=$((window + 30))
 case "$aqm" in red|fq_codel) ;; *) echo "share-bottleneck: --aqm red or fq_codel" >&2; exit 2 ;; esac
 "$root/jrdma" --version >/dev/null # builds on first use, outside the namespaces
 # shellcheck source=two-namespaces.sh
@@ -103,24 +109,15 @@ flow() { # FLOW CC: the perf test, port and JVM options of a flow
     echo "write_bw $soft_port $([ "$2" = off ] && echo -Djrdma.soft.dcqcn=off) $ccopts"
   else echo "tcp_bw $tcp_port"; fi
 }
-start_flows() { # CC FLOW...: the servers in ns1, then the clients in ns2, each for $seconds; logs $log/FLOW-*.log
-  local cc=$1 f test port opts more
-  shift
-  for f in "$@"; do
-    read -r test port opts <<<"$(flow "$f" "$cc")"
-    more=""
-    [ "$f" = soft ] && more=$softopts
+start_flow() { # CC FLOW SECONDS: its server in ns1, then its client in ns2; logs $log/FLOW-*.log
+  local cc=$1 f=$2 secs=$3 test port opts more="" ns ip side host
+  read -r test port opts <<<"$(flow "$f" "$cc")"
+  [ "$f" = soft ] && more=$softopts
+  for side in server client; do
+    if [ "$side" = server ]; then ns=$ns1 ip=$ip1 host=""; else ns=$ns2 ip=$ip2 host=$ip1; fi
     # shellcheck disable=SC2086
-    JRDMA_JAVA_OPTS="$JRDMA_JAVA_OPTS $opts" twons_bg "$ns1" "$root/jrdma" perf "$test" -d "soft@$ip1" -p "$port" \
-      -s "$size" -D "$seconds" --timeout 120 $more >"$log/$f-server.log" 2>&1
-  done
-  for f in "$@"; do
-    read -r test port opts <<<"$(flow "$f" "$cc")"
-    more=""
-    [ "$f" = soft ] && more=$softopts
-    # shellcheck disable=SC2086
-    JRDMA_JAVA_OPTS="$JRDMA_JAVA_OPTS $opts" twons_bg "$ns2" "$root/jrdma" perf "$test" -d "soft@$ip2" -p "$port" \
-      -s "$size" -D "$seconds" --timeout 120 $more "$ip1" >"$log/$f-client.log" 2>&1
+    JRDMA_JAVA_OPTS="$JRDMA_JAVA_OPTS $opts" twons_bg "$ns" "$root/jrdma" perf "$test" -d "soft@$ip" -p "$port" \
+      -s "$size" -D "$secs" --timeout 120 $more $host >"$log/$f-$side.log" 2>&1
   done
 }
 
@@ -133,7 +130,7 @@ sample() {
   t1=$EPOCHREALTIME
   awk -v t0="$t0" -v t1="$t1" '{ for (i = 1; i < NF; i++) if ($i == "index") ix = $(i + 1) }
     /Sent/ { b[ix] = $2; p[ix] = $4 }
-    END { printf "%.6f %d %d %d %d\n", (t0 + t1) / 2, b[1], p[1], b[2], p[2] }' <<<"$out"
+    END { printf "%.6f %.0f %.0f %.0f %.0f\n", (t0 + t1) / 2, b[1], p[1], b[2], p[2] }' <<<"$out"
 }
 # between A and B (two samples): each flow's Mbit/s on the wire (14 bytes of Ethernet header a packet, as tbf counts)
 rates() {
@@ -142,11 +139,10 @@ rates() {
       (y[4] - x[4] + 14 * (y[5] - x[5])) * 8 / dt / 1e6 }'
 }
 
-# measure FLOW...: waits until every flow moves, then reads the receiving end's counters about once a second for
-# $window seconds; sets got_soft, got_tcp (Mbit/s over the window) and got_secs, and prints the series
-measure() {
-  local f up deadline=$((SECONDS + seconds + 240)) a b first r
-  while :; do # all moving: each counter grew by 100 kB over the last half second or so
+# moving FLOW...: waits until every flow moves (the JVMs of a flow take a minute or more to start under emulation)
+moving() {
+  local f up deadline=$((SECONDS + 300)) a b s t
+  while :; do # all moving: each faster than 0.8 Mbit/s over the last half second or so
     a=$(sample "$ns1")
     sleep 0.5
     b=$(sample "$ns1")
@@ -158,9 +154,16 @@ measure() {
         tcp) awk -v t="$t" 'BEGIN { exit !(t > 0.8) }' || up=0 ;;
       esac
     done
-    [ "$up" = 1 ] && break
+    [ "$up" = 1 ] && return 0
     [ $SECONDS -lt $deadline ] || { echo "share-bottleneck: the flows ($*) never ran together" >&2; return 1; }
   done
+}
+
+# measure FLOW...: waits until every flow moves, then reads the receiving end's counters about once a second for
+# $window seconds; sets got_soft, got_tcp (Mbit/s over the window) and got_secs, and prints the series
+measure() {
+  local a b first r dt s t
+  moving "$@" || return 1
   first=$(sample "$ns1")
   a=$first
   printf '  seconds  soft Mbit/s  tcp Mbit/s\n'
@@ -182,7 +185,7 @@ finish() { # FLOW...: waits for every flow, prints each side's result line and t
   twons_pids=()
   for f in "$@"; do
     for side in client server; do
-      grep -hE '^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+|^counters of|Exception|rror' "$log/$f-$side.log" | sort -u |
+      grep -shE '^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+|^counters of|Exception|rror' "$log/$f-$side.log" | sort -u |
         sed "s/^/  $f $side: /" || true
     done
   done
@@ -199,9 +202,17 @@ run() { # CC RATE_BITS|"" FLOW...: one run; RATE "" = no bottleneck
   [ -z "$r" ] || bottleneck "$r"
   local where="no bottleneck"
   [ -z "$r" ] || where="bottleneck tbf $((r / 1000000)) Mbit/s + $aqm ecn"
-  echo "== $* at once, congestion control $cc${ccopts:+ ($ccopts)}, $where, -D $seconds, window $window s"
-  start_flows "$cc" "$@"
-  if ! measure "$@"; then
+  echo "== $* at once, congestion control $cc${ccopts:+ ($ccopts)}, $where, -D $seconds (the first flow) and $later (the second), window $window s"
+  # one flow after the other, each once the one before moves: the JVMs' start under emulation takes minutes, and a
+  # flow started at once with the first could be over before the first moves; the first runs -D seconds, the others
+  # the window and a margin (--later-seconds)
+  local f started=() ok=1
+  for f in "$@"; do
+    [ ${#started[@]} = 0 ] || moving "${started[@]}" || { ok=0; break; }
+    if [ ${#started[@]} = 0 ]; then start_flow "$cc" "$f" "$seconds"; else start_flow "$cc" "$f" "$later"; fi
+    started+=("$f")
+  done
+  if [ "$ok" = 0 ] || ! measure "$@"; then
     finish "$@"
     tail -n 5 "$log"/*.log
     return 1
@@ -236,5 +247,5 @@ fi
 for spec in "${ccs[@]}"; do
   ccopts=""
   [[ $spec != *:* ]] || ccopts=${spec#*:}
-  run "${spec%%:*}" "$rate_bits" soft tcp
+  run "${spec%%:*}" "$rate_bits" soft tcp || echo "share-bottleneck: the run with congestion control $spec failed"
 done
