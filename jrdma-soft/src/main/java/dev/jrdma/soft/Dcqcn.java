@@ -19,7 +19,19 @@ package dev.jrdma.soft;
  * limited and {@link #limited} is false: the requester's fast path only reads that field. Used under the QP's monitor.
  */
 final class Dcqcn {
-    /** The settings, from system properties {@code jrdma.soft.dcqcn.*} (shown by {@code jrdma devinfo -v}). */
+    /**
+     * The settings, from system properties {@code jrdma.soft.dcqcn.*} (shown by {@code jrdma devinfo -v}).
+     *
+     * <p>DCQCN's constants are made for one packet time: the paper's 55 us periods, 50 us between CNPs, 40 Mb/s additive
+     * steps and 10 MB byte counter fit a line of tens of Gb/s, where a 4 KB packet takes about a microsecond. A device
+     * that sends at 100 Mb/s takes a thousand times longer per packet: with the same constants alpha decays between
+     * two marked packets, a step of 40 Mb/s is 40% of the line every 55 us, and a bottleneck below the line rate never
+     * holds the rate down (measured in the QEMU guest, a 20 Mb/s bottleneck and the default 100 Gb/s line: 2,314 CNPs
+     * left the rate at 99.6% of the line). So the line rate scales the other
+     * constants: each is the paper's (as this device applies them at its default line rate, {@link
+     * #REFERENCE_LINE_BPS}) times (reference / line) for times and (line / reference) for rates (the byte counter, a
+     * rate times a time, stays), unless set on its own: the same curve in units of the line's packet time.
+     */
     record Params(
             boolean enabled,
             long lineRateBps,
@@ -32,43 +44,87 @@ final class Dcqcn {
             long additiveBps,
             long hyperBps,
             long cnpIntervalNanos) {
-        /** The defaults: the paper's (g 1/256, 55 us periods, F 5, 10 MB byte counter, R_AI 40 Mb/s, R_HAI 10x). */
-        static Params fromSystemProperties() {
+        /**
+         * The paper's settings (g 1/256, 55 us periods, F 5, 10 MB byte counter, R_AI 40 Mb/s, R_HAI 10x, 10 Mb/s least,
+         * 50 us between CNPs) at {@link #REFERENCE_LINE_BPS}, scaled to {@code lineRateBps}.
+         *
+         * @param enabled whether DCQCN acts (CNPs sent and taken)
+         * @param lineRateBps the rate the device sends at unlimited, in bits per second
+         * @return the settings for that line rate
+         */
+        static Params scaledTo(boolean enabled, long lineRateBps) {
+            if (lineRateBps <= 0)
+                throw new IllegalArgumentException("DCQCN line rate must be positive: " + lineRateBps);
+            double slower = (double) REFERENCE_LINE_BPS / lineRateBps; // a packet takes this many times longer
             return new Params(
-                    !"off".equals(System.getProperty("jrdma.soft.dcqcn", "on")),
-                    mbps("lineRateMbps", 100_000),
-                    mbps("minRateMbps", 10),
-                    Double.parseDouble(System.getProperty("jrdma.soft.dcqcn.g", String.valueOf(1.0 / 256))),
-                    Long.getLong("jrdma.soft.dcqcn.alphaPeriodUs", 55) * 1000,
-                    Long.getLong("jrdma.soft.dcqcn.increasePeriodUs", 55) * 1000,
-                    Long.getLong("jrdma.soft.dcqcn.increaseBytes", 10L << 20),
-                    Integer.getInteger("jrdma.soft.dcqcn.fastRecovery", 5),
-                    mbps("additiveMbps", 40),
-                    mbps("hyperMbps", 400),
-                    Long.getLong("jrdma.soft.dcqcn.cnpIntervalUs", 50) * 1000);
+                    enabled,
+                    lineRateBps,
+                    Math.max(1, Math.round(10e6 / slower)),
+                    1.0 / 256,
+                    Math.max(1, Math.round(55_000 * slower)),
+                    Math.max(1, Math.round(55_000 * slower)),
+                    10L << 20, // bytes are a rate times a time: the same at every line rate
+                    5,
+                    Math.max(1, Math.round(40e6 / slower)),
+                    Math.max(1, Math.round(400e6 / slower)),
+                    Math.max(1, Math.round(50_000 * slower)));
         }
 
-        private static long mbps(String name, long def) {
-            return Long.getLong("jrdma.soft.dcqcn." + name, def) * 1_000_000;
+        /** The settings from system properties: {@link #scaledTo} the line rate, each one overridden when set. */
+        static Params fromSystemProperties() {
+            double lineMbps = number("lineRateMbps", REFERENCE_LINE_BPS / 1e6);
+            Params d =
+                    scaledTo(!"off".equals(System.getProperty("jrdma.soft.dcqcn", "on")), Math.round(lineMbps * 1e6));
+            return new Params(
+                    d.enabled,
+                    d.lineRateBps,
+                    Math.round(number("minRateMbps", d.minRateBps / 1e6) * 1e6),
+                    number("g", d.g),
+                    Math.max(1, Math.round(number("alphaPeriodUs", d.alphaPeriodNanos / 1e3) * 1e3)),
+                    Math.max(1, Math.round(number("increasePeriodUs", d.increasePeriodNanos / 1e3) * 1e3)),
+                    Math.round(number("increaseBytes", d.increaseBytes)),
+                    Integer.getInteger("jrdma.soft.dcqcn.fastRecovery", d.fastRecovery),
+                    Math.round(number("additiveMbps", d.additiveBps / 1e6) * 1e6),
+                    Math.round(number("hyperMbps", d.hyperBps / 1e6) * 1e6),
+                    Math.round(number("cnpIntervalUs", d.cnpIntervalNanos / 1e3) * 1e3));
+        }
+
+        /** Property {@code jrdma.soft.dcqcn.NAME} as a number (fractions allowed: 0.04 Mb/s), else {@code def}. */
+        private static double number(String name, double def) {
+            String v = System.getProperty("jrdma.soft.dcqcn." + name);
+            if (v == null) return def;
+            try {
+                return Double.parseDouble(v.trim());
+            } catch (NumberFormatException e) {
+                throw new IllegalArgumentException("-Djrdma.soft.dcqcn." + name + "=" + v + ": not a number", e);
+            }
+        }
+
+        private static String decimal(double v) { // 55 rather than 55.0, 0.04 rather than 0.04000000000000001
+            java.math.BigDecimal b = java.math.BigDecimal.valueOf(v).round(new java.math.MathContext(6));
+            return b.stripTrailingZeros().toPlainString();
         }
 
         /** For people ({@code jrdma devinfo -v}): every setting with its property's name. */
         java.util.Map<String, String> describe() {
             java.util.LinkedHashMap<String, String> m = new java.util.LinkedHashMap<>();
             m.put("dcqcn", enabled ? "on" : "off");
-            m.put("dcqcn.lineRateMbps", String.valueOf(lineRateBps / 1_000_000));
-            m.put("dcqcn.minRateMbps", String.valueOf(minRateBps / 1_000_000));
+            m.put("dcqcn.lineRateMbps", decimal(lineRateBps / 1e6));
+            m.put("dcqcn.minRateMbps", decimal(minRateBps / 1e6));
             m.put("dcqcn.g", String.valueOf(g));
-            m.put("dcqcn.alphaPeriodUs", String.valueOf(alphaPeriodNanos / 1000));
-            m.put("dcqcn.increasePeriodUs", String.valueOf(increasePeriodNanos / 1000));
+            m.put("dcqcn.alphaPeriodUs", decimal(alphaPeriodNanos / 1e3));
+            m.put("dcqcn.increasePeriodUs", decimal(increasePeriodNanos / 1e3));
             m.put("dcqcn.increaseBytes", String.valueOf(increaseBytes));
             m.put("dcqcn.fastRecovery", String.valueOf(fastRecovery));
-            m.put("dcqcn.additiveMbps", String.valueOf(additiveBps / 1_000_000));
-            m.put("dcqcn.hyperMbps", String.valueOf(hyperBps / 1_000_000));
-            m.put("dcqcn.cnpIntervalUs", String.valueOf(cnpIntervalNanos / 1000));
+            m.put("dcqcn.additiveMbps", decimal(additiveBps / 1e6));
+            m.put("dcqcn.hyperMbps", decimal(hyperBps / 1e6));
+            m.put("dcqcn.cnpIntervalUs", decimal(cnpIntervalNanos / 1e3));
             return m;
         }
     }
+
+    /** The line rate at which {@link Params#scaledTo} gives the paper's constants unchanged (the default line rate). */
+    static final long REFERENCE_LINE_BPS = 100_000_000_000L;
 
     static final Params DEFAULTS = Params.fromSystemProperties();
 

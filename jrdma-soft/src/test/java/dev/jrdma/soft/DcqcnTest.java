@@ -118,4 +118,115 @@ class DcqcnTest {
         off.onCnp(t);
         assertFalse(off.limited, "nor rate cuts");
     }
+
+    @Test
+    void theLineRateScalesThePapersConstantsAndThePropertiesStillWin() {
+        Dcqcn.Params ref = Dcqcn.Params.scaledTo(true, Dcqcn.REFERENCE_LINE_BPS);
+        assertEquals(
+                new Dcqcn.Params(
+                        true,
+                        Dcqcn.REFERENCE_LINE_BPS,
+                        10_000_000L,
+                        G,
+                        55 * US,
+                        55 * US,
+                        10L << 20,
+                        5,
+                        40_000_000L,
+                        400_000_000L,
+                        50 * US),
+                ref,
+                "at the default line rate the paper's constants, as before");
+        Dcqcn.Params slow = Dcqcn.Params.scaledTo(true, 100_000_000L); // 1000x slower: times x1000, rates /1000
+        assertEquals(55 * US * 1000, slow.alphaPeriodNanos());
+        assertEquals(55 * US * 1000, slow.increasePeriodNanos());
+        assertEquals(50 * US * 1000, slow.cnpIntervalNanos());
+        assertEquals(40_000L, slow.additiveBps());
+        assertEquals(400_000L, slow.hyperBps());
+        assertEquals(10_000L, slow.minRateBps());
+        assertEquals(10L << 20, slow.increaseBytes(), "a rate times a time: unchanged");
+        assertEquals(G, slow.g());
+        assertEquals(5, slow.fastRecovery());
+        assertThrows(IllegalArgumentException.class, () -> Dcqcn.Params.scaledTo(true, 0));
+
+        java.util.Properties saved =
+                (java.util.Properties) System.getProperties().clone();
+        try {
+            System.setProperty("jrdma.soft.dcqcn.lineRateMbps", "100");
+            System.setProperty("jrdma.soft.dcqcn.additiveMbps", "0.5");
+            Dcqcn.Params p = Dcqcn.Params.fromSystemProperties();
+            assertEquals(100_000_000L, p.lineRateBps());
+            assertEquals(500_000L, p.additiveBps(), "set on its own: as given (fractions of a Mb/s allowed)");
+            assertEquals(55 * US * 1000, p.alphaPeriodNanos(), "not set: scaled to the line rate");
+            assertEquals("0.5", p.describe().get("dcqcn.additiveMbps"));
+            assertEquals("55000", p.describe().get("dcqcn.alphaPeriodUs"));
+            System.setProperty("jrdma.soft.dcqcn.g", "much");
+            IllegalArgumentException e =
+                    assertThrows(IllegalArgumentException.class, Dcqcn.Params::fromSystemProperties);
+            assertTrue(e.getMessage().contains("jrdma.soft.dcqcn.g"), e.getMessage());
+        } finally {
+            System.setProperties(saved);
+        }
+    }
+
+    /**
+     * A 100 Mb/s sender behind a 20 Mb/s bottleneck that marks every packet arriving at a queue above 30 kB (a
+     * switch's ECN threshold), CNPs back after 200 us, 2 s on the test's clock: with the constants scaled to the
+     * line rate the rate is held at or below the bottleneck and the queue stays bounded; with the paper's absolute constants
+     * (40 Mb/s steps every 55 us, alpha decaying between two marked packets) the rate stays near the line and the
+     * queue grows without end, as measured in the guest (2,314 CNPs left the rate at 99.6% of the line).
+     */
+    @Test
+    void aSlowLineBehindANarrowerBottleneckIsHeldNearItOnlyWithScaledConstants() {
+        long line = 100_000_000L;
+        Dcqcn.Params scaled = Dcqcn.Params.scaledTo(true, line);
+        Dcqcn.Params absolute = new Dcqcn.Params(
+                true, line, 10_000_000L, G, 55 * US, 55 * US, 10L << 20, 5, 40_000_000L, 400_000_000L, 50 * US);
+        double[] good = bottleneck(scaled, line), bad = bottleneck(absolute, line);
+        // scaled: held at or below the bottleneck over the second second, the queue bounded (the recovery after the
+        // first cuts is DCQCN's own, slow at a 5:1 line-to-bottleneck ratio: the model's link is busy ~35% of it)
+        assertTrue(good[0] > 1e6 && good[0] < 1.3 * 20e6, "scaled: sending rate " + good[0]);
+        assertTrue(good[1] < 500_000, "scaled: largest queue " + good[1]);
+        assertTrue(good[3] >= 3, "scaled: CNPs " + good[3]);
+        assertTrue(bad[0] > 50e6, "absolute: sending rate " + bad[0]);
+        assertTrue(bad[1] > 2_000_000, "absolute: largest queue " + bad[1]);
+    }
+
+    /**
+     * The model behind {@link #aSlowLineBehindANarrowerBottleneckIsHeldNearItOnlyWithScaledConstants}: {sending rate
+     * in b/s over the second second, largest queue in bytes, fraction of the second second the bottleneck was busy,
+     * CNPs}.
+     */
+    private static double[] bottleneck(Dcqcn.Params p, long line) {
+        final int packet = 4096 + 66;
+        final double bottleneckBps = 20e6, markAbove = 30_000;
+        final long feedback = 200 * US, end = 2_000_000_000L, half = end / 2, lineGap = (long) (packet * 8e9 / line);
+        Dcqcn sender = new Dcqcn(p), receiver = new Dcqcn(p);
+        java.util.ArrayDeque<Long> cnps = new java.util.ArrayDeque<>();
+        double queue = 0, maxQueue = 0, busy = 0, sentLate = 0;
+        long t = 0, drained = 0, nextLine = 0, cnpCount = 0;
+        while (t < end) {
+            while (!cnps.isEmpty() && cnps.peekFirst() <= t) sender.onCnp(cnps.pollFirst());
+            // the queue drains at the bottleneck's rate up to t
+            double canDrain = (t - drained) * bottleneckBps / 8e9;
+            if (t > half) busy += Math.min(queue, canDrain) / (bottleneckBps / 8e9);
+            queue = Math.max(0, queue - canDrain);
+            drained = t;
+            if (t >= nextLine && sender.trySend(t, packet)) {
+                queue += packet;
+                maxQueue = Math.max(maxQueue, queue);
+                if (t > half) sentLate += packet;
+                if (queue > markAbove && receiver.shouldSendCnp(t)) {
+                    cnps.addLast(t + feedback);
+                    cnpCount++;
+                }
+                nextLine = t + lineGap;
+            }
+            long next = nextLine;
+            if (sender.limited) next = Math.max(next, sender.nextSendAt());
+            if (!cnps.isEmpty()) next = Math.min(next, cnps.peekFirst());
+            t = Math.max(t + 1, next);
+        }
+        return new double[] {sentLate * 8 / ((end - half) / 1e9), maxQueue, busy / (end - half), cnpCount};
+    }
 }

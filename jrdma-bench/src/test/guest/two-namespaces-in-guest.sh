@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Inside the Soft-RoCE guest: issue 23's runs between two network namespaces that need the kernel's traffic control
+# (netem, tbf, RED, fq_codel: build machines may lack them, the guest's Debian kernel has them as modules) and
+# issue 24's netty-bench on kernel rxe0, in one boot. Build on the host first (mvn -DskipTests package, then
+# vm/make-aot-caches: the JVMs start from its cache, C1 only, as bin/test-in-guest's do):
+#
+#   vm/run-in-guest --timeout 3000 -- jrdma-bench/src/test/guest/two-namespaces-in-guest.sh
+#
+# Environment: STEPS ("modules netem share netty"), NETEM ("loss 1% delay 100us", on both veth ends), ITERS (500
+# 64 KiB messages per netem run), RATE (share-bottleneck.sh's --rate, "auto"), SOFT_OPTS (its --soft-opts, "-u 18":
+# a 1 s ACK timeout, as under TCG a starved receiver thread otherwise makes the default 67 ms expire and the sender
+# go back N with nothing lost), CC_RUNS (its --cc runs, separated by ';': "on;off"), SHARE_OPTS (more of its
+# options, no quotes),
+# NETTY_OPTS (netty-bench's options). Under TCG only the ratios inside one run mean anything.
+set -uo pipefail
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../../../.." && pwd)
+cd "$repo" || exit 2
+JAVA_HOME=${JAVA_HOME:-$(bin/find-jdk)} || exit 2
+export JAVA_HOME PATH="$JAVA_HOME/bin:$PATH" JRDMA_NO_BUILD=1
+ulimit -l unlimited 2>/dev/null || true
+cli_jar=$(ls jrdma-cli/target/jrdma-cli-*.jar 2>/dev/null | grep -v -e '-sources\.jar$' -e '-javadoc\.jar$' | head -1)
+c1=-XX:TieredStopAtLevel=1
+if [ -n "$cli_jar" ] && [ -s target/guest-aot/cli.aot ] && [ -z "$(find "$cli_jar" -newer target/guest-aot/cli.aot)" ]; then
+  export JRDMA_CLI_JAR=1 JRDMA_JAVA_OPTS="-XX:AOTCache=$repo/target/guest-aot/cli.aot $c1"
+else
+  echo "== no fresh target/guest-aot/cli.aot (vm/make-aot-caches): the JVMs start without it"
+  export JRDMA_JAVA_OPTS=$c1
+fi
+steps=${STEPS:-modules netem share netty}
+netem=${NETEM:-loss 1% delay 100us} iters=${ITERS:-500}
+s=jrdma-bench/scripts
+has() { [[ " $steps " == *" $1 "* ]]; }
+echo "== guest: kernel $(uname -r), $(nproc) vCPUs, steps: $steps"
+
+if has modules; then
+  echo "== modules (modprobe; built in when in modules.builtin)"
+  for m in veth sch_netem sch_tbf sch_red sch_fq_codel sch_ingress cls_u32 act_gact; do
+    if grep -q "/$m.ko" "/lib/modules/$(uname -r)/modules.builtin" 2>/dev/null; then echo "  $m: built in"
+    elif modprobe "$m" 2>/dev/null; then echo "  $m: loaded"
+    else echo "  $m: MISSING ($(modprobe "$m" 2>&1 | head -1))"; fi
+  done
+fi
+
+if has netem; then
+  # 64 KiB write_bw over a lossy, delayed veth: go-back-N (the default), selective repeat (both peers), tcp_bw
+  echo "== netem '$netem' on both ends, -n $iters 64 KiB messages (16 packets each at the soft device's 4096 B MTU)"
+  for run in "go-back-N:write_bw:" "selective repeat:write_bw:-Djrdma.soft.selectiveRepeat=true" "TCP:tcp_bw:"; do
+    IFS=: read -r name test opts <<<"$run"
+    out=$(mktemp)
+    t0=$SECONDS
+    $s/compare-two-hosts.sh --netem "$netem" --java-opts "-Djrdma.perf.warmup=0 -Djrdma.perf.counters=true $opts" \
+      --test "$test" -n "$iters" -s 65536 --timeout 300 >"$out" 2>&1
+    rc=$?
+    echo "-- $name ($test $opts): rc $rc, $((SECONDS - t0)) s"
+    grep -E '^ *65536 +[0-9]+ |^counters of|^netem on|Exception|rror' "$out" | sort -u | sed 's/^/   /'
+    [ "$test" = write_bw ] && awk -v n="$iters" '
+      /^counters of .*\.2:/ { for (i = 1; i <= NF; i++) if ($i ~ /^tx_packets=/) { split($i, a, "="); tx = a[2] } }
+      /^netem on the client/ { for (i = 1; i <= NF; i++) if ($i == "(dropped") { lost = $(i + 1); sub(/,/, "", lost) } }
+      END { if (tx == "") exit; u = 16 * n
+        printf "   data packets: %d sent, %d needed, %d resent; %d lost by netem on the way out: resent/lost %.2f\n",
+          tx, u, tx - u, lost, (lost > 0 ? (tx - u) / lost : 0) }' "$out"
+    rm -f "$out"
+  done
+fi
+
+if has share; then
+  echo "== one soft write_bw and one TCP flow through one bottleneck"
+  cc=()
+  IFS=';' read -ra specs <<<"${CC_RUNS:-on;off}"
+  for spec in "${specs[@]}"; do cc+=(--cc "$spec"); done
+  # shellcheck disable=SC2086
+  $s/share-bottleneck.sh --rate "${RATE:-auto}" --soft-opts "${SOFT_OPTS:--u 18}" "${cc[@]}" ${SHARE_OPTS:-}
+  echo "-- rc $?"
+fi
+
+if has netty; then
+  # kernel rxe0 (rdma_cm; one address, 10.99.0.1, for both sides) against Netty epoll and NIO over TCP to the same
+  # address, in one JVM; send_lat is left out (its row is the software device's)
+  echo "== netty-bench on rxe0"
+  JRDMA_DEVICE=rxe0 JRDMA_JAVA_OPTS="$JRDMA_JAVA_OPTS -Djrdma.connect.timeoutMs=60000" ./jrdma netty-bench \
+    --server-host 10.99.0.1 --client-host none --transports epoll,nio,jrdma,endpoint ${NETTY_OPTS:--n 2000 --warmup 500 -D 3}
+  echo "-- rc $?"
+fi
