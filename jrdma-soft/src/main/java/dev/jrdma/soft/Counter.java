@@ -88,9 +88,18 @@ enum Counter {
      * handles it before the later ones, so its QP sees them in order (one of the two copies is then an RC duplicate).
      */
     RX_TAKEOVER_REPEATS("rx_takeover_repeats"),
+    /**
+     * Waits for a completion event in which the waiting application thread stood in for the receive thread: it slept in
+     * the link itself and handled what woke it (one wake-up per message instead of two).
+     */
+    RX_STAND_INS("rx_stand_ins"),
+    /** Packets handled by application threads standing in for the receive thread ({@link #RX_STAND_INS}). */
+    RX_STAND_IN_PACKETS("rx_stand_in_packets"),
     TX_PACKETS("tx_packets"),
     /** Packets sent through a same-host peer's ring instead of UDP (also counted in tx_packets). */
     TX_SHM_PACKETS("tx_shm_packets"),
+    /** Sends that found the same-host peer's ring full (the packet waits and is tried again; counted once per try). */
+    TX_SHM_RING_FULL("tx_shm_ring_full"),
     TX_ERRORS("tx_errors"),
     RETRANSMITS("retransmits"),
     /**

@@ -139,6 +139,11 @@ final class FaultyLink implements Link {
     }
 
     @Override
+    public boolean await(long timeoutNanos) throws IOException {
+        return inner.await(timeoutNanos);
+    }
+
+    @Override
     public void expectPeer(InetSocketAddress peer) {
         inner.expectPeer(peer);
     }

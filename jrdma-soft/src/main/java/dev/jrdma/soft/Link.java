@@ -85,6 +85,17 @@ interface Link extends AutoCloseable {
     /** Blocks until a datagram may be waiting, or {@link #wakeup} is called. */
     void await() throws IOException;
 
+    /**
+     * {@link #await} for at most {@code timeoutNanos} (a link that can only wait for whole milliseconds rounds up): the
+     * wait of an application thread that stands in for the receive thread while it waits for a completion event
+     * ({@link ProgressEngine#standIn}).
+     *
+     * @return false, at once, when this link cannot wait with a limit (the caller then waits another way)
+     */
+    default boolean await(long timeoutNanos) throws IOException {
+        return false;
+    }
+
     /** Ends an {@link #await} in progress (or the next one) at once. */
     void wakeup();
 

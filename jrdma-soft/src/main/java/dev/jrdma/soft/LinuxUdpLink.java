@@ -92,6 +92,8 @@ final class LinuxUdpLink implements Link {
     private volatile boolean closed;
     /** The receive thread's wait: the socket and the wake-up eventfd. */
     private final MemorySegment pollFds, wakeWord;
+    /** {@link #await(long)}'s limit, a {@code struct timespec} (written by the thread that holds the device's duty). */
+    private final MemorySegment timeout;
     /** The 1 that {@link #wakeup} adds to the eventfd (made once: a same-host doorbell wakes the link per burst). */
     private final MemorySegment wakeOne;
 
@@ -209,6 +211,7 @@ final class LinuxUdpLink implements Link {
         this.name = name;
         Arena arena = Arena.ofAuto();
         pollFds = arena.allocate(16, 8);
+        timeout = arena.allocate(16, 8);
         pollFds.set(ValueLayout.JAVA_INT, 0, fd);
         pollFds.set(ValueLayout.JAVA_SHORT, 4, POLLIN);
         pollFds.set(ValueLayout.JAVA_INT, 8, wakeFd);
@@ -673,13 +676,36 @@ final class LinuxUdpLink implements Link {
     /** Blocks in {@code poll} on the socket and the wake-up eventfd. */
     @Override
     public void await() throws IOException {
+        pollFor(-1);
+    }
+
+    /**
+     * {@code ppoll} with a limit in nanoseconds: a thread standing in waits for its event loop's next timer, which may be
+     * microseconds away ({@code poll}'s whole milliseconds made a 50 us wait 1 ms).
+     */
+    @Override
+    public boolean await(long timeoutNanos) throws IOException {
+        long nanos = Math.max(1, timeoutNanos);
+        timeout.set(ValueLayout.JAVA_LONG, 0, nanos / 1_000_000_000L);
+        timeout.set(ValueLayout.JAVA_LONG, 8, nanos % 1_000_000_000L);
+        pollFor(0);
+        return true;
+    }
+
+    /**
+     * Blocks in {@code poll} on the socket and the wake-up eventfd: for no limit ({@code millis} -1), or in
+     * {@code ppoll} for the limit in {@link #timeout} ({@code millis} 0).
+     */
+    private void pollFor(int millis) throws IOException {
         enter();
         try {
             pollFds.set(ValueLayout.JAVA_SHORT, 6, (short) 0);
             pollFds.set(ValueLayout.JAVA_SHORT, 14, (short) 0);
             // no errno capture on this path: the linker's capture check allocates a segment slice per call when
             // escape analysis does not remove it (1.1 MB on a receive thread in 5,000 ping-pongs, AllocationTest)
-            int r = (int) UdpLibc.POLL.invokeExact(pollFds, 2L, -1);
+            int r = millis < 0
+                    ? (int) UdpLibc.POLL.invokeExact(pollFds, 2L, -1)
+                    : (int) UdpLibc.PPOLL.invokeExact(pollFds, 2L, timeout, MemorySegment.NULL);
             if (r < 0) {
                 // read after the call; a blocking downcall returns through a thread-state transition, which may in a
                 // rare case change errno first: then a spurious EINTR is a retry, another error one more IOException

@@ -8,6 +8,7 @@ import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ClosedSelectorException;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.BooleanSupplier;
 
 /**
  * Who takes one software device's packets from its link, and when: polling application threads and the device's
@@ -113,6 +114,21 @@ final class ProgressEngine {
      */
     private volatile boolean rxAwaiting;
 
+    /**
+     * Who runs the receive thread's duty ({@link #doWork} and the wait in the link) now: the receive thread, an
+     * application thread that waits for a completion event and stands in for it ({@link #standIn}), or nobody (the
+     * receive thread between passes). One at a time: one thread ever sleeps in the link, so a packet wakes exactly
+     * the thread that will handle it.
+     */
+    private final AtomicReference<Thread> duty = new AtomicReference<>();
+    /**
+     * The receive thread, holding the duty, sleeps in the link (or is about to): a thread that wants to stand in may
+     * take the duty from it then without its help (it is not driving), and wakes it out of the link.
+     */
+    private volatile boolean rxInLink;
+    /** The receive thread is (about to be) parked because a standing-in thread has the duty: the one that ends unparks it. */
+    private volatile boolean rxParkedForDuty;
+
     private volatile boolean running;
     /** The receive thread; never started for a detached device (it stands for the device's threads in checks). */
     final Thread receiveThread;
@@ -179,7 +195,98 @@ final class ProgressEngine {
     void pollerWaits(long now) {
         if (link == null) return;
         lastPollNanos = now - POLL_QUIET_NANOS;
-        if (rxSteppedBack) LockSupport.unpark(receiveThread);
+        if (rxSteppedBack) {
+            Thread d = duty.get(); // a thread standing in steps back as the receive thread does
+            LockSupport.unpark(d != null ? d : receiveThread);
+        }
+    }
+
+    /**
+     * The calling thread waits for a completion event of this device until {@code done} says it came (or the wait
+     * ends otherwise), for at most {@code timeoutNanos}: it stands in for the receive thread meanwhile —
+     * runs its {@link #doWork} and sleeps in the link itself — so that a packet wakes the waiting thread, which handles
+     * it and finds its completion: one wake-up per message, as a socket's reader has, where the receive thread would
+     * add one (it wakes, handles the packet, then wakes the waiter). The receive thread stands aside while a thread
+     * stands in (when it has the duty it is asked to hand it over) and takes it back when that thread leaves; the
+     * leaving thread counts as a poll ({@link #POLL_QUIET_NANOS}: it polls or waits again soon).
+     *
+     * @param done whether the wait is over (an event, a wake-up, a close); the caller's {@link #wakeStandIn} ends the
+     *     link's wait when it changes on another thread
+     * @param timeoutNanos the longest wait ({@link Long#MAX_VALUE}: none)
+     * @return false, having done nothing, when another thread stands in now (or the link cannot wait with a limit, or
+     *     fails): the caller waits its own way then, and the thread with the duty handles its packets
+     */
+    boolean standIn(BooleanSupplier done, long timeoutNanos) {
+        if (link == null || !running) return false;
+        Thread me = Thread.currentThread();
+        long start = clock.nanoTime();
+        if (!takeDuty(me)) return false;
+        boolean served = true;
+        long handledBefore = threadRx.handled;
+        try {
+            lastPollNanos = clock.nanoTime() - POLL_QUIET_NANOS; // nobody polls for this thread now: drive at once
+            counters.add(Counter.RX_STAND_INS);
+            while (running && !done.getAsBoolean()) {
+                long now = clock.nanoTime(), left = timeoutNanos - (now - start);
+                if (left <= 0) break;
+                long wait;
+                try {
+                    wait = standInPass(now);
+                    if (done.getAsBoolean()) break;
+                    if (wait == AWAIT_LINK) {
+                        if (!awaitPackets(left)) {
+                            served = false; // the link cannot wait with a limit: the caller waits as before
+                            break;
+                        }
+                    } else if (wait > 0) {
+                        Thread.yield(); // a poller is inside its drive: a few microseconds
+                    }
+                } catch (ClosedChannelException | ClosedSelectorException e) {
+                    served = false; // the device is being released
+                    break;
+                } catch (IOException e) {
+                    counters.add(Counter.RX_DROPPED);
+                } catch (RuntimeException | Error e) {
+                    counters.add(Counter.RX_DROPPED);
+                    failures.warn("soft device " + device + ": receiving for a waiting thread failed", e);
+                }
+            }
+        } finally {
+            counters.add(Counter.RX_STAND_IN_PACKETS, threadRx.handled - handledBefore);
+            // this thread polls or waits again soon: the receive thread stays off the link that long
+            lastPollNanos = clock.nanoTime();
+            duty.set(null);
+            if (rxParkedForDuty) LockSupport.unpark(receiveThread);
+        }
+        return served;
+    }
+
+    /**
+     * Takes the duty for {@code me}: when nobody has it, or from the receive thread while it sleeps in the link (it is
+     * woken, finds the duty gone and stands aside). Not while the receive thread drives (waiting for it would make this
+     * thread's wake-up depend on another thread getting a CPU, on two loaded cores hundreds of microseconds), nor from
+     * another standing-in thread: false then, and the caller waits as before.
+     */
+    private boolean takeDuty(Thread me) {
+        while (true) {
+            if (duty.compareAndSet(null, me)) return true;
+            Thread holder = duty.get();
+            if (holder == null) continue;
+            if (holder != receiveThread || !rxInLink) return false;
+            if (duty.compareAndSet(holder, me)) {
+                link.wakeup(); // out of the link: it must not take this thread's packets or wake-ups
+                return true;
+            }
+        }
+    }
+
+    /**
+     * Ends the wait of {@code waiter}, a thread that stands in ({@link #standIn}) and whose {@code done} changed on
+     * another thread: it may sleep in the link, or be parked.
+     */
+    void wakeStandIn(Thread waiter) {
+        if (duty.get() == waiter) link.wakeup();
+        LockSupport.unpark(waiter);
     }
 
     /**
@@ -196,11 +303,32 @@ final class ProgressEngine {
 
     private void receiveLoop() {
         link.prepare(threadRx.batch);
+        Thread me = Thread.currentThread();
         while (running) {
+            if (!duty.compareAndSet(null, me)) {
+                standAside();
+                continue;
+            }
+            long wait = 0;
+            boolean kept;
             try {
-                long wait = doWork(clock.nanoTime());
-                if (wait == AWAIT_LINK) awaitPackets();
-                else if (wait > 0) LockSupport.parkNanos(this, wait);
+                try {
+                    wait = doWork(clock.nanoTime());
+                    if (wait == AWAIT_LINK) {
+                        rxInLink = true; // from here a waiting thread may take the duty: this one only sleeps
+                        if (duty.get() == me) awaitPackets();
+                    }
+                } finally {
+                    rxInLink = false;
+                    kept = duty.compareAndSet(me, null);
+                }
+                if (!kept) {
+                    // a waiting thread took the duty while this one slept in the link: it may have taken the wake-up
+                    // meant for that thread, or cleared the rings' waiting word under it: wake it to look again
+                    link.wakeup();
+                } else if (wait > 0) {
+                    LockSupport.parkNanos(this, wait); // the duty is free meanwhile
+                }
             } catch (ClosedChannelException | ClosedSelectorException e) {
                 return;
             } catch (IOException e) {
@@ -240,17 +368,57 @@ final class ProgressEngine {
         return running && now - lastPollNanos >= POLL_QUIET_NANOS ? AWAIT_LINK : 0;
     }
 
+    /** The receive thread while a thread stands in: parks until that one leaves (it unparks this one). */
+    private void standAside() {
+        rxParkedForDuty = true;
+        try {
+            if (duty.get() != null && running) LockSupport.park(this);
+        } finally {
+            rxParkedForDuty = false;
+        }
+    }
+
+    /**
+     * One pass of a thread standing in ({@link #standIn}): {@link #doWork} without its step back for pollers. A thread
+     * that polled a CQ of this device a moment ago may not poll again (a thread that polls once before it blocks
+     * elsewhere), and the waiting thread's packet must not wait for {@link #POLL_QUIET_NANOS} then: it drives, and
+     * when a poller is inside its drive right now, looks again at once.
+     *
+     * @return 0 to pass again at once, a positive value when a poller drives now, or {@link #AWAIT_LINK}
+     */
+    private long standInPass(long now) {
+        sendAcksPollersLeft();
+        int n = drive(threadRx, RX_BUDGET, now);
+        if (n < 0) return 1;
+        if (n == RX_BUDGET || threadRx.turnsLeft) return 0;
+        return AWAIT_LINK;
+    }
+
     /** Blocks until the link may hold a packet (or {@link #stop}), unless a poller left ACKs owed just now. */
     void awaitPackets() throws IOException {
+        awaitPackets(-1);
+    }
+
+    /**
+     * {@link #awaitPackets()} for at most {@code timeoutNanos} (-1: no limit).
+     *
+     * @return false when the link cannot wait with a limit (nothing was waited for)
+     */
+    private boolean awaitPackets(long timeoutNanos) throws IOException {
         rxAwaiting = true;
         try {
-            if (pollRx.acks
-                    .left) { // a poller's drive left ACKs owed just now: send them first (that poller may hold them:
-                // not too eagerly)
-                LockSupport.parkNanos(this, ACKS_LEFT_NANOS);
-                return;
+            if (pollRx.acks.left) {
+                // a poller's drive left ACKs owed just now: send them first (that poller may hold them: not too
+                // eagerly)
+                LockSupport.parkNanos(
+                        this, timeoutNanos < 0 ? ACKS_LEFT_NANOS : Math.min(timeoutNanos, ACKS_LEFT_NANOS));
+                return true;
             }
-            link.await();
+            if (timeoutNanos < 0) {
+                link.await();
+                return true;
+            }
+            return link.await(timeoutNanos);
         } finally {
             rxAwaiting = false;
         }

@@ -168,6 +168,11 @@ final class RawIpv4Link implements Link {
     }
 
     @Override
+    public boolean await(long timeoutNanos) throws IOException {
+        return receiveSide.await(timeoutNanos);
+    }
+
+    @Override
     public void wakeup() {
         receiveSide.wakeup();
     }

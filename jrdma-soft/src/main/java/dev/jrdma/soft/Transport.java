@@ -307,6 +307,21 @@ final class Transport {
         progress.pollerWaits(clock.nanoTime());
     }
 
+    /**
+     * A thread about to block for a completion event stands in for the receive thread until {@code done} or
+     * {@code timeoutNanos} ({@link ProgressEngine#standIn}).
+     *
+     * @return false when it did not (another thread stands in): the caller waits its own way
+     */
+    boolean standIn(java.util.function.BooleanSupplier done, long timeoutNanos) {
+        return progress.standIn(done, timeoutNanos);
+    }
+
+    /** Ends the wait of a thread standing in ({@link ProgressEngine#wakeStandIn}). */
+    void wakeStandIn(Thread waiter) {
+        progress.wakeStandIn(waiter);
+    }
+
     /** Called by a QP (on a driving thread, see {@link #driving}) that owes its peer an ACK at the end of this burst. */
     void ackLater(SoftQp qp) {
         progress.ackLater(qp);

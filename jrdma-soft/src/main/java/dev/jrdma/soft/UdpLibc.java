@@ -30,6 +30,7 @@ final class UdpLibc {
             EVENTFD,
             READ,
             READ_QUIET,
+            PPOLL,
             WRITE,
             CLOSE,
             SENDMSG,
@@ -39,7 +40,7 @@ final class UdpLibc {
     static final MemorySegment EVERYWHERE;
 
     static {
-        MethodHandle[] h = new MethodHandle[15];
+        MethodHandle[] h = new MethodHandle[16];
         MemorySegment everywhere = null;
         boolean ok = false;
         try {
@@ -86,6 +87,8 @@ final class UdpLibc {
                         libc.find("read").orElseThrow(),
                         FunctionDescriptor.of(L, I, P, L),
                         quick); // the eventfd's reset: its errno is not needed
+                // blocking, with a limit in nanoseconds (a thread standing in waits for less than a millisecond)
+                h[15] = linker.downcallHandle(libc.find("ppoll").orElseThrow(), FunctionDescriptor.of(I, P, L, P, P));
                 everywhere = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
                 ok = true;
             }
@@ -107,6 +110,7 @@ final class UdpLibc {
         SENDMMSG = h[12];
         ERRNO_LOCATION = h[13];
         READ_QUIET = h[14];
+        PPOLL = h[15];
         EVERYWHERE = everywhere;
         AVAILABLE = ok;
     }

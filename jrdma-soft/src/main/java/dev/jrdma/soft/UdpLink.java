@@ -90,6 +90,13 @@ final class UdpLink implements Link {
     }
 
     @Override
+    public boolean await(long timeoutNanos) throws IOException {
+        selector.select(
+                NOTHING, Math.max(1, Math.min(Long.MAX_VALUE / 1_000_000, (timeoutNanos + 999_999) / 1_000_000)));
+        return true;
+    }
+
+    @Override
     public void wakeup() {
         selector.wakeup();
     }

@@ -1,0 +1,178 @@
+package dev.jrdma.soft;
+
+import static dev.jrdma.soft.SoftDevices.*;
+import static org.junit.jupiter.api.Assertions.*;
+
+import dev.jrdma.testkit.RcPair;
+import dev.jrdma.testkit.RcPair.Side;
+import dev.jrdma.verbs.CompletionQueue;
+import dev.jrdma.verbs.MemoryRegion;
+import dev.jrdma.verbs.RecvWorkRequest;
+import dev.jrdma.verbs.SendWorkRequest;
+import dev.jrdma.verbs.WcOpcode;
+import dev.jrdma.verbs.WcStatus;
+import dev.jrdma.verbs.WorkCompletion;
+import dev.jrdma.verbs.WrOpcode;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * A thread that waits for a completion event stands in for the device's receive thread ({@link ProgressEngine#standIn}):
+ * it sleeps in the link and handles the packet that wakes it, so its event costs one wake-up, not two. Liveness only
+ * (each wait is bounded by the class timeout): no timed asserts.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class StandInTest {
+
+    private static Transport tr(Side s) {
+        return ((SoftContext) s.ctx).transport;
+    }
+
+    private static long standIns(Side s) {
+        return tr(s).counters.get(Counter.RX_STAND_INS);
+    }
+
+    /** Waits (no time limit: the class timeout bounds it) until {@code s}'s device counts a stand-in after {@code before}. */
+    private static void awaitStandIn(Side s, long before) throws InterruptedException {
+        while (standIns(s) == before) Thread.sleep(1);
+    }
+
+    /** Waits for {@code s}'s next receive completion as an event loop does: poll, else arm, poll again, wait. */
+    private static void awaitReceive(Side s, WorkCompletion[] wc) {
+        while (true) {
+            for (int round = 0; round < 2; round++) {
+                int n = s.cq.poll(wc);
+                boolean got = false;
+                for (int i = 0; i < n; i++) {
+                    assertEquals(WcStatus.SUCCESS, wc[i].status, wc[i].toString());
+                    got |= wc[i].opcode == WcOpcode.RECV;
+                }
+                if (got) return;
+                if (n > 0) round = -1; // more may wait: poll again before arming
+                else if (round == 0) s.cq.requestNotify(false);
+            }
+            CompletionQueue cq = s.ch.awaitEvent(Duration.ofSeconds(10));
+            if (cq != null) cq.ackEvents(1);
+        }
+    }
+
+    private static SendWorkRequest send(MemoryRegion mr, int off) {
+        return new SendWorkRequest()
+                .wrId(off)
+                .opcode(WrOpcode.SEND)
+                .signaled(true)
+                .buffer(mr, off, 64);
+    }
+
+    @Test
+    void aPingPongInEventModeIsHandledByTheWaitingThreads() throws Exception {
+        try (RcPair p = pair()) {
+            MemoryRegion a = p.a.mrAll(4096), b = p.b.mrAll(4096);
+            int n = 2000;
+            long standInsB = standIns(p.b), packetsB = tr(p.b).counters.get(Counter.RX_STAND_IN_PACKETS);
+            AtomicReference<Throwable> failed = new AtomicReference<>();
+            p.b.qp.postRecv(new RecvWorkRequest().wrId(2).buffer(b, 0, 64));
+            Thread echo = Thread.ofPlatform().start(() -> {
+                try {
+                    WorkCompletion[] wc = WorkCompletion.array(8);
+                    for (int i = 0; i < n; i++) {
+                        awaitReceive(p.b, wc);
+                        p.b.qp.postRecv(new RecvWorkRequest().wrId(2).buffer(b, 0, 64));
+                        p.b.qp.postSend(send(b, 64));
+                    }
+                } catch (Throwable t) {
+                    failed.set(t);
+                }
+            });
+            p.a.qp.postRecv(new RecvWorkRequest().wrId(1).buffer(a, 0, 64));
+            WorkCompletion[] wc = WorkCompletion.array(8);
+            for (int i = 0; i < n && failed.get() == null; i++) {
+                p.a.qp.postSend(send(a, 64));
+                awaitReceive(p.a, wc);
+                p.a.qp.postRecv(new RecvWorkRequest().wrId(1).buffer(a, 0, 64));
+            }
+            echo.join();
+            if (failed.get() != null) fail(failed.get());
+            assertTrue(standIns(p.b) > standInsB, "B's waiting thread stood in for its receive thread");
+            assertTrue(
+                    tr(p.b).counters.get(Counter.RX_STAND_IN_PACKETS) > packetsB,
+                    "B's waiting thread handled packets itself");
+        }
+    }
+
+    @Test
+    void aWakeupEndsTheWaitOfAThreadStandingIn() throws Exception {
+        try (RcPair p = pair()) {
+            long before = standIns(p.b);
+            p.b.cq.requestNotify(false);
+            CompletableFuture<CompletionQueue> waited = new CompletableFuture<>();
+            Thread t = Thread.ofPlatform().start(() -> waited.complete(p.b.ch.awaitEvent(null)));
+            awaitStandIn(p.b, before); // asleep in B's link, with no time limit
+            p.b.ch.wakeup();
+            t.join();
+            assertNull(waited.get(), "woken, no event");
+        }
+    }
+
+    /**
+     * Two channels on one device: the thread that waits on the second cannot stand in too (one thread sleeps in the
+     * link); the first one handles its packet and the second gets its event; then the first gets its own.
+     */
+    @Test
+    void aSecondChannelOnTheDeviceGetsItsEventFromTheThreadStandingIn() throws Exception {
+        try (RcPair p = pair();
+                RcPair q = pair()) {
+            MemoryRegion a = p.a.mrAll(4096), b = p.b.mrAll(4096), qa = q.a.mrAll(4096), qb = q.b.mrAll(4096);
+            p.b.qp.postRecv(new RecvWorkRequest().wrId(1).buffer(b, 0, 64));
+            q.b.qp.postRecv(new RecvWorkRequest().wrId(2).buffer(qb, 0, 64));
+            p.b.cq.requestNotify(false);
+            q.b.cq.requestNotify(false);
+            long before = standIns(p.b);
+            CompletableFuture<CompletionQueue> first = new CompletableFuture<>(), second = new CompletableFuture<>();
+            Thread t1 = Thread.ofPlatform().start(() -> first.complete(p.b.ch.awaitEvent(Duration.ofSeconds(30))));
+            awaitStandIn(p.b, before);
+            Thread t2 = Thread.ofPlatform().start(() -> second.complete(q.b.ch.awaitEvent(Duration.ofSeconds(30))));
+            q.a.qp.postSend(send(qa, 0));
+            assertSame(q.b.cq, second.get(), "the second channel's event");
+            assertFalse(first.isDone(), "the thread standing in still waits for its own event");
+            p.a.qp.postSend(send(a, 0));
+            assertSame(p.b.cq, first.get(), "the first channel's event");
+            t1.join();
+            t2.join();
+            assertEquals(WcStatus.SUCCESS, poll(q.b.cq).status);
+            assertEquals(WcStatus.SUCCESS, poll(p.b.cq).status);
+        }
+    }
+
+    /**
+     * When the waiting thread leaves (woken) and never polls again, the receive thread takes the device back: a passive
+     * RDMA WRITE target still answers.
+     */
+    @Test
+    void theReceiveThreadTakesOverWhenTheWaitingThreadLeaves() throws Exception {
+        try (RcPair p = pair()) {
+            MemoryRegion a = p.a.mrAll(4096), b = p.b.mrAll(4096);
+            long before = standIns(p.b);
+            p.b.cq.requestNotify(false);
+            Thread t = Thread.ofPlatform().start(() -> p.b.ch.awaitEvent(null));
+            awaitStandIn(p.b, before);
+            p.b.ch.wakeup();
+            t.join();
+            long byThread = tr(p.b).rxByThread();
+            RcPair.fill(a.segment(), 256, 9);
+            p.a.qp.postSend(new SendWorkRequest()
+                    .wrId(7)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .signaled(true)
+                    .buffer(a, 0, 256)
+                    .remote(b.address(), b.rkey()));
+            assertEquals(WcStatus.SUCCESS, poll(p.a.cq).status);
+            RcPair.assertFilled(b.segment(), 0, 256, 9);
+            assertTrue(tr(p.b).rxByThread() > byThread, "B's receive thread handled the WRITE");
+        }
+    }
+}
