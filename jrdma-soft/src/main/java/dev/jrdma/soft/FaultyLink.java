@@ -3,6 +3,8 @@ package dev.jrdma.soft;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.concurrent.DelayQueue;
 import java.util.concurrent.Delayed;
 import java.util.concurrent.TimeUnit;
@@ -31,8 +33,19 @@ final class FaultyLink implements Link {
     private final Faults faults;
     private final String name;
     private final Clock clock;
-    private final long[] seenHash = new long[SEEN];
-    private final int[] seenCount = new int[SEEN];
+    /**
+     * How often each recent packet (by the hash of its bytes) was sent before, the least recently sent forgotten first.
+     * Not a table indexed by the hash: two packets of one go-back-N window that shared a slot evicted each other at every
+     * resend, so each was sent as if for the first time, met the same fate again and again, and a dropped one was
+     * dropped on every retry until the requester gave up (RETRY_EXC_ERR at 1% loss).
+     */
+    private final LinkedHashMap<Long, Integer> seen = new LinkedHashMap<>(2 * SEEN, 0.75f, true) {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<Long, Integer> eldest) {
+            return size() > SEEN;
+        }
+    };
+
     private final DelayQueue<Held> held = new DelayQueue<>();
     private Thread sender;
     private volatile boolean closed;
@@ -183,13 +196,9 @@ final class FaultyLink implements Link {
     private long draw(ByteBuffer b) {
         long h = faults.seed() * 0x9E3779B97F4A7C15L;
         for (int i = b.position(); i < b.limit(); i++) h = (h ^ (b.get(i) & 0xFF)) * 0x100000001B3L;
-        int slot = (int) (mix(h) & (SEEN - 1)), n;
-        synchronized (seenHash) {
-            if (seenHash[slot] == h) n = ++seenCount[slot];
-            else {
-                seenHash[slot] = h;
-                seenCount[slot] = n = 0;
-            }
+        int n;
+        synchronized (seen) {
+            n = seen.merge(h, 0, (was, zero) -> was + 1);
         }
         return mix(h + n * 0xD1B54A32D192ED03L);
     }
