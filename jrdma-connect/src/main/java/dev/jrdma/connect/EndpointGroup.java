@@ -72,6 +72,7 @@ public final class EndpointGroup implements AutoCloseable {
 
     private final Invoker invoker;
     private volatile boolean running = true;
+    private final java.util.concurrent.atomic.AtomicBoolean closing = new java.util.concurrent.atomic.AtomicBoolean();
     private volatile boolean exportsWithWindows;
 
     /** A CQ of the group and the entries its endpoints reserved in it. */
@@ -284,6 +285,11 @@ public final class EndpointGroup implements AutoCloseable {
         return thread != null ? thread : core.owner();
     }
 
+    /** Tests: completions wait in the CQs (true) or are polled again (false); see {@link ProgressCore#pauseCompletions}. */
+    void pauseCompletions(boolean paused) {
+        core.pauseCompletions(paused);
+    }
+
     /** {@return whether the group is open: endpoints can be made in it, and it is driven} */
     public boolean isOpen() {
         return running;
@@ -393,9 +399,17 @@ public final class EndpointGroup implements AutoCloseable {
         if (s != null) s.reserved -= entries;
     }
 
-    /** Runs a task on the owner thread after it next drains the CQs (lock-free: {@link ProgressCore#execute}). */
-    void submit(Runnable r) {
-        core.execute(r);
+    /**
+     * Runs a task on the owner thread after it next drains the CQs (lock-free: {@link ProgressCore#execute}); false
+     * when refused (the group is closed, or its queue stayed full for {@code patienceNanos}).
+     */
+    boolean submit(Runnable r, long patienceNanos) {
+        return core.execute(r, patienceNanos);
+    }
+
+    /** {@link #submit(Runnable, long)} with the group's timeout as the patience. */
+    boolean submit(Runnable r) {
+        return submit(r, config.timeout().toNanos());
     }
 
     /** The group's CQs and endpoints, as its {@link ProgressCore} drives them (the owner thread only). */
@@ -529,15 +543,34 @@ public final class EndpointGroup implements AutoCloseable {
         }
     }
 
-    /** Closes every endpoint of the group, stops the thread, and closes the device. Idempotent. */
+    /**
+     * Closes every endpoint of the group, stops the thread, and closes the device. Idempotent. The endpoints' closes
+     * run on the owner, all at once (each after the commands queued before it): on the owner thread this drives the
+     * group until they are done, on another it waits for them (the timeout, the goodbye's linger and a margin at
+     * most); an endpoint still open then (its owner stalled or stopped invoking) is ended here, once the owner stopped.
+     */
     @Override
     public void close() {
-        if (!running) return;
-        for (Endpoint ep : endpoints.snapshot()) {
+        if (!closing.compareAndSet(false, true)) return;
+        Endpoint[] open = endpoints.snapshot();
+        for (Endpoint ep : open) {
             try {
-                ep.close();
+                ep.startClose();
             } catch (RuntimeException e) {
                 LOG.log(System.Logger.Level.DEBUG, "closing endpoint: " + e);
+            }
+        }
+        long bound = config.timeout().toNanos() + Goodbye.LINGER_MAX_NS + Duration.ofSeconds(2).toNanos();
+        long end = System.nanoTime() + bound;
+        if (core.isOwnerThread()) {
+            while (!allClosed(open) && System.nanoTime() - end < 0) {
+                if (core.doWork(clock.nanoTime()) == 0) Thread.yield();
+            }
+        } else {
+            helpUntil(() -> allClosed(open), clock.nanoTime() + bound);
+            while (!allClosed(open) && System.nanoTime() - end < 0) {
+                if (thread != null && !thread.isAlive()) break;
+                java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
             }
         }
         running = false;
@@ -549,11 +582,23 @@ public final class EndpointGroup implements AutoCloseable {
                 Thread.currentThread().interrupt();
             }
         }
+        for (Endpoint ep : endpoints.snapshot()) { // nobody drives the group any more: the rest end here
+            try {
+                ep.finishClose(false);
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.DEBUG, "ending endpoint: " + e);
+            }
+        }
         try {
             ctx.close(); // QPs, CQ, channel, MRs, PD
         } finally {
             pool.close(); // frees the memory after its regions are gone
             messages.close();
         }
+    }
+
+    private static boolean allClosed(Endpoint[] eps) {
+        for (Endpoint ep : eps) if (!ep.closed.isDone()) return false;
+        return true;
     }
 }

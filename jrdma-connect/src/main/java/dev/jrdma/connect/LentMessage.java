@@ -15,16 +15,24 @@ public final class LentMessage {
     private int length;
     private boolean hasImmediate;
     private int immediate;
-    /** Lent and not yet released (guarded by the endpoint's lock). */
-    boolean lent;
+    /** Lent and not yet released (written by the endpoint's owner; read by a releasing thread to refuse twice). */
+    volatile boolean lent;
+    /** The release of another thread, handed to the owner as a command (one per slot: nothing allocated per release). */
+    final Runnable releaseOnOwner;
 
     LentMessage(Endpoint endpoint, int slot, MemorySegment memory) {
         this.endpoint = endpoint;
         this.slot = slot;
         this.memory = memory;
+        this.releaseOnOwner = () -> endpoint.releaseOnOwner(this);
     }
 
-    /** Lends it again with a new message (caller holds the endpoint's lock). */
+    /** It is back (the endpoint's owner). */
+    void released() {
+        lent = false;
+    }
+
+    /** Lends it again with a new message (the endpoint's owner). */
     LentMessage lend(int newLength, boolean newHasImmediate, int newImmediate) {
         length = newLength;
         hasImmediate = newHasImmediate;

@@ -49,13 +49,15 @@ final class ProgressCore {
 
     private final Duty duty;
     private final Clock clock;
-    private final CommandQueue commands;
+    private final BoundedQueue<Runnable> commands;
     private volatile long spinNanos;
     private volatile Thread owner;
     /** The owner is (about to be) asleep on the completion channel: a command offered now must wake it. */
     private volatile boolean sleeping;
 
     private volatile boolean running = true;
+    /** Tests: the CQs are not polled (completions wait in them); commands and timeouts run on. */
+    private volatile boolean completionsPaused;
     /**
      * Who drives now, for a group with a thread of its own: its agent, or a caller waiting for one of its results
      * ({@link #helpUntil}); only ever tried, never waited for. An invoked group has one driver and leaves it alone.
@@ -69,7 +71,7 @@ final class ProgressCore {
     ProgressCore(Duty duty, Clock clock, int commandCapacity, long spinNanos) {
         this.duty = duty;
         this.clock = clock;
-        this.commands = new CommandQueue(commandCapacity);
+        this.commands = new BoundedQueue<>(commandCapacity);
         this.spinNanos = spinNanos;
         long now = clock.nanoTime();
         this.nextTimeoutCheck = now;
@@ -121,10 +123,10 @@ final class ProgressCore {
      * @return the completions and commands handled (0: nothing to do)
      */
     int doWork(long now) {
-        int work = duty.poll();
+        int work = poll();
         int waiting = commands.size();
         if (waiting > 0) {
-            duty.drain();
+            if (!completionsPaused) duty.drain();
             for (int i = 0; i < waiting; i++) {
                 Runnable command = commands.poll();
                 if (command == null) break;
@@ -178,7 +180,7 @@ final class ProgressCore {
             if (!tryDrive()) return; // a caller drives now
             try {
                 duty.arm();
-                if (!commands.isEmpty() || !running || duty.poll() > 0) return;
+                if (!commands.isEmpty() || !running || poll() > 0) return;
             } finally {
                 release();
             }
@@ -196,7 +198,7 @@ final class ProgressCore {
             duty.arm();
             // after arming: what came before the arm is polled now, what comes after it signals the channel
             if (!commands.isEmpty() || !running) return;
-            int n = duty.poll();
+            int n = poll();
             if (n > 0 || maxNanos <= 0) return;
             duty.await(maxNanos);
         } finally {
@@ -206,19 +208,41 @@ final class ProgressCore {
 
     /**
      * Hands {@code command} to the owner, to run in its next duty cycle (after the completions that reached the CQs
-     * before it). Any thread; lock-free; waits only while the queue is full. Dropped once the core has stopped.
+     * before it). Any thread; lock-free. A full queue is back-pressure: the caller waits (the owner drains it) for at
+     * most {@code patienceNanos} of the system's time, then the command is refused; refused at once after
+     * {@link #stop}.
+     *
+     * @return whether the command was queued (false: the core stopped, or the queue stayed full)
      */
-    void execute(Runnable command) {
-        while (!commands.offer(command)) {
-            if (!running) return;
-            if (isOwnerThread()) {
-                doWork(clock.nanoTime()); // the owner itself fills its queue: run what waits
-            } else {
-                duty.wakeup();
-                Thread.yield();
-            }
+    boolean execute(Runnable command, long patienceNanos) {
+        if (!running) return false;
+        if (!commands.offer(command)) {
+            long start = System.nanoTime(); // the real time: a test's clock stands still while the owner is stalled
+            do {
+                if (isOwnerThread()) {
+                    doWork(clock.nanoTime()); // the owner itself fills its queue: run what waits
+                } else {
+                    duty.wakeup();
+                    Thread.yield();
+                }
+                if (!running || System.nanoTime() - start > patienceNanos) return false;
+            } while (!commands.offer(command));
         }
         if (sleeping) duty.wakeup();
+        return true;
+    }
+
+    private int poll() {
+        return completionsPaused ? 0 : duty.poll();
+    }
+
+    /**
+     * Tests: stops (true) or resumes (false) polling the CQs, so that a completion waits in its CQ while the test
+     * acts on the owner (gives an operation up at its deadline, say); commands and timeouts still run.
+     */
+    void pauseCompletions(boolean paused) {
+        completionsPaused = paused;
+        duty.wakeup();
     }
 
     /** Wakes the owner from its sleep on the completion channel (any thread). */
