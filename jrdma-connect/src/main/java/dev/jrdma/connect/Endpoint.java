@@ -202,6 +202,14 @@ public final class Endpoint extends EndpointSetup implements AutoCloseable {
     }
 
     /**
+     * {@return how many of this endpoint's lent messages were reported as held past the group's
+     * {@link EndpointGroup#lentHoldLimit()}, or still held a second after the close (each logged once)}
+     */
+    public long lentLeaks() {
+        return lentLeaks.get();
+    }
+
+    /**
      * {@return the send credits left: receive buffers the peer has free for this side's messages (exact on the group's
      * owner thread, a recent value on another)}
      */

@@ -293,8 +293,58 @@ abstract class EndpointCompletions extends EndpointCore {
         }
     }
 
+    // ---- the leak watch of lent messages ---------------------------------------------------------------------
+
+    /** Scans of a lent message before it counts as held past the group's limit: the limit is watched in eighths. */
+    static final int LENT_SCANS = 8;
+
+    /**
+     * Reports lent messages held past the group's {@link EndpointGroup#lentHoldLimit()} (seen lent by more than
+     * {@link #LENT_SCANS} scans an eighth of the limit apart: held at least the limit, reported within an eighth more);
+     * after the close, those still held once the grace passed. Netty's leak detector cannot see them: the buffers are
+     * reused and never collected. Owner only.
+     *
+     * @return whether a message is still lent (the watch goes on)
+     */
+    boolean watchLent(long now) {
+        if (lentOut == 0 || lentSlots == null) return false;
+        if (state == State.CLOSED) {
+            if (now - closedAt < EndpointGroup.LENT_CLOSE_GRACE_NANOS) return true;
+            for (LentMessage m : lentSlots) {
+                if (m.lent && !m.reported) reportLeak(m, "is still held after its endpoint closed");
+            }
+            return false;
+        }
+        if (now - nextLentScan < 0) return true;
+        long limit = group.lentHoldLimitNanos();
+        nextLentScan = now + Math.max(ProgressCore.TIMEOUT_PERIOD_NANOS, limit / LENT_SCANS);
+        for (LentMessage m : lentSlots) {
+            if (m.lent && !m.reported && ++m.scansHeld > LENT_SCANS) {
+                reportLeak(m, "was held for more than " + limit / 1_000_000 + " ms");
+            }
+        }
+        return true;
+    }
+
+    private void reportLeak(LentMessage m, String what) {
+        m.reported = true;
+        lentLeaks.incrementAndGet();
+        group.countLentLeak();
+        Throwable site = m.site();
+        LOG.log(
+                System.Logger.Level.WARNING,
+                this + ": " + m + " " + what + " without release(): a leak? Its receive buffer and the peer's credit"
+                        + " stay taken until it is released"
+                        + (site != null
+                                ? "; where it was lent and last touched follows"
+                                : " (-Djrdma.connect.leakSites=true, or Netty's leak detection level ADVANCED or"
+                                        + " PARANOID, records where)"),
+                site);
+    }
+
     /** Called by the group's owner every few milliseconds (also the close's deadlines). */
     void checkTimeouts(long now) {
+        if (lentOut > 0) watchLent(now);
         if (!inFlight.isEmpty() || !pending.isEmpty()) {
             if (state == State.PEER_CLOSED && goodbye.drainExpired(now)) {
                 goodbye.endDrain();

@@ -186,6 +186,12 @@ abstract class EndpointCore {
 
     final Runnable drainLentTask = this::drainLent;
 
+    /** Lent messages reported as held too long, or still held after the close ({@link Endpoint#lentLeaks()}). */
+    final java.util.concurrent.atomic.AtomicLong lentLeaks = new java.util.concurrent.atomic.AtomicLong();
+
+    /** When the owner next looks for lent messages held too long; when the endpoint closed (for its grace). */
+    long nextLentScan, closedAt;
+
     /** The close began ({@link EndpointSetup#beginClose}): completions and acknowledgements take it further. */
     boolean closeStarted;
 

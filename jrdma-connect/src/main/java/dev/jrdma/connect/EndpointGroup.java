@@ -72,6 +72,18 @@ public final class EndpointGroup implements AutoCloseable {
 
     private final Invoker invoker;
     private volatile boolean running = true;
+
+    /** How long after its endpoint's close a lent message may still be held before it is reported (a pipeline's end). */
+    static final long LENT_CLOSE_GRACE_NANOS = 1_000_000_000L;
+
+    private volatile long lentHoldLimitNanos =
+            Duration.ofMillis(Long.getLong("jrdma.connect.lentHoldLimitMs", 30_000)).toNanos();
+    private volatile boolean recordLentSites = Boolean.getBoolean("jrdma.connect.leakSites")
+            || java.util.Set.of("advanced", "paranoid")
+                    .contains(System.getProperty("io.netty.leakDetection.level", "").toLowerCase(java.util.Locale.ROOT));
+    private final java.util.concurrent.atomic.LongAdder lentLeaks = new java.util.concurrent.atomic.LongAdder();
+    /** Closed endpoints whose lent messages are still out (the owner's): watched until released or reported. */
+    private final java.util.ArrayList<Endpoint> closedWithLent = new java.util.ArrayList<>();
     private final java.util.concurrent.atomic.AtomicBoolean closing = new java.util.concurrent.atomic.AtomicBoolean();
     private volatile boolean exportsWithWindows;
 
@@ -290,6 +302,59 @@ public final class EndpointGroup implements AutoCloseable {
         core.pauseCompletions(paused);
     }
 
+    /**
+     * Sets how long a lent message ({@link Endpoint#onReceiveLent}, jrdma-netty's received buffers) may be held
+     * before it is reported as a probable leak: counted ({@link #lentLeaks()}, {@link Endpoint#lentLeaks()}) and
+     * logged once, with where it was lent when sites are recorded ({@link #recordLentSites}). Default 30 s, or
+     * {@code -Djrdma.connect.lentHoldLimitMs}. A message still held a second after its endpoint closed is reported too.
+     *
+     * @param limit the limit, positive
+     * @throws IllegalArgumentException when {@code limit} is not positive
+     */
+    public void lentHoldLimit(Duration limit) {
+        if (limit.isNegative() || limit.isZero())
+            throw new IllegalArgumentException("the hold limit must be positive, not " + limit);
+        lentHoldLimitNanos = limit.toNanos();
+    }
+
+    /** {@return how long a lent message may be held before it is reported ({@link #lentHoldLimit(Duration)})} */
+    public Duration lentHoldLimit() {
+        return Duration.ofNanos(lentHoldLimitNanos);
+    }
+
+    long lentHoldLimitNanos() {
+        return lentHoldLimitNanos;
+    }
+
+    /**
+     * Records where each lent message was lent and last touched ({@link LentMessage#touch}), for the report of one
+     * held too long: a stack per message, as Netty's ADVANCED leak detection (default off, or on with
+     * {@code -Djrdma.connect.leakSites=true} or Netty's {@code -Dio.netty.leakDetection.level=advanced|paranoid}).
+     *
+     * @param on whether to record them
+     */
+    public void recordLentSites(boolean on) {
+        recordLentSites = on;
+    }
+
+    boolean recordsLentSites() {
+        return recordLentSites;
+    }
+
+    /** {@return the lent messages of this group's endpoints reported as held too long, or still held after a close} */
+    public long lentLeaks() {
+        return lentLeaks.sum();
+    }
+
+    void countLentLeak() {
+        lentLeaks.increment();
+    }
+
+    /** A closed endpoint's lent messages are still out: the owner watches them until released or reported. */
+    void watchAfterClose(Endpoint ep) {
+        closedWithLent.add(ep);
+    }
+
     /** {@return whether the group is open: endpoints can be made in it, and it is driven} */
     public boolean isOpen() {
         return running;
@@ -443,6 +508,7 @@ public final class EndpointGroup implements AutoCloseable {
         @Override
         public void checkTimeouts(long now) {
             for (Endpoint ep : endpoints.snapshot()) EndpointGroup.checkTimeouts(ep, now);
+            closedWithLent.removeIf(ep -> !ep.watchLent(now));
         }
 
         @Override
@@ -589,6 +655,8 @@ public final class EndpointGroup implements AutoCloseable {
                 LOG.log(System.Logger.Level.DEBUG, "ending endpoint: " + e);
             }
         }
+        for (Endpoint ep : closedWithLent) ep.watchLent(ep.closedAt + LENT_CLOSE_GRACE_NANOS); // no grace left
+        closedWithLent.clear();
         try {
             ctx.close(); // QPs, CQ, channel, MRs, PD
         } finally {

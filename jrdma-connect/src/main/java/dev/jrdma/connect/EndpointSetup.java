@@ -298,6 +298,8 @@ abstract class EndpointSetup extends EndpointCompletions {
         if (failure == null) failure = closedError;
         failAll(before == State.CLOSING ? closedError : failure);
         runAfterUnlock();
+        closedAt = group.clock().nanoTime();
+        if (lentOut > 0 && lentSlots != null) group.watchAfterClose(self()); // its lent messages, once the grace passed
         Control control = goodbye.control();
         try {
             if (control != null) control.close();
