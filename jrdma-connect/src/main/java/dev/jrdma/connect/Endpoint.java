@@ -36,6 +36,11 @@ import java.util.function.Consumer;
  * and remedy; an operation without completion within the timeout fails with a TIMEOUT; a peer that closes or
  * disappears fails everything outstanding. After a failed completion the QP is in the error state and the
  * endpoint is broken: later operations fail at once with the first error.
+ *
+ * <p>Threads: the endpoint's data path belongs to its group's owner thread ({@link EndpointGroup}), which completes
+ * futures, tells listeners and runs handlers; no lock is taken on it. Any thread may call any method: on the owner a
+ * call acts at once, from another thread it is handed to the owner as a command, in the order that thread made its
+ * calls (a {@link #close} comes after the sends made before it).
  */
 public final class Endpoint extends EndpointSetup implements AutoCloseable {
     private Endpoint(EndpointGroup group, boolean ownsGroup, Socket socket) {

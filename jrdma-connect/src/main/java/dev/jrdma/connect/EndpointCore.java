@@ -22,7 +22,9 @@ import java.util.function.Consumer;
 
 /**
  * The state of an {@link Endpoint} and its outgoing data path: the queue pair and receive buffers, the credits, the
- * operations in flight and waiting, posting, and the callbacks deferred to the end of each step. The roles above it:
+ * operations in flight and waiting, posting, the hand-off of other threads' calls to the group's owner, and the
+ * callbacks deferred to the end of each step. The owner thread alone runs the data path, with no lock
+ * ({@link #onOwner}, {@link #toOwner}). The roles above it:
  * {@link EndpointCompletions} (completions, receives, timeouts, failures, the peer's goodbye), {@link EndpointSetup}
  * (the set-up's hooks, memory windows, releasing resources), {@link Endpoint} (the public API and the close).
  */
@@ -176,7 +178,7 @@ abstract class EndpointCore {
 
     /**
      * Lent messages (and then the end) in arrival order, for the one thread at a time that hands them to the handler
-     * ({@link EndpointCompletions#drainLent}): whichever thread runs the work left after the lock, the handler sees them in order.
+     * ({@link EndpointCompletions#drainLent}): a release inside the handler that lends more leaves them to the loop running, so the handler sees them in order.
      */
     final ArrayDeque<LentMessage> lentReady = new ArrayDeque<>();
 

@@ -88,7 +88,7 @@ final class Operation implements Runnable {
         };
     }
 
-    /** Completes the future (or tells the listener), after the endpoint's lock is released. */
+    /** Completes the future (or tells the listener), at the end of the owner's step (the endpoint's state is whole). */
     @Override
     public void run() {
         if (listener != null) {

@@ -15,6 +15,16 @@ import java.util.function.BooleanSupplier;
  * and sleeps on the completion channel until a completion event, a {@link #wakeup}, or the next timeout check. A
  * command offered while the owner sleeps wakes it. The time comes from the clock given at construction, so tests
  * drive timeouts by hand.
+ *
+ * <p>The owner alone runs the data path of the group's endpoints (post, poll, deliver, return credits, time out,
+ * close), with no lock: another thread's call becomes a command on a {@link BoundedQueue} (bounded: a full queue is
+ * back-pressure for at most the caller's patience, then a refusal, never a hang; see {@link #execute}).
+ *
+ * <p>It posts with {@code postSend} and polls into reused {@code WorkCompletion}s, not with {@code PreparedSend} and
+ * {@code poll(Completions)}: a prepared send varies only its {@code wr_id}, an endpoint's sends vary the address, the
+ * length and the immediate (the credits they return), so one would be prepared per send; and on the software device
+ * both are the interface's defaults, a copy posted through {@code postSend} and a poll into {@code WorkCompletion}s
+ * copied out, more work than the general calls (which allocate nothing here). See jrdma-connect's README.
  */
 final class ProgressCore {
     /** What the core drives: the group's completion queues and endpoints. */
