@@ -305,7 +305,8 @@ abstract class EndpointCore {
             if (!group.isOpen()) return work.get(); // closed meanwhile: nobody drives it
             throw new RdmaException(
                     RdmaException.Kind.TIMEOUT,
-                    "the owner of " + this + "'s group took no command within " + cfg.timeout().toMillis() + " ms");
+                    "the owner of " + this + "'s group took no command within "
+                            + cfg.timeout().toMillis() + " ms");
         }
         try {
             return waitFor(group, done, cfg.timeout().toNanos() + TimeUnit.SECONDS.toNanos(2));
@@ -316,8 +317,8 @@ abstract class EndpointCore {
         } catch (TimeoutException e) {
             throw new RdmaException(
                     RdmaException.Kind.TIMEOUT,
-                    "the owner of " + this + "'s group did not run a command within " + cfg.timeout().toMillis()
-                            + " ms");
+                    "the owner of " + this + "'s group did not run a command within "
+                            + cfg.timeout().toMillis() + " ms");
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new RdmaException(RdmaException.Kind.CLOSED, "interrupted");

@@ -76,14 +76,16 @@ public final class EndpointGroup implements AutoCloseable {
     /** How long after its endpoint's close a lent message may still be held before it is reported (a pipeline's end). */
     static final long LENT_CLOSE_GRACE_NANOS = 1_000_000_000L;
 
-    private volatile long lentHoldLimitNanos =
-            Duration.ofMillis(Long.getLong("jrdma.connect.lentHoldLimitMs", 30_000)).toNanos();
+    private volatile long lentHoldLimitNanos = Duration.ofMillis(Long.getLong("jrdma.connect.lentHoldLimitMs", 30_000))
+            .toNanos();
     private volatile boolean recordLentSites = Boolean.getBoolean("jrdma.connect.leakSites")
             || java.util.Set.of("advanced", "paranoid")
-                    .contains(System.getProperty("io.netty.leakDetection.level", "").toLowerCase(java.util.Locale.ROOT));
+                    .contains(System.getProperty("io.netty.leakDetection.level", "")
+                            .toLowerCase(java.util.Locale.ROOT));
     private final java.util.concurrent.atomic.LongAdder lentLeaks = new java.util.concurrent.atomic.LongAdder();
     /** Closed endpoints whose lent messages are still out (the owner's): watched until released or reported. */
     private final java.util.ArrayList<Endpoint> closedWithLent = new java.util.ArrayList<>();
+
     private final java.util.concurrent.atomic.AtomicBoolean closing = new java.util.concurrent.atomic.AtomicBoolean();
     private volatile boolean exportsWithWindows;
 
@@ -626,7 +628,9 @@ public final class EndpointGroup implements AutoCloseable {
                 LOG.log(System.Logger.Level.DEBUG, "closing endpoint: " + e);
             }
         }
-        long bound = config.timeout().toNanos() + Goodbye.LINGER_MAX_NS + Duration.ofSeconds(2).toNanos();
+        long bound = config.timeout().toNanos()
+                + Goodbye.LINGER_MAX_NS
+                + Duration.ofSeconds(2).toNanos();
         long end = System.nanoTime() + bound;
         if (core.isOwnerThread()) {
             while (!allClosed(open) && System.nanoTime() - end < 0) {

@@ -9,7 +9,6 @@ import java.net.SocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /** The close protocol as a unit: what goes over the control channel, once, and the drain and linger deadlines. */

@@ -64,7 +64,9 @@ class OwnerDataPathTest {
             c.close(); // queued after the 200 sends: the goodbye follows them
             assertEquals(n, ok.get(), "every send was acknowledged before the close finished");
             assertEquals(0, failed.get());
-            assertEquals(RdmaException.Kind.PEER_CLOSED, r.end.get(10, TimeUnit.SECONDS).kind());
+            assertEquals(
+                    RdmaException.Kind.PEER_CLOSED,
+                    r.end.get(10, TimeUnit.SECONDS).kind());
             List<Integer> got = r.atEnd.get();
             assertEquals(n, got.size(), "every message arrived before the end");
             for (int i = 0; i < n; i++) assertEquals(i, got.get(i), "in the order sent");
@@ -93,7 +95,9 @@ class OwnerDataPathTest {
             }));
             assertTrue(closedOnOwner.get(10, TimeUnit.SECONDS), "the close began on the owner and returned");
             assertNull(second.get(10, TimeUnit.SECONDS), "the send before the close was acknowledged");
-            assertEquals(RdmaException.Kind.PEER_CLOSED, r.end.get(10, TimeUnit.SECONDS).kind());
+            assertEquals(
+                    RdmaException.Kind.PEER_CLOSED,
+                    r.end.get(10, TimeUnit.SECONDS).kind());
             assertEquals(List.of(1, 2), r.atEnd.get());
             c.close(); // on the test's thread: waits for the close the owner finishes
             assertEquals(RdmaException.Kind.CLOSED, c.refusal().kind());
@@ -133,8 +137,8 @@ class OwnerDataPathTest {
                 CompletableFuture<Void> first = c.send(new byte[] {1});
                 CompletableFuture<Void> waiting = c.send(new byte[] {2}); // no credit: pending
                 first.get(10, TimeUnit.SECONDS);
-                CompletableFuture<Void> closing = CompletableFuture.runAsync(c::close, r -> Thread.ofPlatform()
-                        .start(r));
+                CompletableFuture<Void> closing = CompletableFuture.runAsync(
+                        c::close, r -> Thread.ofPlatform().start(r));
                 // the close waits for the pending send, on the group's clock, which stands still
                 while (c.isConnected()) Thread.onSpinWait();
                 assertFalse(closing.isDone(), "the close waits for the pending send within the timeout");
@@ -142,7 +146,9 @@ class OwnerDataPathTest {
                 now.addAndGet(cfg.timeout().toNanos() + ProgressCore.TIMEOUT_PERIOD_NANOS + 1);
                 closing.get(30, TimeUnit.SECONDS);
                 assertTrue(waiting.isCompletedExceptionally(), "what was left fails once the deadline passed");
-                assertEquals(RdmaException.Kind.PEER_CLOSED, end.get(10, TimeUnit.SECONDS).kind());
+                assertEquals(
+                        RdmaException.Kind.PEER_CLOSED,
+                        end.get(10, TimeUnit.SECONDS).kind());
                 assertEquals(1, held.size(), "the message that had a credit arrived, the other never did");
                 for (LentMessage m : held) m.release();
                 s.close();

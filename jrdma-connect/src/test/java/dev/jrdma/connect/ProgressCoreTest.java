@@ -222,7 +222,8 @@ class ProgressCoreTest {
         ProgressCore core = new ProgressCore(duty, () -> clock.now, 16, 100_000);
         duty.completions = 6; // the answer the caller waits for is the last of them
         boolean[] done = new boolean[1];
-        core.execute(() -> done[0] = true, Long.MAX_VALUE); // runs after the completions before it, on the caller's thread
+        core.execute(
+                () -> done[0] = true, Long.MAX_VALUE); // runs after the completions before it, on the caller's thread
         assertTrue(core.helpUntil(() -> done[0], clock.now + 1_000_000));
         assertTrue(duty.calls.containsAll(List.of("poll 4", "drain 2")), duty.calls.toString());
         assertEquals(1, duty.wakeups, "the agent is woken to drive from here on");

@@ -77,7 +77,8 @@ class RemoteLockTest {
                 while (word.segment().get(ValueLayout.JAVA_LONG, 0) == 0 && System.nanoTime() < end) Thread.sleep(1);
                 assertEquals(
                         7, word.segment().get(ValueLayout.JAVA_LONG, 0), "the compare-and-swap executed at the peer");
-                TestSupport.checkTimeoutsOnOwner(first, System.nanoTime() + TimeUnit.HOURS.toNanos(1)); // its answer is overdue: given up
+                TestSupport.checkTimeoutsOnOwner(
+                        first, System.nanoTime() + TimeUnit.HOURS.toNanos(1)); // its answer is overdue: given up
                 ExecutionException failed =
                         assertThrows(ExecutionException.class, () -> acquire.get(10, TimeUnit.SECONDS));
                 assertInstanceOf(RdmaException.class, failed.getCause());
