@@ -384,28 +384,26 @@ abstract class EndpointCompletions extends EndpointCore {
     }
 
     void onPeerClosed(boolean graceful) {
-        {
-            if (state != State.CONNECTED && state != State.CLOSING) return;
-            RdmaException e = peerEnded != null ? peerEnded : peerClosedError(graceful);
-            failure = e;
-            state = State.PEER_CLOSED;
-            if (!graceful) JfrEvents.error(self(), e);
-            // nothing more will be posted; what is in flight may still complete (its ACK can trail the goodbye)
-            for (Operation op : pending) failOp(op, derived(op, e));
-            pending.clear();
-            CompletableFuture<Message> w;
-            while ((w = waiters.poll()) != null) {
-                CompletableFuture<Message> target = w;
-                RdmaException we = derived(null, e);
-                afterUnlock.add(() -> target.completeExceptionally(we));
-            }
-            endLent(e);
-            if (inFlight.isEmpty()) {
-                toError();
-                goodbye.acknowledge();
-            } else {
-                goodbye.startDrain(group.clock().nanoTime());
-            }
+        if (state != State.CONNECTED && state != State.CLOSING) return;
+        RdmaException e = peerEnded != null ? peerEnded : peerClosedError(graceful);
+        failure = e;
+        state = State.PEER_CLOSED;
+        if (!graceful) JfrEvents.error(self(), e);
+        // nothing more will be posted; what is in flight may still complete (its ACK can trail the goodbye)
+        for (Operation op : pending) failOp(op, derived(op, e));
+        pending.clear();
+        CompletableFuture<Message> w;
+        while ((w = waiters.poll()) != null) {
+            CompletableFuture<Message> target = w;
+            RdmaException we = derived(null, e);
+            afterUnlock.add(() -> target.completeExceptionally(we));
+        }
+        endLent(e);
+        if (inFlight.isEmpty()) {
+            toError();
+            goodbye.acknowledge();
+        } else {
+            goodbye.startDrain(group.clock().nanoTime());
         }
         runAfterUnlock();
         advanceClose();
