@@ -633,7 +633,9 @@ public final class EndpointGroup implements AutoCloseable {
                 + Duration.ofSeconds(2).toNanos();
         long end = System.nanoTime() + bound;
         if (core.isOwnerThread()) {
-            while (!allClosed(open) && System.nanoTime() - end < 0) {
+            // inside a callback of the duty cycle the owner cannot drive again (its poll's completions are half
+            // dispatched): the endpoints end below, without waiting for their peers, as a close on the owner did
+            while (!core.inDutyCycle() && !allClosed(open) && System.nanoTime() - end < 0) {
                 if (core.doWork(clock.nanoTime()) == 0) Thread.yield();
             }
         } else {

@@ -74,6 +74,7 @@ final class ProgressCore {
      */
     private final AtomicBoolean driving = new AtomicBoolean();
     // owner only
+    private int dutyDepth;
     private long nextTimeoutCheck;
     private long lastWork;
     private int idleTurns;
@@ -133,6 +134,20 @@ final class ProgressCore {
      * @return the completions and commands handled (0: nothing to do)
      */
     int doWork(long now) {
+        dutyDepth++;
+        try {
+            return dutyCycle(now);
+        } finally {
+            dutyDepth--;
+        }
+    }
+
+    /** Whether the owner is inside {@link #doWork} now (a callback of it): it must not drive again. Owner only. */
+    boolean inDutyCycle() {
+        return dutyDepth > 0;
+    }
+
+    private int dutyCycle(long now) {
         int work = poll();
         int waiting = commands.size();
         if (waiting > 0) {

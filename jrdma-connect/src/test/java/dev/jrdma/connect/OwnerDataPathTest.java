@@ -106,6 +106,35 @@ class OwnerDataPathTest {
     }
 
     /**
+     * A group closed from a receive handler, on its owner inside its duty cycle, ends its endpoints there without
+     * driving again (its poll's completions are half dispatched): the close returns, the endpoint is closed, the
+     * group too.
+     */
+    @Test
+    void aGroupClosedInsideAHandlerEndsItsEndpointsWithoutDrivingAgain() throws Exception {
+        EndpointConfig cfg = TestSupport.config().build();
+        try (ServerEndpoint server = ServerEndpoint.bind(TestSupport.server(), cfg)) {
+            EndpointGroup clientGroup = EndpointGroup.open(server.group().device(), cfg);
+            CompletableFuture<Endpoint> accepted = TestSupport.acceptAsync(server, cfg.timeout());
+            Endpoint c = Endpoint.connect(TestSupport.HOST, server.port(), cfg, clientGroup, null);
+            Endpoint s = accepted.get(30, TimeUnit.SECONDS);
+            CompletableFuture<Boolean> closedInHandler = new CompletableFuture<>();
+            c.onReceive(m -> {
+                try {
+                    clientGroup.close();
+                    closedInHandler.complete(!clientGroup.isOpen() && !c.isConnected());
+                } catch (Throwable t) {
+                    closedInHandler.completeExceptionally(t);
+                }
+            });
+            s.sendSync(new byte[] {1});
+            assertTrue(closedInHandler.get(30, TimeUnit.SECONDS), "closed there, and its endpoint with it");
+            assertEquals(RdmaException.Kind.CLOSED, c.refusal().kind());
+            s.close();
+        }
+    }
+
+    /**
      * A client whose group runs on a test's clock closes with a send that cannot complete (the peer holds its only
      * credit's message): the close waits for it until the timeout on that clock, not on the wall's, then says goodbye
      * and fails what was left. Nothing sleeps: the test moves the clock.
