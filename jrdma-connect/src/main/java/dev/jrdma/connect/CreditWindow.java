@@ -5,7 +5,7 @@ package dev.jrdma.connect;
  * credit per buffer; a message that lands in a buffer (SEND, WRITE with immediate) uses a credit. A side returns
  * credits when its application has taken messages, riding on its next send or, when none comes soon, in a
  * message of its own. So a sender never sends into an empty receive queue (it waits for a credit instead of
- * causing an RNR), and a receiver never holds more messages than it granted. Guarded by the endpoint's lock.
+ * causing an RNR), and a receiver never holds more messages than it granted. The endpoint's owner thread alone uses it.
  */
 final class CreditWindow {
     /** The most credits one message returns (16 bits of its immediate data). */

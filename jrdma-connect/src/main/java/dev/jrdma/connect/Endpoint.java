@@ -36,6 +36,11 @@ import java.util.function.Consumer;
  * and remedy; an operation without completion within the timeout fails with a TIMEOUT; a peer that closes or
  * disappears fails everything outstanding. After a failed completion the QP is in the error state and the
  * endpoint is broken: later operations fail at once with the first error.
+ *
+ * <p>Threads: the endpoint's data path belongs to its group's owner thread ({@link EndpointGroup}), which completes
+ * futures, tells listeners and runs handlers; no lock is taken on it. Any thread may call any method: on the owner a
+ * call acts at once, from another thread it is handed to the owner as a command, in the order that thread made its
+ * calls (a {@link #close} comes after the sends made before it).
  */
 public final class Endpoint extends EndpointSetup implements AutoCloseable {
     private Endpoint(EndpointGroup group, boolean ownsGroup, Socket socket) {
@@ -196,12 +201,24 @@ public final class Endpoint extends EndpointSetup implements AutoCloseable {
     }
 
     /** {@return whether operations can be started: the connection is up and neither side closed or broke it} */
-    public synchronized boolean isConnected() {
+    @Override
+    public boolean isConnected() {
         return state == State.CONNECTED;
     }
 
-    /** {@return the send credits left: receive buffers the peer has free for this side's messages} */
-    public synchronized int sendCredits() {
+    /**
+     * {@return how many of this endpoint's lent messages were reported as held past the group's
+     * {@link EndpointGroup#lentHoldLimit()}, or still held a second after the close (each logged once)}
+     */
+    public long lentLeaks() {
+        return lentLeaks.get();
+    }
+
+    /**
+     * {@return the send credits left: receive buffers the peer has free for this side's messages (exact on the group's
+     * owner thread, a recent value on another)}
+     */
+    public int sendCredits() {
         return credits.sendCredits();
     }
 
@@ -291,20 +308,21 @@ public final class Endpoint extends EndpointSetup implements AutoCloseable {
         op.llen = length;
         op.lkey = buf.lkey();
         op.inline = length <= inlineLimit;
-        boolean taken;
-        synchronized (this) {
-            taken = state == State.CONNECTED && peerEnded == null;
-            if (!taken) {
-                op.recorded = null;
-                recycle(op);
-            } else if (!pending.isEmpty() || !canPost(op)) {
-                pending.add(op);
-            } else {
-                doPost(op);
-            }
+        // on the owner this is the state the post acts on; on another thread a send that the state refuses by the
+        // time its command runs is failed to the listener
+        if (state != State.CONNECTED || peerEnded != null) {
+            op.recorded = null;
+            recycle(op);
+            return false;
         }
-        runAfterUnlock();
-        return taken;
+        if (onOwner()) {
+            submitQueued(op);
+            return true;
+        }
+        if (toOwner(op.submitOnOwner)) return true;
+        op.recorded = null;
+        recycle(op); // the group closed, or its owner stalled: refused at once
+        return false;
     }
 
     /**
@@ -313,10 +331,9 @@ public final class Endpoint extends EndpointSetup implements AutoCloseable {
      */
     public RdmaException refusal() {
         RdmaException ended = peerEnded;
-        synchronized (this) {
-            if (state == State.CONNECTED) return ended;
-            return failure != null ? failure : stateError("send");
-        }
+        if (state == State.CONNECTED) return ended;
+        RdmaException f = failure;
+        return f != null ? f : stateError("send");
     }
 
     /**
@@ -338,11 +355,11 @@ public final class Endpoint extends EndpointSetup implements AutoCloseable {
      *          ({@link RdmaException.Kind#HANDLER_ERROR})
      */
     public void onReceive(Consumer<Message> h) {
-        List<Message> drained = new ArrayList<>();
-        synchronized (this) {
+        onOwnerAndWait(() -> {
             if (lentHandler != null)
                 throw new IllegalStateException("the messages go to the lent receive handler (onReceiveLent)");
             handler = h;
+            List<Message> drained = new ArrayList<>();
             if (h != null) {
                 while (!inbox.isEmpty()) {
                     drained.add(inbox.poll());
@@ -350,9 +367,10 @@ public final class Endpoint extends EndpointSetup implements AutoCloseable {
                 }
                 maybeReturnCredits();
             }
-        }
-        for (Message m : drained) h.accept(m);
-        runAfterUnlock();
+            for (Message m : drained) runHandler(h, m);
+            runAfterUnlock();
+            return null;
+        });
     }
 
     /**
@@ -364,22 +382,29 @@ public final class Endpoint extends EndpointSetup implements AutoCloseable {
      */
     public CompletableFuture<Message> receive() {
         CompletableFuture<Message> f = new CompletableFuture<>();
-        synchronized (this) {
-            if (lentHandler != null) {
-                f.completeExceptionally(
-                        new IllegalStateException("the messages go to the lent receive handler (onReceiveLent)"));
-            } else if (!inbox.isEmpty()) {
-                f.complete(inbox.poll());
-                credits.consumed();
-                maybeReturnCredits();
-            } else if (state != State.CONNECTED && state != State.CLOSING) {
-                f.completeExceptionally(stateError("receive"));
-            } else {
-                waiters.add(f);
-            }
+        if (onOwner()) {
+            receiveOnOwner(f);
+        } else if (!toOwner(() -> receiveOnOwner(f))) {
+            f.completeExceptionally(stateError("receive"));
+        }
+        return f;
+    }
+
+    private void receiveOnOwner(CompletableFuture<Message> f) {
+        if (lentHandler != null) {
+            f.completeExceptionally(
+                    new IllegalStateException("the messages go to the lent receive handler (onReceiveLent)"));
+        } else if (!inbox.isEmpty()) {
+            Message m = inbox.poll();
+            credits.consumed();
+            maybeReturnCredits();
+            afterUnlock.add(() -> f.complete(m));
+        } else if (state != State.CONNECTED && state != State.CLOSING) {
+            f.completeExceptionally(stateError("receive"));
+        } else {
+            waiters.add(f);
         }
         runAfterUnlock();
-        return f;
     }
 
     /**
@@ -395,18 +420,13 @@ public final class Endpoint extends EndpointSetup implements AutoCloseable {
         try {
             return waitFor(group, f, timeout.toNanos());
         } catch (TimeoutException e) {
-            synchronized (this) {
-                if (waiters.remove(f)) {
-                    throw new RdmaException(
-                            RdmaException.Kind.TIMEOUT, "no message within " + timeout.toMillis() + " ms");
-                }
+            if (onOwnerAndWait(() -> waiters.remove(f))) {
+                throw new RdmaException(RdmaException.Kind.TIMEOUT, "no message within " + timeout.toMillis() + " ms");
             }
             return f.join();
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            synchronized (this) {
-                waiters.remove(f);
-            }
+            if (!toOwner(() -> waiters.remove(f))) LOG.log(System.Logger.Level.DEBUG, "a waiter stays: group closed");
             throw new RdmaException(RdmaException.Kind.CLOSED, "interrupted while waiting for a message");
         } catch (ExecutionException e) {
             throw unwrap(e.getCause());
@@ -436,7 +456,7 @@ public final class Endpoint extends EndpointSetup implements AutoCloseable {
      */
     public void onReceiveLent(LentMessageHandler h) {
         if (h == null) throw new NullPointerException("handler");
-        synchronized (this) {
+        onOwnerAndWait(() -> {
             if (handler != null || lentHandler != null)
                 throw new IllegalStateException("this endpoint's receive handler is set already");
             if (lentSlots == null) {
@@ -457,8 +477,9 @@ public final class Endpoint extends EndpointSetup implements AutoCloseable {
             }
             if (state != State.CONNECTING && state != State.CONNECTED && state != State.CLOSING)
                 endLent(failure != null ? failure : stateError("receive"));
-        }
-        runAfterUnlock();
+            runAfterUnlock();
+            return null;
+        });
     }
 
     // ---- one-sided ------------------------------------------------------------------------------------------
@@ -659,9 +680,7 @@ public final class Endpoint extends EndpointSetup implements AutoCloseable {
         buf.checkRange(offset, length, "grant");
         if (length == 0) throw new IllegalArgumentException("grant: the range is empty");
         Set<Access> checked = ExportedRange.checkRights(rights, cfg, "grant");
-        synchronized (this) {
-            if (state != State.CONNECTED) throw stateError("grant");
-        }
+        if (state != State.CONNECTED) throw stateError("grant");
         long address = buf.address() + offset;
         if (!group.exportsWithWindows()) {
             MemoryRegion mr = registerExactly(buf.region(), address, length, checked);
@@ -708,46 +727,22 @@ public final class Endpoint extends EndpointSetup implements AutoCloseable {
     /**
      * Graceful close: new operations are refused, outstanding ones get up to the timeout to complete, the peer is
      * told (its outstanding operations fail with PEER_CLOSED), then the QP and buffers are released. Idempotent.
+     *
+     * <p>The close is a command the group's owner runs after the operations queued before it (a send made just
+     * before the close is sent before the goodbye). On another thread this waits until the close is done; on the
+     * owner thread (a handler, a listener, a Netty event loop) it starts the close and returns: the owner finishes it
+     * as the last completions and the peer's acknowledgement come.
      */
     @Override
     public void close() {
-        Control control;
-        synchronized (this) {
-            if (state == State.CLOSED) return;
-            if (state == State.CONNECTED) state = State.CLOSING;
-            // the completion thread cannot wait for completions it would itself deliver
-            boolean mayWait = !group.isCompletionThread();
-            if (mayWait) {
-                Goodbye.await(
-                        group.clock(),
-                        this,
-                        group.clock().nanoTime() + cfg.timeout().toNanos(),
-                        () -> !(state == State.CLOSING || state == State.PEER_CLOSED)
-                                || (inFlight.isEmpty() && pending.isEmpty()));
-            }
-            control = goodbye.control();
-            if (control != null) {
-                goodbye.sayBye();
-                if (state == State.PEER_CLOSED) goodbye.acknowledge();
-                if (mayWait && state != State.BROKEN) {
-                    Goodbye.await(
-                            group.clock(),
-                            this,
-                            goodbye.lingerDeadline(group.clock().nanoTime()),
-                            goodbye::isPeerAcknowledged);
-                }
-            }
-            State before = state;
-            state = State.CLOSED;
-            RdmaException closed = new RdmaException(RdmaException.Kind.CLOSED, "the endpoint was closed");
-            if (failure == null) failure = closed;
-            failAll(before == State.CLOSING ? closed : failure);
+        if (closed.isDone()) return;
+        if (onOwner()) {
+            beginClose();
+            return;
         }
-        runAfterUnlock();
-        if (control != null) control.close();
-        if (socket != null) Handshake.closeQuietly(socket);
-        releaseResources();
-        if (ownsGroup) group.close();
+        closeAwaited = true;
+        if (startClose()) awaitClosed();
+        if (ownsGroup) group.close(); // ends the endpoint too when its owner did not
     }
 
     @Override

@@ -15,7 +15,8 @@ import java.util.function.Consumer;
 
 /**
  * What comes back to an {@link Endpoint}: completions (sends done, messages received and delivered or lent),
- * credits returned, timeouts, failures that break the endpoint, and the peer's goodbye or loss.
+ * credits returned, timeouts, failures that break the endpoint, and the peer's goodbye or loss. All of it runs on the
+ * group's owner (the control channel's thread hands it commands), with no lock.
  */
 abstract class EndpointCompletions extends EndpointCore {
     EndpointCompletions(EndpointGroup group, boolean ownsGroup, Socket socket) {
@@ -50,47 +51,66 @@ abstract class EndpointCompletions extends EndpointCore {
     /** The peer sent what its control channel does not carry (it is disconnected): the endpoint ends with PROTOCOL_ERROR. */
     void controlViolation(String what) {
         group.submit(() -> {
-            synchronized (this) {
-                breakWith(new RdmaException(RdmaException.Kind.PROTOCOL_ERROR, what));
-                notifyAll();
-            }
+            breakWith(new RdmaException(RdmaException.Kind.PROTOCOL_ERROR, what));
             runAfterUnlock();
+            advanceClose();
         });
     }
 
-    /** The peer acknowledged our goodbye (or can no longer). */
+    /** The peer acknowledged our goodbye (or can no longer): from the control channel's thread. */
     void peerAcked() {
-        markPeerAcked();
+        if (onOwner()) markPeerAcked.run();
+        else group.submit(markPeerAcked);
     }
 
-    synchronized void markPeerAcked() {
+    private final Runnable markPeerAcked = () -> {
         goodbye.peerAcknowledged();
-        notifyAll();
-    }
+        advanceClose();
+    };
 
-    /** Lends a received message in its slot to the lent handler (not reposted until released). Caller holds the lock. */
+    /** Lends a received message in its slot to the lent handler (not reposted until released). Owner only. */
     void lend(int slot, int length, boolean hasImmediate, int immediate) {
         lentOut++;
         lentReady.add(lentSlots[slot].lend(length, hasImmediate, immediate));
         queueLentDrain();
     }
 
-    /** A lent message's release: its slot is posted again and the peer gets the credit back. */
+    /**
+     * A lent message's release: its slot is posted again and the peer gets the credit back. On the owner at once,
+     * from another thread through the message's own command (nothing allocated).
+     */
     void release(LentMessage m) {
-        boolean closeBuffers;
-        synchronized (this) {
-            if (!m.lent) throw new IllegalStateException(m + " was released already");
-            m.lent = false;
-            lentOut--;
-            if (m.slot() >= 0) repost(m.slot());
-            credits.consumed();
-            if (state == State.CONNECTED || state == State.CLOSING) {
-                pump();
-                maybeReturnCredits();
-            }
-            closeBuffers = recvBufsCloseDeferred && lentOut == 0;
-            if (closeBuffers) recvBufsCloseDeferred = false;
+        if (!m.lent) throw new IllegalStateException(m + " was released already");
+        if (onOwner()) {
+            releaseOnOwner(m);
+        } else if (state == State.CLOSED) {
+            // after the close the last release gives the receive buffers back: done when this returns
+            onOwnerAndWait(() -> {
+                releaseOnOwner(m);
+                return null;
+            });
+        } else if (!group.submit(m.releaseOnOwner)) {
+            // the group is closed (its receive buffers go with it) or its owner stalled: the message stays lent
+            LOG.log(System.Logger.Level.WARNING, this + ": the release of " + m + " was refused by the group's owner");
         }
+    }
+
+    /** {@link #release} on the owner. */
+    void releaseOnOwner(LentMessage m) {
+        if (!m.lent) {
+            LOG.log(System.Logger.Level.WARNING, this + ": " + m + " was released twice (from another thread)");
+            return;
+        }
+        m.released();
+        lentOut--;
+        if (m.slot() >= 0) repost(m.slot());
+        credits.consumed();
+        if (state == State.CONNECTED || state == State.CLOSING) {
+            pump();
+            maybeReturnCredits();
+        }
+        boolean closeBuffers = recvBufsCloseDeferred && lentOut == 0;
+        if (closeBuffers) recvBufsCloseDeferred = false;
         runAfterUnlock();
         if (closeBuffers) recvBufs.close();
     }
@@ -109,16 +129,14 @@ abstract class EndpointCompletions extends EndpointCore {
     // ---- completions ----------------------------------------------------------------------------------------
 
     void onCompletion(WorkCompletion wc) {
-        synchronized (this) {
-            if ((wc.wrId & RECV_TAG) != 0) onRecv(wc);
-            else onSendCompletion(wc);
-            if (state == State.CONNECTED || state == State.CLOSING) {
-                pump();
-                maybeReturnCredits();
-            }
-            notifyAll();
+        if ((wc.wrId & RECV_TAG) != 0) onRecv(wc);
+        else onSendCompletion(wc);
+        if (state == State.CONNECTED || state == State.CLOSING) {
+            pump();
+            maybeReturnCredits();
         }
         runAfterUnlock();
+        if (closeStarted) advanceClose();
     }
 
     void onRecv(WorkCompletion wc) {
@@ -162,7 +180,7 @@ abstract class EndpointCompletions extends EndpointCore {
     /**
      * A data message used one of the credits the peer was given. A peer that sends without one ignores flow
      * control: it breaks its own endpoint, so what we hold for it never exceeds the credits granted (the inbox
-     * holds at most recvQueueDepth messages). Caller holds the lock.
+     * holds at most recvQueueDepth messages). Owner only.
      */
     boolean takePeerCredit() {
         if (credits.arrived()) return true;
@@ -176,8 +194,8 @@ abstract class EndpointCompletions extends EndpointCore {
     }
 
     /** Messages received and not yet taken by the application (tests: never more than the credits granted). */
-    synchronized int inboxSize() {
-        return inbox.size();
+    int inboxSize() {
+        return onOwnerAndWait(inbox::size);
     }
 
     void repost(int slot) {
@@ -232,11 +250,9 @@ abstract class EndpointCompletions extends EndpointCore {
      */
     void failOnCompletionThread(String what, Throwable t) {
         LOG.log(System.Logger.Level.ERROR, this + ": " + what + "; the endpoint is ended", t);
-        synchronized (this) {
-            breakWith(new RdmaException(RdmaException.Kind.HANDLER_ERROR, what + "; the endpoint was ended", null, t));
-            notifyAll();
-        }
+        breakWith(new RdmaException(RdmaException.Kind.HANDLER_ERROR, what + "; the endpoint was ended", null, t));
         runAfterUnlock();
+        advanceClose();
     }
 
     void onSendCompletion(WorkCompletion wc) {
@@ -277,16 +293,64 @@ abstract class EndpointCompletions extends EndpointCore {
         }
     }
 
-    /** Called by the group thread every few milliseconds. */
+    // ---- the leak watch of lent messages ---------------------------------------------------------------------
+
+    /** Scans of a lent message before it counts as held past the group's limit: the limit is watched in eighths. */
+    static final int LENT_SCANS = 8;
+
+    /**
+     * Reports lent messages held past the group's {@link EndpointGroup#lentHoldLimit()} (seen lent by more than
+     * {@link #LENT_SCANS} scans an eighth of the limit apart: held at least the limit, reported within an eighth more);
+     * after the close, those still held once the grace passed. Netty's leak detector cannot see them: the buffers are
+     * reused and never collected. Owner only.
+     *
+     * @return whether a message is still lent (the watch goes on)
+     */
+    boolean watchLent(long now) {
+        if (lentOut == 0 || lentSlots == null) return false;
+        if (state == State.CLOSED) {
+            if (now - closedAt < EndpointGroup.LENT_CLOSE_GRACE_NANOS) return true;
+            for (LentMessage m : lentSlots) {
+                if (m.lent && !m.reported) reportLeak(m, "is still held after its endpoint closed");
+            }
+            return false;
+        }
+        if (now - nextLentScan < 0) return true;
+        long limit = group.lentHoldLimitNanos();
+        nextLentScan = now + Math.max(ProgressCore.TIMEOUT_PERIOD_NANOS, limit / LENT_SCANS);
+        for (LentMessage m : lentSlots) {
+            if (m.lent && !m.reported && ++m.scansHeld > LENT_SCANS) {
+                reportLeak(m, "was held for more than " + limit / 1_000_000 + " ms");
+            }
+        }
+        return true;
+    }
+
+    private void reportLeak(LentMessage m, String what) {
+        m.reported = true;
+        lentLeaks.incrementAndGet();
+        group.countLentLeak();
+        Throwable site = m.site();
+        LOG.log(
+                System.Logger.Level.WARNING,
+                this + ": " + m + " " + what + " without release(): a leak? Its receive buffer and the peer's credit"
+                        + " stay taken until it is released"
+                        + (site != null
+                                ? "; where it was lent and last touched follows"
+                                : " (-Djrdma.connect.leakSites=true, or Netty's leak detection level ADVANCED or"
+                                        + " PARANOID, records where)"),
+                site);
+    }
+
+    /** Called by the group's owner every few milliseconds (also the close's deadlines). */
     void checkTimeouts(long now) {
-        synchronized (this) {
-            if (inFlight.isEmpty() && pending.isEmpty()) return;
+        if (lentOut > 0) watchLent(now);
+        if (!inFlight.isEmpty() || !pending.isEmpty()) {
             if (state == State.PEER_CLOSED && goodbye.drainExpired(now)) {
                 goodbye.endDrain();
                 failAll(failure);
                 toError();
                 goodbye.acknowledge();
-                notifyAll();
             }
             for (Iterator<Operation> it = pending.iterator(); it.hasNext(); ) {
                 Operation op = it.next();
@@ -314,37 +378,35 @@ abstract class EndpointCompletions extends EndpointCore {
                 failOp(expired, e);
                 breakWith(e);
             }
-            notifyAll();
+            runAfterUnlock();
         }
-        runAfterUnlock();
+        advanceClose();
     }
 
     void onPeerClosed(boolean graceful) {
-        synchronized (this) {
-            if (state != State.CONNECTED && state != State.CLOSING) return;
-            RdmaException e = peerEnded != null ? peerEnded : peerClosedError(graceful);
-            failure = e;
-            state = State.PEER_CLOSED;
-            if (!graceful) JfrEvents.error(self(), e);
-            // nothing more will be posted; what is in flight may still complete (its ACK can trail the goodbye)
-            for (Operation op : pending) failOp(op, derived(op, e));
-            pending.clear();
-            CompletableFuture<Message> w;
-            while ((w = waiters.poll()) != null) {
-                CompletableFuture<Message> target = w;
-                RdmaException we = derived(null, e);
-                afterUnlock.add(() -> target.completeExceptionally(we));
-            }
-            endLent(e);
-            if (inFlight.isEmpty()) {
-                toError();
-                goodbye.acknowledge();
-            } else {
-                goodbye.startDrain(group.clock().nanoTime());
-            }
-            notifyAll();
+        if (state != State.CONNECTED && state != State.CLOSING) return;
+        RdmaException e = peerEnded != null ? peerEnded : peerClosedError(graceful);
+        failure = e;
+        state = State.PEER_CLOSED;
+        if (!graceful) JfrEvents.error(self(), e);
+        // nothing more will be posted; what is in flight may still complete (its ACK can trail the goodbye)
+        for (Operation op : pending) failOp(op, derived(op, e));
+        pending.clear();
+        CompletableFuture<Message> w;
+        while ((w = waiters.poll()) != null) {
+            CompletableFuture<Message> target = w;
+            RdmaException we = derived(null, e);
+            afterUnlock.add(() -> target.completeExceptionally(we));
+        }
+        endLent(e);
+        if (inFlight.isEmpty()) {
+            toError();
+            goodbye.acknowledge();
+        } else {
+            goodbye.startDrain(group.clock().nanoTime());
         }
         runAfterUnlock();
+        advanceClose();
     }
 
     void toError() {
@@ -355,7 +417,7 @@ abstract class EndpointCompletions extends EndpointCore {
         }
     }
 
-    /** The connection can no longer be used: fail everything with {@code cause}. Caller holds the lock. */
+    /** The connection can no longer be used: fail everything with {@code cause}. Owner only. */
     void breakWith(RdmaException cause) {
         if (state != State.CONNECTED && state != State.CLOSING) return;
         failure = cause;
@@ -382,14 +444,14 @@ abstract class EndpointCompletions extends EndpointCore {
         endLent(cause);
     }
 
-    /** Tells the lent handler, once, that no message comes any more. Caller holds the lock. */
+    /** Tells the lent handler, once, that no message comes any more. Owner only. */
     void endLent(RdmaException cause) {
         if (lentHandler == null || lentEnd != null) return;
         lentEnd = derived(null, cause);
         queueLentDrain();
     }
 
-    /** Has the lent messages and the end handed to the handler after the lock. Caller holds the lock. */
+    /** Has the lent messages and the end handed to the handler at the end of the step. Owner only. */
     void queueLentDrain() {
         if (lentDrainQueued) return;
         lentDrainQueued = true;
@@ -397,28 +459,24 @@ abstract class EndpointCompletions extends EndpointCore {
     }
 
     /**
-     * Hands the lent messages, then the end, to the handler in order; one thread at a time (another that finds it
-     * busy leaves what it would take to it).
+     * Hands the lent messages, then the end, to the handler in order. Owner only; not again from inside the handler
+     * (a release there that lends more leaves them to this loop).
      */
     void drainLent() {
-        synchronized (this) {
-            lentDrainQueued = false;
-            if (lentDraining) return;
-            lentDraining = true;
-        }
+        lentDrainQueued = false;
+        if (lentDraining) return;
+        lentDraining = true;
         while (true) {
             LentMessage m;
             RdmaException end = null;
-            synchronized (this) {
-                m = lentReady.poll();
-                if (m == null) {
-                    if (lentEnd != null && !lentEndTold) {
-                        lentEndTold = true;
-                        end = lentEnd;
-                    } else {
-                        lentDraining = false;
-                        return;
-                    }
+            m = lentReady.poll();
+            if (m == null) {
+                if (lentEnd != null && !lentEndTold) {
+                    lentEndTold = true;
+                    end = lentEnd;
+                } else {
+                    lentDraining = false;
+                    return;
                 }
             }
             if (m != null) {
@@ -453,7 +511,7 @@ abstract class EndpointCompletions extends EndpointCore {
         }
     }
 
-    /** No WR is at the device any more (or the QP is gone): the given-up operations' buffers go back. Caller holds the lock. */
+    /** No WR is at the device any more (or the QP is gone): the given-up operations' buffers go back. Owner only. */
     void releaseHeld() {
         for (int i = 0; i < heldUntilRetired.size(); i++)
             heldUntilRetired.get(i).close();
@@ -461,7 +519,7 @@ abstract class EndpointCompletions extends EndpointCore {
     }
 
     /** Buffers of given-up operations still kept from the pool (tests). */
-    synchronized int heldBuffers() {
-        return heldUntilRetired.size();
+    int heldBuffers() {
+        return onOwnerAndWait(heldUntilRetired::size);
     }
 }

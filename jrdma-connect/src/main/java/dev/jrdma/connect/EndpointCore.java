@@ -22,7 +22,9 @@ import java.util.function.Consumer;
 
 /**
  * The state of an {@link Endpoint} and its outgoing data path: the queue pair and receive buffers, the credits, the
- * operations in flight and waiting, posting, and the work left for after the lock. The roles above it:
+ * operations in flight and waiting, posting, the hand-off of other threads' calls to the group's owner, and the
+ * callbacks deferred to the end of each step. The owner thread alone runs the data path, with no lock
+ * ({@link #onOwner}, {@link #toOwner}). The roles above it:
  * {@link EndpointCompletions} (completions, receives, timeouts, failures, the peer's goodbye), {@link EndpointSetup}
  * (the set-up's hooks, memory windows, releasing resources), {@link Endpoint} (the public API and the close).
  */
@@ -37,8 +39,11 @@ abstract class EndpointCore {
     /** Hands lent messages to the handler ({@link EndpointCompletions}). */
     abstract void drainLent();
 
-    /** Fails an operation ({@link EndpointCompletions}). Caller holds the lock. */
+    /** Fails an operation ({@link EndpointCompletions}). Owner only. */
     abstract void failOp(Operation op, RdmaException e);
+
+    /** Takes the close a step further when what it waits for came ({@link EndpointSetup}). Owner only. */
+    abstract void advanceClose();
 
     /** {@return whether operations can be started ({@link Endpoint#isConnected()})} */
     public abstract boolean isConnected();
@@ -130,10 +135,14 @@ abstract class EndpointCore {
     /** Set by the control channel's thread when the peer said goodbye or went away: new operations fail at once. */
     volatile RdmaException peerEnded;
 
-    // all below guarded by this
-    State state = State.CONNECTING;
+    /*
+     * All below is the group's owner's alone (the thread that runs its duty cycle: ProgressCore): the data path takes
+     * no lock. Another thread acts through a command on the owner's queue (toOwner). The state and the failure are
+     * also read by other threads (isConnected, refusal): volatile, written by the owner (and by set-up before it).
+     */
+    volatile State state = State.CONNECTING;
 
-    RdmaException failure;
+    volatile RdmaException failure;
 
     final CreditWindow credits;
 
@@ -169,7 +178,7 @@ abstract class EndpointCore {
 
     /**
      * Lent messages (and then the end) in arrival order, for the one thread at a time that hands them to the handler
-     * ({@link EndpointCompletions#drainLent}): whichever thread runs the work left after the lock, the handler sees them in order.
+     * ({@link EndpointCompletions#drainLent}): a release inside the handler that lends more leaves them to the loop running, so the handler sees them in order.
      */
     final ArrayDeque<LentMessage> lentReady = new ArrayDeque<>();
 
@@ -179,17 +188,33 @@ abstract class EndpointCore {
 
     final Runnable drainLentTask = this::drainLent;
 
+    /** Lent messages reported as held too long, or still held after the close ({@link Endpoint#lentLeaks()}). */
+    final java.util.concurrent.atomic.AtomicLong lentLeaks = new java.util.concurrent.atomic.AtomicLong();
+
+    /** When the owner next looks for lent messages held too long; when the endpoint closed (for its grace). */
+    long nextLentScan, closedAt;
+
+    /** The close began ({@link EndpointSetup#beginClose}): completions and acknowledgements take it further. */
+    boolean closeStarted;
+
     /** The endpoint was released while messages were lent: the receive buffers go back with the last of them. */
     boolean recvBufsCloseDeferred;
 
+    /**
+     * Callbacks (futures, listeners, handlers) a step of the owner left for its end, when the endpoint's state is
+     * consistent again: a callback that sends or closes must not run in the middle of, say, failing the pending list.
+     */
     final List<Runnable> afterUnlock = new ArrayList<>();
 
-    /** Ops whose completion has run, for the next operations (guarded by this). */
-    final ArrayDeque<Operation> spareOps = new ArrayDeque<>();
+    /**
+     * Ops whose completion has run, for the next operations: the owner gives them back, any sending thread takes one
+     * (lock-free).
+     */
+    final BoundedQueue<Operation> spareOps;
 
     /**
-     * Each thread's lists of the work it runs after the lock, one per nesting level (a handler that sends runs a
-     * batch inside a batch): reused, so nothing is allocated per completion.
+     * Each thread's lists of the callbacks it runs at the end of a step, one per nesting level (a handler that sends
+     * runs a batch inside a batch): reused, so nothing is allocated per completion.
      */
     static final ThreadLocal<AfterUnlockBatches> AFTER_UNLOCK_BATCHES =
             ThreadLocal.withInitial(AfterUnlockBatches::new);
@@ -214,6 +239,7 @@ abstract class EndpointCore {
         this.cqEntries = sqDepth + recvSlots;
         this.credits = new CreditWindow(cfg.recvQueueDepth());
         this.inFlight = new InFlight<>(sqDepth);
+        this.spareOps = new BoundedQueue<>(sqDepth);
         this.goodbye = new Goodbye(cfg.timeout());
         var cq = group.reserve(self(), cqEntries); // the connection cap and a CQ with room, before anything is made
         QueuePair q = null;
@@ -238,11 +264,64 @@ abstract class EndpointCore {
         group.register(self());
     }
 
-    /** A failed future when the endpoint cannot take operations any more, else null. */
+    /** A failed future when the endpoint cannot take operations any more, else null. Any thread. */
     <T> CompletableFuture<T> ifDown(String what) {
-        synchronized (this) {
-            if (state == State.CONNECTED) return null;
-            return CompletableFuture.failedFuture(stateError(what));
+        if (state == State.CONNECTED) return null;
+        return CompletableFuture.failedFuture(stateError(what));
+    }
+
+    // ---- the owner and the other threads ----------------------------------------------------------------------
+
+    /** Whether the caller is the group's owner now: the data path acts at once; other threads hand it commands. */
+    final boolean onOwner() {
+        return group.isCompletionThread();
+    }
+
+    /**
+     * Hands {@code command} to the group's owner (after what it has queued before). False when it was refused: the
+     * group is closed, or its queue stayed full until the endpoint's timeout (the owner is stalled): back-pressure,
+     * never a hang.
+     */
+    final boolean toOwner(Runnable command) {
+        return group.submit(command, cfg.timeout().toNanos());
+    }
+
+    /**
+     * Runs {@code work} on the owner and waits for its result: at once on the owner (or when nobody drives the group
+     * any more: its owner is gone), else as a command. For what is not the data path: set-up, changing a receive
+     * handler, tests' looks at the state. What {@code work} throws is thrown here.
+     */
+    final <T> T onOwnerAndWait(java.util.function.Supplier<T> work) {
+        if (onOwner() || !group.isOpen()) return work.get();
+        CompletableFuture<T> done = new CompletableFuture<>();
+        boolean queued = toOwner(() -> {
+            try {
+                done.complete(work.get());
+            } catch (RuntimeException | Error e) {
+                done.completeExceptionally(e);
+            }
+        });
+        if (!queued) {
+            if (!group.isOpen()) return work.get(); // closed meanwhile: nobody drives it
+            throw new RdmaException(
+                    RdmaException.Kind.TIMEOUT,
+                    "the owner of " + this + "'s group took no command within "
+                            + cfg.timeout().toMillis() + " ms");
+        }
+        try {
+            return waitFor(group, done, cfg.timeout().toNanos() + TimeUnit.SECONDS.toNanos(2));
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof RuntimeException r) throw r;
+            if (e.getCause() instanceof Error r) throw r;
+            throw unwrap(e.getCause());
+        } catch (TimeoutException e) {
+            throw new RdmaException(
+                    RdmaException.Kind.TIMEOUT,
+                    "the owner of " + this + "'s group did not run a command within "
+                            + cfg.timeout().toMillis() + " ms");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new RdmaException(RdmaException.Kind.CLOSED, "interrupted");
         }
     }
 
@@ -320,21 +399,16 @@ abstract class EndpointCore {
         return op;
     }
 
+    /** A spare op made a new operation (any thread). */
     Operation spareOp(OperationKind kind, CompletableFuture<Object> future, long deadline) {
-        Operation op;
-        synchronized (this) {
-            op = spareOps.poll();
-        }
-        return (op != null ? op : new Operation()).reset(kind, future, deadline);
-    }
-
-    /** An op of the endpoint's own (no future, no deadline). Caller holds the lock. */
-    Operation spareOpLocked(OperationKind kind) {
         Operation op = spareOps.poll();
-        return (op != null ? op : new Operation()).reset(kind, null, Long.MAX_VALUE);
+        return (op != null ? op : new Operation(this)).reset(kind, future, deadline);
     }
 
-    /** An op is done with (its completion ran, or it had none): it serves a later operation. Caller holds the lock. */
+    /**
+     * An op is done with (its completion ran, or it had none, or it was refused before anyone else saw it): it serves
+     * a later operation. Any thread that holds the op alone.
+     */
     void recycle(Operation op) {
         op.future = null;
         op.listener = null;
@@ -344,7 +418,7 @@ abstract class EndpointCore {
         op.mw = null;
         op.bindRegion = null;
         op.bindAccess = null;
-        if (spareOps.size() < sqDepth) spareOps.push(op);
+        spareOps.offer(op); // dropped when enough are spare
     }
 
     /** Commits a sampled operation's flight-recorder event (once). */
@@ -356,34 +430,51 @@ abstract class EndpointCore {
                 e, op.kind.name(), op.kind == OperationKind.BIND ? op.bindLen : op.llen, qp.qpNum(), failure);
     }
 
-    /** Posts or queues {@code op}; returns its future (read first: once submitted, the op may complete and be reused). */
+    /**
+     * Posts or queues {@code op}: at once on the owner, else through a command on the owner's queue (after what this
+     * thread submitted before). Returns its future (read first: once submitted, the op may complete and be reused);
+     * an op the owner's queue refused fails with that refusal.
+     */
     @SuppressWarnings("unchecked")
     <T> CompletableFuture<T> submit(Operation op) {
         CompletableFuture<T> future = (CompletableFuture<T>) (CompletableFuture<?>) op.future;
-        synchronized (this) {
-            // set-up binds the export's window before the connection is up
-            boolean setUp =
-                    state == State.CONNECTING && (op.kind == OperationKind.BIND || op.kind == OperationKind.INVALIDATE);
-            if (state != State.CONNECTED && !setUp) {
-                failOp(op, stateError(op.what()));
-            } else if (peerEnded != null && !setUp) {
-                // the control channel heard the peer's goodbye; its owner has not acted on it yet
-                failOp(op, derived(op, peerEnded));
-            } else if (!pending.isEmpty() || !canPost(op)) {
-                pending.add(op);
-            } else {
-                doPost(op);
-            }
+        if (onOwner()) {
+            submitQueued(op);
+        } else if (!toOwner(op.submitOnOwner)) {
+            op.error = group.isOpen()
+                    ? new RdmaException(
+                            RdmaException.Kind.TIMEOUT,
+                            op.what() + " refused: the group's owner took no command for "
+                                    + cfg.timeout().toMillis() + " ms (its queue is full)")
+                    : new RdmaException(RdmaException.Kind.CLOSED, op.what() + " failed: the group is closed");
+            op.run(); // its future fails (or its listener is told) here: the owner never saw it
+        }
+        return future;
+    }
+
+    /** Posts or queues {@code op}, then runs the callbacks its step left. Owner only. */
+    void submitQueued(Operation op) {
+        // set-up binds the export's window before the connection is up
+        boolean setUp =
+                state == State.CONNECTING && (op.kind == OperationKind.BIND || op.kind == OperationKind.INVALIDATE);
+        if (state != State.CONNECTED && !setUp) {
+            failOp(op, stateError(op.what()));
+        } else if (peerEnded != null && !setUp) {
+            // the control channel heard the peer's goodbye; its owner has not acted on it yet
+            failOp(op, derived(op, peerEnded));
+        } else if (!pending.isEmpty() || !canPost(op)) {
+            pending.add(op);
+        } else {
+            doPost(op);
         }
         runAfterUnlock();
-        return future;
     }
 
     boolean canPost(Operation op) {
         return postedWrs < sqDepth && (!op.needsCredit() || credits.canSend());
     }
 
-    /** Posts op (caller holds the lock and checked canPost). */
+    /** Posts op (owner only; the caller checked canPost). */
     void doPost(Operation op) {
         swr.next(null);
         swr.flags.clear();
@@ -476,11 +567,11 @@ abstract class EndpointCore {
             doPost(pending.poll());
     }
 
-    /** Returns credits on a message of its own when none can ride on a send soon. Caller holds the lock. */
+    /** Returns credits on a message of its own when none can ride on a send soon. Owner only. */
     void maybeReturnCredits() {
         if ((state != State.CONNECTED && state != State.CLOSING) || postedWrs >= sqDepth) return;
         boolean sendSoon = !pending.isEmpty() && pending.peek().kind == OperationKind.SEND && credits.canSend();
-        if (credits.needsUpdate(sendSoon)) doPost(spareOpLocked(OperationKind.CREDIT));
+        if (credits.needsUpdate(sendSoon)) doPost(spareOp(OperationKind.CREDIT, null, Long.MAX_VALUE));
     }
 
     void postRecv(int slot) {
@@ -507,17 +598,15 @@ abstract class EndpointCore {
     }
 
     /**
-     * Runs what completions left for after the lock (futures to complete, handlers to call), then keeps their ops
-     * for reuse. The batch list is the thread's own, reused; a call from inside one of those tasks (a future's
-     * callback that sends again) takes a list of its own.
+     * Runs the callbacks a step of the owner left for its end (futures to complete, handlers to call), then keeps
+     * their ops for reuse. The batch list is the thread's own, reused; a call from inside one of those callbacks (a
+     * future's callback that sends again) takes a list of its own. Owner only.
      */
     void runAfterUnlock() {
         AfterUnlockBatches batches = AFTER_UNLOCK_BATCHES.get();
         ArrayList<Runnable> todo = batches.enter();
-        synchronized (this) {
-            for (int i = 0; i < afterUnlock.size(); i++) todo.add(afterUnlock.get(i)); // addAll would copy to an array
-            afterUnlock.clear();
-        }
+        for (int i = 0; i < afterUnlock.size(); i++) todo.add(afterUnlock.get(i)); // addAll would copy to an array
+        afterUnlock.clear();
         if (todo.isEmpty()) {
             batches.depth--;
             return;
@@ -531,9 +620,7 @@ abstract class EndpointCore {
             }
         } finally {
             if (ops) {
-                synchronized (this) {
-                    for (int i = 0; i < todo.size(); i++) if (todo.get(i) instanceof Operation op) recycle(op);
-                }
+                for (int i = 0; i < todo.size(); i++) if (todo.get(i) instanceof Operation op) recycle(op);
             }
             todo.clear();
             batches.depth--;

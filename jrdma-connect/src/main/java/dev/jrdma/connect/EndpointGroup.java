@@ -72,6 +72,21 @@ public final class EndpointGroup implements AutoCloseable {
 
     private final Invoker invoker;
     private volatile boolean running = true;
+
+    /** How long after its endpoint's close a lent message may still be held before it is reported (a pipeline's end). */
+    static final long LENT_CLOSE_GRACE_NANOS = 1_000_000_000L;
+
+    private volatile long lentHoldLimitNanos = Duration.ofMillis(Long.getLong("jrdma.connect.lentHoldLimitMs", 30_000))
+            .toNanos();
+    private volatile boolean recordLentSites = Boolean.getBoolean("jrdma.connect.leakSites")
+            || java.util.Set.of("advanced", "paranoid")
+                    .contains(System.getProperty("io.netty.leakDetection.level", "")
+                            .toLowerCase(java.util.Locale.ROOT));
+    private final java.util.concurrent.atomic.LongAdder lentLeaks = new java.util.concurrent.atomic.LongAdder();
+    /** Closed endpoints whose lent messages are still out (the owner's): watched until released or reported. */
+    private final java.util.ArrayList<Endpoint> closedWithLent = new java.util.ArrayList<>();
+
+    private final java.util.concurrent.atomic.AtomicBoolean closing = new java.util.concurrent.atomic.AtomicBoolean();
     private volatile boolean exportsWithWindows;
 
     /** A CQ of the group and the entries its endpoints reserved in it. */
@@ -284,6 +299,64 @@ public final class EndpointGroup implements AutoCloseable {
         return thread != null ? thread : core.owner();
     }
 
+    /** Tests: completions wait in the CQs (true) or are polled again (false); see {@link ProgressCore#pauseCompletions}. */
+    void pauseCompletions(boolean paused) {
+        core.pauseCompletions(paused);
+    }
+
+    /**
+     * Sets how long a lent message ({@link Endpoint#onReceiveLent}, jrdma-netty's received buffers) may be held
+     * before it is reported as a probable leak: counted ({@link #lentLeaks()}, {@link Endpoint#lentLeaks()}) and
+     * logged once, with where it was lent when sites are recorded ({@link #recordLentSites}). Default 30 s, or
+     * {@code -Djrdma.connect.lentHoldLimitMs}. A message still held a second after its endpoint closed is reported too.
+     *
+     * @param limit the limit, positive
+     * @throws IllegalArgumentException when {@code limit} is not positive
+     */
+    public void lentHoldLimit(Duration limit) {
+        if (limit.isNegative() || limit.isZero())
+            throw new IllegalArgumentException("the hold limit must be positive, not " + limit);
+        lentHoldLimitNanos = limit.toNanos();
+    }
+
+    /** {@return how long a lent message may be held before it is reported ({@link #lentHoldLimit(Duration)})} */
+    public Duration lentHoldLimit() {
+        return Duration.ofNanos(lentHoldLimitNanos);
+    }
+
+    long lentHoldLimitNanos() {
+        return lentHoldLimitNanos;
+    }
+
+    /**
+     * Records where each lent message was lent and last touched ({@link LentMessage#touch}), for the report of one
+     * held too long: a stack per message, as Netty's ADVANCED leak detection (default off, or on with
+     * {@code -Djrdma.connect.leakSites=true} or Netty's {@code -Dio.netty.leakDetection.level=advanced|paranoid}).
+     *
+     * @param on whether to record them
+     */
+    public void recordLentSites(boolean on) {
+        recordLentSites = on;
+    }
+
+    boolean recordsLentSites() {
+        return recordLentSites;
+    }
+
+    /** {@return the lent messages of this group's endpoints reported as held too long, or still held after a close} */
+    public long lentLeaks() {
+        return lentLeaks.sum();
+    }
+
+    void countLentLeak() {
+        lentLeaks.increment();
+    }
+
+    /** A closed endpoint's lent messages are still out: the owner watches them until released or reported. */
+    void watchAfterClose(Endpoint ep) {
+        closedWithLent.add(ep);
+    }
+
     /** {@return whether the group is open: endpoints can be made in it, and it is driven} */
     public boolean isOpen() {
         return running;
@@ -393,9 +466,17 @@ public final class EndpointGroup implements AutoCloseable {
         if (s != null) s.reserved -= entries;
     }
 
-    /** Runs a task on the owner thread after it next drains the CQs (lock-free: {@link ProgressCore#execute}). */
-    void submit(Runnable r) {
-        core.execute(r);
+    /**
+     * Runs a task on the owner thread after it next drains the CQs (lock-free: {@link ProgressCore#execute}); false
+     * when refused (the group is closed, or its queue stayed full for {@code patienceNanos}).
+     */
+    boolean submit(Runnable r, long patienceNanos) {
+        return core.execute(r, patienceNanos);
+    }
+
+    /** {@link #submit(Runnable, long)} with the group's timeout as the patience. */
+    boolean submit(Runnable r) {
+        return submit(r, config.timeout().toNanos());
     }
 
     /** The group's CQs and endpoints, as its {@link ProgressCore} drives them (the owner thread only). */
@@ -429,6 +510,7 @@ public final class EndpointGroup implements AutoCloseable {
         @Override
         public void checkTimeouts(long now) {
             for (Endpoint ep : endpoints.snapshot()) EndpointGroup.checkTimeouts(ep, now);
+            closedWithLent.removeIf(ep -> !ep.watchLent(now));
         }
 
         @Override
@@ -529,15 +611,38 @@ public final class EndpointGroup implements AutoCloseable {
         }
     }
 
-    /** Closes every endpoint of the group, stops the thread, and closes the device. Idempotent. */
+    /**
+     * Closes every endpoint of the group, stops the thread, and closes the device. Idempotent. The endpoints' closes
+     * run on the owner, all at once (each after the commands queued before it): on the owner thread this drives the
+     * group until they are done, on another it waits for them (the timeout, the goodbye's linger and a margin at
+     * most); an endpoint still open then (its owner stalled or stopped invoking) is ended here, once the owner stopped.
+     */
     @Override
     public void close() {
-        if (!running) return;
-        for (Endpoint ep : endpoints.snapshot()) {
+        if (!closing.compareAndSet(false, true)) return;
+        Endpoint[] open = endpoints.snapshot();
+        for (Endpoint ep : open) {
             try {
-                ep.close();
+                ep.startClose();
             } catch (RuntimeException e) {
                 LOG.log(System.Logger.Level.DEBUG, "closing endpoint: " + e);
+            }
+        }
+        long bound = config.timeout().toNanos()
+                + Goodbye.LINGER_MAX_NS
+                + Duration.ofSeconds(2).toNanos();
+        long end = System.nanoTime() + bound;
+        if (core.isOwnerThread()) {
+            // inside a callback of the duty cycle the owner cannot drive again (its poll's completions are half
+            // dispatched): the endpoints end below, without waiting for their peers, as a close on the owner did
+            while (!core.inDutyCycle() && !allClosed(open) && System.nanoTime() - end < 0) {
+                if (core.doWork(clock.nanoTime()) == 0) Thread.yield();
+            }
+        } else {
+            helpUntil(() -> allClosed(open), clock.nanoTime() + bound);
+            while (!allClosed(open) && System.nanoTime() - end < 0) {
+                if (thread != null && !thread.isAlive()) break;
+                java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
             }
         }
         running = false;
@@ -549,11 +654,25 @@ public final class EndpointGroup implements AutoCloseable {
                 Thread.currentThread().interrupt();
             }
         }
+        for (Endpoint ep : endpoints.snapshot()) { // nobody drives the group any more: the rest end here
+            try {
+                ep.finishClose(false);
+            } catch (RuntimeException e) {
+                LOG.log(System.Logger.Level.DEBUG, "ending endpoint: " + e);
+            }
+        }
+        for (Endpoint ep : closedWithLent) ep.watchLent(ep.closedAt + LENT_CLOSE_GRACE_NANOS); // no grace left
+        closedWithLent.clear();
         try {
             ctx.close(); // QPs, CQ, channel, MRs, PD
         } finally {
             pool.close(); // frees the memory after its regions are gone
             messages.close();
         }
+    }
+
+    private static boolean allClosed(Endpoint[] eps) {
+        for (Endpoint ep : eps) if (!ep.closed.isDone()) return false;
+        return true;
     }
 }

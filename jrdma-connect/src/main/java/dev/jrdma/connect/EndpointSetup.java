@@ -12,7 +12,9 @@ import java.util.concurrent.CompletableFuture;
 
 /**
  * How an {@link Endpoint} is set up and taken down: the hooks {@link TcpConnector} and {@link CmConnector} call (QP
- * transitions, the peer's parameters, the export's window), memory windows, and releasing the QP and buffers.
+ * transitions, the peer's parameters, the export's window), memory windows, the close (a command the group's owner
+ * runs after what was queued before it, then takes further as completions and the peer's acknowledgement come), and
+ * releasing the QP and buffers.
  */
 abstract class EndpointSetup extends EndpointCompletions {
     EndpointSetup(EndpointGroup group, boolean ownsGroup, Socket socket) {
@@ -98,15 +100,14 @@ abstract class EndpointSetup extends EndpointCompletions {
     /**
      * What the peer announced in the handshake, whichever connection manager carried it: its QP and path, the
      * credits it grants, its receive buffers' size, its private data and what it exports to this side (or null).
+     * Before the QP reaches RTR: no completion can touch the credits yet, and {@link #started} hands them to the owner.
      */
     void applyPeer(ConnParams params, int peerCredits, int messageSize, byte[] privateData, RemoteBuffer export) {
         remote = params;
         peerMessageSize = messageSize;
         peerPrivateData = privateData;
         peerExport = export;
-        synchronized (this) {
-            credits.open(peerCredits);
-        }
+        credits.open(peerCredits);
     }
 
     /** The set-up is done: {@code c} is the connection's control channel from now on, and operations may start. */
@@ -135,13 +136,15 @@ abstract class EndpointSetup extends EndpointCompletions {
         return QpSetup.rdAtomic(group.deviceAttr());
     }
 
+    /** The connection is up: the owner takes it (it may have messages to deliver and credits to return already). */
     void started() {
-        synchronized (this) {
+        onOwnerAndWait(() -> {
             state = State.CONNECTED;
             pump();
             maybeReturnCredits();
-        }
-        runAfterUnlock();
+            runAfterUnlock();
+            return null;
+        });
         goodbye.control().start(self());
     }
 
@@ -215,12 +218,119 @@ abstract class EndpointSetup extends EndpointCompletions {
                             + " buffers of given-up operations are kept out of the pool");
             return;
         }
-        boolean closeNow;
-        synchronized (this) {
-            releaseHeld();
-            closeNow = lentOut == 0;
-            recvBufsCloseDeferred = !closeNow; // lent messages still read their buffers: the last release closes them
-        }
+        releaseHeld();
+        boolean closeNow = lentOut == 0;
+        recvBufsCloseDeferred = !closeNow; // lent messages still read their buffers: the last release closes them
         if (closeNow) recvBufs.close();
+    }
+
+    // ---- the close --------------------------------------------------------------------------------------------
+
+    private enum ClosePhase {
+        /** Waiting, up to the timeout, for what is in flight or pending: the goodbye follows it. */
+        DRAIN,
+        /** The goodbye is said: waiting for the peer's acknowledgement (at most {@link Goodbye#LINGER_MAX_NS}). */
+        LINGER
+    }
+
+    private ClosePhase closePhase = ClosePhase.DRAIN;
+    private long closeDeadline;
+    /** Completes when the close is done (QP and buffers released); a closer on another thread waits for it. */
+    final CompletableFuture<Void> closed = new CompletableFuture<>();
+    /** A thread other than the owner closes and waits: it closes a group of the endpoint's own after. */
+    volatile boolean closeAwaited;
+
+    final Runnable beginClose = this::beginClose;
+
+    /**
+     * Refuses new work and starts the graceful close ({@link Goodbye}'s protocol): run by the owner, after the commands
+     * (sends) queued before it. Owner only.
+     */
+    void beginClose() {
+        if (closeStarted || state == State.CLOSED) return;
+        closeStarted = true;
+        if (state == State.CONNECTED) state = State.CLOSING;
+        closePhase = ClosePhase.DRAIN;
+        closeDeadline = group.clock().nanoTime() + cfg.timeout().toNanos();
+        advanceClose();
+    }
+
+    /** Starts the close on the owner: at once there, else as a command (false: the group refused it). Any thread. */
+    boolean startClose() {
+        if (onOwner()) {
+            beginClose();
+            return true;
+        }
+        return group.isOpen() && toOwner(beginClose);
+    }
+
+    @Override
+    void advanceClose() {
+        if (!closeStarted || state == State.CLOSED) return;
+        long now = group.clock().nanoTime();
+        if (closePhase == ClosePhase.DRAIN) {
+            boolean draining = (state == State.CLOSING || state == State.PEER_CLOSED)
+                    && !(inFlight.isEmpty() && pending.isEmpty());
+            if (draining && now - closeDeadline < 0) return; // a completion or the deadline brings it back
+            if (goodbye.control() != null) {
+                goodbye.sayBye();
+                if (state == State.PEER_CLOSED) goodbye.acknowledge();
+                if (state != State.BROKEN) {
+                    closePhase = ClosePhase.LINGER;
+                    closeDeadline = goodbye.lingerDeadline(now);
+                }
+            }
+        }
+        if (closePhase == ClosePhase.LINGER && !goodbye.isPeerAcknowledged() && now - closeDeadline < 0) return;
+        finishClose(true);
+    }
+
+    /**
+     * The end of the close: everything still outstanding fails, the control channel, the QP and the buffers go. Owner
+     * only, or the group's closer once the owner stopped ({@code closeOwnGroup} false: the group is closing already).
+     */
+    void finishClose(boolean closeOwnGroup) {
+        if (state == State.CLOSED) return;
+        closeStarted = true;
+        State before = state;
+        state = State.CLOSED;
+        RdmaException closedError = new RdmaException(RdmaException.Kind.CLOSED, "the endpoint was closed");
+        if (failure == null) failure = closedError;
+        failAll(before == State.CLOSING ? closedError : failure);
+        runAfterUnlock();
+        closedAt = group.clock().nanoTime();
+        if (lentOut > 0 && lentSlots != null) group.watchAfterClose(self()); // its lent messages, once the grace passed
+        Control control = goodbye.control();
+        try {
+            if (control != null) control.close();
+            if (socket != null) Handshake.closeQuietly(socket);
+            releaseResources();
+        } finally {
+            closed.complete(null);
+        }
+        if (closeOwnGroup && ownsGroup && !closeAwaited) group.close();
+    }
+
+    /**
+     * A closer on another thread waits for the owner to finish the close: it drives the group meanwhile when the group
+     * has a thread of its own, and stops when the group closes (its close ends the endpoint) or a bound passes (the
+     * timeout, the linger and a margin: an owner that stalls longer is not waited for).
+     */
+    void awaitClosed() {
+        long bound = cfg.timeout().toNanos() + Goodbye.LINGER_MAX_NS + java.util.concurrent.TimeUnit.SECONDS.toNanos(2);
+        group.helpUntil(closed::isDone, group.clock().nanoTime() + bound);
+        long end = System.nanoTime() + bound;
+        while (!closed.isDone() && group.isOpen() && System.nanoTime() - end < 0) {
+            try {
+                closed.get(10, java.util.concurrent.TimeUnit.MILLISECONDS);
+            } catch (java.util.concurrent.TimeoutException | java.util.concurrent.ExecutionException e) {
+                // look again (the group may have closed)
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
+        if (!closed.isDone() && group.isOpen())
+            LOG.log(System.Logger.Level.WARNING, this + ": the group's owner did not finish the close in time");
     }
 }

@@ -1,7 +1,6 @@
 package dev.jrdma.connect;
 
 import java.time.Duration;
-import java.util.function.BooleanSupplier;
 
 /**
  * The close protocol of one connection, spoken over its control channel (the TCP socket kept after the handshake,
@@ -15,7 +14,7 @@ import java.util.function.BooleanSupplier;
  * <li>The peer, told, refuses new work and gives what it has in flight until the drain deadline (the timeout, at
  *     most {@link #DRAIN_MAX_NS}) to complete; then it moves its QP to ERR and acknowledges, once.</li>
  * </ol>
- * Guarded by the endpoint's lock; the decisions take the time from the caller.
+ * The endpoint's owner alone uses it (the close is a command it runs); the decisions take the time from the caller.
  */
 final class Goodbye {
     /** How long a closing side waits for the peer to acknowledge its goodbye. */
@@ -24,7 +23,7 @@ final class Goodbye {
     static final long DRAIN_MAX_NS = 1_000_000_000L;
 
     private final long timeoutNs;
-    private Control control;
+    private volatile Control control; // read by other threads for the addresses
     private boolean byeSent, ackSent, peerAcked;
     private long drainDeadline;
     private boolean draining;
@@ -86,23 +85,5 @@ final class Goodbye {
 
     void endDrain() {
         draining = false;
-    }
-
-    /**
-     * Waits on {@code monitor} (held by the caller) until {@code done} or the deadline on {@code clock}; false when
-     * the deadline passed or the thread was interrupted (its flag stays set).
-     */
-    static boolean await(Clock clock, Object monitor, long deadline, BooleanSupplier done) {
-        while (!done.getAsBoolean()) {
-            long left = deadline - clock.nanoTime();
-            if (left <= 0) return false;
-            try {
-                monitor.wait(Math.max(1, left / 1_000_000));
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return false;
-            }
-        }
-        return true;
     }
 }

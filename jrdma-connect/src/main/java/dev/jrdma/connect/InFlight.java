@@ -6,7 +6,7 @@ import java.util.function.Consumer;
  * Operations posted to the send queue and not yet completed, in an array indexed by their work request id: a slot
  * per send-queue entry, found again from the id without a map or a boxed key. The id also carries a sequence
  * number, so a completion that comes after its operation was given up (timed out, failed) finds its slot reused by
- * another operation and is recognised as stale. Guarded by the endpoint's lock.
+ * another operation and is recognised as stale. The endpoint's owner thread alone uses it.
  */
 final class InFlight<T> {
     private final Object[] ops;

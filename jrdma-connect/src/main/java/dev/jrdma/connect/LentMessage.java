@@ -15,22 +15,58 @@ public final class LentMessage {
     private int length;
     private boolean hasImmediate;
     private int immediate;
-    /** Lent and not yet released (guarded by the endpoint's lock). */
-    boolean lent;
+    /** Lent and not yet released (written by the endpoint's owner; read by a releasing thread to refuse twice). */
+    volatile boolean lent;
+    /** The release of another thread, handed to the owner as a command (one per slot: nothing allocated per release). */
+    final Runnable releaseOnOwner;
+    /** Scans of the endpoint's leak watch that found it lent (the owner's); whether it was reported as held too long. */
+    int scansHeld;
+
+    boolean reported;
+    /** Where it was lent or last touched ({@link #touch}), when the group records sites; else null. */
+    private volatile Throwable site;
 
     LentMessage(Endpoint endpoint, int slot, MemorySegment memory) {
         this.endpoint = endpoint;
         this.slot = slot;
         this.memory = memory;
+        this.releaseOnOwner = () -> endpoint.releaseOnOwner(this);
     }
 
-    /** Lends it again with a new message (caller holds the endpoint's lock). */
+    /** It is back (the endpoint's owner). */
+    void released() {
+        lent = false;
+    }
+
+    /** Lends it again with a new message (the endpoint's owner). */
     LentMessage lend(int newLength, boolean newHasImmediate, int newImmediate) {
         length = newLength;
         hasImmediate = newHasImmediate;
         immediate = newImmediate;
+        scansHeld = 0;
+        reported = false;
+        site = endpoint.group().recordsLentSites() ? new Throwable("lent: " + this) : null;
         lent = true;
         return this;
+    }
+
+    /**
+     * Records where the message is now, for the report of one held too long: when the group records sites
+     * ({@link EndpointGroup#recordLentSites}, on with Netty's leak detection level ADVANCED or PARANOID), the stack of
+     * this call with {@code hint}; else nothing. jrdma-netty's received buffers call it from their {@code touch}, so the
+     * last handler that got the message is named. Any thread.
+     *
+     * @param hint what holds the message now (a handler's context, say), or null
+     * @return this message
+     */
+    public LentMessage touch(Object hint) {
+        if (site != null) site = new Throwable("touched: " + hint, site);
+        return this;
+    }
+
+    /** {@return where it was lent or last touched, or null when sites are not recorded} */
+    Throwable site() {
+        return site;
     }
 
     /**

@@ -13,6 +13,12 @@ import java.util.concurrent.CompletableFuture;
 final class Operation implements Runnable {
     private static final System.Logger LOG = System.getLogger(Endpoint.class.getName());
 
+    /**
+     * The command that posts this operation on its group's owner, for a thread that is not the owner (made once per
+     * operation object, which is reused: nothing is allocated per submission).
+     */
+    final Runnable submitOnOwner;
+
     OperationKind kind;
     CompletableFuture<Object> future; // null for the endpoint's own credit messages and listened sends
     SendListener listener; // a send of send(buf, offset, length, listener): told instead of a future
@@ -35,6 +41,10 @@ final class Operation implements Runnable {
     long wrId;
     boolean posted; // handed to the device: it may use tmp until the WR's completion
     JfrEvents.OperationEvent recorded; // a sampled operation's flight-recorder event, else null
+
+    Operation(EndpointCore endpoint) {
+        submitOnOwner = () -> endpoint.submitQueued(this);
+    }
 
     /** Makes a spare op a new operation: every field as a new one would have it. */
     Operation reset(OperationKind newKind, CompletableFuture<Object> newFuture, long newDeadline) {
@@ -78,7 +88,7 @@ final class Operation implements Runnable {
         };
     }
 
-    /** Completes the future (or tells the listener), after the endpoint's lock is released. */
+    /** Completes the future (or tells the listener), at the end of the owner's step (the endpoint's state is whole). */
     @Override
     public void run() {
         if (listener != null) {

@@ -15,6 +15,16 @@ import java.util.function.BooleanSupplier;
  * and sleeps on the completion channel until a completion event, a {@link #wakeup}, or the next timeout check. A
  * command offered while the owner sleeps wakes it. The time comes from the clock given at construction, so tests
  * drive timeouts by hand.
+ *
+ * <p>The owner alone runs the data path of the group's endpoints (post, poll, deliver, return credits, time out,
+ * close), with no lock: another thread's call becomes a command on a {@link BoundedQueue} (bounded: a full queue is
+ * back-pressure for at most the caller's patience, then a refusal, never a hang; see {@link #execute}).
+ *
+ * <p>It posts with {@code postSend} and polls into reused {@code WorkCompletion}s, not with {@code PreparedSend} and
+ * {@code poll(Completions)}: a prepared send varies only its {@code wr_id}, an endpoint's sends vary the address, the
+ * length and the immediate (the credits they return), so one would be prepared per send; and on the software device
+ * both are the interface's defaults, a copy posted through {@code postSend} and a poll into {@code WorkCompletion}s
+ * copied out, more work than the general calls (which allocate nothing here). See jrdma-connect's README.
  */
 final class ProgressCore {
     /** What the core drives: the group's completion queues and endpoints. */
@@ -49,19 +59,22 @@ final class ProgressCore {
 
     private final Duty duty;
     private final Clock clock;
-    private final CommandQueue commands;
+    private final BoundedQueue<Runnable> commands;
     private volatile long spinNanos;
     private volatile Thread owner;
     /** The owner is (about to be) asleep on the completion channel: a command offered now must wake it. */
     private volatile boolean sleeping;
 
     private volatile boolean running = true;
+    /** Tests: the CQs are not polled (completions wait in them); commands and timeouts run on. */
+    private volatile boolean completionsPaused;
     /**
      * Who drives now, for a group with a thread of its own: its agent, or a caller waiting for one of its results
      * ({@link #helpUntil}); only ever tried, never waited for. An invoked group has one driver and leaves it alone.
      */
     private final AtomicBoolean driving = new AtomicBoolean();
     // owner only
+    private int dutyDepth;
     private long nextTimeoutCheck;
     private long lastWork;
     private int idleTurns;
@@ -69,7 +82,7 @@ final class ProgressCore {
     ProgressCore(Duty duty, Clock clock, int commandCapacity, long spinNanos) {
         this.duty = duty;
         this.clock = clock;
-        this.commands = new CommandQueue(commandCapacity);
+        this.commands = new BoundedQueue<>(commandCapacity);
         this.spinNanos = spinNanos;
         long now = clock.nanoTime();
         this.nextTimeoutCheck = now;
@@ -121,10 +134,24 @@ final class ProgressCore {
      * @return the completions and commands handled (0: nothing to do)
      */
     int doWork(long now) {
-        int work = duty.poll();
+        dutyDepth++;
+        try {
+            return dutyCycle(now);
+        } finally {
+            dutyDepth--;
+        }
+    }
+
+    /** Whether the owner is inside {@link #doWork} now (a callback of it): it must not drive again. Owner only. */
+    boolean inDutyCycle() {
+        return dutyDepth > 0;
+    }
+
+    private int dutyCycle(long now) {
+        int work = poll();
         int waiting = commands.size();
         if (waiting > 0) {
-            duty.drain();
+            if (!completionsPaused) duty.drain();
             for (int i = 0; i < waiting; i++) {
                 Runnable command = commands.poll();
                 if (command == null) break;
@@ -178,7 +205,7 @@ final class ProgressCore {
             if (!tryDrive()) return; // a caller drives now
             try {
                 duty.arm();
-                if (!commands.isEmpty() || !running || duty.poll() > 0) return;
+                if (!commands.isEmpty() || !running || poll() > 0) return;
             } finally {
                 release();
             }
@@ -196,7 +223,7 @@ final class ProgressCore {
             duty.arm();
             // after arming: what came before the arm is polled now, what comes after it signals the channel
             if (!commands.isEmpty() || !running) return;
-            int n = duty.poll();
+            int n = poll();
             if (n > 0 || maxNanos <= 0) return;
             duty.await(maxNanos);
         } finally {
@@ -206,19 +233,41 @@ final class ProgressCore {
 
     /**
      * Hands {@code command} to the owner, to run in its next duty cycle (after the completions that reached the CQs
-     * before it). Any thread; lock-free; waits only while the queue is full. Dropped once the core has stopped.
+     * before it). Any thread; lock-free. A full queue is back-pressure: the caller waits (the owner drains it) for at
+     * most {@code patienceNanos} of the system's time, then the command is refused; refused at once after
+     * {@link #stop}.
+     *
+     * @return whether the command was queued (false: the core stopped, or the queue stayed full)
      */
-    void execute(Runnable command) {
-        while (!commands.offer(command)) {
-            if (!running) return;
-            if (isOwnerThread()) {
-                doWork(clock.nanoTime()); // the owner itself fills its queue: run what waits
-            } else {
-                duty.wakeup();
-                Thread.yield();
-            }
+    boolean execute(Runnable command, long patienceNanos) {
+        if (!running) return false;
+        if (!commands.offer(command)) {
+            long start = System.nanoTime(); // the real time: a test's clock stands still while the owner is stalled
+            do {
+                if (isOwnerThread()) {
+                    doWork(clock.nanoTime()); // the owner itself fills its queue: run what waits
+                } else {
+                    duty.wakeup();
+                    Thread.yield();
+                }
+                if (!running || System.nanoTime() - start > patienceNanos) return false;
+            } while (!commands.offer(command));
         }
         if (sleeping) duty.wakeup();
+        return true;
+    }
+
+    private int poll() {
+        return completionsPaused ? 0 : duty.poll();
+    }
+
+    /**
+     * Tests: stops (true) or resumes (false) polling the CQs, so that a completion waits in its CQ while the test
+     * acts on the owner (gives an operation up at its deadline, say); commands and timeouts still run.
+     */
+    void pauseCompletions(boolean paused) {
+        completionsPaused = paused;
+        duty.wakeup();
     }
 
     /** Wakes the owner from its sleep on the completion channel (any thread). */

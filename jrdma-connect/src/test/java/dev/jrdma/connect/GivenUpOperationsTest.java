@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -24,13 +23,13 @@ class GivenUpOperationsTest {
             RemoteBuffer granted =
                     p.serverSide().grant(word, 0, 64, TestSupport.ALL_RIGHTS).remote();
             BufferPool results = c.group().messagePool();
-            // hold the client's completion thread, so the atomic's completion is not seen before it is given up
-            CountDownLatch release = TestSupport.holdCompletionThread(c);
+            // the client's owner stops polling its CQ, so the atomic's completion is not seen before it is given up
+            Runnable resume = TestSupport.pauseCompletions(c);
             int before = results.inUse();
             CompletableFuture<Long> cas = c.compareAndSwap(granted, 0, 0, 42);
             assertEquals(before + 1, results.inUse(), "the atomic took a result buffer");
             // the test's clock: an hour later, the atomic is overdue and given up; the endpoint breaks
-            c.checkTimeouts(System.nanoTime() + TimeUnit.HOURS.toNanos(1));
+            TestSupport.checkTimeoutsOnOwner(c, System.nanoTime() + TimeUnit.HOURS.toNanos(1));
             assertTrue(cas.isCompletedExceptionally(), "given up at its deadline");
             assertEquals(RdmaException.Kind.TIMEOUT, ((RdmaException) cas.exceptionNow()).kind());
             assertEquals(
@@ -38,7 +37,7 @@ class GivenUpOperationsTest {
                     results.inUse(),
                     "its work request is still at the device: the buffer must not go back yet");
             assertEquals(1, c.heldBuffers());
-            release.countDown();
+            resume.run();
             // the completion (the result landed, or the flush after ERR) retires the work request: now it goes back
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
             while (results.inUse() != before && System.nanoTime() < deadline) Thread.sleep(5);

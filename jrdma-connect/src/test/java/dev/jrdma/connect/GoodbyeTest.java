@@ -9,7 +9,6 @@ import java.net.SocketAddress;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 
 /** The close protocol as a unit: what goes over the control channel, once, and the drain and linger deadlines. */
@@ -88,55 +87,5 @@ class GoodbyeTest {
     void theLingerLastsTheTimeoutButAtMostTwoSeconds() {
         assertEquals(5 + 300_000_000L, new Goodbye(Duration.ofMillis(300)).lingerDeadline(5));
         assertEquals(5 + Goodbye.LINGER_MAX_NS, new Goodbye(Duration.ofSeconds(30)).lingerDeadline(5));
-    }
-
-    @Test
-    void theLingerEndsWhenThePeerAcknowledgesOrAtItsDeadline() throws Exception {
-        Goodbye g = new Goodbye(Duration.ofSeconds(3));
-        Object lock = new Object();
-        Thread peer = Thread.ofPlatform().start(() -> {
-            try {
-                Thread.sleep(50);
-            } catch (InterruptedException e) {
-                return;
-            }
-            synchronized (lock) {
-                g.peerAcknowledged();
-                lock.notifyAll();
-            }
-        });
-        long t0 = System.nanoTime();
-        synchronized (lock) {
-            assertTrue(Goodbye.await(
-                    Clock.SYSTEM, lock, System.nanoTime() + TimeUnit.SECONDS.toNanos(10), g::isPeerAcknowledged));
-        }
-        assertTrue(
-                System.nanoTime() - t0 < TimeUnit.SECONDS.toNanos(5),
-                "woke on the acknowledgement, not at the deadline");
-        peer.join();
-
-        Goodbye silent = new Goodbye(Duration.ofSeconds(3));
-        t0 = System.nanoTime();
-        synchronized (lock) {
-            assertFalse(Goodbye.await(
-                    Clock.SYSTEM,
-                    lock,
-                    System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(100),
-                    silent::isPeerAcknowledged));
-        }
-        assertTrue(System.nanoTime() - t0 >= TimeUnit.MILLISECONDS.toNanos(100));
-    }
-
-    /** The linger's deadline is on the clock it is given: a test's clock past it ends the wait without sleeping. */
-    @Test
-    void theLingerEndsAtItsDeadlineOnTheGivenClock() {
-        Object lock = new Object();
-        long[] now = {1_000};
-        Goodbye silent = new Goodbye(Duration.ofSeconds(60));
-        long deadline = silent.lingerDeadline(now[0]);
-        now[0] = deadline;
-        synchronized (lock) {
-            assertFalse(Goodbye.await(() -> now[0], lock, deadline, silent::isPeerAcknowledged));
-        }
     }
 }

@@ -73,7 +73,7 @@ class ProgressCoreTest {
         core.doWork(clock.now); // the first timeout check
         duty.calls.clear();
         duty.completions = 10; // e.g. a peer's last messages, then its goodbye from the control channel
-        core.execute(() -> duty.calls.add("goodbye"));
+        core.execute(() -> duty.calls.add("goodbye"), Long.MAX_VALUE);
         int work = core.doWork(clock.now);
         assertEquals(List.of("poll 4", "drain 6", "goodbye"), duty.calls);
         assertEquals(5, work, "4 polled completions and 1 command (the drained ones are dispatched, not counted)");
@@ -170,7 +170,7 @@ class ProgressCoreTest {
             core.doWork(clock.now);
         });
         assertTrue(asleep.await(10, TimeUnit.SECONDS));
-        core.execute(() -> ran.add("command"));
+        core.execute(() -> ran.add("command"), Long.MAX_VALUE);
         owner.join(10_000);
         assertFalse(owner.isAlive());
         assertEquals(List.of("command"), ran);
@@ -183,7 +183,7 @@ class ProgressCoreTest {
         ProgressCore core = new ProgressCore(duty, () -> clock.now, 4, 0);
         int[] ran = new int[1];
         Thread producer = Thread.ofPlatform().start(() -> {
-            for (int i = 0; i < 100; i++) core.execute(() -> ran[0]++);
+            for (int i = 0; i < 100; i++) core.execute(() -> ran[0]++, Long.MAX_VALUE);
         });
         core.takeOwnership();
         while (producer.isAlive() || core.pendingCommands() > 0) core.doWork(clock.now);
@@ -198,8 +198,21 @@ class ProgressCoreTest {
         ManualClock clock = new ManualClock();
         ProgressCore core = new ProgressCore(duty, () -> clock.now, 2, 0);
         core.stop();
-        for (int i = 0; i < 10; i++) core.execute(() -> {}); // the queue holds 2: the rest is dropped, not waited on
-        assertTrue(core.pendingCommands() <= 2);
+        for (int i = 0; i < 10; i++) assertFalse(core.execute(() -> {}, Long.MAX_VALUE), "refused, not waited on");
+        assertEquals(0, core.pendingCommands());
+    }
+
+    @Test
+    void aQueueThatStaysFullRefusesTheCommandInsteadOfHanging() {
+        ScriptedDuty duty = new ScriptedDuty();
+        ManualClock clock = new ManualClock();
+        ProgressCore core = new ProgressCore(duty, () -> clock.now, 2, 0);
+        assertTrue(core.execute(() -> {}, 0));
+        assertTrue(core.execute(() -> {}, 0));
+        // nobody drives the core: the producer's patience (none here) runs out and it is told so
+        assertFalse(core.execute(() -> {}, 0), "a full queue is a refusal once the patience is spent");
+        assertEquals(2, core.pendingCommands(), "nothing was added");
+        assertTrue(duty.wakeups > 0, "the owner was woken to drain its queue meanwhile");
     }
 
     @Test
@@ -209,7 +222,8 @@ class ProgressCoreTest {
         ProgressCore core = new ProgressCore(duty, () -> clock.now, 16, 100_000);
         duty.completions = 6; // the answer the caller waits for is the last of them
         boolean[] done = new boolean[1];
-        core.execute(() -> done[0] = true); // runs after the completions before it, on the caller's thread
+        core.execute(
+                () -> done[0] = true, Long.MAX_VALUE); // runs after the completions before it, on the caller's thread
         assertTrue(core.helpUntil(() -> done[0], clock.now + 1_000_000));
         assertTrue(duty.calls.containsAll(List.of("poll 4", "drain 2")), duty.calls.toString());
         assertEquals(1, duty.wakeups, "the agent is woken to drive from here on");
@@ -226,7 +240,7 @@ class ProgressCoreTest {
 
     @Test
     void theQueueKeepsOrderAcrossItsWrap() {
-        CommandQueue q = new CommandQueue(4);
+        BoundedQueue<Runnable> q = new BoundedQueue<>(4);
         List<Integer> seen = new ArrayList<>();
         for (int round = 0; round < 5; round++) {
             for (int i = 0; i < 3; i++) {

@@ -11,7 +11,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -64,8 +63,8 @@ class RemoteLockTest {
                         first,
                         firstServed.grant(word, 0, 8, TestSupport.ALL_RIGHTS).remote(),
                         7);
-                // hold the client's completion thread: the answer reaches the device, but the lock never sees it
-                CountDownLatch release = TestSupport.holdCompletionThread(first);
+                // the client's owner stops polling its CQ: the answer reaches the device, but the lock never sees it
+                Runnable resume = TestSupport.pauseCompletions(first);
                 CompletableFuture<Boolean> acquire = new CompletableFuture<>();
                 Thread.ofPlatform().daemon().start(() -> {
                     try {
@@ -78,11 +77,12 @@ class RemoteLockTest {
                 while (word.segment().get(ValueLayout.JAVA_LONG, 0) == 0 && System.nanoTime() < end) Thread.sleep(1);
                 assertEquals(
                         7, word.segment().get(ValueLayout.JAVA_LONG, 0), "the compare-and-swap executed at the peer");
-                first.checkTimeouts(System.nanoTime() + TimeUnit.HOURS.toNanos(1)); // its answer is overdue: given up
+                TestSupport.checkTimeoutsOnOwner(
+                        first, System.nanoTime() + TimeUnit.HOURS.toNanos(1)); // its answer is overdue: given up
                 ExecutionException failed =
                         assertThrows(ExecutionException.class, () -> acquire.get(10, TimeUnit.SECONDS));
                 assertInstanceOf(RdmaException.class, failed.getCause());
-                release.countDown();
+                resume.run();
 
                 assertEquals(RemoteLock.State.UNCERTAIN, lock.state());
                 assertFalse(lock.isHeldByMe());

@@ -104,22 +104,19 @@ final class TestSupport {
     }
 
     /**
-     * Holds {@code ep}'s completion thread (at most 30 s) until the returned latch is counted down: completions reach
-     * the device but the endpoint does not see them, as when an answer is late or lost.
+     * Stops the owner of {@code ep}'s group from polling its CQs (completions wait there; commands still run), so
+     * that a test can act on the owner before a completion is seen; run the result to resume.
      */
-    static java.util.concurrent.CountDownLatch holdCompletionThread(Endpoint ep) throws InterruptedException {
-        java.util.concurrent.CountDownLatch held = new java.util.concurrent.CountDownLatch(1),
-                release = new java.util.concurrent.CountDownLatch(1);
-        ep.group().submit(() -> {
-            held.countDown();
-            try {
-                release.await(30, java.util.concurrent.TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
+    static Runnable pauseCompletions(Endpoint ep) {
+        ep.group().pauseCompletions(true);
+        return () -> ep.group().pauseCompletions(false);
+    }
+
+    /** Runs {@code ep}'s timeout check at {@code now} (a test's time) on its group's owner, and waits for it. */
+    static void checkTimeoutsOnOwner(Endpoint ep, long now) {
+        ep.onOwnerAndWait(() -> {
+            ep.checkTimeouts(now);
+            return null;
         });
-        if (!held.await(5, java.util.concurrent.TimeUnit.SECONDS))
-            throw new IllegalStateException("the completion thread did not take the task");
-        return release;
     }
 }

@@ -193,6 +193,25 @@ final class ChannelReads {
         }
     }
 
+    /**
+     * {@link #releaseUnread} done before this returns: the closer's thread waits for the loop (at most a second; a
+     * loop that is gone or busier is left to do it after).
+     */
+    void releaseUnreadAndWait() {
+        EventLoop loop = channel.isRegistered() ? channel.eventLoop() : null;
+        if (loop == null || loop.inEventLoop()) {
+            releaseUnread();
+            return;
+        }
+        try {
+            loop.submit(this::releaseUnread).await(1, java.util.concurrent.TimeUnit.SECONDS);
+        } catch (RejectedExecutionException e) {
+            releaseUnread(); // the loop is gone: nobody reads any more
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
     /** The channel closed: messages it did not read go back to the endpoint (event loop, or after it stopped). */
     void releaseUnread() {
         EventLoop loop = channel.isRegistered() ? channel.eventLoop() : null;

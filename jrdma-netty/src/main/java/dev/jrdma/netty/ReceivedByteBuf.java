@@ -37,6 +37,17 @@ final class ReceivedByteBuf extends UnpooledDirectByteBuf {
         if (m != null) m.release();
     }
 
+    /**
+     * The pipeline touches a message at each handler it passes (Netty's leak detection on): the lent message records
+     * the hint when its group records sites, so a report of a buffer held too long names the last handler that got it.
+     */
+    @Override
+    public ByteBuf touch(Object hint) {
+        LentMessage m = message;
+        if (m != null) m.touch(hint);
+        return this;
+    }
+
     @Override
     public ByteBuf capacity(int newCapacity) {
         if (newCapacity != capacity())

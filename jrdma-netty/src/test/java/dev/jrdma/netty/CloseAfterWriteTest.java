@@ -24,9 +24,11 @@ import org.junit.jupiter.api.Test;
 /**
  * A server that writes its last message and closes when the write's promise completes (HTTP's
  * {@code Connection: close}, {@code ChannelFutureListener.CLOSE}): the peer must get the message, then the end of
- * the stream. The close runs on a closer thread and can overtake the event loop; the write's promise therefore
- * completes only once the send is posted, so the endpoint's close waits for it (HttpTest's "no response to
- * request 3").
+ * the stream. The write's promise completes once the send is posted on the endpoint's owner (the event loop); the
+ * endpoint's close is a command that owner runs after it, whether it is called there (in the listener) or on the
+ * channel's closer thread, and its goodbye waits for the send's completion. So the order is by construction, not by
+ * timing: every round of the second test takes the same path (before the owner-only data path, a close on the event
+ * loop said goodbye at once, with the send still in flight).
  */
 class CloseAfterWriteTest {
     static {
