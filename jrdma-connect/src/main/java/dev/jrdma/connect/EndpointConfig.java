@@ -391,6 +391,62 @@ public record EndpointConfig(
         return privateData.clone();
     }
 
+    /**
+     * Equal when every setting is, the private data compared by content: a record compares an array by identity, and
+     * every {@link #toBuilder()} copy then differed from its original, so each Netty client channel that set its local
+     * address got an endpoint group of its own on its event loop (which sleeps on one group's completion channel only).
+     *
+     * @param other the object to compare with
+     * @return whether {@code other} is a config with the same settings
+     */
+    @Override
+    public boolean equals(Object other) {
+        return other instanceof EndpointConfig c
+                && sendQueueDepth == c.sendQueueDepth
+                && recvQueueDepth == c.recvQueueDepth
+                && inlineSize == c.inlineSize
+                && messageSize == c.messageSize
+                && slabSize == c.slabSize
+                && cqSize == c.cqSize
+                && pollMode == c.pollMode
+                && timeout.equals(c.timeout)
+                && java.util.Objects.equals(device, c.device)
+                && java.util.Objects.equals(localAddress, c.localAddress)
+                && java.util.Arrays.equals(privateData, c.privateData)
+                && retryConnect == c.retryConnect
+                && connectionManager == c.connectionManager
+                && remoteAccess.equals(c.remoteAccess)
+                && maxConnections == c.maxConnections
+                && maxPendingHandshakes == c.maxPendingHandshakes
+                && maxPendingHandshakesPerSource == c.maxPendingHandshakesPerSource
+                && packetAuth == c.packetAuth;
+    }
+
+    /** {@return a hash of every setting, the private data's by content (as {@link #equals})} */
+    @Override
+    public int hashCode() {
+        return java.util.Objects.hash(
+                                sendQueueDepth,
+                                recvQueueDepth,
+                                inlineSize,
+                                messageSize,
+                                slabSize,
+                                cqSize,
+                                pollMode,
+                                timeout,
+                                device,
+                                localAddress,
+                                retryConnect,
+                                connectionManager,
+                                remoteAccess,
+                                maxConnections,
+                                maxPendingHandshakes,
+                                maxPendingHandshakesPerSource,
+                                packetAuth)
+                        * 31
+                + java.util.Arrays.hashCode(privateData);
+    }
+
     /** Builds a config, or connects / binds with it directly. */
     public static final class Builder {
         private int sendQueueDepth = 64, recvQueueDepth = 64, inlineSize = 64, messageSize = 4096, cqSize = 4096;

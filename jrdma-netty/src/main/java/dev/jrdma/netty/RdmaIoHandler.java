@@ -103,6 +103,11 @@ public final class RdmaIoHandler implements IoHandler {
         return g;
     }
 
+    /** How many endpoint groups this loop drives now (loop thread only; tests). */
+    int drivenGroups() {
+        return groups.size();
+    }
+
     /** The turns of connects from {@code local} ({@link #HANDSHAKES}); any thread. */
     static Semaphore handshakeTurns(InetAddress local) {
         return HANDSHAKES.computeIfAbsent(
