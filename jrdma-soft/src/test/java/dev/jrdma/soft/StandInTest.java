@@ -27,6 +27,18 @@ import org.junit.jupiter.api.Timeout;
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class StandInTest {
+    private static boolean standInBefore;
+
+    @org.junit.jupiter.api.BeforeAll
+    static void standInOn() {
+        standInBefore = SoftChannel.standIn;
+        SoftChannel.standIn = true; // off by default (see SoftChannel#standIn)
+    }
+
+    @org.junit.jupiter.api.AfterAll
+    static void standInAsBefore() {
+        SoftChannel.standIn = standInBefore;
+    }
 
     private static Transport tr(Side s) {
         return ((SoftContext) s.ctx).transport;
