@@ -31,17 +31,36 @@ final class TcpConnector {
         // a server that runs as many handshakes as it allows (in all, or for this host) says so and to try again later:
         // a burst of connects from one host (a pool opening 100 connections) waits its turn within the timeout, as a
         // TCP backlog would make it, instead of failing; the server's limits still bound what it holds at once
+        RdmaConnectException refused = null; // the server's last refusal for a handshake limit
         for (long backoffNanos = 1_000_000; ; backoffNanos = Math.min(backoffNanos * 2, 50_000_000)) {
             try {
                 return connectOnce(host, port, cfg, group, range, deadline);
             } catch (RdmaConnectException e) {
+                if (refused != null && e.reason() == RdmaConnectException.Reason.TIMEOUT)
+                    throw refusedUntilTheTimeout(refused, e);
                 long wait = backoffNanos / 2
                         + java.util.concurrent.ThreadLocalRandom.current().nextLong(backoffNanos / 2 + 1);
                 if (!isHandshakeLimit(e) || clock.nanoTime() + wait - deadline >= 0) throw e;
+                refused = e;
                 java.util.concurrent.locks.LockSupport.parkNanos(wait);
                 if (Thread.currentThread().isInterrupted()) throw e;
             }
         }
+    }
+
+    /**
+     * The attempt after a refusal for a handshake limit ran into the deadline (on a loaded machine the server may not
+     * get to it in time): the server did answer, and its refusal is why the client never got in, so that is the
+     * reason the caller gets, with the timeout attached.
+     */
+    private static RdmaConnectException refusedUntilTheTimeout(
+            RdmaConnectException refused, RdmaConnectException last) {
+        RdmaConnectException e = new RdmaConnectException(
+                RdmaConnectException.Reason.REJECTED,
+                refused.getMessage() + " (asked again until the timeout; the last attempt: " + last.getMessage() + ")",
+                refused);
+        e.addSuppressed(last);
+        return e;
     }
 
     /** A REJECT for a handshake limit of the server ({@link Admission}: its reasons name the setting). */
