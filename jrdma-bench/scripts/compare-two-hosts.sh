@@ -56,6 +56,10 @@ else
   ip netns exec "$ns2" "$root/jrdma" perf "$test" -d "soft@$ip2" --timeout "$timeout" "$@" "$ip1"
   wait "$server" || true # the server prints its side (and its counters) as it ends
 fi
+# datagrams a full socket buffer dropped (not on the wire: in the receiving kernel), per namespace
+for n in "$ns2:client" "$ns1:server"; do
+  echo "udp on the ${n##*:}'s end: $(ip netns exec "${n%%:*}" awk '/^Udp:/ { if (!h) { split($0, k); h = 1 } else for (i = 2; i <= NF; i++) if (k[i] ~ /InDatagrams|InErrors|RcvbufErrors|SndbufErrors/) printf "%s %s ", k[i], $i }' /proc/net/snmp)"
+done
 if [ -n "$netem" ]; then
   for n in "$ns2:$dev2:client" "$ns1:$dev1:server"; do
     echo "netem on the ${n##*:}'s end ($(cut -d: -f2 <<<"$n")): $(ip netns exec "${n%%:*}" tc -s qdisc show dev "$(cut -d: -f2 <<<"$n")" | tr -s ' \n' ' ')"
