@@ -144,6 +144,7 @@ final class Completer {
         peerHolds = false;
         heldAtPeer = 0;
         sentBeyondResend = -1;
+        probesInARow = 0;
     }
 
     void reset() {
@@ -616,6 +617,7 @@ final class Completer {
                 int last = Psn.add(qp.requester.sentEnd, -1);
                 if (last != oldestUnacked) qp.requester.resendOne(last);
             }
+            armProbe(); // the next, twice as late, in case the probe or its answer is lost too
             return;
         }
         probeAt = 0;

@@ -134,6 +134,18 @@ class IrnRecoveryTest {
         assertTrue(r.stalledMicros() <= 2 * Completer.PROBE_FLOOR_NANOS / 1000, r::toString);
     }
 
+    @Test
+    void aLostProbeIsProbedAgainLaterNotTimedOut() {
+        int[] lost = {0};
+        // one WRITE of 4 packets; its ACK and the answers to the first probe (one per packet it sent again) are lost
+        Run r = run(1, 4 * 4096, p -> p.opcode() == Opcode.ACKNOWLEDGE.code() && lost[0]++ < 3);
+        System.out.println("a lost ACK and a lost answer to the probe: " + r);
+        assertEquals(3, r.lostResponses(), r::toString);
+        assertEquals(2, r.count(Counter.RETRY_PROBES), r::toString);
+        assertEquals(0, r.count(Counter.RETRY_TIMEOUTS), r::toString);
+        assertTrue(r.stalledMicros() <= 3 * Completer.PROBE_FLOOR_NANOS / 1000, r::toString); // 200 us, then 400
+    }
+
     @ParameterizedTest(name = "loss {0} each way, seed {1}")
     @CsvSource({"0.01, 1", "0.01, 2", "0.03, 3"})
     void randomLossCostsRoundTripsNeverATimeout(double loss, long seed) {
