@@ -7,7 +7,7 @@
 #
 # e.g. compare-two-hosts.sh -n 20000 --sizes 64,4096,65536
 #      compare-two-hosts.sh --netem "loss 1% delay 100us" --sizes 65536
-#      compare-two-hosts.sh --java-opts -Djrdma.soft.gso=on --sizes 65536
+#      compare-two-hosts.sh --java-opts -Djrdma.soft.gso=off --sizes 65536   # every packet as to rxe (raw socket)
 #      compare-two-hosts.sh --netem "loss 1% delay 100us" --test write_bw -n 1000   # one perf test, both sides
 # Needs root and iproute2 (ip netns, veth; sch_netem for --netem). The namespaces (jrdma-h1-ID serves, jrdma-h2-ID
 # measures; ID from this run's PID, so runs at once do not meet: two-namespaces.sh) are made for the run and removed

@@ -527,7 +527,9 @@ final class Completer {
             retryPeriod = qp.timeoutNanos;
             probeAt = 0;
             probesInARow = 0;
-            long now = rttSentAt != 0 || oldestUnacked != qp.requester.nextPsn ? qp.clock().nanoTime() : 0;
+            long now = rttSentAt != 0 || oldestUnacked != qp.requester.nextPsn
+                    ? qp.clock().nanoTime()
+                    : 0;
             if (rttSentAt != 0 && Psn.diff(ackedPsn, rttPsn) >= 0) {
                 long rtt = Math.max(1, now - rttSentAt);
                 srttNanos = srttNanos == 0 ? rtt : srttNanos + (rtt - srttNanos) / 8;

@@ -1,6 +1,5 @@
 package dev.jrdma.soft;
 
-import static dev.jrdma.soft.DeterministicNetwork.soft;
 import static org.junit.jupiter.api.Assertions.*;
 
 import dev.jrdma.soft.wire.Opcode;
@@ -159,7 +158,8 @@ class IrnRecoveryTest {
         long resent = lossy.count(Counter.TX_SELECTIVE_RESENDS);
         assertTrue(resent <= 1.5 * lossy.lostRequests(), "at most 1.5 resends per request lost: " + what);
         if (loss <= 0.01)
-            assertTrue(lossy.rounds() <= 1.1 * clean.rounds(), "1% loss costs at most a tenth more round trips: " + what);
+            assertTrue(
+                    lossy.rounds() <= 1.1 * clean.rounds(), "1% loss costs at most a tenth more round trips: " + what);
         assertTrue(lossy.stalledMicros() <= 10 * Completer.PROBE_FLOOR_NANOS / 1000, what);
     }
 }
