@@ -568,6 +568,7 @@ final class Completer {
     /** A request went out: start the timer unless it runs already. */
     void armRetryTimer() {
         if (retryDeadline == 0 && qp.timeoutNanos > 0) {
+            probeAt = 0;
             retryPeriod = qp.timeoutNanos;
             retryDeadline = qp.clock().nanoTime() + qp.timeoutNanos;
             qp.timer().wake(retryDeadline);
@@ -603,11 +604,13 @@ final class Completer {
     void onRetryTimeout(long now) {
         if (oldestUnacked == qp.requester.nextPsn) {
             retryDeadline = 0;
+            probeAt = 0;
             return;
         }
         SendWqe w = firstPending();
         if (w == null) {
             retryDeadline = 0;
+            probeAt = 0;
             return;
         }
         if (probeAt != 0 && retryDeadline == probeAt) { // a probe, not the IBA timeout: no retry counted
