@@ -292,6 +292,7 @@ final class Completer {
 
     /** The responder expected {@code psn}: what came before it is acknowledged; go back to it (a retry). */
     private State sequenceNak() {
+        rttSentAt = 0; // a gap: the sample's ACK waits for its repair, which is no round trip
         int prev = Psn.add(psn, -1);
         if (ackUpTo(prev)) progress(prev);
         boolean marked = qp.selectiveRepeat && pkt.holdsMark();
