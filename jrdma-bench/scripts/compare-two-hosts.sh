@@ -7,7 +7,7 @@
 #
 # e.g. compare-two-hosts.sh -n 20000 --sizes 64,4096,65536
 #      compare-two-hosts.sh --netem "loss 1% delay 100us" --sizes 65536
-#      compare-two-hosts.sh --java-opts -Djrdma.soft.gso=on --sizes 65536
+#      compare-two-hosts.sh --java-opts -Djrdma.soft.gso=off --sizes 65536   # every packet as to rxe (raw socket)
 #      compare-two-hosts.sh --netem "loss 1% delay 100us" --test write_bw -n 1000   # one perf test, both sides
 # Needs root and iproute2 (ip netns, veth; sch_netem for --netem). The namespaces (jrdma-h1-ID serves, jrdma-h2-ID
 # measures; ID from this run's PID, so runs at once do not meet: two-namespaces.sh) are made for the run and removed
@@ -56,6 +56,10 @@ else
   ip netns exec "$ns2" "$root/jrdma" perf "$test" -d "soft@$ip2" --timeout "$timeout" "$@" "$ip1"
   wait "$server" || true # the server prints its side (and its counters) as it ends
 fi
+# datagrams a full socket buffer dropped (not on the wire: in the receiving kernel), per namespace
+for n in "$ns2:client" "$ns1:server"; do
+  echo "udp on the ${n##*:}'s end: $(ip netns exec "${n%%:*}" awk '/^Udp:/ { if (!h) { split($0, k); h = 1 } else for (i = 2; i <= NF; i++) if (k[i] ~ /InDatagrams|InErrors|RcvbufErrors|SndbufErrors/) printf "%s %s ", k[i], $i }' /proc/net/snmp)"
+done
 if [ -n "$netem" ]; then
   for n in "$ns2:$dev2:client" "$ns1:$dev1:server"; do
     echo "netem on the ${n##*:}'s end ($(cut -d: -f2 <<<"$n")): $(ip netns exec "${n%%:*}" tc -s qdisc show dev "$(cut -d: -f2 <<<"$n")" | tr -s ' \n' ' ')"

@@ -94,6 +94,32 @@ final class Completer {
      * window.
      */
     int heldAtPeer;
+    /**
+     * The last selective resend: its PSN, and how many packets beyond it had gone out before it. A later marked NAK
+     * for that PSN that counts more packets kept beyond it than that has seen a packet sent after the resend, so the
+     * resend was lost (the path keeps order; a reordered one costs one packet more): it goes again at once instead of
+     * after a timeout ({@link #resendIfLost}).
+     */
+    private int resentPsn, sentBeyondResend = -1;
+
+    /**
+     * The selective-repeat mode's probe (IRN's RTO_low): while the requester is stopped with packets outstanding, the
+     * retry deadline is brought forward to a few round trips ({@link #armProbe}); when it fires without progress the
+     * oldest unacknowledged packet and the last one sent go again alone, without counting a retry, and the IBA
+     * timeout it stood in front of ({@link #probeUntil}) is armed again. It repairs what no later packet can reveal: a
+     * lost resend, NAK or ACK when nothing more goes out (the window at its reach, the send queue empty), at a few
+     * round trips instead of the QP's timeout (perftest's 14: 67 ms). Doubled per probe without progress.
+     */
+    private long probeAt, probeUntil;
+
+    private int probesInARow;
+    /** The least wait of a probe. */
+    static final long PROBE_FLOOR_NANOS = 200_000;
+    /** A smoothed round trip (a request asking for an ACK to the response covering it, Karn's rule), 0 before one. */
+    long srttNanos;
+
+    private int rttPsn;
+    private long rttSentAt;
 
     // the packet being processed
     private RocePacket pkt;
@@ -117,9 +143,13 @@ final class Completer {
         lateForgiven = 0;
         peerHolds = false;
         heldAtPeer = 0;
+        sentBeyondResend = -1;
+        probesInARow = 0;
     }
 
     void reset() {
+        probeAt = 0;
+        rttSentAt = 0;
         readRetryActive = false;
         goBackStarted = false;
         timeoutsInARow = 0;
@@ -262,6 +292,7 @@ final class Completer {
 
     /** The responder expected {@code psn}: what came before it is acknowledged; go back to it (a retry). */
     private State sequenceNak() {
+        rttSentAt = 0; // a gap: the sample's ACK waits for its repair, which is no round trip
         int prev = Psn.add(psn, -1);
         if (ackUpTo(prev)) progress(prev);
         boolean marked = qp.selectiveRepeat && pkt.holdsMark();
@@ -269,7 +300,10 @@ final class Completer {
         heldAtPeer = Math.max(0, Math.min(pkt.aethMsn(), Psn.diff(qp.requester.sentEnd, psn) - 1));
         if (!qp.sendsRequests() || qp.requester.rnrWait) return State.COMPLETE; // an RNR wait resends from there anyway
         if (goBackStarted) {
-            if (marked) return State.COMPLETE; // the window may have opened: the requester goes on
+            if (marked) { // the window may have opened: the requester goes on (complete), after a lost resend again
+                if (psn == oldestUnacked) resendIfLost(psn);
+                return State.COMPLETE;
+            }
             return drop(Counter.RX_RESPONSE_IGNORED); // the go-back under way resends from here already
         }
         if (retryLeft == 0) {
@@ -283,7 +317,7 @@ final class Completer {
         retryLeft--;
         goBackStarted = true;
         // both ends in the selective-repeat mode: the responder keeps what came after psn, so only psn goes again
-        if (qp.selectiveRepeat && pkt.holdsMark() && qp.requester.resendOne(psn)) {
+        if (qp.selectiveRepeat && pkt.holdsMark() && resendSelectively(psn)) {
             peerHolds = true;
             qp.count(Counter.RETRANSMITS);
             restartRetryTimer();
@@ -291,6 +325,28 @@ final class Completer {
         }
         qp.requester.retry(psn);
         return State.COMPLETE;
+    }
+
+    /** Sends the SEND/WRITE packet at {@code psn} again alone ({@link Requester#resendOne}), noting what went before it. */
+    private boolean resendSelectively(int psn) {
+        rttSentAt = 0; // Karn: no round trip is measured across a resend
+        int before = Psn.diff(qp.requester.sentEnd, psn) - 1;
+        if (!qp.requester.resendOne(psn)) return false;
+        resentPsn = psn;
+        sentBeyondResend = before;
+        return true;
+    }
+
+    /**
+     * A marked NAK for {@code psn} while its selective resend is under way: if the peer keeps more packets beyond it
+     * than had gone out before that resend, one sent after the resend arrived and the resend did not (IRN's lost
+     * retransmission): it goes again now, not after a retry timeout (67 ms at perftest's timeout 14, against a round
+     * trip of microseconds). Each time needs a packet sent after the last resend, so a forger's counts cannot make more
+     * than one resend per packet sent.
+     */
+    private void resendIfLost(int psn) {
+        if (psn != resentPsn || sentBeyondResend < 0 || heldAtPeer <= sentBeyondResend) return;
+        if (resendSelectively(psn)) qp.count(Counter.RESENDS_FOUND_LOST);
     }
 
     /** The responder refused the request at {@code psn} (and went to ERR): complete it with the matching error. */
@@ -463,16 +519,49 @@ final class Completer {
         if (Psn.after(next, oldestUnacked)) {
             oldestUnacked = next;
             heldAtPeer = 0;
+            sentBeyondResend = -1;
             retryLeft = qp.retryCnt;
             rnrLeft = qp.rnrRetry;
             goBackStarted = false;
             timeoutsInARow = 0;
             lateForgiven = 0;
             retryPeriod = qp.timeoutNanos;
-            retryDeadline = oldestUnacked != qp.requester.nextPsn && qp.timeoutNanos > 0
-                    ? qp.clock().nanoTime() + qp.timeoutNanos
+            probeAt = 0;
+            probesInARow = 0;
+            long now = rttSentAt != 0 || oldestUnacked != qp.requester.nextPsn
+                    ? qp.clock().nanoTime()
                     : 0;
+            if (rttSentAt != 0 && Psn.diff(ackedPsn, rttPsn) >= 0) {
+                long rtt = Math.max(1, now - rttSentAt);
+                srttNanos = srttNanos == 0 ? rtt : srttNanos + (rtt - srttNanos) / 8;
+                rttSentAt = 0;
+            }
+            retryDeadline = oldestUnacked != qp.requester.nextPsn && qp.timeoutNanos > 0 ? now + qp.timeoutNanos : 0;
         }
+    }
+
+    /** A request packet at {@code psn} that asks for an ACK went out (not a resend): a round-trip sample unless one runs. */
+    void askedForAck(int psn) {
+        if (rttSentAt == 0) {
+            rttPsn = psn;
+            rttSentAt = qp.clock().nanoTime();
+        }
+    }
+
+    /**
+     * The requester stopped with packets outstanding, waiting for a response (its window, or nothing more to send):
+     * in the selective-repeat mode, the retry deadline comes forward to the probe's ({@link #probeAt}).
+     */
+    void armProbe() {
+        if (!qp.selectiveRepeat || !peerHolds || probeAt != 0 || retryDeadline == 0) return;
+        if (oldestUnacked == qp.requester.sentEnd || qp.requester.rnrWait) return;
+        long wait = Math.max(PROBE_FLOOR_NANOS, 4 * srttNanos) << Math.min(probesInARow, 16);
+        long at = qp.clock().nanoTime() + wait;
+        if (at - retryDeadline >= 0) return; // the timeout comes first anyway
+        probeUntil = retryDeadline;
+        probeAt = at;
+        retryDeadline = at;
+        qp.timer().wake(at);
     }
 
     // ---- the retransmission timer ------------------------------------------------------------------------
@@ -480,6 +569,7 @@ final class Completer {
     /** A request went out: start the timer unless it runs already. */
     void armRetryTimer() {
         if (retryDeadline == 0 && qp.timeoutNanos > 0) {
+            probeAt = 0;
             retryPeriod = qp.timeoutNanos;
             retryDeadline = qp.clock().nanoTime() + qp.timeoutNanos;
             qp.timer().wake(retryDeadline);
@@ -488,6 +578,8 @@ final class Completer {
 
     /** A go-back started: a full wait from now (backed off after timeouts in a row). */
     void restartRetryTimer() {
+        probeAt = 0;
+        rttSentAt = 0;
         if (qp.timeoutNanos > 0) {
             retryPeriod = backedOffTimeout();
             retryDeadline = qp.clock().nanoTime() + retryPeriod;
@@ -513,13 +605,29 @@ final class Completer {
     void onRetryTimeout(long now) {
         if (oldestUnacked == qp.requester.nextPsn) {
             retryDeadline = 0;
+            probeAt = 0;
             return;
         }
         SendWqe w = firstPending();
         if (w == null) {
             retryDeadline = 0;
+            probeAt = 0;
             return;
         }
+        if (probeAt != 0 && retryDeadline == probeAt) { // a probe, not the IBA timeout: no retry counted
+            probeAt = 0;
+            retryDeadline = probeUntil;
+            probesInARow++;
+            qp.count(Counter.RETRY_PROBES);
+            if (resendSelectively(oldestUnacked)) {
+                int last = Psn.add(qp.requester.sentEnd, -1);
+                if (last != oldestUnacked) qp.requester.resendOne(last);
+            }
+            armProbe(); // the next, twice as late, in case the probe or its answer is lost too
+            return;
+        }
+        probeAt = 0;
+        qp.count(Counter.RETRY_TIMEOUTS);
         if (now - retryDeadline > retryPeriod && lateForgiven < MAX_LATE_FORGIVEN) {
             lateForgiven++;
             qp.count(Counter.RETRY_TIMER_LATE);
@@ -545,7 +653,7 @@ final class Completer {
      * one sent (if it was lost too, the responder now holds it and NAKs each gap before it, instead of a timeout each).
      */
     private void resendAfterTimeout() {
-        if (qp.selectiveRepeat && peerHolds && qp.requester.resendOne(oldestUnacked)) {
+        if (qp.selectiveRepeat && peerHolds && resendSelectively(oldestUnacked)) {
             int last = Psn.add(qp.requester.sentEnd, -1);
             if (last != oldestUnacked) qp.requester.resendOne(last);
             qp.count(Counter.RETRANSMITS);

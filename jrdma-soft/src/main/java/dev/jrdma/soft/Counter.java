@@ -107,6 +107,11 @@ enum Counter {
      * one a marked NAK names, or the oldest unacknowledged one (and the last one sent) at a timeout.
      */
     TX_SELECTIVE_RESENDS("tx_selective_resends"),
+    /**
+     * Selective resends sent again because the peer's marked NAK showed that a packet sent after them arrived while
+     * they did not (a lost retransmission, found without waiting for the retry timer).
+     */
+    RESENDS_FOUND_LOST("resends_found_lost"),
     /** Request packets beyond a gap kept by the responder in the selective-repeat mode, executed once the gap is filled. */
     RX_OUT_OF_ORDER_HELD("rx_out_of_order_held"),
     /**
@@ -122,6 +127,13 @@ enum Counter {
      * is resent but no retry is counted (at most {@link Completer#MAX_LATE_FORGIVEN} in a row without progress).
      */
     RETRY_TIMER_LATE("retry_timer_late"),
+    /** Retransmission timeouts that fired (late ones included; not the selective-repeat mode's probes). */
+    RETRY_TIMEOUTS("retry_timeouts"),
+    /**
+     * Probes of the selective-repeat mode: the requester, stopped with packets outstanding, heard nothing for a few
+     * round trips and sent the oldest unacknowledged packet and the last one again (IRN's RTO_low), no retry counted.
+     */
+    RETRY_PROBES("retry_probes"),
     RNR_NAKS_RECEIVED("rnr_naks_received"),
     /** Packets that arrived with the IP header's ECN field at CE (a congested switch marked them; {@link Dcqcn}). */
     RX_ECN_CE("rx_ecn_ce"),

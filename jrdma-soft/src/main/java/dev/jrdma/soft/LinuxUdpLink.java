@@ -37,13 +37,17 @@ final class LinuxUdpLink implements Link {
     /** CMSG_SPACE(sizeof(u16)) and CMSG_LEN(sizeof(u16)) on LP64: the UDP_SEGMENT control message. */
     private static final int CMSG_U16 = 24, CMSG_U16_LEN = 18;
     /**
-     * {@code -Djrdma.soft.gso=on} sends a run of equal-size packets as one segmented send; off by default, because over
-     * IPv4 the kernel gives the segments after the first incrementing IP identifications, which the ICRC covers: a
-     * jrdma receiver recovers them ({@code rx_icrc_ipv4_id_recovered}), rxe and NICs drop them as bad ICRCs. For links
-     * between jrdma peers only, until it is negotiated per peer.
+     * {@code -Djrdma.soft.gso}: whether a run of equal-size packets leaves as one segmented send. Over IPv4 the kernel
+     * gives the segments after the first incrementing IP identifications, which the ICRC covers: a jrdma receiver
+     * recovers them ({@code rx_icrc_ipv4_id_recovered}), rxe and NICs drop them as bad ICRCs. {@code auto} (the
+     * default): only batches for a peer known to be a jrdma device ({@link TxBatch#jrdmaPeer}, negotiated in band with
+     * the selective-repeat mode), which also leave through the UDP socket rather than the raw one ({@link RawIpv4Link});
+     * {@code on}: every batch (links between jrdma peers only); {@code off}: none, and every packet leaves as it would
+     * for rxe or a NIC (what a capture of the interop wire needs: {@code NetnsTest}).
      */
-    static final boolean GSO_WANTED =
-            "on".equals(System.getProperty("jrdma.soft.gso", "off").trim());
+    static final String GSO_MODE = System.getProperty("jrdma.soft.gso", "auto").trim();
+
+    static final boolean GSO_WANTED = "on".equals(GSO_MODE);
     /**
      * {@code -Djrdma.soft.gro=on} takes coalesced datagrams ({@code UDP_GRO}; {@link GroBatch}); off by default: each
      * burst then lands in 64 KiB areas and is copied into the packet slots.
@@ -98,8 +102,10 @@ final class LinuxUdpLink implements Link {
     private final MemorySegment wakeOne;
 
     private final ThreadLocal<Scratch> scratch = ThreadLocal.withInitial(Scratch::new);
-    /** Whether batches go out with UDP generic segmentation (off for good once the kernel refuses it). */
+    /** Whether every batch goes out with UDP generic segmentation (off for good once the kernel refuses it). */
     private volatile boolean gso = GSO_WANTED;
+    /** Whether batches for jrdma peers go out with it ({@link #GSO_MODE} auto; off for good once the kernel refuses it). */
+    private volatile boolean gsoForJrdmaPeers = "auto".equals(GSO_MODE);
     /** Whether the socket takes coalesced datagrams ({@link GroBatch}). */
     private volatile boolean gro;
     /** Messages sent with UDP generic segmentation (tests, reports). */
@@ -408,11 +414,12 @@ final class LinuxUdpLink implements Link {
                 b.clear();
             }
         }
-        boolean segment = gso;
+        boolean segment = gso || gsoForJrdmaPeers && batch.jrdmaPeer;
         int r = sendBatch(batch, from, n, to, segment);
         if (r == -EINVAL || r == -EIO || r == -ENOPROTOOPT) {
             if (!segment) throw new IOException("sendmmsg " + to + " from " + name + ": errno " + (-r));
             gso = false; // this kernel, socket or path takes no UDP_SEGMENT: single datagrams from now on
+            gsoForJrdmaPeers = false;
             System.getLogger("dev.jrdma.soft")
                     .log(
                             System.Logger.Level.INFO,
@@ -518,6 +525,7 @@ final class LinuxUdpLink implements Link {
     /** Turns UDP generic segmentation on or off for this link (tests; {@code -Djrdma.soft.gso} sets the default). */
     void segments(boolean on) {
         gso = on;
+        if (!on) gsoForJrdmaPeers = false;
     }
 
     /**

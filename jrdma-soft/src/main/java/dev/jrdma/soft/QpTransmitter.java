@@ -41,11 +41,17 @@ final class QpTransmitter {
         if (key != null) len = key.sign(tx, len, qp.qpNum(), me);
         if (me.isIpv4()) icrc.generate(tx, 0, len, me.ipv4(), toAddr.ipv4(), tr.port, tr.port);
         else icrc.generateIpv6(tx, 0, len, me.hi, me.lo, toAddr.hi, toAddr.lo, tr.port, tr.port);
+        TxBatch b = txBatch;
         if (txDepth == 0) {
-            tr.send(tx, len, to);
+            if (toJrdmaPeer()) { // the same way as its batches: the packets of a QP must not overtake each other
+                b.jrdmaPeer = true;
+                b.lengths[0] = len;
+                tr.send(b, 1, to);
+            } else {
+                tr.send(tx, len, to);
+            }
             return;
         }
-        TxBatch b = txBatch;
         if (b.count > 0 && to != txTo) { // another destination (UD): what waits goes first, in order
             ByteBuffer built = b.buffers[b.count];
             sendBatch();
@@ -72,10 +78,30 @@ final class QpTransmitter {
         if (--txDepth == 0 && txBatch.count > 0) sendBatch();
     }
 
+    /**
+     * Whether this QP's peer is known to be a jrdma device: an RC QP in the selective-repeat mode whose peer marked an
+     * ACK or NAK ({@link Completer#peerHolds}) or whose requester's offer was executed in sequence ({@link
+     * Responder#requesterOffers}); never while the QP is guarded against forgery. Kernel rxe and NICs never mark, so
+     * they always get packets whose ICRC covers the identification they carry ({@link RawIpv4Link}). A forged marked
+     * ACK in the window could make a QP talking to rxe send what rxe drops (the QP then ends in RETRY_EXC_ERR): no
+     * more than a forged fatal NAK in the window does (the QP goes to ERR at once).
+     */
+    /** {@code -Djrdma.soft.gso=off}: every packet leaves as for any peer, jrdma or not. */
+    private static final boolean JRDMA_PEER_PATH = !"off".equals(LinuxUdpLink.GSO_MODE);
+
+    boolean toJrdmaPeer() {
+        return JRDMA_PEER_PATH
+                && qp.selectiveRepeat
+                && (qp.completer.peerHolds || qp.responder.requesterOffers)
+                && qp.datagram == null
+                && !qp.guarded();
+    }
+
     private void sendBatch() {
         TxBatch b = txBatch;
         int n = b.count;
         b.count = 0;
+        b.jrdmaPeer = toJrdmaPeer();
         tx = b.buffers[0];
         txSeg = b.segments[0];
         tr.send(b, n, txTo);

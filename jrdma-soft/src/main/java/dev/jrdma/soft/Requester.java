@@ -138,6 +138,7 @@ final class Requester {
         }
         stoppedAt = s;
         if (s != State.STOPPED) qp.completer.completeHead();
+        if (s == State.WAIT_WINDOW || s == State.QUEUE_EMPTY) qp.completer.armProbe();
     }
 
     private State nextWqe() {
@@ -292,7 +293,10 @@ final class Requester {
                 || ++unaskedPackets >= ackEvery
                 || beyondWindow(Psn.add(psn, 1))
                 || qp.state() == QpState.SQD; // it starts nothing after this: the ACK must not wait for a later request
-        if (ask) unaskedPackets = 0;
+        if (ask) {
+            unaskedPackets = 0;
+            if (!resending) qp.completer.askedForAck(psn);
+        }
         return ask;
     }
 

@@ -235,6 +235,19 @@ final class ShmLink implements Link {
     }
 
     /**
+     * A batch to a peer without a ring (net23: the one targeted edit here) goes on as one batch of the link below
+     * ({@code sendmmsg}, UDP segmentation between jrdma peers); to a peer with a ring, or one to look for again, packet
+     * by packet as {@link #send(ByteBuffer, InetSocketAddress)}.
+     */
+    @Override
+    public int send(TxBatch batch, int from, int n, InetSocketAddress to) throws IOException {
+        Route r = last;
+        if (r == null || r.to != to) r = route(to);
+        if (r.sender != null || clock.nanoTime() - r.recheckAt > 0) return Link.super.send(batch, from, n, to);
+        return udp.send(batch, from, n, to);
+    }
+
+    /**
      * Whether the receiver of a full ring may still be there: checked once the ring has stayed full for
      * {@link #FULL_CHECK_NANOS} (a process killed outright leaves its file open, and its ring fills and stays full).
      */

@@ -22,6 +22,13 @@ final class TxBatch {
     final int[] lengths = new int[CAPACITY];
     /** Packets built and not sent yet. */
     int count;
+    /**
+     * The packets go to a peer known to be a jrdma device (it took or offered the selective-repeat mode,
+     * {@link QpTransmitter#toJrdmaPeer}): it accepts whatever IPv4 identification the kernel gives a datagram, so the batch
+     * may leave through the UDP socket in one {@code sendmmsg} with UDP segmentation rather than through the raw socket
+     * one packet at a time ({@link RawIpv4Link}, {@link LinuxUdpLink}).
+     */
+    boolean jrdmaPeer;
 
     TxBatch() {
         slot(0);
