@@ -70,8 +70,7 @@ class PeerBehindTest {
     }
 
     /** Receives on {@code link} until {@code done} or {@code rounds} empty looks (real time: loopback UDP). */
-    private static void receiveUntil(ShmLink link, RxBatch batch, BooleanSupplier done, int rounds)
-            throws IOException {
+    private static void receiveUntil(ShmLink link, RxBatch batch, BooleanSupplier done, int rounds) throws IOException {
         for (int i = 0; i < rounds && !done.getAsBoolean(); i++) {
             if (link.receive(batch) == 0) Thread.onSpinWait();
         }
