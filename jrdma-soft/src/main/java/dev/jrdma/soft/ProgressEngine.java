@@ -78,6 +78,12 @@ final class ProgressEngine {
      * (netty-bench's ~211 us, see jrdma-soft/README.md).
      */
     static final long PEER_BEHIND_NANOS = 5_000;
+    /**
+     * {@code -Djrdma.soft.pollYield=off}: no such yield (to compare: under load it keeps the two threads of a ping-pong
+     * on one core, at 16-30 us a round trip, where without it they sat at two busy-poll budgets until they happened to
+     * move apart; jrdma-soft/README.md).
+     */
+    private static final boolean POLL_YIELD = !"off".equals(System.getProperty("jrdma.soft.pollYield", "on"));
 
     /** The link; null for a detached device (tests that drive the engines by hand: then nothing here receives). */
     private final Link link;
@@ -197,7 +203,7 @@ final class ProgressEngine {
         if (link == null) return;
         lastPollNanos = now;
         int n = drive(pollRx, POLL_BUDGET, now);
-        if (n == 0 && link.peerBehind(now, PEER_BEHIND_NANOS)) {
+        if (n == 0 && POLL_YIELD && link.peerBehind(now, PEER_BEHIND_NANOS)) {
             // the peer's thread is runnable but has no CPU, and this thread's spin may be what holds it off
             counters.add(Counter.POLL_YIELDS);
             Thread.yield();
