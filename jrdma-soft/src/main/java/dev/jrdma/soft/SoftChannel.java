@@ -23,9 +23,9 @@ final class SoftChannel extends Resource implements CompletionChannel {
     /**
      * A waiting thread stands in for the receive thread (one wake-up per message); {@code -Djrdma.soft.standIn=off}
      * turns it off. It was off for a while: netty-bench's ping-pong sat at ~211 us p50 with it in some runs. That mode
-     * was not the stand-in's: two busy-polling threads sharing one core of a busy machine each waited for the other's
-     * whole busy-poll budget (it showed without the stand-in too); a poller now gives the CPU up while its peer has
-     * not taken its packet ({@link ProgressEngine#PEER_BEHIND_NANOS}). Tests set it (package-private).
+     * is not the stand-in's: two busy-polling threads sharing one core of a busy machine each wait for the other's
+     * whole busy-poll budget, with or without it ({@link ProgressEngine#pollYield} trades it for a steady 15-23 us).
+     * Tests set it (package-private).
      */
     static volatile boolean standIn = !"off".equals(System.getProperty("jrdma.soft.standIn", "on"));
 
