@@ -95,6 +95,12 @@ enum Counter {
     RX_STAND_INS("rx_stand_ins"),
     /** Packets handled by application threads standing in for the receive thread ({@link #RX_STAND_INS}). */
     RX_STAND_IN_PACKETS("rx_stand_in_packets"),
+    /**
+     * Polls that found nothing and gave the polling thread's CPU up (sched_yield) because the same-host peer had not
+     * taken the packet sent to it last for 5 us: its thread is runnable but may wait for the CPU the poller spins on
+     * ({@code -Djrdma.soft.pollYield=on} only).
+     */
+    POLL_YIELDS("poll_yields"),
     TX_PACKETS("tx_packets"),
     /** Packets sent through a same-host peer's ring instead of UDP (also counted in tx_packets). */
     TX_SHM_PACKETS("tx_shm_packets"),

@@ -82,6 +82,20 @@ interface Link extends AutoCloseable {
      */
     default void expectPeer(InetSocketAddress peer) {}
 
+    /**
+     * Whether the packet this link handed a same-host peer last has waited there, not taken, since {@code now -
+     * nanos} or longer: the peer's thread that would take it is runnable but may wait for the CPU the caller spins on
+     * ({@link ProgressEngine#progressFromPoll} gives its CPU up then). False by default: a link that cannot see whether
+     * its peer took a packet (UDP) never says so.
+     *
+     * @param now {@link Clock} time
+     * @param nanos how long the packet has waited at least
+     * @return whether it has waited that long and is still there
+     */
+    default boolean peerBehind(long now, long nanos) {
+        return false;
+    }
+
     /** Blocks until a datagram may be waiting, or {@link #wakeup} is called. */
     void await() throws IOException;
 

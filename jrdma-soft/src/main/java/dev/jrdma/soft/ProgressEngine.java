@@ -69,6 +69,25 @@ final class ProgressEngine {
     /** The receive thread's wait, before it blocks, for a poller that left ACKs owed a moment ago (that poller may send them). */
     private static final long ACKS_LEFT_NANOS = 20_000;
 
+    /**
+     * With {@link #pollYield}, a polling thread that found nothing gives its CPU up ({@link Thread#yield}) while the
+     * packet it sent a same-host
+     * peer last has waited this long in the peer's ring ({@link Link#peerBehind}): a peer polling on a core of its own
+     * takes a packet within a microsecond or two, so the peer's thread is runnable but has no CPU, and on a busy
+     * machine the core it waits for may be the one this thread spins on. Without it, two busy-polling threads of a
+     * ping-pong that share a core each wait for the other's whole busy-poll budget: a round trip of two budgets
+     * (netty-bench's ~211 us, see jrdma-soft/README.md).
+     */
+    static final long PEER_BEHIND_NANOS = 5_000;
+    /**
+     * {@code -Djrdma.soft.pollYield=on}: the yield of {@link #PEER_BEHIND_NANOS}. Off by default: under load it keeps
+     * the two threads of a ping-pong on one core for good, at 15-23 us a round trip (netty-bench, load 2.3-12), where
+     * without it they sit at two busy-poll budgets (~211 us) until they happen to move apart, then at ~3 us (two of
+     * four runs at the same loads); and it put {@code send_lat} at ~7 us one way against ~1.5 (jrdma-soft/README.md).
+     * Tests set it (package-private).
+     */
+    static volatile boolean pollYield = "on".equals(System.getProperty("jrdma.soft.pollYield", "off"));
+
     /** The link; null for a detached device (tests that drive the engines by hand: then nothing here receives). */
     private final Link link;
 
@@ -180,12 +199,18 @@ final class ProgressEngine {
     /**
      * A CQ of this device is being polled at {@code now}: handle what the link holds on the polling thread (no
      * hand-off to the receive thread). Does nothing when another thread drives the device at this moment: that one's
-     * completions become visible to the next poll.
+     * completions become visible to the next poll. With {@link #pollYield}, a poll that found nothing while the
+     * same-host peer has not taken this device's last packet for {@link #PEER_BEHIND_NANOS} gives the CPU up once.
      */
     void progressFromPoll(long now) {
         if (link == null) return;
         lastPollNanos = now;
-        drive(pollRx, POLL_BUDGET, now);
+        int n = drive(pollRx, POLL_BUDGET, now);
+        if (n == 0 && pollYield && link.peerBehind(now, PEER_BEHIND_NANOS)) {
+            // the peer's thread is runnable but has no CPU, and this thread's spin may be what holds it off
+            counters.add(Counter.POLL_YIELDS);
+            Thread.yield();
+        }
     }
 
     /**

@@ -95,6 +95,8 @@ final class ShmLink implements Link {
          * peer (racy between sending threads: any value will do).
          */
         long fullSince;
+        /** When a packet last went into the peer's ring ({@link #peerBehind}; racy: any recent value will do). */
+        volatile long sentAt;
         /** When the sender claimed its slot, and when it last sent its HELLO (racy: any value will do). */
         final long claimedAt;
 
@@ -212,11 +214,13 @@ final class ShmLink implements Link {
                 case SENT -> {
                     counters.add(Counter.TX_SHM_PACKETS);
                     if (r.fullSince != 0) r.fullSince = 0;
+                    r.sentAt = clock.nanoTime();
                     return true;
                 }
                 case SENT_WAKE -> {
                     counters.add(Counter.TX_SHM_PACKETS);
                     if (r.fullSince != 0) r.fullSince = 0;
+                    r.sentAt = clock.nanoTime();
                     ringDoorbell(s, to);
                     return true;
                 }
@@ -494,6 +498,19 @@ final class ShmLink implements Link {
         if (!udp.readable()) return false;
         udpLookAt = clock.nanoTime(); // the socket has traffic: look at it again on the next poll
         return true;
+    }
+
+    /**
+     * Whether the packet sent last, to the peer sent to last, still waits in that peer's ring after {@code nanos}: its
+     * reader polls no more (it is descheduled, or was woken and waits for a CPU). On a machine whose cores are busy,
+     * the thread that wakes it may be the one that spins on the CPU it needs: a ping-pong then takes two busy-poll
+     * budgets a round trip ({@link ProgressEngine#progressFromPoll} gives the CPU up instead).
+     */
+    @Override
+    public boolean peerBehind(long now, long nanos) {
+        Route r = last;
+        ShmSender s = r == null ? null : r.sender;
+        return s != null && now - r.sentAt >= nanos && s.lastWaiting();
     }
 
     @Override

@@ -86,6 +86,21 @@ final class ShmSender implements AutoCloseable {
     }
 
     /**
+     * Whether the packet put in last still waits in its cell (the receiver has not taken it); false before the first
+     * and once gone. Racy and without the lock: a polling thread asks, and any recent answer will do.
+     */
+    boolean lastWaiting() {
+        long t = tail - 1;
+        if (gone || t - start < 0) return false;
+        try {
+            long lap = t - (t & (CELLS - 1));
+            return (long) LONG.getAcquire(seg, ShmRingFile.cell(slot, t) + C_STATE) == lap + 1;
+        } catch (RuntimeException | InternalError e) {
+            return false; // unmapped or truncated under us: the next send finds out
+        }
+    }
+
+    /**
      * Claims a free slot of {@code peer} (or one whose owner process died) for the device on {@code source:sourcePort};
      * null when every slot is taken.
      */

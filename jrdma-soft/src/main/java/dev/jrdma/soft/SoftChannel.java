@@ -21,11 +21,13 @@ import java.util.function.BooleanSupplier;
  */
 final class SoftChannel extends Resource implements CompletionChannel {
     /**
-     * {@code -Djrdma.soft.standIn=on}: a waiting thread stands in for the receive thread (one wake-up per message). Off
-     * by default: on a quiet machine it put netty-bench's ping-pong at a steady ~210 us p50 against ~10 us without it
-     * (2 Dec 2026, not yet understood), though it raised gRPC's calls/s under load. Tests set it (package-private).
+     * A waiting thread stands in for the receive thread (one wake-up per message); {@code -Djrdma.soft.standIn=off}
+     * turns it off. It was off for a while: netty-bench's ping-pong sat at ~211 us p50 with it in some runs. That mode
+     * is not the stand-in's: two busy-polling threads sharing one core of a busy machine each wait for the other's
+     * whole busy-poll budget, with or without it ({@link ProgressEngine#pollYield} trades it for a steady 15-23 us).
+     * Tests set it (package-private).
      */
-    static volatile boolean standIn = "on".equals(System.getProperty("jrdma.soft.standIn", "off"));
+    static volatile boolean standIn = !"off".equals(System.getProperty("jrdma.soft.standIn", "on"));
 
     private final SoftContext ctx;
     private final ReentrantLock lock = new ReentrantLock();

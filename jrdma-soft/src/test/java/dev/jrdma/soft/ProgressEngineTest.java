@@ -166,12 +166,46 @@ class ProgressEngineTest {
         assertEquals(1, counters.get(Counter.RX_TAKEOVERS));
     }
 
+    @Test
+    void aPollThatFindsNothingGivesTheCpuUpOnlyWhileThePeerHasNotTakenItsPacket() {
+        boolean before = ProgressEngine.pollYield;
+        ProgressEngine.pollYield = true; // off by default (see ProgressEngine#pollYield)
+        try {
+            pollYields();
+        } finally {
+            ProgressEngine.pollYield = before;
+        }
+    }
+
+    private void pollYields() {
+        long t = clock.nanoTime();
+        link.peerBehindSince = t; // the packet sent last waits in the same-host peer's ring from t on
+        engine.progressFromPoll(t + ProgressEngine.PEER_BEHIND_NANOS - 1);
+        assertEquals(0, counters.get(Counter.POLL_YIELDS), "a peer on a core of its own takes it within this time");
+        engine.progressFromPoll(t + ProgressEngine.PEER_BEHIND_NANOS);
+        assertEquals(1, counters.get(Counter.POLL_YIELDS), "the peer waits for a CPU: the spinning poller yields");
+        link.arrive(1);
+        engine.progressFromPoll(t + 2 * ProgressEngine.PEER_BEHIND_NANOS);
+        assertEquals(List.of("poll 1"), handled);
+        assertEquals(1, counters.get(Counter.POLL_YIELDS), "a poll that handled something returns at once");
+        link.peerBehindSince = -1; // the peer took it
+        engine.progressFromPoll(t + 3 * ProgressEngine.PEER_BEHIND_NANOS);
+        assertEquals(1, counters.get(Counter.POLL_YIELDS));
+    }
+
     /** A link that hands out the packets a test lets arrive, numbered by their first byte; it can stall the next receive. */
     private static final class ScriptedLink implements Link {
         private final ArrayDeque<Integer> waiting = new ArrayDeque<>();
         int receiveCalls;
         /** Runs inside the next receive call, before it takes the packets waiting (the caller is descheduled there). */
         Runnable duringNextReceive;
+        /** Since when the packet sent last waits in the peer's ring, not taken ({@link Link#peerBehind}); -1: taken. */
+        long peerBehindSince = -1;
+
+        @Override
+        public boolean peerBehind(long now, long nanos) {
+            return peerBehindSince != -1 && now - peerBehindSince >= nanos;
+        }
 
         void arrive(int... ids) {
             for (int id : ids) waiting.add(id);
