@@ -100,6 +100,11 @@ enum Counter {
     TX_SHM_PACKETS("tx_shm_packets"),
     /** Sends that found the same-host peer's ring full (the packet waits and is tried again; counted once per try). */
     TX_SHM_RING_FULL("tx_shm_ring_full"),
+    /**
+     * Times a thread with nothing to do gave its CPU away because the same-host peer had not taken its last packet for
+     * a while ({@link ShmLink#PEER_BEHIND_YIELD_NANOS}): the peer's thread waited for a CPU, likely this one.
+     */
+    TX_SHM_YIELDS("tx_shm_yields"),
     TX_ERRORS("tx_errors"),
     RETRANSMITS("retransmits"),
     /**

@@ -44,6 +44,15 @@ final class ShmLink implements Link {
      * rate below TCP's).
      */
     static final long SPIN_NANOS = 50_000;
+    /**
+     * How long a thread with nothing to do (a poller, or the receive thread before it sleeps) lets the packet it sent
+     * last wait untaken in a same-host peer's ring before it gives its CPU away ({@link Thread#yield}) on each look: the
+     * peer's thread then waits for a CPU, and on a machine whose other cores are busy that is this thread's. Without
+     * it the two sides took turns only when a time slice ended: both processes of a write_bw pinned to one core gave
+     * 0.016 Mpps at 64 B and 265 MB/s at 64 KiB, the slow mode of issue 23 §5 (jrdma-soft/README.md). A peer running
+     * on a core of its own takes a packet within microseconds, so a run on a quiet machine never gets here.
+     */
+    static final long PEER_BEHIND_YIELD_NANOS = 20_000;
     /** How long a peer found without a ring is sent to over UDP before the link looks for its ring again. */
     static final long RECHECK_NANOS = 1_000_000_000L;
     /**
@@ -80,6 +89,9 @@ final class ShmLink implements Link {
     private volatile Route last;
     /** When the UDP socket gets its next look while the rings are in use (racy between the two driving threads: any interleaving will do). */
     private long udpLookAt;
+
+    /** Since when the peer of the last route has not taken our last packet, as seen by a thread with nothing to do (0: it has; racy: any value will do). */
+    private long behindSince;
 
     private volatile boolean closed;
     /** The receive thread is in {@link #await} (or about to be). */
@@ -477,10 +489,31 @@ final class ShmLink implements Link {
             ringFailed(rx, e);
             return true;
         }
-        if (!udpLookDue()) return false;
-        if (!udp.readable()) return false;
+        if (!udpLookDue() || !udp.readable()) {
+            yieldIfPeerBehind();
+            return false;
+        }
         udpLookAt = clock.nanoTime(); // the socket has traffic: look at it again on the next poll
         return true;
+    }
+
+    /**
+     * A thread with nothing to do: gives its CPU away when the peer it sent to last has left that packet untaken for
+     * {@link #PEER_BEHIND_YIELD_NANOS} (see there).
+     */
+    private void yieldIfPeerBehind() {
+        Route r = last;
+        ShmSender s = r == null ? null : r.sender;
+        if (s == null || !s.behind()) {
+            behindSince = 0;
+            return;
+        }
+        long now = clock.nanoTime(), since = behindSince;
+        if (since == 0) behindSince = now | 1; // never 0
+        else if (now - since >= PEER_BEHIND_YIELD_NANOS) {
+            counters.add(Counter.TX_SHM_YIELDS);
+            Thread.yield();
+        }
     }
 
     @Override
@@ -504,6 +537,7 @@ final class ShmLink implements Link {
                 long end = start + SPIN_NANOS;
                 do {
                     if (rx.anyReady()) return true;
+                    yieldIfPeerBehind();
                     Thread.onSpinWait();
                 } while (clock.nanoTime() - end < 0);
             }

@@ -157,6 +157,24 @@ final class ShmSender implements AutoCloseable {
         return Result.SENT;
     }
 
+    /**
+     * Whether the receiver has not taken the last packet this sender put in yet: its thread is not running now (asleep
+     * and rung, or waiting for a CPU). Read by a thread with nothing to do, without the lock: one read of the shared
+     * position (published by {@link #send}) and one of that cell's state; what the receiver may have scribbled there
+     * only changes this answer.
+     */
+    boolean behind() {
+        try {
+            if (gone) return false;
+            long t = (long) LONG.getAcquire(seg, slotBase + S_TAIL);
+            if (t == start) return false; // nothing sent yet
+            long p = t - 1, lap = p - (p & (CELLS - 1));
+            return (long) LONG.getAcquire(seg, ShmRingFile.cell(slot, p) + C_STATE) == lap + 1;
+        } catch (RuntimeException | InternalError e) {
+            return false; // truncated or unmapped: the next send finds out
+        }
+    }
+
     /** The doorbell could not be sent: the next packet rings it again (the receiver may sleep still). */
     synchronized void rearmDoorbell() {
         try {
