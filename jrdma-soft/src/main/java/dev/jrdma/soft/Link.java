@@ -76,6 +76,13 @@ interface Link extends AutoCloseable {
     }
 
     /**
+     * A polling thread's drive found nothing to do (it owns nothing of the link now): a link whose peer may need this
+     * thread's CPU to go on can give it away here ({@link ShmLink}: a same-host peer that has not taken our last
+     * packet). Nothing by default.
+     */
+    default void idle() {}
+
+    /**
      * A QP was given {@code peer} as its destination: a link that must set something up per peer before its packets
      * can take the fast way (the same-host rings' proof, see {@link ShmLink}) starts now, not on the first packet.
      * Nothing by default.

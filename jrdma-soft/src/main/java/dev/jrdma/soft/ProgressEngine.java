@@ -185,7 +185,7 @@ final class ProgressEngine {
     void progressFromPoll(long now) {
         if (link == null) return;
         lastPollNanos = now;
-        drive(pollRx, POLL_BUDGET, now);
+        if (drive(pollRx, POLL_BUDGET, now) == 0) link.idle(); // outside the drive: the link is nobody's meanwhile
     }
 
     /**

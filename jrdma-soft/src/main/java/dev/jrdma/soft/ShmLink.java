@@ -489,12 +489,16 @@ final class ShmLink implements Link {
             ringFailed(rx, e);
             return true;
         }
-        if (!udpLookDue() || !udp.readable()) {
-            yieldIfPeerBehind();
-            return false;
-        }
+        if (!udpLookDue()) return false;
+        if (!udp.readable()) return false;
         udpLookAt = clock.nanoTime(); // the socket has traffic: look at it again on the next poll
         return true;
+    }
+
+    /** A poll found nothing to do: gives the CPU away when the peer has left our last packet untaken a while. */
+    @Override
+    public void idle() {
+        yieldIfPeerBehind();
     }
 
     /**
