@@ -54,11 +54,13 @@ final class Bandwidth {
             quietCounters = false;
         }
         if (counters != null)
-            counters.print(resources.test.id() + " " + size + " B (rounds of " + iters + ")", messages, elapsed, 0, null);
+            counters.print(
+                    resources.test.id() + " " + size + " B (rounds of " + iters + ")", messages, elapsed, 0, null);
         BwResult all = BwResult.of(size, messages, elapsed, 0);
         return resources.options.noPeak || best <= 0
                 ? all.withoutPeak()
-                : new BwResult(all.size(), all.iters(), Math.max(best, all.bwAvgMBs()), all.bwAvgMBs(), all.msgRateMpps());
+                : new BwResult(
+                        all.size(), all.iters(), Math.max(best, all.bwAvgMBs()), all.bwAvgMBs(), all.msgRateMpps());
     }
 
     /**

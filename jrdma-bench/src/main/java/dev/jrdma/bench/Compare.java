@@ -217,7 +217,8 @@ public final class Compare {
                     if (!progress.enabled()) out.printf(" %s %d bytes ...%n", t.label(), size);
                     if (t.test.latency && PerfOptions.warmUps())
                         runPoint(in, ctl, cout, o, t, size, Math.max(iters, LATENCY_WARMUP_ITERS), 0);
-                    long pointIters = t == Series.SEND_BW && o.durationSec == 0 ? Math.max(iters, SEND_BW_MIN_ITERS) : iters;
+                    long pointIters =
+                            t == Series.SEND_BW && o.durationSec == 0 ? Math.max(iters, SEND_BW_MIN_ITERS) : iters;
                     PointRun run = runPoint(in, ctl, cout, o, t, size, pointIters, o.durationSec);
                     RunResult rr = run.result();
                     String failure = run.failure(), res = run.serverLine();
@@ -261,7 +262,10 @@ public final class Compare {
         String figures = p.bw() != null
                 ? String.format(Locale.ROOT, "%s MB/s, %s Mpps", num(p.bw().bwAvgMBs()), num(p.bw().msgRateMpps()))
                 : String.format(
-                        Locale.ROOT, "t_typical %s us, 99%% %s us", num(p.lat().tTypical()), num(p.lat().p99()));
+                        Locale.ROOT,
+                        "t_typical %s us, 99%% %s us",
+                        num(p.lat().tTypical()),
+                        num(p.lat().p99()));
         return String.format(Locale.ROOT, " %s %d bytes: %s", p.series().label(), p.size(), figures);
     }
 
@@ -637,7 +641,11 @@ public final class Compare {
                 .append(r.device())
                 .append("; ")
                 .append(r.iters())
-                .append(" iterations per point; latency is half a round trip.\n");
+                .append(" iterations per point (write_bw, read_bw: rounds of them for at least ")
+                .append(BW_MIN_TIMED_NS / 1_000_000)
+                .append(" ms; send_bw: at least ")
+                .append(SEND_BW_MIN_ITERS)
+                .append("); latency is half a round trip.\n");
         if (PerfOptions.warmUps())
             sb.append(String.format(
                     Locale.ROOT,

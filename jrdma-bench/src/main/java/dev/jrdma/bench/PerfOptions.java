@@ -562,10 +562,12 @@ public final class PerfOptions {
                 List<String> t = new ArrayList<>();
                 for (String part : value.split(",")) {
                     if (part.isBlank()) continue;
-                    t.add(Compare.Series.parse(part.trim().toLowerCase(Locale.ROOT)).id());
+                    t.add(Compare.Series.parse(part.trim().toLowerCase(Locale.ROOT))
+                            .id());
                 }
                 if (t.isEmpty())
-                    throw new IllegalArgumentException("--tests needs at least one series, e.g. --tests write_bw,read_bw");
+                    throw new IllegalArgumentException(
+                            "--tests needs at least one series, e.g. --tests write_bw,read_bw");
                 compareTests = t;
             }
             case "sizes" -> {

@@ -57,7 +57,8 @@ final class TimedCounters {
         sb.append(';');
         after.forEach((k, v) -> {
             long d = v - before.getOrDefault(k, 0L);
-            if (d != 0 && !k.startsWith("dcqcn_rate")) sb.append(' ').append(k).append('=').append(d);
+            if (d != 0 && !k.startsWith("dcqcn_rate"))
+                sb.append(' ').append(k).append('=').append(d);
         });
         System.err.println(sb);
     }

@@ -509,7 +509,7 @@ final class ShmLink implements Link {
         Route r = last;
         ShmSender s = r == null ? null : r.sender;
         if (s == null || !s.behind()) {
-            behindSince = 0;
+            if (behindSince != 0) behindSince = 0; // no store on every idle poll
             return;
         }
         long now = clock.nanoTime(), since = behindSince;

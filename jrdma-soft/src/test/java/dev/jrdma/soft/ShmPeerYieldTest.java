@@ -48,8 +48,10 @@ class ShmPeerYieldTest {
             for (int attempt = 0; attempt < 50 && b == null; attempt++) {
                 port = 20000 + (int) (Math.random() * 30000);
                 try {
-                    a = (ShmLink) ShmLink.around(LinuxUdpLink.open(ipA, port, clock), IpAddress.of(ipA), port, ca, clock);
-                    b = (ShmLink) ShmLink.around(LinuxUdpLink.open(ipB, port, clock), IpAddress.of(ipB), port, cb, clock);
+                    a = (ShmLink)
+                            ShmLink.around(LinuxUdpLink.open(ipA, port, clock), IpAddress.of(ipA), port, ca, clock);
+                    b = (ShmLink)
+                            ShmLink.around(LinuxUdpLink.open(ipB, port, clock), IpAddress.of(ipB), port, cb, clock);
                 } catch (IOException e) {
                     if (a != null) a.close();
                     a = null; // the port is taken on one of the addresses: another
@@ -79,13 +81,17 @@ class ShmPeerYieldTest {
             long wait = ShmLink.PEER_BEHIND_YIELD_NANOS / 1000;
             assertEquals(0, idle(a, batchA, clock, ca, wait + 1), "A gave its CPU away before B had a chance");
             long yields = idle(a, batchA, clock, ca, 10);
-            assertEquals(10, yields, "A kept its CPU while its packet waited in B's ring: " + yields + " of 10 looks gave it away");
+            assertEquals(
+                    10,
+                    yields,
+                    "A kept its CPU while its packet waited in B's ring: " + yields + " of 10 looks gave it away");
 
             // B takes it: A keeps its CPU however long it then finds nothing to do
             int taken = 0;
             for (int i = 0; i < 10 && taken == 0; i++) taken = b.receive(batchB);
             assertEquals(1, taken);
-            assertEquals(0, idle(a, batchA, clock, ca, 10 * wait), "A gave its CPU away with nothing of its own waiting");
+            assertEquals(
+                    0, idle(a, batchA, clock, ca, 10 * wait), "A gave its CPU away with nothing of its own waiting");
 
             // the next packet left untaken starts a new watch: a full wait again before A gives its CPU away
             packet.clear();
