@@ -36,6 +36,17 @@ public final class Compare {
      * paths, and their recompilation ran inside the timed loop (the figures: jrdma-bench/README.md, "Warm-ups").
      */
     static final long LATENCY_WARMUP_ITERS = 20_000;
+    /**
+     * The shortest timed loop of a {@code write_bw} or {@code read_bw} point: rounds of -n messages until this time has
+     * passed ({@link PerfOptions#minTimedNs}). 1000 64-byte writes over the rings take 0.3 ms, and a single descheduling
+     * of either side on a shared machine (1-5 ms) moved such a point 10x between runs.
+     */
+    static final long BW_MIN_TIMED_NS = 250_000_000L;
+    /**
+     * The fewest messages of a {@code send_bw} point: its server counts the receives it reposts, so the client cannot
+     * go on for a time; at the default -n 1000 a point took 0.1-0.5 s under load and 5-10 ms on a quiet machine.
+     */
+    static final long SEND_BW_MIN_ITERS = 10_000;
     /** The floor's bandwidth is measured with datagrams of this size (a page, the soft device's loopback MTU). */
     public static final int FLOOR_BW_SIZE = PerfOptions.DEFAULT_UDP_BW_SIZE;
 
@@ -58,7 +69,9 @@ public final class Compare {
         /** RDMA send bandwidth, as {@code ib_send_bw}. */
         SEND_BW(PerfTest.SEND_BW, false),
         /** RDMA write bandwidth, as {@code ib_write_bw}. */
-        WRITE_BW(PerfTest.WRITE_BW, false);
+        WRITE_BW(PerfTest.WRITE_BW, false),
+        /** RDMA read bandwidth, as {@code ib_read_bw} (in the HTML report and the point lines; not a table column). */
+        READ_BW(PerfTest.READ_BW, false);
 
         /** The benchmark the series runs. */
         public final PerfTest test;
@@ -99,7 +112,8 @@ public final class Compare {
     public static final List<Series> LAT_SERIES =
             List.of(Series.UDP_LAT, Series.TCP_LAT, Series.TCP_LAT_BUSY_POLL, Series.SEND_LAT, Series.WRITE_LAT);
     /** The bandwidth series, in the table's column order. */
-    public static final List<Series> BW_SERIES = List.of(Series.UDP_BW, Series.TCP_BW, Series.SEND_BW, Series.WRITE_BW);
+    public static final List<Series> BW_SERIES =
+            List.of(Series.UDP_BW, Series.TCP_BW, Series.SEND_BW, Series.WRITE_BW, Series.READ_BW);
 
     /**
      * One measured point: the client's figures and both sides' CPU.
@@ -185,6 +199,7 @@ public final class Compare {
         String device = "?";
         List<Series> order = new ArrayList<>(LAT_SERIES);
         order.addAll(BW_SERIES);
+        if (o.compareTests != null) order.removeIf(t -> !o.compareTests.contains(t.id()));
         int total = 0, done = 0;
         for (Series t : order) for (int size : sizes) if (t.runsAt(size)) total++;
         try (Socket ctl = PerftestWire.connect(o.host, o.tcpPort, o.timeoutSec)) {
@@ -202,7 +217,9 @@ public final class Compare {
                     if (!progress.enabled()) out.printf(" %s %d bytes ...%n", t.label(), size);
                     if (t.test.latency && PerfOptions.warmUps())
                         runPoint(in, ctl, cout, o, t, size, Math.max(iters, LATENCY_WARMUP_ITERS), 0);
-                    PointRun run = runPoint(in, ctl, cout, o, t, size, iters, o.durationSec);
+                    long pointIters =
+                            t == Series.SEND_BW && o.durationSec == 0 ? Math.max(iters, SEND_BW_MIN_ITERS) : iters;
+                    PointRun run = runPoint(in, ctl, cout, o, t, size, pointIters, o.durationSec);
                     RunResult rr = run.result();
                     String failure = run.failure(), res = run.serverLine();
                     done++;
@@ -224,6 +241,8 @@ public final class Compare {
                             rr.cpuPercent(),
                             serverCpu);
                     points.computeIfAbsent(t, k -> new ArrayList<>()).add(p);
+                    progress.clear();
+                    out.println(pointLine(p));
                 }
             }
             send(cout, "BYE");
@@ -236,6 +255,18 @@ public final class Compare {
             throw new BenchException("compare with " + o.host + ": no point could be measured; the first failure: "
                     + notMeasured.getFirst());
         return new Result(device, o.host, iters, sizes, points, List.copyOf(notMeasured));
+    }
+
+    /** {@return one measured point as the client prints it when it is done (the steadiness runs read these lines)} */
+    static String pointLine(Point p) {
+        String figures = p.bw() != null
+                ? String.format(Locale.ROOT, "%s MB/s, %s Mpps", num(p.bw().bwAvgMBs()), num(p.bw().msgRateMpps()))
+                : String.format(
+                        Locale.ROOT,
+                        "t_typical %s us, 99%% %s us",
+                        num(p.lat().tTypical()),
+                        num(p.lat().p99()));
+        return String.format(Locale.ROOT, " %s %d bytes: %s", p.series().label(), p.size(), figures);
     }
 
     /** One point's run: both sides' outcome (a failure, when there is one, says what went wrong). */
@@ -286,6 +317,7 @@ public final class Compare {
         r.quiet = true;
         r.acceptTimeoutSec = o.timeoutSec + 30;
         if (t.latency && iters < 5) r.iters = 5;
+        if (s == Series.WRITE_BW || s == Series.READ_BW) r.minTimedNs = BW_MIN_TIMED_NS;
         return r;
     }
 
@@ -609,7 +641,11 @@ public final class Compare {
                 .append(r.device())
                 .append("; ")
                 .append(r.iters())
-                .append(" iterations per point; latency is half a round trip.\n");
+                .append(" iterations per point (write_bw, read_bw: rounds of them for at least ")
+                .append(BW_MIN_TIMED_NS / 1_000_000)
+                .append(" ms; send_bw: at least ")
+                .append(SEND_BW_MIN_ITERS)
+                .append("); latency is half a round trip.\n");
         if (PerfOptions.warmUps())
             sb.append(String.format(
                     Locale.ROOT,

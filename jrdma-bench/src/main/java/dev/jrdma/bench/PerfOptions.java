@@ -50,6 +50,13 @@ public final class PerfOptions {
     public int timeoutSec = 10;
     /** compare: message sizes; null = default list. */
     public List<Integer> sizes;
+    /** compare: the series to run, by id ({@code write_bw}, {@code tcp_lat_busy_poll}, ...); null = all. */
+    public List<String> compareTests;
+    /**
+     * compare's bandwidth clients (write_bw, read_bw): the timed loop runs rounds of -n messages until this many
+     * nanoseconds have passed, and reports them all (0: one round, as perftest). Not a flag.
+     */
+    public long minTimedNs;
     /** compare: the HTML report (null = jrdma-compare.html in the working directory). */
     public String html;
     /** -h/--help: print {@link #usage()} and run nothing. */
@@ -340,6 +347,8 @@ public final class PerfOptions {
                       --accept-timeout S  server: give up when no client connects within S seconds
                       --sizes A,B,...     compare: message sizes (default 2,64,1024,4096,65536)
                       --html FILE         compare: HTML report file (default jrdma-compare.html)
+                      --tests A,B,...     compare: only these series (udp_lat tcp_lat tcp_lat_busy_poll send_lat
+                                          write_lat udp_bw tcp_bw send_bw write_bw read_bw; default all)
                       --quiet             no progress line
                   -h, --help              this help
                 Columns: latency t_min/t_max/t_typical(median)/t_avg/t_stdev/99%/99.9% in usec (half round trip for send
@@ -549,6 +558,18 @@ public final class PerfOptions {
             case "accept-timeout" -> acceptTimeoutSec = intIn(flag, value, 1, 86400);
             case "timeout" -> timeoutSec = intIn(flag, value, 1, 3600);
             case "html" -> html = value;
+            case "tests" -> {
+                List<String> t = new ArrayList<>();
+                for (String part : value.split(",")) {
+                    if (part.isBlank()) continue;
+                    t.add(Compare.Series.parse(part.trim().toLowerCase(Locale.ROOT))
+                            .id());
+                }
+                if (t.isEmpty())
+                    throw new IllegalArgumentException(
+                            "--tests needs at least one series, e.g. --tests write_bw,read_bw");
+                compareTests = t;
+            }
             case "sizes" -> {
                 List<Integer> s = new ArrayList<>();
                 for (String part : value.split(","))

@@ -158,6 +158,7 @@ final class PerftestFlags {
         option((char) 0, "accept-timeout", true);
         option((char) 0, "sizes", true);
         option((char) 0, "html", true);
+        option((char) 0, "tests", true);
         ALIASES.put("report-gbits", "report_gbits");
         ALIASES.put("inline-size", "inline_size");
         ALIASES.put("rdma-cm", "rdma_cm");

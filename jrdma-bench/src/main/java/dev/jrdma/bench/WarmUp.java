@@ -12,6 +12,8 @@ import java.lang.management.ManagementFactory;
 final class WarmUp {
     /** Warm-up iterations by default (at most -n): enough for C2 to compile the loop and the verbs it calls. */
     private static final long DEFAULT_ITERATIONS = 20_000;
+    /** The round after the wait for the JIT, right before the timed loop (at most -n). */
+    static final long REWARM_ITERATIONS = 1000;
 
     private final BenchResources resources;
     private final Progress progress;
@@ -95,12 +97,19 @@ final class WarmUp {
         long round = asked != null ? asked : Math.min(o.effectiveIters(), DEFAULT_ITERATIONS);
         long t0 = System.nanoTime(), n = 0;
         Bandwidth loop = new Bandwidth(resources, progress);
+        loop.warmUp = true;
         try { // a failure here is the run's failure: the QPs are the ones the timed run uses
             do {
                 loop.client(size, round, 0);
                 n += round;
             } while (asked == null && System.nanoTime() - t0 < PerfOptions.BW_WARMUP_NS);
             awaitJitQuiet(o.timeoutSec);
+            // the wait above left both devices idle for 200 ms or more: a software device's receive threads are asleep
+            // in their links then, and the timed loop would begin with their wake-ups (a 64-byte write_bw loop of 5.3
+            // ms, 4.9 of them before its first completion, against 0.3-0.4 ms a round while warm): one short round
+            // wakes them first
+            loop.client(size, Math.min(round, REWARM_ITERATIONS), 0);
+            n += Math.min(round, REWARM_ITERATIONS);
         } finally {
             progress.clear();
         }

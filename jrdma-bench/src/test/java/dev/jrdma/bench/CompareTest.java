@@ -67,13 +67,57 @@ class CompareTest {
                 "udp_bw",
                 "tcp_bw",
                 "send_bw",
-                "write_bw")) assertTrue(page.contains("data-name=\"" + series + "\""), series + " missing");
+                "write_bw",
+                "read_bw")) assertTrue(page.contains("data-name=\"" + series + "\""), series + " missing");
+        // each point's line as it is measured; send_bw runs at least SEND_BW_MIN_ITERS messages whatever -n says
+        assertTrue(text.contains(" read_bw 4096 bytes: "), text);
+        assertTrue(text.contains(" send_lat 64 bytes: t_typical "), text);
         assertTrue(page.contains("<svg"));
         assertFalse(page.contains("<script"), "self-contained, no scripts");
         assertFalse(
                 page.contains("http://")
                         && page.replace("http://www.w3.org/2000/svg", "").contains("http://"),
                 "no external links");
+    }
+
+    @Test
+    @Timeout(120)
+    void testsPicksTheSeriesAndBandwidthPointsRunLongEnough() throws Exception {
+        int port = Loopback.freePort();
+        PerfOptions so =
+                PerfOptions.parse("compare", "-d", SoftRdmaBenchTest.SERVER_DEV, "-p", "" + port, "--timeout", "10");
+        PerfOptions co = PerfOptions.parse(
+                "compare",
+                "-d",
+                SoftRdmaBenchTest.CLIENT_DEV,
+                "-p",
+                "" + port,
+                "--timeout",
+                "10",
+                "--sizes",
+                "64",
+                "-n",
+                "100",
+                "--tests",
+                "write_bw,SEND_BW",
+                "127.0.0.1");
+        assertEquals(List.of("write_bw", "send_bw"), co.compareTests);
+        Loopback.Outcome<Object> o = Loopback.run(out -> Compare.server(so, out), out -> Compare.client(co, out), 110);
+        Compare.Result r = (Compare.Result) o.client();
+        assertEquals(
+                List.of(Compare.Series.SEND_BW, Compare.Series.WRITE_BW),
+                List.copyOf(r.points().keySet()),
+                o.clientOut());
+        assertTrue(r.notMeasured().isEmpty(), r.notMeasured().toString());
+        // send_bw: its server counts the messages, so a floor on the count; write_bw: rounds of -n for a time
+        assertEquals(
+                Compare.SEND_BW_MIN_ITERS,
+                r.point(Compare.Series.SEND_BW, 64).bw().iters());
+        long writes = r.point(Compare.Series.WRITE_BW, 64).bw().iters();
+        assertTrue(writes >= 100 && writes % 100 == 0, "rounds of -n: " + writes);
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> PerfOptions.parse("compare", "--tests", "write_bw,nosuch_bw", "127.0.0.1"));
     }
 
     @Test
@@ -100,7 +144,7 @@ class CompareTest {
         assertNotNull(r.point(Compare.Series.UDP_LAT, 64), o.clientOut());
         assertNotNull(r.point(Compare.Series.TCP_LAT_BUSY_POLL, 64), o.clientOut());
         assertNull(r.point(Compare.Series.SEND_LAT, 64));
-        assertEquals(4, r.notMeasured().size(), r.notMeasured().toString());
+        assertEquals(5, r.notMeasured().size(), r.notMeasured().toString());
         assertTrue(
                 r.notMeasured().getFirst().startsWith("send_lat 64 B ("),
                 r.notMeasured().toString());

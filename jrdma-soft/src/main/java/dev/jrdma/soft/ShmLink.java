@@ -532,10 +532,18 @@ final class ShmLink implements Link {
         try {
             if (rx.hasSenders() && timeoutNanos < 0) {
                 long end = start + SPIN_NANOS;
+                long now;
                 do {
                     if (rx.anyReady()) return true;
-                    Thread.onSpinWait();
-                } while (clock.nanoTime() - end < 0);
+                    now = clock.nanoTime();
+                    if (ProgressEngine.pollYield && peerBehind(now, ProgressEngine.PEER_BEHIND_NANOS)) {
+                        // the receive thread's watch before it sleeps, as a poll: the peer may wait for this CPU
+                        counters.add(Counter.POLL_YIELDS);
+                        Thread.yield();
+                    } else {
+                        Thread.onSpinWait();
+                    }
+                } while (now - end < 0);
             }
             sleeping = true;
             rx.waiting(true); // before looking: a sender that puts a packet in after the look sees it and rings

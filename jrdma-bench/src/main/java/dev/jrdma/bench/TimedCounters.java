@@ -1,0 +1,65 @@
+package dev.jrdma.bench;
+
+import dev.jrdma.verbs.Context;
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * {@code -Djrdma.perf.counters=true}: what the device's counters did during a bandwidth test's timed loop alone (not
+ * its warm-up), and where the loop waited longest for a completion, printed to standard error. A slow run then says
+ * which counter moved (retransmits, takeovers, doorbells, ring-full) and whether it was one long stall or slow all
+ * along.
+ */
+final class TimedCounters {
+    private final Context ctx;
+    private final Map<String, Long> before;
+
+    private TimedCounters(Context ctx) {
+        this.ctx = ctx;
+        this.before = ctx.counters();
+    }
+
+    /** {@return a reading of {@code ctx}'s counters now, or null when -Djrdma.perf.counters is not set} */
+    static TimedCounters start(Context ctx) {
+        return ctx != null && Boolean.getBoolean("jrdma.perf.counters") ? new TimedCounters(ctx) : null;
+    }
+
+    /**
+     * Prints the loop's figures and each counter's change since {@link #start}.
+     *
+     * @param what      the test and size
+     * @param messages  messages completed in the loop
+     * @param elapsedNs the loop's time (its first post to its last completion)
+     * @param start     when the loop began ({@link System#nanoTime})
+     * @param completed each message's completion time, or null when not recorded
+     */
+    void print(String what, long messages, long elapsedNs, long start, long[] completed) {
+        StringBuilder sb = new StringBuilder("timed ").append(what).append(": ").append(messages);
+        sb.append(" messages in ").append(elapsedNs / 1000).append(" us");
+        if (completed != null && messages > 0) {
+            long gap = completed[0] - start, prev = completed[0];
+            int at = 0;
+            for (int i = 1; i < messages; i++) {
+                long d = completed[i] - prev;
+                if (d > gap) {
+                    gap = d;
+                    at = i;
+                }
+                prev = completed[i];
+            }
+            sb.append(", longest wait for a completion ")
+                    .append(gap / 1000)
+                    .append(" us (before message ")
+                    .append(at)
+                    .append(')');
+        }
+        Map<String, Long> after = new TreeMap<>(ctx.counters());
+        sb.append(';');
+        after.forEach((k, v) -> {
+            long d = v - before.getOrDefault(k, 0L);
+            if (d != 0 && !k.startsWith("dcqcn_rate"))
+                sb.append(' ').append(k).append('=').append(d);
+        });
+        System.err.println(sb);
+    }
+}
