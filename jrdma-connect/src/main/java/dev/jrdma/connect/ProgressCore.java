@@ -11,10 +11,13 @@ import java.util.function.BooleanSupplier;
  * e.g. a Netty event loop).
  *
  * <p>Idle policy: an owner that found nothing to do keeps polling for {@link #spinNanos()} after its last work (a
- * reply to a message just sent comes within tens of microseconds, sooner than a thread wakes up), then arms the CQs
- * and sleeps on the completion channel until a completion event, a {@link #wakeup}, or the next timeout check. A
- * command offered while the owner sleeps wakes it. The time comes from the clock given at construction, so tests
- * drive timeouts by hand.
+ * reply to a message just sent comes within tens of microseconds, sooner than a thread wakes up) while that pays
+ * ({@link BusyPollBudget}: most recent waits ended within the budget), then arms the CQs and sleeps on the completion
+ * channel until a completion event, a {@link #wakeup}, or the next timeout check. While it polls on it yields the
+ * processor at every turn: on a machine with more runnable threads than cores (two cores, a gRPC call's own threads
+ * beside two event loops) a spinning owner would otherwise hold a core that the thread it waits for needs, until the
+ * scheduler's slice ends. A command offered while the owner sleeps wakes it. The time comes from the clock given at
+ * construction, so tests drive timeouts by hand.
  *
  * <p>The owner alone runs the data path of the group's endpoints (post, poll, deliver, return credits, time out,
  * close), with no lock: another thread's call becomes a command on a {@link BoundedQueue} (bounded: a full queue is
@@ -60,7 +63,7 @@ final class ProgressCore {
     private final Duty duty;
     private final Clock clock;
     private final BoundedQueue<Runnable> commands;
-    private volatile long spinNanos;
+    private final BusyPollBudget spin;
     private volatile Thread owner;
     /** The owner is (about to be) asleep on the completion channel: a command offered now must wake it. */
     private volatile boolean sleeping;
@@ -77,25 +80,34 @@ final class ProgressCore {
     private int dutyDepth;
     private long nextTimeoutCheck;
     private long lastWork;
-    private int idleTurns;
+    /** When the owner last woke from a sleep: it polls on for the budget after that too (more may follow). */
+    private long lastWake;
+    /** The owner found nothing to do since {@link #lastWork}: the next work ends a wait. */
+    private boolean idleSinceWork;
 
     ProgressCore(Duty duty, Clock clock, int commandCapacity, long spinNanos) {
         this.duty = duty;
         this.clock = clock;
         this.commands = new BoundedQueue<>(commandCapacity);
-        this.spinNanos = spinNanos;
+        this.spin = new BusyPollBudget(spinNanos);
         long now = clock.nanoTime();
         this.nextTimeoutCheck = now;
         this.lastWork = now;
+        this.lastWake = now;
     }
 
     long spinNanos() {
-        return spinNanos;
+        return spin.budgetNanos();
     }
 
     void spinNanos(long nanos) {
         if (nanos < 0) throw new IllegalArgumentException("the busy-poll budget must not be negative, not " + nanos);
-        spinNanos = nanos;
+        spin.budgetNanos(nanos);
+    }
+
+    /** Whether polling on has paid lately ({@link BusyPollBudget#pays}); owner only (tests). */
+    boolean spinPays() {
+        return spin.pays();
     }
 
     long now() {
@@ -163,7 +175,11 @@ final class ProgressCore {
             duty.checkTimeouts(now);
             nextTimeoutCheck = now + TIMEOUT_PERIOD_NANOS;
         }
-        if (work > 0) lastWork = now;
+        if (work > 0) {
+            if (idleSinceWork) spin.waited(now - lastWork);
+            idleSinceWork = false;
+            lastWork = now;
+        }
         return work;
     }
 
@@ -174,30 +190,36 @@ final class ProgressCore {
      * @return true when it only spun (the caller polls again at once)
      */
     boolean idle(long now, long maxSleepNanos) {
-        long spin = spinNanos;
-        if (now - lastWork < spin || spin == SPIN_FOREVER) {
-            spinOnce();
+        return idle(now, maxSleepNanos, () -> true);
+    }
+
+    /**
+     * {@link #idle(long, long)} for an owner with other work of its own (an event loop's tasks): {@code mayBlock} is
+     * asked once the owner has announced its sleep ({@link #wakeupIfSleeping} then wakes it), so that work handed to
+     * it by another thread just before is either seen here or ends the sleep. Owner only.
+     *
+     * @return true when it only spun (the caller polls again at once)
+     */
+    boolean idle(long now, long maxSleepNanos, BooleanSupplier mayBlock) {
+        if (spinsAt(now)) {
+            Thread.yield(); // the turn of any thread that waits for this core (see the class comment)
             return true;
         }
-        sleep(Math.min(maxSleepNanos, Math.max(0, nextTimeoutCheck - now)));
-        lastWork = clock.nanoTime(); // woken (by an event, most likely): poll busily again for the budget
+        sleep(Math.min(maxSleepNanos, Math.max(0, nextTimeoutCheck - now)), mayBlock);
+        lastWake = clock.nanoTime(); // woken (by an event, most likely): poll busily again for the budget
         return false;
     }
 
-    private void spinOnce() {
-        if (++idleTurns >= 10_000) {
-            idleTurns = 0;
-            Thread.yield(); // a busy-polling owner gives a loaded machine's other threads a turn
-        } else {
-            Thread.onSpinWait();
-        }
+    /** Polls on at {@code now} (the owner found nothing to do): within the budget, and spinning pays. */
+    private boolean spinsAt(long now) {
+        idleSinceWork = true;
+        return spin.spins(now - Math.max(lastWork, lastWake));
     }
 
     /** {@link #idle} for the agent: it holds the drive only to arm and poll, not while it sleeps. */
     private void agentIdle(long now) {
-        long spin = spinNanos;
-        if (now - lastWork < spin || spin == SPIN_FOREVER) {
-            spinOnce();
+        if (spinsAt(now)) {
+            Thread.yield();
             return;
         }
         sleeping = true;
@@ -213,16 +235,20 @@ final class ProgressCore {
         } finally {
             sleeping = false;
         }
-        lastWork = clock.nanoTime();
+        lastWake = clock.nanoTime();
     }
 
     /** Arms the CQs and sleeps on the channel unless a command or a completion came in the meantime. Owner only. */
     void sleep(long maxNanos) {
+        sleep(maxNanos, () -> true);
+    }
+
+    private void sleep(long maxNanos, BooleanSupplier mayBlock) {
         sleeping = true;
         try {
             duty.arm();
             // after arming: what came before the arm is polled now, what comes after it signals the channel
-            if (!commands.isEmpty() || !running) return;
+            if (!commands.isEmpty() || !running || !mayBlock.getAsBoolean()) return;
             int n = poll();
             if (n > 0 || maxNanos <= 0) return;
             duty.await(maxNanos);
@@ -275,6 +301,15 @@ final class ProgressCore {
         duty.wakeup();
     }
 
+    /**
+     * Wakes the owner only if it sleeps, or is about to: it re-checks its work after announcing that
+     * ({@link #idle(long, long, BooleanSupplier)}), so a wakeup while it runs or polls on is not needed, and a sticky
+     * one would only make its next sleep end at once. Any thread.
+     */
+    void wakeupIfSleeping() {
+        if (sleeping) duty.wakeup();
+    }
+
     int pendingCommands() {
         return commands.size();
     }
@@ -301,7 +336,7 @@ final class ProgressCore {
      */
     boolean helpUntil(BooleanSupplier done, long deadline) {
         long now = clock.nanoTime(), last = now;
-        long budget = Math.min(spinNanos, DEFAULT_SPIN_NANOS);
+        long budget = Math.min(spinNanos(), DEFAULT_SPIN_NANOS);
         try {
             while (!done.getAsBoolean()) {
                 if (!running || now - last >= budget || now - deadline >= 0) return false;

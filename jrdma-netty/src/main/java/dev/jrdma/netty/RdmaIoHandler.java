@@ -61,6 +61,8 @@ public final class RdmaIoHandler implements IoHandler {
     private boolean inline;
 
     private volatile Thread loopThread;
+    /** The loop parks (it drives no group), or is about to: {@link #wakeup} unparks it. */
+    private volatile boolean parked;
     /** {@link #groups}, for {@link #wakeup}: the loop sleeps on the first one's completion channel. */
     private volatile EndpointGroup[] wakeable = new EndpointGroup[0];
 
@@ -179,14 +181,20 @@ public final class RdmaIoHandler implements IoHandler {
     private void idle(IoHandlerContext context) {
         long delay = context.delayNanos(System.nanoTime());
         if (groups.isEmpty()) {
-            LockSupport.parkNanos(this, delay);
+            parked = true; // announced before the last look at the tasks: wakeup() unparks from here on
+            try {
+                if (context.canBlock()) LockSupport.parkNanos(this, delay);
+            } finally {
+                parked = false;
+            }
             return;
         }
         EndpointGroup g = groups.get(0);
         long max = groups.size() == 1 ? delay : Math.min(delay, MULTI_GROUP_SLEEP_NANOS);
         driving = true;
         try {
-            g.invoker().idle(max);
+            // the group announces its sleep before it asks canBlock: a task added then wakes it (wakeup())
+            g.invoker().idle(max, context::canBlock);
         } catch (RuntimeException e) {
             if (g.isOpen())
                 LOG.log(System.Logger.Level.WARNING, "idle on " + g.device().name() + ": " + e);
@@ -195,14 +203,21 @@ public final class RdmaIoHandler implements IoHandler {
         }
     }
 
+    /**
+     * Another thread added a task: wakes the loop only if it sleeps, or is about to (it announces that, then looks at
+     * its tasks once more), as epoll's handler writes its eventfd only then. A loop that works or polls on sees the
+     * task in its next turn: waking it anyway cost a lock and a signal per task, and left a sticky wakeup that ended
+     * the loop's next sleep at once.
+     */
     @Override
     public void wakeup() {
         if (!executor.isExecutorThread(Thread.currentThread())) {
-            // the loop sleeps on its first group's channel, or is about to (a channel's wakeup is sticky), or parks
             EndpointGroup[] driven = wakeable;
-            if (driven.length > 0) driven[0].invoker().wakeup();
-            Thread t = loopThread;
-            if (t != null) LockSupport.unpark(t);
+            if (driven.length > 0) driven[0].invoker().wakeup(); // it sleeps on its first group's channel
+            if (parked) {
+                Thread t = loopThread;
+                if (t != null) LockSupport.unpark(t);
+            }
         }
     }
 
