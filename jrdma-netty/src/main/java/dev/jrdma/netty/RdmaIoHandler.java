@@ -18,7 +18,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.Semaphore;
+import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -34,6 +36,8 @@ import java.util.concurrent.locks.LockSupport;
  * (With several groups it sleeps on the first one's channel for at most {@link #MULTI_GROUP_SLEEP_NANOS}.)
  */
 public final class RdmaIoHandler implements IoHandler {
+    /** The longest a shutting-down loop waits for its channels' closes in flight ({@link #prepareToDestroy}). */
+    static final long CLOSE_WAIT_NANOS = 5_000_000_000L;
     /** The longest sleep of a loop that drives several groups (it can sleep on one completion channel only). */
     static final long MULTI_GROUP_SLEEP_NANOS = 200_000;
 
@@ -59,6 +63,9 @@ public final class RdmaIoHandler implements IoHandler {
     private boolean driving;
     /** A channel's work runs inline now: what it triggers goes to the loop as a task, not into it again (loop only). */
     private boolean inline;
+
+    /** Closes of this loop's channels running on closer threads ({@link #closer}). */
+    private final AtomicInteger closing = new AtomicInteger();
 
     private volatile Thread loopThread;
     /** The loop parks (it drives no group), or is about to: {@link #wakeup} unparks it. */
@@ -226,10 +233,48 @@ public final class RdmaIoHandler implements IoHandler {
         wakeable = groups.toArray(new EndpointGroup[0]);
     }
 
+    /**
+     * The loop shuts down: closes its channels. A channel's graceful close runs on a closer thread ({@link #closer})
+     * and ends by handing the loop its {@code channelInactive} and deregistration, so the loop drives its groups (the
+     * closes need their owner) until every close in flight has done so, for at most {@link #CLOSE_WAIT_NANOS}: a loop
+     * that ended first rejected those tasks (the handlers never saw the channel go inactive) and Netty logged
+     * {@code RejectedExecutionException: event executor terminated}.
+     */
     @Override
     public void prepareToDestroy() {
         for (RdmaIoHandle h : Set.copyOf(handles)) h.closeNow();
         handles.clear();
+        long deadline = System.nanoTime() + CLOSE_WAIT_NANOS;
+        while (closing.get() > 0 && System.nanoTime() - deadline < 0) {
+            driving = true;
+            try {
+                if (driveGroups() == 0) Thread.yield();
+            } finally {
+                driving = false;
+            }
+        }
+    }
+
+    /**
+     * Where a channel of this loop runs the blocking part of its close: {@link RdmaChannel#CLOSER}, counted until the
+     * close, and the task it hands the loop at its end, are done ({@link #prepareToDestroy} waits for them).
+     */
+    Executor closer() {
+        return close -> {
+            closing.incrementAndGet();
+            try {
+                RdmaChannel.CLOSER.execute(() -> {
+                    try {
+                        close.run();
+                    } finally {
+                        closing.decrementAndGet();
+                    }
+                });
+            } catch (RuntimeException | Error e) {
+                closing.decrementAndGet();
+                throw e;
+            }
+        };
     }
 
     @Override
