@@ -53,7 +53,9 @@ class LoopShutdownTest {
             Channel server = new ServerBootstrap()
                     .group(serverLoop)
                     .channel(RdmaServerChannel.class)
-                    .childOption(RdmaChannelOption.ENDPOINT_CONFIG, NettyTestSupport.config().build())
+                    .childOption(
+                            RdmaChannelOption.ENDPOINT_CONFIG,
+                            NettyTestSupport.config().build())
                     .childHandler(child)
                     .bind(NettyTestSupport.host(), 0)
                     .sync()
@@ -61,7 +63,9 @@ class LoopShutdownTest {
             new Bootstrap()
                     .group(clientLoop)
                     .channel(RdmaChannel.class)
-                    .option(RdmaChannelOption.ENDPOINT_CONFIG, NettyTestSupport.config().build())
+                    .option(
+                            RdmaChannelOption.ENDPOINT_CONFIG,
+                            NettyTestSupport.config().build())
                     .handler(client)
                     .connect(
                             (InetSocketAddress) server.localAddress(),
