@@ -48,7 +48,7 @@ public final class GrpcBench {
      *
      * @param size       the request (and answer) size in bytes
      * @param iterations calls measured for the latency figures
-     * @param warmup     calls before those, not measured (then more until the JIT is quiet; 0: none)
+     * @param warmup     calls before those, not measured (from 1,000: then more until the JIT is quiet)
      * @param inFlight   calls outstanding in the rate phase
      * @param seconds    how long the rate phase runs
      * @param serverHost the address the server binds (its own software device)
@@ -194,11 +194,12 @@ public final class GrpcBench {
      * calls until the JIT is done with this process: a call takes a hundred microseconds or more, so the warm-up
      * calls alone end while C2 still compiles, on one of the two cores the calls run on, and a transport with more
      * code beneath it (the software device, in both processes) would be timed while its code is compiled. The server
-     * runs the same calls, so it compiles alongside. At most {@link #WARM_UP_LIMIT}.
+     * runs the same calls, so it compiles alongside. At most {@link #WARM_UP_LIMIT}; only the calls asked for when
+     * they are fewer than a round.
      */
     private void warmUp(ManagedChannel channel, byte[] msg) throws Exception {
         for (int i = 0; i < o.warmup(); i++) call(channel, msg);
-        if (o.warmup() == 0) return;
+        if (o.warmup() < JIT_ROUND_CALLS) return; // a smoke run (the tests'): the calls asked for, nothing more
         rate(channel, msg, Math.min(1, o.seconds()));
         CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
         if (jit == null || !jit.isCompilationTimeMonitoringSupported()) return;
