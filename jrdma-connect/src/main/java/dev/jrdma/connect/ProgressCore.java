@@ -11,9 +11,8 @@ import java.util.function.BooleanSupplier;
  * e.g. a Netty event loop).
  *
  * <p>Idle policy: an owner that found nothing to do keeps polling for {@link #spinNanos()} after its last work (a
- * reply to a message just sent comes within tens of microseconds, sooner than a thread wakes up) while that pays
- * ({@link BusyPollBudget}: most recent waits ended within the budget), then arms the CQs and sleeps on the completion
- * channel until a completion event, a {@link #wakeup}, or the next timeout check. While it polls on it yields the
+ * reply to a message just sent comes within tens of microseconds, sooner than a thread wakes up), then arms the CQs
+ * and sleeps on the completion channel until a completion event, a {@link #wakeup}, or the next timeout check. While it polls on it yields the
  * processor at every turn: on a machine with more runnable threads than cores (two cores, a gRPC call's own threads
  * beside two event loops) a spinning owner would otherwise hold a core that the thread it waits for needs, until the
  * scheduler's slice ends. A command offered while the owner sleeps wakes it. The time comes from the clock given at
@@ -63,7 +62,7 @@ final class ProgressCore {
     private final Duty duty;
     private final Clock clock;
     private final BoundedQueue<Runnable> commands;
-    private final BusyPollBudget spin;
+    private volatile long spinNanos;
     private volatile Thread owner;
     /** The owner is (about to be) asleep on the completion channel: a command offered now must wake it. */
     private volatile boolean sleeping;
@@ -80,35 +79,27 @@ final class ProgressCore {
     private int dutyDepth;
     private long nextTimeoutCheck;
     private long lastWork;
-    /** When the owner last woke from a sleep: it polls on for the budget after that too (more may follow). */
-    private long lastWake;
-    /** The owner found nothing to do since {@link #lastWork}: the next work ends a wait. */
-    private boolean idleSinceWork;
 
     ProgressCore(Duty duty, Clock clock, int commandCapacity, long spinNanos) {
         this.duty = duty;
         this.clock = clock;
         this.commands = new BoundedQueue<>(commandCapacity);
-        this.spin = new BusyPollBudget(spinNanos);
+        this.spinNanos = spinNanos;
         long now = clock.nanoTime();
         this.nextTimeoutCheck = now;
         this.lastWork = now;
-        this.lastWake = now;
     }
 
     long spinNanos() {
-        return spin.budgetNanos();
+        return spinNanos;
     }
 
     void spinNanos(long nanos) {
         if (nanos < 0) throw new IllegalArgumentException("the busy-poll budget must not be negative, not " + nanos);
-        spin.budgetNanos(nanos);
+        spinNanos = nanos;
     }
 
-    /** Whether polling on has paid lately ({@link BusyPollBudget#pays}); owner only (tests). */
-    boolean spinPays() {
-        return spin.pays();
-    }
+
 
     long now() {
         return clock.nanoTime();
@@ -175,11 +166,7 @@ final class ProgressCore {
             duty.checkTimeouts(now);
             nextTimeoutCheck = now + TIMEOUT_PERIOD_NANOS;
         }
-        if (work > 0) {
-            if (idleSinceWork) spin.waited(now - lastWork);
-            idleSinceWork = false;
-            lastWork = now;
-        }
+        if (work > 0) lastWork = now;
         return work;
     }
 
@@ -206,14 +193,14 @@ final class ProgressCore {
             return true;
         }
         sleep(Math.min(maxSleepNanos, Math.max(0, nextTimeoutCheck - now)), mayBlock);
-        lastWake = clock.nanoTime(); // woken (by an event, most likely): poll busily again for the budget
+        lastWork = clock.nanoTime(); // woken (by an event, most likely): poll busily again for the budget
         return false;
     }
 
-    /** Polls on at {@code now} (the owner found nothing to do): within the budget, and spinning pays. */
+    /** Polls on at {@code now} (the owner found nothing to do): within the budget after its last work or wake-up. */
     private boolean spinsAt(long now) {
-        idleSinceWork = true;
-        return spin.spins(now - Math.max(lastWork, lastWake));
+        long spin = spinNanos;
+        return now - lastWork < spin || spin == SPIN_FOREVER;
     }
 
     /** {@link #idle} for the agent: it holds the drive only to arm and poll, not while it sleeps. */
@@ -235,7 +222,7 @@ final class ProgressCore {
         } finally {
             sleeping = false;
         }
-        lastWake = clock.nanoTime();
+        lastWork = clock.nanoTime();
     }
 
     /** Arms the CQs and sleeps on the channel unless a command or a completion came in the meantime. Owner only. */
