@@ -12,10 +12,10 @@ import java.util.function.BooleanSupplier;
  *
  * <p>Idle policy: an owner that found nothing to do keeps polling for {@link #spinNanos()} after its last work (a
  * reply to a message just sent comes within tens of microseconds, sooner than a thread wakes up), then arms the CQs
- * and sleeps on the completion channel until a completion event, a {@link #wakeup}, or the next timeout check. While it polls on it yields the
- * processor at every turn after the first {@link #YIELD_AFTER_NANOS}: on a machine with more runnable threads than cores (two cores, a gRPC call's own threads
- * beside two event loops) a spinning owner would otherwise hold a core that the thread it waits for needs, until the
- * scheduler's slice ends. A command offered while the owner sleeps wakes it. The time comes from the clock given at
+ * and sleeps on the completion channel until a completion event, a {@link #wakeup}, or the next timeout check. While
+ * it polls on it yields the processor at every turn after the first {@link #YIELD_AFTER_NANOS}: on a machine with
+ * more runnable threads than cores (two cores, a gRPC call's own threads beside two event loops) a spinning owner
+ * would otherwise hold a core that the thread it waits for needs, until the scheduler's slice ends. A command offered while the owner sleeps wakes it. The time comes from the clock given at
  * construction, so tests drive timeouts by hand.
  *
  * <p>The owner alone runs the data path of the group's endpoints (post, poll, deliver, return credits, time out,
