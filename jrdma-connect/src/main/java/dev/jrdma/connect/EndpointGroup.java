@@ -554,7 +554,7 @@ public final class EndpointGroup implements AutoCloseable {
 
         /**
          * After a cycle that found nothing to do: polls on within the busy-poll budget ({@link #busyPoll}; yielding
-         * the processor at each turn after the first 50 us, {@code -Djrdma.connect.yieldAfterMicros}), else arms the
+         * the processor at each turn once {@code -Djrdma.connect.yieldAfterMicros} passed, if set), else arms the
          * CQs and sleeps on the completion channel for at most {@code maxNanos} (a completion, {@link #wakeup()} or a
          * command from another thread ends it). {@code mayBlock} is the caller's own work (an
          * event loop's tasks): it is asked after the sleep is announced, so a caller whose other threads hand it work

@@ -13,9 +13,9 @@ import java.util.function.BooleanSupplier;
  * <p>Idle policy: an owner that found nothing to do keeps polling for {@link #spinNanos()} after its last work (a
  * reply to a message just sent comes within tens of microseconds, sooner than a thread wakes up), then arms the CQs
  * and sleeps on the completion channel until a completion event, a {@link #wakeup}, or the next timeout check. While
- * it polls on it yields the processor at every turn after the first {@link #YIELD_AFTER_NANOS}: on a machine with
- * more runnable threads than cores (two cores, a gRPC call's own threads beside two event loops) a spinning owner
- * would otherwise hold a core that the thread it waits for needs, until the scheduler's slice ends. A command offered while the owner sleeps wakes it. The time comes from the clock given at
+ * it polls on it yields the processor every 10,000 turns, or, when {@link #YIELD_AFTER_NANOS} is set, at every turn
+ * once it has polled that long without work: on a machine with more runnable threads than cores (two cores, a gRPC
+ * call's own threads beside two event loops) a spinning owner holds a core that the thread it waits for may need. A command offered while the owner sleeps wakes it. The time comes from the clock given at
  * construction, so tests drive timeouts by hand.
  *
  * <p>The owner alone runs the data path of the group's endpoints (post, poll, deliver, return credits, time out,
@@ -57,12 +57,14 @@ final class ProgressCore {
     /** The busy-poll budget of {@link PollMode#EVENT} by default ({@code -Djrdma.connect.busyPollMicros}). */
     static final long DEFAULT_SPIN_NANOS = Long.getLong("jrdma.connect.busyPollMicros", 100) * 1000;
     /**
-     * How long after its last work an owner polls on without yielding the processor ({@link #spinTurn}): 50 us by
-     * default ({@code -Djrdma.connect.yieldAfterMicros}). Yielding at once (0) took gRPC's p50 on two loaded cores from
-     * 130-500 us to 45-72 us, but put netty-bench's Netty ping-pong at ~20 us against 2.7 (its event loops then gave
-     * their turns to the software device's own threads); 50 us kept that at 3.0 us.
+     * How long after its last work an owner polls on before it yields the processor at every turn ({@link #spinTurn});
+     * off by default (it yields every 10,000 turns only), {@code -Djrdma.connect.yieldAfterMicros=N} turns it on.
+     * Yielding at once (0) took gRPC's p50 on two cores at load 10-13 from 130-500 us to 62-72 us (jrdma-netty's
+     * README), but put netty-bench's Netty ping-pong at ~20 us against 2.7, and 50 us put it at ~100 us in a run at
+     * load 5 (the loop that yields does not give its core to the peer loop it waits for, which waits on the other core).
      */
-    static final long YIELD_AFTER_NANOS = Long.getLong("jrdma.connect.yieldAfterMicros", 50) * 1000;
+    static final long YIELD_AFTER_NANOS =
+            Math.multiplyExact(Long.getLong("jrdma.connect.yieldAfterMicros", Long.MAX_VALUE / 1000), 1000L);
     /** {@link PollMode#BUSY}: never sleep. */
     static final long SPIN_FOREVER = Long.MAX_VALUE;
 
@@ -86,6 +88,7 @@ final class ProgressCore {
     private int dutyDepth;
     private long nextTimeoutCheck;
     private long lastWork;
+    private int idleTurns;
 
     ProgressCore(Duty duty, Clock clock, int commandCapacity, long spinNanos) {
         this.duty = duty;
@@ -214,8 +217,14 @@ final class ProgressCore {
      * the first microseconds do not, so that a quick reply is not held up behind another thread's turn.
      */
     private void spinTurn(long now) {
-        if (now - lastWork < YIELD_AFTER_NANOS) Thread.onSpinWait();
-        else Thread.yield();
+        if (now - lastWork >= YIELD_AFTER_NANOS) {
+            Thread.yield();
+        } else if (++idleTurns >= 10_000) {
+            idleTurns = 0;
+            Thread.yield(); // a busy-polling owner gives a loaded machine's other threads a turn now and then
+        } else {
+            Thread.onSpinWait();
+        }
     }
 
     /** {@link #idle} for the agent: it holds the drive only to arm and poll, not while it sleeps. */
