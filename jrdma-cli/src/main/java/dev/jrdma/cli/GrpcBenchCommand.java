@@ -33,7 +33,8 @@ public final class GrpcBenchCommand implements Callable<Integer> {
 
     @Option(
             names = "--warmup",
-            description = "Calls before measuring (default: ${DEFAULT-VALUE}).",
+            description = "Calls before measuring (default: ${DEFAULT-VALUE}), then 1 s of the rate phase and rounds of"
+                    + " 1,000 calls until the JIT is quiet (at most 30 s); fewer than 1,000: those calls only.",
             defaultValue = "5000")
     int warmup;
 

@@ -11,6 +11,7 @@ import dev.jrdma.verbs.WorkCompletion;
 import java.net.InetAddress;
 import java.time.Duration;
 import java.util.EnumSet;
+import java.util.function.BooleanSupplier;
 
 /**
  * Endpoints that share a device, a protection domain, a buffer pool, a completion channel and one owner thread that
@@ -552,22 +553,29 @@ public final class EndpointGroup implements AutoCloseable {
         }
 
         /**
-         * After a cycle that found nothing to do: polls on within the busy-poll budget ({@link #busyPoll}), else arms
-         * the CQs and sleeps on the completion channel for at most {@code maxNanos} (a completion, {@link #wakeup()}
-         * or a command from another thread ends it).
+         * After a cycle that found nothing to do: polls on within the busy-poll budget ({@link #busyPoll}; yielding
+         * the processor at each turn once {@code -Djrdma.connect.yieldAfterMicros} passed, if set), else arms the
+         * CQs and sleeps on the completion channel for at most {@code maxNanos} (a completion, {@link #wakeup()} or a
+         * command from another thread ends it). {@code mayBlock} is the caller's own work (an
+         * event loop's tasks): it is asked after the sleep is announced, so a caller whose other threads hand it work
+         * and then call {@link #wakeup()} never sleeps past that work.
          *
          * @param maxNanos the longest sleep, in nanoseconds (0: never sleep)
+         * @param mayBlock whether the caller has nothing else to do (asked just before the sleep)
          * @return true when it only polled on (call {@link #invoke()} again), false when it slept or may not
          */
-        public boolean idle(long maxNanos) {
+        public boolean idle(long maxNanos, BooleanSupplier mayBlock) {
             if (!running) return false;
             core.takeOwnership();
-            return core.idle(core.now(), maxNanos);
+            return core.idle(core.now(), maxNanos, mayBlock);
         }
 
-        /** Ends the owner's sleep on the completion channel now; any thread. */
+        /**
+         * Ends the owner's sleep on the completion channel, if it sleeps or is about to (a wakeup while it works or
+         * polls on is not needed: see {@link #idle}); any thread.
+         */
         public void wakeup() {
-            core.wakeup();
+            core.wakeupIfSleeping();
         }
     }
 

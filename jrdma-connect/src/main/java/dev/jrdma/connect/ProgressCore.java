@@ -12,9 +12,11 @@ import java.util.function.BooleanSupplier;
  *
  * <p>Idle policy: an owner that found nothing to do keeps polling for {@link #spinNanos()} after its last work (a
  * reply to a message just sent comes within tens of microseconds, sooner than a thread wakes up), then arms the CQs
- * and sleeps on the completion channel until a completion event, a {@link #wakeup}, or the next timeout check. A
- * command offered while the owner sleeps wakes it. The time comes from the clock given at construction, so tests
- * drive timeouts by hand.
+ * and sleeps on the completion channel until a completion event, a {@link #wakeup}, or the next timeout check. While
+ * it polls on it yields the processor every 10,000 turns, or, when {@link #YIELD_AFTER_NANOS} is set, at every turn
+ * once it has polled that long without work: on a machine with more runnable threads than cores (two cores, a gRPC
+ * call's own threads beside two event loops) a spinning owner holds a core that the thread it waits for may need. A command offered while the owner sleeps wakes it. The time comes from the clock given at
+ * construction, so tests drive timeouts by hand.
  *
  * <p>The owner alone runs the data path of the group's endpoints (post, poll, deliver, return credits, time out,
  * close), with no lock: another thread's call becomes a command on a {@link BoundedQueue} (bounded: a full queue is
@@ -54,6 +56,15 @@ final class ProgressCore {
     static final long MAX_SLEEP_NANOS = 10_000_000L;
     /** The busy-poll budget of {@link PollMode#EVENT} by default ({@code -Djrdma.connect.busyPollMicros}). */
     static final long DEFAULT_SPIN_NANOS = Long.getLong("jrdma.connect.busyPollMicros", 100) * 1000;
+    /**
+     * How long after its last work an owner polls on before it yields the processor at every turn ({@link #spinTurn});
+     * off by default (it yields every 10,000 turns only), {@code -Djrdma.connect.yieldAfterMicros=N} turns it on.
+     * Yielding at once (0) took gRPC's p50 on two cores at load 10-13 from 130-500 us to 62-72 us (jrdma-netty's
+     * README), but put netty-bench's Netty ping-pong at ~20 us against 2.7, and 50 us put it at ~100 us in a run at
+     * load 5 (the loop that yields does not give its core to the peer loop it waits for, which waits on the other core).
+     */
+    static final long YIELD_AFTER_NANOS =
+            Math.multiplyExact(Long.getLong("jrdma.connect.yieldAfterMicros", Long.MAX_VALUE / 1000), 1000L);
     /** {@link PollMode#BUSY}: never sleep. */
     static final long SPIN_FOREVER = Long.MAX_VALUE;
 
@@ -174,20 +185,43 @@ final class ProgressCore {
      * @return true when it only spun (the caller polls again at once)
      */
     boolean idle(long now, long maxSleepNanos) {
-        long spin = spinNanos;
-        if (now - lastWork < spin || spin == SPIN_FOREVER) {
-            spinOnce();
+        return idle(now, maxSleepNanos, () -> true);
+    }
+
+    /**
+     * {@link #idle(long, long)} for an owner with other work of its own (an event loop's tasks): {@code mayBlock} is
+     * asked once the owner has announced its sleep ({@link #wakeupIfSleeping} then wakes it), so that work handed to
+     * it by another thread just before is either seen here or ends the sleep. Owner only.
+     *
+     * @return true when it only spun (the caller polls again at once)
+     */
+    boolean idle(long now, long maxSleepNanos, BooleanSupplier mayBlock) {
+        if (spinsAt(now)) {
+            spinTurn(now);
             return true;
         }
-        sleep(Math.min(maxSleepNanos, Math.max(0, nextTimeoutCheck - now)));
+        sleep(Math.min(maxSleepNanos, Math.max(0, nextTimeoutCheck - now)), mayBlock);
         lastWork = clock.nanoTime(); // woken (by an event, most likely): poll busily again for the budget
         return false;
     }
 
-    private void spinOnce() {
-        if (++idleTurns >= 10_000) {
+    /** Polls on at {@code now} (the owner found nothing to do): within the budget after its last work or wake-up. */
+    private boolean spinsAt(long now) {
+        long spin = spinNanos;
+        return now - lastWork < spin || spin == SPIN_FOREVER;
+    }
+
+    /**
+     * One turn of polling on: a reply that comes within {@link #YIELD_AFTER_NANOS} of the last work (a ping-pong over
+     * the same host) is met by a plain spin; past that the turn yields the processor (see the class comment), which
+     * the first microseconds do not, so that a quick reply is not held up behind another thread's turn.
+     */
+    private void spinTurn(long now) {
+        if (now - lastWork >= YIELD_AFTER_NANOS) {
+            Thread.yield();
+        } else if (++idleTurns >= 10_000) {
             idleTurns = 0;
-            Thread.yield(); // a busy-polling owner gives a loaded machine's other threads a turn
+            Thread.yield(); // a busy-polling owner gives a loaded machine's other threads a turn now and then
         } else {
             Thread.onSpinWait();
         }
@@ -195,9 +229,8 @@ final class ProgressCore {
 
     /** {@link #idle} for the agent: it holds the drive only to arm and poll, not while it sleeps. */
     private void agentIdle(long now) {
-        long spin = spinNanos;
-        if (now - lastWork < spin || spin == SPIN_FOREVER) {
-            spinOnce();
+        if (spinsAt(now)) {
+            spinTurn(now);
             return;
         }
         sleeping = true;
@@ -218,11 +251,15 @@ final class ProgressCore {
 
     /** Arms the CQs and sleeps on the channel unless a command or a completion came in the meantime. Owner only. */
     void sleep(long maxNanos) {
+        sleep(maxNanos, () -> true);
+    }
+
+    private void sleep(long maxNanos, BooleanSupplier mayBlock) {
         sleeping = true;
         try {
             duty.arm();
             // after arming: what came before the arm is polled now, what comes after it signals the channel
-            if (!commands.isEmpty() || !running) return;
+            if (!commands.isEmpty() || !running || !mayBlock.getAsBoolean()) return;
             int n = poll();
             if (n > 0 || maxNanos <= 0) return;
             duty.await(maxNanos);
@@ -275,6 +312,15 @@ final class ProgressCore {
         duty.wakeup();
     }
 
+    /**
+     * Wakes the owner only if it sleeps, or is about to: it re-checks its work after announcing that
+     * ({@link #idle(long, long, BooleanSupplier)}), so a wakeup while it runs or polls on is not needed, and a sticky
+     * one would only make its next sleep end at once. Any thread.
+     */
+    void wakeupIfSleeping() {
+        if (sleeping) duty.wakeup();
+    }
+
     int pendingCommands() {
         return commands.size();
     }
@@ -301,7 +347,7 @@ final class ProgressCore {
      */
     boolean helpUntil(BooleanSupplier done, long deadline) {
         long now = clock.nanoTime(), last = now;
-        long budget = Math.min(spinNanos, DEFAULT_SPIN_NANOS);
+        long budget = Math.min(spinNanos(), DEFAULT_SPIN_NANOS);
         try {
             while (!done.getAsBoolean()) {
                 if (!running || now - last >= budget || now - deadline >= 0) return false;

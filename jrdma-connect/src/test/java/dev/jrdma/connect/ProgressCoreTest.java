@@ -112,6 +112,47 @@ class ProgressCoreTest {
     }
 
     @Test
+    void aBusyOwnerPollsOnWhateverItsWaits() {
+        ScriptedDuty duty = new ScriptedDuty();
+        ManualClock clock = new ManualClock();
+        ProgressCore core = new ProgressCore(duty, () -> clock.now, 16, ProgressCore.SPIN_FOREVER);
+        core.takeOwnership();
+        for (int i = 0; i < 16; i++) {
+            clock.now += 1_000_000;
+            assertTrue(core.idle(clock.now, ProgressCore.MAX_SLEEP_NANOS));
+            clock.now += 1_000_000;
+            duty.completions = 1;
+            core.doWork(clock.now);
+        }
+        assertTrue(core.idle(clock.now + 1_000_000_000L, ProgressCore.MAX_SLEEP_NANOS), "PollMode.BUSY never sleeps");
+        assertEquals(-1, duty.slept);
+    }
+
+    @Test
+    void onlyASleepingOwnerIsWokenAndOneAboutToSleepSeesTheWorkHandedToItFirst() {
+        ScriptedDuty duty = new ScriptedDuty();
+        ManualClock clock = new ManualClock();
+        ProgressCore core = new ProgressCore(duty, () -> clock.now, 16, 0);
+        core.takeOwnership();
+        core.doWork(clock.now);
+        core.wakeupIfSleeping();
+        assertEquals(0, duty.wakeups, "an owner that works or polls on needs no wakeup (nor a sticky one)");
+        duty.calls.clear();
+        // an event loop's task came in just before the sleep: the loop's last look (mayBlock) sees it
+        assertFalse(core.idle(clock.now, ProgressCore.MAX_SLEEP_NANOS, () -> false));
+        assertEquals(List.of("arm"), duty.calls, "armed, announced, then saw the task: no sleep");
+        assertEquals(-1, duty.slept);
+        // the sleep is announced before that look: a wakeup from the task's thread then reaches the channel
+        boolean[] wokenWhileAnnounced = new boolean[1];
+        core.idle(clock.now, ProgressCore.MAX_SLEEP_NANOS, () -> {
+            core.wakeupIfSleeping();
+            wokenWhileAnnounced[0] = duty.wakeups == 1;
+            return true;
+        });
+        assertTrue(wokenWhileAnnounced[0], "a wakeup between the announcement and the sleep is not skipped");
+    }
+
+    @Test
     void aCompletionThatCameBeforeTheArmIsPolledInsteadOfSleeping() {
         ScriptedDuty duty = new ScriptedDuty();
         ManualClock clock = new ManualClock();

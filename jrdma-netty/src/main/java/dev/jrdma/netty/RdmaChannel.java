@@ -613,8 +613,11 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
 
         @Override
         protected Executor prepareToClose() {
-            // the endpoint's graceful close waits for the peer: not on the event loop
-            return endpoint != null ? CLOSER : null;
+            // the endpoint's graceful close waits for the peer: not on the event loop (an RDMA loop counts it, so
+            // that it does not end before the close hands it the channel's last events)
+            if (endpoint == null) return null;
+            RdmaIoHandler loop = RdmaIoHandler.current();
+            return loop != null ? loop.closer() : CLOSER;
         }
 
         void flushNow() {

@@ -17,8 +17,10 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.Executor;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -34,6 +36,8 @@ import java.util.concurrent.locks.LockSupport;
  * (With several groups it sleeps on the first one's channel for at most {@link #MULTI_GROUP_SLEEP_NANOS}.)
  */
 public final class RdmaIoHandler implements IoHandler {
+    /** The longest a shutting-down loop waits for its channels' closes in flight ({@link #prepareToDestroy}). */
+    static final long CLOSE_WAIT_NANOS = 5_000_000_000L;
     /** The longest sleep of a loop that drives several groups (it can sleep on one completion channel only). */
     static final long MULTI_GROUP_SLEEP_NANOS = 200_000;
 
@@ -60,7 +64,12 @@ public final class RdmaIoHandler implements IoHandler {
     /** A channel's work runs inline now: what it triggers goes to the loop as a task, not into it again (loop only). */
     private boolean inline;
 
+    /** Closes of this loop's channels running on closer threads ({@link #closer}). */
+    private final AtomicInteger closing = new AtomicInteger();
+
     private volatile Thread loopThread;
+    /** The loop parks (it drives no group), or is about to: {@link #wakeup} unparks it. */
+    private volatile boolean parked;
     /** {@link #groups}, for {@link #wakeup}: the loop sleeps on the first one's completion channel. */
     private volatile EndpointGroup[] wakeable = new EndpointGroup[0];
 
@@ -179,14 +188,20 @@ public final class RdmaIoHandler implements IoHandler {
     private void idle(IoHandlerContext context) {
         long delay = context.delayNanos(System.nanoTime());
         if (groups.isEmpty()) {
-            LockSupport.parkNanos(this, delay);
+            parked = true; // announced before the last look at the tasks: wakeup() unparks from here on
+            try {
+                if (context.canBlock()) LockSupport.parkNanos(this, delay);
+            } finally {
+                parked = false;
+            }
             return;
         }
         EndpointGroup g = groups.get(0);
         long max = groups.size() == 1 ? delay : Math.min(delay, MULTI_GROUP_SLEEP_NANOS);
         driving = true;
         try {
-            g.invoker().idle(max);
+            // the group announces its sleep before it asks canBlock: a task added then wakes it (wakeup())
+            g.invoker().idle(max, context::canBlock);
         } catch (RuntimeException e) {
             if (g.isOpen())
                 LOG.log(System.Logger.Level.WARNING, "idle on " + g.device().name() + ": " + e);
@@ -195,14 +210,21 @@ public final class RdmaIoHandler implements IoHandler {
         }
     }
 
+    /**
+     * Another thread added a task: wakes the loop only if it sleeps, or is about to (it announces that, then looks at
+     * its tasks once more), as epoll's handler writes its eventfd only then. A loop that works or polls on sees the
+     * task in its next turn: waking it anyway cost a lock and a signal per task, and left a sticky wakeup that ended
+     * the loop's next sleep at once.
+     */
     @Override
     public void wakeup() {
         if (!executor.isExecutorThread(Thread.currentThread())) {
-            // the loop sleeps on its first group's channel, or is about to (a channel's wakeup is sticky), or parks
             EndpointGroup[] driven = wakeable;
-            if (driven.length > 0) driven[0].invoker().wakeup();
-            Thread t = loopThread;
-            if (t != null) LockSupport.unpark(t);
+            if (driven.length > 0) driven[0].invoker().wakeup(); // it sleeps on its first group's channel
+            if (parked) {
+                Thread t = loopThread;
+                if (t != null) LockSupport.unpark(t);
+            }
         }
     }
 
@@ -211,10 +233,48 @@ public final class RdmaIoHandler implements IoHandler {
         wakeable = groups.toArray(new EndpointGroup[0]);
     }
 
+    /**
+     * The loop shuts down: closes its channels. A channel's graceful close runs on a closer thread ({@link #closer})
+     * and ends by handing the loop its {@code channelInactive} and deregistration, so the loop drives its groups (the
+     * closes need their owner) until every close in flight has done so, for at most {@link #CLOSE_WAIT_NANOS}: a loop
+     * that ended first rejected those tasks (the handlers never saw the channel go inactive) and Netty logged
+     * {@code RejectedExecutionException: event executor terminated}.
+     */
     @Override
     public void prepareToDestroy() {
         for (RdmaIoHandle h : Set.copyOf(handles)) h.closeNow();
         handles.clear();
+        long deadline = System.nanoTime() + CLOSE_WAIT_NANOS;
+        while (closing.get() > 0 && System.nanoTime() - deadline < 0) {
+            driving = true;
+            try {
+                if (driveGroups() == 0) Thread.yield();
+            } finally {
+                driving = false;
+            }
+        }
+    }
+
+    /**
+     * Where a channel of this loop runs the blocking part of its close: {@link RdmaChannel#CLOSER}, counted until the
+     * close, and the task it hands the loop at its end, are done ({@link #prepareToDestroy} waits for them).
+     */
+    Executor closer() {
+        return close -> {
+            closing.incrementAndGet();
+            try {
+                RdmaChannel.CLOSER.execute(() -> {
+                    try {
+                        close.run();
+                    } finally {
+                        closing.decrementAndGet();
+                    }
+                });
+            } catch (RuntimeException | Error e) {
+                closing.decrementAndGet();
+                throw e;
+            }
+        };
     }
 
     @Override

@@ -17,6 +17,8 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
+import java.lang.management.CompilationMXBean;
+import java.lang.management.ManagementFactory;
 import java.net.DatagramSocket;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -46,7 +48,7 @@ public final class GrpcBench {
      *
      * @param size       the request (and answer) size in bytes
      * @param iterations calls measured for the latency figures
-     * @param warmup     calls before those, not measured
+     * @param warmup     calls before those, not measured (from 1,000: then more until the JIT is quiet)
      * @param inFlight   calls outstanding in the rate phase
      * @param seconds    how long the rate phase runs
      * @param serverHost the address the server binds (its own software device)
@@ -83,6 +85,12 @@ public final class GrpcBench {
 
     private static final String SOFT_PORT = "jrdma.soft.port";
     private static final Duration SERVER_START = Duration.ofSeconds(60);
+    /** The longest warm-up after the warm-up calls ({@link #warmUp}). */
+    private static final Duration WARM_UP_LIMIT = Duration.ofSeconds(30);
+    /** Calls in a round of the warm-up that waits for the JIT. */
+    private static final int JIT_ROUND_CALLS = 1_000;
+    /** A round in which the JIT compiled for less than this many milliseconds: it is done. */
+    private static final long JIT_QUIET_MILLIS = 5;
 
     private final Options o;
     private final PrintStream log;
@@ -152,7 +160,7 @@ public final class GrpcBench {
             channel = b.build();
             byte[] msg = new byte[o.size()];
             Arrays.fill(msg, (byte) 'g');
-            for (int i = 0; i < o.warmup(); i++) call(channel, msg);
+            warmUp(channel, msg);
             long[] rtt = new long[o.iterations()];
             for (int i = 0; i < rtt.length; i++) {
                 long t0 = System.nanoTime();
@@ -164,7 +172,7 @@ public final class GrpcBench {
                     "   latency done (p50 %.1f us); rate phase, %d in flight%n", NettyBench.pct(rtt, 50), o.inFlight());
             long serverCpu0 = cpuNanos(server);
             CpuMeter cpu = new CpuMeter().start();
-            long calls = rate(channel, msg);
+            long calls = rate(channel, msg, o.seconds());
             cpu.stop();
             long serverCpu = cpuNanos(server) - serverCpu0;
             double perSec = calls / (cpu.wallNs() / 1e9);
@@ -179,6 +187,31 @@ public final class GrpcBench {
             server.getOutputStream().close(); // the server's cue to stop
             if (!server.waitFor(10, TimeUnit.SECONDS)) server.destroyForcibly();
         }
+    }
+
+    /**
+     * The warm-up calls, then a second of the rate phase (its paths differ: batches, several streams), then rounds of
+     * calls until the JIT is done with this process: a call takes a hundred microseconds or more, so the warm-up
+     * calls alone end while C2 still compiles, on one of the two cores the calls run on, and a transport with more
+     * code beneath it (the software device, in both processes) would be timed while its code is compiled. The server
+     * runs the same calls, so it compiles alongside. At most {@link #WARM_UP_LIMIT}; only the calls asked for when
+     * they are fewer than a round.
+     */
+    private void warmUp(ManagedChannel channel, byte[] msg) throws Exception {
+        for (int i = 0; i < o.warmup(); i++) call(channel, msg);
+        if (o.warmup() < JIT_ROUND_CALLS) return; // a smoke run (the tests'): the calls asked for, nothing more
+        rate(channel, msg, Math.min(1, o.seconds()));
+        CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+        if (jit == null || !jit.isCompilationTimeMonitoringSupported()) return;
+        long end = System.nanoTime() + WARM_UP_LIMIT.toNanos();
+        long before;
+        int rounds = 0;
+        do {
+            before = jit.getTotalCompilationTime();
+            for (int i = 0; i < JIT_ROUND_CALLS; i++) call(channel, msg);
+            rounds++;
+        } while (jit.getTotalCompilationTime() - before > JIT_QUIET_MILLIS && System.nanoTime() - end < 0);
+        log.printf("   warmed up (%d more rounds of %d calls until the JIT was quiet)%n", rounds, JIT_ROUND_CALLS);
     }
 
     /**
@@ -205,8 +238,8 @@ public final class GrpcBench {
     }
 
     /** {@code inFlight} chains of calls, each starting its next call when its answer is in, until the time is up. */
-    private long rate(ManagedChannel channel, byte[] msg) throws Exception {
-        long end = System.nanoTime() + (long) (o.seconds() * 1e9);
+    private long rate(ManagedChannel channel, byte[] msg, double seconds) throws Exception {
+        long end = System.nanoTime() + (long) (seconds * 1e9);
         AtomicLong done = new AtomicLong();
         AtomicReference<Throwable> failure = new AtomicReference<>();
         List<CompletableFuture<Void>> chains = new ArrayList<>();
@@ -216,7 +249,7 @@ public final class GrpcBench {
             next(channel, msg, end, done, failure, chain);
         }
         CompletableFuture.allOf(chains.toArray(CompletableFuture[]::new))
-                .get((long) (o.seconds() * 1000) + 60_000, TimeUnit.MILLISECONDS);
+                .get((long) (seconds * 1000) + 60_000, TimeUnit.MILLISECONDS);
         if (failure.get() != null) throw new IllegalStateException("a call failed in the rate phase", failure.get());
         return done.get();
     }
