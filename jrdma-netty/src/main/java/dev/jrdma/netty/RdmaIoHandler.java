@@ -22,6 +22,7 @@ import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.BooleanSupplier;
 
 /**
  * The I/O handler of an event loop that serves jrdma channels ({@link RdmaEventLoopGroup}, or
@@ -68,6 +69,8 @@ public final class RdmaIoHandler implements IoHandler {
     private final AtomicInteger closing = new AtomicInteger();
 
     private volatile Thread loopThread;
+    private IoHandlerContext canBlockOf;
+    private BooleanSupplier canBlock;
     /** The loop parks (it drives no group), or is about to: {@link #wakeup} unparks it. */
     private volatile boolean parked;
     /** {@link #groups}, for {@link #wakeup}: the loop sleeps on the first one's completion channel. */
@@ -201,7 +204,7 @@ public final class RdmaIoHandler implements IoHandler {
         driving = true;
         try {
             // the group announces its sleep before it asks canBlock: a task added then wakes it (wakeup())
-            g.invoker().idle(max, context::canBlock);
+            g.invoker().idle(max, canBlock(context));
         } catch (RuntimeException e) {
             if (g.isOpen())
                 LOG.log(System.Logger.Level.WARNING, "idle on " + g.device().name() + ": " + e);
@@ -216,6 +219,15 @@ public final class RdmaIoHandler implements IoHandler {
      * task in its next turn: waking it anyway cost a lock and a signal per task, and left a sticky wakeup that ended
      * the loop's next sleep at once.
      */
+    /** {@code context::canBlock}, made once per context (the loop's is always the same): an idle turn allocates nothing. */
+    private BooleanSupplier canBlock(IoHandlerContext context) {
+        if (context != canBlockOf) {
+            canBlockOf = context;
+            canBlock = context::canBlock;
+        }
+        return canBlock;
+    }
+
     @Override
     public void wakeup() {
         if (!executor.isExecutorThread(Thread.currentThread())) {
