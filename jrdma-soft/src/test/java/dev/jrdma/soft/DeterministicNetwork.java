@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.jrdma.soft.wire.Bth;
 import dev.jrdma.testkit.RcPair;
 import dev.jrdma.verbs.Context;
+import dev.jrdma.verbs.Mtu;
 import dev.jrdma.verbs.QueuePair;
 import java.lang.foreign.MemorySegment;
 import java.net.Inet4Address;
@@ -140,6 +141,17 @@ public final class DeterministicNetwork implements RcPair.Backend {
         return RcPair.on(this)
                 .qp(q -> q.maxSendWr(256).maxRecvWr(256))
                 .cqe(1024)
+                .build();
+    }
+
+    /** {@link #pair()} for bulk transfers under loss: MTU 4096, timeout 14 (67 ms), retry count 7. */
+    RcPair bulkPair() {
+        return RcPair.on(this)
+                .qp(q -> q.maxSendWr(256).maxRecvWr(256))
+                .cqe(1024)
+                .mtu(Mtu.MTU_4096)
+                .timeout(14)
+                .retryCnt(7)
                 .build();
     }
 

@@ -5,7 +5,6 @@ import static org.junit.jupiter.api.Assertions.*;
 
 import dev.jrdma.testkit.RcPair;
 import dev.jrdma.verbs.MemoryRegion;
-import dev.jrdma.verbs.Mtu;
 import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
@@ -30,13 +29,7 @@ class GoBackNUnderLossTest {
     void onePercentLossEachWayIsSlowNeverFatal(long seed) {
         DeterministicNetwork net = DeterministicNetwork.faultless();
         net.keepLog = false;
-        try (RcPair pair = RcPair.on(net)
-                .qp(q -> q.maxSendWr(256).maxRecvWr(256))
-                .cqe(1024)
-                .mtu(Mtu.MTU_4096)
-                .timeout(14)
-                .retryCnt(7)
-                .build()) {
+        try (RcPair pair = net.bulkPair()) {
             soft(pair.a.qp).selectiveRepeat = false;
             soft(pair.b.qp).selectiveRepeat = false;
             Random rnd = new Random(seed);

@@ -6,7 +6,6 @@ import dev.jrdma.soft.wire.Opcode;
 import dev.jrdma.soft.wire.Psn;
 import dev.jrdma.testkit.RcPair;
 import dev.jrdma.verbs.MemoryRegion;
-import dev.jrdma.verbs.Mtu;
 import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
@@ -50,13 +49,7 @@ class IrnRecoveryTest {
     static Run run(int messages, int size, Predicate<DeterministicNetwork.Packet> lose) {
         DeterministicNetwork net = DeterministicNetwork.faultless();
         net.keepLog = false;
-        try (RcPair pair = RcPair.on(net)
-                .qp(q -> q.maxSendWr(256).maxRecvWr(256))
-                .cqe(1024)
-                .mtu(Mtu.MTU_4096)
-                .timeout(14)
-                .retryCnt(7)
-                .build()) {
+        try (RcPair pair = net.bulkPair()) {
             Transport ta = net.transport(DeterministicNetwork.A);
             long[] lost = {0, 0};
             long bytes = (long) size * Math.min(messages, DEPTH);
