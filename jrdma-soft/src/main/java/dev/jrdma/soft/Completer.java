@@ -108,9 +108,19 @@ final class Completer {
      * oldest unacknowledged packet and the last one sent go again alone, without counting a retry, and the IBA
      * timeout it stood in front of ({@link #probeUntil}) is armed again. It repairs what no later packet can reveal: a
      * lost resend, NAK or ACK when nothing more goes out (the window at its reach, the send queue empty), at a few
-     * round trips instead of the QP's timeout (perftest's 14: 67 ms). Doubled per probe without progress.
+     * round trips instead of the QP's timeout (perftest's 14: 67 ms). Doubled per probe without progress. Armed only
+     * within {@link #PROBE_AFTER_LOSS_NANOS} of a loss seen ({@link #lossSeenAt}): on a path that loses nothing a late
+     * answer is a peer whose threads wait for a CPU, and probing it sent packets again for nothing (on a loaded host
+     * hundreds of times a second; netty-bench's request rate fell by a quarter on a quiet machine, ten-fold under
+     * load). A lost answer on such a path costs the QP's timeout, as it does with go-back-N.
      */
     private long probeAt, probeUntil;
+    /** How long after a loss seen the probe is armed. */
+    static final long PROBE_AFTER_LOSS_NANOS = 1_000_000_000L;
+    /** When a loss was last seen (a sequence NAK, a retry timeout), if {@link #lossSeen}; a probe's own resends are not one. */
+    private long lossSeenAt;
+
+    private boolean lossSeen;
 
     private int probesInARow;
     /** The least wait of a probe. */
@@ -145,6 +155,7 @@ final class Completer {
         heldAtPeer = 0;
         sentBeyondResend = -1;
         probesInARow = 0;
+        lossSeen = false;
     }
 
     void reset() {
@@ -293,6 +304,7 @@ final class Completer {
     /** The responder expected {@code psn}: what came before it is acknowledged; go back to it (a retry). */
     private State sequenceNak() {
         rttSentAt = 0; // a gap: the sample's ACK waits for its repair, which is no round trip
+        lossSeen(qp.clock().nanoTime());
         int prev = Psn.add(psn, -1);
         if (ackUpTo(prev)) progress(prev);
         boolean marked = qp.selectiveRepeat && pkt.holdsMark();
@@ -553,15 +565,22 @@ final class Completer {
      * in the selective-repeat mode, the retry deadline comes forward to the probe's ({@link #probeAt}).
      */
     void armProbe() {
-        if (!qp.selectiveRepeat || !peerHolds || probeAt != 0 || retryDeadline == 0) return;
+        if (!qp.selectiveRepeat || !peerHolds || !lossSeen || probeAt != 0 || retryDeadline == 0) return;
         if (oldestUnacked == qp.requester.sentEnd || qp.requester.rnrWait) return;
+        long now = qp.clock().nanoTime();
+        if (now - lossSeenAt > PROBE_AFTER_LOSS_NANOS) return;
         long wait = Math.max(PROBE_FLOOR_NANOS, 4 * srttNanos) << Math.min(probesInARow, 16);
-        long at = qp.clock().nanoTime() + wait;
+        long at = now + wait;
         if (at - retryDeadline >= 0) return; // the timeout comes first anyway
         probeUntil = retryDeadline;
         probeAt = at;
         retryDeadline = at;
         qp.timer().wake(at);
+    }
+
+    private void lossSeen(long now) {
+        lossSeen = true;
+        lossSeenAt = now;
     }
 
     // ---- the retransmission timer ------------------------------------------------------------------------
@@ -636,6 +655,7 @@ final class Completer {
             resendAfterTimeout(); // a full wait from now, not backed off further
             return;
         }
+        lossSeen(now); // a timeout on time (a late one is this host's starvation)
         if (retryLeft == 0) {
             completeWithError(w, WcStatus.RETRY_EXC_ERR);
             return;

@@ -114,12 +114,28 @@ class IrnRecoveryTest {
         assertEquals(0, r.stalledMicros(), r::toString);
     }
 
+    /**
+     * Loses the first copy of request packet 1 (a sequence NAK: a loss seen, which arms the probe), then the first
+     * {@code answers} ACKs of the last packet of {@code messages} 4-packet WRITEs.
+     */
+    static Predicate<DeterministicNetwork.Packet> aLossThenTheLastAcks(int messages, int answers) {
+        Predicate<DeterministicNetwork.Packet> early = firstCopies(1, 1);
+        int[] first = {-1}, lost = {0};
+        return p -> {
+            if (first[0] < 0 && Opcode.isRc(p.opcode()) && p.opcode() != Opcode.ACKNOWLEDGE.code()) first[0] = p.psn();
+            if (early.test(p)) return true;
+            return p.opcode() == Opcode.ACKNOWLEDGE.code()
+                    && Psn.diff(p.psn(), first[0]) == 4 * messages - 1
+                    && lost[0]++ < answers;
+        };
+    }
+
     @Test
     void aLostAckWithNothingMoreToSendCostsAProbeNotTheTimeout() {
-        boolean[] once = {false};
-        // one WRITE of 4 packets; its ACK is lost
-        Run r = run(1, 4 * 4096, p -> p.opcode() == Opcode.ACKNOWLEDGE.code() && !once[0] && (once[0] = true));
-        System.out.println("a lost ACK at the tail: " + r);
+        // two WRITEs of 4 packets; a request packet is lost, then the ACK of the last packet
+        Run r = run(2, 4 * 4096, aLossThenTheLastAcks(2, 1));
+        System.out.println("a lost ACK at the tail after a loss: " + r);
+        assertEquals(1, r.lostRequests(), r::toString);
         assertEquals(1, r.lostResponses(), r::toString);
         assertEquals(1, r.count(Counter.RETRY_PROBES), r::toString);
         assertEquals(0, r.count(Counter.RETRY_TIMEOUTS), r::toString);
@@ -128,14 +144,57 @@ class IrnRecoveryTest {
 
     @Test
     void aLostProbeIsProbedAgainLaterNotTimedOut() {
-        int[] lost = {0};
-        // one WRITE of 4 packets; its ACK and the answers to the first probe (one per packet it sent again) are lost
-        Run r = run(1, 4 * 4096, p -> p.opcode() == Opcode.ACKNOWLEDGE.code() && lost[0]++ < 3);
+        // as above; the ACK and the answers to the first probe (one per packet it sent again) are lost
+        Run r = run(2, 4 * 4096, aLossThenTheLastAcks(2, 3));
         System.out.println("a lost ACK and a lost answer to the probe: " + r);
         assertEquals(3, r.lostResponses(), r::toString);
         assertEquals(2, r.count(Counter.RETRY_PROBES), r::toString);
         assertEquals(0, r.count(Counter.RETRY_TIMEOUTS), r::toString);
         assertTrue(r.stalledMicros() <= 3 * Completer.PROBE_FLOOR_NANOS / 1000, r::toString); // 200 us, then 400
+    }
+
+    @Test
+    void onAPathThatLostNothingALostTailAckCostsTheTimeoutNotAProbe() {
+        boolean[] once = {false};
+        Run r = run(1, 4 * 4096, p -> p.opcode() == Opcode.ACKNOWLEDGE.code() && !once[0] && (once[0] = true));
+        System.out.println("a lost ACK at the tail of a clean path: " + r);
+        assertEquals(1, r.lostResponses(), r::toString);
+        assertEquals(0, r.count(Counter.RETRY_PROBES), r::toString);
+        assertEquals(1, r.count(Counter.RETRY_TIMEOUTS), r::toString);
+    }
+
+    /**
+     * A peer whose answers come late (its threads off the CPU for a millisecond, five probe floors) on a path that
+     * lost nothing: nothing is sent again. Before, a probe resent packets at 200 us every time.
+     */
+    @Test
+    void aSlowPeerOnACleanPathIsNotProbed() {
+        DeterministicNetwork net = DeterministicNetwork.faultless();
+        try (RcPair pair = net.bulkPair()) {
+            Transport ta = net.transport(DeterministicNetwork.A);
+            MemoryRegion src = pair.a.mrAll(SIZE), dst = pair.b.mrAll(SIZE);
+            SelectiveRepeatTest.offerTheMode(net, pair, src, dst);
+            long probes = ta.counters.get(Counter.RETRY_PROBES),
+                    resends = ta.counters.get(Counter.TX_SELECTIVE_RESENDS);
+            RcPair.fill(src.segment(), SIZE, 5);
+            for (int round = 0; round < 20; round++) {
+                pair.a.qp.postSend(new SendWorkRequest()
+                        .wrId(round)
+                        .opcode(WrOpcode.RDMA_WRITE)
+                        .buffer(src, 0, SIZE)
+                        .remote(dst.address(), dst.rkey())
+                        .signaled(true));
+                net.advance(1_000_000); // the packets wait a millisecond before the peer takes them
+                net.deliver();
+                WorkCompletion[] wc = WorkCompletion.array(1);
+                assertEquals(1, pair.a.cq.poll(wc), "round " + round);
+                assertEquals(WcStatus.SUCCESS, wc[0].status);
+            }
+            RcPair.assertFilled(dst.segment(), 0, SIZE, 5);
+            assertEquals(0, ta.counters.get(Counter.RETRY_PROBES) - probes);
+            assertEquals(0, ta.counters.get(Counter.TX_SELECTIVE_RESENDS) - resends);
+            assertEquals(0, ta.counters.get(Counter.RETRY_TIMEOUTS));
+        }
     }
 
     @ParameterizedTest(name = "loss {0} each way, seed {1}")
