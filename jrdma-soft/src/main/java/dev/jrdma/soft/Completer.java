@@ -256,7 +256,7 @@ final class Completer {
 
     /** The started, not completed WQE (not a local operation) that {@code psn} belongs to; null when none. */
     private SendWqe holding(int psn) {
-        int end = sq.next != sq.tail ? sq.next + 1 : sq.next;
+        int end = sq.tail;
         for (int i = sq.head; i != end; i++) {
             SendWqe w = sq.at(i);
             if (w.progress == Progress.POSTED) return null;
@@ -498,7 +498,7 @@ final class Completer {
 
     /** The first WQE, from the head, that is started and not done; null when none. */
     private SendWqe firstPending() {
-        int end = sq.next != sq.tail ? sq.next + 1 : sq.next;
+        int end = sq.tail;
         for (int i = sq.head; i != end; i++) {
             SendWqe w = sq.at(i);
             if (w.progress == Progress.STARTED) return w;
@@ -507,9 +507,13 @@ final class Completer {
         return null;
     }
 
-    /** Marks done every SEND/WRITE whose last PSN is at or before {@code ackPsn}; false on an implicit NAK. */
+    /**
+     * Marks done every SEND/WRITE whose last PSN is at or before {@code ackPsn}; false on an implicit NAK. Like every
+     * scan here it runs to the first WQE not started, not to the requester's place ({@code sq.next}): a go-back moves
+     * that place back while the WQEs after it are still out (a scan that stopped there completed none of them).
+     */
     private boolean ackUpTo(int ackPsn) {
-        int end = sq.next != sq.tail ? sq.next + 1 : sq.next;
+        int end = sq.tail;
         for (int i = sq.head; i != end; i++) {
             SendWqe w = sq.at(i);
             if (w.progress == Progress.DONE) continue;

@@ -371,7 +371,7 @@ final class Requester {
      * packet; a READ from its first missing response) and every started WQE after it.
      */
     void retry(int psn) {
-        int end = sq.next != sq.tail ? sq.next + 1 : sq.next;
+        int end = sq.tail;
         int start = -1;
         for (int i = sq.head; i != end; i++) {
             SendWqe w = sq.at(i);
@@ -417,7 +417,7 @@ final class Requester {
 
     /** The started SEND/WRITE WQE whose packet {@code psn} has been sent; null when none. */
     private SendWqe sentSendOrWrite(int psn) {
-        int end = sq.next != sq.tail ? sq.next + 1 : sq.next;
+        int end = sq.tail;
         for (int i = sq.head; i != end; i++) {
             SendWqe w = sq.at(i);
             if (w.progress == Progress.POSTED) return null;

@@ -131,6 +131,35 @@ class CompleterTest {
         }
     }
 
+    /**
+     * A go-back moves the requester's place back to the first WQE it sends again; the WQEs after that place went out
+     * before and are still the completer's. Here the replay stops at its window (the window counted from the oldest
+     * unacknowledged PSN; with selective repeat it ran further before), and the peer's ACK of everything then arrives:
+     * it completes every WQE it covers. Before, the completer looked only as far as the requester's place: the ACK moved
+     * the window past the third WRITE without completing it (in the soak under load: RETRY_EXC_ERR or a WQE never
+     * completed, its responses dropped as naming no request).
+     */
+    @Test
+    void anAckDuringAStalledGoBackCompletesTheWqesBeyondTheReplay() {
+        try (EngineRig rig = new EngineRig()) {
+            MemoryRegion src = rig.mrBindable(64);
+            for (int i = 0; i < 3; i++) rig.qp.postSend(write(src, i, 8)); // PSNs 100..102
+            assertEquals(3, rig.drain().size());
+            rig.qp.requester.window = 1;
+            rig.feed(nak(MY_PSN, Aeth.NAK_PSN_SEQUENCE_ERROR));
+            List<RocePacket> again = rig.drain();
+            assertEquals(1, again.size(), EngineRig.describe(again)); // 100 again; 101 waits for the window
+            rig.feed(ack(MY_PSN + 2));
+            for (int i = 0; i < 3; i++) {
+                WorkCompletion wc = rig.poll();
+                assertEquals(i, wc.wrId);
+                assertEquals(WcStatus.SUCCESS, wc.status);
+            }
+            assertEquals(MY_PSN + 3, rig.qp.completer.oldestUnacked);
+            assertTrue(rig.drain().isEmpty(), "nothing left to send again");
+        }
+    }
+
     /** The retransmission timer retries even while a go-back is under way (its replay may have been lost whole). */
     @Test
     void aTimeoutRetriesWhileAGoBackIsUnderWay() {
