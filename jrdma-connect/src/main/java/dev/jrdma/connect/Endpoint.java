@@ -319,7 +319,7 @@ public final class Endpoint extends EndpointSetup implements AutoCloseable {
             submitQueued(op);
             return true;
         }
-        if (toOwner(op.submitOnOwner)) return true;
+        if (dataToOwner(op.submitOnOwner)) return true;
         op.recorded = null;
         recycle(op); // the group closed, or its owner stalled: refused at once
         return false;
@@ -384,7 +384,7 @@ public final class Endpoint extends EndpointSetup implements AutoCloseable {
         CompletableFuture<Message> f = new CompletableFuture<>();
         if (onOwner()) {
             receiveOnOwner(f);
-        } else if (!toOwner(() -> receiveOnOwner(f))) {
+        } else if (!dataToOwner(() -> receiveOnOwner(f))) {
             f.completeExceptionally(stateError("receive"));
         }
         return f;

@@ -287,6 +287,16 @@ abstract class EndpointCore {
     }
 
     /**
+     * Hands a data-path command (a send, a receive) to the owner as {@link #toOwner} does, or runs it right here as the
+     * owner when the group's own thread does not drive now and no command waits ({@link EndpointGroup#runIfFree}): the
+     * caller posts without a hand-off to that thread and without waking it. Not for commands that must follow the
+     * completions in the CQ (a peer's goodbye, a close): those go through {@link #toOwner}.
+     */
+    final boolean dataToOwner(Runnable command) {
+        return group.runIfFree(command) || toOwner(command);
+    }
+
+    /**
      * Runs {@code work} on the owner and waits for its result: at once on the owner (or when nobody drives the group
      * any more: its owner is gone), else as a command. For what is not the data path: set-up, changing a receive
      * handler, tests' looks at the state. What {@code work} throws is thrown here.
@@ -440,7 +450,7 @@ abstract class EndpointCore {
         CompletableFuture<T> future = (CompletableFuture<T>) (CompletableFuture<?>) op.future;
         if (onOwner()) {
             submitQueued(op);
-        } else if (!toOwner(op.submitOnOwner)) {
+        } else if (!dataToOwner(op.submitOnOwner)) {
             op.error = group.isOpen()
                     ? new RdmaException(
                             RdmaException.Kind.TIMEOUT,

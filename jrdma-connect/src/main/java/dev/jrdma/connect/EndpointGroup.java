@@ -218,6 +218,14 @@ public final class EndpointGroup implements AutoCloseable {
     }
 
     /**
+     * Runs a data-path command ({@link ProgressCore#runIfFree}) on the calling thread at once when the group has a
+     * thread of its own that does not drive now and no command waits; false when it must be handed over.
+     */
+    boolean runIfFree(Runnable command) {
+        return thread != null && Thread.currentThread() != thread && core.runIfFree(command);
+    }
+
+    /**
      * {@return the invoker that drives this group, or null when the group has a thread of its own ({@link #open})}
      */
     public Invoker invoker() {

@@ -1,6 +1,7 @@
 package dev.jrdma.connect;
 
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 
 /**
@@ -84,6 +85,10 @@ final class ProgressCore {
      * ({@link #helpUntil}); only ever tried, never waited for. An invoked group has one driver and leaves it alone.
      */
     private final AtomicBoolean driving = new AtomicBoolean();
+    /** Callers inside {@link #helpUntil} now: while one helps, the agent naps ({@link #runAsAgent}). */
+    private final AtomicInteger helpers = new AtomicInteger();
+    /** When the last {@link #helpUntil} that got its result ended ({@link System#nanoTime}: a scheduling matter). */
+    private volatile long helpEndedAt = System.nanoTime() - DEFAULT_SPIN_NANOS - 1;
     // owner only
     private int dutyDepth;
     private long nextTimeoutCheck;
@@ -338,6 +343,32 @@ final class ProgressCore {
     }
 
     /**
+     * Runs {@code command} at once on the calling thread, as the owner, when it can be: a group with a thread of its
+     * own that nobody drives now and with no command waiting (those run first, in order: then the command is handed
+     * over). For the data path of a thread that is not the owner (a send, a receive): it posts without a hand-off to
+     * the agent and without waking it. Any thread but the agent's; not for an invoked group (its invoker drives
+     * alone).
+     *
+     * @return whether {@code command} ran here (false: hand it over with {@link #execute})
+     */
+    boolean runIfFree(Runnable command) {
+        if (!running || !commands.isEmpty() || !tryDrive()) return false;
+        try {
+            if (!commands.isEmpty() || !running) return false; // queued meanwhile: they run first, on the owner
+            dutyDepth++;
+            try {
+                command.run();
+            } finally {
+                dutyDepth--;
+            }
+            lastWork = clock.nanoTime();
+            return true;
+        } finally {
+            release();
+        }
+    }
+
+    /**
      * A caller waiting for a result of this core ({@code done}) drives it on its own thread meanwhile, as the software
      * device lets a polling application drive its receive path: the completion it waits for is then polled and
      * dispatched right here, with no hand-off and no wake-up. It stops within the busy-poll budget after its last work
@@ -347,7 +378,9 @@ final class ProgressCore {
      */
     boolean helpUntil(BooleanSupplier done, long deadline) {
         long now = clock.nanoTime(), last = now;
-        long budget = Math.min(spinNanos(), DEFAULT_SPIN_NANOS);
+        long budget = helpBudget();
+        boolean got = false;
+        helpers.incrementAndGet();
         try {
             while (!done.getAsBoolean()) {
                 if (!running || now - last >= budget || now - deadline >= 0) return false;
@@ -364,10 +397,29 @@ final class ProgressCore {
                 Thread.onSpinWait();
                 now = clock.nanoTime();
             }
+            got = true;
             return true;
         } finally {
-            wakeup(); // the agent may sleep without its CQs armed while a caller drove: it takes over now
+            if (got) helpEndedAt = System.nanoTime(); // it may be back soon (a ping-pong): the agent naps on a while
+            helpers.decrementAndGet();
+            // a caller that gives up waits without driving: the agent, napping or asleep unarmed, takes over now
+            if (!got) wakeup();
         }
+    }
+
+    /** How long a waiting caller drives without work, and how long the agent naps after a caller's help. */
+    private long helpBudget() {
+        return Math.min(spinNanos(), DEFAULT_SPIN_NANOS);
+    }
+
+    /**
+     * Whether a caller helps now, or did within the help budget: the agent then naps, not polls. A ping-pong's
+     * caller ({@code send}, then {@code receive(timeout)}) drives each round trip itself; an agent polling beside it
+     * took a core of two from the peer's thread and competed for the drive, and one woken after every call cost the
+     * caller a lock and a signal.
+     */
+    private boolean helped() {
+        return helpers.get() > 0 || System.nanoTime() - helpEndedAt < helpBudget();
     }
 
     /** The group's own thread: duty cycles until {@link #stop}; a failure of the device is logged, not fatal. */
@@ -375,9 +427,14 @@ final class ProgressCore {
         while (running) {
             try {
                 long now = clock.nanoTime();
+                if (helped()) {
+                    // a caller drives, or did a moment ago and may be back: nap (CQs not armed) for the budget; one
+                    // that gives up its wait wakes this thread (helpUntil)
+                    duty.await(helpBudget());
+                    continue;
+                }
                 if (!tryDrive()) {
-                    // a caller drives: sleep (CQs not armed) until it hands back with a wakeup, or at most a while
-                    duty.await(MAX_SLEEP_NANOS);
+                    Thread.onSpinWait(); // a caller posts a send or a receive right now (runIfFree): a moment
                     continue;
                 }
                 int work;

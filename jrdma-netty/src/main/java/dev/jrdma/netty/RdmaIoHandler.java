@@ -9,6 +9,7 @@ import io.netty.channel.IoHandlerContext;
 import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.IoOps;
 import io.netty.channel.IoRegistration;
+import io.netty.util.concurrent.SingleThreadEventExecutor;
 import io.netty.util.concurrent.ThreadAwareExecutor;
 import java.net.InetAddress;
 import java.util.ArrayList;
@@ -97,6 +98,11 @@ public final class RdmaIoHandler implements IoHandler {
     public void initialize() {
         loopThread = Thread.currentThread();
         CURRENT.set(this);
+        // Netty's loop calls prepareToDestroy only when it sees the shutdown between its I/O and its tasks; a shutdown
+        // that starts after that look ends the loop at its next confirmShutdown without it (with a quiet period of 0
+        // at once), and the channels stayed open past the loop's end. A shutdown hook runs in that confirmShutdown,
+        // while the loop still runs the tasks the closes hand it.
+        if (executor instanceof SingleThreadEventExecutor loop) loop.addShutdownHook(this::closeChannelsAndWait);
     }
 
     /**
@@ -254,6 +260,14 @@ public final class RdmaIoHandler implements IoHandler {
      */
     @Override
     public void prepareToDestroy() {
+        closeChannelsAndWait();
+    }
+
+    /**
+     * Closes this loop's channels and drives its groups until their closes in flight have handed the loop their last
+     * task ({@link #prepareToDestroy}); loop thread only, once per shutdown (nothing left to close after it).
+     */
+    private void closeChannelsAndWait() {
         for (RdmaIoHandle h : Set.copyOf(handles)) h.closeNow();
         handles.clear();
         long deadline = System.nanoTime() + CLOSE_WAIT_NANOS;
