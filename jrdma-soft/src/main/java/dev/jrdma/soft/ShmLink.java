@@ -298,7 +298,7 @@ final class ShmLink implements Link {
     /** Sends a {@link ShmProof} datagram from this device's own UDP port (that is what proves it); a lost one is resent or answered again. */
     private void sendProof(int kind, int slot, long nonce, long start, InetSocketAddress to) {
         try {
-            udp.send(ShmProof.encode(kind, slot, nonce, start), to);
+            udp.sendVerbatim(ShmProof.encode(kind, slot, nonce, start), to); // not a RoCEv2 packet: no ICRC patched
         } catch (IOException | RuntimeException e) {
             counters.add(Counter.TX_ERRORS);
         }
