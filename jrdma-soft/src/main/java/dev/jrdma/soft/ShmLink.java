@@ -25,7 +25,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * namespaces, of other users or on other hosts never see the ring and talk UDP as before.
  *
  * <p><b>Progress.</b> A polling thread looks at the rings on every spin (a few memory reads) and at the UDP socket
- * every {@value #UDP_LOOK_NANOS} ns (a system call; on every spin while it has traffic); a burst takes the rings first
+ * every {@value #UDP_LOOK_NANOS} ns (a system call; on every spin while it has traffic, or while the rings have given
+ * nothing for {@value #RINGS_QUIET_NANOS} ns); a burst takes the rings first
  * and the socket first when its look is due, so neither starves. The receive thread, before it sleeps in the UDP socket's wait, says so
  * in the ring's header; a sender that then puts a packet in sends an empty UDP datagram to wake it (the doorbell), so
  * an idle device sleeps and a sleeping one is woken by the next packet.
@@ -37,6 +38,14 @@ final class ShmLink implements Link {
      * last look found something: a look per poll would put one system call back on every round trip.
      */
     static final long UDP_LOOK_NANOS = 20_000;
+    /**
+     * The UDP socket's look is rationed ({@link #UDP_LOOK_NANOS}) only while the rings took a packet less than this long
+     * ago: a slot claimed by a sender that sends nothing (its proof failed, or it went quiet: the benchmarks' warm-up
+     * on a QP connected to itself leaves one for good) must not ration a socket that carries all the traffic. With one
+     * such slot, every half round trip to another host waited for the next look: ~10 us against ~4
+     * (jrdma-bench/README.md, issue 23's two-host table).
+     */
+    static final long RINGS_QUIET_NANOS = 1_000_000;
     /**
      * How long the receive thread watches the rings before it sleeps, while a sender has a slot: a stream to a
      * passive side (nobody polls there, e.g. a {@code write_bw} server) then goes on without a doorbell per burst (a
@@ -80,6 +89,8 @@ final class ShmLink implements Link {
     private volatile Route last;
     /** When the UDP socket gets its next look while the rings are in use (racy between the two driving threads: any interleaving will do). */
     private long udpLookAt;
+    /** When the rings last gave a packet (racy between the two driving threads: any recent value will do). */
+    private long ringsTookAt;
 
     private volatile boolean closed;
     /** The receive thread is in {@link #await} (or about to be). */
@@ -127,6 +138,7 @@ final class ShmLink implements Link {
         this.port = port;
         this.counters = counters;
         this.doorbells = doorbells;
+        this.ringsTookAt = clock.nanoTime() - RINGS_QUIET_NANOS;
     }
 
     /** What {@code -Djrdma.soft.shm} asks for: auto, off or on. */
@@ -413,7 +425,9 @@ final class ShmLink implements Link {
     private InetSocketAddress takeOne(ByteBuffer b) {
         ShmReceiver rx = receiver;
         try {
-            return rx.takeOne(b);
+            InetSocketAddress from = rx.takeOne(b);
+            if (from != null) ringsTookAt = clock.nanoTime();
+            return from;
         } catch (RuntimeException | InternalError e) {
             ringFailed(rx, e);
             return null;
@@ -450,6 +464,7 @@ final class ShmLink implements Link {
         }
         // a short burst emptied the rings; the socket gets its turn from polls and the receive thread's wait
         batch.drained = n < RxBatch.CAPACITY;
+        if (n > 0) ringsTookAt = clock.nanoTime();
         return n;
     }
 
@@ -494,6 +509,7 @@ final class ShmLink implements Link {
             ringFailed(rx, e);
             return true;
         }
+        if (clock.nanoTime() - ringsTookAt >= RINGS_QUIET_NANOS) return udp.readable(); // quiet rings: no ration
         if (!udpLookDue()) return false;
         if (!udp.readable()) return false;
         udpLookAt = clock.nanoTime(); // the socket has traffic: look at it again on the next poll

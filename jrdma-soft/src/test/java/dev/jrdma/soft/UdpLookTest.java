@@ -1,0 +1,109 @@
+package dev.jrdma.soft;
+
+import static org.junit.jupiter.api.Assertions.*;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * When a polling thread looks at the UDP socket of a same-host link ({@link ShmLink#readable}), on two real links with
+ * a {@link ManualClock}: on every poll while the rings carry nothing, rationed to one look per
+ * {@link ShmLink#UDP_LOOK_NANOS} while they do, and on every poll again once they have been quiet for
+ * {@link ShmLink#RINGS_QUIET_NANOS}. Before, a claimed slot alone rationed the socket for good: the benchmarks' warm-up
+ * (a QP connected to itself) left one, and between two hosts every half round trip then waited for the next look
+ * (~10 us against ~4; jrdma-bench/README.md, issue 23).
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class UdpLookTest {
+    private final ManualClock clock = new ManualClock();
+
+    /** The UDP socket under B's ring link, counting the polls' looks; it never has a datagram for them. */
+    private static final class WatchedSocket implements Link {
+        final Link inner;
+        int looks;
+
+        WatchedSocket(Link inner) {
+            this.inner = inner;
+        }
+
+        @Override
+        public boolean readable() {
+            looks++;
+            return false;
+        }
+
+        @Override
+        public boolean send(ByteBuffer b, InetSocketAddress to) throws IOException {
+            return inner.send(b, to);
+        }
+
+        @Override
+        public InetSocketAddress receive(ByteBuffer b) throws IOException {
+            return inner.receive(b);
+        }
+
+        @Override
+        public int receive(RxBatch batch) throws IOException {
+            return inner.receive(batch);
+        }
+
+        @Override
+        public void prepare(RxBatch batch) {
+            inner.prepare(batch);
+        }
+
+        @Override
+        public void await() throws IOException {
+            inner.await();
+        }
+
+        @Override
+        public void wakeup() {
+            inner.wakeup();
+        }
+
+        @Override
+        public void close() {
+            inner.close();
+        }
+    }
+
+    @Test
+    void aSlotThatCarriesNothingDoesNotRationTheSocket() throws Exception {
+        WatchedSocket[] socket = new WatchedSocket[1];
+        try (PeerBehindTest.Pair p =
+                PeerBehindTest.openPair("127.0.0.73", "127.0.0.74", clock, l -> socket[0] = new WatchedSocket(l))) {
+            RxBatch atA = new RxBatch(), atB = new RxBatch();
+            p.a().prepare(atA);
+            p.b().prepare(atB);
+            PeerBehindTest.proveRing(p.a(), atA, p.b(), atB, p.toB());
+            WatchedSocket udp = socket[0];
+
+            // A holds a proven slot in B's ring and sends nothing through it: every poll looks at the socket
+            int before = udp.looks;
+            for (int i = 0; i < 5; i++) assertFalse(p.b().readable());
+            assertEquals(before + 5, udp.looks, "quiet rings: a look per poll");
+
+            // the rings carry a packet: the socket's looks are rationed
+            assertTrue(p.a().send(ByteBuffer.wrap(new byte[] {1, 2, 3, 4}), p.toB()));
+            assertEquals(1, p.b().receive(atB), "B takes the packet from its ring");
+            before = udp.looks;
+            for (int i = 0; i < 5; i++) assertFalse(p.b().readable());
+            assertEquals(before, udp.looks, "rings in use: no look before its time");
+            clock.advanceNanos(ShmLink.UDP_LOOK_NANOS);
+            assertFalse(p.b().readable());
+            assertFalse(p.b().readable());
+            assertEquals(before + 1, udp.looks, "one look when it is due, then none until the next");
+
+            // the rings have been quiet long enough: a look per poll again
+            clock.advanceNanos(ShmLink.RINGS_QUIET_NANOS);
+            before = udp.looks;
+            for (int i = 0; i < 5; i++) assertFalse(p.b().readable());
+            assertEquals(before + 5, udp.looks, "rings quiet for RINGS_QUIET_NANOS: a look per poll");
+        }
+    }
+}
