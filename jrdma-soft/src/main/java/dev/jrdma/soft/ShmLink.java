@@ -89,8 +89,13 @@ final class ShmLink implements Link {
     private volatile Route last;
     /** When the UDP socket gets its next look while the rings are in use (racy between the two driving threads: any interleaving will do). */
     private long udpLookAt;
-    /** When the rings last gave a packet (racy between the two driving threads: any recent value will do). */
+    /**
+     * When a poll first saw that the rings had given packets ({@link #ringsTook}), the time of their last one near
+     * enough (racy between the two driving threads: any recent value will do); no clock read per burst.
+     */
     private long ringsTookAt;
+    /** The rings gave packets since the last poll's look ({@link #readable}). */
+    private boolean ringsTook;
 
     private volatile boolean closed;
     /** The receive thread is in {@link #await} (or about to be). */
@@ -426,7 +431,7 @@ final class ShmLink implements Link {
         ShmReceiver rx = receiver;
         try {
             InetSocketAddress from = rx.takeOne(b);
-            if (from != null) ringsTookAt = clock.nanoTime();
+            if (from != null) ringsTook = true;
             return from;
         } catch (RuntimeException | InternalError e) {
             ringFailed(rx, e);
@@ -446,7 +451,10 @@ final class ShmLink implements Link {
 
     /** Whether the UDP socket's look is due (see {@link #UDP_LOOK_NANOS}); if so, the next one is due a while later. */
     private boolean udpLookDue() {
-        long now = clock.nanoTime();
+        return udpLookDue(clock.nanoTime());
+    }
+
+    private boolean udpLookDue(long now) {
         if (now - udpLookAt < 0) return false;
         udpLookAt = now + UDP_LOOK_NANOS;
         return true;
@@ -464,7 +472,7 @@ final class ShmLink implements Link {
         }
         // a short burst emptied the rings; the socket gets its turn from polls and the receive thread's wait
         batch.drained = n < RxBatch.CAPACITY;
-        if (n > 0) ringsTookAt = clock.nanoTime();
+        if (n > 0) ringsTook = true;
         return n;
     }
 
@@ -509,10 +517,15 @@ final class ShmLink implements Link {
             ringFailed(rx, e);
             return true;
         }
-        if (clock.nanoTime() - ringsTookAt >= RINGS_QUIET_NANOS) return udp.readable(); // quiet rings: no ration
-        if (!udpLookDue()) return false;
+        long now = clock.nanoTime();
+        if (ringsTook) {
+            ringsTook = false;
+            ringsTookAt = now;
+        }
+        if (now - ringsTookAt >= RINGS_QUIET_NANOS) return udp.readable(); // quiet rings: no ration
+        if (!udpLookDue(now)) return false;
         if (!udp.readable()) return false;
-        udpLookAt = clock.nanoTime(); // the socket has traffic: look at it again on the next poll
+        udpLookAt = now; // the socket has traffic: look at it again on the next poll
         return true;
     }
 
