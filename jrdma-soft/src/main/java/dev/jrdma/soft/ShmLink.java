@@ -47,7 +47,8 @@ final class ShmLink implements Link {
      */
     static final long RINGS_QUIET_NANOS = 1_000_000;
     /**
-     * How long the receive thread watches the rings before it sleeps, while a sender has a slot: a stream to a
+     * How long the receive thread watches the rings before it sleeps, while a sender has a slot and the rings gave a
+     * packet in the last {@link #RINGS_QUIET_NANOS} (not for a slot that carries nothing): a stream to a
      * passive side (nobody polls there, e.g. a {@code write_bw} server) then goes on without a doorbell per burst (a
      * system call at the sender, a wake-up at the receiver: about 3 doorbells per 10 packets before, and a message
      * rate below TCP's).
@@ -507,6 +508,15 @@ final class ShmLink implements Link {
         udp.prepare(batch);
     }
 
+    /** Whether the rings gave a packet less than {@link #RINGS_QUIET_NANOS} before {@code now} (as far as seen). */
+    private boolean ringsRecent(long now) {
+        if (ringsTook) {
+            ringsTook = false;
+            ringsTookAt = now;
+        }
+        return now - ringsTookAt < RINGS_QUIET_NANOS;
+    }
+
     @Override
     public boolean readable() throws IOException {
         ShmReceiver rx = receiver;
@@ -518,11 +528,7 @@ final class ShmLink implements Link {
             return true;
         }
         long now = clock.nanoTime();
-        if (ringsTook) {
-            ringsTook = false;
-            ringsTookAt = now;
-        }
-        if (now - ringsTookAt >= RINGS_QUIET_NANOS) return udp.readable(); // quiet rings: no ration
+        if (!ringsRecent(now)) return udp.readable(); // quiet rings: no ration
         if (!udpLookDue(now)) return false;
         if (!udp.readable()) return false;
         udpLookAt = now; // the socket has traffic: look at it again on the next poll
@@ -559,7 +565,8 @@ final class ShmLink implements Link {
         ShmReceiver rx = receiver;
         long start = clock.nanoTime();
         try {
-            if (rx.hasSenders() && timeoutNanos < 0) {
+            // the watch only while the rings carry packets: a slot that sends nothing is no reason to spin
+            if (rx.hasSenders() && timeoutNanos < 0 && ringsRecent(start)) {
                 long end = start + SPIN_NANOS;
                 long now;
                 do {

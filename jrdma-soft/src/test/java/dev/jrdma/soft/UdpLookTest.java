@@ -24,7 +24,7 @@ class UdpLookTest {
     /** The UDP socket under B's ring link, counting the polls' looks; it never has a datagram for them. */
     private static final class WatchedSocket implements Link {
         final Link inner;
-        int looks;
+        int looks, awaits;
 
         WatchedSocket(Link inner) {
             this.inner = inner;
@@ -56,9 +56,10 @@ class UdpLookTest {
             inner.prepare(batch);
         }
 
+        /** Returns at once: the test looks at what came before the wait. */
         @Override
-        public void await() throws IOException {
-            inner.await();
+        public void await() {
+            awaits++;
         }
 
         @Override
@@ -104,6 +105,39 @@ class UdpLookTest {
             before = udp.looks;
             for (int i = 0; i < 5; i++) assertFalse(p.b().readable());
             assertEquals(before + 5, udp.looks, "rings quiet for RINGS_QUIET_NANOS: a look per poll");
+        }
+    }
+
+    /**
+     * The receive thread's wait ({@link ShmLink#await()}) watches the rings for {@link ShmLink#SPIN_NANOS} before it
+     * sleeps only while they carry packets: for a slot that carries nothing it sleeps at once (a clock that moves a
+     * microsecond per read shows how long it watched).
+     */
+    @Test
+    void theReceiveThreadWatchesTheRingsBeforeItSleepsOnlyWhileTheyCarryPackets() throws Exception {
+        long[] now = {1_000_000_000L};
+        Clock ticking = () -> now[0] += 1_000;
+        WatchedSocket[] socket = new WatchedSocket[1];
+        try (PeerBehindTest.Pair p =
+                PeerBehindTest.openPair("127.0.0.75", "127.0.0.76", ticking, l -> socket[0] = new WatchedSocket(l))) {
+            RxBatch atA = new RxBatch(), atB = new RxBatch();
+            p.a().prepare(atA);
+            p.b().prepare(atB);
+            PeerBehindTest.proveRing(p.a(), atA, p.b(), atB, p.toB());
+            WatchedSocket udp = socket[0];
+
+            now[0] += ShmLink.RINGS_QUIET_NANOS; // A's proven slot has carried nothing for that long
+            long before = now[0];
+            p.b().await();
+            assertEquals(1, udp.awaits, "asleep in the socket's wait");
+            assertTrue(now[0] - before < ShmLink.SPIN_NANOS, "slept at once, watched " + (now[0] - before) + " ns");
+
+            assertTrue(p.a().send(ByteBuffer.wrap(new byte[] {1, 2, 3, 4}), p.toB()));
+            assertEquals(1, p.b().receive(atB), "B takes the packet from its ring");
+            before = now[0];
+            p.b().await();
+            assertEquals(2, udp.awaits);
+            assertTrue(now[0] - before >= ShmLink.SPIN_NANOS, "rings in use: watched them first");
         }
     }
 }
