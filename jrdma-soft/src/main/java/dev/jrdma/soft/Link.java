@@ -18,6 +18,18 @@ interface Link extends AutoCloseable {
     boolean send(ByteBuffer b, InetSocketAddress to) throws IOException;
 
     /**
+     * Sends the bytes between position and limit of {@code b} as one datagram from the device's UDP port, exactly as
+     * they are: for datagrams that are not RoCEv2 packets (the same-host rings' proofs, {@link ShmProof}), which a link
+     * that patches each packet's ICRC ({@link RawIpv4Link}) would spoil. This default is {@link #send(ByteBuffer,
+     * InetSocketAddress)}.
+     *
+     * @return false when the link cannot take it now (nothing was sent)
+     */
+    default boolean sendVerbatim(ByteBuffer b, InetSocketAddress to) throws IOException {
+        return send(b, to);
+    }
+
+    /**
      * Sends packets {@code from .. from+n-1} of {@code batch} (each slot's first {@code lengths[i]} bytes) as datagrams
      * to {@code to}, in order. This default sends them one by one through {@link #send(ByteBuffer, InetSocketAddress)};
      * {@link LinuxUdpLink} sends them with one {@code sendmmsg}.

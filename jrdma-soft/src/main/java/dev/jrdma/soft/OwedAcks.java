@@ -4,7 +4,8 @@ package dev.jrdma.soft;
  * The QPs that owe their peer a coalesced ACK at the end of one {@link Receiver}'s burst: each packet that asks for an
  * ACK lists its QP here instead of sending one, and the end of the drive sends one ACK per QP for the whole burst.
  * With {@code -Djrdma.soft.deferAcks=true} a polling thread's list may stay owed one drive longer
- * ({@link #sendOwedBefore}): the next post on the QP then carries the ACK with the request, in one system call.
+ * ({@link #sendOwedBefore}): the next post on the QP then sends the ACK right after the request, so the answer of a
+ * ping-pong reaches the peer first.
  */
 final class OwedAcks {
     private SoftQp[] pending = new SoftQp[64];

@@ -110,8 +110,8 @@ final class ProgressEngine {
     private final AtomicReference<Receiver> linkOwner = new AtomicReference<>();
     /**
      * {@code -Djrdma.soft.deferAcks=true}: a polling thread's coalesced ACKs wait for its next post on the QP (or its
-     * next drive, or the receive thread after {@link #POLL_QUIET_NANOS}), so that a ping-pong's ACK and answer leave in
-     * one system call (measured: jrdma-bench/README.md, "Measured on this machine"). Off by default: an ACK then
+     * next drive, or the receive thread after {@link #POLL_QUIET_NANOS}), so that a ping-pong's answer leaves before
+     * the ACK (measured: jrdma-bench/README.md, "Measured on this machine", and issue 23's two-host table). Off by default: an ACK then
      * depends on the application thread being scheduled again soon, and a peer with a short retransmission timeout
      * (2 ms, retry_cnt 1) on a loaded machine timed out in a test (jrdma-connect's CreditBoundTest, once, at load
      * average 15).

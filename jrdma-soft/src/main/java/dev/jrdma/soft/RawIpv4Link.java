@@ -131,6 +131,16 @@ final class RawIpv4Link implements Link {
     }
 
     /**
+     * Through the UDP socket (the receive side, bound to the same port): what is not a RoCEv2 packet has no ICRC to
+     * patch, and {@link #send(ByteBuffer, InetSocketAddress)} would overwrite its last four bytes (a same-host ring's
+     * proof then never matched, and devices on a non-loopback address never used their rings).
+     */
+    @Override
+    public boolean sendVerbatim(ByteBuffer b, InetSocketAddress to) throws IOException {
+        return receiveSide.sendVerbatim(b, to);
+    }
+
+    /**
      * A batch for a jrdma peer ({@link TxBatch#jrdmaPeer}: it accepts the kernel's identification) leaves through the
      * UDP socket, in one {@code sendmmsg} with UDP segmentation ({@link LinuxUdpLink}); any other packet by packet
      * through the raw socket, each with its identification in its ICRC, and its UDP checksum computed here (~2 us per

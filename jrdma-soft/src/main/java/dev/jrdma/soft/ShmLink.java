@@ -25,7 +25,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * namespaces, of other users or on other hosts never see the ring and talk UDP as before.
  *
  * <p><b>Progress.</b> A polling thread looks at the rings on every spin (a few memory reads) and at the UDP socket
- * every {@value #UDP_LOOK_NANOS} ns (a system call; on every spin while it has traffic); a burst takes the rings first
+ * every {@value #UDP_LOOK_NANOS} ns (a system call; on every spin while it has traffic, or while the rings have given
+ * nothing for {@value #RINGS_QUIET_NANOS} ns); a burst takes the rings first
  * and the socket first when its look is due, so neither starves. The receive thread, before it sleeps in the UDP socket's wait, says so
  * in the ring's header; a sender that then puts a packet in sends an empty UDP datagram to wake it (the doorbell), so
  * an idle device sleeps and a sleeping one is woken by the next packet.
@@ -38,7 +39,16 @@ final class ShmLink implements Link {
      */
     static final long UDP_LOOK_NANOS = 20_000;
     /**
-     * How long the receive thread watches the rings before it sleeps, while a sender has a slot: a stream to a
+     * The UDP socket's look is rationed ({@link #UDP_LOOK_NANOS}) only while the rings took a packet less than this long
+     * ago: a slot claimed by a sender that sends nothing (its proof failed, or it went quiet: the benchmarks' warm-up
+     * on a QP connected to itself leaves one for good) must not ration a socket that carries all the traffic. With one
+     * such slot, every half round trip to another host waited for the next look: ~10 us against ~4
+     * (jrdma-bench/README.md, issue 23's two-host table).
+     */
+    static final long RINGS_QUIET_NANOS = 1_000_000;
+    /**
+     * How long the receive thread watches the rings before it sleeps, while a sender has a slot and the rings gave a
+     * packet in the last {@link #RINGS_QUIET_NANOS} (not for a slot that carries nothing): a stream to a
      * passive side (nobody polls there, e.g. a {@code write_bw} server) then goes on without a doorbell per burst (a
      * system call at the sender, a wake-up at the receiver: about 3 doorbells per 10 packets before, and a message
      * rate below TCP's).
@@ -80,6 +90,13 @@ final class ShmLink implements Link {
     private volatile Route last;
     /** When the UDP socket gets its next look while the rings are in use (racy between the two driving threads: any interleaving will do). */
     private long udpLookAt;
+    /**
+     * When a poll first saw that the rings had given packets ({@link #ringsTook}), the time of their last one near
+     * enough (racy between the two driving threads: any recent value will do); no clock read per burst.
+     */
+    private long ringsTookAt;
+    /** The rings gave packets since the last poll's look ({@link #readable}). */
+    private boolean ringsTook;
 
     private volatile boolean closed;
     /** The receive thread is in {@link #await} (or about to be). */
@@ -127,6 +144,7 @@ final class ShmLink implements Link {
         this.port = port;
         this.counters = counters;
         this.doorbells = doorbells;
+        this.ringsTookAt = clock.nanoTime() - RINGS_QUIET_NANOS;
     }
 
     /** What {@code -Djrdma.soft.shm} asks for: auto, off or on. */
@@ -298,7 +316,7 @@ final class ShmLink implements Link {
     /** Sends a {@link ShmProof} datagram from this device's own UDP port (that is what proves it); a lost one is resent or answered again. */
     private void sendProof(int kind, int slot, long nonce, long start, InetSocketAddress to) {
         try {
-            udp.send(ShmProof.encode(kind, slot, nonce, start), to);
+            udp.sendVerbatim(ShmProof.encode(kind, slot, nonce, start), to); // not a RoCEv2 packet: no ICRC patched
         } catch (IOException | RuntimeException e) {
             counters.add(Counter.TX_ERRORS);
         }
@@ -413,7 +431,9 @@ final class ShmLink implements Link {
     private InetSocketAddress takeOne(ByteBuffer b) {
         ShmReceiver rx = receiver;
         try {
-            return rx.takeOne(b);
+            InetSocketAddress from = rx.takeOne(b);
+            if (from != null) ringsTook = true;
+            return from;
         } catch (RuntimeException | InternalError e) {
             ringFailed(rx, e);
             return null;
@@ -432,7 +452,10 @@ final class ShmLink implements Link {
 
     /** Whether the UDP socket's look is due (see {@link #UDP_LOOK_NANOS}); if so, the next one is due a while later. */
     private boolean udpLookDue() {
-        long now = clock.nanoTime();
+        return udpLookDue(clock.nanoTime());
+    }
+
+    private boolean udpLookDue(long now) {
         if (now - udpLookAt < 0) return false;
         udpLookAt = now + UDP_LOOK_NANOS;
         return true;
@@ -450,6 +473,7 @@ final class ShmLink implements Link {
         }
         // a short burst emptied the rings; the socket gets its turn from polls and the receive thread's wait
         batch.drained = n < RxBatch.CAPACITY;
+        if (n > 0) ringsTook = true;
         return n;
     }
 
@@ -484,6 +508,15 @@ final class ShmLink implements Link {
         udp.prepare(batch);
     }
 
+    /** Whether the rings gave a packet less than {@link #RINGS_QUIET_NANOS} before {@code now} (as far as seen). */
+    private boolean ringsRecent(long now) {
+        if (ringsTook) {
+            ringsTook = false;
+            ringsTookAt = now;
+        }
+        return now - ringsTookAt < RINGS_QUIET_NANOS;
+    }
+
     @Override
     public boolean readable() throws IOException {
         ShmReceiver rx = receiver;
@@ -494,9 +527,11 @@ final class ShmLink implements Link {
             ringFailed(rx, e);
             return true;
         }
-        if (!udpLookDue()) return false;
+        long now = clock.nanoTime();
+        if (!ringsRecent(now)) return udp.readable(); // quiet rings: no ration
+        if (!udpLookDue(now)) return false;
         if (!udp.readable()) return false;
-        udpLookAt = clock.nanoTime(); // the socket has traffic: look at it again on the next poll
+        udpLookAt = now; // the socket has traffic: look at it again on the next poll
         return true;
     }
 
@@ -530,7 +565,8 @@ final class ShmLink implements Link {
         ShmReceiver rx = receiver;
         long start = clock.nanoTime();
         try {
-            if (rx.hasSenders() && timeoutNanos < 0) {
+            // the watch only while the rings carry packets: a slot that sends nothing is no reason to spin
+            if (rx.hasSenders() && timeoutNanos < 0 && ringsRecent(start)) {
                 long end = start + SPIN_NANOS;
                 long now;
                 do {

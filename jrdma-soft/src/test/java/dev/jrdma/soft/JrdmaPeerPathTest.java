@@ -66,4 +66,19 @@ class JrdmaPeerPathTest {
             assertEquals(3, udp.datagrams, "through the raw socket, not the UDP one");
         }
     }
+
+    /** A datagram that is not a RoCEv2 packet (a ring's proof) leaves through the UDP socket as it is: no ICRC patched. */
+    @Test
+    void theRawLinkSendsAVerbatimDatagramUnchangedThroughItsUdpSocket() throws Exception {
+        FaultyLinkTest.Recording udp = new FaultyLinkTest.Recording();
+        RawIpv4Link raw = RawIpv4Link.open((Inet4Address) InetAddress.getByName("127.0.0.1"), 47917, udp);
+        Assumptions.assumeTrue(raw != null, "no raw socket here (needs CAP_NET_RAW)");
+        try (raw) {
+            java.nio.ByteBuffer proof = ShmProof.encode(ShmProof.HELLO, 3, 0x1234_5678_9abc_def0L, 77);
+            java.nio.ByteBuffer expected = proof.duplicate();
+            assertTrue(raw.sendVerbatim(proof, new InetSocketAddress("127.0.0.1", 47919)));
+            assertEquals(1, udp.datagrams);
+            assertEquals(expected, udp.order.getFirst(), "the bytes as given");
+        }
+    }
 }

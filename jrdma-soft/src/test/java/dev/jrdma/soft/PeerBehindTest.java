@@ -8,6 +8,7 @@ import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
+import java.util.function.UnaryOperator;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -24,37 +25,55 @@ class PeerBehindTest {
 
     @Test
     void aPacketTheSameHostPeerHasNotTakenCountsAsBehindAfterTheThresholdAndNotOnceTaken() throws Exception {
-        InetAddress ipA = SoftDevices.ip("127.0.0.23"), ipB = SoftDevices.ip("127.0.0.24");
+        try (Pair p = openPair("127.0.0.23", "127.0.0.24", clock, l -> l)) {
+            check(p.a, p.b, p.toB);
+        }
+    }
+
+    /** Two same-host links, and B's address. */
+    record Pair(ShmLink a, ShmLink b, InetSocketAddress toB) implements AutoCloseable {
+        @Override
+        public void close() {
+            a.close();
+            b.close();
+        }
+    }
+
+    /**
+     * Two same-host links on {@code a} and {@code b} and one free port, timed by {@code clock}; B's UDP socket is
+     * wrapped by {@code wrapB} (a test that watches it).
+     */
+    static Pair openPair(String a, String b, Clock clock, UnaryOperator<Link> wrapB) throws IOException {
+        InetAddress ipA = SoftDevices.ip(a), ipB = SoftDevices.ip(b);
         for (int attempt = 0; ; attempt++) {
             int port = 20000 + (int) (Math.random() * 30000);
-            Link a = null, b = null;
+            Link la = null, lb;
             try {
-                a = ShmLink.around(LinkFactory.openUdp(ipA, port), IpAddress.of(ipA), port, new Counter.Set(), clock);
-                b = ShmLink.around(LinkFactory.openUdp(ipB, port), IpAddress.of(ipB), port, new Counter.Set(), clock);
+                la = ShmLink.around(LinkFactory.openUdp(ipA, port), IpAddress.of(ipA), port, new Counter.Set(), clock);
+                lb = ShmLink.around(
+                        wrapB.apply(LinkFactory.openUdp(ipB, port)), IpAddress.of(ipB), port, new Counter.Set(), clock);
             } catch (IOException e) {
-                if (a != null) a.close();
+                if (la != null) la.close();
                 if (attempt < 50) continue; // the port is taken on one of the addresses
                 throw e;
             }
-            try {
-                check((ShmLink) a, (ShmLink) b, new InetSocketAddress(ipB, port));
-            } finally {
-                a.close();
-                b.close();
-            }
-            return;
+            return new Pair((ShmLink) la, (ShmLink) lb, new InetSocketAddress(ipB, port));
         }
+    }
+
+    /** Makes {@code a}'s ring route to {@code b} and proves it: A's HELLO over UDP, B's ACK (loopback: microseconds). */
+    static void proveRing(ShmLink a, RxBatch atA, ShmLink b, RxBatch atB, InetSocketAddress toB) throws IOException {
+        a.expectPeer(toB);
+        receiveUntil(b, atB, () -> false, 200); // B answers the HELLO
+        receiveUntil(a, atA, () -> a.shmPeers().contains(toB), 5_000);
+        assertTrue(a.shmPeers().contains(toB), "A sends to B through B's ring");
     }
 
     private void check(ShmLink a, ShmLink b, InetSocketAddress toB) throws IOException {
         RxBatch atA = new RxBatch(), atB = new RxBatch();
         a.prepare(atA);
         b.prepare(atB);
-        // the ring's proof: A's HELLO over UDP, B's ACK (loopback delivers them within microseconds)
-        a.expectPeer(toB);
-        receiveUntil(b, atB, () -> false, 200); // B answers the HELLO
-        receiveUntil(a, atA, () -> a.shmPeers().contains(toB), 5_000);
-        assertTrue(a.shmPeers().contains(toB), "A sends to B through B's ring");
+        proveRing(a, atA, b, atB, toB);
 
         assertFalse(a.peerBehind(clock.nanoTime(), ProgressEngine.PEER_BEHIND_NANOS), "nothing sent yet");
         long sent = clock.nanoTime();
@@ -70,7 +89,7 @@ class PeerBehindTest {
     }
 
     /** Receives on {@code link} until {@code done} or {@code rounds} empty looks (real time: loopback UDP). */
-    private static void receiveUntil(ShmLink link, RxBatch batch, BooleanSupplier done, int rounds) throws IOException {
+    static void receiveUntil(ShmLink link, RxBatch batch, BooleanSupplier done, int rounds) throws IOException {
         for (int i = 0; i < rounds && !done.getAsBoolean(); i++) {
             if (link.receive(batch) == 0) Thread.onSpinWait();
         }

@@ -147,6 +147,38 @@ class ShmLinkTest {
         }
     }
 
+    /**
+     * Devices that send IPv4 through a raw socket (what a non-loopback address gets with CAP_NET_RAW, e.g. each host of
+     * jrdma-bench/scripts/compare-two-hosts.sh) prove their rings too: the proof datagram goes out verbatim. Before, the
+     * raw link patched its last four bytes as if they were an ICRC, no HELLO ever matched its slot
+     * ({@code rx_shm_unproven}), and such devices never used their rings.
+     */
+    @Test
+    void devicesThatSendThroughARawSocketProveTheirRings() throws InterruptedException {
+        RawIpv4Link probe = RawIpv4Link.open(ip("127.0.0.71"), 47917, new FaultyLinkTest.Recording());
+        org.junit.jupiter.api.Assumptions.assumeTrue(probe != null, "no raw socket here (needs CAP_NET_RAW)");
+        probe.close();
+        String old = System.getProperty("jrdma.soft.ipv4.send");
+        System.setProperty("jrdma.soft.ipv4.send", "raw");
+        RcPair p;
+        try {
+            p = pairOn("127.0.0.71", "127.0.0.72", "auto", "auto");
+        } finally {
+            if (old == null) System.clearProperty("jrdma.soft.ipv4.send");
+            else System.setProperty("jrdma.soft.ipv4.send", old);
+        }
+        try (p) {
+            Transport ta = transport(p.a.ctx), tb = transport(p.b.ctx);
+            assertTrue(ta.sendsRawIpv4() && tb.sendsRawIpv4(), ta.linkName());
+            awaitRing(ta, new InetSocketAddress(tb.local.inet, tb.port));
+            long txA = ta.counters.get(Counter.TX_SHM_PACKETS);
+            long sent = exchange(p);
+            assertEquals(
+                    sent, ta.counters.get(Counter.TX_SHM_PACKETS) - txA, "every packet of A went through the ring");
+            assertEquals(0, tb.counters.get(Counter.RX_SHM_UNPROVEN), tb.counters.snapshot()::toString);
+        }
+    }
+
     @Test
     void theRingFileIsTheUsersOnlyAndGoesAwayWithItsDevice() throws IOException {
         Path file;
