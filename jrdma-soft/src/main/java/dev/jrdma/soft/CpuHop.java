@@ -66,8 +66,7 @@ final class CpuHop {
             if (isEmpty(without)) return false; // allowed on this CPU alone
             if ((int) SET.invokeExact(0, (long) SET_BYTES, without) != 0) return false;
             // back to its own set at once: the kernel moved it already and leaves it where it is now
-            if ((int) SET.invokeExact(0, (long) SET_BYTES, own) != 0
-                    && (int) SET.invokeExact(0, (long) SET_BYTES, own) != 0)
+            if (!restore(2))
                 LOG.log(
                         System.Logger.Level.WARNING,
                         Thread.currentThread().getName()
@@ -79,6 +78,12 @@ final class CpuHop {
         } finally {
             busy.set(false);
         }
+    }
+
+    /** Gives the calling thread its own CPU set back, in at most {@code tries} calls; false when each failed. */
+    private boolean restore(int tries) throws Throwable {
+        for (int i = 0; i < tries; i++) if ((int) SET.invokeExact(0, (long) SET_BYTES, own) == 0) return true;
+        return false;
     }
 
     private static boolean isEmpty(MemorySegment set) {
