@@ -101,11 +101,6 @@ enum Counter {
      * ({@code -Djrdma.soft.pollYield=on} only).
      */
     POLL_YIELDS("poll_yields"),
-    /**
-     * A polling thread moved itself off its CPU, on which the same-host peer's thread that it waited for had last run
-     * ({@code CpuHop}).
-     */
-    CPU_HOPS("cpu_hops"),
     TX_PACKETS("tx_packets"),
     /** Packets sent through a same-host peer's ring instead of UDP (also counted in tx_packets). */
     TX_SHM_PACKETS("tx_shm_packets"),

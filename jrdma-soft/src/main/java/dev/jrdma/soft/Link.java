@@ -96,29 +96,6 @@ interface Link extends AutoCloseable {
         return false;
     }
 
-    /**
-     * The CPU the same-host peer sent to last took packets on last (its thread that would answer ran there), when the
-     * packet this link handed it last left {@code nanos} or more before {@code now}; else, or when not known,
-     * {@link CurrentCpu#UNKNOWN}. A caller spinning on that CPU for the answer holds that thread off
-     * ({@link ProgressEngine#progressFromPoll} moves off it). Unknown by default (a link that does not see its peer's CPU).
-     *
-     * @param now {@link Clock} time
-     * @param nanos how long ago the packet left at least
-     * @return the peer's CPU, or {@link CurrentCpu#UNKNOWN}
-     */
-    default int peerCpu(long now, long nanos) {
-        return CurrentCpu.UNKNOWN;
-    }
-
-    /**
-     * The thread that takes this link's packets runs on {@code cpu} now (it moved there): what same-host peers see of
-     * it ({@link #peerCpu}) says so at once, not only after its next packet (else a peer waiting on the CPU this thread
-     * left would take itself for its neighbour there and move too, back beside it). Nothing by default.
-     *
-     * @param cpu the CPU ({@link CurrentCpu#get})
-     */
-    default void takerOn(int cpu) {}
-
     /** Blocks until a datagram may be waiting, or {@link #wakeup} is called. */
     void await() throws IOException;
 

@@ -9,8 +9,6 @@ import java.nio.channels.ClosedSelectorException;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.BooleanSupplier;
-import java.util.function.IntPredicate;
-import java.util.function.IntSupplier;
 
 /**
  * Who takes one software device's packets from its link, and when: polling application threads and the device's
@@ -82,29 +80,6 @@ final class ProgressEngine {
      */
     static final long PEER_BEHIND_NANOS = 5_000;
     /**
-     * How long after this device's last packet to a same-host peer left a poll that finds nothing, on the CPU the
-     * peer's thread last took packets on, moves its thread off that CPU ({@link #moveOffPeersCpu}): a peer on a core of
-     * its own answers a Netty echo within about 3 us a round trip, one on this core not before this thread stops.
-     */
-    static final long PEER_ON_CPU_NANOS = 2_000;
-    /** How often a polling thread that handles packets tells same-host peers its CPU ({@link Link#takerOn}) at most. */
-    static final long CPU_TELL_NANOS = 20_000;
-    /**
-     * The least time between two moves of a polling thread off its peer's CPU ({@link #moveOffPeersCpu}). 10 ms left
-     * netty-bench's ping-pong at 9-16 us p50 (the pair was put back on one core about 100 times a second, and spun there
-     * until the next move); 1 ms at 6-8 us, with 4 busy loops beside it too; 200 us did no better.
-     */
-    static final long HOP_PERIOD_NANOS = 1_000_000;
-    /**
-     * {@code -Djrdma.soft.cpuHop=on}: a polling thread moves off the CPU its same-host peer's thread waits for
-     * ({@link #moveOffPeersCpu}). Off by default: netty-bench's ping-pong beside 4 busy loops went from 231-293 us p50
-     * (off) to 6.0-7.6 us with it, but beside other helpers' builds (load 5-7) from 3.1-3.3 us to 13-18 us in every
-     * run with it (2 Dec 2026, jrdma-soft/README.md): there the kernel's balancer puts the moved thread back within
-     * milliseconds, and the pair ends up sharing a core more often than without the moves. Tests set it
-     * (package-private).
-     */
-    static volatile boolean cpuHop = "on".equals(System.getProperty("jrdma.soft.cpuHop", "off"));
-    /**
      * {@code -Djrdma.soft.pollYield=on}: the yield of {@link #PEER_BEHIND_NANOS}. Off by default: under load it keeps
      * the two threads of a ping-pong on one core for good, at 15-23 us a round trip (netty-bench, load 2.3-12), where
      * without it they sit at two busy-poll budgets (~211 us) until they happen to move apart, then at ~3 us (two of
@@ -149,14 +124,6 @@ final class ProgressEngine {
     private final LogLimiter failures;
     /** When an application thread last polled a CQ of this device ({@link Clock} time). */
     private volatile long lastPollNanos;
-    /** The calling thread's CPU ({@link CurrentCpu#get}; tests give their own). */
-    IntSupplier cpu = CurrentCpu::get;
-    /** Moves the calling thread off the CPU given, says whether it did ({@link CpuHop#moveOff}; tests give their own). */
-    IntPredicate moveOff = new CpuHop()::moveOff;
-    /** When a polling thread may move off its peer's CPU again (racy between pollers: any value will do). */
-    private long nextHopAt;
-    /** When a polling thread that handled packets last told same-host peers its CPU (racy: any value will do). */
-    private long cpuToldAt;
     /** The receive thread is (about to be) parked off the link because a thread polled recently. */
     private volatile boolean rxSteppedBack;
     /**
@@ -232,49 +199,17 @@ final class ProgressEngine {
     /**
      * A CQ of this device is being polled at {@code now}: handle what the link holds on the polling thread (no
      * hand-off to the receive thread). Does nothing when another thread drives the device at this moment: that one's
-     * completions become visible to the next poll. A poll that found nothing while the same-host peer's thread, which
-     * last ran on this very CPU, owes an answer moves this thread to another CPU ({@link #moveOffPeersCpu}). With
-     * {@link #pollYield}, a poll that found nothing while the same-host peer has not taken this device's last packet
-     * for {@link #PEER_BEHIND_NANOS} gives the CPU up once.
+     * completions become visible to the next poll. With {@link #pollYield}, a poll that found nothing while the
+     * same-host peer has not taken this device's last packet for {@link #PEER_BEHIND_NANOS} gives the CPU up once.
      */
     void progressFromPoll(long now) {
         if (link == null) return;
         lastPollNanos = now;
         int n = drive(pollRx, POLL_BUDGET, now);
-        if (cpuHop) {
-            if (n == 0) {
-                if (now - nextHopAt >= 0) moveOffPeersCpu(now);
-            } else if (now - cpuToldAt >= CPU_TELL_NANOS) {
-                cpuToldAt = now;
-                link.takerOn(cpu.getAsInt()); // same-host peers see where the thread that answers them runs
-            }
-        }
         if (n == 0 && pollYield && link.peerBehind(now, PEER_BEHIND_NANOS)) {
             // the peer's thread is runnable but has no CPU, and this thread's spin may be what holds it off
             counters.add(Counter.POLL_YIELDS);
             Thread.yield();
-        }
-    }
-
-    /**
-     * A poll found nothing at {@code now}: when the same-host peer's thread last took packets on this thread's CPU and
-     * this device's last packet to it left {@link #PEER_ON_CPU_NANOS} ago, this thread moves to another CPU
-     * ({@link CpuHop}), at most once per {@link #HOP_PERIOD_NANOS}. Two busy-polling threads of a ping-pong on one core
-     * wait out each other's busy-poll budget at every hop (~211 us a round trip, jrdma-soft/README.md) until the
-     * scheduler parts them, which on a busy machine may take the whole run. Handing the core over instead (a yield, or
-     * a sleep until the peer's answer rings: both tried, 2 Dec 2026) keeps them together for good, at 15-40 us a round
-     * trip: a yielding thread stays runnable there, and a sleeping one is woken onto its waker's CPU (the doorbell's
-     * wake-up is a synchronous one). In a trace the peer often had taken the packet already (and sent its ACK, whose
-     * doorbell woke this thread, which then preempted it), so "not taken" alone misses most of those hops.
-     */
-    private void moveOffPeersCpu(long now) {
-        int peer = link.peerCpu(now, PEER_ON_CPU_NANOS);
-        if (peer == CurrentCpu.UNKNOWN || peer != cpu.getAsInt()) return;
-        nextHopAt = now + HOP_PERIOD_NANOS;
-        if (moveOff.test(peer)) {
-            counters.add(Counter.CPU_HOPS);
-            link.takerOn(
-                    cpu.getAsInt()); // at once: a peer on the CPU this thread left must not take it for a neighbour
         }
     }
 

@@ -513,30 +513,6 @@ final class ShmLink implements Link {
         return s != null && now - r.sentAt >= nanos && s.lastWaiting();
     }
 
-    /**
-     * The CPU the polling thread of the peer sent to last ran on lately ({@link ShmSender#peerCpu}), once this link's
-     * last packet to it left {@code nanos} or more ago. Taken or not: in a trace of a ping-pong sharing one core the
-     * peer had taken the request and sent its ACK, whose doorbell woke this side's thread, which preempted the peer and
-     * spun its whole busy-poll budget for the answer ({@link #peerBehind} misses that one).
-     */
-    @Override
-    public int peerCpu(long now, long nanos) {
-        Route r = last;
-        ShmSender s = r == null ? null : r.sender;
-        return s != null && now - r.sentAt >= nanos ? s.peerCpu() : CurrentCpu.UNKNOWN;
-    }
-
-    /** Tells the senders of this device's rings the CPU its polling thread runs on ({@link ShmRingFile#H_TAKER_CPU}). */
-    @Override
-    public void takerOn(int cpu) {
-        ShmReceiver rx = receiver;
-        try {
-            rx.tookOn(cpu);
-        } catch (RuntimeException | InternalError e) {
-            ringFailed(rx, e);
-        }
-    }
-
     @Override
     public void await() throws IOException {
         await(-1);

@@ -195,16 +195,6 @@ final class ShmReceiver {
     }
 
     /**
-     * Says which CPU the application thread that polls this device runs on ({@link ShmRingFile#H_TAKER_CPU}); written
-     * only when it changed.
-     */
-    void tookOn(int cpu) {
-        int word = cpu + 1;
-        if ((int) INT.getOpaque(seg, ShmRingFile.H_TAKER_CPU) != word)
-            INT.setOpaque(seg, ShmRingFile.H_TAKER_CPU, word);
-    }
-
-    /**
      * Takes one packet into {@code b} (from its position, which moves past it): the single-datagram receive of
      * {@link Link#receive(java.nio.ByteBuffer)}, for links wrapped around this one (the device itself takes bursts).
      *

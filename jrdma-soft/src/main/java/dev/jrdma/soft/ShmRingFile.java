@@ -75,13 +75,6 @@ final class ShmRingFile implements AutoCloseable {
     static final long H_WAITING = 64;
     /** A bit per slot ever claimed: the receiver looks only at those. */
     static final long H_CLAIMED = 128;
-    /**
-     * The CPU the receiving device's polling thread ran on lately, plus one (0: not known; {@link CurrentCpu}), written
-     * only with {@code -Djrdma.soft.cpuHop=on}: a sender spinning on that CPU for the answer holds that thread off
-     * ({@link ShmSender#peerCpu}, {@link ProgressEngine#moveOffPeersCpu}). A hint the receiver may get wrong (or lie
-     * about) at no cost but a sender's needless move.
-     */
-    static final long H_TAKER_CPU = 192;
 
     static final long HEADER = 4096;
     static final int STATE_OPEN = 1, STATE_CLOSED = 2;

@@ -101,20 +101,6 @@ final class ShmSender implements AutoCloseable {
     }
 
     /**
-     * The CPU the peer device's polling thread ran on lately ({@link ShmRingFile#H_TAKER_CPU}), or
-     * {@link CurrentCpu#UNKNOWN} (or another negative number, from a peer that lies: it matches no CPU). Racy and a
-     * hint: a polling thread asks.
-     */
-    int peerCpu() {
-        if (gone) return CurrentCpu.UNKNOWN;
-        try {
-            return (int) INT.getOpaque(seg, ShmRingFile.H_TAKER_CPU) - 1;
-        } catch (RuntimeException | InternalError e) {
-            return CurrentCpu.UNKNOWN; // unmapped or truncated under us: the next send finds out
-        }
-    }
-
-    /**
      * Claims a free slot of {@code peer} (or one whose owner process died) for the device on {@code source:sourcePort};
      * null when every slot is taken.
      */

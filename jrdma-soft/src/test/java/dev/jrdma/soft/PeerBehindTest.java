@@ -16,8 +16,7 @@ import org.junit.jupiter.api.Timeout;
  * and not taken counts as the peer's being behind once it has waited {@link ProgressEngine#PEER_BEHIND_NANOS}, and no
  * longer once the peer took it. This is what a polling thread looks at before it gives its CPU up: on a busy two-core
  * machine the two threads of a ping-pong shared one core, and each spun out its whole busy-poll budget while the other
- * waited to take its packet (netty-bench's ~211 us round trips; jrdma-soft/README.md). And {@link ShmLink#peerCpu}:
- * the CPU the peer's polling thread says it runs on ({@link ShmLink#takerOn}), once the packet is not new.
+ * waited to take its packet (netty-bench's ~211 us round trips; jrdma-soft/README.md).
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class PeerBehindTest {
@@ -68,17 +67,6 @@ class PeerBehindTest {
         assertEquals(1, b.receive(atB), "B takes the packet from its ring");
         assertEquals(4, atB.lengths[0]);
         assertFalse(a.peerBehind(sent + 10 * limit, limit), "taken: not behind, however long ago it was sent");
-
-        // the CPU B's polling thread runs on, as A sees it (-Djrdma.soft.cpuHop=on): only once A's packet is not new
-        long onCpu = ProgressEngine.PEER_ON_CPU_NANOS;
-        assertEquals(CurrentCpu.UNKNOWN, a.peerCpu(sent + onCpu, onCpu), "B never said");
-        b.takerOn(1);
-        assertEquals(CurrentCpu.UNKNOWN, a.peerCpu(sent + onCpu - 1, onCpu), "the packet left a moment ago");
-        assertEquals(1, a.peerCpu(sent + onCpu, onCpu));
-        b.takerOn(0); // B's thread moved
-        assertEquals(0, a.peerCpu(sent + onCpu, onCpu));
-        b.takerOn(CurrentCpu.UNKNOWN);
-        assertEquals(CurrentCpu.UNKNOWN, a.peerCpu(sent + onCpu, onCpu));
     }
 
     /** Receives on {@code link} until {@code done} or {@code rounds} empty looks (real time: loopback UDP). */

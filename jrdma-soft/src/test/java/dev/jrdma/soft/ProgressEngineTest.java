@@ -193,80 +193,6 @@ class ProgressEngineTest {
         assertEquals(1, counters.get(Counter.POLL_YIELDS));
     }
 
-    @Test
-    void aPollThatFindsNothingMovesOffTheCpuItsPeersThreadRunsOnAtMostOncePerPeriod() {
-        boolean before = ProgressEngine.cpuHop;
-        ProgressEngine.cpuHop = true; // off by default (see ProgressEngine#cpuHop)
-        try {
-            movesOffThePeersCpu();
-        } finally {
-            ProgressEngine.cpuHop = before;
-        }
-    }
-
-    private void movesOffThePeersCpu() {
-        int[] onCpu = {0};
-        List<Integer> movedOff = new ArrayList<>();
-        engine.cpu = () -> onCpu[0];
-        engine.moveOff = cpu -> {
-            movedOff.add(cpu);
-            onCpu[0] = 1 - cpu; // the kernel put the thread on the other CPU
-            return true;
-        };
-        long t = clock.nanoTime(), onCpuNanos = ProgressEngine.PEER_ON_CPU_NANOS;
-        link.sentAt = t;
-        link.peersCpu = 1; // the peer's thread runs on another CPU: it answers on its own
-        engine.progressFromPoll(t + onCpuNanos);
-        assertEquals(List.of(), movedOff);
-        link.peersCpu = 0; // ... on this thread's CPU: it waits for this thread to stop
-        engine.progressFromPoll(t + onCpuNanos - 1);
-        assertEquals(List.of(), movedOff, "the packet left a moment ago: the peer may answer from anywhere yet");
-        engine.progressFromPoll(t + onCpuNanos);
-        assertEquals(List.of(0), movedOff);
-        assertEquals(1, counters.get(Counter.CPU_HOPS));
-        assertEquals(List.of(1), link.takerCpus, "peers see the move at once");
-
-        onCpu[0] = 0; // the scheduler put it back beside its peer
-        long next = t + onCpuNanos + ProgressEngine.HOP_PERIOD_NANOS;
-        engine.progressFromPoll(next - 1);
-        assertEquals(List.of(0), movedOff, "at most one move per period");
-        engine.progressFromPoll(next);
-        assertEquals(List.of(0, 0), movedOff);
-
-        link.arrive(1); // a poll that handles packets moves nowhere; it says where it runs (at most every so often)
-        onCpu[0] = 1;
-        long later = next + ProgressEngine.HOP_PERIOD_NANOS;
-        engine.progressFromPoll(later);
-        assertEquals(List.of("poll 1"), handled);
-        assertEquals(List.of(0, 0), movedOff);
-        assertEquals(List.of(1, 1, 1), link.takerCpus);
-        link.arrive(2);
-        engine.progressFromPoll(later + ProgressEngine.CPU_TELL_NANOS - 1);
-        assertEquals(List.of(1, 1, 1), link.takerCpus, "told a moment ago");
-        link.arrive(3);
-        engine.progressFromPoll(later + ProgressEngine.CPU_TELL_NANOS);
-        assertEquals(List.of(1, 1, 1, 1), link.takerCpus);
-
-        link.peersCpu = CurrentCpu.UNKNOWN; // a peer that never said (or a UDP link): nothing moves
-        onCpu[0] = CurrentCpu.UNKNOWN;
-        engine.progressFromPoll(later + 2 * ProgressEngine.HOP_PERIOD_NANOS);
-        assertEquals(List.of(0, 0), movedOff);
-    }
-
-    @Test
-    void noMoveAndNoCpuToldUnlessTurnedOn() {
-        assertFalse(ProgressEngine.cpuHop, "off by default");
-        engine.cpu = () -> 0;
-        engine.moveOff = cpu -> fail("moved off CPU " + cpu);
-        link.sentAt = clock.nanoTime();
-        link.peersCpu = 0;
-        engine.progressFromPoll(link.sentAt + ProgressEngine.HOP_PERIOD_NANOS);
-        link.arrive(1);
-        engine.progressFromPoll(link.sentAt + 2 * ProgressEngine.HOP_PERIOD_NANOS);
-        assertEquals(List.of("poll 1"), handled);
-        assertEquals(List.of(), link.takerCpus);
-    }
-
     /** A link that hands out the packets a test lets arrive, numbered by their first byte; it can stall the next receive. */
     private static final class ScriptedLink implements Link {
         private final ArrayDeque<Integer> waiting = new ArrayDeque<>();
@@ -276,26 +202,9 @@ class ProgressEngineTest {
         /** Since when the packet sent last waits in the peer's ring, not taken ({@link Link#peerBehind}); -1: taken. */
         long peerBehindSince = -1;
 
-        /** When the last packet to the same-host peer left, and the CPU its polling thread said it runs on. */
-        long sentAt;
-
-        int peersCpu = CurrentCpu.UNKNOWN;
-        /** Each CPU this device's polling thread said it runs on ({@link Link#takerOn}). */
-        final List<Integer> takerCpus = new ArrayList<>();
-
         @Override
         public boolean peerBehind(long now, long nanos) {
             return peerBehindSince != -1 && now - peerBehindSince >= nanos;
-        }
-
-        @Override
-        public int peerCpu(long now, long nanos) {
-            return now - sentAt >= nanos ? peersCpu : CurrentCpu.UNKNOWN;
-        }
-
-        @Override
-        public void takerOn(int cpu) {
-            takerCpus.add(cpu);
         }
 
         void arrive(int... ids) {
