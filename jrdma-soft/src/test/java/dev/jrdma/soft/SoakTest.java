@@ -146,7 +146,10 @@ class SoakTest {
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(STALL_SECONDS);
             while (!end.done()) {
                 if (failed.get()) throw new IllegalStateException("stopped: another end failed");
-                if (!end.step()) {
+                if (end.step()) {
+                    deadline =
+                            System.nanoTime() + TimeUnit.SECONDS.toNanos(STALL_SECONDS); // a stall, not a run's length
+                } else {
                     if (System.nanoTime() > deadline)
                         fail("stalled: " + end.completed + "/" + out.kind.length + " completed, next expected message "
                                 + end.nextIn);
@@ -464,7 +467,9 @@ class SoakTest {
             Throwable first = null;
             for (Future<Tally> f : ends) {
                 try {
-                    tallies.add(f.get(STALL_SECONDS + 60, TimeUnit.SECONDS));
+                    // no bound on the run's length: an end that makes no progress for STALL_SECONDS fails itself
+                    // (its calls never block), so a long soak is not cut short
+                    tallies.add(f.get());
                 } catch (java.util.concurrent.ExecutionException e) {
                     if (e.getCause() instanceof IllegalStateException
                             && e.getCause().getMessage().startsWith("stopped")) continue;
