@@ -30,10 +30,13 @@ public final class Compare {
     /** The message sizes (bytes) measured when -s/--sizes is not given. */
     public static final List<Integer> DEFAULT_SIZES = List.of(2, 64, 1024, 4096, 65536);
     /**
-     * Iterations of the unreported run before each latency point (of the same series and size, at least -n): both JVMs
-     * then have compiled the point's own path, peer included. The latency tests' warm-up on QPs connected to themselves
-     * does not reach all of it: over the same-host rings the first real round trips deoptimized the send and receive
-     * paths, and their recompilation ran inside the timed loop (the figures: jrdma-bench/README.md, "Warm-ups").
+     * Unreported iterations before each latency point's timed ones. Sockets: a run of the point first (at least -n).
+     * RDMA: in the point's own loop, on the same QPs, right before the timed iterations ({@link PerfOptions#warmInIters}):
+     * every point makes new devices and QPs, and an unreported run before it did not carry over: the first real round
+     * trips of each point still made both JVMs compile and recompile the device's receive path (LinuxUdpLink.receive,
+     * ShmReceiver.take: ~0.2 s of C2 per process), and a ping-pong whose two pollers share 2 CPUs with two compiler
+     * threads took ~1 ms (a scheduler tick) per round trip until they were done: a 64 B same-host send_lat of 9-10 us
+     * t_typical over the default 1000 iterations on a quiet machine, against ~1.2 us over 20,000.
      */
     static final long LATENCY_WARMUP_ITERS = 20_000;
     /**
@@ -215,7 +218,8 @@ public final class Compare {
                     if (!t.runsAt(size)) continue;
                     progress.update(String.format(" compare: %s %d bytes (%d/%d)", t.label(), size, done + 1, total));
                     if (!progress.enabled()) out.printf(" %s %d bytes ...%n", t.label(), size);
-                    if (t.test.latency && PerfOptions.warmUps())
+                    // sockets: an unreported run of the point first; RDMA: the point's own warm-in (runOptions)
+                    if (t.test.latency && t.test.isSocket() && PerfOptions.warmUps())
                         runPoint(in, ctl, cout, o, t, size, Math.max(iters, LATENCY_WARMUP_ITERS), 0);
                     long pointIters =
                             t == Series.SEND_BW && o.durationSec == 0 ? Math.max(iters, SEND_BW_MIN_ITERS) : iters;
@@ -318,6 +322,7 @@ public final class Compare {
         r.acceptTimeoutSec = o.timeoutSec + 30;
         if (t.latency && iters < 5) r.iters = 5;
         if (s == Series.WRITE_BW || s == Series.READ_BW) r.minTimedNs = BW_MIN_TIMED_NS;
+        if (t.latency && !t.isSocket() && PerfOptions.warmUps()) r.warmInIters = LATENCY_WARMUP_ITERS;
         return r;
     }
 
@@ -649,8 +654,8 @@ public final class Compare {
         if (PerfOptions.warmUps())
             sb.append(String.format(
                     Locale.ROOT,
-                    "Warm-ups (not reported): a run of %d iterations before each latency point, %.0f s of the test's traffic before each bandwidth point.%n",
-                    Math.max(r.iters(), LATENCY_WARMUP_ITERS),
+                    "Warm-ups (not reported): at least %d iterations before each latency point (RDMA: in the point's own loop), %.0f s of the test's traffic before each bandwidth point.%n",
+                    LATENCY_WARMUP_ITERS,
                     PerfOptions.BW_WARMUP_NS / 1e9));
         sb.append(
                 "Reproduce: 'jrdma perf compare [-d DEV]' (server) and 'jrdma perf compare [-d DEV] [-n ITERS] HOST' (client).\n");

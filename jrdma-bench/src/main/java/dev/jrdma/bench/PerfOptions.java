@@ -57,6 +57,11 @@ public final class PerfOptions {
      * nanoseconds have passed, and reports them all (0: one round, as perftest). Not a flag.
      */
     public long minTimedNs;
+    /**
+     * compare's RDMA latency points: the loop first runs this many unreported iterations with the peer, on the same QPs
+     * and in the same loop as the timed ones (both sides compare processes, so both run them). Not a flag.
+     */
+    public long warmInIters;
     /** compare: the HTML report (null = jrdma-compare.html in the working directory). */
     public String html;
     /** -h/--help: print {@link #usage()} and run nothing. */

@@ -153,6 +153,29 @@ public final class RdmaBench implements AutoCloseable {
 
     // ------------------------------------------------------------------ the exchange and the tests' sequences
 
+    /** The latency loop's iterations: -n, after compare's warm-in ({@link PerfOptions#warmInIters}) when it has one. */
+    private long loopIters() {
+        return o.effectiveIters() + warmIn();
+    }
+
+    private long warmIn() {
+        return o.durationSec == 0 ? o.warmInIters : 0;
+    }
+
+    /**
+     * The result of the timed iterations of a latency loop that ran {@link #loopIters()}: without a warm-in the loop's
+     * own; with one, that of the last -n post times (the loop ran them right after the warm-in, with nothing between).
+     */
+    private LatencyResult timedPart(int size, LatencyResult whole) {
+        long w = warmIn();
+        long[] posts = resources.lastPostTimes;
+        if (w == 0 || posts == null) return whole;
+        int n = (int) o.effectiveIters();
+        long[] timed = java.util.Arrays.copyOfRange(posts, (int) w, (int) w + n);
+        resources.lastPostTimes = timed;
+        return LatencyResult.fromPostTimes(size, timed, n, test.rttFactor());
+    }
+
     private RunResult run(PerftestWire w) {
         BenchResources r = resources;
         new WarmUp(r, progress, out).selfConnected();
@@ -200,9 +223,11 @@ public final class RdmaBench implements AutoCloseable {
                     cpu.start();
                     for (int size : r.sizes()) {
                         SystemCpu before = SystemCpu.sample();
-                        LatencyResult result = test == PerfTest.WRITE_LAT
-                                ? new PingPongLatency(r, progress).writeLat(size, server, o.effectiveIters())
-                                : new RoundTripLatency(r, progress).run(size, o.effectiveIters(), o.durationSec);
+                        LatencyResult result = timedPart(
+                                size,
+                                test == PerfTest.WRITE_LAT
+                                        ? new PingPongLatency(r, progress).writeLat(size, server, loopIters())
+                                        : new RoundTripLatency(r, progress).run(size, loopIters(), o.durationSec));
                         cpuUtilPct = SystemCpu.sample().utilSince(before);
                         progress.clear();
                         printLine(result);
@@ -301,13 +326,12 @@ public final class RdmaBench implements AutoCloseable {
                 for (int size : r.sizes()) {
                     boolean receiver = test.latency || !o.bandwidthSender() || o.bidirectional;
                     if (receiver)
-                        r.postInitialRecvs(
-                                size, test.latency || o.durationSec == 0 ? o.effectiveIters() : Long.MAX_VALUE);
+                        r.postInitialRecvs(size, test.latency || o.durationSec == 0 ? loopIters() : Long.MAX_VALUE);
                     w.handshake(my[0]);
                     cpu.start();
                     if (test.latency) {
                         LatencyResult result =
-                                new PingPongLatency(r, progress).sendLat(size, server, o.effectiveIters());
+                                timedPart(size, new PingPongLatency(r, progress).sendLat(size, server, loopIters()));
                         progress.clear();
                         printLine(result);
                         lat.add(result);
