@@ -23,8 +23,8 @@ import java.nio.ByteBuffer;
  * IBA vol 1 §9.7.5 lays out (PSN, opcode sequence, length, receive WQE, rkey and rights) before any memory is
  * touched, then executes it: SEND data into the next receive WQE, WRITE data into the region, READ responses and
  * atomics from the region, recorded in a ring of max_dest_rd_atomic resources so duplicates are answered without
- * executing again. ACKs are coalesced per receive burst. A bad request is NAKed and, like rxe, moves the QP to ERR.
- * Everything runs under the QP's monitor.
+ * executing again. ACKs are coalesced per receive burst, or carried in a request ({@link CarriedAcks}). A bad request
+ * is NAKed and, like rxe, moves the QP to ERR. Everything runs under the QP's monitor.
  */
 final class Responder {
     /** The steps of {@link #receive}; the ERR_ states NAK the request. */
@@ -766,10 +766,7 @@ final class Responder {
         sendAeth(ACKNOWLEDGE.code(), Aeth.ackSyndrome(Aeth.CREDITS_INVALID), ackPsn, 0, holding());
     }
 
-    /**
-     * A gap is open and NAKed: the coalesced ACK owed goes as the NAK again (it acknowledges the same), with what is kept
-     * beyond the gap now.
-     */
+    /** A gap is open and NAKed: the ACK owed goes as the NAK again (it acknowledges the same), with what is kept now. */
     private boolean nakOwedInstead() {
         return holding() && nakSent && heldCount() > 0 && ackPsn == Psn.add(expectedPsn, -1);
     }
