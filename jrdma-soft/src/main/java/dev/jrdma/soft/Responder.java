@@ -9,6 +9,7 @@ import dev.jrdma.soft.wire.CarriedAck;
 import dev.jrdma.soft.wire.Psn;
 import dev.jrdma.soft.wire.RocePacket;
 import dev.jrdma.verbs.Access;
+import dev.jrdma.verbs.AsyncEventType;
 import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.WcOpcode;
 import dev.jrdma.verbs.WcStatus;
@@ -753,10 +754,15 @@ final class Responder {
 
     /** Sends the coalesced ACK (the driving thread, end of a burst; under the QP's monitor); after pending replies. */
     void flushAck() {
+        if (!qp.isClosed()) sendOwedAck();
+    }
+
+    /** {@link #flushAck}, also as the QP is destroyed: an ACK held for a request to carry leaves, as a NIC's would have. */
+    void sendOwedAck() {
         if (!ackQueued || repliesPending) return;
         ackQueued = false;
         QpState s = qp.state();
-        if (qp.isClosed() || s == QpState.ERR || s == QpState.RESET || s == QpState.INIT) return;
+        if (s == QpState.ERR || s == QpState.RESET || s == QpState.INIT) return;
         if (nakOwedInstead()) { // one per receive burst however many kept packets asked
             sendAeth(ACKNOWLEDGE.code(), Aeth.nakSyndrome(Aeth.NAK_PSN_SEQUENCE_ERROR), expectedPsn, 0, true);
             return;
@@ -772,9 +778,8 @@ final class Responder {
     }
 
     /**
-     * Takes the coalesced ACK owed into a request of this QP's requester ({@link CarriedAcks#carry}): written at
-     * {@code at} in {@code b} as {@link #flushAck} would send it alone. False, taking nothing, when none is owed or it
-     * must go alone: behind pending replies, or as the NAK of an open gap.
+     * Writes the ACK owed at {@code at} in {@code b}, for a request to carry it ({@link CarriedAcks#carry}); false when
+     * none is owed or it must go alone (behind pending replies, or as the NAK of an open gap).
      */
     boolean takeOwedAck(ByteBuffer b, int at) {
         if (!ackQueued || repliesPending || nakOwedInstead()) return false;
@@ -785,14 +790,11 @@ final class Responder {
 
     /** The responder NAKed a request and moved the QP to ERR: the affiliated error of IBA 11.6.3.1 for the NAK's code. */
     private void raiseError(int nakCode) {
-        qp.pd()
-                .context()
-                .raise(
-                        switch (nakCode) {
-                            case Aeth.NAK_INVALID_REQUEST -> dev.jrdma.verbs.AsyncEventType.QP_REQ_ERR;
-                            case Aeth.NAK_REMOTE_ACCESS_ERROR -> dev.jrdma.verbs.AsyncEventType.QP_ACCESS_ERR;
-                            default -> dev.jrdma.verbs.AsyncEventType.QP_FATAL;
-                        },
-                        qp);
+        AsyncEventType event = switch (nakCode) {
+            case Aeth.NAK_INVALID_REQUEST -> AsyncEventType.QP_REQ_ERR;
+            case Aeth.NAK_REMOTE_ACCESS_ERROR -> AsyncEventType.QP_ACCESS_ERR;
+            default -> AsyncEventType.QP_FATAL;
+        };
+        qp.pd().context().raise(event, qp);
     }
 }

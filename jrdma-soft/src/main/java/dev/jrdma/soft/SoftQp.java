@@ -382,6 +382,7 @@ final class SoftQp extends Resource implements QueuePair {
     }
 
     private void reset() {
+        responder.flushAck(); // an ACK held for a request to carry (CarriedAcks) still leaves
         peerPort = -1;
         watch.reset();
         sq.clear();
@@ -783,6 +784,7 @@ final class SoftQp extends Resource implements QueuePair {
         if (qpn != 0) tr.removeQp(qpn, this);
         tr.timer.unregister(this);
         synchronized (this) {
+            responder.sendOwedAck(); // an ACK held for a request to carry (CarriedAcks) still leaves
             completer.retryDeadline = 0;
             requester.rnrDeadline = 0;
             sq.clear();
