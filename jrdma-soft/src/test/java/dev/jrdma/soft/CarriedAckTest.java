@@ -333,6 +333,26 @@ class CarriedAckTest {
         }
     }
 
+    /**
+     * A held ACK still leaves when the application destroys the QP or moves it to RESET right after the poll that
+     * received the request (as a NIC's ACK would have left at once): otherwise the peer would resend into a QP that is
+     * gone and end in RETRY_EXC_ERR (a process that read its last message and closed its device, NetnsTest's initiator).
+     */
+    @Test
+    void aHeldAckLeavesWhenTheQpIsDestroyedOrReset() {
+        for (boolean destroy : new boolean[] {true, false}) {
+            EngineRig.InboundLink link = new EngineRig.InboundLink();
+            try (EngineRig rig = new EngineRig(new EngineRig.Opts(), link)) {
+                negotiated(rig, link, 1);
+                if (destroy) rig.qp.close();
+                else rig.qp.modify(new dev.jrdma.verbs.QpAttr().state(dev.jrdma.verbs.QpState.RESET));
+                RocePacket ack = rig.one();
+                assertEquals(Opcode.ACKNOWLEDGE.code(), ack.opcode(), destroy ? "destroyed" : "reset");
+                assertEquals(EngineRig.PEER_PSN, ack.psn());
+            }
+        }
+    }
+
     /** The authenticated mode: the tag covers the carried ACK (what the QP sends verifies; a changed ACK does not). */
     @Test
     void theAuthenticatedModeCoversTheCarriedAck() {
