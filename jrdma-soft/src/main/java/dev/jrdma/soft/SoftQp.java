@@ -99,7 +99,7 @@ final class SoftQp extends Resource implements QueuePair {
     private int rqPsnAttr, sqPsnAttr, timeoutAttr;
     int maxRdAtomic = 1, maxDestRdAtomic = 1;
     long timeoutNanos;
-    private InetSocketAddress remote;
+    InetSocketAddress remote;
     /** The peer's address: the only source a connected QP takes packets from, and the destination its ICRCs cover. */
     IpAddress remoteAddr;
     /** The UDP source port the peer's packets come from, learned from its first valid packet; -1 until then. */
