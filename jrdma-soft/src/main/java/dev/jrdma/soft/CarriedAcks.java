@@ -33,9 +33,12 @@ final class CarriedAcks {
     /**
      * {@code -Djrdma.soft.carriedAcks=false}: RC QPs of this process neither offer, take nor carry ACKs in requests; an
      * ACK then leaves alone at the end of the drive that received what it acknowledges. On by default: it acts only
-     * where both ends agree.
+     * where both ends agree. {@code always}: ACKs are held for peers reached through a same-host ring too ({@link
+     * #mayHold}; for measurements).
      */
     static final boolean ENABLED = !"false".equals(System.getProperty("jrdma.soft.carriedAcks"));
+
+    private static final boolean OVER_RINGS = "always".equals(System.getProperty("jrdma.soft.carriedAcks"));
 
     /** Whether this QP offers, takes and carries ACKs ({@link #ENABLED}; tests set it before the QP reaches RTR). */
     boolean enabled = ENABLED;
@@ -74,7 +77,7 @@ final class CarriedAcks {
      */
     boolean mayHold() {
         if (!enabled || !peerTakes) return false;
-        ShmLink rings = qp.transport().shmLink();
+        ShmLink rings = OVER_RINGS ? null : qp.transport().shmLink();
         return rings == null || !rings.ringTo(qp.remote);
     }
 
