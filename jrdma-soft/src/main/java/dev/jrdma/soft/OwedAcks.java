@@ -64,7 +64,10 @@ final class OwedAcks {
             }
         }
         count = kept;
-        if (kept == 0) return false;
+        if (kept == 0) {
+            if (left) left = false; // as sendAll: nothing is owed now
+            return false;
+        }
         left = true;
         return true;
     }

@@ -4,8 +4,9 @@ import java.nio.ByteBuffer;
 
 /**
  * A reusable flyweight over one RoCEv2 packet (the UDP payload: BTH, extension headers, payload, pad, jrdma's
- * carried ACK when the BTH says one is there ({@link CarriedAck}), ICRC) in a big-endian {@link ByteBuffer}. {@link #wrap} points it at a packet and checks its framing;
- * the accessors then read the headers in place. No allocation.
+ * carried ACK when the BTH says one is there ({@link CarriedAck}), ICRC) in a big-endian {@link ByteBuffer}.
+ * {@link #wrap} points it at a packet and checks its framing; the accessors then read the headers in place. No
+ * allocation.
  */
 public final class RocePacket {
     /**
