@@ -141,6 +141,10 @@ enum Counter {
      */
     RETRY_PROBES("retry_probes"),
     RNR_NAKS_RECEIVED("rnr_naks_received"),
+    /** Coalesced ACKs sent inside a request to a jrdma peer that takes them ({@link CarriedAcks}), not alone. */
+    TX_CARRIED_ACKS("tx_carried_acks"),
+    /** ACKs that arrived inside a request of the peer ({@link CarriedAcks}), each handled as the same ACK alone. */
+    RX_CARRIED_ACKS("rx_carried_acks"),
     /** Packets that arrived with the IP header's ECN field at CE (a congested switch marked them; {@link Dcqcn}). */
     RX_ECN_CE("rx_ecn_ce"),
     /** CNPs sent as DCQCN's notification point (at most one per QP per interval, however many packets were marked). */

@@ -111,6 +111,8 @@ final class HeldRequests {
         if (bytes[slot] != null) count--; // a stale copy from an earlier lap of the ring (dropBefore missed it)
         byte[] copy = bytes[slot] = new byte[len];
         b.get(off, copy, 0, len);
+        // the request alone: an ACK it carried (jrdma's CarriedAck, left out of len) was handled when it arrived
+        if (len > CARRIED_ACK_BYTE) copy[CARRIED_ACK_BYTE] &= (byte) ~CARRIED_ACK_BIT;
         lengths[slot] = len;
         psns[slot] = psn;
         placed[slot] = what;
@@ -133,7 +135,7 @@ final class HeldRequests {
 
     /**
      * Whether the header at {@code off} in {@code b} ({@code headerLen} bytes) is that of the packet placed at {@code
-     * psn}, but for the AckReq bit.
+     * psn}, but for the AckReq and carried-ACK bits.
      */
     boolean samePlacedHeader(ByteBuffer b, int off, int headerLen, int psn) {
         int slot = slot(psn);
@@ -193,21 +195,27 @@ final class HeldRequests {
 
     /**
      * Whether the packet at {@code off} in {@code b} is the request {@code kept} is, sent again: the same bytes but for
-     * the AckReq bit (a resend may ask where the first copy did not) and the last 4 (the ICRC, or in the authenticated
-     * mode the tag's, both covering AckReq).
+     * the AckReq and carried-ACK bits (a resend may ask where the first copy did not) and the last 4 (the ICRC, or in
+     * the authenticated mode the tag's, both covering AckReq).
      */
     private static boolean sameRequest(ByteBuffer b, int off, byte[] kept, int len) {
         return sameBytes(b, off, kept, len - 4);
     }
 
-    /** Whether the first {@code n} bytes at {@code off} in {@code b} are {@code kept}'s, but for the AckReq bit. */
+    /**
+     * Whether the first {@code n} bytes at {@code off} in {@code b} are {@code kept}'s, but for the AckReq bit and the
+     * bit that says an ACK is carried (a resend may carry one where the first copy did not).
+     */
     private static boolean sameBytes(ByteBuffer b, int off, byte[] kept, int n) {
         for (int i = 0; i < n; i++) {
             int x = b.get(off + i) ^ kept[i];
-            if (x != 0 && (i != 8 || (x & 0x7F) != 0)) return false;
+            if (x != 0 && (i != CARRIED_ACK_BYTE || (x & ~(0x80 | CARRIED_ACK_BIT) & 0xFF) != 0)) return false;
         }
         return true;
     }
+
+    /** Where the BTH says that a request carries an ACK ({@link dev.jrdma.soft.wire.Bth#carriesAck}): byte 8, 0x20. */
+    private static final int CARRIED_ACK_BYTE = 8, CARRIED_ACK_BIT = 0x20;
 
     private int slot(int psn) {
         return psn & (capacity - 1); // a power of two: slots follow PSNs across the 24-bit wrap

@@ -109,15 +109,6 @@ final class ProgressEngine {
      */
     private final AtomicReference<Receiver> linkOwner = new AtomicReference<>();
     /**
-     * {@code -Djrdma.soft.deferAcks=true}: a polling thread's coalesced ACKs wait for its next post on the QP (or its
-     * next drive, or the receive thread after {@link #POLL_QUIET_NANOS}), so that a ping-pong's answer leaves before
-     * the ACK (measured: jrdma-bench/README.md, "Measured on this machine", and issue 23's two-host table). Off by default: an ACK then
-     * depends on the application thread being scheduled again soon, and a peer with a short retransmission timeout
-     * (2 ms, retry_cnt 1) on a loaded machine timed out in a test (jrdma-connect's CreditBoundTest, once, at load
-     * average 15).
-     */
-    private final boolean deferAcks;
-    /**
      * The warnings of failures that can repeat on every packet or drive (a link that throws, a packet whose handling
      * throws): one a second at most, with the count held back; each failure is counted in {@code rx_dropped} as well.
      */
@@ -153,20 +144,13 @@ final class ProgressEngine {
     final Thread receiveThread;
 
     ProgressEngine(
-            Link link,
-            Clock clock,
-            PacketHandler handler,
-            ReplyTurns turns,
-            Counter.Set counters,
-            String device,
-            boolean deferAcks) {
+            Link link, Clock clock, PacketHandler handler, ReplyTurns turns, Counter.Set counters, String device) {
         this.link = link;
         this.clock = clock;
         this.handler = handler;
         this.turns = turns;
         this.counters = counters;
         this.device = device;
-        this.deferAcks = deferAcks;
         this.failures = new LogLimiter(System.getLogger("dev.jrdma.soft"), clock, 1_000_000_000L);
         this.pollRx = new Receiver(1, new OwedAcks(counters, device));
         this.threadRx = new Receiver(2, new OwedAcks(counters, device));
@@ -327,6 +311,7 @@ final class ProgressEngine {
     void driveForTimer(long now) {
         if (link == null) return;
         drive(pollRx, POLL_BUDGET, now);
+        sendAcksPollersLeft(); // the timer's thread posts nothing: no ACK waits for a request to carry it
     }
 
     // ---- the receive thread ---------------------------------------------------------------------------
@@ -539,11 +524,9 @@ final class ProgressEngine {
                 n += handleBatch(r, r);
                 if (got == 0 || batch.drained) break; // the link said it is empty: no call to find that out again
             }
-            // with jrdma.soft.deferAcks a polling application thread leaves the ACKs of this drive owed: its next post
-            // on
-            // the QP sends the ACK with the request, in one system call (a ping-pong's answer); a later drive sends
-            // them otherwise
-            if (deferAcks && r == pollRx && n > 0) {
+            // a polling application thread keeps the ACKs of this drive owed to peers that take carried ACKs: its
+            // next post on the QP carries one in its request (a ping-pong's answer), its next drive sends it otherwise
+            if (r == pollRx && n > 0) {
                 if (r.acks.sendOwedBefore(r.drives) && rxAwaiting) r.acks.sendAll();
             } else {
                 r.acks.sendAll();
@@ -651,6 +634,22 @@ final class ProgressEngine {
         } finally {
             threadRx.owner = null;
             threadRx.acks.sendAll();
+        }
+    }
+
+    /**
+     * Runs {@code body} as a polling application thread's drive runs its burst (tests): the ACKs it owes wait for the
+     * end, where those owed to peers that take carried ACKs stay owed one drive longer ({@link OwedAcks#sendOwedBefore}).
+     */
+    void pollDriveForTest(Runnable body) {
+        Receiver r = pollRx;
+        r.owner = Thread.currentThread();
+        r.drives++;
+        try {
+            body.run();
+        } finally {
+            r.owner = null;
+            r.acks.sendOwedBefore(r.drives);
         }
     }
 

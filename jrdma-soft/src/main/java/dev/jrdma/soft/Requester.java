@@ -245,7 +245,7 @@ final class Requester {
         int mtu = qp.mtu;
         int destQpn = qp.destQpn;
         int psn = Psn.add(w.firstPsn, k);
-        int len;
+        int len, plen = 0;
         if (w.op == WrOpcode.RDMA_READ) {
             long off = (long) k * mtu, end = Math.min(w.total, (long) readChunkEnd(w, k) * mtu);
             len = RocePacket.writeBth(b, 0, RDMA_READ_REQUEST.code(), false, PKEY, destQpn, true, psn, 0);
@@ -258,7 +258,7 @@ final class Requester {
             AtomicEth.write(b, Bth.BYTES, w.remoteAddr, w.rkey, cas ? w.swap : w.compareAdd, cas ? w.compareAdd : 0);
         } else {
             long off = (long) k * mtu;
-            int plen = (int) Math.min(mtu, w.total - off);
+            plen = (int) Math.min(mtu, w.total - off);
             boolean last = k == w.npkts - 1;
             int opc = opcode(w.op, k == 0, last);
             boolean ackReq = asksForAck(w, last, psn);
@@ -272,6 +272,8 @@ final class Requester {
         // the offer of the selective-repeat mode (jrdma's mark on every request): a jrdma responder in the mode that
         // executes it in sequence keeps what follows a gap; rxe and NICs ignore the reserved bit
         if (qp.selectiveRepeat) Bth.setHoldsMark(b, 0);
+        qp.carried.offer(b); // jrdma's carried ACKs, offered to a known jrdma peer
+        len = qp.carried.carry(b, len, plen); // the ACK this QP's responder owes, when the peer takes it
         qp.transmit(len);
         int end = w.op == WrOpcode.RDMA_READ ? Psn.add(w.firstPsn, readChunkEnd(w, k)) : Psn.add(psn, 1);
         if (Psn.after(end, sentEnd)) sentEnd = end;

@@ -5,9 +5,11 @@ import static dev.jrdma.soft.wire.Opcode.*;
 import dev.jrdma.soft.wire.Aeth;
 import dev.jrdma.soft.wire.AtomicAckEth;
 import dev.jrdma.soft.wire.Bth;
+import dev.jrdma.soft.wire.CarriedAck;
 import dev.jrdma.soft.wire.Psn;
 import dev.jrdma.soft.wire.RocePacket;
 import dev.jrdma.verbs.Access;
+import dev.jrdma.verbs.AsyncEventType;
 import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.WcOpcode;
 import dev.jrdma.verbs.WcStatus;
@@ -22,8 +24,8 @@ import java.nio.ByteBuffer;
  * IBA vol 1 §9.7.5 lays out (PSN, opcode sequence, length, receive WQE, rkey and rights) before any memory is
  * touched, then executes it: SEND data into the next receive WQE, WRITE data into the region, READ responses and
  * atomics from the region, recorded in a ring of max_dest_rd_atomic resources so duplicates are answered without
- * executing again. ACKs are coalesced per receive burst. A bad request is NAKed and, like rxe, moves the QP to ERR.
- * Everything runs under the QP's monitor.
+ * executing again. ACKs are coalesced per receive burst, or carried in a request ({@link CarriedAcks}). A bad request
+ * is NAKed and, like rxe, moves the QP to ERR. Everything runs under the QP's monitor.
  */
 final class Responder {
     /** The steps of {@link #receive}; the ERR_ states NAK the request. */
@@ -53,24 +55,6 @@ final class Responder {
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
     private static final int PKEY = Bth.DEFAULT_PKEY;
 
-    /** A responder resource: an executed READ or atomic, kept to answer duplicates, and the replies still to send. */
-    static final class Resource {
-        boolean valid, atomic;
-        int firstPsn, npkts;
-        SoftMr mr;
-        long off, length, orig;
-        /** What the request asked for (a duplicate must ask for a part of it). */
-        long va;
-
-        int rkey;
-        /** Reply packets {@code [sendFrom, sendTo)} are still to go out. */
-        int sendFrom, sendTo;
-
-        boolean pending() {
-            return valid && sendFrom < sendTo;
-        }
-    }
-
     private final SoftQp qp;
     private final RecvQueue rq;
 
@@ -86,7 +70,7 @@ final class Responder {
 
     private boolean ackQueued;
     private int ackPsn;
-    private Resource[] resources = {new Resource()};
+    private ResponderResource[] resources = {new ResponderResource()};
     /** Resources used so far; the next goes to slot {@code used % length} (a long: it cannot wrap). */
     private long resourcesUsed;
     /** Some resource has replies to send: ACKs and NAKs wait behind them (responses leave in PSN order). */
@@ -136,8 +120,8 @@ final class Responder {
         msn = 0;
         inProgress = NONE;
         nakSent = false;
-        resources = new Resource[Math.max(1, maxDestRdAtomic)];
-        for (int i = 0; i < resources.length; i++) resources[i] = new Resource();
+        resources = new ResponderResource[Math.max(1, maxDestRdAtomic)];
+        for (int i = 0; i < resources.length; i++) resources[i] = new ResponderResource();
         resourcesUsed = 0;
         requesterOffers = false;
     }
@@ -145,14 +129,14 @@ final class Responder {
     void reset() {
         toErr();
         ackQueued = false;
-        for (Resource r : resources) r.valid = false;
+        for (ResponderResource r : resources) r.valid = false;
     }
 
     /** Nothing more goes out: pending replies and deferred NAKs are dropped. */
     void toErr() {
         inProgress = NONE;
         if (held != null) held.clear();
-        for (Resource r : resources) r.sendFrom = r.sendTo;
+        for (ResponderResource r : resources) r.sendFrom = r.sendTo;
         repliesPending = false;
         controlDeferred = false;
     }
@@ -168,12 +152,13 @@ final class Responder {
      */
     void receive(RocePacket p, MemorySegment segment) {
         int before = expectedPsn;
-        boolean offer = p.holdsMark();
+        boolean offer = p.holdsMark(), takesAcks = p.takesAcks();
         handle(p, segment);
         if (expectedPsn == before) return;
-        // the offer counts only from a request that was executed in sequence: a forger who cannot hit the expected PSN
-        // with a request that passes every check cannot switch the mode on (authenticated mode: cannot at all)
+        // the offers count only from a request that was executed in sequence: a forger who cannot hit the expected PSN
+        // with a request that passes every check cannot switch a mode on (authenticated mode: cannot at all)
         if (offer && qp.selectiveRepeat) requesterOffers = true;
+        if (takesAcks) qp.carried.offered();
         if (held != null && held.count() > 0) executeHeld();
     }
 
@@ -424,7 +409,7 @@ final class Responder {
 
     /** Records a READ in the resource ring and starts sending its responses. */
     private State readReply() {
-        Resource r = nextResource();
+        ResponderResource r = nextResource();
         if (r == null) return State.ERR_INVALID_REQUEST;
         long dlen = pkt.rethLength();
         r.atomic = false;
@@ -450,7 +435,7 @@ final class Responder {
 
     /** Executes an atomic (once: a duplicate is answered from its resource) and sends the original value. */
     private State atomicReply() {
-        Resource r = nextResource();
+        ResponderResource r = nextResource();
         if (r == null) return State.ERR_INVALID_REQUEST;
         long orig;
         try {
@@ -490,7 +475,7 @@ final class Responder {
             ackLater(); // re-ACK duplicates with the latest PSN
             return State.DONE;
         }
-        for (Resource r : resources) {
+        for (ResponderResource r : resources) {
             if (!r.valid) continue;
             if ((flags & READ) != 0 && !r.atomic && Psn.inWindow(psn, r.firstPsn, r.npkts)) {
                 int k = Psn.diff(psn, r.firstPsn);
@@ -512,7 +497,7 @@ final class Responder {
     }
 
     /** Queues reply packets {@code [from, to)} of {@code r} again. */
-    private void replay(Resource r, int from, int to) {
+    private void replay(ResponderResource r, int from, int to) {
         if (r.pending()) {
             r.sendFrom = Math.min(r.sendFrom, from);
             r.sendTo = Math.max(r.sendTo, to);
@@ -587,7 +572,7 @@ final class Responder {
             qp.count(Counter.RX_OUT_OF_ORDER_PLACED);
             return HeldRequests.Outcome.KEPT;
         }
-        return held.hold(pkt.buffer(), pkt.offset(), pkt.length(), psn, expectedPsn);
+        return held.hold(pkt.buffer(), pkt.offset(), pkt.lengthWithoutCarriedAck(), psn, expectedPsn);
     }
 
     /**
@@ -643,8 +628,8 @@ final class Responder {
     // ---- packets out -----------------------------------------------------------------------------------------
 
     /** The ring slot for a new READ/atomic, or null when every slot still has replies to send (the peer exceeds max_dest_rd_atomic). */
-    private Resource nextResource() {
-        Resource r = resources[(int) (resourcesUsed % resources.length)];
+    private ResponderResource nextResource() {
+        ResponderResource r = resources[(int) (resourcesUsed % resources.length)];
         if (r.pending()) return null;
         resourcesUsed++;
         r.valid = false;
@@ -664,7 +649,7 @@ final class Responder {
         int budget = qp.requester.ackEvery;
         long oldest = Math.max(0, resourcesUsed - resources.length);
         for (long i = oldest; i < resourcesUsed; i++) {
-            Resource r = resources[(int) (i % resources.length)];
+            ResponderResource r = resources[(int) (i % resources.length)];
             while (r.pending()) {
                 if (budget-- == 0) {
                     repliesPending = true;
@@ -685,7 +670,7 @@ final class Responder {
     }
 
     /** Sends reply packet {@code k} of {@code r}: a READ response or the atomic ACK. False when the region failed (the QP is in ERR). */
-    private boolean sendReply(Resource r, int k) {
+    private boolean sendReply(ResponderResource r, int k) {
         if (r.atomic) {
             sendAeth(ATOMIC_ACKNOWLEDGE.code(), Aeth.ackSyndrome(Aeth.CREDITS_INVALID), r.firstPsn, r.orig, false);
             return true;
@@ -769,32 +754,47 @@ final class Responder {
 
     /** Sends the coalesced ACK (the driving thread, end of a burst; under the QP's monitor); after pending replies. */
     void flushAck() {
+        if (!qp.isClosed()) sendOwedAck();
+    }
+
+    /** {@link #flushAck}, also as the QP is destroyed: an ACK held for a request to carry leaves, as a NIC's would have. */
+    void sendOwedAck() {
         if (!ackQueued || repliesPending) return;
         ackQueued = false;
         QpState s = qp.state();
-        if (qp.isClosed() || s == QpState.ERR || s == QpState.RESET || s == QpState.INIT) return;
-        boolean holding = holding();
-        if (holding && nakSent && heldCount() > 0 && ackPsn == Psn.add(expectedPsn, -1)) {
-            // a gap is open and NAKed: the NAK again instead (it acknowledges the same), with what is kept beyond the
-            // gap now; one per receive burst however many kept packets asked
+        if (s == QpState.ERR || s == QpState.RESET || s == QpState.INIT) return;
+        if (nakOwedInstead()) { // one per receive burst however many kept packets asked
             sendAeth(ACKNOWLEDGE.code(), Aeth.nakSyndrome(Aeth.NAK_PSN_SEQUENCE_ERROR), expectedPsn, 0, true);
             return;
         }
         // in the selective-repeat mode an ACK carries the mark too: the requester learns that this end keeps what
         // follows a gap before its first loss, so a loss at the tail costs one timeout, not a go-back of the window
-        sendAeth(ACKNOWLEDGE.code(), Aeth.ackSyndrome(Aeth.CREDITS_INVALID), ackPsn, 0, holding);
+        sendAeth(ACKNOWLEDGE.code(), Aeth.ackSyndrome(Aeth.CREDITS_INVALID), ackPsn, 0, holding());
+    }
+
+    /** A gap is open and NAKed: the ACK owed goes as the NAK again (it acknowledges the same), with what is kept now. */
+    private boolean nakOwedInstead() {
+        return holding() && nakSent && heldCount() > 0 && ackPsn == Psn.add(expectedPsn, -1);
+    }
+
+    /**
+     * Writes the ACK owed at {@code at} in {@code b}, for a request to carry it ({@link CarriedAcks#carry}); false when
+     * none is owed or it must go alone (behind pending replies, or as the NAK of an open gap).
+     */
+    boolean takeOwedAck(ByteBuffer b, int at) {
+        if (!ackQueued || repliesPending || nakOwedInstead()) return false;
+        ackQueued = false;
+        CarriedAck.write(b, at, holding(), ackPsn, Aeth.ackSyndrome(Aeth.CREDITS_INVALID), msn);
+        return true;
     }
 
     /** The responder NAKed a request and moved the QP to ERR: the affiliated error of IBA 11.6.3.1 for the NAK's code. */
     private void raiseError(int nakCode) {
-        qp.pd()
-                .context()
-                .raise(
-                        switch (nakCode) {
-                            case Aeth.NAK_INVALID_REQUEST -> dev.jrdma.verbs.AsyncEventType.QP_REQ_ERR;
-                            case Aeth.NAK_REMOTE_ACCESS_ERROR -> dev.jrdma.verbs.AsyncEventType.QP_ACCESS_ERR;
-                            default -> dev.jrdma.verbs.AsyncEventType.QP_FATAL;
-                        },
-                        qp);
+        AsyncEventType event = switch (nakCode) {
+            case Aeth.NAK_INVALID_REQUEST -> AsyncEventType.QP_REQ_ERR;
+            case Aeth.NAK_REMOTE_ACCESS_ERROR -> AsyncEventType.QP_ACCESS_ERR;
+            default -> AsyncEventType.QP_FATAL;
+        };
+        qp.pd().context().raise(event, qp);
     }
 }

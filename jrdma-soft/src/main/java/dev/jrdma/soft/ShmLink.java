@@ -284,6 +284,16 @@ final class ShmLink implements Link {
         return s.checkPeer();
     }
 
+    /**
+     * Whether packets to {@code to} go through its same-host ring now (a racy hint, for {@link CarriedAcks}: there an
+     * ACK alone costs no system call, and holding it for a request to carry gains nothing).
+     */
+    boolean ringTo(InetSocketAddress to) {
+        Route r = last;
+        if (r == null || r.to != to) r = routes.get(to);
+        return r != null && r.sender != null;
+    }
+
     /** Claims a slot in {@code peer}'s ring and sends the HELLO now, so that the proof is done before the first packet. */
     @Override
     public void expectPeer(InetSocketAddress peer) {

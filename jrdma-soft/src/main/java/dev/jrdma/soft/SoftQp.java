@@ -99,7 +99,7 @@ final class SoftQp extends Resource implements QueuePair {
     private int rqPsnAttr, sqPsnAttr, timeoutAttr;
     int maxRdAtomic = 1, maxDestRdAtomic = 1;
     long timeoutNanos;
-    private InetSocketAddress remote;
+    InetSocketAddress remote;
     /** The peer's address: the only source a connected QP takes packets from, and the destination its ICRCs cover. */
     IpAddress remoteAddr;
     /** The UDP source port the peer's packets come from, learned from its first valid packet; -1 until then. */
@@ -114,6 +114,8 @@ final class SoftQp extends Resource implements QueuePair {
 
     /** Where the engines build and send packets (under the monitor only). */
     final QpTransmitter out;
+    /** jrdma's carried ACKs: negotiated in band, the responder's ACK in the requester's next request. */
+    final CarriedAcks carried = new CarriedAcks(this);
     /** The drive of its receiver that queued this QP's coalesced ACK, and the last that kept it owed (see {@link Transport}). */
     long ackDrive, ackKept;
     /** The receive thread's drive that listed this QP's ACK last ({@link Transport#ackAgain}). */
@@ -307,7 +309,10 @@ final class SoftQp extends Resource implements QueuePair {
                         auth = new PacketAuth(PacketAuth.PRESHARED);
                         tr.counters.add(Counter.QPS_PACKET_AUTH);
                     }
-                    if (cur == QpState.INIT) responder.start(rqPsnAttr, maxDestRdAtomic);
+                    if (cur == QpState.INIT) {
+                        responder.start(rqPsnAttr, maxDestRdAtomic);
+                        carried.start();
+                    }
                     commEstablished = false;
                     state = next;
                 }
@@ -377,6 +382,7 @@ final class SoftQp extends Resource implements QueuePair {
     }
 
     private void reset() {
+        responder.flushAck(); // an ACK held for a request to carry (CarriedAcks) still leaves
         peerPort = -1;
         watch.reset();
         sq.clear();
@@ -468,10 +474,8 @@ final class SoftQp extends Resource implements QueuePair {
                 } finally {
                     out.end();
                 }
-                // a coalesced ACK this QP owes its peer (-Djrdma.soft.deferAcks) leaves after the requests, as a
-                // send of its own: in a ping-pong the answer reaches the peer first. In the requests' batch it rode
-                // along as the last segment of one segmented send, which reaches the peer only whole: 2.4 us on a
-                // veth, against 1.4 for the answer alone (send_lat between two namespaces 4.9 us, 2.9-3.6 now)
+                // a coalesced ACK owed that no request carried (CarriedAcks) leaves now, alone: after the requests,
+                // not in their batch (a segmented send reaches the peer only whole: 2.4 us on a veth against 1.4)
                 responder.flushAck();
             }
         }
@@ -610,11 +614,12 @@ final class SoftQp extends Resource implements QueuePair {
             if ((p.pkey() & 0x7FFF) != 0x7FFF) return drop(Counter.RX_BAD_PKEY);
             // a datagram reaches only a UD QP, and a UD QP takes nothing else: an RC responder must never see a DETH
             if (datagram != null || p.has(Opcode.DETH)) {
-                if (datagram == null || !p.has(Opcode.DETH))
-                    return drop(Counter.RX_MALFORMED); // an opcode of the other transport
+                if (datagram == null || !p.has(Opcode.DETH) || p.carriesAck())
+                    return drop(Counter.RX_MALFORMED); // an opcode of the other transport, or an RC extension
                 return datagram.receive(p, seg, src, tr.local);
             }
             if (!src.equals(remoteAddr)) return drop(Counter.RX_WRONG_SOURCE); // a connected QP hears only its peer
+            if (p.carriesAck() && !p.has(REQ)) return drop(Counter.RX_MALFORMED); // only requests carry ACKs
             boolean learn = peerPort < 0;
             if (!learn && srcPort != peerPort && CHECK_SOURCE_PORT) {
                 suspect();
@@ -627,9 +632,14 @@ final class SoftQp extends Resource implements QueuePair {
                     commEstablished = true;
                     pd.context().raise(AsyncEventType.COMM_EST, this);
                 }
-                int before = responder.expectedPsn;
+                int before = responder.expectedPsn, acked = completer.oldestUnacked;
+                if (p.carriesAck()) { // jrdma's carried ACK first, as that ACK alone would have come first
+                    if (!carried.receive(p)) return drop(Counter.RX_MALFORMED);
+                    if (sqdNotify) checkDrained();
+                    if (state == QpState.ERR) return drop(Counter.RX_QP_NOT_READY);
+                }
                 responder.receive(p, seg);
-                progressed = responder.expectedPsn != before;
+                progressed = responder.expectedPsn != before || completer.oldestUnacked != acked;
             } else {
                 if (s == QpState.RTR) return drop(Counter.RX_QP_NOT_READY);
                 int before = completer.oldestUnacked;
@@ -699,18 +709,6 @@ final class SoftQp extends Resource implements QueuePair {
     /** Whether a burst of forgery-like packets came lately: then only a NAK of the oldest unacknowledged PSN is obeyed. */
     boolean guarded() {
         return watch.guarded(clock().nanoTime());
-    }
-
-    /** Sends the coalesced ACK the responder owes (the driving thread, end of a burst). */
-    void flushAck() {
-        synchronized (this) {
-            responder.flushAck();
-        }
-    }
-
-    /** Whether the responder still owes its peer a coalesced ACK (a racy read: the receiver that queued it looks). */
-    boolean ackOwed() {
-        return responder.ackOwed();
     }
 
     private boolean drop(Counter reason) {
@@ -786,6 +784,7 @@ final class SoftQp extends Resource implements QueuePair {
         if (qpn != 0) tr.removeQp(qpn, this);
         tr.timer.unregister(this);
         synchronized (this) {
+            responder.sendOwedAck(); // an ACK held for a request to carry (CarriedAcks) still leaves
             completer.retryDeadline = 0;
             requester.rnrDeadline = 0;
             sq.clear();

@@ -117,14 +117,7 @@ final class Transport {
     }
 
     private ProgressEngine newEngine() {
-        return new ProgressEngine(
-                link,
-                clock,
-                new PacketDispatch(local, port, qps, counters),
-                turns,
-                counters,
-                key,
-                Boolean.getBoolean("jrdma.soft.deferAcks"));
+        return new ProgressEngine(link, clock, new PacketDispatch(local, port, qps, counters), turns, counters, key);
     }
 
     /** {@link DeviceRegistry#acquire} of this process's registry. */
@@ -340,6 +333,11 @@ final class Transport {
     /** Runs {@code body} as the receive thread's drive runs its burst (tests): the ACKs it owes wait for the end. */
     void driveForTest(Runnable body) {
         progress.driveForTest(body);
+    }
+
+    /** Runs {@code body} as a polling thread's drive runs its burst (tests; {@link ProgressEngine#pollDriveForTest}). */
+    void pollDriveForTest(Runnable body) {
+        progress.pollDriveForTest(body);
     }
 
     /** A QP (under its lock) has more READ responses to send than one turn allows: it gets another turn. */

@@ -194,27 +194,22 @@ class AckCoalescingTest {
     }
 
     /**
-     * The delayed ACK ({@code -Djrdma.soft.deferAcks=true}), on the device's manual clock: a polling thread that handles
-     * a request keeps its ACK (for its next post on the QP to carry), and when it neither posts nor polls again the
-     * device's receive thread sends it once nobody has polled for {@link ProgressEngine#POLL_QUIET_NANOS} (1 ms), well
-     * under the least retransmission timeout a requester uses (2 ms; 67 ms at the usual timeout 14).
+     * The ACK held for a request to carry ({@link CarriedAcks}), on the device's manual clock: a polling thread that
+     * handles a request of a peer that takes carried ACKs keeps its ACK (for its next post on the QP to carry), and when
+     * it neither posts nor polls again the device's receive thread sends it once nobody has polled for {@link
+     * ProgressEngine#POLL_QUIET_NANOS} (1 ms), half the least retransmission timeout a requester uses (2 ms; 67 ms at
+     * the usual timeout 14).
      */
     @Test
-    void aDeferredAckLeavesOnceThePollerHasBeenQuietForAMillisecond() {
+    void aHeldAckLeavesOnceThePollerHasBeenQuietForAMillisecond() {
         EngineRig.InboundLink link = new EngineRig.InboundLink();
-        EngineRig made;
-        System.setProperty("jrdma.soft.deferAcks", "true");
-        try {
-            made = new EngineRig(new EngineRig.Opts(), link);
-        } finally {
-            System.clearProperty("jrdma.soft.deferAcks");
-        }
-        try (EngineRig rig = made) {
+        try (EngineRig rig = new EngineRig(new EngineRig.Opts(), link)) {
             MemoryRegion dst = rig.mrBindable(64);
             link.arrive(
                     EngineRig.request(Opcode.RDMA_WRITE_ONLY, EngineRig.PEER_PSN, 64)
                             .reth(dst.address(), dst.rkey(), 64)
-                            .payload(64, 3),
+                            .payload(64, 3)
+                            .takesAcks(),
                     rig.qp.qpNum());
             long polledAt = rig.clock.nanoTime();
             WorkCompletion[] wcs = WorkCompletion.array(1);

@@ -72,6 +72,11 @@ public final class DeterministicNetwork implements RcPair.Backend {
     Predicate<Packet> markCe = pk -> false;
     /** Packets of one destination handed to its device in one receive burst (1: each packet is a burst of its own). */
     int burst = 1;
+    /**
+     * Bursts are handled as a polling application thread's drives (its ACKs to peers that take carried ACKs held one
+     * drive longer, {@link ProgressEngine#pollDriveForTest}), not as the receive thread's.
+     */
+    boolean pollerDrives;
     /** Every packet sent, in order, when {@link #keepLog} (tests that count packets). */
     final List<Packet> log = new ArrayList<>();
 
@@ -312,9 +317,11 @@ public final class DeterministicNetwork implements RcPair.Backend {
     private void receiveBurst(List<Packet> packets) {
         Transport to = packets.getFirst().to();
         List<Packet> copy = List.copyOf(packets);
-        to.driveForTest(() -> {
+        Runnable burst = () -> {
             for (Packet pk : copy) handleInDrive(pk);
-        });
+        };
+        if (pollerDrives) to.pollDriveForTest(burst);
+        else to.driveForTest(burst);
     }
 
     /**

@@ -191,6 +191,23 @@ final class EngineRig implements AutoCloseable {
             return this;
         }
 
+        /** Sets jrdma's offer to take carried ACKs ({@link Bth#takesAcks}): the peer is a jrdma QP that takes them. */
+        Pkt takesAcks() {
+            Bth.setTakesAcks(buf, 0);
+            return this;
+        }
+
+        /**
+         * Appends jrdma's carried ACK ({@link dev.jrdma.soft.wire.CarriedAck}) after the payload written so far (call it
+         * last) and sets the BTH bit that says it is there.
+         */
+        Pkt carriedAck(boolean mark, int psn, int syndrome, int msn) {
+            dev.jrdma.soft.wire.CarriedAck.write(buf, len - dev.jrdma.soft.wire.Icrc.BYTES, mark, psn, syndrome, msn);
+            Bth.setCarriesAck(buf, 0, true);
+            len += dev.jrdma.soft.wire.CarriedAck.BYTES;
+            return this;
+        }
+
         /** Fills the payload with {@code (i * 31 + seed)}. */
         Pkt payload(int n, int seed) {
             int at = Opcode.headerLength(opcode);
@@ -277,9 +294,21 @@ final class EngineRig implements AutoCloseable {
      * forger has none). Returns whether it reached the QP.
      */
     boolean feedWire(Pkt p, PacketAuth signer) {
+        return feedWireTampered(p, signer, b -> {});
+    }
+
+    /**
+     * {@link #feedWire}, with {@code tamper} changing a copy of the packet after it was signed (before its ICRC: what a
+     * forger on the path who cannot sign may do).
+     */
+    boolean feedWireTampered(Pkt original, PacketAuth signer, java.util.function.Consumer<ByteBuffer> tamper) {
+        Pkt p = new Pkt(original.opcode, 0, false, 0);
+        p.buf.put(0, original.buf, 0, original.buf.capacity());
+        p.len = original.len;
         Bth.setDestQp(p.buf, 0, qp.qpNum());
         int len = p.len;
         if (signer != null) len = signer.sign(p.buf, len, PEER_QPN, IpAddress.of(PEER));
+        tamper.accept(p.buf);
         new dev.jrdma.soft.wire.Icrc()
                 .generate(
                         p.buf,

@@ -33,7 +33,7 @@ class ProgressEngineTest {
     private final Map<Integer, Runnable> whileHandling = new HashMap<>();
 
     private final ProgressEngine engine =
-            new ProgressEngine(link, clock, this::record, new ReplyTurns(counters, "test"), counters, "test", false);
+            new ProgressEngine(link, clock, this::record, new ReplyTurns(counters, "test"), counters, "test");
 
     private boolean record(
             Receiver r,

@@ -70,20 +70,13 @@ class ProgressTest {
     }
 
     /**
-     * A polling thread leaves the ACK of what it received owed, for its next post to carry; when it stops polling and
-     * posts nothing, the receive thread sends the ACK (after about {@link ProgressEngine#POLL_QUIET_NANOS}), so the peer's
+     * A polling thread leaves the ACK of what it received owed, for its next post to carry (the peer, a jrdma QP, takes
+     * carried ACKs: {@link CarriedAcks}); when it stops polling and posts nothing, the receive thread sends the ACK (after about {@link ProgressEngine#POLL_QUIET_NANOS}), so the peer's
      * request completes without a retransmission.
      */
     @Test
     void anAckOwedByAPollerThatStopsIsSentAnyway() {
-        System.setProperty("jrdma.soft.deferAcks", "true");
-        RcPair pair;
-        try {
-            pair = pair();
-        } finally {
-            System.clearProperty("jrdma.soft.deferAcks");
-        }
-        try (RcPair p = pair) {
+        try (RcPair p = pair()) {
             MemoryRegion a = p.a.mrAll(4096), b = p.b.mrAll(4096);
             SendWorkRequest send = new SendWorkRequest()
                     .wrId(1)

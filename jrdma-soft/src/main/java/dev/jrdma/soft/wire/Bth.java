@@ -12,7 +12,7 @@ import java.nio.ByteBuffer;
  *  bytes 2-3   P_Key
  *  byte 4      resv8a (FECN(7) BECN(6) resv6 in RoCEv2; masked to ones in the ICRC)
  *  bytes 5-7   DestQP (24 bits)
- *  byte 8      AckReq(7) resv7
+ *  byte 8      AckReq(7) resv7 (jrdma: 0x40 selective-repeat mark, 0x20 carries an ACK, 0x10 takes carried ACKs)
  *  bytes 9-11  PSN (24 bits)
  * </pre>
  */
@@ -126,6 +126,53 @@ public final class Bth {
     public static void setHoldsMark(ByteBuffer b, int off) {
         b.put(off + 8, (byte) (b.get(off + 8) | 0x40));
     }
+
+    /**
+     * {@return whether resv7's bit 0x20 is set: a request carries jrdma's carried ACK ({@link CarriedAck}) between its
+     * payload (and pad) and the ICRC} Sent only to a jrdma QP that offered to take carried ACKs ({@link #takesAcks}).
+     *
+     * @param b the packet buffer (big-endian)
+     * @param off the BTH's absolute offset in {@code b}
+     */
+    public static boolean carriesAck(ByteBuffer b, int off) {
+        return (b.get(off + 8) & CARRIES_ACK) != 0;
+    }
+
+    /**
+     * Sets or clears the carried-ACK bit ({@link #carriesAck}), leaving the other fields.
+     *
+     * @param b the packet buffer (big-endian)
+     * @param off the BTH's absolute offset in {@code b}
+     * @param carries whether a {@link CarriedAck} follows the payload
+     */
+    public static void setCarriesAck(ByteBuffer b, int off, boolean carries) {
+        b.put(off + 8, (byte) ((b.get(off + 8) & ~CARRIES_ACK) | (carries ? CARRIES_ACK : 0)));
+    }
+
+    /**
+     * {@return whether resv7's bit 0x10 is set: jrdma's offer to take carried ACKs} A jrdma requester sets it on its
+     * requests to a peer it knows to be jrdma; a responder that executes such a request in sequence may then put the
+     * ACKs it owes into its own requests ({@link #carriesAck}). Plain RoCEv2 sends the bit 0 and ignores it.
+     *
+     * @param b the packet buffer (big-endian)
+     * @param off the BTH's absolute offset in {@code b}
+     */
+    public static boolean takesAcks(ByteBuffer b, int off) {
+        return (b.get(off + 8) & TAKES_ACKS) != 0;
+    }
+
+    /**
+     * Sets jrdma's offer to take carried ACKs ({@link #takesAcks}).
+     *
+     * @param b the packet buffer (big-endian)
+     * @param off the BTH's absolute offset in {@code b}
+     */
+    public static void setTakesAcks(ByteBuffer b, int off) {
+        b.put(off + 8, (byte) (b.get(off + 8) | TAKES_ACKS));
+    }
+
+    /** Byte 8's bits of jrdma's carried ACKs: the ACK follows the payload; the sender takes carried ACKs. */
+    private static final int CARRIES_ACK = 0x20, TAKES_ACKS = 0x10;
 
     /**
      * {@return the packet sequence number, 24 bits}

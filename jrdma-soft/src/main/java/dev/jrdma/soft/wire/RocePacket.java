@@ -3,9 +3,10 @@ package dev.jrdma.soft.wire;
 import java.nio.ByteBuffer;
 
 /**
- * A reusable flyweight over one RoCEv2 packet (the UDP payload: BTH, extension headers, payload, pad,
- * ICRC) in a big-endian {@link ByteBuffer}. {@link #wrap} points it at a packet and checks its framing;
- * the accessors then read the headers in place. No allocation.
+ * A reusable flyweight over one RoCEv2 packet (the UDP payload: BTH, extension headers, payload, pad, jrdma's
+ * carried ACK when the BTH says one is there ({@link CarriedAck}), ICRC) in a big-endian {@link ByteBuffer}.
+ * {@link #wrap} points it at a packet and checks its framing; the accessors then read the headers in place. No
+ * allocation.
  */
 public final class RocePacket {
     /**
@@ -22,6 +23,8 @@ public final class RocePacket {
     private int flags;
     private int hdrLen;
     private int payloadLen;
+    /** The bytes of jrdma's carried ACK before the ICRC: {@link CarriedAck#BYTES} or 0. */
+    private int carried;
 
     /** An empty flyweight: {@link #wrap} points it at a packet. */
     public RocePacket() {}
@@ -40,6 +43,7 @@ public final class RocePacket {
         this.buf = b;
         this.off = off;
         this.len = len;
+        carried = 0;
         if (len < Bth.BYTES + Icrc.BYTES) return TOO_SHORT;
         opcode = Bth.opcode(b, off);
         flags = Opcode.flags(opcode);
@@ -47,7 +51,8 @@ public final class RocePacket {
         if (Bth.tver(b, off) != 0) return BAD_TVER;
         hdrLen = Opcode.headerLength(opcode);
         int pad = Bth.padCount(b, off);
-        payloadLen = len - hdrLen - pad - Icrc.BYTES;
+        carried = Bth.carriesAck(b, off) ? CarriedAck.BYTES : 0;
+        payloadLen = len - hdrLen - pad - carried - Icrc.BYTES;
         if (payloadLen < 0) return BAD_LENGTH;
         if ((flags & Opcode.PAYLOAD) == 0 && (payloadLen != 0 || pad != 0)) return BAD_LENGTH;
         return OK;
@@ -109,6 +114,22 @@ public final class RocePacket {
     /** {@return whether the BTH carries jrdma's selective-repeat mark ({@link Bth#holdsMark})} */
     public boolean holdsMark() {
         return Bth.holdsMark(buf, off);
+    }
+    /** {@return whether the request carries jrdma's carried ACK ({@link Bth#carriesAck}; then see {@link #carriedAckOffset})} */
+    public boolean carriesAck() {
+        return carried != 0;
+    }
+    /** {@return the absolute offset of the {@link CarriedAck} in {@link #buffer()} (when {@link #carriesAck})} */
+    public int carriedAckOffset() {
+        return off + len - Icrc.BYTES - CarriedAck.BYTES;
+    }
+    /** {@return the packet's length without its carried ACK (ICRC included): the request as it would go alone} */
+    public int lengthWithoutCarriedAck() {
+        return len - carried;
+    }
+    /** {@return whether the BTH carries jrdma's offer to take carried ACKs ({@link Bth#takesAcks})} */
+    public boolean takesAcks() {
+        return Bth.takesAcks(buf, off);
     }
     /** {@return whether the BTH's SE bit is set} */
     public boolean solicitedEvent() {
