@@ -88,6 +88,11 @@ final class GroBatch {
         return inUse.compareAndSet(false, true);
     }
 
+    /** Whether a thread has these areas now. */
+    boolean inUse() {
+        return inUse.get();
+    }
+
     /** Gives these areas back (after {@link #enter}). */
     void exit() {
         inUse.set(false);

@@ -14,7 +14,8 @@ import java.util.concurrent.atomic.AtomicReference;
  * hands them out first: the thread whose drive ended on its budget may not drive again soon (an application thread that
  * stops polling), and a thread that took the link over from a stalled one must not pass them by (its QPs would see a
  * gap and ask for them again). A batch's landing areas are used by one thread at a time, only ever tried: a thread that
- * finds them in use (their own thread is inside its receive, a takeover) takes nothing from them.
+ * finds them in use (their own thread is inside its receive, a takeover) takes nothing from them. A thread asleep in
+ * the link's wait is woken when a receive leaves packets behind, and does not sleep while some wait.
  */
 final class GroReceiver {
     private final LinuxUdpLink link;
@@ -64,6 +65,7 @@ final class GroReceiver {
             return k;
         } finally {
             g.exit();
+            wakeIfLeft(g);
         }
     }
 
@@ -78,7 +80,26 @@ final class GroReceiver {
             return k;
         } finally {
             other.exit();
+            wakeIfLeft(other);
         }
+    }
+
+    /**
+     * After the calling thread let go of {@code g}: packets left in it may have no other taker than a thread asleep in
+     * the link's wait (the receive thread, once a poller's drive ended on its budget and nobody polls again), which is
+     * woken then. The sleeper sets its flag before it looks ({@link #handsOutNow}), so one of the two sees the other.
+     */
+    private void wakeIfLeft(GroBatch g) {
+        if (g.pending() && link.awaiting()) link.wakeup();
+    }
+
+    /**
+     * Whether packets wait in a batch's landing areas that a receive could hand out now (no thread has them in hand):
+     * the link's wait does not sleep then.
+     */
+    boolean handsOutNow() {
+        GroBatch g = unfinished.get();
+        return g != null && !g.inUse() && g.pending(); // pending() read after the holder's release of inUse
     }
 
     /** Records whether {@code g} still holds packets to hand out (its thread holds its areas). */

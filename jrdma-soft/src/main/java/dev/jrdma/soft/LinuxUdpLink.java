@@ -112,6 +112,8 @@ final class LinuxUdpLink implements Link {
     private volatile boolean gsoForJrdmaPeers = "auto".equals(GSO_MODE);
     /** Whether the socket takes coalesced datagrams ({@link GroBatch}). */
     private volatile boolean gro;
+    /** A thread is in {@link #pollFor} (or about to be): a receive that leaves packets in a landing area wakes it. */
+    private volatile boolean awaiting;
     /** Hands the packets of coalesced datagrams out when {@link #gro} is on. */
     private final GroReceiver coalesced = new GroReceiver(this);
     /** Messages sent with UDP generic segmentation (tests, reports). */
@@ -666,7 +668,9 @@ final class LinuxUdpLink implements Link {
      */
     private void pollFor(int millis) throws IOException {
         enter();
+        awaiting = true; // before the look: a receive that leaves packets behind after it wakes this thread
         try {
+            if (gro && coalesced.handsOutNow()) return; // packets wait in a landing area: no sleep
             pollFds.set(ValueLayout.JAVA_SHORT, 6, (short) 0);
             pollFds.set(ValueLayout.JAVA_SHORT, 14, (short) 0);
             // no errno capture on this path: the linker's capture check allocates a segment slice per call when
@@ -688,8 +692,14 @@ final class LinuxUdpLink implements Link {
         } catch (Throwable t) {
             throw new IOException("poll failed", t);
         } finally {
+            awaiting = false;
             exit();
         }
+    }
+
+    /** Whether a thread waits in {@link #await} now (or is about to). */
+    boolean awaiting() {
+        return awaiting;
     }
 
     /** Wakes an await; after close it does nothing (the eventfd's number may belong to another file by then). */
