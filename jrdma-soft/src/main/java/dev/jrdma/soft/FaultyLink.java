@@ -251,6 +251,11 @@ final class FaultyLink implements Link {
     }
 
     @Override
+    public void forgetPeer(InetSocketAddress peer) {
+        inner.forgetPeer(peer);
+    }
+
+    @Override
     public void wakeup() {
         inner.wakeup();
     }

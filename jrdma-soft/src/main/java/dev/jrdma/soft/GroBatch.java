@@ -5,14 +5,22 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.InetSocketAddress;
+import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * What one {@link RxBatch} receives through when its {@link LinuxUdpLink} takes coalesced datagrams ({@code UDP_GRO}):
  * the kernel may hand several datagrams of one flow as one message of up to 64 KiB, with their segment size in a
  * {@code UDP_GRO} control message (every segment that size, the last one maybe shorter). So each message lands in a
  * 64 KiB area of its own ({@link #MESSAGES} per {@code recvmmsg}) and is split by the segment size into the batch's
- * packet slots, one copy per packet; what does not fit the batch's slots waits for the next receive. A message without
- * the control message is one datagram. Nothing is allocated per burst.
+ * packet slots, one copy per packet; what does not fit the batch's slots waits for the next receive
+ * ({@link GroReceiver} hands it out first, into whichever batch receives next). A message without the control message
+ * is one datagram. Nothing is allocated per burst.
+ *
+ * <p>What a peer can send reaches this code, so nothing in a message is trusted beyond what the kernel guarantees: the
+ * kernel coalesces only datagrams of one flow (one sender's address and port) with the same IP header fields (TOS and
+ * so the ECN field, TTL), all of the segment size but the last, which may be shorter. A split never crosses a
+ * message's end, a segment longer than a slot, a message cut by its landing area and one whose control messages were
+ * cut ({@code MSG_CTRUNC}: its segment size may be missing) are each marked {@link RxBatch#TRUNCATED} (a counted drop).
  */
 final class GroBatch {
     /** Messages per {@code recvmmsg}; each gets a 64 KiB landing area (512 KiB per batch). */
@@ -23,6 +31,7 @@ final class GroBatch {
     private static final int CONTROL = 64;
 
     static final int SOL_UDP = 17, UDP_GRO = 104;
+    private static final int MSG_CTRUNC = 0x08;
     final MemorySegment land, headers;
     private final MemorySegment names, controls;
     private final SockaddrCache sources = new SockaddrCache();
@@ -34,6 +43,10 @@ final class GroBatch {
     private int messages;
     /** The next packet to hand out: message {@link #current}, at {@link #offset} in it. */
     private int current, offset;
+    /** The last {@code recvmmsg} filled fewer messages than it could: the socket was empty then. */
+    private boolean emptiedSocket;
+    /** Held by the thread that receives into or hands out of these areas: one at a time, only ever tried. */
+    private final AtomicBoolean inUse = new AtomicBoolean();
 
     /** Coalesced messages received (several datagrams in one; tests and reports). */
     long coalesced;
@@ -65,6 +78,26 @@ final class GroBatch {
         return current < messages;
     }
 
+    /** Whether the last {@code recvmmsg} found the socket empty (it filled fewer messages than it asked for). */
+    boolean emptiedSocket() {
+        return emptiedSocket;
+    }
+
+    /** Takes these areas for the calling thread; false when another thread has them (nothing is waited for). */
+    boolean enter() {
+        return inUse.compareAndSet(false, true);
+    }
+
+    /** Whether a thread has these areas now. */
+    boolean inUse() {
+        return inUse.get();
+    }
+
+    /** Gives these areas back (after {@link #enter}). */
+    void exit() {
+        inUse.set(false);
+    }
+
     /** Resets the headers' in/out lengths before a {@code recvmmsg}. */
     void prepare() {
         for (int i = 0; i < MESSAGES; i++) {
@@ -78,8 +111,8 @@ final class GroBatch {
     void landed(int n) throws IOException {
         for (int i = 0; i < n; i++) {
             long at = (long) i * LinuxUdpLink.MMSGHDR;
-            boolean cut =
-                    (headers.get(ValueLayout.JAVA_INT, at + LinuxUdpLink.MSG_FLAGS) & LinuxUdpLink.MSG_TRUNC) != 0;
+            int flags = headers.get(ValueLayout.JAVA_INT, at + LinuxUdpLink.MSG_FLAGS);
+            boolean cut = (flags & (LinuxUdpLink.MSG_TRUNC | MSG_CTRUNC)) != 0;
             length[i] = cut ? RxBatch.TRUNCATED : headers.get(ValueLayout.JAVA_INT, at + LinuxUdpLink.MSG_LEN);
             from[i] = sources.decode(names, (long) i * LinuxUdpLink.SOCKADDR);
             readControls(i, headers.get(ValueLayout.JAVA_LONG, at + LinuxUdpLink.MSG_CONTROLLEN));
@@ -88,14 +121,15 @@ final class GroBatch {
         messages = n;
         current = 0;
         offset = 0;
+        emptiedSocket = n < MESSAGES;
     }
 
     /** The segment size (UDP_GRO) and the ECN field (IP_TOS, IPV6_TCLASS) among message {@code i}'s control messages. */
     private void readControls(int i, long controlLen) {
         long base = (long) i * CONTROL, len = Math.min(controlLen, CONTROL);
-        long data = LinuxUdpLink.controlData(controls, base, len, SOL_UDP, UDP_GRO, 4);
-        segment[i] = data < 0 ? 0 : controls.get(ValueLayout.JAVA_INT, data);
-        ecn[i] = (byte) LinuxUdpLink.receivedEcn(controls, base, len);
+        long data = ControlMessages.find(controls, base, len, SOL_UDP, UDP_GRO, 4);
+        segment[i] = data < 0 ? 0 : Math.max(0, controls.get(ValueLayout.JAVA_INT, data)); // 0: one datagram
+        ecn[i] = (byte) ControlMessages.ecn(controls, base, len);
     }
 
     /**

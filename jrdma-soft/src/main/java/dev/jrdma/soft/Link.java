@@ -95,6 +95,12 @@ interface Link extends AutoCloseable {
     default void expectPeer(InetSocketAddress peer) {}
 
     /**
+     * A QP that was given {@code peer} ({@link #expectPeer}) has another destination now, or was destroyed: a link that
+     * set something up per peer may release it once no QP expects that peer. Nothing by default.
+     */
+    default void forgetPeer(InetSocketAddress peer) {}
+
+    /**
      * Whether the packet this link handed a same-host peer last has waited there, not taken, since {@code now -
      * nanos} or longer: the peer's thread that would take it is runnable but may wait for the CPU the caller spins on
      * ({@link ProgressEngine#progressFromPoll} gives its CPU up then). False by default: a link that cannot see whether

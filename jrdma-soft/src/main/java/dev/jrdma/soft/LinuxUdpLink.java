@@ -49,11 +49,15 @@ final class LinuxUdpLink implements Link {
 
     static final boolean GSO_WANTED = "on".equals(GSO_MODE);
     /**
-     * {@code -Djrdma.soft.gro=on} takes coalesced datagrams ({@code UDP_GRO}; {@link GroBatch}); off by default: each
-     * burst then lands in 64 KiB areas and is copied into the packet slots.
+     * {@code -Djrdma.soft.gro}: whether the socket takes coalesced datagrams ({@code UDP_GRO}: a segmented send of a
+     * jrdma peer, or a NIC's GRO of one flow, arrives as one message of up to 64 KiB, split here by its segment size;
+     * {@link GroReceiver}). {@code on} (the default) for every peer: the kernel coalesces only datagrams of one sender
+     * and one IP header (TOS, so ECN, and TTL alike), and each packet keeps its own ICRC (the IPv4 identification is
+     * recovered per packet as before); each burst then lands in 64 KiB areas and is copied into the packet slots.
+     * {@code off}: the kernel cuts a segmented send back into datagrams at the socket, one queue entry each.
      */
     static final boolean GRO_WANTED =
-            "on".equals(System.getProperty("jrdma.soft.gro", "off").trim());
+            !"off".equals(System.getProperty("jrdma.soft.gro", "on").trim());
 
     private static final int IPPROTO_IP = 0, IP_TOS = 1, IPPROTO_IPV6 = 41, IPV6_FLOWINFO_SEND = 33, IPV6_TCLASS = 67;
     /** Each received datagram's TOS / traffic class as a control message: its ECN field ({@link RxBatch#ecn}). */
@@ -108,6 +112,10 @@ final class LinuxUdpLink implements Link {
     private volatile boolean gsoForJrdmaPeers = "auto".equals(GSO_MODE);
     /** Whether the socket takes coalesced datagrams ({@link GroBatch}). */
     private volatile boolean gro;
+    /** A thread is in {@link #pollFor} (or about to be): a receive that leaves packets in a landing area wakes it. */
+    private volatile boolean awaiting;
+    /** Hands the packets of coalesced datagrams out when {@link #gro} is on. */
+    private final GroReceiver coalesced = new GroReceiver(this);
     /** Messages sent with UDP generic segmentation (tests, reports). */
     private final java.util.concurrent.atomic.AtomicLong gsoSends = new java.util.concurrent.atomic.AtomicLong();
 
@@ -548,6 +556,7 @@ final class LinuxUdpLink implements Link {
     /** One {@code recvfrom} (links that wrap this one receive one datagram at a time). */
     @Override
     public InetSocketAddress receive(ByteBuffer b) throws IOException {
+        if (gro) return coalesced.receive(b); // a coalesced message is split first
         Scratch s = scratch.get();
         s.fromLen.set(ValueLayout.JAVA_INT, 0, SOCKADDR);
         int room = b.isDirect() ? b.remaining() : Math.min(b.remaining(), BOUNCE);
@@ -577,15 +586,14 @@ final class LinuxUdpLink implements Link {
     @Override
     public void prepare(RxBatch batch) {
         scratch.get();
-        if (gro) {
-            if (!(batch.linkState instanceof GroBatch)) batch.linkState = new GroBatch();
-        } else if (!(batch.linkState instanceof BatchState)) batch.linkState = new BatchState(batch);
+        if (gro) GroReceiver.of(batch);
+        else if (!(batch.linkState instanceof BatchState)) batch.linkState = new BatchState(batch);
     }
 
     /** One {@code recvmmsg} for the whole burst; a short burst means the socket is empty. */
     @Override
     public int receive(RxBatch batch) throws IOException {
-        if (gro) return receiveCoalesced(batch);
+        if (gro) return coalesced.receive(batch);
         BatchState st;
         if (batch.linkState instanceof BatchState known) st = known;
         else batch.linkState = st = new BatchState(batch);
@@ -600,29 +608,11 @@ final class LinuxUdpLink implements Link {
             boolean cut = (h.get(ValueLayout.JAVA_INT, at + MSG_FLAGS) & MSG_TRUNC) != 0;
             batch.lengths[i] = cut ? RxBatch.TRUNCATED : h.get(ValueLayout.JAVA_INT, at + MSG_LEN);
             batch.sources[i] = st.sources.decode(st.names, (long) i * SOCKADDR);
-            batch.ecn[i] = (byte)
-                    receivedEcn(st.controls, (long) i * RX_CONTROL, h.get(ValueLayout.JAVA_LONG, at + MSG_CONTROLLEN));
+            batch.ecn[i] = (byte) ControlMessages.ecn(
+                    st.controls, (long) i * RX_CONTROL, h.get(ValueLayout.JAVA_LONG, at + MSG_CONTROLLEN));
         }
         batch.drained = n < RxBatch.CAPACITY;
         return n;
-    }
-
-    /** {@link #receive} with coalesced datagrams: a {@code recvmmsg} only once the last one's packets are all handed out. */
-    private int receiveCoalesced(RxBatch batch) throws IOException {
-        GroBatch g;
-        if (batch.linkState instanceof GroBatch known) g = known;
-        else batch.linkState = g = new GroBatch();
-        boolean lastShort = false;
-        if (!g.pending()) {
-            g.prepare();
-            int n = recvmmsg(g.headers, GroBatch.MESSAGES, batch);
-            if (n == 0) return 0;
-            g.landed(n);
-            lastShort = n < GroBatch.MESSAGES;
-        }
-        int k = g.fill(batch);
-        batch.drained = lastShort && !g.pending();
-        return k;
     }
 
     /** Coalesced messages received in {@code batch} so far (tests). */
@@ -631,7 +621,7 @@ final class LinuxUdpLink implements Link {
     }
 
     /** One non-blocking {@code recvmmsg} of up to {@code vlen} messages; 0 (the batch marked drained on EAGAIN) when none. */
-    private int recvmmsg(MemorySegment h, int vlen, RxBatch batch) throws IOException {
+    int recvmmsg(MemorySegment h, int vlen, RxBatch batch) throws IOException {
         enter();
         int n, error = 0;
         try {
@@ -651,34 +641,6 @@ final class LinuxUdpLink implements Link {
             throw new IOException("recvmmsg on " + name + ": errno " + e);
         }
         return n;
-    }
-
-    /**
-     * The ECN field in the IP_TOS (a byte) or IPV6_TCLASS (an int) control message among the {@code controlLen} bytes of
-     * control messages at {@code at}; Not-ECT without one.
-     */
-    static int receivedEcn(MemorySegment controls, long at, long controlLen) {
-        long data = controlData(controls, at, controlLen, IPPROTO_IP, IP_TOS, 1);
-        if (data >= 0) return controls.get(ValueLayout.JAVA_BYTE, data) & Ecn.MASK;
-        data = controlData(controls, at, controlLen, IPPROTO_IPV6, IPV6_TCLASS, 4);
-        return data >= 0 ? controls.get(ValueLayout.JAVA_INT, data) & Ecn.MASK : Ecn.NOT_ECT;
-    }
-
-    /**
-     * Where the data of the control message of {@code level} and {@code type} (at least {@code size} bytes) lies among
-     * the {@code controlLen} bytes of control messages at {@code at} (struct cmsghdr: length 8, level 4, type 4, the
-     * data, padded to 8); -1 when there is none, or the messages are malformed.
-     */
-    static long controlData(MemorySegment controls, long at, long controlLen, int level, int type, int size) {
-        for (long off = 0; off + 16 <= controlLen; ) {
-            long len = controls.get(ValueLayout.JAVA_LONG, at + off);
-            if (len < 16 || off + len > controlLen) return -1;
-            if (controls.get(ValueLayout.JAVA_INT, at + off + 8) == level
-                    && controls.get(ValueLayout.JAVA_INT, at + off + 12) == type
-                    && len >= 16 + size) return at + off + 16;
-            off += (len + 7) & ~7L;
-        }
-        return -1;
     }
 
     /** Blocks in {@code poll} on the socket and the wake-up eventfd. */
@@ -706,7 +668,9 @@ final class LinuxUdpLink implements Link {
      */
     private void pollFor(int millis) throws IOException {
         enter();
+        awaiting = true; // before the look: a receive that leaves packets behind after it wakes this thread
         try {
+            if (gro && coalesced.handsOutNow()) return; // packets wait in a landing area: no sleep
             pollFds.set(ValueLayout.JAVA_SHORT, 6, (short) 0);
             pollFds.set(ValueLayout.JAVA_SHORT, 14, (short) 0);
             // no errno capture on this path: the linker's capture check allocates a segment slice per call when
@@ -728,8 +692,14 @@ final class LinuxUdpLink implements Link {
         } catch (Throwable t) {
             throw new IOException("poll failed", t);
         } finally {
+            awaiting = false;
             exit();
         }
+    }
+
+    /** Whether a thread waits in {@link #await} now (or is about to). */
+    boolean awaiting() {
+        return awaiting;
     }
 
     /** Wakes an await; after close it does nothing (the eventfd's number may belong to another file by then). */

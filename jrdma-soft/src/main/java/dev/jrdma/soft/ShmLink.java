@@ -9,6 +9,7 @@ import java.nio.ByteBuffer;
 import java.nio.channels.DatagramChannel;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
@@ -86,6 +87,10 @@ final class ShmLink implements Link {
     private final DatagramChannel doorbells;
 
     private final ConcurrentHashMap<InetSocketAddress, Route> routes = new ConcurrentHashMap<>();
+    /** How many QPs have each peer as their destination now ({@link #expectPeer}, {@link #forgetPeer}). */
+    private final ConcurrentHashMap<InetSocketAddress, Integer> expected = new ConcurrentHashMap<>();
+    /** Peers no QP expects any more whose ring still held this device's last packet: released at the next check. */
+    private final Set<InetSocketAddress> retiring = ConcurrentHashMap.newKeySet();
     /** The route used last: QPs keep their peer's address object, so a stream to one peer finds it by identity. */
     private volatile Route last;
     /** When the UDP socket gets its next look while the rings are in use (racy between the two driving threads: any interleaving will do). */
@@ -294,10 +299,48 @@ final class ShmLink implements Link {
         return r != null && r.sender != null;
     }
 
-    /** Claims a slot in {@code peer}'s ring and sends the HELLO now, so that the proof is done before the first packet. */
+    /**
+     * Claims a slot in {@code peer}'s ring and sends the HELLO now, so that the proof is done before the first packet;
+     * counts the QPs that expect the peer, so that the slot goes back when the last one leaves ({@link #forgetPeer}).
+     */
     @Override
     public void expectPeer(InetSocketAddress peer) {
-        if (peer.getAddress() != null && !closed) route(peer);
+        if (peer.getAddress() == null || closed) return;
+        expected.merge(peer, 1, Integer::sum);
+        retiring.remove(peer);
+        route(peer);
+    }
+
+    /**
+     * No QP expects {@code peer} any more (the last one has another destination now, or was destroyed: e.g. a QP that
+     * was connected to itself for a warm-up): the slot this device holds in the peer's ring goes back now, or, while
+     * its last packet still waits there untaken, at the watch's next check. A later packet to the peer claims a slot
+     * again. A peer that a QP was never given ({@link #expectPeer}: UD address handles) keeps its slot.
+     */
+    @Override
+    public void forgetPeer(InetSocketAddress peer) {
+        boolean[] last = {false};
+        expected.computeIfPresent(peer, (p, n) -> {
+            if (n > 1) return n - 1;
+            last[0] = true;
+            return null;
+        });
+        Route r = routes.get(peer);
+        if (!last[0] || r == null || r.sender == null) return;
+        if (r.sender.lastWaiting()) retiring.add(peer);
+        else release(peer);
+    }
+
+    /** Gives back the slots {@link #forgetPeer} left to the watch's check (a second later: the peer took their last packet). */
+    void releaseRetiring() {
+        for (InetSocketAddress peer : retiring) release(peer);
+    }
+
+    /** Gives back the slot of the route to {@code peer}, unless a QP expects that peer again. */
+    private synchronized void release(InetSocketAddress peer) {
+        retiring.remove(peer);
+        Route r = routes.get(peer);
+        if (r != null && r.sender != null && !expected.containsKey(peer)) forget(r);
     }
 
     /**
@@ -635,6 +678,7 @@ final class ShmLink implements Link {
                     for (ShmLink link : LINKS) {
                         try {
                             link.checkOwnFile();
+                            link.releaseRetiring();
                         } catch (RuntimeException | InternalError e) {
                             LOG.log(System.Logger.Level.DEBUG, "same-host ring check failed", e);
                         }

@@ -204,16 +204,29 @@ final class ShmSender implements AutoCloseable {
         return !gone;
     }
 
-    /** Gives the slot back (the receiver takes what is left in it) and unmaps the peer's file. */
+    /**
+     * Gives the slot back and unmaps the peer's file. The receiver stops looking at the slot (its bit in the claimed
+     * word goes first, so that a sender that claims the slot next sets it again after this one cleared it); what this
+     * sender left in it untaken is dropped when the next owner proves its claim.
+     */
     @Override
     public synchronized void close() {
         try {
-            if (peer.isOpen()) LONG.compareAndSet(seg, slotBase + S_OWNER, token, 0L);
+            if (peer.isOpen() && (long) LONG.getVolatile(seg, slotBase + S_OWNER) == token) {
+                INT.getAndBitwiseAnd(seg, H_CLAIMED, ~(1 << slot));
+                if (!LONG.compareAndSet(seg, slotBase + S_OWNER, token, 0L))
+                    INT.getAndBitwiseOr(seg, H_CLAIMED, 1 << slot); // not ours after all
+            }
         } catch (RuntimeException | InternalError e) {
             // truncated: nothing to give back
         }
         gone = true;
-        peer.close();
+        try {
+            peer.close();
+        } catch (RuntimeException e) {
+            // another thread reads the mapping at this moment (isGone, lastWaiting): it stays mapped (a QP's destroy or
+            // new path, which gives slots back, must not fail for it)
+        }
     }
 
     @Override

@@ -269,10 +269,10 @@ final class SoftQp extends Resource implements QueuePair {
             }
             if (a.has(QpAttrMask.AV)) {
                 ah = a.ah().copy();
+                tr.peerChanged(remote, newRemote);
                 remote = newRemote;
                 remoteAddr = newRemoteAddr;
                 peerPort = -1; // a new path: the peer's port is learned again
-                tr.expectPeer(newRemote);
             }
             if (a.has(QpAttrMask.PATH_MTU)) {
                 pathMtu = a.pathMtu().min(Mtu.MTU_4096);
@@ -781,7 +781,7 @@ final class SoftQp extends Resource implements QueuePair {
         if (srq != null) srq.users.remove(this);
         if (scq != null) scq.users.remove(this);
         if (rcq != null) rcq.users.remove(this);
-        if (qpn != 0) tr.removeQp(qpn, this);
+        if (qpn != 0) tr.removeQp(qpn, this, remote);
         tr.timer.unregister(this);
         synchronized (this) {
             responder.sendOwedAck(); // an ACK held for a request to carry (CarriedAcks) still leaves

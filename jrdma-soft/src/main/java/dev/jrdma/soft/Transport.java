@@ -184,8 +184,10 @@ final class Transport {
         return qps.add(qp);
     }
 
-    void removeQp(int qpn, SoftQp qp) {
+    /** Removes a destroyed QP; the link may release what it kept for the QP's destination {@code remote} (null: none). */
+    void removeQp(int qpn, SoftQp qp, InetSocketAddress remote) {
         qps.remove(qpn, qp);
+        peerChanged(remote, null);
     }
 
     /** Reserves a key index for {@code owner} (the upper 24 bits of an lkey/rkey). */
@@ -278,9 +280,14 @@ final class Transport {
         }
     }
 
-    /** A QP's destination is {@code peer} from now on: the link may prepare its way there (see {@link Link#expectPeer}). */
-    void expectPeer(InetSocketAddress peer) {
-        if (tap == null) link.expectPeer(peer);
+    /**
+     * A QP's destination is {@code peer} from now on (null: it is destroyed), instead of {@code before} (null: none): the
+     * link may prepare its way there and release the old one ({@link Link#expectPeer}, {@link Link#forgetPeer}).
+     */
+    void peerChanged(InetSocketAddress before, InetSocketAddress peer) {
+        if (tap != null) return;
+        if (peer != null) link.expectPeer(peer);
+        if (before != null) link.forgetPeer(before);
     }
 
     /** Sends raw bytes (tests: malformed packets). */
