@@ -10,6 +10,7 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.EventLoop;
 import io.netty.channel.RecvByteBufAllocator;
 import io.netty.util.UncheckedBooleanSupplier;
+import io.netty.util.concurrent.SingleThreadEventExecutor;
 import io.netty.util.internal.PlatformDependent;
 import java.util.Arrays;
 import java.util.Queue;
@@ -25,6 +26,24 @@ import java.util.concurrent.atomic.AtomicBoolean;
 final class ChannelReads {
     /** Receive buffers an endpoint posts beyond its credits, for credit-only messages (jrdma-connect's). */
     private static final int RECEIVE_CONTROL_SLOTS = 4;
+    /**
+     * Whether a read hands the loop's tasks their turn: a read operation ends after the piece during which the pipeline
+     * gave its loop a task (gRPC's {@code WriteQueue} schedules its flush so), and goes on after the tasks (auto-read
+     * asks again; the read is queued behind them). The answers to the first requests of a large message then leave
+     * while the rest are read, so that the peer can work on them meanwhile: two gRPC processes otherwise play a
+     * ping-pong of whole batches (32 calls a message), each idle while the other works. Off by default
+     * ({@code -Djrdma.netty.readYield=on}): on two loaded cores it cost CPU per call (more messages, more idle turns
+     * between them) and gave no steady gain in calls per second (jrdma-netty's README). Tests set it
+     * (package-private).
+     */
+    static volatile boolean yieldToTasks = "on".equals(System.getProperty("jrdma.netty.readYield", "off"));
+    /**
+     * With {@link #yieldToTasks}, once a read of this channel gave its loop a task, the first piece of each read
+     * operation holds at most this many bytes (the rest follows in pieces of the allocator's guess when that piece
+     * gave the loop no task): small enough that a batch of requests is answered in several parts
+     * ({@code -Djrdma.netty.firstReadBytes}). A pipeline that gives no task reads pieces of the guess, as before.
+     */
+    static final int FIRST_READ_BYTES = Integer.getInteger("jrdma.netty.firstReadBytes", 1024);
 
     private final RdmaChannel channel;
     /**
@@ -40,6 +59,8 @@ final class ChannelReads {
     private volatile boolean readsScheduled;
     /** A message the pipeline has read only part of (reads are sized by the RecvByteBufAllocator), the rest readable. */
     private ByteBuf partial;
+    /** A read of this channel gave the loop a task (the pipeline answers through tasks): first pieces are small. */
+    private boolean readsGiveTasks;
     /** The buffers over the receive slots, made on first use (event loop). */
     private ReceivedByteBuf[] slotBuffers = new ReceivedByteBuf[0];
 
@@ -93,6 +114,9 @@ final class ChannelReads {
         }
         RecvByteBufAllocator.Handle handle = channel.unsafe().recvBufAllocHandle();
         handle.reset(channel.config());
+        SingleThreadEventExecutor loop =
+                yieldToTasks && channel.eventLoop() instanceof SingleThreadEventExecutor l ? l : null;
+        int tasksBefore = loop != null ? loop.pendingTasks() : 0;
         boolean delivered = false;
         do {
             if (partial == null && !takeMessage()) {
@@ -104,6 +128,7 @@ final class ChannelReads {
                 return;
             }
             int guess = Math.max(1, handle.guess());
+            if (readsGiveTasks && !delivered) guess = Math.min(guess, FIRST_READ_BYTES);
             int n = Math.min(partial.readableBytes(), guess);
             ByteBuf buf;
             if (n == partial.readableBytes()) { // the rest of the message: the buffer over its receive slot itself
@@ -119,6 +144,10 @@ final class ChannelReads {
             delivered = true;
             channel.pipeline().fireChannelRead(buf);
             if (!channel.isOpen() || channel.inputShutdown) break;
+            if (loop != null && loop.pendingTasks() > tasksBefore) {
+                readsGiveTasks = true;
+                break; // the tasks first, then the rest
+            }
         } while (continueReading(handle));
         handle.readComplete();
         channel.pipeline().fireChannelReadComplete();
