@@ -7,8 +7,12 @@ import dev.jrdma.verbs.Verbs;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
+import java.net.DatagramSocket;
+import java.net.InetSocketAddress;
 import java.net.ServerSocket;
+import java.net.SocketException;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
@@ -48,9 +52,11 @@ public final class DemoCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         Device dev = deviceName != null ? Verbs.device(deviceName) : Verbs.defaultDevice();
         String serverDev = dev.name(), clientDev = dev.name();
+        List<String> jvmOptions = new ArrayList<>();
         if (dev.provider().equals("soft")) {
             serverDev = "soft@127.0.0.1";
             clientDev = "soft@127.0.0.2";
+            jvmOptions.addAll(softPortOptions());
         }
         if (port == 0) {
             try (ServerSocket s = new ServerSocket(0)) {
@@ -60,8 +66,9 @@ public final class DemoCommand implements Callable<Integer> {
         System.out.printf(
                 "jrdma demo: server on %s, client on %s, out-of-band exchange over TCP 127.0.0.1:%d%n%n",
                 serverDev, clientDev, port);
-        Side server = start("server", "server", "--port", Integer.toString(port), "--device", serverDev);
-        Side client = start("client", "client", "127.0.0.1", "--port", Integer.toString(port), "--device", clientDev);
+        Side server = start("server", jvmOptions, "server", "--port", Integer.toString(port), "--device", serverDev);
+        Side client = start(
+                "client", jvmOptions, "client", "127.0.0.1", "--port", Integer.toString(port), "--device", clientDev);
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(timeoutSeconds);
         boolean finished = server.process.waitFor(timeoutSeconds, TimeUnit.SECONDS)
                 && client.process.waitFor(Math.max(1, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
@@ -98,8 +105,48 @@ public final class DemoCommand implements Callable<Integer> {
 
     private record Side(Process process, Thread output) {}
 
-    private static Side start(String tag, String... args) throws IOException {
+    /**
+     * The two processes' soft-device UDP port, as JVM options: the one this JVM was given ({@code -Djrdma.soft.port},
+     * not 0; the environment's {@code JRDMA_SOFT_PORT} reaches them by itself), else RoCEv2's 4791, unless another process
+     * (a device, another demo, kernel Soft-RoCE) holds it on either loopback address: then a free port, said on the
+     * first line, so that the demo still runs.
+     */
+    private static List<String> softPortOptions() {
+        String configured = System.getProperty(SOFT_PORT_PROPERTY);
+        // 0 (a free port, chosen per JVM) would give the two processes two different ports
+        if (configured != null && !configured.isBlank() && !configured.trim().equals("0"))
+            return List.of("-D" + SOFT_PORT_PROPERTY + "=" + configured.trim());
+        if (System.getenv("JRDMA_SOFT_PORT") != null) return List.of();
+        if (udpFree("127.0.0.1", ROCE_PORT) && udpFree("127.0.0.2", ROCE_PORT)) return List.of();
+        int free;
+        try (DatagramSocket probe = new DatagramSocket(0)) {
+            free = probe.getLocalPort();
+        } catch (SocketException e) {
+            return List.of(); // the device's own error will say what is wrong
+        }
+        System.out.printf(
+                "jrdma demo: UDP port %d is taken on 127.0.0.1 or 127.0.0.2 (another device, or kernel Soft-RoCE):"
+                        + " both sides use UDP %d instead (%s)%n",
+                ROCE_PORT, free, "-D" + SOFT_PORT_PROPERTY + "=" + free);
+        return List.of("-D" + SOFT_PORT_PROPERTY + "=" + free);
+    }
+
+    /** RoCEv2's UDP port, the software device's default. */
+    private static final int ROCE_PORT = 4791;
+
+    private static final String SOFT_PORT_PROPERTY = "jrdma.soft.port";
+
+    private static boolean udpFree(String address, int port) {
+        try (DatagramSocket s = new DatagramSocket(new InetSocketAddress(address, port))) {
+            return true;
+        } catch (SocketException e) {
+            return false;
+        }
+    }
+
+    private static Side start(String tag, List<String> jvmOptions, String... args) throws IOException {
         List<String> cmd = JavaCommand.of(FirstRdmaApp.class);
+        cmd.addAll(1, jvmOptions);
         cmd.addAll(List.of(args));
         Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
         Thread pump = new Thread(

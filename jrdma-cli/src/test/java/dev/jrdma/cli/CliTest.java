@@ -5,6 +5,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
+import java.net.DatagramSocket;
+import java.net.InetSocketAddress;
+import java.net.SocketException;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.Callable;
 import org.junit.jupiter.api.Test;
@@ -80,6 +83,29 @@ class CliTest {
     @Test
     void badExampleNameIsAClearError() throws Exception {
         assertEquals(1, run("example", "nosuch").exit);
+    }
+
+    @Test
+    @Timeout(180)
+    void demoRunsWhenAnotherProcessHoldsTheRocePort() throws Exception {
+        // as a running device or kernel Soft-RoCE would: 127.0.0.1:4791 taken (by this test, or already by another)
+        DatagramSocket holder = null;
+        try {
+            holder = new DatagramSocket(new InetSocketAddress("127.0.0.1", 4791));
+        } catch (SocketException alreadyTaken) {
+            // someone else holds it: the same situation
+        }
+        // as a user's JVM, with no port configured (the tests' JVM runs its own devices on a free one)
+        String testsPort = System.clearProperty("jrdma.soft.port");
+        try {
+            Run r = run("demo", "--timeout", "150");
+            assertEquals(0, r.exit, r.out);
+            assertTrue(r.out.contains("UDP port 4791 is taken"), r.out);
+            assertTrue(r.out.contains("both sides completed every step"), r.out);
+        } finally {
+            if (testsPort != null) System.setProperty("jrdma.soft.port", testsPort);
+            if (holder != null) holder.close();
+        }
     }
 
     @Test
