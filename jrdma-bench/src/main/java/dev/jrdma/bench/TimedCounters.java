@@ -11,6 +11,9 @@ import java.util.TreeMap;
  * along.
  */
 final class TimedCounters {
+    /** A wait for a completion longer than this is a stall (a descheduled peer, a timeout), not the loop's pace. */
+    private static final long LONG_WAIT_NS = 1_000_000;
+
     private final Context ctx;
     private final Map<String, Long> before;
 
@@ -38,12 +41,17 @@ final class TimedCounters {
         sb.append(" messages in ").append(elapsedNs / 1000).append(" us");
         if (completed != null && messages > 0) {
             long gap = completed[0] - start, prev = completed[0];
-            int at = 0;
+            int at = 0, longWaits = gap > LONG_WAIT_NS ? 1 : 0;
+            long longWaitNs = gap > LONG_WAIT_NS ? gap : 0;
             for (int i = 1; i < messages; i++) {
                 long d = completed[i] - prev;
                 if (d > gap) {
                     gap = d;
                     at = i;
+                }
+                if (d > LONG_WAIT_NS) {
+                    longWaits++;
+                    longWaitNs += d;
                 }
                 prev = completed[i];
             }
@@ -51,7 +59,11 @@ final class TimedCounters {
                     .append(gap / 1000)
                     .append(" us (before message ")
                     .append(at)
-                    .append(')');
+                    .append("), waits over 1 ms ")
+                    .append(longWaits)
+                    .append(" (")
+                    .append(longWaitNs / 1000)
+                    .append(" us in all)");
         }
         Map<String, Long> after = new TreeMap<>(ctx.counters());
         sb.append(';');

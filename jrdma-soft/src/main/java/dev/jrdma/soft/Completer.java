@@ -297,14 +297,16 @@ final class Completer {
             rnrLeft--;
         }
         retryDeadline = 0;
-        qp.requester.waitRnr(psn, Aeth.rnrTimerMicros(Aeth.value(pkt.aethSyndrome())) * 1000L);
+        // marked (selective-repeat mode): the responder keeps what followed, so only this packet goes again
+        boolean onlyThis = qp.selectiveRepeat && pkt.holdsMark();
+        qp.requester.waitRnr(psn, Aeth.rnrTimerMicros(Aeth.value(pkt.aethSyndrome())) * 1000L, onlyThis);
         return State.COMPLETE;
     }
 
     /** The responder expected {@code psn}: what came before it is acknowledged; go back to it (a retry). */
     private State sequenceNak() {
         rttSentAt = 0; // a gap: the sample's ACK waits for its repair, which is no round trip
-        lossSeen(qp.clock().nanoTime());
+        if (!qp.requester.rnrWait) lossSeen(qp.clock().nanoTime()); // behind an RNR NAK a gap is no loss
         int prev = Psn.add(psn, -1);
         if (ackUpTo(prev)) progress(prev);
         boolean marked = qp.selectiveRepeat && pkt.holdsMark();

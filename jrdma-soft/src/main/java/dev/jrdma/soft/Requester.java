@@ -87,10 +87,14 @@ final class Requester {
     private int unaskedPackets;
     /** The packet being built is a selective resend: it asks for the ACK. */
     private boolean resending;
-    /** An RNR NAK arrived: nothing is sent until {@link #rnrDeadline}, then everything from {@link #rnrPsn} again. */
+    /**
+     * An RNR NAK arrived: nothing is sent until {@link #rnrDeadline}, then everything from {@link #rnrPsn} again, or
+     * that packet alone when the responder keeps what followed it ({@link #rnrOnlyThat}).
+     */
     boolean rnrWait;
 
     private int rnrPsn;
+    private boolean rnrOnlyThat;
     volatile long rnrDeadline;
 
     // the run in progress
@@ -430,10 +434,11 @@ final class Requester {
         return null;
     }
 
-    /** An RNR NAK for {@code psn}: wait {@code nanos}, then send again from it. */
-    void waitRnr(int psn, long nanos) {
+    /** An RNR NAK for {@code psn}: wait {@code nanos}, then send again from it ({@code onlyThat}: it alone). */
+    void waitRnr(int psn, long nanos, boolean onlyThat) {
         rnrWait = true;
         rnrPsn = psn;
+        rnrOnlyThat = onlyThat;
         rnrDeadline = qp.clock().nanoTime() + nanos;
         qp.timer().wake(rnrDeadline);
     }
@@ -442,7 +447,7 @@ final class Requester {
     void endRnrWait() {
         rnrDeadline = 0;
         rnrWait = false;
-        retry(rnrPsn);
+        if (!rnrOnlyThat || !resendOne(rnrPsn)) retry(rnrPsn); // a READ or atomic is never RNR-NAKed
         run();
     }
 }

@@ -67,6 +67,8 @@ final class Responder {
     private final WriteMessage write = new WriteMessage();
     /** A PSN sequence or RNR NAK was sent: later packets of the same burst are dropped without another NAK. */
     private boolean nakSent;
+    /** That NAK was an RNR NAK: what arrives behind it is no loss to NAK (its requester waits, then sends it again). */
+    private boolean rnrGap;
 
     private boolean ackQueued;
     private int ackPsn;
@@ -119,7 +121,7 @@ final class Responder {
         expectedPsn = rqPsn;
         msn = 0;
         inProgress = NONE;
-        nakSent = false;
+        nakSent = rnrGap = false;
         resources = new ResponderResource[Math.max(1, maxDestRdAtomic)];
         for (int i = 0; i < resources.length; i++) resources[i] = new ResponderResource();
         resourcesUsed = 0;
@@ -251,6 +253,7 @@ final class Responder {
         if (d > 0) return State.ERR_PSN_SEQUENCE;
         if (d < 0) return State.DUPLICATE;
         nakSent = false;
+        rnrGap = false;
         return State.CHECK_OP_SEQUENCE;
     }
 
@@ -360,43 +363,24 @@ final class Responder {
     /** The last packet of a SEND (or of a WRITE with immediate) completes the receive WQE. */
     private State complete() {
         RecvWqe r = rq.first();
-        if (kind == SEND_MESSAGE) {
-            int wcFlags = 0, imm = 0;
-            if ((flags & IMMDT) != 0) {
-                wcFlags = WorkCompletion.WITH_IMM;
-                imm = pkt.immediate();
-            } else if ((flags & IETH) != 0) {
-                imm = pkt.invalidateRkey();
-                if (SoftMw.invalidate(qp, imm, true) != WcStatus.SUCCESS)
-                    return recvError(r, WcStatus.MW_BIND_ERR, State.ERR_INVALID_REQUEST);
-                wcFlags = WorkCompletion.WITH_INV;
-            }
-            rq.head++;
-            qp.recvCq()
-                    .push(
-                            r.wrId,
-                            WcStatus.SUCCESS,
-                            WcOpcode.RECV,
-                            (int) recvOffset,
-                            imm,
-                            wcFlags,
-                            qp.qpNum(),
-                            qp.destQpn,
-                            pkt.solicitedEvent());
-        } else {
-            rq.head++;
-            qp.recvCq()
-                    .push(
-                            r.wrId,
-                            WcStatus.SUCCESS,
-                            WcOpcode.RECV_RDMA_WITH_IMM,
-                            (int) write.total(),
-                            pkt.immediate(),
-                            WorkCompletion.WITH_IMM,
-                            qp.qpNum(),
-                            qp.destQpn,
-                            pkt.solicitedEvent());
+        WcOpcode op = WcOpcode.RECV;
+        int len = (int) recvOffset, wcFlags = 0, imm = 0;
+        if (kind != SEND_MESSAGE) { // a WRITE with immediate
+            op = WcOpcode.RECV_RDMA_WITH_IMM;
+            len = (int) write.total();
+            wcFlags = WorkCompletion.WITH_IMM;
+            imm = pkt.immediate();
+        } else if ((flags & IMMDT) != 0) {
+            wcFlags = WorkCompletion.WITH_IMM;
+            imm = pkt.immediate();
+        } else if ((flags & IETH) != 0) {
+            imm = pkt.invalidateRkey();
+            if (SoftMw.invalidate(qp, imm, true) != WcStatus.SUCCESS)
+                return recvError(r, WcStatus.MW_BIND_ERR, State.ERR_INVALID_REQUEST);
+            wcFlags = WorkCompletion.WITH_INV;
         }
+        rq.head++;
+        qp.recvCq().push(r.wrId, WcStatus.SUCCESS, op, len, imm, wcFlags, qp.qpNum(), qp.destQpn, pkt.solicitedEvent());
         return State.ACKNOWLEDGE;
     }
 
@@ -534,7 +518,7 @@ final class Responder {
         if (!nakSent) {
             nakSent = true;
             sendInOrder(Aeth.nakSyndrome(Aeth.NAK_PSN_SEQUENCE_ERROR), expectedPsn, holding);
-        } else if (holding && pkt.ackReq()) {
+        } else if (holding && pkt.ackReq() && !rnrGap) {
             // the requester asks how far it may go: at the end of the burst the NAK again, with what is kept beyond the
             // gap then (flushAck; its window counts only packets not known to have arrived, so it runs past the hole)
             ackLater();
@@ -589,6 +573,7 @@ final class Responder {
             return false;
         }
         nakSent = false;
+        rnrGap = false;
         write.advance(p.payloadLength());
         if (p.end()) {
             inProgress = NONE;
@@ -599,10 +584,16 @@ final class Responder {
         return true;
     }
 
-    /** Receiver not ready: the requester waits and resends from this PSN; later packets of its pipeline are dropped quietly. */
+    /**
+     * Receiver not ready: the requester waits and resends from this PSN; later packets of its pipeline are dropped
+     * quietly, or in the selective-repeat mode kept unanswered, and the NAK's mark tells the requester to send only
+     * this one again (the kept ones follow it in sequence, each taking its receive); rxe and NICs go back N.
+     */
     private State errRnr() {
-        sendInOrder(Aeth.rnrNakSyndrome(qp.minRnrTimer), psn, false);
+        boolean holding = holding();
+        sendInOrder(Aeth.rnrNakSyndrome(qp.minRnrTimer), psn, holding);
         nakSent = true;
+        rnrGap = true;
         return State.DONE;
     }
 
@@ -774,7 +765,7 @@ final class Responder {
 
     /** A gap is open and NAKed: the ACK owed goes as the NAK again (it acknowledges the same), with what is kept now. */
     private boolean nakOwedInstead() {
-        return holding() && nakSent && heldCount() > 0 && ackPsn == Psn.add(expectedPsn, -1);
+        return holding() && nakSent && !rnrGap && heldCount() > 0 && ackPsn == Psn.add(expectedPsn, -1);
     }
 
     /**
