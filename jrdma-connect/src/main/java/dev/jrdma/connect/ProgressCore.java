@@ -16,7 +16,9 @@ import java.util.function.BooleanSupplier;
  * and sleeps on the completion channel until a completion event, a {@link #wakeup}, or the next timeout check. While
  * it polls on it yields the processor every 10,000 turns, or, when {@link #YIELD_AFTER_NANOS} is set, at every turn
  * once it has polled that long without work: on a machine with more runnable threads than cores (two cores, a gRPC
- * call's own threads beside two event loops) a spinning owner holds a core that the thread it waits for may need. A command offered while the owner sleeps wakes it. The time comes from the clock given at
+ * call's own threads beside two event loops) a spinning owner holds a core that the thread it waits for may need. With
+ * {@code -Djrdma.connect.adaptiveSpin=on} an invoked owner (an event loop) spins only as long as its recent waits
+ * suggest ({@link AdaptiveSpin}). A command offered while the owner sleeps wakes it. The time comes from the clock given at
  * construction, so tests drive timeouts by hand.
  *
  * <p>The owner alone runs the data path of the group's endpoints (post, poll, deliver, return credits, time out,
@@ -73,6 +75,10 @@ final class ProgressCore {
     private final Clock clock;
     private final BoundedQueue<Runnable> commands;
     private volatile long spinNanos;
+    /** The event loop's budget that follows its waits ({@link AdaptiveSpin}); null: the full budget always. */
+    private AdaptiveSpin adaptiveSpin =
+            AdaptiveSpin.ENABLED ? new AdaptiveSpin(AdaptiveSpin.DEFAULT_FLOOR_NANOS) : null;
+
     private volatile Thread owner;
     /** The owner is (about to be) asleep on the completion channel: a command offered now must wake it. */
     private volatile boolean sleeping;
@@ -116,6 +122,11 @@ final class ProgressCore {
 
     long now() {
         return clock.nanoTime();
+    }
+
+    /** Tests: an invoked owner's budget follows its waits ({@link AdaptiveSpin}) from now on. Owner only. */
+    void adaptSpin(long floorNanos) {
+        adaptiveSpin = new AdaptiveSpin(floorNanos);
     }
 
     boolean isOwnerThread() {
@@ -179,7 +190,10 @@ final class ProgressCore {
             duty.checkTimeouts(now);
             nextTimeoutCheck = now + TIMEOUT_PERIOD_NANOS;
         }
-        if (work > 0) lastWork = now;
+        if (work > 0) {
+            if (adaptiveSpin != null) adaptiveSpin.work(now);
+            lastWork = now;
+        }
         return work;
     }
 
@@ -201,7 +215,15 @@ final class ProgressCore {
      * @return true when it only spun (the caller polls again at once)
      */
     boolean idle(long now, long maxSleepNanos, BooleanSupplier mayBlock) {
-        if (spinsAt(now)) {
+        boolean spins;
+        if (adaptiveSpin == null) {
+            spins = spinsAt(now);
+        } else {
+            adaptiveSpin.idle(lastWork);
+            long spin = spinNanos;
+            spins = spin == SPIN_FOREVER || now - lastWork < adaptiveSpin.budget(spin);
+        }
+        if (spins) {
             spinTurn(now);
             return true;
         }

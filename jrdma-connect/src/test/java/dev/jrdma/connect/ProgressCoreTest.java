@@ -112,6 +112,37 @@ class ProgressCoreTest {
     }
 
     @Test
+    void anAdaptingOwnerSpinsOnlyTheFloorAfterLongWaitsAndTheFullBudgetAgainAfterAQuickReply() {
+        ScriptedDuty duty = new ScriptedDuty();
+        ManualClock clock = new ManualClock();
+        ProgressCore core = new ProgressCore(duty, () -> clock.now, 16, 100_000);
+        core.takeOwnership();
+        core.adaptSpin(20_000);
+        for (int i = 0; i < AdaptiveSpin.HISTORY; i++) { // the peer's batch takes 450 us each time
+            duty.completions = 1;
+            core.doWork(clock.now);
+            clock.now += 450_000;
+            assertFalse(core.idle(clock.now, ProgressCore.MAX_SLEEP_NANOS));
+        }
+        duty.completions = 1;
+        core.doWork(clock.now);
+        clock.now += 19_999;
+        assertTrue(core.idle(clock.now, ProgressCore.MAX_SLEEP_NANOS), "within the floor: poll again");
+        duty.calls.clear();
+        clock.now += 1;
+        assertFalse(core.idle(clock.now, ProgressCore.MAX_SLEEP_NANOS), "the floor is spent, not the full budget");
+        assertEquals("arm", duty.calls.get(0));
+        clock.now +=
+                40_000; // the reply came 60 us after the last work: the owner was asleep, the spin would have met it
+        duty.completions = 1;
+        core.doWork(clock.now);
+        clock.now += 99_999;
+        assertTrue(core.idle(clock.now, ProgressCore.MAX_SLEEP_NANOS), "the full budget again");
+        clock.now += 1;
+        assertFalse(core.idle(clock.now, ProgressCore.MAX_SLEEP_NANOS));
+    }
+
+    @Test
     void aBusyOwnerPollsOnWhateverItsWaits() {
         ScriptedDuty duty = new ScriptedDuty();
         ManualClock clock = new ManualClock();

@@ -1,0 +1,76 @@
+package dev.jrdma.connect;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import org.junit.jupiter.api.Test;
+
+/** {@link AdaptiveSpin}: the budget from the last waits, times given by hand (nothing sleeps). */
+class AdaptiveSpinTest {
+    private static final long FULL = 100_000;
+    private static final long FLOOR = 20_000;
+
+    /** Eight waits of {@code nanos} each, the clock starting at {@code t}; returns the time after them. */
+    private static long waits(AdaptiveSpin spin, long t, long nanos) {
+        for (int i = 0; i < AdaptiveSpin.HISTORY; i++) {
+            spin.idle(t);
+            t += nanos;
+            spin.work(t);
+        }
+        return t;
+    }
+
+    @Test
+    void theFullBudgetUntilEightWaitsAreKnown() {
+        AdaptiveSpin spin = new AdaptiveSpin(FLOOR);
+        assertEquals(FULL, spin.budget(FULL));
+        spin.idle(0);
+        spin.work(1_000);
+        assertEquals(FULL, spin.budget(FULL), "one wait is not enough to go by");
+    }
+
+    @Test
+    void shortWaitsLeaveTheFloorAndLongerOnesTwiceTheLongest() {
+        AdaptiveSpin spin = new AdaptiveSpin(FLOOR);
+        long t = waits(spin, 0, 3_000); // a Netty ping-pong's replies
+        assertEquals(FLOOR, spin.budget(FULL));
+        t = waits(spin, t, 30_000);
+        assertEquals(60_000, spin.budget(FULL));
+        spin.idle(t);
+        spin.work(t + 70_000);
+        assertEquals(FULL, spin.budget(FULL), "twice 70 us is past the full budget: the full budget");
+    }
+
+    @Test
+    void waitsPastTheFullBudgetLeaveTheFloorAndOneReplyWithinItBringsTheSpinBack() {
+        AdaptiveSpin spin = new AdaptiveSpin(FLOOR);
+        long t = waits(spin, 0, 450_000); // the peer's gRPC batch: spinning would not have met it
+        assertEquals(FLOOR, spin.budget(FULL));
+        // a reply 80 us after the last work (found after a sleep: the wait counts whole, whatever the owner did)
+        spin.idle(t);
+        spin.idle(t + 40_000); // a later idle turn of the same wait does not restart it
+        spin.work(t + 80_000);
+        assertEquals(FULL, spin.budget(FULL));
+        // the budget remembers eight waits: seven more long ones keep the 80 us wait, the eighth forgets it
+        t += 80_000;
+        for (int i = 0; i < AdaptiveSpin.HISTORY - 1; i++) {
+            spin.idle(t);
+            t += 450_000;
+            spin.work(t);
+        }
+        assertEquals(FULL, spin.budget(FULL));
+        spin.idle(t);
+        spin.work(t + 450_000);
+        assertEquals(FLOOR, spin.budget(FULL));
+    }
+
+    @Test
+    void workWithoutAnIdleTurnIsNoWaitAndTheBudgetNeverExceedsTheFullOne() {
+        AdaptiveSpin spin = new AdaptiveSpin(FLOOR);
+        waits(spin, 0, 3_000);
+        spin.work(1_000_000_000L); // busy: work after work
+        assertEquals(FLOOR, spin.budget(FULL));
+        assertEquals(10_000, spin.budget(10_000), "a full budget under the floor wins");
+        assertThrows(IllegalArgumentException.class, () -> new AdaptiveSpin(-1));
+    }
+}
