@@ -90,27 +90,32 @@ final class SendCork {
         bytes = 0;
     }
 
-    /**
-     * Sends what is held (a poll, a waiting thread, the deadline): the requester runs, its packets in one batch. Takes
-     * the QP's monitor.
-     */
+    /** A poll or a waiting thread took this QP off its transport's list: what is held leaves now. */
     void release() {
         synchronized (qp) {
             listed = false;
-            if (!holding()) return;
-            qp.count(Counter.TX_CORK_RELEASES);
-            qp.out.begin();
-            try {
-                qp.requester.run();
-            } finally {
-                qp.out.end();
-            }
+            send();
         }
     }
 
-    /** The timer at {@code now} (under the QP's monitor): the held posts leave when their deadline has passed. */
+    /**
+     * The timer at {@code now} (under the QP's monitor): the held posts leave when their deadline has passed. The QP
+     * stays on its transport's list (listed once however often the deadline fires).
+     */
     void onTimer(long now) {
         long d = deadline;
-        if (d != 0 && now - d >= 0) release();
+        if (d != 0 && now - d >= 0) send();
+    }
+
+    /** Runs the requester (under the QP's monitor) when posts are held: they leave in one batch. */
+    private void send() {
+        if (!holding()) return;
+        qp.count(Counter.TX_CORK_RELEASES);
+        qp.out.begin();
+        try {
+            qp.requester.run();
+        } finally {
+            qp.out.end();
+        }
     }
 }

@@ -314,6 +314,11 @@ final class Transport {
         }
     }
 
+    /** QPs listed now (tests). */
+    int corkedQps() {
+        return corkedCount;
+    }
+
     /** A CQ of this device is polled, or a thread is about to wait for an event: the posts corks hold leave now. */
     void releaseCorks() {
         while (corkedCount > 0) {

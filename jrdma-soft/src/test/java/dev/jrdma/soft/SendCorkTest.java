@@ -135,8 +135,15 @@ class SendCorkTest {
             assertEquals(size + 1, net.log.size(), "at the deadline it leaves");
             assertEquals(1, counter(net, Counter.TX_CORK_RELEASES));
             assertFalse(soft(pair.a.qp).cork.holding());
+            for (int i = 0; i < 3; i++) { // no poll: each time the deadline sends what is held, listed once
+                pair.a.qp.postSend(write(mr[0], mr[1], 128, 64, false));
+                net.advance(SendCork.DEADLINE_NANOS);
+            }
+            assertEquals(size + 4, net.log.size());
+            assertEquals(1, net.transport(DeterministicNetwork.A).corkedQps(), "on the list once");
             net.deliver();
             assertEquals(64, pair.awaitOk(pair.a.cq).wrId);
+            assertEquals(0, net.transport(DeterministicNetwork.A).corkedQps(), "the poll took it off");
         }
     }
 
