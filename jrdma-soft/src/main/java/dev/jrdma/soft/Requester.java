@@ -291,8 +291,8 @@ final class Requester {
      * the last packet of a signalled message (its completion waits for the ACK), the last one the requester sends
      * before it stops (nothing queued after it, or the window closes: an ACK must come for it to go on), and one in
      * every {@link #ackEvery} so that a long run of unsignalled messages frees its window and send queue as it goes.
-     * Behind a cork ({@link SendCork}) "nothing queued after it" is the last post of a batch: one ACK per batch. A READ or atomic
-     * request always asks (its response is the acknowledgement).
+     * Behind a cork ({@link SendCork}) "nothing queued after it" is the last post of a batch: one ACK per batch. A READ
+     * or atomic request always asks (its response is the acknowledgement).
      */
     private boolean asksForAck(SendWqe w, boolean last, int psn) {
         boolean ask = resending

@@ -29,7 +29,7 @@ final class SendCork {
     private int packets;
 
     private long bytes;
-    /** When the posts held leave at the latest (clock time); 0 when none is held. Read by the timer without the lock. */
+    /** When the posts held leave at the latest (clock time), 0 when none is held; the timer reads it unlocked. */
     volatile long deadline;
     /** The QP is on its transport's list for the next poll ({@link Transport#releaseCorks}). */
     boolean listed;

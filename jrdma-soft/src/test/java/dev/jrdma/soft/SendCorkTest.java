@@ -184,8 +184,8 @@ class SendCorkTest {
     }
 
     /**
-     * AckReq as NICs set it: on the last packet of a signalled message, on the last one sent before the requester stops,
-     * and once per quarter of the send queue (16 here, less than a quarter window) in a run of unsignalled ones.
+     * AckReq as NICs set it: on the last packet of a signalled message, on the last one sent before the requester
+     * stops, and once per quarter of the send queue (16 here, less than a quarter window) in a run of unsignalled ones.
      */
     @Test
     void ackReqOnSignalledAndLastPacketsAndEveryQuarterSendQueue() {
