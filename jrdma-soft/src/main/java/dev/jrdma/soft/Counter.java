@@ -141,6 +141,10 @@ enum Counter {
      */
     RETRY_PROBES("retry_probes"),
     RNR_NAKS_RECEIVED("rnr_naks_received"),
+    /** Posts held by the sender's cork ({@link SendCork}): they left with later ones, not at once. */
+    TX_CORKED_POSTS("tx_corked_posts"),
+    /** Held posts sent by a poll, a waiting thread or the cork's deadline (not by an ACK or a full batch). */
+    TX_CORK_RELEASES("tx_cork_releases"),
     /** Coalesced ACKs sent inside a request to a jrdma peer that takes them ({@link CarriedAcks}), not alone. */
     TX_CARRIED_ACKS("tx_carried_acks"),
     /** ACKs that arrived inside a request of the peer ({@link CarriedAcks}), each handled as the same ACK alone. */

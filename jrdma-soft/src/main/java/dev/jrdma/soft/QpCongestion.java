@@ -83,4 +83,17 @@ final class QpCongestion {
         qp.timer().wake(rateDeadline);
         return false;
     }
+
+    /** The timer at {@code now} (under the QP's monitor): the requester goes on once its pacing deadline has passed. */
+    void onTimer(long now) {
+        long paced = rateDeadline;
+        if (paced == 0 || now - paced < 0) return;
+        rateDeadline = 0;
+        qp.out.begin();
+        try {
+            qp.requester.run();
+        } finally {
+            qp.out.end();
+        }
+    }
 }

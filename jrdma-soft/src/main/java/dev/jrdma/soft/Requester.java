@@ -108,10 +108,13 @@ final class Requester {
         this.sq = sq;
     }
 
-    /** The path MTU changed: a window of 256 KiB in flight, an ACK asked for every quarter window. */
+    /**
+     * The path MTU changed: a window of 256 KiB in flight, an ACK asked for every quarter window or quarter send queue,
+     * whichever is less (as NICs do: unsignalled requests free their slots well before the queue fills).
+     */
     void pathMtu(int mtu) {
         window = BDP_PACKETS > 0 ? BDP_PACKETS : Math.max(16, (256 << 10) / mtu);
-        ackEvery = Math.max(1, window / 4);
+        ackEvery = Math.max(1, Math.min(window, sq.capacity()) / 4);
     }
 
     /** RTR to RTS: the first PSN is the QP's sq_psn. */
@@ -127,6 +130,7 @@ final class Requester {
 
     /** Transmits what the send queue, the window and the READ/atomic limit allow now. */
     void run() {
+        qp.cork.opened(); // what a cork held goes now, as the window allows
         if (!qp.sendsRequests() || rnrWait) return;
         State s = State.NEXT_WQE;
         while (!s.stops()) {
@@ -290,8 +294,9 @@ final class Requester {
      * may leave the others unacknowledged). As NICs and rxe ({@code RXE_MAX_UNACKED_PSNS}) do, not every packet asks:
      * the last packet of a signalled message (its completion waits for the ACK), the last one the requester sends
      * before it stops (nothing queued after it, or the window closes: an ACK must come for it to go on), and one in
-     * every {@link #ackEvery} so that a long run of unsignalled messages frees its window as it goes. A READ or atomic
-     * request always asks (its response is the acknowledgement).
+     * every {@link #ackEvery} so that a long run of unsignalled messages frees its window and send queue as it goes.
+     * Behind a cork ({@link SendCork}) "nothing queued after it" is the last post of a batch: one ACK per batch. A READ
+     * or atomic request always asks (its response is the acknowledgement).
      */
     private boolean asksForAck(SendWqe w, boolean last, int psn) {
         boolean ask = resending

@@ -86,6 +86,7 @@ final class SoftCq extends Resource implements CompletionQueue {
     @Override
     public int poll(WorkCompletion[] wcs, int max) {
         checkOpen("ibv_poll_cq");
+        ctx.transport.releaseCorks(); // the posts held for a batch leave (SendCork)
         // completions waiting are returned without a look at the socket first (its packets wait for the next poll
         // that finds the CQ empty): a poll that has something to return costs no system call
         if (count == 0 || max == 0) ctx.transport.progressFromPoll();

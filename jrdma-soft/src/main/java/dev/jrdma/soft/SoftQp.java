@@ -116,6 +116,8 @@ final class SoftQp extends Resource implements QueuePair {
     final QpTransmitter out;
     /** jrdma's carried ACKs: negotiated in band, the responder's ACK in the requester's next request. */
     final CarriedAcks carried = new CarriedAcks(this);
+    /** Posts held while packets are in flight, to leave in one batch (between jrdma peers over UDP). */
+    final SendCork cork = new SendCork(this);
     /** The drive of its receiver that queued this QP's coalesced ACK, and the last that kept it owed (see {@link Transport}). */
     long ackDrive, ackKept;
     /** The receive thread's drive that listed this QP's ACK last ({@link Transport#ackAgain}). */
@@ -179,9 +181,7 @@ final class SoftQp extends Resource implements QueuePair {
     }
 
     private static int pow2(int n) {
-        int p = 1;
-        while (p < n) p <<= 1;
-        return p;
+        return n <= 1 ? 1 : Integer.highestOneBit(n - 1) << 1;
     }
 
     @Override
@@ -440,6 +440,7 @@ final class SoftQp extends Resource implements QueuePair {
         }
         synchronized (this) {
             out.begin();
+            int firstNew = sq.tail;
             try {
                 int idx = 0;
                 for (SendWorkRequest wr = first; wr != null; wr = wr.next, idx++) {
@@ -470,7 +471,7 @@ final class SoftQp extends Resource implements QueuePair {
             } finally {
                 try {
                     if (state == QpState.ERR) flushSq();
-                    else requester.run();
+                    else if (!cork.holds(sq, firstNew)) requester.run();
                 } finally {
                     out.end();
                 }
@@ -725,39 +726,35 @@ final class SoftQp extends Resource implements QueuePair {
     // timers
     // =============================================================================================
 
-    /** The earliest armed deadline (retransmission or end of an RNR wait), 0 when none; read by the timer without the lock. */
+    /**
+     * The earliest armed deadline (retransmission, end of an RNR wait, pacing, the cork's), 0 when none; read by the
+     * timer without the lock.
+     */
     long nextDeadline() {
-        return earliest(earliest(completer.retryDeadline, requester.rnrDeadline), congestion.rateDeadline);
+        long d = earliest(earliest(completer.retryDeadline, requester.rnrDeadline), congestion.rateDeadline);
+        return earliest(d, cork.deadline);
     }
 
     private static long earliest(long a, long b) {
         return a == 0 ? b : b == 0 ? a : a - b <= 0 ? a : b;
     }
 
-    /** A deadline passed (timer thread): the end of an RNR wait, or a retransmission timeout. */
+    /** A deadline passed (timer thread): posts corked, the end of an RNR wait, pacing, or a retransmission timeout. */
     void onTimer(long now) {
         synchronized (this) {
             if (isClosed() || (state != QpState.RTS && state != QpState.SQD)) {
                 completer.retryDeadline = 0;
                 requester.rnrDeadline = 0;
-                congestion.rateDeadline = 0;
+                congestion.rateDeadline = cork.deadline = 0;
                 return;
             }
+            cork.onTimer(now);
             long rnr = requester.rnrDeadline;
             if (rnr != 0 && now - rnr >= 0) {
                 requester.endRnrWait();
                 return;
             }
-            long paced = congestion.rateDeadline;
-            if (paced != 0 && now - paced >= 0) {
-                congestion.rateDeadline = 0;
-                out.begin();
-                try {
-                    requester.run();
-                } finally {
-                    out.end();
-                }
-            }
+            congestion.onTimer(now);
             long retry = completer.retryDeadline;
             if (retry != 0 && now - retry >= 0) {
                 out.begin();

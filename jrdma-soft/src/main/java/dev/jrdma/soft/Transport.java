@@ -295,6 +295,45 @@ final class Transport {
         link.send(b, to);
     }
 
+    // ---- corked posts ---------------------------------------------------------------------------------
+
+    /** QPs whose posts their cork holds ({@link SendCork}), released by the next poll or wait on this device. */
+    private final Object corkLock = new Object();
+
+    private SoftQp[] corked = new SoftQp[16];
+    /** How many of {@link #corked} are listed (volatile: a poll reads it without the lock). */
+    private volatile int corkedCount;
+
+    /** {@code qp} (under its monitor) holds posts: the next poll or wait on this device sends them. */
+    void corked(SoftQp qp) {
+        synchronized (corkLock) {
+            int n = corkedCount;
+            if (n == corked.length) corked = java.util.Arrays.copyOf(corked, n * 2);
+            corked[n] = qp;
+            corkedCount = n + 1;
+        }
+    }
+
+    /** QPs listed now (tests). */
+    int corkedQps() {
+        return corkedCount;
+    }
+
+    /** A CQ of this device is polled, or a thread is about to wait for an event: the posts corks hold leave now. */
+    void releaseCorks() {
+        while (corkedCount > 0) {
+            SoftQp qp;
+            synchronized (corkLock) {
+                int n = corkedCount;
+                if (n == 0) return;
+                qp = corked[n - 1];
+                corked[n - 1] = null;
+                corkedCount = n - 1;
+            }
+            qp.cork.release(); // outside the list's lock: a QP's monitor is taken before it (corked)
+        }
+    }
+
     // ---- progress ---------------------------------------------------------------------------------------
 
     /** A CQ of this device is being polled: the polling thread handles what the link holds ({@link ProgressEngine#progressFromPoll}). */
@@ -304,6 +343,7 @@ final class Transport {
 
     /** A thread is about to block for a completion event of this device: the receive thread takes over now. */
     void pollerWaits() {
+        releaseCorks();
         progress.pollerWaits(clock.nanoTime());
     }
 
@@ -314,6 +354,7 @@ final class Transport {
      * @return false when it did not (another thread stands in): the caller waits its own way
      */
     boolean standIn(java.util.function.BooleanSupplier done, long timeoutNanos) {
+        releaseCorks();
         return progress.standIn(done, timeoutNanos);
     }
 
