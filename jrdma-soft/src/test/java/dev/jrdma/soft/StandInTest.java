@@ -53,6 +53,31 @@ class StandInTest {
         while (standIns(s) == before) Thread.sleep(1);
     }
 
+    /**
+     * Starts a thread that waits for an event of {@code s}'s channel with no time limit, and returns once that thread
+     * stands in. A waiter does not always: when the receive thread is driving at that moment (not asleep in the link)
+     * it waits the plain way instead (ProgressEngine#takeDuty), which a loaded machine makes likely; such a wait is
+     * woken and the start tried again.
+     *
+     * @return the waiting thread and what its wait returns
+     */
+    private static Waiter startStandingIn(Side s) throws Exception {
+        for (int attempt = 0; attempt < 20; attempt++) {
+            long before = standIns(s);
+            s.cq.requestNotify(false);
+            CompletableFuture<CompletionQueue> waited = new CompletableFuture<>();
+            Thread t = Thread.ofPlatform().start(() -> waited.complete(s.ch.awaitEvent(null)));
+            long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(1);
+            while (standIns(s) == before && System.nanoTime() - end < 0) Thread.sleep(1);
+            if (standIns(s) != before) return new Waiter(t, waited);
+            s.ch.wakeup(); // it waits the plain way: end that wait, try again
+            t.join();
+        }
+        throw new AssertionError("no waiting thread stood in, in 20 attempts");
+    }
+
+    private record Waiter(Thread thread, CompletableFuture<CompletionQueue> result) {}
+
     /** Waits for {@code s}'s next receive completion as an event loop does: poll, else arm, poll again, wait. */
     private static void awaitReceive(Side s, WorkCompletion[] wc) {
         while (true) {
@@ -119,14 +144,10 @@ class StandInTest {
     @Test
     void aWakeupEndsTheWaitOfAThreadStandingIn() throws Exception {
         try (RcPair p = pair()) {
-            long before = standIns(p.b);
-            p.b.cq.requestNotify(false);
-            CompletableFuture<CompletionQueue> waited = new CompletableFuture<>();
-            Thread t = Thread.ofPlatform().start(() -> waited.complete(p.b.ch.awaitEvent(null)));
-            awaitStandIn(p.b, before); // asleep in B's link, with no time limit
+            Waiter w = startStandingIn(p.b); // asleep in B's link, with no time limit
             p.b.ch.wakeup();
-            t.join();
-            assertNull(waited.get(), "woken, no event");
+            w.thread().join();
+            assertNull(w.result().get(), "woken, no event");
         }
     }
 
@@ -173,12 +194,9 @@ class StandInTest {
             long byThread = tr(p.b).rxByThread();
             for (int i = 0; i < 50; i++) {
                 Thread.sleep(2); // past the 1 ms the receive thread stays off the link after a waiter leaves
-                long before = standIns(p.b);
-                p.b.cq.requestNotify(false);
-                Thread t = Thread.ofPlatform().start(() -> p.b.ch.awaitEvent(null));
-                awaitStandIn(p.b, before);
+                Waiter w = startStandingIn(p.b);
                 p.b.ch.wakeup();
-                t.join();
+                w.thread().join();
                 RcPair.fill(a.segment(), 256, i);
                 p.a.qp.postSend(new SendWorkRequest()
                         .wrId(7)
