@@ -89,11 +89,6 @@ final class QpCongestion {
         long paced = rateDeadline;
         if (paced == 0 || now - paced < 0) return;
         rateDeadline = 0;
-        qp.out.begin();
-        try {
-            qp.requester.run();
-        } finally {
-            qp.out.end();
-        }
+        qp.requester.runBatched();
     }
 }

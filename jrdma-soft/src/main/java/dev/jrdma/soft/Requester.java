@@ -128,6 +128,16 @@ final class Requester {
         rnrDeadline = 0;
     }
 
+    /** {@link #run} from outside a post or a received packet (a timer, a poll): what it sends leaves in one batch. */
+    void runBatched() {
+        qp.out.begin();
+        try {
+            run();
+        } finally {
+            qp.out.end();
+        }
+    }
+
     /** Transmits what the send queue, the window and the READ/atomic limit allow now. */
     void run() {
         qp.cork.opened(); // what a cork held goes now, as the window allows

@@ -111,11 +111,6 @@ final class SendCork {
     private void send() {
         if (!holding()) return;
         qp.count(Counter.TX_CORK_RELEASES);
-        qp.out.begin();
-        try {
-            qp.requester.run();
-        } finally {
-            qp.out.end();
-        }
+        qp.requester.runBatched();
     }
 }
