@@ -45,6 +45,27 @@ class SoftRdmaBenchTest {
         assertTrue(o.clientOut().contains(" Warm-up         : 200 iterations"), o.clientOut());
     }
 
+    /**
+     * compare's warm-in ({@link PerfOptions#warmInIters}): both sides run it in the point's own loop, on the same QPs,
+     * and report only the -n timed iterations after it (sides that disagreed on the loop's length would stall).
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"write_lat", "send_lat"})
+    @Timeout(90)
+    void aWarmInRunsInTheLoopAndOnlyTheTimedIterationsAreReported(String test) throws Exception {
+        int port = Loopback.freePort();
+        PerfOptions s = PerfOptions.parse(
+                test, "-d", SERVER_DEV, "-p", "" + port, "--timeout", "10", "--accept-timeout", "20", "-n", "150");
+        PerfOptions c =
+                PerfOptions.parse(test, "-d", CLIENT_DEV, "-p", "" + port, "--timeout", "10", "-n", "150", "127.0.0.1");
+        s.warmInIters = c.warmInIters = 400;
+        var o = Loopback.run(out -> RdmaBench.run(s, out), out -> RdmaBench.run(c, out), 60);
+        LatencyResult r = o.client().latency().getFirst();
+        assertEquals(150, r.iters(), o.clientOut());
+        assertTrue(r.tMin() > 0 && r.tMin() <= r.tTypical() && r.tTypical() <= r.tMax(), r.toString());
+        assertEquals(150, o.server().latency().getFirst().iters(), o.serverOut());
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"write_bw", "send_bw", "read_bw", "atomic_bw"})
     @Timeout(90)
