@@ -41,6 +41,8 @@ final class GroBatch {
     private final InetSocketAddress[] from = new InetSocketAddress[MESSAGES];
     private final byte[] ecn = new byte[MESSAGES];
     private int messages;
+    /** Headers the last {@code recvmmsg} wrote (their lengths to reset before the next one: {@link #prepare}). */
+    private int filled;
     /** The next packet to hand out: message {@link #current}, at {@link #offset} in it. */
     private int current, offset;
     /** The last {@code recvmmsg} filled fewer messages than it could: the socket was empty then. */
@@ -71,6 +73,8 @@ final class GroBatch {
             h.set(ValueLayout.JAVA_LONG, LinuxUdpLink.MSG_IOVLEN, 1);
             h.set(ValueLayout.ADDRESS, LinuxUdpLink.MSG_CONTROL, controls.asSlice((long) i * CONTROL, CONTROL));
         }
+        filled = MESSAGES;
+        prepare();
     }
 
     /** Whether packets of the last {@code recvmmsg} are still to be handed out. */
@@ -93,22 +97,32 @@ final class GroBatch {
         return inUse.get();
     }
 
-    /** Gives these areas back (after {@link #enter}). */
+    /**
+     * Gives these areas back (after {@link #enter}). With packets left to hand out a full fence: the thread then looks
+     * whether the link's waiter must be woken ({@link GroReceiver}), and that waiter looks at {@link #inUse} after it
+     * said it waits; with none left nobody needs to see the release at once (a busy poller's empty receive is cheaper).
+     */
     void exit() {
-        inUse.set(false);
+        if (pending()) inUse.set(false);
+        else inUse.setRelease(false);
     }
 
-    /** Resets the headers' in/out lengths before a {@code recvmmsg}. */
+    /**
+     * Resets the in/out lengths of the headers the last {@code recvmmsg} filled (the kernel writes only those, and
+     * the next one's if a failure cut the call short in it): an empty poll, a busy poller's usual call, rewrites one.
+     */
     void prepare() {
-        for (int i = 0; i < MESSAGES; i++) {
+        for (int i = 0, end = Math.min(filled + 1, MESSAGES); i < end; i++) {
             long at = (long) i * LinuxUdpLink.MMSGHDR;
             headers.set(ValueLayout.JAVA_INT, at + LinuxUdpLink.MSG_NAMELEN, LinuxUdpLink.SOCKADDR);
             headers.set(ValueLayout.JAVA_LONG, at + LinuxUdpLink.MSG_CONTROLLEN, CONTROL);
         }
+        filled = 0;
     }
 
     /** A {@code recvmmsg} filled {@code n} messages: reads their lengths, senders, segment sizes and ECN fields. */
     void landed(int n) throws IOException {
+        filled = n;
         for (int i = 0; i < n; i++) {
             long at = (long) i * LinuxUdpLink.MMSGHDR;
             int flags = headers.get(ValueLayout.JAVA_INT, at + LinuxUdpLink.MSG_FLAGS);
@@ -126,10 +140,9 @@ final class GroBatch {
 
     /** The segment size (UDP_GRO) and the ECN field (IP_TOS, IPV6_TCLASS) among message {@code i}'s control messages. */
     private void readControls(int i, long controlLen) {
-        long base = (long) i * CONTROL, len = Math.min(controlLen, CONTROL);
-        long data = ControlMessages.find(controls, base, len, SOL_UDP, UDP_GRO, 4);
-        segment[i] = data < 0 ? 0 : Math.max(0, controls.get(ValueLayout.JAVA_INT, data)); // 0: one datagram
-        ecn[i] = (byte) ControlMessages.ecn(controls, base, len);
+        long found = ControlMessages.scan(controls, (long) i * CONTROL, Math.min(controlLen, CONTROL));
+        segment[i] = ControlMessages.segment(found); // 0: one datagram
+        ecn[i] = (byte) ControlMessages.ecn(found);
     }
 
     /**

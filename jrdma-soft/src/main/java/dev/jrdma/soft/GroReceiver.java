@@ -104,8 +104,12 @@ final class GroReceiver {
 
     /** Records whether {@code g} still holds packets to hand out (its thread holds its areas). */
     private void settle(GroBatch g) {
-        if (g.pending()) unfinished.set(g);
-        else unfinished.compareAndSet(g, null);
+        GroBatch u = unfinished.get(); // a look first: the usual answer (nothing left, none recorded) needs no write
+        if (g.pending()) {
+            if (u != g) unfinished.set(g);
+        } else if (u == g) {
+            unfinished.compareAndSet(g, null);
+        }
     }
 
     /**

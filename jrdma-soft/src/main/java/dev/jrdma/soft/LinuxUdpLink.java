@@ -197,6 +197,20 @@ final class LinuxUdpLink implements Link {
     private static final class BatchState {
         final MemorySegment headers, iovecs, names, controls;
         final SockaddrCache sources = new SockaddrCache();
+        /** Headers the last {@code recvmmsg} wrote: their in/out lengths are reset before the next ({@link #prepare}). */
+        int filled = RxBatch.CAPACITY;
+
+        /**
+         * Resets the name and control lengths the last {@code recvmmsg} overwrote (the kernel writes only the headers
+         * it filled, and the next one's if a failure cut the call short in it): an empty poll rewrites one.
+         */
+        void prepare() {
+            for (int i = 0, end = Math.min(filled + 1, RxBatch.CAPACITY); i < end; i++) {
+                headers.set(ValueLayout.JAVA_INT, (long) i * MMSGHDR + MSG_NAMELEN, SOCKADDR);
+                headers.set(ValueLayout.JAVA_LONG, (long) i * MMSGHDR + MSG_CONTROLLEN, RX_CONTROL);
+            }
+            filled = 0;
+        }
 
         BatchState(RxBatch batch) {
             Arena arena = Arena.ofAuto();
@@ -598,18 +612,16 @@ final class LinuxUdpLink implements Link {
         if (batch.linkState instanceof BatchState known) st = known;
         else batch.linkState = st = new BatchState(batch);
         MemorySegment h = st.headers;
-        for (int i = 0; i < RxBatch.CAPACITY; i++) {
-            h.set(ValueLayout.JAVA_INT, (long) i * MMSGHDR + MSG_NAMELEN, SOCKADDR);
-            h.set(ValueLayout.JAVA_LONG, (long) i * MMSGHDR + MSG_CONTROLLEN, RX_CONTROL);
-        }
+        st.prepare();
         int n = recvmmsg(h, RxBatch.CAPACITY, batch);
+        st.filled = n;
         for (int i = 0; i < n; i++) {
             long at = (long) i * MMSGHDR;
             boolean cut = (h.get(ValueLayout.JAVA_INT, at + MSG_FLAGS) & MSG_TRUNC) != 0;
             batch.lengths[i] = cut ? RxBatch.TRUNCATED : h.get(ValueLayout.JAVA_INT, at + MSG_LEN);
             batch.sources[i] = st.sources.decode(st.names, (long) i * SOCKADDR);
-            batch.ecn[i] = (byte) ControlMessages.ecn(
-                    st.controls, (long) i * RX_CONTROL, h.get(ValueLayout.JAVA_LONG, at + MSG_CONTROLLEN));
+            batch.ecn[i] = (byte) ControlMessages.ecn(ControlMessages.scan(
+                    st.controls, (long) i * RX_CONTROL, h.get(ValueLayout.JAVA_LONG, at + MSG_CONTROLLEN)));
         }
         batch.drained = n < RxBatch.CAPACITY;
         return n;

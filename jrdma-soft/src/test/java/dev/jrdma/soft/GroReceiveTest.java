@@ -185,6 +185,68 @@ class GroReceiveTest {
         }
     }
 
+    /**
+     * Datagrams that were not coalesced (no UDP_GRO control message: one packet per message, a ping-pong's case) between
+     * empty receives, then a burst from two senders with their own ECN fields, then empty receives and single ones again:
+     * every packet keeps its own bytes, length, sender and ECN field, and segmented sends that follow into the same
+     * message headers are split whole, whether the socket takes coalesced datagrams or not (a receive resets only the
+     * headers the one before it filled: an empty poll rewrites one; a header left with the last datagram's shorter
+     * control length would cut the next one's segment size: a counted drop).
+     */
+    @Test
+    void singleDatagramsBetweenEmptyReceivesKeepTheirSenderAndEcn() throws Throwable {
+        for (boolean gro : new boolean[] {true, false}) {
+            try (LinuxUdpLink b = LinuxUdpLinkTest.open("127.0.0.181");
+                    PlainSender p = new PlainSender("127.0.0.182");
+                    PlainSender q = new PlainSender("127.0.0.183")) {
+                assertEquals(gro, b.receivesCoalesced(gro), "UDP_GRO " + gro);
+                InetSocketAddress toB = new InetSocketAddress("127.0.0.181", LinuxUdpLinkTest.port(b));
+                p.tos(Ecn.ECT_0);
+                q.tos(Ecn.CE);
+                RxBatch rx = new RxBatch();
+                for (int round = 0; round < 3; round++) {
+                    byte[] alone = run(round, 64, 1, 64);
+                    p.send(alone, toB);
+                    List<Packet> one = receive(b, rx, 1);
+                    assertEquals(1, one.size(), "round " + round + ": one datagram, one packet");
+                    assertSegment(alone, 64, 0, one.get(0));
+                    assertEquals(p.address, one.get(0).from());
+                    assertEquals(Ecn.ECT_0, one.get(0).ecn());
+                    for (int empty = 0; empty < 3; empty++) assertEquals(0, b.receive(rx), "nothing waits");
+                    assertTrue(rx.drained);
+                }
+                int burst = GroBatch.MESSAGES + 3; // more than one GRO recvmmsg takes
+                for (int i = 0; i < burst; i++) (i % 2 == 0 ? p : q).send(run(10 + i, 100 + i, 1, 100 + i), toB);
+                List<Packet> got = receive(b, rx, burst);
+                assertEquals(burst, got.size());
+                int fromP = 0, fromQ = 0;
+                for (Packet k : got) { // the two flows' packets keep their order, each in itself
+                    boolean isP = k.from().equals(p.address);
+                    int i = isP ? 2 * fromP++ : 2 * fromQ++ + 1;
+                    assertEquals(isP ? p.address : q.address, k.from());
+                    assertSegment(run(10 + i, 100 + i, 1, 100 + i), 100 + i, 0, k);
+                    assertEquals(isP ? Ecn.ECT_0 : Ecn.CE, k.ecn(), "packet " + i + "'s ECN field");
+                }
+                assertEquals(0, b.receive(rx));
+                p.segment(500); // segmented sends into the headers single datagrams filled (coalesced with GRO)
+                byte[][] runs = {run(20, 500, 4, 500), run(21, 500, 4, 500), run(22, 500, 3, 200)};
+                for (byte[] r : runs) p.send(r, toB);
+                p.segment(0);
+                got = receive(b, rx, 11);
+                assertEquals(11, got.size(), "4, 4 and 3 packets");
+                for (int i = 0; i < 11; i++) assertSegment(runs[i / 4], 500, i % 4, got.get(i));
+                assertEquals(0, b.receive(rx));
+                byte[] last = run(99, 64, 1, 64);
+                q.send(last, toB);
+                List<Packet> one = receive(b, rx, 1);
+                assertSegment(last, 64, 0, one.get(0));
+                assertEquals(q.address, one.get(0).from());
+                assertEquals(Ecn.CE, one.get(0).ecn());
+                if (!gro) assertEquals(0, LinuxUdpLink.coalesced(rx), "nothing was coalesced");
+            }
+        }
+    }
+
     @Test
     void segmentsLongerThanASlotAreMarkedDropsAndTheRestArrives() throws Throwable {
         try (LinuxUdpLink b = LinuxUdpLinkTest.open("127.0.0.83");
