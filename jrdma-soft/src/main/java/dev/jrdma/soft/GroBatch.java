@@ -12,7 +12,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * the kernel may hand several datagrams of one flow as one message of up to 64 KiB, with their segment size in a
  * {@code UDP_GRO} control message (every segment that size, the last one maybe shorter). So each message lands in a
  * 64 KiB area of its own ({@link #MESSAGES} per {@code recvmmsg}) and is split by the segment size into the batch's
- * packet slots, one copy per packet; what does not fit the batch's slots waits for the next receive
+ * packet slots, one copy per packet, except the first message's when it is one packet: it lands in slot 0 itself (a
+ * ping-pong's packets come one per call); what does not fit the batch's slots waits for the next receive
  * ({@link GroReceiver} hands it out first, into whichever batch receives next). A message without the control message
  * is one datagram. Nothing is allocated per burst.
  *
@@ -33,6 +34,14 @@ final class GroBatch {
     static final int SOL_UDP = 17, UDP_GRO = 104;
     private static final int MSG_CTRUNC = 0x08;
     final MemorySegment land, headers;
+    /** Slot 0 of the batch these areas belong to: where each {@code recvmmsg}'s first message lands (its start). */
+    private final MemorySegment first;
+    /**
+     * The last {@code recvmmsg}'s first message is one packet and lies in {@link #first} (else, coalesced, it was
+     * copied whole into its landing area, to be split from there).
+     */
+    private boolean firstInSlot;
+
     private final MemorySegment names, controls;
     private final SockaddrCache sources = new SockaddrCache();
 
@@ -53,24 +62,41 @@ final class GroBatch {
     /** Coalesced messages received (several datagrams in one; tests and reports). */
     long coalesced;
 
-    GroBatch() {
+    /**
+     * The landing areas of {@code batch}: the first message of each {@code recvmmsg} lands in the batch's slot 0 (its
+     * first {@link RxBatch#SLOT} bytes; what is longer goes on in its landing area), so a datagram that came alone, a
+     * ping-pong's every packet, is handed out where it landed, without a copy ({@link #landed}).
+     */
+    GroBatch(RxBatch batch) {
         Arena arena = Arena.ofAuto();
+        first = batch.segments[0];
         land = arena.allocate((long) MESSAGE_BYTES * MESSAGES, 4096);
         headers = arena.allocate((long) LinuxUdpLink.MMSGHDR * MESSAGES, 8);
-        MemorySegment iovecs = arena.allocate((long) LinuxUdpLink.IOVEC * MESSAGES, 8);
+        MemorySegment iovecs = arena.allocate((long) LinuxUdpLink.IOVEC * (MESSAGES + 1), 8);
         names = arena.allocate((long) LinuxUdpLink.SOCKADDR * MESSAGES, 8);
         controls = arena.allocate((long) CONTROL * MESSAGES, 8);
         for (int i = 0; i < MESSAGES; i++) {
-            MemorySegment iov = iovecs.asSlice((long) i * LinuxUdpLink.IOVEC, LinuxUdpLink.IOVEC);
-            iov.set(ValueLayout.ADDRESS, 0, land.asSlice((long) i * MESSAGE_BYTES, MESSAGE_BYTES));
-            iov.set(ValueLayout.JAVA_LONG, 8, MESSAGE_BYTES);
+            // message 0: two iovecs (slot 0, then the rest of its landing area); message i > 0: iovec i + 1
+            int parts = i == 0 ? 2 : 1;
+            MemorySegment iov =
+                    iovecs.asSlice((long) (i == 0 ? 0 : i + 1) * LinuxUdpLink.IOVEC, (long) parts * LinuxUdpLink.IOVEC);
+            long area = (long) i * MESSAGE_BYTES;
+            if (i == 0) {
+                iov.set(ValueLayout.ADDRESS, 0, first);
+                iov.set(ValueLayout.JAVA_LONG, 8, RxBatch.SLOT);
+                iov.set(ValueLayout.ADDRESS, 16, land.asSlice(RxBatch.SLOT, MESSAGE_BYTES - RxBatch.SLOT));
+                iov.set(ValueLayout.JAVA_LONG, 24, MESSAGE_BYTES - RxBatch.SLOT);
+            } else {
+                iov.set(ValueLayout.ADDRESS, 0, land.asSlice(area, MESSAGE_BYTES));
+                iov.set(ValueLayout.JAVA_LONG, 8, MESSAGE_BYTES);
+            }
             MemorySegment h = headers.asSlice((long) i * LinuxUdpLink.MMSGHDR, LinuxUdpLink.MMSGHDR);
             h.set(
                     ValueLayout.ADDRESS,
                     LinuxUdpLink.MSG_NAME,
                     names.asSlice((long) i * LinuxUdpLink.SOCKADDR, LinuxUdpLink.SOCKADDR));
             h.set(ValueLayout.ADDRESS, LinuxUdpLink.MSG_IOV, iov);
-            h.set(ValueLayout.JAVA_LONG, LinuxUdpLink.MSG_IOVLEN, 1);
+            h.set(ValueLayout.JAVA_LONG, LinuxUdpLink.MSG_IOVLEN, parts);
             h.set(ValueLayout.ADDRESS, LinuxUdpLink.MSG_CONTROL, controls.asSlice((long) i * CONTROL, CONTROL));
         }
         filled = MESSAGES;
@@ -136,6 +162,11 @@ final class GroBatch {
         current = 0;
         offset = 0;
         emptiedSocket = n < MESSAGES;
+        // the first message began in slot 0: one packet stays there; a coalesced run joins the rest of it (a bulk
+        // transfer's copy of up to a slot per recvmmsg, for no copy at all of a packet that came alone)
+        int len0 = length[0];
+        firstInSlot = len0 >= 0 && !(segment[0] > 0 && segment[0] < len0);
+        if (!firstInSlot && len0 > 0) MemorySegment.copy(first, 0, land, 0, Math.min(len0, RxBatch.SLOT));
     }
 
     /** The segment size (UDP_GRO) and the ECN field (IP_TOS, IPV6_TCLASS) among message {@code i}'s control messages. */
@@ -157,6 +188,9 @@ final class GroBatch {
             int take = len < 0 ? 0 : Math.min(segment[current] > 0 ? segment[current] : len, len - offset);
             if (len < 0 || take > RxBatch.SLOT) {
                 batch.lengths[n] = RxBatch.TRUNCATED;
+            } else if (current == 0 && firstInSlot) { // one packet, landed in slot 0 (of this batch, or another's)
+                if (batch.segments[n] != first) MemorySegment.copy(first, 0, batch.segments[n], 0, take);
+                batch.lengths[n] = take;
             } else {
                 MemorySegment.copy(land, (long) current * MESSAGE_BYTES + offset, batch.segments[n], 0, take);
                 batch.lengths[n] = take;

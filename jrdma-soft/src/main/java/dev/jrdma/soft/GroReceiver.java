@@ -33,7 +33,7 @@ final class GroReceiver {
     /** The landing areas of {@code batch}, made on its first receive. */
     static GroBatch of(RxBatch batch) {
         if (batch.linkState instanceof GroBatch g) return g;
-        GroBatch g = new GroBatch();
+        GroBatch g = new GroBatch(batch);
         batch.linkState = g;
         return g;
     }
