@@ -54,6 +54,14 @@ final class ForgeryWatch {
         return starts;
     }
 
+    /**
+     * Whether the QP is guarded now; {@code clock} is read only while a guard is set (a QP that never saw a burst asks
+     * this per packet it sends and receives, and a clock read costs tens of nanoseconds in a VM).
+     */
+    boolean guarded(Clock clock) {
+        return guarded && guarded(clock.nanoTime());
+    }
+
     /** Whether the QP is guarded at {@code now} (a burst in the last {@link #GUARD_NANOS}). */
     boolean guarded(long now) {
         if (guarded && now - guardEnd >= 0) guarded = false;

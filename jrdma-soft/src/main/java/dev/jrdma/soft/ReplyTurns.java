@@ -7,7 +7,9 @@ package dev.jrdma.soft;
 final class ReplyTurns {
     private final Object lock = new Object();
     private SoftQp[] waiting = new SoftQp[16];
-    private int count;
+    /** QPs in {@link #waiting} (written under {@link #lock}; read without it first: most drives find none). */
+    private volatile int count;
+
     private final Counter.Set counters;
     private final String device;
 
@@ -19,8 +21,10 @@ final class ReplyTurns {
     /** A QP (under its lock) has more READ responses to send than one turn allows: it gets another turn. */
     void request(SoftQp qp) {
         synchronized (lock) {
-            if (count == waiting.length) waiting = java.util.Arrays.copyOf(waiting, waiting.length * 2);
-            waiting[count++] = qp;
+            int c = count;
+            if (c == waiting.length) waiting = java.util.Arrays.copyOf(waiting, waiting.length * 2);
+            waiting[c] = qp;
+            count = c + 1;
         }
     }
 
@@ -28,6 +32,7 @@ final class ReplyTurns {
     boolean run(Receiver r) {
         int n;
         SoftQp[] running;
+        if (count == 0) return false; // every drive asks, empty polls included: no monitor for the usual answer
         synchronized (lock) {
             n = count;
             if (n == 0) return false;

@@ -709,7 +709,7 @@ final class SoftQp extends Resource implements QueuePair {
 
     /** Whether a burst of forgery-like packets came lately: then only a NAK of the oldest unacknowledged PSN is obeyed. */
     boolean guarded() {
-        return watch.guarded(clock().nanoTime());
+        return watch.guarded(clock());
     }
 
     private boolean drop(Counter reason) {
