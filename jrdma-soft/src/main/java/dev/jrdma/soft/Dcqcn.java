@@ -147,7 +147,7 @@ final class Dcqcn {
     /** The byte counter, when not set: what the line sends in this many rate-increase periods. */
     static final int COUNTER_PERIODS = 15;
     /** The measured line rate's bounds: a QP that sent nothing measurable takes the most (a cut then bites late). */
-    static final long MIN_LINE_BPS = 1_000_000L, MAX_LINE_BPS = 100_000_000_000L;
+    static final long MIN_LINE_BPS = 10_000_000L, MAX_LINE_BPS = 100_000_000_000L;
 
     static final Params DEFAULTS = Params.fromSystemProperties();
 
@@ -167,8 +167,15 @@ final class Dcqcn {
     private boolean cnpSinceAlphaTick, cnpReceived;
     /** The rate is below line rate: the requester paces its packets ({@link #nextSendAt}). */
     boolean limited;
-    /** When the pacer lets the next packet go (while {@link #limited}). */
-    private long nextSendAt;
+    /**
+     * The pacer (while {@link #limited}): the last packet it let go left at {@code lastSendAt} with {@code lastBytes};
+     * the next may go once those bytes took their time at the current rate ({@link #nextSendAt}), so a rate that comes
+     * back shortens the wait of a packet already waiting (cut to a few kb/s, one 4 KiB packet's gap at the cut rate
+     * would be seconds).
+     */
+    private long lastSendAt;
+
+    private int lastBytes;
     /** The last CNP this QP sent as notification point (valid once {@link #cnpSent}). */
     private long lastCnpAt;
 
@@ -223,7 +230,8 @@ final class Dcqcn {
         }
         if (!limited) {
             limited = true;
-            nextSendAt = now;
+            lastSendAt = now;
+            lastBytes = 0;
         }
     }
 
@@ -234,10 +242,11 @@ final class Dcqcn {
     boolean trySend(long now, int bytes) {
         catchUp(now);
         if (!limited) return true;
-        if (now - nextSendAt < 0) return false;
+        long due = nextSendAt();
+        if (now - due < 0) return false;
         // a pacer that fell behind (an idle QP, a late timer) does not save up a burst: it starts from now
-        long from = now - nextSendAt > p.increasePeriodNanos ? now : nextSendAt;
-        nextSendAt = from + (long) (bytes * 8 * 1e9 / rate);
+        lastSendAt = now - due > p.increasePeriodNanos ? now : due;
+        lastBytes = bytes;
         bytesSinceEvent += bytes;
         while (bytesSinceEvent >= p.increaseBytes && limited) {
             bytesSinceEvent -= p.increaseBytes;
@@ -247,9 +256,9 @@ final class Dcqcn {
         return true;
     }
 
-    /** When the pacer lets the next packet go. */
+    /** When the pacer lets the next packet go, at the current rate (a rate-increase event can bring it forward). */
     long nextSendAt() {
-        return nextSendAt;
+        return lastSendAt + (long) (lastBytes * 8 * 1e9 / rate);
     }
 
     /** The settings of the current limit (the line rate and what follows from it). */

@@ -107,7 +107,8 @@ final class QpCongestion {
             if (!dcqcn.limited) sampleSent(); // unlimited again: the next limit's line is measured from here
             return true;
         }
-        rateDeadline = dcqcn.nextSendAt();
+        // the timer comes back at least once a rate-increase period: an increase brings the packet's time forward
+        rateDeadline = Math.min(dcqcn.nextSendAt(), now + dcqcn.current().increasePeriodNanos());
         qp.timer().wake(rateDeadline);
         return false;
     }

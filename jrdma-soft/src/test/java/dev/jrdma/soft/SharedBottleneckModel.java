@@ -33,7 +33,8 @@ final class SharedBottleneckModel {
             int wlog,
             Dcqcn.Params dcqcn,
             long settleNanos,
-            long endNanos) {
+            long endNanos,
+            long softStartNanos) {
         /**
          * The guest's run: a 20 Mb/s bottleneck, RED as the script sets it at that rate (marks from 27 kB of average
          * queue, all from 81 kB, tail drop at 648 kB, weight 1/8), MTU 9000 for TCP, 4 KiB packets for the soft flow,
@@ -56,7 +57,8 @@ final class SharedBottleneckModel {
                     3,
                     dcqcn,
                     4_000_000_000L,
-                    12_000_000_000L);
+                    12_000_000_000L,
+                    0);
         }
 
         /**
@@ -82,7 +84,8 @@ final class SharedBottleneckModel {
                     wlog,
                     dcqcn,
                     settleNanos,
-                    endNanos);
+                    endNanos,
+                    softStartNanos);
         }
 
         /** TCP's sender limited to {@code bps} (under emulation its JVMs share the CPU with the soft flow's). */
@@ -103,7 +106,8 @@ final class SharedBottleneckModel {
                     wlog,
                     dcqcn,
                     settleNanos,
-                    endNanos);
+                    endNanos,
+                    softStartNanos);
         }
 
         /** The soft flow's line {@code times} the bottleneck. */
@@ -124,7 +128,33 @@ final class SharedBottleneckModel {
                     wlog,
                     dcqcn,
                     settleNanos,
-                    endNanos);
+                    endNanos,
+                    softStartNanos);
+        }
+
+        /**
+         * The soft flow's first packet at {@code nanos}, its line measured from 0 all the same (as a QP's from RTS,
+         * before the application posts): the first limit's line is misjudged low.
+         */
+        Config withSoftStart(long nanos) {
+            return new Config(
+                    bottleneckBps,
+                    softLineBps,
+                    tcpLineBps,
+                    rttNanos,
+                    softPacket,
+                    softWindow,
+                    tcpPacket,
+                    tcpBeta,
+                    minBytes,
+                    maxBytes,
+                    limitBytes,
+                    maxP,
+                    wlog,
+                    dcqcn,
+                    settleNanos,
+                    endNanos,
+                    nanos);
         }
 
         /** TCP's multiplicative decrease (Reno 0.5, CUBIC 0.7). */
@@ -145,7 +175,8 @@ final class SharedBottleneckModel {
                     wlog,
                     dcqcn,
                     settleNanos,
-                    endNanos);
+                    endNanos,
+                    softStartNanos);
         }
     }
 
@@ -232,7 +263,7 @@ final class SharedBottleneckModel {
     }
 
     private Result run() {
-        schedule(0, SOFT_SEND, false, 0);
+        schedule(c.softStartNanos, SOFT_SEND, false, 0);
         schedule(0, TCP_SEND, false, 0);
         softScheduled = tcpScheduled = true;
         while (!events.isEmpty() && events.peek().at < c.endNanos) {
@@ -282,7 +313,8 @@ final class SharedBottleneckModel {
         if (softScheduled || softInFlight >= c.softWindow) return; // an ACK brings the sender back
         long at = t < softNextLine ? softNextLine : t;
         if (at == t && sender.limited) {
-            if (!sender.trySend(t, c.softPacket)) at = sender.nextSendAt();
+            if (!sender.trySend(t, c.softPacket)) // as QpCongestion: back at least once an increase period
+            at = Math.min(sender.nextSendAt(), t + sender.current().increasePeriodNanos());
             else if (!sender.limited) { // unlimited again: the next line is measured from here
                 sampleAt = t;
                 softBytesSinceSample = 0;
