@@ -7,7 +7,7 @@
 #
 #   jrdma-bench/scripts/share-bottleneck.sh [--rate 1gbit|auto] [--aqm red|fq_codel] [--cc on|off[:JVM opts]]... [-D SEC]
 #                                           [--window SEC] [--mtu N] [--java-opts "..."] [--auto-share F]
-#                                           [--soft-opts "perf flags"] [-s BYTES] [--later-seconds SEC]
+#                                           [--soft-opts "perf flags"] [-s BYTES] [--later-seconds SEC] [--logs DIR]
 #
 # The bottleneck is the sending namespace's veth end: tbf at --rate (default 1gbit) over RED with `ecn` (one FIFO
 # queue that marks ECT packets CE as its average queue grows: fairness is then the flows' own; its thresholds scale
@@ -30,11 +30,12 @@
 # --rate auto: first each flow alone for --window seconds through the same veth without a bottleneck, then the
 # rate = --auto-share (default 0.5) x the slower of the two, rounded down to 10 Mbit/s (for a host, or an emulated
 # guest, that cannot carry 1 Gbit/s in both flows; the run says which rate it took and why).
+# --logs DIR: each run's four perf logs (both sides of both flows) are kept there, named after the run.
 # Needs root, iproute2 and the kernel's sch_tbf, sch_red or sch_fq_codel, sch_ingress (clsact), cls_u32, act_gact.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
-rate=1gbit aqm=red ccs=() seconds=180 later="" window=8 mtu=9000 javaopts="" share=0.5 size=65536 softopts=""
+rate=1gbit aqm=red ccs=() seconds=180 later="" window=8 mtu=9000 javaopts="" share=0.5 size=65536 softopts="" logs=""
 soft_port=18515 tcp_port=18516
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -49,6 +50,7 @@ while [ $# -gt 0 ]; do
     --auto-share) share=$2; shift 2 ;;
     --soft-opts) softopts=$2; shift 2 ;;
     -s) size=$2; shift 2 ;;
+    --logs) logs=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "share-bottleneck: unknown option $1 (--help)" >&2; exit 2 ;;
   esac
@@ -155,7 +157,10 @@ moving() {
       esac
     done
     [ "$up" = 1 ] && return 0
-    [ $SECONDS -lt $deadline ] || { echo "share-bottleneck: the flows ($*) never ran together" >&2; return 1; }
+    [ $SECONDS -lt $deadline ] || {
+      echo "share-bottleneck: the flows ($*) never ran together (last: soft $s, tcp $t Mbit/s)" >&2
+      return 1
+    }
   done
 }
 
@@ -183,6 +188,11 @@ finish() { # FLOW...: waits for every flow, prints each side's result line and t
   local p f side
   for p in "${twons_pids[@]}"; do wait "$p" || echo "  share-bottleneck: a flow ended with $?"; done
   twons_pids=()
+  if [ -n "$logs" ]; then
+    mkdir -p "$logs"
+    local name=${cc_name//[^A-Za-z0-9._=-]/_}
+    for f in "$log"/*.log; do cp "$f" "$logs/$(date -u +%H%M%S)-cc-${name:0:60}-$(basename "$f")"; done
+  fi
   for f in "$@"; do
     for side in client server; do
       grep -shE '^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+|^counters of|Exception|rror' "$log/$f-$side.log" | sort -u |
@@ -194,6 +204,7 @@ finish() { # FLOW...: waits for every flow, prints each side's result line and t
 run() { # CC RATE_BITS|"" FLOW...: one run; RATE "" = no bottleneck
   local cc=$1 r=$2
   shift 2
+  cc_name="$cc${ccopts:+-$ccopts}"
   uncounting "$ns1" "$dev1"
   uncounting "$ns2" "$dev2"
   ip netns exec "$ns2" tc qdisc del dev "$dev2" root 2>/dev/null || true

@@ -157,7 +157,8 @@ enum Counter {
     RX_CNPS("rx_cnps"),
     /**
      * The current sending rate, in Mb/s, of the QP whose DCQCN rate changed last (a CNP cut it, or it recovered):
-     * the line rate ({@code jrdma.soft.dcqcn.lineRateMbps}) when no QP is limited. A value, not a count.
+     * the line rate when no QP is limited ({@code jrdma.soft.dcqcn.lineRateMbps} when set; when measured, 0 until
+     * a QP's first limit and that QP's line after it). A value, not a count.
      */
     DCQCN_RATE_MBPS("dcqcn_rate_mbps");
 

@@ -20,17 +20,22 @@ package dev.jrdma.soft;
  */
 final class Dcqcn {
     /**
-     * The settings, from system properties {@code jrdma.soft.dcqcn.*} (shown by {@code jrdma devinfo -v}).
+     * The settings, from system properties {@code jrdma.soft.dcqcn.*} (shown by {@code jrdma devinfo -v}); a rate or
+     * byte count of 0 (and a line rate of 0: measured) is "from the line rate", filled in by {@link #at}.
      *
-     * <p>DCQCN's constants are made for one packet time: the paper's 55 us periods, 50 us between CNPs, 40 Mb/s additive
-     * steps and 10 MB byte counter fit a line of tens of Gb/s, where a 4 KB packet takes about a microsecond. A device
-     * that sends at 100 Mb/s takes a thousand times longer per packet: with the same constants alpha decays between
-     * two marked packets, a step of 40 Mb/s is 40% of the line every 55 us, and a bottleneck below the line rate never
-     * holds the rate down (measured in the QEMU guest, a 20 Mb/s bottleneck and the default 100 Gb/s line: 2,314 CNPs
-     * left the rate at 99.6% of the line). So the line rate scales the other
-     * constants: each is the paper's (as this device applies them at its default line rate, {@link
-     * #REFERENCE_LINE_BPS}) times (reference / line) for times and (line / reference) for rates (the byte counter, a
-     * rate times a time, stays), unless set on its own: the same curve in units of the line's packet time.
+     * <p>DCQCN's published constants (55 us periods, 50 us between CNPs, 40 Mb/s additive steps, a 10 MB byte counter)
+     * are made for a NIC on a 40-100 Gb/s line with round trips of microseconds. A software device sends at what its
+     * host gives it (44 Mb/s alone under QEMU's TCG, a few Gb/s over a veth), with round trips of a hundred
+     * microseconds to milliseconds. With the NIC's constants at such a line alpha decays between two marked packets and
+     * one 40 Mb/s step undoes a cut: measured in the QEMU guest, a 20 Mb/s bottleneck and the 100 Gb/s constants left
+     * the soft flow 84% of the link and Jain 0.69 against TCP. So the defaults here, chosen with {@code
+     * SharedBottleneckModel} (DcqcnTest) against a TCP flow behind 20 Mb/s to 1 Gb/s bottlenecks with 0.1-5 ms round
+     * trips: the paper's periods times 30 (1.65 ms alpha and rate-increase periods, 1.5 ms between CNPs: a software
+     * device's round trip and timer are tens of times a NIC's), and rates as shares of the line: R_AI = line/300, R_HAI
+     * = line/30, the least rate line/1000, the byte counter 15 rate-increase periods at the line (the paper's 10 MB is
+     * 15 of its periods at 100 Gb/s). The line is the rate the QP sent at since its rate was last unlimited, measured
+     * when a CNP begins a limit ({@link #onCnp}), unless {@code lineRateMbps} is set; in the model a line misjudged
+     * by 2x either way still shares the link fairly.
      */
     record Params(
             boolean enabled,
@@ -44,48 +49,51 @@ final class Dcqcn {
             long additiveBps,
             long hyperBps,
             long cnpIntervalNanos) {
-        /**
-         * The paper's settings (g 1/256, 55 us periods, F 5, 10 MB byte counter, R_AI 40 Mb/s, R_HAI 10x, 10 Mb/s least,
-         * 50 us between CNPs) at {@link #REFERENCE_LINE_BPS}, scaled to {@code lineRateBps}.
-         *
-         * @param enabled whether DCQCN acts (CNPs sent and taken)
-         * @param lineRateBps the rate the device sends at unlimited, in bits per second
-         * @return the settings for that line rate
-         */
-        static Params scaledTo(boolean enabled, long lineRateBps) {
-            if (lineRateBps <= 0)
-                throw new IllegalArgumentException("DCQCN line rate must be positive: " + lineRateBps);
-            double slower = (double) REFERENCE_LINE_BPS / lineRateBps; // a packet takes this many times longer
-            return new Params(
-                    enabled,
-                    lineRateBps,
-                    Math.max(1, Math.round(10e6 / slower)),
-                    1.0 / 256,
-                    Math.max(1, Math.round(55_000 * slower)),
-                    Math.max(1, Math.round(55_000 * slower)),
-                    10L << 20, // bytes are a rate times a time: the same at every line rate
-                    5,
-                    Math.max(1, Math.round(40e6 / slower)),
-                    Math.max(1, Math.round(400e6 / slower)),
-                    Math.max(1, Math.round(50_000 * slower)));
+        /** The defaults: the line measured, every rate and the byte counter from it, the times as above. */
+        static Params defaults(boolean enabled) {
+            return new Params(enabled, 0, 0, 1.0 / 256, 1_650_000, 1_650_000, 0, 5, 0, 0, 1_500_000);
         }
 
-        /** The settings from system properties: {@link #scaledTo} the line rate, each one overridden when set. */
+        /**
+         * These settings at line rate {@code lineBps}: the line when not set, and each rate or byte count not set
+         * from it ({@link #ADDITIVE_SHARE}, {@link #HYPER_SHARE}, {@link #MIN_SHARE}, {@link #COUNTER_PERIODS}).
+         *
+         * @param lineBps the line rate to use unless one is set, in bits per second
+         * @return the settings with every value filled in
+         */
+        Params at(long lineBps) {
+            long line = lineRateBps > 0 ? lineRateBps : lineBps;
+            if (line <= 0) throw new IllegalArgumentException("DCQCN line rate must be positive: " + line);
+            return new Params(
+                    enabled,
+                    line,
+                    minRateBps > 0 ? minRateBps : Math.max(1, Math.round(line * MIN_SHARE)),
+                    g,
+                    alphaPeriodNanos,
+                    increasePeriodNanos,
+                    increaseBytes > 0
+                            ? increaseBytes
+                            : Math.max(1, Math.round(line / 8.0 * COUNTER_PERIODS * increasePeriodNanos / 1e9)),
+                    fastRecovery,
+                    additiveBps > 0 ? additiveBps : Math.max(1, Math.round(line * ADDITIVE_SHARE)),
+                    hyperBps > 0 ? hyperBps : Math.max(1, Math.round(line * HYPER_SHARE)),
+                    cnpIntervalNanos);
+        }
+
+        /** The settings from system properties: {@link #defaults}, each one overridden when set. */
         static Params fromSystemProperties() {
-            double lineMbps = number("lineRateMbps", REFERENCE_LINE_BPS / 1e6);
-            Params d =
-                    scaledTo(!"off".equals(System.getProperty("jrdma.soft.dcqcn", "on")), Math.round(lineMbps * 1e6));
+            Params d = defaults(!"off".equals(System.getProperty("jrdma.soft.dcqcn", "on")));
             return new Params(
                     d.enabled,
-                    d.lineRateBps,
-                    Math.round(number("minRateMbps", d.minRateBps / 1e6) * 1e6),
+                    Math.round(number("lineRateMbps", 0) * 1e6),
+                    Math.round(number("minRateMbps", 0) * 1e6),
                     number("g", d.g),
                     Math.max(1, Math.round(number("alphaPeriodUs", d.alphaPeriodNanos / 1e3) * 1e3)),
                     Math.max(1, Math.round(number("increasePeriodUs", d.increasePeriodNanos / 1e3) * 1e3)),
-                    Math.round(number("increaseBytes", d.increaseBytes)),
+                    Math.round(number("increaseBytes", 0)),
                     Integer.getInteger("jrdma.soft.dcqcn.fastRecovery", d.fastRecovery),
-                    Math.round(number("additiveMbps", d.additiveBps / 1e6) * 1e6),
-                    Math.round(number("hyperMbps", d.hyperBps / 1e6) * 1e6),
+                    Math.round(number("additiveMbps", 0) * 1e6),
+                    Math.round(number("hyperMbps", 0) * 1e6),
                     Math.round(number("cnpIntervalUs", d.cnpIntervalNanos / 1e3) * 1e3));
         }
 
@@ -94,9 +102,11 @@ final class Dcqcn {
             String v = System.getProperty("jrdma.soft.dcqcn." + name);
             if (v == null) return def;
             try {
-                return Double.parseDouble(v.trim());
+                double d = Double.parseDouble(v.trim());
+                if (d < 0 || Double.isNaN(d)) throw new NumberFormatException("negative");
+                return d;
             } catch (NumberFormatException e) {
-                throw new IllegalArgumentException("-Djrdma.soft.dcqcn." + name + "=" + v + ": not a number", e);
+                throw new IllegalArgumentException("-Djrdma.soft.dcqcn." + name + "=" + v + ": not a number >= 0", e);
             }
         }
 
@@ -105,30 +115,46 @@ final class Dcqcn {
             return b.stripTrailingZeros().toPlainString();
         }
 
+        /** A rate in Mb/s, or how it follows the line when not set. */
+        private static String mbps(long bps, String unset) {
+            return bps > 0 ? decimal(bps / 1e6) : unset;
+        }
+
         /** For people ({@code jrdma devinfo -v}): every setting with its property's name. */
         java.util.Map<String, String> describe() {
             java.util.LinkedHashMap<String, String> m = new java.util.LinkedHashMap<>();
             m.put("dcqcn", enabled ? "on" : "off");
-            m.put("dcqcn.lineRateMbps", decimal(lineRateBps / 1e6));
-            m.put("dcqcn.minRateMbps", decimal(minRateBps / 1e6));
+            m.put("dcqcn.lineRateMbps", mbps(lineRateBps, "measured (the QP's rate before a cut)"));
+            m.put("dcqcn.minRateMbps", mbps(minRateBps, "line/" + Math.round(1 / MIN_SHARE)));
             m.put("dcqcn.g", String.valueOf(g));
             m.put("dcqcn.alphaPeriodUs", decimal(alphaPeriodNanos / 1e3));
             m.put("dcqcn.increasePeriodUs", decimal(increasePeriodNanos / 1e3));
-            m.put("dcqcn.increaseBytes", String.valueOf(increaseBytes));
+            m.put(
+                    "dcqcn.increaseBytes",
+                    increaseBytes > 0
+                            ? String.valueOf(increaseBytes)
+                            : COUNTER_PERIODS + " increase periods at the line");
             m.put("dcqcn.fastRecovery", String.valueOf(fastRecovery));
-            m.put("dcqcn.additiveMbps", decimal(additiveBps / 1e6));
-            m.put("dcqcn.hyperMbps", decimal(hyperBps / 1e6));
+            m.put("dcqcn.additiveMbps", mbps(additiveBps, "line/" + Math.round(1 / ADDITIVE_SHARE)));
+            m.put("dcqcn.hyperMbps", mbps(hyperBps, "line/" + Math.round(1 / HYPER_SHARE)));
             m.put("dcqcn.cnpIntervalUs", decimal(cnpIntervalNanos / 1e3));
             return m;
         }
     }
 
-    /** The line rate at which {@link Params#scaledTo} gives the paper's constants unchanged (the default line rate). */
-    static final long REFERENCE_LINE_BPS = 100_000_000_000L;
+    /** R_AI, R_HAI and the least rate as shares of the line rate, when not set ({@link Params#at}). */
+    static final double ADDITIVE_SHARE = 1.0 / 300, HYPER_SHARE = 1.0 / 30, MIN_SHARE = 1.0 / 1000;
+    /** The byte counter, when not set: what the line sends in this many rate-increase periods. */
+    static final int COUNTER_PERIODS = 15;
+    /** The measured line rate's bounds: a QP that sent nothing measurable takes the most (a cut then bites late). */
+    static final long MIN_LINE_BPS = 10_000_000L, MAX_LINE_BPS = 100_000_000_000L;
 
     static final Params DEFAULTS = Params.fromSystemProperties();
 
-    private final Params p;
+    /** The settings as given (rates from the line when 0) and as they apply to the current limit. */
+    private final Params settings;
+
+    private Params p;
     /** The current rate Rc and the target rate Rt, in bits per second. */
     private double rate, target;
 
@@ -141,16 +167,34 @@ final class Dcqcn {
     private boolean cnpSinceAlphaTick, cnpReceived;
     /** The rate is below line rate: the requester paces its packets ({@link #nextSendAt}). */
     boolean limited;
-    /** When the pacer lets the next packet go (while {@link #limited}). */
-    private long nextSendAt;
+    /**
+     * The pacer (while {@link #limited}): the last packet it let go left at {@code lastSendAt} with {@code lastBytes};
+     * the next may go once those bytes took their time at the current rate ({@link #nextSendAt}), so a rate that comes
+     * back shortens the wait of a packet already waiting (cut to a few kb/s, one 4 KiB packet's gap at the cut rate
+     * would be seconds).
+     */
+    private long lastSendAt;
+
+    private int lastBytes;
     /** The last CNP this QP sent as notification point (valid once {@link #cnpSent}). */
     private long lastCnpAt;
 
     private boolean cnpSent;
 
-    Dcqcn(Params p) {
-        this.p = p;
+    Dcqcn(Params settings) {
+        this.settings = settings;
+        this.p = settings.at(MAX_LINE_BPS);
         rate = target = p.lineRateBps;
+    }
+
+    /**
+     * The line rate a limit starts from: {@code bytes} sent over {@code nanos} (since the QP's rate was last
+     * unlimited), within {@link #MIN_LINE_BPS} and {@link #MAX_LINE_BPS}; nothing measurable (no time passed) is
+     * the most.
+     */
+    static long measuredLine(long bytes, long nanos) {
+        if (nanos <= 0) return MAX_LINE_BPS;
+        return (long) Math.max(MIN_LINE_BPS, Math.min(MAX_LINE_BPS, bytes * 8e9 / nanos));
     }
 
     /** Notification point: a CE-marked packet arrived at {@code now}; true when a CNP is to go (not one in the last interval). */
@@ -162,9 +206,16 @@ final class Dcqcn {
         return true;
     }
 
-    /** Reaction point: a CNP arrived at {@code now}: the rate cut. */
-    void onCnp(long now) {
+    /**
+     * Reaction point: a CNP arrived at {@code now}: the rate cut. When it begins a limit, the line rate is {@code
+     * lineBps} (the rate the QP sent at lately, {@link #measuredLine}) unless one is set, and the rates follow it.
+     */
+    void onCnp(long now, long lineBps) {
         if (!p.enabled) return;
+        if (!limited && settings.lineRateBps == 0) {
+            p = settings.at(lineBps);
+            rate = target = p.lineRateBps;
+        }
         catchUp(now);
         target = rate;
         rate = Math.max(p.minRateBps, rate * (1 - alpha / 2));
@@ -179,7 +230,8 @@ final class Dcqcn {
         }
         if (!limited) {
             limited = true;
-            nextSendAt = now;
+            lastSendAt = now;
+            lastBytes = 0;
         }
     }
 
@@ -190,10 +242,11 @@ final class Dcqcn {
     boolean trySend(long now, int bytes) {
         catchUp(now);
         if (!limited) return true;
-        if (now - nextSendAt < 0) return false;
+        long due = nextSendAt();
+        if (now - due < 0) return false;
         // a pacer that fell behind (an idle QP, a late timer) does not save up a burst: it starts from now
-        long from = now - nextSendAt > p.increasePeriodNanos ? now : nextSendAt;
-        nextSendAt = from + (long) (bytes * 8 * 1e9 / rate);
+        lastSendAt = now - due > p.increasePeriodNanos ? now : due;
+        lastBytes = bytes;
         bytesSinceEvent += bytes;
         while (bytesSinceEvent >= p.increaseBytes && limited) {
             bytesSinceEvent -= p.increaseBytes;
@@ -203,9 +256,14 @@ final class Dcqcn {
         return true;
     }
 
-    /** When the pacer lets the next packet go. */
+    /** When the pacer lets the next packet go, at the current rate (a rate-increase event can bring it forward). */
     long nextSendAt() {
-        return nextSendAt;
+        return lastSendAt + (long) (lastBytes * 8 * 1e9 / rate);
+    }
+
+    /** The settings of the current limit (the line rate and what follows from it). */
+    Params current() {
+        return p;
     }
 
     /** The current rate Rc, in bits per second. */
@@ -241,7 +299,7 @@ final class Dcqcn {
         else if (Math.max(timerEvents, byteEvents) >= f) target += p.additiveBps;
         target = Math.min(target, p.lineRateBps);
         rate = (target + rate) / 2;
-        if (p.lineRateBps - rate < 1_000_000) { // within 1 Mb/s of line rate: back to unlimited
+        if (p.lineRateBps - rate < Math.min(1_000_000, p.lineRateBps / 100)) { // at the line: back to unlimited
             rate = target = p.lineRateBps;
             limited = false;
         }

@@ -2,6 +2,7 @@ package dev.jrdma.soft;
 
 import dev.jrdma.soft.wire.Bth;
 import dev.jrdma.soft.wire.Opcode;
+import dev.jrdma.soft.wire.Psn;
 import dev.jrdma.soft.wire.RocePacket;
 import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.WrOpcode;
@@ -21,6 +22,14 @@ final class QpCongestion {
     final Dcqcn dcqcn;
     /** When the pacer lets the waiting requester go on ({@link SoftQp#onTimer}), 0 when it does not wait. */
     volatile long rateDeadline;
+    /**
+     * Where the line rate's measure starts ({@link Dcqcn#measuredLine}): the time and the requester's {@code sentEnd}
+     * when the QP reached RTS or its rate was last unlimited again; valid once {@link #sampled}.
+     */
+    private long sampleAt;
+
+    private int samplePsn;
+    private boolean sampled;
 
     QpCongestion(SoftQp qp, Dcqcn.Params params) {
         this.qp = qp;
@@ -28,6 +37,23 @@ final class QpCongestion {
         Counter.Set counters = qp.transport().counters;
         if (counters.get(Counter.DCQCN_RATE_MBPS) == 0)
             counters.set(Counter.DCQCN_RATE_MBPS, params.lineRateBps() / 1_000_000);
+    }
+
+    /** The requester starts at RTS, or the rate is unlimited again (under the QP's monitor): the measure starts here. */
+    void sampleSent() {
+        sampleAt = qp.clock().nanoTime();
+        samplePsn = qp.requester.sentEnd;
+        sampled = true;
+    }
+
+    /**
+     * The rate this QP sent at since {@link #sampleSent}, in bits per second: its packets counted by PSN, each taken
+     * as a full one (MTU and headers; a QP of small messages is measured high, and its first cuts bite later).
+     */
+    private long measuredLine(long now) {
+        if (!sampled) return Dcqcn.MAX_LINE_BPS;
+        long packets = Math.max(0, Psn.diff(qp.requester.sentEnd, samplePsn));
+        return Dcqcn.measuredLine(packets * (qp.mtu + WIRE_OVERHEAD), now - sampleAt);
     }
 
     /** A packet of this QP arrived CE-marked (the driving thread): a CNP to the peer, unless one went lately. */
@@ -53,7 +79,8 @@ final class QpCongestion {
                 return;
             }
             qp.count(Counter.RX_CNPS);
-            dcqcn.onCnp(qp.clock().nanoTime());
+            long now = qp.clock().nanoTime();
+            dcqcn.onCnp(now, dcqcn.limited ? 0 : measuredLine(now));
             qp.transport().counters.set(Counter.DCQCN_RATE_MBPS, dcqcn.rateBps() / 1_000_000);
         }
     }
@@ -77,9 +104,11 @@ final class QpCongestion {
         if (dcqcn.trySend(now, payload + WIRE_OVERHEAD)) {
             if (dcqcn.rateBps() != before || dcqcn.limited != wasLimited)
                 qp.transport().counters.set(Counter.DCQCN_RATE_MBPS, dcqcn.rateBps() / 1_000_000);
+            if (!dcqcn.limited) sampleSent(); // unlimited again: the next limit's line is measured from here
             return true;
         }
-        rateDeadline = dcqcn.nextSendAt();
+        // the timer comes back at least once a rate-increase period: an increase brings the packet's time forward
+        rateDeadline = Math.min(dcqcn.nextSendAt(), now + dcqcn.current().increasePeriodNanos());
         qp.timer().wake(rateDeadline);
         return false;
     }

@@ -328,6 +328,7 @@ final class SoftQp extends Resource implements QueuePair {
                     if (cur == QpState.RTR) {
                         requester.start(sqPsnAttr);
                         completer.start(sqPsnAttr);
+                        congestion.sampleSent();
                     }
                     state = next;
                     requester.run();

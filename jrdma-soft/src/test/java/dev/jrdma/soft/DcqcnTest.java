@@ -24,7 +24,7 @@ class DcqcnTest {
         Dcqcn d = new Dcqcn(params());
         long t = 1_000_000_000L;
         assertFalse(d.limited, "no CNP yet: the line rate, no pacing");
-        d.onCnp(t);
+        d.onCnp(t, LINE);
         assertTrue(d.limited);
         assertEquals(LINE / 2, d.rateBps(), "alpha starts at 1: Rc (1 - 1/2)");
         assertEquals(1.0, d.alpha(), 1e-12, "(1 - g) 1 + g");
@@ -46,8 +46,8 @@ class DcqcnTest {
     void aSecondCnpCutsByTheRaisedAlphaAndAlphaDecaysInPeriodsWithoutCnp() {
         Dcqcn d = new Dcqcn(params());
         long t = 0;
-        d.onCnp(t);
-        d.onCnp(t + 10 * US); // same alpha period
+        d.onCnp(t, LINE);
+        d.onCnp(t + 10 * US, LINE); // same alpha period
         double alpha = 1.0; // (1 - g) + g, twice
         assertEquals(alpha, d.alpha(), 1e-12);
         assertEquals(LINE / 4, d.rateBps(), "alpha 1 again: half of the half");
@@ -55,7 +55,7 @@ class DcqcnTest {
         assertEquals(alpha * Math.pow(1 - G, 9), d.alpha(), 1e-12);
         long before = d.rateBps();
         double a = d.alpha();
-        d.onCnp(t + 10 * 55 * US);
+        d.onCnp(t + 10 * 55 * US, LINE);
         assertEquals((long) (before * (1 - a / 2)), d.rateBps(), 2, "Rc (1 - alpha/2) with the decayed alpha");
     }
 
@@ -65,9 +65,9 @@ class DcqcnTest {
                 true, LINE, 10_000_000L, G, 55 * US, 55 * US, 1 << 20, 5, 40_000_000L, 400_000_000L, 50 * US);
         Dcqcn d = new Dcqcn(p);
         long t = 0;
-        d.onCnp(t);
-        d.onCnp(t);
-        d.onCnp(t); // Rc = line/8, Rt = line/4
+        d.onCnp(t, LINE);
+        d.onCnp(t, LINE);
+        d.onCnp(t, LINE); // Rc = line/8, Rt = line/4
         assertEquals(LINE / 8, d.rateBps());
         // five timer events (no bytes): fast recovery to about Rt, then the byte counter's events while T >= F
         d.catchUp(t + 5 * 55 * US); // T = 5: four fast recovery events and one additive
@@ -91,7 +91,7 @@ class DcqcnTest {
     void thePacerLetsAPacketGoEveryItsTimeAtTheCurrentRate() {
         Dcqcn d = new Dcqcn(params());
         long t = 1_000_000;
-        d.onCnp(t); // 5 Gb/s: 1,000 bytes take 1.6 us
+        d.onCnp(t, LINE); // 5 Gb/s: 1,000 bytes take 1.6 us
         assertTrue(d.trySend(t, 1000));
         assertEquals(t + 1600, d.nextSendAt());
         assertFalse(d.trySend(t + 1599, 1000), "too early");
@@ -115,39 +115,31 @@ class DcqcnTest {
         Dcqcn off = new Dcqcn(new Dcqcn.Params(
                 false, LINE, 10_000_000L, G, 55 * US, 55 * US, 10L << 20, 5, 40_000_000L, 400_000_000L, 50 * US));
         assertFalse(off.shouldSendCnp(t), "-Djrdma.soft.dcqcn=off: no CNPs");
-        off.onCnp(t);
+        off.onCnp(t, LINE);
         assertFalse(off.limited, "nor rate cuts");
     }
 
     @Test
-    void theLineRateScalesThePapersConstantsAndThePropertiesStillWin() {
-        Dcqcn.Params ref = Dcqcn.Params.scaledTo(true, Dcqcn.REFERENCE_LINE_BPS);
-        assertEquals(
-                new Dcqcn.Params(
-                        true,
-                        Dcqcn.REFERENCE_LINE_BPS,
-                        10_000_000L,
-                        G,
-                        55 * US,
-                        55 * US,
-                        10L << 20,
-                        5,
-                        40_000_000L,
-                        400_000_000L,
-                        50 * US),
-                ref,
-                "at the default line rate the paper's constants, as before");
-        Dcqcn.Params slow = Dcqcn.Params.scaledTo(true, 100_000_000L); // 1000x slower: times x1000, rates /1000
-        assertEquals(55 * US * 1000, slow.alphaPeriodNanos());
-        assertEquals(55 * US * 1000, slow.increasePeriodNanos());
-        assertEquals(50 * US * 1000, slow.cnpIntervalNanos());
-        assertEquals(40_000L, slow.additiveBps());
-        assertEquals(400_000L, slow.hyperBps());
-        assertEquals(10_000L, slow.minRateBps());
-        assertEquals(10L << 20, slow.increaseBytes(), "a rate times a time: unchanged");
-        assertEquals(G, slow.g());
-        assertEquals(5, slow.fastRecovery());
-        assertThrows(IllegalArgumentException.class, () -> Dcqcn.Params.scaledTo(true, 0));
+    void theDefaultsTakeTheLineAsMeasuredAndTheRatesFollowItAndThePropertiesStillWin() {
+        Dcqcn.Params d = Dcqcn.Params.defaults(true);
+        assertEquals(0, d.lineRateBps(), "the line is measured");
+        Dcqcn.Params at = d.at(44_000_000L); // the soft device alone under TCG
+        assertEquals(44_000_000L, at.lineRateBps());
+        assertEquals(146_667L, at.additiveBps(), "R_AI = line/300");
+        assertEquals(1_466_667L, at.hyperBps(), "R_HAI = line/30");
+        assertEquals(44_000L, at.minRateBps(), "line/1000");
+        assertEquals(Math.round(44e6 / 8 * 15 * 1.65e-3), at.increaseBytes(), "15 rate-increase periods at the line");
+        assertEquals(1_650 * US, at.alphaPeriodNanos(), "the paper's 55 us times 30");
+        assertEquals(1_650 * US, at.increasePeriodNanos());
+        assertEquals(1_500 * US, at.cnpIntervalNanos());
+        assertEquals(G, at.g());
+        assertEquals(5, at.fastRecovery());
+        assertEquals(params(), params().at(44_000_000L), "every value set: the line measured changes nothing");
+        assertThrows(IllegalArgumentException.class, () -> d.at(0));
+
+        assertEquals(Dcqcn.MAX_LINE_BPS, Dcqcn.measuredLine(1000, 0), "no time passed: nothing measurable, the most");
+        assertEquals(Dcqcn.MIN_LINE_BPS, Dcqcn.measuredLine(0, 1_000_000), "nothing sent: the least");
+        assertEquals(80_000_000L, Dcqcn.measuredLine(10_000, 1_000_000), "10 kB in 1 ms");
 
         java.util.Properties saved =
                 (java.util.Properties) System.getProperties().clone();
@@ -155,78 +147,135 @@ class DcqcnTest {
             System.setProperty("jrdma.soft.dcqcn.lineRateMbps", "100");
             System.setProperty("jrdma.soft.dcqcn.additiveMbps", "0.5");
             Dcqcn.Params p = Dcqcn.Params.fromSystemProperties();
-            assertEquals(100_000_000L, p.lineRateBps());
-            assertEquals(500_000L, p.additiveBps(), "set on its own: as given (fractions of a Mb/s allowed)");
-            assertEquals(55 * US * 1000, p.alphaPeriodNanos(), "not set: scaled to the line rate");
+            assertEquals(100_000_000L, p.lineRateBps(), "set: not measured");
+            assertEquals(100_000_000L, p.at(44_000_000L).lineRateBps());
+            assertEquals(500_000L, p.at(1).additiveBps(), "set on its own: as given (fractions of a Mb/s allowed)");
+            assertEquals(3_333_333L, p.at(1).hyperBps(), "not set: from the line set (line/30)");
             assertEquals("0.5", p.describe().get("dcqcn.additiveMbps"));
-            assertEquals("55000", p.describe().get("dcqcn.alphaPeriodUs"));
+            assertEquals("line/30", p.describe().get("dcqcn.hyperMbps"));
+            assertEquals("1650", p.describe().get("dcqcn.alphaPeriodUs"));
             System.setProperty("jrdma.soft.dcqcn.g", "much");
             IllegalArgumentException e =
                     assertThrows(IllegalArgumentException.class, Dcqcn.Params::fromSystemProperties);
             assertTrue(e.getMessage().contains("jrdma.soft.dcqcn.g"), e.getMessage());
+            System.setProperty("jrdma.soft.dcqcn.g", "-1");
+            assertThrows(IllegalArgumentException.class, Dcqcn.Params::fromSystemProperties);
         } finally {
             System.setProperties(saved);
         }
     }
 
-    /**
-     * A 100 Mb/s sender behind a 20 Mb/s bottleneck that marks every packet arriving at a queue above 30 kB (a
-     * switch's ECN threshold), CNPs back after 200 us, 2 s on the test's clock: with the constants scaled to the
-     * line rate the rate is held at or below the bottleneck and the queue stays bounded; with the paper's absolute constants
-     * (40 Mb/s steps every 55 us, alpha decaying between two marked packets) the rate stays near the line and the
-     * queue grows without end, as measured in the guest (2,314 CNPs left the rate at 99.6% of the line).
-     */
     @Test
-    void aSlowLineBehindANarrowerBottleneckIsHeldNearItOnlyWithScaledConstants() {
-        long line = 100_000_000L;
-        Dcqcn.Params scaled = Dcqcn.Params.scaledTo(true, line);
-        Dcqcn.Params absolute = new Dcqcn.Params(
-                true, line, 10_000_000L, G, 55 * US, 55 * US, 10L << 20, 5, 40_000_000L, 400_000_000L, 50 * US);
-        double[] good = bottleneck(scaled, line), bad = bottleneck(absolute, line);
-        // scaled: held at or below the bottleneck over the second second, the queue bounded (the recovery after the
-        // first cuts is DCQCN's own, slow at a 5:1 line-to-bottleneck ratio: the model's link is busy ~35% of it)
-        assertTrue(good[0] > 1e6 && good[0] < 1.3 * 20e6, "scaled: sending rate " + good[0]);
-        assertTrue(good[1] < 500_000, "scaled: largest queue " + good[1]);
-        assertTrue(good[3] >= 3, "scaled: CNPs " + good[3]);
-        assertTrue(bad[0] > 50e6, "absolute: sending rate " + bad[0]);
-        assertTrue(bad[1] > 2_000_000, "absolute: largest queue " + bad[1]);
+    void aLimitStartsFromTheMeasuredLineAndEndsThere() {
+        Dcqcn d = new Dcqcn(Dcqcn.Params.defaults(true));
+        d.onCnp(0, 44_000_000L);
+        assertEquals(44_000_000L, d.current().lineRateBps());
+        assertEquals(22_000_000L, d.rateBps(), "half of the measured line");
+        d.catchUp(2_000_000_000L); // two seconds without a CNP: back at that line, unlimited
+        assertFalse(d.limited);
+        d.onCnp(2_000_000_000L, 200_000_000L); // a faster line measured since then: the next limit follows it
+        assertEquals(200_000_000L, d.current().lineRateBps());
+        assertEquals(666_667L, d.current().additiveBps(), "line/300");
+        d.onCnp(2_000_100_000L, 1_000_000L); // within the limit: the line stays
+        assertEquals(200_000_000L, d.current().lineRateBps());
     }
 
     /**
-     * The model behind {@link #aSlowLineBehindANarrowerBottleneckIsHeldNearItOnlyWithScaledConstants}: {sending rate
-     * in b/s over the second second, largest queue in bytes, fraction of the second second the bottleneck was busy,
-     * CNPs}.
+     * Issue 23's bottleneck on the model's clock (SharedBottleneckModel: share-bottleneck.sh's RED with {@code ecn},
+     * a soft flow sending at 2.2x the bottleneck, a TCP flow with ECN): with the defaults, the soft flow and TCP share
+     * a 20 Mb/s bottleneck (the guest's) fairly and fill it, also when TCP's sender cannot take more than 60% of it
+     * (under emulation TCP's JVMs share the CPU with the soft flow's); nothing lost, the queue far below RED's limit.
      */
-    private static double[] bottleneck(Dcqcn.Params p, long line) {
-        final int packet = 4096 + 66;
-        final double bottleneckBps = 20e6, markAbove = 30_000;
-        final long feedback = 200 * US, end = 2_000_000_000L, half = end / 2, lineGap = (long) (packet * 8e9 / line);
-        Dcqcn sender = new Dcqcn(p), receiver = new Dcqcn(p);
-        java.util.ArrayDeque<Long> cnps = new java.util.ArrayDeque<>();
-        double queue = 0, maxQueue = 0, busy = 0, sentLate = 0;
-        long t = 0, drained = 0, nextLine = 0, cnpCount = 0;
-        while (t < end) {
-            while (!cnps.isEmpty() && cnps.peekFirst() <= t) sender.onCnp(cnps.pollFirst());
-            // the queue drains at the bottleneck's rate up to t
-            double canDrain = (t - drained) * bottleneckBps / 8e9;
-            if (t > half) busy += Math.min(queue, canDrain) / (bottleneckBps / 8e9);
-            queue = Math.max(0, queue - canDrain);
-            drained = t;
-            if (t >= nextLine && sender.trySend(t, packet)) {
-                queue += packet;
-                maxQueue = Math.max(maxQueue, queue);
-                if (t > half) sentLate += packet;
-                if (queue > markAbove && receiver.shouldSendCnp(t)) {
-                    cnps.addLast(t + feedback);
-                    cnpCount++;
-                }
-                nextLine = t + lineGap;
-            }
-            long next = nextLine;
-            if (sender.limited) next = Math.max(next, sender.nextSendAt());
-            if (!cnps.isEmpty()) next = Math.min(next, cnps.peekFirst());
-            t = Math.max(t + 1, next);
+    @Test
+    void theDefaultsShareTheGuestsBottleneckWithTcpFairlyAndFillIt() {
+        Dcqcn.Params defaults = Dcqcn.Params.defaults(true);
+        for (double tcpLine : new double[] {1e9, 12e6}) {
+            SharedBottleneckModel.Result r = SharedBottleneckModel.run(
+                    SharedBottleneckModel.Config.guest(defaults, 44e6).withTcpLine(tcpLine));
+            String why = "TCP's sender at " + tcpLine / 1e6 + " Mb/s: " + r;
+            assertTrue(r.utilisation() >= 0.9, why);
+            assertTrue(r.jain() >= 0.9, why);
+            assertTrue(r.softBps() >= 0.3 * 20e6 && r.tcpBps() >= 0.3 * 20e6, why);
+            assertEquals(0, r.softDropped(), why);
+            assertTrue(r.maxQueue() < 648_000 / 2, why);
+            assertTrue(r.cnps() > 10, why);
+            assertTrue(r.softRateAtEnd() < 44e6, "limited at the end: " + why);
         }
-        return new double[] {sentLate * 8 / ((end - half) / 1e9), maxQueue, busy / (end - half), cnpCount};
+    }
+
+    /**
+     * The same model across bottlenecks of 20 Mb/s to 1 Gb/s, base round trips of 0.1 to 5 ms, the soft line 2 to 5
+     * times the bottleneck, TCP Reno or CUBIC-like (a cut to 0.7), TCP's sender free or held to 60%: one setting (the
+     * defaults, the line measured) gives utilisation >= 90% and Jain >= 0.9 in each, also when the soft flow starts 2 s
+     * after its measure did (a QP's from RTS: the first limit's line far too low, its rate cut to a few kb/s, and the
+     * pacer must not keep a packet waiting at that rate once it recovers); a line set 2x too low or too high still
+     * gives >= 85% and 0.85 (set too high, the soft flow cuts from further up).
+     */
+    @Test
+    void oneSettingSharesBottlenecksFrom20MbpsTo1GbpsWithTcp() {
+        double[][] scenarios = { // bottleneck b/s, round trip ns, soft line x bottleneck
+            {20e6, 1e6, 2.2}, {20e6, 5e6, 2.2}, {20e6, 0.2e6, 5}, {200e6, 0.2e6, 2}, {1e9, 0.1e6, 3}
+        };
+        for (double[] s : scenarios)
+            for (double tcpShare : new double[] {50, 0.6})
+                for (double beta : new double[] {0.5, 0.7})
+                    for (double misjudged : new double[] {0, -1, 0.5, 2}) { // 0: measured, -1: measured, late start
+                        Dcqcn.Params p = misjudged <= 0
+                                ? Dcqcn.Params.defaults(true)
+                                : withLine(Dcqcn.Params.defaults(true), (long) (misjudged * s[0] * s[2]));
+                        SharedBottleneckModel.Config c = SharedBottleneckModel.Config.guest(p, 0)
+                                .withBottleneck(s[0], (long) s[1])
+                                .withSoftLine(s[2])
+                                .withTcpLine(tcpShare * s[0])
+                                .withTcpBeta(beta)
+                                .withSoftStart(misjudged < 0 ? 2_000_000_000L : 0);
+                        SharedBottleneckModel.Result r = SharedBottleneckModel.run(c);
+                        double floor = misjudged <= 0 ? 0.9 : 0.85;
+                        String why = java.util.Arrays.toString(s) + " TCP x" + tcpShare + " beta " + beta
+                                + " line misjudged x" + misjudged + ": " + r;
+                        assertTrue(r.utilisation() >= floor, why);
+                        assertTrue(r.jain() >= floor, why);
+                        assertEquals(0, r.softDropped(), why);
+                        assertTrue(r.maxQueue() < c.limitBytes() * 0.9, why);
+                    }
+    }
+
+    /**
+     * Why the defaults changed: the NIC's constants (100 Gb/s line, 55 us periods, 40 Mb/s steps) and DCQCN off leave
+     * TCP a small share of the guest's bottleneck in the model (the guest measured Jain 0.69-0.86 for both).
+     */
+    @Test
+    void theNicsConstantsAndNoCongestionControlLeaveTcpLittleOfTheGuestsBottleneck() {
+        Dcqcn.Params nic = new Dcqcn.Params(
+                true,
+                100_000_000_000L,
+                10_000_000L,
+                G,
+                55 * US,
+                55 * US,
+                10L << 20,
+                5,
+                40_000_000L,
+                400_000_000L,
+                50 * US);
+        for (Dcqcn.Params p : new Dcqcn.Params[] {nic, Dcqcn.Params.defaults(false)}) {
+            SharedBottleneckModel.Result r = SharedBottleneckModel.run(SharedBottleneckModel.Config.guest(p, 44e6));
+            assertTrue(r.jain() < 0.75 && r.softBps() > 3 * r.tcpBps(), r.toString());
+        }
+    }
+
+    private static Dcqcn.Params withLine(Dcqcn.Params p, long line) {
+        return new Dcqcn.Params(
+                p.enabled(),
+                line,
+                p.minRateBps(),
+                p.g(),
+                p.alphaPeriodNanos(),
+                p.increasePeriodNanos(),
+                p.increaseBytes(),
+                p.fastRecovery(),
+                p.additiveBps(),
+                p.hyperBps(),
+                p.cnpIntervalNanos());
     }
 }

@@ -1,0 +1,400 @@
+package dev.jrdma.soft;
+
+import java.util.ArrayDeque;
+import java.util.PriorityQueue;
+import java.util.SplittableRandom;
+
+/**
+ * A deterministic model of issue 23's shared bottleneck (jrdma-bench/scripts/share-bottleneck.sh), on time the model
+ * owns: one soft flow under {@link Dcqcn} (or none) and one TCP flow with ECN (additive increase, a cut once per round
+ * trip on ECE) share one FIFO queue that drains at the bottleneck's rate and marks packets as Linux RED with {@code ecn}
+ * does (an average queue with weight 1/2^wlog, marking with a probability rising from {@code minBytes} to {@code
+ * maxBytes}, every packet above it, tail drop at {@code limitBytes}). The queue sits at the senders (tbf on the sending
+ * namespace's veth end); packets, ACKs and CNPs take half the base round trip each way. The soft flow sends at its line
+ * rate within its window (the Requester's 256 KiB), as the pacer allows once limited; its receiver is DCQCN's
+ * notification point ({@link Dcqcn#shouldSendCnp}). What the real QPs do beyond that (ACK coalescing, resends) is left
+ * out: the model is for DCQCN's curve against TCP's, not for the transport.
+ */
+final class SharedBottleneckModel {
+    /** One scenario: the network, the two senders and DCQCN's settings ({@code dcqcn.enabled() == false}: off). */
+    record Config(
+            double bottleneckBps,
+            double softLineBps,
+            double tcpLineBps,
+            long rttNanos,
+            int softPacket,
+            int softWindow,
+            int tcpPacket,
+            double tcpBeta,
+            int minBytes,
+            int maxBytes,
+            int limitBytes,
+            double maxP,
+            int wlog,
+            Dcqcn.Params dcqcn,
+            long settleNanos,
+            long endNanos,
+            long softStartNanos) {
+        /**
+         * The guest's run: a 20 Mb/s bottleneck, RED as the script sets it at that rate (marks from 27 kB of average
+         * queue, all from 81 kB, tail drop at 648 kB, weight 1/8), MTU 9000 for TCP, 4 KiB packets for the soft flow,
+         * a 1 ms base round trip; 4 s to settle, then 8 s measured.
+         */
+        static Config guest(Dcqcn.Params dcqcn, double softLineBps) {
+            return new Config(
+                    20e6,
+                    softLineBps,
+                    1e9,
+                    1_000_000L,
+                    4096 + 66,
+                    64,
+                    9014,
+                    0.5,
+                    27_000,
+                    81_000,
+                    648_000,
+                    0.1,
+                    3,
+                    dcqcn,
+                    4_000_000_000L,
+                    12_000_000_000L,
+                    0);
+        }
+
+        /**
+         * A bottleneck of {@code bps} with RED as share-bottleneck.sh sets it at that rate (marks from 2 ms of average
+         * queue, at least three 9000-byte packets; all from three times that; tail drop at 24 times), base round trip
+         * {@code rtt}.
+         */
+        Config withBottleneck(double bps, long rtt) {
+            int min = (int) Math.max(3 * 9000, bps / 8 / 1000 * 2);
+            return new Config(
+                    bps,
+                    softLineBps,
+                    tcpLineBps,
+                    rtt,
+                    softPacket,
+                    softWindow,
+                    tcpPacket,
+                    tcpBeta,
+                    min,
+                    3 * min,
+                    24 * min,
+                    maxP,
+                    wlog,
+                    dcqcn,
+                    settleNanos,
+                    endNanos,
+                    softStartNanos);
+        }
+
+        /** TCP's sender limited to {@code bps} (under emulation its JVMs share the CPU with the soft flow's). */
+        Config withTcpLine(double bps) {
+            return new Config(
+                    bottleneckBps,
+                    softLineBps,
+                    bps,
+                    rttNanos,
+                    softPacket,
+                    softWindow,
+                    tcpPacket,
+                    tcpBeta,
+                    minBytes,
+                    maxBytes,
+                    limitBytes,
+                    maxP,
+                    wlog,
+                    dcqcn,
+                    settleNanos,
+                    endNanos,
+                    softStartNanos);
+        }
+
+        /** The soft flow's line {@code times} the bottleneck. */
+        Config withSoftLine(double times) {
+            return new Config(
+                    bottleneckBps,
+                    times * bottleneckBps,
+                    tcpLineBps,
+                    rttNanos,
+                    softPacket,
+                    softWindow,
+                    tcpPacket,
+                    tcpBeta,
+                    minBytes,
+                    maxBytes,
+                    limitBytes,
+                    maxP,
+                    wlog,
+                    dcqcn,
+                    settleNanos,
+                    endNanos,
+                    softStartNanos);
+        }
+
+        /**
+         * The soft flow's first packet at {@code nanos}, its line measured from 0 all the same (as a QP's from RTS,
+         * before the application posts): the first limit's line is misjudged low.
+         */
+        Config withSoftStart(long nanos) {
+            return new Config(
+                    bottleneckBps,
+                    softLineBps,
+                    tcpLineBps,
+                    rttNanos,
+                    softPacket,
+                    softWindow,
+                    tcpPacket,
+                    tcpBeta,
+                    minBytes,
+                    maxBytes,
+                    limitBytes,
+                    maxP,
+                    wlog,
+                    dcqcn,
+                    settleNanos,
+                    endNanos,
+                    nanos);
+        }
+
+        /** TCP's multiplicative decrease (Reno 0.5, CUBIC 0.7). */
+        Config withTcpBeta(double beta) {
+            return new Config(
+                    bottleneckBps,
+                    softLineBps,
+                    tcpLineBps,
+                    rttNanos,
+                    softPacket,
+                    softWindow,
+                    tcpPacket,
+                    beta,
+                    minBytes,
+                    maxBytes,
+                    limitBytes,
+                    maxP,
+                    wlog,
+                    dcqcn,
+                    settleNanos,
+                    endNanos,
+                    softStartNanos);
+        }
+    }
+
+    /**
+     * Over the measured time (after {@code settleNanos}): each flow's delivered bits per second, the link's busy
+     * fraction, Jain's index of the two, the largest queue in bytes; over the whole run: the soft flow's packets sent
+     * and dropped at the queue, the CNPs, TCP's cuts.
+     */
+    record Result(
+            double softBps,
+            double tcpBps,
+            double utilisation,
+            double jain,
+            double maxQueue,
+            long softSent,
+            long softDropped,
+            long cnps,
+            long tcpCuts,
+            double softRateAtEnd) {
+        @Override
+        public String toString() {
+            return String.format(
+                    "soft %.2f Mb/s, tcp %.2f Mb/s, utilisation %.1f%%, Jain %.3f, max queue %.0f B, soft %d sent %d"
+                            + " dropped, %d CNPs, %d TCP cuts, soft rate at the end %.2f Mb/s",
+                    softBps / 1e6,
+                    tcpBps / 1e6,
+                    100 * utilisation,
+                    jain,
+                    maxQueue,
+                    softSent,
+                    softDropped,
+                    cnps,
+                    tcpCuts,
+                    softRateAtEnd / 1e6);
+        }
+    }
+
+    private static final int SOFT_SEND = 0,
+            TCP_SEND = 1,
+            LINK_DONE = 2,
+            SOFT_ARRIVE = 3,
+            TCP_ARRIVE = 4,
+            CNP = 5,
+            SOFT_ACK = 6,
+            TCP_ACK = 7;
+
+    private record Event(long at, long seq, int type, boolean flag, long sentAt) {}
+
+    private record Packet(boolean soft, int bytes, boolean marked, long sentAt) {}
+
+    private final Config c;
+    private final PriorityQueue<Event> events =
+            new PriorityQueue<>((a, b) -> a.at != b.at ? Long.compare(a.at, b.at) : Long.compare(a.seq, b.seq));
+    private final ArrayDeque<Packet> queue = new ArrayDeque<>();
+    private final SplittableRandom random = new SplittableRandom(23);
+    private final Dcqcn sender, receiver;
+    private final long half;
+    private long seq, queueBytes, idleSince;
+    private double avg, maxQueue;
+    private boolean linkBusy;
+    // soft sender
+    private int softInFlight;
+    private long softNextLine;
+    private boolean softScheduled;
+    private long softSent, softDropped, cnps;
+    /** As QpCongestion measures the line: bytes sent since the start or since the rate was last unlimited. */
+    private long sampleAt, softBytesSinceSample;
+    // TCP sender
+    private double cwnd = 10, ssthresh = Double.MAX_VALUE;
+    private int tcpInFlight;
+    private long tcpNextLine, tcpRecoverUntil, tcpCuts;
+    private boolean tcpScheduled;
+    private double softBits, tcpBits;
+
+    private SharedBottleneckModel(Config c) {
+        this.c = c;
+        sender = new Dcqcn(c.dcqcn);
+        receiver = new Dcqcn(c.dcqcn);
+        half = c.rttNanos / 2;
+    }
+
+    static Result run(Config c) {
+        return new SharedBottleneckModel(c).run();
+    }
+
+    private Result run() {
+        schedule(c.softStartNanos, SOFT_SEND, false, 0);
+        schedule(0, TCP_SEND, false, 0);
+        softScheduled = tcpScheduled = true;
+        while (!events.isEmpty() && events.peek().at < c.endNanos) {
+            Event e = events.poll();
+            long t = e.at;
+            switch (e.type) {
+                case SOFT_SEND -> {
+                    softScheduled = false;
+                    trySoft(t);
+                }
+                case TCP_SEND -> {
+                    tcpScheduled = false;
+                    tryTcp(t);
+                }
+                case LINK_DONE -> linkDone(t);
+                case SOFT_ARRIVE -> {
+                    if (e.flag && receiver.shouldSendCnp(t)) {
+                        cnps++;
+                        schedule(t + half, CNP, false, 0);
+                    }
+                    schedule(t + half, SOFT_ACK, false, 0);
+                }
+                case TCP_ARRIVE -> schedule(t + half, TCP_ACK, e.flag, e.sentAt);
+                case CNP ->
+                    sender.onCnp(t, sender.limited ? 0 : Dcqcn.measuredLine(softBytesSinceSample, t - sampleAt));
+                case SOFT_ACK -> {
+                    softInFlight--;
+                    trySoft(t);
+                }
+                case TCP_ACK -> tcpAck(t, e.flag, e.sentAt);
+                default -> throw new AssertionError(e.type);
+            }
+        }
+        double secs = (c.endNanos - c.settleNanos) / 1e9;
+        double s = softBits / secs, p = tcpBits / secs;
+        double jain = s + p == 0 ? 0 : (s + p) * (s + p) / (2 * (s * s + p * p));
+        double rateAtEnd = sender.limited ? sender.rateBps() : c.softLineBps;
+        return new Result(
+                s, p, (s + p) / c.bottleneckBps, jain, maxQueue, softSent, softDropped, cnps, tcpCuts, rateAtEnd);
+    }
+
+    private void schedule(long at, int type, boolean flag, long sentAt) {
+        events.add(new Event(at, seq++, type, flag, sentAt));
+    }
+
+    private void trySoft(long t) {
+        if (softScheduled || softInFlight >= c.softWindow) return; // an ACK brings the sender back
+        long at = t < softNextLine ? softNextLine : t;
+        if (at == t && sender.limited) {
+            if (!sender.trySend(t, c.softPacket)) // as QpCongestion: back at least once an increase period
+            at = Math.min(sender.nextSendAt(), t + sender.current().increasePeriodNanos());
+            else if (!sender.limited) { // unlimited again: the next line is measured from here
+                sampleAt = t;
+                softBytesSinceSample = 0;
+            }
+        }
+        if (at > t) {
+            softScheduled = true;
+            schedule(at, SOFT_SEND, false, 0);
+            return;
+        }
+        softInFlight++;
+        softSent++;
+        softBytesSinceSample += c.softPacket;
+        softNextLine = t + (long) (c.softPacket * 8e9 / c.softLineBps);
+        if (!enqueue(t, new Packet(true, c.softPacket, false, t))) {
+            softDropped++;
+            schedule(t + c.rttNanos, SOFT_ACK, false, 0); // its slot back once the loss is found (not delivered)
+        }
+        softScheduled = true;
+        schedule(Math.max(t + 1, softNextLine), SOFT_SEND, false, 0);
+    }
+
+    private void tryTcp(long t) {
+        if (tcpScheduled || tcpInFlight >= (int) cwnd) return;
+        if (t < tcpNextLine) {
+            tcpScheduled = true;
+            schedule(tcpNextLine, TCP_SEND, false, 0);
+            return;
+        }
+        tcpInFlight++;
+        tcpNextLine = t + (long) (c.tcpPacket * 8e9 / c.tcpLineBps);
+        if (!enqueue(t, new Packet(false, c.tcpPacket, false, t)))
+            schedule(t + c.rttNanos, TCP_ACK, true, t); // a loss: a cut once it is found, like a mark
+        tcpScheduled = true;
+        schedule(Math.max(t + 1, tcpNextLine), TCP_SEND, false, 0);
+    }
+
+    private void tcpAck(long t, boolean ece, long sentAt) {
+        tcpInFlight--;
+        if (ece && sentAt >= tcpRecoverUntil) { // one cut per round trip: for what was sent after the last one
+            cwnd = Math.max(2, cwnd * c.tcpBeta);
+            ssthresh = cwnd;
+            tcpRecoverUntil = t;
+            tcpCuts++;
+        } else if (!ece) cwnd += cwnd < ssthresh ? 1 : 1 / cwnd;
+        tryTcp(t);
+    }
+
+    /** RED with ecn in front of the link: false when the packet is dropped (the queue's limit). */
+    private boolean enqueue(long t, Packet p) {
+        double w = 1.0 / (1 << c.wlog);
+        if (!linkBusy) // Linux RED: an idle queue's average decays as if small packets had come during the idle time
+        avg *= Math.pow(1 - w, (t - idleSince) * c.bottleneckBps / 8e9 / 4200);
+        avg += (queueBytes - avg) * w;
+        if (queueBytes + p.bytes > c.limitBytes) return false;
+        boolean mark = avg >= c.maxBytes
+                || (avg > c.minBytes && random.nextDouble() < c.maxP * (avg - c.minBytes) / (c.maxBytes - c.minBytes));
+        queue.addLast(new Packet(p.soft, p.bytes, mark, p.sentAt));
+        queueBytes += p.bytes;
+        if (t >= c.settleNanos) maxQueue = Math.max(maxQueue, queueBytes);
+        if (!linkBusy) startLink(t);
+        return true;
+    }
+
+    private void startLink(long t) {
+        linkBusy = true;
+        schedule(t + (long) (queue.peekFirst().bytes * 8e9 / c.bottleneckBps), LINK_DONE, false, 0);
+    }
+
+    private void linkDone(long t) {
+        Packet p = queue.pollFirst();
+        queueBytes -= p.bytes;
+        if (t >= c.settleNanos) {
+            if (p.soft) softBits += p.bytes * 8.0;
+            else tcpBits += p.bytes * 8.0;
+        }
+        schedule(t + half, p.soft ? SOFT_ARRIVE : TCP_ARRIVE, p.marked, p.sentAt);
+        if (queue.isEmpty()) {
+            linkBusy = false;
+            idleSince = t;
+        } else startLink(t);
+    }
+}
