@@ -44,6 +44,15 @@ final class ChannelReads {
      * ({@code -Djrdma.netty.firstReadBytes}). A pipeline that gives no task reads pieces of the guess, as before.
      */
     static final int FIRST_READ_BYTES = Integer.getInteger("jrdma.netty.firstReadBytes", 1024);
+    /**
+     * With {@link #yieldToTasks}: a read operation that gave its loop a task goes on over the messages already received
+     * until it has read this many bytes, then yields ({@code -Djrdma.netty.readYieldBytes}; 0, the default: at the
+     * first piece that gave a task). Once two gRPC processes overlap, each flush carries the answers to a few calls,
+     * and reading them one message at a time made every call a message of its own each way (the timeline of
+     * jrdma-netty's README, session 17); with 1024 the reads and flushes come in chunks of about ten calls.
+     * Tests set it (package-private).
+     */
+    static volatile int yieldAfterBytes = Integer.getInteger("jrdma.netty.readYieldBytes", 0);
 
     private final RdmaChannel channel;
     /**
@@ -118,6 +127,7 @@ final class ChannelReads {
                 yieldToTasks && channel.eventLoop() instanceof SingleThreadEventExecutor l ? l : null;
         int tasksBefore = loop != null ? loop.pendingTasks() : 0;
         boolean delivered = false;
+        int deliveredBytes = 0;
         do {
             if (partial == null && !takeMessage()) {
                 if (delivered) {
@@ -142,11 +152,12 @@ final class ChannelReads {
             handle.incMessagesRead(1);
             channel.readPending = false;
             delivered = true;
+            deliveredBytes += n;
             channel.pipeline().fireChannelRead(buf);
             if (!channel.isOpen() || channel.inputShutdown) break;
             if (loop != null && loop.pendingTasks() > tasksBefore) {
                 readsGiveTasks = true;
-                break; // the tasks first, then the rest
+                if (deliveredBytes >= yieldAfterBytes) break; // the tasks first, then the rest
             }
         } while (continueReading(handle));
         handle.readComplete();
@@ -257,6 +268,12 @@ final class ChannelReads {
         if (p != null) p.release();
         LentMessage m;
         while ((m = received.poll()) != null) m.release();
+    }
+
+    /** Messages the endpoint lent this channel that are not read yet (tests; any thread). */
+    int messagesWaiting() {
+        Queue<LentMessage> q = received;
+        return q == null ? 0 : q.size();
     }
 
     ChannelReads(RdmaChannel channel) {
