@@ -33,8 +33,9 @@ final class ChannelReads {
      * while the rest are read, so that the peer can work on them meanwhile: two gRPC processes otherwise play a
      * ping-pong of whole batches (32 calls a message), each idle while the other works. Off by default
      * ({@code -Djrdma.netty.readYield=on}): on two loaded cores it cost CPU per call (more messages, more idle turns
-     * between them) and gave no steady gain in calls per second (jrdma-netty's README). Tests set it
-     * (package-private).
+     * between them) and gave no steady gain in calls per second (jrdma-netty's README); with the chunks of
+     * {@link #yieldAfterBytes} (session 17) it reached 1.16-1.56x epoll's calls per second in 3 of 4 alternated runs at
+     * load 2-8, too few to turn it on. Tests set it (package-private).
      */
     static volatile boolean yieldToTasks = "on".equals(System.getProperty("jrdma.netty.readYield", "off"));
     /**
@@ -46,13 +47,13 @@ final class ChannelReads {
     static final int FIRST_READ_BYTES = Integer.getInteger("jrdma.netty.firstReadBytes", 1024);
     /**
      * With {@link #yieldToTasks}: a read operation that gave its loop a task goes on over the messages already received
-     * until it has read this many bytes, then yields ({@code -Djrdma.netty.readYieldBytes}; 0, the default: at the
-     * first piece that gave a task). Once two gRPC processes overlap, each flush carries the answers to a few calls,
-     * and reading them one message at a time made every call a message of its own each way (the timeline of
-     * jrdma-netty's README, session 17); with 1024 the reads and flushes come in chunks of about ten calls.
-     * Tests set it (package-private).
+     * until it has read this many bytes, then yields ({@code -Djrdma.netty.readYieldBytes}, 1024 by default; 0: at the
+     * first piece that gave a task, as session 15 built it). Once two gRPC processes overlap, each flush carries the
+     * answers to a few calls; reading them one message at a time made every call a message of its own each way (the
+     * timeline in jrdma-netty's README, session 17: CPU per call 1.44x epoll's); with 1024 the reads and flushes come
+     * in chunks of about ten calls. Tests set it (package-private).
      */
-    static volatile int yieldAfterBytes = Integer.getInteger("jrdma.netty.readYieldBytes", 0);
+    static volatile int yieldAfterBytes = Integer.getInteger("jrdma.netty.readYieldBytes", 1024);
 
     private final RdmaChannel channel;
     /**
