@@ -34,7 +34,7 @@ final class ChannelReads {
      * ping-pong of whole batches (32 calls a message), each idle while the other works. Off by default
      * ({@code -Djrdma.netty.readYield=on}): on two loaded cores it cost CPU per call (more messages, more idle turns
      * between them) and gave no steady gain in calls per second (jrdma-netty's README); with the chunks of
-     * {@link #yieldAfterBytes} (session 17) it reached 1.16-1.56x epoll's calls per second in 3 of 4 alternated runs at
+     * {@link #yieldAfterBytes} (session 17) it reached 1.16-1.56x epoll's calls per second in 3 of 5 alternated runs at
      * load 2-8, too few to turn it on. Tests set it (package-private).
      */
     static volatile boolean yieldToTasks = "on".equals(System.getProperty("jrdma.netty.readYield", "off"));
