@@ -33,8 +33,9 @@ final class ChannelReads {
      * while the rest are read, so that the peer can work on them meanwhile: two gRPC processes otherwise play a
      * ping-pong of whole batches (32 calls a message), each idle while the other works. Off by default
      * ({@code -Djrdma.netty.readYield=on}): on two loaded cores it cost CPU per call (more messages, more idle turns
-     * between them) and gave no steady gain in calls per second (jrdma-netty's README). Tests set it
-     * (package-private).
+     * between them) and gave no steady gain in calls per second (jrdma-netty's README); with the chunks of
+     * {@link #yieldAfterBytes} (session 17) it reached 1.16-1.56x epoll's calls per second in 3 of 5 alternated runs at
+     * load 2-8, too few to turn it on. Tests set it (package-private).
      */
     static volatile boolean yieldToTasks = "on".equals(System.getProperty("jrdma.netty.readYield", "off"));
     /**
@@ -44,6 +45,15 @@ final class ChannelReads {
      * ({@code -Djrdma.netty.firstReadBytes}). A pipeline that gives no task reads pieces of the guess, as before.
      */
     static final int FIRST_READ_BYTES = Integer.getInteger("jrdma.netty.firstReadBytes", 1024);
+    /**
+     * With {@link #yieldToTasks}: a read operation that gave its loop a task goes on over the messages already received
+     * until it has read this many bytes, then yields ({@code -Djrdma.netty.readYieldBytes}, 1024 by default; 0: at the
+     * first piece that gave a task, as session 15 built it). Once two gRPC processes overlap, each flush carries the
+     * answers to a few calls; reading them one message at a time made every call a message of its own each way (the
+     * timeline in jrdma-netty's README, session 17: CPU per call 1.44x epoll's); with 1024 the reads and flushes come
+     * in chunks of about ten calls. Tests set it (package-private).
+     */
+    static volatile int yieldAfterBytes = Integer.getInteger("jrdma.netty.readYieldBytes", 1024);
 
     private final RdmaChannel channel;
     /**
@@ -118,6 +128,7 @@ final class ChannelReads {
                 yieldToTasks && channel.eventLoop() instanceof SingleThreadEventExecutor l ? l : null;
         int tasksBefore = loop != null ? loop.pendingTasks() : 0;
         boolean delivered = false;
+        int deliveredBytes = 0;
         do {
             if (partial == null && !takeMessage()) {
                 if (delivered) {
@@ -142,11 +153,12 @@ final class ChannelReads {
             handle.incMessagesRead(1);
             channel.readPending = false;
             delivered = true;
+            deliveredBytes += n;
             channel.pipeline().fireChannelRead(buf);
             if (!channel.isOpen() || channel.inputShutdown) break;
             if (loop != null && loop.pendingTasks() > tasksBefore) {
                 readsGiveTasks = true;
-                break; // the tasks first, then the rest
+                if (deliveredBytes >= yieldAfterBytes) break; // the tasks first, then the rest
             }
         } while (continueReading(handle));
         handle.readComplete();
@@ -257,6 +269,12 @@ final class ChannelReads {
         if (p != null) p.release();
         LentMessage m;
         while ((m = received.poll()) != null) m.release();
+    }
+
+    /** Messages the endpoint lent this channel that are not read yet (tests; any thread). */
+    int messagesWaiting() {
+        Queue<LentMessage> q = received;
+        return q == null ? 0 : q.size();
     }
 
     ChannelReads(RdmaChannel channel) {

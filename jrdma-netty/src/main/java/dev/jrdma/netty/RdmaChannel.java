@@ -383,6 +383,11 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
         return sends.sendsInFlight();
     }
 
+    /** Messages received and not yet read (for tests; any thread). */
+    int messagesWaiting() {
+        return reads.messagesWaiting();
+    }
+
     // ---- half-close -----------------------------------------------------------------------------------------
 
     @Override

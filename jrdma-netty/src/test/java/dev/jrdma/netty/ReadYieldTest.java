@@ -18,6 +18,7 @@ import java.io.ByteArrayOutputStream;
 import java.net.InetSocketAddress;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
@@ -176,6 +177,103 @@ class ReadYieldTest {
             assertEquals(List.of(MESSAGE, ChannelReads.FIRST_READ_BYTES), readWhenTasksRan(reader));
             assertTrue(reader.readOperations.get(1) > 1, "the rest came in read operations after the task");
         });
+    }
+
+    /**
+     * Sends {@code messages} messages of {@code size} bytes to a server child that reads nothing until all of them
+     * have arrived, then turns auto-read on; its pipeline gives the loop a task at every read. Returns the bytes of
+     * each read operation, in order.
+     */
+    private static List<Integer> readOperationsOfWaitingMessages(int messages, int size) throws Exception {
+        CompletableFuture<Channel> child = new CompletableFuture<>();
+        CompletableFuture<List<Integer>> operations = new CompletableFuture<>();
+        Channel server = new ServerBootstrap()
+                .group(serverLoop)
+                .channel(RdmaServerChannel.class)
+                .childOption(ChannelOption.AUTO_READ, false)
+                .childHandler(new ChannelInboundHandlerAdapter() {
+                    private final List<Integer> done = new ArrayList<>();
+                    private int bytes, total;
+
+                    @Override
+                    public void channelActive(ChannelHandlerContext ctx) {
+                        child.complete(ctx.channel());
+                    }
+
+                    @Override
+                    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                        ByteBuf b = (ByteBuf) msg;
+                        bytes += b.readableBytes();
+                        b.release();
+                        ctx.channel().eventLoop().execute(() -> {}); // as gRPC's WriteQueue schedules its flush
+                    }
+
+                    @Override
+                    public void channelReadComplete(ChannelHandlerContext ctx) {
+                        if (bytes == 0) return;
+                        done.add(bytes);
+                        total += bytes;
+                        bytes = 0;
+                        if (total >= messages * size) operations.complete(List.copyOf(done));
+                    }
+                })
+                .bind(NettyTestSupport.host(), 0)
+                .sync()
+                .channel();
+        Channel client = null;
+        try {
+            client = new Bootstrap()
+                    .group(clientLoop)
+                    .channel(RdmaChannel.class)
+                    .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, NettyTestSupport.connectTimeoutMillis())
+                    .handler(new ChannelInboundHandlerAdapter())
+                    .connect(NettyTestSupport.host(), ((InetSocketAddress) server.localAddress()).getPort())
+                    .sync()
+                    .channel();
+            for (int m = 0; m < messages; m++)
+                client.writeAndFlush(Unpooled.wrappedBuffer(new byte[size])).sync();
+            RdmaChannel reader = (RdmaChannel) child.get(NettyTestSupport.patienceSeconds(), TimeUnit.SECONDS);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(NettyTestSupport.patienceSeconds());
+            while (reader.messagesWaiting() < messages) {
+                assertTrue(System.nanoTime() - deadline < 0, "only " + reader.messagesWaiting() + " messages arrived");
+                Thread.onSpinWait();
+            }
+            reader.config().setAutoRead(true);
+            return operations.get(NettyTestSupport.patienceSeconds(), TimeUnit.SECONDS);
+        } finally {
+            if (client != null) client.close().sync();
+            server.close().sync();
+        }
+    }
+
+    @Test
+    void withTheYieldAfterBytesMessagesAlreadyReceivedAreReadTogetherUntilThatManyBytesThenTheTasksRun()
+            throws Exception {
+        int before = ChannelReads.yieldAfterBytes;
+        ChannelReads.yieldAfterBytes = 1024;
+        try {
+            withYield(true, () -> {
+                int size = 200, messages = 8;
+                int perOperation = (1024 + size - 1) / size; // the message that reaches 1024 bytes ends the operation
+                assertTrue(perOperation < messages, "the test needs more messages than one read operation takes");
+                assertEquals(
+                        List.of(perOperation * size, (messages - perOperation) * size),
+                        readOperationsOfWaitingMessages(messages, size));
+            });
+        } finally {
+            ChannelReads.yieldAfterBytes = before;
+        }
+    }
+
+    @Test
+    void withTheYieldMessageByMessageEachMessageThatGaveATaskEndsItsReadOperation() throws Exception {
+        int before = ChannelReads.yieldAfterBytes;
+        ChannelReads.yieldAfterBytes = 0;
+        try {
+            withYield(true, () -> assertEquals(List.of(200, 200, 200), readOperationsOfWaitingMessages(3, 200)));
+        } finally {
+            ChannelReads.yieldAfterBytes = before;
+        }
     }
 
     @Test

@@ -152,10 +152,15 @@ public final class GrpcBench {
                     .directExecutor()
                     .usePlaintext();
             if (transport.equals("jrdma")) {
-                b.channelType(RdmaChannel.class)
-                        .withOption(RdmaChannelOption.ENDPOINT_CONFIG, GrpcBenchServer.endpointConfig(o.clientHost()));
+                if (GrpcTrace.PREFIX != null) b.channelFactory(() -> GrpcTrace.onChannel(new RdmaChannel(), "client"));
+                else b.channelType(RdmaChannel.class);
+                b.withOption(RdmaChannelOption.ENDPOINT_CONFIG, GrpcBenchServer.endpointConfig(o.clientHost()));
             } else {
-                b.channelType(EpollSocketChannel.class);
+                if (GrpcTrace.PREFIX != null) {
+                    b.channelFactory(() -> GrpcTrace.onChannel(new EpollSocketChannel(), "client"));
+                } else {
+                    b.channelType(EpollSocketChannel.class);
+                }
             }
             channel = b.build();
             byte[] msg = new byte[o.size()];

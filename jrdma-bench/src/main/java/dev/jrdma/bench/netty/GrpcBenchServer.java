@@ -65,9 +65,12 @@ public final class GrpcBenchServer {
                         .addMethod(ECHO, ServerCalls.asyncUnaryCall(GrpcBenchServer::echo))
                         .build());
         if (args[0].equals("jrdma")) {
-            b.channelType(RdmaServerChannel.class).withOption(RdmaChannelOption.ENDPOINT_CONFIG, endpointConfig(null));
+            if (GrpcTrace.PREFIX != null) b.channelFactory(() -> GrpcTrace.onServer(new RdmaServerChannel()));
+            else b.channelType(RdmaServerChannel.class);
+            b.withOption(RdmaChannelOption.ENDPOINT_CONFIG, endpointConfig(null));
         } else {
-            b.channelType(EpollServerSocketChannel.class);
+            if (GrpcTrace.PREFIX != null) b.channelFactory(() -> GrpcTrace.onServer(new EpollServerSocketChannel()));
+            else b.channelType(EpollServerSocketChannel.class);
         }
         Server server = b.build().start();
         System.out.println(READY + server.getPort());
