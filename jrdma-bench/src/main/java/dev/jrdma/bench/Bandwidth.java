@@ -300,15 +300,18 @@ final class Bandwidth {
     /**
      * run_iter_bw_server: receive -n messages per QP (or until the client stops, with -D), reposting receives; with
      * --run_infinitely (perftest's run_iter_bw_infinitely_server) {@code everyPeriod} gets every -D seconds what that
-     * period received (else null).
+     * period received (else null). With compare's warm-in ({@code warmIn} per QP, -n only) it first receives the
+     * client's {@link #sendWarmIn} messages the same way, and the clock starts after them.
      */
-    BwResult sendServer(int size, Consumer<BwResult> everyPeriod) {
+    BwResult sendServer(int size, long warmIn, Consumer<BwResult> everyPeriod) {
         BenchResources r = resources;
         PerfOptions o = r.options;
         boolean timed = o.durationSec > 0;
         long periodNs = o.durationSec * 1_000_000_000L;
-        long perQp = timed ? Long.MAX_VALUE : o.effectiveIters();
+        if (timed) warmIn = 0;
+        long perQp = timed ? Long.MAX_VALUE : o.effectiveIters() + warmIn;
         long total = timed ? Long.MAX_VALUE : perQp * o.numQp;
+        long warmTotal = warmIn * o.numQp;
         long[] postedPerQp = new long[o.numQp];
         Arrays.fill(postedPerQp, r.postedRecvs);
         int[] consumed = new int[o.numQp];
@@ -337,6 +340,7 @@ final class Bandwidth {
             for (int k = 0; k < n; k++) {
                 r.check(k);
                 int q = (int) r.done.wrId(k);
+                if (received + k + 1 == warmTotal) start = now; // the last warm-in message: the timed ones follow
                 // --recv_post_list: the used receives go back in lists of that many (perftest's recv_post_list)
                 if (++consumed[q] >= o.recvPostList || postedPerQp[q] + consumed[q] >= perQp) {
                     for (int j = 0; j < consumed[q] && postedPerQp[q] < perQp; j++) {
@@ -358,6 +362,27 @@ final class Bandwidth {
             if ((received & 0xfff) < n && progress.enabled())
                 progress.update(String.format(" %s %d bytes: received %d", r.test.id(), size, received));
         }
-        return BwResult.of(size, received, lastAt - start, 0);
+        return BwResult.of(size, received - warmTotal, lastAt - start, 0);
+    }
+
+    /**
+     * compare's warm-in of a send_bw point ({@link PerfOptions#warmInIters}): {@code n} messages per QP to the real
+     * server (which receives them in its own loop, {@link #sendServer}, before its clock starts), untimed: most of
+     * them, then a wait for this JVM's JIT, then a short round that wakes both devices again. The warm-up on QPs
+     * connected to themselves sends at most the receives it posted (a few hundred) and the server has none, so without
+     * this both JVMs compiled the send and receive paths during the timed loop (0.1-0.5 s of C2 per process in a
+     * point of 0.1-0.3 s), while two busy pollers needed the two CPUs.
+     */
+    void sendWarmIn(int size, long n) {
+        long rewarm = Math.min(n / 2, WarmUp.REWARM_ITERATIONS);
+        warmUp = true;
+        try {
+            client(size, n - rewarm, 0);
+            WarmUp.awaitJitQuiet(resources.options.timeoutSec);
+            client(size, rewarm, 0);
+        } finally {
+            warmUp = false;
+            progress.clear();
+        }
     }
 }

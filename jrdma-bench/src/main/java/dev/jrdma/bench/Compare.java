@@ -50,6 +50,11 @@ public final class Compare {
      * go on for a time; at the default -n 1000 a point took 0.1-0.5 s under load and 5-10 ms on a quiet machine.
      */
     static final long SEND_BW_MIN_ITERS = 10_000;
+    /**
+     * The most bytes of a {@code send_bw} point's warm-in ({@link #sendBwWarmIn}): 20,000 messages up to 4 KiB, 4,096
+     * of 64 KiB.
+     */
+    static final long SEND_BW_WARMIN_BYTES = 256L << 20;
     /** The floor's bandwidth is measured with datagrams of this size (a page, the soft device's loopback MTU). */
     public static final int FLOOR_BW_SIZE = PerfOptions.DEFAULT_UDP_BW_SIZE;
 
@@ -323,7 +328,22 @@ public final class Compare {
         if (t.latency && iters < 5) r.iters = 5;
         if (s == Series.WRITE_BW || s == Series.READ_BW) r.minTimedNs = BW_MIN_TIMED_NS;
         if (t.latency && !t.isSocket() && PerfOptions.warmUps()) r.warmInIters = LATENCY_WARMUP_ITERS;
+        if (s == Series.SEND_BW && PerfOptions.warmUps()) r.warmInIters = sendBwWarmIn(size);
         return r;
+    }
+
+    /**
+     * A {@code send_bw} point's warm-in: messages the client sends and the server receives in their own loops before
+     * the timed ones ({@link Bandwidth#sendWarmIn}). Its server counts receives, so the warm-up against the peer that
+     * write_bw and read_bw have cannot run before it, and without one each send_bw point's timed loop was where both
+     * JVMs compiled the send and receive loops (0.1-0.5 s of C2 per process while the two busy pollers needed both
+     * CPUs): the points moved 2-16x between runs on a quiet machine.
+     *
+     * @param size the message size
+     * @return the warm-in's messages per QP
+     */
+    static long sendBwWarmIn(int size) {
+        return Math.clamp(SEND_BW_WARMIN_BYTES / Math.max(1, size), 1_000L, LATENCY_WARMUP_ITERS);
     }
 
     static RunResult runQuiet(PerfOptions r) {
@@ -654,9 +674,11 @@ public final class Compare {
         if (PerfOptions.warmUps())
             sb.append(String.format(
                     Locale.ROOT,
-                    "Warm-ups (not reported): at least %d iterations before each latency point (RDMA: in the point's own loop), %.0f s of the test's traffic before each bandwidth point.%n",
+                    "Warm-ups (not reported): at least %d iterations before each latency point (RDMA: in the point's own loop), %.0f s of the test's traffic before each bandwidth point (send_bw: up to %d messages, %d MiB, in the point's own loops).%n",
                     LATENCY_WARMUP_ITERS,
-                    PerfOptions.BW_WARMUP_NS / 1e9));
+                    PerfOptions.BW_WARMUP_NS / 1e9,
+                    LATENCY_WARMUP_ITERS,
+                    SEND_BW_WARMIN_BYTES >> 20));
         sb.append(
                 "Reproduce: 'jrdma perf compare [-d DEV]' (server) and 'jrdma perf compare [-d DEV] [-n ITERS] HOST' (client).\n");
         return sb.toString();

@@ -328,6 +328,9 @@ public final class RdmaBench implements AutoCloseable {
                     if (receiver)
                         r.postInitialRecvs(size, test.latency || o.durationSec == 0 ? loopIters() : Long.MAX_VALUE);
                     w.handshake(my[0]);
+                    // compare's send_bw warm-in: the server receives it in its loop, before its clock starts
+                    if (!test.latency && o.bandwidthSender() && !o.bidirectional && !o.runInfinitely && warmIn() > 0)
+                        new Bandwidth(r, progress).sendWarmIn(size, warmIn());
                     cpu.start();
                     if (test.latency) {
                         LatencyResult result =
@@ -366,7 +369,7 @@ public final class RdmaBench implements AutoCloseable {
                             remoteOfSend = peer;
                         } else {
                             BwResult result = !o.bandwidthSender()
-                                    ? loop.sendServer(size, o.runInfinitely ? this::printPeriod : null)
+                                    ? loop.sendServer(size, warmIn(), o.runInfinitely ? this::printPeriod : null)
                                     : o.runInfinitely
                                             ? loop.clientUntilStopped(size, o.durationSec, this::printPeriod, stop)
                                             : loop.client(size, o.effectiveIters(), o.durationSec);

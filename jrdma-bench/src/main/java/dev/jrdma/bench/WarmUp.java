@@ -128,7 +128,7 @@ final class WarmUp {
      * wait watched before, changes only when a compilation ends: a long one in progress looked quiet. Where the queue
      * cannot be read: until 100 ms pass without a finished compilation.
      */
-    private static void awaitJitQuiet(int timeoutSec) {
+    static void awaitJitQuiet(int timeoutSec) {
         long deadline = System.nanoTime() + Math.clamp(timeoutSec * 250L, 2_000L, 30_000L) * 1_000_000L;
         var jit = ManagementFactory.getCompilationMXBean();
         long last = jit != null && jit.isCompilationTimeMonitoringSupported() ? jit.getTotalCompilationTime() : -1;

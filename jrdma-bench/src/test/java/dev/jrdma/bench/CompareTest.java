@@ -154,6 +154,16 @@ class CompareTest {
     }
 
     @Test
+    void aSendBwPointWarmsInUpToItsByteLimitAndTheOtherBandwidthPointsDoNot() {
+        assertEquals(Compare.LATENCY_WARMUP_ITERS, Compare.sendBwWarmIn(64));
+        assertEquals(4096, Compare.sendBwWarmIn(65536));
+        PerfOptions o = PerfOptions.parse("compare", "127.0.0.1");
+        assertEquals(
+                Compare.sendBwWarmIn(4096), Compare.runOptions(o, Compare.Series.SEND_BW, 4096, 10_000).warmInIters);
+        assertEquals(0, Compare.runOptions(o, Compare.Series.WRITE_BW, 4096, 1000).warmInIters);
+    }
+
+    @Test
     void rowsUseOnlyWhatWasMeasured() {
         var lat = new LatencyResult(64, 100, 1, 9, 2, 2, 0.1, 5, 8);
         var tcpLat = new LatencyResult(64, 100, 10, 90, 20, 20, 1, 50, 80);

@@ -66,6 +66,38 @@ class SoftRdmaBenchTest {
         assertEquals(150, o.server().latency().getFirst().iters(), o.serverOut());
     }
 
+    /**
+     * compare's send_bw warm-in: the client sends it and the server receives it in their loops before the timed -n
+     * messages, and both report only those (a server that counted the warm-in in would end early and stall the client).
+     */
+    @Test
+    @Timeout(90)
+    void aSendBwWarmInGoesToTheServerAndOnlyTheTimedMessagesAreReported() throws Exception {
+        int port = Loopback.freePort();
+        PerfOptions s = PerfOptions.parse(
+                "send_bw",
+                "-d",
+                SERVER_DEV,
+                "-p",
+                "" + port,
+                "--timeout",
+                "10",
+                "--accept-timeout",
+                "20",
+                "-n",
+                "300",
+                "-s",
+                "64");
+        PerfOptions c = PerfOptions.parse(
+                "send_bw", "-d", CLIENT_DEV, "-p", "" + port, "--timeout", "10", "-n", "300", "-s", "64", "127.0.0.1");
+        s.warmInIters = c.warmInIters = 2500;
+        var o = Loopback.run(out -> RdmaBench.run(s, out), out -> RdmaBench.run(c, out), 60);
+        assertEquals(300, o.client().bandwidth().getFirst().iters(), o.clientOut());
+        BwResult server = o.server().bandwidth().getFirst();
+        assertEquals(300, server.iters(), o.serverOut());
+        assertTrue(server.bwAvgMBs() > 0, server.toString());
+    }
+
     @ParameterizedTest
     @ValueSource(strings = {"write_bw", "send_bw", "read_bw", "atomic_bw"})
     @Timeout(90)

@@ -584,6 +584,25 @@ final class Completer {
         qp.timer().wake(at);
     }
 
+    /**
+     * A probe came due while the peer has not taken the packet sent last from its same-host ring: its threads have not
+     * run since (a descheduled peer, issue 24 §5: starvation is not silence), so nothing is sent again; the probe waits
+     * another probe period, never past the IBA timeout it stands in front of ({@link #probeUntil}), which stays where it
+     * was: a peer that died is reported exactly as without the probe.
+     */
+    private void holdProbe(long now) {
+        qp.count(Counter.RETRY_PROBES_HELD);
+        long at = now + Math.max(PROBE_FLOOR_NANOS, 4 * srttNanos);
+        if (at - probeUntil < 0) {
+            probeAt = at;
+            retryDeadline = at;
+        } else {
+            probeAt = 0;
+            retryDeadline = probeUntil;
+        }
+        qp.timer().wake(retryDeadline);
+    }
+
     private void lossSeen(long now) {
         lossSeen = true;
         lossSeenAt = now;
@@ -640,6 +659,10 @@ final class Completer {
             return;
         }
         if (probeAt != 0 && retryDeadline == probeAt) { // a probe, not the IBA timeout: no retry counted
+            if (qp.transport().peerBehind(now, ProgressEngine.PEER_BEHIND_NANOS)) {
+                holdProbe(now);
+                return;
+            }
             probeAt = 0;
             retryDeadline = probeUntil;
             probesInARow++;

@@ -140,6 +140,11 @@ enum Counter {
      * round trips and sent the oldest unacknowledged packet and the last one again (IRN's RTO_low), no retry counted.
      */
     RETRY_PROBES("retry_probes"),
+    /**
+     * Probes that came due while the peer had not taken the packet sent last from its same-host ring (its threads off
+     * the CPU): nothing sent again, the probe moved a probe period on ({@code Completer.holdProbe}).
+     */
+    RETRY_PROBES_HELD("retry_probes_held"),
     RNR_NAKS_RECEIVED("rnr_naks_received"),
     /** Posts held by the sender's cork ({@link SendCork}): they left with later ones, not at once. */
     TX_CORKED_POSTS("tx_corked_posts"),

@@ -59,6 +59,11 @@ final class Transport {
     interface PacketTap {
         /** The packet is {@code len} bytes from the start of {@code packet}; copy what you keep, the buffer is reused. */
         void sent(ByteBuffer packet, int len, InetSocketAddress to);
+
+        /** As {@link Link#peerBehind}: whether the packet sent last still waits, untaken, after {@code nanos}. */
+        default boolean peerBehind(long now, long nanos) {
+            return false;
+        }
     }
 
     /**
@@ -278,6 +283,14 @@ final class Transport {
         } catch (IOException e) {
             counters.add(Counter.TX_ERRORS);
         }
+    }
+
+    /**
+     * Whether the packet this device sent last still waits, untaken, in a same-host peer's ring after {@code nanos}
+     * ({@link Link#peerBehind}): the peer's threads have not run since, so a missing answer is late, not lost.
+     */
+    boolean peerBehind(long now, long nanos) {
+        return tap != null ? tap.peerBehind(now, nanos) : link != null && link.peerBehind(now, nanos);
     }
 
     /**

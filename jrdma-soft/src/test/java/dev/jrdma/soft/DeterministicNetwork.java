@@ -253,15 +253,32 @@ public final class DeterministicNetwork implements RcPair.Backend {
     }
 
     private Transport.PacketTap tapOf(IpAddress from) {
-        return (b, len, to) -> {
-            byte[] copy = new byte[len];
-            b.get(0, copy, 0, len);
-            Node dest = byAddress.get(IpAddress.of(to.getAddress()));
-            assertNotNull(dest, () -> "a packet to " + to + ", which is not on the network");
-            Packet pk = new Packet(copy, dest.transport, byAddress.get(from).transport);
-            inFlight.add(pk);
-            if (keepLog) log.add(pk);
-            sent++;
+        return new Transport.PacketTap() {
+            /** The packet sent last and when: the network in flight plays a same-host peer's ring. */
+            private Packet last;
+
+            private long lastAt;
+
+            @Override
+            public void sent(ByteBuffer b, int len, InetSocketAddress to) {
+                byte[] copy = new byte[len];
+                b.get(0, copy, 0, len);
+                Node dest = byAddress.get(IpAddress.of(to.getAddress()));
+                assertNotNull(dest, () -> "a packet to " + to + ", which is not on the network");
+                Packet pk = new Packet(copy, dest.transport, byAddress.get(from).transport);
+                inFlight.add(pk);
+                if (keepLog) log.add(pk);
+                sent++;
+                last = pk;
+                lastAt = clock.nanoTime();
+            }
+
+            /** As a ring's: the packet sent last is still in flight (not delivered, not lost) since {@code nanos}. */
+            @Override
+            public boolean peerBehind(long now, long nanos) {
+                Packet pk = last;
+                return pk != null && now - lastAt >= nanos && (inFlight.contains(pk) || heldBack.contains(pk));
+            }
         };
     }
 
