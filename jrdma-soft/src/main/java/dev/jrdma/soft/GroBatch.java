@@ -189,7 +189,7 @@ final class GroBatch {
             if (len < 0 || take > RxBatch.SLOT) {
                 batch.lengths[n] = RxBatch.TRUNCATED;
             } else if (current == 0 && firstInSlot) { // one packet, landed in slot 0 (of this batch, or another's)
-                if (batch.segments[n] != first) MemorySegment.copy(first, 0, batch.segments[n], 0, take);
+                if (!batch.segments[n].equals(first)) MemorySegment.copy(first, 0, batch.segments[n], 0, take);
                 batch.lengths[n] = take;
             } else {
                 MemorySegment.copy(land, (long) current * MESSAGE_BYTES + offset, batch.segments[n], 0, take);
