@@ -13,7 +13,9 @@ import org.junit.jupiter.api.Timeout;
  * A client process that dies and is started again at the same address, ten times, against one running server (with
  * the software device's same-host rings on, the default): each run connects and gets its first echo within a second
  * (measured in the child from the connect call; where a fresh JVM's first connect alone takes longer — class loading
- * on a loaded machine — within the time of the first run, which restarted nothing).
+ * on a loaded machine — within three times the first run's, which restarted nothing: a fresh JVM's class loading
+ * varies by 2x from run to run at load 10, and the failure this guards against is a restarted client that never gets
+ * an answer at all, or one that waits out the dead ring's retry timeouts).
  * Before the rings were restart-safe, a client that ended through its shutdown hooks left the server sending into its
  * dead ring, and the next run never got an answer.
  */
@@ -41,7 +43,7 @@ class RestartTest {
                     assertNotNull(line, "run " + run + ": the child ended without its echo");
                     long micros = Long.parseLong(line.split(" ")[1]);
                     System.out.println("run " + run + ": connected and echoed in " + micros + " us");
-                    if (run == 0) bound = Math.max(bound, 2 * micros);
+                    if (run == 0) bound = Math.max(bound, 3 * micros);
                     else
                         assertTrue(
                                 micros < bound,
