@@ -558,14 +558,6 @@ final class Completer {
         }
     }
 
-    /** A request packet at {@code psn} that asks for an ACK went out (not a resend): a round-trip sample unless one runs. */
-    void askedForAck(int psn) {
-        if (rttSentAt == 0) {
-            rttPsn = psn;
-            rttSentAt = qp.clock().nanoTime();
-        }
-    }
-
     /**
      * The requester stopped with packets outstanding, waiting for a response (its window, or nothing more to send):
      * in the selective-repeat mode, the retry deadline comes forward to the probe's ({@link #probeAt}).
@@ -610,12 +602,23 @@ final class Completer {
 
     // ---- the retransmission timer ------------------------------------------------------------------------
 
-    /** A request went out: start the timer unless it runs already. */
-    void armRetryTimer() {
-        if (retryDeadline == 0 && qp.timeoutNanos > 0) {
+    /**
+     * Request packet {@code psn} goes out now: it starts a round-trip sample when it asks for an ACK and is not a resend
+     * ({@code rttSample}) and none runs, and the retransmission timer unless it runs already. One clock read for both
+     * (none when neither starts: a stream's packets behind its first).
+     */
+    void requestSent(int psn, boolean rttSample) {
+        boolean sample = rttSample && rttSentAt == 0, arm = retryDeadline == 0 && qp.timeoutNanos > 0;
+        if (!sample && !arm) return;
+        long now = qp.clock().nanoTime();
+        if (sample) {
+            rttPsn = psn;
+            rttSentAt = now;
+        }
+        if (arm) {
             probeAt = 0;
             retryPeriod = qp.timeoutNanos;
-            retryDeadline = qp.clock().nanoTime() + qp.timeoutNanos;
+            retryDeadline = now + qp.timeoutNanos;
             qp.timer().wake(retryDeadline);
         }
     }

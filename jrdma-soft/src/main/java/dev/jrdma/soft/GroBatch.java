@@ -54,8 +54,20 @@ final class GroBatch {
     private int filled;
     /** The next packet to hand out: message {@link #current}, at {@link #offset} in it. */
     private int current, offset;
-    /** The last {@code recvmmsg} filled fewer messages than it could: the socket was empty then. */
+    /**
+     * The last {@code recvmmsg} filled fewer messages than it could (the socket was empty then), or, having asked for one
+     * ({@link #single}), found it right after an empty one: a datagram that came alone, taken as the socket's last.
+     */
     private boolean emptiedSocket;
+    /**
+     * The next {@code recvmmsg} asks for one message: the last datagram came alone (a ping-pong's every packet). Asked
+     * for several, the kernel tries the socket again after the first, a second receive that finds it empty (~0.1 us of
+     * a veth ping-pong's half round trip, measured with C sockets: jrdma-bench/README.md). Two non-empty receives in a
+     * row are a burst: back to {@link #MESSAGES}.
+     */
+    private boolean single;
+    /** The last {@code recvmmsg} gave a message (it did not find the socket empty). */
+    private boolean gotLast;
     /** Held by the thread that receives into or hands out of these areas: one at a time, only ever tried. */
     private final AtomicBoolean inUse = new AtomicBoolean();
 
@@ -146,8 +158,21 @@ final class GroBatch {
         filled = 0;
     }
 
-    /** A {@code recvmmsg} filled {@code n} messages: reads their lengths, senders, segment sizes and ECN fields. */
-    void landed(int n) throws IOException {
+    /** How many messages the next {@code recvmmsg} asks for: one after a datagram that came alone, else {@link #MESSAGES}. */
+    int messagesToAsk() {
+        return single ? 1 : MESSAGES;
+    }
+
+    /** A {@code recvmmsg} found the socket empty. */
+    void foundEmpty() {
+        gotLast = false;
+    }
+
+    /**
+     * A {@code recvmmsg} that asked for {@code asked} messages ({@link #messagesToAsk}) filled {@code n}: reads their
+     * lengths, senders, segment sizes and ECN fields.
+     */
+    void landed(int n, int asked) throws IOException {
         filled = n;
         for (int i = 0; i < n; i++) {
             long at = (long) i * LinuxUdpLink.MMSGHDR;
@@ -161,7 +186,14 @@ final class GroBatch {
         messages = n;
         current = 0;
         offset = 0;
-        emptiedSocket = n < MESSAGES;
+        if (asked == 1) {
+            emptiedSocket = !gotLast; // alone (after an empty receive): the next poll looks again, no call now
+            single = !gotLast; // a second in a row: a burst, taken in batches from the next call on
+        } else {
+            emptiedSocket = n < asked;
+            single = n == 1;
+        }
+        gotLast = true;
         // the first message began in slot 0: one packet stays there; a coalesced run joins the rest of it (a bulk
         // transfer's copy of up to a slot per recvmmsg, for no copy at all of a packet that came alone)
         int len0 = length[0];

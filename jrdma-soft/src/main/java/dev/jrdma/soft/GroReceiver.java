@@ -55,9 +55,13 @@ final class GroReceiver {
                 int k = takeUnfinished(g, batch);
                 if (k > 0) return k;
                 g.prepare();
-                int n = link.recvmmsg(g.headers, GroBatch.MESSAGES, batch);
-                if (n == 0) return 0;
-                g.landed(n);
+                int asked = g.messagesToAsk();
+                int n = link.recvmmsg(g.headers, asked, batch);
+                if (n == 0) {
+                    g.foundEmpty();
+                    return 0;
+                }
+                g.landed(n, asked);
             }
             int k = g.fill(batch);
             settle(g);

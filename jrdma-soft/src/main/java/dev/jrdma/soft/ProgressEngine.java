@@ -188,7 +188,7 @@ final class ProgressEngine {
      */
     void progressFromPoll(long now) {
         if (link == null) return;
-        lastPollNanos = now;
+        if (lastPollNanos != now) lastPollNanos = now; // a volatile store (a fence) only when the time moved on
         int n = drive(pollRx, POLL_BUDGET, now);
         if (n == 0 && pollYield && link.peerBehind(now, PEER_BEHIND_NANOS)) {
             // the peer's thread is runnable but has no CPU, and this thread's spin may be what holds it off
@@ -196,6 +196,44 @@ final class ProgressEngine {
             Thread.yield();
         }
     }
+
+    /**
+     * {@link #progressFromPoll(long)} at the time of the poll, near enough: the clock is read on every
+     * {@link #POLL_CLOCK_EVERY}th poll (a busy poller's empty polls come a fraction of a microsecond apart, and each read
+     * costs ~20-30 ns in a VM), and on every poll with {@link #pollYield} (its 5 us wait is measured). The other polls
+     * reuse the last time and are counted ({@link #staleStamps}): a poller that polls less often than every
+     * {@link #POLL_QUIET_NANOS} / {@link #POLL_CLOCK_EVERY} leaves a time older than it is, and the receive thread then
+     * learns from the count that polls go on ({@link #doWork}). A stale time delays a takeover by a few polls.
+     */
+    void progressFromPoll() {
+        long now = pollTime;
+        if (pollYield || --pollsUntilClock <= 0) {
+            pollsUntilClock = POLL_CLOCK_EVERY;
+            pollTime = now = clock.nanoTime();
+        } else {
+            staleStamps++;
+        }
+        progressFromPoll(now);
+    }
+
+    /** How often {@link #progressFromPoll()} reads the clock: once in this many polls. */
+    static final int POLL_CLOCK_EVERY = 8;
+    /**
+     * The receive thread's next look when polls went on since its last one with the time of an earlier poll (a poller
+     * slower than {@link #POLL_QUIET_NANOS} / {@link #POLL_CLOCK_EVERY}; see {@link #progressFromPoll()}).
+     */
+    static final long STALE_LOOK_NANOS = POLL_QUIET_NANOS / 4;
+    /** The time {@link #progressFromPoll()} read last (racy between polling threads: any recent value will do). */
+    private long pollTime;
+    /** Polls left before {@link #progressFromPoll()} reads the clock again (racy, as {@link #pollTime}). */
+    private int pollsUntilClock;
+    /**
+     * Polls that reused an earlier time (racy, written by pollers; read by the receive thread: a plain field, each
+     * poller's write is seen within its next fences, long before the receive thread's next look).
+     */
+    private int staleStamps;
+    /** {@link #staleStamps} at the receive thread's last look (its own). */
+    private int staleStampsSeen;
 
     /**
      * A thread is about to block for a completion event of this device: the receive thread takes over now (it may
@@ -367,10 +405,17 @@ final class ProgressEngine {
     long doWork(long now) {
         rxSteppedBack = true; // before reading lastPollNanos: pollerWaits writes and reads them the other way round
         long sincePoll = now - lastPollNanos;
+        int stale = staleStamps;
         if (sincePoll < POLL_QUIET_NANOS) {
             // an application thread polls and takes the packets itself: stay off the link (no wake-up per packet,
             // which on a small machine preempts the poller) until it has not polled for a while
+            staleStampsSeen = stale;
             return POLL_QUIET_NANOS - sincePoll;
+        }
+        if (stale != staleStampsSeen) {
+            // polls went on since the last look with the time of an earlier one (a slow poller): look again soon
+            staleStampsSeen = stale;
+            return STALE_LOOK_NANOS;
         }
         rxSteppedBack = false;
         sendAcksPollersLeft();

@@ -264,6 +264,7 @@ final class Requester {
         int destQpn = qp.destQpn;
         int psn = Psn.add(w.firstPsn, k);
         int len, plen = 0;
+        boolean rttSample = false;
         if (w.op == WrOpcode.RDMA_READ) {
             long off = (long) k * mtu, end = Math.min(w.total, (long) readChunkEnd(w, k) * mtu);
             len = RocePacket.writeBth(b, 0, RDMA_READ_REQUEST.code(), false, PKEY, destQpn, true, psn, 0);
@@ -280,6 +281,7 @@ final class Requester {
             boolean last = k == w.npkts - 1;
             int opc = opcode(w.op, k == 0, last);
             boolean ackReq = asksForAck(w, last, psn);
+            rttSample = ackReq && !resending;
             len = RocePacket.writeBth(b, 0, opc, w.solicited && last, PKEY, destQpn, ackReq, psn, plen);
             int fl = flags(opc);
             if ((fl & RETH) != 0) Reth.write(b, Bth.BYTES, w.remoteAddr, w.rkey, w.total);
@@ -292,10 +294,10 @@ final class Requester {
         if (qp.selectiveRepeat) Bth.setHoldsMark(b, 0);
         qp.carried.offer(b); // jrdma's carried ACKs, offered to a known jrdma peer
         len = qp.carried.carry(b, len, plen); // the ACK this QP's responder owes, when the peer takes it
+        qp.completer.requestSent(psn, rttSample); // the RTT sample and the retry timer, one clock read
         qp.transmit(len);
         int end = w.op == WrOpcode.RDMA_READ ? Psn.add(w.firstPsn, readChunkEnd(w, k)) : Psn.add(psn, 1);
         if (Psn.after(end, sentEnd)) sentEnd = end;
-        qp.completer.armRetryTimer();
         return true;
     }
 
@@ -314,10 +316,7 @@ final class Requester {
                 || ++unaskedPackets >= ackEvery
                 || beyondWindow(Psn.add(psn, 1))
                 || qp.state() == QpState.SQD; // it starts nothing after this: the ACK must not wait for a later request
-        if (ask) {
-            unaskedPackets = 0;
-            if (!resending) qp.completer.askedForAck(psn);
-        }
+        if (ask) unaskedPackets = 0;
         return ask;
     }
 

@@ -206,7 +206,7 @@ final class ShmLink implements Link {
                     local.inet instanceof Inet4Address ? StandardProtocolFamily.INET : StandardProtocolFamily.INET6);
             bells.configureBlocking(false);
             ShmLink link = new ShmLink(udp, ring, local, port, counters, bells, clock);
-            Watch.add(link);
+            ShmWatch.add(link);
             return link;
         } catch (IOException | RuntimeException e) {
             if (ring != null) ring.close();
@@ -495,12 +495,24 @@ final class ShmLink implements Link {
 
     @Override
     public int receive(RxBatch batch) throws IOException {
+        if (!ringsHaveSenders()) return receiveUdp(batch); // no ring to share the socket's turn with: no clock read
         boolean udpFirst = udpLookDue(); // so that a stream through the rings does not starve the socket
         int n;
         if (!udpFirst && (n = takeRings(batch)) > 0) return n;
         n = receiveUdp(batch);
         if (n > 0 || !udpFirst) return n;
         return takeRings(batch);
+    }
+
+    /** Whether a sender holds a slot in this device's rings (a peer on this host); a failed ring has none. */
+    private boolean ringsHaveSenders() {
+        ShmReceiver rx = receiver;
+        try {
+            return rx.hasSenders();
+        } catch (RuntimeException | InternalError e) {
+            ringFailed(rx, e);
+            return false;
+        }
     }
 
     /** Whether the UDP socket's look is due (see {@link #UDP_LOOK_NANOS}); if so, the next one is due a while later. */
@@ -653,48 +665,13 @@ final class ShmLink implements Link {
         return true;
     }
 
-    /** Makes the rings again when this device's file was replaced or truncated (the {@link Watch} thread asks). */
-    private void checkOwnFile() {
+    /** Makes the rings again when this device's file was replaced or truncated (the {@link ShmWatch} thread asks). */
+    void checkOwnFile() {
         ShmReceiver rx = receiver;
         ShmRingFile ring = rx.ring();
         if (ring != null && !ring.intact()) ringFailed(rx, new IOException(ring.path + " was replaced or truncated"));
     }
 
-    /**
-     * Checks each device's own file about once a second, on a daemon thread of its own: a file replaced under its name
-     * faults nowhere (its senders find the other file), and the checks allocate, which the driving threads must not.
-     */
-    private static final class Watch {
-        private static final java.util.Set<ShmLink> LINKS = ConcurrentHashMap.newKeySet();
-
-        static {
-            Thread.ofPlatform().daemon().name("jrdma-soft-shm-watch").start(() -> {
-                while (true) {
-                    try {
-                        Thread.sleep(OWN_CHECK_MILLIS);
-                    } catch (InterruptedException e) {
-                        return;
-                    }
-                    for (ShmLink link : LINKS) {
-                        try {
-                            link.checkOwnFile();
-                            link.releaseRetiring();
-                        } catch (RuntimeException | InternalError e) {
-                            LOG.log(System.Logger.Level.DEBUG, "same-host ring check failed", e);
-                        }
-                    }
-                }
-            });
-        }
-
-        static void add(ShmLink link) {
-            LINKS.add(link);
-        }
-
-        static void remove(ShmLink link) {
-            LINKS.remove(link);
-        }
-    }
     /**
      * This device's rings failed under {@code failed} (their file was truncated: a fault on access; or replaced): a
      * new file is made at the same name, so that senders, who stop using the old one, find it; the old one is marked
@@ -776,7 +753,7 @@ final class ShmLink implements Link {
 
     @Override
     public void close() {
-        Watch.remove(this);
+        ShmWatch.remove(this);
         synchronized (this) {
             closed = true;
             for (Route r : routes.values()) forget(r);

@@ -351,7 +351,7 @@ final class Transport {
 
     /** A CQ of this device is being polled: the polling thread handles what the link holds ({@link ProgressEngine#progressFromPoll}). */
     void progressFromPoll() {
-        progress.progressFromPoll(clock.nanoTime());
+        progress.progressFromPoll();
     }
 
     /** A thread is about to block for a completion event of this device: the receive thread takes over now. */

@@ -101,6 +101,40 @@ class CarriedAckTest {
         }
     }
 
+    /**
+     * The same ping-pong, once negotiated, reads the clock twice per half round trip: the carried ACK's progress (its
+     * round-trip sample and the retry timer's stop) and the answer's send (a new sample and the timer's start, one read
+     * for both; main read it once more for the timer).
+     */
+    @Test
+    void aPingPongReadsTheClockTwicePerHalfRoundTrip() {
+        DeterministicNetwork net = DeterministicNetwork.faultless();
+        try (RcPair pair = net.pair()) {
+            Transport ta = net.transport(DeterministicNetwork.A), tb = net.transport(DeterministicNetwork.B);
+            MemoryRegion a = pair.a.mrAll(64), b = pair.b.mrAll(64);
+            SendWorkRequest toB = write(a, b, 64), toA = write(b, a, 64);
+            pair.a.qp.postSend(toB);
+            int hops = 40, warm = 4;
+            long readsBefore = 0;
+            int packetsBefore = 0;
+            for (int i = 0; i < hops; i++) {
+                if (i == warm) {
+                    readsBefore = net.clock.reads;
+                    packetsBefore = net.log.size();
+                }
+                boolean atB = i % 2 == 0;
+                pollDrive(net, atB ? tb : ta);
+                (atB ? pair.b.qp : pair.a.qp).postSend(atB ? toA : toB);
+            }
+            int packets = net.log.size() - packetsBefore;
+            assertEquals(hops - warm, packets, "one datagram per half round trip");
+            assertEquals(
+                    2L * (hops - warm),
+                    net.clock.reads - readsBefore - packets, // the test network dates each packet it carries
+                    "two clock reads per half round trip");
+        }
+    }
+
     /** Hands what is in flight to {@code t} in one polling thread's drive. */
     private static void pollDrive(DeterministicNetwork net, Transport t) {
         List<DeterministicNetwork.Packet> arrived = List.copyOf(net.inFlight);

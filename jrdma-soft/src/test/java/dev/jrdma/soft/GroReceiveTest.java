@@ -247,6 +247,44 @@ class GroReceiveTest {
         }
     }
 
+    /**
+     * A datagram that came alone makes the next {@code recvmmsg} ask for one message (the kernel then does not try the
+     * socket a second time after it) and is taken as the socket's last; a second datagram right behind it (a burst)
+     * brings the batches back, and nothing of the burst is lost or reordered.
+     */
+    @Test
+    void aLoneDatagramsNextReceiveAsksForOneMessageAndABurstForMany() throws Throwable {
+        try (LinuxUdpLink b = LinuxUdpLinkTest.open("127.0.0.184");
+                PlainSender p = new PlainSender("127.0.0.185")) {
+            assertTrue(b.receivesCoalesced(true), "this kernel takes UDP_GRO");
+            InetSocketAddress toB = new InetSocketAddress("127.0.0.184", LinuxUdpLinkTest.port(b));
+            RxBatch rx = new RxBatch();
+            GroBatch g = GroReceiver.of(rx);
+            assertEquals(GroBatch.MESSAGES, g.messagesToAsk(), "a new batch asks for many");
+            for (int round = 0; round < 3; round++) {
+                byte[] alone = run(round, 64, 1, 64);
+                p.send(alone, toB);
+                assertSegment(alone, 64, 0, receive(b, rx, 1).getFirst());
+                assertTrue(rx.drained, "round " + round + ": a lone datagram is taken as the socket's last");
+                assertEquals(1, g.messagesToAsk(), "round " + round + ": the next receive asks for one");
+                assertEquals(0, b.receive(rx), "nothing waits");
+                assertEquals(1, g.messagesToAsk());
+            }
+            int burst = 2 * GroBatch.MESSAGES + 1;
+            for (int i = 0; i < burst; i++) p.send(run(10 + i, 100 + i, 1, 100 + i), toB);
+            assertEquals(1, b.receive(rx), "the burst's first, asked for alone");
+            assertTrue(rx.drained);
+            assertEquals(1, b.receive(rx), "its second, right behind it: a burst");
+            assertFalse(rx.drained, "a burst: the caller goes on at once");
+            assertEquals(GroBatch.MESSAGES, g.messagesToAsk(), "a burst: many per call again");
+            List<Packet> rest = receive(b, rx, burst - 2);
+            assertEquals(burst - 2, rest.size());
+            for (int i = 2; i < burst; i++)
+                assertSegment(run(10 + i, 100 + i, 1, 100 + i), 100 + i, 0, rest.get(i - 2));
+            assertEquals(0, b.receive(rx));
+        }
+    }
+
     @Test
     void segmentsLongerThanASlotAreMarkedDropsAndTheRestArrives() throws Throwable {
         try (LinuxUdpLink b = LinuxUdpLinkTest.open("127.0.0.83");

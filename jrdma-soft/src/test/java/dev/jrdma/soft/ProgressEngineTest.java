@@ -78,6 +78,47 @@ class ProgressEngineTest {
         assertEquals(0, counters.get(Counter.RX_TAKEOVERS));
     }
 
+    /**
+     * A busy poller reads the clock once in {@link ProgressEngine#POLL_CLOCK_EVERY} polls; polls that reuse an older
+     * time still keep the receive thread off the link (it looks again {@link ProgressEngine#STALE_LOOK_NANOS} later),
+     * and once they stop it drives.
+     */
+    @Test
+    void pollsReadTheClockOnceInEightAndTheReceiveThreadStillSeesThemGoOn() {
+        int[] reads = {0};
+        Clock counting = () -> {
+            reads[0]++;
+            return clock.nanoTime();
+        };
+        ProgressEngine e =
+                new ProgressEngine(link, counting, this::record, new ReplyTurns(counters, "test"), counters, "test");
+        int before = reads[0];
+        for (int i = 0; i < 10 * ProgressEngine.POLL_CLOCK_EVERY; i++) {
+            e.progressFromPoll();
+            clock.advanceNanos(500); // a busy poller's empty poll
+        }
+        assertEquals(10, reads[0] - before, "one clock read per " + ProgressEngine.POLL_CLOCK_EVERY + " polls");
+
+        // a slow poller: its polls between two clock reads carry the time of the read, older than they are
+        clock.advanceNanos(POLL_QUIET_NANOS);
+        e.progressFromPoll(); // reads the clock
+        for (int i = 0; i < 3; i++) {
+            clock.advanceNanos(POLL_QUIET_NANOS / 2);
+            e.progressFromPoll(); // reuse it
+        }
+        long now = clock.nanoTime();
+        assertEquals(
+                ProgressEngine.STALE_LOOK_NANOS,
+                e.doWork(now),
+                "the last time is 1.5 ms old, but polls went on since: the receive thread looks again soon");
+        link.arrive(1);
+        assertEquals(
+                AWAIT_LINK,
+                e.doWork(now + ProgressEngine.STALE_LOOK_NANOS),
+                "no poll since its last look: the receive thread drives");
+        assertEquals(List.of("thread 1"), handled);
+    }
+
     @Test
     void aPollerStalledInsideTheLinksReceiveCallKeepsTheLinkForTheReceiveStallTime() {
         long t = clock.nanoTime();
