@@ -293,6 +293,7 @@ final class Requester {
         qp.carried.offer(b); // jrdma's carried ACKs, offered to a known jrdma peer
         len = qp.carried.carry(b, len, plen); // the ACK this QP's responder owes, when the peer takes it
         qp.transmit(len);
+        qp.congestion.sent(len);
         int end = w.op == WrOpcode.RDMA_READ ? Psn.add(w.firstPsn, readChunkEnd(w, k)) : Psn.add(psn, 1);
         if (Psn.after(end, sentEnd)) sentEnd = end;
         qp.completer.armRetryTimer();
