@@ -64,12 +64,17 @@ final class QpCongestion {
         return Dcqcn.measuredLine(bytesSent - sampleBytes, now - sampleAt);
     }
 
-    /** A packet of this QP arrived CE-marked (the driving thread): a CNP to the peer, unless one went lately. */
-    void receiveCeMarked(IpAddress src, int srcPort) {
+    /**
+     * A packet of this QP, {@code markedLen} bytes from BTH to ICRC, arrived CE-marked (the driving thread): a CNP to the peer,
+     * unless one went lately or the marked packets since the last one do not yet make the MTU ({@link
+     * Dcqcn#shouldSendCnp}).
+     */
+    void receiveCeMarked(IpAddress src, int srcPort, int markedLen) {
         synchronized (qp) {
             qp.count(Counter.RX_ECN_CE);
             if (qp.datagram != null || !fromPeer(src, srcPort)) return;
-            if (!dcqcn.shouldSendCnp(qp.clock().nanoTime())) return;
+            // a full packet (a payload of the MTU, whatever its headers) is at least the MTU on the wire
+            if (!dcqcn.shouldSendCnp(qp.clock().nanoTime(), markedLen + FRAMING, qp.mtu)) return;
             ByteBuffer b = qp.out.tx;
             int len = RocePacket.writeBth(b, 0, Opcode.CNP.code(), false, Bth.DEFAULT_PKEY, qp.destQpn, false, 0, 0);
             b.put(4, (byte) (b.get(4) | 0x40)); // BECN

@@ -84,22 +84,22 @@ class CongestionNotificationTest {
     }
 
     /**
-     * The line a limit starts from is the rate the QP's requester put bytes on the wire at since RTS: a QP of 64 B
-     * WRITEs (138 bytes a packet with RETH, ICRC, UDP, IPv4 and Ethernet) every 10 us is at 110 Mb/s, not at the 872
-     * Mb/s its PSNs make if each counts as a full 1 KiB packet (the measure before: the first cut then left it far
-     * above what it sends).
+     * A QP of 64 B WRITEs (138 bytes a packet with RETH, ICRC, UDP, IPv4 and Ethernet) every 10 us: the notification
+     * point sends a CNP once the marked packets make the MTU (1 KiB: the eighth marked one), and the line that limit
+     * starts from is the rate the requester put bytes on the wire at since RTS, 110 Mb/s, not the 872 Mb/s its PSNs
+     * make if each counts as a full packet (the measure before: the first cut then left it far above what it sends).
      */
     @Test
-    void aQpOfSmallMessagesMeasuresItsLineAtTheBytesItSends() {
+    void aQpOfSmallMessagesIsNotifiedPerMtuOfMarkedBytesAndMeasuresItsLineAtTheBytesItSends() {
         DeterministicNetwork net = DeterministicNetwork.faultless();
         long rts = net.clock.nanoTime(); // the pair reaches RTS with the clock standing
         try (RcPair pair = net.pair()) {
-            Transport ta = net.transport(DeterministicNetwork.A);
+            Transport ta = net.transport(DeterministicNetwork.A), tb = net.transport(DeterministicNetwork.B);
             MemoryRegion src = pair.a.mrAll(64), dst = pair.b.mrAll(64);
             WorkCompletion[] wcs = WorkCompletion.array(256);
-            int n = 200, done = 0;
+            int n = 200, marked = 8, done = 0;
             for (int i = 0; i < n; i++) {
-                if (i == n - 1) // the last WRITE arrives CE-marked: the CNP that begins the limit
+                if (i == n - marked) // the last eight WRITEs arrive CE-marked: 8 x 138 bytes make the MTU
                 net.markCe = p -> p.from() == ta && p.opcode() != Opcode.CNP.code();
                 pair.a.qp.postSend(new SendWorkRequest()
                         .wrId(i)
@@ -110,7 +110,9 @@ class CongestionNotificationTest {
                 net.advance(10_000);
                 net.deliver();
                 done += pair.a.cq.poll(wcs);
+                assertEquals(i == n - 1 ? 1 : 0, tb.counters.get(Counter.TX_CNPS), "after WRITE " + i);
             }
+            assertEquals(marked, tb.counters.get(Counter.RX_ECN_CE));
             assertEquals(1, ta.counters.get(Counter.RX_CNPS));
             assertEquals(n, net.count(ta, Opcode.RDMA_WRITE_ONLY.code()), "each WRITE sent once, as posted");
             long wire = net.log.stream()
