@@ -93,8 +93,14 @@ final class QpCongestion {
             }
             qp.count(Counter.RX_CNPS);
             long now = qp.clock().nanoTime();
+            boolean begins = !dcqcn.limited && dcqcn.current().enabled();
             dcqcn.onCnp(now, dcqcn.limited ? 0 : measuredLine(now));
-            qp.transport().counters.set(Counter.DCQCN_RATE_MBPS, dcqcn.rateBps() / 1_000_000);
+            Counter.Set counters = qp.transport().counters;
+            counters.set(Counter.DCQCN_RATE_MBPS, dcqcn.rateBps() / 1_000_000);
+            if (begins) {
+                qp.count(Counter.DCQCN_LIMITS);
+                counters.set(Counter.DCQCN_LINE_MBPS, dcqcn.current().lineRateBps() / 1_000_000);
+            }
         }
     }
 

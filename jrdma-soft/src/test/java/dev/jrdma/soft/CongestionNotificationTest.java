@@ -125,6 +125,8 @@ class CongestionNotificationTest {
             assertEquals(110_400_000L, line, "the bytes on the wire over the time since RTS");
             assertEquals(Dcqcn.measuredLine(wire, net.clock.nanoTime() - rts), line);
             assertEquals(line / 2, d.rateBps(), "the first cut halves the line measured");
+            assertEquals(1, ta.counters.get(Counter.DCQCN_LIMITS));
+            assertEquals(110, ta.counters.get(Counter.DCQCN_LINE_MBPS), "the limit's line, for people");
             int[] completed = {done};
             net.runUntil(() -> (completed[0] += pair.a.cq.poll(wcs)) == n, 10_000, 1_000_000_000L);
         }
