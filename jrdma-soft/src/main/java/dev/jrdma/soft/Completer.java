@@ -341,6 +341,20 @@ final class Completer {
         return State.COMPLETE;
     }
 
+    /**
+     * A probe or a timeout in the selective-repeat mode: the oldest unacknowledged packet goes again and, to reveal a
+     * loss at the tail, the last one sent, unless the peer's last marked NAK said it keeps every packet after the oldest
+     * ({@link #heldAtPeer}): then the last one arrived, and sending it again would only be a duplicate (a lost resend,
+     * or a timeout that fired while the answer was still on its way: under emulation, often). False, sending nothing,
+     * when the oldest is not a SEND/WRITE packet that went out.
+     */
+    private boolean resendOldestAndTail() {
+        if (!resendSelectively(oldestUnacked)) return false;
+        int last = Psn.add(qp.requester.sentEnd, -1);
+        if (last != oldestUnacked && heldAtPeer < Psn.diff(last, oldestUnacked)) qp.requester.resendOne(last);
+        return true;
+    }
+
     /** Sends the SEND/WRITE packet at {@code psn} again alone ({@link Requester#resendOne}), noting what went before it. */
     private boolean resendSelectively(int psn) {
         rttSentAt = 0; // Karn: no round trip is measured across a resend
@@ -670,10 +684,7 @@ final class Completer {
             retryDeadline = probeUntil;
             probesInARow++;
             qp.count(Counter.RETRY_PROBES);
-            if (resendSelectively(oldestUnacked)) {
-                int last = Psn.add(qp.requester.sentEnd, -1);
-                if (last != oldestUnacked) qp.requester.resendOne(last);
-            }
+            resendOldestAndTail();
             armProbe(); // the next, twice as late, in case the probe or its answer is lost too
             return;
         }
@@ -705,9 +716,7 @@ final class Completer {
      * one sent (if it was lost too, the responder now holds it and NAKs each gap before it, instead of a timeout each).
      */
     private void resendAfterTimeout() {
-        if (qp.selectiveRepeat && peerHolds && resendSelectively(oldestUnacked)) {
-            int last = Psn.add(qp.requester.sentEnd, -1);
-            if (last != oldestUnacked) qp.requester.resendOne(last);
+        if (qp.selectiveRepeat && peerHolds && resendOldestAndTail()) {
             qp.count(Counter.RETRANSMITS);
             restartRetryTimer();
             return;

@@ -165,7 +165,11 @@ enum Counter {
      * the line rate when no QP is limited ({@code jrdma.soft.dcqcn.lineRateMbps} when set; when measured, 0 until
      * a QP's first limit and that QP's line after it). A value, not a count.
      */
-    DCQCN_RATE_MBPS("dcqcn_rate_mbps");
+    DCQCN_RATE_MBPS("dcqcn_rate_mbps"),
+    /** Limits begun: CNPs that found their QP's rate back at its line ({@link Dcqcn#onCnp}), each measuring the line anew. */
+    DCQCN_LIMITS("dcqcn_limits"),
+    /** The line rate, in Mb/s, of the limit that began last (measured, or {@code lineRateMbps}). A value, not a count. */
+    DCQCN_LINE_MBPS("dcqcn_line_mbps");
 
     final String label;
 

@@ -70,7 +70,7 @@ final class PacketDispatch implements ProgressEngine.PacketHandler {
             if (!repeat) qp.congestion.receiveCnp(src, srcPort);
             return true;
         }
-        if (r.ecn == Ecn.CE && !repeat) qp.congestion.receiveCeMarked(src, srcPort);
+        if (r.ecn == Ecn.CE && !repeat) qp.congestion.receiveCeMarked(src, srcPort, len);
         qp.receive(r.pkt, seg, src, srcPort);
         return true;
     }

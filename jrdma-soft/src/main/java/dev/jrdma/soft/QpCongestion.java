@@ -2,7 +2,6 @@ package dev.jrdma.soft;
 
 import dev.jrdma.soft.wire.Bth;
 import dev.jrdma.soft.wire.Opcode;
-import dev.jrdma.soft.wire.Psn;
 import dev.jrdma.soft.wire.RocePacket;
 import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.WrOpcode;
@@ -15,20 +14,24 @@ import java.nio.ByteBuffer;
  * but a stranger's must not. READ responses are not paced (the requester's READ window bounds them).
  */
 final class QpCongestion {
-    /** Bytes a packet adds to its payload on the wire (Ethernet, IPv4, UDP, BTH, an extension header, ICRC): for pacing. */
-    private static final int WIRE_OVERHEAD = 14 + 20 + 8 + Bth.BYTES + 16 + 4;
+    /** Bytes below a RoCE packet on the wire: Ethernet, IPv4, UDP. */
+    private static final int FRAMING = 14 + 20 + 8;
+    /** Bytes a packet adds to its payload on the wire (the framing, BTH, an extension header, ICRC): for pacing. */
+    private static final int WIRE_OVERHEAD = FRAMING + Bth.BYTES + 16 + 4;
 
     private final SoftQp qp;
     final Dcqcn dcqcn;
     /** When the pacer lets the waiting requester go on ({@link SoftQp#onTimer}), 0 when it does not wait. */
     volatile long rateDeadline;
+    /** The requester's packets on the wire since the QP was made, in bytes, resends included ({@link #sent}). */
+    private long bytesSent;
     /**
-     * Where the line rate's measure starts ({@link Dcqcn#measuredLine}): the time and the requester's {@code sentEnd}
-     * when the QP reached RTS or its rate was last unlimited again; valid once {@link #sampled}.
+     * Where the line rate's measure starts ({@link Dcqcn#measuredLine}): the time and {@link #bytesSent} when the QP
+     * reached RTS or its rate was last unlimited again; valid once {@link #sampled}.
      */
     private long sampleAt;
 
-    private int samplePsn;
+    private long sampleBytes;
     private boolean sampled;
 
     QpCongestion(SoftQp qp, Dcqcn.Params params) {
@@ -42,26 +45,36 @@ final class QpCongestion {
     /** The requester starts at RTS, or the rate is unlimited again (under the QP's monitor): the measure starts here. */
     void sampleSent() {
         sampleAt = qp.clock().nanoTime();
-        samplePsn = qp.requester.sentEnd;
+        sampleBytes = bytesSent;
         sampled = true;
     }
 
     /**
-     * The rate this QP sent at since {@link #sampleSent}, in bits per second: its packets counted by PSN, each taken
-     * as a full one (MTU and headers; a QP of small messages is measured high, and its first cuts bite later).
+     * The requester put a packet of {@code len} bytes (BTH to ICRC, as transmitted) on the wire (under the QP's
+     * monitor): counted with its framing for the line's measure, so a QP of small messages is measured at the bytes
+     * it sends, not at a full packet per PSN (which made its line many times too high and its first cuts bite late).
      */
-    private long measuredLine(long now) {
-        if (!sampled) return Dcqcn.MAX_LINE_BPS;
-        long packets = Math.max(0, Psn.diff(qp.requester.sentEnd, samplePsn));
-        return Dcqcn.measuredLine(packets * (qp.mtu + WIRE_OVERHEAD), now - sampleAt);
+    void sent(int len) {
+        bytesSent += len + FRAMING;
     }
 
-    /** A packet of this QP arrived CE-marked (the driving thread): a CNP to the peer, unless one went lately. */
-    void receiveCeMarked(IpAddress src, int srcPort) {
+    /** The rate this QP sent at since {@link #sampleSent}, in bits per second: the bytes its requester put on the wire. */
+    private long measuredLine(long now) {
+        if (!sampled) return Dcqcn.MAX_LINE_BPS;
+        return Dcqcn.measuredLine(bytesSent - sampleBytes, now - sampleAt);
+    }
+
+    /**
+     * A packet of this QP, {@code markedLen} bytes from BTH to ICRC, arrived CE-marked (the driving thread): a CNP to the peer,
+     * unless one went lately or the marked packets since the last one do not yet make the MTU ({@link
+     * Dcqcn#shouldSendCnp}).
+     */
+    void receiveCeMarked(IpAddress src, int srcPort, int markedLen) {
         synchronized (qp) {
             qp.count(Counter.RX_ECN_CE);
             if (qp.datagram != null || !fromPeer(src, srcPort)) return;
-            if (!dcqcn.shouldSendCnp(qp.clock().nanoTime())) return;
+            // a full packet (a payload of the MTU, whatever its headers) is at least the MTU on the wire
+            if (!dcqcn.shouldSendCnp(qp.clock().nanoTime(), markedLen + FRAMING, qp.mtu)) return;
             ByteBuffer b = qp.out.tx;
             int len = RocePacket.writeBth(b, 0, Opcode.CNP.code(), false, Bth.DEFAULT_PKEY, qp.destQpn, false, 0, 0);
             b.put(4, (byte) (b.get(4) | 0x40)); // BECN
@@ -80,8 +93,14 @@ final class QpCongestion {
             }
             qp.count(Counter.RX_CNPS);
             long now = qp.clock().nanoTime();
+            boolean begins = !dcqcn.limited && dcqcn.current().enabled();
             dcqcn.onCnp(now, dcqcn.limited ? 0 : measuredLine(now));
-            qp.transport().counters.set(Counter.DCQCN_RATE_MBPS, dcqcn.rateBps() / 1_000_000);
+            Counter.Set counters = qp.transport().counters;
+            counters.set(Counter.DCQCN_RATE_MBPS, dcqcn.rateBps() / 1_000_000);
+            if (begins) {
+                qp.count(Counter.DCQCN_LIMITS);
+                counters.set(Counter.DCQCN_LINE_MBPS, dcqcn.current().lineRateBps() / 1_000_000);
+            }
         }
     }
 

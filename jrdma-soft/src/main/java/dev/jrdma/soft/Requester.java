@@ -296,6 +296,7 @@ final class Requester {
         len = qp.carried.carry(b, len, plen); // the ACK this QP's responder owes, when the peer takes it
         qp.completer.requestSent(psn, rttSample); // the RTT sample and the retry timer, one clock read
         qp.transmit(len);
+        qp.congestion.sent(len);
         int end = w.op == WrOpcode.RDMA_READ ? Psn.add(w.firstPsn, readChunkEnd(w, k)) : Psn.add(psn, 1);
         if (Psn.after(end, sentEnd)) sentEnd = end;
         return true;

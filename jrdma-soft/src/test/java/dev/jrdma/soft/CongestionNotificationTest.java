@@ -83,6 +83,55 @@ class CongestionNotificationTest {
         }
     }
 
+    /**
+     * A QP of 64 B WRITEs (138 bytes a packet with RETH, ICRC, UDP, IPv4 and Ethernet) every 10 us: the notification
+     * point sends a CNP once the marked packets make the MTU (1 KiB: the eighth marked one), and the line that limit
+     * starts from is the rate the requester put bytes on the wire at since RTS, 110 Mb/s, not the 872 Mb/s its PSNs
+     * make if each counts as a full packet (the measure before: the first cut then left it far above what it sends).
+     */
+    @Test
+    void aQpOfSmallMessagesIsNotifiedPerMtuOfMarkedBytesAndMeasuresItsLineAtTheBytesItSends() {
+        DeterministicNetwork net = DeterministicNetwork.faultless();
+        long rts = net.clock.nanoTime(); // the pair reaches RTS with the clock standing
+        try (RcPair pair = net.pair()) {
+            Transport ta = net.transport(DeterministicNetwork.A), tb = net.transport(DeterministicNetwork.B);
+            MemoryRegion src = pair.a.mrAll(64), dst = pair.b.mrAll(64);
+            WorkCompletion[] wcs = WorkCompletion.array(256);
+            int n = 200, marked = 8, done = 0;
+            for (int i = 0; i < n; i++) {
+                if (i == n - marked) // the last eight WRITEs arrive CE-marked: 8 x 138 bytes make the MTU
+                net.markCe = p -> p.from() == ta && p.opcode() != Opcode.CNP.code();
+                pair.a.qp.postSend(new SendWorkRequest()
+                        .wrId(i)
+                        .opcode(WrOpcode.RDMA_WRITE)
+                        .buffer(src, 0, 64)
+                        .remote(dst.address(), dst.rkey())
+                        .signaled(true));
+                net.advance(10_000);
+                net.deliver();
+                done += pair.a.cq.poll(wcs);
+                assertEquals(i == n - 1 ? 1 : 0, tb.counters.get(Counter.TX_CNPS), "after WRITE " + i);
+            }
+            assertEquals(marked, tb.counters.get(Counter.RX_ECN_CE));
+            assertEquals(1, ta.counters.get(Counter.RX_CNPS));
+            assertEquals(n, net.count(ta, Opcode.RDMA_WRITE_ONLY.code()), "each WRITE sent once, as posted");
+            long wire = net.log.stream()
+                    .filter(p -> p.from() == ta && p.opcode() != Opcode.ACKNOWLEDGE.code())
+                    .mapToLong(p -> p.bytes().length + 14 + 20 + 8)
+                    .sum();
+            assertEquals(n * (Bth.BYTES + 16 + 64 + 4 + 42L), wire, "every WRITE once, nothing else from A");
+            Dcqcn d = soft(pair.a.qp).congestion.dcqcn;
+            long line = d.current().lineRateBps();
+            assertEquals(110_400_000L, line, "the bytes on the wire over the time since RTS");
+            assertEquals(Dcqcn.measuredLine(wire, net.clock.nanoTime() - rts), line);
+            assertEquals(line / 2, d.rateBps(), "the first cut halves the line measured");
+            assertEquals(1, ta.counters.get(Counter.DCQCN_LIMITS));
+            assertEquals(110, ta.counters.get(Counter.DCQCN_LINE_MBPS), "the limit's line, for people");
+            int[] completed = {done};
+            net.runUntil(() -> (completed[0] += pair.a.cq.poll(wcs)) == n, 10_000, 1_000_000_000L);
+        }
+    }
+
     @Test
     void cnpsFromAStrangerAreDroppedAndCountedAndCutNothing() {
         DeterministicNetwork net = DeterministicNetwork.faultless();

@@ -195,6 +195,44 @@ class SelectiveRepeatTest {
         }
     }
 
+    /**
+     * The first packet of a WRITE lost, and its resend too: B's marked NAK said it keeps every packet after it, so the
+     * probe (or timeout) that repairs the lost resend sends that packet alone, not the last one as well (a probe of the
+     * tail, which B has: it would arrive twice). Resent: the lost packet twice, nothing else; B sees no duplicate.
+     */
+    @Test
+    void aLostResendIsSentAgainAloneWhenThePeerSaidItKeepsTheTail() {
+        DeterministicNetwork net = DeterministicNetwork.faultless();
+        try (RcPair pair = net.pair()) {
+            soft(pair.a.qp).selectiveRepeat = true;
+            soft(pair.b.qp).selectiveRepeat = true;
+            Transport ta = net.transport(DeterministicNetwork.A), tb = net.transport(DeterministicNetwork.B);
+            int len = 10 * 1024; // ten packets at MTU 1024
+            MemoryRegion src = pair.a.mrAll(len), dst = pair.b.mrAll(len);
+            RcPair.fill(src.segment(), len, 23);
+            offerTheMode(net, pair, src, dst);
+            int first = soft(pair.a.qp).requester.nextPsn;
+            int[] copies = {0};
+            net.drop = p -> p.from() == ta && p.psn() == first && ++copies[0] <= 2; // it and its first resend
+            pair.a.qp.postSend(new SendWorkRequest()
+                    .wrId(1)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .buffer(src, 0, len)
+                    .remote(dst.address(), dst.rkey())
+                    .signaled(true));
+            WorkCompletion[] wc = WorkCompletion.array(1);
+            net.runUntil(() -> pair.a.cq.poll(wc) == 1, 1_000_000, 10_000_000_000L);
+            assertEquals(WcStatus.SUCCESS, wc[0].status);
+            RcPair.assertFilled(dst.segment(), 0, len, 23);
+            long requests = net.log.stream()
+                    .filter(p -> p.from() == ta && Opcode.isRc(p.opcode()) && Psn.diff(p.psn(), first) >= 0)
+                    .count();
+            assertEquals(3, copies[0], "the first packet: lost, its resend lost, then the probe's");
+            assertEquals(10 + 2, requests, "each packet once, the lost one twice more");
+            assertEquals(0, tb.counters.get(Counter.RX_DUPLICATE_REQUEST), "nothing arrived twice");
+        }
+    }
+
     @Test
     void sendsLostInTheMiddleOfARunArriveOnceAndInOrder() {
         DeterministicNetwork net = DeterministicNetwork.faultless();

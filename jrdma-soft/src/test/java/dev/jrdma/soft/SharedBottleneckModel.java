@@ -12,7 +12,7 @@ import java.util.SplittableRandom;
  * maxBytes}, every packet above it, tail drop at {@code limitBytes}). The queue sits at the senders (tbf on the sending
  * namespace's veth end); packets, ACKs and CNPs take half the base round trip each way. The soft flow sends at its line
  * rate within its window (the Requester's 256 KiB), as the pacer allows once limited; its receiver is DCQCN's
- * notification point ({@link Dcqcn#shouldSendCnp}). What the real QPs do beyond that (ACK coalescing, resends) is left
+ * notification point ({@link Dcqcn#shouldSendCnp}: a CNP once the marked packets make {@code cnpBytes}, the QP's MTU). What the real QPs do beyond that (ACK coalescing, resends) is left
  * out: the model is for DCQCN's curve against TCP's, not for the transport.
  */
 final class SharedBottleneckModel {
@@ -24,6 +24,7 @@ final class SharedBottleneckModel {
             long rttNanos,
             int softPacket,
             int softWindow,
+            int cnpBytes,
             int tcpPacket,
             double tcpBeta,
             int minBytes,
@@ -37,8 +38,8 @@ final class SharedBottleneckModel {
             long softStartNanos) {
         /**
          * The guest's run: a 20 Mb/s bottleneck, RED as the script sets it at that rate (marks from 27 kB of average
-         * queue, all from 81 kB, tail drop at 648 kB, weight 1/8), MTU 9000 for TCP, 4 KiB packets for the soft flow,
-         * a 1 ms base round trip; 4 s to settle, then 8 s measured.
+         * queue, all from 81 kB, tail drop at 648 kB, weight 1/8), MTU 9000 for TCP, full 4 KiB packets for the soft
+         * flow (a 4 KiB path MTU: a window of 64), a 1 ms base round trip; 4 s to settle, then 8 s measured.
          */
         static Config guest(Dcqcn.Params dcqcn, double softLineBps) {
             return new Config(
@@ -48,6 +49,7 @@ final class SharedBottleneckModel {
                     1_000_000L,
                     4096 + 66,
                     64,
+                    4096,
                     9014,
                     0.5,
                     27_000,
@@ -75,6 +77,7 @@ final class SharedBottleneckModel {
                     rtt,
                     softPacket,
                     softWindow,
+                    cnpBytes,
                     tcpPacket,
                     tcpBeta,
                     min,
@@ -97,6 +100,7 @@ final class SharedBottleneckModel {
                     rttNanos,
                     softPacket,
                     softWindow,
+                    cnpBytes,
                     tcpPacket,
                     tcpBeta,
                     minBytes,
@@ -119,6 +123,7 @@ final class SharedBottleneckModel {
                     rttNanos,
                     softPacket,
                     softWindow,
+                    cnpBytes,
                     tcpPacket,
                     tcpBeta,
                     minBytes,
@@ -144,6 +149,7 @@ final class SharedBottleneckModel {
                     rttNanos,
                     softPacket,
                     softWindow,
+                    cnpBytes,
                     tcpPacket,
                     tcpBeta,
                     minBytes,
@@ -157,6 +163,55 @@ final class SharedBottleneckModel {
                     nanos);
         }
 
+        /**
+         * A QP of small messages: packets of {@code bytes} on the wire, on a path MTU of {@code mtu}: the Requester's
+         * window (256 KiB of full packets, at least 16) and the notification point's unit (the MTU) follow it.
+         */
+        Config withSoftPackets(int bytes, int mtu) {
+            return new Config(
+                    bottleneckBps,
+                    softLineBps,
+                    tcpLineBps,
+                    rttNanos,
+                    bytes,
+                    Math.max(16, (256 << 10) / mtu),
+                    mtu,
+                    tcpPacket,
+                    tcpBeta,
+                    minBytes,
+                    maxBytes,
+                    limitBytes,
+                    maxP,
+                    wlog,
+                    dcqcn,
+                    settleNanos,
+                    endNanos,
+                    softStartNanos);
+        }
+
+        /** The notification point as the paper's: a CNP for every marked packet (once an interval), whatever its size. */
+        Config withCnpPerMarkedPacket() {
+            return new Config(
+                    bottleneckBps,
+                    softLineBps,
+                    tcpLineBps,
+                    rttNanos,
+                    softPacket,
+                    softWindow,
+                    1,
+                    tcpPacket,
+                    tcpBeta,
+                    minBytes,
+                    maxBytes,
+                    limitBytes,
+                    maxP,
+                    wlog,
+                    dcqcn,
+                    settleNanos,
+                    endNanos,
+                    softStartNanos);
+        }
+
         /** TCP's multiplicative decrease (Reno 0.5, CUBIC 0.7). */
         Config withTcpBeta(double beta) {
             return new Config(
@@ -166,6 +221,7 @@ final class SharedBottleneckModel {
                     rttNanos,
                     softPacket,
                     softWindow,
+                    cnpBytes,
                     tcpPacket,
                     beta,
                     minBytes,
@@ -280,7 +336,7 @@ final class SharedBottleneckModel {
                 }
                 case LINK_DONE -> linkDone(t);
                 case SOFT_ARRIVE -> {
-                    if (e.flag && receiver.shouldSendCnp(t)) {
+                    if (e.flag && receiver.shouldSendCnp(t, c.softPacket, c.cnpBytes)) {
                         cnps++;
                         schedule(t + half, CNP, false, 0);
                     }
