@@ -38,7 +38,9 @@ final class Bandwidth {
      */
     BwResult client(int size, long iters, int durationSec) {
         long min = resources.options.minTimedNs;
-        if (min <= 0 || durationSec > 0 || warmUp) return client(size, iters, durationSec, null, null);
+        // send_bw's server counts the messages: its timed loop's length is agreed in the warm-in instead
+        if (min <= 0 || durationSec > 0 || warmUp || resources.test.verb == PerfTest.Verb.SEND)
+            return client(size, iters, durationSec, null, null);
         TimedCounters counters = TimedCounters.start(resources.ctx);
         quietCounters = true;
         long messages = 0, elapsed = 0;
@@ -301,17 +303,21 @@ final class Bandwidth {
      * run_iter_bw_server: receive -n messages per QP (or until the client stops, with -D), reposting receives; with
      * --run_infinitely (perftest's run_iter_bw_infinitely_server) {@code everyPeriod} gets every -D seconds what that
      * period received (else null). With compare's warm-in ({@code warmIn} per QP, -n only) it first receives the
-     * client's {@link #sendWarmIn} messages the same way, and the clock starts after them.
+     * client's {@link #sendWarmIn} messages the same way: after their first part ({@link #warmInBeforeJitWait}) it
+     * waits for this JVM's JIT and meets the client ({@link WarmInMeeting#jitQuiet}); after the last one it agrees
+     * with the client on the timed messages ({@link WarmInMeeting#agree}: -n at least) and starts its clock.
      */
-    BwResult sendServer(int size, long warmIn, Consumer<BwResult> everyPeriod) {
+    BwResult sendServer(int size, long warmIn, Consumer<BwResult> everyPeriod, WarmInMeeting meeting) {
         BenchResources r = resources;
         PerfOptions o = r.options;
         boolean timed = o.durationSec > 0;
         long periodNs = o.durationSec * 1_000_000_000L;
         if (timed) warmIn = 0;
-        long perQp = timed ? Long.MAX_VALUE : o.effectiveIters() + warmIn;
-        long total = timed ? Long.MAX_VALUE : perQp * o.numQp;
+        // with a warm-in the timed messages are agreed after it: until then the receives go back without a limit
+        long perQp = timed || warmIn > 0 ? Long.MAX_VALUE : o.effectiveIters();
+        long total = perQp == Long.MAX_VALUE ? Long.MAX_VALUE : perQp * o.numQp;
         long warmTotal = warmIn * o.numQp;
+        long jitWaitAt = warmIn > 0 ? warmInBeforeJitWait(warmIn) * o.numQp : -1;
         long[] postedPerQp = new long[o.numQp];
         Arrays.fill(postedPerQp, r.postedRecvs);
         int[] consumed = new int[o.numQp];
@@ -340,7 +346,6 @@ final class Bandwidth {
             for (int k = 0; k < n; k++) {
                 r.check(k);
                 int q = (int) r.done.wrId(k);
-                if (received + k + 1 == warmTotal) start = now; // the last warm-in message: the timed ones follow
                 // --recv_post_list: the used receives go back in lists of that many (perftest's recv_post_list)
                 if (++consumed[q] >= o.recvPostList || postedPerQp[q] + consumed[q] >= perQp) {
                     for (int j = 0; j < consumed[q] && postedPerQp[q] < perQp; j++) {
@@ -352,6 +357,18 @@ final class Bandwidth {
             }
             received += n;
             lastAt = now;
+            if (received == jitWaitAt) {
+                // the client sends no more until this side's JIT is quiet too: the timed loop must not be where
+                // this JVM compiles its receive loop (a cold server's first point ran 10-20x slower)
+                WarmUp.awaitJitQuiet(o.timeoutSec);
+                meeting.jitQuiet();
+            }
+            if (received == warmTotal && warmTotal > 0) {
+                // the last warm-in message: the client sends the timed ones once both agree on how many
+                perQp = warmIn + meeting.agree(o.effectiveIters());
+                total = perQp * o.numQp;
+                lastAt = start = System.nanoTime();
+            }
             stall.progress();
             if (everyPeriod != null && now - periodStart >= periodNs) {
                 everyPeriod.accept(BwResult.of(size, received - periodFrom, now - periodStart, 0)
@@ -368,21 +385,81 @@ final class Bandwidth {
     /**
      * compare's warm-in of a send_bw point ({@link PerfOptions#warmInIters}): {@code n} messages per QP to the real
      * server (which receives them in its own loop, {@link #sendServer}, before its clock starts), untimed: most of
-     * them, then a wait for this JVM's JIT, then a short round that wakes both devices again. The warm-up on QPs
-     * connected to themselves sends at most the receives it posted (a few hundred) and the server has none, so without
-     * this both JVMs compiled the send and receive paths during the timed loop (0.1-0.5 s of C2 per process in a
-     * point of 0.1-0.3 s), while two busy pollers needed the two CPUs.
+     * them ({@link #warmInBeforeJitWait}), then a wait for this JVM's JIT and a meeting with the server, which has
+     * waited for its own ({@link WarmInMeeting#jitQuiet}), then a short round that wakes both devices again. The
+     * warm-up on QPs connected to themselves sends at most the receives it posted (a few hundred) and the server has
+     * none, so without this both JVMs compiled the send and receive paths during the timed loop (0.1-0.5 s of C2 per
+     * process in a point of 0.1-0.3 s), while two busy pollers needed the two CPUs. The last round's rate sizes the
+     * timed loop: enough messages for {@link PerfOptions#minTimedNs} at that rate (as write_bw's rounds), at least -n,
+     * at most {@link #MAX_TIMED_MESSAGES}, agreed with the server ({@link WarmInMeeting#agree}).
+     *
+     * @return the timed loop's messages per QP
      */
-    void sendWarmIn(int size, long n) {
-        long rewarm = Math.min(n / 2, WarmUp.REWARM_ITERATIONS);
+    long sendWarmIn(int size, long n, WarmInMeeting meeting) {
+        PerfOptions o = resources.options;
+        long first = warmInBeforeJitWait(n);
+        long mine = o.effectiveIters();
         warmUp = true;
         try {
-            client(size, n - rewarm, 0);
-            WarmUp.awaitJitQuiet(resources.options.timeoutSec);
-            client(size, rewarm, 0);
+            client(size, first, 0);
+            WarmUp.awaitJitQuiet(o.timeoutSec);
+            meeting.jitQuiet(); // the server waits for its own JIT before it answers
+            if (n > first) {
+                client(size, n - first, 0);
+                mine = timedMessages(n - first, lastElapsedNs, o.minTimedNs, mine);
+            }
         } finally {
             warmUp = false;
             progress.clear();
         }
+        return meeting.agree(mine);
+    }
+
+    /** The most messages per QP of a send_bw timed loop sized by {@link #timedMessages}. */
+    static final long MAX_TIMED_MESSAGES = 1_000_000;
+
+    /**
+     * The messages per QP that last {@code minNs} at the rate of a round of {@code messages} in {@code elapsedNs}: at
+     * least {@code atLeast}, at most {@link #MAX_TIMED_MESSAGES} (unless {@code atLeast} is more).
+     *
+     * @param messages  the round's messages per QP
+     * @param elapsedNs the round's time
+     * @param minNs     the timed loop's shortest time (0: {@code atLeast})
+     * @param atLeast   the fewest messages (-n)
+     * @return the timed loop's messages per QP
+     */
+    static long timedMessages(long messages, long elapsedNs, long minNs, long atLeast) {
+        if (minNs <= 0 || messages <= 0) return atLeast;
+        double perNs = messages / (double) Math.max(1, elapsedNs);
+        long n = (long) Math.min(MAX_TIMED_MESSAGES, Math.ceil(perNs * minNs));
+        return Math.max(atLeast, n);
+    }
+
+    /**
+     * Where compare's send_bw warm-in meets the peer over the out-of-band exchange ({@link #sendWarmIn},
+     * {@link #sendServer}); both sides make the same calls in the same order.
+     */
+    interface WarmInMeeting {
+        /** After the warm-in's first part, once this side's JIT is quiet: returns when the peer's is too. */
+        void jitQuiet();
+
+        /**
+         * After the warm-in: both sides propose the timed loop's messages per QP and both take the larger.
+         *
+         * @param mine this side's proposal
+         * @return the agreed messages per QP
+         */
+        long agree(long mine);
+    }
+
+    /**
+     * The messages per QP of an {@code n}-message send_bw warm-in that come before both sides wait for their JIT; the
+     * rest (at most {@link WarmUp#REWARM_ITERATIONS}) wakes both devices again right before the timed loop.
+     *
+     * @param n the warm-in's messages per QP
+     * @return the first part's messages per QP
+     */
+    static long warmInBeforeJitWait(long n) {
+        return n - Math.min(n / 2, WarmUp.REWARM_ITERATIONS);
     }
 }

@@ -47,7 +47,10 @@ public final class Compare {
     static final long BW_MIN_TIMED_NS = 250_000_000L;
     /**
      * The fewest messages of a {@code send_bw} point: its server counts the receives it reposts, so the client cannot
-     * go on for a time; at the default -n 1000 a point took 0.1-0.5 s under load and 5-10 ms on a quiet machine.
+     * go on for a time; at the default -n 1000 a point took 0.1-0.5 s under load and 5-10 ms on a quiet machine. With
+     * the warm-in the point also lasts about {@link #BW_MIN_TIMED_NS} (the count is sized by the warm-in's last round,
+     * {@link Bandwidth#sendWarmIn}): 10,000 messages of 1 KiB took 4-12 ms, and a few time slices moved such a point
+     * 2-3x between runs on a quiet machine.
      */
     static final long SEND_BW_MIN_ITERS = 10_000;
     /**
@@ -326,7 +329,7 @@ public final class Compare {
         r.quiet = true;
         r.acceptTimeoutSec = o.timeoutSec + 30;
         if (t.latency && iters < 5) r.iters = 5;
-        if (s == Series.WRITE_BW || s == Series.READ_BW) r.minTimedNs = BW_MIN_TIMED_NS;
+        if (s == Series.WRITE_BW || s == Series.READ_BW || s == Series.SEND_BW) r.minTimedNs = BW_MIN_TIMED_NS;
         if (t.latency && !t.isSocket() && PerfOptions.warmUps()) r.warmInIters = LATENCY_WARMUP_ITERS;
         if (s == Series.SEND_BW && PerfOptions.warmUps()) r.warmInIters = sendBwWarmIn(size);
         return r;
@@ -670,7 +673,8 @@ public final class Compare {
                 .append(BW_MIN_TIMED_NS / 1_000_000)
                 .append(" ms; send_bw: at least ")
                 .append(SEND_BW_MIN_ITERS)
-                .append("); latency is half a round trip.\n");
+                .append(
+                        ", and as many as its warm-in's last round sends in that time); latency is half a round trip.\n");
         if (PerfOptions.warmUps())
             sb.append(String.format(
                     Locale.ROOT,

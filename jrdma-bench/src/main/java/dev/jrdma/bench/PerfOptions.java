@@ -53,8 +53,9 @@ public final class PerfOptions {
     /** compare: the series to run, by id ({@code write_bw}, {@code tcp_lat_busy_poll}, ...); null = all. */
     public List<String> compareTests;
     /**
-     * compare's bandwidth clients (write_bw, read_bw): the timed loop runs rounds of -n messages until this many
-     * nanoseconds have passed, and reports them all (0: one round, as perftest). Not a flag.
+     * compare's bandwidth clients: the timed loop lasts at least this many nanoseconds (0: -n, as perftest). write_bw
+     * and read_bw run rounds of -n messages until it has passed and report them all; send_bw, whose server counts the
+     * messages, sizes its loop by its warm-in's rate and agrees the count with the server in it. Not a flag.
      */
     public long minTimedNs;
     /**

@@ -4,6 +4,7 @@ import dev.jrdma.bench.PerftestWire.Dest;
 import dev.jrdma.verbs.Mtu;
 import java.io.PrintStream;
 import java.net.Socket;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -328,9 +329,11 @@ public final class RdmaBench implements AutoCloseable {
                     if (receiver)
                         r.postInitialRecvs(size, test.latency || o.durationSec == 0 ? loopIters() : Long.MAX_VALUE);
                     w.handshake(my[0]);
-                    // compare's send_bw warm-in: the server receives it in its loop, before its clock starts
+                    // compare's send_bw warm-in: the server receives it in its loop, before its clock starts; the
+                    // two agree in it on the timed loop's messages
+                    long timedIters = o.effectiveIters();
                     if (!test.latency && o.bandwidthSender() && !o.bidirectional && !o.runInfinitely && warmIn() > 0)
-                        new Bandwidth(r, progress).sendWarmIn(size, warmIn());
+                        timedIters = new Bandwidth(r, progress).sendWarmIn(size, warmIn(), warmInMeeting(w));
                     cpu.start();
                     if (test.latency) {
                         LatencyResult result =
@@ -369,10 +372,14 @@ public final class RdmaBench implements AutoCloseable {
                             remoteOfSend = peer;
                         } else {
                             BwResult result = !o.bandwidthSender()
-                                    ? loop.sendServer(size, warmIn(), o.runInfinitely ? this::printPeriod : null)
+                                    ? loop.sendServer(
+                                            size,
+                                            warmIn(),
+                                            o.runInfinitely ? this::printPeriod : null,
+                                            warmInMeeting(w))
                                     : o.runInfinitely
                                             ? loop.clientUntilStopped(size, o.durationSec, this::printPeriod, stop)
-                                            : loop.client(size, o.effectiveIters(), o.durationSec);
+                                            : loop.client(size, timedIters, o.durationSec);
                             if (o.runInfinitely)
                                 out.println(o.bandwidthSender() ? "\n User stopped traffic" : " Client stopped");
                             cpuUtilPct = SystemCpu.sample().utilSince(before);
@@ -398,6 +405,31 @@ public final class RdmaBench implements AutoCloseable {
         }
         if (belowLimit != null) throw new BenchException(belowLimit);
         return new RunResult(test, r.deviceName, lat, bw, remote, cpu.cpuNs(), cpu.wallNs());
+    }
+
+    /**
+     * compare's send_bw warm-in meets the peer on the exchange: a handshake once both JITs are quiet, then the timed
+     * messages per QP (8 bytes each way, the larger one wins; a proposal out of range fails the run).
+     */
+    private Bandwidth.WarmInMeeting warmInMeeting(PerftestWire w) {
+        Dest mine = resources.my[0];
+        return new Bandwidth.WarmInMeeting() {
+            @Override
+            public void jitQuiet() {
+                w.handshake(mine);
+            }
+
+            @Override
+            public long agree(long n) {
+                long peer = ByteBuffer.wrap(
+                                w.exchange(ByteBuffer.allocate(8).putLong(n).array(), 8, "timed messages"))
+                        .getLong();
+                if (peer < 1 || peer > Math.max(n, Bandwidth.MAX_TIMED_MESSAGES))
+                    throw new BenchException("the peer proposed " + peer + " timed messages (1 to "
+                            + Math.max(n, Bandwidth.MAX_TIMED_MESSAGES) + " expected)");
+                return Math.max(n, peer);
+            }
+        };
     }
 
     /** The report's frame (column headers, dashed lines): none with --output, which prints the figures alone. */

@@ -109,10 +109,11 @@ class CompareTest {
                 List.copyOf(r.points().keySet()),
                 o.clientOut());
         assertTrue(r.notMeasured().isEmpty(), r.notMeasured().toString());
-        // send_bw: its server counts the messages, so a floor on the count; write_bw: rounds of -n for a time
-        assertEquals(
-                Compare.SEND_BW_MIN_ITERS,
-                r.point(Compare.Series.SEND_BW, 64).bw().iters());
+        // send_bw: its server counts the messages, so a floor on the count, and a count sized in the warm-in by its
+        // rate; write_bw: rounds of -n for a time
+        long sends = r.point(Compare.Series.SEND_BW, 64).bw().iters();
+        assertTrue(
+                sends >= Compare.SEND_BW_MIN_ITERS && sends <= Bandwidth.MAX_TIMED_MESSAGES, "send_bw count: " + sends);
         long writes = r.point(Compare.Series.WRITE_BW, 64).bw().iters();
         assertTrue(writes >= 100 && writes % 100 == 0, "rounds of -n: " + writes);
         assertThrows(
@@ -161,6 +162,23 @@ class CompareTest {
         assertEquals(
                 Compare.sendBwWarmIn(4096), Compare.runOptions(o, Compare.Series.SEND_BW, 4096, 10_000).warmInIters);
         assertEquals(0, Compare.runOptions(o, Compare.Series.WRITE_BW, 4096, 1000).warmInIters);
+        assertEquals(Compare.BW_MIN_TIMED_NS, Compare.runOptions(o, Compare.Series.SEND_BW, 4096, 10_000).minTimedNs);
+    }
+
+    @Test
+    void aSendBwTimedLoopLastsTheShortestTimeAtTheWarmInsRate() {
+        // 1,000 messages in 2 ms: 250 ms are 125,000
+        assertEquals(125_000, Bandwidth.timedMessages(1000, 2_000_000, 250_000_000, 10_000));
+        // never fewer than -n, never more than the cap, -n alone without a shortest time or a round
+        assertEquals(10_000, Bandwidth.timedMessages(1000, 200_000_000, 250_000_000, 10_000));
+        assertEquals(Bandwidth.MAX_TIMED_MESSAGES, Bandwidth.timedMessages(1000, 1000, 250_000_000, 10_000));
+        assertEquals(2_000_000, Bandwidth.timedMessages(1000, 1000, 250_000_000, 2_000_000));
+        assertEquals(10_000, Bandwidth.timedMessages(1000, 2_000_000, 0, 10_000));
+        assertEquals(10_000, Bandwidth.timedMessages(0, 0, 250_000_000, 10_000));
+        // the warm-in's first part, before both sides wait for their JIT: all but the last round of at most 1000
+        assertEquals(19_000, Bandwidth.warmInBeforeJitWait(20_000));
+        assertEquals(1_000, Bandwidth.warmInBeforeJitWait(2_000));
+        assertEquals(1, Bandwidth.warmInBeforeJitWait(1));
     }
 
     @Test

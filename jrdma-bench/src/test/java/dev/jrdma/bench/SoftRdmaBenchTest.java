@@ -69,6 +69,8 @@ class SoftRdmaBenchTest {
     /**
      * compare's send_bw warm-in: the client sends it and the server receives it in their loops before the timed -n
      * messages, and both report only those (a server that counted the warm-in in would end early and stall the client).
+     * Between its two parts both sides wait for their JIT and meet in a handshake: a side that skipped it, or paused
+     * at another count, would leave the other waiting for ever (the test's timeout).
      */
     @Test
     @Timeout(90)
@@ -96,6 +98,30 @@ class SoftRdmaBenchTest {
         BwResult server = o.server().bandwidth().getFirst();
         assertEquals(300, server.iters(), o.serverOut());
         assertTrue(server.bwAvgMBs() > 0, server.toString());
+    }
+
+    /**
+     * With a shortest timed loop (compare's), the client sizes the timed loop by its warm-in's last round and the
+     * server, which proposed -n, takes that count: both count the same messages (a server that counted fewer would end
+     * early and stall the client, more would wait for ever).
+     */
+    @Test
+    @Timeout(90)
+    void aSendBwWarmInAgreesOnTheTimedMessagesWithTheServer() throws Exception {
+        int port = Loopback.freePort();
+        PerfOptions s = PerfOptions.parse(
+                "send_bw", "-d", SERVER_DEV, "-p", "" + port, "--timeout", "10", "--accept-timeout", "20", "-n", "300");
+        PerfOptions c = PerfOptions.parse(
+                "send_bw", "-d", CLIENT_DEV, "-p", "" + port, "--timeout", "10", "-n", "300", "127.0.0.1");
+        s.size = c.size = 64;
+        s.warmInIters = c.warmInIters = 2500;
+        // the client's alone: the server learns the count in the warm-in (1000 messages of the last round would have
+        // to take more than 166 ms for 50 ms to be the 300 of -n)
+        c.minTimedNs = 50_000_000;
+        var o = Loopback.run(out -> RdmaBench.run(s, out), out -> RdmaBench.run(c, out), 60);
+        long sent = o.client().bandwidth().getFirst().iters();
+        assertTrue(sent > 300 && sent <= Bandwidth.MAX_TIMED_MESSAGES, o.clientOut());
+        assertEquals(sent, o.server().bandwidth().getFirst().iters(), o.serverOut());
     }
 
     @ParameterizedTest
