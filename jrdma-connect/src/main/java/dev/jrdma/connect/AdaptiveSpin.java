@@ -3,7 +3,8 @@ package dev.jrdma.connect;
 import java.util.Arrays;
 
 /**
- * A busy-poll budget that follows how long an event loop's waits last (opt-in: {@code -Djrdma.connect.adaptiveSpin=on}).
+ * A busy-poll budget that follows how long an event loop's waits last (on by default since session 18;
+ * {@code -Djrdma.connect.adaptiveSpin=off}: the fixed budget).
  * A wait runs from the owner's last work to the next work it finds, whether it spun or slept in between. The budget is
  * twice the longest of the last {@link #HISTORY} waits that ended within the full budget, at least the floor
  * ({@code -Djrdma.connect.adaptiveSpinFloorMicros}, 20 by default), at most the full budget.
@@ -18,8 +19,8 @@ import java.util.Arrays;
  * <p>Owner thread only (no synchronisation), and no allocation per wait.
  */
 final class AdaptiveSpin {
-    /** Whether event loops adapt their budget ({@code -Djrdma.connect.adaptiveSpin=on}; off by default). */
-    static final boolean ENABLED = "on".equals(System.getProperty("jrdma.connect.adaptiveSpin", "off"));
+    /** Whether event loops adapt their budget (on unless {@code -Djrdma.connect.adaptiveSpin=off}). */
+    static final boolean ENABLED = !"off".equals(System.getProperty("jrdma.connect.adaptiveSpin", "on"));
     /** The least budget ({@code -Djrdma.connect.adaptiveSpinFloorMicros}). */
     static final long DEFAULT_FLOOR_NANOS = Long.getLong("jrdma.connect.adaptiveSpinFloorMicros", 20) * 1000;
     /** How many waits the budget remembers. */

@@ -236,6 +236,8 @@ public final class EndpointGroup implements AutoCloseable {
      * Sets the busy-poll budget of the idle policy: after its last work the owner polls on this long before it arms
      * the CQs and sleeps on the completion channel (default 100 us, {@code -Djrdma.connect.busyPollMicros}; ignored in
      * {@link PollMode#BUSY}, which never sleeps). Zero sleeps at once: the least CPU, a thread wake-up more per message.
+     * An invoked group's owner (an event loop) treats it as the most it polls: its budget follows its recent waits
+     * ({@code -Djrdma.connect.adaptiveSpin=off}: always this budget).
      *
      * @param budget the budget, zero or more
      * @throws IllegalArgumentException when {@code budget} is negative
@@ -561,7 +563,8 @@ public final class EndpointGroup implements AutoCloseable {
         }
 
         /**
-         * After a cycle that found nothing to do: polls on within the busy-poll budget ({@link #busyPoll}; yielding
+         * After a cycle that found nothing to do: polls on within the busy-poll budget ({@link #busyPoll}, adapted to
+         * the owner's recent waits unless {@code -Djrdma.connect.adaptiveSpin=off}; yielding
          * the processor at each turn once {@code -Djrdma.connect.yieldAfterMicros} passed, if set), else arms the
          * CQs and sleeps on the completion channel for at most {@code maxNanos} (a completion, {@link #wakeup()} or a
          * command from another thread ends it). {@code mayBlock} is the caller's own work (an

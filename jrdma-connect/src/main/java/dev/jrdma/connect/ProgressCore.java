@@ -16,9 +16,9 @@ import java.util.function.BooleanSupplier;
  * and sleeps on the completion channel until a completion event, a {@link #wakeup}, or the next timeout check. While
  * it polls on it yields the processor every 10,000 turns, or, when {@link #YIELD_AFTER_NANOS} is set, at every turn
  * once it has polled that long without work: on a machine with more runnable threads than cores (two cores, a gRPC
- * call's own threads beside two event loops) a spinning owner holds a core that the thread it waits for may need. With
- * {@code -Djrdma.connect.adaptiveSpin=on} an invoked owner (an event loop) spins only as long as its recent waits
- * suggest ({@link AdaptiveSpin}). A command offered while the owner sleeps wakes it. The time comes from the clock given at
+ * call's own threads beside two event loops) a spinning owner holds a core that the thread it waits for may need. An
+ * invoked owner (an event loop) spins only as long as its recent waits suggest ({@link AdaptiveSpin}; the fixed budget
+ * with {@code -Djrdma.connect.adaptiveSpin=off}). A command offered while the owner sleeps wakes it. The time comes from the clock given at
  * construction, so tests drive timeouts by hand.
  *
  * <p>The owner alone runs the data path of the group's endpoints (post, poll, deliver, return credits, time out,

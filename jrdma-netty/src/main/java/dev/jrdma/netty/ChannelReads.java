@@ -31,13 +31,14 @@ final class ChannelReads {
      * gave its loop a task (gRPC's {@code WriteQueue} schedules its flush so), and goes on after the tasks (auto-read
      * asks again; the read is queued behind them). The answers to the first requests of a large message then leave
      * while the rest are read, so that the peer can work on them meanwhile: two gRPC processes otherwise play a
-     * ping-pong of whole batches (32 calls a message), each idle while the other works. Off by default
-     * ({@code -Djrdma.netty.readYield=on}): on two loaded cores it cost CPU per call (more messages, more idle turns
-     * between them) and gave no steady gain in calls per second (jrdma-netty's README); with the chunks of
-     * {@link #yieldAfterBytes} (session 17) it reached 1.16-1.56x epoll's calls per second in 3 of 5 alternated runs at
-     * load 2-8, too few to turn it on. Tests set it (package-private).
+     * ping-pong of whole batches (32 calls a message), each idle while the other works. On by default since session 18
+     * ({@code -Djrdma.netty.readYield=off} reads on): alone (session 15) it cost CPU per call on two loaded cores, a
+     * message per call; with the chunks of {@link #yieldAfterBytes} (session 17) and the adaptive spin it met gRPC's
+     * rate target on a quiet machine (1.31-1.48x epoll's calls per second, the fixed budget without it 0.92-0.95x), and
+     * beside busy loops it did no worse than without (jrdma-netty's README, session 18). Tests set it
+     * (package-private).
      */
-    static volatile boolean yieldToTasks = "on".equals(System.getProperty("jrdma.netty.readYield", "off"));
+    static volatile boolean yieldToTasks = !"off".equals(System.getProperty("jrdma.netty.readYield", "on"));
     /**
      * With {@link #yieldToTasks}, once a read of this channel gave its loop a task, the first piece of each read
      * operation holds at most this many bytes (the rest follows in pieces of the allocator's guess when that piece

@@ -26,7 +26,7 @@ import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
- * A read hands the loop's tasks their turn ({@link ChannelReads#yieldToTasks}, off by default): a task the pipeline gives its loop
+ * A read hands the loop's tasks their turn ({@link ChannelReads#yieldToTasks}, on by default): a task the pipeline gives its loop
  * while it reads a large message runs before the rest of that message is read (gRPC's flush of the answers to the
  * first requests of a batch), and the message still reaches the pipeline whole and in order.
  */
