@@ -51,6 +51,11 @@ enum Counter {
     RX_DUPLICATE_REQUEST("rx_duplicate_request"),
     /** A duplicate READ/atomic that no resource can answer (too old, or asking for another range). */
     RX_DUPLICATE_UNANSWERED("rx_duplicate_unanswered"),
+    /**
+     * A READ/atomic replay still pending when a new request needed its resource slot: the requester had every reply
+     * already (it cannot take the slot otherwise), so the replay is dropped.
+     */
+    STALE_REPLAYS_DROPPED("stale_replays_dropped"),
     /** An ACK, NAK, RNR NAK, READ response or atomic ACK whose PSN is outside the window of outstanding requests. */
     RX_RESPONSE_OUT_OF_WINDOW("rx_response_out_of_window"),
     /**

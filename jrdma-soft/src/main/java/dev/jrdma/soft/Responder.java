@@ -398,15 +398,12 @@ final class Responder {
         long dlen = pkt.rethLength();
         r.atomic = false;
         r.firstPsn = psn;
-        r.npkts = packets(dlen);
         r.mr = target.mr;
         r.off = target.off;
         r.length = dlen;
         r.va = pkt.rethVa();
         r.rkey = pkt.rethRkey();
-        r.sendFrom = 0;
-        r.sendTo = r.npkts;
-        r.valid = true;
+        r.start(packets(dlen));
         expectedPsn = Psn.add(psn, r.npkts);
         msn = Psn.next(msn);
         sendReplies();
@@ -435,14 +432,11 @@ final class Responder {
         }
         r.atomic = true;
         r.firstPsn = psn;
-        r.npkts = 1;
         r.orig = orig;
         r.mr = null;
         r.va = pkt.atomicVa();
         r.rkey = pkt.atomicRkey();
-        r.sendFrom = 0;
-        r.sendTo = 1;
-        r.valid = true;
+        r.start(1);
         expectedPsn = Psn.next(psn);
         msn = Psn.next(msn);
         sendReplies();
@@ -466,30 +460,20 @@ final class Responder {
                 long skip = (long) k * qp.mtu, asked = pkt.rethLength();
                 if (pkt.rethRkey() != r.rkey || pkt.rethVa() != r.va + skip || asked > r.length - skip)
                     break; // not what was asked before
-                replay(r, k, k + packets(asked));
+                r.replay(k, k + packets(asked));
+                sendReplies();
                 return State.DONE;
             }
             if ((flags & ATOMIC) != 0 && r.atomic && r.firstPsn == psn) {
                 if (pkt.atomicRkey() != r.rkey || pkt.atomicVa() != r.va) break;
-                replay(r, 0, 1);
+                r.replay(0, 1);
+                sendReplies();
                 return State.DONE;
             }
         }
         qp.count(Counter.RX_DUPLICATE_UNANSWERED); // too old to answer (the requester will time out), or not a
         // duplicate at all
         return State.DONE;
-    }
-
-    /** Queues reply packets {@code [from, to)} of {@code r} again. */
-    private void replay(ResponderResource r, int from, int to) {
-        if (r.pending()) {
-            r.sendFrom = Math.min(r.sendFrom, from);
-            r.sendTo = Math.max(r.sendTo, to);
-        } else {
-            r.sendFrom = from;
-            r.sendTo = to;
-        }
-        sendReplies();
     }
 
     // ---- errors ----------------------------------------------------------------------------------------------
@@ -618,10 +602,14 @@ final class Responder {
 
     // ---- packets out -----------------------------------------------------------------------------------------
 
-    /** The ring slot for a new READ/atomic, or null when every slot still has replies to send (the peer exceeds max_dest_rd_atomic). */
+    /**
+     * The ring slot for a new READ/atomic, or null when every slot still has replies to send for the first time (the
+     * peer exceeds max_dest_rd_atomic). A stale replay in the slot is dropped ({@link ResponderResource#replayOnly}).
+     */
     private ResponderResource nextResource() {
         ResponderResource r = resources[(int) (resourcesUsed % resources.length)];
-        if (r.pending()) return null;
+        if (r.pending() && !r.replayOnly()) return null;
+        if (r.pending()) qp.count(Counter.STALE_REPLAYS_DROPPED);
         resourcesUsed++;
         r.valid = false;
         return r;
@@ -649,7 +637,7 @@ final class Responder {
                     return;
                 }
                 if (!sendReply(r, r.sendFrom)) return; // the QP went to ERR
-                r.sendFrom++;
+                r.sent();
             }
         }
         repliesPending = false;

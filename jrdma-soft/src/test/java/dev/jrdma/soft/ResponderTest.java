@@ -274,4 +274,56 @@ class ResponderTest {
             assertEquals(7, rig.poll().wrId, "the receive is still there for the RC peer");
         }
     }
+
+    /**
+     * The soak's REM_INV_REQ_ERR (3 Dec): a READ response came late, so its requester asked again for it and then had
+     * the READ complete; the re-request's replay was still waiting for its turn when the next READ/atomic arrived for
+     * the same slot of the max_dest_rd_atomic ring, and that request was NAKed as beyond the limit (QP to ERR). A stale
+     * replay gives the slot up; replies not yet sent once still hold it.
+     */
+    @Test
+    void aStaleReplayGivesItsSlotToTheNextRequestButFirstRepliesHoldIt() {
+        EngineRig.Opts o = new EngineRig.Opts();
+        o.maxDestRdAtomic = 2;
+        try (EngineRig rig = new EngineRig(o)) {
+            int turn = rig.qp.requester.ackEvery, packets = turn + 2, psn = PEER_PSN;
+            long size = packets * 1024L;
+            MemoryRegion src = rig.mrBindable((int) size), counter = rig.mrBindable(8);
+            rig.feed(request(Opcode.RDMA_READ_REQUEST, psn, 0).reth(src.address(), src.rkey(), size)); // slot 0
+            assertEquals(turn, rig.drain().size());
+            int sent = turn;
+            while (rig.transport.runTurns()) sent += rig.drain().size();
+            assertEquals(packets, sent + rig.drain().size());
+            rig.feed(request(Opcode.FETCH_ADD, psn + packets, 0).atomic(counter.address(), counter.rkey(), 1, 0));
+            assertEquals(0, rig.one().atomicAckOriginal()); // slot 1
+            // the READ asked again whole, late: its replay waits for the next turn
+            rig.feed(request(Opcode.RDMA_READ_REQUEST, psn, 0).reth(src.address(), src.rkey(), size));
+            assertEquals(turn, rig.drain().size());
+            // the requester had every response meanwhile, so its next atomic takes slot 0 again
+            rig.feed(request(Opcode.FETCH_ADD, psn + packets + 1, 0).atomic(counter.address(), counter.rkey(), 1, 0));
+            RocePacket ack = rig.one();
+            assertEquals(
+                    Opcode.ATOMIC_ACKNOWLEDGE.code(), ack.opcode(), "the atomic executes; the stale replay is gone");
+            assertEquals(1, ack.atomicAckOriginal());
+            assertEquals(2, counter.segment().get(ValueLayout.JAVA_LONG, 0));
+            assertEquals(1, rig.count(Counter.STALE_REPLAYS_DROPPED));
+            assertEquals(QpState.RTS, rig.qp.state());
+            while (rig.transport.runTurns()) assertTrue(rig.drain().isEmpty(), "nothing of the replay goes out");
+            assertTrue(rig.drain().isEmpty());
+        }
+        // a READ whose responses have not all gone out once still holds its slot: a request for that slot means the
+        // peer runs beyond max_dest_rd_atomic
+        o.maxDestRdAtomic = 1;
+        try (EngineRig rig = new EngineRig(o)) {
+            int turn = rig.qp.requester.ackEvery, packets = turn + 2;
+            MemoryRegion src = rig.mrBindable(packets * 1024), counter = rig.mrBindable(8);
+            rig.feed(request(Opcode.RDMA_READ_REQUEST, PEER_PSN, 0).reth(src.address(), src.rkey(), packets * 1024L));
+            assertEquals(turn, rig.drain().size());
+            rig.feed(request(Opcode.FETCH_ADD, PEER_PSN + packets, 0).atomic(counter.address(), counter.rkey(), 1, 0));
+            assertAeth(rig.one(), PEER_PSN + packets, Aeth.TYPE_NAK, Aeth.NAK_INVALID_REQUEST);
+            assertEquals(QpState.ERR, rig.qp.state());
+            assertEquals(0, counter.segment().get(ValueLayout.JAVA_LONG, 0));
+            assertEquals(0, rig.count(Counter.STALE_REPLAYS_DROPPED));
+        }
+    }
 }

@@ -530,7 +530,7 @@ class SoakTest {
             if (p >= 0.1) assertTrue(retransmits > 0, "losses were repaired by retransmission");
             System.out.printf(
                     "soak " + faults + ": %d operations (%d messages received), %d bytes, %d retransmissions, %.2f s;"
-                            + " link 127.0.0.1: %s; link 127.0.0.2: %s; rx_bad_icrc %d%n",
+                            + " link 127.0.0.1: %s; link 127.0.0.2: %s; rx_bad_icrc %d, stale_replays_dropped %d%n",
                     ops,
                     messages,
                     bytes,
@@ -538,7 +538,8 @@ class SoakTest {
                     nanos / 1e9,
                     la.summary(),
                     lb.summary(),
-                    ta.counters.get(Counter.RX_BAD_ICRC) + tb.counters.get(Counter.RX_BAD_ICRC));
+                    ta.counters.get(Counter.RX_BAD_ICRC) + tb.counters.get(Counter.RX_BAD_ICRC),
+                    ta.counters.get(Counter.STALE_REPLAYS_DROPPED) + tb.counters.get(Counter.STALE_REPLAYS_DROPPED));
         } finally {
             pool.shutdownNow();
             for (RcPair pr : pairs) pr.close();
