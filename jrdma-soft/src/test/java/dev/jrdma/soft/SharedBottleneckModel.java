@@ -70,71 +70,27 @@ final class SharedBottleneckModel {
          */
         Config withBottleneck(double bps, long rtt) {
             int min = (int) Math.max(3 * 9000, bps / 8 / 1000 * 2);
-            return new Config(
-                    bps,
-                    softLineBps,
-                    tcpLineBps,
-                    rtt,
-                    softPacket,
-                    softWindow,
-                    cnpBytes,
-                    tcpPacket,
-                    tcpBeta,
-                    min,
-                    3 * min,
-                    24 * min,
-                    maxP,
-                    wlog,
-                    dcqcn,
-                    settleNanos,
-                    endNanos,
-                    softStartNanos);
+            Copy c = new Copy(this);
+            c.bottleneckBps = bps;
+            c.rttNanos = rtt;
+            c.minBytes = min;
+            c.maxBytes = 3 * min;
+            c.limitBytes = 24 * min;
+            return c.build();
         }
 
         /** TCP's sender limited to {@code bps} (under emulation its JVMs share the CPU with the soft flow's). */
         Config withTcpLine(double bps) {
-            return new Config(
-                    bottleneckBps,
-                    softLineBps,
-                    bps,
-                    rttNanos,
-                    softPacket,
-                    softWindow,
-                    cnpBytes,
-                    tcpPacket,
-                    tcpBeta,
-                    minBytes,
-                    maxBytes,
-                    limitBytes,
-                    maxP,
-                    wlog,
-                    dcqcn,
-                    settleNanos,
-                    endNanos,
-                    softStartNanos);
+            Copy c = new Copy(this);
+            c.tcpLineBps = bps;
+            return c.build();
         }
 
         /** The soft flow's line {@code times} the bottleneck. */
         Config withSoftLine(double times) {
-            return new Config(
-                    bottleneckBps,
-                    times * bottleneckBps,
-                    tcpLineBps,
-                    rttNanos,
-                    softPacket,
-                    softWindow,
-                    cnpBytes,
-                    tcpPacket,
-                    tcpBeta,
-                    minBytes,
-                    maxBytes,
-                    limitBytes,
-                    maxP,
-                    wlog,
-                    dcqcn,
-                    settleNanos,
-                    endNanos,
-                    softStartNanos);
+            Copy c = new Copy(this);
+            c.softLineBps = times * bottleneckBps;
+            return c.build();
         }
 
         /**
@@ -142,25 +98,9 @@ final class SharedBottleneckModel {
          * before the application posts): the first limit's line is misjudged low.
          */
         Config withSoftStart(long nanos) {
-            return new Config(
-                    bottleneckBps,
-                    softLineBps,
-                    tcpLineBps,
-                    rttNanos,
-                    softPacket,
-                    softWindow,
-                    cnpBytes,
-                    tcpPacket,
-                    tcpBeta,
-                    minBytes,
-                    maxBytes,
-                    limitBytes,
-                    maxP,
-                    wlog,
-                    dcqcn,
-                    settleNanos,
-                    endNanos,
-                    nanos);
+            Copy c = new Copy(this);
+            c.softStartNanos = nanos;
+            return c.build();
         }
 
         /**
@@ -168,71 +108,90 @@ final class SharedBottleneckModel {
          * window (256 KiB of full packets, at least 16) and the notification point's unit (the MTU) follow it.
          */
         Config withSoftPackets(int bytes, int mtu) {
-            return new Config(
-                    bottleneckBps,
-                    softLineBps,
-                    tcpLineBps,
-                    rttNanos,
-                    bytes,
-                    Math.max(16, (256 << 10) / mtu),
-                    mtu,
-                    tcpPacket,
-                    tcpBeta,
-                    minBytes,
-                    maxBytes,
-                    limitBytes,
-                    maxP,
-                    wlog,
-                    dcqcn,
-                    settleNanos,
-                    endNanos,
-                    softStartNanos);
+            Copy c = new Copy(this);
+            c.softPacket = bytes;
+            c.softWindow = Math.max(16, (256 << 10) / mtu);
+            c.cnpBytes = mtu;
+            return c.build();
         }
 
         /** The notification point as the paper's: a CNP for every marked packet (once an interval), whatever its size. */
         Config withCnpPerMarkedPacket() {
-            return new Config(
-                    bottleneckBps,
-                    softLineBps,
-                    tcpLineBps,
-                    rttNanos,
-                    softPacket,
-                    softWindow,
-                    1,
-                    tcpPacket,
-                    tcpBeta,
-                    minBytes,
-                    maxBytes,
-                    limitBytes,
-                    maxP,
-                    wlog,
-                    dcqcn,
-                    settleNanos,
-                    endNanos,
-                    softStartNanos);
+            Copy c = new Copy(this);
+            c.cnpBytes = 1;
+            return c.build();
         }
 
         /** TCP's multiplicative decrease (Reno 0.5, CUBIC 0.7). */
         Config withTcpBeta(double beta) {
-            return new Config(
-                    bottleneckBps,
-                    softLineBps,
-                    tcpLineBps,
-                    rttNanos,
-                    softPacket,
-                    softWindow,
-                    cnpBytes,
-                    tcpPacket,
-                    beta,
-                    minBytes,
-                    maxBytes,
-                    limitBytes,
-                    maxP,
-                    wlog,
-                    dcqcn,
-                    settleNanos,
-                    endNanos,
-                    softStartNanos);
+            Copy c = new Copy(this);
+            c.tcpBeta = beta;
+            return c.build();
+        }
+
+        /** A field-by-field copy of a config, changed by the {@code with...} methods and built again. */
+        private static final class Copy {
+            double bottleneckBps;
+            double softLineBps;
+            double tcpLineBps;
+            long rttNanos;
+            int softPacket;
+            int softWindow;
+            int cnpBytes;
+            int tcpPacket;
+            double tcpBeta;
+            int minBytes;
+            int maxBytes;
+            int limitBytes;
+            double maxP;
+            int wlog;
+            Dcqcn.Params dcqcn;
+            long settleNanos;
+            long endNanos;
+            long softStartNanos;
+
+            Copy(Config c) {
+                bottleneckBps = c.bottleneckBps;
+                softLineBps = c.softLineBps;
+                tcpLineBps = c.tcpLineBps;
+                rttNanos = c.rttNanos;
+                softPacket = c.softPacket;
+                softWindow = c.softWindow;
+                cnpBytes = c.cnpBytes;
+                tcpPacket = c.tcpPacket;
+                tcpBeta = c.tcpBeta;
+                minBytes = c.minBytes;
+                maxBytes = c.maxBytes;
+                limitBytes = c.limitBytes;
+                maxP = c.maxP;
+                wlog = c.wlog;
+                dcqcn = c.dcqcn;
+                settleNanos = c.settleNanos;
+                endNanos = c.endNanos;
+                softStartNanos = c.softStartNanos;
+            }
+
+            Config build() {
+                return new Config(
+                        bottleneckBps,
+                        softLineBps,
+                        tcpLineBps,
+                        rttNanos,
+                        softPacket,
+                        softWindow,
+                        cnpBytes,
+                        tcpPacket,
+                        tcpBeta,
+                        minBytes,
+                        maxBytes,
+                        limitBytes,
+                        maxP,
+                        wlog,
+                        dcqcn,
+                        settleNanos,
+                        endNanos,
+                        softStartNanos);
+            }
         }
     }
 
