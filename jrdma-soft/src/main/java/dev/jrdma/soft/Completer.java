@@ -320,6 +320,11 @@ final class Completer {
             }
             return drop(Counter.RX_RESPONSE_IGNORED); // the go-back under way resends from here already
         }
+        if (marked && mayBeLate(psn)) {
+            peerHolds = true;
+            qp.count(Counter.NAKS_BELOW_REORDER_THRESHOLD);
+            return State.COMPLETE; // the requester goes on; when it stops, the probe stands in for later NAKs
+        }
         if (retryLeft == 0) {
             SendWqe w = firstPending();
             if (w != null) {
@@ -331,7 +336,7 @@ final class Completer {
         retryLeft--;
         goBackStarted = true;
         // both ends in the selective-repeat mode: the responder keeps what came after psn, so only psn goes again
-        if (qp.selectiveRepeat && pkt.holdsMark() && resendSelectively(psn)) {
+        if (marked && resendSelectively(psn)) {
             peerHolds = true;
             qp.count(Counter.RETRANSMITS);
             restartRetryTimer();
@@ -339,6 +344,18 @@ final class Completer {
         }
         qp.requester.retry(psn);
         return State.COMPLETE;
+    }
+
+    /**
+     * A marked NAK names {@code psn} while the peer keeps fewer than {@link SoftQp#reorderThreshold} packets beyond it:
+     * it may be late, not lost (TCP's three duplicate ACKs; in the guest two vCPUs reorder one flow over a veth, and every
+     * resend for such a NAK arrived twice), so it is not sent again yet. The peer NAKs again once it keeps that many (or
+     * at a kept packet that asks for an ACK); a tail with fewer packets after the gap is repaired by the probe
+     * ({@link #armProbe}: the NAK is a loss seen) or the timeout. Only for a SEND/WRITE packet that can go again alone:
+     * anything else goes back N at once, as before.
+     */
+    private boolean mayBeLate(int psn) {
+        return psn == oldestUnacked && heldAtPeer < qp.reorderThreshold && qp.requester.canResendOne(psn);
     }
 
     /**
@@ -366,14 +383,14 @@ final class Completer {
     }
 
     /**
-     * A marked NAK for {@code psn} while its selective resend is under way: if the peer keeps more packets beyond it
-     * than had gone out before that resend, one sent after the resend arrived and the resend did not (IRN's lost
-     * retransmission): it goes again now, not after a retry timeout (67 ms at perftest's timeout 14, against a round
-     * trip of microseconds). Each time needs a packet sent after the last resend, so a forger's counts cannot make more
+     * A marked NAK for {@code psn} while its selective resend is under way: if the peer keeps at least
+     * {@link SoftQp#reorderThreshold} more packets beyond it than had gone out before that resend, that many sent after
+     * the resend arrived and the resend did not (IRN's lost retransmission; fewer may only have overtaken it): it goes
+     * again now, not after a retry timeout (67 ms at perftest's timeout 14, against a round trip of microseconds). Each time needs a packet sent after the last resend, so a forger's counts cannot make more
      * than one resend per packet sent.
      */
     private void resendIfLost(int psn) {
-        if (psn != resentPsn || sentBeyondResend < 0 || heldAtPeer <= sentBeyondResend) return;
+        if (psn != resentPsn || sentBeyondResend < 0 || heldAtPeer - sentBeyondResend < qp.reorderThreshold) return;
         if (resendSelectively(psn)) qp.count(Counter.RESENDS_FOUND_LOST);
     }
 

@@ -123,6 +123,11 @@ enum Counter {
      * they did not (a lost retransmission, found without waiting for the retry timer).
      */
     RESENDS_FOUND_LOST("resends_found_lost"),
+    /**
+     * Marked NAKs that named a packet the peer kept fewer than the reordering threshold beyond
+     * ({@link SoftQp#reorderThreshold}): the packet may be late, not lost, so it was not sent again then.
+     */
+    NAKS_BELOW_REORDER_THRESHOLD("naks_below_reorder_threshold"),
     /** Request packets beyond a gap kept by the responder in the selective-repeat mode, executed once the gap is filled. */
     RX_OUT_OF_ORDER_HELD("rx_out_of_order_held"),
     /**

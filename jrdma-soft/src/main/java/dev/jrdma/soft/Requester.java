@@ -436,6 +436,11 @@ final class Requester {
         return true;
     }
 
+    /** Whether {@link #resendOne} can send packet {@code psn} again: a SEND/WRITE packet that went out. */
+    boolean canResendOne(int psn) {
+        return sentSendOrWrite(psn) != null;
+    }
+
     /** The started SEND/WRITE WQE whose packet {@code psn} has been sent; null when none. */
     private SendWqe sentSendOrWrite(int psn) {
         int end = sq.tail;

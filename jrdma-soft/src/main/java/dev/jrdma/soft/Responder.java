@@ -487,11 +487,14 @@ final class Responder {
      */
     private State errPsnSequence() {
         qp.count(Counter.RX_OUT_OF_SEQUENCE);
-        boolean holding = holding();
+        boolean holding = holding(), kept = false;
         if (holding) {
             if (held == null) held = new HeldRequests(HeldRequests.REACH * qp.requester.window);
             switch (keepOrPlace()) {
-                case KEPT -> qp.count(Counter.RX_OUT_OF_ORDER_HELD);
+                case KEPT -> {
+                    qp.count(Counter.RX_OUT_OF_ORDER_HELD);
+                    kept = true;
+                }
                 case CONFLICT -> { // two different packets for one PSN: one is forged
                     qp.count(Counter.RX_OUT_OF_ORDER_NOT_HELD);
                     qp.suspect();
@@ -502,9 +505,11 @@ final class Responder {
         if (!nakSent) {
             nakSent = true;
             sendInOrder(Aeth.nakSyndrome(Aeth.NAK_PSN_SEQUENCE_ERROR), expectedPsn, holding);
-        } else if (holding && pkt.ackReq() && !rnrGap) {
-            // the requester asks how far it may go: at the end of the burst the NAK again, with what is kept beyond the
-            // gap then (flushAck; its window counts only packets not known to have arrived, so it runs past the hole)
+        } else if (holding && !rnrGap && (pkt.ackReq() || kept && held.count() == qp.reorderThreshold)) {
+            // the requester asks how far it may go, or the gap has just become a loss to it (it resends only once this
+            // end keeps reorderThreshold packets beyond the gap): at the end of the burst the NAK again, with what is
+            // kept beyond the gap then (flushAck; its window counts only packets not known to have arrived, so it runs
+            // past the hole)
             ackLater();
         }
         return State.DONE;

@@ -78,6 +78,18 @@ final class SoftQp extends Resource implements QueuePair {
      */
     boolean selectiveRepeat = SELECTIVE_REPEAT;
 
+    /**
+     * {@code -Djrdma.soft.reorderThreshold=N} (3 by default, at least 1): in the selective-repeat mode a packet a marked
+     * NAK reports missing is sent again only once the peer keeps N packets beyond it (TCP's three duplicate ACKs): a
+     * packet that is late, not lost (a veth hands each packet to the backlog of the CPU that sent it, so two CPUs can
+     * reorder one flow) arrives before N later ones do, and costs nothing. 1 resends at the first NAK. The responder
+     * NAKs the gap again when it keeps N packets beyond it; give both ends the same N.
+     */
+    static final int REORDER_THRESHOLD = Math.max(1, Integer.getInteger("jrdma.soft.reorderThreshold", 3));
+
+    /** {@link #REORDER_THRESHOLD} for this QP (tests set it directly). */
+    int reorderThreshold = REORDER_THRESHOLD;
+
     private final SoftPd pd;
     private final Transport tr;
     private final SoftCq scq, rcq;

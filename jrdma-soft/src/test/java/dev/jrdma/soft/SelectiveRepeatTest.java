@@ -129,10 +129,11 @@ class SelectiveRepeatTest {
     /**
      * The last packets of a run lost, before any gap was ever NAKed: the marked ACKs told A that B keeps what follows a
      * gap, so one timeout sends the oldest unacknowledged packet and the last one, B NAKs the gap between, and the lost
-     * packets go again with one probe in vain (go-back-N would resend the whole run).
+     * packets go again with two packets in vain (go-back-N would resend the whole run). B keeps one packet beyond each
+     * gap, fewer than the reordering threshold, so probes resend them, not the NAKs.
      */
     @Test
-    void aLossAtTheTailCostsOneTimeoutAndTheLostPacketsAndOneProbe() {
+    void aLossAtTheTailCostsOneTimeoutAndTheLostPacketsAndTwoInVain() {
         DeterministicNetwork net = DeterministicNetwork.faultless();
         try (RcPair pair = net.pair()) {
             soft(pair.a.qp).selectiveRepeat = true;
@@ -187,10 +188,13 @@ class SelectiveRepeatTest {
                 if (p.from() == ta && Opcode.isRc(p.opcode())) requests++;
             }
             // the timeout sends the oldest unacknowledged packet and the last one: the oldest had arrived,
-            // unacknowledged
-            // (none of the packets that arrived asked for an ACK), so it is the one packet sent again in vain
-            assertEquals(1 + 4 * n + 3 + 1, requests, "each packet once, the three lost twice, one probe:" + trace);
-            assertEquals(4, ta.counters.get(Counter.TX_SELECTIVE_RESENDS), "the three lost packets and the probe");
+            // unacknowledged (none of the packets that arrived asked for an ACK), so it goes in vain. B NAKs the first
+            // gap keeping one packet beyond it (the last), below the reordering threshold: A's probe sends the gap and,
+            // since one kept packet need not be the last, the last again (in vain); the second probe the other gap
+            // alone (B keeps every packet after it). Before the threshold the NAKs resent each gap: one in vain.
+            assertEquals(1 + 4 * n + 3 + 2, requests, "each packet once, the three lost twice, two in vain:" + trace);
+            assertEquals(5, ta.counters.get(Counter.TX_SELECTIVE_RESENDS), "the timeout's two, the probes' three");
+            assertEquals(2, ta.counters.get(Counter.RETRY_PROBES), trace::toString);
             assertTrue(net.clock.nanoTime() - start < 2 * 67_000_000L, "one timeout: " + trace);
         }
     }
