@@ -11,7 +11,8 @@
 # a 1 s ACK timeout, as under TCG a starved receiver thread otherwise makes the default 67 ms expire and the sender
 # go back N with nothing lost), CC_RUNS (its --cc runs, separated by ';': "on;off"), SHARE_OPTS (more of its
 # options, no quotes),
-# NETTY_OPTS (netty-bench's options). Under TCG only the ratios inside one run mean anything.
+# NETTY_OPTS (netty-bench's options), NETEM_RUNS (the netem step's runs, separated by ';', each NAME:TEST:JAVA_OPTS;
+# by default selective repeat, go-back-N and tcp_bw). Under TCG only the ratios inside one run mean anything.
 set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../../../.." && pwd)
@@ -46,8 +47,8 @@ if has netem; then
   # 64 KiB write_bw over a lossy, delayed veth: selective repeat (the default between jrdma peers), go-back-N (both
   # peers out of the mode), tcp_bw
   echo "== netem '$netem' on both ends, -n $iters 64 KiB messages (16 packets each at the soft device's 4096 B MTU)"
-  for run in "selective repeat (default):write_bw:" "go-back-N:write_bw:-Djrdma.soft.selectiveRepeat=false" \
-    "TCP:tcp_bw:"; do
+  IFS=';' read -ra runs <<<"${NETEM_RUNS:-selective repeat (default):write_bw:;go-back-N:write_bw:-Djrdma.soft.selectiveRepeat=false;TCP:tcp_bw:}"
+  for run in "${runs[@]}"; do
     IFS=: read -r name test opts <<<"$run"
     out=$(mktemp)
     t0=$SECONDS

@@ -20,6 +20,7 @@ import java.util.Map;
 import java.util.Random;
 import java.util.function.BooleanSupplier;
 import java.util.function.Predicate;
+import java.util.function.ToIntFunction;
 
 /**
  * Software devices on a network the test is: their transports are detached (no socket, no thread), the network
@@ -68,6 +69,25 @@ public final class DeterministicNetwork implements RcPair.Backend {
     final ArrayDeque<Packet> heldBack = new ArrayDeque<>();
     /** Packets the test loses on the way (on top of the seeded faults). */
     Predicate<Packet> drop = pk -> false;
+    /**
+     * How many later packets to the same device overtake a packet (0: none), as the test says: the packet waits until
+     * that many have been delivered, or until a round brings none to its device (its sender has stopped).
+     */
+    ToIntFunction<Packet> lateBy = pk -> 0;
+    /** Packets that wait for later ones to overtake them ({@link #lateBy}), oldest first. */
+    private final List<Overtaken> overtaken = new ArrayList<>();
+
+    private static final class Overtaken {
+        final Packet packet;
+        int toWaitFor;
+        boolean overtakenThisRound;
+
+        Overtaken(Packet packet, int toWaitFor) {
+            this.packet = packet;
+            this.toWaitFor = toWaitFor;
+        }
+    }
+
     /** Packets a congested switch marks CE on the way. */
     Predicate<Packet> markCe = pk -> false;
     /** Packets of one destination handed to its device in one receive burst (1: each packet is a burst of its own). */
@@ -81,7 +101,7 @@ public final class DeterministicNetwork implements RcPair.Backend {
     final List<Packet> log = new ArrayList<>();
 
     boolean keepLog;
-    long sent, delivered, dropped, duplicated, reordered, corrupted;
+    long sent, delivered, dropped, duplicated, reordered, corrupted, overtakenPackets;
 
     /** Each kind of fault (loss, reordering, duplication) with probability {@code p}, corruption {@code p/10}. */
     DeterministicNetwork(double p, long seed) {
@@ -283,7 +303,7 @@ public final class DeterministicNetwork implements RcPair.Backend {
     }
 
     boolean idle() {
-        return inFlight.isEmpty() && heldBack.isEmpty();
+        return inFlight.isEmpty() && heldBack.isEmpty() && overtaken.isEmpty();
     }
 
     /**
@@ -306,6 +326,12 @@ public final class DeterministicNetwork implements RcPair.Backend {
                 dropped++;
                 continue;
             }
+            int late = lateBy.applyAsInt(pk);
+            if (late > 0) {
+                overtakenPackets++;
+                overtaken.add(new Overtaken(pk, late));
+                continue;
+            }
             double r = rnd.nextDouble();
             if (r < faults.drop()) {
                 dropped++;
@@ -326,8 +352,35 @@ public final class DeterministicNetwork implements RcPair.Backend {
                 heldBack.add(pk); // the copy arrives later
             }
             burstOf.add(pk);
+            releaseOvertaken(pk.to(), burstOf);
+        }
+        // what waits for packets that will not come this round (its sender stopped) arrives now
+        for (var it = overtaken.iterator(); it.hasNext(); ) {
+            Overtaken o = it.next();
+            if (!o.overtakenThisRound) {
+                if (!burstOf.isEmpty() && burstOf.getFirst().to() != o.packet.to()) {
+                    receiveBurst(burstOf);
+                    burstOf.clear();
+                }
+                burstOf.add(o.packet);
+                it.remove();
+            }
+            o.overtakenThisRound = false;
         }
         if (!burstOf.isEmpty()) receiveBurst(burstOf);
+    }
+
+    /** A packet to {@code to} goes in {@code burstOf}: the packets it was the last to overtake follow it. */
+    private void releaseOvertaken(Transport to, List<Packet> burstOf) {
+        for (var it = overtaken.iterator(); it.hasNext(); ) {
+            Overtaken o = it.next();
+            if (o.packet.to() != to) continue;
+            o.overtakenThisRound = true;
+            if (--o.toWaitFor == 0) {
+                burstOf.add(o.packet);
+                it.remove();
+            }
+        }
     }
 
     /** Hands {@code packets} (all to one device) to its receive checks in one drive, as a receive burst. */

@@ -36,35 +36,61 @@ import org.junit.jupiter.params.provider.CsvSource;
 class SelectiveRepeatTest {
     static final int SIZE = 4096, MESSAGES = 600, SEND_QUEUE = 256;
 
-    /** What a run cost: request packets A sent, the distinct PSNs among them, packets the network lost. */
-    record Cost(long requestPackets, long distinct, long lostRequests, long lostTotal, long selectiveResends) {
+    /**
+     * What a run cost: request packets A sent, the distinct PSNs among them, packets the network lost, A's selective
+     * resends, request packets that arrived late (overtaken by one or two later ones), B's duplicates.
+     */
+    record Cost(
+            long requestPackets,
+            long distinct,
+            long lostRequests,
+            long lostTotal,
+            long selectiveResends,
+            long late,
+            long arrivedTwice) {
         long retransmitted() {
             return requestPackets - distinct;
         }
     }
 
     /**
-     * {@link #MESSAGES} WRITEs of {@link #SIZE} bytes from A to B (4 packets each at MTU 1024), {@link #SEND_QUEUE}
-     * outstanding at most, every byte checked; the network loses each request with {@code requestLoss} and each
-     * response with {@code responseLoss}, drawn from {@code seed}.
+     * The path of a run: each request lost with {@code requestLoss}, each response with {@code responseLoss}, each
+     * request packet's first copy overtaken by one or two later packets with {@code late} (a veth in the guest), drawn
+     * from {@code seed}.
      */
+    record Path(double requestLoss, double responseLoss, double late, long seed) {}
+
     static Cost run(boolean srA, boolean srB, double requestLoss, double responseLoss, long seed) {
+        return run(srA, srB, new Path(requestLoss, responseLoss, 0, seed), SoftQp.REORDER_THRESHOLD);
+    }
+
+    /**
+     * {@link #MESSAGES} WRITEs of {@link #SIZE} bytes from A to B (4 packets each at MTU 1024), {@link #SEND_QUEUE}
+     * outstanding at most, every byte checked, on {@code path}; both ends with reordering threshold {@code threshold}.
+     */
+    static Cost run(boolean srA, boolean srB, Path path, int threshold) {
         DeterministicNetwork net = DeterministicNetwork.faultless();
         try (RcPair pair = net.pair()) {
             soft(pair.a.qp).selectiveRepeat = srA;
             soft(pair.b.qp).selectiveRepeat = srB;
-            Transport ta = net.transport(DeterministicNetwork.A);
-            Random rnd = new Random(seed);
+            soft(pair.a.qp).reorderThreshold = threshold;
+            soft(pair.b.qp).reorderThreshold = threshold;
+            Transport ta = net.transport(DeterministicNetwork.A), tb = net.transport(DeterministicNetwork.B);
+            Random rnd = new Random(path.seed()), lateRnd = new Random(path.seed() * 31 + 7);
             long[] lost = new long[2];
             net.drop = p -> {
                 boolean request = p.from() == ta;
-                if (rnd.nextDouble() >= (request ? requestLoss : responseLoss)) return false;
+                if (rnd.nextDouble() >= (request ? path.requestLoss() : path.responseLoss())) return false;
                 lost[request ? 0 : 1]++;
                 return true;
             };
+            Set<Integer> lateOnce = new HashSet<>();
+            net.lateBy = p -> p.from() == ta && lateRnd.nextDouble() < path.late() && lateOnce.add(p.psn())
+                    ? 1 + lateRnd.nextInt(2)
+                    : 0;
             long bytes = (long) SIZE * MESSAGES;
             MemoryRegion src = pair.a.mrAll(bytes), dst = pair.b.mrAll(bytes);
-            RcPair.fill(src.segment(), bytes, (int) seed);
+            RcPair.fill(src.segment(), bytes, (int) path.seed());
             int[] posted = {0}, done = {0};
             WorkCompletion[] wcs = WorkCompletion.array(64);
             net.runUntil(
@@ -86,7 +112,7 @@ class SelectiveRepeatTest {
                     },
                     1_000_000,
                     600_000_000_000L);
-            RcPair.assertFilled(dst.segment(), 0, bytes, (int) seed);
+            RcPair.assertFilled(dst.segment(), 0, bytes, (int) path.seed());
             long requests = 0;
             Set<Integer> psns = new HashSet<>();
             for (DeterministicNetwork.Packet p : net.log) {
@@ -95,7 +121,13 @@ class SelectiveRepeatTest {
                 psns.add(p.psn());
             }
             return new Cost(
-                    requests, psns.size(), lost[0], lost[0] + lost[1], ta.counters.get(Counter.TX_SELECTIVE_RESENDS));
+                    requests,
+                    psns.size(),
+                    lost[0],
+                    lost[0] + lost[1],
+                    ta.counters.get(Counter.TX_SELECTIVE_RESENDS),
+                    lateOnce.size(),
+                    tb.counters.get(Counter.RX_DUPLICATE_REQUEST));
         }
     }
 
@@ -111,6 +143,120 @@ class SelectiveRepeatTest {
         assertTrue(
                 sr.retransmitted() <= 1.5 * sr.lostTotal(), "at most 1.5 packets sent again per packet lost: " + what);
         assertTrue(gbn.retransmitted() > 3 * sr.retransmitted(), "go-back-N resends far more: " + what);
+    }
+
+    /**
+     * The guest's veth (issue 23 §4): request packets overtaken by one or two later ones, nothing lost. Below the
+     * reordering threshold a marked NAK sends nothing again, so reordering costs no packet; with a threshold of 1 (the
+     * first NAK resends, as before) every late packet was sent again and arrived twice.
+     */
+    @ParameterizedTest(name = "seed {0}")
+    @CsvSource({"1", "2", "3"})
+    void packetsOvertakenByOneOrTwoOthersCostNoResend(long seed) {
+        Path reordered = new Path(0, 0, 0.02, seed);
+        Cost sr = run(true, true, reordered, SoftQp.REORDER_THRESHOLD);
+        Cost eager = run(true, true, reordered, 1);
+        String what = "threshold " + SoftQp.REORDER_THRESHOLD + ": " + sr + ", threshold 1: " + eager;
+        System.out.println("reordered, seed " + seed + ": " + what);
+        assertTrue(sr.late() > 20, what);
+        assertEquals(0, sr.retransmitted(), what);
+        assertEquals(0, sr.arrivedTwice(), what);
+        assertTrue(eager.selectiveResends() >= eager.late() / 2, what);
+        assertTrue(eager.arrivedTwice() >= eager.late() / 2, what);
+    }
+
+    /** 1% of the requests lost, nothing reordered: exactly one packet sent again per packet lost. */
+    @ParameterizedTest(name = "seed {0}")
+    @CsvSource({"1", "6", "7"})
+    void onePercentLossCostsOneResendPerLostPacket(long seed) {
+        Cost sr = run(true, true, new Path(0.01, 0, 0, seed), SoftQp.REORDER_THRESHOLD);
+        System.out.println("1% loss, seed " + seed + ": " + sr);
+        assertTrue(sr.lostRequests() > 10, sr::toString);
+        assertEquals(sr.lostRequests(), sr.retransmitted(), sr::toString);
+        assertEquals(0, sr.arrivedTwice(), sr::toString);
+    }
+
+    /**
+     * Loss and reordering together (1% of requests lost, 2% overtaken by one or two): what is lost goes again, once,
+     * and what is late costs nothing; with a threshold of 1 the late ones were sent again too.
+     */
+    @ParameterizedTest(name = "seed {0}")
+    @CsvSource({"1", "2", "3"})
+    void lossAndReorderingTogether(long seed) {
+        Path path = new Path(0.01, 0, 0.02, seed);
+        Cost sr = run(true, true, path, SoftQp.REORDER_THRESHOLD);
+        Cost eager = run(true, true, path, 1);
+        String what = "threshold " + SoftQp.REORDER_THRESHOLD + ": " + sr + ", threshold 1: " + eager;
+        System.out.println("loss and reordering, seed " + seed + ": " + what);
+        assertTrue(sr.lostRequests() > 10 && sr.late() > 20, what);
+        assertTrue(sr.retransmitted() <= sr.lostRequests() + 2, what);
+        assertTrue(eager.retransmitted() > sr.retransmitted() + sr.late() / 2, what);
+    }
+
+    /** What {@link #oneWriteLosing} cost: A's counters, B's duplicates, the clock from the post to the completion. */
+    record TailCost(long resends, long probes, long timeouts, long arrivedTwice, long nanos) {}
+
+    /**
+     * One signalled WRITE of {@code packets} packets (MTU 1024) after {@link #offerTheMode}, the first copy of each
+     * packet in {@code lost} (its index in the WRITE) lost; the clock moves 10 us a step while nothing is in flight.
+     */
+    static TailCost oneWriteLosing(int packets, Set<Integer> lost) {
+        DeterministicNetwork net = DeterministicNetwork.faultless();
+        try (RcPair pair = net.pair()) {
+            soft(pair.a.qp).selectiveRepeat = true;
+            soft(pair.b.qp).selectiveRepeat = true;
+            Transport ta = net.transport(DeterministicNetwork.A), tb = net.transport(DeterministicNetwork.B);
+            int len = packets * 1024;
+            MemoryRegion src = pair.a.mrAll(len), dst = pair.b.mrAll(len);
+            RcPair.fill(src.segment(), len, 29);
+            offerTheMode(net, pair, src, dst);
+            int first = soft(pair.a.qp).requester.nextPsn;
+            Set<Integer> dropped = new HashSet<>();
+            net.drop = p -> p.from() == ta
+                    && Opcode.isRc(p.opcode())
+                    && lost.contains(Psn.diff(p.psn(), first))
+                    && dropped.add(p.psn());
+            long start = net.clock.nanoTime();
+            pair.a.qp.postSend(new SendWorkRequest()
+                    .wrId(1)
+                    .opcode(WrOpcode.RDMA_WRITE)
+                    .buffer(src, 0, len)
+                    .remote(dst.address(), dst.rkey())
+                    .signaled(true));
+            WorkCompletion[] wc = WorkCompletion.array(1);
+            net.runUntil(() -> pair.a.cq.poll(wc) == 1, 10_000, 10_000_000_000L);
+            assertEquals(WcStatus.SUCCESS, wc[0].status);
+            RcPair.assertFilled(dst.segment(), 0, len, 29);
+            assertEquals(lost.size(), dropped.size());
+            return new TailCost(
+                    ta.counters.get(Counter.TX_SELECTIVE_RESENDS),
+                    ta.counters.get(Counter.RETRY_PROBES),
+                    ta.counters.get(Counter.RETRY_TIMEOUTS),
+                    tb.counters.get(Counter.RX_DUPLICATE_REQUEST),
+                    net.clock.nanoTime() - start);
+        }
+    }
+
+    /**
+     * The last packet lost after a loss in the middle (so a loss was seen): the middle one goes again at the NAK that
+     * counts three kept beyond it, the last one at the probe (200 us here), not at the retransmission timeout.
+     */
+    @Test
+    void aLostLastPacketIsRecoveredByTheProbeNotTheTimeout() {
+        TailCost c = oneWriteLosing(10, Set.of(3, 9));
+        assertEquals(new TailCost(2, 1, 0, 0, c.nanos()), c, "two resends, one probe, no timeout");
+        assertTrue(c.nanos() < 2 * Completer.PROBE_FLOOR_NANOS, c::toString);
+    }
+
+    /**
+     * A gap with two packets after it at the end of the WRITE: the peer keeps fewer than the threshold beyond it, so no
+     * NAK sends it again; the probe does, alone (the peer said it keeps both packets after it).
+     */
+    @Test
+    void aGapWithFewerThanThresholdPacketsAfterItIsRepairedByTheProbe() {
+        TailCost c = oneWriteLosing(10, Set.of(7));
+        assertEquals(new TailCost(1, 1, 0, 0, c.nanos()), c, "one resend, one probe, no timeout");
+        assertTrue(c.nanos() < 2 * Completer.PROBE_FLOOR_NANOS, c::toString);
     }
 
     @Test
