@@ -355,7 +355,8 @@ class IrnTest {
                     done[1] = true;
                     byte[] forged = p.bytes().clone();
                     forged[Bth.BYTES] ^= 0x5A; // the first payload byte of a WRITE MIDDLE
-                    withIcrc(forged);
+                    SelectiveRepeatTest.withIcrc(
+                            ByteBuffer.wrap(forged), forged.length, DeterministicNetwork.A, DeterministicNetwork.B);
                     net.inFlight.add(new DeterministicNetwork.Packet(forged, p.to(), p.from()));
                     net.inFlight.add(p);
                     return true;
@@ -405,7 +406,7 @@ class IrnTest {
             pair.a.qp.postSend(head);
             assertEquals(16, Psn.diff(qa.requester.sentEnd, first), "one window out");
             for (int i = 0; i < 10; i++) {
-                byte[] nak = markedNak(qa, first, 0xFFFFFF);
+                byte[] nak = SelectiveRepeatTest.markedNak(qa, first, 0xFFFFFF);
                 ta.driveForTest(() -> net.handleInDrive(new DeterministicNetwork.Packet(nak, ta, tb)));
                 assertTrue(qa.completer.heldAtPeer < Psn.diff(qa.requester.sentEnd, first), "no more than was sent");
             }
@@ -415,44 +416,6 @@ class IrnTest {
             assertEquals(WcStatus.SUCCESS, wc[0].status);
             RcPair.assertFilled(dst.segment(), 0, (long) n * size, 91);
         }
-    }
-
-    /** A PSN sequence NAK with jrdma's mark at {@code psn}, its MSN field claiming {@code held} packets kept, to A. */
-    private static byte[] markedNak(SoftQp to, int psn, int held) {
-        ByteBuffer b = ByteBuffer.allocate(64);
-        int len = RocePacket.writeBth(
-                b, 0, Opcode.ACKNOWLEDGE.code(), false, Bth.DEFAULT_PKEY, to.qpNum(), false, psn, 0);
-        dev.jrdma.soft.wire.Aeth.write(
-                b,
-                Bth.BYTES,
-                dev.jrdma.soft.wire.Aeth.nakSyndrome(dev.jrdma.soft.wire.Aeth.NAK_PSN_SEQUENCE_ERROR),
-                held);
-        Bth.setHoldsMark(b, 0);
-        new Icrc()
-                .generate(
-                        b,
-                        0,
-                        len,
-                        IpAddress.of(DeterministicNetwork.B).ipv4(),
-                        IpAddress.of(DeterministicNetwork.A).ipv4(),
-                        DeterministicNetwork.PORT,
-                        DeterministicNetwork.PORT);
-        byte[] out = new byte[len];
-        b.get(0, out);
-        return out;
-    }
-
-    /** Rewrites the ICRC of a packet from A to B. */
-    private static void withIcrc(byte[] packet) {
-        new Icrc()
-                .generate(
-                        ByteBuffer.wrap(packet),
-                        0,
-                        packet.length,
-                        IpAddress.of(DeterministicNetwork.A).ipv4(),
-                        IpAddress.of(DeterministicNetwork.B).ipv4(),
-                        DeterministicNetwork.PORT,
-                        DeterministicNetwork.PORT);
     }
 
     /** A WRITE ONLY of 64 bytes with jrdma's mark, to B's QP at {@code psn}, into {@code dst}, as A would send it. */

@@ -491,7 +491,7 @@ class SelectiveRepeatTest {
             int far = Psn.add(qa.requester.sentEnd, 1000);
             long before = ta.counters.get(Counter.RX_RESPONSE_OUT_OF_WINDOW);
             net.inFlight.add(
-                    new DeterministicNetwork.Packet(markedNak(qa, far), ta, net.transport(DeterministicNetwork.B)));
+                    new DeterministicNetwork.Packet(markedNak(qa, far, 0), ta, net.transport(DeterministicNetwork.B)));
             net.deliver();
             assertEquals(before + 1, ta.counters.get(Counter.RX_RESPONSE_OUT_OF_WINDOW), "dropped and counted");
             assertEquals(0, ta.counters.get(Counter.TX_SELECTIVE_RESENDS), "nothing sent again for it");
@@ -516,12 +516,15 @@ class SelectiveRepeatTest {
         assertTrue(soft(pair.a.qp).completer.peerHolds, "A learned from B's marked ACK");
     }
 
-    /** A PSN sequence NAK with jrdma's mark at {@code psn}, to A's QP, as B would build it. */
-    private static byte[] markedNak(SoftQp to, int psn) {
+    /**
+     * A PSN sequence NAK with jrdma's mark at {@code psn}, its MSN field claiming {@code held} packets kept beyond it,
+     * to A's QP, as B would build it.
+     */
+    static byte[] markedNak(SoftQp to, int psn, int held) {
         ByteBuffer b = ByteBuffer.allocate(64);
         int len = RocePacket.writeBth(
                 b, 0, Opcode.ACKNOWLEDGE.code(), false, Bth.DEFAULT_PKEY, to.qpNum(), false, psn, 0);
-        Aeth.write(b, Bth.BYTES, Aeth.nakSyndrome(Aeth.NAK_PSN_SEQUENCE_ERROR), 0);
+        Aeth.write(b, Bth.BYTES, Aeth.nakSyndrome(Aeth.NAK_PSN_SEQUENCE_ERROR), held);
         Bth.setHoldsMark(b, 0);
         withIcrc(b, len, DeterministicNetwork.B, DeterministicNetwork.A);
         byte[] out = new byte[len];
@@ -530,7 +533,7 @@ class SelectiveRepeatTest {
     }
 
     /** Writes the ICRC of the {@code len}-byte packet in {@code b} sent from {@code from} to {@code to}. */
-    private static void withIcrc(ByteBuffer b, int len, java.net.Inet4Address from, java.net.Inet4Address to) {
+    static void withIcrc(ByteBuffer b, int len, java.net.Inet4Address from, java.net.Inet4Address to) {
         new Icrc()
                 .generate(
                         b,
