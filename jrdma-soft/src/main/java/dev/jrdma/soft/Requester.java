@@ -281,7 +281,8 @@ final class Requester {
             boolean last = k == w.npkts - 1;
             int opc = opcode(w.op, k == 0, last);
             boolean ackReq = asksForAck(w, last, psn);
-            rttSample = ackReq && !resending;
+            // Karn: a packet sent before (a resend, or a go-back's) measures no round trip
+            rttSample = ackReq && !resending && Psn.diff(psn, sentEnd) >= 0;
             len = RocePacket.writeBth(b, 0, opc, w.solicited && last, PKEY, destQpn, ackReq, psn, plen);
             int fl = flags(opc);
             if ((fl & RETH) != 0) Reth.write(b, Bth.BYTES, w.remoteAddr, w.rkey, w.total);

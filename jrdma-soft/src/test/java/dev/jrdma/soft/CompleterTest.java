@@ -273,6 +273,35 @@ class CompleterTest {
         }
     }
 
+    /**
+     * A round trip longer than the QP's timeout (the QEMU guest: ~100 ms for the last packet of a window, against
+     * perftest's 67 ms) lengthens the timer to RFC 6298's RTO, so it does not fire while the ACK is on its way.
+     */
+    @Test
+    void aLongRoundTripLengthensTheRetransmissionTimeout() {
+        EngineRig.Opts o = new EngineRig.Opts();
+        o.timeout = 14;
+        o.retryCnt = 7;
+        try (EngineRig rig = new EngineRig(o)) {
+            MemoryRegion src = rig.mrBindable(64);
+            rig.qp.postSend(write(src, 1, 8));
+            assertEquals(MY_PSN, rig.one().psn());
+            rig.clock.advanceMillis(50);
+            rig.tick();
+            assertTrue(rig.drain().isEmpty(), "under the QP's timeout");
+            rig.feed(ack(MY_PSN)); // a round trip of 50 ms: smoothed 50, deviation 25, RTO 150 ms
+            assertEquals(WcStatus.SUCCESS, rig.poll().status);
+            rig.qp.postSend(write(src, 2, 8));
+            assertEquals(MY_PSN + 1, rig.one().psn());
+            rig.clock.advanceMillis(100);
+            rig.tick();
+            assertTrue(rig.drain().isEmpty(), "not at the QP's 67 ms");
+            rig.clock.advanceMillis(50.2);
+            rig.tick();
+            assertEquals(MY_PSN + 1, rig.one().psn(), "at the smoothed round trip plus four deviations");
+        }
+    }
+
     @Test
     void rnrNakWaitsTheTimerThenResendsAndExhaustsRnrRetry() {
         EngineRig.Opts o = new EngineRig.Opts();
