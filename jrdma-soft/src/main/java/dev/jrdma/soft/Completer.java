@@ -393,8 +393,9 @@ final class Completer {
      * A marked NAK for {@code psn} while its selective resend is under way: if the peer keeps at least
      * {@link SoftQp#reorderThreshold} more packets beyond it than had gone out before that resend, that many sent after
      * the resend arrived and the resend did not (IRN's lost retransmission; fewer may only have overtaken it): it goes
-     * again now, not after a retry timeout (67 ms at perftest's timeout 14, against a round trip of microseconds). Each time needs a packet sent after the last resend, so a forger's counts cannot make more
-     * than one resend per packet sent.
+     * again now, not after a retry timeout (67 ms at perftest's timeout 14, against a round trip of microseconds). Each
+     * time needs packets sent after the last resend, so a forger's counts cannot make more than one resend per packet
+     * sent.
      */
     private void resendIfLost(int psn) {
         if (psn != resentPsn || sentBeyondResend < 0 || heldAtPeer - sentBeyondResend < qp.reorderThreshold) return;
