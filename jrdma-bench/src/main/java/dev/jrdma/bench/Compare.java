@@ -46,6 +46,14 @@ public final class Compare {
      */
     static final long BW_MIN_TIMED_NS = 250_000_000L;
     /**
+     * A {@code send_bw} point's poll budget on both sides ({@link PerfOptions#pollBudgetMicros}): each loop spins this
+     * long after its last completion, then waits on a completion channel. send_bw is the one series with a busy poller
+     * on each side; whenever anything else needs one of the two CPUs, the two pollers share one and each spun its whole
+     * time slice while the other held the packets it waited for (a few ms per 100-message completion). A thread that
+     * sleeps is woken by its peer's packet and preempts the spinner at once.
+     */
+    static final int SEND_BW_POLL_BUDGET_MICROS = Integer.getInteger("jrdma.compare.sendBwPollBudget", 100);
+    /**
      * The fewest messages of a {@code send_bw} point: its server counts the receives it reposts, so the client cannot
      * go on for a time; at the default -n 1000 a point took 0.1-0.5 s under load and 5-10 ms on a quiet machine. With
      * the warm-in the point also lasts about {@link #BW_MIN_TIMED_NS} (the count is sized by the warm-in's last round,
@@ -332,6 +340,7 @@ public final class Compare {
         if (s == Series.WRITE_BW || s == Series.READ_BW || s == Series.SEND_BW) r.minTimedNs = BW_MIN_TIMED_NS;
         if (t.latency && !t.isSocket() && PerfOptions.warmUps()) r.warmInIters = LATENCY_WARMUP_ITERS;
         if (s == Series.SEND_BW && PerfOptions.warmUps()) r.warmInIters = sendBwWarmIn(size);
+        if (s == Series.SEND_BW && r.durationSec == 0) r.pollBudgetMicros = SEND_BW_POLL_BUDGET_MICROS;
         return r;
     }
 
