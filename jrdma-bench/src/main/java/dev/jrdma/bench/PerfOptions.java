@@ -752,7 +752,8 @@ public final class PerfOptions {
             throw new IllegalArgumentException(
                     "--poll-budget is for the RDMA bandwidth tests: " + test.id() + " always spins");
         if (pollBudgetMicros > 0 && durationSec > 0)
-            throw new IllegalArgumentException("--poll-budget waits on a completion channel: it cannot be combined with -D (as -e)");
+            throw new IllegalArgumentException(
+                    "--poll-budget waits on a completion channel: it cannot be combined with -D (as -e)");
         if (busyPoll && test != PerfTest.TCP_LAT)
             throw new IllegalArgumentException(
                     "--busy-poll is a tcp_lat variant (udp_lat and udp_bw always busy-poll; compare runs tcp_lat both ways)");

@@ -22,8 +22,7 @@ final class RunHeader {
         else if (o.pollBudgetMicros > 0)
             out.printf(
                     " Poll budget     : %d usec, then waits on %s's completion channel%n",
-                    o.pollBudgetMicros,
-                    r.deviceName);
+                    o.pollBudgetMicros, r.deviceName);
         out.printf(" Number of qps   : %d\t\tTransport type : IB%n", o.numQp);
         out.printf(" Connection type : %s\t\tUsing SRQ      : %s%n", o.connection, r.srq != null ? "ON" : "OFF");
         out.printf(" TX depth        : %d%n", o.effectiveTxDepth());

@@ -18,6 +18,7 @@ final class Stall {
     private final long limitNs;
     /** --poll-budget in nanoseconds (0: no spin before blocking, or no blocking at all without a channel). */
     private final long spinNs;
+
     private long lastProgress = System.nanoTime();
     private int spins;
     private boolean armed;

@@ -208,7 +208,8 @@ class SoftRdmaBenchTest {
         assertEquals(3000, o.server().bandwidth().getFirst().iters(), o.serverOut());
         for (String out : new String[] {o.clientOut(), o.serverOut()}) {
             assertTrue(out.contains("Poll budget     : 1 usec"), out);
-            var m = java.util.regex.Pattern.compile("Waits on the completion channel: (\\d+)").matcher(out);
+            var m = java.util.regex.Pattern.compile("Waits on the completion channel: (\\d+)")
+                    .matcher(out);
             assertTrue(m.find() && Long.parseLong(m.group(1)) > 0, out);
         }
     }
