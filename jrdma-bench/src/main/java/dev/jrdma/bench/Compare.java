@@ -46,15 +46,14 @@ public final class Compare {
      */
     static final long BW_MIN_TIMED_NS = 250_000_000L;
     /**
-     * A {@code send_bw} point's poll budget on its server ({@link PerfOptions#pollBudgetMicros}): the receive loop
-     * spins this long after its last receive, then waits on a completion channel. send_bw is the one series with a
-     * busy poller on each side; whenever anything else needs one of the two CPUs, the two pollers share one, and the
-     * server spun its whole time slice while the client, runnable beside it, could not send. A server asleep in the
-     * link is woken by the client's next packet and preempts the client's spin at once, so the CPU changes hands per
-     * burst instead of per time slice. The client keeps spinning: its polls drive its sends (the window an ACK opens),
-     * and blocked between completions it sent 64 KiB messages at a third of the rate (1.3 against 4.0 GB/s).
+     * A {@code send_bw} point's poll budget on its server ({@link PerfOptions#pollBudgetMicros}; 0, the default: it
+     * spins, as perftest's). With {@code -Djrdma.compare.sendBwPollBudget=N} on the server, the receive loop spins N us
+     * after its last receive, then waits on a completion channel, standing in for the receive thread in the link, so
+     * that the client's next packet wakes it. Meant to let the CPU change hands per burst rather than per time slice
+     * when the two busy pollers of a send_bw pair share one CPU; measured at 100 and 20 us by sendbw19 (3 Dec 2026,
+     * load 2.6-4.9) it did not lift the slow points (the server slept once per ~18 packets at 64 B), so it stays off.
      */
-    static final int SEND_BW_POLL_BUDGET_MICROS = Integer.getInteger("jrdma.compare.sendBwPollBudget", 100);
+    static final int SEND_BW_POLL_BUDGET_MICROS = Integer.getInteger("jrdma.compare.sendBwPollBudget", 0);
     /**
      * The fewest messages of a {@code send_bw} point: its server counts the receives it reposts, so the client cannot
      * go on for a time; at the default -n 1000 a point took 0.1-0.5 s under load and 5-10 ms on a quiet machine. With

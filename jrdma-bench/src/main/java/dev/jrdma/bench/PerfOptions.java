@@ -81,8 +81,8 @@ public final class PerfOptions {
     public boolean events;
     /**
      * --poll-budget: a bandwidth loop spins on its CQs for this long after its last completion, then waits on a
-     * completion channel (0: spins for ever, as perftest). Compare's send_bw points use {@code
-     * Compare#SEND_BW_POLL_BUDGET_MICROS}.
+     * completion channel (0: spins for ever, as perftest). A compare server's send_bw points take {@code
+     * Compare#SEND_BW_POLL_BUDGET_MICROS} (0 unless set).
      */
     public int pollBudgetMicros;
     /** -I: send and write messages up to this size go inline (-1: not given, 0 = none, perftest's default on an unknown device). */
@@ -355,7 +355,7 @@ public final class PerfOptions {
                       (every other perftest flag is refused with its reason; jrdma-bench/README.md has the table)
                       --busy-poll         tcp_lat: spin on a non-blocking socket (no blocking read, no wakeups)
                       --poll-budget US    RDMA bandwidth: spin US microseconds after the last completion, then wait
-                                          on a completion channel (default: spin, as perftest; compare's send_bw: 100)
+                                          on a completion channel (default: spin, as perftest)
                       --report_gbits      bandwidth in Gb/sec instead of MB/sec
                       --timeout SEC       connect timeout and longest wait without progress (default 10)
                       --accept-timeout S  server: give up when no client connects within S seconds
