@@ -100,6 +100,8 @@ final class BenchResources implements AutoCloseable {
     int postedRecvs;
     /** -e: the completion channel both CQs report to; null when the loops spin. */
     CompletionChannel channel;
+    /** The loops' blocking waits on {@link #channel} ({@link Stall}), printed with --poll-budget. */
+    long channelWaits;
     /** -R: the QPs' rdma_cm connections. */
     CmQps cm;
     /** UD: the address handle, QPN and Q_Key each QP sends to (set when the QPs connect). */
@@ -173,7 +175,8 @@ final class BenchResources implements AutoCloseable {
                 ? o.rxDepth
                 : ud && !test.latency ? (int) Math.min(o.effectiveIters(), UD_MAX_RX) : RX_DEPTH;
         int recvWr = test.verb == PerfTest.Verb.SEND ? Math.min(rxDepth, Math.max(1, da.maxQpWr())) : 1;
-        if (o.events) channel = ctx.createCompletionChannel();
+        // --poll-budget waits on the channel once its spin is over
+        if (o.events || o.pollBudgetMicros > 0) channel = ctx.createCompletionChannel();
         // -X: the completion vector the CQs signal their events on (perftest's eq_num)
         if (o.compVector >= Math.max(1, ctx.numCompVectors()))
             throw new BenchException("-X " + o.compVector + ": " + deviceName + " has " + ctx.numCompVectors()

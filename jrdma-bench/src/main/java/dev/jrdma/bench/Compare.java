@@ -46,6 +46,15 @@ public final class Compare {
      */
     static final long BW_MIN_TIMED_NS = 250_000_000L;
     /**
+     * A {@code send_bw} point's poll budget on its server ({@link PerfOptions#pollBudgetMicros}; 0, the default: it
+     * spins, as perftest's). With {@code -Djrdma.compare.sendBwPollBudget=N} on the server, the receive loop spins N us
+     * after its last receive, then waits on a completion channel, standing in for the receive thread in the link, so
+     * that the client's next packet wakes it. Meant to let the CPU change hands per burst rather than per time slice
+     * when the two busy pollers of a send_bw pair share one CPU; measured at 100 and 20 us by sendbw19 (3 Dec 2026,
+     * load 2.6-4.9) it did not lift the slow points (the server slept once per ~18 packets at 64 B), so it stays off.
+     */
+    static final int SEND_BW_POLL_BUDGET_MICROS = Integer.getInteger("jrdma.compare.sendBwPollBudget", 0);
+    /**
      * The fewest messages of a {@code send_bw} point: its server counts the receives it reposts, so the client cannot
      * go on for a time; at the default -n 1000 a point took 0.1-0.5 s under load and 5-10 ms on a quiet machine. With
      * the warm-in the point also lasts about {@link #BW_MIN_TIMED_NS} (the count is sized by the warm-in's last round,
@@ -313,6 +322,14 @@ public final class Compare {
         return new PointRun(rr, failure, res);
     }
 
+    /**
+     * The server's poll budget of a point: {@link #SEND_BW_POLL_BUDGET_MICROS} for send_bw with -n, else none (-D's
+     * loops stop on the clock, which a blocked wait would not see).
+     */
+    static int serverPollBudget(Series s, int durationSec) {
+        return s == Series.SEND_BW && durationSec == 0 ? SEND_BW_POLL_BUDGET_MICROS : 0;
+    }
+
     static PerfOptions runOptions(PerfOptions o, Series s, int size, long iters) {
         PerfTest t = s.test;
         PerfOptions r = new PerfOptions();
@@ -406,6 +423,7 @@ public final class Compare {
                     t = Series.parse(f[1]);
                     r = runOptions(o, t, Integer.parseInt(f[2]), Long.parseLong(f[3]));
                     r.durationSec = Integer.parseInt(f[4]);
+                    r.pollBudgetMicros = serverPollBudget(t, r.durationSec);
                 } catch (RuntimeException e) {
                     send(cout, "ERROR " + e.getMessage());
                     continue;

@@ -79,6 +79,12 @@ public final class PerfOptions {
     public Connection connection = Connection.RC;
     /** -e: wait for completions on a completion channel instead of spinning on the CQ. */
     public boolean events;
+    /**
+     * --poll-budget: a bandwidth loop spins on its CQs for this long after its last completion, then waits on a
+     * completion channel (0: spins for ever, as perftest). A compare server's send_bw points take {@code
+     * Compare#SEND_BW_POLL_BUDGET_MICROS} (0 unless set).
+     */
+    public int pollBudgetMicros;
     /** -I: send and write messages up to this size go inline (-1: not given, 0 = none, perftest's default on an unknown device). */
     public int inlineSize = -1;
     /** --use-srq: the send tests' QPs receive from a shared receive queue of -r receives. */
@@ -348,6 +354,8 @@ public final class PerfOptions {
                       --force-link IB|Ethernet  refuse to run when the port's link layer differs
                       (every other perftest flag is refused with its reason; jrdma-bench/README.md has the table)
                       --busy-poll         tcp_lat: spin on a non-blocking socket (no blocking read, no wakeups)
+                      --poll-budget US    RDMA bandwidth: spin US microseconds after the last completion, then wait
+                                          on a completion channel (default: spin, as perftest)
                       --report_gbits      bandwidth in Gb/sec instead of MB/sec
                       --timeout SEC       connect timeout and longest wait without progress (default 10)
                       --accept-timeout S  server: give up when no client connects within S seconds
@@ -562,6 +570,7 @@ public final class PerfOptions {
                     default -> throw new IllegalArgumentException(flag + " wants IB or Ethernet, not '" + value + "'");
                 };
             case "accept-timeout" -> acceptTimeoutSec = intIn(flag, value, 1, 86400);
+            case "poll-budget" -> pollBudgetMicros = intIn(flag, value, 1, 1_000_000);
             case "timeout" -> timeoutSec = intIn(flag, value, 1, 3600);
             case "html" -> html = value;
             case "tests" -> {
@@ -739,6 +748,12 @@ public final class PerfOptions {
                     "-n must be at least 5 for a latency test (the report drops the 2 largest samples)");
         if (test != null && test.verb == PerfTest.Verb.ATOMIC && size > 0 && size != 8)
             throw new IllegalArgumentException("atomic operations are 8 bytes; -s " + size + " does not apply");
+        if (pollBudgetMicros > 0 && test != null && (test.latency || test.isSocket()))
+            throw new IllegalArgumentException(
+                    "--poll-budget is for the RDMA bandwidth tests: " + test.id() + " always spins");
+        if (pollBudgetMicros > 0 && durationSec > 0)
+            throw new IllegalArgumentException(
+                    "--poll-budget waits on a completion channel: it cannot be combined with -D (as -e)");
         if (busyPoll && test != PerfTest.TCP_LAT)
             throw new IllegalArgumentException(
                     "--busy-poll is a tcp_lat variant (udp_lat and udp_bw always busy-poll; compare runs tcp_lat both ways)");

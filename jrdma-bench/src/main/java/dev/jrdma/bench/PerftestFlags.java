@@ -156,6 +156,7 @@ final class PerftestFlags {
         option((char) 0, "quiet", false);
         option((char) 0, "timeout", true);
         option((char) 0, "accept-timeout", true);
+        option((char) 0, "poll-budget", true);
         option((char) 0, "sizes", true);
         option((char) 0, "html", true);
         option((char) 0, "tests", true);

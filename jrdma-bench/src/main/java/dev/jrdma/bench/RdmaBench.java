@@ -395,6 +395,7 @@ public final class RdmaBench implements AutoCloseable {
                     if (!test.latency && o.all) w.handshake(my[0]);
                 }
                 printColumns(Report.RESULT_LINE);
+                if (o.pollBudgetMicros > 0) out.printf(" Waits on the completion channel: %d%n", r.channelWaits);
                 // an endless run's server notices the end only after two silent periods: wait that long for it
                 if (o.runInfinitely) waitForPeer(w, () -> w.closeConnection(my[0]));
                 else w.closeConnection(my[0]);

@@ -19,6 +19,10 @@ final class RunHeader {
         out.println("                    " + title);
         out.printf(" Device         : %s%n", r.deviceName);
         if (o.events) out.printf(" Test with events. Using %s's completion channel%n", r.deviceName);
+        else if (o.pollBudgetMicros > 0)
+            out.printf(
+                    " Poll budget     : %d usec, then waits on %s's completion channel%n",
+                    o.pollBudgetMicros, r.deviceName);
         out.printf(" Number of qps   : %d\t\tTransport type : IB%n", o.numQp);
         out.printf(" Connection type : %s\t\tUsing SRQ      : %s%n", o.connection, r.srq != null ? "ON" : "OFF");
         out.printf(" TX depth        : %d%n", o.effectiveTxDepth());

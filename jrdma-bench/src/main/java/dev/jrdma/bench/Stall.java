@@ -4,9 +4,10 @@ import dev.jrdma.verbs.CompletionQueue;
 import java.time.Duration;
 
 /**
- * One wait of a test loop on completions or on the peer's data: spins (or with -e blocks on the completion channel)
- * and ends the run with a {@link BenchException} when nothing has progressed for --timeout seconds (2 s at most in
- * the warm-up, where the peer waits for us).
+ * One wait of a test loop on completions or on the peer's data: spins (or with -e blocks on the completion channel;
+ * with --poll-budget spins that long after the last progress, then blocks) and ends the run with a {@link
+ * BenchException} when nothing has progressed for --timeout seconds (2 s at most in the warm-up, where the peer waits
+ * for us).
  */
 final class Stall {
     /** The longest a warm-up waits without progress: the peer waits for us meanwhile. */
@@ -15,6 +16,9 @@ final class Stall {
     private final BenchResources resources;
     private final String what;
     private final long limitNs;
+    /** --poll-budget in nanoseconds (0: no spin before blocking, or no blocking at all without a channel). */
+    private final long spinNs;
+
     private long lastProgress = System.nanoTime();
     private int spins;
     private boolean armed;
@@ -27,6 +31,7 @@ final class Stall {
         this.resources = resources;
         this.what = what;
         this.limitNs = resources.warmingUp ? Math.min(resources.stallNs, WARMUP_STALL_NS) : resources.stallNs;
+        this.spinNs = resources.options == null ? 0 : resources.options.pollBudgetMicros * 1_000L;
     }
 
     void progress() {
@@ -40,7 +45,7 @@ final class Stall {
      * stall limit.
      */
     void idle() {
-        if (resources.channel == null) {
+        if (resources.channel == null || (spinNs > 0 && System.nanoTime() - lastProgress < spinNs)) {
             spin();
             return;
         }
@@ -52,6 +57,7 @@ final class Stall {
         }
         long left = limitNs - (System.nanoTime() - lastProgress);
         if (left > 0) {
+            resources.channelWaits++;
             CompletionQueue cq = resources.channel.awaitEvent(Duration.ofNanos(left));
             if (cq != null) cq.ackEvents(1);
         }

@@ -166,6 +166,19 @@ class CompareTest {
     }
 
     @Test
+    void aCompareServerTakesItsPollBudgetForSendBwOnlyAndNotWithADuration() {
+        assertEquals(0, Compare.SEND_BW_POLL_BUDGET_MICROS, "off unless -Djrdma.compare.sendBwPollBudget says");
+        assertEquals(Compare.SEND_BW_POLL_BUDGET_MICROS, Compare.serverPollBudget(Compare.Series.SEND_BW, 0));
+        assertEquals(0, Compare.serverPollBudget(Compare.Series.WRITE_BW, 0));
+        assertEquals(0, Compare.serverPollBudget(Compare.Series.READ_BW, 0));
+        // the loops of -D stop on the clock, which a blocked wait would not see
+        assertEquals(0, Compare.serverPollBudget(Compare.Series.SEND_BW, 2));
+        // the client's options (the same function on both sides) keep spinning
+        PerfOptions o = PerfOptions.parse("compare", "127.0.0.1");
+        assertEquals(0, Compare.runOptions(o, Compare.Series.SEND_BW, 64, 10_000).pollBudgetMicros);
+    }
+
+    @Test
     void aSendBwTimedLoopLastsTheShortestTimeAtTheWarmInsRate() {
         // 1,000 messages in 2 ms: 250 ms are 125,000
         assertEquals(125_000, Bandwidth.timedMessages(1000, 2_000_000, 250_000_000, 10_000));

@@ -95,6 +95,10 @@ class PerfOptionsTest {
         assertMessage("--busy-poll is a tcp_lat variant", "tcp_bw", "--busy-poll");
         assertMessage("--busy-poll is a tcp_lat variant", "udp_lat", "--busy-poll");
         assertMessage("-q is for the RDMA", "udp_bw", "-q", "2");
+        assertMessage("--poll-budget is for the RDMA bandwidth tests", "send_lat", "--poll-budget", "50");
+        assertMessage("--poll-budget is for the RDMA bandwidth tests", "tcp_bw", "--poll-budget", "50");
+        assertMessage("cannot be combined with -D", "send_bw", "--poll-budget", "50", "-D", "2");
+        assertEquals(50, PerfOptions.parse("send_bw", "--poll-budget", "50").pollBudgetMicros);
     }
 
     @Test

@@ -105,7 +105,8 @@ class PerftestFlagsTest {
             assertEquals(r.hasArg, o.hasArg(), r.name);
             assertEquals(r.letter.equals("-") ? 0 : r.letter.charAt(1), o.letter(), r.name);
         }
-        Set<String> jrdmaOwn = Set.of("busy-poll", "quiet", "timeout", "accept-timeout", "sizes", "html", "tests");
+        Set<String> jrdmaOwn =
+                Set.of("busy-poll", "quiet", "timeout", "accept-timeout", "poll-budget", "sizes", "html", "tests");
         for (PerftestFlags.Option o : PerftestFlags.all())
             assertTrue(
                     listed.contains(o.name()) || jrdmaOwn.contains(o.name()),

@@ -195,6 +195,25 @@ class SoftRdmaBenchTest {
             assertEquals(200, o.server().bandwidth().getFirst().iters(), o.serverOut());
     }
 
+    /**
+     * --poll-budget (compare's send_bw): each loop spins that long after its last completion, then blocks on the
+     * completion channel; with a budget of 1 us both sides block (the server before the client's first message at
+     * least), and nothing is lost or counted twice.
+     */
+    @Test
+    @Timeout(90)
+    void aPollBudgetSpinsThenWaitsOnTheCompletionChannel() throws Exception {
+        var o = pair("send_bw", "--poll-budget", "1", "-n", "3000", "-s", "64");
+        assertEquals(3000, o.client().bandwidth().getFirst().iters(), o.clientOut());
+        assertEquals(3000, o.server().bandwidth().getFirst().iters(), o.serverOut());
+        for (String out : new String[] {o.clientOut(), o.serverOut()}) {
+            assertTrue(out.contains("Poll budget     : 1 usec"), out);
+            var m = java.util.regex.Pattern.compile("Waits on the completion channel: (\\d+)")
+                    .matcher(out);
+            assertTrue(m.find() && Long.parseLong(m.group(1)) > 0, out);
+        }
+    }
+
     @Test
     @Timeout(90)
     void udWithEvents() throws Exception {
