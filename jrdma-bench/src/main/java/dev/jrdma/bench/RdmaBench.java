@@ -199,7 +199,7 @@ public final class RdmaBench implements AutoCloseable {
         long warm = warmIn();
         if (warm < 2) return timedPart(size, loop.apply(loopIters()));
         long first = Bandwidth.warmInBeforeJitWait(warm), rewarm = warm - first;
-        loop.apply(first);
+        var _ = loop.apply(first); // untimed
         if (test == PerfTest.WRITE_LAT)
             resources.buf.fill((byte) 0); // the next loop waits for 1 again; nothing is in flight (both loops ended)
         WarmUp.awaitJitQuiet(o.timeoutSec);
