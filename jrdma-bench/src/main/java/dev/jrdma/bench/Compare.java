@@ -36,7 +36,9 @@ public final class Compare {
      * trips of each point still made both JVMs compile and recompile the device's receive path (LinuxUdpLink.receive,
      * ShmReceiver.take: ~0.2 s of C2 per process), and a ping-pong whose two pollers share 2 CPUs with two compiler
      * threads took ~1 ms (a scheduler tick) per round trip until they were done: a 64 B same-host send_lat of 9-10 us
-     * t_typical over the default 1000 iterations on a quiet machine, against ~1.2 us over 20,000.
+     * t_typical over the default 1000 iterations on a quiet machine, against ~1.2 us over 20,000. write_lat and
+     * send_lat wait for the JIT after most of it (RdmaBench.pingPongPoint): 20,000 round trips take less time than
+     * the compilations they set off.
      */
     static final long LATENCY_WARMUP_ITERS = 20_000;
     /**

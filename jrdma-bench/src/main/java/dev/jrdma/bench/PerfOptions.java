@@ -60,9 +60,10 @@ public final class PerfOptions {
     public long minTimedNs;
     /**
      * compare's RDMA latency points: the loop first runs this many unreported iterations with the peer, on the same QPs
-     * and in the same loop as the timed ones (both sides compare processes, so both run them). Not a flag.
+     * and in the same loop as the timed ones (both sides compare processes, so both run them). Not a flag;
+     * {@code -Djrdma.perf.warmIn=N} gives a {@code jrdma perf} latency test one (on both sides), as compare's.
      */
-    public long warmInIters;
+    public long warmInIters = Long.getLong("jrdma.perf.warmIn", 0L);
     /** compare: the HTML report (null = jrdma-compare.html in the working directory). */
     public String html;
     /** -h/--help: print {@link #usage()} and run nothing. */

@@ -93,6 +93,15 @@ final class PingPongLatency {
 
     /** run_iter_lat_send: ping-pong of sends; the client sends first. */
     LatencyResult sendLat(int size, boolean server, long iters) {
+        return sendLat(size, server, iters, iters);
+    }
+
+    /**
+     * {@link #sendLat(int, boolean, long)} as one of the loops of a run whose loops take {@code recvsWanted} messages
+     * in all: receives are reposted until that many were posted (counted in {@link BenchResources#postedRecvs}), so
+     * that a warm-in loop leaves the receives the next loop needs.
+     */
+    LatencyResult sendLat(int size, boolean server, long iters, long recvsWanted) {
         BenchResources r = resources;
         PerfTest test = r.test;
         long[] tposted = timestamps(iters);
@@ -108,6 +117,7 @@ final class PingPongLatency {
         RecvWorkRequest rwr = r.recvRequest(0, size);
         int maxOutstanding = Math.max(1, qp.cap().maxSendWr());
         long scnt = 0, rcnt = 0, ccnt = 0, posted = r.postedRecvs;
+        boolean repost = false;
         Stall stall = new Stall(r, "the peer's send (" + test.id() + ", " + size + " bytes)");
         while (scnt < iters || rcnt < iters) {
             if (rcnt < iters && !(scnt < 1 && !server)) {
@@ -129,10 +139,7 @@ final class PingPongLatency {
                 r.check(0);
                 stall.progress();
                 rcnt++;
-                if (posted < iters) {
-                    r.postRecv(0, rwr);
-                    posted++;
-                }
+                repost = posted < recvsWanted;
             }
             if (scnt < iters) {
                 while (scnt - ccnt >= maxOutstanding) {
@@ -146,6 +153,14 @@ final class PingPongLatency {
                 scnt++;
                 wr.post();
             }
+            if (repost) {
+                // after the answer's post, not before it: the peer's next message needs a receive only a round trip
+                // from now, and the other -r receives are still posted (perftest reposts first; on hardware a post
+                // costs little, here it is the QP's lock and the receive queue on the critical path)
+                r.postRecv(0, rwr);
+                posted++;
+                repost = false;
+            }
             if ((scnt & 0x3ff) == 0 && progress.enabled())
                 progress.update(String.format(" %s %d bytes: %d/%d", test.id(), size, scnt, iters));
         }
@@ -157,6 +172,7 @@ final class PingPongLatency {
             if (c == 0) drain.idle();
             else drain.progress();
         }
+        r.postedRecvs = (int) posted;
         r.lastPostTimes = tposted;
         return LatencyResult.fromPostTimes(size, tposted, (int) iters, test.rttFactor());
     }

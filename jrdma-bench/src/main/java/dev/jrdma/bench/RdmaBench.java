@@ -8,6 +8,7 @@ import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.function.LongFunction;
 
 /**
  * perftest's RC tests on any jrdma device, speaking perftest's out-of-band protocol, so either end may be perftest.
@@ -168,13 +169,42 @@ public final class RdmaBench implements AutoCloseable {
      * own; with one, that of the last -n post times (the loop ran them right after the warm-in, with nothing between).
      */
     private LatencyResult timedPart(int size, LatencyResult whole) {
-        long w = warmIn();
+        return timedPart(size, whole, warmIn());
+    }
+
+    /** {@link #timedPart(int, LatencyResult)} of a loop whose first {@code w} iterations were not timed. */
+    private LatencyResult timedPart(int size, LatencyResult whole, long w) {
         long[] posts = resources.lastPostTimes;
         if (w == 0 || posts == null) return whole;
         int n = (int) o.effectiveIters();
         long[] timed = java.util.Arrays.copyOfRange(posts, (int) w, (int) w + n);
         resources.lastPostTimes = timed;
         return LatencyResult.fromPostTimes(size, timed, n, test.rttFactor());
+    }
+
+    /**
+     * A ping-pong latency point (write_lat, send_lat; both sides run it) after its warm-in: the warm-in's bulk in a loop
+     * of its own ({@link Bandwidth#warmInBeforeJitWait}, as send_bw's), then each side waits for its JIT to finish
+     * what the warm-in queued ({@link WarmUp#awaitJitQuiet}) and the two meet on the exchange, then the rest of the
+     * warm-in (at most {@link WarmUp#REWARM_ITERATIONS}: it takes the receive threads, asleep after the wait, off the
+     * link again) and the -n timed iterations in one loop. In one loop with the timed ones, the compilations the warm-in's first peer packets set off (the device's receive path, ~0.2 s of
+     * C2 per process) went on into the timed iterations; on 2 CPUs the two busy pollers then share a CPU with a
+     * compiler thread and a round trip takes a scheduler slice, ~1 ms (jrdma-bench/README.md, "lat19"). Without a
+     * warm-in: the loop as before.
+     *
+     * @param loop runs the point's loop for the given iterations on the same QPs (its iterations continue the last
+     *     call's: the receives it posts, the bytes it waits for)
+     */
+    private LatencyResult pingPongPoint(int size, PerftestWire w, LongFunction<LatencyResult> loop) {
+        long warm = warmIn();
+        if (warm < 2) return timedPart(size, loop.apply(loopIters()));
+        long first = Bandwidth.warmInBeforeJitWait(warm), rewarm = warm - first;
+        var _ = loop.apply(first); // untimed
+        if (test == PerfTest.WRITE_LAT)
+            resources.buf.fill((byte) 0); // the next loop waits for 1 again; nothing is in flight (both loops ended)
+        WarmUp.awaitJitQuiet(o.timeoutSec);
+        w.handshake(resources.my[0]);
+        return timedPart(size, loop.apply(rewarm + o.effectiveIters()), rewarm);
     }
 
     private RunResult run(PerftestWire w) {
@@ -224,11 +254,11 @@ public final class RdmaBench implements AutoCloseable {
                     cpu.start();
                     for (int size : r.sizes()) {
                         SystemCpu before = SystemCpu.sample();
-                        LatencyResult result = timedPart(
-                                size,
-                                test == PerfTest.WRITE_LAT
-                                        ? new PingPongLatency(r, progress).writeLat(size, server, loopIters())
-                                        : new RoundTripLatency(r, progress).run(size, loopIters(), o.durationSec));
+                        LatencyResult result = test == PerfTest.WRITE_LAT
+                                ? pingPongPoint(
+                                        size, w, n -> new PingPongLatency(r, progress).writeLat(size, server, n))
+                                : timedPart(
+                                        size, new RoundTripLatency(r, progress).run(size, loopIters(), o.durationSec));
                         cpuUtilPct = SystemCpu.sample().utilSince(before);
                         progress.clear();
                         printLine(result);
@@ -336,8 +366,9 @@ public final class RdmaBench implements AutoCloseable {
                         timedIters = new Bandwidth(r, progress).sendWarmIn(size, warmIn(), warmInMeeting(w));
                     cpu.start();
                     if (test.latency) {
-                        LatencyResult result =
-                                timedPart(size, new PingPongLatency(r, progress).sendLat(size, server, loopIters()));
+                        long recvs = loopIters();
+                        LatencyResult result = pingPongPoint(
+                                size, w, n -> new PingPongLatency(r, progress).sendLat(size, server, n, recvs));
                         progress.clear();
                         printLine(result);
                         lat.add(result);
