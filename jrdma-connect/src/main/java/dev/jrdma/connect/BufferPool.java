@@ -41,6 +41,7 @@ public final class BufferPool implements AutoCloseable {
     private long bump;
     /** Written under the lock, read without it by {@link #isOpen}. */
     private volatile boolean closed;
+
     private long registered;
     private long leaked;
     private int inUse;

@@ -65,6 +65,7 @@ class ChannelAllocationTest {
         final ByteBuf request = Unpooled.buffer(SIZE).writeZero(SIZE);
         /** Each request a new buffer of the channel's allocator (netty-bench's client), not the one heap buffer. */
         private final boolean fromAllocator;
+
         private int got, left;
         long bytes, buffersOverSlots, buffers;
         private CountDownLatch done;
