@@ -35,7 +35,9 @@ import java.util.function.BooleanSupplier;
  * each group's duty cycle ({@link EndpointGroup.Invoker}), so completions, and the channels' reads and writes they
  * trigger, run on the event loop. With nothing to do it polls on for the group's busy-poll budget, then, when Netty
  * lets it block, sleeps on the completion channel of its group until a completion, a timer or {@link #wakeup()}.
- * (With several groups it sleeps on the first one's channel for at most {@link #MULTI_GROUP_SLEEP_NANOS}.)
+ * (With several groups it sleeps on the first one's channel for at most {@link #MULTI_GROUP_SLEEP_NANOS}.) With
+ * {@code -Djrdma.netty.preemptedGapMicros} set, a loop that was preempted while it spun sleeps at once for a while
+ * ({@link PreemptionWatch}).
  */
 public final class RdmaIoHandler implements IoHandler {
     /** The longest a shutting-down loop waits for its channels' closes in flight ({@link #prepareToDestroy}). */
