@@ -39,7 +39,9 @@ public final class BufferPool implements AutoCloseable {
     private final int maxClass;
     private MemoryRegion current;
     private long bump;
-    private boolean closed;
+    /** Written under the lock, read without it by {@link #isOpen}. */
+    private volatile boolean closed;
+
     private long registered;
     private long leaked;
     private int inUse;
@@ -84,6 +86,11 @@ public final class BufferPool implements AutoCloseable {
      */
     public synchronized long leakedBytes() {
         return leaked;
+    }
+
+    /** {@return whether the pool is open: its memory is usable (no lock; it may close right after)} */
+    public boolean isOpen() {
+        return !closed;
     }
 
     /** {@return how many buffers are handed out and not yet given back} */

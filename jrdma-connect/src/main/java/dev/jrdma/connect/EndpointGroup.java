@@ -582,6 +582,21 @@ public final class EndpointGroup implements AutoCloseable {
         }
 
         /**
+         * {@link #idle} without polling on: arms the CQs and sleeps at once (a caller that knows its spin would only
+         * hold a core another thread needs: jrdma-netty's loop after it was preempted while spinning). With
+         * {@link PollMode#BUSY} it polls on as {@link #idle} does.
+         *
+         * @param maxNanos the longest sleep, in nanoseconds (0: never sleep)
+         * @param mayBlock whether the caller has nothing else to do (asked just before the sleep)
+         * @return true when it only polled on, false when it slept or may not
+         */
+        public boolean sleep(long maxNanos, BooleanSupplier mayBlock) {
+            if (!running) return false;
+            core.takeOwnership();
+            return core.sleepNow(core.now(), maxNanos, mayBlock);
+        }
+
+        /**
          * Ends the owner's sleep on the completion channel, if it sleeps or is about to (a wakeup while it works or
          * polls on is not needed: see {@link #idle}); any thread.
          */

@@ -232,6 +232,20 @@ final class ProgressCore {
         return false;
     }
 
+    /**
+     * {@link #idle(long, long, BooleanSupplier)} with no spin: sleeps at once ({@link EndpointGroup.Invoker#sleep}); an
+     * owner that never sleeps ({@link #SPIN_FOREVER}) polls on. Owner only.
+     *
+     * @return true when it only spun
+     */
+    boolean sleepNow(long now, long maxSleepNanos, BooleanSupplier mayBlock) {
+        if (spinNanos == SPIN_FOREVER) return idle(now, maxSleepNanos, mayBlock);
+        if (adaptiveSpin != null) adaptiveSpin.idle(lastWork);
+        sleep(Math.min(maxSleepNanos, Math.max(0, nextTimeoutCheck - now)), mayBlock);
+        lastWork = clock.nanoTime();
+        return false;
+    }
+
     /** Polls on at {@code now} (the owner found nothing to do): within the budget after its last work or wake-up. */
     private boolean spinsAt(long now) {
         long spin = spinNanos;

@@ -267,6 +267,7 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
         } finally {
             if (ep != null) reads.releaseUnread();
             sends.close();
+            if (config.getAllocator() instanceof RegisteredByteBufAllocator a) a.stopRecycling();
             RdmaServerChannel parent = parent();
             if (parent != null && ep != null) parent.childClosed();
         }

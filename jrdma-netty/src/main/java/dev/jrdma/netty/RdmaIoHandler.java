@@ -35,7 +35,9 @@ import java.util.function.BooleanSupplier;
  * each group's duty cycle ({@link EndpointGroup.Invoker}), so completions, and the channels' reads and writes they
  * trigger, run on the event loop. With nothing to do it polls on for the group's busy-poll budget, then, when Netty
  * lets it block, sleeps on the completion channel of its group until a completion, a timer or {@link #wakeup()}.
- * (With several groups it sleeps on the first one's channel for at most {@link #MULTI_GROUP_SLEEP_NANOS}.)
+ * (With several groups it sleeps on the first one's channel for at most {@link #MULTI_GROUP_SLEEP_NANOS}.) With
+ * {@code -Djrdma.netty.preemptedGapMicros} set, a loop that was preempted while it spun sleeps at once for a while
+ * ({@link PreemptionWatch}).
  */
 public final class RdmaIoHandler implements IoHandler {
     /** The longest a shutting-down loop waits for its channels' closes in flight ({@link #prepareToDestroy}). */
@@ -76,6 +78,9 @@ public final class RdmaIoHandler implements IoHandler {
     private volatile boolean parked;
     /** {@link #groups}, for {@link #wakeup}: the loop sleeps on the first one's completion channel. */
     private volatile EndpointGroup[] wakeable = new EndpointGroup[0];
+    /** Sleeps at once for a while after the loop was preempted while spinning (opt-in; loop thread only). */
+    private final PreemptionWatch preemption =
+            new PreemptionWatch(PreemptionWatch.DEFAULT_GAP_NANOS, PreemptionWatch.DEFAULT_BACKOFF_NANOS);
 
     private RdmaIoHandler(ThreadAwareExecutor executor) {
         this.executor = executor;
@@ -121,6 +126,11 @@ public final class RdmaIoHandler implements IoHandler {
         return g;
     }
 
+    /** Preemptions noticed while spinning ({@link PreemptionWatch}; loop thread only; tests, diagnostics). */
+    long preemptions() {
+        return preemption.preemptions();
+    }
+
     /** How many endpoint groups this loop drives now (loop thread only; tests). */
     int drivenGroups() {
         return groups.size();
@@ -142,6 +152,7 @@ public final class RdmaIoHandler implements IoHandler {
     @Override
     public int run(IoHandlerContext context) {
         if (loopThread == null) initialize();
+        if (preemption.enabled()) preemption.resumed(System.nanoTime());
         int work = 0;
         driving = true;
         try {
@@ -210,7 +221,13 @@ public final class RdmaIoHandler implements IoHandler {
         driving = true;
         try {
             // the group announces its sleep before it asks canBlock: a task added then wakes it (wakeup())
-            g.invoker().idle(max, canBlock(context));
+            if (!preemption.enabled()) {
+                g.invoker().idle(max, canBlock(context));
+            } else if (!preemption.maySpin(System.nanoTime())) {
+                g.invoker().sleep(max, canBlock(context));
+            } else if (g.invoker().idle(max, canBlock(context)) && context.canBlock()) {
+                preemption.spun(System.nanoTime()); // nothing else to do: the next run() comes at once
+            }
         } catch (RuntimeException e) {
             if (g.isOpen())
                 LOG.log(System.Logger.Level.WARNING, "idle on " + g.device().name() + ": " + e);

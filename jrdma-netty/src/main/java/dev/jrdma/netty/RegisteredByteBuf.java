@@ -49,14 +49,36 @@ final class RegisteredByteBuf extends UnpooledDirectByteBuf {
         return this;
     }
 
+    /**
+     * The last reference is gone: a small buffer that never grew goes back to its allocator, memory, views and all, for
+     * the next buffer of its size ({@link RegisteredByteBufAllocator#recycle}); any other gives its memory back.
+     */
     @Override
     protected void deallocate() {
+        Registered first = initial;
+        if (first != null && memory == first && ((RegisteredByteBufAllocator) alloc()).recycle(this, first.pool))
+            return;
+        freeMemory();
+    }
+
+    /** Gives the memory back (the last reference went, or its allocator stopped keeping it: its channel closed). */
+    void freeMemory() {
         super.deallocate();
         Registered first = initial;
         if (first != null) {
             initial = null;
             first.clean();
         }
+    }
+
+    /** Hands a recycled buffer out again ({@link RegisteredByteBufAllocator}): one reference, empty, as a new one. */
+    RegisteredByteBuf reuse(int maxCapacity) {
+        resetRefCnt();
+        maxCapacity(maxCapacity);
+        setIndex(0, 0);
+        markReaderIndex();
+        markWriterIndex();
+        return this;
     }
 
     /**

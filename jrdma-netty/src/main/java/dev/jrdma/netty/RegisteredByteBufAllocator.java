@@ -8,6 +8,7 @@ import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.CompositeByteBuf;
 import io.netty.util.internal.CleanableDirectBuffer;
 import io.netty.util.internal.PlatformDependent;
+import java.util.ArrayDeque;
 
 /**
  * A channel's default allocator: direct buffers (what {@code buffer()}, {@code ioBuffer()} and {@code directBuffer()}
@@ -20,9 +21,27 @@ import io.netty.util.internal.PlatformDependent;
  */
 final class RegisteredByteBufAllocator implements ByteBufAllocator {
     private static final int DEFAULT_CAPACITY = 256;
+    /**
+     * The largest buffer kept for reuse when released: one that small is copied into the send ring anyway
+     * ({@link RdmaChannel#IN_PLACE_MIN}), so only its objects are worth keeping, and they cost more than the copy.
+     */
+    static final int RECYCLED_MAX_CAPACITY = RdmaChannel.IN_PLACE_MIN;
+    /** Released buffers kept for reuse, of one capacity and of all together (per channel). */
+    static final int RECYCLED_PER_CAPACITY = 64, RECYCLED_MAX = 256;
+
     private final ByteBufAllocator fallback = ByteBufAllocator.DEFAULT;
     /** The pool of the channel's connection; null until the channel is connected. */
     private volatile BufferPool pool;
+    /**
+     * Released buffers that never grew, by capacity (made on first use), for the next request of that capacity: a
+     * request/response protocol's small messages (netty-bench's 64 B echo) otherwise made a buffer, its views, its
+     * pool slice and reference count per message, and took the pool's lock twice. Guarded by {@code this}.
+     */
+    private ArrayDeque<RegisteredByteBuf>[] recycled;
+
+    private int recycledCount;
+    /** False once the channel closed: released buffers give their memory back at once (the pool is shared). */
+    private boolean recycling = true;
 
     /** The channel is connected: direct buffers come from its pool from now on. */
     void attach(BufferPool connectionPool) {
@@ -34,10 +53,69 @@ final class RegisteredByteBufAllocator implements ByteBufAllocator {
         if (initialCapacity < 0 || initialCapacity > maxCapacity) {
             return fallback.directBuffer(initialCapacity, maxCapacity); // Netty's own argument checks and messages
         }
+        RegisteredByteBuf reused = takeRecycled(initialCapacity);
+        if (reused != null) return reused.reuse(maxCapacity);
         RegisteredByteBuf.Registered m = registered(initialCapacity);
         return m == null
                 ? fallback.directBuffer(initialCapacity, maxCapacity)
                 : new RegisteredByteBuf(this, m, maxCapacity);
+    }
+
+    /** A released buffer of exactly {@code capacity} bytes of the open pool, or null. */
+    private synchronized RegisteredByteBuf takeRecycled(int capacity) {
+        if (recycledCount == 0 || capacity > RECYCLED_MAX_CAPACITY) return null;
+        BufferPool p = pool;
+        if (p == null || !p.isOpen()) { // the group closed: its memory is gone, and these buffers' with it
+            recycled = null;
+            recycledCount = 0;
+            return null;
+        }
+        ArrayDeque<RegisteredByteBuf> q = recycled[capacity];
+        RegisteredByteBuf b = q == null ? null : q.pollLast(); // the most recent: its memory is warmest
+        if (b != null) recycledCount--;
+        return b;
+    }
+
+    /**
+     * Keeps {@code buf} (its last reference just went; its memory a slice of {@code memoryPool}, never grown) for the
+     * next request of its capacity; false when it is not kept (too big, another pool's, the pool closed, enough kept),
+     * and the caller gives its memory back. Any thread.
+     */
+    @SuppressWarnings("unchecked")
+    synchronized boolean recycle(RegisteredByteBuf buf, BufferPool memoryPool) {
+        int capacity = buf.capacity();
+        if (!recycling || capacity > RECYCLED_MAX_CAPACITY || recycledCount >= RECYCLED_MAX) return false;
+        if (memoryPool != pool || !memoryPool.isOpen()) return false;
+        if (recycled == null) recycled = new ArrayDeque[RECYCLED_MAX_CAPACITY + 1];
+        ArrayDeque<RegisteredByteBuf> q = recycled[capacity];
+        if (q == null) recycled[capacity] = q = new ArrayDeque<>();
+        if (q.size() >= RECYCLED_PER_CAPACITY) return false;
+        q.addLast(buf);
+        recycledCount++;
+        return true;
+    }
+
+    /**
+     * The channel closed: the buffers kept for reuse give their memory back to the pool, which its loop's other
+     * connections share (the group's), and buffers released from now on do so at once. Any thread.
+     */
+    void stopRecycling() {
+        ArrayDeque<RegisteredByteBuf>[] kept;
+        synchronized (this) {
+            recycling = false;
+            kept = recycled;
+            recycled = null;
+            recycledCount = 0;
+        }
+        if (kept == null) return;
+        for (ArrayDeque<RegisteredByteBuf> q : kept) {
+            if (q != null) for (RegisteredByteBuf b : q) b.freeMemory();
+        }
+    }
+
+    /** Released buffers kept for reuse now (tests). */
+    synchronized int recycledCount() {
+        return recycledCount;
     }
 
     /**

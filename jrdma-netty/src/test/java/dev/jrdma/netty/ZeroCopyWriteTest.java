@@ -4,9 +4,13 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNotSame;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.jrdma.connect.BufferPool;
+import dev.jrdma.connect.RegisteredBuffer;
 import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.ByteBuf;
@@ -257,6 +261,70 @@ class ZeroCopyWriteTest {
             first.close().sync();
             second.close().sync();
         }
+    }
+
+    @Test
+    void aSmallBufferReleasedIsTheNextOfItsSizeEmptyAndWithOneReference() throws Exception {
+        RdmaChannel ch = connect();
+        RegisteredByteBufAllocator alloc = (RegisteredByteBufAllocator) ch.alloc();
+        ByteBuf heldOverTheClose;
+        RegisteredBuffer kept1, kept2, held;
+        try {
+            BufferPool pool = onLoop(ch, () -> ch.endpoint().pool());
+            ByteBuf[] bufs = onLoop(ch, () -> {
+                int poolInUse = pool.inUse();
+                ByteBuf a = ch.alloc().directBuffer(64, 100);
+                a.writeBytes(new byte[10]).readByte();
+                a.markReaderIndex();
+                assertTrue(a.release());
+                assertEquals(poolInUse + 1, pool.inUse(), "kept for reuse: its slice stays taken");
+                ByteBuf b = ch.alloc().directBuffer(64);
+                assertSame(a, b, "the released buffer of that capacity");
+                assertEquals(1, b.refCnt());
+                assertEquals(0, b.readerIndex());
+                assertEquals(0, b.writerIndex());
+                assertEquals(Integer.MAX_VALUE, b.maxCapacity(), "this request's limit, not the first one's");
+                b.writeBytes(new byte[3]).resetReaderIndex();
+                assertEquals(0, b.readerIndex(), "the old mark is gone");
+                ByteBuf other = ch.alloc().directBuffer(128);
+                assertNotSame(b, other, "another capacity: another buffer");
+                ByteBuf grown = ch.alloc().directBuffer(64);
+                assertNotSame(b, grown);
+                grown.writeBytes(new byte[2048]); // grows: its first memory goes back at once
+                b.release();
+                other.release();
+                grown.release();
+                assertEquals(poolInUse + 2, pool.inUse(), "the two that never grew are kept");
+                assertEquals(2, alloc.recycledCount());
+                return new ByteBuf[] {b, other, ch.alloc().directBuffer(256)};
+            });
+            kept1 = ((RegisteredByteBuf) bufs[0]).registeredIn(pool);
+            kept2 = ((RegisteredByteBuf) bufs[1]).registeredIn(pool);
+            heldOverTheClose = bufs[2];
+            held = ((RegisteredByteBuf) heldOverTheClose).registeredIn(pool);
+            // small buffers are copied into the send ring and released: the next of their size reuses one, and what
+            // each carried arrives whole
+            byte[] data = random(64 * 200, 12);
+            CompletableFuture<byte[]> arrived = sink.expect(data.length);
+            onLoop(ch, () -> {
+                for (int off = 0; off < data.length; off += 64) {
+                    ch.write(ch.alloc().directBuffer(64).writeBytes(data, off, 64));
+                    if (off % 640 == 0) ch.flush();
+                }
+                ch.flush();
+                return null;
+            });
+            assertArrayEquals(data, arrived.get(NettyTestSupport.patienceSeconds(), TimeUnit.SECONDS));
+            assertEquals(data.length, (long) onLoop(ch, ch::bytesCopied));
+        } finally {
+            ch.close().sync();
+        }
+        // the pool is the loop's group's, shared by its connections: a closed channel keeps none of its memory
+        assertEquals(0, alloc.recycledCount());
+        assertTrue(kept1.isReleased() && kept2.isReleased(), "the kept buffers gave their memory back at the close");
+        assertTrue(!held.isReleased());
+        assertTrue(heldOverTheClose.release());
+        assertTrue(held.isReleased(), "released after the close: its memory goes back at once");
     }
 
     @Test
