@@ -43,9 +43,10 @@ final class Dcqcn {
      * per {@code cnpIntervalNanos}, so CNPs closer together than half of that were held back on the way (a receive
      * thread off the CPU, as under QEMU's TCG, where they came in bursts with tens of ms between) and carry one piece
      * of news: they cut the rate once. Cut once each, a burst took the rate to its least and the next gap let it come
-     * back to the line (the model, the sender's threads off the CPU for 80 of every 100 ms: TCP 3/4 of the link, Jain
-     * 0.75; with the monitor >= 0.91). NICs do the same: NVIDIA's DCQCN reaction point has {@code
-     * rate_reduce_monitor_period}, the least time between two rate reductions of a flow.
+     * back to the line (the model, the sender's threads off the CPU for 80 of every 100 ms: TCP 79% of the link, Jain
+     * 0.75; with the monitor Jain >= 0.88, and >= 0.9 for stalls of 5-40 of every 10-50 ms). NICs do the same:
+     * NVIDIA's DCQCN reaction point has {@code rate_reduce_monitor_period}, the least time between two rate reductions
+     * of a flow.
      */
     record Params(
             boolean enabled,
@@ -165,10 +166,10 @@ final class Dcqcn {
     /**
      * The least unlimited time a line is measured over once a limit measured one ({@link #lineOf}): under QEMU's TCG
      * the CNPs of a congested QP arrive in bursts tens of ms apart, so a limit could end and the next begin within a
-     * burst; measured over the microseconds between, the line was the window's burst into the socket (the guest: lines
-     * up to 124 Mb/s for a device that sends 44 alone, a new limit every 0.27 s; the model, the sender's threads off the
-     * CPU for 5 of every 10 ms: 100 Gb/s, the soft flow 94% of the link) and the QP kept the link. Shorter unlimited
-     * times add up until they make this.
+     * burst; measured over the microseconds between, the line was the window's burst into the socket (the guest:
+     * lines up to 124 Mb/s for a device that sends 44 alone, a new limit every 0.27 s; the model, the sender's threads
+     * off the CPU for 5 of every 10 ms: 100 Gb/s, the soft flow 94% of the link) and the QP kept the link. Shorter
+     * unlimited times add up until they make this.
      */
     static final long MIN_LINE_SAMPLE_NANOS = 50_000_000L;
 

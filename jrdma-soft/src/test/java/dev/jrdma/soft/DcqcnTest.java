@@ -293,8 +293,8 @@ class DcqcnTest {
      * one burst; its line is what it sends while it runs (100 Mb/s) or set so that it averages 44 Mb/s (the device
      * alone in the guest). Before the line hold and the monitor period, a limit ended and the next began within a
      * burst, its line measured over no time was 100 Gb/s and the soft flow kept up to 94% of the link: at Reno's cut,
-     * 8 of these 16 cases failed (15 of 20 and 40 of 50 ms: Jain 0.57-0.58 in seven, 89% busy in one). Now: >= 90% busy and Jain >= 0.9 in each, nothing lost, no line above what
-     * the sender can send.
+     * 8 of these 16 cases failed (15 of 20 and 40 of 50 ms: Jain 0.57-0.58 in seven, 89% busy in one). Now: >= 90%
+     * busy and Jain >= 0.9 in each, nothing lost, no line above what the sender can send.
      */
     @Test
     void theDefaultsShareTheGuestsBottleneckWhenTheSendersThreadsStallAndCnpsComeInBursts() {
