@@ -43,8 +43,8 @@ final class Dcqcn {
      * per {@code cnpIntervalNanos}, so CNPs closer together than half of that were held back on the way (a receive
      * thread off the CPU, as under QEMU's TCG, where they came in bursts with tens of ms between) and carry one piece
      * of news: they cut the rate once. Cut once each, a burst took the rate to its least and the next gap let it come
-     * back to the line (the model, the sender's threads off the CPU for 80 of every 100 ms: TCP 79% of the link, Jain
-     * 0.75; with the monitor Jain >= 0.88, and >= 0.9 for stalls of 5-40 of every 10-50 ms). NICs do the same:
+     * back to the line (the model, the sender's threads off the CPU for 40 of every 50 or 80 of every 100 ms, the line
+     * held: TCP up to 4/5 of the link, Jain 0.74-0.78; with the monitor too: Jain >= 0.94 and >= 0.88). NICs do the same:
      * NVIDIA's DCQCN reaction point has {@code rate_reduce_monitor_period}, the least time between two rate reductions
      * of a flow.
      */
