@@ -28,7 +28,7 @@
 # Utilisation = both flows' bytes on the wire (with their 14-byte Ethernet headers, as tbf counts them) / the rate;
 # Jain's index = (a + b)^2 / (2 (a^2 + b^2)) over the two flows' bytes in the window. The soft sides print their
 # device counters (-Djrdma.perf.counters=true: tx_cnps on the receiver, rx_cnps, dcqcn_rate_mbps, dcqcn_limits and
-# dcqcn_line_mbps on the sender).
+# dcqcn_line_mbps, dcqcn_lines_held on the sender).
 #
 # --rate auto: first each flow alone for --window seconds through the same veth without a bottleneck, then the
 # rate = --auto-share (default 0.5) x the slower of the two, rounded down to 10 Mbit/s (for a host, or an emulated
