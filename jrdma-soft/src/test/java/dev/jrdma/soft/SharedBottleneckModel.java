@@ -13,7 +13,8 @@ import java.util.SplittableRandom;
  * namespace's veth end); packets, ACKs and CNPs take half the base round trip each way. The soft flow sends at its line
  * rate within its window (the Requester's 256 KiB), as the pacer allows once limited; its receiver is DCQCN's
  * notification point ({@link Dcqcn#shouldSendCnp}: a CNP once the marked packets make {@code cnpBytes}, the QP's MTU). What the real QPs do beyond that (ACK coalescing, resends) is left
- * out: the model is for DCQCN's curve against TCP's, not for the transport.
+ * out: the model is for DCQCN's curve against TCP's, not for the transport. {@link Config#withSenderStalls} takes the
+ * soft sender's threads off the CPU for part of every period (QEMU's TCG): feedback then comes in bursts.
  */
 final class SharedBottleneckModel {
     /** One scenario: the network, the two senders and DCQCN's settings ({@code dcqcn.enabled() == false}: off). */
