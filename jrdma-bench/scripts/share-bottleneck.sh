@@ -8,6 +8,7 @@
 #   jrdma-bench/scripts/share-bottleneck.sh [--rate 1gbit|auto] [--aqm red|fq_codel] [--cc on|off[:JVM opts]]... [-D SEC]
 #                                           [--window SEC] [--mtu N] [--java-opts "..."] [--auto-share F]
 #                                           [--soft-opts "perf flags"] [-s BYTES] [--later-seconds SEC] [--logs DIR]
+#                                           [--first soft|tcp]
 #
 # The bottleneck is the sending namespace's veth end: tbf at --rate (default 1gbit) over RED with `ecn` (one FIFO
 # queue that marks ECT packets CE as its average queue grows: fairness is then the flows' own; its thresholds scale
@@ -17,7 +18,8 @@
 #
 # The soft flow starts first and runs -D seconds (default 180); the TCP flow starts once the soft one moves and runs
 # --later-seconds (default the window + 30): under emulation a JVM takes a minute or more to start, and two flows
-# started together need not overlap at all.
+# started together need not overlap at all. --first tcp starts the TCP flow first instead (in the QEMU guest a soft
+# flow without congestion control took the vCPUs the TCP flow's JVMs needed to start, and the two never overlapped).
 #
 # What is counted, all by the kernel on the veth ends (u32 filters with counting actions on clsact, no sampling
 # inside the JVMs): each flow's bytes that arrive at the receiving end, read once a second while both flows run,
@@ -26,7 +28,7 @@
 # Utilisation = both flows' bytes on the wire (with their 14-byte Ethernet headers, as tbf counts them) / the rate;
 # Jain's index = (a + b)^2 / (2 (a^2 + b^2)) over the two flows' bytes in the window. The soft sides print their
 # device counters (-Djrdma.perf.counters=true: tx_cnps on the receiver, rx_cnps, dcqcn_rate_mbps, dcqcn_limits and
-# dcqcn_line_mbps on the sender).
+# dcqcn_line_mbps, dcqcn_lines_held on the sender).
 #
 # --rate auto: first each flow alone for --window seconds through the same veth without a bottleneck, then the
 # rate = --auto-share (default 0.5) x the slower of the two, rounded down to 10 Mbit/s (for a host, or an emulated
@@ -37,6 +39,7 @@ set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 rate=1gbit aqm=red ccs=() seconds=180 later="" window=8 mtu=9000 javaopts="" share=0.5 size=65536 softopts="" logs=""
+first_flow=soft
 soft_port=18515 tcp_port=18516
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -52,6 +55,7 @@ while [ $# -gt 0 ]; do
     --soft-opts) softopts=$2; shift 2 ;;
     -s) size=$2; shift 2 ;;
     --logs) logs=$2; shift 2 ;;
+    --first) first_flow=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "share-bottleneck: unknown option $1 (--help)" >&2; exit 2 ;;
   esac
@@ -59,6 +63,7 @@ done
 [ "$(id -u)" = 0 ] || { echo "share-bottleneck: needs root (ip netns, tc)" >&2; exit 1; }
 [ -n "$later" ] || later=$((window + 30))
 case "$aqm" in red|fq_codel) ;; *) echo "share-bottleneck: --aqm red or fq_codel" >&2; exit 2 ;; esac
+case "$first_flow" in soft) flows=(soft tcp) ;; tcp) flows=(tcp soft) ;; *) echo "share-bottleneck: --first soft or tcp" >&2; exit 2 ;; esac
 "$root/jrdma" --version >/dev/null # builds on first use, outside the namespaces
 # shellcheck source=two-namespaces.sh
 . "$here/two-namespaces.sh"
@@ -259,5 +264,5 @@ fi
 for spec in "${ccs[@]}"; do
   ccopts=""
   [[ $spec != *:* ]] || ccopts=${spec#*:}
-  run "${spec%%:*}" "$rate_bits" soft tcp || echo "share-bottleneck: the run with congestion control $spec failed"
+  run "${spec%%:*}" "$rate_bits" "${flows[@]}" || echo "share-bottleneck: the run with congestion control $spec failed"
 done

@@ -179,7 +179,12 @@ enum Counter {
     /** Limits begun: CNPs that found their QP's rate back at its line ({@link Dcqcn#onCnp}), each measuring the line anew. */
     DCQCN_LIMITS("dcqcn_limits"),
     /** The line rate, in Mb/s, of the limit that began last (measured, or {@code lineRateMbps}). A value, not a count. */
-    DCQCN_LINE_MBPS("dcqcn_line_mbps");
+    DCQCN_LINE_MBPS("dcqcn_line_mbps"),
+    /**
+     * Limits that kept the last limit's line: their QP's rate had been unlimited too briefly to measure a new one
+     * ({@link Dcqcn#lineOf}; under emulation CNPs come in bursts and a limit ends and begins again within one).
+     */
+    DCQCN_LINES_HELD("dcqcn_lines_held");
 
     final String label;
 

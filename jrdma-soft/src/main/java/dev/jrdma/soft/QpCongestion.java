@@ -26,12 +26,13 @@ final class QpCongestion {
     /** The requester's packets on the wire since the QP was made, in bytes, resends included ({@link #sent}). */
     private long bytesSent;
     /**
-     * Where the line rate's measure starts ({@link Dcqcn#measuredLine}): the time and {@link #bytesSent} when the QP
-     * reached RTS or its rate was last unlimited again; valid once {@link #sampled}.
+     * The line rate's measure ({@link Dcqcn#lineOf}): the time and {@link #bytesSent} when the QP reached RTS or its
+     * rate was last unlimited again (valid once {@link #sampled}), and the time unlimited and the bytes sent then
+     * since the last limit that measured its line (a limit that held the last line leaves them to the next).
      */
-    private long sampleAt;
+    private long unlimitedSince;
 
-    private long sampleBytes;
+    private long bytesWhenUnlimited, sampleNanos, sampleBytes;
     private boolean sampled;
 
     QpCongestion(SoftQp qp, Dcqcn.Params params) {
@@ -44,8 +45,8 @@ final class QpCongestion {
 
     /** The requester starts at RTS, or the rate is unlimited again (under the QP's monitor): the measure starts here. */
     void sampleSent() {
-        sampleAt = qp.clock().nanoTime();
-        sampleBytes = bytesSent;
+        unlimitedSince = qp.clock().nanoTime();
+        bytesWhenUnlimited = bytesSent;
         sampled = true;
     }
 
@@ -58,10 +59,20 @@ final class QpCongestion {
         bytesSent += len + FRAMING;
     }
 
-    /** The rate this QP sent at since {@link #sampleSent}, in bits per second: the bytes its requester put on the wire. */
-    private long measuredLine(long now) {
+    /**
+     * The line of a limit beginning at {@code now}: the rate this QP sent at while unlimited since the last line was
+     * measured, in bits per second (the bytes its requester put on the wire), or the last limit's line while that
+     * time is short ({@link Dcqcn#lineOf}; the time and bytes then count towards the next, and {@code
+     * dcqcn_lines_held} counts the limit).
+     */
+    private long lineAt(long now) {
         if (!sampled) return Dcqcn.MAX_LINE_BPS;
-        return Dcqcn.measuredLine(bytesSent - sampleBytes, now - sampleAt);
+        sampleNanos += now - unlimitedSince;
+        sampleBytes += bytesSent - bytesWhenUnlimited;
+        long line = dcqcn.lineOf(sampleBytes, sampleNanos);
+        if (dcqcn.lineHeld(sampleNanos)) qp.count(Counter.DCQCN_LINES_HELD);
+        else sampleNanos = sampleBytes = 0;
+        return line;
     }
 
     /**
@@ -94,7 +105,7 @@ final class QpCongestion {
             qp.count(Counter.RX_CNPS);
             long now = qp.clock().nanoTime();
             boolean begins = !dcqcn.limited && dcqcn.current().enabled();
-            dcqcn.onCnp(now, dcqcn.limited ? 0 : measuredLine(now));
+            dcqcn.onCnp(now, begins ? lineAt(now) : 0);
             Counter.Set counters = qp.transport().counters;
             counters.set(Counter.DCQCN_RATE_MBPS, dcqcn.rateBps() / 1_000_000);
             if (begins) {

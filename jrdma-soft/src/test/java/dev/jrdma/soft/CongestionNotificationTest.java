@@ -132,6 +132,42 @@ class CongestionNotificationTest {
         }
     }
 
+    /**
+     * A limit that begins right after the last one ended keeps that limit's line and counts {@code dcqcn_lines_held}:
+     * under emulation the CNPs came in bursts, a limit ended and the next began within one, and the line measured
+     * over the microseconds between was whatever the requester had just handed the socket.
+     */
+    @Test
+    void aLimitThatBeginsRightAfterTheLastEndedKeepsItsLine() {
+        DeterministicNetwork net = DeterministicNetwork.faultless();
+        try (RcPair pair = net.pair()) {
+            Transport ta = net.transport(DeterministicNetwork.A);
+            MemoryRegion src = pair.a.mrAll(SIZE), dst = pair.b.mrAll(SIZE);
+            SoftQp a = soft(pair.a.qp);
+            WorkCompletion[] wcs = WorkCompletion.array(16);
+            for (int i = 0; i < 10; i++) { // ten 4 KiB WRITEs in 10 ms: the first limit's line
+                pair.a.qp.postSend(writes(src, dst, 0, 1));
+                net.advance(1_000_000);
+                net.deliver();
+                pair.a.cq.poll(wcs);
+            }
+            a.congestion.receiveCnp(a.remoteAddr, a.peerPort);
+            long line = a.congestion.dcqcn.current().lineRateBps();
+            assertTrue(line > Dcqcn.MIN_LINE_BPS && line < 40_000_000L, "about 34 Mb/s: " + line);
+            net.advance(3_000_000_000L); // recovered: the next packet finds the rate back at the line
+            pair.a.qp.postSend(writes(src, dst, 0, 1));
+            net.deliver();
+            assertFalse(a.congestion.dcqcn.limited, "unlimited again");
+            a.congestion.receiveCnp(a.remoteAddr, a.peerPort); // at once: nothing measurable since
+            assertEquals(2, ta.counters.get(Counter.DCQCN_LIMITS));
+            assertEquals(1, ta.counters.get(Counter.DCQCN_LINES_HELD));
+            assertEquals(line, a.congestion.dcqcn.current().lineRateBps(), "the last limit's line, held");
+            long rate = a.congestion.dcqcn.rateBps();
+            assertTrue(rate < line && rate > line / 2, "cut by alpha, decayed over 3 s: " + rate);
+            net.runUntil(() -> pair.a.cq.poll(wcs) > 0, 10_000, 1_000_000_000L);
+        }
+    }
+
     @Test
     void cnpsFromAStrangerAreDroppedAndCountedAndCutNothing() {
         DeterministicNetwork net = DeterministicNetwork.faultless();

@@ -16,7 +16,7 @@ class DcqcnTest {
     /** 10 Gb/s line, the paper's other settings (55 us periods, F = 5, 10 MB byte counter, R_AI 40 Mb/s, R_HAI 400 Mb/s). */
     static Dcqcn.Params params() {
         return new Dcqcn.Params(
-                true, LINE, 10_000_000L, G, 55 * US, 55 * US, 10L << 20, 5, 40_000_000L, 400_000_000L, 50 * US);
+                true, LINE, 10_000_000L, G, 55 * US, 55 * US, 10L << 20, 5, 40_000_000L, 400_000_000L, 50 * US, 0);
     }
 
     @Test
@@ -62,7 +62,7 @@ class DcqcnTest {
     @Test
     void bytesSentCountRateIncreaseEventsAndBothCountersPastFGiveHyperIncrease() {
         Dcqcn.Params p = new Dcqcn.Params(
-                true, LINE, 10_000_000L, G, 55 * US, 55 * US, 1 << 20, 5, 40_000_000L, 400_000_000L, 50 * US);
+                true, LINE, 10_000_000L, G, 55 * US, 55 * US, 1 << 20, 5, 40_000_000L, 400_000_000L, 50 * US, 0);
         Dcqcn d = new Dcqcn(p);
         long t = 0;
         d.onCnp(t, LINE);
@@ -113,7 +113,7 @@ class DcqcnTest {
         for (long dt = 1; dt < 50 * US; dt += 997) assertFalse(d.shouldSendCnp(t + dt, 1000, 1000), "within 50 us");
         assertTrue(d.shouldSendCnp(t + 50 * US, 1000, 1000));
         Dcqcn off = new Dcqcn(new Dcqcn.Params(
-                false, LINE, 10_000_000L, G, 55 * US, 55 * US, 10L << 20, 5, 40_000_000L, 400_000_000L, 50 * US));
+                false, LINE, 10_000_000L, G, 55 * US, 55 * US, 10L << 20, 5, 40_000_000L, 400_000_000L, 50 * US, 0));
         assertFalse(off.shouldSendCnp(t, 1000, 1000), "-Djrdma.soft.dcqcn=off: no CNPs");
         off.onCnp(t, LINE);
         assertFalse(off.limited, "nor rate cuts");
@@ -181,6 +181,53 @@ class DcqcnTest {
     }
 
     /**
+     * CNPs that arrive closer together than the monitor period (half the notification point's interval: it spaces
+     * them more) were held back on the way and cut the rate once; a CNP after the period cuts again.
+     */
+    @Test
+    void cnpsThatArriveTogetherCutTheRateOnce() {
+        Dcqcn d = new Dcqcn(Dcqcn.Params.defaults(true));
+        long t = 1_000_000_000L;
+        d.onCnp(t, 44_000_000L);
+        assertEquals(22_000_000L, d.rateBps());
+        assertEquals(750 * US, d.current().rateReduceMonitorNanos());
+        for (long dt = 0; dt < 750 * US; dt += 50 * US) d.onCnp(t + dt, 0); // a burst: one piece of news
+        assertEquals(22_000_000L, d.rateBps(), "no second cut within 0.75 ms");
+        long before = d.rateBps();
+        double a = d.alpha();
+        d.onCnp(t + 750 * US, 0);
+        assertEquals((long) (before * (1 - a / 2)), d.rateBps(), 2, "the period over: the next CNP cuts");
+        Dcqcn paper = new Dcqcn(params()); // monitor 0: each CNP cuts, as the paper's reaction point
+        paper.onCnp(t, LINE);
+        paper.onCnp(t, LINE);
+        assertEquals(LINE / 4, paper.rateBps());
+    }
+
+    /**
+     * A limit that begins less than 50 ms of unlimited time after the last one measured its line keeps that line
+     * (under emulation a limit ended and the next began within one burst of CNPs, and the line measured over the
+     * microseconds between was the window's burst); the unlimited times add up until they make 50 ms. The first
+     * limit measures whatever the time.
+     */
+    @Test
+    void aLimitThatBeginsSoonAfterTheLastOneKeepsItsLine() {
+        Dcqcn d = new Dcqcn(Dcqcn.Params.defaults(true));
+        assertFalse(d.lineHeld(1_000_000), "no line measured yet");
+        long first = d.lineOf(5_500, 1_000_000); // 5.5 kB in 1 ms: 44 Mb/s, measured although short
+        assertEquals(44_000_000L, first);
+        d.onCnp(0, first);
+        d.catchUp(2_000_000_000L);
+        assertFalse(d.limited, "back at the line");
+        assertTrue(d.lineHeld(100_000), "0.1 ms unlimited: too short to measure");
+        assertEquals(44_000_000L, d.lineOf(262_144, 100_000), "a 256 KiB window in 0.1 ms is not a 21 Gb/s line");
+        assertEquals(44_000_000L, d.lineOf(1000, 49_999_999), "nor is a stall");
+        assertFalse(d.lineHeld(Dcqcn.MIN_LINE_SAMPLE_NANOS));
+        assertEquals(80_000_000L, d.lineOf(500_000, Dcqcn.MIN_LINE_SAMPLE_NANOS), "50 ms: measured");
+        d.onCnp(2_000_000_000L, 80_000_000L);
+        assertEquals(80_000_000L, d.current().lineRateBps());
+    }
+
+    /**
      * Issue 23's bottleneck on the model's clock (SharedBottleneckModel: share-bottleneck.sh's RED with {@code ecn},
      * a soft flow sending at 2.2x the bottleneck, a TCP flow with ECN): with the defaults, the soft flow and TCP share
      * a 20 Mb/s bottleneck (the guest's) fairly and fill it, also when TCP's sender cannot take more than 60% of it
@@ -241,6 +288,40 @@ class DcqcnTest {
     }
 
     /**
+     * Bursty feedback, as under QEMU's TCG: the soft sender's threads are off the CPU for part of every few ms (5 of
+     * 10, 15 of 20, 40 of 50, 10 of 30), so it sends nothing then and takes the ACKs and CNPs that came meanwhile in
+     * one burst; its line is what it sends while it runs (100 Mb/s) or set so that it averages 44 Mb/s (the device
+     * alone in the guest). Before the line hold and the monitor period, a limit ended and the next began within a
+     * burst, its line measured over no time was 100 Gb/s and the soft flow kept up to 94% of the link: at Reno's cut,
+     * 8 of these 16 cases failed (15 of 20 and 40 of 50 ms: Jain 0.57-0.58 in seven, 89% busy in one). Now: >= 90%
+     * busy and Jain >= 0.9 in each, nothing lost, no line above what the sender can send.
+     */
+    @Test
+    void theDefaultsShareTheGuestsBottleneckWhenTheSendersThreadsStallAndCnpsComeInBursts() {
+        long ms = 1_000_000;
+        long[][] stalls = {{10 * ms, 5 * ms}, {20 * ms, 15 * ms}, {50 * ms, 40 * ms}, {30 * ms, 10 * ms}};
+        for (long[] stall : stalls)
+            for (boolean averages44 : new boolean[] {false, true})
+                for (double tcpLine : new double[] {1e9, 12e6})
+                    for (double beta : new double[] {0.5, 0.7}) {
+                        double line = averages44 ? 44e6 * stall[0] / (stall[0] - stall[1]) : 100e6;
+                        SharedBottleneckModel.Config c = SharedBottleneckModel.Config.guest(
+                                        Dcqcn.Params.defaults(true), line)
+                                .withSenderStalls(stall[0], stall[1])
+                                .withTcpLine(tcpLine)
+                                .withTcpBeta(beta);
+                        SharedBottleneckModel.Result r = SharedBottleneckModel.run(c);
+                        String why = "off " + stall[1] / ms + " of " + stall[0] / ms + " ms, line " + line / 1e6
+                                + " Mb/s, TCP's sender " + tcpLine / 1e6 + " Mb/s, beta " + beta + ": " + r;
+                        assertTrue(r.utilisation() >= 0.9, why);
+                        assertTrue(r.jain() >= 0.9, why);
+                        assertEquals(0, r.softDropped(), why);
+                        assertTrue(r.maxQueue() < c.limitBytes() * 0.9, why);
+                        assertTrue(r.maxLineBps() <= line * 1.05, "no line above what the sender sends: " + why);
+                    }
+    }
+
+    /**
      * A QP of small messages (256 B WRITEs: 330 bytes a packet on the wire, a 1 KiB path MTU: a window of 256) behind
      * the guest's bottleneck. RED marks packets, not bytes, so such a flow has ten times the marks of a flow of full
      * packets for its bytes: with a CNP for every marked packet (the paper's notification point) it is cut far more
@@ -281,7 +362,8 @@ class DcqcnTest {
                 5,
                 40_000_000L,
                 400_000_000L,
-                50 * US);
+                50 * US,
+                0);
         for (Dcqcn.Params p : new Dcqcn.Params[] {nic, Dcqcn.Params.defaults(false)}) {
             SharedBottleneckModel.Result r = SharedBottleneckModel.run(SharedBottleneckModel.Config.guest(p, 44e6));
             assertTrue(r.jain() < 0.75 && r.softBps() > 3 * r.tcpBps(), r.toString());
@@ -300,6 +382,7 @@ class DcqcnTest {
                 p.fastRecovery(),
                 p.additiveBps(),
                 p.hyperBps(),
-                p.cnpIntervalNanos());
+                p.cnpIntervalNanos(),
+                p.rateReduceMonitorNanos());
     }
 }

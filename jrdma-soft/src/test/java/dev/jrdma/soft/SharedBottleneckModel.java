@@ -13,7 +13,8 @@ import java.util.SplittableRandom;
  * namespace's veth end); packets, ACKs and CNPs take half the base round trip each way. The soft flow sends at its line
  * rate within its window (the Requester's 256 KiB), as the pacer allows once limited; its receiver is DCQCN's
  * notification point ({@link Dcqcn#shouldSendCnp}: a CNP once the marked packets make {@code cnpBytes}, the QP's MTU). What the real QPs do beyond that (ACK coalescing, resends) is left
- * out: the model is for DCQCN's curve against TCP's, not for the transport.
+ * out: the model is for DCQCN's curve against TCP's, not for the transport. {@link Config#withSenderStalls} takes the
+ * soft sender's threads off the CPU for part of every period (QEMU's TCG): feedback then comes in bursts.
  */
 final class SharedBottleneckModel {
     /** One scenario: the network, the two senders and DCQCN's settings ({@code dcqcn.enabled() == false}: off). */
@@ -35,7 +36,9 @@ final class SharedBottleneckModel {
             Dcqcn.Params dcqcn,
             long settleNanos,
             long endNanos,
-            long softStartNanos) {
+            long softStartNanos,
+            long stallPeriodNanos,
+            long stallNanos) {
         /**
          * The guest's run: a 20 Mb/s bottleneck, RED as the script sets it at that rate (marks from 27 kB of average
          * queue, all from 81 kB, tail drop at 648 kB, weight 1/8), MTU 9000 for TCP, full 4 KiB packets for the soft
@@ -60,6 +63,8 @@ final class SharedBottleneckModel {
                     dcqcn,
                     4_000_000_000L,
                     12_000_000_000L,
+                    0,
+                    0,
                     0);
         }
 
@@ -122,6 +127,19 @@ final class SharedBottleneckModel {
             return c.build();
         }
 
+        /**
+         * The soft sender's threads are off the CPU for the last {@code stallNanos} of every {@code periodNanos} (under
+         * QEMU's TCG the guest's threads wait for the host thread that runs both vCPUs): nothing is sent then, and the
+         * ACKs and CNPs that arrive meanwhile are taken in one burst when the threads run again.
+         */
+        Config withSenderStalls(long periodNanos, long stallNanos) {
+            if (stallNanos < 0 || stallNanos >= periodNanos) throw new IllegalArgumentException("stall " + stallNanos);
+            Copy c = new Copy(this);
+            c.stallPeriodNanos = periodNanos;
+            c.stallNanos = stallNanos;
+            return c.build();
+        }
+
         /** TCP's multiplicative decrease (Reno 0.5, CUBIC 0.7). */
         Config withTcpBeta(double beta) {
             Copy c = new Copy(this);
@@ -149,6 +167,8 @@ final class SharedBottleneckModel {
             long settleNanos;
             long endNanos;
             long softStartNanos;
+            long stallPeriodNanos;
+            long stallNanos;
 
             Copy(Config c) {
                 bottleneckBps = c.bottleneckBps;
@@ -169,6 +189,8 @@ final class SharedBottleneckModel {
                 settleNanos = c.settleNanos;
                 endNanos = c.endNanos;
                 softStartNanos = c.softStartNanos;
+                stallPeriodNanos = c.stallPeriodNanos;
+                stallNanos = c.stallNanos;
             }
 
             Config build() {
@@ -190,7 +212,9 @@ final class SharedBottleneckModel {
                         dcqcn,
                         settleNanos,
                         endNanos,
-                        softStartNanos);
+                        softStartNanos,
+                        stallPeriodNanos,
+                        stallNanos);
             }
         }
     }
@@ -210,12 +234,15 @@ final class SharedBottleneckModel {
             long softDropped,
             long cnps,
             long tcpCuts,
-            double softRateAtEnd) {
+            double softRateAtEnd,
+            long limits,
+            double maxLineBps) {
         @Override
         public String toString() {
             return String.format(
                     "soft %.2f Mb/s, tcp %.2f Mb/s, utilisation %.1f%%, Jain %.3f, max queue %.0f B, soft %d sent %d"
-                            + " dropped, %d CNPs, %d TCP cuts, soft rate at the end %.2f Mb/s",
+                            + " dropped, %d CNPs, %d TCP cuts, soft rate at the end %.2f Mb/s, %d limits, lines up to"
+                            + " %.1f Mb/s",
                     softBps / 1e6,
                     tcpBps / 1e6,
                     100 * utilisation,
@@ -225,7 +252,9 @@ final class SharedBottleneckModel {
                     softDropped,
                     cnps,
                     tcpCuts,
-                    softRateAtEnd / 1e6);
+                    softRateAtEnd / 1e6,
+                    limits,
+                    maxLineBps / 1e6);
         }
     }
 
@@ -256,9 +285,13 @@ final class SharedBottleneckModel {
     private int softInFlight;
     private long softNextLine;
     private boolean softScheduled;
-    private long softSent, softDropped, cnps;
-    /** As QpCongestion measures the line: bytes sent since the start or since the rate was last unlimited. */
-    private long sampleAt, softBytesSinceSample;
+    private long softSent, softDropped, cnps, limits;
+    private double maxLine;
+    /**
+     * As QpCongestion measures the line: the soft flow's bytes sent, the time and those bytes when its rate was last
+     * unlimited (or at the start), the unlimited time and bytes since the last limit that measured its line.
+     */
+    private long softBytes, unlimitedSince, bytesWhenUnlimited, sampleNanos, sampleBytes;
     // TCP sender
     private double cwnd = 10, ssthresh = Double.MAX_VALUE;
     private int tcpInFlight;
@@ -284,6 +317,11 @@ final class SharedBottleneckModel {
         while (!events.isEmpty() && events.peek().at < c.endNanos) {
             Event e = events.poll();
             long t = e.at;
+            long resumeAt = senderResumesAt(t);
+            if (resumeAt > t && (e.type == SOFT_SEND || e.type == SOFT_ACK || e.type == CNP)) {
+                events.add(new Event(resumeAt, seq++, e.type, e.flag, e.sentAt)); // taken in arrival order then
+                continue;
+            }
             switch (e.type) {
                 case SOFT_SEND -> {
                     softScheduled = false;
@@ -302,8 +340,19 @@ final class SharedBottleneckModel {
                     schedule(t + half, SOFT_ACK, false, 0);
                 }
                 case TCP_ARRIVE -> schedule(t + half, TCP_ACK, e.flag, e.sentAt);
-                case CNP ->
-                    sender.onCnp(t, sender.limited ? 0 : Dcqcn.measuredLine(softBytesSinceSample, t - sampleAt));
+                case CNP -> {
+                    long line = 0;
+                    if (!sender.limited && sender.current().enabled()) { // as QpCongestion: the unlimited time adds up
+                        limits++;
+                        sampleNanos += t - unlimitedSince;
+                        sampleBytes += softBytes - bytesWhenUnlimited;
+                        line = sender.lineOf(sampleBytes, sampleNanos);
+                        if (!sender.lineHeld(sampleNanos)) sampleNanos = sampleBytes = 0;
+                    }
+                    sender.onCnp(t, line);
+                    if (sender.limited)
+                        maxLine = Math.max(maxLine, sender.current().lineRateBps());
+                }
                 case SOFT_ACK -> {
                     softInFlight--;
                     trySoft(t);
@@ -317,7 +366,26 @@ final class SharedBottleneckModel {
         double jain = s + p == 0 ? 0 : (s + p) * (s + p) / (2 * (s * s + p * p));
         double rateAtEnd = sender.limited ? sender.rateBps() : c.softLineBps;
         return new Result(
-                s, p, (s + p) / c.bottleneckBps, jain, maxQueue, softSent, softDropped, cnps, tcpCuts, rateAtEnd);
+                s,
+                p,
+                (s + p) / c.bottleneckBps,
+                jain,
+                maxQueue,
+                softSent,
+                softDropped,
+                cnps,
+                tcpCuts,
+                rateAtEnd,
+                limits,
+                maxLine);
+    }
+
+    /** When the soft sender's threads run again ({@link Config#withSenderStalls}): {@code t} itself when they run. */
+    private long senderResumesAt(long t) {
+        if (c.stallNanos == 0) return t;
+        long inPeriod = t % c.stallPeriodNanos;
+        long runs = c.stallPeriodNanos - c.stallNanos;
+        return inPeriod < runs ? t : t - inPeriod + c.stallPeriodNanos;
     }
 
     private void schedule(long at, int type, boolean flag, long sentAt) {
@@ -330,9 +398,9 @@ final class SharedBottleneckModel {
         if (at == t && sender.limited) {
             if (!sender.trySend(t, c.softPacket)) // as QpCongestion: back at least once an increase period
             at = Math.min(sender.nextSendAt(), t + sender.current().increasePeriodNanos());
-            else if (!sender.limited) { // unlimited again: the next line is measured from here
-                sampleAt = t;
-                softBytesSinceSample = 0;
+            else if (!sender.limited) { // unlimited again: the next line's measure goes on from here
+                unlimitedSince = t;
+                bytesWhenUnlimited = softBytes;
             }
         }
         if (at > t) {
@@ -342,7 +410,7 @@ final class SharedBottleneckModel {
         }
         softInFlight++;
         softSent++;
-        softBytesSinceSample += c.softPacket;
+        softBytes += c.softPacket;
         softNextLine = t + (long) (c.softPacket * 8e9 / c.softLineBps);
         if (!enqueue(t, new Packet(true, c.softPacket, false, t))) {
             softDropped++;
