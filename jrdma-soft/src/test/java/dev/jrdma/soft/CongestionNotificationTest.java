@@ -101,12 +101,7 @@ class CongestionNotificationTest {
             for (int i = 0; i < n; i++) {
                 if (i == n - marked) // the last eight WRITEs arrive CE-marked: 8 x 138 bytes make the MTU
                 net.markCe = p -> p.from() == ta && p.opcode() != Opcode.CNP.code();
-                pair.a.qp.postSend(new SendWorkRequest()
-                        .wrId(i)
-                        .opcode(WrOpcode.RDMA_WRITE)
-                        .buffer(src, 0, 64)
-                        .remote(dst.address(), dst.rkey())
-                        .signaled(true));
+                pair.postWrite(i, src, dst, 64);
                 net.advance(10_000);
                 net.deliver();
                 done += pair.a.cq.poll(wcs);

@@ -179,12 +179,7 @@ class IrnRecoveryTest {
                     resends = ta.counters.get(Counter.TX_SELECTIVE_RESENDS);
             RcPair.fill(src.segment(), SIZE, 5);
             for (int round = 0; round < 20; round++) {
-                pair.a.qp.postSend(new SendWorkRequest()
-                        .wrId(round)
-                        .opcode(WrOpcode.RDMA_WRITE)
-                        .buffer(src, 0, SIZE)
-                        .remote(dst.address(), dst.rkey())
-                        .signaled(true));
+                pair.postWrite(round, src, dst, SIZE);
                 net.advance(1_000_000); // the packets wait a millisecond before the peer takes them
                 net.deliver();
                 WorkCompletion[] wc = WorkCompletion.array(1);

@@ -58,12 +58,7 @@ class IrnTest {
                 net.heldBack.add(p); // the resend waits until the test looked at B's memory
                 return true;
             };
-            pair.a.qp.postSend(new SendWorkRequest()
-                    .wrId(1)
-                    .opcode(WrOpcode.RDMA_WRITE)
-                    .buffer(src, 0, len)
-                    .remote(dst.address(), dst.rkey())
-                    .signaled(true));
+            pair.postWrite(1, src, dst, len);
             net.deliverRound(); // the 15 packets that arrive
             net.deliverRound(); // B's marked NAK at A: A sends the lost packet again (held back)
             assertEquals(14, tb.counters.get(Counter.RX_OUT_OF_ORDER_PLACED), "every packet after the gap placed");

@@ -5,10 +5,8 @@ import static org.junit.jupiter.api.Assertions.*;
 
 import dev.jrdma.testkit.RcPair;
 import dev.jrdma.verbs.MemoryRegion;
-import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
-import dev.jrdma.verbs.WrOpcode;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -32,12 +30,7 @@ class ProbeHoldTest {
     }
 
     private static void write(RcPair pair, MemoryRegion src, MemoryRegion dst, long id) {
-        pair.a.qp.postSend(new SendWorkRequest()
-                .wrId(id)
-                .opcode(WrOpcode.RDMA_WRITE)
-                .buffer(src, 0, SIZE)
-                .remote(dst.address(), dst.rkey())
-                .signaled(true));
+        pair.postWrite(id, src, dst, SIZE);
     }
 
     @Test

@@ -220,12 +220,7 @@ class SelectiveRepeatTest {
                     && lost.contains(Psn.diff(p.psn(), first))
                     && dropped.add(p.psn());
             long start = net.clock.nanoTime();
-            pair.a.qp.postSend(new SendWorkRequest()
-                    .wrId(1)
-                    .opcode(WrOpcode.RDMA_WRITE)
-                    .buffer(src, 0, len)
-                    .remote(dst.address(), dst.rkey())
-                    .signaled(true));
+            pair.postWrite(1, src, dst, len);
             WorkCompletion[] wc = WorkCompletion.array(1);
             net.runUntil(() -> pair.a.cq.poll(wc) == 1, 10_000, 10_000_000_000L);
             assertEquals(WcStatus.SUCCESS, wc[0].status);
@@ -293,12 +288,7 @@ class SelectiveRepeatTest {
             RcPair.fill(src.segment(), (long) SIZE * n, 17);
             int first = soft(pair.a.qp).requester.nextPsn, last = Psn.add(first, 4 * n - 1);
             // a first exchange, so that B has acknowledged something (marked) before the loss
-            pair.a.qp.postSend(new SendWorkRequest()
-                    .wrId(99)
-                    .opcode(WrOpcode.RDMA_WRITE)
-                    .buffer(src, 0, 64)
-                    .remote(dst.address(), dst.rkey())
-                    .signaled(true));
+            pair.postWrite(99, src, dst, 64);
             net.deliver();
             assertTrue(soft(pair.a.qp).completer.peerHolds, "A learned from B's marked ACK");
             pair.a.cq.poll(WorkCompletion.array(1));
@@ -367,12 +357,7 @@ class SelectiveRepeatTest {
             int first = soft(pair.a.qp).requester.nextPsn;
             int[] copies = {0};
             net.drop = p -> p.from() == ta && p.psn() == first && ++copies[0] <= 2; // it and its first resend
-            pair.a.qp.postSend(new SendWorkRequest()
-                    .wrId(1)
-                    .opcode(WrOpcode.RDMA_WRITE)
-                    .buffer(src, 0, len)
-                    .remote(dst.address(), dst.rkey())
-                    .signaled(true));
+            pair.postWrite(1, src, dst, len);
             WorkCompletion[] wc = WorkCompletion.array(1);
             net.runUntil(() -> pair.a.cq.poll(wc) == 1, 1_000_000, 10_000_000_000L);
             assertEquals(WcStatus.SUCCESS, wc[0].status);
@@ -504,12 +489,7 @@ class SelectiveRepeatTest {
      * executed it in sequence, and B's marked ACK tells A that B keeps what follows a gap.
      */
     static void offerTheMode(DeterministicNetwork net, RcPair pair, MemoryRegion src, MemoryRegion dst) {
-        pair.a.qp.postSend(new SendWorkRequest()
-                .wrId(-1)
-                .opcode(WrOpcode.RDMA_WRITE)
-                .buffer(src, 0, 64)
-                .remote(dst.address(), dst.rkey())
-                .signaled(true));
+        pair.postWrite(-1, src, dst, 64);
         net.deliver();
         assertEquals(1, pair.a.cq.poll(WorkCompletion.array(1)));
         assertTrue(soft(pair.b.qp).responder.requesterOffers, "B took A's offer");

@@ -18,7 +18,9 @@ import dev.jrdma.verbs.QpInitAttr;
 import dev.jrdma.verbs.QpState;
 import dev.jrdma.verbs.QueuePair;
 import dev.jrdma.verbs.RcWalk;
+import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.WorkCompletion;
+import dev.jrdma.verbs.WrOpcode;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -480,6 +482,16 @@ public final class RcPair implements AutoCloseable {
         tune.accept(wb);
         wa.walk(a.qp);
         wb.walk(b.qp);
+    }
+
+    /** A posts a signalled RDMA WRITE of the first {@code len} bytes of {@code src} to the start of {@code dst}. */
+    public void postWrite(long wrId, MemoryRegion src, MemoryRegion dst, int len) {
+        a.qp.postSend(new SendWorkRequest()
+                .wrId(wrId)
+                .opcode(WrOpcode.RDMA_WRITE)
+                .buffer(src, 0, len)
+                .remote(dst.address(), dst.rkey())
+                .signaled(true));
     }
 
     /**
