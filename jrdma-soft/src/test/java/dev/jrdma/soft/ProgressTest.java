@@ -224,7 +224,12 @@ class ProgressTest {
     @Test
     void aPollerStalledInsideItsDriveDoesNotStopTheDevice() throws Exception {
         withStallingB((a, b, link) -> {
-            Thread poller = Thread.ofPlatform().unstarted(() -> b.cq.poll(WorkCompletion.array(1)));
+            // polls until it is inside B's socket: a single poll finds the link held when B's receive thread happens
+            // to drive at that moment (its drive returns at once then), and never enters it (CI, 3 Dec 2026)
+            Thread poller = Thread.ofPlatform().unstarted(() -> {
+                WorkCompletion[] wc = WorkCompletion.array(1);
+                while (link.stalled.getCount() > 0) b.cq.poll(wc);
+            });
             link.stallThread = poller;
             long takeovers = tr(b).counters.get(Counter.RX_TAKEOVERS);
             poller.start();
