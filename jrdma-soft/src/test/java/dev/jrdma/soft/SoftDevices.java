@@ -130,6 +130,18 @@ final class SoftDevices {
         return poll(cq, 5000);
     }
 
+    /**
+     * Waits (at most 5 s) until the counter {@code name} of {@code ctx} is at least {@code want} and returns its value
+     * then: a device counts what it receives on its receive thread, after the sender's completion, at whatever moment
+     * a loaded machine schedules that thread.
+     */
+    static long awaitCounter(Context ctx, String name, long want) throws InterruptedException {
+        long end = System.nanoTime() + 5_000_000_000L;
+        long v;
+        while ((v = ctx.counters().get(name)) < want && System.nanoTime() < end) Thread.sleep(1);
+        return v;
+    }
+
     /** Asserts no completion arrives within {@code ms}. */
     static void assertNoCompletion(CompletionQueue cq, long ms) throws InterruptedException {
         Thread.sleep(ms);

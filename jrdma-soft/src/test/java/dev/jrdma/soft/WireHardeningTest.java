@@ -522,9 +522,7 @@ class WireHardeningTest {
     }
 
     private static void awaitCounter(dev.jrdma.verbs.Context ctx, String name, long want) throws InterruptedException {
-        long end = System.nanoTime() + 5_000_000_000L;
-        while (ctx.counters().get(name) < want && System.nanoTime() < end) Thread.sleep(1);
-        assertEquals(want, ctx.counters().get(name), name);
+        assertEquals(want, SoftDevices.awaitCounter(ctx, name, want), name);
     }
 
     @Test
