@@ -453,6 +453,33 @@ class CompleterTest {
     }
 
     /**
+     * Issue 24 §5, both halves at once: the timer fires ten periods late (its thread was off the CPU) while the peer's
+     * ACK waits in the link (the receive thread was off the CPU too). With retry_cnt 0 a timeout counted as the peer's
+     * silence would fail the WRITE at once; the ACK is handled first and completes it, with nothing resent or counted.
+     */
+    @Test
+    void aTimerTenPeriodsLateWithAnAckWaitingCompletesTheRequestAndCountsNothing() {
+        EngineRig.InboundLink link = new EngineRig.InboundLink();
+        EngineRig.Opts o = new EngineRig.Opts();
+        o.retryCnt = 0;
+        try (EngineRig rig = new EngineRig(o, link)) {
+            MemoryRegion src = rig.mrBindable(64);
+            rig.qp.postSend(write(src, 1, 8));
+            assertEquals(MY_PSN, rig.one().psn());
+            link.arrive(ack(MY_PSN), rig.qp.qpNum());
+            rig.clock.advanceMillis(10 * 67.2);
+            rig.tick();
+            assertEquals(0, link.waiting(), "the timer drove the receive path first");
+            WorkCompletion wc = rig.poll();
+            assertEquals(WcStatus.SUCCESS, wc.status);
+            assertEquals(1, wc.wrId);
+            assertTrue(rig.drain().isEmpty(), "nothing resent");
+            assertEquals(0, rig.count(Counter.RETRY_TIMEOUTS) + rig.count(Counter.RETRY_TIMER_LATE));
+            assertEquals(QpState.RTS, rig.qp.state());
+        }
+    }
+
+    /**
      * Issue 24 §5: a peer that is gone still ends in RETRY_EXC_ERR on a starved host, within the stated bound: the
      * back-off schedule of retry_cnt + 1 timeouts, plus at most {@link Completer#MAX_LATE_FORGIVEN} periods (each at
      * most max(1 s, the timeout)), plus the time the timer waited for a CPU (here: it runs every 300 ms).
