@@ -165,15 +165,15 @@ class EndpointAllocationTest {
                 long me0 = allocated(Thread.currentThread()),
                         c0 = allocated(completions),
                         r0 = allocated(peerCompletions);
-                long got0 = received.get();
+                long got0 = received.get(), t0 = System.nanoTime();
                 listenedSends(sender, buf, n, sent, listener);
                 long me = allocated(Thread.currentThread()) - me0, c = allocated(completions) - c0;
                 awaitReceived(received, got0 + n);
                 long r = allocated(peerCompletions) - r0;
                 System.out.printf(
-                        "window %d: %d listened sends of 256 B, lent receives: sending thread %d B, sender's owner %d B,"
-                                + " receiver's owner %d B in all%n",
-                        window, n, me, c, r);
+                        "window %d: %d listened sends of 256 B, lent receives, %.0f ms: sending thread %d B, sender's"
+                                + " owner %d B, receiver's owner %d B in all%n",
+                        window, n, (System.nanoTime() - t0) / 1e6, me, c, r);
                 best = Math.min(best, me);
                 bestCompletions = Math.min(bestCompletions, c);
                 bestPeer = Math.min(bestPeer, r);
