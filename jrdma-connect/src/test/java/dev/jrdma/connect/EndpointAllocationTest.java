@@ -17,8 +17,8 @@ import org.junit.jupiter.api.Timeout;
  * counter: the sending thread; the completion thread of the sender's group, which completes the sends and takes the
  * peer's credit updates; the receiver's completion thread, which delivers the messages.
  */
-// a guard against a hang, not a speed bound: each test's work is fixed (50,000 and 25,000 messages), and at a load of 15
-// on 2 cores (eight busy loops beside the suite) they took 141 s and 207 s, failing the 120 s this was before
+// a guard against a hang, not a speed bound: each test's work is fixed (50,000 and 25,000 messages); at load 15 on
+// 2 cores (eight busy loops beside the suite) they took 141 s and 207 s, and failed the 120 s this was before
 @Timeout(value = 300, unit = TimeUnit.SECONDS)
 class EndpointAllocationTest {
     static {

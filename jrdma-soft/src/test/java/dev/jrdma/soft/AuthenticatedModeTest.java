@@ -292,7 +292,8 @@ class AuthenticatedModeTest {
     void overTheSocketOnlyThePeerWithTheKeyIsHeard() throws Exception {
         try (RcPair p = SoftDevices.pair(o -> o.authKey(KEY.clone()))) {
             // the two devices are shared by the JVM's tests: their counters start where earlier tests left them
-            long badMacBefore = p.a.ctx.counters().get("rx_bad_mac") + p.b.ctx.counters().get("rx_bad_mac");
+            long badMacBefore =
+                    p.a.ctx.counters().get("rx_bad_mac") + p.b.ctx.counters().get("rx_bad_mac");
             MemoryRegion a = p.a.mrAll(8192), b = p.b.mrAll(8192);
             RcPair.fill(a.segment(), 3000, 4);
             p.b.qp.postRecv(new RecvWorkRequest().wrId(7).buffer(b, 0, 4096));
@@ -311,7 +312,8 @@ class AuthenticatedModeTest {
             assertEquals(WcStatus.SUCCESS, SoftDevices.poll(p.a.cq).status);
             RcPair.assertFilled(a.segment(), 4096, 3000, 4);
             assertEquals(
-                    badMacBefore, p.a.ctx.counters().get("rx_bad_mac") + p.b.ctx.counters().get("rx_bad_mac"));
+                    badMacBefore,
+                    p.a.ctx.counters().get("rx_bad_mac") + p.b.ctx.counters().get("rx_bad_mac"));
         }
         try (RcPair p = SoftDevices.pair(o -> o.cqe(64).connect(false))) {
             RcPair.Side a = p.a, b = p.b;
