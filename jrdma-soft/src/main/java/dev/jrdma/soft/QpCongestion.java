@@ -125,8 +125,8 @@ final class QpCongestion {
     }
 
     private void logCnp(long now, long rateBefore, boolean wasLimited) {
-        System.err.println("cnp " + qp.destQpn + " " + now + " " + rateBefore / 1_000_000 + " " + dcqcn.rateBps() / 1_000_000
-                + " " + (wasLimited ? 1 : 0));
+        System.err.println("cnp " + qp.destQpn + " " + now + " " + rateBefore / 1_000_000 + " "
+                + dcqcn.rateBps() / 1_000_000 + " " + (wasLimited ? 1 : 0));
     }
 
     private boolean fromPeer(IpAddress src, int srcPort) {

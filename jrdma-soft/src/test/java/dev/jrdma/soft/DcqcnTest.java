@@ -340,7 +340,8 @@ class DcqcnTest {
                     .withSenderStalls(stall[0], stall[1]);
             SharedBottleneckModel.Result free = SharedBottleneckModel.run(c);
             SharedBottleneckModel.Result held = SharedBottleneckModel.run(c.withTcpLine(1e6));
-            String why = "off " + stall[1] / ms + " of " + stall[0] / ms + " ms: TCP free: " + free + ", TCP held: " + held;
+            String why =
+                    "off " + stall[1] / ms + " of " + stall[0] / ms + " ms: TCP free: " + free + ", TCP held: " + held;
             assertTrue(free.cnpsInBursts() > 0.1 && free.cnpsInBursts() < 0.35, why);
             assertTrue(free.jain() >= 0.9 && free.utilisation() >= 0.9, why);
             assertTrue(held.jain() < 0.6 && held.utilisation() < 0.85, why);

@@ -23,8 +23,7 @@ import org.junit.jupiter.api.Timeout;
  * answers come late by turns (200 us, and every fifth 3 ms, as in the QEMU guest, where a vCPU holds a whole batch
  * back now and then) after a loss was seen, so the probe is armed after every WRITE. A probe at 4 x srtt fired 12 times
  * in the forty WRITEs (-Djrdma.soft.probeDeviation=false) and sent packets that had arrived; at srtt + 4 rttvar none
- * does, and a real tail loss
- * right after is still repaired by one probe, long before the QP's timeout.
+ * does, and a real tail loss right after is still repaired by one probe, long before the QP's timeout.
  */
 @Timeout(60)
 class ProbeTimingTest {
@@ -96,8 +95,8 @@ class ProbeTimingTest {
             runUntil(() -> pair.a.cq.poll(wc) == 1);
             assertEquals(WcStatus.SUCCESS, wc[0].status);
             assertEquals(1, ta.counters.get(Counter.TX_SELECTIVE_RESENDS));
-            String estimate = "srtt " + completer.srttNanos + " ns, rttvar " + completer.rttVarNanos + " ns, probe wait "
-                    + completer.probeWait() + " ns";
+            String estimate = "srtt " + completer.srttNanos + " ns, rttvar " + completer.rttVarNanos
+                    + " ns, probe wait " + completer.probeWait() + " ns";
             // the same jitter: every answer comes before the probe's time, so nothing goes twice
             jitteryWrites(pair, src, dst, wc, 40);
             assertEquals(0, ta.counters.get(Counter.RETRY_PROBES), estimate);
@@ -115,11 +114,15 @@ class ProbeTimingTest {
             assertEquals(WcStatus.SUCCESS, wc[0].status);
             RcPair.assertFilled(dst.segment(), 0, len, 31);
             long took = net.clock.nanoTime() - start;
-            assertEquals(3, ta.counters.get(Counter.TX_SELECTIVE_RESENDS), "the first loss's, then the NAK's and the probe's");
+            assertEquals(
+                    3,
+                    ta.counters.get(Counter.TX_SELECTIVE_RESENDS),
+                    "the first loss's, then the NAK's and the probe's");
             assertEquals(1, ta.counters.get(Counter.RETRY_PROBES), estimate);
             assertEquals(0, ta.counters.get(Counter.RETRY_TIMEOUTS), estimate);
             assertEquals(0, tb.counters.get(Counter.RX_DUPLICATE_REQUEST), estimate);
-            assertTrue(took < 2 * completer.probeWait() && took < soft(pair.a.qp).timeoutNanos, took + " ns, " + estimate);
+            assertTrue(
+                    took < 2 * completer.probeWait() && took < soft(pair.a.qp).timeoutNanos, took + " ns, " + estimate);
         }
     }
 
