@@ -19,6 +19,13 @@ final class QpCongestion {
     /** Bytes a packet adds to its payload on the wire (the framing, BTH, an extension header, ICRC): for pacing. */
     private static final int WIRE_OVERHEAD = FRAMING + Bth.BYTES + 16 + 4;
 
+    /**
+     * {@code -Djrdma.soft.dcqcn.logCnps=true} (a debug aid, off by default): each CNP the reaction point takes is a
+     * line on standard error, {@code cnp DEST_QPN NANOS RATE_BEFORE RATE_AFTER LIMITED_BEFORE} (the device clock, rates in
+     * Mb/s), so a run's CNP arrival times can be fitted ({@code SharedBottleneckModel.withSenderStalls}).
+     */
+    static final boolean LOG_CNPS = Boolean.getBoolean("jrdma.soft.dcqcn.logCnps");
+
     private final SoftQp qp;
     final Dcqcn dcqcn;
     /** When the pacer lets the waiting requester go on ({@link SoftQp#onTimer}), 0 when it does not wait. */
@@ -105,7 +112,9 @@ final class QpCongestion {
             qp.count(Counter.RX_CNPS);
             long now = qp.clock().nanoTime();
             boolean begins = !dcqcn.limited && dcqcn.current().enabled();
+            long before = dcqcn.rateBps();
             dcqcn.onCnp(now, begins ? lineAt(now) : 0);
+            if (LOG_CNPS) logCnp(now, before, !begins);
             Counter.Set counters = qp.transport().counters;
             counters.set(Counter.DCQCN_RATE_MBPS, dcqcn.rateBps() / 1_000_000);
             if (begins) {
@@ -113,6 +122,11 @@ final class QpCongestion {
                 counters.set(Counter.DCQCN_LINE_MBPS, dcqcn.current().lineRateBps() / 1_000_000);
             }
         }
+    }
+
+    private void logCnp(long now, long rateBefore, boolean wasLimited) {
+        System.err.println("cnp " + qp.destQpn + " " + now + " " + rateBefore / 1_000_000 + " "
+                + dcqcn.rateBps() / 1_000_000 + " " + (wasLimited ? 1 : 0));
     }
 
     private boolean fromPeer(IpAddress src, int srcPort) {

@@ -236,7 +236,8 @@ final class SharedBottleneckModel {
             long tcpCuts,
             double softRateAtEnd,
             long limits,
-            double maxLineBps) {
+            double maxLineBps,
+            long cnpsSoonAfterAnother) {
         @Override
         public String toString() {
             return String.format(
@@ -255,6 +256,11 @@ final class SharedBottleneckModel {
                     softRateAtEnd / 1e6,
                     limits,
                     maxLineBps / 1e6);
+        }
+
+        /** The share of the CNPs the sender took within 0.75 ms of the one before (the guest's CNP log: 17%). */
+        double cnpsInBursts() {
+            return cnps == 0 ? 0 : (double) cnpsSoonAfterAnother / cnps;
         }
     }
 
@@ -285,7 +291,7 @@ final class SharedBottleneckModel {
     private int softInFlight;
     private long softNextLine;
     private boolean softScheduled;
-    private long softSent, softDropped, cnps, limits;
+    private long softSent, softDropped, cnps, limits, cnpsSoonAfterAnother, lastCnpTakenAt = -1;
     private double maxLine;
     /**
      * As QpCongestion measures the line: the soft flow's bytes sent, the time and those bytes when its rate was last
@@ -341,6 +347,8 @@ final class SharedBottleneckModel {
                 }
                 case TCP_ARRIVE -> schedule(t + half, TCP_ACK, e.flag, e.sentAt);
                 case CNP -> {
+                    if (lastCnpTakenAt >= 0 && t - lastCnpTakenAt < 750_000) cnpsSoonAfterAnother++;
+                    lastCnpTakenAt = t;
                     long line = 0;
                     if (!sender.limited && sender.current().enabled()) { // as QpCongestion: the unlimited time adds up
                         limits++;
@@ -377,7 +385,8 @@ final class SharedBottleneckModel {
                 tcpCuts,
                 rateAtEnd,
                 limits,
-                maxLine);
+                maxLine,
+                cnpsSoonAfterAnother);
     }
 
     /** When the soft sender's threads run again ({@link Config#withSenderStalls}): {@code t} itself when they run. */
