@@ -22,6 +22,7 @@ final class Stall {
     private long lastProgress = System.nanoTime();
     /** Progress since {@link #spin}'s last clock read (a spinning wait dates it there: no clock read per message). */
     private boolean progressed;
+
     private int spins;
     private boolean armed;
 
@@ -37,8 +38,8 @@ final class Stall {
     }
 
     void progress() {
-        // a spinning wait reads the clock once in 1024 spins, not per message (a read costs ~25 ns in a VM, on a latency
-        // test's critical path); a wait that blocks (-e, --poll-budget) times itself from the moment of progress
+        // a spinning wait reads the clock once in 1024 spins, not per message (a read costs ~25 ns in a VM, on the
+        // latency tests' critical path); a wait that blocks (-e, --poll-budget) times itself from the progress
         if (resources.channel == null) progressed = true;
         else lastProgress = System.nanoTime();
     }
