@@ -347,12 +347,14 @@ final class Bandwidth {
         private final long periodNs = o.durationSec * 1_000_000_000L;
         /** The client has stopped when nothing came for this long: two silent periods for an endless run. */
         private final long quietNs;
+
         private final long[] postedPerQp = new long[o.numQp];
         private final int[] consumed = new int[o.numQp];
         private final RecvWorkRequest[] rwr = new RecvWorkRequest[o.numQp];
         private final Stall stall;
         /** With a warm-in the timed messages are agreed after it: until then the receives go back without a limit. */
         private long perQp;
+
         long total;
         long received, start, lastAt;
         private long first, periodStart, periodFrom;
