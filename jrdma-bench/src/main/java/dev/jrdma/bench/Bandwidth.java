@@ -22,6 +22,8 @@ final class Bandwidth {
     boolean warmUp;
     /** The loop is one round of {@link #client(int, long, int)}'s: the rounds print one {@link TimedCounters} line. */
     private boolean quietCounters;
+    /** The running loop's counters, when it prints them. */
+    private TimedCounters timedCounters;
     /** The last loop's time, its first post to its last completion. */
     private long lastElapsedNs;
 
@@ -124,7 +126,9 @@ final class Bandwidth {
                 : null;
         boolean stop = false;
         Stall stall = new Stall(r, test.id() + " completions");
-        TimedCounters counters = r.warmingUp || warmUp || quietCounters ? null : TimedCounters.start(r.ctx);
+        // a field, not a local: a local null in the warm-in's calls and set in the timed one failed the type check
+        // at the entry into the warm-in's OSR code (a trap, -Djrdma.perf.counters=true only)
+        timedCounters = r.warmingUp || warmUp || quietCounters ? null : TimedCounters.start(r.ctx);
         while (true) {
             if (!stop && timed) {
                 long now = System.nanoTime();
@@ -197,6 +201,8 @@ final class Bandwidth {
         r.messagesCompleted += completed;
         long elapsed = lastDone - start;
         lastElapsedNs = elapsed;
+        TimedCounters counters = timedCounters;
+        timedCounters = null;
         if (counters != null) counters.print(test.id() + " " + size + " B", completed, elapsed, start, tcompleted);
         if (marginNs > 0) return BwResult.of(size, sampled, sampleTo - sampleFrom, 0);
         double best = record ? BwResult.bestNsPerMsg(tposted, tcompleted, (int) completed, mod) : 0;
