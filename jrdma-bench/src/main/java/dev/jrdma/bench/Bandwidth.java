@@ -22,6 +22,8 @@ final class Bandwidth {
     boolean warmUp;
     /** The loop is one round of {@link #client(int, long, int)}'s: the rounds print one {@link TimedCounters} line. */
     private boolean quietCounters;
+    /** The running loop's counters, when it prints them. */
+    private TimedCounters timedCounters;
     /** The last loop's time, its first post to its last completion. */
     private long lastElapsedNs;
 
@@ -124,7 +126,9 @@ final class Bandwidth {
                 : null;
         boolean stop = false;
         Stall stall = new Stall(r, test.id() + " completions");
-        TimedCounters counters = r.warmingUp || warmUp || quietCounters ? null : TimedCounters.start(r.ctx);
+        // a field, not a local: a local null in the warm-in's calls and set in the timed one failed the type check
+        // at the entry into the warm-in's OSR code (a trap, -Djrdma.perf.counters=true only)
+        timedCounters = r.warmingUp || warmUp || quietCounters ? null : TimedCounters.start(r.ctx);
         while (true) {
             if (!stop && timed) {
                 long now = System.nanoTime();
@@ -188,13 +192,17 @@ final class Bandwidth {
             }
             lastDone = now;
             stall.progress();
-            if ((completed & 0xfff) < n && progress.enabled())
+            // progress.enabled() first: a branch on the count alone, taken once per 102,400 messages, was never
+            // taken in a warm-in of 20,000, and its first taking in a timed loop a trap (deoptimization)
+            if (progress.enabled() && (completed & 0xfff) < n)
                 progress.update(
                         String.format(" %s %d bytes: %d%s", test.id(), size, completed, timed ? " ops" : "/" + total));
         }
         r.messagesCompleted += completed;
         long elapsed = lastDone - start;
         lastElapsedNs = elapsed;
+        TimedCounters counters = timedCounters;
+        timedCounters = null;
         if (counters != null) counters.print(test.id() + " " + size + " B", completed, elapsed, start, tcompleted);
         if (marginNs > 0) return BwResult.of(size, sampled, sampleTo - sampleFrom, 0);
         double best = record ? BwResult.bestNsPerMsg(tposted, tcompleted, (int) completed, mod) : 0;
@@ -308,78 +316,123 @@ final class Bandwidth {
      * with the client on the timed messages ({@link WarmInMeeting#agree}: -n at least) and starts its clock.
      */
     BwResult sendServer(int size, long warmIn, Consumer<BwResult> everyPeriod, WarmInMeeting meeting) {
-        BenchResources r = resources;
-        PerfOptions o = r.options;
-        boolean timed = o.durationSec > 0;
-        long periodNs = o.durationSec * 1_000_000_000L;
-        if (timed) warmIn = 0;
-        // with a warm-in the timed messages are agreed after it: until then the receives go back without a limit
-        long perQp = timed || warmIn > 0 ? Long.MAX_VALUE : o.effectiveIters();
-        long total = perQp == Long.MAX_VALUE ? Long.MAX_VALUE : perQp * o.numQp;
+        PerfOptions o = resources.options;
+        if (o.durationSec > 0) warmIn = 0;
+        ReceiveLoop loop = new ReceiveLoop(size, warmIn, everyPeriod);
         long warmTotal = warmIn * o.numQp;
-        long jitWaitAt = warmIn > 0 ? warmInBeforeJitWait(warmIn) * o.numQp : -1;
-        long[] postedPerQp = new long[o.numQp];
-        Arrays.fill(postedPerQp, r.postedRecvs);
-        int[] consumed = new int[o.numQp];
-        RecvWorkRequest[] rwr = new RecvWorkRequest[o.numQp];
-        for (int q = 0; q < o.numQp; q++) rwr[q] = r.recvRequest(q, size);
-        // the clock starts now, right after the handshake that lets the client send: completions that queued up
-        // before the first poll must not shrink the measured time
-        long received = 0, start = System.nanoTime(), first = 0, lastAt = start;
-        Stall stall = new Stall(r, "the client's sends (" + r.test.id() + ", " + size + " bytes)");
-        // the client has stopped when nothing came for this long; an endless run ends only so (its client was
-        // stopped), after two silent periods, so that a loaded machine's pause does not end it
-        long quietNs = everyPeriod != null ? Math.max(2_000_000_000L, 2 * periodNs) : 500_000_000L;
-        long periodStart = start, periodFrom = 0;
-        while (received < total) {
-            int n = r.recvCq.poll(r.done, r.done.capacity());
-            if (n == 0) {
-                if (timed
-                        && received > 0
-                        && (everyPeriod != null || System.nanoTime() - first > periodNs)
-                        && System.nanoTime() - lastAt > quietNs) break;
-                stall.idle();
-                continue;
-            }
-            long now = System.nanoTime();
-            if (received == 0) first = now;
-            for (int k = 0; k < n; k++) {
-                r.check(k);
-                int q = (int) r.done.wrId(k);
-                // --recv_post_list: the used receives go back in lists of that many (perftest's recv_post_list)
-                if (++consumed[q] >= o.recvPostList || postedPerQp[q] + consumed[q] >= perQp) {
-                    for (int j = 0; j < consumed[q] && postedPerQp[q] < perQp; j++) {
-                        r.postRecv(q, rwr[q]);
-                        postedPerQp[q]++;
-                    }
-                    consumed[q] = 0;
-                }
-            }
-            received += n;
-            lastAt = now;
-            if (received == jitWaitAt) {
-                // the client sends no more until this side's JIT is quiet too: the timed loop must not be where
-                // this JVM compiles its receive loop (a cold server's first point ran 10-20x slower)
-                WarmUp.awaitJitQuiet(o.timeoutSec);
-                meeting.jitQuiet();
-            }
-            if (received == warmTotal && warmTotal > 0) {
-                // the last warm-in message: the client sends the timed ones once both agree on how many
-                perQp = warmIn + meeting.agree(o.effectiveIters());
-                total = perQp * o.numQp;
-                lastAt = start = System.nanoTime();
-            }
-            stall.progress();
-            if (everyPeriod != null && now - periodStart >= periodNs) {
-                everyPeriod.accept(BwResult.of(size, received - periodFrom, now - periodStart, 0)
-                        .withoutPeak());
-                periodStart = now;
-                periodFrom = received;
-            }
-            if ((received & 0xfff) < n && progress.enabled())
-                progress.update(String.format(" %s %d bytes: received %d", r.test.id(), size, received));
+        if (warmTotal > 0) {
+            loop.receiveUntil(warmInBeforeJitWait(warmIn) * o.numQp);
+            // the client sends no more until this side's JIT is quiet too: the timed loop must not be where this JVM
+            // compiles its receive loop (a cold server's first point ran 10-20x slower)
+            WarmUp.awaitJitQuiet(o.timeoutSec);
+            meeting.jitQuiet();
+            loop.receiveUntil(warmTotal);
+            // the last warm-in message: the client sends the timed ones once both agree on how many
+            loop.timedFrom(warmIn + meeting.agree(o.effectiveIters()));
         }
-        return BwResult.of(size, received - warmTotal, lastAt - start, 0);
+        loop.receiveUntil(loop.total);
+        return BwResult.of(size, loop.received - warmTotal, loop.lastAt - loop.start, 0);
+    }
+
+    /** Messages a send_bw server receives per call of {@link ReceiveLoop#round} (about a warm-in round's). */
+    static final int RECEIVE_ROUND = (int) WarmUp.REWARM_ITERATIONS;
+
+    /**
+     * The send_bw server's loop, in rounds of {@link #RECEIVE_ROUND} messages, each a call of {@link #round}: a loop
+     * whose exit the JIT has seen. As one loop over warm-in and timed messages, C2 compiled it while the warm-in's
+     * end (and the loop's) had never been taken, turned those branches into traps, and the last warm-in message
+     * deoptimized it: the timed loop ran interpreted and in C1 while both compilers rebuilt it (100-250 ms of C1 and
+     * C2 in each JVM inside a 64 B point of 290 ms, after the JIT had been quiet).
+     */
+    private final class ReceiveLoop {
+        private final BenchResources r = resources;
+        private final PerfOptions o = r.options;
+        private final int size;
+        private final Consumer<BwResult> everyPeriod;
+        private final boolean timed = o.durationSec > 0;
+        private final long periodNs = o.durationSec * 1_000_000_000L;
+        /** The client has stopped when nothing came for this long: two silent periods for an endless run. */
+        private final long quietNs;
+
+        private final long[] postedPerQp = new long[o.numQp];
+        private final int[] consumed = new int[o.numQp];
+        private final RecvWorkRequest[] rwr = new RecvWorkRequest[o.numQp];
+        private final Stall stall;
+        /** With a warm-in the timed messages are agreed after it: until then the receives go back without a limit. */
+        private long perQp;
+
+        long total;
+        long received, start, lastAt;
+        private long first, periodStart, periodFrom;
+        private boolean stopped;
+
+        ReceiveLoop(int size, long warmIn, Consumer<BwResult> everyPeriod) {
+            this.size = size;
+            this.everyPeriod = everyPeriod;
+            quietNs = everyPeriod != null ? Math.max(2_000_000_000L, 2 * periodNs) : 500_000_000L;
+            perQp = timed || warmIn > 0 ? Long.MAX_VALUE : o.effectiveIters();
+            total = perQp == Long.MAX_VALUE ? Long.MAX_VALUE : perQp * o.numQp;
+            Arrays.fill(postedPerQp, r.postedRecvs);
+            for (int q = 0; q < o.numQp; q++) rwr[q] = r.recvRequest(q, size);
+            stall = new Stall(r, "the client's sends (" + r.test.id() + ", " + size + " bytes)");
+            // the clock starts now, right after the handshake that lets the client send: completions that queued up
+            // before the first poll must not shrink the measured time
+            start = lastAt = periodStart = System.nanoTime();
+        }
+
+        /** After the warm-in: {@code perQp} messages per QP in all, and the clock starts now. */
+        void timedFrom(long perQp) {
+            this.perQp = perQp;
+            total = perQp * o.numQp;
+            lastAt = start = System.nanoTime();
+        }
+
+        /** Receives until {@code target} messages in all, or until the client stopped (-D, --run_infinitely). */
+        void receiveUntil(long target) {
+            while (received < target && !stopped) round(Math.min(target, received + RECEIVE_ROUND));
+        }
+
+        private void round(long upTo) {
+            while (received < upTo) {
+                int n = r.recvCq.poll(r.done, r.done.capacity());
+                if (n == 0) {
+                    if (timed
+                            && received > 0
+                            && (everyPeriod != null || System.nanoTime() - first > periodNs)
+                            && System.nanoTime() - lastAt > quietNs) {
+                        stopped = true;
+                        return;
+                    }
+                    stall.idle();
+                    continue;
+                }
+                long now = System.nanoTime();
+                if (received == 0) first = now;
+                for (int k = 0; k < n; k++) {
+                    r.check(k);
+                    int q = (int) r.done.wrId(k);
+                    // --recv_post_list: the used receives go back in lists of that many (perftest's recv_post_list)
+                    if (++consumed[q] >= o.recvPostList || postedPerQp[q] + consumed[q] >= perQp) {
+                        for (int j = 0; j < consumed[q] && postedPerQp[q] < perQp; j++) {
+                            r.postRecv(q, rwr[q]);
+                            postedPerQp[q]++;
+                        }
+                        consumed[q] = 0;
+                    }
+                }
+                received += n;
+                lastAt = now;
+                stall.progress();
+                if (everyPeriod != null && now - periodStart >= periodNs) {
+                    everyPeriod.accept(BwResult.of(size, received - periodFrom, now - periodStart, 0)
+                            .withoutPeak());
+                    periodStart = now;
+                    periodFrom = received;
+                }
+                if (progress.enabled() && (received & 0xfff) < n)
+                    progress.update(String.format(" %s %d bytes: received %d", r.test.id(), size, received));
+            }
+        }
     }
 
     /**
@@ -401,7 +454,8 @@ final class Bandwidth {
         long mine = o.effectiveIters();
         warmUp = true;
         try {
-            client(size, first, 0);
+            // in rounds, as write_bw warms up, so that C2 compiles the loop with its exit seen (see WARM_IN_ROUND)
+            for (long round : warmInRounds(first)) client(size, round, 0);
             WarmUp.awaitJitQuiet(o.timeoutSec);
             meeting.jitQuiet(); // the server waits for its own JIT before it answers
             if (n > first) {
@@ -413,6 +467,27 @@ final class Bandwidth {
             progress.clear();
         }
         return meeting.agree(mine);
+    }
+
+    /**
+     * Messages per QP of one call of {@link #client} in a send_bw warm-in's first part. One call of 19,000 ended only
+     * after C2 had compiled its loop with the exit never taken: the exit was a trap, and the next call began in the
+     * interpreter. 5,000 (not 1,000) so that a round stamps only some posts ({@link BwResult#postStep}), as the timed
+     * loop does: a branch a round always takes is a trap where the timed loop does not.
+     */
+    static final long WARM_IN_ROUND = 5000;
+
+    /**
+     * The calls of {@link #client} that send a warm-in's first part: {@link #WARM_IN_ROUND} messages per QP each, the
+     * last one the rest.
+     *
+     * @param messages the first part's messages per QP
+     * @return each call's messages per QP
+     */
+    static long[] warmInRounds(long messages) {
+        long[] rounds = new long[(int) ((messages + WARM_IN_ROUND - 1) / WARM_IN_ROUND)];
+        for (int i = 0; i < rounds.length; i++) rounds[i] = Math.min(WARM_IN_ROUND, messages - i * WARM_IN_ROUND);
+        return rounds;
     }
 
     /** The most messages per QP of a send_bw timed loop sized by {@link #timedMessages}. */

@@ -195,6 +195,18 @@ class CompareTest {
     }
 
     @Test
+    void aSendBwWarmInsFirstPartGoesInRoundsThatStampPostsAsTheTimedLoopDoes() {
+        // calls of client() that end (their exit taken before C2 compiles it), all of the first part and no more
+        assertArrayEquals(new long[] {5000, 5000, 5000, 4000}, Bandwidth.warmInRounds(19_000));
+        assertArrayEquals(new long[] {1000}, Bandwidth.warmInRounds(1000));
+        assertArrayEquals(new long[0], Bandwidth.warmInRounds(0));
+        // a timed loop of 10,000 or more stamps every 5th post or fewer: so must a full round, or the branch it never
+        // takes is a trap in the timed loop
+        assertTrue(BwResult.postStep(10_000) > 1);
+        for (long round : Bandwidth.warmInRounds(19_000)) assertTrue(BwResult.postStep(round) > 1, "round " + round);
+    }
+
+    @Test
     void rowsUseOnlyWhatWasMeasured() {
         var lat = new LatencyResult(64, 100, 1, 9, 2, 2, 0.1, 5, 8);
         var tcpLat = new LatencyResult(64, 100, 10, 90, 20, 20, 1, 50, 80);
