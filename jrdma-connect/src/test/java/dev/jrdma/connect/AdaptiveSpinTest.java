@@ -2,6 +2,7 @@ package dev.jrdma.connect;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.junit.jupiter.api.Test;
 
@@ -62,6 +63,54 @@ class AdaptiveSpinTest {
         spin.idle(t);
         spin.work(t + 450_000);
         assertEquals(FLOOR, spin.budget(FULL));
+    }
+
+    /**
+     * One wait of an owner that spins within its budget and then sleeps: a reply {@code replyAfter} after the wait's
+     * start is met spinning when the budget reaches it, else found {@code wakeUp} later, after a sleep.
+     *
+     * @return whether the reply was met spinning
+     */
+    private static boolean replyAfter(AdaptiveSpin spin, long t, long replyAfter, long wakeUp) {
+        spin.idle(t);
+        boolean spun = replyAfter < spin.budget(FULL);
+        spin.work(t + replyAfter + (spun ? 0 : wakeUp));
+        return spun;
+    }
+
+    @Test
+    void afterLongWaitsRepliesFoundAsleepDoNotKeepTheBudgetAtTheFloorForGood() {
+        AdaptiveSpin spin = new AdaptiveSpin(FLOOR);
+        long t = waits(spin, 0, 450_000); // gRPC's rate phase: the peer's batches
+        assertEquals(FLOOR, spin.budget(FULL));
+        // then one call at a time: each reply 45 us after the last work, a loop found asleep wakes 80 us later, so a
+        // reply found asleep counts as a 125 us wait, past the full budget (grpc20's slow p50 mode)
+        int spun = 0;
+        for (int i = 0; i < 3 * AdaptiveSpin.HISTORY; i++) {
+            if (replyAfter(spin, t, 45_000, 80_000)) spun++;
+            t += 1_000_000;
+        }
+        assertEquals(90_000, spin.budget(FULL), "twice the 45 us wait that a probe met spinning");
+        assertTrue(spun >= 2 * AdaptiveSpin.HISTORY, "replies met spinning after the first probe: " + spun);
+    }
+
+    @Test
+    void oneWaitInEightSpinsTheFullBudgetTheOthersTheFloor() {
+        AdaptiveSpin spin = new AdaptiveSpin(FLOOR);
+        long t = waits(spin, 0, 450_000);
+        int full = 0;
+        for (int i = 0; i < 4 * AdaptiveSpin.PROBE_EVERY; i++) {
+            spin.idle(t);
+            long budget = spin.budget(FULL);
+            assertTrue(budget == FLOOR || budget == FULL, "budget " + budget);
+            if (budget == FULL) full++;
+            spin.idle(t + 30_000); // a later turn of the same wait: the same budget
+            assertEquals(budget, spin.budget(FULL));
+            t += 450_000;
+            spin.work(t);
+            assertEquals(FLOOR, spin.budget(FULL), "between waits: the history's budget");
+        }
+        assertEquals(4, full, "probes in 32 long waits");
     }
 
     @Test
