@@ -35,11 +35,14 @@ final class AdaptiveSpin {
     static final int HISTORY = 8;
     /** Every this many waits one spins the full budget (a probe: see the class comment). */
     static final int PROBE_EVERY = HISTORY;
+    /** Whether probes run ({@code -Djrdma.connect.adaptiveSpinProbe=off}: never, session 18's budget). */
+    static final boolean PROBES = !"off".equals(System.getProperty("jrdma.connect.adaptiveSpinProbe", "on"));
 
     private static final long UNKNOWN = -1;
     private static final long NOT_WAITING = Long.MIN_VALUE;
 
     private final long floorNanos;
+    private final boolean probes;
     /** The last waits' lengths, a ring ({@link #UNKNOWN} until filled: the full budget meanwhile). */
     private final long[] waits = new long[HISTORY];
 
@@ -57,8 +60,14 @@ final class AdaptiveSpin {
     private long lastBudget;
 
     AdaptiveSpin(long floorNanos) {
+        this(floorNanos, PROBES);
+    }
+
+    /** Tests: with or without probes, whatever the property says. */
+    AdaptiveSpin(long floorNanos, boolean probes) {
         if (floorNanos < 0) throw new IllegalArgumentException("the floor must not be negative, not " + floorNanos);
         this.floorNanos = floorNanos;
+        this.probes = probes;
         Arrays.fill(waits, UNKNOWN);
     }
 
@@ -112,7 +121,7 @@ final class AdaptiveSpin {
      *     wait, {@code fullNanos}
      */
     long budget(long fullNanos) {
-        if (sinceProbe == PROBE_EVERY && waitingSince != NOT_WAITING) return fullNanos;
+        if (probes && sinceProbe == PROBE_EVERY && waitingSince != NOT_WAITING) return fullNanos;
         long longest = -1;
         for (long w : waits) {
             if (w == UNKNOWN) return fullNanos;

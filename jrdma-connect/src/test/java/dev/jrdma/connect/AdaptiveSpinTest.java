@@ -1,6 +1,7 @@
 package dev.jrdma.connect;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -23,7 +24,7 @@ class AdaptiveSpinTest {
 
     @Test
     void theFullBudgetUntilEightWaitsAreKnown() {
-        AdaptiveSpin spin = new AdaptiveSpin(FLOOR);
+        AdaptiveSpin spin = new AdaptiveSpin(FLOOR, true);
         assertEquals(FULL, spin.budget(FULL));
         spin.idle(0);
         spin.work(1_000);
@@ -32,7 +33,7 @@ class AdaptiveSpinTest {
 
     @Test
     void shortWaitsLeaveTheFloorAndLongerOnesTwiceTheLongest() {
-        AdaptiveSpin spin = new AdaptiveSpin(FLOOR);
+        AdaptiveSpin spin = new AdaptiveSpin(FLOOR, true);
         long t = waits(spin, 0, 3_000); // a Netty ping-pong's replies
         assertEquals(FLOOR, spin.budget(FULL));
         t = waits(spin, t, 30_000);
@@ -44,7 +45,7 @@ class AdaptiveSpinTest {
 
     @Test
     void waitsPastTheFullBudgetLeaveTheFloorAndOneReplyWithinItBringsTheSpinBack() {
-        AdaptiveSpin spin = new AdaptiveSpin(FLOOR);
+        AdaptiveSpin spin = new AdaptiveSpin(FLOOR, true);
         long t = waits(spin, 0, 450_000); // the peer's gRPC batch: spinning would not have met it
         assertEquals(FLOOR, spin.budget(FULL));
         // a reply 80 us after the last work (found after a sleep: the wait counts whole, whatever the owner did)
@@ -80,7 +81,7 @@ class AdaptiveSpinTest {
 
     @Test
     void afterLongWaitsRepliesFoundAsleepDoNotKeepTheBudgetAtTheFloorForGood() {
-        AdaptiveSpin spin = new AdaptiveSpin(FLOOR);
+        AdaptiveSpin spin = new AdaptiveSpin(FLOOR, true);
         long t = waits(spin, 0, 450_000); // gRPC's rate phase: the peer's batches
         assertEquals(FLOOR, spin.budget(FULL));
         // then one call at a time: each reply 45 us after the last work, a loop found asleep wakes 80 us later, so a
@@ -96,7 +97,7 @@ class AdaptiveSpinTest {
 
     @Test
     void oneWaitInEightSpinsTheFullBudgetTheOthersTheFloor() {
-        AdaptiveSpin spin = new AdaptiveSpin(FLOOR);
+        AdaptiveSpin spin = new AdaptiveSpin(FLOOR, true);
         long t = waits(spin, 0, 450_000);
         int full = 0;
         for (int i = 0; i < 4 * AdaptiveSpin.PROBE_EVERY; i++) {
@@ -114,8 +115,19 @@ class AdaptiveSpinTest {
     }
 
     @Test
+    void withoutProbesRepliesFoundAsleepKeepTheBudgetAtTheFloor() {
+        AdaptiveSpin spin = new AdaptiveSpin(FLOOR, false); // session 18-19: the trap the probes get out of
+        long t = waits(spin, 0, 450_000);
+        for (int i = 0; i < 3 * AdaptiveSpin.HISTORY; i++) {
+            assertFalse(replyAfter(spin, t, 45_000, 80_000), "reply " + i + " met spinning");
+            t += 1_000_000;
+        }
+        assertEquals(FLOOR, spin.budget(FULL));
+    }
+
+    @Test
     void workWithoutAnIdleTurnIsNoWaitAndTheBudgetNeverExceedsTheFullOne() {
-        AdaptiveSpin spin = new AdaptiveSpin(FLOOR);
+        AdaptiveSpin spin = new AdaptiveSpin(FLOOR, true);
         waits(spin, 0, 3_000);
         spin.work(1_000_000_000L); // busy: work after work
         assertEquals(FLOOR, spin.budget(FULL));
