@@ -50,14 +50,15 @@ final class AdaptiveSpin {
     private long waitingSince = NOT_WAITING;
     /** Waits begun since the last probe; the wait in progress is a probe when this reached {@link #PROBE_EVERY}. */
     private int sinceProbe;
-    private boolean slept;
 
-    /** Diagnostics ({@code -Djrdma.connect.spinStats=on}): waits by length, spun or slept, printed every second. */
-    static final boolean STATS = "on".equals(System.getProperty("jrdma.connect.spinStats"));
+    // diagnostics (-Djrdma.connect.spinStats=on): the waits by length, spun or slept, printed every second
+    private static final boolean STATS = "on".equals(System.getProperty("jrdma.connect.spinStats"));
     private static final long[] BUCKETS_US = {10, 20, 50, 100, 200, 500, Long.MAX_VALUE};
     private final int[][] stats = new int[2][BUCKETS_US.length];
     private long statsSince = System.nanoTime();
     private long lastBudget;
+    /** The wait in progress went to sleep. */
+    private boolean slept;
 
     AdaptiveSpin(long floorNanos) {
         this(floorNanos, PROBES);
@@ -74,7 +75,7 @@ final class AdaptiveSpin {
     /** The owner found nothing to do; its last work was at {@code lastWork} (the start of this wait, if it is new). */
     void idle(long lastWork) {
         if (waitingSince != NOT_WAITING) return;
-        waitingSince = waitingSinceForStats = lastWork;
+        waitingSince = lastWork;
         if (sinceProbe >= PROBE_EVERY) sinceProbe = 0;
         sinceProbe++;
     }
@@ -82,16 +83,15 @@ final class AdaptiveSpin {
     /** The owner found work at {@code now}: a wait in progress ends here. */
     void work(long now) {
         if (waitingSince == NOT_WAITING) return;
-        waits[next] = now - waitingSince;
+        long wait = now - waitingSince;
+        waits[next] = wait;
         next = (next + 1) % HISTORY;
         waitingSince = NOT_WAITING;
-        if (STATS) count(now - waitingSinceForStats);
+        if (STATS) count(wait);
         slept = false;
     }
 
-    private long waitingSinceForStats;
-
-    /** The wait in progress went to sleep (diagnostics). */
+    /** The wait in progress goes to sleep now (for the diagnostics). */
     void slept() {
         slept = true;
     }
