@@ -18,11 +18,11 @@ import java.util.Arrays;
  *
  * <p>Every {@link #PROBE_EVERY}th wait spins the full budget whatever the history says (a probe). Without it the
  * budget could stay at the floor for good once long waits had put it there (gRPC's rate phase, then one call at a
- * time): a reply that comes 45 us after the last work finds a loop that spun 20 us asleep, and the wait it ends
- * counts with the loop's wake-up in it (tens of microseconds on this 2-core VM), past the full budget, so it is
- * forgotten, and every later reply finds the loop asleep too (a way into grpc-bench's slow p50 mode:
- * jrdma-netty's README, session 20). The probe meets such a reply spinning and records its true wait; where waits really
- * are long it costs one spin of the full budget in {@link #PROBE_EVERY} waits.
+ * time): a reply that comes 45 us after the last work finds a loop that spun 20 us asleep, and the wait it ends counts
+ * with the loop's wake-up in it; where that passes the full budget (a wake-up of 55 us or more) the wait is forgotten,
+ * and every later reply finds the loop asleep too (a way into grpc-bench's slow p50 mode: jrdma-netty's README,
+ * session 20). The probe meets such a reply spinning and records its true wait; where waits really are long it costs
+ * one spin of the full budget in {@link #PROBE_EVERY} waits.
  *
  * <p>Owner thread only (no synchronisation), and no allocation per wait.
  */
