@@ -66,6 +66,11 @@ public final class GrpcBenchCommand implements Callable<Integer> {
             defaultValue = "127.0.0.2")
     String clientHost;
 
+    @Option(
+            names = {"-v", "--verbose"},
+            description = "Print the p50 of every warm-up round and of every 1,000 timed calls.")
+    boolean verbose;
+
     @Override
     public Integer call() throws Exception {
         GrpcBench.Options o = new GrpcBench.Options(
@@ -76,7 +81,8 @@ public final class GrpcBenchCommand implements Callable<Integer> {
                 seconds,
                 serverHost,
                 "none".equals(clientHost) ? null : clientHost,
-                transports == null ? GrpcBench.Options.defaults().transports() : transports);
+                transports == null ? GrpcBench.Options.defaults().transports() : transports,
+                verbose);
         List<GrpcBench.Row> rows = new GrpcBench(o, System.err).run();
         System.out.print(GrpcBench.table(rows, o));
         return 0;

@@ -227,6 +227,7 @@ final class ProgressCore {
             spinTurn(now);
             return true;
         }
+        if (adaptiveSpin != null) adaptiveSpin.slept();
         sleep(Math.min(maxSleepNanos, Math.max(0, nextTimeoutCheck - now)), mayBlock);
         lastWork = clock.nanoTime(); // woken (by an event, most likely): poll busily again for the budget
         return false;

@@ -54,6 +54,7 @@ public final class GrpcBench {
      * @param serverHost the address the server binds (its own software device)
      * @param clientHost the address the RDMA client binds (its own software device), or null
      * @param transports which to run, in order: {@code epoll}, {@code jrdma}
+     * @param verbose    print the p50 of every warm-up round and of every 1,000 timed calls (the slow mode's onset)
      */
     public record Options(
             int size,
@@ -63,7 +64,21 @@ public final class GrpcBench {
             double seconds,
             String serverHost,
             String clientHost,
-            List<String> transports) {
+            List<String> transports,
+            boolean verbose) {
+        /** Options without the per-round figures. */
+        public Options(
+                int size,
+                int iterations,
+                int warmup,
+                int inFlight,
+                double seconds,
+                String serverHost,
+                String clientHost,
+                List<String> transports) {
+            this(size, iterations, warmup, inFlight, seconds, serverHost, clientHost, transports, false);
+        }
+
         /** {@return 64-byte calls, 20,000 after 5,000 of warm-up, 32 in flight for 5 s, epoll then jrdma} */
         public static Options defaults() {
             return new Options(64, 20_000, 5_000, 32, 5, "127.0.0.1", "127.0.0.2", List.of("epoll", "jrdma"));
@@ -172,6 +187,7 @@ public final class GrpcBench {
                 call(channel, msg);
                 rtt[i] = System.nanoTime() - t0;
             }
+            if (o.verbose()) log.printf("   timed calls, p50 of each %d [us]: %s%n", JIT_ROUND_CALLS, blockP50s(rtt));
             Arrays.sort(rtt);
             log.printf(
                     "   latency done (p50 %.1f us); rate phase, %d in flight%n", NettyBench.pct(rtt, 50), o.inFlight());
@@ -211,12 +227,31 @@ public final class GrpcBench {
         long end = System.nanoTime() + WARM_UP_LIMIT.toNanos();
         long before;
         int rounds = 0;
+        long[] round = new long[JIT_ROUND_CALLS];
+        StringBuilder p50s = new StringBuilder();
         do {
             before = jit.getTotalCompilationTime();
-            for (int i = 0; i < JIT_ROUND_CALLS; i++) call(channel, msg);
+            for (int i = 0; i < JIT_ROUND_CALLS; i++) {
+                long t0 = System.nanoTime();
+                call(channel, msg);
+                round[i] = System.nanoTime() - t0;
+            }
             rounds++;
+            if (o.verbose()) p50s.append(p50s.isEmpty() ? "" : " ").append(blockP50s(round));
         } while (jit.getTotalCompilationTime() - before > JIT_QUIET_MILLIS && System.nanoTime() - end < 0);
         log.printf("   warmed up (%d more rounds of %d calls until the JIT was quiet)%n", rounds, JIT_ROUND_CALLS);
+        if (o.verbose()) log.printf("   warm-up rounds, p50 of each [us]: %s%n", p50s);
+    }
+
+    /** The p50 of each {@link #JIT_ROUND_CALLS} calls of {@code rtt} (in call order), in microseconds. */
+    private static String blockP50s(long[] rtt) {
+        StringBuilder sb = new StringBuilder();
+        for (int from = 0; from < rtt.length; from += JIT_ROUND_CALLS) {
+            long[] block = Arrays.copyOfRange(rtt, from, Math.min(rtt.length, from + JIT_ROUND_CALLS));
+            Arrays.sort(block);
+            sb.append(sb.isEmpty() ? "" : " ").append(Math.round(NettyBench.pct(block, 50)));
+        }
+        return sb.toString();
     }
 
     /**

@@ -13,7 +13,7 @@ class GrpcBenchTest {
     @Test // addresses of its own: the server process binds its software device there, beside this JVM's others
     void oneRunMeasuresBothTransportsAgainstAServerProcess() throws Exception {
         GrpcBench.Options o =
-                new GrpcBench.Options(64, 100, 50, 4, 0.3, "127.0.0.3", "127.0.0.4", List.of("epoll", "jrdma"));
+                new GrpcBench.Options(64, 100, 50, 4, 0.3, "127.0.0.3", "127.0.0.4", List.of("epoll", "jrdma"), true);
         ByteArrayOutputStream log = new ByteArrayOutputStream();
         List<GrpcBench.Row> rows = new GrpcBench(o, new PrintStream(log, true)).run();
         assertEquals(2, rows.size());
@@ -22,6 +22,10 @@ class GrpcBenchTest {
             assertTrue(r.p50Us() > 0 && r.p99Us() >= r.p50Us(), r.toString());
             assertTrue(r.callsPerSec() > 0 && r.cpuUsPerCall() > 0, r.toString());
         }
+        // --verbose: the p50 of each 1,000 timed calls, here one block of 100 per transport
+        assertTrue(
+                log.toString().matches("(?s).*timed calls, p50 of each 1000 \\[us\\]: [1-9][0-9]*\n.*"),
+                log.toString());
         String table = GrpcBench.table(rows, o);
         assertTrue(table.contains("gRPC over jrdma-netty"), table);
     }
