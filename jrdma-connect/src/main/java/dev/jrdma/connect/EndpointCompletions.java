@@ -9,6 +9,7 @@ import dev.jrdma.verbs.WorkCompletion;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.net.Socket;
+import java.util.Collections;
 import java.util.Iterator;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
@@ -352,7 +353,9 @@ abstract class EndpointCompletions extends EndpointCore {
                 toError();
                 goodbye.acknowledge();
             }
-            for (Iterator<Operation> it = pending.iterator(); it.hasNext(); ) {
+            // an iterator is an allocation: none while only posted requests are in flight
+            for (Iterator<Operation> it = pending.isEmpty() ? Collections.emptyIterator() : pending.iterator();
+                    it.hasNext(); ) {
                 Operation op = it.next();
                 if (now - op.deadline > 0) {
                     it.remove();
