@@ -66,22 +66,9 @@ public final class GrpcBench {
             String clientHost,
             List<String> transports,
             boolean verbose) {
-        /** Options without the per-round figures. */
-        public Options(
-                int size,
-                int iterations,
-                int warmup,
-                int inFlight,
-                double seconds,
-                String serverHost,
-                String clientHost,
-                List<String> transports) {
-            this(size, iterations, warmup, inFlight, seconds, serverHost, clientHost, transports, false);
-        }
-
         /** {@return 64-byte calls, 20,000 after 5,000 of warm-up, 32 in flight for 5 s, epoll then jrdma} */
         public static Options defaults() {
-            return new Options(64, 20_000, 5_000, 32, 5, "127.0.0.1", "127.0.0.2", List.of("epoll", "jrdma"));
+            return new Options(64, 20_000, 5_000, 32, 5, "127.0.0.1", "127.0.0.2", List.of("epoll", "jrdma"), false);
         }
     }
 
