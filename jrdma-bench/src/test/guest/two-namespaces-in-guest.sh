@@ -11,6 +11,8 @@
 # a 1 s ACK timeout, as under TCG a starved receiver thread otherwise makes the default 67 ms expire and the sender
 # go back N with nothing lost), CC_RUNS (its --cc runs, separated by ';': "on;off"), SHARE_OPTS (more of its
 # options, no quotes),
+# SHARE_RUNS (instead of CC_RUNS and SOFT_OPTS: entries separated by ';', each CC|SOFT_OPTS, one bottleneck run per
+# entry, e.g. 'on|-u 18;on|-u 18 --poll-budget 20;off|-u 18 --poll-budget 20': spinning against waiting),
 # NETTY_OPTS (netty-bench's options), NETEM_RUNS (the netem step's runs, separated by ';', each NAME:TEST:JAVA_OPTS;
 # by default selective repeat, go-back-N and tcp_bw). Under TCG only the ratios inside one run mean anything.
 set -uo pipefail
@@ -74,12 +76,24 @@ fi
 
 if has share; then
   echo "== one soft write_bw and one TCP flow through one bottleneck"
-  cc=()
-  IFS=';' read -ra specs <<<"${CC_RUNS:-on;off}"
-  for spec in "${specs[@]}"; do cc+=(--cc "$spec"); done
-  # shellcheck disable=SC2086
-  $s/share-bottleneck.sh --rate "${RATE:-auto}" --soft-opts "${SOFT_OPTS:--u 18}" "${cc[@]}" ${SHARE_OPTS:-}
-  echo "-- rc $?"
+  if [ -n "${SHARE_RUNS:-}" ]; then
+    # one share-bottleneck.sh per entry, each CC|SOFT_OPTS: the soft side's perf flags differ by run (spinning on the
+    # CQ, the default, against --poll-budget: spin that long after a completion, then wait on the channel)
+    IFS=';' read -ra entries <<<"$SHARE_RUNS"
+    for entry in "${entries[@]}"; do
+      echo "-- congestion control ${entry%%|*}, soft perf flags '${entry#*|}'"
+      # shellcheck disable=SC2086
+      $s/share-bottleneck.sh --rate "${RATE:-auto}" --soft-opts "${entry#*|}" --cc "${entry%%|*}" ${SHARE_OPTS:-}
+      echo "-- rc $?"
+    done
+  else
+    cc=()
+    IFS=';' read -ra specs <<<"${CC_RUNS:-on;off}"
+    for spec in "${specs[@]}"; do cc+=(--cc "$spec"); done
+    # shellcheck disable=SC2086
+    $s/share-bottleneck.sh --rate "${RATE:-auto}" --soft-opts "${SOFT_OPTS:--u 18}" "${cc[@]}" ${SHARE_OPTS:-}
+    echo "-- rc $?"
+  fi
 fi
 
 if has netty; then
