@@ -103,6 +103,26 @@ final class Completer {
     private int resentPsn, sentBeyondResend = -1;
 
     /**
+     * {@code -Djrdma.soft.reorderFollowsBatch=false}: the reordering threshold is {@link SoftQp#reorderThreshold} only,
+     * as before guest21 (for comparisons).
+     */
+    static final boolean REORDER_FOLLOWS_BATCH = !"false".equals(System.getProperty("jrdma.soft.reorderFollowsBatch"));
+    /** {@link #REORDER_FOLLOWS_BATCH} for this QP (tests set it directly). */
+    boolean reorderFollowsBatch = REORDER_FOLLOWS_BATCH;
+    /**
+     * Where the last {@link #BATCH_ENDS} batches of new request packets ended (one {@link Link} send each, one system
+     * call: a GSO batch or a {@code sendmmsg}; {@link Requester#transmittedEnd} when it left), oldest first from
+     * {@link #batchEndsNext}; allocated with the first batch in the selective-repeat mode. A path that reorders does so
+     * by whole batches (the guest's veth hands a batch to the backlog of the CPU that sent it, so the next batch, sent
+     * from the other vCPU, can arrive first), and which batch a missing packet left in says what may have overtaken it
+     * ({@link #takenForLost}).
+     */
+    private int[] batchEnds;
+
+    private int batchEndsNext, batchEndsKept;
+    static final int BATCH_ENDS = 256;
+
+    /**
      * The selective-repeat mode's probe (IRN's RTO_low): while the requester is stopped with packets outstanding, the
      * retry deadline is brought forward to a few round trips ({@link #armProbe}); when it fires without progress the
      * oldest unacknowledged packet and the last one sent go again alone, without counting a retry, and the IBA
@@ -139,6 +159,15 @@ final class Completer {
 
     private int rttPsn;
     private long rttSentAt;
+
+    /**
+     * {@code -Djrdma.soft.logTimeouts=true} (a debug aid, off by default): each retransmission timeout is a line on
+     * standard error, {@code timeout DEST_QPN LATE_US PERIOD_US SRTT_US RTTVAR_US SINCE_PROGRESS_US OUTSTANDING
+     * HELD_AT_PEER THRESHOLD REQUESTER_STATE LOSS_SEEN}, so a run can say why its timer fired.
+     */
+    static final boolean LOG_TIMEOUTS = Boolean.getBoolean("jrdma.soft.logTimeouts");
+    /** When the window last moved (only with {@link #LOG_TIMEOUTS}). */
+    private long progressAt;
 
     // the packet being processed
     private RocePacket pkt;
@@ -364,7 +393,63 @@ final class Completer {
      * anything else goes back N at once, as before.
      */
     private boolean mayBeLate(int psn) {
-        return psn == oldestUnacked && heldAtPeer < qp.reorderThreshold && qp.requester.canResendOne(psn);
+        return psn == oldestUnacked && !takenForLost(psn, heldAtPeer) && qp.requester.canResendOne(psn);
+    }
+
+    /**
+     * Whether the peer keeping {@code kept} packets beyond {@code psn} makes it lost: at least {@link
+     * SoftQp#reorderThreshold} kept, and either as many as {@link #reorderThreshold} (more than any one batch sent after
+     * the one {@code psn} left in: one whole batch overtaking another costs nothing) or more than went out after that
+     * batch (then a packet sent behind {@code psn} in its own batch arrived, and a batch is not reordered inside: a
+     * loss at the tail, found at once instead of by the probe).
+     */
+    private boolean takenForLost(int psn, int kept) {
+        if (kept < qp.reorderThreshold) return false;
+        if (kept >= reorderThreshold(psn)) return true;
+        int after = sentAfterBatchOf(psn);
+        return after >= 0 && kept > after;
+    }
+
+    /**
+     * How many packets the peer must keep beyond a gap at {@code psn} before the packet missing there is taken for
+     * lost: {@link SoftQp#reorderThreshold}, or one more than the largest batch of new packets sent after the batch
+     * {@code psn} left in (all remembered batches when that one is no longer known) when that is more, at most half
+     * the window (so that a real loss is still found by the NAKs of the packets after it before the window closes).
+     */
+    int reorderThreshold(int psn) {
+        int n = qp.reorderThreshold;
+        if (!reorderFollowsBatch || batchEnds == null) return n;
+        int largest = 0;
+        for (int i = 1; i < batchEndsKept; i++) {
+            int e = batchEnds[(batchEndsNext - i) & (BATCH_ENDS - 1)];
+            int start = batchEnds[(batchEndsNext - i - 1) & (BATCH_ENDS - 1)];
+            if (Psn.diff(start, psn) <= 0 && Psn.diff(e, psn) > 0) break; // the batch psn left in
+            largest = Math.max(largest, Psn.diff(e, start));
+        }
+        return Math.max(n, Math.min(largest + 1, qp.requester.window / 2));
+    }
+
+    /** The packets sent after the batch {@code psn} went out in, or -1 when that batch is no longer known. */
+    private int sentAfterBatchOf(int psn) {
+        if (batchEnds == null) return -1;
+        int end = -1;
+        for (int i = 1; i <= batchEndsKept; i++) {
+            int e = batchEnds[(batchEndsNext - i) & (BATCH_ENDS - 1)];
+            if (Psn.diff(e, psn) <= 0) return end < 0 ? -1 : Psn.diff(qp.requester.sentEnd, end);
+            end = e;
+        }
+        return -1; // psn went out before the oldest batch remembered
+    }
+
+    /** The transmitter sent a batch of packets at once (one system call). */
+    void batchSent() {
+        if (!qp.selectiveRepeat || !reorderFollowsBatch) return;
+        if (batchEnds == null) batchEnds = new int[BATCH_ENDS];
+        int end = qp.requester.transmittedEnd;
+        if (batchEndsKept > 0 && batchEnds[(batchEndsNext - 1) & (BATCH_ENDS - 1)] == end) return; // no new request
+        batchEnds[batchEndsNext] = end;
+        batchEndsNext = (batchEndsNext + 1) & (BATCH_ENDS - 1);
+        if (batchEndsKept < BATCH_ENDS) batchEndsKept++;
     }
 
     /**
@@ -400,7 +485,7 @@ final class Completer {
      * sent.
      */
     private void resendIfLost(int psn) {
-        if (psn != resentPsn || sentBeyondResend < 0 || heldAtPeer - sentBeyondResend < qp.reorderThreshold) return;
+        if (psn != resentPsn || sentBeyondResend < 0 || heldAtPeer - sentBeyondResend < reorderThreshold(psn)) return;
         if (resendSelectively(psn)) qp.count(Counter.RESENDS_FOUND_LOST);
     }
 
@@ -586,9 +671,10 @@ final class Completer {
             lateForgiven = 0;
             probeAt = 0;
             probesInARow = 0;
-            long now = rttSentAt != 0 || oldestUnacked != qp.requester.nextPsn
+            long now = rttSentAt != 0 || oldestUnacked != qp.requester.nextPsn || LOG_TIMEOUTS
                     ? qp.clock().nanoTime()
                     : 0;
+            progressAt = now;
             if (rttSentAt != 0 && Psn.diff(ackedPsn, rttPsn) >= 0) {
                 long rtt = Math.max(1, now - rttSentAt);
                 if (srttNanos == 0) {
@@ -748,6 +834,7 @@ final class Completer {
         }
         probeAt = 0;
         qp.count(Counter.RETRY_TIMEOUTS);
+        if (LOG_TIMEOUTS) logTimeout(now);
         if (now - retryDeadline > retryPeriod && lateForgiven < MAX_LATE_FORGIVEN) {
             lateForgiven++;
             qp.count(Counter.RETRY_TIMER_LATE);
@@ -766,6 +853,13 @@ final class Completer {
         readRetryActive = false;
         goBackStarted = true;
         resendAfterTimeout();
+    }
+
+    private void logTimeout(long now) {
+        System.err.println("timeout " + qp.destQpn + " " + (now - retryDeadline) / 1000 + " " + retryPeriod / 1000 + " "
+                + srttNanos / 1000 + " " + rttVarNanos / 1000 + " " + (progressAt == 0 ? -1 : (now - progressAt) / 1000)
+                + " " + Psn.diff(qp.requester.sentEnd, oldestUnacked) + " " + heldAtPeer + " " + reorderThreshold(oldestUnacked) + " "
+                + qp.requester.stoppedAt + " " + (lossSeen ? 1 : 0));
     }
 
     /**

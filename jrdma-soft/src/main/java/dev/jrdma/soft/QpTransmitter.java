@@ -46,6 +46,7 @@ final class QpTransmitter {
             if (toJrdmaPeer()) { // the same way as its batches: the packets of a QP must not overtake each other
                 b.jrdmaPeer = true;
                 b.lengths[0] = len;
+                qp.completer.batchSent();
                 tr.send(b, 1, to);
             } else {
                 tr.send(tx, len, to);
@@ -104,6 +105,7 @@ final class QpTransmitter {
         b.jrdmaPeer = toJrdmaPeer();
         tx = b.buffers[0];
         txSeg = b.segments[0];
+        qp.completer.batchSent();
         tr.send(b, n, txTo);
     }
 }

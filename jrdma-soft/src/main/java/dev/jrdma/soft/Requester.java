@@ -102,6 +102,11 @@ final class Requester {
     private WcStatus error;
     /** Where the last run stopped (tests and tracing). */
     State stoppedAt = State.QUEUE_EMPTY;
+    /**
+     * One past the newest request PSN handed to the transmitter ({@link #sentEnd} moves only after the transmit, which
+     * may already have sent a full batch): where a batch ends ({@link Completer#batchSent}).
+     */
+    int transmittedEnd;
 
     Requester(SoftQp qp, SendQueue sq) {
         this.qp = qp;
@@ -119,7 +124,7 @@ final class Requester {
 
     /** RTR to RTS: the first PSN is the QP's sq_psn. */
     void start(int sqPsn) {
-        nextPsn = sentEnd = sqPsn;
+        nextPsn = sentEnd = transmittedEnd = sqPsn;
     }
 
     void reset() {
@@ -296,6 +301,8 @@ final class Requester {
         qp.carried.offer(b); // jrdma's carried ACKs, offered to a known jrdma peer
         len = qp.carried.carry(b, len, plen); // the ACK this QP's responder owes, when the peer takes it
         qp.completer.requestSent(psn, rttSample); // the RTT sample and the retry timer, one clock read
+        int after = Psn.add(psn, 1);
+        if (Psn.after(after, transmittedEnd)) transmittedEnd = after; // before the transmit: it may end a full batch
         qp.transmit(len);
         qp.congestion.sent(len);
         int end = w.op == WrOpcode.RDMA_READ ? Psn.add(w.firstPsn, readChunkEnd(w, k)) : Psn.add(psn, 1);

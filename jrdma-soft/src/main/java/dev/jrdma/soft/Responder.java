@@ -505,14 +505,26 @@ final class Responder {
         if (!nakSent) {
             nakSent = true;
             sendInOrder(Aeth.nakSyndrome(Aeth.NAK_PSN_SEQUENCE_ERROR), expectedPsn, holding);
-        } else if (holding && !rnrGap && (pkt.ackReq() || kept && held.count() == qp.reorderThreshold)) {
-            // the requester asks how far it may go, or the gap has just become a loss to it (it resends only once this
-            // end keeps reorderThreshold packets beyond the gap): at the end of the burst the NAK again, with what is
-            // kept beyond the gap then (flushAck; its window counts only packets not known to have arrived, so it runs
-            // past the hole)
+        } else if (holding && !rnrGap && (pkt.ackReq() || kept && countToReport(held.count()))) {
+            // the requester asks how far it may go, or the gap may have just become a loss to it (it resends only once
+            // this end keeps its reordering threshold of packets beyond the gap): at the end of the burst the NAK
+            // again, with what is kept beyond the gap then (flushAck; its window counts only packets not known to have
+            // arrived, so it runs past the hole)
             ackLater();
         }
         return State.DONE;
+    }
+
+    /**
+     * Whether {@code kept} packets beyond a gap is a count the requester must hear at once: N, 2N, 4N, ... for this
+     * end's reordering threshold N. The requester's own threshold may be higher than N (it follows the batches it
+     * sends, {@link Completer#reorderThreshold}), and this end cannot know it: a count that doubles reaches it within
+     * twice the packets, at a handful of NAKs per gap.
+     */
+    private boolean countToReport(int kept) {
+        int n = qp.reorderThreshold;
+        if (!qp.completer.reorderFollowsBatch) return kept == n; // as before guest21
+        return kept >= n && kept % n == 0 && Integer.bitCount(kept / n) == 1;
     }
 
     /**

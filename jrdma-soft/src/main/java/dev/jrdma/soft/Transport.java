@@ -64,6 +64,9 @@ final class Transport {
         default boolean peerBehind(long now, long nanos) {
             return false;
         }
+
+        /** The packets {@link #sent} since the last call left together, in one batch (one system call on a link). */
+        default void batchEnded() {}
     }
 
     /**
@@ -226,6 +229,7 @@ final class Transport {
         if (tap != null) {
             counters.add(Counter.TX_PACKETS);
             tap.sent(b, len, to);
+            tap.batchEnded();
             return;
         }
         b.limit(len).position(0);
@@ -239,7 +243,15 @@ final class Transport {
     /** Sends packets {@code 0..n-1} of {@code batch} to {@code to}, in order (one system call where the link can). */
     void send(TxBatch batch, int n, InetSocketAddress to) {
         if (tap != null || testDropOneIn > 0) { // tests: packet by packet, as they expect
-            for (int i = 0; i < n; i++) send(batch.buffers[i], batch.lengths[i], to);
+            if (tap == null) {
+                for (int i = 0; i < n; i++) send(batch.buffers[i], batch.lengths[i], to);
+                return;
+            }
+            for (int i = 0; i < n; i++) {
+                counters.add(Counter.TX_PACKETS);
+                tap.sent(batch.buffers[i], batch.lengths[i], to);
+            }
+            tap.batchEnded();
             return;
         }
         int sent = 0;

@@ -14,6 +14,7 @@ import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -101,6 +102,14 @@ public final class DeterministicNetwork implements RcPair.Backend {
     final List<Packet> log = new ArrayList<>();
 
     boolean keepLog;
+
+    /** A batch of packets a device sent at once (one system call on a link): its number, and how many packets. */
+    record Batch(int number, int packets) {}
+
+    /** The batch each packet sent in one went out in (a packet sent alone has none). */
+    final Map<Packet, Batch> batchOf = new IdentityHashMap<>();
+
+    int batches;
     long sent, delivered, dropped, duplicated, reordered, corrupted, overtakenPackets;
 
     /** Each kind of fault (loss, reordering, duplication) with probability {@code p}, corruption {@code p/10}. */
@@ -279,6 +288,16 @@ public final class DeterministicNetwork implements RcPair.Backend {
 
             private long lastAt;
 
+            /** The packets of the batch being sent ({@link #batchEnded}). */
+            private final List<Packet> batch = new ArrayList<>();
+
+            @Override
+            public void batchEnded() {
+                Batch of = new Batch(batches++, batch.size());
+                if (keepLog) for (Packet pk : batch) batchOf.put(pk, of);
+                batch.clear();
+            }
+
             @Override
             public void sent(ByteBuffer b, int len, InetSocketAddress to) {
                 byte[] copy = new byte[len];
@@ -288,6 +307,7 @@ public final class DeterministicNetwork implements RcPair.Backend {
                 Packet pk = new Packet(copy, dest.transport, byAddress.get(from).transport);
                 inFlight.add(pk);
                 if (keepLog) log.add(pk);
+                batch.add(pk);
                 sent++;
                 last = pk;
                 lastAt = clock.nanoTime();
