@@ -70,6 +70,17 @@ if has netem; then
       END { if (tx == "" || rx == "") exit; u = 16 * n; lost = tx - rx
         printf "   data packets: %d sent, %d needed, %d resent; %d arrived: %d lost (netem drops %d, a GSO batch one), %d arrived twice; resent/lost %.2f\n",
           tx, u, tx - u, rx, lost, drops, dup, (lost > 0 ? (tx - u) / lost : 0) }' "$out"
+    # -Djrdma.soft.logTimeouts=true in a run's options: each retransmission timeout is a line (Completer.logTimeout);
+    # the first ones, and a summary of why the timer fired
+    if grep -q '^timeout ' "$out"; then
+      grep '^timeout ' "$out" | head -12 | sed 's/^/   /'
+      grep '^timeout ' "$out" | awk '
+        { n++; if ($3 > $4) late++; l[n] = $3; q[n] = $7; if ($9 > 0 && $9 < $10) below++; if ($9 == 0) nogap++; st[$11]++
+          p[n] = $4; r[n] = $5 + 4 * $6; g[n] = $8 - $9 }
+        function med(a,   i, j, t, m) { m = n; for (i = 1; i <= m; i++) for (j = i + 1; j <= m; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }; return a[int((m + 1) / 2)] }
+        END { printf "   timeouts: %d (%d more than a period late; median lateness %d us), %d with the oldest NAKed and fewer kept than the threshold, %d with no gap reported; median period %d us, median srtt+4rttvar %d us, median since progress %d us, median unreported in flight %d; requester stopped:", n, late, med(l), below, nogap, med(p), med(r), med(q), med(g)
+              for (s in st) printf " %s %d", s, st[s]; printf "\n" }'
+    fi
     rm -f "$out"
   done
 fi
