@@ -8,7 +8,7 @@
 #   jrdma-bench/scripts/share-bottleneck.sh [--rate 1gbit|auto] [--aqm red|fq_codel] [--cc on|off[:JVM opts]]... [-D SEC]
 #                                           [--window SEC] [--mtu N] [--java-opts "..."] [--auto-share F]
 #                                           [--soft-opts "perf flags"] [-s BYTES] [--later-seconds SEC] [--logs DIR]
-#                                           [--first soft|tcp]
+#                                           [--first soft|tcp] [--soft-iters N]
 #
 # The bottleneck is the sending namespace's veth end: tbf at --rate (default 1gbit) over RED with `ecn` (one FIFO
 # queue that marks ECT packets CE as its average queue grows: fairness is then the flows' own; its thresholds scale
@@ -33,13 +33,15 @@
 # --rate auto: first each flow alone for --window seconds through the same veth without a bottleneck, then the
 # rate = --auto-share (default 0.5) x the slower of the two, rounded down to 10 Mbit/s (for a host, or an emulated
 # guest, that cannot carry 1 Gbit/s in both flows; the run says which rate it took and why).
+# --soft-iters N: the soft flow sends N messages (-n) instead of running -D seconds: `jrdma perf` refuses -D with -e
+# or --poll-budget (a soft side that waits on its completion channel instead of spinning), as perftest refuses -e.
 # --logs DIR: each run's four perf logs (both sides of both flows) are kept there, named after the run.
 # Needs root, iproute2 and the kernel's sch_tbf, sch_red or sch_fq_codel, sch_ingress (clsact), cls_u32, act_gact.
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 rate=1gbit aqm=red ccs=() seconds=180 later="" window=8 mtu=9000 javaopts="" share=0.5 size=65536 softopts="" logs=""
-first_flow=soft
+first_flow=soft soft_iters=""
 soft_port=18515 tcp_port=18516
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -56,6 +58,7 @@ while [ $# -gt 0 ]; do
     -s) size=$2; shift 2 ;;
     --logs) logs=$2; shift 2 ;;
     --first) first_flow=$2; shift 2 ;;
+    --soft-iters) soft_iters=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "share-bottleneck: unknown option $1 (--help)" >&2; exit 2 ;;
   esac
@@ -118,14 +121,16 @@ flow() { # FLOW CC: the perf test, port and JVM options of a flow
   else echo "tcp_bw $tcp_port"; fi
 }
 start_flow() { # CC FLOW SECONDS: its server in ns1, then its client in ns2; logs $log/FLOW-*.log
-  local cc=$1 f=$2 secs=$3 test port opts more="" ns ip side host
+  local cc=$1 f=$2 secs=$3 test port opts more="" ns ip side host length
   read -r test port opts <<<"$(flow "$f" "$cc")"
   [ "$f" = soft ] && more=$softopts
+  length="-D $secs"
+  [ "$f" = soft ] && [ -n "$soft_iters" ] && length="-n $soft_iters"
   for side in server client; do
     if [ "$side" = server ]; then ns=$ns1 ip=$ip1 host=""; else ns=$ns2 ip=$ip2 host=$ip1; fi
     # shellcheck disable=SC2086
     JRDMA_JAVA_OPTS="$JRDMA_JAVA_OPTS $opts" twons_bg "$ns" "$root/jrdma" perf "$test" -d "soft@$ip" -p "$port" \
-      -s "$size" -D "$secs" --timeout 120 $more $host >"$log/$f-$side.log" 2>&1
+      -s "$size" $length --timeout 120 $more $host >"$log/$f-$side.log" 2>&1
   done
 }
 
