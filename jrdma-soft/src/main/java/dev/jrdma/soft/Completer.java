@@ -858,7 +858,8 @@ final class Completer {
     private void logTimeout(long now) {
         System.err.println("timeout " + qp.destQpn + " " + (now - retryDeadline) / 1000 + " " + retryPeriod / 1000 + " "
                 + srttNanos / 1000 + " " + rttVarNanos / 1000 + " " + (progressAt == 0 ? -1 : (now - progressAt) / 1000)
-                + " " + Psn.diff(qp.requester.sentEnd, oldestUnacked) + " " + heldAtPeer + " " + reorderThreshold(oldestUnacked) + " "
+                + " " + Psn.diff(qp.requester.sentEnd, oldestUnacked) + " " + heldAtPeer + " "
+                + reorderThreshold(oldestUnacked) + " "
                 + qp.requester.stoppedAt + " " + (lossSeen ? 1 : 0));
     }
 

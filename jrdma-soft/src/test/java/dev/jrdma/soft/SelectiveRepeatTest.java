@@ -481,7 +481,8 @@ class SelectiveRepeatTest {
             // a gap with fewer packets kept behind it than the batch after its own (the last SENDs: one batch of 32
             // overtaken by the next would look the same) waits for the probe, which sends the oldest (and the last,
             // unless the peer said it keeps it); before guest21 (a fixed threshold of 3) no probe: 17 of 17
-            long probes = ta.counters.get(Counter.RETRY_PROBES), resends = ta.counters.get(Counter.TX_SELECTIVE_RESENDS);
+            long probes = ta.counters.get(Counter.RETRY_PROBES),
+                    resends = ta.counters.get(Counter.TX_SELECTIVE_RESENDS);
             String what = resends + " resends, " + probes + " probes, " + lostOnce.size() + " lost";
             assertTrue(probes <= 2, what);
             assertEquals(0, ta.counters.get(Counter.RETRY_TIMEOUTS), what);
