@@ -161,6 +161,16 @@ final class Completer {
     private long rttSentAt;
 
     /**
+     * {@code -Djrdma.soft.rttAcrossNaks=false}: a sequence NAK ends the round-trip sample under way, as before guest21
+     * (for comparisons).
+     */
+    static final boolean RTT_ACROSS_NAKS = !"false".equals(System.getProperty("jrdma.soft.rttAcrossNaks"));
+    /** {@link #RTT_ACROSS_NAKS} for this QP (tests set it directly). */
+    boolean rttAcrossNaks = RTT_ACROSS_NAKS;
+    /** Round-trip samples taken (tests). */
+    long rttSamples;
+
+    /**
      * {@code -Djrdma.soft.logTimeouts=true} (a debug aid, off by default): each retransmission timeout is a line on
      * standard error, {@code timeout DEST_QPN LATE_US PERIOD_US SRTT_US RTTVAR_US SINCE_PROGRESS_US OUTSTANDING
      * HELD_AT_PEER THRESHOLD REQUESTER_STATE LOSS_SEEN}, so a run can say why its timer fired.
@@ -335,6 +345,7 @@ final class Completer {
             rnrLeft--;
         }
         retryDeadline = 0;
+        rttSentAt = 0; // the ACK now waits min_rnr_timer too: no round trip
         // marked (selective-repeat mode): the responder keeps what followed, so only this packet goes again
         boolean onlyThis = qp.selectiveRepeat && pkt.holdsMark();
         qp.requester.waitRnr(psn, Aeth.rnrTimerMicros(Aeth.value(pkt.aethSyndrome())) * 1000L, onlyThis);
@@ -343,7 +354,12 @@ final class Completer {
 
     /** The responder expected {@code psn}: what came before it is acknowledged; go back to it (a retry). */
     private State sequenceNak() {
-        rttSentAt = 0; // a gap: the sample's ACK waits for its repair, which is no round trip
+        // the round-trip sample runs on: a gap repaired by a resend ends it there (Karn, resendSelectively, a go-back's
+        // restartRetryTimer), and a gap that was reordering, not loss, delays its ACK as the path does. Ending it at
+        // every
+        // sequence NAK left the QEMU guest's netem runs without a single sample for their first seconds (srtt 0: the
+        // probe at its 200 us floor and the timer at the QP's 67 ms, against ~85-130 ms for a window there)
+        if (!rttAcrossNaks) rttSentAt = 0;
         if (!qp.requester.rnrWait) lossSeen(qp.clock().nanoTime()); // behind an RNR NAK a gap is no loss
         int prev = Psn.add(psn, -1);
         if (ackUpTo(prev)) progress(prev);
@@ -685,6 +701,7 @@ final class Completer {
                     srttNanos += (rtt - srttNanos) / 8;
                 }
                 rttSentAt = 0;
+                rttSamples++;
             }
             retryPeriod = retryTimeout();
             retryDeadline = oldestUnacked != qp.requester.nextPsn && qp.timeoutNanos > 0 ? now + retryPeriod : 0;
