@@ -112,7 +112,7 @@ final class Completer {
     /**
      * Where the last {@link #BATCH_ENDS} batches of new request packets ended (one {@link Link} send each, one system
      * call: a GSO batch or a {@code sendmmsg}; {@link Requester#transmittedEnd} when it left), oldest first from
-     * {@link #batchEndsNext}; allocated with the first batch in the selective-repeat mode. A path that reorders does so
+     * {@link #batchEndsNext}; allocated at RTS in the selective-repeat mode. A path that reorders does so
      * by whole batches (the guest's veth hands a batch to the backlog of the CPU that sent it, so the next batch, sent
      * from the other vCPU, can arrive first), and which batch a missing packet left in says what may have overtaken it
      * ({@link #takenForLost}).
@@ -193,6 +193,9 @@ final class Completer {
 
     /** RTR to RTS: nothing outstanding yet; the retry budgets are full. */
     void start(int sqPsn) {
+        // here, not on the hot path: the receive thread allocates nothing per message (AllocationTest)
+        if (qp.selectiveRepeat && batchEnds == null) batchEnds = new int[BATCH_ENDS];
+        batchEndsKept = 0;
         oldestUnacked = sqPsn;
         retryLeft = qp.retryCnt;
         rnrLeft = qp.rnrRetry;
@@ -459,8 +462,7 @@ final class Completer {
 
     /** The transmitter sent a batch of packets at once (one system call). */
     void batchSent() {
-        if (!qp.selectiveRepeat || !reorderFollowsBatch) return;
-        if (batchEnds == null) batchEnds = new int[BATCH_ENDS];
+        if (batchEnds == null || !qp.selectiveRepeat || !reorderFollowsBatch) return;
         int end = qp.requester.transmittedEnd;
         if (batchEndsKept > 0 && batchEnds[(batchEndsNext - 1) & (BATCH_ENDS - 1)] == end) return; // no new request
         batchEnds[batchEndsNext] = end;
