@@ -396,7 +396,7 @@ final class Completer {
         if (marked && resendSelectively(psn)) {
             peerHolds = true;
             qp.count(Counter.RETRANSMITS);
-            restartRetryTimer();
+            restartRetryTimerKeepingSample();
             return State.COMPLETE;
         }
         qp.requester.retry(psn);
@@ -478,9 +478,19 @@ final class Completer {
      * when the oldest is not a SEND/WRITE packet that went out.
      */
     private boolean resendOldestAndTail() {
+        long sampleSentAt = rttSentAt;
+        boolean sampleResent = oldestUnacked == rttPsn;
         if (!resendSelectively(oldestUnacked)) return false;
         int last = Psn.add(qp.requester.sentEnd, -1);
-        if (last != oldestUnacked && heldAtPeer < Psn.diff(last, oldestUnacked)) qp.requester.resendOne(last);
+        if (last != oldestUnacked && heldAtPeer < Psn.diff(last, oldestUnacked)) {
+            sampleResent |= last == rttPsn;
+            qp.requester.resendOne(last);
+        }
+        // a timeout's or probe's resends end the round-trip sample only when they include its packet: under the
+        // QEMU guest a window's round trip (~100 ms) is longer than the QP's timeout (67 ms), and ending the sample at
+        // each timeout left srtt 0 for whole runs (the timer never learned the round trip). Its ACK may wait for the
+        // oldest's repair: a long sample, never a short one.
+        if (rttAcrossNaks && !sampleResent) rttSentAt = sampleSentAt;
         return true;
     }
 
@@ -685,7 +695,11 @@ final class Completer {
             retryLeft = qp.retryCnt;
             rnrLeft = qp.rnrRetry;
             goBackStarted = false;
-            timeoutsInARow = 0;
+            // Karn: before any round trip was measured the backed-off wait stays (RFC 6298 5.7 likewise keeps a
+            // longer RTO once the first one expired): a QP whose round trip is longer than its timeout (the QEMU
+            // guest: ~100 ms against 67 ms) otherwise timed out once per message and resent the packet it sampled,
+            // so it never measured one
+            if (srttNanos != 0 || !rttAcrossNaks) timeoutsInARow = 0;
             lateForgiven = 0;
             probeAt = 0;
             probesInARow = 0;
@@ -704,8 +718,9 @@ final class Completer {
                 }
                 rttSentAt = 0;
                 rttSamples++;
+                timeoutsInARow = 0;
             }
-            retryPeriod = retryTimeout();
+            retryPeriod = backedOffTimeout();
             retryDeadline = oldestUnacked != qp.requester.nextPsn && qp.timeoutNanos > 0 ? now + retryPeriod : 0;
         }
     }
@@ -717,6 +732,10 @@ final class Completer {
     void armProbe() {
         if (!qp.selectiveRepeat || !peerHolds || !lossSeen || probeAt != 0 || retryDeadline == 0) return;
         if (oldestUnacked == qp.requester.sentEnd || qp.requester.rnrWait) return;
+        // no round trip measured yet: the probe would wait its 200 us floor whatever the path, and resend the very
+        // packet the first sample waits for (one message at a time), so none was ever taken where the round trip is
+        // long (the QEMU guest); RACK-TLP (RFC 8985 7.2) likewise waits a second without SRTT: the timer stands in
+        if (srttNanos == 0 && rttAcrossNaks) return;
         long now = qp.clock().nanoTime();
         if (now - lossSeenAt > PROBE_AFTER_LOSS_NANOS) return;
         long wait = probeWait() << Math.min(probesInARow, 16);
@@ -781,16 +800,25 @@ final class Completer {
         }
         if (arm) {
             probeAt = 0;
-            retryPeriod = retryTimeout();
+            retryPeriod = backedOffTimeout();
             retryDeadline = now + retryPeriod;
             qp.timer().wake(retryDeadline);
         }
     }
 
-    /** A go-back started: a full wait from now (backed off after timeouts in a row). */
+    /** A go-back started (every packet from the oldest goes again): a full wait from now (backed off after timeouts in a row). */
     void restartRetryTimer() {
+        rttSentAt = 0; // Karn: the sampled packet goes again too
+        restartRetryTimerKeepingSample();
+    }
+
+    /**
+     * A selective resend (a NAK's, a timeout's): a full wait from now; the round-trip sample is the resend's business
+     * ({@link #resendSelectively}, {@link #resendOldestAndTail}).
+     */
+    private void restartRetryTimerKeepingSample() {
         probeAt = 0;
-        rttSentAt = 0;
+        if (!rttAcrossNaks) rttSentAt = 0;
         if (qp.timeoutNanos > 0) {
             retryPeriod = backedOffTimeout();
             retryDeadline = qp.clock().nanoTime() + retryPeriod;
@@ -890,7 +918,7 @@ final class Completer {
     private void resendAfterTimeout() {
         if (qp.selectiveRepeat && peerHolds && resendOldestAndTail()) {
             qp.count(Counter.RETRANSMITS);
-            restartRetryTimer();
+            restartRetryTimerKeepingSample();
             return;
         }
         qp.requester.retry(oldestUnacked);

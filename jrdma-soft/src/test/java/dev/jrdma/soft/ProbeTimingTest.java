@@ -17,6 +17,8 @@ import java.util.Set;
 import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The selective-repeat probe's timing ({@link Completer#probeWait}) on the deterministic network (manual clock): B's
@@ -123,6 +125,47 @@ class ProbeTimingTest {
             assertEquals(0, tb.counters.get(Counter.RX_DUPLICATE_REQUEST), estimate);
             assertTrue(
                     took < 2 * completer.probeWait() && took < soft(pair.a.qp).timeoutNanos, took + " ns, " + estimate);
+        }
+    }
+
+    /**
+     * A round trip longer than the QP's timeout (the QEMU guest: ~100 ms against 67 ms), no round trip measured yet,
+     * one WRITE at a time: the first times out and goes again, and the backed-off wait then stays until a round trip
+     * is measured (Karn), so the next WRITE measures one and no further timeout fires. Before guest21 (progress reset
+     * the back-off) every WRITE timed out, resending the very packet it sampled, and srtt stayed 0.
+     */
+    @ParameterizedTest(name = "as before guest21: {0}")
+    @ValueSource(booleans = {false, true})
+    void aRoundTripLongerThanTheTimeoutIsMeasuredAfterOneTimeout(boolean before) {
+        try (RcPair pair = net.pair()) {
+            SoftQp a = soft(pair.a.qp);
+            a.completer.rttAcrossNaks = !before;
+            Transport ta = net.transport(DeterministicNetwork.A);
+            MemoryRegion src = pair.a.mrAll(1024), dst = pair.b.mrAll(1024);
+            net.drop = p -> {
+                if (p.from() == ta || !holding || released.contains(p)) return false;
+                held.add(new Held(p, net.clock.nanoTime() + delayNanos)); // B's answer, handed back later
+                return true;
+            };
+            holding = true;
+            delayNanos = a.timeoutNanos * 3 / 2;
+            WorkCompletion[] wc = WorkCompletion.array(1);
+            for (int i = 0; i < 10; i++) {
+                pair.postWrite(i, src, dst, 1024);
+                runUntil(() -> pair.a.cq.poll(wc) == 1);
+                assertEquals(WcStatus.SUCCESS, wc[0].status);
+            }
+            long timeouts = ta.counters.get(Counter.RETRY_TIMEOUTS);
+            String what =
+                    timeouts + " timeouts, srtt " + a.completer.srttNanos + " ns, timeout " + a.timeoutNanos + " ns";
+            System.out.println("round trip 1.5 x the timeout, before guest21 " + before + ": " + what);
+            if (before) {
+                assertEquals(10, timeouts, what);
+                assertEquals(0, a.completer.srttNanos, what);
+            } else {
+                assertEquals(1, timeouts, what);
+                assertTrue(a.completer.srttNanos >= delayNanos, what);
+            }
         }
     }
 
