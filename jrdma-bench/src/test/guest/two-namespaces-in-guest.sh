@@ -12,7 +12,8 @@
 # go back N with nothing lost), CC_RUNS (its --cc runs, separated by ';': "on;off"), SHARE_OPTS (more of its
 # options, no quotes),
 # SHARE_RUNS (instead of CC_RUNS and SOFT_OPTS: entries separated by ';', each CC|SOFT_OPTS, one bottleneck run per
-# entry, e.g. 'on|-u 18;on|-u 18 --poll-budget 20;off|-u 18 --poll-budget 20': spinning against waiting),
+# entry, e.g. 'on|-u 18;on|-u 18 --poll-budget 20;off|-u 18 --poll-budget 20': spinning against waiting; the default
+# when none of the three is set, with '--soft-iters 2000 --first tcp' before SHARE_OPTS),
 # NETTY_OPTS (netty-bench's options), NETEM_RUNS (the netem step's runs, separated by ';', each NAME:TEST:JAVA_OPTS;
 # by default selective repeat, go-back-N and tcp_bw). Under TCG only the ratios inside one run mean anything.
 set -uo pipefail
@@ -87,6 +88,13 @@ fi
 
 if has share; then
   echo "== one soft write_bw and one TCP flow through one bottleneck"
+  share_defaults=""
+  if [ -z "${SHARE_RUNS:-}" ] && [ -z "${CC_RUNS:-}" ] && [ -z "${SOFT_OPTS:-}" ]; then
+    # by default the soft side spinning and waiting, DCQCN on, then waiting with DCQCN off (guest21: with TCP started
+    # first both shared evenly, Jain 1.000 at 96%); -n instead of -D (perf refuses -D with --poll-budget)
+    SHARE_RUNS='on|-u 18;on|-u 18 --poll-budget 20;off|-u 18 --poll-budget 20'
+    share_defaults='--soft-iters 2000 --first tcp'
+  fi
   if [ -n "${SHARE_RUNS:-}" ]; then
     # one share-bottleneck.sh per entry, each CC|SOFT_OPTS: the soft side's perf flags differ by run (spinning on the
     # CQ, the default, against --poll-budget: spin that long after a completion, then wait on the channel)
@@ -94,7 +102,7 @@ if has share; then
     for entry in "${entries[@]}"; do
       echo "-- congestion control ${entry%%|*}, soft perf flags '${entry#*|}'"
       # shellcheck disable=SC2086
-      $s/share-bottleneck.sh --rate "${RATE:-auto}" --soft-opts "${entry#*|}" --cc "${entry%%|*}" ${SHARE_OPTS:-}
+      $s/share-bottleneck.sh --rate "${RATE:-auto}" --soft-opts "${entry#*|}" --cc "${entry%%|*}" $share_defaults ${SHARE_OPTS:-}
       echo "-- rc $?"
     done
   else
