@@ -266,6 +266,7 @@ public final class Compare {
                     points.computeIfAbsent(t, k -> new ArrayList<>()).add(p);
                     progress.clear();
                     out.println(pointLine(p));
+                    if (rr.warmInNote() != null) out.println("   " + rr.warmInNote());
                 }
             }
             send(cout, "BYE");
