@@ -544,7 +544,8 @@ final class Bandwidth {
                     new WarmInRound(jit, System.nanoTime() - startNs > WARM_IN_BOUND_NS, next, proposedTimed);
             WarmInRound peer = meeting.roundEnd(mine);
             count++;
-            clientCompiledMs += meeting.isClient() ? jit.compiledMs() : peer.jit().compiledMs();
+            clientCompiledMs +=
+                    meeting.isClient() ? jit.compiledMs() : peer.jit().compiledMs();
             serverCompiledMs += meeting.isClient() ? peer.jit().compiledMs() : jit.compiledMs();
             if (mine.endsWith(peer)) {
                 over = true;
@@ -577,7 +578,9 @@ final class Bandwidth {
                     "warm-in: %d rounds in %d ms after the JIT wait, %s (compiled in them: client %d ms, server %d ms)",
                     rounds,
                     ms,
-                    stoppedAtBound ? "stopped at its bound with the JIT still compiling" : "the last one compiled nothing",
+                    stoppedAtBound
+                            ? "stopped at its bound with the JIT still compiling"
+                            : "the last one compiled nothing",
                     clientCompiledMs,
                     serverCompiledMs);
         }

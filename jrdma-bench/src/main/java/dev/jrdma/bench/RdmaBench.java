@@ -464,7 +464,9 @@ public final class RdmaBench implements AutoCloseable {
                                 .array(),
                         32,
                         "warm-in round"));
-                long compiledMs = peer.getLong(), peerFlags = peer.getLong(), next = peer.getLong(),
+                long compiledMs = peer.getLong(),
+                        peerFlags = peer.getLong(),
+                        next = peer.getLong(),
                         timed = peer.getLong();
                 long most = Math.max(Math.max(word.next(), word.timed()), Bandwidth.MAX_TIMED_MESSAGES);
                 if (next < 0 || next > most || timed < 1 || timed > most)

@@ -215,11 +215,16 @@ class CompareTest {
     void aSendBwWarmInGoesOnInRoundsUntilNeitherJitCompiledOrASideIsOverdue() {
         var quiet = new WarmUp.JitWork(0, false);
         var busy = new WarmUp.JitWork(40, true);
-        assertTrue(new Bandwidth.WarmInRound(quiet, false, 0, 10).endsWith(new Bandwidth.WarmInRound(quiet, false, 0, 10)));
-        assertFalse(new Bandwidth.WarmInRound(quiet, false, 0, 10).endsWith(new Bandwidth.WarmInRound(busy, false, 0, 10)));
-        assertFalse(new Bandwidth.WarmInRound(busy, false, 0, 10).endsWith(new Bandwidth.WarmInRound(quiet, false, 0, 10)));
-        assertTrue(new Bandwidth.WarmInRound(busy, true, 0, 10).endsWith(new Bandwidth.WarmInRound(busy, false, 0, 10)));
-        assertTrue(new Bandwidth.WarmInRound(busy, false, 0, 10).endsWith(new Bandwidth.WarmInRound(busy, true, 0, 10)));
+        assertTrue(new Bandwidth.WarmInRound(quiet, false, 0, 10)
+                .endsWith(new Bandwidth.WarmInRound(quiet, false, 0, 10)));
+        assertFalse(
+                new Bandwidth.WarmInRound(quiet, false, 0, 10).endsWith(new Bandwidth.WarmInRound(busy, false, 0, 10)));
+        assertFalse(
+                new Bandwidth.WarmInRound(busy, false, 0, 10).endsWith(new Bandwidth.WarmInRound(quiet, false, 0, 10)));
+        assertTrue(
+                new Bandwidth.WarmInRound(busy, true, 0, 10).endsWith(new Bandwidth.WarmInRound(busy, false, 0, 10)));
+        assertTrue(
+                new Bandwidth.WarmInRound(busy, false, 0, 10).endsWith(new Bandwidth.WarmInRound(busy, true, 0, 10)));
 
         // the client's side of three rounds: the server's JIT busy in the first two, quiet in the third
         List<Bandwidth.WarmInRound> serverWords = List.of(
