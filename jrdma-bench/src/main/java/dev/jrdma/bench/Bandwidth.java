@@ -497,8 +497,12 @@ final class Bandwidth {
         }
     }
 
-    /** The longest a send_bw warm-in goes on in rounds after its JIT wait (then the timed loop starts regardless). */
-    static final long WARM_IN_BOUND_NS = 3_000_000_000L;
+    /**
+     * The longest a send_bw warm-in goes on in rounds after its JIT wait (then the timed loop starts regardless):
+     * {@code -Djrdma.perf.sendBwWarmInBoundMs=N} on either side, default 3,000; 0 ends the warm-in after its first
+     * round, as before sendbw21 (for A/B runs of the same build).
+     */
+    static final long WARM_IN_BOUND_NS = Long.getLong("jrdma.perf.sendBwWarmInBoundMs", 3000) * 1_000_000L;
 
     /**
      * One side's word at the end of a send_bw warm-in round ({@link WarmInMeeting#roundEnd}).
