@@ -486,7 +486,8 @@ public final class RdmaBench implements AutoCloseable {
     /** {@return the line on the last send_bw warm-in for compare's report, or null (see RunResult#warmInNote)} */
     private String warmInNote() {
         Bandwidth.WarmInOutcome w = resources.warmIn;
-        return w != null && (w.stoppedAtBound() || Boolean.getBoolean("jrdma.perf.counters")) ? w.describe() : null;
+        boolean atBound = w != null && w.stoppedAtBound() && Bandwidth.WARM_IN_BOUND_NS > 0; // 0: rounds turned off
+        return w != null && (atBound || Boolean.getBoolean("jrdma.perf.counters")) ? w.describe() : null;
     }
 
     /** The report's frame (column headers, dashed lines): none with --output, which prints the figures alone. */
