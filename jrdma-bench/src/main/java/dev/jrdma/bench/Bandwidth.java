@@ -312,26 +312,41 @@ final class Bandwidth {
      * --run_infinitely (perftest's run_iter_bw_infinitely_server) {@code everyPeriod} gets every -D seconds what that
      * period received (else null). With compare's warm-in ({@code warmIn} per QP, -n only) it first receives the
      * client's {@link #sendWarmIn} messages the same way: after their first part ({@link #warmInBeforeJitWait}) it
-     * waits for this JVM's JIT and meets the client ({@link WarmInMeeting#jitQuiet}); after the last one it agrees
-     * with the client on the timed messages ({@link WarmInMeeting#agree}: -n at least) and starts its clock.
+     * waits for this JVM's JIT and meets the client ({@link WarmInMeeting#jitQuiet}); then it receives the client's
+     * rounds, saying after each whether its JIT compiled in it ({@link WarmInMeeting#roundEnd}), and once both sides
+     * end the warm-in it starts its clock for the agreed timed messages.
      */
     BwResult sendServer(int size, long warmIn, Consumer<BwResult> everyPeriod, WarmInMeeting meeting) {
         PerfOptions o = resources.options;
         if (o.durationSec > 0) warmIn = 0;
         ReceiveLoop loop = new ReceiveLoop(size, warmIn, everyPeriod);
-        long warmTotal = warmIn * o.numQp;
-        if (warmTotal > 0) {
-            loop.receiveUntil(warmInBeforeJitWait(warmIn) * o.numQp);
+        long warmed = 0; // warm-in messages per QP received
+        if (warmIn > 0) {
+            warmed = warmInBeforeJitWait(warmIn);
+            loop.receiveUntil(warmed * o.numQp);
             // the client sends no more until this side's JIT is quiet too: the timed loop must not be where this JVM
             // compiles its receive loop (a cold server's first point ran 10-20x slower)
             WarmUp.awaitJitQuiet(o.timeoutSec);
             meeting.jitQuiet();
-            loop.receiveUntil(warmTotal);
-            // the last warm-in message: the client sends the timed ones once both agree on how many
-            loop.timedFrom(warmIn + meeting.agree(o.effectiveIters()));
+            WarmInRounds rounds = new WarmInRounds(meeting);
+            long round = warmIn - warmed;
+            while (true) {
+                WarmUp.JitReading jit = WarmUp.JitReading.now();
+                warmed += round;
+                loop.receiveUntil(warmed * o.numQp);
+                // the server does not size rounds: it proposes no round and -n timed messages
+                WarmInRound peer = rounds.end(jit.compiledSince(), 0, o.effectiveIters());
+                if (rounds.over) {
+                    // after the last warm-in message: the client sends the timed ones
+                    loop.timedFrom(warmed + rounds.timed);
+                    break;
+                }
+                round = peer.next();
+            }
+            resources.warmIn = rounds.outcome();
         }
         loop.receiveUntil(loop.total);
-        return BwResult.of(size, loop.received - warmTotal, loop.lastAt - loop.start, 0);
+        return BwResult.of(size, loop.received - warmed * o.numQp, loop.lastAt - loop.start, 0);
     }
 
     /** Messages a send_bw server receives per call of {@link ReceiveLoop#round} (about a warm-in round's). */
@@ -439,34 +454,140 @@ final class Bandwidth {
      * compare's warm-in of a send_bw point ({@link PerfOptions#warmInIters}): {@code n} messages per QP to the real
      * server (which receives them in its own loop, {@link #sendServer}, before its clock starts), untimed: most of
      * them ({@link #warmInBeforeJitWait}), then a wait for this JVM's JIT and a meeting with the server, which has
-     * waited for its own ({@link WarmInMeeting#jitQuiet}), then a short round that wakes both devices again. The
-     * warm-up on QPs connected to themselves sends at most the receives it posted (a few hundred) and the server has
-     * none, so without this both JVMs compiled the send and receive paths during the timed loop (0.1-0.5 s of C2 per
-     * process in a point of 0.1-0.3 s), while two busy pollers needed the two CPUs. The last round's rate sizes the
-     * timed loop: enough messages for {@link PerfOptions#minTimedNs} at that rate (as write_bw's rounds), at least -n,
-     * at most {@link #MAX_TIMED_MESSAGES}, agreed with the server ({@link WarmInMeeting#agree}).
+     * waited for its own ({@link WarmInMeeting#jitQuiet}), then rounds ({@link WarmInRounds}): the rest of the
+     * {@code n} (a short round that wakes both devices again), then rounds as long as the timed loop, until one in
+     * which neither JVM compiled anything, or {@link #WARM_IN_BOUND_NS}. The warm-up on QPs connected to themselves
+     * sends at most the receives it posted (a few hundred) and the server has none, so without this both JVMs
+     * compiled the send and receive paths during the timed loop (0.1-0.5 s of C2 per process in a point of 0.1-0.3
+     * s), while two busy pollers needed the two CPUs; with the first part alone, the device's receive path still
+     * reached C2 in the timed loop (sendbw20). The last round's rate sizes the timed loop: enough messages for
+     * {@link PerfOptions#minTimedNs} at that rate (as write_bw's rounds), at least -n, at most
+     * {@link #MAX_TIMED_MESSAGES}, agreed with the server.
      *
      * @return the timed loop's messages per QP
      */
     long sendWarmIn(int size, long n, WarmInMeeting meeting) {
         PerfOptions o = resources.options;
         long first = warmInBeforeJitWait(n);
-        long mine = o.effectiveIters();
         warmUp = true;
         try {
             // in rounds, as write_bw warms up, so that C2 compiles the loop with its exit seen (see WARM_IN_ROUND)
             for (long round : warmInRounds(first)) client(size, round, 0);
             WarmUp.awaitJitQuiet(o.timeoutSec);
             meeting.jitQuiet(); // the server waits for its own JIT before it answers
-            if (n > first) {
-                client(size, n - first, 0);
-                mine = timedMessages(n - first, lastElapsedNs, o.minTimedNs, mine);
+            WarmInRounds rounds = new WarmInRounds(meeting);
+            long round = n - first;
+            while (true) {
+                WarmUp.JitReading jit = WarmUp.JitReading.now();
+                long timed = o.effectiveIters();
+                if (round > 0) {
+                    client(size, round, 0);
+                    timed = timedMessages(round, lastElapsedNs, o.minTimedNs, timed);
+                }
+                // the next round rehearses the timed loop: as many messages, so the same counters reach the JIT
+                WarmInRound peer = rounds.end(jit.compiledSince(), timed, timed);
+                if (rounds.over) break;
+                round = Math.max(timed, peer.next());
             }
+            resources.warmIn = rounds.outcome();
+            return rounds.timed;
         } finally {
             warmUp = false;
             progress.clear();
         }
-        return meeting.agree(mine);
+    }
+
+    /**
+     * The longest a send_bw warm-in goes on in rounds after its JIT wait (then the timed loop starts regardless):
+     * {@code -Djrdma.perf.sendBwWarmInBoundMs=N} on either side, default 3,000; 0 ends the warm-in after its first
+     * round, as before sendbw21 (for A/B runs of the same build).
+     */
+    static final long WARM_IN_BOUND_NS = Long.getLong("jrdma.perf.sendBwWarmInBoundMs", 3000) * 1_000_000L;
+
+    /**
+     * One side's word at the end of a send_bw warm-in round ({@link WarmInMeeting#roundEnd}).
+     *
+     * @param jit     what this side's JIT did during the round
+     * @param overdue this side's warm-in has run past {@link #WARM_IN_BOUND_NS}
+     * @param next    the next round's messages per QP this side proposes (0: none)
+     * @param timed   the timed loop's messages per QP this side proposes
+     */
+    record WarmInRound(WarmUp.JitWork jit, boolean overdue, long next, long timed) {
+        /** {@return whether the warm-in ends after this round and {@code peer}'s: both JITs quiet, or a side overdue} */
+        boolean endsWith(WarmInRound peer) {
+            return !jit.busy() && !peer.jit.busy() || overdue || peer.overdue;
+        }
+    }
+
+    /**
+     * The rounds of a send_bw warm-in after its JIT wait, as both sides count them: after each, both say what their JIT
+     * did and what they propose, and both take the same decision from the two words.
+     */
+    static final class WarmInRounds {
+        private final WarmInMeeting meeting;
+        private final long startNs = System.nanoTime();
+        private int count;
+        private long clientCompiledMs, serverCompiledMs;
+        private boolean stillBusy;
+        /** The warm-in is over (both quiet, or the bound): {@link #timed} is agreed. */
+        boolean over;
+        /** The agreed timed messages per QP, once {@link #over}. */
+        long timed;
+
+        WarmInRounds(WarmInMeeting meeting) {
+            this.meeting = meeting;
+        }
+
+        /**
+         * Ends a round: tells the peer what this side's JIT did and what it proposes, and takes the peer's word.
+         *
+         * @return the peer's word
+         */
+        WarmInRound end(WarmUp.JitWork jit, long next, long proposedTimed) {
+            WarmInRound mine =
+                    new WarmInRound(jit, System.nanoTime() - startNs > WARM_IN_BOUND_NS, next, proposedTimed);
+            WarmInRound peer = meeting.roundEnd(mine);
+            count++;
+            clientCompiledMs +=
+                    meeting.isClient() ? jit.compiledMs() : peer.jit().compiledMs();
+            serverCompiledMs += meeting.isClient() ? peer.jit().compiledMs() : jit.compiledMs();
+            if (mine.endsWith(peer)) {
+                over = true;
+                stillBusy = jit.busy() || peer.jit().busy();
+                timed = Math.max(proposedTimed, peer.timed());
+            }
+            return peer;
+        }
+
+        /** {@return how the rounds went, for the point's report} */
+        WarmInOutcome outcome() {
+            return new WarmInOutcome(
+                    count, (System.nanoTime() - startNs) / 1_000_000, stillBusy, clientCompiledMs, serverCompiledMs);
+        }
+    }
+
+    /**
+     * How a send_bw warm-in's rounds went (after its JIT wait).
+     *
+     * @param rounds           the rounds
+     * @param ms               their time
+     * @param stoppedAtBound   the JIT still compiled in the last round: the warm-in stopped at its bound
+     * @param clientCompiledMs the client JVM's compilation time during the rounds
+     * @param serverCompiledMs the server JVM's
+     */
+    record WarmInOutcome(int rounds, long ms, boolean stoppedAtBound, long clientCompiledMs, long serverCompiledMs) {
+        /** {@return one line for the point's report} */
+        String describe() {
+            return String.format(
+                    "warm-in: %d rounds in %d ms after the JIT wait, %s (compiled in them: client %d ms, server %d ms)",
+                    rounds,
+                    ms,
+                    stoppedAtBound
+                            ? "stopped at its bound with the JIT still compiling"
+                            : "the last one compiled nothing",
+                    clientCompiledMs,
+                    serverCompiledMs);
+        }
     }
 
     /**
@@ -519,12 +640,15 @@ final class Bandwidth {
         void jitQuiet();
 
         /**
-         * After the warm-in: both sides propose the timed loop's messages per QP and both take the larger.
+         * After a warm-in round: sends this side's word and returns the peer's.
          *
-         * @param mine this side's proposal
-         * @return the agreed messages per QP
+         * @param mine this side's word
+         * @return the peer's
          */
-        long agree(long mine);
+        WarmInRound roundEnd(WarmInRound mine);
+
+        /** {@return whether this side is the client (it sends the messages)} */
+        boolean isClient();
     }
 
     /**

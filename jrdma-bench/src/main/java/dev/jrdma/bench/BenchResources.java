@@ -102,6 +102,8 @@ final class BenchResources implements AutoCloseable {
     CompletionChannel channel;
     /** The loops' blocking waits on {@link #channel} ({@link Stall}), printed with --poll-budget. */
     long channelWaits;
+    /** How compare's send_bw warm-in of the last point went ({@link Bandwidth#sendWarmIn}), or null. */
+    Bandwidth.WarmInOutcome warmIn;
     /** -R: the QPs' rdma_cm connections. */
     CmQps cm;
     /** UD: the address handle, QPN and Q_Key each QP sends to (set when the QPs connect). */

@@ -266,6 +266,7 @@ public final class Compare {
                     points.computeIfAbsent(t, k -> new ArrayList<>()).add(p);
                     progress.clear();
                     out.println(pointLine(p));
+                    if (rr.warmInNote() != null) out.println("   " + rr.warmInNote());
                 }
             }
             send(cout, "BYE");
@@ -698,11 +699,12 @@ public final class Compare {
         if (PerfOptions.warmUps())
             sb.append(String.format(
                     Locale.ROOT,
-                    "Warm-ups (not reported): at least %d iterations before each latency point (RDMA: in the point's own loop), %.0f s of the test's traffic before each bandwidth point (send_bw: up to %d messages, %d MiB, in the point's own loops).%n",
+                    "Warm-ups (not reported): at least %d iterations before each latency point (RDMA: in the point's own loop), %.0f s of the test's traffic before each bandwidth point (send_bw: up to %d messages, %d MiB, in the point's own loops, then rounds as long as the timed loop until one in which neither JVM compiled, at most %.0f s).%n",
                     LATENCY_WARMUP_ITERS,
                     PerfOptions.BW_WARMUP_NS / 1e9,
                     LATENCY_WARMUP_ITERS,
-                    SEND_BW_WARMIN_BYTES >> 20));
+                    SEND_BW_WARMIN_BYTES >> 20,
+                    Bandwidth.WARM_IN_BOUND_NS / 1e9));
         sb.append(
                 "Reproduce: 'jrdma perf compare [-d DEV]' (server) and 'jrdma perf compare [-d DEV] [-n ITERS] HOST' (client).\n");
         return sb.toString();

@@ -431,7 +431,7 @@ public final class RdmaBench implements AutoCloseable {
                 if (o.runInfinitely) waitForPeer(w, () -> w.closeConnection(my[0]));
                 else w.closeConnection(my[0]);
                 if (belowLimit != null) throw new BenchException(belowLimit);
-                return new RunResult(test, r.deviceName, lat, bw, remoteOfSend, cpuNs, wallNs);
+                return new RunResult(test, r.deviceName, lat, bw, remoteOfSend, cpuNs, wallNs, warmInNote());
             }
             default -> throw new IllegalStateException(test.toString());
         }
@@ -440,8 +440,9 @@ public final class RdmaBench implements AutoCloseable {
     }
 
     /**
-     * compare's send_bw warm-in meets the peer on the exchange: a handshake once both JITs are quiet, then the timed
-     * messages per QP (8 bytes each way, the larger one wins; a proposal out of range fails the run).
+     * compare's send_bw warm-in meets the peer on the exchange: a handshake once both JITs are quiet, then after each
+     * round both sides' words (32 bytes each way: compiled ms, busy and overdue flags, the proposed next round and timed
+     * messages; a proposal out of range fails the run).
      */
     private Bandwidth.WarmInMeeting warmInMeeting(PerftestWire w) {
         Dest mine = resources.my[0];
@@ -452,16 +453,41 @@ public final class RdmaBench implements AutoCloseable {
             }
 
             @Override
-            public long agree(long n) {
-                long peer = ByteBuffer.wrap(
-                                w.exchange(ByteBuffer.allocate(8).putLong(n).array(), 8, "timed messages"))
-                        .getLong();
-                if (peer < 1 || peer > Math.max(n, Bandwidth.MAX_TIMED_MESSAGES))
-                    throw new BenchException("the peer proposed " + peer + " timed messages (1 to "
-                            + Math.max(n, Bandwidth.MAX_TIMED_MESSAGES) + " expected)");
-                return Math.max(n, peer);
+            public Bandwidth.WarmInRound roundEnd(Bandwidth.WarmInRound word) {
+                long flags = (word.jit().busy() ? 1 : 0) | (word.overdue() ? 2 : 0);
+                ByteBuffer peer = ByteBuffer.wrap(w.exchange(
+                        ByteBuffer.allocate(32)
+                                .putLong(word.jit().compiledMs())
+                                .putLong(flags)
+                                .putLong(word.next())
+                                .putLong(word.timed())
+                                .array(),
+                        32,
+                        "warm-in round"));
+                long compiledMs = peer.getLong(),
+                        peerFlags = peer.getLong(),
+                        next = peer.getLong(),
+                        timed = peer.getLong();
+                long most = Math.max(Math.max(word.next(), word.timed()), Bandwidth.MAX_TIMED_MESSAGES);
+                if (next < 0 || next > most || timed < 1 || timed > most)
+                    throw new BenchException("the peer proposed a warm-in round of " + next + " and " + timed
+                            + " timed messages (0 to " + most + " and 1 to " + most + " expected)");
+                return new Bandwidth.WarmInRound(
+                        new WarmUp.JitWork(compiledMs, (peerFlags & 1) != 0), (peerFlags & 2) != 0, next, timed);
+            }
+
+            @Override
+            public boolean isClient() {
+                return w.isClient();
             }
         };
+    }
+
+    /** {@return the line on the last send_bw warm-in for compare's report, or null (see RunResult#warmInNote)} */
+    private String warmInNote() {
+        Bandwidth.WarmInOutcome w = resources.warmIn;
+        boolean atBound = w != null && w.stoppedAtBound() && Bandwidth.WARM_IN_BOUND_NS > 0; // 0: rounds turned off
+        return w != null && (atBound || Boolean.getBoolean("jrdma.perf.counters")) ? w.describe() : null;
     }
 
     /** The report's frame (column headers, dashed lines): none with --output, which prints the figures alone. */

@@ -13,6 +13,8 @@ import java.util.List;
  * @param remote    the peer's bandwidth report, or null
  * @param cpuNs     CPU time this process used during the measured phase, in nanoseconds
  * @param wallNs    the measured phase's wall-clock time, in nanoseconds
+ * @param warmInNote how compare's send_bw warm-in of the point went, when the report says so (it stopped at its
+ *                   bound, or -Djrdma.perf.counters=true), else null
  */
 public record RunResult(
         PerfTest test,
@@ -21,11 +23,24 @@ public record RunResult(
         List<BwResult> bandwidth,
         BwResult remote,
         long cpuNs,
-        long wallNs) {
+        long wallNs,
+        String warmInNote) {
     /** Copies the lists. */
     public RunResult {
         latency = List.copyOf(latency);
         bandwidth = List.copyOf(bandwidth);
+    }
+
+    /** A run without a send_bw warm-in. */
+    public RunResult(
+            PerfTest test,
+            String device,
+            List<LatencyResult> latency,
+            List<BwResult> bandwidth,
+            BwResult remote,
+            long cpuNs,
+            long wallNs) {
+        this(test, device, latency, bandwidth, remote, cpuNs, wallNs, null);
     }
 
     /** {@return the CPU use during the measured phase, in percent of one core (may exceed 100 with several threads)} */

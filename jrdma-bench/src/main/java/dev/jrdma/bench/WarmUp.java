@@ -154,6 +154,49 @@ final class WarmUp {
         }
     }
 
+    /**
+     * A reading of this JVM's JIT, to tell whether it compiled anything between the reading and a later
+     * {@link #compiledSince}: a warm-in round that compiled nothing is a rehearsal of the timed loop whose own code is
+     * all compiled (a quiet compile queue alone is not that: the device's receive path sat in C1's profiling code
+     * through a 20,000-message warm-in and reached C2 inside the timed loop; sendbw20).
+     *
+     * @param compileMs the JIT's total compilation time at the reading, in ms (-1: not available)
+     */
+    record JitReading(long compileMs) {
+        /** {@return a reading now} */
+        static JitReading now() {
+            var jit = ManagementFactory.getCompilationMXBean();
+            return new JitReading(
+                    jit != null && jit.isCompilationTimeMonitoringSupported() ? jit.getTotalCompilationTime() : -1);
+        }
+
+        /**
+         * What the JIT did since this reading: the milliseconds of compilations that ended meanwhile, and whether it
+         * is still busy (more than {@link #QUIET_MS} of them, or a compilation queued or in progress now).
+         *
+         * @return the JIT's work since this reading
+         */
+        JitWork compiledSince() {
+            long ms = compileMs < 0 ? 0 : Math.max(0, now().compileMs - compileMs);
+            String queue = compilerQueue();
+            return new JitWork(ms, ms > QUIET_MS || (queue != null && queue.contains("::")));
+        }
+    }
+
+    /**
+     * The most compilation time (ms) that still counts as a quiet JIT: the total moves by 1 ms when a tiny
+     * compilation crosses a millisecond, which changes nothing in a loop of 250 ms.
+     */
+    static final long QUIET_MS = 1;
+
+    /**
+     * What the JIT did between two moments ({@link JitReading#compiledSince}).
+     *
+     * @param compiledMs the milliseconds of compilations that ended in between
+     * @param busy       it compiled more than {@link #QUIET_MS}, or has a compilation queued or in progress now
+     */
+    record JitWork(long compiledMs, boolean busy) {}
+
     /** {@code jcmd PID Compiler.queue} from inside: the compilations in progress and queued, or null where unavailable. */
     private static String compilerQueue() {
         try {

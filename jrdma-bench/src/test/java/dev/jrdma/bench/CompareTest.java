@@ -206,6 +206,64 @@ class CompareTest {
         for (long round : Bandwidth.warmInRounds(19_000)) assertTrue(BwResult.postStep(round) > 1, "round " + round);
     }
 
+    /**
+     * After its JIT wait a send_bw warm-in goes on in rounds until a round in which neither JVM compiled (both sides
+     * say so on the exchange), or until a side passed its bound; both sides take the same decision from the two words,
+     * or one would start its timed loop while the other still waits for a round.
+     */
+    @Test
+    void aSendBwWarmInGoesOnInRoundsUntilNeitherJitCompiledOrASideIsOverdue() {
+        var quiet = new WarmUp.JitWork(0, false);
+        var busy = new WarmUp.JitWork(40, true);
+        assertTrue(new Bandwidth.WarmInRound(quiet, false, 0, 10)
+                .endsWith(new Bandwidth.WarmInRound(quiet, false, 0, 10)));
+        assertFalse(
+                new Bandwidth.WarmInRound(quiet, false, 0, 10).endsWith(new Bandwidth.WarmInRound(busy, false, 0, 10)));
+        assertFalse(
+                new Bandwidth.WarmInRound(busy, false, 0, 10).endsWith(new Bandwidth.WarmInRound(quiet, false, 0, 10)));
+        assertTrue(
+                new Bandwidth.WarmInRound(busy, true, 0, 10).endsWith(new Bandwidth.WarmInRound(busy, false, 0, 10)));
+        assertTrue(
+                new Bandwidth.WarmInRound(busy, false, 0, 10).endsWith(new Bandwidth.WarmInRound(busy, true, 0, 10)));
+
+        // the client's side of three rounds: the server's JIT busy in the first two, quiet in the third
+        List<Bandwidth.WarmInRound> serverWords = List.of(
+                new Bandwidth.WarmInRound(new WarmUp.JitWork(30, true), false, 0, 10_000),
+                new Bandwidth.WarmInRound(new WarmUp.JitWork(5, true), false, 0, 10_000),
+                new Bandwidth.WarmInRound(quiet, false, 0, 10_000));
+        var meeting = new Bandwidth.WarmInMeeting() {
+            int ends;
+
+            @Override
+            public void jitQuiet() {}
+
+            @Override
+            public Bandwidth.WarmInRound roundEnd(Bandwidth.WarmInRound mine) {
+                return serverWords.get(ends++);
+            }
+
+            @Override
+            public boolean isClient() {
+                return true;
+            }
+        };
+        var rounds = new Bandwidth.WarmInRounds(meeting);
+        rounds.end(new WarmUp.JitWork(12, true), 50_000, 50_000);
+        assertFalse(rounds.over);
+        rounds.end(quiet, 60_000, 60_000);
+        assertFalse(rounds.over, "the client's JIT was quiet, the server's not");
+        rounds.end(quiet, 55_000, 55_000);
+        assertTrue(rounds.over);
+        assertEquals(55_000, rounds.timed, "the larger proposal: the client's");
+        var outcome = rounds.outcome();
+        assertEquals(3, outcome.rounds());
+        assertFalse(outcome.stoppedAtBound());
+        assertEquals(12, outcome.clientCompiledMs());
+        assertEquals(35, outcome.serverCompiledMs());
+        assertTrue(outcome.describe().contains("3 rounds"), outcome.describe());
+        assertTrue(outcome.describe().contains("the last one compiled nothing"), outcome.describe());
+    }
+
     @Test
     void rowsUseOnlyWhatWasMeasured() {
         var lat = new LatencyResult(64, 100, 1, 9, 2, 2, 0.1, 5, 8);
