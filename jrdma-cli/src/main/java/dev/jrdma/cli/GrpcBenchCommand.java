@@ -33,8 +33,9 @@ public final class GrpcBenchCommand implements Callable<Integer> {
 
     @Option(
             names = "--warmup",
-            description = "Calls before measuring (default: ${DEFAULT-VALUE}), then 1 s of the rate phase and rounds of"
-                    + " 1,000 calls until the JIT is quiet (at most 30 s); fewer than 1,000: those calls only.",
+            description = "Calls before measuring (default: ${DEFAULT-VALUE}) and 1 s of the rate phase per transport,"
+                    + " then rounds of 1,000 calls of each transport in turn until no process's JIT compiles any more"
+                    + " (at most 30 s); fewer than 1,000: those calls only. The timed calls take turns too.",
             defaultValue = "5000")
     int warmup;
 
@@ -68,7 +69,7 @@ public final class GrpcBenchCommand implements Callable<Integer> {
 
     @Option(
             names = {"-v", "--verbose"},
-            description = "Print the p50 of every warm-up round and of every 1,000 timed calls.")
+            description = "Print the p50 of every warm-up round and of every 1,000 timed calls, per transport.")
     boolean verbose;
 
     @Override

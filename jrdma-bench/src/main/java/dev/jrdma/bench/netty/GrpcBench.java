@@ -109,45 +109,153 @@ public final class GrpcBench {
     }
 
     /**
-     * Runs every transport of the options in turn, each against its own server process.
+     * Runs every transport of the options, each against its own server process: all connect and warm up first, then
+     * the latency phase takes turns (a round of {@link #JIT_ROUND_CALLS} calls of each transport, then the next), then
+     * each transport's rate phase in order.
+     *
+     * <p>Why the turns (grpc21): both transports' latency still fell during their timed calls after the warm-up (epoll
+     * from 138 to 45 us over 20,000 calls, jrdma from 146 to 29 us in one run at load 3-4), because the server
+     * processes were still compiling, and the machine's own state (its virtual CPUs' wake-ups) moves from one minute to
+     * the next. Timed one after the other, each transport's p50 depended on where in that drift its calls fell; in
+     * turns, both are timed over the same stretch of time, after the same warm-up, with every process's JIT quiet.
      *
      * @return a row per transport, in order (a row with a note for epoll when it is not available)
      * @throws IllegalArgumentException when a transport's name is unknown
      * @throws Exception                when a run fails (the server process, a call, a timeout)
      */
     public List<Row> run() throws Exception {
-        List<Row> rows = new ArrayList<>();
-        for (String t : o.transports()) {
-            log.printf("-- gRPC over %s%n", t);
-            switch (t) {
-                case "epoll" ->
-                    rows.add(
-                            Epoll.isAvailable()
-                                    ? measure("gRPC over Netty epoll, TCP", t)
-                                    : new Row(
-                                            "gRPC over Netty epoll",
-                                            Double.NaN,
-                                            Double.NaN,
-                                            Double.NaN,
-                                            Double.NaN,
-                                            "not available: " + Epoll.unavailabilityCause()));
-                case "jrdma" -> rows.add(measure("gRPC over jrdma-netty", t));
-                default -> throw new IllegalArgumentException("unknown transport '" + t + "': use epoll or jrdma");
+        Row[] rows = new Row[o.transports().size()];
+        List<Side> sides = new ArrayList<>();
+        List<Integer> sideRow = new ArrayList<>();
+        try {
+            for (int i = 0; i < rows.length; i++) {
+                String t = o.transports().get(i);
+                switch (t) {
+                    case "epoll" -> {
+                        if (!Epoll.isAvailable()) {
+                            rows[i] = new Row(
+                                    "gRPC over Netty epoll",
+                                    Double.NaN,
+                                    Double.NaN,
+                                    Double.NaN,
+                                    Double.NaN,
+                                    "not available: " + Epoll.unavailabilityCause());
+                            continue;
+                        }
+                    }
+                    case "jrdma" -> {}
+                    default -> throw new IllegalArgumentException("unknown transport '" + t + "': use epoll or jrdma");
+                }
+                log.printf("-- gRPC over %s: connecting, warm-up%n", t);
+                Side side = new Side(t);
+                sides.add(side);
+                sideRow.add(i);
+                side.open();
+                side.warmUpCalls();
             }
+            jitRounds(sides);
+            timedInTurns(sides);
+            for (int k = 0; k < sides.size(); k++) {
+                Side side = sides.get(k);
+                log.printf("-- gRPC over %s: rate phase, %d in flight%n", side.transport, o.inFlight());
+                rows[sideRow.get(k)] = side.ratePhase();
+                side.close(); // the next transport's rate phase runs without this one's processes and loops
+            }
+        } finally {
+            for (Side side : sides) side.close();
         }
-        return rows;
+        return Arrays.asList(rows);
     }
 
-    private Row measure(String name, String transport) throws Exception {
-        agreeOnSoftPort();
-        List<String> cmd = JavaCommand.withJrdmaProperties(GrpcBenchServer.class);
-        cmd.addAll(List.of(transport, o.serverHost()));
-        Process server = new ProcessBuilder(cmd)
-                .redirectError(ProcessBuilder.Redirect.INHERIT)
-                .start();
-        EventLoopGroup group = GrpcBenchServer.eventLoops(transport);
-        ManagedChannel channel = null;
-        try {
+    /**
+     * Rounds of {@link #JIT_ROUND_CALLS} calls of every transport in turn until, in one round, neither this process
+     * nor any server process compiled for more than {@link #JIT_QUIET_MILLIS}: a call takes a hundred microseconds or
+     * more, so the warm-up calls alone end while C2 still compiles, on one of the two cores the calls run on. At most
+     * {@link #WARM_UP_LIMIT}; none for a smoke run (warm-up calls under a round: the tests').
+     */
+    private void jitRounds(List<Side> sides) throws Exception {
+        if (o.warmup() < JIT_ROUND_CALLS || sides.isEmpty()) return;
+        CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+        if (jit == null || !jit.isCompilationTimeMonitoringSupported()) return;
+        long end = System.nanoTime() + WARM_UP_LIMIT.toNanos();
+        int rounds = 0;
+        long[] round = new long[JIT_ROUND_CALLS];
+        long[] before = new long[sides.size() + 1];
+        boolean quiet;
+        do {
+            before[0] = jit.getTotalCompilationTime();
+            for (int k = 0; k < sides.size(); k++) before[k + 1] = sides.get(k).serverJitMillis();
+            for (Side side : sides) {
+                side.calls(round, 0, round.length);
+                if (o.verbose())
+                    side.warmUpP50s.append(side.warmUpP50s.isEmpty() ? "" : " ").append(blockP50s(round));
+            }
+            rounds++;
+            quiet = jit.getTotalCompilationTime() - before[0] <= JIT_QUIET_MILLIS;
+            for (int k = 0; k < sides.size(); k++) {
+                long compiled = sides.get(k).serverJitMillis() - before[k + 1];
+                if (compiled > JIT_QUIET_MILLIS) quiet = false;
+            }
+        } while (!quiet && System.nanoTime() - end < 0);
+        log.printf(
+                "   warmed up (%d more rounds of %d calls of each transport until every process's JIT was quiet%s)%n",
+                rounds, JIT_ROUND_CALLS, quiet ? "" : ": not within " + WARM_UP_LIMIT.toSeconds() + " s");
+        if (o.verbose()) {
+            for (Side side : sides)
+                log.printf("   %s warm-up rounds, p50 of each [us]: %s%n", side.transport, side.warmUpP50s);
+        }
+    }
+
+    /** The latency phase: {@link #JIT_ROUND_CALLS} calls of each transport in turn, the order reversed every round. */
+    private void timedInTurns(List<Side> sides) {
+        for (Side side : sides) side.rtt = new long[o.iterations()];
+        int round = 0;
+        for (int from = 0; from < o.iterations(); from += JIT_ROUND_CALLS, round++) {
+            int n = Math.min(JIT_ROUND_CALLS, o.iterations() - from);
+            for (int k = 0; k < sides.size(); k++) {
+                Side side = sides.get(round % 2 == 0 ? k : sides.size() - 1 - k);
+                side.calls(side.rtt, from, n);
+            }
+        }
+        for (Side side : sides) {
+            if (o.verbose()) {
+                log.printf(
+                        "   %s timed calls, p50 of each %d [us]: %s%n",
+                        side.transport, JIT_ROUND_CALLS, blockP50s(side.rtt));
+            }
+            Arrays.sort(side.rtt);
+            log.printf("   %s latency done (p50 %.1f us)%n", side.transport, NettyBench.pct(side.rtt, 50));
+        }
+    }
+
+    /** One transport: its server process, the client's event loop and channel, its timed calls. */
+    private final class Side implements AutoCloseable {
+        final String transport;
+        final byte[] msg = new byte[o.size()];
+        final StringBuilder warmUpP50s = new StringBuilder();
+        Process server;
+        EventLoopGroup group;
+        ManagedChannel channel;
+        long[] rtt;
+        boolean closed;
+
+        Side(String transport) {
+            this.transport = transport;
+            Arrays.fill(msg, (byte) 'g');
+        }
+
+        String name() {
+            return transport.equals("jrdma") ? "gRPC over jrdma-netty" : "gRPC over Netty epoll, TCP";
+        }
+
+        void open() throws Exception {
+            agreeOnSoftPort();
+            List<String> cmd = JavaCommand.withJrdmaProperties(GrpcBenchServer.class);
+            cmd.addAll(List.of(transport, o.serverHost()));
+            server = new ProcessBuilder(cmd)
+                    .redirectError(ProcessBuilder.Redirect.INHERIT)
+                    .start();
+            group = GrpcBenchServer.eventLoops(transport);
             int port = awaitPort(server);
             NettyChannelBuilder b = NettyChannelBuilder.forAddress(o.serverHost(), port)
                     .eventLoopGroup(group)
@@ -165,19 +273,33 @@ public final class GrpcBench {
                 }
             }
             channel = b.build();
-            byte[] msg = new byte[o.size()];
-            Arrays.fill(msg, (byte) 'g');
-            warmUp(channel, msg);
-            long[] rtt = new long[o.iterations()];
-            for (int i = 0; i < rtt.length; i++) {
+        }
+
+        /**
+         * The warm-up calls, then (from a round of warm-up calls up) a second of the rate phase: its paths differ
+         * (batches, several streams).
+         */
+        void warmUpCalls() throws Exception {
+            for (int i = 0; i < o.warmup(); i++) call(channel, msg);
+            if (o.warmup() >= JIT_ROUND_CALLS) rate(channel, msg, Math.min(1, o.seconds()));
+        }
+
+        /** {@code n} calls one at a time, their round trips into {@code rtt} from {@code from}. */
+        void calls(long[] into, int from, int n) {
+            for (int i = from; i < from + n; i++) {
                 long t0 = System.nanoTime();
                 call(channel, msg);
-                rtt[i] = System.nanoTime() - t0;
+                into[i] = System.nanoTime() - t0;
             }
-            if (o.verbose()) log.printf("   timed calls, p50 of each %d [us]: %s%n", JIT_ROUND_CALLS, blockP50s(rtt));
-            Arrays.sort(rtt);
-            log.printf(
-                    "   latency done (p50 %.1f us); rate phase, %d in flight%n", NettyBench.pct(rtt, 50), o.inFlight());
+        }
+
+        long serverJitMillis() {
+            byte[] answer =
+                    ClientCalls.blockingUnaryCall(channel, GrpcBenchServer.JIT_MILLIS, callOptions(), new byte[0]);
+            return Long.parseLong(new String(answer, StandardCharsets.US_ASCII));
+        }
+
+        Row ratePhase() throws Exception {
             long serverCpu0 = cpuNanos(server);
             CpuMeter cpu = new CpuMeter().start();
             long calls = rate(channel, msg, o.seconds());
@@ -185,49 +307,27 @@ public final class GrpcBench {
             long serverCpu = cpuNanos(server) - serverCpu0;
             double perSec = calls / (cpu.wallNs() / 1e9);
             double cpuPerCall = calls == 0 ? Double.NaN : (cpu.cpuNs() + serverCpu) / 1e3 / calls;
-            return new Row(name, NettyBench.pct(rtt, 50), NettyBench.pct(rtt, 99), perSec, cpuPerCall, "");
-        } finally {
-            if (channel != null) {
-                channel.shutdownNow();
-                channel.awaitTermination(5, TimeUnit.SECONDS);
-            }
-            group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
-            server.getOutputStream().close(); // the server's cue to stop
-            if (!server.waitFor(10, TimeUnit.SECONDS)) server.destroyForcibly();
+            return new Row(name(), NettyBench.pct(rtt, 50), NettyBench.pct(rtt, 99), perSec, cpuPerCall, "");
         }
-    }
 
-    /**
-     * The warm-up calls, then a second of the rate phase (its paths differ: batches, several streams), then rounds of
-     * calls until the JIT is done with this process: a call takes a hundred microseconds or more, so the warm-up
-     * calls alone end while C2 still compiles, on one of the two cores the calls run on, and a transport with more
-     * code beneath it (the software device, in both processes) would be timed while its code is compiled. The server
-     * runs the same calls, so it compiles alongside. At most {@link #WARM_UP_LIMIT}; only the calls asked for when
-     * they are fewer than a round.
-     */
-    private void warmUp(ManagedChannel channel, byte[] msg) throws Exception {
-        for (int i = 0; i < o.warmup(); i++) call(channel, msg);
-        if (o.warmup() < JIT_ROUND_CALLS) return; // a smoke run (the tests'): the calls asked for, nothing more
-        rate(channel, msg, Math.min(1, o.seconds()));
-        CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
-        if (jit == null || !jit.isCompilationTimeMonitoringSupported()) return;
-        long end = System.nanoTime() + WARM_UP_LIMIT.toNanos();
-        long before;
-        int rounds = 0;
-        long[] round = new long[JIT_ROUND_CALLS];
-        StringBuilder p50s = new StringBuilder();
-        do {
-            before = jit.getTotalCompilationTime();
-            for (int i = 0; i < JIT_ROUND_CALLS; i++) {
-                long t0 = System.nanoTime();
-                call(channel, msg);
-                round[i] = System.nanoTime() - t0;
+        @Override
+        public void close() throws Exception {
+            if (closed) return;
+            closed = true;
+            try {
+                if (channel != null) {
+                    channel.shutdownNow();
+                    channel.awaitTermination(5, TimeUnit.SECONDS);
+                }
+            } finally {
+                if (group != null)
+                    group.shutdownGracefully(0, 1, TimeUnit.SECONDS).syncUninterruptibly();
+                if (server != null) {
+                    server.getOutputStream().close(); // the server's cue to stop
+                    if (!server.waitFor(10, TimeUnit.SECONDS)) server.destroyForcibly();
+                }
             }
-            rounds++;
-            if (o.verbose()) p50s.append(p50s.isEmpty() ? "" : " ").append(blockP50s(round));
-        } while (jit.getTotalCompilationTime() - before > JIT_QUIET_MILLIS && System.nanoTime() - end < 0);
-        log.printf("   warmed up (%d more rounds of %d calls until the JIT was quiet)%n", rounds, JIT_ROUND_CALLS);
-        if (o.verbose()) log.printf("   warm-up rounds, p50 of each [us]: %s%n", p50s);
+        }
     }
 
     /** The p50 of each {@link #JIT_ROUND_CALLS} calls of {@code rtt} (in call order), in microseconds. */

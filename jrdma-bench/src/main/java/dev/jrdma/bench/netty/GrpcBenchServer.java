@@ -19,13 +19,17 @@ import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.lang.management.CompilationMXBean;
+import java.lang.management.ManagementFactory;
 import java.net.InetSocketAddress;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 
 /**
  * The server process of {@link GrpcBench}: a gRPC echo service (one unary method, bytes in, the same bytes out) on
- * grpc-netty over epoll or jrdma-netty, one event loop, {@code directExecutor}. It prints {@code LISTENING <port>}
+ * grpc-netty over epoll or jrdma-netty, one event loop, {@code directExecutor}; a second method answers the
+ * process's JIT compilation time so far ({@link #JIT_MILLIS}). It prints {@code LISTENING <port>}
  * once it serves and stops when its standard input closes (its parent ended or is done with it).
  * <pre>
  *   GrpcBenchServer epoll|jrdma HOST
@@ -36,6 +40,17 @@ public final class GrpcBenchServer {
     static final MethodDescriptor<byte[], byte[]> ECHO = MethodDescriptor.<byte[], byte[]>newBuilder()
             .setType(MethodDescriptor.MethodType.UNARY)
             .setFullMethodName(MethodDescriptor.generateFullMethodName("jrdma.bench.Echo", "Echo"))
+            .setRequestMarshaller(Bytes.INSTANCE)
+            .setResponseMarshaller(Bytes.INSTANCE)
+            .build();
+
+    /**
+     * The server process's JIT so far: the answer is its total compilation time in milliseconds, as decimal text (the
+     * client's warm-up waits until this process's JIT is quiet too, not only its own).
+     */
+    static final MethodDescriptor<byte[], byte[]> JIT_MILLIS = MethodDescriptor.<byte[], byte[]>newBuilder()
+            .setType(MethodDescriptor.MethodType.UNARY)
+            .setFullMethodName(MethodDescriptor.generateFullMethodName("jrdma.bench.Echo", "JitMillis"))
             .setRequestMarshaller(Bytes.INSTANCE)
             .setResponseMarshaller(Bytes.INSTANCE)
             .build();
@@ -63,6 +78,7 @@ public final class GrpcBenchServer {
                 .directExecutor()
                 .addService(ServerServiceDefinition.builder("jrdma.bench.Echo")
                         .addMethod(ECHO, ServerCalls.asyncUnaryCall(GrpcBenchServer::echo))
+                        .addMethod(JIT_MILLIS, ServerCalls.asyncUnaryCall(GrpcBenchServer::jitMillis))
                         .build());
         if (args[0].equals("jrdma")) {
             if (GrpcTrace.PREFIX != null) b.channelFactory(() -> GrpcTrace.onServer(new RdmaServerChannel()));
@@ -88,6 +104,13 @@ public final class GrpcBenchServer {
 
     private static void echo(byte[] request, StreamObserver<byte[]> out) {
         out.onNext(request);
+        out.onCompleted();
+    }
+
+    private static void jitMillis(byte[] request, StreamObserver<byte[]> out) {
+        CompilationMXBean jit = ManagementFactory.getCompilationMXBean();
+        long millis = jit != null && jit.isCompilationTimeMonitoringSupported() ? jit.getTotalCompilationTime() : -1;
+        out.onNext(Long.toString(millis).getBytes(StandardCharsets.US_ASCII));
         out.onCompleted();
     }
 
