@@ -246,7 +246,7 @@ public final class RdmaBench implements AutoCloseable {
                         cpu.start();
                         waitForPeer(w, () -> w.closeConnection(my[0]));
                         cpu.stop();
-                        return new RunResult(test, r.deviceName, lat, bw, null, cpu.cpuNs(), cpu.wallNs());
+                        return new RunResult(test, r.deviceName, lat, bw, null, cpu.cpuNs(), cpu.wallNs(), null);
                     }
                     // a -D run reports perftest's duration columns: the average and the transactions per second
                     printColumns(
@@ -436,7 +436,7 @@ public final class RdmaBench implements AutoCloseable {
             default -> throw new IllegalStateException(test.toString());
         }
         if (belowLimit != null) throw new BenchException(belowLimit);
-        return new RunResult(test, r.deviceName, lat, bw, remote, cpu.cpuNs(), cpu.wallNs());
+        return new RunResult(test, r.deviceName, lat, bw, remote, cpu.cpuNs(), cpu.wallNs(), null);
     }
 
     /**

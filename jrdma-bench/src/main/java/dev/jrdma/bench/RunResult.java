@@ -31,18 +31,6 @@ public record RunResult(
         bandwidth = List.copyOf(bandwidth);
     }
 
-    /** A run without a send_bw warm-in. */
-    public RunResult(
-            PerfTest test,
-            String device,
-            List<LatencyResult> latency,
-            List<BwResult> bandwidth,
-            BwResult remote,
-            long cpuNs,
-            long wallNs) {
-        this(test, device, latency, bandwidth, remote, cpuNs, wallNs, null);
-    }
-
     /** {@return the CPU use during the measured phase, in percent of one core (may exceed 100 with several threads)} */
     public double cpuPercent() {
         return wallNs <= 0 ? 0 : 100.0 * cpuNs / wallNs;

@@ -128,7 +128,7 @@ public final class TcpBench {
             dog.close();
         }
         out.println(Report.RESULT_LINE);
-        return new RunResult(test, o.busyPoll ? "tcp busy-poll" : "tcp", lat, bw, null, cpuNs, wallNs);
+        return new RunResult(test, o.busyPoll ? "tcp busy-poll" : "tcp", lat, bw, null, cpuNs, wallNs, null);
     }
 
     private static LatencyResult latClient(
@@ -331,7 +331,7 @@ public final class TcpBench {
                 }
             }
             out.println(Report.RESULT_LINE);
-            return new RunResult(test, busyPoll ? "tcp busy-poll" : "tcp", lat, bw, null, cpuNs, wallNs);
+            return new RunResult(test, busyPoll ? "tcp busy-poll" : "tcp", lat, bw, null, cpuNs, wallNs, null);
         } finally {
             dog.close();
         }

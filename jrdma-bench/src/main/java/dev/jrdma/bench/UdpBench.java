@@ -167,7 +167,7 @@ public final class UdpBench {
         cout.writeLong(0);
         cout.flush();
         out.println(Report.RESULT_LINE);
-        return new RunResult(test, "udp", lat, bw, null, cpuNs, wallNs);
+        return new RunResult(test, "udp", lat, bw, null, cpuNs, wallNs, null);
     }
 
     /** Sends a run header and waits for the server's ready byte. */
@@ -426,7 +426,7 @@ public final class UdpBench {
             }
         }
         out.println(Report.RESULT_LINE);
-        return new RunResult(test, "udp", lat, bw, null, cpuNs, wallNs);
+        return new RunResult(test, "udp", lat, bw, null, cpuNs, wallNs, null);
     }
 
     // ------------------------------------------------------------------ plumbing
