@@ -359,9 +359,8 @@ final class Completer {
     private State sequenceNak() {
         // the round-trip sample runs on: a gap repaired by a resend ends it there (Karn, resendSelectively, a go-back's
         // restartRetryTimer), and a gap that was reordering, not loss, delays its ACK as the path does. Ending it at
-        // every
-        // sequence NAK left the QEMU guest's netem runs without a single sample for their first seconds (srtt 0: the
-        // probe at its 200 us floor and the timer at the QP's 67 ms, against ~85-130 ms for a window there)
+        // every sequence NAK left the QEMU guest's netem runs without a single sample for their first seconds (srtt 0:
+        // the probe at its 200 us floor and the timer at the QP's 67 ms, against ~85-130 ms for a window there)
         if (!rttAcrossNaks) rttSentAt = 0;
         if (!qp.requester.rnrWait) lossSeen(qp.clock().nanoTime()); // behind an RNR NAK a gap is no loss
         int prev = Psn.add(psn, -1);
@@ -806,7 +805,10 @@ final class Completer {
         }
     }
 
-    /** A go-back started (every packet from the oldest goes again): a full wait from now (backed off after timeouts in a row). */
+    /**
+     * A go-back started (every packet from the oldest goes again): a full wait from now (backed off after timeouts in
+     * a row).
+     */
     void restartRetryTimer() {
         rttSentAt = 0; // Karn: the sampled packet goes again too
         restartRetryTimerKeepingSample();

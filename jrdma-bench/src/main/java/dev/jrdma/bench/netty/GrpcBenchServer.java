@@ -37,23 +37,23 @@ import java.util.concurrent.TimeUnit;
  */
 public final class GrpcBenchServer {
     /** The one method: the request's bytes are the answer. */
-    static final MethodDescriptor<byte[], byte[]> ECHO = MethodDescriptor.<byte[], byte[]>newBuilder()
-            .setType(MethodDescriptor.MethodType.UNARY)
-            .setFullMethodName(MethodDescriptor.generateFullMethodName("jrdma.bench.Echo", "Echo"))
-            .setRequestMarshaller(Bytes.INSTANCE)
-            .setResponseMarshaller(Bytes.INSTANCE)
-            .build();
+    static final MethodDescriptor<byte[], byte[]> ECHO = unaryBytes("Echo");
 
     /**
      * The server process's JIT so far: the answer is its total compilation time in milliseconds, as decimal text (the
      * client's warm-up waits until this process's JIT is quiet too, not only its own).
      */
-    static final MethodDescriptor<byte[], byte[]> JIT_MILLIS = MethodDescriptor.<byte[], byte[]>newBuilder()
-            .setType(MethodDescriptor.MethodType.UNARY)
-            .setFullMethodName(MethodDescriptor.generateFullMethodName("jrdma.bench.Echo", "JitMillis"))
-            .setRequestMarshaller(Bytes.INSTANCE)
-            .setResponseMarshaller(Bytes.INSTANCE)
-            .build();
+    static final MethodDescriptor<byte[], byte[]> JIT_MILLIS = unaryBytes("JitMillis");
+
+    /** A unary method of the {@code jrdma.bench.Echo} service with bytes in and bytes out. */
+    private static MethodDescriptor<byte[], byte[]> unaryBytes(String method) {
+        return MethodDescriptor.<byte[], byte[]>newBuilder()
+                .setType(MethodDescriptor.MethodType.UNARY)
+                .setFullMethodName(MethodDescriptor.generateFullMethodName("jrdma.bench.Echo", method))
+                .setRequestMarshaller(Bytes.INSTANCE)
+                .setResponseMarshaller(Bytes.INSTANCE)
+                .build();
+    }
 
     /** The line the server prints before its port once it serves. */
     static final String READY = "LISTENING ";
