@@ -236,7 +236,7 @@ public record EndpointConfig(
                 remoteAccess,
                 maxConnections,
                 maxPendingHandshakes,
-                Math.min(DEFAULT_MAX_PENDING_HANDSHAKES_PER_SOURCE, Math.max(1, maxPendingHandshakes)));
+                defaultMaxPendingHandshakesPerSource(maxPendingHandshakes));
     }
 
     /**
@@ -378,11 +378,16 @@ public record EndpointConfig(
         b.maxPendingHandshakes = maxPendingHandshakes;
         b.packetAuth = packetAuth;
         // the derived default stays derived: a later maxPendingHandshakes(n) moves it along
-        b.maxPendingHandshakesPerSource = maxPendingHandshakesPerSource
-                        == Math.min(DEFAULT_MAX_PENDING_HANDSHAKES_PER_SOURCE, maxPendingHandshakes)
-                ? -1
-                : maxPendingHandshakesPerSource;
+        b.maxPendingHandshakesPerSource =
+                maxPendingHandshakesPerSource == defaultMaxPendingHandshakesPerSource(maxPendingHandshakes)
+                        ? -1
+                        : maxPendingHandshakesPerSource;
         return b;
+    }
+
+    /** The per-source cap unless set: {@value #DEFAULT_MAX_PENDING_HANDSHAKES_PER_SOURCE}, or the overall cap when lower. */
+    private static int defaultMaxPendingHandshakesPerSource(int maxPendingHandshakes) {
+        return Math.min(DEFAULT_MAX_PENDING_HANDSHAKES_PER_SOURCE, Math.max(1, maxPendingHandshakes));
     }
 
     /** {@return a copy of the private data sent with connect or accept (empty when none)} */
@@ -698,7 +703,7 @@ public record EndpointConfig(
                     maxPendingHandshakes,
                     maxPendingHandshakesPerSource > 0
                             ? maxPendingHandshakesPerSource
-                            : Math.min(DEFAULT_MAX_PENDING_HANDSHAKES_PER_SOURCE, Math.max(1, maxPendingHandshakes)),
+                            : defaultMaxPendingHandshakesPerSource(maxPendingHandshakes),
                     packetAuth);
         }
 
