@@ -101,9 +101,7 @@ final class NativeContext extends NativeResource implements Context {
 
     @Override
     public DeviceAttr queryDevice() {
-        enter("ibv_query_device");
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment st = Ibv.callState(a);
+        return underUse("ibv_query_device", (a, st) -> {
             MemorySegment s = a.allocate(Layouts.DEVICE_ATTR);
             int rc = (int) Ibv.Fn.QUERY_DEVICE.invokeExact(st, ctx, s);
             if (rc != 0)
@@ -155,11 +153,7 @@ final class NativeContext extends NativeResource implements Context {
                     u8(s, L, "phys_port_cnt"));
             attr = d;
             return d;
-        } catch (Throwable t) {
-            throw Ibv.rethrow(t);
-        } finally {
-            exit();
-        }
+        });
     }
 
     /**
@@ -171,8 +165,7 @@ final class NativeContext extends NativeResource implements Context {
     public DeviceAttrEx queryDeviceEx() {
         MemorySegment fn = queryDeviceExOp();
         if (fn == null) return legacyEx();
-        enter("ibv_query_device_ex");
-        try (Arena a = Arena.ofConfined()) {
+        return underUse("ibv_query_device_ex", (a, st) -> {
             MemorySegment s = a.allocate(Layouts.DEVICE_ATTR_EX);
             int rc = (int) Ibv.Extra.VCTX_QUERY_DEVICE_EX.invokeExact(
                     fn, ctx, MemorySegment.NULL, s, Layouts.DEVICE_ATTR_EX.byteSize());
@@ -214,11 +207,7 @@ final class NativeContext extends NativeResource implements Context {
                     u16(s, L, "pci_atomic_caps.swap"),
                     u16(s, L, "pci_atomic_caps.compare_swap"),
                     i(s, L, "phys_port_cnt_ex"));
-        } catch (Throwable t) {
-            throw Ibv.rethrow(t);
-        } finally {
-            exit();
-        }
+        });
     }
 
     /** libibverbs' legacy path of ibv_query_device_ex: the base attributes, every extended field 0. */
@@ -268,9 +257,7 @@ final class NativeContext extends NativeResource implements Context {
     public PortAttr queryPort(int port) {
         checkOpen("ibv_query_port");
         checkPort("ibv_query_port", port);
-        enter("ibv_query_port");
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment st = Ibv.callState(a);
+        return underUse("ibv_query_port", (a, st) -> {
             MemorySegment s = a.allocate(64, 8); // 52 bytes and room for a newer library's additions
             int rc = (int) Ibv.Fn.QUERY_PORT.invokeExact(st, ctx, (byte) port, s);
             if (rc != 0)
@@ -299,11 +286,7 @@ final class NativeContext extends NativeResource implements Context {
                     u8(s, L, "phys_state"),
                     LinkLayer.of(u8(s, L, "link_layer")),
                     u16(s, L, "port_cap_flags2"));
-        } catch (Throwable t) {
-            throw Ibv.rethrow(t);
-        } finally {
-            exit();
-        }
+        });
     }
 
     private static Mtu mtu(int code) {
@@ -314,9 +297,7 @@ final class NativeContext extends NativeResource implements Context {
     public Gid queryGid(int port, int index) {
         checkOpen("ibv_query_gid");
         checkPort("ibv_query_gid", port);
-        enter("ibv_query_gid");
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment st = Ibv.callState(a);
+        return underUse("ibv_query_gid", (a, st) -> {
             MemorySegment g = a.allocate(16, 8);
             int rc = (int) Ibv.Fn.QUERY_GID.invokeExact(st, ctx, (byte) port, index, g);
             if (rc != 0)
@@ -327,11 +308,7 @@ final class NativeContext extends NativeResource implements Context {
                                 + " is out of range or unreadable: the table has gid_tbl_len entries (jrdma ports "
                                 + device.name() + ")");
             return Gid.of(g.toArray(JAVA_BYTE));
-        } catch (Throwable t) {
-            throw Ibv.rethrow(t);
-        } finally {
-            exit();
-        }
+        });
     }
 
     /** The valid GIDs with their types (sysfs gid_attrs, else _ibv_query_gid_ex) and netdevs. */
@@ -394,9 +371,7 @@ final class NativeContext extends NativeResource implements Context {
 
     @Override
     public ProtectionDomain allocPd() {
-        enter("ibv_alloc_pd");
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment st = Ibv.callState(a);
+        return underUse("ibv_alloc_pd", (a, st) -> {
             MemorySegment pd = (MemorySegment) Ibv.Fn.ALLOC_PD.invokeExact(st, ctx);
             if (pd.equals(MemorySegment.NULL))
                 throw Errors.verb(
@@ -407,18 +382,12 @@ final class NativeContext extends NativeResource implements Context {
                 int ignored = (int) Ibv.Fn.DEALLOC_PD.invokeExact(st, pd);
                 throw e;
             }
-        } catch (Throwable t) {
-            throw Ibv.rethrow(t);
-        } finally {
-            exit();
-        }
+        });
     }
 
     @Override
     public CompletionChannel createCompletionChannel() {
-        enter("ibv_create_comp_channel");
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment st = Ibv.callState(a);
+        return underUse("ibv_create_comp_channel", (a, st) -> {
             MemorySegment ch = (MemorySegment) Ibv.Fn.CREATE_COMP_CHANNEL.invokeExact(st, ctx);
             if (ch.equals(MemorySegment.NULL))
                 throw Errors.verb("ibv_create_comp_channel", Ibv.errno(st), "check the open file limit (ulimit -n)");
@@ -431,20 +400,14 @@ final class NativeContext extends NativeResource implements Context {
                 int ignored = (int) Ibv.Fn.DESTROY_COMP_CHANNEL.invokeExact(st, ch);
                 throw e;
             }
-        } catch (Throwable t) {
-            throw Ibv.rethrow(t);
-        } finally {
-            exit();
-        }
+        });
     }
 
     @Override
     public int queryPkey(int port, int index) {
         checkOpen("ibv_query_pkey");
         checkPort("ibv_query_pkey", port);
-        enter("ibv_query_pkey");
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment st = Ibv.callState(a);
+        return underUse("ibv_query_pkey", (a, st) -> {
             MemorySegment p = a.allocate(JAVA_SHORT);
             int rc = (int) Ibv.Extra.QUERY_PKEY.invokeExact(st, ctx, (byte) port, index, p);
             if (rc != 0)
@@ -454,11 +417,7 @@ final class NativeContext extends NativeResource implements Context {
                         "P_Key index " + index + " of port " + port
                                 + " is out of range: the table has pkey_tbl_len entries (Context.queryPort)");
             return Short.toUnsignedInt(Short.reverseBytes(p.get(JAVA_SHORT, 0))); // __be16
-        } catch (Throwable t) {
-            throw Ibv.rethrow(t);
-        } finally {
-            exit();
-        }
+        });
     }
 
     @Override

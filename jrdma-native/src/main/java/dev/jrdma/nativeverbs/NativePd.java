@@ -204,9 +204,7 @@ final class NativePd extends NativeResource implements ProtectionDomain {
             throw Errors.unsupported(
                     "ibv_alloc_mw", "type 2 memory windows (device_cap_flags lacks MEM_WINDOW_TYPE_2A/2B)");
         }
-        enter("ibv_alloc_mw");
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment st = Ibv.callState(a);
+        return underUse("ibv_alloc_mw", (a, st) -> {
             MemorySegment mw = (MemorySegment) Ibv.Fn.OPS_ALLOC_MW.invokeExact(context.opsAllocMw, st, pd, type.code);
             if (mw.equals(MemorySegment.NULL)) {
                 int errno = Ibv.errno(st);
@@ -224,11 +222,7 @@ final class NativePd extends NativeResource implements ProtectionDomain {
                 int ignored = (int) Ibv.Fn.OPS_DEALLOC_MW.invokeExact(context.opsDeallocMw, st, m);
                 throw e;
             }
-        } catch (Throwable t) {
-            throw Ibv.rethrow(t);
-        } finally {
-            exit();
-        }
+        });
     }
 
     @Override

@@ -2,6 +2,8 @@ package dev.jrdma.nativeverbs;
 
 import dev.jrdma.verbs.ClosedException;
 import dev.jrdma.verbs.spi.Resource;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
@@ -84,6 +86,34 @@ abstract class NativeResource extends Resource {
             close();
         } finally {
             awaitGone();
+        }
+    }
+
+    /** What a control-path verb does in {@link #underUse}: its native call(s), with a confined arena. */
+    @FunctionalInterface
+    interface VerbCall<R> {
+        /**
+         * {@return what the verb gives back}
+         *
+         * @param arena     freed when the call returns
+         * @param callState the call state that captures errno ({@link Ibv#callState})
+         * @throws Throwable what {@code invokeExact} throws
+         */
+        R call(Arena arena, MemorySegment callState) throws Throwable;
+    }
+
+    /**
+     * Runs a control-path verb on this object between {@link #enter} and {@link #exit}, with a confined arena and its
+     * call state; what the native call throws comes out unchecked ({@link Ibv#rethrow}).
+     */
+    final <R> R underUse(String verb, VerbCall<R> call) {
+        enter(verb);
+        try (Arena arena = Arena.ofConfined()) {
+            return call.call(arena, Ibv.callState(arena));
+        } catch (Throwable t) {
+            throw Ibv.rethrow(t);
+        } finally {
+            exit();
         }
     }
 

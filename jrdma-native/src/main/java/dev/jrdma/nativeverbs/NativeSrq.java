@@ -111,9 +111,7 @@ final class NativeSrq extends NativeResource implements SharedReceiveQueue {
 
     @Override
     public SrqAttr query() {
-        enter("ibv_query_srq");
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment st = Ibv.callState(a);
+        return underUse("ibv_query_srq", (a, st) -> {
             MemorySegment attr = a.allocate(Layouts.SRQ_ATTR);
             int rc = (int) Ibv.Extra.QUERY_SRQ.invokeExact(st, srq, attr);
             if (rc != 0) throw Errors.verb("ibv_query_srq", Errors.errno(rc, st), "check " + what() + " still exists");
@@ -122,11 +120,7 @@ final class NativeSrq extends NativeResource implements SharedReceiveQueue {
                     Math.max(1, attr.get(JAVA_INT, offset(L, "max_wr"))),
                     Math.max(1, attr.get(JAVA_INT, offset(L, "max_sge"))),
                     attr.get(JAVA_INT, offset(L, "srq_limit")));
-        } catch (Throwable t) {
-            throw Ibv.rethrow(t);
-        } finally {
-            exit();
-        }
+        });
     }
 
     @Override
@@ -136,9 +130,7 @@ final class NativeSrq extends NativeResource implements SharedReceiveQueue {
                     "ibv_modify_srq",
                     VerbsException.EINVAL,
                     "the limit must lie in 0.." + maxWr + " (the SRQ's max_wr), not " + limit);
-        enter("ibv_modify_srq");
-        try (Arena a = Arena.ofConfined()) {
-            MemorySegment st = Ibv.callState(a);
+        this.<Void>underUse("ibv_modify_srq", (a, st) -> {
             MemorySegment attr = a.allocate(Layouts.SRQ_ATTR);
             attr.set(JAVA_INT, offset(Layouts.SRQ_ATTR, "srq_limit"), limit);
             int rc = (int) Ibv.Extra.MODIFY_SRQ.invokeExact(st, srq, attr, SRQ_LIMIT);
@@ -148,11 +140,8 @@ final class NativeSrq extends NativeResource implements SharedReceiveQueue {
                         Errors.errno(rc, st),
                         "arming the limit " + limit + " of " + what()
                                 + " was refused (some devices refuse a limit above the receives posted)");
-        } catch (Throwable t) {
-            throw Ibv.rethrow(t);
-        } finally {
-            exit();
-        }
+            return null;
+        });
     }
 
     @Override
