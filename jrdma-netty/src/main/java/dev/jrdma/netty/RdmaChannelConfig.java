@@ -40,6 +40,26 @@ public final class RdmaChannelConfig extends DefaultChannelConfig implements Soc
             .sendQueueDepth(32)
             .build();
 
+    private static final OptionTable<RdmaChannelConfig> OPTIONS = new OptionTable<RdmaChannelConfig>()
+            .add(
+                    RdmaChannelOption.ENDPOINT_CONFIG,
+                    RdmaChannelConfig::getEndpointConfig,
+                    RdmaChannelConfig::setEndpointConfig)
+            .add(
+                    ChannelOption.ALLOW_HALF_CLOSURE,
+                    RdmaChannelConfig::isAllowHalfClosure,
+                    RdmaChannelConfig::setAllowHalfClosure)
+            .add(ChannelOption.TCP_NODELAY, RdmaChannelConfig::isTcpNoDelay, RdmaChannelConfig::setTcpNoDelay)
+            .add(ChannelOption.SO_KEEPALIVE, RdmaChannelConfig::isKeepAlive, RdmaChannelConfig::setKeepAlive)
+            .add(ChannelOption.SO_LINGER, RdmaChannelConfig::getSoLinger, RdmaChannelConfig::setSoLinger)
+            .add(ChannelOption.SO_SNDBUF, RdmaChannelConfig::getSendBufferSize, RdmaChannelConfig::setSendBufferSize)
+            .add(
+                    ChannelOption.SO_RCVBUF,
+                    RdmaChannelConfig::getReceiveBufferSize,
+                    RdmaChannelConfig::setReceiveBufferSize)
+            .add(ChannelOption.IP_TOS, RdmaChannelConfig::getTrafficClass, RdmaChannelConfig::setTrafficClass)
+            .add(ChannelOption.SO_REUSEADDR, RdmaChannelConfig::isReuseAddress, RdmaChannelConfig::setReuseAddress);
+
     private final RdmaChannel channel;
     private volatile EndpointConfig endpointConfig = DEFAULT_ENDPOINT_CONFIG;
     private volatile boolean allowHalfClosure;
@@ -122,7 +142,7 @@ public final class RdmaChannelConfig extends DefaultChannelConfig implements Soc
     @Override
     public int getSendBufferSize() {
         EndpointConfig c = endpointConfig;
-        return (int) Math.min(Integer.MAX_VALUE, (long) c.sendQueueDepth() * c.messageSize());
+        return bufferBytes(c.sendQueueDepth(), c.messageSize());
     }
 
     /** Accepted and without effect: the send queue depth of {@link RdmaChannelOption#ENDPOINT_CONFIG} sets it. */
@@ -135,7 +155,7 @@ public final class RdmaChannelConfig extends DefaultChannelConfig implements Soc
     @Override
     public int getReceiveBufferSize() {
         EndpointConfig c = endpointConfig;
-        return (int) Math.min(Integer.MAX_VALUE, (long) c.recvQueueDepth() * c.messageSize());
+        return bufferBytes(c.recvQueueDepth(), c.messageSize());
     }
 
     /** Accepted and without effect: the receive queue depth of {@link RdmaChannelOption#ENDPOINT_CONFIG} sets it. */
@@ -252,58 +272,22 @@ public final class RdmaChannelConfig extends DefaultChannelConfig implements Soc
 
     @Override
     public Map<ChannelOption<?>, Object> getOptions() {
-        return getOptions(
-                super.getOptions(),
-                RdmaChannelOption.ENDPOINT_CONFIG,
-                ChannelOption.ALLOW_HALF_CLOSURE,
-                ChannelOption.TCP_NODELAY,
-                ChannelOption.SO_KEEPALIVE,
-                ChannelOption.SO_LINGER,
-                ChannelOption.SO_SNDBUF,
-                ChannelOption.SO_RCVBUF,
-                ChannelOption.IP_TOS,
-                ChannelOption.SO_REUSEADDR);
+        return getOptions(super.getOptions(), OPTIONS.options());
     }
 
     @Override
-    @SuppressWarnings("unchecked")
     public <T> T getOption(ChannelOption<T> option) {
-        if (option == RdmaChannelOption.ENDPOINT_CONFIG) return (T) endpointConfig;
-        if (option == ChannelOption.ALLOW_HALF_CLOSURE) return (T) Boolean.valueOf(isAllowHalfClosure());
-        if (option == ChannelOption.TCP_NODELAY) return (T) Boolean.valueOf(isTcpNoDelay());
-        if (option == ChannelOption.SO_KEEPALIVE) return (T) Boolean.valueOf(isKeepAlive());
-        if (option == ChannelOption.SO_LINGER) return (T) Integer.valueOf(getSoLinger());
-        if (option == ChannelOption.SO_SNDBUF) return (T) Integer.valueOf(getSendBufferSize());
-        if (option == ChannelOption.SO_RCVBUF) return (T) Integer.valueOf(getReceiveBufferSize());
-        if (option == ChannelOption.IP_TOS) return (T) Integer.valueOf(getTrafficClass());
-        if (option == ChannelOption.SO_REUSEADDR) return (T) Boolean.valueOf(isReuseAddress());
-        return super.getOption(option);
+        return OPTIONS.get(this, option, super::getOption);
     }
 
     @Override
     public <T> boolean setOption(ChannelOption<T> option, T value) {
         validate(option, value);
-        if (option == RdmaChannelOption.ENDPOINT_CONFIG) {
-            setEndpointConfig((EndpointConfig) value);
-        } else if (option == ChannelOption.ALLOW_HALF_CLOSURE) {
-            setAllowHalfClosure((Boolean) value);
-        } else if (option == ChannelOption.TCP_NODELAY) {
-            setTcpNoDelay((Boolean) value);
-        } else if (option == ChannelOption.SO_KEEPALIVE) {
-            setKeepAlive((Boolean) value);
-        } else if (option == ChannelOption.SO_LINGER) {
-            setSoLinger((Integer) value);
-        } else if (option == ChannelOption.SO_SNDBUF) {
-            setSendBufferSize((Integer) value);
-        } else if (option == ChannelOption.SO_RCVBUF) {
-            setReceiveBufferSize((Integer) value);
-        } else if (option == ChannelOption.IP_TOS) {
-            setTrafficClass((Integer) value);
-        } else if (option == ChannelOption.SO_REUSEADDR) {
-            setReuseAddress((Boolean) value);
-        } else {
-            return super.setOption(option, value);
-        }
-        return true;
+        return OPTIONS.set(this, option, value, super::setOption);
+    }
+
+    /** {@return the bytes of {@code buffers} messages of {@code messageSize} bytes, at most Integer.MAX_VALUE} */
+    static int bufferBytes(int buffers, int messageSize) {
+        return (int) Math.min(Integer.MAX_VALUE, (long) buffers * messageSize);
     }
 }

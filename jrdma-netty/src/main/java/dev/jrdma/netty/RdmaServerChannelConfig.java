@@ -30,6 +30,21 @@ public final class RdmaServerChannelConfig extends DefaultChannelConfig implemen
     /** A server channel's {@code SO_BACKLOG} (its endpoint config's {@code maxPendingHandshakes}) unless set. */
     public static final int DEFAULT_BACKLOG = 128;
 
+    private static final OptionTable<RdmaServerChannelConfig> OPTIONS = new OptionTable<RdmaServerChannelConfig>()
+            .add(
+                    RdmaChannelOption.ENDPOINT_CONFIG,
+                    RdmaServerChannelConfig::getEndpointConfig,
+                    RdmaServerChannelConfig::setEndpointConfig)
+            .add(ChannelOption.SO_BACKLOG, RdmaServerChannelConfig::getBacklog, RdmaServerChannelConfig::setBacklog)
+            .add(
+                    ChannelOption.SO_REUSEADDR,
+                    RdmaServerChannelConfig::isReuseAddress,
+                    RdmaServerChannelConfig::setReuseAddress)
+            .add(
+                    ChannelOption.SO_RCVBUF,
+                    RdmaServerChannelConfig::getReceiveBufferSize,
+                    RdmaServerChannelConfig::setReceiveBufferSize);
+
     private volatile EndpointConfig endpointConfig = RdmaChannelConfig.DEFAULT_ENDPOINT_CONFIG.toBuilder()
             .maxPendingHandshakes(DEFAULT_BACKLOG)
             .build();
@@ -95,7 +110,7 @@ public final class RdmaServerChannelConfig extends DefaultChannelConfig implemen
     @Override
     public int getReceiveBufferSize() {
         EndpointConfig c = endpointConfig;
-        return (int) Math.min(Integer.MAX_VALUE, (long) c.recvQueueDepth() * c.messageSize());
+        return RdmaChannelConfig.bufferBytes(c.recvQueueDepth(), c.messageSize());
     }
 
     /** Accepted and without effect: the receive queue depth of {@link RdmaChannelOption#ENDPOINT_CONFIG} sets it. */
@@ -175,38 +190,17 @@ public final class RdmaServerChannelConfig extends DefaultChannelConfig implemen
 
     @Override
     public Map<ChannelOption<?>, Object> getOptions() {
-        return getOptions(
-                super.getOptions(),
-                RdmaChannelOption.ENDPOINT_CONFIG,
-                ChannelOption.SO_BACKLOG,
-                ChannelOption.SO_REUSEADDR,
-                ChannelOption.SO_RCVBUF);
+        return getOptions(super.getOptions(), OPTIONS.options());
     }
 
     @Override
-    @SuppressWarnings("unchecked")
     public <T> T getOption(ChannelOption<T> option) {
-        if (option == RdmaChannelOption.ENDPOINT_CONFIG) return (T) endpointConfig;
-        if (option == ChannelOption.SO_BACKLOG) return (T) Integer.valueOf(getBacklog());
-        if (option == ChannelOption.SO_REUSEADDR) return (T) Boolean.valueOf(isReuseAddress());
-        if (option == ChannelOption.SO_RCVBUF) return (T) Integer.valueOf(getReceiveBufferSize());
-        return super.getOption(option);
+        return OPTIONS.get(this, option, super::getOption);
     }
 
     @Override
     public <T> boolean setOption(ChannelOption<T> option, T value) {
         validate(option, value);
-        if (option == RdmaChannelOption.ENDPOINT_CONFIG) {
-            setEndpointConfig((EndpointConfig) value);
-        } else if (option == ChannelOption.SO_BACKLOG) {
-            setBacklog((Integer) value);
-        } else if (option == ChannelOption.SO_REUSEADDR) {
-            setReuseAddress((Boolean) value);
-        } else if (option == ChannelOption.SO_RCVBUF) {
-            setReceiveBufferSize((Integer) value);
-        } else {
-            return super.setOption(option, value);
-        }
-        return true;
+        return OPTIONS.set(this, option, value, super::setOption);
     }
 }
