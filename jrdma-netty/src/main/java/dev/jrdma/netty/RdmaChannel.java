@@ -16,9 +16,7 @@ import io.netty.channel.ConnectTimeoutException;
 import io.netty.channel.EventLoop;
 import io.netty.channel.FileRegion;
 import io.netty.channel.IoEvent;
-import io.netty.channel.IoEventLoop;
 import io.netty.channel.IoRegistration;
-import io.netty.channel.SingleThreadEventLoop;
 import io.netty.channel.socket.ChannelInputShutdownEvent;
 import io.netty.channel.socket.ChannelInputShutdownReadComplete;
 import io.netty.channel.socket.SocketChannel;
@@ -95,7 +93,7 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
     private volatile boolean outputShutdown;
     private volatile InetSocketAddress local, remote;
 
-    private IoRegistration registration;
+    private final LoopRegistration registration = new LoopRegistration();
 
     // reading (event loop), with the flag the completion thread sets
     boolean readPending;
@@ -199,8 +197,7 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
 
     @Override
     protected boolean isCompatible(EventLoop loop) {
-        return loop instanceof SingleThreadEventLoop
-                || (loop instanceof IoEventLoop io && io.isCompatible(RdmaUnsafe.class));
+        return LoopRegistration.isCompatible(loop, RdmaUnsafe.class);
     }
 
     @Override
@@ -210,36 +207,14 @@ public class RdmaChannel extends AbstractChannel implements SocketChannel {
 
     @Override
     protected void doRegister(ChannelPromise promise) {
-        registerWith(eventLoop(), (RdmaUnsafe) unsafe(), promise, r -> registration = r);
+        registration.register(eventLoop(), (RdmaUnsafe) unsafe(), promise);
         reads.registered();
         if (endpoint != null) reads.schedule(); // an accepted connection: watch for the end of its input from the start
     }
 
-    /** Registers with an RDMA I/O handler when the loop has one; any other single-threaded loop needs nothing. */
-    static void registerWith(
-            EventLoop loop,
-            RdmaIoHandle handle,
-            ChannelPromise promise,
-            java.util.function.Consumer<IoRegistration> keep) {
-        if (loop instanceof IoEventLoop io && io.isCompatible(handle.getClass())) {
-            io.register(handle).addListener(f -> {
-                if (f.isSuccess()) {
-                    keep.accept((IoRegistration) f.getNow());
-                    promise.setSuccess();
-                } else {
-                    promise.setFailure(f.cause());
-                }
-            });
-        } else {
-            promise.setSuccess();
-        }
-    }
-
     @Override
     protected void doDeregister() {
-        IoRegistration r = registration;
-        registration = null;
-        if (r != null) r.cancel();
+        registration.cancel();
     }
 
     @Override

@@ -7,10 +7,8 @@ import io.netty.channel.AbstractServerChannel;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.EventLoop;
 import io.netty.channel.IoEvent;
-import io.netty.channel.IoEventLoop;
 import io.netty.channel.IoRegistration;
 import io.netty.channel.RecvByteBufAllocator;
-import io.netty.channel.SingleThreadEventLoop;
 import io.netty.channel.socket.ServerSocketChannel;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
@@ -48,7 +46,7 @@ public class RdmaServerChannel extends AbstractServerChannel implements ServerSo
     private volatile InetSocketAddress local;
     private final AtomicInteger children = new AtomicInteger();
     private final AtomicBoolean serverClosed = new AtomicBoolean();
-    private IoRegistration registration;
+    private final LoopRegistration registration = new LoopRegistration();
 
     /**
      * An unbound server channel; Netty's {@code ServerBootstrap} creates it from the class given to {@code channel(...)}.
@@ -93,8 +91,7 @@ public class RdmaServerChannel extends AbstractServerChannel implements ServerSo
 
     @Override
     protected boolean isCompatible(EventLoop loop) {
-        return loop instanceof SingleThreadEventLoop
-                || (loop instanceof IoEventLoop io && io.isCompatible(ServerUnsafe.class));
+        return LoopRegistration.isCompatible(loop, ServerUnsafe.class);
     }
 
     @Override
@@ -104,14 +101,12 @@ public class RdmaServerChannel extends AbstractServerChannel implements ServerSo
 
     @Override
     protected void doRegister(ChannelPromise promise) {
-        RdmaChannel.registerWith(eventLoop(), (ServerUnsafe) unsafe(), promise, r -> registration = r);
+        registration.register(eventLoop(), (ServerUnsafe) unsafe(), promise);
     }
 
     @Override
     protected void doDeregister() {
-        IoRegistration r = registration;
-        registration = null;
-        if (r != null) r.cancel();
+        registration.cancel();
     }
 
     @Override
