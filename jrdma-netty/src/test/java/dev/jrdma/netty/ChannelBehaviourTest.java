@@ -16,6 +16,7 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelOption;
@@ -27,6 +28,7 @@ import java.net.ConnectException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
@@ -55,7 +57,7 @@ class ChannelBehaviourTest {
         NettyTestSupport.shutdown(group);
     }
 
-    private static Channel server(ChannelInboundHandlerAdapter childHandler, boolean autoRead, boolean halfClosure)
+    private static Channel server(SharedChildHandler childHandler, boolean autoRead, boolean halfClosure)
             throws Exception {
         return new ServerBootstrap()
                 .group(group)
@@ -81,30 +83,42 @@ class ChannelBehaviourTest {
                 .channel();
     }
 
+    /** A child handler the accepted channels share: the bootstrap adds this one instance to each. */
+    @ChannelHandler.Sharable
+    private static class SharedChildHandler extends ChannelInboundHandlerAdapter {}
+
+    /** A shared child handler that hands out the server's side of the connection once it is active. */
+    private static class AcceptingHandler extends SharedChildHandler {
+        final CompletableFuture<Channel> accepted = new CompletableFuture<>();
+
+        @Override
+        public void channelActive(ChannelHandlerContext ctx) {
+            accepted.complete(ctx.channel());
+        }
+    }
+
+    /** {@return a client handler that puts each message it reads, as UTF-8 text, on {@code replies}} */
+    private static ChannelInboundHandlerAdapter readingTextInto(BlockingQueue<String> replies) {
+        return new ChannelInboundHandlerAdapter() {
+            @Override
+            public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                replies.add(((ByteBuf) msg).toString(StandardCharsets.UTF_8));
+                ((ByteBuf) msg).release();
+            }
+        };
+    }
+
     @Test
     void aReaderThatStopsReadingMakesItsWriterUnwritableUntilItReadsAgain() throws Exception {
         AtomicLong received = new AtomicLong();
-        CompletableFuture<Channel> serverSide = new CompletableFuture<>();
-        Channel server = server(
-                new ChannelInboundHandlerAdapter() {
-                    @Override
-                    public void channelActive(ChannelHandlerContext ctx) {
-                        serverSide.complete(ctx.channel());
-                    }
-
-                    @Override
-                    public void channelRead(ChannelHandlerContext ctx, Object msg) {
-                        received.addAndGet(((ByteBuf) msg).readableBytes());
-                        ((ByteBuf) msg).release();
-                    }
-
-                    @Override
-                    public boolean isSharable() {
-                        return true;
-                    }
-                },
-                false,
-                false);
+        AcceptingHandler serverSide = new AcceptingHandler() {
+            @Override
+            public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                received.addAndGet(((ByteBuf) msg).readableBytes());
+                ((ByteBuf) msg).release();
+            }
+        };
+        Channel server = server(serverSide, false, false);
         AtomicInteger unwritable = new AtomicInteger(), writable = new AtomicInteger();
         Channel client = client(server, new ChannelInboundHandlerAdapter() {
             @Override
@@ -113,7 +127,7 @@ class ChannelBehaviourTest {
             }
         });
         try {
-            Channel accepted = serverSide.get(10, TimeUnit.SECONDS);
+            Channel accepted = serverSide.accepted.get(10, TimeUnit.SECONDS);
             long total = 4L << 20; // far more than the peer's 32 receive buffers of 16 KiB
             byte[] chunk = new byte[8192];
             CompletableFuture<Void> written = new CompletableFuture<>();
@@ -148,7 +162,7 @@ class ChannelBehaviourTest {
     void shutdownOutputIsAHalfCloseThePeerSeesAndCanStillAnswer() throws Exception {
         CountDownLatch inputShutdown = new CountDownLatch(1);
         Channel server = server(
-                new ChannelInboundHandlerAdapter() {
+                new SharedChildHandler() {
                     private final StringBuilder got = new StringBuilder();
 
                     @Override
@@ -166,22 +180,11 @@ class ChannelBehaviourTest {
                                     .addListener(f -> ctx.close());
                         }
                     }
-
-                    @Override
-                    public boolean isSharable() {
-                        return true;
-                    }
                 },
                 true,
                 true);
         LinkedBlockingQueue<String> replies = new LinkedBlockingQueue<>();
-        Channel client = client(server, new ChannelInboundHandlerAdapter() {
-            @Override
-            public void channelRead(ChannelHandlerContext ctx, Object msg) {
-                replies.add(((ByteBuf) msg).toString(StandardCharsets.UTF_8));
-                ((ByteBuf) msg).release();
-            }
-        });
+        Channel client = client(server, readingTextInto(replies));
         try {
             client.writeAndFlush(Unpooled.copiedBuffer("request", StandardCharsets.UTF_8))
                     .sync();
@@ -198,30 +201,17 @@ class ChannelBehaviourTest {
 
     @Test
     void closingOneSideEndsTheOther() throws Exception {
-        CompletableFuture<Channel> serverSide = new CompletableFuture<>();
         CountDownLatch inactive = new CountDownLatch(1);
-        Channel server = server(
-                new ChannelInboundHandlerAdapter() {
-                    @Override
-                    public void channelActive(ChannelHandlerContext ctx) {
-                        serverSide.complete(ctx.channel());
-                    }
-
-                    @Override
-                    public void channelInactive(ChannelHandlerContext ctx) {
-                        inactive.countDown();
-                    }
-
-                    @Override
-                    public boolean isSharable() {
-                        return true;
-                    }
-                },
-                true,
-                false);
+        AcceptingHandler serverSide = new AcceptingHandler() {
+            @Override
+            public void channelInactive(ChannelHandlerContext ctx) {
+                inactive.countDown();
+            }
+        };
+        Channel server = server(serverSide, true, false);
         Channel client = client(server, new ChannelInboundHandlerAdapter());
         try {
-            Channel accepted = serverSide.get(10, TimeUnit.SECONDS);
+            Channel accepted = serverSide.accepted.get(10, TimeUnit.SECONDS);
             assertTrue(accepted.isActive());
             assertEquals(client.localAddress() instanceof InetSocketAddress, true);
             client.close().sync();
@@ -239,36 +229,17 @@ class ChannelBehaviourTest {
 
     @Test
     void closingTheServerChannelKeepsAcceptedConnections() throws Exception {
-        CompletableFuture<Channel> serverSide = new CompletableFuture<>();
-        Channel server = server(
-                new ChannelInboundHandlerAdapter() {
-                    @Override
-                    public void channelActive(ChannelHandlerContext ctx) {
-                        serverSide.complete(ctx.channel());
-                    }
-
-                    @Override
-                    public void channelRead(ChannelHandlerContext ctx, Object msg) {
-                        ctx.writeAndFlush(msg);
-                    }
-
-                    @Override
-                    public boolean isSharable() {
-                        return true;
-                    }
-                },
-                true,
-                false);
-        LinkedBlockingQueue<String> replies = new LinkedBlockingQueue<>();
-        Channel client = client(server, new ChannelInboundHandlerAdapter() {
+        AcceptingHandler serverSide = new AcceptingHandler() {
             @Override
             public void channelRead(ChannelHandlerContext ctx, Object msg) {
-                replies.add(((ByteBuf) msg).toString(StandardCharsets.UTF_8));
-                ((ByteBuf) msg).release();
+                ctx.writeAndFlush(msg);
             }
-        });
+        };
+        Channel server = server(serverSide, true, false);
+        LinkedBlockingQueue<String> replies = new LinkedBlockingQueue<>();
+        Channel client = client(server, readingTextInto(replies));
         try {
-            serverSide.get(10, TimeUnit.SECONDS);
+            serverSide.accepted.get(10, TimeUnit.SECONDS);
             server.close().sync();
             client.writeAndFlush(Unpooled.copiedBuffer("still here", StandardCharsets.UTF_8))
                     .sync();
@@ -321,15 +292,7 @@ class ChannelBehaviourTest {
 
     @Test
     void aFailedCompletionReachesExceptionCaughtWithItsStatusAndExplanation() throws Exception {
-        Channel server = server(
-                new ChannelInboundHandlerAdapter() {
-                    @Override
-                    public boolean isSharable() {
-                        return true;
-                    }
-                },
-                true,
-                false);
+        Channel server = server(new SharedChildHandler(), true, false);
         LinkedBlockingQueue<Throwable> errors = new LinkedBlockingQueue<>();
         Channel client = client(server, new ChannelInboundHandlerAdapter() {
             @Override
@@ -414,15 +377,7 @@ class ChannelBehaviourTest {
      */
     @Test
     void shutdownAfterCloseFailsWithClosedChannelException() throws Exception {
-        Channel server = server(
-                new ChannelInboundHandlerAdapter() {
-                    @Override
-                    public boolean isSharable() {
-                        return true;
-                    }
-                },
-                true,
-                false);
+        Channel server = server(new SharedChildHandler(), true, false);
         try {
             RdmaChannel client = (RdmaChannel) client(server, new ChannelInboundHandlerAdapter());
             assertTrue(client.isActive());
