@@ -204,7 +204,12 @@ public final class RdmaBench implements AutoCloseable {
             resources.buf.fill((byte) 0); // the next loop waits for 1 again; nothing is in flight (both loops ended)
         WarmUp.awaitJitQuiet(o.timeoutSec);
         w.handshake(resources.my[0]);
-        return timedPart(size, loop.apply(rewarm + o.effectiveIters()), rewarm);
+        TimedCounters counters = TimedCounters.start(resources.ctx); // the last rewarm iterations and the timed ones
+        long start = System.nanoTime(), iters = rewarm + o.effectiveIters();
+        LatencyResult all = loop.apply(iters);
+        if (counters != null)
+            counters.print(test.id() + " " + size + " B", iters, System.nanoTime() - start, start, null);
+        return timedPart(size, all, rewarm);
     }
 
     private RunResult run(PerftestWire w) {

@@ -6,7 +6,7 @@ import java.util.TreeMap;
 
 /**
  * {@code -Djrdma.perf.counters=true}: what the device's counters did during a bandwidth test's timed loop alone (not
- * its warm-up), and where the loop waited longest for a completion, printed to standard error. A slow run then says
+ * its warm-up; for a warmed-in ping-pong point, its last loop: the rewarm iterations and the timed ones), and where the loop waited longest for a completion, printed to standard error. A slow run then says
  * which counter moved (retransmits, takeovers, doorbells, ring-full) and whether it was one long stall or slow all
  * along.
  */

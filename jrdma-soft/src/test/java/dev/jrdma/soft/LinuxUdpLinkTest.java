@@ -40,6 +40,42 @@ class LinuxUdpLinkTest {
             assertTrue(LinuxUdpLink.AVAILABLE, "the libc UDP link is not available under the test configuration");
     }
 
+    /**
+     * The data path's five calls go through {@code syscall(2)} with their numbers (UdpLibc's class comment); a failure
+     * must read as the named wrapper's: -1 (as an int for the two counts) with errno set, here ENOTSOCK for an eventfd.
+     * What each does on a socket, the rest of this class and {@link GroReceiveTest} show (sends, bursts, segments).
+     */
+    @Test
+    void theDataPathsCallsFailAsLibcsWrappersDoWithErrnoSet() throws Throwable {
+        Assumptions.assumeTrue(LinuxUdpLink.AVAILABLE);
+        final int enotsock = 88, msgDontwait = 0x40;
+        try (Arena arena = Arena.ofConfined()) {
+            int fd = (int) UdpLibc.EVENTFD.invokeExact(arena.allocate(UdpLibc.CALL_STATE), 0, 0); // not a socket
+            assertTrue(fd >= 0, "eventfd");
+            MemorySegment buf = arena.allocate(64), addr = arena.allocate(16), len = arena.allocate(4);
+            MemorySegment hdrs = arena.allocate(64 * 2);
+            List<String> wrong = new ArrayList<>();
+            long r = (long) UdpLibc.SENDTO.invokeExact(fd, buf.address(), 8L, msgDontwait, addr, 16);
+            if (r != -1 || errno() != enotsock) wrong.add("sendto " + r + " errno " + errno());
+            r = (long) UdpLibc.RECVFROM.invokeExact(fd, buf.address(), 8L, msgDontwait, addr, len);
+            if (r != -1 || errno() != enotsock) wrong.add("recvfrom " + r + " errno " + errno());
+            r = (long) UdpLibc.SENDMSG.invokeExact(fd, hdrs, msgDontwait);
+            if (r != -1 || errno() != enotsock) wrong.add("sendmsg " + r + " errno " + errno());
+            int n = (int) UdpLibc.RECVMMSG.invokeExact(fd, hdrs, 2, msgDontwait, MemorySegment.NULL);
+            if (n != -1 || errno() != enotsock) wrong.add("recvmmsg " + n + " errno " + errno());
+            n = (int) UdpLibc.SENDMMSG.invokeExact(fd, hdrs, 2, msgDontwait);
+            if (n != -1 || errno() != enotsock) wrong.add("sendmmsg " + n + " errno " + errno());
+            int closed = (int) UdpLibc.CLOSE.invokeExact(fd);
+            assertEquals(0, closed);
+            assertEquals(List.of(), wrong, "raw system calls: " + UdpLibc.RAW_SYSCALLS);
+        }
+    }
+
+    private static int errno() throws Throwable {
+        long at = (long) UdpLibc.ERRNO_LOCATION.invokeExact();
+        return UdpLibc.EVERYWHERE.get(ValueLayout.JAVA_INT, at);
+    }
+
     /** A link on {@code host} and a free port. */
     static LinuxUdpLink open(String host) throws IOException {
         InetAddress a = InetAddress.getByName(host);
