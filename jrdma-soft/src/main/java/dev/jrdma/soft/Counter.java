@@ -111,6 +111,13 @@ enum Counter {
     TX_SHM_PACKETS("tx_shm_packets"),
     /** Sends that found the same-host peer's ring full (the packet waits and is tried again; counted once per try). */
     TX_SHM_RING_FULL("tx_shm_ring_full"),
+    /**
+     * Packets dropped because the link stayed full through {@link Transport}'s {@value Transport#SEND_TRIES} tries (a
+     * same-host ring whose reader is off the CPU, a full socket buffer): congestion, not a failure; RC sends them again
+     * (a sequence NAK or the retransmission timeout), UD loses them. Not counted in tx_errors.
+     */
+    TX_DROPPED_LINK_FULL("tx_dropped_link_full"),
+    /** Sends the link refused with an error (a closed or failing socket). */
     TX_ERRORS("tx_errors"),
     RETRANSMITS("retransmits"),
     /**

@@ -256,7 +256,7 @@ final class Transport {
         }
         int sent = 0;
         try {
-            for (int tries = 0; sent < n && tries < 10_000; tries++) {
+            for (int tries = 0; sent < n && tries < SEND_TRIES; tries++) {
                 int k = link.send(batch, sent, n - sent, to);
                 if (k > 0) {
                     sent += k;
@@ -268,11 +268,19 @@ final class Transport {
                     Thread.onSpinWait();
                 }
             }
-        } catch (IOException e) {
-            // counted below; a closed link (the device was released) ends here too
+        } catch (IOException e) { // a closed link (the device was released) ends here too
+            counters.add(Counter.TX_ERRORS, n - sent);
+            return;
         }
-        if (sent < n) counters.add(Counter.TX_ERRORS, n - sent);
+        if (sent < n) counters.add(Counter.TX_DROPPED_LINK_FULL, n - sent);
     }
+
+    /**
+     * How often a send tries a link that cannot take the packet now (spinning, then yielding) before it drops it:
+     * waiting longer could block the thread that would empty the peer's ring (its own receive thread sends ACKs too),
+     * and RC sends a dropped packet again.
+     */
+    static final int SEND_TRIES = 10_000;
 
     /** Tests only: drop one in {@code n} packets sent, at random (0 = none), to exercise retransmission. */
     volatile int testDropOneIn;
@@ -281,7 +289,7 @@ final class Transport {
         int drop = testDropOneIn;
         if (drop > 0 && java.util.concurrent.ThreadLocalRandom.current().nextInt(drop) == 0) return;
         try {
-            for (int tries = 0; tries < 10_000; tries++) {
+            for (int tries = 0; tries < SEND_TRIES; tries++) {
                 if (link.send(b, to)) {
                     counters.add(Counter.TX_PACKETS);
                     return;
@@ -289,7 +297,7 @@ final class Transport {
                 if (tries > 100) Thread.yield();
                 else Thread.onSpinWait();
             }
-            counters.add(Counter.TX_ERRORS);
+            counters.add(Counter.TX_DROPPED_LINK_FULL);
         } catch (ClosedChannelException e) {
             counters.add(Counter.TX_ERRORS);
         } catch (IOException e) {

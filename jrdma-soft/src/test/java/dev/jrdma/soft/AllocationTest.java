@@ -11,6 +11,7 @@ import dev.jrdma.verbs.SendWorkRequest;
 import dev.jrdma.verbs.WcStatus;
 import dev.jrdma.verbs.WorkCompletion;
 import dev.jrdma.verbs.WrOpcode;
+import java.lang.management.ClassLoadingMXBean;
 import java.lang.management.ManagementFactory;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -137,33 +138,57 @@ class AllocationTest {
             Thread rxA = ((SoftContext) p.a.ctx).transport.rxThread(),
                     rxB = ((SoftContext) p.b.ctx).transport.rxThread();
             Transport ta = ((SoftContext) p.a.ctx).transport, tb = ((SoftContext) p.b.ctx).transport;
-            long polledA = ta.rxByPoll(), polledB = tb.rxByPoll();
-            long me0 = allocated(Thread.currentThread()), a0 = allocated(rxA), b0 = allocated(rxB);
-            int n = 5000;
-            long t0 = System.nanoTime();
-            rounds(p, n, a, b, send, write, read, recv, wc);
-            long t = System.nanoTime() - t0;
-            long me = allocated(Thread.currentThread()) - me0, ra = allocated(rxA) - a0, rb = allocated(rxB) - b0;
-            System.out.printf(
-                    "%s: %d rounds (SEND 3000 B ping + WRITE 2000 B + READ 2000 B) in %.1f ms: %.1f us per round; allocated: poster %d B, rx %d B, rx %d B; rx_takeovers %d/%d%n",
-                    ta.linkName(),
-                    n,
-                    t / 1e6,
-                    t / 1e3 / n,
-                    me,
-                    ra,
-                    rb,
-                    ta.counters.get(Counter.RX_TAKEOVERS),
-                    tb.counters.get(Counter.RX_TAKEOVERS));
-            // this loop busy-polls A's CQ throughout (B's for the SEND, and for nothing while A waits: that drives B's
-            // link), so A's packets and some of B's are handled on the polling thread
-            assertTrue(
-                    ta.rxByPoll() - polledA > n && tb.rxByPoll() - polledB > 0,
-                    "packets handled by polls: " + (ta.rxByPoll() - polledA) + " / " + (tb.rxByPoll() - polledB));
-            // 5000 rounds = 20000 work requests and ~35000 packets: allow a few KiB of incidental noise in total
-            assertTrue(me < 16 * 1024, "posting/polling thread allocated " + me + " bytes");
-            assertTrue(ra < 16 * 1024, "receive thread of 127.0.0.1 allocated " + ra + " bytes");
-            assertTrue(rb < 16 * 1024, "receive thread of 127.0.0.2 allocated " + rb + " bytes");
+            ClassLoadingMXBean classes = ManagementFactory.getClassLoadingMXBean();
+            allocated(rxA); // the MXBeans' classes load here, before any window
+            StringBuilder windows = new StringBuilder();
+            for (int window = 1; ; window++) {
+                long polledA = ta.rxByPoll(), polledB = tb.rxByPoll();
+                long loaded0 = classes.getTotalLoadedClassCount();
+                long me0 = allocated(Thread.currentThread()), a0 = allocated(rxA), b0 = allocated(rxB);
+                int n = 5000;
+                long t0 = System.nanoTime();
+                rounds(p, n, a, b, send, write, read, recv, wc);
+                long t = System.nanoTime() - t0;
+                long me = allocated(Thread.currentThread()) - me0, ra = allocated(rxA) - a0, rb = allocated(rxB) - b0;
+                long loaded = classes.getTotalLoadedClassCount() - loaded0;
+                String line = String.format(
+                        "%s: window %d: %d rounds (SEND 3000 B ping + WRITE 2000 B + READ 2000 B) in %.1f ms: %.1f us per round; allocated: poster %d B, rx %d B, rx %d B; classes loaded %d; rx_takeovers %d/%d; rx_out_of_order_held %d/%d",
+                        ta.linkName(),
+                        window,
+                        n,
+                        t / 1e6,
+                        t / 1e3 / n,
+                        me,
+                        ra,
+                        rb,
+                        loaded,
+                        ta.counters.get(Counter.RX_TAKEOVERS),
+                        tb.counters.get(Counter.RX_TAKEOVERS),
+                        ta.counters.get(Counter.RX_OUT_OF_ORDER_HELD),
+                        tb.counters.get(Counter.RX_OUT_OF_ORDER_HELD));
+                System.out.println(line);
+                windows.append('\n').append(line);
+                // A path the warm-up took rarely (a receive thread's sleep in poll, an eventfd doorbell: how often
+                // depends on the scheduler) can pass a JDK threshold in the window: a method handle invoked the 128th
+                // time is customized, a LambdaForm class spun on the invoking thread (~64 KiB, once per handle; seen
+                // on a loaded host in about 1 run of 3). That is linkage, once per handle, not a cost per message: a
+                // window in which classes were loaded is measured again (at most five), and the first without is held
+                // to the bound below. A cost per message shows in every window.
+                if (loaded > 0) {
+                    assertTrue(window < 5, "every window loaded classes:" + windows);
+                    continue;
+                }
+                // this loop busy-polls A's CQ throughout (B's for the SEND, and for nothing while A waits: that drives
+                // B's link), so A's packets and some of B's are handled on the polling thread
+                assertTrue(
+                        ta.rxByPoll() - polledA > n && tb.rxByPoll() - polledB > 0,
+                        "packets handled by polls: " + (ta.rxByPoll() - polledA) + " / " + (tb.rxByPoll() - polledB));
+                // 5000 rounds = 20000 work requests and ~35000 packets: allow a few KiB of incidental noise in total
+                assertTrue(me < 16 * 1024, "posting/polling thread allocated " + me + " bytes:" + windows);
+                assertTrue(ra < 16 * 1024, "receive thread of 127.0.0.1 allocated " + ra + " bytes:" + windows);
+                assertTrue(rb < 16 * 1024, "receive thread of 127.0.0.2 allocated " + rb + " bytes:" + windows);
+                return;
+            }
         }
     }
 }
