@@ -11,6 +11,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * A device's link when its peers may share its host: the same RoCEv2 packets go through a peer's same-host ring
@@ -67,6 +68,12 @@ final class ShmLink implements Link {
     static final long PROOF_RESEND_NANOS = 20_000_000;
     /** How long a sender waits for the receiver's ACK before it gives the slot up and sends over UDP until its recheck. */
     static final long PROOF_TIMEOUT_NANOS = 1_000_000_000L;
+    /**
+     * The longest {@link #close} waits for peers to take the last packets this device put in their rings (see
+     * {@link #awaitLastPacketsTaken}): a peer that is alive takes them within a scheduler slice or two even on a
+     * loaded host; one that is gone or stopped never does.
+     */
+    static final long CLOSE_DRAIN_NANOS = 250_000_000L;
     /** How often a watch thread checks that each device's own file is still in place and whole. */
     static final long OWN_CHECK_MILLIS = 1000;
 
@@ -329,6 +336,22 @@ final class ShmLink implements Link {
         if (!last[0] || r == null || r.sender == null) return;
         if (r.sender.lastWaiting()) retiring.add(peer);
         else release(peer);
+    }
+
+    /**
+     * Before the device's slots go back at {@link #close}: waits, at most {@link #CLOSE_DRAIN_NANOS}, until each peer
+     * has taken the last packet this device put in its ring. A receiver reads only the slots a sender holds, so a
+     * slot given back with a packet in it loses that packet: at a close right after a QP's destroy sent the ACK it
+     * owed (perftest's {@code ib_write_lat} server ends so), the peer's last request got no ACK and ended in
+     * RETRY_EXC_ERR when the peer was slow to take it (a loaded host). {@link #forgetPeer} keeps such a slot until
+     * the watch's next check for the same reason.
+     */
+    private void awaitLastPacketsTaken() {
+        long until = clock.nanoTime() + CLOSE_DRAIN_NANOS;
+        for (Route r : routes.values()) {
+            ShmSender s = r.sender;
+            while (s != null && s.lastWaiting() && clock.nanoTime() - until < 0) LockSupport.parkNanos(50_000);
+        }
     }
 
     /** Gives back the slots {@link #forgetPeer} left to the watch's check (a second later: the peer took their last packet). */
@@ -754,6 +777,7 @@ final class ShmLink implements Link {
     @Override
     public void close() {
         ShmWatch.remove(this);
+        awaitLastPacketsTaken();
         synchronized (this) {
             closed = true;
             for (Route r : routes.values()) forget(r);

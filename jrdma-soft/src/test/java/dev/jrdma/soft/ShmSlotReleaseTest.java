@@ -119,4 +119,27 @@ class ShmSlotReleaseTest {
             assertTrue(p.a().send(ByteBuffer.wrap(new byte[] {5}), p.toB()), "a later packet goes (UDP, then a ring)");
         }
     }
+
+    /**
+     * A device that closes while its last packet still waits in a peer's ring gives its slot back only once the peer
+     * took that packet: a receiver reads only slots a sender holds, and the packet was a QP's last ACK, sent as the QP
+     * was destroyed just before the close (a peer slow to take it then retried its request until RETRY_EXC_ERR).
+     */
+    @Test
+    void aClosingDeviceWaitsForThePeerToTakeItsLastPacket() throws Exception {
+        try (PeerBehindTest.Pair p = PeerBehindTest.openPair("127.0.0.95", "127.0.0.96", Clock.SYSTEM, l -> l)) {
+            RxBatch atA = new RxBatch(), atB = new RxBatch();
+            p.a().prepare(atA);
+            p.b().prepare(atB);
+            PeerBehindTest.proveRing(p.a(), atA, p.b(), atB, p.toB());
+            assertTrue(p.a().send(ByteBuffer.wrap(new byte[] {7, 7, 7, 7, 7}), p.toB()));
+            Thread closer = Thread.ofPlatform().start(p.a()::close);
+            Thread.sleep(20); // B is slow to take it: A's close has begun
+            assertEquals(1, p.b().receive(atB), "B takes the packet the closing device left: " + p.b().describeRings());
+            assertEquals(5, atB.lengths[0]);
+            closer.join(10_000);
+            assertFalse(closer.isAlive(), "the close ends once the packet is taken");
+            assertTrue(p.b().describeRings().isEmpty(), "the slot went back: " + p.b().describeRings());
+        }
+    }
 }
