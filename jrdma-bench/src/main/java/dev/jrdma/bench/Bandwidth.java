@@ -345,8 +345,12 @@ final class Bandwidth {
             }
             resources.warmIn = rounds.outcome();
         }
+        TimedCounters counters = TimedCounters.start(resources.ctx);
         loop.receiveUntil(loop.total);
-        return BwResult.of(size, loop.received - warmed * o.numQp, loop.lastAt - loop.start, 0);
+        long received = loop.received - warmed * o.numQp, elapsed = loop.lastAt - loop.start;
+        if (counters != null)
+            counters.print(resources.test.id() + " " + size + " B (server)", received, elapsed, loop.start, null);
+        return BwResult.of(size, received, elapsed, 0);
     }
 
     /** Messages a send_bw server receives per call of {@link ReceiveLoop#round} (about a warm-in round's). */
