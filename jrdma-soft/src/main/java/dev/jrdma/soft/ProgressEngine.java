@@ -90,13 +90,15 @@ final class ProgressEngine {
 
     /**
      * A same-host peer that has left this device's last packet untaken for this long is starved of a CPU, not slow:
-     * polling on a core of its own it takes a packet within a microsecond or two, and a poller's time slice or a
-     * scheduler tick is milliseconds. A poll that finds nothing then sleeps {@link #STARVED_PARK_NANOS} ({@link
-     * #pollPark}).
+     * polling on a core of its own it takes a packet within a microsecond or two (a window of 64 small packets within
+     * ~20 us at 3 Mpps), and a poller's time slice or a scheduler tick is milliseconds. A poll that finds nothing then
+     * sleeps {@link #STARVED_PARK_NANOS} ({@link #pollPark}). Longer than that sleep really lasts (the timer slack
+     * adds ~50 us): a peer that sleeps so must be back before this side takes it for starved, or the two would put
+     * each other to sleep in turn for good (at 50 us they did: a steady 0.30 Mpps at 2 B, sendbw22).
      */
-    static final long PEER_STARVED_NANOS = 50_000;
-    /** How long a poll sleeps at a starved peer ({@link #PEER_STARVED_NANOS}): far below {@link #POLL_QUIET_NANOS}. */
-    static final long STARVED_PARK_NANOS = 20_000;
+    static final long PEER_STARVED_NANOS = 100_000;
+    /** How long a poll sleeps at a starved peer ({@link #PEER_STARVED_NANOS}), asked: the OS adds its timer slack. */
+    static final long STARVED_PARK_NANOS = 10_000;
     /**
      * {@code -Djrdma.soft.pollPark=off} turns it off (on by default): a poll that found nothing while the same-host peer
      * is starved ({@link #PEER_STARVED_NANOS}) sleeps {@link #STARVED_PARK_NANOS}, so the busy poller stops holding the
