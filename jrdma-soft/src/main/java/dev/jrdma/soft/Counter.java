@@ -109,8 +109,8 @@ enum Counter {
     /**
      * Polls that found nothing and slept briefly because the same-host peer had left the packet sent to it last
      * untaken for {@link ProgressEngine#PEER_STARVED_NANOS}: the peer waits for a CPU, most likely the one this poller
-     * spins on; asleep, the poller hands it over at once and is placed afresh when it wakes ({@link
-     * ProgressEngine#pollPark}).
+     * spins on; asleep, the poller hands it over at once and is placed afresh when it wakes
+     * ({@code -Djrdma.soft.pollPark=on} only, {@link ProgressEngine#pollPark}).
      */
     POLL_PARKS("poll_parks"),
     TX_PACKETS("tx_packets"),

@@ -100,15 +100,16 @@ final class ProgressEngine {
     /** How long a poll sleeps at a starved peer ({@link #PEER_STARVED_NANOS}), asked: the OS adds its timer slack. */
     static final long STARVED_PARK_NANOS = 10_000;
     /**
-     * {@code -Djrdma.soft.pollPark=off} turns it off (on by default): a poll that found nothing while the same-host peer
-     * is starved ({@link #PEER_STARVED_NANOS}) sleeps {@link #STARVED_PARK_NANOS}, so the busy poller stops holding the
-     * core the peer waits for. Two busy pollers on one core (a send_bw pair when anything else takes the other core)
-     * otherwise take turns once a time slice: each spins through its slice while the other holds what it waits for
-     * (issue 23 §5's slow send_bw mode, 0.02-0.07 Mpps against ~3; jrdma-bench README, "sendbw22"). Unlike
-     * {@link #pollYield} the sleeping thread leaves the run queue: the peer runs at once, and the sleeper, woken, is
-     * placed on a CPU afresh, where a yielding thread stays runnable beside the peer on the same core. Tests set it.
+     * {@code -Djrdma.soft.pollPark=on} (off by default, until its cost where nothing is starved is measured: latency,
+     * netty-bench, quiet compares): a poll that found nothing while the same-host peer is starved ({@link
+     * #PEER_STARVED_NANOS}) sleeps {@link #STARVED_PARK_NANOS}, so the busy poller stops holding the core the peer waits
+     * for. Two busy pollers on one core (a send_bw pair when anything else takes the other core) otherwise take turns
+     * once a time slice: each spins through its slice while the other holds what it waits for (issue 23 §5's slow
+     * send_bw mode, 0.02-0.05 Mpps against ~3; with it 0.2-0.3 where the two stay on one core: jrdma-bench README,
+     * "sendbw22"). Unlike {@link #pollYield} the sleeping thread leaves the run queue: the peer runs at once, and the
+     * sleeper, woken, is placed on a CPU afresh, where a yielding thread stays runnable beside the peer. Tests set it.
      */
-    static volatile boolean pollPark = !"off".equals(System.getProperty("jrdma.soft.pollPark", "on"));
+    static volatile boolean pollPark = "on".equals(System.getProperty("jrdma.soft.pollPark", "off"));
 
     /** The link; null for a detached device (tests that drive the engines by hand: then nothing here receives). */
     private final Link link;

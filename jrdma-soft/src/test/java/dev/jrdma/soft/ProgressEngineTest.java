@@ -237,7 +237,7 @@ class ProgressEngineTest {
     @Test
     void aPollThatFindsNothingSleepsOnlyWhileThePeerIsStarvedAndLooksOncePerClockReading() {
         boolean before = ProgressEngine.pollPark;
-        ProgressEngine.pollPark = true; // the default; a test may have run with -Djrdma.soft.pollPark=off
+        ProgressEngine.pollPark = true; // off by default (see ProgressEngine#pollPark)
         try {
             long t = clock.nanoTime();
             link.peerBehindSince = t; // the packet sent last waits in the same-host peer's ring from t on
@@ -259,7 +259,7 @@ class ProgressEngineTest {
             ProgressEngine.pollPark = false;
             link.peerBehindSince = t;
             engine.progressFromPoll(t + 5 * ProgressEngine.PEER_STARVED_NANOS);
-            assertEquals(2, counters.get(Counter.POLL_PARKS), "-Djrdma.soft.pollPark=off: it spins, as perftest's loops");
+            assertEquals(2, counters.get(Counter.POLL_PARKS), "off (the default): it spins, as perftest's loops");
         } finally {
             ProgressEngine.pollPark = before;
         }
