@@ -64,7 +64,11 @@ final class ThreadSched {
         moved.sort((a, b) -> Long.compare(b.runNs + b.waitNs, a.runNs + a.waitNs));
         StringBuilder sb = new StringBuilder("threads (ms on a CPU/waiting for one):");
         for (Times t : moved)
-            sb.append(' ').append(t.name.replace(' ', '_')).append(' ').append(t.runNs / 1_000_000).append('/')
+            sb.append(' ')
+                    .append(t.name.replace(' ', '_'))
+                    .append(' ')
+                    .append(t.runNs / 1_000_000)
+                    .append('/')
                     .append(t.waitNs / 1_000_000);
         return sb.toString();
     }
