@@ -345,8 +345,12 @@ final class Bandwidth {
             }
             resources.warmIn = rounds.outcome();
         }
+        TimedCounters counters = TimedCounters.start(resources.ctx);
         loop.receiveUntil(loop.total);
-        return BwResult.of(size, loop.received - warmed * o.numQp, loop.lastAt - loop.start, 0);
+        long received = loop.received - warmed * o.numQp, elapsed = loop.lastAt - loop.start;
+        if (counters != null)
+            counters.print(resources.test.id() + " " + size + " B (server)", received, elapsed, loop.start, null);
+        return BwResult.of(size, received, elapsed, 0);
     }
 
     /** Messages a send_bw server receives per call of {@link ReceiveLoop#round} (about a warm-in round's). */
@@ -551,7 +555,11 @@ final class Bandwidth {
             clientCompiledMs +=
                     meeting.isClient() ? jit.compiledMs() : peer.jit().compiledMs();
             serverCompiledMs += meeting.isClient() ? peer.jit().compiledMs() : jit.compiledMs();
-            if (mine.endsWith(peer)) {
+            // not after the first round unless a side is overdue: it is the short re-warm (the last 1,000 messages),
+            // and one that compiled nothing says nothing of the timed loop, 25x longer, where counters reach C2's
+            // thresholds (sendbw22: 64 B, a quiet first round of 1-2 ms, then 68-248 ms of the client's C2 inside the
+            // timed loop, 0.5-1.6 against 3.4 Mpps). So at least one round as long as the timed loop runs first.
+            if (mine.endsWith(peer) && (count > 1 || mine.overdue() || peer.overdue())) {
                 over = true;
                 stillBusy = jit.busy() || peer.jit().busy();
                 timed = Math.max(proposedTimed, peer.timed());

@@ -16,10 +16,13 @@ final class TimedCounters {
 
     private final Context ctx;
     private final Map<String, Long> before;
+    /** Where this JVM's threads stood at the start: whether the loop's poller kept its CPU, and what ran beside it. */
+    private final ThreadSched threadsBefore;
 
     private TimedCounters(Context ctx) {
         this.ctx = ctx;
         this.before = ctx.counters();
+        this.threadsBefore = ThreadSched.now();
     }
 
     /** {@return a reading of {@code ctx}'s counters now, or null when -Djrdma.perf.counters is not set} */
@@ -37,6 +40,7 @@ final class TimedCounters {
      * @param completed each message's completion time, or null when not recorded
      */
     void print(String what, long messages, long elapsedNs, long start, long[] completed) {
+        ThreadSched threads = ThreadSched.now();
         StringBuilder sb = new StringBuilder("timed ").append(what).append(": ").append(messages);
         sb.append(" messages in ").append(elapsedNs / 1000).append(" us");
         if (completed != null && messages > 0) {
@@ -72,6 +76,7 @@ final class TimedCounters {
             if (d != 0 && !k.startsWith("dcqcn_rate"))
                 sb.append(' ').append(k).append('=').append(d);
         });
+        sb.append("; ").append(threads.describeSince(threadsBefore));
         System.err.println(sb);
     }
 }

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.*;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
@@ -262,6 +263,39 @@ class CompareTest {
         assertEquals(35, outcome.serverCompiledMs());
         assertTrue(outcome.describe().contains("3 rounds"), outcome.describe());
         assertTrue(outcome.describe().contains("the last one compiled nothing"), outcome.describe());
+    }
+
+    @Test
+    void aSendBwWarmInDoesNotEndAtItsShortFirstRoundUnlessASideIsOverdue() {
+        var quiet = new WarmUp.JitWork(0, false);
+        List<Bandwidth.WarmInRound> serverWords = new ArrayList<>(List.of(
+                new Bandwidth.WarmInRound(quiet, false, 0, 10_000),
+                new Bandwidth.WarmInRound(quiet, false, 0, 10_000)));
+        var meeting = new Bandwidth.WarmInMeeting() {
+            @Override
+            public void jitQuiet() {}
+
+            @Override
+            public Bandwidth.WarmInRound roundEnd(Bandwidth.WarmInRound mine) {
+                return serverWords.removeFirst();
+            }
+
+            @Override
+            public boolean isClient() {
+                return true;
+            }
+        };
+        var rounds = new Bandwidth.WarmInRounds(meeting);
+        rounds.end(quiet, 800_000, 800_000); // the 1,000-message re-warm: both JITs quiet
+        assertFalse(rounds.over, "a quiet short round says nothing of the timed loop: a rehearsal of it comes next");
+        rounds.end(quiet, 800_000, 800_000); // the rehearsal, as long as the timed loop: quiet too
+        assertTrue(rounds.over);
+        assertEquals(2, rounds.outcome().rounds());
+
+        serverWords.add(new Bandwidth.WarmInRound(quiet, true, 0, 10_000)); // the server is past its bound
+        var bounded = new Bandwidth.WarmInRounds(meeting);
+        bounded.end(quiet, 800_000, 800_000);
+        assertTrue(bounded.over, "a side over its bound ends it after any round (a bound of 0: after the first)");
     }
 
     @Test

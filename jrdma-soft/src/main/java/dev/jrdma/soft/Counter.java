@@ -106,6 +106,13 @@ enum Counter {
      * ({@code -Djrdma.soft.pollYield=on} only).
      */
     POLL_YIELDS("poll_yields"),
+    /**
+     * Polls that found nothing and slept briefly because the same-host peer had left the packet sent to it last
+     * untaken for {@link ProgressEngine#PEER_STARVED_NANOS}: the peer waits for a CPU, most likely the one this poller
+     * spins on; asleep, the poller hands it over at once and is placed afresh when it wakes
+     * ({@code -Djrdma.soft.pollPark=on} only, {@link ProgressEngine#pollPark}).
+     */
+    POLL_PARKS("poll_parks"),
     TX_PACKETS("tx_packets"),
     /** Packets sent through a same-host peer's ring instead of UDP (also counted in tx_packets). */
     TX_SHM_PACKETS("tx_shm_packets"),

@@ -88,6 +88,29 @@ final class ProgressEngine {
      */
     static volatile boolean pollYield = "on".equals(System.getProperty("jrdma.soft.pollYield", "off"));
 
+    /**
+     * A same-host peer that has left this device's last packet untaken for this long is starved of a CPU, not slow:
+     * polling on a core of its own it takes a packet within a microsecond or two (a window of 64 small packets within
+     * ~20 us at 3 Mpps), and a poller's time slice or a scheduler tick is milliseconds. A poll that finds nothing then
+     * sleeps {@link #STARVED_PARK_NANOS} ({@link #pollPark}). Longer than that sleep really lasts (the timer slack
+     * adds ~50 us): a peer that sleeps so must be back before this side takes it for starved, or the two would put
+     * each other to sleep in turn for good (at 50 us they did: a steady 0.30 Mpps at 2 B, sendbw22).
+     */
+    static final long PEER_STARVED_NANOS = 100_000;
+    /** How long a poll sleeps at a starved peer ({@link #PEER_STARVED_NANOS}), asked: the OS adds its timer slack. */
+    static final long STARVED_PARK_NANOS = 10_000;
+    /**
+     * {@code -Djrdma.soft.pollPark=on} (off by default, until its cost where nothing is starved is measured: latency,
+     * netty-bench, quiet compares): a poll that found nothing while the same-host peer is starved ({@link
+     * #PEER_STARVED_NANOS}) sleeps {@link #STARVED_PARK_NANOS}, so the busy poller stops holding the core the peer waits
+     * for. Two busy pollers on one core (a send_bw pair when anything else takes the other core) otherwise take turns
+     * once a time slice: each spins through its slice while the other holds what it waits for (issue 23 §5's slow
+     * send_bw mode, 0.02-0.05 Mpps against ~3; with it 0.2-0.3 where the two stay on one core: jrdma-bench README,
+     * "sendbw22"). Unlike {@link #pollYield} the sleeping thread leaves the run queue: the peer runs at once, and the
+     * sleeper, woken, is placed on a CPU afresh, where a yielding thread stays runnable beside the peer. Tests set it.
+     */
+    static volatile boolean pollPark = "on".equals(System.getProperty("jrdma.soft.pollPark", "off"));
+
     /** The link; null for a detached device (tests that drive the engines by hand: then nothing here receives). */
     private final Link link;
 
@@ -184,18 +207,30 @@ final class ProgressEngine {
      * A CQ of this device is being polled at {@code now}: handle what the link holds on the polling thread (no
      * hand-off to the receive thread). Does nothing when another thread drives the device at this moment: that one's
      * completions become visible to the next poll. With {@link #pollYield}, a poll that found nothing while the
-     * same-host peer has not taken this device's last packet for {@link #PEER_BEHIND_NANOS} gives the CPU up once.
+     * same-host peer has not taken this device's last packet for {@link #PEER_BEHIND_NANOS} gives the CPU up once;
+     * with {@link #pollPark}, one that found nothing while that packet has waited {@link #PEER_STARVED_NANOS} sleeps.
      */
     void progressFromPoll(long now) {
         if (link == null) return;
         if (lastPollNanos != now) lastPollNanos = now; // a volatile store (a fence) only when the time moved on
         int n = drive(pollRx, POLL_BUDGET, now);
-        if (n == 0 && pollYield && link.peerBehind(now, PEER_BEHIND_NANOS)) {
+        if (n != 0) return;
+        if (pollYield && link.peerBehind(now, PEER_BEHIND_NANOS)) {
             // the peer's thread is runnable but has no CPU, and this thread's spin may be what holds it off
             counters.add(Counter.POLL_YIELDS);
             Thread.yield();
+        } else if (pollPark && now != starvedCheckedAt) {
+            // once per clock reading, not per poll: the look reads the peer's ring, a cache line the peer writes
+            starvedCheckedAt = now;
+            if (link.peerBehind(now, PEER_STARVED_NANOS)) {
+                counters.add(Counter.POLL_PARKS);
+                LockSupport.parkNanos(STARVED_PARK_NANOS);
+            }
         }
     }
+
+    /** The time of {@link #progressFromPoll(long)}'s last look for a starved peer (racy between pollers: any will do). */
+    private long starvedCheckedAt;
 
     /**
      * {@link #progressFromPoll(long)} at the time of the poll, near enough: the clock is read on every

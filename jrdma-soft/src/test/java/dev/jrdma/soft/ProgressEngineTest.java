@@ -234,6 +234,37 @@ class ProgressEngineTest {
         assertEquals(1, counters.get(Counter.POLL_YIELDS));
     }
 
+    @Test
+    void aPollThatFindsNothingSleepsOnlyWhileThePeerIsStarvedAndLooksOncePerClockReading() {
+        boolean before = ProgressEngine.pollPark;
+        ProgressEngine.pollPark = true; // off by default (see ProgressEngine#pollPark)
+        try {
+            long t = clock.nanoTime();
+            link.peerBehindSince = t; // the packet sent last waits in the same-host peer's ring from t on
+            engine.progressFromPoll(t + ProgressEngine.PEER_STARVED_NANOS - 1);
+            assertEquals(0, counters.get(Counter.POLL_PARKS), "a peer that is only slow: the poller spins on");
+            engine.progressFromPoll(t + ProgressEngine.PEER_STARVED_NANOS);
+            assertEquals(1, counters.get(Counter.POLL_PARKS), "the peer waits for a CPU: the poller sleeps");
+            engine.progressFromPoll(t + ProgressEngine.PEER_STARVED_NANOS);
+            assertEquals(1, counters.get(Counter.POLL_PARKS), "a poll with the same (reused) time does not look again");
+            link.arrive(1);
+            engine.progressFromPoll(t + 2 * ProgressEngine.PEER_STARVED_NANOS);
+            assertEquals(List.of("poll 1"), handled);
+            assertEquals(1, counters.get(Counter.POLL_PARKS), "a poll that handled something returns at once");
+            engine.progressFromPoll(t + 3 * ProgressEngine.PEER_STARVED_NANOS);
+            assertEquals(2, counters.get(Counter.POLL_PARKS), "still starved at the next reading: it sleeps again");
+            link.peerBehindSince = -1; // the peer took it
+            engine.progressFromPoll(t + 4 * ProgressEngine.PEER_STARVED_NANOS);
+            assertEquals(2, counters.get(Counter.POLL_PARKS));
+            ProgressEngine.pollPark = false;
+            link.peerBehindSince = t;
+            engine.progressFromPoll(t + 5 * ProgressEngine.PEER_STARVED_NANOS);
+            assertEquals(2, counters.get(Counter.POLL_PARKS), "off (the default): it spins, as perftest's loops");
+        } finally {
+            ProgressEngine.pollPark = before;
+        }
+    }
+
     /** A link that hands out the packets a test lets arrive, numbered by their first byte; it can stall the next receive. */
     private static final class ScriptedLink implements Link {
         private final ArrayDeque<Integer> waiting = new ArrayDeque<>();
