@@ -21,9 +21,9 @@ import java.util.List;
  * <p>The short non-blocking calls of the data path ({@code sendto}, {@code sendmsg}, {@code sendmmsg},
  * {@code recvfrom}, {@code recvmmsg}) go through libc's {@code syscall(2)} with their system call numbers: glibc's
  * named wrappers are thread-cancellation points, and each call of one in a process with threads brackets the system
- * call with two atomic updates of the thread's cancellation state, which a busy poll paid on every empty look (2-4%
- * of a polling thread's time under {@code perf}, about 0.05-0.07 us of a 64 B half round trip between two
- * namespaces: jrdma-bench/README.md, "Two namespaces: 64 B latency (session 22)"). jrdma never cancels threads.
+ * call with two atomic updates of the thread's cancellation state, which a busy poll paid on every empty look (about 4%
+ * of a polling thread's time under {@code perf}, about 0.05 us of a 64 B half round trip between two
+ * namespaces: jrdma-bench/README.md, "Two namespaces: 64 B latency (session 22, lead)"). jrdma never cancels threads.
  * {@code -Djrdma.soft.rawSyscalls=false} binds the named wrappers instead.
  */
 final class UdpLibc {
