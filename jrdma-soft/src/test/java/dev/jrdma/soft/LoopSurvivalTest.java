@@ -44,7 +44,7 @@ import org.junit.jupiter.api.Timeout;
 class LoopSurvivalTest {
 
     /** A link whose receive throws {@link #failure} once, on the thread {@link #on} only (the test's polling thread). */
-    private static final class ThrowingLink implements Link {
+    private static final class ThrowingLink implements ForwardingLink {
         private final Link inner;
         volatile Thread on;
         volatile Throwable failure;
@@ -52,6 +52,11 @@ class LoopSurvivalTest {
 
         ThrowingLink(Link inner) {
             this.inner = inner;
+        }
+
+        @Override
+        public Link delegate() {
+            return inner;
         }
 
         @Override
@@ -69,26 +74,6 @@ class LoopSurvivalTest {
         @Override
         public boolean readable() throws IOException {
             return failure != null && Thread.currentThread() == on || inner.readable();
-        }
-
-        @Override
-        public boolean send(ByteBuffer b, InetSocketAddress to) throws IOException {
-            return inner.send(b, to);
-        }
-
-        @Override
-        public void await() throws IOException {
-            inner.await();
-        }
-
-        @Override
-        public void wakeup() {
-            inner.wakeup();
-        }
-
-        @Override
-        public void close() {
-            inner.close();
         }
     }
 

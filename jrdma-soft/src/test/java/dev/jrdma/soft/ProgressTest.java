@@ -429,13 +429,18 @@ class ProgressTest {
     }
 
     /** A link whose receive blocks the thread {@link #stallThread} (once) until released: a poller descheduled in mid-drive. */
-    private static final class StallingLink implements Link {
+    private static final class StallingLink implements ForwardingLink {
         private final Link inner;
         volatile Thread stallThread;
         final CountDownLatch stalled = new CountDownLatch(1), release = new CountDownLatch(1);
 
         StallingLink(Link inner) {
             this.inner = inner;
+        }
+
+        @Override
+        public Link delegate() {
+            return inner;
         }
 
         @Override
@@ -450,26 +455,6 @@ class ProgressTest {
                 }
             }
             return inner.receive(b);
-        }
-
-        @Override
-        public boolean send(ByteBuffer b, InetSocketAddress to) throws IOException {
-            return inner.send(b, to);
-        }
-
-        @Override
-        public void await() throws IOException {
-            inner.await();
-        }
-
-        @Override
-        public void wakeup() {
-            inner.wakeup();
-        }
-
-        @Override
-        public void close() {
-            inner.close();
         }
     }
 }

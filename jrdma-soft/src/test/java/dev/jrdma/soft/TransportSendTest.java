@@ -61,32 +61,12 @@ class TransportSendTest {
     }
 
     /** A link that never takes a packet (full), or fails each send; receives go to the real link. */
-    private record FullLink(Link link, AtomicInteger tries, AtomicBoolean failing) implements Link {
+    private record FullLink(Link delegate, AtomicInteger tries, AtomicBoolean failing) implements ForwardingLink {
         @Override
         public boolean send(ByteBuffer b, InetSocketAddress to) throws IOException {
             if (failing.get()) throw new IOException("the link failed");
             tries.incrementAndGet();
             return false;
-        }
-
-        @Override
-        public InetSocketAddress receive(ByteBuffer b) throws IOException {
-            return link.receive(b);
-        }
-
-        @Override
-        public void await() throws IOException {
-            link.await();
-        }
-
-        @Override
-        public void wakeup() {
-            link.wakeup();
-        }
-
-        @Override
-        public void close() {
-            link.close();
         }
     }
 }

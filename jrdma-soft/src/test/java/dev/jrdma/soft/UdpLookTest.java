@@ -3,7 +3,6 @@ package dev.jrdma.soft;
 import static org.junit.jupiter.api.Assertions.*;
 
 import java.io.IOException;
-import java.net.InetSocketAddress;
 import java.nio.ByteBuffer;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -22,7 +21,7 @@ class UdpLookTest {
     private final ManualClock clock = new ManualClock();
 
     /** The UDP socket under B's ring link, counting the polls' looks; it never has a datagram for them. */
-    private static final class WatchedSocket implements Link {
+    private static final class WatchedSocket implements ForwardingLink {
         final Link inner;
         int looks, awaits;
 
@@ -31,19 +30,14 @@ class UdpLookTest {
         }
 
         @Override
+        public Link delegate() {
+            return inner;
+        }
+
+        @Override
         public boolean readable() {
             looks++;
             return false;
-        }
-
-        @Override
-        public boolean send(ByteBuffer b, InetSocketAddress to) throws IOException {
-            return inner.send(b, to);
-        }
-
-        @Override
-        public InetSocketAddress receive(ByteBuffer b) throws IOException {
-            return inner.receive(b);
         }
 
         @Override
@@ -60,16 +54,6 @@ class UdpLookTest {
         @Override
         public void await() {
             awaits++;
-        }
-
-        @Override
-        public void wakeup() {
-            inner.wakeup();
-        }
-
-        @Override
-        public void close() {
-            inner.close();
         }
     }
 
