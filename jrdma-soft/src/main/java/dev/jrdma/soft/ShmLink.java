@@ -348,11 +348,20 @@ final class ShmLink implements Link {
      */
     private void awaitLastPacketsTaken() {
         long until = clock.nanoTime() + CLOSE_DRAIN_NANOS;
+        // parks counted too: a test's manual clock does not move during a close, and the wait must still end
+        int parks = 0;
         for (Route r : routes.values()) {
             ShmSender s = r.sender;
-            while (s != null && s.lastWaiting() && clock.nanoTime() - until < 0) LockSupport.parkNanos(50_000);
+            while (s != null
+                    && s.lastWaiting()
+                    && clock.nanoTime() - until < 0
+                    && parks++ < CLOSE_DRAIN_NANOS / CLOSE_DRAIN_PARK_NANOS)
+                LockSupport.parkNanos(CLOSE_DRAIN_PARK_NANOS);
         }
     }
+
+    /** One sleep of {@link #awaitLastPacketsTaken} between two looks at a peer's ring. */
+    private static final long CLOSE_DRAIN_PARK_NANOS = 50_000;
 
     /** Gives back the slots {@link #forgetPeer} left to the watch's check (a second later: the peer took their last packet). */
     void releaseRetiring() {
